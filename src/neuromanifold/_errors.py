@@ -1,0 +1,50 @@
+"""The one exception family of neuromanifold.
+
+Every error a user can provoke is a :class:`NeuromanifoldError`. Messages state the
+rule that was broken and echo the offending value, in the style of einops.
+Subclasses also derive from the matching builtin (``ValueError``) so that generic
+handlers keep working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "NeuromanifoldError",
+    "ArchitectureError",
+    "ParameterError",
+    "InputError",
+    "NotInNeuromanifoldError",
+    "DomainError",
+]
+
+
+class NeuromanifoldError(Exception):
+    """Base class of every error raised by neuromanifold."""
+
+
+class ArchitectureError(NeuromanifoldError, ValueError):
+    """An architecture description (filter shapes, strides, widths) is invalid."""
+
+
+class ParameterError(NeuromanifoldError, ValueError):
+    """Parameters do not match the architecture, or are not finite."""
+
+
+class InputError(NeuromanifoldError, ValueError):
+    """Data, signals, losses or options passed to a computation are invalid."""
+
+
+class NotInNeuromanifoldError(NeuromanifoldError, ValueError):
+    """A function (e.g. an end-to-end filter) is not in the image of the parameterization."""
+
+
+class DomainError(NeuromanifoldError, ValueError):
+    """An input domain (box, orthant, ...) is invalid or does not match the network."""
+
+
+def short_repr(value: object, limit: int = 120) -> str:
+    """``repr`` of ``value`` cut to ``limit`` characters, for error messages."""
+    text = repr(value)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text

@@ -1,0 +1,54 @@
+"""Input checks shared by every module; each failure is a NeuromanifoldError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._errors import InputError, ParameterError, short_repr
+
+__all__ = ["as_finite_array", "as_seed_rng", "check_positive_int"]
+
+
+def as_finite_array(value: Any, name: str, *, ndim: int | None = None,
+                    shape: tuple[int, ...] | None = None,
+                    error: type[Exception] = ParameterError) -> np.ndarray:
+    """``value`` as a float64 array, checked to be finite and of the given shape.
+
+    >>> as_finite_array([1, 2], "w").dtype
+    dtype('float64')
+    >>> as_finite_array([1, float("nan")], "w")
+    Traceback (most recent call last):
+    ...
+    neuromanifold._errors.ParameterError: w must be finite (no NaN or inf); got array([ 1., nan])
+    """
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise error(f"{name} must be an array of real numbers; got {short_repr(value)}") from exc
+    if ndim is not None and arr.ndim != ndim:
+        raise error(f"{name} must have {ndim} dimension(s); got shape {arr.shape}")
+    if shape is not None and arr.shape != tuple(shape):
+        raise error(f"{name} must have shape {tuple(shape)}; got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise error(f"{name} must be finite (no NaN or inf); got {short_repr(arr)}")
+    return arr
+
+
+def check_positive_int(value: Any, name: str, error: type[Exception] = InputError) -> int:
+    """``value`` as an ``int`` >= 1, or an error naming the rule."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise error(f"{name} must be a positive integer; got {short_repr(value)}")
+    if value < 1:
+        raise error(f"{name} must be a positive integer; got {value}")
+    return int(value)
+
+
+def as_seed_rng(seed: Any) -> np.random.Generator:
+    """A numpy Generator from an int seed, ``None`` or an existing Generator."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise InputError(f"seed must be an int, None or a numpy Generator; got {short_repr(seed)}")
+    return np.random.default_rng(seed)

@@ -1,0 +1,485 @@
+"""Linear convolutional networks in any dimension D (SPEC 1.1, 1.2).
+
+Layer l correlates its input with a filter ``w_l`` (shape ``(k_{l,1}, ..., k_{l,D})``)
+at stride ``s_l``: ``(alpha_{w,s} x)_i = sum_j w_j x_{i*s + j}`` (per axis), no padding,
+no bias; layer 1 acts first. The composition is again such a map, with end-to-end
+filter ``v = w_1 * up(w_2, S_1) * ... * up(w_L, S_{L-1})`` where ``*`` is full
+convolution and ``up(w, S)`` spreads ``w`` on the lattice ``S Z^D``; equivalently
+``pi(v)(t) = prod_l pi(w_l)(t^{S_{l-1}})`` (SPEC 1.1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import flint
+import numpy as np
+from scipy import signal
+
+from .._errors import ArchitectureError, InputError, ParameterError, short_repr
+from .._results import Result
+from .._validation import as_finite_array, as_seed_rng
+from ..exact import to_fmpq
+
+__all__ = ["LinearConvNet", "JacobianRank", "correlate", "upsample"]
+
+
+def upsample(w: np.ndarray, stride: Sequence[int]) -> np.ndarray:
+    """``up(w, S)``: insert ``S - 1`` zeros between consecutive entries along each axis.
+
+    >>> upsample(np.array([1.0, 2.0, 3.0]), (2,))
+    array([1., 0., 2., 0., 3.])
+    """
+    stride = tuple(stride)
+    if all(s == 1 for s in stride):
+        return w
+    shape = tuple((k - 1) * s + 1 for k, s in zip(w.shape, stride))
+    out = np.zeros(shape, dtype=w.dtype)
+    out[tuple(slice(None, None, s) for s in stride)] = w
+    return out
+
+
+def correlate(x: Any, filt: Any, stride: int | Sequence[int] = 1) -> np.ndarray:
+    """Valid strided correlation ``y_i = sum_j filt_j x_{i*stride + j}`` over the last D axes.
+
+    Args:
+        x: signal(s), shape ``(..., n_1, ..., n_D)`` with D = ``filt.ndim``.
+        filt: the filter, shape ``(k_1, ..., k_D)``.
+        stride: an int or a D-tuple.
+
+    Returns:
+        Array of shape ``(..., m_1, ..., m_D)`` with ``m_a = (n_a - k_a) // s_a + 1``.
+
+    >>> correlate([1.0, 2.0, 3.0, 4.0, 5.0], [1.0, -1.0], stride=2)
+    array([-1., -1.])
+    """
+    x = as_finite_array(x, "x", error=InputError)
+    filt = as_finite_array(filt, "filter", error=InputError)
+    D = filt.ndim
+    stride = _as_tuple(stride, D, "stride", InputError)
+    if x.ndim < D:
+        raise InputError(f"signal must have at least {D} axes for a {D}D filter; got shape {x.shape}")
+    spatial = x.shape[x.ndim - D:]
+    if any(n < k for n, k in zip(spatial, filt.shape)):
+        raise InputError(
+            f"signal of spatial shape {spatial} is shorter than the filter {filt.shape}")
+    axes = tuple(range(x.ndim - D, x.ndim))
+    windows = np.lib.stride_tricks.sliding_window_view(x, filt.shape, axis=axes)
+    windows = windows[(Ellipsis,) + tuple(slice(None, None, s) for s in stride) + (slice(None),) * D]
+    return np.tensordot(windows, filt, axes=D)
+
+
+def _as_tuple(value: Any, D: int, name: str, error: type[Exception]) -> tuple[int, ...]:
+    """An int or a D-sequence of ints, as a D-tuple of positive ints."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        vals = (int(value),) * D
+    elif isinstance(value, Sequence) and not isinstance(value, str) and len(value) == D and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
+        vals = tuple(int(v) for v in value)
+    else:
+        raise error(f"{name} must be a positive int or a tuple of {D} positive ints; "
+                    f"got {short_repr(value)}")
+    if any(v < 1 for v in vals):
+        raise error(f"{name} must be positive in every axis; got {value!r}")
+    return vals
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class JacobianRank(Result):
+    """Rank of the Jacobian at one parameter, and whether that point is smooth.
+
+    Attributes:
+        rank: the rank found.
+        dimension: the generic rank (dimension of the neuromanifold).
+        is_smooth: ``rank == dimension``.
+        certified: True when the rank was computed exactly over the rationals.
+        smallest_singular_value: the ``dimension``-th singular value (numerical method).
+        tol: the relative tolerance used by the numerical method (None when exact).
+    """
+
+    rank: int
+    dimension: int
+    is_smooth: bool
+    certified: bool
+    smallest_singular_value: float | None = None
+    tol: float | None = None
+
+
+class LinearConvNet:
+    """A linear convolutional network: filter shapes and strides (SPEC 1.1).
+
+    Args:
+        filter_shapes: one entry per layer (layer 1 acts first): ints for 1D, or
+            D-tuples of ints for D-dimensional filters.
+        strides: one entry per layer except the last (ints or D-tuples); a list with one
+            entry per layer is accepted and its last entry ignored (the last stride does
+            not affect the end-to-end filter). ``None`` means all strides 1.
+
+    >>> net = LinearConvNet([3, 2, 2], strides=[2, 2])
+    >>> net.end_to_end_shape, net.dimension
+    ((9,), 5)
+    >>> params = net.random_params(seed=0)
+    >>> net.end_to_end(params).shape
+    (9,)
+    """
+
+    def __init__(self, filter_shapes: Sequence[Any], strides: Sequence[Any] | None = None):
+        if isinstance(filter_shapes, (str, bytes)) or not isinstance(filter_shapes, Sequence) \
+                or len(filter_shapes) == 0:
+            raise ArchitectureError(
+                f"filter_shapes must be a non-empty list of ints (1D) or of D-tuples; "
+                f"got {short_repr(filter_shapes)}")
+        first = filter_shapes[0]
+        D = 1 if isinstance(first, (int, np.integer)) else (
+            len(first) if isinstance(first, Sequence) else 0)
+        if D == 0:
+            raise ArchitectureError(
+                f"filter_shapes must be a list of ints (1D) or of D-tuples; got {short_repr(filter_shapes)}")
+        shapes = []
+        for l, k in enumerate(filter_shapes, start=1):
+            try:
+                shapes.append(_as_tuple(k, D, f"filter shape of layer {l}", ArchitectureError))
+            except ArchitectureError as exc:
+                raise ArchitectureError(
+                    f"{exc} (all filters must have the same number of axes D={D}; "
+                    f"filter_shapes={short_repr(filter_shapes)})") from None
+        L = len(shapes)
+        if strides is None:
+            strides = [1] * (L - 1)
+        if isinstance(strides, (str, bytes)) or not isinstance(strides, Sequence):
+            raise ArchitectureError(f"strides must be a list; got {short_repr(strides)}")
+        if len(strides) not in (L - 1, L):
+            raise ArchitectureError(
+                f"strides must have one entry per layer except the last ({L - 1}) "
+                f"or one per layer ({L}); got {len(strides)}: {short_repr(strides)}")
+        st = [_as_tuple(s, D, f"stride of layer {l}", ArchitectureError)
+              for l, s in enumerate(list(strides)[:L - 1], start=1)]
+        self.ndim = D
+        self.filter_shapes: tuple[tuple[int, ...], ...] = tuple(shapes)
+        self.strides: tuple[tuple[int, ...], ...] = tuple(st)
+        # S_0 = 1, S_l = s_1 * ... * s_l (per axis)
+        cum = [(1,) * D]
+        for s in st:
+            cum.append(tuple(a * b for a, b in zip(cum[-1], s)))
+        self.cumulative_strides: tuple[tuple[int, ...], ...] = tuple(cum)
+        self.end_to_end_shape: tuple[int, ...] = tuple(
+            shapes[0][a] + sum((shapes[l][a] - 1) * cum[l][a] for l in range(1, L))
+            for a in range(D))
+
+    # ------------------------------------------------------------------ basics
+    def __repr__(self) -> str:
+        def fmt(t):
+            return str(t[0]) if self.ndim == 1 else str(t)
+        shapes = ", ".join(fmt(k) for k in self.filter_shapes)
+        strides = ", ".join(fmt(s) for s in self.strides)
+        return f"LinearConvNet(filter_shapes=[{shapes}], strides=[{strides}])"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LinearConvNet) and (
+            other.filter_shapes, other.strides) == (self.filter_shapes, self.strides)
+
+    def __hash__(self) -> int:
+        return hash((self.filter_shapes, self.strides))
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.filter_shapes)
+
+    @property
+    def layer_sizes(self) -> tuple[int, ...]:
+        """Number of entries ``|w_l|`` of each filter."""
+        return tuple(math.prod(k) for k in self.filter_shapes)
+
+    @property
+    def num_params(self) -> int:
+        return sum(self.layer_sizes)
+
+    @property
+    def end_to_end_size(self) -> int:
+        return math.prod(self.end_to_end_shape)
+
+    @property
+    def end_to_end_stride(self) -> tuple[int, ...]:
+        """Stride of the end-to-end map ``S_L`` (the last layer has stride 1)."""
+        return self.cumulative_strides[-1]
+
+    @property
+    def dimension(self) -> int:
+        """Dimension of the neuromanifold: the generic rank of the Jacobian.
+
+        Computed as the exact rank of the Jacobian at a random integer point (a lower
+        bound on the generic rank, equal to it with probability one), which never
+        exceeds the bound ``min(sum_l |w_l| - (L - 1), prod k)`` of SPEC 1.1.
+        """
+        if not hasattr(self, "_dimension"):
+            rng = np.random.default_rng(12345)
+            best = 0
+            for _ in range(2):
+                params = [rng.integers(-9, 10, size=k).astype(float) for k in self.filter_shapes]
+                best = max(best, self.exact_jacobian(params).rank())
+                if best == self.dimension_bound:
+                    break
+            self._dimension = best
+        return self._dimension
+
+    @property
+    def dimension_bound(self) -> int:
+        """The upper bound ``min(sum_l |w_l| - (L - 1), prod k)`` (SPEC 1.1)."""
+        return min(self.num_params - (self.num_layers - 1), self.end_to_end_size)
+
+    @property
+    def is_filling(self) -> bool:
+        """Whether the neuromanifold is full-dimensional in R^k (``dimension == prod k``)."""
+        return self.dimension == self.end_to_end_size
+
+    # ------------------------------------------------------------- parameters
+    def check_params(self, params: Any) -> list[np.ndarray]:
+        """Validate ``params`` (one finite array per layer, in the filter's shape).
+
+        1D filters may also be given as flat lists. Returns float64 copies.
+        """
+        if isinstance(params, np.ndarray) or not isinstance(params, Sequence):
+            raise ParameterError(
+                f"params must be a list with one filter per layer ({self.num_layers}); "
+                f"got {short_repr(params)}")
+        if len(params) != self.num_layers:
+            raise ParameterError(
+                f"params must have one filter per layer: {self!r} has {self.num_layers} layers, "
+                f"got {len(params)} filters")
+        out = []
+        for l, (w, k) in enumerate(zip(params, self.filter_shapes), start=1):
+            arr = as_finite_array(w, f"filter of layer {l}")
+            if arr.shape != k:
+                raise ParameterError(
+                    f"filter of layer {l} must have shape {k} for {self!r}; got shape {arr.shape}")
+            out.append(arr)
+        return out
+
+    def random_params(self, seed: Any = None) -> list[np.ndarray]:
+        """Standard Gaussian filters, one per layer, in each filter's shape."""
+        rng = as_seed_rng(seed)
+        return [rng.standard_normal(k) for k in self.filter_shapes]
+
+    def flatten(self, params: Any) -> np.ndarray:
+        """All filter entries as one vector, layer by layer (each filter in C order)."""
+        return np.concatenate([w.ravel() for w in self.check_params(params)])
+
+    def unflatten(self, theta: Any) -> list[np.ndarray]:
+        """Inverse of :meth:`flatten`."""
+        theta = as_finite_array(theta, "theta", ndim=1)
+        if theta.size != self.num_params:
+            raise ParameterError(
+                f"theta must have {self.num_params} entries for {self!r}; got {theta.size}")
+        out, pos = [], 0
+        for k, n in zip(self.filter_shapes, self.layer_sizes):
+            out.append(theta[pos:pos + n].reshape(k).copy())
+            pos += n
+        return out
+
+    # ------------------------------------------------------------- the map mu
+    def _upsampled(self, params: list[np.ndarray]) -> list[np.ndarray]:
+        return [upsample(w, S) for w, S in zip(params, self.cumulative_strides)]
+
+    def end_to_end(self, params: Any) -> np.ndarray:
+        """The end-to-end filter ``v = mu(params)`` (SPEC 1.1), of shape ``end_to_end_shape``."""
+        ups = self._upsampled(self.check_params(params))
+        v = ups[0]
+        for u in ups[1:]:
+            v = signal.convolve(v, u, method="direct")
+        return v
+
+    def _partial_products(self, params: list[np.ndarray]) -> list[np.ndarray]:
+        """``P_l``: the convolution of every upsampled filter except layer l's (SPEC 1.2)."""
+        ups = self._upsampled(params)
+        L = len(ups)
+        one = np.ones((1,) * self.ndim)
+        prefix = [one]
+        for u in ups[:-1]:
+            prefix.append(signal.convolve(prefix[-1], u, method="direct"))
+        suffix = [one]
+        for u in ups[:0:-1]:
+            suffix.append(signal.convolve(suffix[-1], u, method="direct"))
+        suffix = suffix[::-1]
+        return [signal.convolve(prefix[l], suffix[l], method="direct") for l in range(L)]
+
+    def _jacobian_blocks(self, params: list[np.ndarray]) -> list[np.ndarray]:
+        """``J_l`` (|v| x |w_l|): column j is ``P_l`` shifted by ``j * S_{l-1}`` (SPEC 1.2)."""
+        vshape = self.end_to_end_shape
+        blocks = []
+        for P, k, S in zip(self._partial_products(params), self.filter_shapes,
+                           self.cumulative_strides):
+            # flat positions of P's entries inside v, and the flat offset of each shift
+            p_pos = np.ravel_multi_index(np.indices(P.shape).reshape(self.ndim, -1), vshape)
+            shifts = np.indices(k).reshape(self.ndim, -1) * np.asarray(S)[:, None]
+            s_pos = np.ravel_multi_index(shifts, vshape)
+            J = np.zeros((self.end_to_end_size, math.prod(k)))
+            J[p_pos[:, None] + s_pos[None, :], np.arange(s_pos.size)[None, :]] = P.ravel()[:, None]
+            blocks.append(J)
+        return blocks
+
+    def jacobian(self, params: Any) -> np.ndarray:
+        """The Jacobian of mu: rows = entries of v (C order), columns = all filter entries
+        layer by layer (each filter in C order)."""
+        return np.hstack(self._jacobian_blocks(self.check_params(params)))
+
+    def exact_jacobian(self, params: Any) -> flint.fmpq_mat:
+        """The Jacobian computed exactly over the rationals from the (exact binary) float
+        filters, as a ``flint.fmpq_mat``: column j of block l holds the coefficients of
+        ``t^{j S_{l-1}} prod_{m != l} pi(w_m)(t^{S_{m-1}})`` (SPEC 1.2)."""
+        polys = self.layer_polynomials(params)
+        vshape = self.end_to_end_shape
+        J = flint.fmpq_mat(self.end_to_end_size, self.num_params)
+        col = 0
+        for l, (k, S) in enumerate(zip(self.filter_shapes, self.cumulative_strides)):
+            P = self.polynomial_context().from_dict({(0,) * self.ndim: 1})
+            for m, q in enumerate(polys):
+                if m != l:
+                    P = P * q
+            terms = list(P.to_dict().items())
+            for j in np.ndindex(k):
+                shift = tuple(a * s for a, s in zip(j, S))
+                for exps, c in terms:
+                    J[int(np.ravel_multi_index(tuple(int(e) + o for e, o in zip(exps, shift)), vshape)),
+                      col] = c
+                col += 1
+        return J
+
+    def ntk(self, params: Any) -> np.ndarray:
+        """The neural tangent kernel ``K = J J^T = sum_l J_l J_l^T`` (SPEC 1.2).
+
+        Built from the structured blocks: ``J_l`` is scattered from the single array
+        ``P_l`` (2L convolutions in all, none per column), then one symmetric rank-k
+        update (BLAS syrk).
+        """
+        J = self.jacobian(params)
+        return _gram(J)
+
+    def vjp(self, params: Any, cotangent: Any) -> list[np.ndarray]:
+        """``J^T g`` split per layer, each in its filter's shape: the gradient of
+        ``<g, mu(theta)>`` w.r.t. each filter."""
+        params = self.check_params(params)
+        g = as_finite_array(cotangent, "cotangent", error=InputError)
+        if g.shape != self.end_to_end_shape and g.shape != (self.end_to_end_size,):
+            raise InputError(
+                f"cotangent must have the end-to-end shape {self.end_to_end_shape}; got {g.shape}")
+        g = g.reshape(self.end_to_end_shape)
+        out = []
+        for P, S, k in zip(self._partial_products(params), self.cumulative_strides,
+                           self.filter_shapes):
+            # d<g, v>/d w_l[j] = sum_i g[i + j*S] P[i]: correlate g with P at stride S
+            out.append(correlate(g, P, S).reshape(k))
+        return out
+
+    def invariants(self, params: Any) -> np.ndarray:
+        """``delta_l = ||w_{l+1}||^2 - ||w_l||^2`` for l = 1..L-1 (SPEC 1.2)."""
+        norms = np.array([np.sum(w * w) for w in self.check_params(params)])
+        return np.diff(norms)
+
+    # ------------------------------------------------------------- smoothness
+    def rank(self, params: Any, exact: bool = False, tol: float | None = None) -> JacobianRank:
+        """Rank of the Jacobian at ``params``.
+
+        Args:
+            params: one filter per layer.
+            exact: compute the rank exactly over the rationals (floats are exact binary
+                rationals, so the answer is certified); otherwise by SVD.
+            tol: relative singular-value tolerance of the numerical method (default
+                ``max(shape) * eps * sigma_max``).
+        """
+        dim = self.dimension
+        if exact:
+            r = self.exact_jacobian(params).rank()
+            return JacobianRank(r, dim, r == dim, True)
+        J = self.jacobian(params)
+        sv = np.linalg.svd(J, compute_uv=False)
+        rel = tol if tol is not None else max(J.shape) * np.finfo(float).eps
+        r = int(np.sum(sv > rel * (sv[0] if sv.size and sv[0] > 0 else 1.0))) if sv.size else 0
+        smallest = float(sv[dim - 1]) if 0 < dim <= sv.size else None
+        return JacobianRank(r, dim, r == dim, False, smallest, rel)
+
+    def is_smooth(self, params: Any, exact: bool = False) -> bool:
+        """Whether ``params`` is a smooth point: the Jacobian has the generic rank."""
+        return self.rank(params, exact=exact).rank == self.dimension
+
+    # ------------------------------------------------------------- polynomials
+    def layer_polynomials(self, params: Any) -> list[flint.fmpq_mpoly]:
+        """``pi(w_l)(t^{S_{l-1}})`` for each layer, exactly, in variables ``t1..tD``."""
+        ctx = self.polynomial_context()
+        polys = []
+        for w, S in zip(self.check_params(params), self.cumulative_strides):
+            terms = {tuple(int(j) * s for j, s in zip(idx, S)): to_fmpq(float(c))
+                     for idx, c in np.ndenumerate(w) if c != 0}
+            polys.append(ctx.from_dict(terms) if terms else ctx.from_dict({}))
+        return polys
+
+    def polynomial(self, params: Any) -> flint.fmpq_mpoly:
+        """The exact end-to-end polynomial ``pi(v)(t) = prod_l pi(w_l)(t^{S_{l-1}})``.
+
+        Float filters are converted to the exact rationals they represent, so the
+        coefficients of the result are the exact end-to-end filter.
+
+        >>> net = LinearConvNet([2, 2])
+        >>> net.polynomial([[1.0, -1.0], [1.0, -0.5]])
+        1/2*t^2 - 3/2*t + 1
+        """
+        polys = self.layer_polynomials(params)
+        out = polys[0]
+        for p in polys[1:]:
+            out = out * p
+        return out
+
+    def polynomial_context(self) -> flint.fmpq_mpoly_ctx:
+        """The python-flint context of the polynomial view: variables ``t`` (1D) or ``t1..tD``."""
+        names = ("t",) if self.ndim == 1 else tuple(f"t{a + 1}" for a in range(self.ndim))
+        return flint.fmpq_mpoly_ctx.get(names, "lex")
+
+    def coefficients(self, poly: flint.fmpq_mpoly) -> np.ndarray:
+        """The coefficient array (object dtype, exact ``fmpq``) of a polynomial in v's shape."""
+        out = np.empty(self.end_to_end_shape, dtype=object)
+        out.fill(flint.fmpq(0))
+        for exps, c in poly.to_dict().items():
+            exps = tuple(int(e) for e in exps)
+            if any(e >= n for e, n in zip(exps, self.end_to_end_shape)):
+                raise InputError(f"polynomial has degree {exps} outside the filter shape "
+                                 f"{self.end_to_end_shape}")
+            out[tuple(exps)] = c
+        return out
+
+    # ------------------------------------------------------------- apply
+    def apply(self, params: Any, x: Any) -> np.ndarray:
+        """Apply the network to signal(s) ``x`` by strided correlation, layer after layer.
+
+        Args:
+            params: one filter per layer.
+            x: shape ``(..., n_1, ..., n_D)``; leading axes are batch axes.
+
+        Returns:
+            The output signal(s); equal to ``correlate(x, end_to_end(params), S_L)``.
+        """
+        params = self.check_params(params)
+        x = as_finite_array(x, "x", error=InputError)
+        strides = list(self.strides) + [(1,) * self.ndim]
+        for w, s in zip(params, strides):
+            x = correlate(x, w, s)
+        return x
+
+    def end_to_end_operator(self, x: Any) -> np.ndarray:
+        """The matrix ``M`` with ``M @ v.ravel() == correlate(x, v, S_L).ravel()`` for one
+        signal ``x`` (shape ``(n_1..n_D)``): each row is a flattened window of ``x``."""
+        x = as_finite_array(x, "x", error=InputError)
+        if x.ndim != self.ndim:
+            raise InputError(f"x must be one {self.ndim}D signal; got shape {x.shape}")
+        if any(n < k for n, k in zip(x.shape, self.end_to_end_shape)):
+            raise InputError(f"signal of shape {x.shape} is shorter than the end-to-end "
+                             f"filter {self.end_to_end_shape}")
+        win = np.lib.stride_tricks.sliding_window_view(x, self.end_to_end_shape)
+        win = win[tuple(slice(None, None, s) for s in self.end_to_end_stride)]
+        return win.reshape(-1, self.end_to_end_size)
+
+
+def _gram(J: np.ndarray) -> np.ndarray:
+    """``J @ J.T``; numpy dispatches this to a symmetric rank-k update (exactly symmetric)."""
+    return J @ J.T

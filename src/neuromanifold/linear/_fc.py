@@ -1,0 +1,287 @@
+"""Fully connected linear networks (SPEC 1.4) and the balanced operator A_W (SPEC 1.3).
+
+Widths ``d_0, ..., d_N``; ``W_l`` has shape ``(d_l, d_{l-1})``; the end-to-end matrix is
+``W = W_N ... W_1``. Vectors of matrices are row-major (C order) throughout, so
+``vec(A X B) = (A kron B^T) vec(X)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import flint
+import numpy as np
+
+from .._errors import ArchitectureError, InputError, ParameterError, short_repr
+from .._validation import as_finite_array, as_seed_rng, check_positive_int
+from ..exact import fmpq_matrix
+from ._conv import JacobianRank
+
+__all__ = ["LinearFCNet", "balanced_ntk_operator"]
+
+
+def _psd_power(M: np.ndarray, p: float) -> np.ndarray:
+    """``M^p`` for a symmetric positive semidefinite ``M`` (tiny negative eigenvalues clipped)."""
+    lam, U = np.linalg.eigh((M + M.T) / 2)
+    # eigenvalues at rounding level are zeros of a singular M: a fractional power would
+    # blow them up (1e-17 ** (1/3) ~ 2e-6), so they are set to exactly zero
+    cutoff = max(M.shape) * np.finfo(float).eps * max(float(np.abs(lam).max(initial=0.0)), 1e-300)
+    lam = np.where(lam > cutoff, lam, 0.0)
+    if p == 0:
+        return U @ U.T
+    powered = np.zeros_like(lam)
+    powered[lam > 0] = lam[lam > 0] ** p
+    return (U * powered) @ U.T
+
+
+def _fmpq_chain(mats: list, n: int) -> flint.fmpq_mat:
+    out = flint.fmpq_mat(n, n)
+    for i in range(n):
+        out[i, i] = 1
+    for M in mats:
+        out = M * out
+    return out
+
+
+def balanced_ntk_operator(W: Any, num_layers: int) -> np.ndarray:
+    """The matrix of ``A_W(Z) = sum_{j=1}^N (W W^T)^{(N-j)/N} Z (W^T W)^{(j-1)/N}`` (SPEC 1.3).
+
+    This is the NTK of a balanced fully connected network with end-to-end matrix ``W``
+    and ``N`` layers (Arora, Cohen, Hazan 2018), acting on row-major ``vec(Z)``.
+
+    Args:
+        W: the end-to-end matrix, shape ``(d_N, d_0)``.
+        num_layers: N >= 1.
+
+    Returns:
+        Array of shape ``(d_N d_0, d_N d_0)``.
+
+    >>> balanced_ntk_operator(np.array([[2.0]]), 2)
+    array([[4.]])
+    """
+    W = as_finite_array(W, "W", ndim=2, error=InputError)
+    N = check_positive_int(num_layers, "num_layers")
+    left, right = W @ W.T, W.T @ W
+    return sum(np.kron(_psd_power(left, (N - j) / N), _psd_power(right, (j - 1) / N))
+               for j in range(1, N + 1))
+
+
+class LinearFCNet:
+    """A fully connected linear network with widths ``(d_0, ..., d_N)`` (SPEC 1.4).
+
+    Args:
+        widths: at least two positive ints; ``W_l`` has shape ``(d_l, d_{l-1})``.
+
+    >>> net = LinearFCNet([3, 2, 3])
+    >>> net.dimension   # matrices of rank <= 2 in R^{3x3}
+    8
+    """
+
+    def __init__(self, widths: Sequence[int]):
+        if isinstance(widths, (str, bytes)) or not isinstance(widths, Sequence) or len(widths) < 2:
+            raise ArchitectureError(
+                f"widths must be a list of at least two positive ints (d_0, ..., d_N); "
+                f"got {short_repr(widths)}")
+        self.widths = tuple(check_positive_int(w, "every width", ArchitectureError) for w in widths)
+
+    def __repr__(self) -> str:
+        return f"LinearFCNet(widths={list(self.widths)})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LinearFCNet) and other.widths == self.widths
+
+    def __hash__(self) -> int:
+        return hash(("LinearFCNet", self.widths))
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.widths) - 1
+
+    @property
+    def shapes(self) -> tuple[tuple[int, int], ...]:
+        return tuple((b, a) for a, b in zip(self.widths[:-1], self.widths[1:]))
+
+    @property
+    def num_params(self) -> int:
+        return sum(a * b for a, b in self.shapes)
+
+    @property
+    def end_to_end_shape(self) -> tuple[int, int]:
+        return (self.widths[-1], self.widths[0])
+
+    @property
+    def end_to_end_size(self) -> int:
+        return self.widths[-1] * self.widths[0]
+
+    @property
+    def rank_bound(self) -> int:
+        """``r = min(widths)``: the end-to-end matrix has rank at most r."""
+        return min(self.widths)
+
+    @property
+    def dimension(self) -> int:
+        """Dimension of the neuromanifold (matrices of rank <= r): ``r (d_0 + d_N - r)``."""
+        r, d0, dN = self.rank_bound, self.widths[0], self.widths[-1]
+        return r * (d0 + dN - r)
+
+    # ------------------------------------------------------------- parameters
+    def check_params(self, params: Any) -> list[np.ndarray]:
+        """Validate ``params`` (one finite matrix per layer, ``W_l`` of shape (d_l, d_{l-1}))."""
+        if isinstance(params, np.ndarray) or not isinstance(params, Sequence):
+            raise ParameterError(
+                f"params must be a list of {self.num_layers} matrices; got {short_repr(params)}")
+        if len(params) != self.num_layers:
+            raise ParameterError(
+                f"params must have one matrix per layer: {self!r} has {self.num_layers} layers, "
+                f"got {len(params)} matrices")
+        return [as_finite_array(W, f"W_{l}", shape=shape)
+                for l, (W, shape) in enumerate(zip(params, self.shapes), start=1)]
+
+    def random_params(self, seed: Any = None) -> list[np.ndarray]:
+        """Gaussian matrices scaled by ``1/sqrt(d_{l-1})``."""
+        rng = as_seed_rng(seed)
+        return [rng.standard_normal(s) / np.sqrt(s[1]) for s in self.shapes]
+
+    def balanced_params(self, seed: Any = None, end_to_end: Any = None) -> list[np.ndarray]:
+        """Balanced parameters (all ``Delta_l = 0``), SPEC 1.3.
+
+        With ``end_to_end = U diag(sigma) V^T`` of rank ``<= r = min(widths)``, returns
+        ``W_l = U_l diag(sigma)^{1/N} U_{l-1}^T`` with ``U_0 = V``, ``U_N = U`` and random
+        orthonormal frames in between, so ``W_{l+1}^T W_{l+1} = W_l W_l^T``.
+
+        Args:
+            seed: seed of the random frames (and of the end-to-end matrix if not given).
+            end_to_end: target matrix ``W`` (shape ``(d_N, d_0)``), of rank at most r;
+                default a random rank-r matrix.
+        """
+        rng = as_seed_rng(seed)
+        r, N = self.rank_bound, self.num_layers
+        if end_to_end is None:
+            W = rng.standard_normal((self.widths[-1], r)) @ rng.standard_normal((r, self.widths[0]))
+        else:
+            W = as_finite_array(end_to_end, "end_to_end", shape=self.end_to_end_shape)
+        U, s, Vt = np.linalg.svd(W, full_matrices=False)
+        tol = max(W.shape) * np.finfo(float).eps * (s[0] if s.size else 0.0)
+        if np.sum(s > tol) > r:
+            raise ParameterError(
+                f"end_to_end has rank {int(np.sum(s > tol))} but {self!r} realizes rank <= {r}")
+        U, s, V = U[:, :r], s[:r], Vt[:r].T
+        frames = [V] + [np.linalg.qr(rng.standard_normal((d, r)))[0] for d in self.widths[1:-1]] + [U]
+        root = s ** (1.0 / N)
+        return [(frames[l + 1] * root) @ frames[l].T for l in range(N)]
+
+    def flatten(self, params: Any) -> np.ndarray:
+        return np.concatenate([W.ravel() for W in self.check_params(params)])
+
+    def unflatten(self, theta: Any) -> list[np.ndarray]:
+        theta = as_finite_array(theta, "theta", ndim=1)
+        if theta.size != self.num_params:
+            raise ParameterError(
+                f"theta must have {self.num_params} entries for {self!r}; got {theta.size}")
+        out, pos = [], 0
+        for s in self.shapes:
+            out.append(theta[pos:pos + s[0] * s[1]].reshape(s).copy())
+            pos += s[0] * s[1]
+        return out
+
+    # ------------------------------------------------------------- the map mu
+    @staticmethod
+    def _chain(mats: list[np.ndarray], n: int) -> np.ndarray:
+        out = np.eye(n)
+        for M in mats:
+            out = M @ out
+        return out
+
+    def _outer_inner(self, params: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each layer l: ``A_l = W_N ... W_{l+1}`` and ``B_l = W_{l-1} ... W_1``."""
+        N = len(params)
+        return [(self._chain(params[l + 1:], self.widths[l + 1]),
+                 self._chain(params[:l], self.widths[0])) for l in range(N)]
+
+    def end_to_end(self, params: Any) -> np.ndarray:
+        """``W = W_N ... W_1``, shape ``(d_N, d_0)``."""
+        return self._chain(self.check_params(params), self.widths[0])
+
+    def jacobian(self, params: Any) -> np.ndarray:
+        """Rows: entries of W (row-major); columns: entries of each ``W_l`` (row-major), layer
+        by layer. Block l is ``A_l kron B_l^T`` since ``W = A_l W_l B_l``."""
+        params = self.check_params(params)
+        return np.hstack([np.kron(A, B.T) for A, B in self._outer_inner(params)])
+
+    def exact_jacobian(self, params: Any) -> flint.fmpq_mat:
+        """The Jacobian computed exactly over the rationals from the (exact binary) float
+        parameters, as a ``flint.fmpq_mat``; used for certified ranks."""
+        params = [fmpq_matrix(W) for W in self.check_params(params)]
+        d0, dN = self.widths[0], self.widths[-1]
+        J = flint.fmpq_mat(self.end_to_end_size, self.num_params)
+        col = 0
+        for l in range(len(params)):
+            A = _fmpq_chain(params[l + 1:], self.widths[l + 1])
+            B = _fmpq_chain(params[:l], d0)
+            rows_l, cols_l = self.shapes[l]
+            # d W[a, c] / d W_l[p, q] = A[a, p] B[q, c]
+            for a in range(dN):
+                for c in range(d0):
+                    row = a * d0 + c
+                    for p_ in range(rows_l):
+                        Aap = A[a, p_]
+                        if Aap == 0:
+                            continue
+                        for q in range(cols_l):
+                            J[row, col + p_ * cols_l + q] = Aap * B[q, c]
+            col += rows_l * cols_l
+        return J
+
+    def ntk(self, params: Any) -> np.ndarray:
+        """``K = sum_l (A_l A_l^T) kron (B_l^T B_l)`` (SPEC 1.4), without forming J."""
+        params = self.check_params(params)
+        return sum(np.kron(A @ A.T, B.T @ B) for A, B in self._outer_inner(params))
+
+    def vjp(self, params: Any, cotangent: Any) -> list[np.ndarray]:
+        """``J^T g`` per layer: ``A_l^T G B_l^T`` for the cotangent matrix ``G``."""
+        params = self.check_params(params)
+        G = as_finite_array(cotangent, "cotangent", error=InputError).reshape(self.end_to_end_shape) \
+            if np.size(cotangent) == self.end_to_end_size else None
+        if G is None:
+            raise InputError(f"cotangent must have {self.end_to_end_size} entries "
+                             f"(shape {self.end_to_end_shape}); got shape {np.shape(cotangent)}")
+        return [A.T @ G @ B.T for A, B in self._outer_inner(params)]
+
+    def invariants(self, params: Any) -> list[np.ndarray]:
+        """``Delta_l = W_{l+1}^T W_{l+1} - W_l W_l^T`` (each ``d_l x d_l``), l = 1..N-1."""
+        params = self.check_params(params)
+        return [params[l + 1].T @ params[l + 1] - params[l] @ params[l].T
+                for l in range(len(params) - 1)]
+
+    def rank(self, params: Any, exact: bool = False, tol: float | None = None) -> JacobianRank:
+        """Rank of the Jacobian at ``params`` (exact over the rationals, or by SVD)."""
+        if exact:
+            r = self.exact_jacobian(params).rank()
+            return JacobianRank(r, self.dimension, r == self.dimension, True)
+        J = self.jacobian(params)
+        sv = np.linalg.svd(J, compute_uv=False)
+        rel = tol if tol is not None else max(J.shape) * np.finfo(float).eps
+        r = int(np.sum(sv > rel * sv[0])) if sv.size and sv[0] > 0 else 0
+        dim = self.dimension
+        smallest = float(sv[dim - 1]) if 0 < dim <= sv.size else None
+        return JacobianRank(r, dim, r == dim, False, smallest, rel)
+
+    def is_smooth(self, params: Any, exact: bool = False) -> bool:
+        """Whether the Jacobian at ``params`` has the generic rank ``dimension``."""
+        return self.rank(params, exact=exact).is_smooth
+
+    def apply(self, params: Any, x: Any) -> np.ndarray:
+        """Apply the network to vectors ``x`` of shape ``(..., d_0)``, layer after layer."""
+        params = self.check_params(params)
+        x = as_finite_array(x, "x", error=InputError)
+        if x.ndim == 0 or x.shape[-1] != self.widths[0]:
+            raise InputError(f"x must have shape (..., {self.widths[0]}); got shape {x.shape}")
+        for W in params:
+            x = x @ W.T
+        return x
+
+    def end_to_end_operator(self, x: Any) -> np.ndarray:
+        """The matrix ``M`` with ``M @ W.ravel() == W @ x`` for one input vector ``x``."""
+        x = as_finite_array(x, "x", shape=(self.widths[0],), error=InputError)
+        return np.kron(np.eye(self.widths[-1]), x[None, :])
