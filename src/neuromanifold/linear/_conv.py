@@ -72,9 +72,12 @@ def correlate(x: Any, filt: Any, stride: int | Sequence[int] = 1) -> np.ndarray:
     return np.tensordot(windows, filt, axes=D)
 
 
-def _as_tuple(value: Any, D: int, name: str, error: type[Exception]) -> tuple[int, ...]:
-    """An int or a D-sequence of ints, as a D-tuple of positive ints."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+def _as_tuple(value: Any, D: int, name: str, error: type[Exception],
+              broadcast: bool = True) -> tuple[int, ...]:
+    """An int (when ``broadcast`` or D == 1) or a D-sequence of ints, as a D-tuple of
+    positive ints."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and (
+            broadcast or D == 1):
         vals = (int(value),) * D
     elif isinstance(value, Sequence) and not isinstance(value, str) and len(value) == D and all(
             isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
@@ -141,7 +144,8 @@ class LinearConvNet:
         shapes = []
         for l, k in enumerate(filter_shapes, start=1):
             try:
-                shapes.append(_as_tuple(k, D, f"filter shape of layer {l}", ArchitectureError))
+                shapes.append(_as_tuple(k, D, f"filter shape of layer {l}", ArchitectureError,
+                                        broadcast=False))
             except ArchitectureError as exc:
                 raise ArchitectureError(
                     f"{exc} (all filters must have the same number of axes D={D}; "
@@ -231,8 +235,11 @@ class LinearConvNet:
         return min(self.num_params - (self.num_layers - 1), self.end_to_end_size)
 
     @property
-    def is_filling(self) -> bool:
-        """Whether the neuromanifold is full-dimensional in R^k (``dimension == prod k``)."""
+    def is_full_dimensional(self) -> bool:
+        """Whether the neuromanifold is full-dimensional in R^k (``dimension == prod k``).
+
+        Full-dimensional does not mean filling: ``[2, 2]`` is full-dimensional in R^3
+        but misses every quadratic without real roots."""
         return self.dimension == self.end_to_end_size
 
     # ------------------------------------------------------------- parameters
@@ -296,14 +303,15 @@ class LinearConvNet:
         ups = self._upsampled(params)
         L = len(ups)
         one = np.ones((1,) * self.ndim)
+        # scipy picks direct or FFT convolution by size; either is accurate to rounding
         prefix = [one]
         for u in ups[:-1]:
-            prefix.append(signal.convolve(prefix[-1], u, method="direct"))
+            prefix.append(signal.convolve(prefix[-1], u))
         suffix = [one]
         for u in ups[:0:-1]:
-            suffix.append(signal.convolve(suffix[-1], u, method="direct"))
+            suffix.append(signal.convolve(suffix[-1], u))
         suffix = suffix[::-1]
-        return [signal.convolve(prefix[l], suffix[l], method="direct") for l in range(L)]
+        return [signal.convolve(prefix[l], suffix[l]) for l in range(L)]
 
     def _jacobian_blocks(self, params: list[np.ndarray]) -> list[np.ndarray]:
         """``J_l`` (|v| x |w_l|): column j is ``P_l`` shifted by ``j * S_{l-1}`` (SPEC 1.2)."""

@@ -1,0 +1,26 @@
+"""Hypothesis strategies shared by the test files."""
+
+from hypothesis import strategies as st
+
+from neuromanifold import LinearConvNet, LinearFCNet
+
+
+@st.composite
+def conv_nets(draw, ndim=None, max_layers=4, max_k=4, max_stride=3):
+    """Random LinearConvNet architectures in 1, 2 or 3 dimensions."""
+    D = draw(st.sampled_from([1, 2, 3])) if ndim is None else ndim
+    L = draw(st.integers(1, max_layers if D < 3 else 3))
+    mk = max_k if D == 1 else (3 if D == 2 else 2)
+    shapes = [tuple(draw(st.integers(1, mk)) for _ in range(D)) for _ in range(L)]
+    strides = [tuple(draw(st.integers(1, max_stride if D < 3 else 2)) for _ in range(D))
+               for _ in range(L - 1)]
+    if D == 1:
+        shapes = [s[0] for s in shapes]
+        strides = [s[0] for s in strides]
+    return LinearConvNet(shapes, strides)
+
+
+@st.composite
+def fc_nets(draw, max_layers=4, max_width=4):
+    L = draw(st.integers(1, max_layers))
+    return LinearFCNet([draw(st.integers(1, max_width)) for _ in range(L + 1)])

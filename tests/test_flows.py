@@ -1,0 +1,96 @@
+"""Losses and parameter-space gradient flows (SPEC 1.2, 1.5)."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from neuromanifold import (InputError, LinearConvNet, LinearFCNet, QuadraticLoss, SquareLoss,
+                           gradient_flow)
+
+
+def _data(net, rng, n=6):
+    if isinstance(net, LinearConvNet):
+        X = rng.standard_normal((n,) + tuple(k + 2 for k in net.end_to_end_shape))
+        Y = rng.standard_normal(net.apply(net.random_params(0), X).shape)
+    else:
+        X = rng.standard_normal((n, net.widths[0]))
+        Y = rng.standard_normal((n, net.widths[-1]))
+    return X, Y
+
+
+NETS = [LinearConvNet([3, 2, 2], strides=[2, 2]),
+        LinearConvNet([(2, 2), (2, 3)], strides=[(2, 1)]),
+        LinearFCNet([2, 3, 2])]
+
+
+@pytest.mark.parametrize("net", NETS, ids=repr)
+def test_square_loss_reduction(net, rng):
+    """SquareLoss.from_data is the square loss of the network, as a quadratic in v."""
+    X, Y = _data(net, rng)
+    loss = SquareLoss.from_data(net, X, Y)
+    for _ in range(3):
+        params = net.random_params(rng)
+        direct = 0.5 * np.sum((net.apply(params, X) - Y) ** 2)
+        assert abs(loss.value(net.end_to_end(params)) - direct) <= 1e-9 * max(1, direct)
+        # gradient = M^T (M v - y)
+        v = net.end_to_end(params).ravel()
+        np.testing.assert_allclose(loss.gradient(v), loss.design.T @ (loss.design @ v - loss.targets),
+                                   atol=1e-9)
+
+
+@pytest.mark.parametrize("net", NETS, ids=repr)
+def test_flow_conserves_invariants_and_decreases_loss(net, rng):
+    X, Y = _data(net, rng)
+    loss = SquareLoss.from_data(net, X, Y)
+    flow = gradient_flow(net, net.random_params(rng), loss, 1.0, num_times=21)
+    assert flow.success
+    assert flow.max_invariant_drift < 1e-8
+    assert flow.loss_monotone and np.all(np.diff(flow.loss) <= 1e-12 * flow.loss[0])
+    assert flow.loss[-1] < flow.loss[0]
+    assert flow.max_ntk_residual < 1e-6
+    # the recorded trajectory is consistent: v(t) = mu(theta(t))
+    for p, v in zip(flow.params, flow.end_to_end):
+        np.testing.assert_allclose(net.end_to_end(p), v)
+    assert flow.end_to_end.shape == (21,) + tuple(net.end_to_end_shape)
+    assert flow.to_dict()["max_invariant_drift"] == flow.max_invariant_drift
+
+
+@given(seed=st.integers(0, 2**31))
+def test_flow_matches_explicit_euler_direction(seed):
+    """The initial velocity of v equals -K grad l(v) (checked with finite differences)."""
+    rng = np.random.default_rng(seed)
+    net = LinearConvNet([2, 3], strides=[2])
+    loss = QuadraticLoss(np.diag(rng.uniform(0.5, 2, net.end_to_end_size)),
+                         rng.standard_normal(net.end_to_end_size))
+    params = net.random_params(rng)
+    h = 1e-5
+    flow = gradient_flow(net, params, loss, h, num_times=2)
+    vdot = (flow.end_to_end[1] - flow.end_to_end[0]).ravel() / h
+    expected = -net.ntk(params) @ loss.gradient(net.end_to_end(params)).ravel()
+    # forward difference: error O(h |v"|), measured against the size of the velocity
+    np.testing.assert_allclose(vdot, expected, rtol=0, atol=1e-3 * np.abs(expected).max())
+
+
+def test_loss_and_flow_errors():
+    with pytest.raises(InputError, match="square"):
+        QuadraticLoss(np.ones((2, 3)), [0, 0])
+    with pytest.raises(InputError, match="symmetric"):
+        QuadraticLoss([[1.0, 2.0], [0.0, 1.0]], [0, 0])
+    with pytest.raises(InputError, match="2 entries"):
+        QuadraticLoss(np.eye(2), [0, 0, 0])
+    loss = QuadraticLoss(np.eye(2), [0, 0])
+    with pytest.raises(InputError, match="2 entries"):
+        loss.value([1.0, 2.0, 3.0])
+    net = LinearConvNet([2, 2])
+    with pytest.raises(InputError, match="3 end-to-end entries"):
+        gradient_flow(net, net.random_params(0), loss, 1.0)
+    loss3 = QuadraticLoss(np.eye(3), [0, 0, 0])
+    with pytest.raises(InputError, match="t_final"):
+        gradient_flow(net, net.random_params(0), loss3, -1.0)
+    with pytest.raises(InputError, match="solve_ivp"):
+        gradient_flow(net, net.random_params(0), loss3, 1.0, method="nope")
+    with pytest.raises(InputError, match="same positive number of samples"):
+        SquareLoss.from_data(net, np.ones((3, 5)), np.ones((2, 3)))
+    with pytest.raises(InputError, match="each target"):
+        SquareLoss.from_data(net, np.ones((3, 5)), np.ones((3, 2)))
