@@ -11,18 +11,7 @@ from neuromanifold import (ArchitectureError, InputError, LinearConvNet, Neuroma
                            ParameterError, correlate)
 from neuromanifold.exact import fmpq_to_fraction
 
-from strategies import conv_nets
-
-
-def _fd_jacobian(net, params, eps=1e-6):
-    theta = net.flatten(params)
-    cols = []
-    for i in range(theta.size):
-        e = np.zeros_like(theta)
-        e[i] = eps
-        cols.append((net.end_to_end(net.unflatten(theta + e))
-                     - net.end_to_end(net.unflatten(theta - e))).ravel() / (2 * eps))
-    return np.stack(cols, axis=1)
+from support import conv_nets, fd_jacobian
 
 
 def _naive_correlate(x, f, stride):
@@ -77,7 +66,7 @@ def test_jacobian_matches_finite_differences_and_multilinearity(net, seed):
     params = net.random_params(seed)
     J = net.jacobian(params)
     assert J.shape == (net.end_to_end_size, net.num_params)
-    np.testing.assert_allclose(J, _fd_jacobian(net, params), atol=1e-7)
+    np.testing.assert_allclose(J, fd_jacobian(net, params), atol=1e-7)
     # multilinear identity: column (l, j) is mu with w_l replaced by the unit filter e_j
     col = 0
     for l, w in enumerate(params):
@@ -193,7 +182,7 @@ def test_bad_architectures(shapes, strides, match):
 def test_bad_params_and_signals():
     net = LinearConvNet([2, (3)], [2])
     good = net.random_params(0)
-    with pytest.raises(ParameterError, match="one filter per layer"):
+    with pytest.raises(ParameterError, match="one array per layer"):
         net.end_to_end(good[:1])
     with pytest.raises(ParameterError, match=r"shape \(3,\)"):
         net.end_to_end([good[0], np.ones(4)])

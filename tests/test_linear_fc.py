@@ -8,18 +8,7 @@ from hypothesis import strategies as st
 from neuromanifold import (ArchitectureError, InputError, LinearFCNet, ParameterError,
                            balanced_ntk_operator)
 
-from strategies import fc_nets
-
-
-def _fd_jacobian(net, params, eps=1e-6):
-    theta = net.flatten(params)
-    cols = []
-    for i in range(theta.size):
-        e = np.zeros_like(theta)
-        e[i] = eps
-        cols.append((net.end_to_end(net.unflatten(theta + e))
-                     - net.end_to_end(net.unflatten(theta - e))).ravel() / (2 * eps))
-    return np.stack(cols, axis=1)
+from support import fc_nets, fd_jacobian
 
 
 @given(net=fc_nets(), seed=st.integers(0, 2**31))
@@ -32,7 +21,7 @@ def test_jacobian_ntk_vjp(net, seed):
         expected = M @ expected
     np.testing.assert_allclose(W, expected)
     J = net.jacobian(params)
-    np.testing.assert_allclose(J, _fd_jacobian(net, params), atol=1e-7)
+    np.testing.assert_allclose(J, fd_jacobian(net, params), atol=1e-7)
     np.testing.assert_allclose(net.ntk(params), J @ J.T, atol=1e-10)
     G = rng.standard_normal(net.end_to_end_shape)
     grads = np.concatenate([a.ravel() for a in net.vjp(params, G)])
@@ -106,7 +95,7 @@ def test_bad_input():
     params = net.random_params(0)
     with pytest.raises(ParameterError, match=r"shape \(3, 2\)"):
         net.end_to_end([params[0].T, params[1]])
-    with pytest.raises(ParameterError, match="one matrix per layer"):
+    with pytest.raises(ParameterError, match="one array per layer"):
         net.ntk(params[:1])
     with pytest.raises(ParameterError, match="finite"):
         net.invariants([params[0] * np.nan, params[1]])

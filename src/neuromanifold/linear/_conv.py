@@ -10,7 +10,6 @@ convolution and ``up(w, S)`` spreads ``w`` on the lattice ``S Z^D``; equivalentl
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -19,12 +18,12 @@ import flint
 import numpy as np
 from scipy import signal
 
-from .._errors import ArchitectureError, InputError, ParameterError, short_repr
-from .._results import Result
+from .._errors import ArchitectureError, InputError, short_repr
 from .._validation import as_finite_array, as_seed_rng
 from ..exact import to_fmpq
+from ._base import LinearNetBase
 
-__all__ = ["LinearConvNet", "JacobianRank", "correlate", "upsample"]
+__all__ = ["LinearConvNet", "correlate", "upsample"]
 
 
 def upsample(w: np.ndarray, stride: Sequence[int]) -> np.ndarray:
@@ -90,28 +89,7 @@ def _as_tuple(value: Any, D: int, name: str, error: type[Exception],
     return vals
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
-class JacobianRank(Result):
-    """Rank of the Jacobian at one parameter, and whether that point is smooth.
-
-    Attributes:
-        rank: the rank found.
-        dimension: the generic rank (dimension of the neuromanifold).
-        is_smooth: ``rank == dimension``.
-        certified: True when the rank was computed exactly over the rationals.
-        smallest_singular_value: the ``dimension``-th singular value (numerical method).
-        tol: the relative tolerance used by the numerical method (None when exact).
-    """
-
-    rank: int
-    dimension: int
-    is_smooth: bool
-    certified: bool
-    smallest_singular_value: float | None = None
-    tol: float | None = None
-
-
-class LinearConvNet:
+class LinearConvNet(LinearNetBase):
     """A linear convolutional network: filter shapes and strides (SPEC 1.1).
 
     Args:
@@ -189,17 +167,9 @@ class LinearConvNet:
         return hash((self.filter_shapes, self.strides))
 
     @property
-    def num_layers(self) -> int:
-        return len(self.filter_shapes)
-
-    @property
     def layer_sizes(self) -> tuple[int, ...]:
         """Number of entries ``|w_l|`` of each filter."""
         return tuple(math.prod(k) for k in self.filter_shapes)
-
-    @property
-    def num_params(self) -> int:
-        return sum(self.layer_sizes)
 
     @property
     def end_to_end_size(self) -> int:
@@ -243,48 +213,17 @@ class LinearConvNet:
         return self.dimension == self.end_to_end_size
 
     # ------------------------------------------------------------- parameters
-    def check_params(self, params: Any) -> list[np.ndarray]:
-        """Validate ``params`` (one finite array per layer, in the filter's shape).
+    @property
+    def param_shapes(self) -> tuple[tuple[int, ...], ...]:
+        return self.filter_shapes
 
-        1D filters may also be given as flat lists. Returns float64 copies.
-        """
-        if isinstance(params, np.ndarray) or not isinstance(params, Sequence):
-            raise ParameterError(
-                f"params must be a list with one filter per layer ({self.num_layers}); "
-                f"got {short_repr(params)}")
-        if len(params) != self.num_layers:
-            raise ParameterError(
-                f"params must have one filter per layer: {self!r} has {self.num_layers} layers, "
-                f"got {len(params)} filters")
-        out = []
-        for l, (w, k) in enumerate(zip(params, self.filter_shapes), start=1):
-            arr = as_finite_array(w, f"filter of layer {l}")
-            if arr.shape != k:
-                raise ParameterError(
-                    f"filter of layer {l} must have shape {k} for {self!r}; got shape {arr.shape}")
-            out.append(arr)
-        return out
+    def _layer_name(self, l: int) -> str:
+        return f"filter of layer {l}"
 
     def random_params(self, seed: Any = None) -> list[np.ndarray]:
         """Standard Gaussian filters, one per layer, in each filter's shape."""
         rng = as_seed_rng(seed)
         return [rng.standard_normal(k) for k in self.filter_shapes]
-
-    def flatten(self, params: Any) -> np.ndarray:
-        """All filter entries as one vector, layer by layer (each filter in C order)."""
-        return np.concatenate([w.ravel() for w in self.check_params(params)])
-
-    def unflatten(self, theta: Any) -> list[np.ndarray]:
-        """Inverse of :meth:`flatten`."""
-        theta = as_finite_array(theta, "theta", ndim=1)
-        if theta.size != self.num_params:
-            raise ParameterError(
-                f"theta must have {self.num_params} entries for {self!r}; got {theta.size}")
-        out, pos = [], 0
-        for k, n in zip(self.filter_shapes, self.layer_sizes):
-            out.append(theta[pos:pos + n].reshape(k).copy())
-            pos += n
-        return out
 
     # ------------------------------------------------------------- the map mu
     def _upsampled(self, params: list[np.ndarray]) -> list[np.ndarray]:
@@ -387,31 +326,6 @@ class LinearConvNet:
         return np.diff(norms)
 
     # ------------------------------------------------------------- smoothness
-    def rank(self, params: Any, exact: bool = False, tol: float | None = None) -> JacobianRank:
-        """Rank of the Jacobian at ``params``.
-
-        Args:
-            params: one filter per layer.
-            exact: compute the rank exactly over the rationals (floats are exact binary
-                rationals, so the answer is certified); otherwise by SVD.
-            tol: relative singular-value tolerance of the numerical method (default
-                ``max(shape) * eps * sigma_max``).
-        """
-        dim = self.dimension
-        if exact:
-            r = self.exact_jacobian(params).rank()
-            return JacobianRank(r, dim, r == dim, True)
-        J = self.jacobian(params)
-        sv = np.linalg.svd(J, compute_uv=False)
-        rel = tol if tol is not None else max(J.shape) * np.finfo(float).eps
-        r = int(np.sum(sv > rel * (sv[0] if sv.size and sv[0] > 0 else 1.0))) if sv.size else 0
-        smallest = float(sv[dim - 1]) if 0 < dim <= sv.size else None
-        return JacobianRank(r, dim, r == dim, False, smallest, rel)
-
-    def is_smooth(self, params: Any, exact: bool = False) -> bool:
-        """Whether ``params`` is a smooth point: the Jacobian has the generic rank."""
-        return self.rank(params, exact=exact).rank == self.dimension
-
     # ------------------------------------------------------------- polynomials
     def layer_polynomials(self, params: Any) -> list[flint.fmpq_mpoly]:
         """``pi(w_l)(t^{S_{l-1}})`` for each layer, exactly, in variables ``t1..tD``."""

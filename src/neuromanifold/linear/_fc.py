@@ -16,7 +16,7 @@ import numpy as np
 from .._errors import ArchitectureError, InputError, ParameterError, short_repr
 from .._validation import as_finite_array, as_seed_rng, check_positive_int
 from ..exact import fmpq_matrix
-from ._conv import JacobianRank
+from ._base import LinearNetBase
 
 __all__ = ["LinearFCNet", "balanced_ntk_operator"]
 
@@ -67,7 +67,7 @@ def balanced_ntk_operator(W: Any, num_layers: int) -> np.ndarray:
                for j in range(1, N + 1))
 
 
-class LinearFCNet:
+class LinearFCNet(LinearNetBase):
     """A fully connected linear network with widths ``(d_0, ..., d_N)`` (SPEC 1.4).
 
     Args:
@@ -95,16 +95,14 @@ class LinearFCNet:
         return hash(("LinearFCNet", self.widths))
 
     @property
-    def num_layers(self) -> int:
-        return len(self.widths) - 1
-
-    @property
     def shapes(self) -> tuple[tuple[int, int], ...]:
+        """``(d_l, d_{l-1})``: the shape of each ``W_l``."""
         return tuple((b, a) for a, b in zip(self.widths[:-1], self.widths[1:]))
 
-    @property
-    def num_params(self) -> int:
-        return sum(a * b for a, b in self.shapes)
+    param_shapes = shapes
+
+    def _layer_name(self, l: int) -> str:
+        return f"W_{l}"
 
     @property
     def end_to_end_shape(self) -> tuple[int, int]:
@@ -126,18 +124,6 @@ class LinearFCNet:
         return r * (d0 + dN - r)
 
     # ------------------------------------------------------------- parameters
-    def check_params(self, params: Any) -> list[np.ndarray]:
-        """Validate ``params`` (one finite matrix per layer, ``W_l`` of shape (d_l, d_{l-1}))."""
-        if isinstance(params, np.ndarray) or not isinstance(params, Sequence):
-            raise ParameterError(
-                f"params must be a list of {self.num_layers} matrices; got {short_repr(params)}")
-        if len(params) != self.num_layers:
-            raise ParameterError(
-                f"params must have one matrix per layer: {self!r} has {self.num_layers} layers, "
-                f"got {len(params)} matrices")
-        return [as_finite_array(W, f"W_{l}", shape=shape)
-                for l, (W, shape) in enumerate(zip(params, self.shapes), start=1)]
-
     def random_params(self, seed: Any = None) -> list[np.ndarray]:
         """Gaussian matrices scaled by ``1/sqrt(d_{l-1})``."""
         rng = as_seed_rng(seed)
@@ -170,20 +156,6 @@ class LinearFCNet:
         frames = [V] + [np.linalg.qr(rng.standard_normal((d, r)))[0] for d in self.widths[1:-1]] + [U]
         root = s ** (1.0 / N)
         return [(frames[l + 1] * root) @ frames[l].T for l in range(N)]
-
-    def flatten(self, params: Any) -> np.ndarray:
-        return np.concatenate([W.ravel() for W in self.check_params(params)])
-
-    def unflatten(self, theta: Any) -> list[np.ndarray]:
-        theta = as_finite_array(theta, "theta", ndim=1)
-        if theta.size != self.num_params:
-            raise ParameterError(
-                f"theta must have {self.num_params} entries for {self!r}; got {theta.size}")
-        out, pos = [], 0
-        for s in self.shapes:
-            out.append(theta[pos:pos + s[0] * s[1]].reshape(s).copy())
-            pos += s[0] * s[1]
-        return out
 
     # ------------------------------------------------------------- the map mu
     @staticmethod
@@ -253,23 +225,6 @@ class LinearFCNet:
         params = self.check_params(params)
         return [params[l + 1].T @ params[l + 1] - params[l] @ params[l].T
                 for l in range(len(params) - 1)]
-
-    def rank(self, params: Any, exact: bool = False, tol: float | None = None) -> JacobianRank:
-        """Rank of the Jacobian at ``params`` (exact over the rationals, or by SVD)."""
-        if exact:
-            r = self.exact_jacobian(params).rank()
-            return JacobianRank(r, self.dimension, r == self.dimension, True)
-        J = self.jacobian(params)
-        sv = np.linalg.svd(J, compute_uv=False)
-        rel = tol if tol is not None else max(J.shape) * np.finfo(float).eps
-        r = int(np.sum(sv > rel * sv[0])) if sv.size and sv[0] > 0 else 0
-        dim = self.dimension
-        smallest = float(sv[dim - 1]) if 0 < dim <= sv.size else None
-        return JacobianRank(r, dim, r == dim, False, smallest, rel)
-
-    def is_smooth(self, params: Any, exact: bool = False) -> bool:
-        """Whether the Jacobian at ``params`` has the generic rank ``dimension``."""
-        return self.rank(params, exact=exact).is_smooth
 
     def apply(self, params: Any, x: Any) -> np.ndarray:
         """Apply the network to vectors ``x`` of shape ``(..., d_0)``, layer after layer."""

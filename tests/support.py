@@ -1,4 +1,4 @@
-"""Hypothesis strategies shared by the test files."""
+"""Hypothesis strategies and helpers shared by the test files."""
 
 from hypothesis import strategies as st
 
@@ -24,3 +24,17 @@ def conv_nets(draw, ndim=None, max_layers=4, max_k=4, max_stride=3):
 def fc_nets(draw, max_layers=4, max_width=4):
     L = draw(st.integers(1, max_layers))
     return LinearFCNet([draw(st.integers(1, max_width)) for _ in range(L + 1)])
+
+
+def fd_jacobian(net, params, eps=1e-6):
+    """Central finite differences of ``net.end_to_end`` w.r.t. the flattened parameters."""
+    import numpy as np
+
+    theta = net.flatten(params)
+    cols = []
+    for i in range(theta.size):
+        e = np.zeros_like(theta)
+        e[i] = eps
+        cols.append((net.end_to_end(net.unflatten(theta + e))
+                     - net.end_to_end(net.unflatten(theta - e))).ravel() / (2 * eps))
+    return np.stack(cols, axis=1)

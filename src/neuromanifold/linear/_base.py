@@ -1,0 +1,121 @@
+"""What linear convolutional and fully connected networks share: parameter handling and
+Jacobian ranks. Subclasses define ``param_shapes``, ``_layer_name``, ``jacobian``,
+``exact_jacobian`` and ``dimension``."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._errors import ParameterError, short_repr
+from .._results import Result
+from .._validation import as_finite_array
+
+__all__ = ["JacobianRank", "LinearNetBase"]
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class JacobianRank(Result):
+    """Rank of the Jacobian at one parameter, and whether that point is smooth.
+
+    Attributes:
+        rank: the rank found.
+        dimension: the generic rank (dimension of the neuromanifold).
+        is_smooth: ``rank == dimension``.
+        certified: True when the rank was computed exactly over the rationals.
+        smallest_singular_value: the ``dimension``-th singular value (numerical method).
+        tol: the relative tolerance used by the numerical method (None when exact).
+    """
+
+    rank: int
+    dimension: int
+    is_smooth: bool
+    certified: bool
+    smallest_singular_value: float | None = None
+    tol: float | None = None
+
+
+class LinearNetBase:
+    """Parameter lists of fixed array shapes, their flattening, and Jacobian ranks."""
+
+    param_shapes: tuple[tuple[int, ...], ...]
+
+    def _layer_name(self, l: int) -> str:
+        raise NotImplementedError
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.param_shapes)
+
+    @property
+    def num_params(self) -> int:
+        return sum(math.prod(s) for s in self.param_shapes)
+
+    def check_params(self, params: Any) -> list[np.ndarray]:
+        """Validate ``params``: one finite array per layer, in that layer's shape.
+
+        Returns float64 copies; raises :class:`ParameterError` naming the rule otherwise.
+        """
+        if isinstance(params, np.ndarray) or not isinstance(params, Sequence):
+            raise ParameterError(
+                f"params must be a list with one array per layer ({self.num_layers}); "
+                f"got {short_repr(params)}")
+        if len(params) != self.num_layers:
+            raise ParameterError(
+                f"params must have one array per layer: {self!r} has {self.num_layers} layers, "
+                f"got {len(params)} arrays")
+        out = []
+        for l, (w, shape) in enumerate(zip(params, self.param_shapes), start=1):
+            name = self._layer_name(l)
+            arr = as_finite_array(w, name)
+            if arr.shape != shape:
+                raise ParameterError(
+                    f"{name} must have shape {shape} for {self!r}; got shape {arr.shape}")
+            out.append(arr)
+        return out
+
+    def flatten(self, params: Any) -> np.ndarray:
+        """All parameters as one vector, layer by layer (each array in C order)."""
+        return np.concatenate([w.ravel() for w in self.check_params(params)])
+
+    def unflatten(self, theta: Any) -> list[np.ndarray]:
+        """Inverse of :meth:`flatten`."""
+        theta = as_finite_array(theta, "theta", ndim=1)
+        if theta.size != self.num_params:
+            raise ParameterError(
+                f"theta must have {self.num_params} entries for {self!r}; got {theta.size}")
+        out, pos = [], 0
+        for shape in self.param_shapes:
+            n = math.prod(shape)
+            out.append(theta[pos:pos + n].reshape(shape).copy())
+            pos += n
+        return out
+
+    def rank(self, params: Any, exact: bool = False, tol: float | None = None) -> JacobianRank:
+        """Rank of the Jacobian at ``params``.
+
+        Args:
+            params: one array per layer.
+            exact: compute the rank exactly over the rationals from the exact binary
+                values of the floats (certified); otherwise by SVD.
+            tol: relative singular-value tolerance of the numerical method (default
+                ``max(J.shape) * eps``, relative to the largest singular value).
+        """
+        dim = self.dimension
+        if exact:
+            r = self.exact_jacobian(params).rank()
+            return JacobianRank(r, dim, r == dim, True)
+        J = self.jacobian(params)
+        sv = np.linalg.svd(J, compute_uv=False)
+        rel = tol if tol is not None else max(J.shape) * np.finfo(float).eps
+        r = int(np.sum(sv > rel * sv[0])) if sv.size and sv[0] > 0 else 0
+        smallest = float(sv[dim - 1]) if 0 < dim <= sv.size else None
+        return JacobianRank(r, dim, r == dim, False, smallest, rel)
+
+    def is_smooth(self, params: Any, exact: bool = False) -> bool:
+        """Whether ``params`` is a smooth point: the Jacobian has the generic rank."""
+        return self.rank(params, exact=exact).is_smooth
