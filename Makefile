@@ -19,6 +19,7 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/neuromanifold demo
+	$(VENV)/bin/neuromanifold reproduce linear
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2

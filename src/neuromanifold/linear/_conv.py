@@ -401,6 +401,37 @@ class LinearConvNet(LinearNetBase):
         win = win[tuple(slice(None, None, s) for s in self.end_to_end_stride)]
         return win.reshape(-1, self.end_to_end_size)
 
+    # ------------------------------------------------------------- fibers
+    def fiber(self, v: Any, invariants: Any, **options: Any):
+        """All filters with end-to-end filter ``v`` and invariants ``delta``, one per class
+        modulo sign flips (SPEC 1.2); see docs/fibers.md for the algorithms.
+
+        Args:
+            v: the end-to-end filter: a float array of shape ``end_to_end_shape``, an array
+                of exact rationals (Fraction / fmpq / int), or the exact polynomial
+                ``self.polynomial(params)`` (the exact route, used by ``ntk_dependence``).
+            invariants: the ``L - 1`` values ``delta_l`` (floats or rationals).
+            **options: ``method`` ("auto": exact, and for a float v that is only near the
+                neuromanifold a numerical fallback; "exact"; "numerical"), ``tol``
+                (relative distance accepted by the fallback, default 1e-8),
+                ``num_starts``, ``seed``, ``start`` (an extra start for the fallback),
+                ``progress``.
+
+        Returns:
+            A :class:`~neuromanifold.ntk.Fiber` (``certified`` when the enumeration is
+            proven complete).
+
+        Raises:
+            NotInNeuromanifoldError: v has no real factorization fitting the layers.
+
+        >>> net = LinearConvNet([2, 2])
+        >>> fib = net.fiber([1.0, -3.0, 2.0], [1.0])   # roots 1 and 1/2, either layer
+        >>> fib.num_points, fib.certified, fib.num_sign_patterns
+        (2, True, 2)
+        """
+        from ._fiber_conv import conv_fiber
+        return conv_fiber(self, v, invariants, **options)
+
 
 def _gram(J: np.ndarray) -> np.ndarray:
     """``J @ J.T``; numpy dispatches this to a symmetric rank-k update (exactly symmetric)."""

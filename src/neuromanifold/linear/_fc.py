@@ -240,3 +240,22 @@ class LinearFCNet(LinearNetBase):
         """The matrix ``M`` with ``M @ W.ravel() == W @ x`` for one input vector ``x``."""
         x = as_finite_array(x, "x", shape=(self.widths[0],), error=InputError)
         return np.kron(np.eye(self.widths[-1]), x[None, :])
+
+    def fiber(self, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = None,
+              **options: Any):
+        """Sample the fiber at fixed ``(W, Delta)`` numerically (SPEC 1.4).
+
+        Levenberg-Marquardt on ``mu(theta) = W``, ``Delta(theta) = Delta`` from
+        ``num_starts`` random starts, then random walks along the fiber; see
+        :func:`neuromanifold.linear._fiber_fc.fc_fiber` for ``options`` (``walk_steps``,
+        ``tol``, ``start``, ``progress``). Returns a :class:`~neuromanifold.ntk.Fiber` with
+        ``certified=False`` and ``dimension`` (kernel dimension of the constraint Jacobian).
+
+        >>> net = LinearFCNet([2, 2, 2])
+        >>> p = net.balanced_params(seed=0)
+        >>> fib = net.fiber(net.end_to_end(p), net.invariants(p), num_starts=3, seed=0)
+        >>> fib.dimension, fib.certified
+        (1, False)
+        """
+        from ._fiber_fc import fc_fiber
+        return fc_fiber(self, W, invariants, num_starts=num_starts, seed=seed, **options)

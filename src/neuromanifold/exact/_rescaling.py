@@ -1,0 +1,126 @@
+"""The rescaling lemma of SPEC 1.2, solved exactly (rationals) or vectorized (floats).
+
+Given layers with squared norms ``n_l > 0`` and target invariants
+``delta_l = t_{l+1} - t_l`` (l = 1..L-1), there is exactly one positive rescaling
+``c_l > 0``, ``prod c_l = 1`` with ``t_l = ||c_l w_l||^2 = c_l^2 n_l`` reaching them:
+``t_l = t_1 + D_l`` with ``D_l = delta_1 + ... + delta_{l-1}`` and
+``prod_l t_l = prod_l n_l =: P``. Writing ``y = t_1 - T0`` with ``T0 = max_l(-D_l)``
+(so every ``E_l = D_l + T0 >= 0`` and the smallest is 0), the equation is
+``F(y) = prod_l (y + E_l) = P`` with F strictly increasing on ``y > 0`` from 0 to
+infinity: exactly one root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flint
+import numpy as np
+
+from .._errors import InputError
+from ._roots import working_precision
+
+__all__ = ["rescaled_norms", "rescaled_norms_exact"]
+
+
+def _offsets(deltas: np.ndarray) -> np.ndarray:
+    D = np.concatenate([[0.0], np.cumsum(deltas)])
+    return D - D.min()
+
+
+def rescaled_norms(norms_sq: np.ndarray, deltas: np.ndarray, *, max_iter: int = 200) -> np.ndarray:
+    """Target squared norms ``t_l`` of the unique rescaling (SPEC 1.2), vectorized.
+
+    Solves ``h(s) = sum_l log(e^s + E_l) - sum_l log n_l = 0`` for ``s = log y``. h is
+    increasing and convex in s with ``h' >= 1`` (the term with ``E_l = 0`` contributes
+    exactly 1), and ``h(log G) >= 0`` for the geometric mean ``G = P^(1/L)``; so Newton's
+    method started at ``log G`` decreases monotonically to the root (no overshoot) and
+    converges quadratically. Every row is solved at once.
+
+    Args:
+        norms_sq: array ``(..., L)`` of positive squared norms.
+        deltas: the ``L - 1`` target invariants (shared by all rows).
+        max_iter: iteration cap (the iteration normally stops after ~10 steps).
+
+    Returns:
+        Array ``(..., L)`` of the target squared norms ``t_l``; the scale factors are
+        ``sqrt(t_l / n_l)``.
+
+    >>> t = rescaled_norms(np.array([[1.0, 4.0]]), np.array([3.0]))
+    >>> np.round(t, 12).tolist(), float(np.prod(t))   # t_2 - t_1 = 3, t_1 t_2 = 4
+    ([[1.0, 4.0]], 4.0)
+    """
+    n = np.asarray(norms_sq, dtype=float)
+    deltas = np.asarray(deltas, dtype=float).reshape(-1)
+    L = n.shape[-1]
+    if deltas.size != L - 1:
+        raise InputError(f"need {L - 1} invariants for {L} layers; got {deltas.size}")
+    if np.any(~(n > 0)):
+        raise InputError("every layer must have a positive norm to be rescaled")
+    E = _offsets(deltas)
+    logP = np.sum(np.log(n), axis=-1)
+    shape = logP.shape
+    logP = logP.reshape(-1)
+    s = logP / L                                   # log of the geometric mean: h(s) >= 0
+    active = np.arange(s.size)
+    extra = 2                                      # polishing steps after convergence
+    for _ in range(max_iter):
+        sa = s[active]
+        ey = np.exp(sa)[:, None]
+        h = np.sum(np.log(ey + E), axis=-1) - logP[active]
+        dh = np.sum(ey / (ey + E), axis=-1)
+        step = h / dh
+        s[active] = sa - step
+        # rows whose step is at rounding level are done (Newton is monotone here, so a
+        # tiny step means the root is reached, up to rounding of h)
+        moving = np.abs(step) > 1e-14 * np.maximum(1.0, np.abs(sa))
+        if not np.any(moving):
+            extra -= 1
+            if extra < 0:
+                break
+            continue
+        active = active[moving] if extra == 2 else active
+    return np.exp(s).reshape(shape)[..., None] + E
+
+
+def rescaled_norms_exact(norms_sq: Sequence, deltas: Sequence, *, prec: int = 128) -> list:
+    """The target squared norms ``t_l`` as certified real balls, from rational data.
+
+    ``F(y) - P`` is a rational polynomial with exactly one positive root (module
+    docstring); it is isolated with Arb's certified root finder and ``t_l = y + E_l``.
+
+    Args:
+        norms_sq: the L squared norms (rationals: ``fmpq``, ``Fraction``, int).
+        deltas: the ``L - 1`` invariants (rationals).
+        prec: working precision in bits of the returned balls.
+
+    Returns:
+        A list of L ``flint.arb`` balls, each containing the exact ``t_l``.
+
+    >>> [float(t) for t in rescaled_norms_exact([1, 4], [3])]
+    [1.0, 4.0]
+    """
+    n = [flint.fmpq(x) if not isinstance(x, flint.fmpq) else x for x in norms_sq]
+    d = [flint.fmpq(x) if not isinstance(x, flint.fmpq) else x for x in deltas]
+    if len(d) != len(n) - 1:
+        raise InputError(f"need {len(n) - 1} invariants for {len(n)} layers; got {len(d)}")
+    if any(x <= 0 for x in n):
+        raise InputError("every layer must have a positive norm to be rescaled")
+    D = [flint.fmpq(0)]
+    for x in d:
+        D.append(D[-1] + x)
+    low = min(D)
+    E = [x - low for x in D]
+    P = flint.fmpq(1)
+    for x in n:
+        P *= x
+    F = flint.fmpq_poly([1])
+    for e in E:
+        F *= flint.fmpq_poly([e, 1])
+    F -= P
+    with working_precision(prec):
+        roots = [z for z, _ in F.complex_roots() if z.imag.is_zero() and z.real > 0]
+        if len(roots) != 1:  # pragma: no cover - excluded by the monotonicity argument
+            raise InputError(f"rescaling equation {F} has {len(roots)} positive roots")
+        y = roots[0].real
+        return [y + flint.arb(e) for e in E]

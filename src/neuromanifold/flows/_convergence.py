@@ -1,0 +1,286 @@
+"""Convergence study of gradient flows from random data and initializations (SPEC 1.5).
+
+Seed claim [SPEC 1.5]: for 1D linear convolutional networks with all strides > 1, generic
+data and generic initialization, the gradient flow converges to a critical point in the
+smooth locus of the neuromanifold and avoids the zero function (a saddle). This module
+does not assume it: it runs many flows and records, per run, whether the flow converged
+(gradient norm), whether the limit is a smooth point (rank of the Jacobian, numerically,
+with the smallest relevant singular value as evidence), and how far the limit is from
+the zero function; then summarizes per architecture.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._errors import InputError
+from .._results import Result
+from .._validation import as_seed_rng, check_positive_int
+from ._gradient_flow import gradient_flow
+from ._losses import SquareLoss
+
+__all__ = ["convergence_study", "ConvergenceStudy", "ConvergenceRun", "ConvergenceSummary",
+           "random_regression_data"]
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ConvergenceRun(Result):
+    """One gradient flow of the study.
+
+    Attributes:
+        architecture: ``repr`` of the network.
+        run: index of the run within its architecture.
+        converged: the final gradient norm is ``<= gradient_tol``.
+        gradient_norm: ``||grad_theta l||`` at the end of the flow.
+        gradient_tol: the threshold used (``tol * max(1, initial gradient norm)``).
+        flow_time: total flow time integrated (extended adaptively up to ``max_time``).
+        initial_loss, final_loss: loss at the start and the end.
+        loss_monotone: the sampled loss never increased.
+        max_invariant_drift: relative drift of the invariants (a solver check).
+        smooth: the Jacobian at the final parameters has the generic rank, numerically:
+            its ``dimension``-th singular value exceeds ``smooth_tol`` times the largest.
+        rank, dimension: numerical rank found and the generic rank.
+        relative_smallest_singular_value: ``sigma_dim / sigma_1`` at the final parameters.
+        exact_rank: the exact rank over the rationals at the final (float) parameters, or
+            None when not requested; it is the rank *at* that point, certified, not at the
+            limit.
+        distance_from_zero: ``||v||`` at the end.
+        relative_distance_from_zero: ``||v|| / ||v*||`` with ``v*`` the unconstrained
+            least-squares solution of the data (the scale of the problem).
+        min_relative_distance_from_zero: the same, minimized over the sampled trajectory.
+        at_zero: ``relative_distance_from_zero <= zero_tol``.
+    """
+
+    architecture: str
+    run: int
+    converged: bool
+    gradient_norm: float
+    gradient_tol: float
+    flow_time: float
+    initial_loss: float
+    final_loss: float
+    loss_monotone: bool
+    max_invariant_drift: float
+    smooth: bool
+    rank: int
+    dimension: int
+    relative_smallest_singular_value: float
+    exact_rank: int | None
+    distance_from_zero: float
+    relative_distance_from_zero: float
+    min_relative_distance_from_zero: float
+    at_zero: bool
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ConvergenceSummary(Result):
+    """Per-architecture summary of a :func:`convergence_study`.
+
+    Attributes:
+        architecture: ``repr`` of the network.
+        num_runs: number of flows.
+        fraction_converged: runs whose gradient norm fell below the tolerance.
+        fraction_smooth: converged runs whose limit is a smooth point (over converged runs).
+        fraction_at_zero: runs ending at the zero function.
+        fraction_smooth_nonzero: runs that converged to a smooth, nonzero critical point.
+        claim_applies: the seed's convergence claim is about this architecture (1D
+            convolution, all strides s_1..s_{L-1} > 1).
+        consistent_with_claim: every run converged to a smooth, nonzero point (only
+            meaningful when ``claim_applies``).
+    """
+
+    architecture: str
+    num_runs: int
+    fraction_converged: float
+    fraction_smooth: float
+    fraction_at_zero: float
+    fraction_smooth_nonzero: float
+    claim_applies: bool
+    consistent_with_claim: bool
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ConvergenceStudy(Result):
+    """Result of :func:`convergence_study`: every run and a summary per architecture."""
+
+    runs: list
+    summaries: list
+    seed: Any
+    tol: float
+    smooth_tol: float
+    zero_tol: float
+    method: str
+
+    def table(self) -> list[list]:
+        """Summary rows ``[architecture, runs, converged, smooth, at zero, claim]``."""
+        return [[s.architecture, s.num_runs, f"{s.fraction_converged:.0%}",
+                 f"{s.fraction_smooth:.0%}", f"{s.fraction_at_zero:.0%}",
+                 ("consistent" if s.consistent_with_claim else "NOT consistent")
+                 if s.claim_applies else "n/a"] for s in self.summaries]
+
+
+def _claim_applies(net: Any) -> bool:
+    from ..linear import LinearConvNet
+    return isinstance(net, LinearConvNet) and net.ndim == 1 and all(
+        s[0] > 1 for s in net.strides)
+
+
+def random_regression_data(net: Any, rng: Any, num_samples: int | None = None):
+    """Random inputs and targets for ``net`` with enough samples for a positive definite
+    square loss: Gaussian signals (conv: spatial size the end-to-end filter plus
+    two strides per axis) or vectors (fully connected), and Gaussian targets.
+
+    Returns:
+        ``(X, Y)`` to pass to :meth:`SquareLoss.from_data`.
+    """
+    from ..linear import LinearConvNet, LinearFCNet
+
+    rng = as_seed_rng(rng)
+    if isinstance(net, LinearConvNet):
+        shape = tuple(k + 2 * s for k, s in zip(net.end_to_end_shape, net.end_to_end_stride))
+        outputs = int(np.prod([(n - k) // s + 1 for n, k, s in
+                               zip(shape, net.end_to_end_shape, net.end_to_end_stride)]))
+        n = num_samples or -(-(net.end_to_end_size + 2) // outputs)
+        X = rng.standard_normal((n,) + shape)
+        Y = rng.standard_normal((n,) + tuple(
+            (a - k) // s + 1 for a, k, s in zip(shape, net.end_to_end_shape,
+                                                net.end_to_end_stride)))
+        return X, Y
+    if isinstance(net, LinearFCNet):
+        n = num_samples or net.widths[0] + 2
+        return (rng.standard_normal((n, net.widths[0])),
+                rng.standard_normal((n, net.widths[-1])))
+    raise InputError(f"no random data for {net!r}: expected a LinearConvNet or LinearFCNet")
+
+
+def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float = 20.0,
+                      max_time: float = 640.0, tol: float = 1e-6, smooth_tol: float = 1e-6,
+                      zero_tol: float = 1e-6, num_samples: int | None = None,
+                      method: str = "LSODA", rtol: float = 1e-9, atol: float = 1e-11,
+                      exact: bool = False, progress: bool = False) -> ConvergenceStudy:
+    """Run ``num_runs`` gradient flows per architecture from random data and initializations.
+
+    Each run draws random data (:func:`random_regression_data`), builds the
+    :class:`SquareLoss`, draws Gaussian initial parameters and integrates the parameter
+    flow for ``t_final``; while the gradient norm is above the tolerance the flow is
+    continued from where it stopped with the time horizon doubled, up to ``max_time``.
+
+    Args:
+        net: one network or a list of networks (:class:`LinearConvNet`,
+            :class:`LinearFCNet`), summarized separately.
+        num_runs: flows per network.
+        seed: seed of all random draws (data and initializations).
+        t_final: the first time horizon.
+        max_time: the largest total flow time.
+        tol: converged when ``||grad_theta l|| <= tol * max(1, ||grad_theta l(0)||)``.
+        smooth_tol: relative singular-value threshold for the rank at the limit.
+        zero_tol: the limit is "at zero" when ``||v|| <= zero_tol * ||v*||``.
+        num_samples: samples per data set (default: just enough for a positive definite
+            loss).
+        method, rtol, atol: solver settings (the default LSODA switches to a stiff method
+            when the flow becomes stiff).
+        exact: also compute the exact rank of the Jacobian at the final parameters.
+        progress: show a progress bar over the runs on stderr.
+
+    Returns:
+        A :class:`ConvergenceStudy`.
+
+    >>> from neuromanifold import LinearConvNet
+    >>> study = convergence_study(LinearConvNet([2, 2], strides=[2]), 2, seed=0)
+    >>> [r.converged for r in study.runs], study.summaries[0].claim_applies
+    ([True, True], True)
+    """
+    if isinstance(net, Sequence) and not isinstance(net, (str, bytes)):
+        nets = list(net)
+    else:
+        nets = [net]
+    if not nets:
+        raise InputError("net must be a network or a non-empty list of networks")
+    num_runs = check_positive_int(num_runs, "num_runs")
+    for name, val in (("t_final", t_final), ("max_time", max_time), ("tol", tol),
+                      ("smooth_tol", smooth_tol), ("zero_tol", zero_tol)):
+        if isinstance(val, bool) or not isinstance(val, (int, float)) or not np.isfinite(val) \
+                or val <= 0:
+            raise InputError(f"{name} must be a positive finite number; got {val!r}")
+    if max_time < t_final:
+        raise InputError(f"max_time ({max_time}) must be >= t_final ({t_final})")
+    rng = as_seed_rng(seed)
+
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=len(nets) * num_runs, desc="convergence study", unit="flow")
+    runs, summaries = [], []
+    try:
+        for net in nets:
+            net_runs = []
+            for i in range(num_runs):
+                net_runs.append(_one_run(net, i, rng, t_final, max_time, tol, smooth_tol,
+                                         zero_tol, num_samples, method, rtol, atol, exact))
+                if bar is not None:
+                    bar.update(1)
+            runs.extend(net_runs)
+            summaries.append(_summarize(net, net_runs))
+    finally:
+        if bar is not None:
+            bar.close()
+    return ConvergenceStudy(runs=runs, summaries=summaries,
+                            seed=seed if not isinstance(seed, np.random.Generator) else None,
+                            tol=tol, smooth_tol=smooth_tol, zero_tol=zero_tol, method=method)
+
+
+def _one_run(net, index, rng, t_final, max_time, tol, smooth_tol, zero_tol, num_samples,
+             method, rtol, atol, exact) -> ConvergenceRun:
+    X, Y = random_regression_data(net, rng, num_samples)
+    loss = SquareLoss.from_data(net, X, Y)
+    params = net.random_params(rng)
+    g0 = float(np.linalg.norm(np.concatenate(
+        [a.ravel() for a in net.vjp(params, loss.gradient(net.end_to_end(params)))])))
+    gtol = tol * max(1.0, g0)
+    scale = max(float(np.linalg.norm(loss.target)), 1e-300)
+    horizon, elapsed = float(t_final), 0.0
+    initial_loss = loss.value(net.end_to_end(params))
+    monotone, drift, min_dist = True, 0.0, np.inf
+    while True:
+        flow = gradient_flow(net, params, loss, horizon, num_times=11, method=method,
+                             rtol=rtol, atol=atol)
+        elapsed += horizon
+        params = flow.final_params
+        monotone &= flow.loss_monotone
+        drift = max(drift, flow.max_invariant_drift)
+        min_dist = min(min_dist, float(np.linalg.norm(
+            flow.end_to_end.reshape(len(flow.times), -1), axis=1).min()) / scale)
+        if flow.gradient_norm <= gtol or elapsed >= max_time:
+            break
+        horizon = min(2 * horizon, max_time - elapsed)
+    v = net.end_to_end(params)
+    r = net.rank(params, tol=smooth_tol)
+    sv = np.linalg.svd(net.jacobian(params), compute_uv=False)
+    dim = r.dimension
+    rel_sv = float(sv[dim - 1] / sv[0]) if 0 < dim <= sv.size and sv[0] > 0 else 0.0
+    dist = float(np.linalg.norm(v))
+    return ConvergenceRun(
+        architecture=repr(net), run=index, converged=bool(flow.gradient_norm <= gtol),
+        gradient_norm=float(flow.gradient_norm), gradient_tol=gtol, flow_time=elapsed,
+        initial_loss=float(initial_loss), final_loss=float(flow.loss[-1]),
+        loss_monotone=bool(monotone), max_invariant_drift=float(drift), smooth=bool(r.is_smooth),
+        rank=int(r.rank), dimension=int(dim), relative_smallest_singular_value=rel_sv,
+        exact_rank=int(net.rank(params, exact=True).rank) if exact else None,
+        distance_from_zero=dist, relative_distance_from_zero=dist / scale,
+        min_relative_distance_from_zero=float(min_dist), at_zero=bool(dist / scale <= zero_tol))
+
+
+def _summarize(net, runs: list[ConvergenceRun]) -> ConvergenceSummary:
+    n = len(runs)
+    conv = [r for r in runs if r.converged]
+    good = [r for r in conv if r.smooth and not r.at_zero]
+    return ConvergenceSummary(
+        architecture=repr(net), num_runs=n, fraction_converged=len(conv) / n,
+        fraction_smooth=(sum(r.smooth for r in conv) / len(conv)) if conv else 0.0,
+        fraction_at_zero=sum(r.at_zero for r in runs) / n,
+        fraction_smooth_nonzero=len(good) / n, claim_applies=_claim_applies(net),
+        consistent_with_claim=len(good) == n)

@@ -1,0 +1,585 @@
+"""Shallow ReLU models built on linear networks (SPEC 1.6).
+
+The reading implemented here [derived, SPEC 1.6]: a shallow ReLU model is
+
+    f_theta(x) = a^T relu(V_theta x),
+
+where ``V_theta`` is the linear map of a linear network and ``a`` the output weights:
+
+* :class:`ShallowReLUCNN`: ``V_theta x = alpha_{v,S} x``, the strided correlation of the
+  signal ``x`` with the end-to-end filter ``v = mu(w_1..w_L)`` of a
+  :class:`LinearConvNet` (one channel; the hidden units are the output positions).
+* :class:`ShallowReLUMLP`: ``V_theta = W = W_L ... W_1`` of a :class:`LinearFCNet`; the
+  hidden units are the ``d_L`` rows of ``W``.
+
+Parameters are ``theta = (w_1, ..., w_L, a)``. The NTK is taken w.r.t. ``theta`` at a finite
+set of inputs ``X`` stored in the model: ``K[n, n'] = <grad_theta f(x_n), grad_theta f(x_n')>``.
+
+**Function and its fiber.** ``relu(c z) = c relu(z)`` for ``c > 0``, so the function is
+unchanged by ``v -> c v, a -> a / c`` (CNN) and by ``W_j -> c_j W_j, a_j -> a_j / c_j`` per
+hidden unit (MLP); generically it determines ``(v, a)`` up to that rescaling (the kinks of
+f locate the hidden units) and nothing more. ``end_to_end`` returns the canonical
+*balanced representative* of the function (the rescaling with equal norms on both sides),
+so two parameters realize the same function on generic inputs iff their representatives
+agree. The conserved quantities of gradient flow are the linear network's invariants and
+the output ones: ``||a||^2 - ||w_L||^2`` (CNN) or ``a_j^2 - ||row j of W_L||^2`` per unit
+(MLP). ``fiber(representative, invariants)`` returns the parameters with that function and
+those invariants, as a :class:`neuromanifold.ntk.Fiber`:
+
+* CNN: the linear network's fiber for ``v`` (one point per class modulo sign flips), each
+  point rescaled together with ``a`` as an (L+1)-layer network by the rescaling lemma of
+  SPEC 1.2 (one point per class); certified when the linear fiber is.
+* MLP with one linear layer (L = 1): the path-lifting closed form, one point.
+* MLP with L >= 2: numerical sampling (Levenberg-Marquardt from random starts on the
+  polynomial equations ``diag(a) W_L ... W_1 = P``, invariants fixed), not certified.
+
+Limits of the reading: points are listed modulo permutations of hidden units (MLP; they
+change neither f nor the NTK), and the function is identified with its representative,
+which is exact only for generic inputs (a hidden unit that is never active on the input
+space, or a degenerate ``v``, makes the function fiber larger than computed here).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._errors import InputError, NotInNeuromanifoldError, ParameterError, short_repr
+from .._results import Result
+from .._validation import as_finite_array, as_seed_rng, check_positive_int
+from ..exact import rescaled_norms
+from ..ntk._fiber import Fiber
+from ._base import LinearNetBase
+from ._conv import LinearConvNet
+from ._fc import LinearFCNet
+
+__all__ = ["ShallowReLUCNN", "ShallowReLUMLP", "path_lifting_check", "PathLiftingCheck"]
+
+
+def _relu(z: np.ndarray) -> np.ndarray:
+    return np.maximum(z, 0.0)
+
+
+# --------------------------------------------------------------------------- common base
+class _ShallowBase(LinearNetBase):
+    """What both shallow models share: parameters ``[*linear params, a]``, the NTK at the
+    stored inputs, and residual checks."""
+
+    linear: Any
+    inputs: np.ndarray
+
+    def _layer_name(self, l: int) -> str:
+        return "a" if l == self.num_layers else self.linear._layer_name(l)
+
+    @property
+    def num_inputs(self) -> int:
+        return self.inputs.shape[0]
+
+    def rank(self, params: Any, exact: bool = False, tol: float | None = None):
+        raise InputError(f"rank() is defined for linear networks; {self!r} has no "
+                         f"neuromanifold dimension here (use ntk() / jacobian())")
+
+    def random_params(self, seed: Any = None) -> list[np.ndarray]:
+        """Gaussian parameters: the linear network's, then Gaussian output weights ``a``."""
+        rng = as_seed_rng(seed)
+        return self.linear.random_params(rng) + [rng.standard_normal(self.param_shapes[-1])]
+
+    def ntk(self, params: Any) -> np.ndarray:
+        """``K = J J^T`` with ``J[n] = grad_theta f(x_n)``: the NTK at the stored inputs."""
+        J = self.jacobian(params)
+        return J @ J.T
+
+    def hidden(self, params: Any, x: Any = None) -> np.ndarray:
+        """Pre-activations ``V_theta x`` of the hidden units, shape ``(N, num_hidden)``
+        (default: at the stored inputs)."""
+        params = self.check_params(params)
+        return self._hidden(self._linear_map(params[:-1]), self._as_inputs(x))
+
+    def apply(self, params: Any, x: Any = None) -> np.ndarray:
+        """``f(x) = a^T relu(V_theta x)`` for a batch ``x`` (default: the stored inputs)."""
+        params = self.check_params(params)
+        h = self._hidden(self._linear_map(params[:-1]), self._as_inputs(x))
+        return _relu(h) @ params[-1]
+
+    def jacobian(self, params: Any) -> np.ndarray:
+        """``J[n] = grad_theta f(x_n)`` at the stored inputs, shape ``(N, num_params)``.
+
+        Analytic: with ``h_n = V x_n`` and ``g_n = d f / d V = (a * H(h_n)) (x) x_n`` (H the
+        Heaviside step), ``d f / d w = J_lin^T g_n`` and ``d f / d a = relu(h_n)``.
+        """
+        params = self.check_params(params)
+        lin, a = params[:-1], params[-1]
+        V = self._linear_map(lin)
+        H = self._hidden(V, self.inputs)
+        G = self._map_gradient((a[None, :] * (H > 0)), self.inputs)
+        return np.hstack([G @ self.linear.jacobian(lin), _relu(H)])
+
+    def _as_inputs(self, x: Any) -> np.ndarray:
+        if x is None:
+            return self.inputs
+        return self._check_inputs(x)
+
+    def _residual(self, params: list, rep: np.ndarray, inv: np.ndarray) -> float:
+        from ..flows import invariant_vector
+        r = float(np.linalg.norm(self.end_to_end(params) - rep)) / max(
+            float(np.linalg.norm(rep)), 1e-300)
+        d = invariant_vector(self, params)
+        scale = max(float(np.abs(inv).max(initial=0.0)),
+                    max(float(np.sum(p * p)) for p in params), 1e-300)
+        return max(r, float(np.abs(d - inv).max(initial=0.0)) / scale)
+
+
+# --------------------------------------------------------------------------- ReLU CNN
+class ShallowReLUCNN(_ShallowBase):
+    """``f(x) = sum_i a_i relu((alpha_{v,S} x)_i)`` with ``v = mu(w_1..w_L)`` (SPEC 1.6).
+
+    Args:
+        filter_shapes, strides: the linear convolutional network (as for
+            :class:`LinearConvNet`); its end-to-end stride is the stride of the hidden layer.
+        inputs: the signals at which the NTK is taken, shape ``(N, n_1, ..., n_D)`` with
+            ``n_a >=`` the end-to-end filter size; they fix the number of hidden units
+            (the output positions of the correlation).
+
+    >>> net = ShallowReLUCNN.with_random_inputs([2, 2], [2], num_inputs=6, seed=0)
+    >>> params = net.random_params(1)
+    >>> net.ntk(params).shape, net.invariants(params).shape
+    ((6, 6), (2,))
+    """
+
+    def __init__(self, filter_shapes: Sequence[Any], strides: Sequence[Any] | None = None,
+                 inputs: Any = None):
+        self.linear = LinearConvNet(filter_shapes, strides)
+        if inputs is None:
+            raise InputError("inputs are required: the signals at which the NTK is taken "
+                             "(use ShallowReLUCNN.with_random_inputs for random ones)")
+        self.inputs = self._check_inputs(inputs, batch_only=True)
+        self.hidden_shape = tuple(
+            (n - k) // s + 1 for n, k, s in zip(self.inputs.shape[1:],
+                                                self.linear.end_to_end_shape,
+                                                self.linear.end_to_end_stride))
+        self.num_hidden = math.prod(self.hidden_shape)
+        self.param_shapes = tuple(self.linear.filter_shapes) + ((self.num_hidden,),)
+
+    @classmethod
+    def with_random_inputs(cls, filter_shapes: Sequence[Any],
+                           strides: Sequence[Any] | None = None, *,
+                           num_inputs: int | None = None, margin: int = 1,
+                           seed: Any = None) -> "ShallowReLUCNN":
+        """A model with Gaussian input signals of spatial size ``k + margin * S`` per axis
+        (``k`` the end-to-end filter size, ``S`` its stride), and by default enough of them
+        for the NTK to see every function parameter (``|v| + #hidden + 2``)."""
+        lin = LinearConvNet(filter_shapes, strides)
+        shape = tuple(k + margin * s for k, s in zip(lin.end_to_end_shape,
+                                                     lin.end_to_end_stride))
+        hidden = math.prod((n - k) // s + 1 for n, k, s in
+                           zip(shape, lin.end_to_end_shape, lin.end_to_end_stride))
+        n = num_inputs if num_inputs is not None else lin.end_to_end_size + hidden + 2
+        n = check_positive_int(n, "num_inputs")
+        return cls(filter_shapes, strides, as_seed_rng(seed).standard_normal((n,) + shape))
+
+    def __repr__(self) -> str:
+        inner = repr(self.linear)[len("LinearConvNet("):-1]
+        return f"ShallowReLUCNN({inner}, inputs={self.inputs.shape})"
+
+    def _check_inputs(self, x: Any, batch_only: bool = False) -> np.ndarray:
+        x = as_finite_array(x, "inputs", error=InputError)
+        D = self.linear.ndim
+        if x.ndim != D + 1 or any(n < k for n, k in zip(x.shape[1:], self.linear.end_to_end_shape)):
+            raise InputError(
+                f"inputs must have shape (N, n_1..n_{D}) with n_a >= the end-to-end filter "
+                f"size {self.linear.end_to_end_shape}; got shape {x.shape}")
+        if not batch_only and x.shape[1:] != self.inputs.shape[1:]:
+            raise InputError(f"inputs must have spatial shape {self.inputs.shape[1:]} (the "
+                             f"model's hidden layer has {self.num_hidden} units); got {x.shape}")
+        return x
+
+    def _linear_map(self, lin: list) -> np.ndarray:
+        return self.linear.end_to_end(lin)
+
+    def _hidden(self, v: np.ndarray, X: np.ndarray) -> np.ndarray:
+        ops = [self.linear.end_to_end_operator(x) for x in X]        # (m, |v|) each
+        return np.array([M @ v.ravel() for M in ops])
+
+    def _map_gradient(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
+        # d f / d v = sum_i a_i H(h_i) window_i(x): rows of the correlation operator
+        return np.array([w @ self.linear.end_to_end_operator(x) for w, x in zip(weights, X)])
+
+    # ---- function, invariants, fiber
+    def end_to_end(self, params: Any) -> np.ndarray:
+        """The balanced representative of the function: ``(c v, a / c)`` flattened and
+        concatenated, ``c = sqrt(||a|| / ||v||)`` (zeros for the zero function)."""
+        params = self.check_params(params)
+        v, a = self.linear.end_to_end(params[:-1]).ravel(), params[-1]
+        nv, na = float(np.linalg.norm(v)), float(np.linalg.norm(a))
+        if nv == 0 or na == 0:
+            return np.zeros(v.size + a.size)
+        c = math.sqrt(na / nv)
+        return np.concatenate([c * v, a / c])
+
+    def invariants(self, params: Any) -> np.ndarray:
+        """``delta_l = ||w_{l+1}||^2 - ||w_l||^2`` (l < L) and ``||a||^2 - ||w_L||^2``."""
+        params = self.check_params(params)
+        return np.diff([float(np.sum(p * p)) for p in params])
+
+    def fiber(self, end_to_end: Any, invariants: Any, *, start: Any = None,
+              **linear_options: Any) -> Fiber:
+        """All parameters with this function representative and these invariants.
+
+        The linear fiber of ``v`` (``LinearConvNet.fiber``, with ``linear_options``) gives
+        one point per class modulo sign flips; each is rescaled with ``a`` as an
+        (L+1)-layer product by the rescaling lemma (SPEC 1.2).
+
+        Args:
+            end_to_end: the function representative (see :meth:`end_to_end`).
+            invariants: the L invariants (see :meth:`invariants`).
+            start: parameters realizing this function (as ``ntk_dependence`` passes them).
+                When given and matching ``end_to_end`` and ``invariants`` (to 1e-8
+                relative), the exact route is taken: the linear fiber is computed from the
+                exact end-to-end polynomial and exact rational invariants of ``start``'s
+                float filters (certified as for linear networks). Otherwise the float
+                ``v`` of the representative is used (certified in 1D; numerical and not
+                certified in D >= 2, where a float v does not factor exactly).
+            **linear_options: passed to ``LinearConvNet.fiber``.
+
+        Returns:
+            A :class:`~neuromanifold.ntk.Fiber`.
+        """
+        import flint
+
+        from ..exact import to_fmpq
+
+        rep = as_finite_array(end_to_end, "end_to_end", error=InputError).ravel()
+        nv = self.linear.end_to_end_size
+        if rep.size != nv + self.num_hidden:
+            raise InputError(f"end_to_end must have {nv + self.num_hidden} entries (v and a) "
+                             f"for {self!r}; got {rep.size}")
+        inv = as_finite_array(invariants, "invariants", ndim=1, error=InputError)
+        L = self.linear.num_layers
+        if inv.size != L:
+            raise InputError(f"invariants must have {L} entries for {self!r}; got {inv.size}")
+        v, a = rep[:nv].reshape(self.linear.end_to_end_shape), rep[nv:]
+        if not np.any(v) or not np.any(a):
+            raise NotInNeuromanifoldError(
+                "the zero function: its fiber is not finite (every theta with v = 0 or a = 0)")
+        notes: tuple = ()
+        if L == 1:
+            lin_points, certified, signs, count = [[v]], True, 1, 1
+            method = "one linear layer: the rescaling lemma only"
+        else:
+            target_v, target_d, route = v, inv[:-1], "float v"
+            if start is not None:
+                start = self.check_params(start)
+                if self._residual(start, rep, inv) <= 1e-8:
+                    lin, a = start[:-1], start[-1]
+                    norms = []
+                    for w in lin:
+                        n = flint.fmpq(0)
+                        for c in w.ravel():
+                            q = to_fmpq(float(c))
+                            n += q * q
+                        norms.append(n)
+                    target_v = self.linear.polynomial(lin)
+                    target_d = [norms[l + 1] - norms[l] for l in range(L - 1)]
+                    route = "exact polynomial of start"
+            lin_fiber = self.linear.fiber(target_v, target_d, **linear_options)
+            lin_points, certified = list(lin_fiber.points), bool(lin_fiber.certified)
+            signs = int(getattr(lin_fiber, "num_sign_patterns", 2 ** (L - 1)))
+            count = int(getattr(lin_fiber, "num_assignments", 0) or len(lin_points))
+            notes = tuple(getattr(lin_fiber, "notes", ()))
+            method = (f"linear fiber from the {route} ({getattr(lin_fiber, 'method', '?')}) "
+                      f"+ rescaling lemma with the output layer")
+        points = []
+        for lin in lin_points:
+            layers = self.linear.check_params(lin) + [a]
+            norms_f = np.array([float(np.sum(p * p)) for p in layers])
+            t = rescaled_norms(norms_f, inv)
+            points.append([p * math.sqrt(ti / ni) for p, ti, ni in zip(layers, t, norms_f)])
+        res = max((self._residual(p, rep, inv) for p in points), default=0.0)
+        return Fiber(points=points, num_sign_patterns=signs, certified=certified,
+                     method=method, dimension=0, num_assignments=count, max_residual=res,
+                     notes=notes)
+
+
+# --------------------------------------------------------------------------- ReLU MLP
+class ShallowReLUMLP(_ShallowBase):
+    """``f(x) = a^T relu(W_L ... W_1 x)``: a one-hidden-layer ReLU MLP whose first layer is
+    a linear fully connected network (SPEC 1.6).
+
+    Args:
+        widths: ``(d_0, ..., d_L)`` of the linear network; ``d_L`` hidden units. L = 1 is
+            the ordinary one-hidden-layer ReLU network ``sum_j a_j relu(b_j^T x)``.
+        inputs: the inputs at which the NTK is taken, shape ``(N, d_0)``.
+
+    >>> net = ShallowReLUMLP.with_random_inputs([2, 3, 2], num_inputs=5, seed=0)
+    >>> params = net.random_params(1)
+    >>> net.ntk(params).shape, [d.shape for d in net.invariants(params)]
+    ((5, 5), [(3, 3), (2,)])
+    """
+
+    def __init__(self, widths: Sequence[int], inputs: Any = None):
+        self.linear = LinearFCNet(widths)
+        if inputs is None:
+            raise InputError("inputs are required: the points at which the NTK is taken "
+                             "(use ShallowReLUMLP.with_random_inputs for random ones)")
+        self.inputs = self._check_inputs(inputs)
+        self.num_hidden = self.linear.widths[-1]
+        self.param_shapes = tuple(self.linear.shapes) + ((self.num_hidden,),)
+
+    @classmethod
+    def with_random_inputs(cls, widths: Sequence[int], *, num_inputs: int | None = None,
+                           seed: Any = None) -> "ShallowReLUMLP":
+        """A model with Gaussian inputs, by default ``(d_0 + 1) d_L + 2`` of them."""
+        lin = LinearFCNet(widths)
+        n = num_inputs if num_inputs is not None else (lin.widths[0] + 1) * lin.widths[-1] + 2
+        n = check_positive_int(n, "num_inputs")
+        return cls(widths, as_seed_rng(seed).standard_normal((n, lin.widths[0])))
+
+    def __repr__(self) -> str:
+        return f"ShallowReLUMLP(widths={list(self.linear.widths)}, inputs={self.inputs.shape})"
+
+    def _check_inputs(self, x: Any, batch_only: bool = False) -> np.ndarray:
+        x = as_finite_array(x, "inputs", error=InputError)
+        d0 = self.linear.widths[0]
+        if x.ndim != 2 or x.shape[1] != d0:
+            raise InputError(f"inputs must have shape (N, {d0}); got shape {x.shape}")
+        return x
+
+    def _linear_map(self, lin: list) -> np.ndarray:
+        return self.linear.end_to_end(lin)
+
+    def _hidden(self, W: np.ndarray, X: np.ndarray) -> np.ndarray:
+        return X @ W.T
+
+    def _map_gradient(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
+        # d f / d W = (a * H(W x)) x^T, row-major
+        return (weights[:, :, None] * X[:, None, :]).reshape(X.shape[0], -1)
+
+    # ---- function, invariants, fiber
+    def end_to_end(self, params: Any) -> np.ndarray:
+        """The balanced representative of the function, shape ``(d_L, d_0 + 1)``: row j is
+        ``(c_j W_j, a_j / c_j)`` with ``c_j = sqrt(|a_j| / ||W_j||)`` (zero for a unit with
+        ``a_j = 0`` or ``W_j = 0``). Units are not sorted (points are modulo permutations)."""
+        params = self.check_params(params)
+        W, a = self.linear.end_to_end(params[:-1]), params[-1]
+        out = np.zeros((W.shape[0], W.shape[1] + 1))
+        for j in range(W.shape[0]):
+            nw, na = float(np.linalg.norm(W[j])), abs(float(a[j]))
+            if nw > 0 and na > 0:
+                c = math.sqrt(na / nw)
+                out[j, :-1], out[j, -1] = c * W[j], a[j] / c
+        return out
+
+    def invariants(self, params: Any) -> list[np.ndarray]:
+        """``Delta_l = W_{l+1}^T W_{l+1} - W_l W_l^T`` (l < L) and, per hidden unit,
+        ``a_j^2 - ||row j of W_L||^2``."""
+        params = self.check_params(params)
+        return self.linear.invariants(params[:-1]) + [
+            params[-1] ** 2 - np.sum(params[-2] ** 2, axis=1)]
+
+    def _check_fiber_args(self, end_to_end: Any, invariants: Any):
+        rep = as_finite_array(end_to_end, "end_to_end", error=InputError)
+        d0, dL = self.linear.widths[0], self.num_hidden
+        if rep.size != dL * (d0 + 1):
+            raise InputError(f"end_to_end must have shape ({dL}, {d0 + 1}) for {self!r}; "
+                             f"got shape {rep.shape}")
+        rep = rep.reshape(dL, d0 + 1)
+        if not isinstance(invariants, (list, tuple)) or len(invariants) != self.linear.num_layers:
+            raise InputError(f"invariants must be a list of {self.linear.num_layers - 1} "
+                             f"matrices and the per-unit vector; got {short_repr(invariants)}")
+        shapes = [(d, d) for d in self.linear.widths[1:-1]] + [(dL,)]
+        inv = [as_finite_array(d, f"invariant {i + 1}", shape=s, error=InputError)
+               for i, (d, s) in enumerate(zip(invariants, shapes))]
+        if np.any(np.all(rep == 0, axis=1)):
+            raise NotInNeuromanifoldError(
+                "a hidden unit of the function is zero: its fiber is not finite-dimensional "
+                "in the direction of that unit")
+        return rep, inv
+
+    def fiber(self, end_to_end: Any, invariants: Any, *, num_starts: int = 8,
+              seed: Any = 0, max_iter: int = 200, start: Any = None) -> Fiber:
+        """Parameters with this function representative and these invariants.
+
+        L = 1: per unit, with ``z_j = a_j b_j`` and ``delta_j = a_j^2 - ||b_j||^2``:
+        ``a_j^2 = (delta_j + sqrt(delta_j^2 + 4 ||z_j||^2)) / 2`` (the sign of ``a_j`` is the
+        function's), ``b_j = z_j / a_j``: one point, certified.
+        L >= 2: Levenberg-Marquardt from ``num_starts`` random starts on
+        ``diag(a) W_L ... W_1 = P`` and the invariants, then the sign of each ``a_j`` set
+        to the function's by flipping ``(a_j, row j of W_L)``; not certified. A ``start``
+        (parameters, as ``ntk_dependence`` passes them) that lies on the fiber is kept as
+        the first point.
+        """
+        rep, inv = self._check_fiber_args(end_to_end, invariants)
+        d0 = self.linear.widths[0]
+        P = rep[:, :-1] * rep[:, -1:]                    # rows a_j W_j
+        signs = np.sign(rep[:, -1])
+        flat_inv = np.concatenate([d.ravel() for d in inv])
+        if self.linear.num_layers == 1:
+            delta = inv[-1]
+            z2 = np.sum(P * P, axis=1)
+            a2 = (delta + np.sqrt(delta * delta + 4 * z2)) / 2
+            a = signs * np.sqrt(a2)
+            point = [P / a[:, None], a]
+            return Fiber(points=[point], num_sign_patterns=1, certified=True,
+                         method="path-lifting closed form (SPEC 1.6)", dimension=0,
+                         num_assignments=1, max_residual=self._residual(point, rep, flat_inv))
+        num_starts = check_positive_int(num_starts, "num_starts")
+        rng = as_seed_rng(seed)
+        scale = (float(np.linalg.norm(P)) / math.sqrt(P.shape[0])) ** (
+            1.0 / (self.linear.num_layers + 1))
+        points, residuals, nullities = [], [], []
+        if start is not None:
+            start = self.check_params(start)
+            if self._residual(start, rep, flat_inv) <= 1e-10:
+                points.append(start)
+                residuals.append(self._residual(start, rep, flat_inv))
+                F = self._constraints(self.flatten(start), P, flat_inv)[1]
+                sv = np.linalg.svd(F, compute_uv=False)
+                nullities.append(int(F.shape[1] - np.sum(sv > 1e-8 * sv[0])))
+        for _ in range(num_starts):
+            theta0 = rng.standard_normal(self.num_params) * max(scale, 1e-3) / math.sqrt(
+                max(self.linear.widths))
+            theta, rel, F = self._solve(theta0, P, flat_inv, max_iter)
+            if rel > 1e-10:
+                continue
+            params = self.unflatten(theta)
+            flip = np.sign(params[-1]) != signs
+            params[-1][flip] *= -1
+            params[-2][flip] *= -1
+            points.append(params)
+            residuals.append(self._residual(params, rep, flat_inv))
+            sv = np.linalg.svd(F, compute_uv=False)
+            nullities.append(int(F.shape[1] - np.sum(sv > 1e-8 * sv[0])))
+        if not points:
+            raise NotInNeuromanifoldError(
+                f"no parameter found with this function and these invariants from {num_starts} "
+                f"starts (the function may not be realizable with these invariants)")
+        return Fiber(points=points, num_sign_patterns=1, certified=False,
+                     method=f"Levenberg-Marquardt from {num_starts} random starts",
+                     dimension=max(nullities), num_assignments=num_starts,
+                     max_residual=max(residuals))
+
+    def _constraints(self, theta: np.ndarray, P: np.ndarray, inv: np.ndarray):
+        """Residual of ``diag(a) W = P`` and the invariants, and its Jacobian."""
+        from ..flows import invariant_vector
+        params = self.unflatten(theta)
+        lin, a = params[:-1], params[-1]
+        W = self.linear.end_to_end(lin)
+        r = np.concatenate([(a[:, None] * W - P).ravel(), invariant_vector(self, params) - inv])
+        # d(diag(a) W)/d W_l = (diag(a) A_l) kron B_l^T ; d/d a_j = e_j (x) W_j
+        blocks = [np.kron(a[:, None] * A, B.T) for A, B in self.linear._outer_inner(lin)]
+        da = np.zeros((P.size, a.size))
+        for j in range(a.size):
+            da[j * P.shape[1]:(j + 1) * P.shape[1], j] = W[j]
+        # invariants are quadratic: the unit-step central difference is their exact derivative
+        cols = []
+        for i in range(theta.size):
+            e = np.zeros_like(theta)
+            e[i] = 1.0
+            cols.append((invariant_vector(self, self.unflatten(theta + e))
+                         - invariant_vector(self, self.unflatten(theta - e))) / 2)
+        F = np.vstack([np.hstack(blocks + [da]), np.array(cols).T])
+        return r, F
+
+    def _solve(self, theta: np.ndarray, P: np.ndarray, inv: np.ndarray, max_iter: int):
+        """Levenberg-Marquardt, then Gauss-Newton (minimal-norm) polishing."""
+        scale = max(float(np.linalg.norm(P)), float(np.linalg.norm(inv)), 1e-300)
+        r, F = self._constraints(theta, P, inv)
+        lam = 1e-2 * max(float(np.linalg.norm(F)) ** 2, 1e-12)
+        cost = float(r @ r)
+        for _ in range(max_iter):
+            if math.sqrt(cost) <= 1e-14 * scale:
+                break
+            g = F.T @ r
+            step = np.linalg.solve(F.T @ F + lam * np.eye(theta.size), -g)
+            r2, F2 = self._constraints(theta + step, P, inv)
+            c2 = float(r2 @ r2)
+            if c2 < cost:
+                theta, r, F, cost = theta + step, r2, F2, c2
+                lam = max(lam / 5, 1e-15)
+                if math.sqrt(cost) < 1e-6 * scale:   # close: switch to Gauss-Newton
+                    for _ in range(8):
+                        s, *_ = np.linalg.lstsq(F, -r, rcond=None)
+                        r2, F2 = self._constraints(theta + s, P, inv)
+                        if float(r2 @ r2) >= cost:
+                            break
+                        theta, r, F, cost = theta + s, r2, F2, float(r2 @ r2)
+            else:
+                lam *= 4
+                if lam > 1e20:
+                    break
+        return theta, math.sqrt(cost) / scale, F
+
+
+# --------------------------------------------------------------------------- path lifting
+@dataclasses.dataclass(frozen=True, repr=False)
+class PathLiftingCheck(Result):
+    """The path-lifting reading of SPEC 1.6, computed.
+
+    For ``f(x) = sum_j a_j relu(b_j^T x)`` with ``z_j = a_j b_j`` and
+    ``delta_j = a_j^2 - ||b_j||^2``, the kernel of unit j in z-coordinates is
+    ``K_j = J_j J_j^T = b_j b_j^T + a_j^2 I`` (from theta), and equals
+    ``a_j^2 I + z_j z_j^T / a_j^2`` with ``a_j^2 = (delta_j + sqrt(delta_j^2 + 4||z_j||^2))/2``
+    (from ``(z_j, delta_j)`` only). The NTK at inputs ``x_n`` is then
+    ``sum_j H(b_j x_n) H(b_j x_n') x_n^T K_j x_n'``.
+
+    Attributes:
+        max_kernel_difference: ``max_j ||K_j(theta) - K_j(z, delta)|| / ||K_j(theta)||``.
+        max_ntk_difference: relative difference between the model's NTK (from theta) and
+            the NTK assembled from ``(z, delta)`` and the activation pattern.
+        num_units: number of hidden units.
+        independent: both differences are below ``tol``.
+        tol: the tolerance.
+    """
+
+    max_kernel_difference: float
+    max_ntk_difference: float
+    num_units: int
+    independent: bool
+    tol: float
+
+
+def path_lifting_check(params: Any, inputs: Any, *, tol: float = 1e-10) -> PathLiftingCheck:
+    """Check that the NTK of a one-hidden-layer ReLU net depends on ``(z_j, delta_j)`` only.
+
+    Args:
+        params: ``[B, a]`` with ``B`` of shape ``(m, d)`` (rows ``b_j``) and ``a`` of shape
+            ``(m,)``, i.e. parameters of ``ShallowReLUMLP([d, m], inputs)``.
+        inputs: shape ``(N, d)``.
+        tol: relative tolerance of the verdict.
+
+    >>> rng = np.random.default_rng(0)
+    >>> chk = path_lifting_check([rng.standard_normal((3, 2)), rng.standard_normal(3)],
+    ...                          rng.standard_normal((5, 2)))
+    >>> chk.independent
+    True
+    """
+    if not isinstance(params, (list, tuple)) or len(params) != 2:
+        raise ParameterError(f"params must be [B, a] (one linear layer and the output "
+                             f"weights); got {short_repr(params)}")
+    B = as_finite_array(params[0], "B", ndim=2)
+    model = ShallowReLUMLP([B.shape[1], B.shape[0]], inputs)
+    B, a = model.check_params(params)
+    z = a[:, None] * B
+    delta = a ** 2 - np.sum(B * B, axis=1)
+    a2 = (delta + np.sqrt(delta ** 2 + 4 * np.sum(z * z, axis=1))) / 2
+    d = B.shape[1]
+    worst = 0.0
+    kernels = []
+    for j in range(B.shape[0]):
+        from_theta = np.outer(B[j], B[j]) + a[j] ** 2 * np.eye(d)
+        from_inv = a2[j] * np.eye(d) + np.outer(z[j], z[j]) / a2[j]
+        kernels.append(from_inv)
+        worst = max(worst, float(np.linalg.norm(from_theta - from_inv) /
+                                 max(np.linalg.norm(from_theta), 1e-300)))
+    X = model.inputs
+    H = (X @ B.T > 0).astype(float)                         # (N, m); sign(a) B x = z x / |a|
+    K = sum(np.outer(H[:, j], H[:, j]) * (X @ kernels[j] @ X.T) for j in range(B.shape[0]))
+    K_model = model.ntk([B, a])
+    ntk_diff = float(np.linalg.norm(K - K_model) / max(np.linalg.norm(K_model), 1e-300))
+    return PathLiftingCheck(max_kernel_difference=worst, max_ntk_difference=ntk_diff,
+                            num_units=int(B.shape[0]),
+                            independent=bool(worst <= tol and ntk_diff <= tol), tol=tol)

@@ -1,0 +1,54 @@
+"""The :class:`Fiber` result shared by every model's ``fiber`` method."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .._results import Result
+
+__all__ = ["Fiber"]
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Fiber(Result):
+    """Parameters realizing one function with given conserved invariants.
+
+    Attributes:
+        points: list of parameters (each a list of per-layer arrays). For linear
+            convolutional networks: *all* of them, one per class modulo the sign flips of
+            SPEC 1.2; for sampled (positive-dimensional) fibers: the points found.
+        num_sign_patterns: number of sign flips acting on each point without changing the
+            function, the invariants or the NTK (``2^(L-1)`` for convolutional networks; 1
+            when points are raw samples).
+        certified: True when the list is proven complete (exact factorization, certified
+            root isolation, exhaustive enumeration). Coordinates are floating point; their
+            accuracy is ``max_residual``.
+        method: how the points were computed.
+        dimension: dimension of the fiber (0 for finite fibers; for sampled fibers the
+            kernel dimension of the constraint Jacobian at the points found).
+        num_assignments: number of candidate assignments / groupings / starts examined.
+        max_residual: largest relative residual over the points, of the end-to-end map and
+            of the invariants.
+        notes: remarks on the computation (degenerate factors, fallbacks, ...).
+    """
+
+    points: list
+    num_sign_patterns: int
+    certified: bool
+    method: str
+    dimension: int = 0
+    num_assignments: int = 0
+    max_residual: float = 0.0
+    notes: tuple[str, ...] = ()
+
+    @property
+    def num_points(self) -> int:
+        """``len(points)``."""
+        return len(self.points)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def __iter__(self) -> Any:
+        return iter(self.points)

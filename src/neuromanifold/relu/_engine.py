@@ -1,0 +1,396 @@
+"""The exact region engine shared by regions, bent hyperplanes, equivalence and
+functional dimension.
+
+A *cell* is a full-dimensional polyhedron ``{x in domain : a_i . x <= c_i}`` on which the
+activation pattern of every neuron processed so far is fixed. Starting from the domain,
+the neurons are processed layer by layer (for several networks: all layers of the first,
+then of the second, ...). On a cell, the pre-activations of the next layer are affine, so
+each cell is split by that layer's hyperplanes with a binary space partition:
+
+* a neuron whose affine function is constant on the cell fixes its bit without an LP
+  (exactly zero counts as inactive, the derivative convention of ReLU'(0) = 0);
+* if the hyperplane cuts the cell's inscribed ball, both sides are non-empty; otherwise
+  one LP on the far side decides whether the hyperplane crosses the cell at all;
+* neurons that do not cross a cell are fixed for the whole sub-tree and never tested
+  again; crossing ones split the cell and are re-tested only on the children.
+
+No decision rests on floating point: every cell is certified non-empty by an interior
+point that satisfies its strict inequalities in exact rational arithmetic, and every
+discarded side is certified empty by an exact Motzkin certificate rounded from the LP
+duals. When either check fails (ambiguous, nearly degenerate cases) an exact rational
+simplex decides (:mod:`neuromanifold.exact._lp`). Affine maps are carried exactly
+(``fmpq_mat``, augmented ``[linear | offset]``) next to float copies used for the LPs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import flint
+import numpy as np
+
+from ..exact._lp import dot, motzkin_certificate, strict_interior_point
+from ..exact._rational import fmpq_matrix, to_fmpq
+from ._domain import Domain
+from ._lp import LPCounter, solve_lp
+
+__all__ = ["ExactNet", "Cell", "Engine", "enumerate_cells", "exact_forward"]
+
+#: LP optimum above which a cell is taken as full-dimensional (then checked exactly);
+#: below it an exact emptiness certificate is attempted first.
+LP_TOL = 1e-7
+#: Cap on the Chebyshev radius, so that unbounded cells have a finite LP optimum.
+RADIUS_CAP = 1.0
+
+_ZERO = flint.fmpq(0)
+_ONE = flint.fmpq(1)
+
+
+class ExactNet:
+    """A ReLU network's parameters as floats and as exact rationals (augmented form).
+
+    ``Baug[l]`` is the ``(n_l, d+1)`` matrix with ``b_l`` in the last column, so that the
+    pre-activation map of layer l on a cell is ``W_l H + Baug[l]`` for the augmented map
+    ``H = [linear | offset]`` of the previous layer's output.
+    """
+
+    def __init__(self, params: list[tuple[np.ndarray, np.ndarray]]):
+        self.params = params
+        self.num_layers = len(params)
+        self.d = params[0][0].shape[1]
+        self.widths = (self.d,) + tuple(W.shape[0] for W, _ in params)
+        d = self.d
+        self.Wf = [W for W, _ in params]
+        self.Wq = [fmpq_matrix(W) for W, _ in params]
+        self.bq = [[to_fmpq(float(v)) for v in b] for _, b in params]
+        self.Baugf, self.Baugq = [], []
+        for _, b in params:
+            n = b.size
+            Bf = np.zeros((n, d + 1))
+            Bf[:, d] = b
+            self.Baugf.append(Bf)
+            self.Baugq.append(fmpq_matrix(Bf))
+
+    @property
+    def hidden_layers(self) -> range:
+        return range(self.num_layers - 1)
+
+
+def exact_forward(net: ExactNet, x: Sequence[Any]) -> tuple[list[flint.fmpq], list[list[flint.fmpq]]]:
+    """Exact forward pass at a rational point.
+
+    Returns:
+        ``(outputs, preacts)``: the outputs and the pre-activations of every hidden layer.
+    """
+    h = [to_fmpq(v) for v in x]
+    pre = []
+    for l in range(net.num_layers):
+        W = net.Wq[l]
+        n = W.nrows()
+        z = []
+        for i in range(n):
+            s = net.bq[l][i]
+            for j in range(len(h)):
+                w = W[i, j]
+                if w != 0 and h[j] != 0:
+                    s += w * h[j]
+            z.append(s)
+        if l < net.num_layers - 1:
+            pre.append(z)
+            h = [v if v > 0 else _ZERO for v in z]
+        else:
+            h = z
+    return h, pre
+
+
+@dataclasses.dataclass
+class Cell:
+    """A full-dimensional cell with fixed patterns (internal; see module docstring).
+
+    ``rows_q``/``offs_q``: exact inequalities ``a . x <= c`` (strict in the interior);
+    ``rows_f``/``offs_f``: float copies; ``owners[i]`` is ``(net, layer, neuron)`` for a
+    neuron's inequality, ``None`` for a domain inequality. ``center_q`` is an exact point
+    verified to satisfy every inequality strictly, ``center_f`` its float value and
+    ``radius`` the (capped) radius of a ball around it inside the cell.
+    ``maps_q[k]``/``maps_f[k]``: augmented map of the last processed layer's output of
+    network k; ``patterns[k]``: list of boolean arrays, one per processed hidden layer.
+    """
+
+    rows_q: list
+    offs_q: list
+    rows_f: np.ndarray
+    offs_f: np.ndarray
+    owners: list
+    center_f: np.ndarray
+    center_q: list
+    radius: float
+    maps_q: list
+    maps_f: list
+    patterns: list
+
+    def with_row(self, a_q, c_q, a_f, c_f, owner, center_f, center_q, radius) -> "Cell":
+        return Cell(self.rows_q + [a_q], self.offs_q + [c_q],
+                    np.vstack([self.rows_f, a_f[None, :]]), np.append(self.offs_f, c_f),
+                    self.owners + [owner], center_f, center_q, radius,
+                    self.maps_q, self.maps_f, self.patterns)
+
+
+class Engine:
+    """Decisions about cells, with counters (LPs, exact fallbacks)."""
+
+    def __init__(self, d: int):
+        self.d = d
+        self.counter = LPCounter()
+        self.exact_fallbacks = 0
+        self.certificates = 0
+
+    # -- the one primitive: is the strict system non-empty, and where is a deep point --
+    def decide(self, rows_q, offs_q, rows_f, offs_f, eq=None, known=None):
+        """Decide whether ``{x : rows x < offs}`` (and ``eq``) has a point, exactly.
+
+        Args:
+            eq: optional ``(a_q, c_q, a_f, c_f)`` for the equation ``a . x = c``.
+            known: optional ``(center_f, center_q, radius)`` of a point already known to
+                be strictly inside (then the LP only re-centers, and failure falls back
+                to it instead of the exact simplex).
+
+        Returns:
+            ``(center_f, center_q, radius)`` with ``center_q`` certified strictly inside,
+            or ``None`` when the set is certified empty.
+        """
+        d = self.d
+        k = rows_f.shape[0]
+        norms = np.linalg.norm(rows_f, axis=1)
+        if k and np.all(norms > 0) and np.all(np.isfinite(norms)):
+            An = rows_f / norms[:, None]
+            cn = offs_f / norms
+            A_ub = np.zeros((k + 1, d + 1))
+            A_ub[:k, :d] = An
+            A_ub[:k, d] = 1.0
+            A_ub[k, d] = 1.0
+            b_ub = np.append(cn, RADIUS_CAP)
+            obj = np.zeros(d + 1)
+            obj[d] = -1.0
+            A_eq = b_eq = None
+            if eq is not None:
+                ne = float(np.linalg.norm(eq[2]))
+                A_eq = np.append(eq[2] / ne, 0.0)[None, :]
+                b_eq = np.array([eq[3] / ne])
+            sol = solve_lp(obj, A_ub, b_ub, A_eq, b_eq, counter=self.counter)
+            if sol.status == "optimal":
+                r = float(sol.x[d])
+                if r > LP_TOL:
+                    xq = [to_fmpq(float(v)) for v in sol.x[:d]]
+                    if eq is not None:
+                        xq = _project(xq, eq[0], eq[1])
+                    if self._inside(rows_q, offs_q, xq):
+                        return np.array([float(v) for v in xq]), xq, min(r, RADIUS_CAP)
+                elif known is None:
+                    y = -sol.dual_ub[:k] / norms
+                    E, e, mu = (), (), ()
+                    if eq is not None:
+                        E, e = [eq[0]], [eq[1]]
+                        mu = [-float(sol.dual_eq[0]) / ne]
+                    if motzkin_certificate(rows_q, offs_q, y, E, e, mu) is not None:
+                        self.certificates += 1
+                        return None
+        if known is not None:
+            return known
+        # ambiguous: decide exactly
+        self.exact_fallbacks += 1
+        E, e = ((), ()) if eq is None else ([eq[0]], [eq[1]])
+        p = strict_interior_point(rows_q, offs_q, E, e, dim=d)
+        if p is None:
+            return None
+        pf = np.array([float(v) for v in p])
+        slack = [float(c - dot(a, p)) for a, c in zip(rows_q, offs_q)]
+        radius = min([s / nm for s, nm in zip(slack, norms) if nm > 0] + [RADIUS_CAP])
+        return pf, p, radius
+
+    @staticmethod
+    def _inside(rows_q, offs_q, xq) -> bool:
+        for a, c in zip(rows_q, offs_q):
+            if not dot(a, xq) < c:
+                return False
+        return True
+
+
+def _project(xq, a, c):
+    """Exact orthogonal projection of ``xq`` onto ``{x : a . x = c}``."""
+    aa = dot(a, a)
+    t = (dot(a, xq) - c) / aa
+    return [xi - t * ai for xi, ai in zip(xq, a)]
+
+
+def initial_cell(domain: Domain, engine: Engine, nets: Sequence[ExactNet]) -> Cell:
+    d = domain.dim
+    rows_q = [[to_fmpq(float(v)) for v in row] for row in domain.A]
+    offs_q = [to_fmpq(float(v)) for v in domain.c]
+    maps_q, maps_f = [], []
+    for _ in nets:
+        H = np.hstack([np.eye(d), np.zeros((d, 1))])
+        maps_f.append(H)
+        maps_q.append(fmpq_matrix(H))
+    if rows_q:
+        res = engine.decide(rows_q, offs_q, np.array(domain.A, float), np.array(domain.c, float))
+        if res is None:  # pragma: no cover - domains are full-dimensional by construction
+            raise RuntimeError("the domain has empty interior")
+        cf, cq, r = res
+    else:
+        cf, cq, r = np.zeros(d), [_ZERO] * d, RADIUS_CAP
+    return Cell(rows_q, offs_q, np.array(domain.A, float).reshape(-1, d),
+                np.array(domain.c, float), [None] * len(rows_q), cf, cq, r,
+                maps_q, maps_f, [[] for _ in nets])
+
+
+def _side_row(aq, cq, af, cf, active: bool):
+    """The strict inequality ``row . x < off`` saying ``z = a.x + c`` is > 0 (active) or < 0."""
+    if active:
+        return [-v for v in aq], cq, -af, cf
+    return list(aq), -cq, af.copy(), -cf
+
+
+def refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> list[Cell]:
+    """Split ``cell`` by the neurons of hidden layer ``l`` of network ``k``."""
+    d = engine.d
+    Zq = net.Wq[l] * cell.maps_q[k] + net.Baugq[l]
+    Zf = net.Wf[l] @ cell.maps_f[k] + net.Baugf[l]
+    n = Zf.shape[0]
+    ent = Zq.entries()
+    aq = [ent[j * (d + 1): j * (d + 1) + d] for j in range(n)]
+    cq = [ent[j * (d + 1) + d] for j in range(n)]
+    bits0: list[bool | None] = [None] * n
+    cand0 = []
+    for j in range(n):
+        if all(v == 0 for v in aq[j]):
+            bits0[j] = bool(cq[j] > 0)  # constant on the cell; exactly 0 counts as inactive
+        else:
+            cand0.append(j)
+    leaves: list[tuple[Cell, list]] = []
+    stack = [(cell, bits0, cand0)]
+    while stack:
+        geo, bits, cand = stack.pop()
+        crossing = []  # (j, far_result or None when the ball is cut, near side or None)
+        for j in cand:
+            af, cfl = Zf[j, :d], Zf[j, d]
+            zc = dot(aq[j], geo.center_q) + cq[j]
+            if zc == 0:
+                crossing.append((j, None, None))
+                continue
+            near = bool(zc > 0)
+            nrm = float(np.linalg.norm(af))
+            dist = abs(float(af @ geo.center_f + cfl)) / nrm if nrm > 0 else 0.0
+            if dist < geo.radius * (1 + 1e-9):
+                crossing.append((j, None, near))
+                continue
+            ra, rc, rfa, rfc = _side_row(aq[j], cq[j], af, cfl, not near)
+            res = engine.decide(geo.rows_q + [ra], geo.offs_q + [rc],
+                                np.vstack([geo.rows_f, rfa[None, :]]), np.append(geo.offs_f, rfc))
+            if res is None:
+                bits[j] = near
+            else:
+                crossing.append((j, res, near))
+        if not crossing:
+            leaves.append((geo, bits))
+            continue
+        pick = next((c for c in crossing if c[1] is not None), crossing[0])
+        j, far_res, near = pick
+        rest = [c[0] for c in crossing if c[0] != j]
+        af, cfl = Zf[j, :d], Zf[j, d]
+        owner = (k, l, j)
+        for side in (True, False):
+            ra, rc, rfa, rfc = _side_row(aq[j], cq[j], af, cfl, side)
+            if far_res is not None:
+                if side == near:
+                    res = (geo.center_f, geo.center_q, geo.radius)
+                else:
+                    res = far_res
+            else:
+                known = None
+                if near is not None and side == near:
+                    nrm = float(np.linalg.norm(af))
+                    dist = abs(float(af @ geo.center_f + cfl)) / nrm
+                    known = (geo.center_f, geo.center_q, min(geo.radius, dist))
+                res = engine.decide(geo.rows_q + [ra], geo.offs_q + [rc],
+                                    np.vstack([geo.rows_f, rfa[None, :]]),
+                                    np.append(geo.offs_f, rfc), known=known)
+            if res is None:
+                continue
+            child = geo.with_row(ra, rc, rfa, rfc, owner, *res)
+            b = list(bits)
+            b[j] = side
+            stack.append((child, b, rest))
+    out = []
+    for geo, bits in leaves:
+        mask = np.array(bits, dtype=bool)
+        D = flint.fmpq_mat(n, n)
+        for i in range(n):
+            if mask[i]:
+                D[i, i] = _ONE
+        maps_q = list(geo.maps_q)
+        maps_f = list(geo.maps_f)
+        maps_q[k] = D * Zq
+        maps_f[k] = Zf * mask[:, None]
+        patterns = [list(p) for p in geo.patterns]
+        patterns[k].append(mask)
+        out.append(dataclasses.replace(geo, maps_q=maps_q, maps_f=maps_f, patterns=patterns))
+    return out
+
+
+def enumerate_cells(nets: Sequence[ExactNet], domain: Domain, engine: Engine,
+                    progress: bool = False, desc: str = "regions") -> tuple[list[Cell], list[int]]:
+    """All full-dimensional cells of the joint pattern refinement of ``nets`` on ``domain``.
+
+    Returns:
+        ``(cells, counts)``: the cells (with every hidden layer of every network processed)
+        and the number of cells after each stage.
+    """
+    cells = [initial_cell(domain, engine, nets)]
+    counts = []
+    stages = [(k, l) for k, net in enumerate(nets) for l in net.hidden_layers]
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=len(stages), desc=desc, unit="layer", leave=False)
+    for k, l in stages:
+        new = []
+        for c in cells:
+            new.extend(refine_stage(c, k, l, nets[k], engine))
+        cells = new
+        counts.append(len(cells))
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(cells=len(cells), lps=engine.counter.count)
+    if bar is not None:
+        bar.close()
+    return cells, counts
+
+
+def output_map(cell: Cell, k: int, net: ExactNet) -> tuple[flint.fmpq_mat, np.ndarray]:
+    """Exact augmented output map ``[linear | offset]`` of network k on the cell, and floats."""
+    L = net.num_layers - 1
+    Fq = net.Wq[L] * cell.maps_q[k] + net.Baugq[L]
+    Ff = net.Wf[L] @ cell.maps_f[k] + net.Baugf[L]
+    return Fq, Ff
+
+
+def layer_maps(net: ExactNet, patterns: Sequence[np.ndarray]) -> list[flint.fmpq_mat]:
+    """Exact augmented pre-activation maps ``Z_l = [linear | offset]`` of every layer
+    (hidden layers, then the output layer) on a cell with the given patterns."""
+    d = net.d
+    H = fmpq_matrix(np.hstack([np.eye(d), np.zeros((d, 1))]))
+    out = []
+    for l in range(net.num_layers):
+        Z = net.Wq[l] * H + net.Baugq[l]
+        out.append(Z)
+        if l < net.num_layers - 1:
+            mask = patterns[l]
+            n = len(mask)
+            D = flint.fmpq_mat(n, n)
+            for i in range(n):
+                if mask[i]:
+                    D[i, i] = _ONE
+            H = D * Z
+    return out

@@ -1,0 +1,65 @@
+"""Helpers for the ReLU test files: small random networks and an independent brute force."""
+
+from __future__ import annotations
+
+import itertools
+
+import flint
+import numpy as np
+
+from neuromanifold.exact import to_fmpq
+from neuromanifold.exact._lp import strict_interior_point
+from neuromanifold.relu import as_domain
+from neuromanifold.relu._engine import ExactNet
+
+
+def dyadic_net(rng, widths, scale=2):
+    """Weights in {-2, ..., 2} / scale: exact in binary, with many exact coincidences
+    (dead neurons, parallel and repeated hyperplanes) that stress the exact engine."""
+    return [(rng.integers(-2, 3, (m, n)) / scale, rng.integers(-2, 3, m) / scale)
+            for n, m in zip(widths[:-1], widths[1:])]
+
+
+def brute_force_patterns(params, domain=None) -> set:
+    """Every activation pattern (flattened tuple of bools) on a full-dimensional set,
+    found by trying all 2^n patterns with the exact rational simplex: the naive ground truth.
+    A neuron whose pre-activation is constant on the candidate set must have the sign its
+    bit says (exactly 0 counts as inactive)."""
+    net = ExactNet([(np.asarray(W, float), np.asarray(b, float)) for W, b in params])
+    d = net.d
+    dom = as_domain(domain, d)
+    sizes = [net.widths[l + 1] for l in net.hidden_layers]
+    found = set()
+    for bits in itertools.product([False, True], repeat=sum(sizes)):
+        rows = [[to_fmpq(float(v)) for v in r] for r in dom.A]
+        offs = [to_fmpq(float(v)) for v in dom.c]
+        H = flint.fmpq_mat(d, d + 1, [1 if j == i else 0 for i in range(d) for j in range(d + 1)])
+        pos, ok = 0, True
+        for l in net.hidden_layers:
+            Z = net.Wq[l] * H + net.Baugq[l]
+            m = sizes[l]
+            e = Z.entries()
+            D = flint.fmpq_mat(m, m)
+            for j in range(m):
+                a, c, act = e[j * (d + 1): j * (d + 1) + d], e[j * (d + 1) + d], bits[pos + j]
+                if all(v == 0 for v in a):
+                    ok = ok and (act == (c > 0))
+                elif act:
+                    rows.append([-v for v in a])
+                    offs.append(c)
+                else:
+                    rows.append(list(a))
+                    offs.append(-c)
+                if act:
+                    D[j, j] = 1
+            pos += m
+            H = D * Z
+            if not ok:
+                break
+        if ok and (not rows or strict_interior_point(rows, offs, dim=d) is not None):
+            found.add(bits)
+    return found
+
+
+def flat_pattern(region) -> tuple:
+    return tuple(bool(v) for v in np.concatenate(region.pattern)) if region.pattern else ()

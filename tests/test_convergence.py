@@ -1,0 +1,94 @@
+"""Convergence study (SPEC 1.5): per-run records are computed and consistent."""
+
+import math
+
+import numpy as np
+import pytest
+
+from neuromanifold import InputError, LinearConvNet, LinearFCNet, SquareLoss
+from neuromanifold.flows import convergence_study, random_regression_data
+
+NETS = [LinearConvNet([2, 2], strides=[2]), LinearConvNet([2, 2]), LinearFCNet([2, 2, 2])]
+
+
+@pytest.fixture(scope="module")
+def study():
+    return convergence_study(NETS, 3, seed=3)
+
+
+def test_records_are_sane(study):
+    assert len(study.runs) == 9 and len(study.summaries) == 3
+    for r in study.runs:
+        assert r.converged == (r.gradient_norm <= r.gradient_tol)
+        assert r.final_loss <= r.initial_loss + 1e-12 and r.loss_monotone
+        assert r.max_invariant_drift < 1e-6
+        assert 0 < r.flow_time <= 640
+        assert r.smooth == (r.rank == r.dimension)
+        assert r.at_zero == (r.relative_distance_from_zero <= study.zero_tol)
+        assert r.min_relative_distance_from_zero <= r.relative_distance_from_zero + 1e-12
+        assert math.isfinite(r.distance_from_zero) and r.distance_from_zero >= 0
+        assert r.exact_rank is None
+    d = study.to_dict()
+    assert set(d["runs"][0]) >= {"converged", "smooth", "distance_from_zero", "final_loss"}
+
+
+def test_summary_fractions_match_runs(study):
+    for s in study.summaries:
+        runs = [r for r in study.runs if r.architecture == s.architecture]
+        conv = [r for r in runs if r.converged]
+        assert s.num_runs == len(runs) == 3
+        assert s.fraction_converged == pytest.approx(len(conv) / 3)
+        assert s.fraction_at_zero == pytest.approx(sum(r.at_zero for r in runs) / 3)
+        good = sum(r.converged and r.smooth and not r.at_zero for r in runs)
+        assert s.fraction_smooth_nonzero == pytest.approx(good / 3)
+        assert s.consistent_with_claim == (good == 3)
+    # the claim is about 1D convolutions with all strides > 1 only (read from the architecture)
+    assert [s.claim_applies for s in study.summaries] == [True, False, False]
+    assert len(study.table()) == 3
+
+
+def test_smoothness_evidence_is_the_singular_value_ratio(study):
+    for r in study.runs:
+        assert r.smooth == (r.relative_smallest_singular_value > study.smooth_tol)
+
+
+def test_flows_are_continued_until_converged(study):
+    for r in study.runs:
+        assert r.converged or r.flow_time >= 640
+
+
+def test_short_flows_are_not_converged():
+    """The converged flag is earned: a flow stopped early is reported unconverged."""
+    short = convergence_study(LinearConvNet([2, 2], strides=[2]), 2, seed=5, t_final=1e-3,
+                              max_time=1e-3)
+    assert not any(r.converged for r in short.runs)
+    assert all(r.flow_time == pytest.approx(1e-3) for r in short.runs)
+    summary = short.summaries[0]
+    assert summary.fraction_converged == 0 and not summary.consistent_with_claim
+
+
+def test_reproducible_and_exact_rank():
+    a = convergence_study(LinearConvNet([2, 2], strides=[2]), 2, seed=11, exact=True)
+    b = convergence_study(LinearConvNet([2, 2], strides=[2]), 2, seed=11, exact=True)
+    assert a.to_dict() == b.to_dict()
+    for r in a.runs:
+        assert r.exact_rank is not None and r.exact_rank >= r.rank
+
+
+def test_random_regression_data_gives_positive_definite_loss(rng):
+    for net in NETS + [LinearConvNet([(2, 2), (2, 1)], strides=[(2, 1)])]:
+        X, Y = random_regression_data(net, rng)
+        loss = SquareLoss.from_data(net, X, Y)
+        assert np.linalg.eigvalsh(loss.A).min() > 1e-8
+
+
+def test_bad_inputs():
+    net = LinearConvNet([2, 2], strides=[2])
+    with pytest.raises(InputError, match="num_runs"):
+        convergence_study(net, 0)
+    with pytest.raises(InputError, match="t_final"):
+        convergence_study(net, 1, t_final=-1.0)
+    with pytest.raises(InputError, match="max_time"):
+        convergence_study(net, 1, t_final=10.0, max_time=5.0)
+    with pytest.raises(InputError, match="non-empty list"):
+        convergence_study([], 1)

@@ -1,0 +1,175 @@
+"""Region enumeration: counts, completeness against a grid and a brute force, exact maps."""
+
+from fractions import Fraction
+from math import comb
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neuromanifold import ParameterError
+from neuromanifold.exact import fmpq_to_fraction
+from neuromanifold.exact._lp import strictly_satisfies
+from neuromanifold.relu import ReLUNet, forward, regions
+from neuromanifold.relu import _lp as relu_lp
+from neuromanifold.relu._engine import ExactNet, exact_forward
+
+from relu_support import brute_force_patterns, dyadic_net, flat_pattern
+
+
+@settings(max_examples=20, deadline=None)
+@given(d=st.integers(1, 3), n=st.integers(1, 7), seed=st.integers(0, 10**6))
+def test_zaslavsky_count_one_hidden_layer(d, n, seed):
+    # Gaussian hyperplanes are in general position with probability one
+    p = ReLUNet([d, n, 1]).random_params(seed)
+    R = regions(p)
+    assert R.num_regions == sum(comb(n, i) for i in range(d + 1))
+    assert R.certified
+    assert len({flat_pattern(r) for r in R}) == R.num_regions
+
+
+def _grid_patterns(p, lo, hi, k=241):
+    g = np.linspace(lo, hi, k)
+    X = np.array(np.meshgrid(g, g)).reshape(2, -1).T
+    H, pats, clear = X, [], np.ones(len(X), bool)
+    for W, b in p[:-1]:
+        Z = H @ W.T + b
+        pats.append(Z > 0)
+        clear &= np.all(np.abs(Z) > 1e-9, axis=1)
+        H = np.maximum(Z, 0)
+    return X[clear], np.hstack(pats)[clear]
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 4, 3, 1], [2, 5, 1], [2, 3, 3, 3, 2]]))
+def test_dense_grid_finds_no_missed_pattern_and_maps_match(seed, widths):
+    p = ReLUNet(widths).random_params(seed)
+    R = regions(p, domain=(-3, 3))
+    by_pattern = {flat_pattern(r): r for r in R}
+    X, pats = _grid_patterns(p, -3, 3)
+    Y = forward(p, X)
+    keys, inverse = np.unique(pats, axis=0, return_inverse=True)
+    for i, key in enumerate(keys):
+        key = tuple(bool(v) for v in key)
+        assert key in by_pattern, f"pattern {key} at {X[inverse == i][0]} missed"
+        sel = inverse == i
+        np.testing.assert_allclose(by_pattern[key].evaluate(X[sel]), Y[sel], atol=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10**6), domain=st.sampled_from([None, "orthant", (-2, 1)]))
+def test_points_are_certified_and_maps_are_exact(seed, domain):
+    widths = [2, 3, 3, 2]
+    p = ReLUNet(widths).random_params(seed)
+    R = regions(p, domain=domain)
+    net = ExactNet(p)
+    for r in R:
+        x = r.point_exact
+        # the interior point satisfies the region's inequalities and the domain's strictly
+        assert R.domain.contains(r.point[None, :])[0]
+        out, pre = exact_forward(net, x)
+        for z, mask in zip(pre, r.pattern):  # the pattern holds strictly at the point
+            for zi, active in zip(z, mask):
+                assert (zi > 0) == bool(active) and (zi != 0 or not active)
+        for o in range(widths[-1]):  # exact affine map == exact forward at the point
+            val = sum(r.linear[o, j] * x[j] for j in range(2)) + r.offset[o]
+            assert isinstance(val, Fraction) and val == fmpq_to_fraction(out[o])
+        assert r.margin > 0
+
+
+def test_matches_brute_force_on_degenerate_dyadic_nets():
+    """Integer-like weights produce dead neurons, repeated and parallel hyperplanes and
+    constant pre-activations; the enumeration must equal trying all 2^n patterns exactly."""
+    rng = np.random.default_rng(7)
+    checked = 0
+    for _ in range(40):
+        d = int(rng.integers(1, 3))
+        widths = [d, int(rng.integers(1, 4)), int(rng.integers(1, 3)), 1]
+        p = dyadic_net(rng, widths)
+        for domain in (None, "orthant", (-1, 1)):
+            R = regions(p, domain)
+            assert {flat_pattern(r) for r in R} == brute_force_patterns(p, domain)
+            checked += 1
+    assert checked == 120
+
+
+def test_duplicated_neurons_give_no_sliver_regions():
+    W = np.array([[1.0, 2.0], [1.0, 2.0], [-1.0, -2.0], [2.0, 4.0]])  # one hyperplane 4 times
+    b = np.array([0.5, 0.5, -0.5, 1.0])
+    p = [(W, b), (np.ones((1, 4)), np.zeros(1))]
+    R = regions(p)
+    assert R.num_regions == 2
+    assert sorted(flat_pattern(r) for r in R) == [(False, False, True, False), (True, True, False, True)]
+
+
+def test_unbounded_regions_and_margin_cap():
+    p = [(np.array([[1.0, 0.0], [0.0, 1.0]]), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
+    R = regions(p)
+    assert R.num_regions == 4
+    assert all(r.margin == pytest.approx(1.0) for r in R)  # capped, all four are unbounded
+    Rb = regions(p, domain=(-0.5, 2.0))
+    assert Rb.num_regions == 4 and max(r.margin for r in Rb) <= 1.0 + 1e-9
+
+
+def test_orthant_and_box_restrict():
+    p = [(np.array([[1.0], [-1.0]]), np.array([-1.0, -1.0])), (np.ones((1, 2)), np.zeros(1))]
+    assert regions(p).num_regions == 3
+    assert regions(p, "orthant").num_regions == 2       # x >= 0 never activates neuron 2
+    assert regions(p, (-0.5, 0.5)).num_regions == 1     # no neuron switches in the box
+
+
+def test_no_hidden_layer_and_locate():
+    p = [(np.array([[1.0, -1.0]]), np.array([0.25]))]
+    R = regions(p)
+    assert R.num_regions == 1 and R[0].linear[0, 1] == -1
+    q = ReLUNet([2, 4, 1]).random_params(3)
+    Rq = regions(q)
+    for r in Rq:
+        assert Rq.locate(r.point) is r
+
+
+def test_refinement_uses_far_fewer_lps_than_patterns():
+    p = ReLUNet([2, 6, 6, 1]).random_params(1)
+    R = regions(p)
+    assert R.num_lps < 2 ** 12 / 4
+    assert R.counts[-1] == R.num_regions
+
+
+def test_lp_paths_agree():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        A = rng.standard_normal((6, 3))
+        c = rng.random(6)
+        obj = rng.standard_normal(3)
+        a = relu_lp.solve_lp(obj, A, c, lb=-np.ones(3), ub=np.ones(3), use_core=True)
+        b = relu_lp.solve_lp(obj, A, c, lb=-np.ones(3), ub=np.ones(3), use_core=False)
+        assert a.status == b.status == "optimal"
+        assert a.fun == pytest.approx(b.fun, abs=1e-9)
+
+
+def test_bad_params():
+    with pytest.raises(ParameterError):
+        regions([(np.ones((2, 2)), np.ones(2)), (np.ones((1, 3)), np.ones(1))])
+    with pytest.raises(ParameterError):
+        regions([(np.array([[np.nan]]), np.zeros(1))])
+
+
+def test_to_dict_is_json_ready():
+    import json
+    R = regions(ReLUNet([2, 2, 1]).random_params(0))
+    text = json.dumps(R.to_dict())
+    assert '"num_regions": 4' in text
+    assert strictly_satisfies(R[0].A, R[0].c, R[0].point_exact)
+
+
+def test_progress_bar_goes_to_stderr(capsys):
+    from neuromanifold.relu import bent_hyperplanes, equivalent, functional_dimension
+    p = ReLUNet([2, 3, 2, 1]).random_params(0)
+    n = regions(p, progress=True).num_regions
+    assert regions(p).num_regions == n
+    bent_hyperplanes(p, progress=True)
+    functional_dimension(p, progress=True)
+    equivalent(p, p, method="regions", progress=True)
+    captured = capsys.readouterr()
+    assert captured.out == "" and "regions" in captured.err

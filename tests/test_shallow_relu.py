@@ -1,0 +1,199 @@
+"""Shallow ReLU models on linear networks (SPEC 1.6): NTK, invariants, fibers, the dependence
+test, and the path-lifting reading."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neuromanifold import InputError, NotInNeuromanifoldError
+from neuromanifold.flows import invariant_vector
+from neuromanifold.flows._riemannian import _invariant_jacobian
+from neuromanifold.linear import ShallowReLUCNN, ShallowReLUMLP, path_lifting_check
+from neuromanifold.ntk import ntk_dependence
+from neuromanifold.reproduce import verify_witness
+
+CNN_ARCHS = [([2, 2], [2]), ([3, 2], [1]), ([2, 2, 2], [2, 1]), ([(2, 2), (2, 1)], [(1, 2)]),
+             ([3], None)]
+MLP_ARCHS = [[2, 3], [2, 2, 2], [3, 2, 2], [2, 3, 2, 2]]
+
+
+def _model(kind, arch, seed=0):
+    if kind == "cnn":
+        return ShallowReLUCNN.with_random_inputs(*arch, seed=seed)
+    return ShallowReLUMLP.with_random_inputs(arch, seed=seed)
+
+
+MODELS = st.one_of(st.tuples(st.just("cnn"), st.sampled_from(CNN_ARCHS)),
+                   st.tuples(st.just("mlp"), st.sampled_from(MLP_ARCHS)))
+
+
+def _fd_jacobian(model, params, h=1e-6):
+    theta = model.flatten(params)
+    f = lambda t: model.apply(model.unflatten(t))  # noqa: E731
+    cols = [(f(theta + h * e) - f(theta - h * e)) / (2 * h) for e in np.eye(theta.size)]
+    return np.array(cols).T
+
+
+def _same_up_to_signs(p, q, tol=1e-8):
+    """p and q differ by flipping the signs of an even number of linear layers."""
+    signs = [np.sign(np.vdot(a, b)) for a, b in zip(p, q)]
+    return all(np.allclose(a, s * b, atol=tol * max(1.0, np.abs(b).max()))
+               for a, b, s in zip(p, q, signs)) and np.prod(signs) > 0
+
+
+@given(kind_arch=MODELS, seed=st.integers(0, 10 ** 6))
+@settings(max_examples=30)
+def test_ntk_jacobian_matches_finite_differences(kind_arch, seed):
+    model = _model(*kind_arch, seed=seed % 7)
+    params = model.random_params(seed)
+    H = model.hidden(params)
+    if np.abs(H).min() < 1e-4:   # a kink within the finite-difference step: resample
+        params = model.random_params(seed + 1)
+    J = model.jacobian(params)
+    np.testing.assert_allclose(J, _fd_jacobian(model, params), atol=1e-6 * max(1, np.abs(J).max()))
+    K = model.ntk(params)
+    np.testing.assert_allclose(K, J @ J.T)
+    assert K.shape == (model.num_inputs, model.num_inputs)
+
+
+@given(kind_arch=MODELS, seed=st.integers(0, 10 ** 6))
+@settings(max_examples=30)
+def test_invariants_are_conserved_by_every_gradient(kind_arch, seed):
+    """d delta / d theta . grad_theta f(x) = 0 for every input: the invariants are conserved
+    by gradient flow of any loss of f (rescaling symmetries, relu(c z) = c relu(z))."""
+    model = _model(*kind_arch, seed=seed % 5)
+    params = model.random_params(seed)
+    D = _invariant_jacobian(model, params)
+    J = model.jacobian(params)
+    assert np.abs(D @ J.T).max() <= 1e-9 * max(1.0, np.abs(D).max() * np.abs(J).max())
+
+
+@given(kind_arch=MODELS, seed=st.integers(0, 10 ** 6), c=st.floats(0.2, 5.0))
+@settings(max_examples=30)
+def test_representative_is_the_function(kind_arch, seed, c):
+    """Rescaling the last linear layer by c > 0 and a by 1/c keeps f and its representative;
+    flipping the sign of a changes both."""
+    model = _model(*kind_arch, seed=seed % 5)
+    params = model.random_params(seed)
+    other = [w.copy() for w in params]
+    other[-2] = other[-2] * c
+    other[-1] = other[-1] / c
+    np.testing.assert_allclose(model.apply(other), model.apply(params), atol=1e-10)
+    np.testing.assert_allclose(model.end_to_end(other), model.end_to_end(params), atol=1e-10)
+    flipped = params[:-1] + [-params[-1]]
+    assert not np.allclose(model.end_to_end(flipped), model.end_to_end(params))
+
+
+@given(arch=st.sampled_from(CNN_ARCHS), seed=st.integers(0, 10 ** 6))
+@settings(max_examples=25)
+def test_cnn_fiber_contains_theta_and_reproduces_function(arch, seed):
+    model = ShallowReLUCNN.with_random_inputs(*arch, seed=seed % 5)
+    params = model.random_params(seed)
+    rep, inv = model.end_to_end(params), model.invariants(params)
+    for fib in (model.fiber(rep, inv), model.fiber(rep, inv, start=params)):
+        assert fib.max_residual < 1e-10
+        assert any(_same_up_to_signs(p, params) for p in fib.points)
+        for p in fib.points:
+            np.testing.assert_allclose(model.end_to_end(p), rep, atol=1e-9 * np.abs(rep).max())
+            np.testing.assert_allclose(model.invariants(p), inv,
+                                       atol=1e-9 * max(1, np.abs(inv).max()))
+            np.testing.assert_allclose(model.apply(p), model.apply(params),
+                                       atol=1e-9 * max(1, np.abs(model.apply(params)).max()))
+
+
+@given(arch=st.sampled_from(MLP_ARCHS), seed=st.integers(0, 10 ** 6))
+@settings(max_examples=15)
+def test_mlp_fiber_points_realize_the_function(arch, seed):
+    model = ShallowReLUMLP.with_random_inputs(arch, seed=seed % 5)
+    params = model.random_params(seed)
+    rep, inv = model.end_to_end(params), model.invariants(params)
+    fib = model.fiber(rep, inv, num_starts=3, seed=seed)
+    assert fib.points and fib.max_residual < 1e-9
+    assert fib.certified == (len(arch) == 2)
+    for p in fib.points:
+        np.testing.assert_allclose(model.apply(p), model.apply(params),
+                                   atol=1e-8 * max(1, np.abs(model.apply(params)).max()))
+        inv0 = invariant_vector(model, params)
+        np.testing.assert_allclose(invariant_vector(model, p), inv0,
+                                   atol=1e-8 * max(1, np.abs(inv0).max()))
+    if len(arch) == 2:   # one point: theta itself (closed form)
+        assert len(fib.points) == 1
+        for a, b in zip(fib.points[0], params):
+            np.testing.assert_allclose(a, b, atol=1e-12 * max(1, np.abs(b).max()))
+
+
+# ---------------------------------------------------------------------------- dependence
+@pytest.mark.parametrize("arch", [([2, 2], [2]), ([(2, 2), (2, 3)], None)], ids=str)
+def test_relu_cnn_independent_when_linear_fiber_is_a_point(arch):
+    model = ShallowReLUCNN.with_random_inputs(*arch, seed=1)
+    for seed in range(3):
+        dep = ntk_dependence(model, model.random_params(seed))
+        assert dep.independent and dep.certified and dep.num_points == 1
+
+
+@pytest.mark.parametrize("arch", [([2, 2], [1]), ([(2, 2), (2, 2)], None)], ids=str)
+def test_relu_cnn_dependent_with_reassignable_layers(arch):
+    """1D stride 1 / 2D interchangeable layers: a witness, re-verified from scratch."""
+    model = ShallowReLUCNN.with_random_inputs(*arch, seed=1)
+    found = False
+    for seed in range(4):
+        dep = ntk_dependence(model, model.random_params(seed))
+        if not dep.independent:
+            p, q = dep.witnesses
+            np.testing.assert_allclose(model.apply(p), model.apply(q), atol=1e-9)
+            np.testing.assert_allclose(model.invariants(p), model.invariants(q), atol=1e-9)
+            check = verify_witness(model, dep.witnesses)
+            assert check["verified"] and check["ntk_relative_difference"] > 1e-3
+            found = True
+    assert found
+
+
+def test_relu_mlp_dependent_with_two_linear_layers():
+    model = ShallowReLUMLP.with_random_inputs([2, 2, 2], seed=1)
+    dep = ntk_dependence(model, model.random_params(3), num_starts=4, seed=0)
+    assert not dep.independent and not dep.certified
+    p, q = dep.witnesses
+    np.testing.assert_allclose(model.apply(p), model.apply(q), atol=1e-9)
+    K_p, K_q = model.ntk(p), model.ntk(q)
+    assert np.linalg.norm(K_p - K_q) > 1e-3 * np.linalg.norm(K_p)
+    assert verify_witness(model, dep.witnesses)["verified"]
+
+
+def test_relu_mlp_one_layer_is_independent():
+    model = ShallowReLUMLP.with_random_inputs([3, 4], seed=1)
+    for seed in range(3):
+        dep = ntk_dependence(model, model.random_params(seed))
+        assert dep.independent and dep.certified
+
+
+# ---------------------------------------------------------------------------- path lifting
+@given(m=st.integers(1, 4), d=st.integers(1, 4), seed=st.integers(0, 10 ** 6))
+@settings(max_examples=30)
+def test_path_lifting_kernel_depends_on_z_and_delta_only(m, d, seed):
+    rng = np.random.default_rng(seed)
+    B, a = rng.standard_normal((m, d)), rng.standard_normal(m)
+    chk = path_lifting_check([B, a], rng.standard_normal((5, d)))
+    assert chk.independent and chk.num_units == m
+    assert chk.max_kernel_difference < 1e-10 and chk.max_ntk_difference < 1e-10
+
+
+# ---------------------------------------------------------------------------- errors
+def test_bad_inputs():
+    with pytest.raises(InputError, match="inputs are required"):
+        ShallowReLUCNN([2, 2], [2])
+    with pytest.raises(InputError, match="inputs must have shape"):
+        ShallowReLUCNN([2, 2], [2], np.zeros((3, 2)))
+    with pytest.raises(InputError, match="inputs must have shape"):
+        ShallowReLUMLP([2, 2], np.zeros((3, 3)))
+    model = ShallowReLUCNN.with_random_inputs([2, 2], [1], seed=0)
+    params = model.random_params(0)
+    with pytest.raises(InputError, match="entries"):
+        model.fiber(model.end_to_end(params)[:-1], model.invariants(params))
+    with pytest.raises(NotInNeuromanifoldError, match="zero function"):
+        model.fiber(np.zeros(model.end_to_end(params).size), model.invariants(params))
+    mlp = ShallowReLUMLP.with_random_inputs([2, 2, 2], seed=0)
+    with pytest.raises(InputError, match="invariants"):
+        mlp.fiber(mlp.end_to_end(mlp.random_params(0)), [np.zeros((2, 2))])
+    with pytest.raises(InputError, match="rank"):
+        mlp.rank(mlp.random_params(0))
