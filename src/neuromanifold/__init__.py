@@ -16,10 +16,14 @@ from ._errors import (
     ParameterError,
 )
 from ._results import Result
-from . import exact, flows, linear, relu
-from .flows import GradientFlowResult, QuadraticLoss, SquareLoss, gradient_flow
-from .linear import JacobianRank, LinearConvNet, LinearFCNet, balanced_ntk_operator, correlate
+from . import exact, flows, linear, ntk, relu, reproduce
+from .flows import (GradientFlowResult, QuadraticLoss, SquareLoss, compare_lifts,
+                    convergence_study, gradient_flow, riemannian_flow)
+from .linear import (JacobianRank, LinearConvNet, LinearFCNet, ShallowReLUCNN, ShallowReLUMLP,
+                     balanced_ntk_operator, correlate)
+from .ntk import Fiber, NTKDependence, ntk_dependence
 from .relu import ReLUNet
+from .reproduce import reproduce_linear
 
 __version__ = "0.1.0"
 
@@ -34,7 +38,9 @@ __all__ = [
     "linear",
     "relu",
     "flows",
+    "ntk",
     "exact",
+    "reproduce",
     "LinearConvNet",
     "LinearFCNet",
     "JacobianRank",
@@ -44,5 +50,14 @@ __all__ = [
     "SquareLoss",
     "gradient_flow",
     "GradientFlowResult",
+    "riemannian_flow",
+    "compare_lifts",
+    "convergence_study",
+    "ShallowReLUCNN",
+    "ShallowReLUMLP",
+    "Fiber",
+    "ntk_dependence",
+    "NTKDependence",
+    "reproduce_linear",
     "ReLUNet",
 ]

@@ -13,8 +13,9 @@ every irreducible factor is classified as
   f in F[x, y] with gcd(f, f_x) = 1 and bidegree (m, n), the number of absolutely
   irreducible factors of f equals the dimension of the space of g (deg g <= (m-1, n))
   such that ``(g/f)_y = (h/f)_x`` for some h (deg h <= (m, n-1)); a rational linear
-  system, solved exactly. A factor with exactly one absolutely irreducible factor is
-  irreducible over R.
+  system, solved exactly. A factor is irreducible over R iff it has one absolutely
+  irreducible factor, or exactly two that are complex conjugate; which factors are real is
+  read off Gao's solutions (:func:`real_irreducible`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from collections.abc import Sequence
 import flint
 import numpy as np
 
-__all__ = ["support_line", "line_univariate", "absolute_factor_count",
-           "certify_real_irreducible", "mpoly_dense"]
+__all__ = ["support_line", "line_univariate", "absolute_factor_count", "real_irreducible",
+           "mpoly_dense"]
 
 
 def mpoly_dense(f: flint.fmpq_mpoly, ndim: int) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -96,6 +97,16 @@ def line_univariate(f: flint.fmpq_mpoly) -> tuple[tuple[int, ...], tuple[int, ..
 def _gao_count(f: flint.fmpq_mpoly, x: int, y: int) -> int | None:
     """Gao's count of absolutely irreducible factors of a bivariate ``f`` in variables
     (x, y) (indices into f's context). None when the criterion does not apply."""
+    system = _gao_system(f, x, y)
+    if system is None:
+        return None
+    M, ncols = system[0], system[1]
+    return ncols - (int(M.rank()) if M.nrows() else 0)
+
+
+def _gao_system(f: flint.fmpq_mpoly, x: int, y: int):
+    """Gao's linear system ``f g_y - g f_y = f h_x - h f_x`` as an exact matrix whose
+    columns are the unknown coefficients (g first, then h); also the g monomials."""
     ctx = f.context()
     degs = f.degrees()
     m, n = int(degs[x]), int(degs[y])
@@ -113,9 +124,11 @@ def _gao_count(f: flint.fmpq_mpoly, x: int, y: int) -> int | None:
         return ctx.from_dict({tuple(e): 1})
 
     columns = []
+    g_monos = []
     for i in range(m):
         for j in range(n + 1):
             b = mono(i, j)
+            g_monos.append(b)
             columns.append(f * b.derivative(names[y]) - b * fy)
     for i in range(m + 1):
         for j in range(n):
@@ -125,13 +138,158 @@ def _gao_count(f: flint.fmpq_mpoly, x: int, y: int) -> int | None:
     for col in columns:
         for k in col.to_dict():
             rows.setdefault(tuple(int(e) for e in k), len(rows))
-    if not rows:
-        return len(columns)
     M = flint.fmpq_mat(len(rows), len(columns))
     for c, col in enumerate(columns):
         for k, val in col.to_dict().items():
             M[rows[tuple(int(e) for e in k)], c] = val
-    return len(columns) - int(M.rank())
+    return M, len(columns), g_monos
+
+
+def _nullspace(M: flint.fmpq_mat, ncols: int) -> list[list[flint.fmpq]]:
+    """A basis of the rational null space of M (from its reduced row echelon form)."""
+    if M.nrows() == 0:
+        return [[flint.fmpq(int(i == j)) for i in range(ncols)] for j in range(ncols)]
+    R, rank = M.rref()
+    pivots = []
+    for r in range(int(rank)):
+        c = next(c for c in range(ncols) if R[r, c] != 0)
+        pivots.append(c)
+    basis = []
+    for free in (c for c in range(ncols) if c not in pivots):
+        vec = [flint.fmpq(0)] * ncols
+        vec[free] = flint.fmpq(1)
+        for r, c in enumerate(pivots):
+            vec[c] = -R[r, free]
+        basis.append(vec)
+    return basis
+
+
+def _acb_eval(p: flint.fmpq_poly, z):
+    return flint.acb_poly([flint.acb(flint.arb(c)) for c in p.coeffs()])(z) if p.degree() >= 0 \
+        else flint.acb(0)
+
+
+def _lambda_structure(f: flint.fmpq_mpoly, x: int, y: int, *, seed: int = 0
+                      ) -> tuple[int, int] | None:
+    """``(m, r)``: the number m of absolutely irreducible factors of a bivariate f and how
+    many of them are defined over R, certified; None if undecided.
+
+    Gao's solutions are ``g = sum_i lambda_i (f / f_i) d_x f_i``; at a point of the zero set
+    of f_i alone, ``g / f_x = lambda_i``. For a generic g the lambda_i are distinct and
+    ``f_i = gcd(f, g - lambda_i f_x)``, so f_i is real iff lambda_i is real. The values are
+    evaluated in ball arithmetic at the (certified) roots of ``f(x, y0)``; the groups of
+    equal values are certified by their count (exactly m) and realness by conjugation
+    (the conjugate of a lambda is a lambda; if its ball meets only its own group, it is
+    real).
+    """
+    from ._roots import certified_roots, working_precision
+
+    system = _gao_system(f, x, y)
+    if system is None:
+        return None
+    M, ncols, g_monos = system
+    basis = _nullspace(M, ncols)
+    m = len(basis)
+    if m <= 1:
+        return (m, m)
+    ctx = f.context()
+    names = ctx.names()
+    fx = f.derivative(names[x])
+    rng = np.random.default_rng(seed)
+    nv = ctx.nvars()
+
+    def restrict(p: flint.fmpq_mpoly, y0: int) -> flint.fmpq_poly:
+        coeffs: dict[int, flint.fmpq] = {}
+        for k, c in p.to_dict().items():
+            k = [int(e) for e in k]
+            coeffs[k[x]] = coeffs.get(k[x], flint.fmpq(0)) + c * flint.fmpq(y0) ** k[y]
+        top = max(coeffs, default=0)
+        return flint.fmpq_poly([coeffs.get(i, flint.fmpq(0)) for i in range(top + 1)])
+
+    degx = int(f.degrees()[x])
+    for attempt in range(6):
+        weights = [int(w) for w in rng.integers(-5, 6, size=m)]
+        gvec = [sum((w * b[i] for w, b in zip(weights, basis)), flint.fmpq(0))
+                for i in range(len(g_monos))]
+        g = ctx.from_dict({}) if not any(gvec) else sum(
+            (c * mono for c, mono in zip(gvec, g_monos) if c != 0), ctx.from_dict({}))
+        y0 = int(rng.integers(-7, 8))
+        fy0 = restrict(f, y0)
+        if fy0.degree() != degx or not fy0.gcd(fy0.derivative()).degree() == 0:
+            continue
+        gy0, fxy0 = restrict(g, y0), restrict(fx, y0)
+        iso = certified_roots(fy0)
+        for prec in (128, 256, 512, 1024):
+            with working_precision(prec):
+                if prec != 128:
+                    iso = certified_roots(fy0, min_prec=prec)
+                lams = [_acb_eval(gy0, z) / _acb_eval(fxy0, z) for z in iso.values]
+                groups: list[list[int]] = []
+                for i, lam in enumerate(lams):
+                    hit = [gi for gi, grp in enumerate(groups) if lams[grp[0]].overlaps(lam)]
+                    if len(hit) > 1:
+                        groups = []
+                        break
+                    if hit:
+                        groups[hit[0]].append(i)
+                    else:
+                        groups.append([i])
+                if len(groups) != m or any(lams[a[0]].overlaps(lams[b[0]])
+                                           for ia, a in enumerate(groups) for b in groups[ia + 1:]):
+                    continue
+                real = 0
+                for gi, grp in enumerate(groups):
+                    conj = lams[grp[0]].conjugate()
+                    partners = [gj for gj, grp2 in enumerate(groups) if lams[grp2[0]].overlaps(conj)]
+                    if len(partners) != 1:
+                        break
+                    real += partners[0] == gi
+                else:
+                    return (m, real)
+    return None
+
+
+def real_irreducible(f: flint.fmpq_mpoly, *, seed: int = 0) -> bool | None:
+    """Whether a Q-irreducible multivariate ``f`` is irreducible over R: True (proven),
+    False (proven reducible over R), None (undecided).
+
+    f is irreducible over R iff it has one absolutely irreducible factor, or exactly two
+    that are complex conjugate (not real): :func:`_lambda_structure`. With three or more
+    variables f is restricted to a random plane keeping its total degree (a real
+    factorization would survive), which can only prove irreducibility.
+
+    >>> ctx = flint.fmpq_mpoly_ctx.get(("x", "y"), "lex")
+    >>> x, y = ctx.gens()
+    >>> real_irreducible(x**2 * (y + 1)**2 + 1), real_irreducible((x + 1)**2 - 2 * y**2)
+    (True, False)
+    """
+    ctx = f.context()
+    used = [a for a, d in enumerate(f.degrees()) if int(d) > 0]
+    if len(used) < 2:
+        return None
+    if len(used) == 2:
+        s = _lambda_structure(f, used[0], used[1], seed=seed)
+        if s is None:
+            return None
+        m, r = s
+        if m == 1 or (m == 2 and r == 0):
+            return True
+        return False
+    rng = np.random.default_rng(seed)
+    ctx2 = flint.fmpq_mpoly_ctx.get(("x", "y"), "lex")
+    X, Y = ctx2.gens()
+    for _ in range(3):
+        subs = []
+        for a in range(ctx.nvars()):
+            ai, bi, ci = (int(z) for z in rng.integers(-7, 8, size=3))
+            subs.append(ai * X + bi * Y + ci)
+        g = f.compose(*subs, ctx=ctx2)
+        if g.total_degree() != f.total_degree() or len(g.factor()[1]) != 1 \
+                or g.factor()[1][0][1] != 1:
+            continue
+        if real_irreducible(g, seed=seed) is True:
+            return True
+    return None
 
 
 def absolute_factor_count(f: flint.fmpq_mpoly, *, seed: int = 0) -> int | None:
@@ -170,9 +328,3 @@ def absolute_factor_count(f: flint.fmpq_mpoly, *, seed: int = 0) -> int | None:
         if count == 1:
             return 1
     return None
-
-
-def certify_real_irreducible(f: flint.fmpq_mpoly) -> bool:
-    """Whether a Q-irreducible multivariate ``f`` is proven irreducible over R (it is when
-    it is absolutely irreducible)."""
-    return absolute_factor_count(f) == 1

@@ -125,16 +125,26 @@ def _distinct_power_count(poly: flint.fmpq_poly, S: int) -> int:
     """Number of distinct values ``z^S`` over the roots z of ``poly``, computed exactly.
 
     ``g(u) = Res_t(poly(t), t^S - u)`` has exactly the roots ``z^S`` (with multiplicity),
-    so the count is the degree of its square-free part.
+    so the count is the degree of its square-free part. g (degree ``deg poly`` in u) is
+    obtained exactly by evaluating univariate resultants at ``deg poly + 1`` integers and
+    interpolating (Newton divided differences over Q), much faster than a bivariate
+    resultant for large S.
     """
-    ctx = flint.fmpq_mpoly_ctx.get(("t", "u"), "lex")
-    P = ctx.from_dict({(i, 0): c for i, c in enumerate(poly.coeffs()) if c != 0})
-    Q = ctx.from_dict({(S, 0): 1, (0, 1): -1})
-    R = P.resultant(Q, "t")
-    coeffs: dict[int, flint.fmpq] = {}
-    for exps, c in R.to_dict().items():
-        coeffs[int(exps[1])] = c
-    g = flint.fmpq_poly([coeffs.get(i, flint.fmpq(0)) for i in range(max(coeffs) + 1)])
+    n = poly.degree()
+    if n <= 0:
+        return 0
+    xs = list(range(n + 1))
+    ys = []
+    for u in xs:
+        ys.append(poly.resultant(flint.fmpq_poly([-u] + [0] * (S - 1) + [1])))
+    # Newton divided differences
+    coef = list(ys)
+    for j in range(1, n + 1):
+        for i in range(n, j - 1, -1):
+            coef[i] = (coef[i] - coef[i - 1]) / (xs[i] - xs[i - j])
+    g = flint.fmpq_poly([coef[n]])
+    for i in range(n - 1, -1, -1):
+        g = g * flint.fmpq_poly([-xs[i], 1]) + coef[i]
     if g.degree() <= 0:
         return 0
     sqfree = g / g.gcd(g.derivative())

@@ -242,13 +242,14 @@ class LinearFCNet(LinearNetBase):
         return np.kron(np.eye(self.widths[-1]), x[None, :])
 
     def fiber(self, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = None,
-              **options: Any):
+              start: Any = None, **options: Any):
         """Sample the fiber at fixed ``(W, Delta)`` numerically (SPEC 1.4).
 
         Levenberg-Marquardt on ``mu(theta) = W``, ``Delta(theta) = Delta`` from
-        ``num_starts`` random starts, then random walks along the fiber; see
+        ``num_starts`` random starts (plus ``start``, optional parameters used as one more
+        start), then random walks along the fiber; see
         :func:`neuromanifold.linear._fiber_fc.fc_fiber` for ``options`` (``walk_steps``,
-        ``tol``, ``start``, ``progress``). Returns a :class:`~neuromanifold.ntk.Fiber` with
+        ``tol``, ``progress``). Returns a :class:`~neuromanifold.ntk.Fiber` with
         ``certified=False`` and ``dimension`` (kernel dimension of the constraint Jacobian).
 
         >>> net = LinearFCNet([2, 2, 2])
@@ -258,4 +259,5 @@ class LinearFCNet(LinearNetBase):
         (1, False)
         """
         from ._fiber_fc import fc_fiber
-        return fc_fiber(self, W, invariants, num_starts=num_starts, seed=seed, **options)
+        return fc_fiber(self, W, invariants, num_starts=num_starts, seed=seed, start=start,
+                        **options)

@@ -35,10 +35,10 @@ import flint
 import numpy as np
 from scipy import optimize, signal
 
-from .._errors import InputError, NotInNeuromanifoldError, ParameterError, short_repr
+from .._errors import InputError, NotInNeuromanifoldError, short_repr
 from .._validation import as_seed_rng
 from ..exact import to_fmpq
-from ..exact._factor import absolute_factor_count, line_univariate, mpoly_dense
+from ..exact._factor import line_univariate, mpoly_dense, real_irreducible
 from ..exact._rescaling import rescaled_norms, rescaled_norms_exact
 from ..exact._roots import certified_roots, isolate_factors, power_classes, working_precision
 from ..ntk._fiber import Fiber
@@ -599,11 +599,15 @@ def _fiber_nd(shapes: list[tuple[int, ...]], S: list[tuple[int, ...]], exact_v: 
             base, alpha, g = line
             lines.setdefault(alpha, []).append((f, e, g, base))
             continue
-        if absolute_factor_count(f) != 1:
+        verdict = real_irreducible(f)
+        if verdict is not True:
             certified = False
-            notes.append(f"factor {f} is irreducible over Q but not proven irreducible over R "
-                         f"(Gao's criterion did not certify absolute irreducibility): it might "
-                         f"split further over the reals, and such splittings are not enumerated")
+            notes.append(
+                f"factor {f} is irreducible over Q but "
+                + ("splits over R (Gao's criterion: several absolutely irreducible factors, "
+                   "some real)" if verdict is False else
+                   "could not be proven irreducible over R")
+                + ": its real factors are not enumerated by the exact route")
         dense, deg = mpoly_dense(f, D)
         atoms.append(_NDAtom(f, dense, deg, e, str(f)))
     line_data: dict[tuple[int, ...], tuple] = {}

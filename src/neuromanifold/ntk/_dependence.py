@@ -122,8 +122,9 @@ def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, **fiber_options:
         params: the parameters.
         tol: relative NTK difference above which the NTK counts as parameter-dependent.
         **fiber_options: passed to ``net.fiber`` (e.g. ``num_starts``, ``seed``). If the
-            model's ``fiber`` accepts ``start`` and none is given, ``params`` is passed as
-            an extra start.
+            model's ``fiber`` has a parameter named ``start`` and none is given, ``params``
+            is passed as one extra start of a sampled fiber (the exact route of
+            convolutional networks ignores it, except in its numerical fallback).
 
     Returns:
         :class:`NTKDependence`.
@@ -148,11 +149,12 @@ def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, **fiber_options:
         target, invariants = net.end_to_end(params), net.invariants(params)
     options = dict(fiber_options)
     try:
-        accepts_start = "start" in inspect.signature(net.fiber).parameters or any(
-            p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(net.fiber).parameters.values())
+        accepts_start = "start" in inspect.signature(net.fiber).parameters
     except (TypeError, ValueError):  # pragma: no cover
         accepts_start = False
-    if accepts_start and "start" not in options and exact is None:
+    if (accepts_start or exact is not None) and "start" not in options:
+        # sampled fibers: params is one more start; the exact route ignores it (only its
+        # numerical fallback, for factors not proven irreducible over R, would use it)
         options["start"] = params
     fib = net.fiber(target, invariants, **options)
     points = list(fib.points)

@@ -160,12 +160,14 @@ def _by_regions(np_: ExactNet, nq: ExactNet, dom: Domain, progress: bool) -> Equ
     best = None  # (sup, point, cell)
     sup_all = 0.0
     differing = 0
+    diff_cells = []
     for cell in cells:
         Fp, _ = output_map(cell, 0, np_)
         Fq, _ = output_map(cell, 1, nq)
         if Fp == Fq:
             continue
         differing += 1
+        diff_cells.append(cell)
         Dq = Fp - Fq  # exact difference of the affine maps, (m, d+1)
         for o in range(m):
             lin = [Dq[o, k] for k in range(d)]
@@ -193,23 +195,26 @@ def _by_regions(np_: ExactNet, nq: ExactNet, dom: Domain, progress: bool) -> Equ
         return Equivalence(True, None, None, 0.0, "regions", True, 0.0, len(cells),
                            engine.counter.count, 0, dom,
                            f"all {len(cells)} joint regions have identical exact affine maps")
-    _, pt, cell = best
-    candidates = []
-    if pt is not None:
-        candidates.append(_clip(np.asarray(pt, float), dom))
-    candidates.append(np.asarray(cell.center_f, float))
-    for k in range(d):  # the difference is a non-zero affine map on the cell
-        e = np.zeros(d)
-        e[k] = cell.radius / 2
-        candidates.append(_clip(cell.center_f + e, dom))
+    _, pt, best_cell = best
     wit, wdiff = None, 0.0
-    for x in candidates:
-        diff = _exact_difference(np_, nq, x)
-        if diff > wdiff:
-            wit, wdiff = x, diff
-    if wit is None:  # pragma: no cover - an affine map vanishing at d+1 independent points
-        wit = np.asarray(cell.center_f, float)
-        wdiff = _exact_difference(np_, nq, wit)
+    for cell in [best_cell] + diff_cells:
+        candidates = []
+        if pt is not None and cell is best_cell:
+            candidates.append(_clip(np.asarray(pt, float), dom))
+        candidates.append(np.asarray(cell.center_f, float))
+        for k in range(d):  # the difference is a non-zero affine map on the cell
+            e = np.zeros(d)
+            e[k] = cell.radius / 2
+            candidates.append(_clip(cell.center_f + e, dom))
+        for x in candidates:
+            diff = _exact_difference(np_, nq, x)
+            if diff > wdiff:
+                wit, wdiff = x, diff
+        if wit is not None:
+            break
+    if wit is None:  # pragma: no cover - only sub-float-resolution differing cells
+        raise RuntimeError("internal error: no float witness found for differing regions; "
+                           "please report these networks")
     return Equivalence(False, wit, wdiff, float(sup_all), "regions", True, 0.0, len(cells),
                        engine.counter.count, 0, dom,
                        f"{differing} of {len(cells)} joint regions have different exact affine maps")

@@ -193,6 +193,14 @@ def _lp_meets(N: list, c: list, rows: list, offs: list, d: int) -> tuple[bool, l
     exact point of the intersection if one could be certified."""
     from scipy.optimize import linprog
 
+    # rows vanishing identically on {N x = c} hold with equality there: leave them out of
+    # the slack maximization (else the optimal slack is 0 and the point is not central)
+    NA = [list(n) + [cc] for n, cc in zip(N, c)]
+    rNA = _rank(NA, d + 1)
+    keep = [i for i, (a, o) in enumerate(zip(rows, offs))
+            if _rank(NA + [list(a) + [o]], d + 1) > rNA]
+    rows_all, offs_all = rows, offs
+    rows, offs = [rows[i] for i in keep], [offs[i] for i in keep]
     Nf = np.array([[float(v) for v in r] for r in N])
     cf = np.array([float(v) for v in c])
     Af = np.array([[float(v) for v in r] for r in rows]).reshape(-1, d)
@@ -213,8 +221,26 @@ def _lp_meets(N: list, c: list, rows: list, offs: list, d: int) -> tuple[bool, l
         if res.status != 0:
             return False, None
         res_x = res.x
-    # exact projection of the LP point onto the affine subspace
     x = [_frac(float(v)) for v in res_x]
+    xp = _project(x, N, c, d)
+    if _in_closed(xp, rows_all, offs_all):
+        return True, xp
+    # touching only on the boundary: add the constraints tight at the LP point as
+    # equations and project again (exactly)
+    if len(rows):
+        slack = (bf - Af @ res_x) / np.linalg.norm(Af, axis=1).clip(min=1e-300)
+        tight = [i for i in range(len(rows)) if slack[i] < 1e-7]
+        N2 = list(N) + [rows[i] for i in tight]
+        c2 = list(c) + [offs[i] for i in tight]
+        if _rank([list(n) + [cc] for n, cc in zip(N2, c2)], d + 1) == _rank(N2, d):
+            xp = _project(x, N2, c2, d)
+            if _in_closed(xp, rows_all, offs_all):
+                return True, xp
+    return True, None
+
+
+def _project(x: list, N: list, c: list, d: int) -> list:
+    """Exact orthogonal projection of ``x`` onto the (nonempty) ``{N y = c}``."""
     basis_idx: list[int] = []
     for i in range(len(N)):
         if _rank([N[k] for k in basis_idx + [i]], d) > len(basis_idx):
@@ -229,10 +255,7 @@ def _lp_meets(N: list, c: list, rows: list, offs: list, d: int) -> tuple[bool, l
         r[i, 0] = _fq(c[basis_idx[i]] - sum((a * b for a, b in zip(Nb[i], x)), _ZERO))
     y = G.solve(r)
     yy = [Fraction(int(y[i, 0].p), int(y[i, 0].q)) for i in range(k)]
-    xp = [x[j] + sum((yy[i] * Nb[i][j] for i in range(k)), _ZERO) for j in range(d)]
-    if _in_closed(xp, rows, offs):
-        return True, xp
-    return True, None
+    return [x[j] + sum((yy[i] * Nb[i][j] for i in range(k)), _ZERO) for j in range(d)]
 
 
 class _Checker:

@@ -1,23 +1,25 @@
 """Small dense linear programs solved by HiGHS, with a call counter.
 
 The region engine solves thousands of tiny LPs; ``scipy.optimize.linprog`` spends most
-of its ~1 ms per call on input checking. We therefore talk to the HiGHS binding that
-ships inside scipy (the same one ``linprog(method="highs")`` uses) directly, reusing one
-solver object, which is about 5x faster, and fall back to ``linprog`` if that private module is unavailable. Both paths
-return the same :class:`LPSolution`; floating-point answers are certified afterwards by
-the callers (see :mod:`neuromanifold.exact._lp`).
+of its ~1 ms per call on input checking. We therefore talk to HiGHS directly through its
+public Python binding ``highspy`` (the same solver ``linprog(method="highs")`` wraps),
+reusing one solver object per thread, which is about 5x faster, and fall back to
+``linprog`` if ``highspy`` is unavailable. Both paths return the same
+:class:`LPSolution`; floating-point answers are certified afterwards by the callers (see
+:mod:`neuromanifold.exact._lp`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import numpy as np
 from scipy.optimize import linprog
 
 try:  # pragma: no cover - exercised implicitly; the fallback is tested explicitly
-    from scipy.optimize._highspy import _core as _highs_core
-except Exception:  # pragma: no cover
+    import highspy as _highs_core
+except ImportError:  # pragma: no cover
     _highs_core = None
 
 __all__ = ["LPSolution", "solve_lp", "LPCounter"]
@@ -50,16 +52,17 @@ class LPCounter:
 _USE_CORE = _highs_core is not None
 
 
-_SOLVER = None
+_LOCAL = threading.local()  # one solver per thread: a Highs object is not thread-safe
 
 
 def _solve_core(c, A_ub, b_ub, A_eq, b_eq, lb, ub) -> LPSolution:
-    global _SOLVER
     h = _highs_core
-    if _SOLVER is None:
-        _SOLVER = h._Highs()
-        _SOLVER.setOptionValue("output_flag", False)
-    solver = _SOLVER
+    solver = getattr(_LOCAL, "solver", None)
+    if solver is None:
+        # the low-level class: highspy.Highs adds callbacks we do not need and prints a
+        # banner on stdout when constructed
+        solver = _LOCAL.solver = h._core._Highs()
+        solver.setOptionValue("output_flag", False)
     n = c.size
     A = A_ub if A_eq is None else np.vstack([A_ub, A_eq])
     m = A.shape[0]
@@ -141,6 +144,6 @@ def solve_lp(c, A_ub, b_ub, A_eq=None, b_eq=None, lb=None, ub=None,
     if core and A_ub.shape[0] + (0 if A_eq is None else A_eq.shape[0]) > 0:
         try:
             return _solve_core(c, A_ub, b_ub, A_eq, b_eq, lb, ub)
-        except Exception:  # pragma: no cover - private API changed: use the public one
+        except Exception:  # pragma: no cover - binding API changed: use linprog
             _USE_CORE = False
     return _solve_linprog(c, A_ub, b_ub, A_eq, b_eq, lb, ub)
