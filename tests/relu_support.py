@@ -20,6 +20,21 @@ def dyadic_net(rng, widths, scale=2):
             for n, m in zip(widths[:-1], widths[1:])]
 
 
+def permuted_rescaled(p, rng, exponents=(-3, 3)):
+    """A copy of ``p`` with every hidden layer's neurons permuted and positively rescaled
+    by powers of two ``2^k``, ``k`` in ``exponents`` (exact in floats): same function."""
+    q = [(np.array(W, float), np.array(b, float)) for W, b in p]
+    for l in range(len(q) - 1):
+        n = q[l][0].shape[0]
+        perm = rng.permutation(n)
+        s = 2.0 ** rng.integers(exponents[0], exponents[1] + 1, n)
+        W, b = q[l]
+        q[l] = (W[perm] * s[:, None], b[perm] * s)
+        Wn, bn = q[l + 1]
+        q[l + 1] = (Wn[:, perm] / s[None, :], bn)
+    return q
+
+
 def brute_force_patterns(params, domain=None) -> set:
     """Every activation pattern (flattened tuple of bools) on a full-dimensional set,
     found by trying all 2^n patterns with the exact rational simplex: the naive ground truth.

@@ -38,3 +38,15 @@ def fd_jacobian(net, params, eps=1e-6):
         cols.append((net.end_to_end(net.unflatten(theta + e))
                      - net.end_to_end(net.unflatten(theta - e))).ravel() / (2 * eps))
     return np.stack(cols, axis=1)
+
+
+def load_benchmark(name):
+    """Import ``benchmarks/<name>.py`` (the scripts are not a package) and return it."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

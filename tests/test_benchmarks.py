@@ -1,20 +1,17 @@
-"""The benchmarks run (quick mode), so they cannot rot; their timings are not asserted."""
+"""The benchmarks of the linear domain run (quick mode), so they cannot rot, and agree with
+their baselines; their timings are not asserted."""
 
-import importlib.util
-from pathlib import Path
-
-import pytest
-
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from support import load_benchmark
 
 
 def test_bench_ntk_quick(capsys):
-    rows = _load("bench_ntk").main(["--quick", "--repeat", "1"])
+    rows = load_benchmark("bench_ntk").main(["--quick", "--repeat", "1"])
     assert rows and all(r["diff"] < 1e-12 for r in rows)  # same NTK as the baseline
+
+
+def test_bench_fibers_quick(capsys):
+    rows = load_benchmark("bench_fibers").main(["--quick"])
+    first = rows[0]
+    assert first["points"] == first["baseline_points"] == 90      # 6! / 2!^3
+    assert first["max_set_distance"] < 1e-8 and first["certified"]
+    assert "ratio" in capsys.readouterr().out

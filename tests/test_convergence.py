@@ -92,3 +92,11 @@ def test_bad_inputs():
         convergence_study(net, 1, t_final=10.0, max_time=5.0)
     with pytest.raises(InputError, match="non-empty list"):
         convergence_study([], 1)
+    with pytest.raises(InputError, match="num_samples"):
+        convergence_study(net, 1, num_samples=-1)
+    with pytest.raises(InputError, match="method must be one of"):
+        convergence_study(net, 1, method="Euler")
+    with pytest.raises(InputError, match="rtol"):
+        convergence_study(net, 1, rtol="a")
+    with pytest.raises(InputError, match="num_samples"):
+        random_regression_data(net, 0, num_samples=0)

@@ -9,14 +9,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from neuromanifold import InputError
 from neuromanifold.exact import (
     absolute_factor_count,
     certified_roots,
+    fmpq_matrix,
     power_classes,
+    real_irreducible,
     real_irreducible_factors,
     rescaled_norms,
     rescaled_norms_exact,
     support_line,
+    to_fmpq,
 )
 from neuromanifold.exact._roots import isolate_factors
 
@@ -99,3 +103,39 @@ def test_absolute_factor_count():
 def test_support_line():
     assert support_line([(0, 0), (2, 1), (4, 2)]) == ((0, 0), (2, 1), [0, 1, 2])
     assert support_line([(0, 0), (1, 0), (0, 1)]) is None
+
+
+def test_three_variables_by_plane_restriction():
+    ctx = flint.fmpq_mpoly_ctx.get(("a", "b", "c"), "lex")
+    a, b, c = ctx.gens()
+    f = a * b + b * c + c * a + 1          # irreducible over C
+    assert absolute_factor_count(f) == 1 and real_irreducible(f) is True
+    # a restriction can only prove irreducibility: a product is never called irreducible
+    g = (a + b + 1) * (a - c + 2)
+    assert real_irreducible(g) is None
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: to_fmpq(float("nan")), "finite real number"),
+    (lambda: to_fmpq("abc"), "finite real number"),
+    (lambda: fmpq_matrix([1.0, 2.0]), "2D array"),
+    (lambda: certified_roots([0, 0]), "nonzero polynomial"),
+    (lambda: certified_roots(["a", 1]), "finite real number"),
+    (lambda: certified_roots("t^2"), "fmpq_poly"),
+    (lambda: power_classes(flint.fmpq_poly([1, 0, 1]), certified_roots([1, 0, 1]), 0),
+     "positive int"),
+    (lambda: rescaled_norms([1.0, 2.0], [float("nan")]), "finite"),
+    (lambda: rescaled_norms([1.0, -2.0], [1.0]), "positive finite squared norm"),
+    (lambda: rescaled_norms("ab", [1.0]), "real numbers"),
+    (lambda: support_line([(1,), (1, 2)]), "same length"),
+    (lambda: real_irreducible("x"), "fmpq_mpoly"),
+])
+def test_bad_inputs(call, match):
+    with pytest.raises(InputError, match=match):
+        call()
+
+
+def test_rescaled_norms_exact_takes_floats_exactly():
+    t = rescaled_norms_exact([0.5, 1.5], [0.25])
+    assert abs(float(t[1]) - float(t[0]) - 0.25) < 1e-15
+    assert abs(float(t[0]) * float(t[1]) - 0.75) < 1e-15

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuromanifold import InputError, LinearConvNet, NotInNeuromanifoldError
+from neuromanifold import InputError, LinearConvNet, NotInNeuromanifoldError, ParameterError
+from neuromanifold.linear import UndecidedFactorizationError
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -216,6 +217,16 @@ def test_factor_irreducible_over_q_but_not_over_r():
         assert max_rel_residual(net, pt, v.astype(float), np.array([0.5])) < 1e-10
 
 
+def test_exact_method_does_not_claim_an_undecided_v_is_outside():
+    # the same v with method="exact": the exact route cannot split the factor over R, so
+    # it must say it cannot decide, never "v is not in the neuromanifold" (v is in it)
+    net = LinearConvNet([(2, 2), (2, 2)])
+    v = np.array([[1, 0, -2], [2, 0, 0], [1, 0, 0]], dtype=object)
+    with pytest.raises(UndecidedFactorizationError, match="cannot decide") as info:
+        net.fiber(v, [0.5], method="exact")
+    assert not isinstance(info.value, NotInNeuromanifoldError)
+
+
 def test_float_v_near_neuromanifold_uses_numerical_route(rng):
     net = LinearConvNet([3, 2], [2])
     params = net.random_params(rng)
@@ -264,3 +275,20 @@ def test_bad_input(v, inv, match):
 def test_bad_method():
     with pytest.raises(InputError, match="method"):
         LinearConvNet([2, 2]).fiber([1.0, 2.0, 1.0], [0.0], method="magic")
+
+
+@pytest.mark.parametrize("options, error, match", [
+    ({"tol": "a"}, InputError, "tol must be a positive"),
+    ({"tol": -1.0}, InputError, "tol must be a positive"),
+    ({"num_starts": "a"}, InputError, "num_starts must be a positive integer"),
+    ({"seed": "a"}, InputError, "seed"),
+    ({"start": [1.0]}, ParameterError, "one array per layer"),
+])
+def test_bad_options(options, error, match):
+    with pytest.raises(error, match=match):
+        LinearConvNet([2, 2]).fiber([1.0, 0.0, 1.0], [0.0], **options)
+
+
+def test_boolean_invariants_rejected():
+    with pytest.raises(InputError, match="booleans"):
+        LinearConvNet([2, 2]).fiber([1.0, -3.0, 2.0], [True])

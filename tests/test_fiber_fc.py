@@ -58,6 +58,10 @@ def test_bad_inputs():
         net.fiber(W, [np.array([[0.0, 1.0], [0.0, 0.0]])])
     with pytest.raises(InputError, match="num_starts"):
         net.fiber(W, deltas, num_starts=0)
+    with pytest.raises(InputError, match="walk_steps"):
+        net.fiber(W, deltas, walk_steps="a")
+    with pytest.raises(InputError, match="tol must be a positive"):
+        net.fiber(W, deltas, tol="a")
 
 
 def test_unrealizable_raises():

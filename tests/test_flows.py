@@ -88,8 +88,18 @@ def test_loss_and_flow_errors():
     loss3 = QuadraticLoss(np.eye(3), [0, 0, 0])
     with pytest.raises(InputError, match="t_final"):
         gradient_flow(net, net.random_params(0), loss3, -1.0)
-    with pytest.raises(InputError, match="solve_ivp"):
+    with pytest.raises(InputError, match="method must be one of"):
         gradient_flow(net, net.random_params(0), loss3, 1.0, method="nope")
+    with pytest.raises(InputError, match="t_final"):
+        gradient_flow(net, net.random_params(0), loss3, True)
+    with pytest.raises(InputError, match="rtol must be a positive"):
+        gradient_flow(net, net.random_params(0), loss3, 1.0, rtol="tight")
+    with pytest.raises(InputError, match="net must be a network"):
+        gradient_flow(object(), net.random_params(0), loss3, 1.0)
+    with pytest.raises(InputError, match="offset"):
+        QuadraticLoss(np.eye(2), [0, 0], offset="a")
+    with pytest.raises(InputError, match="end_to_end_operator"):
+        SquareLoss.from_data(object(), np.ones((3, 5)), np.ones((3, 2)))
     with pytest.raises(InputError, match="same positive number of samples"):
         SquareLoss.from_data(net, np.ones((3, 5)), np.ones((2, 3)))
     with pytest.raises(InputError, match="each target"):

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from neuromanifold import (ArchitectureError, InputError, LinearConvNet, NeuromanifoldError,
                            ParameterError, correlate)
-from neuromanifold.exact import fmpq_to_fraction
+from neuromanifold.exact import fmpq_to_fraction, to_fmpq
+from neuromanifold.linear import upsample
 
 from support import conv_nets, fd_jacobian
 
@@ -202,3 +203,27 @@ def test_repr_round_trip():
     net = LinearConvNet([(2, 3), (2, 2)], [(2, 1)])
     assert eval(repr(net), {"LinearConvNet": LinearConvNet}) == net
     assert math.prod(net.end_to_end_shape) == net.end_to_end_size
+
+
+def test_bad_filters_rank_tol_and_polynomials():
+    net = LinearConvNet([2, 2])
+    with pytest.raises(InputError, match="one entry per axis"):
+        correlate([1.0, 2.0, 3.0], [])
+    with pytest.raises(InputError, match="one entry per axis"):
+        correlate([1.0, 2.0, 3.0], 2.0)
+    with pytest.raises(InputError, match="stride"):
+        upsample(np.ones(2), (0,))
+    with pytest.raises(InputError, match="tol must be a positive"):
+        net.rank(net.random_params(0), tol=-1.0)
+    with pytest.raises(InputError, match="fmpq_mpoly"):
+        net.coefficients("t^2")
+
+
+def test_exact_target_is_the_exact_rational_data(rng):
+    net = LinearConvNet([(2, 2), (3, 2)])
+    params = net.random_params(rng)
+    poly, deltas = net.exact_target(params)
+    assert poly == net.polynomial(params)
+    exact = [sum(fmpq_to_fraction(to_fmpq(float(c))) ** 2 for c in w.ravel()) for w in params]
+    assert [fmpq_to_fraction(d) for d in deltas] == [exact[1] - exact[0]]
+    assert float(deltas[0]) == pytest.approx(net.invariants(params)[0], rel=1e-12)

@@ -122,3 +122,5 @@ def test_bad_inputs():
         ntk_dependence(object(), [1.0])
     with pytest.raises(ParameterError, match="finite"):
         ntk_dependence(net, [[np.nan, 1.0], [1.0, 1.0]])
+    with pytest.raises(InputError, match="unknown option"):
+        ntk_dependence(net, net.random_params(0), bogus=1)

@@ -227,6 +227,14 @@ def test_arrangement_errors():
         weighted_arrangement(good).equals(weighted_arrangement(good), tol=-1)
     with pytest.raises(ArchitectureError):
         orthant_fiber(good + [(np.ones((1, 1)), np.zeros(1))])
+    for tol in ("x", None, float("nan"), True):
+        with pytest.raises(InputError, match="tol"):
+            arrangements_equal(good, good, tol=tol)
+    with pytest.raises(DomainError, match="orthant only"):
+        orthant_fiber(good, "whole")
+    assert orthant_fiber(good, "orthant").dimension == orthant_fiber(good).dimension
+    with pytest.raises(InputError, match="max_pieces"):
+        orthant_fiber(good).describe("a")
 
 
 def test_to_dict_and_repr():

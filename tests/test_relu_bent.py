@@ -99,3 +99,11 @@ def test_result_serializes():
     B = bent_hyperplanes(ReLUNet([2, 2, 1]).random_params(1))
     d = B.to_dict()
     assert json.dumps(d) and len(d["neurons"]) == 2
+
+
+def test_unknown_neuron_is_a_clear_error():
+    from neuromanifold import InputError
+    B = bent_hyperplanes(ReLUNet([2, 3, 1]).random_params(0))
+    assert B.neuron(1, 2).index == 2
+    with pytest.raises(InputError, match="1-based"):
+        B.neuron(2, 0)   # there is only one hidden layer

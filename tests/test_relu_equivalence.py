@@ -8,21 +8,7 @@ from hypothesis import strategies as st
 from neuromanifold import ArchitectureError, InputError
 from neuromanifold.relu import ReLUNet, equivalent, forward, regions
 
-from relu_support import dyadic_net
-
-
-def _permuted_rescaled(p, rng):
-    """A copy with hidden neurons permuted and rescaled by powers of two (exact in floats)."""
-    q = [(W.copy(), b.copy()) for W, b in p]
-    for l in range(len(q) - 1):
-        n = q[l][0].shape[0]
-        perm = rng.permutation(n)
-        s = 2.0 ** rng.integers(-3, 4, n)
-        W, b = q[l]
-        q[l] = (W[perm] * s[:, None], b[perm] * s)
-        Wn, bn = q[l + 1]
-        q[l + 1] = (Wn[:, perm] / s[None, :], bn)
-    return q
+from relu_support import dyadic_net, permuted_rescaled
 
 
 def _confirmed(p, q, r):
@@ -38,7 +24,7 @@ def _confirmed(p, q, r):
 def test_permuted_rescaled_copies_are_equivalent(seed, widths, domain):
     rng = np.random.default_rng(seed)
     p = ReLUNet(widths).random_params(seed)
-    q = _permuted_rescaled(p, rng)
+    q = permuted_rescaled(p, rng)
     for method in ("regions", "milp"):
         r = equivalent(p, q, domain=domain, method=method)
         assert r.equivalent and r.witness is None and r.method == method
@@ -80,13 +66,40 @@ def test_spec_hiding_family(t, method):
         _confirmed(_hiding(t), RELU_X_MINUS_1, r)
 
 
+def test_milp_finds_its_own_witness_for_a_difference_far_out():
+    """The MILP's optimum for a difference beyond |x| = 4e6 lies at s = 0 of the homogenized
+    box (a difference "at infinity"); the witness x / t must be searched far enough out,
+    else the MILP is inconclusive and the regions method has to answer instead."""
+    W1, b1 = np.array([[1.0], [1.0]]), np.array([0.0, -4e6])
+    p = [(W1, b1), (np.array([[1.0, 0.0]]), np.zeros(1))]
+    q = [(W1, b1), (np.array([[1.0, 1e-3]]), np.zeros(1))]
+    r = equivalent(p, q, method="milp")
+    assert r.method == "milp" and not r.equivalent and r.certified
+    assert r.witness[0] > 4e6
+    _confirmed(p, q, r)
+
+
+def test_difference_on_a_region_one_float_wide_still_has_a_witness():
+    """A hat of height and half-width 5e-324 (the smallest float): the differing regions
+    (0, e) and (e, 2e) have no float inside, their centres round to the boundary; the
+    float just next to it is the witness."""
+    e = 5e-324
+    p = [(np.ones((3, 1)), np.array([0.0, -e, -2 * e])), (np.array([[1.0, -2.0, 1.0]]), np.zeros(1))]
+    q = [(np.ones((1, 1)), np.zeros(1)), (np.zeros((1, 1)), np.zeros(1))]
+    for method in ("regions", "auto"):
+        r = equivalent(p, q, method=method)
+        assert not r.equivalent and r.certified and r.method == "regions"
+        assert r.witness[0] == e and r.witness_difference == e
+        _confirmed(p, q, r)
+
+
 def _random_pair(rng):
     d = int(rng.integers(1, 3))
     wp = [d, int(rng.integers(1, 3)), int(rng.integers(1, 3)), 1]
     p = dyadic_net(rng, wp)
     kind = int(rng.integers(0, 5))
     if kind == 0:          # a symmetric copy: equivalent
-        q = _permuted_rescaled(p, rng)
+        q = permuted_rescaled(p, rng)
     elif kind == 1:        # one dyadic change: equivalent iff it does not show on the domain
         q = [(W.copy(), b.copy()) for W, b in p]
         l = int(rng.integers(0, 3))

@@ -1,10 +1,10 @@
 """Functional dimension: exact rank, the bound P - hidden, and where it is reached."""
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neuromanifold.exact import exact_rank
 from neuromanifold.relu import ReLUNet, bent_hyperplanes, functional_dimension
 from neuromanifold.relu._fundim import _region_rows
 from neuromanifold.relu._regions import _compute
@@ -104,6 +104,26 @@ def test_every_neuron_bending_does_not_imply_the_bound():
     q = [p[0], (W2, p[1][1]), p[2]]
     from neuromanifold.relu import equivalent
     assert equivalent(p, q, method="regions").equivalent
+    # independently of the exact rank: the hidden rescaling directions and e_{W2[0, 2]}
+    # are hidden + 1 linearly independent (exact rank) null vectors of the float Jacobian
+    # at many inputs, so the rank is at most P - hidden - 1 < the bound
+    null = []
+    for l in range(2):
+        for i in range(4):
+            v = [(np.zeros_like(W), np.zeros_like(b)) for W, b in p]
+            v[l][0][i], v[l][1][i] = p[l][0][i], p[l][1][i]      # incoming row and bias
+            v[l + 1][0][:, i] = -p[l + 1][0][:, i]               # minus outgoing column
+            null.append(net.flatten(v))
+    e = [(np.zeros_like(W), np.zeros_like(b)) for W, b in p]
+    e[1][0][0, 2] = 1.0
+    null.append(net.flatten(e))
+    N = np.array(null)
+    assert exact_rank(N) == net.num_hidden + 1
+    X = np.random.default_rng(1).standard_normal((5000, 3)) * 5
+    J = net.jacobian(p, X)
+    assert np.all(J @ N[-1] == 0)                      # exactly: h1[2] = 0 where (2, 0) is on
+    assert np.abs(J @ N[:-1].T).max() < 1e-12 * np.abs(J).max()
+    assert fd.rank <= fd.bound - 1
 
 
 def test_dead_neuron_lowers_the_rank():

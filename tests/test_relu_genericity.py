@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from neuromanifold import DomainError, ParameterError
 from neuromanifold.relu import ReLUNet, genericity
 
+from relu_support import dyadic_net, permuted_rescaled
+
 
 def kinds(report):
     return {(f.condition, f.kind) for f in report.failures}
@@ -132,11 +134,6 @@ def test_report_and_errors():
         genericity(ReLUNet([2, 3, 1]).random_params(0), (np.zeros(3), np.ones(3)))
 
 
-def dyadic(rng, widths):
-    return [(rng.integers(-2, 3, (m, n)) / 2, rng.integers(-2, 3, m) / 2)
-            for n, m in zip(widths[:-1], widths[1:])]
-
-
 @settings(max_examples=25)
 @given(seed=st.integers(0, 2**32 - 1),
        widths=st.sampled_from([[2, 3, 1], [2, 3, 2, 1], [1, 3, 2, 1], [2, 2, 2, 1]]),
@@ -146,18 +143,9 @@ def test_verdicts_invariant_under_permutation_and_rescaling(seed, widths, domain
     order of neurons or on positive (exact) rescalings; S1 witnesses lie on their
     hyperplanes exactly."""
     rng = np.random.default_rng(seed)
-    p = dyadic(rng, widths)
+    p = dyadic_net(rng, widths)
     g = genericity(p, domain)
-    q = [(W.copy(), b.copy()) for W, b in p]
-    for l in range(len(q) - 1):
-        n = q[l][0].shape[0]
-        perm = rng.permutation(n)
-        s = 2.0 ** rng.integers(-2, 3, n)
-        W, b = q[l]
-        q[l] = (W[perm] * s[perm, None], b[perm] * s[perm])
-        W2, b2 = q[l + 1]
-        q[l + 1] = (W2[:, perm] / s[perm], b2)
-    h = genericity(q, domain)
+    h = genericity(permuted_rescaled(p, rng, (-2, 2)), domain)
     assert (g.generic, g.supertransversal, g.maximal_rank) == (
         h.generic, h.supertransversal, h.maximal_rank)
     W1, b1 = p[0]

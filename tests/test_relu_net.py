@@ -114,6 +114,15 @@ def test_domains():
         as_domain("sphere", 2)
     with pytest.raises(DomainError):
         as_domain(((0, np.nan), (1, 1)), 2)
+    with pytest.raises(DomainError, match="box bound"):
+        as_domain(("a", "b"), 2)                     # not numbers
+    for bad in (0, -1, "a", 2.0):
+        with pytest.raises(DomainError, match="positive integer"):
+            Domain.whole(bad)
+        with pytest.raises(DomainError, match="positive integer"):
+            Domain.orthant(bad)
+        with pytest.raises(DomainError, match="positive integer"):
+            as_domain(None, bad)
 
 
 def test_analyses_reject_domain_of_wrong_dimension():

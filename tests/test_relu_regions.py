@@ -137,15 +137,72 @@ def test_refinement_uses_far_fewer_lps_than_patterns():
 
 
 def test_lp_paths_agree():
+    """highspy's low-level class and the linprog fallback give the same optimum and the
+    same duals (the engine rounds the duals to exact emptiness certificates)."""
     rng = np.random.default_rng(0)
     for _ in range(20):
         A = rng.standard_normal((6, 3))
         c = rng.random(6)
         obj = rng.standard_normal(3)
-        a = relu_lp.solve_lp(obj, A, c, lb=-np.ones(3), ub=np.ones(3), use_core=True)
-        b = relu_lp.solve_lp(obj, A, c, lb=-np.ones(3), ub=np.ones(3), use_core=False)
+        E, e = rng.standard_normal((1, 3)), rng.random(1) * 0.1
+        a = relu_lp.solve_lp(obj, A, c, E, e, lb=-np.ones(3), ub=np.ones(3), use_core=True)
+        b = relu_lp.solve_lp(obj, A, c, E, e, lb=-np.ones(3), ub=np.ones(3), use_core=False)
         assert a.status == b.status == "optimal"
         assert a.fun == pytest.approx(b.fun, abs=1e-9)
+        np.testing.assert_allclose(a.dual_ub, b.dual_ub, atol=1e-8)
+        np.testing.assert_allclose(a.dual_eq, b.dual_eq, atol=1e-8)
+    for core in (True, False):  # the other statuses
+        assert relu_lp.solve_lp([1.0], [[1.0], [-1.0]], [0.0, -1.0],
+                                use_core=core).status == "infeasible"
+        assert relu_lp.solve_lp([-1.0], [[-1.0]], [0.0], use_core=core).status == "unbounded"
+
+
+def test_broken_highspy_binding_falls_back_to_linprog(monkeypatch):
+    p = ReLUNet([2, 4, 3, 1]).random_params(2)
+    ref = {flat_pattern(r) for r in regions(p)}
+
+    def broken(*args, **kwargs):
+        raise AttributeError("highspy API changed")
+
+    monkeypatch.setattr(relu_lp, "_solve_core", broken)
+    monkeypatch.setattr(relu_lp, "_USE_CORE", True)
+    R = regions(p)
+    assert {flat_pattern(r) for r in R} == ref and R.num_exact_fallbacks == 0
+    assert relu_lp._USE_CORE is False  # switched off after the first failure
+
+
+def test_floating_point_decisions_are_certified_not_trusted(monkeypatch):
+    """If the LP solver lies (reports every cut side empty), no region may be lost: the
+    exact Motzkin check rejects the bogus certificates and the exact simplex decides."""
+    p = ReLUNet([2, 4, 3, 1]).random_params(4)
+    ref = {flat_pattern(r) for r in regions(p)}
+    real = relu_lp.solve_lp
+
+    def lying(c, A_ub, b_ub, A_eq=None, b_eq=None, **kw):
+        sol = real(c, A_ub, b_ub, A_eq, b_eq, **kw)
+        if sol.status == "optimal":  # radius 0, and nonsense duals
+            x = sol.x.copy()
+            x[-1] = 0.0
+            return relu_lp.LPSolution("optimal", x, 0.0, -np.ones(len(b_ub)),
+                                      None if A_eq is None else np.zeros(len(b_eq)))
+        return sol
+
+    from neuromanifold.relu import _engine
+    monkeypatch.setattr(_engine, "solve_lp", lying)
+    R = regions(p)
+    assert {flat_pattern(r) for r in R} == ref
+    assert R.num_exact_fallbacks > 0 and R.certified
+
+
+def test_region_evaluate_rejects_bad_inputs():
+    from neuromanifold import InputError
+    r = regions(ReLUNet([2, 3, 1]).random_params(0))[0]
+    np.testing.assert_allclose(r.evaluate(r.point), forward(ReLUNet([2, 3, 1]).random_params(0),
+                                                            r.point[None, :]))
+    with pytest.raises(InputError, match=r"shape \(N, 2\)"):
+        r.evaluate(np.zeros((2, 5)))
+    with pytest.raises(InputError, match="real numbers"):
+        r.evaluate("abc")
 
 
 def test_bad_params():

@@ -130,6 +130,12 @@ def test_condition_is_checked():
         reproduce_linear(claims=[Claim("x", "y", "maybe", [])])
     with pytest.raises(InputError, match="seed"):
         reproduce_linear(seed="zero", quick=True)
+    with pytest.raises(InputError, match="list of Claim"):
+        reproduce_linear(claims="rows")
+    with pytest.raises(InputError, match="tol"):
+        reproduce_linear(quick=True, tol=0.0)
+    with pytest.raises(InputError, match="pair of parameters"):
+        verify_witness(net, [net.random_params(0)])
 
 
 def test_seed_reproducible():

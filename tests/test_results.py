@@ -40,3 +40,5 @@ def test_validation_errors():
         check_positive_int(0, "n")
     with pytest.raises(NeuromanifoldError, match="seed"):
         as_seed_rng("abc")
+    with pytest.raises(NeuromanifoldError, match="nonnegative"):
+        as_seed_rng(-1)

@@ -11,7 +11,7 @@ from neuromanifold import (InputError, LinearConvNet, LinearFCNet, NotInNeuroman
                            QuadraticLoss, gradient_flow)
 from neuromanifold.flows import (compare_lifts, compare_with_parameter_flow, invariant_vector,
                                  lift_to_fiber, riemannian_flow)
-from neuromanifold.flows._riemannian import _invariant_jacobian
+from neuromanifold.linear._base import LinearNetBase
 
 
 def _loss(net, rng, spread=1.0):
@@ -70,7 +70,10 @@ def test_invariant_jacobian_matches_finite_differences(net, rng):
     fd = np.array([(invariant_vector(net, net.unflatten(theta + 1e-6 * e))
                     - invariant_vector(net, net.unflatten(theta - 1e-6 * e))) / 2e-6
                    for e in np.eye(theta.size)]).T
-    np.testing.assert_allclose(_invariant_jacobian(net, params), fd, atol=1e-7)
+    np.testing.assert_allclose(net.invariant_jacobian(params), fd, atol=1e-7)
+    # the generic unit-step central difference (exact for quadratics) is the same matrix
+    np.testing.assert_allclose(LinearNetBase.invariant_jacobian(net, params),
+                               net.invariant_jacobian(params), atol=1e-12)
 
 
 # ---------------------------------------------------------------------------- agreement
@@ -170,3 +173,7 @@ def test_bad_inputs(rng):
         riemannian_flow(net, [1.0, 0.0, 0.0, 5.0], d, loss, 1.0, lift=theta)
     with pytest.raises(InputError, match="lifts"):
         compare_lifts(net, v, d, loss, 1.0, lifts=[])
+    with pytest.raises(InputError, match="rtol"):
+        riemannian_flow(net, v, d, loss, 1.0, lift=theta, rtol="a")
+    with pytest.raises(InputError, match="tol"):
+        lift_to_fiber(net, v, d, theta, tol="a")

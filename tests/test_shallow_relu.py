@@ -6,9 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuromanifold import InputError, NotInNeuromanifoldError
+from neuromanifold import InputError, NotInNeuromanifoldError, ParameterError
 from neuromanifold.flows import invariant_vector
-from neuromanifold.flows._riemannian import _invariant_jacobian
 from neuromanifold.linear import ShallowReLUCNN, ShallowReLUMLP, path_lifting_check
 from neuromanifold.ntk import ntk_dependence
 from neuromanifold.reproduce import verify_witness
@@ -64,7 +63,7 @@ def test_invariants_are_conserved_by_every_gradient(kind_arch, seed):
     by gradient flow of any loss of f (rescaling symmetries, relu(c z) = c relu(z))."""
     model = _model(*kind_arch, seed=seed % 5)
     params = model.random_params(seed)
-    D = _invariant_jacobian(model, params)
+    D = model.invariant_jacobian(params)
     J = model.jacobian(params)
     assert np.abs(D @ J.T).max() <= 1e-9 * max(1.0, np.abs(D).max() * np.abs(J).max())
 
@@ -197,3 +196,21 @@ def test_bad_inputs():
         mlp.fiber(mlp.end_to_end(mlp.random_params(0)), [np.zeros((2, 2))])
     with pytest.raises(InputError, match="rank"):
         mlp.rank(mlp.random_params(0))
+    with pytest.raises(InputError, match="max_iter"):
+        mlp.fiber(mlp.end_to_end(mlp.random_params(0)), mlp.invariants(mlp.random_params(0)),
+                  max_iter="many")
+    with pytest.raises(InputError, match="margin"):
+        ShallowReLUCNN.with_random_inputs([2, 2], margin=-5)
+    with pytest.raises(InputError, match="unknown option"):
+        model.fiber(model.end_to_end(params), model.invariants(params), bogus=1)
+
+
+def test_path_lifting_rejects_a_zero_output_weight():
+    # a_j = 0: z_j = 0 and delta_j = -||b_j||^2 leave b_j's direction (hence K_j) free;
+    # the check used to divide by zero and report NaN
+    rng = np.random.default_rng(0)
+    B, a = rng.standard_normal((2, 2)), np.array([1.0, 0.0])
+    with pytest.raises(ParameterError, match="a_j != 0"):
+        path_lifting_check([B, a], rng.standard_normal((3, 2)))
+    with pytest.raises(InputError, match="tol"):
+        path_lifting_check([B, np.ones(2)], rng.standard_normal((3, 2)), tol="a")

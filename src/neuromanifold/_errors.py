@@ -14,6 +14,7 @@ __all__ = [
     "ParameterError",
     "InputError",
     "NotInNeuromanifoldError",
+    "UndecidedFactorizationError",
     "DomainError",
 ]
 
@@ -36,6 +37,12 @@ class InputError(NeuromanifoldError, ValueError):
 
 class NotInNeuromanifoldError(NeuromanifoldError, ValueError):
     """A function (e.g. an end-to-end filter) is not in the image of the parameterization."""
+
+
+class UndecidedFactorizationError(NeuromanifoldError):
+    """An exact route cannot decide whether a function is in the neuromanifold (e.g. no
+    grouping of the rational factors fits, but some factor might split further over R);
+    ``method="auto"`` then tries a numerical route."""
 
 
 class DomainError(NeuromanifoldError, ValueError):

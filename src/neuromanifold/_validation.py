@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ._errors import InputError, ParameterError, short_repr
 
-__all__ = ["as_finite_array", "as_seed_rng", "check_positive_int"]
+__all__ = ["as_finite_array", "as_seed_rng", "check_positive_int", "check_positive_float",
+           "check_options"]
 
 
 def as_finite_array(value: Any, name: str, *, ndim: int | None = None,
@@ -49,6 +52,34 @@ def as_seed_rng(seed: Any) -> np.random.Generator:
     """A numpy Generator from an int seed, ``None`` or an existing Generator."""
     if isinstance(seed, np.random.Generator):
         return seed
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-        raise InputError(f"seed must be an int, None or a numpy Generator; got {short_repr(seed)}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
+                             or seed < 0):
+        raise InputError(
+            f"seed must be a nonnegative int, None or a numpy Generator; got {short_repr(seed)}")
     return np.random.default_rng(seed)
+
+
+def check_positive_float(value: Any, name: str) -> float:
+    """``value`` as a positive finite float, or an :class:`InputError` naming the rule."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)) or not np.isfinite(value) \
+            or value <= 0:
+        raise InputError(f"{name} must be a positive finite number; got {short_repr(value)}")
+    return float(value)
+
+
+def check_options(func: Callable, options: dict, what: str) -> None:
+    """Raise an :class:`InputError` listing the accepted names when ``options`` has a
+    keyword ``func`` does not take (instead of Python's bare ``TypeError``)."""
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    accepted = [n for n, p in params.items()
+                if p.kind in (inspect.Parameter.KEYWORD_ONLY,
+                              inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise InputError(f"{what} got unknown option(s) {unknown}; it accepts {accepted}")

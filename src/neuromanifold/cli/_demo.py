@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 from .. import LinearConvNet, LinearFCNet, SquareLoss, gradient_flow
+from ..flows import random_regression_data
 from .._results import to_jsonable
 from ._table import format_table
 
@@ -24,17 +25,6 @@ DEFAULT_NETS = [
 ]
 
 
-def _random_data(net, rng: np.random.Generator, num_samples: int = 8):
-    if isinstance(net, LinearConvNet):
-        X = rng.standard_normal((num_samples,) + tuple(k + 2 for k in net.end_to_end_shape))
-        out_shape = net.apply(net.random_params(0), X[:1]).shape[1:]
-    else:
-        X = rng.standard_normal((num_samples, net.widths[0]))
-        out_shape = (net.widths[-1],)
-    Y = rng.standard_normal((num_samples,) + tuple(out_shape))
-    return X, Y
-
-
 def demo_rows(seed: int = 0, t_final: float = 2.0) -> list[dict]:
     """One record per default network (plain dicts, JSON-ready)."""
     rows = []
@@ -42,7 +32,7 @@ def demo_rows(seed: int = 0, t_final: float = 2.0) -> list[dict]:
     for net in DEFAULT_NETS:
         params = net.random_params(rng)
         K = net.ntk(params)
-        X, Y = _random_data(net, rng)
+        X, Y = random_regression_data(net, rng, num_samples=8)
         loss = SquareLoss.from_data(net, X, Y)
         flow = gradient_flow(net, params, loss, t_final, num_times=11)
         bound = net.dimension_bound if isinstance(net, LinearConvNet) else net.dimension

@@ -21,10 +21,12 @@ every irreducible factor is classified as
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import flint
 import numpy as np
+
+from .._errors import InputError, short_repr
 
 __all__ = ["support_line", "line_univariate", "absolute_factor_count", "real_irreducible",
            "mpoly_dense"]
@@ -53,6 +55,8 @@ def support_line(exps: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], tuple[
     ((0, 0), (1, 2), [0, 1, 2])
     """
     pts = [tuple(int(x) for x in e) for e in exps]
+    if len({len(p) for p in pts}) > 1:
+        raise InputError(f"exponent vectors must all have the same length; got {short_repr(exps)}")
     if len(set(pts)) < 2:
         return None
     p0 = pts[0]
@@ -79,9 +83,35 @@ def support_line(exps: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], tuple[
     return base, alpha, [s - low for s in steps]
 
 
+def _check_mpoly(f: object) -> None:
+    if not isinstance(f, flint.fmpq_mpoly):
+        raise InputError(f"f must be a python-flint fmpq_mpoly; got {short_repr(f)}")
+
+
+def _plane_restrictions(f: flint.fmpq_mpoly, seed: int, tries: int = 3
+                        ) -> Iterator[flint.fmpq_mpoly]:
+    """Restrictions of f to random planes ``t_i = a_i x + b_i y + c_i`` (integer
+    coefficients) that keep its total degree, in a bivariate context ``(x, y)``.
+
+    A factorization of f (over R or C) survives such a restriction with both factors of
+    positive degree, so irreducibility of a restriction proves irreducibility of f."""
+    rng = np.random.default_rng(seed)
+    ctx2 = flint.fmpq_mpoly_ctx.get(("x", "y"), "lex")
+    X, Y = ctx2.gens()
+    for _ in range(tries):
+        subs = []
+        for a in range(f.context().nvars()):
+            ai, bi, ci = (int(z) for z in rng.integers(-7, 8, size=3))
+            subs.append(ai * X + bi * Y + ci)
+        g = f.compose(*subs, ctx=ctx2)
+        if g.total_degree() == f.total_degree():
+            yield g
+
+
 def line_univariate(f: flint.fmpq_mpoly) -> tuple[tuple[int, ...], tuple[int, ...], flint.fmpq_poly] | None:
     """For a factor supported on a line, ``(base, alpha, g)`` with ``f = t^base g(t^alpha)``
     (negative entries of alpha read as in a Laurent monomial). None otherwise."""
+    _check_mpoly(f)
     d = f.to_dict()
     exps = [tuple(int(e) for e in k) for k in d]
     line = support_line(exps)
@@ -196,7 +226,6 @@ def _lambda_structure(f: flint.fmpq_mpoly, x: int, y: int, *, seed: int = 0
     names = ctx.names()
     fx = f.derivative(names[x])
     rng = np.random.default_rng(seed)
-    nv = ctx.nvars()
 
     def restrict(p: flint.fmpq_mpoly, y0: int) -> flint.fmpq_poly:
         coeffs: dict[int, flint.fmpq] = {}
@@ -263,7 +292,7 @@ def real_irreducible(f: flint.fmpq_mpoly, *, seed: int = 0) -> bool | None:
     >>> real_irreducible(x**2 * (y + 1)**2 + 1), real_irreducible((x + 1)**2 - 2 * y**2)
     (True, False)
     """
-    ctx = f.context()
+    _check_mpoly(f)
     used = [a for a, d in enumerate(f.degrees()) if int(d) > 0]
     if len(used) < 2:
         return None
@@ -275,19 +304,10 @@ def real_irreducible(f: flint.fmpq_mpoly, *, seed: int = 0) -> bool | None:
         if m == 1 or (m == 2 and r == 0):
             return True
         return False
-    rng = np.random.default_rng(seed)
-    ctx2 = flint.fmpq_mpoly_ctx.get(("x", "y"), "lex")
-    X, Y = ctx2.gens()
-    for _ in range(3):
-        subs = []
-        for a in range(ctx.nvars()):
-            ai, bi, ci = (int(z) for z in rng.integers(-7, 8, size=3))
-            subs.append(ai * X + bi * Y + ci)
-        g = f.compose(*subs, ctx=ctx2)
-        if g.total_degree() != f.total_degree() or len(g.factor()[1]) != 1 \
-                or g.factor()[1][0][1] != 1:
-            continue
-        if real_irreducible(g, seed=seed) is True:
+    for g in _plane_restrictions(f, seed):
+        factors = g.factor()[1]
+        # real_irreducible expects a Q-irreducible, square-free input
+        if len(factors) == 1 and factors[0][1] == 1 and real_irreducible(g, seed=seed) is True:
             return True
     return None
 
@@ -306,25 +326,13 @@ def absolute_factor_count(f: flint.fmpq_mpoly, *, seed: int = 0) -> int | None:
     >>> absolute_factor_count((x + 1)**2 - 2*y**2), absolute_factor_count(x**2 + y**2 + 1)
     (2, 1)
     """
-    ctx = f.context()
-    degs = [int(d) for d in f.degrees()]
-    used = [a for a, d in enumerate(degs) if d > 0]
+    _check_mpoly(f)
+    used = [a for a, d in enumerate(f.degrees()) if int(d) > 0]
     if len(used) < 2:
         return None
     if len(used) == 2:
         return _gao_count(f, used[0], used[1])
-    rng = np.random.default_rng(seed)
-    ctx2 = flint.fmpq_mpoly_ctx.get(("x", "y"), "lex")
-    X, Y = ctx2.gens()
-    for _ in range(3):
-        subs = []
-        for a in range(ctx.nvars()):
-            ai, bi, ci = (int(z) for z in rng.integers(-7, 8, size=3))
-            subs.append(ai * X + bi * Y + ci)
-        g = f.compose(*subs, ctx=ctx2)
-        if g.total_degree() != f.total_degree():
-            continue
-        count = _gao_count(g, 0, 1)
-        if count == 1:
+    for g in _plane_restrictions(f, seed):
+        if _gao_count(g, 0, 1) == 1:
             return 1
     return None

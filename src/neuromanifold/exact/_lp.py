@@ -196,6 +196,19 @@ def _run_simplex(T, rhs, basis, obj, objval, allowed) -> str:
         basis[best] = enter
 
 
+def _reduced_costs(cost, T, rhs, basis) -> tuple[list[flint.fmpq], list[flint.fmpq]]:
+    """Reduced costs ``c_j - c_B B^-1 A_j`` of a tableau in canonical form, and the current
+    objective value (in a one-element list, updated in place by :func:`_pivot`)."""
+    obj = list(cost)
+    objval = [_ZERO]
+    for i, bcol in enumerate(basis):
+        cb = cost[bcol]
+        if cb != 0:
+            obj = [o - cb * t for o, t in zip(obj, T[i])]
+            objval[0] = objval[0] + cb * rhs[i]
+    return obj, objval
+
+
 def exact_lp_max(g: Sequence[Any], G: Sequence[Sequence[Any]] = (), h: Sequence[Any] = (),
                  E: Sequence[Sequence[Any]] = (), e: Sequence[Any] = (), n: int | None = None
                  ) -> tuple[str, list[flint.fmpq] | None, flint.fmpq | None]:
@@ -259,14 +272,7 @@ def exact_lp_max(g: Sequence[Any], G: Sequence[Sequence[Any]] = (), h: Sequence[
         cost1 = [_ZERO] * ncol
         for j in art_cols:
             cost1[j] = -_ONE
-        obj = list(cost1)
-        objval = [_ZERO]
-        for i, bcol in enumerate(basis):
-            cb = cost1[bcol]
-            if cb != 0:
-                obj = [o - cb * t for o, t in zip(obj, T[i])]
-                objval[0] = objval[0] + cb * rhs[i]
-        # obj here holds c_j - c_B B^-1 A_j (reduced costs), objval the current value.
+        obj, objval = _reduced_costs(cost1, T, rhs, basis)
         _run_simplex(T, rhs, basis, obj, objval, allowed)
         if objval[0] < 0:
             return "infeasible", None, None
@@ -289,13 +295,7 @@ def exact_lp_max(g: Sequence[Any], G: Sequence[Sequence[Any]] = (), h: Sequence[
     for j in range(n):
         cost[j] = g[j]
         cost[n + j] = -g[j]
-    obj = list(cost)
-    objval = [_ZERO]
-    for i, bcol in enumerate(basis):
-        cb = cost[bcol]
-        if cb != 0:
-            obj = [o - cb * t for o, t in zip(obj, T[i])]
-            objval[0] = objval[0] + cb * rhs[i]
+    obj, objval = _reduced_costs(cost, T, rhs, basis)
     status = _run_simplex(T, rhs, basis, obj, objval, allowed)
     if status == "unbounded":
         return "unbounded", None, None

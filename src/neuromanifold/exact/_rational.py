@@ -13,6 +13,8 @@ from typing import Any
 import flint
 import numpy as np
 
+from .._errors import InputError, short_repr
+
 __all__ = ["to_fmpq", "fmpq_to_fraction", "fmpq_matrix", "exact_rank", "fmpq_array"]
 
 
@@ -24,9 +26,13 @@ def to_fmpq(x: Any) -> flint.fmpq:
     """
     if isinstance(x, flint.fmpq):
         return x
-    if isinstance(x, (int, np.integer)):
+    if isinstance(x, (int, np.integer, flint.fmpz)):
         return flint.fmpq(int(x))
-    fr = Fraction(x) if not isinstance(x, Fraction) else x
+    try:
+        fr = x if isinstance(x, Fraction) else Fraction(x)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InputError(f"expected a finite real number (float, int, Fraction or fmpq); "
+                         f"got {short_repr(x)}") from exc
     return flint.fmpq(fr.numerator, fr.denominator)
 
 
@@ -48,7 +54,7 @@ def fmpq_matrix(arr: Any) -> flint.fmpq_mat:
     """A 2D array (floats, ints, Fractions or fmpq) as an exact ``flint.fmpq_mat``."""
     a = np.asarray(arr, dtype=object)
     if a.ndim != 2:
-        raise ValueError(f"fmpq_matrix needs a 2D array; got shape {a.shape}")
+        raise InputError(f"fmpq_matrix needs a 2D array; got shape {a.shape}")
     rows, cols = a.shape
     m = flint.fmpq_mat(rows, cols)
     for i in range(rows):

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 import flint
 import numpy as np
 
-from .._errors import InputError
+from .._errors import InputError, short_repr
+from ._rational import to_fmpq
 from ._roots import working_precision
 
 __all__ = ["rescaled_norms", "rescaled_norms_exact"]
@@ -50,13 +51,22 @@ def rescaled_norms(norms_sq: np.ndarray, deltas: np.ndarray, *, max_iter: int = 
     >>> np.round(t, 12).tolist(), float(np.prod(t))   # t_2 - t_1 = 3, t_1 t_2 = 4
     ([[1.0, 4.0]], 4.0)
     """
-    n = np.asarray(norms_sq, dtype=float)
-    deltas = np.asarray(deltas, dtype=float).reshape(-1)
+    try:
+        n = np.asarray(norms_sq, dtype=float)
+        deltas = np.asarray(deltas, dtype=float).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"norms_sq and deltas must be arrays of real numbers; got "
+                         f"{short_repr(norms_sq)} and {short_repr(deltas)}") from exc
+    if n.ndim == 0:
+        raise InputError(f"norms_sq must have a last axis of L layers; got {short_repr(norms_sq)}")
+    if not np.all(np.isfinite(deltas)):
+        raise InputError(f"deltas must be finite (no NaN or inf); got {short_repr(deltas)}")
     L = n.shape[-1]
     if deltas.size != L - 1:
         raise InputError(f"need {L - 1} invariants for {L} layers; got {deltas.size}")
-    if np.any(~(n > 0)):
-        raise InputError("every layer must have a positive norm to be rescaled")
+    if np.any(~(n > 0)) or not np.all(np.isfinite(n)):
+        raise InputError(f"every layer must have a positive finite squared norm to be "
+                         f"rescaled; got {short_repr(n)}")
     E = _offsets(deltas)
     logP = np.sum(np.log(n), axis=-1)
     shape = logP.shape
@@ -90,8 +100,9 @@ def rescaled_norms_exact(norms_sq: Sequence, deltas: Sequence, *, prec: int = 12
     docstring); it is isolated with Arb's certified root finder and ``t_l = y + E_l``.
 
     Args:
-        norms_sq: the L squared norms (rationals: ``fmpq``, ``Fraction``, int).
-        deltas: the ``L - 1`` invariants (rationals).
+        norms_sq: the L squared norms (rationals: ``fmpq``, ``Fraction``, int; floats are
+            taken as the exact binary rationals they are).
+        deltas: the ``L - 1`` invariants (rationals, likewise).
         prec: working precision in bits of the returned balls.
 
     Returns:
@@ -100,8 +111,8 @@ def rescaled_norms_exact(norms_sq: Sequence, deltas: Sequence, *, prec: int = 12
     >>> [float(t) for t in rescaled_norms_exact([1, 4], [3])]
     [1.0, 4.0]
     """
-    n = [flint.fmpq(x) if not isinstance(x, flint.fmpq) else x for x in norms_sq]
-    d = [flint.fmpq(x) if not isinstance(x, flint.fmpq) else x for x in deltas]
+    n = [to_fmpq(x) for x in norms_sq]
+    d = [to_fmpq(x) for x in deltas]
     if len(d) != len(n) - 1:
         raise InputError(f"need {len(n) - 1} invariants for {len(n)} layers; got {len(d)}")
     if any(x <= 0 for x in n):

@@ -12,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import flint
 import numpy as np
 
-from .._errors import NeuromanifoldError
+from .._errors import InputError, NeuromanifoldError, short_repr
+from ._rational import to_fmpq
 
 __all__ = ["RootIsolation", "certified_roots", "power_classes", "real_irreducible_factors",
            "working_precision", "isolate_factors"]
@@ -88,12 +90,25 @@ def _isolate(poly: flint.fmpq_poly, prec: int) -> RootIsolation | None:
     return RootIsolation(values, mults, is_real, tuple(conj), prec)
 
 
+def _as_fmpq_poly(poly: Any) -> flint.fmpq_poly:
+    """A ``flint.fmpq_poly`` from itself, an ``fmpz_poly`` or a sequence of exact
+    coefficients (constant term first)."""
+    if isinstance(poly, flint.fmpq_poly):
+        return poly
+    if isinstance(poly, flint.fmpz_poly):
+        return flint.fmpq_poly(poly)
+    if isinstance(poly, (str, bytes)) or not isinstance(poly, Sequence):
+        raise InputError(f"poly must be a flint.fmpq_poly or a list of rational coefficients "
+                         f"(constant term first); got {short_repr(poly)}")
+    return flint.fmpq_poly([to_fmpq(c) for c in poly])
+
+
 def certified_roots(poly: flint.fmpq_poly | Sequence, min_prec: int = 64) -> RootIsolation:
     """Isolate all distinct complex roots of a nonzero rational polynomial.
 
     Args:
         poly: a ``flint.fmpq_poly`` or its coefficients (constant term first; ints,
-            Fractions or fmpq).
+            Fractions, fmpq, or floats taken as the exact binary rationals they are).
         min_prec: the first working precision tried (bits); it is doubled until complex
             conjugate pairs are certified.
 
@@ -104,11 +119,10 @@ def certified_roots(poly: flint.fmpq_poly | Sequence, min_prec: int = 64) -> Roo
     >>> iso.multiplicities, iso.is_real, sorted(iso.as_complex().real.tolist())
     ((1, 1), (True, True), [1.0, 2.0])
     """
-    if not isinstance(poly, flint.fmpq_poly):
-        poly = flint.fmpq_poly([flint.fmpq(c) if not isinstance(c, flint.fmpq) else c
-                                for c in poly])
+    poly = _as_fmpq_poly(poly)
     if poly.is_zero():
-        raise NeuromanifoldError("the zero polynomial has no isolated roots")
+        raise InputError("poly must be a nonzero polynomial: the zero polynomial has no "
+                         "isolated roots")
     if poly.degree() == 0:
         return RootIsolation((), (), (), (), min_prec)
     for prec in _PRECISIONS:
@@ -201,6 +215,8 @@ def power_classes(poly: flint.fmpq_poly, iso: RootIsolation, S: int) -> tuple[Ro
     >>> sorted(len(c) for c in classes)                 # {1, -1} and {i, -i}
     [2, 2]
     """
+    if isinstance(S, bool) or not isinstance(S, (int, np.integer)) or S < 1:
+        raise InputError(f"S must be a positive int; got {short_repr(S)}")
     n = len(iso)
     if S == 1 or n == 0:
         return iso, [[i] for i in range(n)]
@@ -283,6 +299,7 @@ def real_irreducible_factors(poly: flint.fmpq_poly) -> tuple[float, list[tuple[n
     >>> lc, [(f.round(6).tolist(), m) for f, m in facs]
     (1.0, [([2.0, 0.0, 1.0], 1)])
     """
+    poly = _as_fmpq_poly(poly)
     iso = certified_roots(poly)
     lc = float(poly.coeffs()[-1])
     values = iso.as_complex()

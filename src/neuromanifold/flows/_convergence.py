@@ -20,7 +20,8 @@ import numpy as np
 from .._errors import InputError
 from .._results import Result
 from .._validation import as_seed_rng, check_positive_int
-from ._gradient_flow import gradient_flow
+from .._validation import check_positive_float
+from ._gradient_flow import SOLVERS, gradient_flow
 from ._losses import SquareLoss
 
 __all__ = ["convergence_study", "ConvergenceStudy", "ConvergenceRun", "ConvergenceSummary",
@@ -140,6 +141,8 @@ def random_regression_data(net: Any, rng: Any, num_samples: int | None = None):
     from ..linear import LinearConvNet, LinearFCNet
 
     rng = as_seed_rng(rng)
+    if num_samples is not None:
+        num_samples = check_positive_int(num_samples, "num_samples")
     if isinstance(net, LinearConvNet):
         shape = tuple(k + 2 * s for k, s in zip(net.end_to_end_shape, net.end_to_end_stride))
         outputs = int(np.prod([(n - k) // s + 1 for n, k, s in
@@ -202,10 +205,13 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
         raise InputError("net must be a network or a non-empty list of networks")
     num_runs = check_positive_int(num_runs, "num_runs")
     for name, val in (("t_final", t_final), ("max_time", max_time), ("tol", tol),
-                      ("smooth_tol", smooth_tol), ("zero_tol", zero_tol)):
-        if isinstance(val, bool) or not isinstance(val, (int, float)) or not np.isfinite(val) \
-                or val <= 0:
-            raise InputError(f"{name} must be a positive finite number; got {val!r}")
+                      ("smooth_tol", smooth_tol), ("zero_tol", zero_tol), ("rtol", rtol),
+                      ("atol", atol)):
+        check_positive_float(val, name)
+    if num_samples is not None:
+        num_samples = check_positive_int(num_samples, "num_samples")
+    if method not in SOLVERS:
+        raise InputError(f"method must be one of {list(SOLVERS)}; got {method!r}")
     if max_time < t_final:
         raise InputError(f"max_time ({max_time}) must be >= t_final ({t_final})")
     rng = as_seed_rng(seed)

@@ -8,19 +8,39 @@ from typing import Any
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .._errors import InputError
+from .._errors import InputError, short_repr
 from .._results import Result
+from .._validation import check_positive_float
+from ..linear._base import invariant_vector
 from ._losses import QuadraticLoss
 
 __all__ = ["gradient_flow", "GradientFlowResult", "invariant_vector"]
 
+#: the ``solve_ivp`` methods: explicit Runge-Kutta, then stiff
+SOLVERS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")
 
-def invariant_vector(net: Any, params: Any) -> np.ndarray:
-    """The invariants of ``net`` at ``params`` as one flat vector (matrices flattened)."""
-    inv = net.invariants(params)
-    if isinstance(inv, list):
-        return np.concatenate([d.ravel() for d in inv]) if inv else np.zeros(0)
-    return np.asarray(inv).ravel()
+
+def check_flow_args(net: Any, loss: Any, t_final: Any, num_times: Any, method: Any,
+                    rtol: Any, atol: Any) -> None:
+    """The checks every flow shares: a quadratic loss of the network's size, a positive
+    finite time, at least two sample times, a known solver and positive tolerances."""
+    if not isinstance(loss, QuadraticLoss):
+        raise InputError(f"loss must be a QuadraticLoss or SquareLoss; got {type(loss).__name__}")
+    size = getattr(net, "end_to_end_size", None)
+    if size is None:
+        raise InputError(f"net must be a network with an end-to-end map (LinearConvNet, "
+                         f"LinearFCNet, ...); got {short_repr(net)}")
+    if loss.size != size:
+        raise InputError(f"loss acts on {loss.size} entries but {net!r} has "
+                         f"{size} end-to-end entries")
+    check_positive_float(t_final, "t_final")
+    if isinstance(num_times, (bool, np.bool_)) or not isinstance(num_times, (int, np.integer)) \
+            or num_times < 2:
+        raise InputError(f"num_times must be an int >= 2; got {num_times!r}")
+    if method not in SOLVERS:
+        raise InputError(f"method must be one of {list(SOLVERS)}; got {method!r}")
+    check_positive_float(rtol, "rtol")
+    check_positive_float(atol, "atol")
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -77,8 +97,9 @@ def gradient_flow(net: Any, params0: Any, loss: QuadraticLoss, t_final: float, *
         loss: a :class:`QuadraticLoss` (or :class:`SquareLoss`) on the end-to-end map.
         t_final: final time, > 0.
         num_times: number of sample times in ``[0, t_final]``.
-        method: a ``solve_ivp`` method: ``"DOP853"`` (default, 8th order) or a stiff
-            one (``"Radau"``, ``"BDF"``, ``"LSODA"``).
+        method: a ``solve_ivp`` method (:data:`SOLVERS`): ``"DOP853"`` (default, 8th
+            order), ``"RK45"``, ``"RK23"`` or a stiff one (``"Radau"``, ``"BDF"``,
+            ``"LSODA"``).
         rtol, atol: solver tolerances.
         progress: show a progress bar (in flow time) on stderr.
 
@@ -92,16 +113,7 @@ def gradient_flow(net: Any, params0: Any, loss: QuadraticLoss, t_final: float, *
     >>> bool(flow.loss[-1] < flow.loss[0]), flow.max_invariant_drift < 1e-8
     (True, True)
     """
-    if not isinstance(loss, QuadraticLoss):
-        raise InputError(f"loss must be a QuadraticLoss or SquareLoss; got {type(loss).__name__}")
-    if loss.size != net.end_to_end_size:
-        raise InputError(f"loss acts on {loss.size} entries but {net!r} has "
-                         f"{net.end_to_end_size} end-to-end entries")
-    if not (isinstance(t_final, (int, float, np.floating, np.integer)) and np.isfinite(t_final)
-            and t_final > 0):
-        raise InputError(f"t_final must be a positive finite number; got {t_final!r}")
-    if not isinstance(num_times, (int, np.integer)) or num_times < 2:
-        raise InputError(f"num_times must be an int >= 2; got {num_times!r}")
+    check_flow_args(net, loss, t_final, num_times, method, rtol, atol)
     params0 = net.check_params(params0)
     theta0 = net.flatten(params0)
 
@@ -125,8 +137,6 @@ def gradient_flow(net: Any, params0: Any, loss: QuadraticLoss, t_final: float, *
     try:
         sol = solve_ivp(rhs, (0.0, float(t_final)), theta0, method=method, t_eval=times,
                         rtol=rtol, atol=atol)
-    except ValueError as exc:  # e.g. an unknown method name
-        raise InputError(f"solve_ivp rejected the settings: {exc}") from exc
     finally:
         if bar is not None:
             bar.close()

@@ -37,6 +37,9 @@ class QuadraticLoss:
         if target.size != A.shape[0]:
             raise InputError(
                 f"target must have {A.shape[0]} entries (the size of A); got shape {target.shape}")
+        if isinstance(offset, (bool, np.bool_)) or not isinstance(
+                offset, (int, float, np.integer, np.floating)) or not np.isfinite(offset):
+            raise InputError(f"offset must be a finite number; got {offset!r}")
         self.A = (A + A.T) / 2
         self.target = target.ravel()
         self.offset = float(offset)
@@ -84,6 +87,9 @@ class SquareLoss(QuadraticLoss):
             X: the inputs, first axis = samples.
             Y: the targets, shape ``(N,) + output shape`` of the network on one input.
         """
+        if not callable(getattr(net, "end_to_end_operator", None)):
+            raise InputError(f"net must be a LinearConvNet or LinearFCNet (a network with "
+                             f"end_to_end_operator); got {type(net).__name__}")
         X = as_finite_array(X, "X", error=InputError)
         Y = as_finite_array(Y, "Y", error=InputError)
         if X.ndim == 0 or Y.ndim == 0 or X.shape[0] != Y.shape[0] or X.shape[0] == 0:

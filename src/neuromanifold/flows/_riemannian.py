@@ -23,15 +23,16 @@ from scipy import integrate
 
 from .._errors import InputError, NotInNeuromanifoldError
 from .._results import Result
-from .._validation import as_finite_array
-from ._gradient_flow import GradientFlowResult, gradient_flow, invariant_vector
+from .._validation import as_finite_array, check_positive_int
+from .._validation import check_positive_float
+from ._gradient_flow import (SOLVERS, GradientFlowResult, check_flow_args, gradient_flow,
+                             invariant_vector)
 from ._losses import QuadraticLoss
 
 __all__ = ["riemannian_flow", "RiemannianFlowResult", "lift_to_fiber", "FiberLift",
            "compare_lifts", "LiftComparison", "compare_with_parameter_flow", "FlowComparison"]
 
-_SOLVERS = {"RK23": integrate.RK23, "RK45": integrate.RK45, "DOP853": integrate.DOP853,
-            "Radau": integrate.Radau, "BDF": integrate.BDF, "LSODA": integrate.LSODA}
+_SOLVERS = {name: getattr(integrate, name) for name in SOLVERS}
 
 
 # --------------------------------------------------------------------------- lifting
@@ -57,32 +58,6 @@ class FiberLift(Result):
     tol: float
 
 
-def _invariant_jacobian(net: Any, params: list) -> np.ndarray:
-    """``d delta / d theta`` (rows: flattened invariants, columns: flattened parameters)."""
-    from ..linear import LinearConvNet
-
-    if isinstance(net, LinearConvNet):
-        # delta_l = ||w_{l+1}||^2 - ||w_l||^2 (SPEC 1.2)
-        sizes = net.layer_sizes
-        offsets = np.concatenate([[0], np.cumsum(sizes)])
-        out = np.zeros((net.num_layers - 1, net.num_params))
-        for l in range(net.num_layers - 1):
-            out[l, offsets[l]:offsets[l + 1]] = -2.0 * params[l].ravel()
-            out[l, offsets[l + 1]:offsets[l + 2]] = 2.0 * params[l + 1].ravel()
-        return out
-    # Every conserved quantity of the rescaling-type symmetries here is a quadratic form in
-    # theta (SPEC 1.2, 1.4, 1.6), and for a quadratic the central difference with a unit
-    # step is the exact derivative: (f(x + e) - f(x - e)) / 2 = grad f(x) . e.
-    theta = net.flatten(params)
-    cols = []
-    for i in range(theta.size):
-        e = np.zeros_like(theta)
-        e[i] = 1.0
-        cols.append((invariant_vector(net, net.unflatten(theta + e))
-                     - invariant_vector(net, net.unflatten(theta - e))) / 2.0)
-    return np.array(cols).T if cols else np.zeros((0, 0))
-
-
 def _fiber_residual(net: Any, theta: np.ndarray, v: np.ndarray, delta: np.ndarray):
     params = net.unflatten(theta)
     rv = net.end_to_end(params).ravel() - v
@@ -105,8 +80,9 @@ def lift_to_fiber(net: Any, v: Any, invariants: Any, start: Any, *, tol: float =
     networks) it moves orthogonally to the fiber, i.e. as little as possible.
 
     Args:
-        net: a network with ``end_to_end``, ``jacobian``, ``invariants``, ``flatten`` and
-            ``unflatten`` (e.g. :class:`LinearConvNet`, :class:`LinearFCNet`).
+        net: a network with ``end_to_end``, ``jacobian``, ``invariants``,
+            ``invariant_jacobian``, ``flatten`` and ``unflatten`` (e.g.
+            :class:`LinearConvNet`, :class:`LinearFCNet`).
         v: the end-to-end map to lift.
         invariants: the target invariants (as returned by ``net.invariants``).
         start: parameters to start from (the previous lift).
@@ -125,10 +101,9 @@ def lift_to_fiber(net: Any, v: Any, invariants: Any, start: Any, *, tol: float =
     >>> lift.converged, bool(np.allclose(lift.params[0], theta[0]))
     (True, True)
     """
-    v = as_finite_array(v, "v", error=InputError).ravel()
-    if v.size != net.end_to_end_size:
-        raise InputError(f"v must have {net.end_to_end_size} entries for {net!r}; "
-                         f"got {v.size}")
+    tol = check_positive_float(tol, "tol")
+    max_iter = check_positive_int(max_iter, "max_iter")
+    v = _as_end_to_end_vector(net, v, "v")
     delta = _as_invariant_vector(invariants)
     theta = net.flatten(net.check_params(start))
     params, r, rel = _fiber_residual(net, theta, v, delta)
@@ -138,7 +113,7 @@ def lift_to_fiber(net: Any, v: Any, invariants: Any, start: Any, *, tol: float =
     best = (rel, theta)
     steps, stationary = 0, False
     while rel > tol and steps < max_iter:
-        F = np.vstack([net.jacobian(params), _invariant_jacobian(net, params)])
+        F = np.vstack([net.jacobian(params), net.invariant_jacobian(params)])
         step, *_ = np.linalg.lstsq(F, -r, rcond=None)
         theta = theta + step
         steps += 1
@@ -155,6 +130,15 @@ def lift_to_fiber(net: Any, v: Any, invariants: Any, start: Any, *, tol: float =
             break
     rel, theta = best
     return FiberLift(net.unflatten(theta), float(rel), steps, bool(rel <= tol or stationary), tol)
+
+
+def _as_end_to_end_vector(net: Any, v: Any, name: str) -> np.ndarray:
+    """An end-to-end map of ``net`` (any shape with the right number of entries), flat."""
+    v = as_finite_array(v, name, error=InputError)
+    if v.size != net.end_to_end_size:
+        raise InputError(f"{name} must have {net.end_to_end_size} entries for {net!r}; "
+                         f"got shape {v.shape}")
+    return v.ravel()
 
 
 def _as_invariant_vector(invariants: Any) -> np.ndarray:
@@ -205,22 +189,6 @@ class RiemannianFlowResult(Result):
     success: bool
     message: str
     nfev: int
-
-
-def _check_common(net: Any, loss: Any, t_final: Any, num_times: Any, method: str) -> None:
-    if not isinstance(loss, QuadraticLoss):
-        raise InputError(f"loss must be a QuadraticLoss or SquareLoss; got {type(loss).__name__}")
-    if loss.size != net.end_to_end_size:
-        raise InputError(f"loss acts on {loss.size} entries but {net!r} has "
-                         f"{net.end_to_end_size} end-to-end entries")
-    if not (isinstance(t_final, (int, float, np.floating, np.integer))
-            and not isinstance(t_final, bool) and np.isfinite(t_final) and t_final > 0):
-        raise InputError(f"t_final must be a positive finite number; got {t_final!r}")
-    if not isinstance(num_times, (int, np.integer)) or isinstance(num_times, bool) \
-            or num_times < 2:
-        raise InputError(f"num_times must be an int >= 2; got {num_times!r}")
-    if method not in _SOLVERS:
-        raise InputError(f"method must be one of {sorted(_SOLVERS)}; got {method!r}")
 
 
 def _initial_lift(net: Any, v0: np.ndarray, delta: Any, lift: Any, lift_index: int,
@@ -287,11 +255,10 @@ def riemannian_flow(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_f
     >>> bool(flow.loss[-1] < flow.loss[0]), flow.max_lift_residual < 1e-10
     (True, True)
     """
-    _check_common(net, loss, t_final, num_times, method)
-    v0 = as_finite_array(v0, "v0", error=InputError).ravel()
-    if v0.size != net.end_to_end_size:
-        raise InputError(f"v0 must have {net.end_to_end_size} entries for {net!r}; "
-                         f"got shape {np.shape(v0)}")
+    check_flow_args(net, loss, t_final, num_times, method, rtol, atol)
+    lift_tol = check_positive_float(lift_tol, "lift_tol")
+    max_lift_residual = check_positive_float(max_lift_residual, "max_lift_residual")
+    v0 = _as_end_to_end_vector(net, v0, "v0")
     delta = _as_invariant_vector(invariants)
     start = _initial_lift(net, v0, invariants, lift, lift_index, fiber_options)
     first = lift_to_fiber(net, v0, delta, start, tol=lift_tol)

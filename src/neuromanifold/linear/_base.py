@@ -1,6 +1,8 @@
-"""What linear convolutional and fully connected networks share: parameter handling and
-Jacobian ranks. Subclasses define ``param_shapes``, ``_layer_name``, ``jacobian``,
-``exact_jacobian`` and ``dimension``."""
+"""What linear convolutional and fully connected networks (and the shallow ReLU models
+built on them) share: parameter handling, invariants as one vector and their Jacobian,
+Jacobian ranks, and the argument checks of their fiber methods. Subclasses define
+``param_shapes``, ``_layer_name``, ``jacobian``, ``invariants``, ``exact_jacobian`` and
+``dimension``."""
 
 from __future__ import annotations
 
@@ -13,9 +15,17 @@ import numpy as np
 
 from .._errors import ParameterError, short_repr
 from .._results import Result
-from .._validation import as_finite_array
+from .._validation import as_finite_array, check_positive_float
 
-__all__ = ["JacobianRank", "LinearNetBase"]
+__all__ = ["JacobianRank", "LinearNetBase", "invariant_vector"]
+
+
+def invariant_vector(net: Any, params: Any) -> np.ndarray:
+    """The invariants of ``net`` at ``params`` as one flat vector (matrices flattened)."""
+    inv = net.invariants(params)
+    if isinstance(inv, list):
+        return np.concatenate([np.ravel(d) for d in inv]) if inv else np.zeros(0)
+    return np.asarray(inv, dtype=float).ravel()
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -95,6 +105,23 @@ class LinearNetBase:
             pos += n
         return out
 
+    def invariant_jacobian(self, params: Any) -> np.ndarray:
+        """``d delta / d theta``: rows = the flattened invariants (:func:`invariant_vector`),
+        columns = the flattened parameters.
+
+        Every conserved quantity here is a quadratic form in theta (SPEC 1.2, 1.4, 1.6),
+        and for a quadratic the central difference with a unit step is the exact
+        derivative: ``(f(x + e) - f(x - e)) / 2 = grad f(x) . e``.
+        """
+        theta = self.flatten(params)
+        cols = []
+        for i in range(theta.size):
+            e = np.zeros_like(theta)
+            e[i] = 1.0
+            cols.append((invariant_vector(self, self.unflatten(theta + e))
+                         - invariant_vector(self, self.unflatten(theta - e))) / 2.0)
+        return np.array(cols).T
+
     def rank(self, params: Any, exact: bool = False, tol: float | None = None) -> JacobianRank:
         """Rank of the Jacobian at ``params``.
 
@@ -105,6 +132,8 @@ class LinearNetBase:
             tol: relative singular-value tolerance of the numerical method (default
                 ``max(J.shape) * eps``, relative to the largest singular value).
         """
+        if tol is not None:
+            tol = check_positive_float(tol, "tol")
         dim = self.dimension
         if exact:
             r = self.exact_jacobian(params).rank()

@@ -32,7 +32,8 @@ def upsample(w: np.ndarray, stride: Sequence[int]) -> np.ndarray:
     >>> upsample(np.array([1.0, 2.0, 3.0]), (2,))
     array([1., 0., 2., 0., 3.])
     """
-    stride = tuple(stride)
+    w = np.asarray(w)
+    stride = _as_tuple(stride, w.ndim, "stride", InputError)
     if all(s == 1 for s in stride):
         return w
     shape = tuple((k - 1) * s + 1 for k, s in zip(w.shape, stride))
@@ -58,6 +59,9 @@ def correlate(x: Any, filt: Any, stride: int | Sequence[int] = 1) -> np.ndarray:
     x = as_finite_array(x, "x", error=InputError)
     filt = as_finite_array(filt, "filter", error=InputError)
     D = filt.ndim
+    if D == 0 or filt.size == 0:
+        raise InputError(f"filter must have at least one axis and one entry per axis; "
+                         f"got shape {filt.shape}")
     stride = _as_tuple(stride, D, "stride", InputError)
     if x.ndim < D:
         raise InputError(f"signal must have at least {D} axes for a {D}D filter; got shape {x.shape}")
@@ -325,7 +329,35 @@ class LinearConvNet(LinearNetBase):
         norms = np.array([np.sum(w * w) for w in self.check_params(params)])
         return np.diff(norms)
 
-    # ------------------------------------------------------------- smoothness
+    def invariant_jacobian(self, params: Any) -> np.ndarray:
+        """``d delta / d theta`` (L - 1 rows, one column per filter entry): row l holds
+        ``-2 w_l`` and ``2 w_{l+1}`` in the columns of those filters."""
+        params = self.check_params(params)
+        offsets = np.concatenate([[0], np.cumsum(self.layer_sizes)])
+        out = np.zeros((self.num_layers - 1, self.num_params))
+        for l in range(self.num_layers - 1):
+            out[l, offsets[l]:offsets[l + 1]] = -2.0 * params[l].ravel()
+            out[l, offsets[l + 1]:offsets[l + 2]] = 2.0 * params[l + 1].ravel()
+        return out
+
+    def exact_invariants(self, params: Any) -> list[flint.fmpq]:
+        """The invariants computed exactly over the rationals from the (exact binary)
+        float filters."""
+        norms = []
+        for w in self.check_params(params):
+            n = flint.fmpq(0)
+            for c in w.ravel():
+                q = to_fmpq(float(c))
+                n += q * q
+            norms.append(n)
+        return [norms[l + 1] - norms[l] for l in range(len(norms) - 1)]
+
+    def exact_target(self, params: Any) -> tuple[flint.fmpq_mpoly, list[flint.fmpq]]:
+        """``(polynomial(params), exact_invariants(params))``: the exact description of the
+        fiber through ``params``, which :meth:`fiber` enumerates with a certificate (the
+        route :func:`neuromanifold.ntk.ntk_dependence` takes)."""
+        return self.polynomial(params), self.exact_invariants(params)
+
     # ------------------------------------------------------------- polynomials
     def layer_polynomials(self, params: Any) -> list[flint.fmpq_mpoly]:
         """``pi(w_l)(t^{S_{l-1}})`` for each layer, exactly, in variables ``t1..tD``."""
@@ -360,6 +392,9 @@ class LinearConvNet(LinearNetBase):
 
     def coefficients(self, poly: flint.fmpq_mpoly) -> np.ndarray:
         """The coefficient array (object dtype, exact ``fmpq``) of a polynomial in v's shape."""
+        if not isinstance(poly, flint.fmpq_mpoly) or poly.context().nvars() != self.ndim:
+            raise InputError(f"poly must be a python-flint fmpq_mpoly in {self.ndim} "
+                             f"variable(s) (see polynomial_context()); got {short_repr(poly)}")
         out = np.empty(self.end_to_end_shape, dtype=object)
         out.fill(flint.fmpq(0))
         for exps, c in poly.to_dict().items():
@@ -402,7 +437,9 @@ class LinearConvNet(LinearNetBase):
         return win.reshape(-1, self.end_to_end_size)
 
     # ------------------------------------------------------------- fibers
-    def fiber(self, v: Any, invariants: Any, **options: Any):
+    def fiber(self, v: Any, invariants: Any, *, method: str = "auto", tol: float = 1e-8,
+              num_starts: int = 20, seed: Any = None, start: Any = None,
+              progress: bool = False):
         """All filters with end-to-end filter ``v`` and invariants ``delta``, one per class
         modulo sign flips (SPEC 1.2); see docs/fibers.md for the algorithms.
 
@@ -411,11 +448,14 @@ class LinearConvNet(LinearNetBase):
                 of exact rationals (Fraction / fmpq / int), or the exact polynomial
                 ``self.polynomial(params)`` (the exact route, used by ``ntk_dependence``).
             invariants: the ``L - 1`` values ``delta_l`` (floats or rationals).
-            **options: ``method`` ("auto": exact, and for a float v that is only near the
-                neuromanifold a numerical fallback; "exact"; "numerical"), ``tol``
-                (relative distance accepted by the fallback, default 1e-8),
-                ``num_starts``, ``seed``, ``start`` (an extra start for the fallback),
-                ``progress``.
+            method: "auto" (exact, and for a float v that is only near the neuromanifold,
+                or whose factors the exact route cannot split over R, a numerical
+                fallback), "exact" or "numerical".
+            tol: relative distance from v accepted by the numerical fallback.
+            num_starts: least-squares starts of the numerical fallback.
+            seed: seed of those starts.
+            start: parameters used as one more start of the numerical fallback.
+            progress: show a progress bar on stderr.
 
         Returns:
             A :class:`~neuromanifold.ntk.Fiber` (``certified`` when the enumeration is
@@ -430,7 +470,8 @@ class LinearConvNet(LinearNetBase):
         (2, True, 2)
         """
         from ._fiber_conv import conv_fiber
-        return conv_fiber(self, v, invariants, **options)
+        return conv_fiber(self, v, invariants, method=method, tol=tol, num_starts=num_starts,
+                          seed=seed, start=start, progress=progress)
 
 
 def _gram(J: np.ndarray) -> np.ndarray:

@@ -242,15 +242,17 @@ class LinearFCNet(LinearNetBase):
         return np.kron(np.eye(self.widths[-1]), x[None, :])
 
     def fiber(self, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = None,
-              start: Any = None, **options: Any):
+              start: Any = None, walk_steps: int = 4, tol: float = 1e-11,
+              progress: bool = False):
         """Sample the fiber at fixed ``(W, Delta)`` numerically (SPEC 1.4).
 
         Levenberg-Marquardt on ``mu(theta) = W``, ``Delta(theta) = Delta`` from
         ``num_starts`` random starts (plus ``start``, optional parameters used as one more
-        start), then random walks along the fiber; see
-        :func:`neuromanifold.linear._fiber_fc.fc_fiber` for ``options`` (``walk_steps``,
-        ``tol``, ``progress``). Returns a :class:`~neuromanifold.ntk.Fiber` with
-        ``certified=False`` and ``dimension`` (kernel dimension of the constraint Jacobian).
+        start), then ``walk_steps`` random steps along the fiber from every point found;
+        a point counts when its relative residual is below ``tol``; ``progress`` shows a
+        progress bar on stderr (see :func:`neuromanifold.linear._fiber_fc.fc_fiber`).
+        Returns a :class:`~neuromanifold.linear.Fiber` with ``certified=False`` and
+        ``dimension`` (kernel dimension of the constraint Jacobian).
 
         >>> net = LinearFCNet([2, 2, 2])
         >>> p = net.balanced_params(seed=0)
@@ -260,4 +262,4 @@ class LinearFCNet(LinearNetBase):
         """
         from ._fiber_fc import fc_fiber
         return fc_fiber(self, W, invariants, num_starts=num_starts, seed=seed, start=start,
-                        **options)
+                        walk_steps=walk_steps, tol=tol, progress=progress)

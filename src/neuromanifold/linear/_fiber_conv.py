@@ -35,22 +35,19 @@ import flint
 import numpy as np
 from scipy import optimize, signal
 
-from .._errors import InputError, NotInNeuromanifoldError, short_repr
-from .._validation import as_seed_rng
+from .._errors import (InputError, NotInNeuromanifoldError, UndecidedFactorizationError,
+                       short_repr)
+from .._validation import as_seed_rng, check_positive_int
 from ..exact import to_fmpq
 from ..exact._factor import line_univariate, mpoly_dense, real_irreducible
 from ..exact._rescaling import rescaled_norms, rescaled_norms_exact
 from ..exact._roots import certified_roots, isolate_factors, power_classes, working_precision
-from ..ntk._fiber import Fiber
+from .._validation import check_positive_float
+from ._fiber import Fiber
 
 __all__ = ["conv_fiber", "Fiber"]
 
 _METHODS = ("auto", "exact", "numerical")
-
-
-class _UncertainFactorization(NotInNeuromanifoldError):
-    """No grouping of the factors fits, but some factor might split further over R, so
-    the exact route cannot decide membership: the numerical route is tried."""
 
 
 # ---------------------------------------------------------------------------- inputs
@@ -105,7 +102,10 @@ def _parse_invariants(net, invariants: Any) -> tuple[np.ndarray, list]:
                          f"(delta_l = ||w_(l+1)||^2 - ||w_l||^2) for {net!r}; got {short_repr(invariants)}")
     exact, floats = [], []
     for x in items:
-        if isinstance(x, (Fraction, flint.fmpq, flint.fmpz, int, np.integer)) and not isinstance(x, bool):
+        if isinstance(x, (bool, np.bool_)):
+            raise InputError(f"invariants must be real numbers, not booleans; "
+                             f"got {short_repr(invariants)}")
+        if isinstance(x, (Fraction, flint.fmpq, flint.fmpz, int, np.integer)):
             q = to_fmpq(x)
         else:
             try:
@@ -128,26 +128,30 @@ def conv_fiber(net, v: Any, invariants: Any, *, method: str = "auto", tol: float
     :meth:`LinearConvNet.fiber`)."""
     if method not in _METHODS:
         raise InputError(f"method must be one of {_METHODS}; got {method!r}")
+    tol = check_positive_float(tol, "tol")
+    num_starts = check_positive_int(num_starts, "num_starts")
+    as_seed_rng(seed)   # validated now, used by the numerical route
+    if start is not None:
+        start = net.check_params(start)
     exact_v, v_float, given_exactly = _parse_target(net, v)
     deltas, deltas_q = _parse_invariants(net, invariants)
     if all(x == 0 for x in exact_v.ravel()):
         raise InputError(
-            f"v = 0: the fiber of the zero function is positive-dimensional (any layer may "
-            f"vanish), not a finite set; fiber() needs a nonzero end-to-end filter")
+            "v = 0: the fiber of the zero function is positive-dimensional (any layer may "
+            "vanish), not a finite set; fiber() needs a nonzero end-to-end filter")
     if method == "numerical":
         return _numerical_fiber(net, v_float, deltas, deltas_q, tol=tol, num_starts=num_starts,
                                 seed=seed, start=start, progress=progress)
     try:
         return _exact_fiber(net, exact_v, v_float, deltas, deltas_q, progress=progress)
-    except NotInNeuromanifoldError as exc:
-        if method == "exact" or (given_exactly and not isinstance(exc, _UncertainFactorization)):
+    except (NotInNeuromanifoldError, UndecidedFactorizationError) as exc:
+        # an exact v that certainly does not factor is not in the neuromanifold; a float
+        # v may be near it, and an undecided factorization may split over R
+        if method == "exact" or (given_exactly and isinstance(exc, NotInNeuromanifoldError)):
             raise
-        try:
-            return _numerical_fiber(net, v_float, deltas, deltas_q, tol=tol,
-                                    num_starts=num_starts, seed=seed, start=start,
-                                    progress=progress, exact_reason=str(exc))
-        except NotInNeuromanifoldError:
-            raise
+        return _numerical_fiber(net, v_float, deltas, deltas_q, tol=tol,
+                                num_starts=num_starts, seed=seed, start=start,
+                                progress=progress, exact_reason=str(exc))
 
 
 def _exact_fiber(net, exact_v: np.ndarray, v_float: np.ndarray, deltas: np.ndarray,
@@ -259,12 +263,7 @@ def _constraint_system(net, params: list[np.ndarray], v: np.ndarray, deltas: np.
     norms = np.array([np.sum(w * w) for w in params])
     ds = max(norms.max(), 1e-300)
     r2 = (np.diff(norms) - deltas) / ds
-    sizes = net.layer_sizes
-    offs = np.concatenate([[0], np.cumsum(sizes)])
-    J2 = np.zeros((len(deltas), offs[-1]))
-    for l in range(len(deltas)):
-        J2[l, offs[l + 1]:offs[l + 2]] = 2 * params[l + 1].ravel() / ds
-        J2[l, offs[l]:offs[l + 1]] = -2 * params[l].ravel() / ds
+    J2 = net.invariant_jacobian(params) / ds
     return np.concatenate([r1, r2]), np.vstack([J1, J2])
 
 
@@ -409,7 +408,6 @@ def _fiber_1d(k: tuple[int, ...], S: tuple[int, ...], coeffs: list, deltas: np.n
             break
     nroots = len(iso)
     mult = np.array(iso.multiplicities, dtype=np.int64)
-    values = iso.as_complex()
     # class data per stride: u-root value, conjugate class
     class_info: dict[int, list[tuple[list[int], complex, int, bool]]] = {}
     for s in svals:
@@ -742,13 +740,20 @@ def _fiber_nd(shapes: list[tuple[int, ...]], S: list[tuple[int, ...]], exact_v: 
         if ok:
             points_exact.append((filters, exact_ok))
     if not points_exact:
-        error = NotInNeuromanifoldError if certified else _UncertainFactorization
-        raise error(
-            f"v is not in the neuromanifold: pi(v) = {P} factors over Q as "
-            f"{content} * " + " * ".join(f"({f})^{e}" for f, e in factors) +
-            f", and no grouping of its real irreducible factors fits the layers' filter "
-            f"shapes {shapes} with cumulative strides {S} (each layer's product must have "
-            f"degree <= (k_l - 1) S_(l-1) per axis and exponents in S_(l-1) Z^D)")
+        factored = (f"pi(v) = {P} factors over Q as {content} * "
+                    + " * ".join(f"({f})^{e}" for f, e in factors))
+        rule = (f"the layers' filter shapes {shapes} with cumulative strides {S} (each "
+                f"layer's product must have degree <= (k_l - 1) S_(l-1) per axis and "
+                f"exponents in S_(l-1) Z^D)")
+        if not certified:
+            raise UndecidedFactorizationError(
+                f"the exact route cannot decide whether v is in the neuromanifold: "
+                f"{factored}; no grouping of these factors fits {rule}, but some factor "
+                f"may split further over R (see the notes: {'; '.join(notes)}); "
+                f"method='auto' or 'numerical' decides numerically")
+        raise NotInNeuromanifoldError(
+            f"v is not in the neuromanifold: {factored}, and no grouping of its real "
+            f"irreducible factors fits {rule}")
     out = [np.zeros((len(points_exact),) + tuple(k)) for k in shapes]
     float_rows = []
     for p, (filters, exact_ok) in enumerate(points_exact):

@@ -25,7 +25,8 @@ import numpy as np
 
 from .._errors import InputError, NotInNeuromanifoldError, short_repr
 from .._validation import as_finite_array, as_seed_rng, check_positive_int
-from ..ntk._fiber import Fiber
+from .._validation import check_positive_float
+from ._fiber import Fiber
 
 __all__ = ["fc_fiber"]
 
@@ -154,7 +155,13 @@ def fc_fiber(net, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = 
     """
     W, deltas = _parse(net, W, invariants)
     num_starts = check_positive_int(num_starts, "num_starts")
+    if isinstance(walk_steps, (bool, np.bool_)) or not isinstance(walk_steps, (int, np.integer)) \
+            or walk_steps < 0:
+        raise InputError(f"walk_steps must be an int >= 0; got {short_repr(walk_steps)}")
+    tol = check_positive_float(tol, "tol")
     rng = as_seed_rng(seed)
+    if start is not None:
+        start = net.check_params(start)
     C = _Constraints(net, W, deltas)
     starts = []
     if start is not None:

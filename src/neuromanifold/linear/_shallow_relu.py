@@ -52,8 +52,9 @@ from .._errors import InputError, NotInNeuromanifoldError, ParameterError, short
 from .._results import Result
 from .._validation import as_finite_array, as_seed_rng, check_positive_int
 from ..exact import rescaled_norms
-from ..ntk._fiber import Fiber
-from ._base import LinearNetBase
+from ._fiber import Fiber
+from .._validation import check_options, check_positive_float
+from ._base import LinearNetBase, invariant_vector
 from ._conv import LinearConvNet
 from ._fc import LinearFCNet
 
@@ -124,7 +125,6 @@ class _ShallowBase(LinearNetBase):
         return self._check_inputs(x)
 
     def _residual(self, params: list, rep: np.ndarray, inv: np.ndarray) -> float:
-        from ..flows import invariant_vector
         r = float(np.linalg.norm(self.end_to_end(params) - rep)) / max(
             float(np.linalg.norm(rep)), 1e-300)
         d = invariant_vector(self, params)
@@ -173,6 +173,10 @@ class ShallowReLUCNN(_ShallowBase):
         (``k`` the end-to-end filter size, ``S`` its stride), and by default enough of them
         for the NTK to see every function parameter (``|v| + #hidden + 2``)."""
         lin = LinearConvNet(filter_shapes, strides)
+        if isinstance(margin, (bool, np.bool_)) or not isinstance(margin, (int, np.integer)) \
+                or margin < 0:
+            raise InputError(f"margin must be an int >= 0 (extra strides of signal beyond "
+                             f"the end-to-end filter); got {short_repr(margin)}")
         shape = tuple(k + margin * s for k, s in zip(lin.end_to_end_shape,
                                                      lin.end_to_end_stride))
         hidden = math.prod((n - k) // s + 1 for n, k, s in
@@ -248,10 +252,7 @@ class ShallowReLUCNN(_ShallowBase):
         Returns:
             A :class:`~neuromanifold.ntk.Fiber`.
         """
-        import flint
-
-        from ..exact import to_fmpq
-
+        check_options(self.linear.fiber, linear_options, "LinearConvNet.fiber")
         rep = as_finite_array(end_to_end, "end_to_end", error=InputError).ravel()
         nv = self.linear.end_to_end_size
         if rep.size != nv + self.num_hidden:
@@ -274,16 +275,10 @@ class ShallowReLUCNN(_ShallowBase):
             if start is not None:
                 start = self.check_params(start)
                 if self._residual(start, rep, inv) <= 1e-8:
-                    lin, a = start[:-1], start[-1]
-                    norms = []
-                    for w in lin:
-                        n = flint.fmpq(0)
-                        for c in w.ravel():
-                            q = to_fmpq(float(c))
-                            n += q * q
-                        norms.append(n)
-                    target_v = self.linear.polynomial(lin)
-                    target_d = [norms[l + 1] - norms[l] for l in range(L - 1)]
+                    # start's own (v, a): its linear part realizes v, not the
+                    # representative's c v, so its output weights go with it
+                    target_v, target_d = self.linear.exact_target(start[:-1])
+                    a = start[-1]
                     route = "exact polynomial of start"
             lin_fiber = self.linear.fiber(target_v, target_d, **linear_options)
             lin_points, certified = list(lin_fiber.points), bool(lin_fiber.certified)
@@ -413,7 +408,7 @@ class ShallowReLUMLP(_ShallowBase):
         the first point.
         """
         rep, inv = self._check_fiber_args(end_to_end, invariants)
-        d0 = self.linear.widths[0]
+        max_iter = check_positive_int(max_iter, "max_iter")
         P = rep[:, :-1] * rep[:, -1:]                    # rows a_j W_j
         signs = np.sign(rep[:, -1])
         flat_inv = np.concatenate([d.ravel() for d in inv])
@@ -464,7 +459,6 @@ class ShallowReLUMLP(_ShallowBase):
 
     def _constraints(self, theta: np.ndarray, P: np.ndarray, inv: np.ndarray):
         """Residual of ``diag(a) W = P`` and the invariants, and its Jacobian."""
-        from ..flows import invariant_vector
         params = self.unflatten(theta)
         lin, a = params[:-1], params[-1]
         W = self.linear.end_to_end(lin)
@@ -474,14 +468,7 @@ class ShallowReLUMLP(_ShallowBase):
         da = np.zeros((P.size, a.size))
         for j in range(a.size):
             da[j * P.shape[1]:(j + 1) * P.shape[1], j] = W[j]
-        # invariants are quadratic: the unit-step central difference is their exact derivative
-        cols = []
-        for i in range(theta.size):
-            e = np.zeros_like(theta)
-            e[i] = 1.0
-            cols.append((invariant_vector(self, self.unflatten(theta + e))
-                         - invariant_vector(self, self.unflatten(theta - e))) / 2)
-        F = np.vstack([np.hstack(blocks + [da]), np.array(cols).T])
+        F = np.vstack([np.hstack(blocks + [da]), self.invariant_jacobian(params)])
         return r, F
 
     def _solve(self, theta: np.ndarray, P: np.ndarray, inv: np.ndarray, max_iter: int):
@@ -560,9 +547,16 @@ def path_lifting_check(params: Any, inputs: Any, *, tol: float = 1e-10) -> PathL
     if not isinstance(params, (list, tuple)) or len(params) != 2:
         raise ParameterError(f"params must be [B, a] (one linear layer and the output "
                              f"weights); got {short_repr(params)}")
+    tol = check_positive_float(tol, "tol")
     B = as_finite_array(params[0], "B", ndim=2)
     model = ShallowReLUMLP([B.shape[1], B.shape[0]], inputs)
     B, a = model.check_params(params)
+    if np.any(a == 0):
+        # z_j = 0 and delta_j = -||b_j||^2 leave the direction of b_j free: K_j = b_j b_j^T
+        # is then not a function of (z_j, delta_j)
+        raise ParameterError(f"path lifting needs every output weight a_j != 0 (with "
+                             f"a_j = 0 the direction of b_j is not determined by "
+                             f"(z_j, delta_j)); got a = {short_repr(a)}")
     z = a[:, None] * B
     delta = a ** 2 - np.sum(B * B, axis=1)
     a2 = (delta + np.sqrt(delta ** 2 + 4 * np.sum(z * z, axis=1))) / 2

@@ -10,6 +10,7 @@ import numpy as np
 
 from .._errors import InputError, short_repr
 from .._results import Result
+from .._validation import check_options, check_positive_float
 
 __all__ = ["NTKDependence", "ntk_dependence"]
 
@@ -42,26 +43,6 @@ class NTKDependence(Result):
     method: str
     fiber_max_residual: float = 0.0
     notes: tuple[str, ...] = ()
-
-
-def _exact_target(net: Any, params: Any) -> tuple[Any, Any] | None:
-    """For linear convolutional networks: the exact end-to-end polynomial and the exact
-    rational invariants of the (exact binary) float filters."""
-    from ..linear._conv import LinearConvNet
-    if not isinstance(net, LinearConvNet):
-        return None
-    import flint
-
-    from ..exact import to_fmpq
-    params = net.check_params(params)
-    norms = []
-    for w in params:
-        n = flint.fmpq(0)
-        for c in w.ravel():
-            q = to_fmpq(float(c))
-            n += q * q
-        norms.append(n)
-    return net.polynomial(params), [norms[l + 1] - norms[l] for l in range(len(norms) - 1)]
 
 
 def _pairwise_max(Ks: np.ndarray, exact_limit: int = 1500) -> tuple[float, int, int, bool]:
@@ -118,13 +99,16 @@ def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, **fiber_options:
     Args:
         net: any model with ``end_to_end(params)``, ``invariants(params)``, ``ntk(params)``
             and ``fiber(end_to_end, invariants, **options)`` (returning an object with
-            ``.points`` and ``.certified``).
+            ``.points`` and ``.certified``), optionally ``exact_target(params)``.
         params: the parameters.
         tol: relative NTK difference above which the NTK counts as parameter-dependent.
-        **fiber_options: passed to ``net.fiber`` (e.g. ``num_starts``, ``seed``). If the
-            model's ``fiber`` has a parameter named ``start`` and none is given, ``params``
-            is passed as one extra start of a sampled fiber (the exact route of
-            convolutional networks ignores it, except in its numerical fallback).
+        **fiber_options: passed to ``net.fiber`` (e.g. ``num_starts``, ``seed``); a name
+            ``net.fiber`` does not accept is an :class:`InputError`. If the model's
+            ``fiber`` has a parameter named ``start`` and none is given, ``params`` is
+            passed as one extra start of a sampled fiber (the exact route of
+            convolutional networks ignores it, except in its numerical fallback). A model
+            with a method ``exact_target(params)`` (linear convolutional networks) gets
+            the fiber of that exact description instead of the float one.
 
     Returns:
         :class:`NTKDependence`.
@@ -136,15 +120,16 @@ def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, **fiber_options:
     >>> res.independent, res.num_points, res.certified
     (False, 2, True)
     """
-    if not (isinstance(tol, (int, float)) and not isinstance(tol, bool) and tol > 0 and np.isfinite(tol)):
-        raise InputError(f"tol must be a positive finite number; got {short_repr(tol)}")
+    tol = check_positive_float(tol, "tol")
     for name in ("end_to_end", "invariants", "ntk", "fiber"):
         if not callable(getattr(net, name, None)):
             raise InputError(f"ntk_dependence needs a model with a method {name}(); "
                              f"{short_repr(net)} has none")
-    exact = _exact_target(net, params)
-    if exact is not None:
-        target, invariants = exact
+    check_options(net.fiber, fiber_options, f"{type(net).__name__}.fiber")
+    if callable(getattr(net, "exact_target", None)):
+        # the model describes the fiber exactly (linear convolutional networks: the exact
+        # end-to-end polynomial and rational invariants of the float filters)
+        target, invariants = net.exact_target(params)
     else:
         target, invariants = net.end_to_end(params), net.invariants(params)
     options = dict(fiber_options)
@@ -152,8 +137,8 @@ def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, **fiber_options:
         accepts_start = "start" in inspect.signature(net.fiber).parameters
     except (TypeError, ValueError):  # pragma: no cover
         accepts_start = False
-    if (accepts_start or exact is not None) and "start" not in options:
-        # sampled fibers: params is one more start; the exact route ignores it (only its
+    if accepts_start and "start" not in options:
+        # sampled fibers: params is one more start; an exact route ignores it (only its
         # numerical fallback, for factors not proven irreducible over R, would use it)
         options["start"] = params
     fib = net.fiber(target, invariants, **options)

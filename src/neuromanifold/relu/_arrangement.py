@@ -32,10 +32,11 @@ from typing import Any
 import flint
 import numpy as np
 
-from .._errors import ArchitectureError, InputError, ParameterError, short_repr
+from .._errors import ArchitectureError, DomainError, InputError, ParameterError, short_repr
 from .._results import Result, to_jsonable
 from .._validation import as_seed_rng
 from ._domain import Domain, as_domain
+from ._engine import progress_iter
 from ._net import check_params
 
 __all__ = [
@@ -368,7 +369,9 @@ def _same_domain(a: Domain, b: Domain) -> bool:
 def _compare(p: WeightedArrangement, q: WeightedArrangement, tol: float) -> tuple[bool, str]:
     if not isinstance(q, WeightedArrangement):
         raise InputError(f"can only compare with a WeightedArrangement; got {short_repr(q)}")
-    if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol >= 0):
+    if isinstance(tol, (bool, np.bool_)) or not (
+            isinstance(tol, (int, float, np.integer, np.floating)) and math.isfinite(tol)
+            and tol >= 0):
         raise InputError(f"tol must be a finite number >= 0; got {short_repr(tol)}")
     if (p.input_dim, p.output_dim) != (q.input_dim, q.output_dim):
         return False, (f"dimensions differ: (d, m) = {(p.input_dim, p.output_dim)} vs "
@@ -514,7 +517,7 @@ def arrangements_equal(p: Any, q: Any, domain: Any = "orthant", tol: float = 0.0
     """
     A = weighted_arrangement(p, domain)
     B = weighted_arrangement(q, domain)
-    eq, reason = _compare(A, B, float(tol))
+    eq, reason = _compare(A, B, tol)
     return ArrangementComparison(
         equal=eq, reason=reason, tolerance=float(tol), certified=(tol == 0) and A.certified
         and B.certified, method="canonical weighted arrangements" + (
@@ -1383,6 +1386,9 @@ class OrthantFiber(Result):
         return None  # pragma: no cover - a point of the fiber lies in some piece
 
     def describe(self, max_pieces: int = 5) -> str:
+        if isinstance(max_pieces, (bool, np.bool_)) or not isinstance(
+                max_pieces, (int, np.integer)) or max_pieces < 0:
+            raise InputError(f"max_pieces must be an integer >= 0; got {short_repr(max_pieces)}")
         lines = [f"fiber of a {self.widths} network on the orthant: dimension {self.dimension}, "
                  f"{len(self.pieces)} nonempty piece(s) up to permutation "
                  f"({self.num_types} types)"]
@@ -1394,7 +1400,8 @@ class OrthantFiber(Result):
         return "\n".join(lines)
 
 
-def orthant_fiber(params: Any, *, degenerate: bool = True, progress: bool = False) -> OrthantFiber:
+def orthant_fiber(params: Any, domain: Any = "orthant", *, degenerate: bool = True,
+                  progress: bool = False) -> OrthantFiber:
     """The fiber of a one-hidden-layer network on the nonnegative orthant (SPEC 2.2).
 
     Every parameter of the same widths ``d -> n -> m`` realizing the same function on
@@ -1407,6 +1414,8 @@ def orthant_fiber(params: Any, *, degenerate: bool = True, progress: bool = Fals
 
     Args:
         params: ``[(W1, b1), (W2, b2)]``.
+        domain: must be the nonnegative orthant (``"orthant"`` or an orthant
+            :class:`Domain`); accepted for the same call signature as the other analyses.
         degenerate: include the pieces with several neurons on one hyperplane or with
             cancelling groups (needed for the whole fiber; False keeps the standard pieces).
         progress: show a progress bar over the enumerated types.
@@ -1418,18 +1427,17 @@ def orthant_fiber(params: Any, *, degenerate: bool = True, progress: bool = Fals
     >>> F.dimension, [P.labels for P in F.pieces]
     (1, [('H1+',)])
     """
-    arr = weighted_arrangement(params, "orthant")
     layers, _ = _one_hidden(params, "orthant_fiber")
+    dom = as_domain(domain, layers[0][0].shape[1])
+    if dom.kind != "orthant":
+        raise DomainError(f"orthant_fiber computes fibers on the nonnegative orthant only; "
+                          f"got domain {short_repr(domain)}")
+    arr = weighted_arrangement(params, dom)
     n = layers[0][0].shape[0]
     ctx = _Context(arr, n)
     types = list(_enumerate_types(n, ctx.r, degenerate))
-    it = types
-    if progress:
-        from tqdm.auto import tqdm
-
-        it = tqdm(types, desc="fiber types", unit="type", leave=False)
     found = []
-    for t in it:
+    for t in progress_iter(types, progress, "fiber types", "type"):
         res = _type_dimension(ctx, t)
         if res is None:
             continue

@@ -18,11 +18,12 @@ from typing import Any
 import flint
 import numpy as np
 
+from .._errors import InputError, short_repr
 from .._results import Result
 from ..exact._lp import dot
 from ..exact._rational import fmpq_to_fraction
 from ._domain import Domain
-from ._engine import layer_maps
+from ._engine import layer_maps, progress_iter
 from ._regions import Regions, _compute, _key
 
 __all__ = ["BentPiece", "BentNeuron", "BentHyperplanes", "bent_hyperplanes"]
@@ -103,7 +104,10 @@ class BentHyperplanes(Result):
         for nu in self.neurons:
             if nu.layer == layer and nu.index == index:
                 return nu
-        raise KeyError((layer, index))
+        raise InputError(
+            f"no hidden neuron (layer={short_repr(layer)}, index={short_repr(index)}): layer "
+            f"is 1-based in 1..{max((n.layer for n in self.neurons), default=0)} and index "
+            "0-based within the layer")
 
 
 def _proportional_pos(a, c, b, e) -> bool:
@@ -126,12 +130,13 @@ def bent_hyperplanes(params: Any, domain: Any = None, progress: bool = False) ->
     """For each hidden neuron, the pieces of its bent hyperplane and whether f bends there.
 
     Args:
-        params: list of ``(W, b)`` pairs.
-        domain: ``None`` (all of R^d), ``"orthant"``, a ``(lower, upper)`` box or a Domain.
-        progress: show a progress bar on stderr.
+        params: list of ``(W, b)`` pairs, as for :func:`regions`.
+        domain: only pieces meeting the interior of this domain count (accepted forms as
+            for :func:`regions`).
+        progress: progress bars on stderr (regions, then pieces).
 
     Returns:
-        A :class:`BentHyperplanes` result.
+        A :class:`BentHyperplanes` result; its pieces index into its ``regions``.
 
     >>> W1 = np.array([[1.0], [1.0]]); b1 = np.array([0.0, -1.0])
     >>> B = bent_hyperplanes([(W1, b1), (np.array([[1.0, 0.0]]), np.zeros(1))])
@@ -143,11 +148,7 @@ def bent_hyperplanes(params: Any, domain: Any = None, progress: bool = False) ->
     index = {tuple(_key(m) for m in cell.patterns[0]): i for i, cell in enumerate(cells)}
     hidden = [(l, i) for l in net.hidden_layers for i in range(net.widths[l + 1])]
     pieces: dict[tuple[int, int], list] = {nu: [] for nu in hidden}
-    iterator = enumerate(cells)
-    if progress:
-        from tqdm.auto import tqdm
-        iterator = tqdm(iterator, total=len(cells), desc="bent hyperplanes", leave=False)
-    for ri, cell in iterator:
+    for ri, cell in enumerate(progress_iter(cells, progress, "bent hyperplanes", "region")):
         Zs = layer_maps(net, cell.patterns[0])
         ents = [Z.entries() for Z in Zs[:-1]]
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._errors import DomainError, short_repr
 from .._results import Result
-from .._validation import as_finite_array
+from .._validation import as_finite_array, check_positive_int
 
 __all__ = ["Domain", "as_domain"]
 
@@ -39,11 +39,13 @@ class Domain(Result):
     @classmethod
     def whole(cls, dim: int) -> "Domain":
         """All of R^dim."""
+        dim = check_positive_int(dim, "domain dimension", DomainError)
         return cls("whole", dim, np.zeros((0, dim)), np.zeros(0))
 
     @classmethod
     def orthant(cls, dim: int) -> "Domain":
         """The nonnegative orthant ``x >= 0``."""
+        dim = check_positive_int(dim, "domain dimension", DomainError)
         return cls("orthant", dim, -np.eye(dim), np.zeros(dim))
 
     @classmethod
@@ -80,6 +82,7 @@ def as_domain(domain: Any, dim: int) -> Domain:
     >>> as_domain((-1, 1), 3).upper
     array([1., 1., 1.])
     """
+    dim = check_positive_int(dim, "domain dimension", DomainError)
     if domain is None or (isinstance(domain, str) and domain.lower() in {"whole", "r^d", "rd"}):
         return Domain.whole(dim)
     if isinstance(domain, str):
@@ -94,8 +97,8 @@ def as_domain(domain: Any, dim: int) -> Domain:
                 f"domain has dimension {domain.dim} but the network's input dimension is {dim}")
         return domain
     if isinstance(domain, (tuple, list)) and len(domain) == 2:
-        lo, hi = (np.broadcast_to(np.asarray(v, dtype=float), (dim,)) if np.ndim(v) == 0
-                  else v for v in domain)
+        lo, hi = (np.broadcast_to(as_finite_array(v, "box bound", error=DomainError), (dim,))
+                  if np.ndim(v) == 0 else v for v in domain)
         box = Domain.box(lo, hi)
         if box.dim != dim:
             raise DomainError(

@@ -36,7 +36,7 @@ from ..exact._rational import fmpq_matrix, to_fmpq
 from ._domain import Domain
 from ._lp import LPCounter, solve_lp
 
-__all__ = ["ExactNet", "Cell", "Engine", "enumerate_cells", "exact_forward"]
+__all__ = ["ExactNet", "Cell", "Engine", "enumerate_cells", "exact_forward", "progress_iter"]
 
 #: LP optimum above which a cell is taken as full-dimensional (then checked exactly);
 #: below it an exact emptiness certificate is attempted first.
@@ -337,6 +337,15 @@ def refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> l
         patterns[k].append(mask)
         out.append(dataclasses.replace(geo, maps_q=maps_q, maps_f=maps_f, patterns=patterns))
     return out
+
+
+def progress_iter(items: Sequence, progress: bool, desc: str, unit: str = "it"):
+    """``items`` wrapped in a tqdm progress bar on stderr when ``progress``, else as is."""
+    if not progress:
+        return items
+    from tqdm.auto import tqdm
+
+    return tqdm(items, total=len(items), desc=desc, unit=unit, leave=False)
 
 
 def enumerate_cells(nets: Sequence[ExactNet], domain: Domain, engine: Engine,

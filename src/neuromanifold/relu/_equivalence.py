@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import flint
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
@@ -48,7 +49,8 @@ class Equivalence(Result):
 
     Attributes:
         equivalent: whether the two networks compute the same function on the domain.
-        witness: an input where the outputs differ (``None`` if equivalent).
+        witness: an input where the outputs differ (``None`` if equivalent, and in the
+            pathological case of differing regions too thin to hold a float, see ``note``).
         witness_difference: ``max_o |f_p(w)_o - f_q(w)_o|`` at the witness, computed exactly
             and rounded to float (``None`` if equivalent).
         max_difference: ``sup_x max_o |f_p(x)_o - f_q(x)_o|`` over the domain where known
@@ -79,7 +81,7 @@ class Equivalence(Result):
 
 def _exact_difference(np_, nq, x) -> float:
     """``max_o |f_p(x)_o - f_q(x)_o|`` computed exactly, as a float (0.0 iff equal)."""
-    xq = [to_fmpq(float(v)) for v in x]
+    xq = [to_fmpq(v if isinstance(v, flint.fmpq) else float(v)) for v in x]
     fp, _ = exact_forward(np_, xq)
     fq, _ = exact_forward(nq, xq)
     diff = max(abs(a - b) for a, b in zip(fp, fq))
@@ -206,18 +208,24 @@ def _by_regions(np_: ExactNet, nq: ExactNet, dom: Domain, progress: bool) -> Equ
             e = np.zeros(d)
             e[k] = cell.radius / 2
             candidates.append(_clip(cell.center_f + e, dom))
+            for to in (np.inf, -np.inf):  # cells only a few floats wide
+                x = np.array(cell.center_f, float)
+                x[k] = np.nextafter(x[k], to)
+                candidates.append(_clip(x, dom))
         for x in candidates:
             diff = _exact_difference(np_, nq, x)
             if diff > wdiff:
                 wit, wdiff = x, diff
         if wit is not None:
             break
-    if wit is None:  # pragma: no cover - only sub-float-resolution differing cells
-        raise RuntimeError("internal error: no float witness found for differing regions; "
-                           "please report these networks")
+    note = f"{differing} of {len(cells)} joint regions have different exact affine maps"
+    if wit is None:  # pragma: no cover - differing regions narrower than the float spacing
+        # still proven (full-dimensional regions with different exact maps), but no float
+        # input shows it: report the exact difference at the exact interior point
+        wdiff = max(_exact_difference(np_, nq, best_cell.center_q), 5e-324)
+        note += "; no float input lies where they differ, so there is no float witness"
     return Equivalence(False, wit, wdiff, float(sup_all), "regions", True, 0.0, len(cells),
-                       engine.counter.count, 0, dom,
-                       f"{differing} of {len(cells)} joint regions have different exact affine maps")
+                       engine.counter.count, 0, dom, note)
 
 
 # -- mixed-integer programming -------------------------------------------------------------
@@ -373,6 +381,9 @@ def _milp_points(u: np.ndarray, xs: list[int], s_var: int | None, dom: Domain):
     if s_var is None:
         yield _clip(x, dom)
         return
+    # G_p - G_q is continuous, so a difference at (x, s) persists at (x, t) for t close to
+    # s; at s = 0 (a difference "at infinity") the kink may be arbitrarily far out, hence
+    # a geometric sequence of scales down to 1e-15
     s = float(u[s_var])
-    for t in ([s] if s > 1e-9 else []) + [1e-1, 1e-3, 1e-6]:
+    for t in ([s] if s > 1e-9 else []) + [10.0 ** -k for k in range(1, 16)]:
         yield _clip(x / t, dom)

@@ -19,11 +19,11 @@ import dataclasses
 from typing import Any
 
 import flint
-import numpy as np
+import numpy as np  # noqa: F401  (the doctests use it)
 
 from .._results import Result
 from ._domain import Domain
-from ._engine import layer_maps
+from ._engine import layer_maps, progress_iter
 from ._regions import _compute
 
 __all__ = ["FunctionalDimension", "functional_dimension"]
@@ -120,12 +120,13 @@ def functional_dimension(params: Any, domain: Any = None, progress: bool = False
     """Functional dimension of a ReLU network on a domain, by exact rank.
 
     Args:
-        params: list of ``(W, b)`` pairs.
-        domain: ``None`` (all of R^d), ``"orthant"``, a ``(lower, upper)`` box or a Domain.
-        progress: show a progress bar on stderr.
+        params: list of ``(W, b)`` pairs, as for :func:`regions`.
+        domain: the sample inputs range over this domain (accepted forms as for
+            :func:`regions`); a smaller domain can only lower the rank.
+        progress: progress bars on stderr (regions, then Jacobian rows).
 
     Returns:
-        A :class:`FunctionalDimension` result.
+        A :class:`FunctionalDimension` result: the exact rank and the bound P - hidden.
 
     >>> W1 = np.array([[1.0, 0.0], [0.0, 1.0]]); W2 = np.ones((1, 2))
     >>> fd = functional_dimension([(W1, np.zeros(2)), (W2, np.zeros(1))])
@@ -137,11 +138,7 @@ def functional_dimension(params: Any, domain: Any = None, progress: bool = False
     hidden = sum(net.widths[1:-1])
     all_rows: list = []
     smooth = True
-    iterator = cells
-    if progress:
-        from tqdm.auto import tqdm
-        iterator = tqdm(cells, desc="jacobian rows", leave=False)
-    for cell in iterator:
+    for cell in progress_iter(cells, progress, "jacobian rows", "region"):
         rows, sm = _region_rows(net, cell.patterns[0], cell.center_q)
         smooth = smooth and sm
         all_rows.extend(rows)

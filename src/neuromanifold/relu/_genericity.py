@@ -37,6 +37,7 @@ import numpy as np
 from .._results import Result
 from ._arrangement import _exact_layers, _frac, _open_range, _rank
 from ._domain import Domain, as_domain
+from ._engine import progress_iter
 
 __all__ = ["GenericityFailure", "Genericity", "genericity"]
 
@@ -438,13 +439,8 @@ def genericity(params: Any, domain: Any = None, progress: bool = False) -> Gener
           for W, _ in exact]
     bq = [list(b) for _, b in exact]
     seen: set = set()
-    it = list(R)
-    if progress:
-        from tqdm.auto import tqdm
-
-        it = tqdm(it, desc="genericity: regions", unit="region", leave=False)
     products: dict = {}
-    for reg in it:
+    for reg in progress_iter(R.regions, progress, "genericity: regions", "region"):
         pattern = [np.asarray(p, dtype=bool) for p in reg.pattern]
         key = _pattern_key(pattern)
         pre = _exact_preacts(Wq, bq, pattern, d)

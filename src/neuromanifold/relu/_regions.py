@@ -52,7 +52,11 @@ class Region(Result):
 
     def evaluate(self, X: Any) -> np.ndarray:
         """The region's affine map applied (in floats) to inputs ``X`` of shape ``(N, d)``."""
-        X = np.atleast_2d(np.asarray(X, dtype=float))
+        X = np.atleast_2d(as_finite_array(X, "X", error=InputError))
+        d = self.linear.shape[1]
+        if X.ndim != 2 or X.shape[1] != d:
+            raise InputError(f"X must have shape (N, {d}) for input dimension {d}; "
+                             f"got shape {X.shape}")
         return X @ self.linear.astype(float).T + self.offset.astype(float)
 
 

@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError
+from .._errors import InputError, short_repr
 from .._results import Result, to_jsonable
 from .._validation import as_seed_rng
+from .._validation import check_positive_float
 
 __all__ = ["reproduce_linear", "Row", "Claim", "Case", "Refinement", "default_linear_claims",
            "verify_witness"]
@@ -158,6 +159,9 @@ def verify_witness(model: Any, witnesses: Any, *, tol: float = 1e-6,
     """
     from ..flows import invariant_vector
 
+    if isinstance(witnesses, (str, bytes)) or not hasattr(witnesses, "__len__") \
+            or len(witnesses) != 2:
+        raise InputError(f"witnesses must be a pair of parameters; got {short_repr(witnesses)}")
     p, q = witnesses
     p, q = model.check_params(p), model.check_params(q)
     fres = _rel(np.asarray(model.end_to_end(p)).ravel(), np.asarray(model.end_to_end(q)).ravel())
@@ -179,8 +183,8 @@ def _run_case(case: Case, num_instances: int, rng: np.random.Generator, tol: flo
     instances, witness = [], None
     for _ in range(num_instances):
         params = case.make_params(rng)
-        options = {k: (int(rng.integers(2 ** 31)) if v == "instance" else v)
-                   for k, v in case.fiber_options.items()}
+        options = {k: (int(rng.integers(2 ** 31)) if isinstance(v, str) and v == "instance"
+                       else v) for k, v in case.fiber_options.items()}
         dep = ntk_dependence(case.model, params, tol=tol, **options)
         check = None
         if dep.witnesses is not None:
@@ -289,6 +293,10 @@ def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = Fal
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise InputError(f"seed must be an int; got {seed!r}")
+    tol = check_positive_float(tol, "tol")
+    if claims is not None and (isinstance(claims, (str, bytes)) or not isinstance(claims, Sequence)
+                               or not all(isinstance(c, Claim) for c in claims)):
+        raise InputError(f"claims must be a list of Claim; got {short_repr(claims)}")
     claims = list(default_linear_claims(quick=quick) if claims is None else claims)
     n = num_instances if num_instances is not None else (1 if quick else 5)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:

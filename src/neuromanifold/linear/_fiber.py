@@ -1,4 +1,6 @@
-"""The :class:`Fiber` result shared by every model's ``fiber`` method."""
+"""The :class:`Fiber` result returned by every model's ``fiber`` method (linear
+convolutional and fully connected networks, shallow ReLU models). It lives with the
+models that produce it; :mod:`neuromanifold.ntk` consumes and re-exports it."""
 
 from __future__ import annotations
 
