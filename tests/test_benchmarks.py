@@ -1,5 +1,5 @@
-"""The benchmarks of the linear domain run (quick mode), so they cannot rot, and agree with
-their baselines; their timings are not asserted."""
+"""The benchmarks run (quick mode), so they cannot rot, and agree with their baselines;
+their timings are not asserted."""
 
 from support import load_benchmark
 
@@ -15,3 +15,10 @@ def test_bench_fibers_quick(capsys):
     assert first["points"] == first["baseline_points"] == 90      # 6! / 2!^3
     assert first["max_set_distance"] < 1e-8 and first["certified"]
     assert "ratio" in capsys.readouterr().out
+
+
+def test_bench_relu_regions_quick(capsys):
+    rows = load_benchmark("bench_relu_regions").main(["--quick"])
+    compared = [r for r in rows if "same" in r]
+    assert compared and all(r["same"] for r in compared)   # same regions as the naive method
+    assert all(r["lps_ours"] < r["lps_naive"] for r in compared)

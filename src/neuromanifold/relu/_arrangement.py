@@ -34,7 +34,7 @@ import numpy as np
 
 from .._errors import ArchitectureError, DomainError, InputError, ParameterError, short_repr
 from .._results import Result, to_jsonable
-from .._validation import as_seed_rng
+from .._validation import as_seed_rng, check_positive_int
 from ._domain import Domain, as_domain
 from ._engine import progress_iter
 from ._net import check_params
@@ -598,6 +598,34 @@ def _cancel_multisets(total: int, max_shape=None):
             yield (sh,) + rest
 
 
+def _count_types(n: int, r: int, degenerate: bool) -> int:
+    """Number of types :func:`_enumerate_types` yields, counted without enumerating them.
+
+    Targets: ordered ``r`` parts of sizes ``s_k >= 1``, each with ``s_k + 1`` splits
+    ``(p, q)``; cancel groups: multisets of shapes, ``floor(s / 2) + 1`` shapes of size s;
+    the rest split between linear and dead neurons (``rest + 1`` ways).
+    """
+    if not degenerate:
+        return 2 ** r * (n - r + 1) if r <= n else 0
+    # T[s]: weighted count of the target parts using s neurons in all
+    T = [1] + [0] * n
+    for _ in range(r):
+        T2 = [0] * (n + 1)
+        for used, w in enumerate(T):
+            if w:
+                for s in range(1, n - used + 1):
+                    T2[used + s] += w * (s + 1)
+        T = T2
+    # E[c]: multisets of cancel shapes of total size c (a partition with s // 2 + 1 colours)
+    E = [1] + [0] * n
+    for s in range(1, n + 1):
+        for _ in range(s // 2 + 1):
+            for c in range(s, n + 1):
+                E[c] += E[c - s]
+    return sum(T[s] * E[c] * (n - s - c + 1)
+               for s in range(n + 1) for c in range(n - s + 1))
+
+
 def _enumerate_types(n: int, r: int, degenerate: bool):
     for targets in _compositions(r, n):
         if not degenerate and any(p + q != 1 for p, q in targets):
@@ -992,9 +1020,11 @@ class FiberPiece(Result):
 
 def _flatten_exact(ctx: _Context, params: Any) -> list[Fraction]:
     layers, exact = _exact_layers(params)
+    widths = (layers[0][0].shape[1],) + tuple(W.shape[0] for W, _ in layers)
+    if widths != (ctx.d, ctx.n, ctx.m):
+        raise ParameterError(f"parameters must have widths {(ctx.d, ctx.n, ctx.m)}; got "
+                             f"widths {widths}")
     (W, b), (C, g) = exact
-    if (len(W), len(W[0]), len(C)) != (ctx.n, ctx.d, ctx.m) or len(layers) != 2:
-        raise ParameterError(f"parameters must have widths {(ctx.d, ctx.n, ctx.m)}")
     return ([x for row in W for x in row] + list(b) + [x for row in C for x in row] + list(g))
 
 
@@ -1321,8 +1351,14 @@ class OrthantFiber(Result):
         return tuple(P for P in self.pieces if P.kind == "standard")
 
     def contains(self, params: Any, tol: float = 0.0) -> bool:
-        """Whether ``params`` realizes the target on the orthant (exact when ``tol = 0``)."""
-        return weighted_arrangement(params, "orthant").equals(self.arrangement, tol)
+        """Whether ``params`` lies in the fiber: it has the widths :attr:`widths` and
+        realizes the target on the orthant (exact when ``tol = 0``). Parameters of other
+        widths are not in the fiber (``False``), even when they realize the same function."""
+        A = weighted_arrangement(params, "orthant")
+        layers = check_params(params)
+        same = tuple([layers[0][0].shape[1], layers[0][0].shape[0], layers[1][0].shape[0]]) \
+            == tuple(self.widths)
+        return A.equals(self.arrangement, tol) and same
 
     def sample(self, seed: Any = None, *, piece: int | None = None, exact: bool = False,
                permute: bool = True):
@@ -1400,8 +1436,13 @@ class OrthantFiber(Result):
         return "\n".join(lines)
 
 
+#: default bound on the number of combinatorial types :func:`orthant_fiber` enumerates
+#: (about 50 microseconds each; 2 -> 8 -> 1 with 4 visible hyperplanes has about 10^4)
+MAX_TYPES = 200_000
+
+
 def orthant_fiber(params: Any, domain: Any = "orthant", *, degenerate: bool = True,
-                  progress: bool = False) -> OrthantFiber:
+                  progress: bool = False, max_types: int = MAX_TYPES) -> OrthantFiber:
     """The fiber of a one-hidden-layer network on the nonnegative orthant (SPEC 2.2).
 
     Every parameter of the same widths ``d -> n -> m`` realizing the same function on
@@ -1419,6 +1460,11 @@ def orthant_fiber(params: Any, domain: Any = "orthant", *, degenerate: bool = Tr
         degenerate: include the pieces with several neurons on one hyperplane or with
             cancelling groups (needed for the whole fiber; False keeps the standard pieces).
         progress: show a progress bar over the enumerated types.
+        max_types: refuse (``InputError``) when more combinatorial types than this would be
+            enumerated. Their number grows quickly with the width n (with degenerate
+            pieces, about 10^6 for n = 12 and 6 visible hyperplanes); it is counted
+            exactly before any work, and ``degenerate=False`` needs only
+            ``2^r (n - r + 1)`` types.
 
     Returns:
         An :class:`OrthantFiber`.
@@ -1432,10 +1478,21 @@ def orthant_fiber(params: Any, domain: Any = "orthant", *, degenerate: bool = Tr
     if dom.kind != "orthant":
         raise DomainError(f"orthant_fiber computes fibers on the nonnegative orthant only; "
                           f"got domain {short_repr(domain)}")
+    if not isinstance(degenerate, (bool, np.bool_)):
+        raise InputError(f"degenerate must be True or False; got {short_repr(degenerate)}")
+    max_types = check_positive_int(max_types, "max_types")
     arr = weighted_arrangement(params, dom)
     n = layers[0][0].shape[0]
     ctx = _Context(arr, n)
-    types = list(_enumerate_types(n, ctx.r, degenerate))
+    count = _count_types(n, ctx.r, bool(degenerate))
+    if count > max_types:
+        hint = (" or pass degenerate=False (standard pieces only: "
+                f"{_count_types(n, ctx.r, False)} types)") if degenerate else ""
+        raise InputError(
+            f"the fiber of a {(ctx.d, n, ctx.m)} network with {ctx.r} visible hyperplane(s) "
+            f"has {count} combinatorial types to enumerate, more than max_types = "
+            f"{max_types}; raise max_types{hint}")
+    types = list(_enumerate_types(n, ctx.r, bool(degenerate)))
     found = []
     for t in progress_iter(types, progress, "fiber types", "type"):
         res = _type_dimension(ctx, t)

@@ -408,8 +408,9 @@ def genericity(params: Any, domain: Any = None, progress: bool = False) -> Gener
     facets = _facets(dom)
     dom_rows = [f[1] for f in facets]
     dom_offs = [f[2] for f in facets]
-    # S1: first-layer hyperplanes meeting the closed domain, with the domain's facets
-    W1, b1 = exact[0]
+    # S1: first-layer hyperplanes meeting the closed domain, with the domain's facets (a
+    # network without hidden layer is affine: its first layer is the output, no hyperplanes)
+    W1, b1 = exact[0] if L > 1 else ([], [])
     elems = []
     for j, (a, beta) in enumerate(zip(W1, b1)):
         if all(x == 0 for x in a):

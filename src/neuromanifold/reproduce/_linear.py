@@ -364,6 +364,23 @@ def _all_strides_gt1(net: Any) -> bool:
     return net.ndim == 1 and all(s[0] > 1 for s in net.strides)
 
 
+def _special_strided_params(net: Any) -> Callable[[np.random.Generator], Any]:
+    """Adversarial instances for "1D, all strides > 1": layer 1's filter is a polynomial in
+    ``t^{S_1}`` (its roots are closed under the S_1-th roots of unity, like layer 2's), at a
+    smooth point (exact Jacobian rank = dim M). Such v are non-generic but in the smooth
+    locus, where SPEC 1.3 claims independence for any delta."""
+    S1 = net.cumulative_strides[1][0]
+
+    def make(rng: np.random.Generator) -> Any:
+        for _ in range(100):
+            params = net.random_params(rng)
+            params[0][np.arange(params[0].size) % S1 != 0] = 0.0
+            if net.is_smooth(params, exact=True):
+                return params
+        raise InputError(f"no smooth special point found for {net!r}")  # pragma: no cover
+    return make
+
+
 def default_linear_claims(*, quick: bool = False) -> list[Claim]:
     """The rows of SPEC 1.3 with the architectures tested for each (inputs, not verdicts).
 
@@ -377,6 +394,10 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
     def conv(shapes, strides=None):
         net = LinearConvNet(shapes, strides)
         return Case(net, net, net.random_params)
+
+    def conv_special(shapes, strides):
+        net = LinearConvNet(shapes, strides)
+        return Case(net, net, _special_strided_params(net))
 
     def fc_balanced(widths):
         net = LinearFCNet(widths)
@@ -408,6 +429,7 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
         fc_b = [fc_balanced([2, 2, 2])]
         fc_g = [fc_generic([2, 2, 2]), fc_generic([2, 1, 2])]
         c1_strided = [conv([2, 2], [2]), conv([3, 2], [2])]
+        c1_special = [conv_special([3, 2], [2])]
         c1_stride1 = [conv([2, 2], [1]), conv([2, 1, 2], [1, 2])]
         c2 = [conv([(2, 2), (3, 2)]), conv([(2, 2), (2, 2)]), conv([(2, 1), (4, 1)])]
         r_cnn = [relu_cnn([2, 2], [2]), relu_cnn([2, 2], [1])]
@@ -420,6 +442,9 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
         c1_strided = [conv([2, 2], [2]), conv([3, 2], [2]), conv([2, 3], [3]),
                       conv([4, 2], [2]), conv([2, 2, 2], [2, 2]), conv([3, 2, 2], [2, 3]),
                       conv([5, 3], [2]), conv([3, 3, 3], [2, 2])]
+        c1_special = [conv_special([3, 2], [2]), conv_special([5, 3], [2]),
+                      conv_special([4, 2], [3]), conv_special([5, 2, 2], [2, 2]),
+                      conv_special([3, 3], [2])]
         c1_stride1 = [conv([2, 2], [1]), conv([3, 3], [1]), conv([2, 3], [1]), conv([2, 4], [1]),
                       conv([2, 2, 2], [1, 2]), conv([2, 2, 2], [2, 1]),
                       conv([2, 1, 2], [1, 2]), conv([3, 1, 2], [1, 3]), conv([3, 3, 3], [1, 1])]
@@ -445,6 +470,9 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
               _all_strides_gt1,
               [Refinement("two layers of size > 1 share S_{l-1}", _share_S)],
               "no two layers of size > 1 share S_{l-1}"),
+        Claim("1D convolution",
+              "all strides > 1; smooth but non-generic v (filter 1 a polynomial in t^{S_1})",
+              INDEPENDENT, c1_special, _all_strides_gt1),
         Claim("1D convolution", "some stride = 1", DEPENDENT, c1_stride1,
               lambda net: is_conv_1d(net) and any(s[0] == 1 for s in net.strides),
               [Refinement("two layers of size > 1 share S_{l-1}", _share_S)],
