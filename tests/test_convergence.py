@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from neuromanifold import InputError, LinearConvNet, LinearFCNet, SquareLoss
-from neuromanifold.flows import convergence_study, random_regression_data
+from neuromanifold.linear import convergence_study, random_regression_data
 
 NETS = [LinearConvNet([2, 2], strides=[2]), LinearConvNet([2, 2]), LinearFCNet([2, 2, 2])]
 

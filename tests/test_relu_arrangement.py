@@ -447,3 +447,233 @@ def test_piece_copies_count_every_labelled_assignment(n, r):
         for part in _set_partitions(E):
             brute += int(np.prod([2 ** (len(blk) - 1) for blk in part]))
     assert sum(t.copies() for t in _enumerate_types(n, r, True)) == brute
+
+
+# ---- review additions: completeness under symmetries, dimension lower bound, size --------
+
+def _mixed_row(rng, d):
+    while True:
+        r = rng.integers(-3, 4, d + 1) / 2
+        if (r > 0).any() and (r < 0).any():
+            return r
+
+
+def structured_one_hidden(rng, d, n, m):
+    """Dyadic networks of rich types: neurons sharing a hyperplane with both orientations,
+    cancelling pairs, linear rows with zero entries, dead rows, zero outgoing weights."""
+    rows, Cs = [], []
+    while len(rows) < n:
+        kind = rng.choice(["H", "Hmulti", "cancel", "lin", "dead", "zeroC"])
+        left = n - len(rows)
+        if kind == "H":
+            rows.append(_mixed_row(rng, d))
+            Cs.append(rng.integers(-3, 4, m) / 2)
+        elif kind == "Hmulti" and left >= 2:
+            r = _mixed_row(rng, d)
+            for _ in range(int(rng.integers(2, left + 1))):
+                rows.append(r * rng.choice([-2.0, -1.0, -0.5, 0.5, 1.0, 2.0]))
+                Cs.append(rng.integers(-3, 4, m) / 2)
+        elif kind == "cancel" and left >= 2:
+            r, c = _mixed_row(rng, d), rng.integers(-3, 4, m) / 2
+            s1, s2 = rng.choice([-2.0, -1.0, 0.5, 1.0], 2)
+            rows += [s1 * r, s2 * r]
+            Cs += [c / abs(s1), -c / abs(s2)]
+        elif kind == "lin":
+            rows.append(np.abs(rng.integers(-3, 4, d + 1) / 2) * (rng.random(d + 1) < 0.6))
+            Cs.append(rng.integers(-3, 4, m) / 2)
+        elif kind == "dead":
+            r = -np.abs(rng.integers(-3, 4, d + 1) / 2)
+            r[rng.integers(d + 1)] = -1.0
+            rows.append(r)
+            Cs.append(rng.integers(-3, 4, m) / 2)
+        elif kind == "zeroC":
+            rows.append(rng.integers(-3, 4, d + 1) / 2)
+            Cs.append(np.zeros(m))
+    R, C = np.array(rows[:n]), np.array(Cs[:n]).T
+    return [(R[:, :d].copy(), R[:, d].copy()), (C.copy(), rng.integers(-3, 4, m) / 2)]
+
+
+def symmetric_copy(rng, p):
+    """A parameter of the same function on the orthant, by the layer-wise symmetries of
+    SPEC 2.4: permutation and positive (power-of-two) scaling, free outgoing weights and
+    any nonpositive row for dead neurons, any row for neurons with zero outgoing weights,
+    mixing of the linear neurons by a nonnegative invertible matrix and nonnegative bias
+    shifts compensated in b2, a dead neuron turned into a second copy of a visible one."""
+    (W, b), (C, g) = p
+    R = np.hstack([W, b[:, None]]).astype(float)
+    C, g = C.astype(float).copy(), g.astype(float).copy()
+    n, d = W.shape
+    lin = [j for j in range(n) if (R[j] >= 0).all() and (R[j] > 0).any()]
+    dead = [j for j in range(n) if (R[j] <= 0).all() and (R[j] < 0).any()]
+    zero_out = [j for j in range(n) if not C[:, j].any() and j not in dead]
+    for j in dead:
+        C[:, j] = rng.integers(-3, 4, C.shape[0]) / 2
+        R[j] = -np.abs(rng.integers(0, 4, d + 1) / 2)
+        R[j, rng.integers(d + 1)] = -0.5
+    for j in zero_out:
+        R[j] = rng.integers(-3, 4, d + 1) / 2
+    if lin:
+        G = np.eye(len(lin)) + np.triu(rng.integers(0, 2, (len(lin), len(lin))), 1) / 2
+        R[lin] = G @ R[lin]                   # G >= 0 keeps the rows nonnegative
+        C[:, lin] = C[:, lin] @ np.linalg.inv(G)  # unit upper triangular: exact in floats
+        shift = rng.integers(0, 3, len(lin)) / 2
+        R[lin, d] += shift
+        g -= C[:, lin] @ shift
+    crossing = [j for j in range(n) if (R[j] > 0).any() and (R[j] < 0).any() and C[:, j].any()]
+    if dead and crossing:  # split a visible neuron's jump over a former dead neuron
+        j, k = crossing[0], dead[0]
+        R[k] = 2 * R[j]
+        C[:, k] = C[:, j] / 4
+        C[:, j] = C[:, j] / 2
+    perm = rng.permutation(n)
+    s = 2.0 ** rng.integers(-2, 3, n)
+    R, C = R[perm] * s[:, None], C[:, perm] / s
+    return [(R[:, :d], R[:, d]), (C, g)]
+
+
+def test_fiber_contains_every_symmetric_copy(rng):
+    """Completeness: parameters built from the target by symmetries lie in a piece of the
+    fiber (ground truth: `equivalent` on the orthant), the piece's equations vanish there
+    and its sympy description holds; and every structured network lies in a piece of its
+    own fiber (the type enumeration and the feasibility formula miss no type)."""
+    checked = 0
+    for trial in range(40):
+        d, n, m = [(1, 3, 1), (2, 3, 1), (2, 4, 2), (3, 3, 1), (1, 4, 2)][trial % 5]
+        p = structured_one_hidden(rng, d, n, m)
+        F = orthant_fiber(p)
+        assert F.piece_of(p) is not None
+        q = symmetric_copy(rng, p)
+        if trial < 8:
+            assert equivalent(p, q, "orthant", method="regions").equivalent
+        found = F.piece_of(q)
+        assert found is not None, (p, q)
+        P, order = found
+        qq = [(q[0][0][order], q[0][1][order]), (q[1][0][:, order], q[1][1])]
+        assert P.residual(qq) == 0
+        if trial < 10:
+            x = [sympy.Rational(Fraction(float(v))) for W, b in qq for A in (W, b)
+                 for v in np.ravel(A)]
+            assert P.condition().subs(dict(zip(P.symbols, x))) == sympy.true
+        checked += 1
+    for trial in range(150):  # own pieces of many structured networks (cheap)
+        d, n, m = int(rng.integers(1, 4)), int(rng.integers(1, 6)), int(rng.integers(1, 3))
+        p = structured_one_hidden(rng, d, n, m)
+        assert orthant_fiber(p).piece_of(p) is not None, p
+    assert checked == 40
+
+
+def test_description_is_exactly_the_piece(rng):
+    """The sympy condition of a piece holds at a point (canonical order) iff the point is in
+    that piece (ground truth: the exact arrangement and the neuron classification), for
+    samples and for samples with one entry changed or negated."""
+    from neuromanifold.relu._arrangement import _to_params
+
+    truths = {True: 0, False: 0}
+    for trial in range(10):
+        d, n, m = [(1, 2, 1), (2, 2, 1), (2, 3, 1), (1, 3, 2), (2, 3, 2)][trial % 5]
+        F = orthant_fiber(structured_one_hidden(rng, d, n, m))
+        for P in F.pieces[:3]:
+            x = [v for W, b in P.sample(rng, exact=True) for A in (W, b) for v in np.ravel(A)]
+            cond = P.condition()
+            for k in range(4):
+                y = list(x)
+                if k:
+                    i = int(rng.integers(len(y)))
+                    y[i] = -y[i] if k == 3 else y[i] + Fraction(int(rng.choice([-3, -1, 1, 2])), 4)
+                c = cond.subs({s: sympy.Rational(v.numerator, v.denominator)
+                               for s, v in zip(P.symbols, y)})
+                found = F.piece_of(_to_params(P._ctx, y, True))
+                member = found is not None and found[0].index == P.index
+                assert c in (sympy.true, sympy.false)
+                assert bool(c) == member, (P.labels, k, y)
+                truths[member] += 1
+    assert truths[True] >= 20 and truths[False] >= 20
+
+
+def test_piece_dimension_is_attained_by_newton_moves(rng):
+    """Lower bound for the dimension formula, independent of the formula: from a sample of
+    the top stratum, every direction of the kernel of the equations' Jacobian is followed
+    by Gauss-Newton back onto the equations with a second-order correction (so the piece is
+    a manifold of that dimension there), and the point reached realizes the target
+    (checked by evaluation). `local_dimension` (the upper bound) equals the formula."""
+    from neuromanifold.relu._arrangement import _pgrad, _pval, _to_params
+
+    def val(polys, x):
+        xf = [Fraction(float(v)) for v in x]
+        return np.array([float(_pval(p, xf)) for p in polys])
+
+    def jac(polys, x, nv):
+        xf = [Fraction(float(v)) for v in x]
+        return np.array([[float(gi) for gi in _pgrad(p, xf, nv)] for p in polys])
+
+    checked = 0
+    for target in fiber_targets()[:6]:
+        F = orthant_fiber(target)
+        for P in F.pieces[:4]:
+            ctx, polys = P._ctx, P._polys()
+            s = P.sample(rng, exact=True)
+            assert P.local_dimension(s) == P.dimension
+            x0 = np.array([float(v) for W, b in s for A in (W, b) for v in np.ravel(A)])
+            J = jac(polys, x0, ctx.nvars)
+            for j, lab in enumerate(P._type.labels()):  # tight signs of linear rows
+                if lab[0] == "linear":
+                    for i in range(ctx.d + 1):
+                        if x0[ctx.row_index(j, i)] == 0:
+                            J = np.vstack([J, np.eye(ctx.nvars)[ctx.row_index(j, i)]])
+            _, S, Vt = np.linalg.svd(J)
+            N = Vt[int((S > 1e-9 * S[0]).sum()):]
+            assert N.shape[0] == P.dimension
+            v = N.T @ rng.standard_normal(N.shape[0])
+            v /= np.linalg.norm(v)
+            eps = 1e-4
+            x = x0 + eps * v
+            for _ in range(20):
+                r = val(polys, x)
+                if np.max(np.abs(r), initial=0.0) < 1e-13:
+                    break
+                x = x - np.linalg.lstsq(jac(polys, x, ctx.nvars), r, rcond=None)[0]
+            assert np.linalg.norm(x - (x0 + eps * v)) < 1e-2 * eps, P.labels
+            Z = rng.uniform(0, 4, (200, ctx.d))
+            assert np.max(np.abs(forward(_to_params(ctx, list(x), False), Z)
+                                 - forward(target, Z))) < 1e-6
+            checked += 1
+    assert checked >= 15
+
+
+def test_type_count_and_size_bound():
+    from neuromanifold.relu._arrangement import _count_types, _enumerate_types
+
+    for n in range(7):
+        for r in range(n + 1):
+            for deg in (True, False):
+                assert _count_types(n, r, deg) == sum(1 for _ in _enumerate_types(n, r, deg))
+    # 2 -> 12 -> 1 with 6 visible hyperplanes: over a million types; refused at once
+    W = np.array([[1.0, -1.0 - k] for k in range(6)] + [[-1.0, -1.0]] * 6)
+    b = np.array([0.5] * 6 + [-1.0] * 6)
+    p = [(W, b), (np.ones((1, 12)), np.zeros(1))]
+    with pytest.raises(InputError, match=r"1148709 combinatorial types.*degenerate=False"):
+        orthant_fiber(p)
+    assert orthant_fiber(p, degenerate=False).num_types == 2 ** 6 * 7
+    small = [(np.array([[1.0, -1.0], [1.0, 1.0]]), np.array([0.0, 0.0])),
+             (np.array([[1.0, 1.0]]), np.array([0.0]))]
+    with pytest.raises(InputError, match="max_types"):
+        orthant_fiber(small, max_types=3)
+    for bad in (0, 2.5, True):
+        with pytest.raises(InputError, match="max_types"):
+            orthant_fiber(small, max_types=bad)
+    with pytest.raises(InputError, match="degenerate"):
+        orthant_fiber(small, degenerate="no")
+
+
+def test_membership_needs_the_same_widths():
+    p = [(np.array([[1.0, -1.0]]), np.array([0.5])), (np.array([[2.0]]), np.array([0.0]))]
+    F = orthant_fiber(p)
+    # the same function with an extra dead neuron: not a point of this fiber
+    q = [(np.array([[1.0, -1.0], [-1.0, -1.0]]), np.array([0.5, -1.0])),
+         (np.array([[2.0, 3.0]]), np.array([0.0]))]
+    assert equivalent(p, q, "orthant").equivalent
+    assert not F.contains(q) and F.piece_of(q) is None
+    with pytest.raises(ParameterError, match="widths"):
+        F.pieces[0].residual(q)
+    with pytest.raises(ParameterError, match="widths"):
+        F.pieces[0].local_dimension(p + [(np.ones((1, 1)), np.zeros(1))])

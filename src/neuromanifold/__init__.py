@@ -16,11 +16,11 @@ from ._errors import (
     ParameterError,
 )
 from ._results import Result
-from . import exact, flows, linear, ntk, relu, reproduce
+from . import exact, fibers, flows, linear, ntk, relu, reproduce
 from .flows import (GradientFlowResult, QuadraticLoss, SquareLoss, compare_lifts,
-                    convergence_study, gradient_flow, riemannian_flow)
+                    gradient_flow, riemannian_flow)
 from .linear import (JacobianRank, LinearConvNet, LinearFCNet, ShallowReLUCNN, ShallowReLUMLP,
-                     balanced_ntk_operator, correlate)
+                     balanced_ntk_operator, convergence_study, correlate)
 from .ntk import Fiber, NTKDependence, ntk_dependence
 from .relu import ReLUNet
 from .reproduce import reproduce_linear
@@ -39,6 +39,7 @@ __all__ = [
     "relu",
     "flows",
     "ntk",
+    "fibers",
     "exact",
     "reproduce",
     "LinearConvNet",

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 from .. import LinearConvNet, LinearFCNet, SquareLoss, gradient_flow
-from ..flows import random_regression_data
+from ..linear import random_regression_data
 from .._results import to_jsonable
 from ._table import format_table
 

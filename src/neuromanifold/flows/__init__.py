@@ -1,7 +1,5 @@
 """Losses and gradient flows, shared by the linear and ReLU domains (SPEC 1.2, 1.5)."""
 
-from ._convergence import (ConvergenceRun, ConvergenceStudy, ConvergenceSummary,
-                           convergence_study, random_regression_data)
 from ._gradient_flow import GradientFlowResult, gradient_flow, invariant_vector
 from ._losses import QuadraticLoss, SquareLoss
 from ._riemannian import (FiberLift, FlowComparison, LiftComparison, RiemannianFlowResult,
@@ -11,5 +9,4 @@ from ._riemannian import (FiberLift, FlowComparison, LiftComparison, RiemannianF
 __all__ = ["QuadraticLoss", "SquareLoss", "gradient_flow", "GradientFlowResult",
            "invariant_vector", "riemannian_flow", "RiemannianFlowResult", "lift_to_fiber",
            "FiberLift", "compare_lifts", "LiftComparison", "compare_with_parameter_flow",
-           "FlowComparison", "convergence_study", "ConvergenceStudy", "ConvergenceRun",
-           "ConvergenceSummary", "random_regression_data"]
+           "FlowComparison"]

@@ -11,7 +11,7 @@ from scipy.integrate import solve_ivp
 from .._errors import InputError, short_repr
 from .._results import Result
 from .._validation import check_positive_float
-from ..linear._base import invariant_vector
+from ..fibers import invariant_vector
 from ._losses import QuadraticLoss
 
 __all__ = ["gradient_flow", "GradientFlowResult", "invariant_vector"]

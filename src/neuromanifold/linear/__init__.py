@@ -1,13 +1,19 @@
-"""Linear networks (paper A, SPEC section 1): convolutional in any dimension, and fully
-connected."""
+"""Linear networks (paper A, SPEC section 1): convolutional in any dimension and fully
+connected; their fibers, convergence studies, and the shallow ReLU extension (SPEC 1.6)."""
 
-from ._fiber import Fiber
+from .._errors import UndecidedFactorizationError
+from ..fibers import Fiber
 from ._base import JacobianRank
 from ._conv import LinearConvNet, correlate, upsample
+from ._convergence import (ConvergenceRun, ConvergenceStudy, ConvergenceSummary,
+                           convergence_study, random_regression_data)
 from ._fc import LinearFCNet, balanced_ntk_operator
-from .._errors import UndecidedFactorizationError
 from ._shallow_relu import PathLiftingCheck, ShallowReLUCNN, ShallowReLUMLP, path_lifting_check
 
-__all__ = ["LinearConvNet", "LinearFCNet", "JacobianRank", "correlate", "upsample",
-           "balanced_ntk_operator", "Fiber", "ShallowReLUCNN", "ShallowReLUMLP",
-           "path_lifting_check", "PathLiftingCheck", "UndecidedFactorizationError"]
+__all__ = [
+    "LinearConvNet", "LinearFCNet", "JacobianRank", "correlate", "upsample",
+    "balanced_ntk_operator", "Fiber", "UndecidedFactorizationError",
+    "ShallowReLUCNN", "ShallowReLUMLP", "path_lifting_check", "PathLiftingCheck",
+    "convergence_study", "ConvergenceStudy", "ConvergenceRun", "ConvergenceSummary",
+    "random_regression_data",
+]

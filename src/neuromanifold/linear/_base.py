@@ -15,17 +15,10 @@ import numpy as np
 
 from .._errors import ParameterError, short_repr
 from .._results import Result
+from ..fibers import invariant_vector
 from .._validation import as_finite_array, check_positive_float
 
-__all__ = ["JacobianRank", "LinearNetBase", "invariant_vector"]
-
-
-def invariant_vector(net: Any, params: Any) -> np.ndarray:
-    """The invariants of ``net`` at ``params`` as one flat vector (matrices flattened)."""
-    inv = net.invariants(params)
-    if isinstance(inv, list):
-        return np.concatenate([np.ravel(d) for d in inv]) if inv else np.zeros(0)
-    return np.asarray(inv, dtype=float).ravel()
+__all__ = ["JacobianRank", "LinearNetBase"]
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

@@ -43,7 +43,7 @@ from ..exact._factor import line_univariate, mpoly_dense, real_irreducible
 from ..exact._rescaling import rescaled_norms, rescaled_norms_exact
 from ..exact._roots import certified_roots, isolate_factors, power_classes, working_precision
 from .._validation import check_positive_float
-from ._fiber import Fiber
+from ..fibers import Fiber
 
 __all__ = ["conv_fiber", "Fiber"]
 

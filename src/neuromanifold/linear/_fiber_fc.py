@@ -26,7 +26,7 @@ import numpy as np
 from .._errors import InputError, NotInNeuromanifoldError, short_repr
 from .._validation import as_finite_array, as_seed_rng, check_positive_int
 from .._validation import check_positive_float
-from ._fiber import Fiber
+from ..fibers import Fiber
 
 __all__ = ["fc_fiber"]
 

@@ -52,9 +52,10 @@ from .._errors import InputError, NotInNeuromanifoldError, ParameterError, short
 from .._results import Result
 from .._validation import as_finite_array, as_seed_rng, check_positive_int
 from ..exact import rescaled_norms
-from ._fiber import Fiber
+from ..fibers import Fiber
 from .._validation import check_options, check_positive_float
-from ._base import LinearNetBase, invariant_vector
+from ..fibers import invariant_vector
+from ._base import LinearNetBase
 from ._conv import LinearConvNet
 from ._fc import LinearFCNet
 

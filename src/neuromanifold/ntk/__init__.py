@@ -1,7 +1,7 @@
 """The neural tangent kernel along fibers: is it a function of the end-to-end function and
 the conserved invariants alone? (SPEC 1.3)"""
 
-from ..linear._fiber import Fiber
+from ..fibers import Fiber
 from ._dependence import NTKDependence, ntk_dependence
 
 __all__ = ["Fiber", "NTKDependence", "ntk_dependence"]

@@ -1,15 +1,26 @@
-"""The :class:`Fiber` result returned by every model's ``fiber`` method (linear
-convolutional and fully connected networks, shallow ReLU models). It lives with the
-models that produce it; :mod:`neuromanifold.ntk` consumes and re-exports it."""
+"""What every fiber computation shares: the :class:`Fiber` result returned by every
+model's ``fiber`` method (linear convolutional and fully connected networks, shallow ReLU
+models), and the flat vector of conserved invariants that, with the function, fixes a
+fiber (SPEC 1.2)."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
+import numpy as np
+
 from .._results import Result
 
-__all__ = ["Fiber"]
+__all__ = ["Fiber", "invariant_vector"]
+
+
+def invariant_vector(net: Any, params: Any) -> np.ndarray:
+    """The invariants of ``net`` at ``params`` as one flat vector (matrices flattened)."""
+    inv = net.invariants(params)
+    if isinstance(inv, list):
+        return np.concatenate([np.ravel(d) for d in inv]) if inv else np.zeros(0)
+    return np.asarray(inv, dtype=float).ravel()
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

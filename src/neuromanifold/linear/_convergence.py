@@ -19,10 +19,11 @@ import numpy as np
 
 from .._errors import InputError
 from .._results import Result
-from .._validation import as_seed_rng, check_positive_int
-from .._validation import check_positive_float
-from ._gradient_flow import SOLVERS, gradient_flow
-from ._losses import SquareLoss
+from .._validation import as_seed_rng, check_positive_float, check_positive_int
+from ..flows import SquareLoss, gradient_flow
+from ..flows._gradient_flow import SOLVERS
+from ._conv import LinearConvNet
+from ._fc import LinearFCNet
 
 __all__ = ["convergence_study", "ConvergenceStudy", "ConvergenceRun", "ConvergenceSummary",
            "random_regression_data"]
@@ -125,7 +126,6 @@ class ConvergenceStudy(Result):
 
 
 def _claim_applies(net: Any) -> bool:
-    from ..linear import LinearConvNet
     return isinstance(net, LinearConvNet) and net.ndim == 1 and all(
         s[0] > 1 for s in net.strides)
 
@@ -138,8 +138,6 @@ def random_regression_data(net: Any, rng: Any, num_samples: int | None = None):
     Returns:
         ``(X, Y)`` to pass to :meth:`SquareLoss.from_data`.
     """
-    from ..linear import LinearConvNet, LinearFCNet
-
     rng = as_seed_rng(rng)
     if num_samples is not None:
         num_samples = check_positive_int(num_samples, "num_samples")
