@@ -156,3 +156,24 @@ def test_verdicts_invariant_under_permutation_and_rescaling(seed, widths, domain
                 if e.startswith("neuron"):
                     j = int(e.split(",")[1].strip(" )")) - 1
                     assert on_hyperplane(W1, b1, j, f.point)
+
+
+def test_network_without_hidden_layer_has_no_hyperplanes():
+    # a single affine layer is affine: its rows are outputs, not bent hyperplanes, so S1
+    # (parallel to a facet, through the orthant's corner) does not apply; only ranks do
+    g = genericity([(np.eye(2), np.zeros(2))], "orthant")
+    assert g.generic and g.failures == ()
+    g = genericity([(np.ones((2, 2)), np.zeros(2))])
+    assert g.supertransversal and not g.maximal_rank
+    assert [f.elements for f in g.failures] == [("W1",)]
+
+
+def test_rank_deficiency_on_a_single_region_is_reported_there():
+    W1 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, -1.0]])
+    p = [(W1, np.array([0.5, 0.5, -0.25])),
+         (np.array([[1.0, 1.0, 5.0], [2.0, 2.0, 1.0]]), np.array([0.1, -0.2])),
+         (np.ones((1, 2)), np.zeros(1))]
+    g = genericity(p)
+    assert g.supertransversal and not g.maximal_rank
+    assert [(f.elements, f.pattern, f.measured, f.expected) for f in g.failures] == [
+        (("D2 W2 D1 W1",), ((1, 1, 0), (1, 1)), 1, 2)]
