@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import time
 
 import numpy as np
 from scipy import optimize, spatial
 
 from neuromanifold import LinearConvNet
+from _timing import best_time
 
 
 def real_rooted_params(L: int, k: int, seed: int) -> list[np.ndarray]:
@@ -70,15 +70,6 @@ def baseline_fiber(net: LinearConvNet, v: np.ndarray, deltas: np.ndarray) -> lis
 
     assign(0, tuple(range(len(roots))), [])
     return points
-
-
-def best_time(fn, repeat: int) -> tuple[float, object]:
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def _stack(points: list[list[np.ndarray]]) -> np.ndarray:

@@ -19,13 +19,13 @@ these sizes.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 from scipy import signal
 
 from neuromanifold import LinearConvNet
 from neuromanifold.linear import upsample
+from _timing import best_time
 
 SIZES = [  # (filter_shapes, strides): growing to ~2,000 end-to-end entries, ~300 params
     ([5, 5, 5], [2, 2]),
@@ -55,15 +55,6 @@ def baseline_ntk(net: LinearConvNet, params: list[np.ndarray]) -> np.ndarray:
     return J @ J.T
 
 
-def best_time(fn, repeat: int) -> float:
-    best = np.inf
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two small sizes only")
@@ -77,8 +68,8 @@ def main(argv=None) -> list[dict]:
         K = net.ntk(params)
         K0 = baseline_ntk(net, params)
         diff = float(np.abs(K - K0).max() / np.abs(K0).max())
-        t_ours = best_time(lambda: net.ntk(params), args.repeat)
-        t_base = best_time(lambda: baseline_ntk(net, params), args.repeat)
+        t_ours, _ = best_time(lambda: net.ntk(params), args.repeat)
+        t_base, _ = best_time(lambda: baseline_ntk(net, params), args.repeat)
         rows.append({"network": repr(net), "size": net.end_to_end_size, "params": net.num_params,
                      "ours": t_ours, "baseline": t_base, "ratio": t_base / t_ours, "diff": diff})
         print(f"{repr(net)[:62]:<62} {net.end_to_end_size:>6} {net.num_params:>5} "

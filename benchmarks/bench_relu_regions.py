@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import time
 
 import numpy as np
 
 from neuromanifold.relu import ReLUNet, regions
 from neuromanifold.relu._engine import LP_TOL, RADIUS_CAP
 from neuromanifold.relu._lp import LPCounter, solve_lp
+from _timing import best_time
 
 
 def naive_regions(params) -> tuple[set, int]:
@@ -68,15 +68,6 @@ def naive_regions(params) -> tuple[set, int]:
         if sol.status == "optimal" and sol.x[d] > LP_TOL:
             found.add(bits)
     return found, counter.count
-
-
-def best_time(fn, repeat: int):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def main(argv=None) -> list[dict]:

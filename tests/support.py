@@ -43,9 +43,13 @@ def fd_jacobian(net, params, eps=1e-6):
 def load_benchmark(name):
     """Import ``benchmarks/<name>.py`` (the scripts are not a package) and return it."""
     import importlib.util
+    import sys
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    folder = Path(__file__).resolve().parent.parent / "benchmarks"
+    if str(folder) not in sys.path:  # the scripts import their shared _timing module
+        sys.path.insert(0, str(folder))
+    path = folder / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
