@@ -55,17 +55,31 @@ def to_jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _short(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        if value.size <= 6:
-            return np.array2string(value, precision=4, separator=", ").replace("\n", "")
-        return f"array(shape={value.shape}, dtype={value.dtype})"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, (list, tuple)) and len(value) > 4:
-        return f"[{len(value)} items]"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+def _short(value: Any, limit: int = 60) -> str:
+    """One line of at most about ``limit`` characters describing ``value`` (for reprs)."""
+    if isinstance(value, Result) or (dataclasses.is_dataclass(value)
+                                     and not isinstance(value, type)):
+        text = f"{type(value).__name__}(...)"
+    elif isinstance(value, np.ndarray):
+        if value.size <= 6 and value.dtype != object:
+            text = np.array2string(value, precision=4, separator=", ")
+        else:
+            text = f"array(shape={value.shape}, dtype={value.dtype})"
+    elif isinstance(value, (float, np.floating)):
+        text = f"{float(value):.4g}"
+    elif isinstance(value, Fraction):
+        text = str(value)
+    elif isinstance(value, (list, tuple)):
+        if len(value) > 4:
+            text = f"[{len(value)} items]"
+        else:
+            inner = ", ".join(_short(v, limit) for v in value)
+            text = f"({inner}{',' if len(value) == 1 else ''})" if isinstance(value, tuple) \
+                else f"[{inner}]"
+    else:
+        text = repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -73,8 +87,14 @@ class Result:
     """Mixin for frozen result dataclasses: compact ``repr`` and JSON-ready ``to_dict``."""
 
     def to_dict(self) -> dict[str, Any]:
-        """All fields as plain JSON types (see :func:`to_jsonable`)."""
-        return {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        """All public fields (names not starting with ``_``) as plain JSON types (see
+        :func:`to_jsonable`).
+
+        Returns:
+            A dict that ``json.dumps`` accepts.
+        """
+        return {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if not f.name.startswith("_")}
 
     def __repr__(self) -> str:
         parts = [

@@ -10,8 +10,8 @@ import numpy as np
 
 from ._errors import InputError, ParameterError, short_repr
 
-__all__ = ["as_finite_array", "as_seed_rng", "check_positive_int", "check_positive_float",
-           "check_options"]
+__all__ = ["as_finite_array", "as_seed_rng", "check_bool", "check_positive_int",
+           "check_positive_float", "check_nonnegative_float", "check_options"]
 
 
 def as_finite_array(value: Any, name: str, *, ndim: int | None = None,
@@ -66,6 +66,32 @@ def check_positive_float(value: Any, name: str) -> float:
             or value <= 0:
         raise InputError(f"{name} must be a positive finite number; got {short_repr(value)}")
     return float(value)
+
+
+def check_nonnegative_float(value: Any, name: str) -> float:
+    """``value`` as a finite float >= 0 (e.g. a tolerance where 0 means exact), or an
+    :class:`InputError` naming the rule."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)) or not np.isfinite(value) \
+            or value < 0:
+        raise InputError(f"{name} must be a nonnegative finite number; got {short_repr(value)}")
+    return float(value)
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """``value`` as a Python ``bool``; only ``True``/``False`` (Python or numpy) are accepted,
+    so that ``progress="no"`` or ``exact=1`` is an :class:`InputError`, not silently truthy.
+
+    >>> check_bool(np.True_, "exact")
+    True
+    >>> check_bool("yes", "progress")
+    Traceback (most recent call last):
+    ...
+    neuromanifold._errors.InputError: progress must be True or False; got 'yes'
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{name} must be True or False; got {short_repr(value)}")
+    return bool(value)
 
 
 def check_options(func: Callable, options: dict, what: str) -> None:

@@ -27,6 +27,7 @@ import flint
 import numpy as np
 
 from .._errors import InputError, short_repr
+from .._validation import as_seed_rng
 
 __all__ = ["support_line", "line_univariate", "absolute_factor_count", "real_irreducible",
            "mpoly_dense"]
@@ -293,6 +294,7 @@ def real_irreducible(f: flint.fmpq_mpoly, *, seed: int = 0) -> bool | None:
     (True, False)
     """
     _check_mpoly(f)
+    as_seed_rng(seed)  # validated now, used by the random plane restrictions
     used = [a for a, d in enumerate(f.degrees()) if int(d) > 0]
     if len(used) < 2:
         return None
@@ -327,6 +329,7 @@ def absolute_factor_count(f: flint.fmpq_mpoly, *, seed: int = 0) -> int | None:
     (2, 1)
     """
     _check_mpoly(f)
+    as_seed_rng(seed)  # validated now, used by the random plane restrictions
     used = [a for a, d in enumerate(f.degrees()) if int(d) > 0]
     if len(used) < 2:
         return None

@@ -16,7 +16,14 @@ __all__ = ["Fiber", "invariant_vector"]
 
 
 def invariant_vector(net: Any, params: Any) -> np.ndarray:
-    """The invariants of ``net`` at ``params`` as one flat vector (matrices flattened)."""
+    """The invariants of ``net`` at ``params`` as one flat vector (matrices flattened).
+
+    Args:
+        net: a network with an ``invariants(params)`` method.
+        params: parameters of ``net``.
+
+    Returns:
+        1D float array: ``net.invariants(params)`` flattened and concatenated."""
     inv = net.invariants(params)
     if isinstance(inv, list):
         return np.concatenate([np.ravel(d) for d in inv]) if inv else np.zeros(0)

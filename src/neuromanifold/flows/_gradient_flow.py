@@ -10,7 +10,7 @@ from scipy.integrate import solve_ivp
 
 from .._errors import InputError, short_repr
 from .._results import Result
-from .._validation import check_positive_float
+from .._validation import check_bool, check_positive_float
 from ..fibers import invariant_vector
 from ._losses import QuadraticLoss
 
@@ -82,6 +82,7 @@ class GradientFlowResult(Result):
 
     @property
     def final_params(self) -> list:
+        """The parameters at the last time."""
         return self.params[-1]
 
 
@@ -114,6 +115,7 @@ def gradient_flow(net: Any, params0: Any, loss: QuadraticLoss, t_final: float, *
     (True, True)
     """
     check_flow_args(net, loss, t_final, num_times, method, rtol, atol)
+    progress = check_bool(progress, "progress")
     params0 = net.check_params(params0)
     theta0 = net.flatten(params0)
 

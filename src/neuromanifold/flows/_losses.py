@@ -46,6 +46,7 @@ class QuadraticLoss:
 
     @property
     def size(self) -> int:
+        """Number of entries of ``v`` the loss acts on."""
         return self.A.shape[0]
 
     def __repr__(self) -> str:

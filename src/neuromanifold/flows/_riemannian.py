@@ -24,7 +24,7 @@ from scipy import integrate
 from .._errors import InputError, NotInNeuromanifoldError
 from .._results import Result
 from .._validation import as_finite_array, check_positive_int
-from .._validation import check_positive_float
+from .._validation import check_bool, check_positive_float
 from ._gradient_flow import (SOLVERS, GradientFlowResult, check_flow_args, gradient_flow,
                              invariant_vector)
 from ._losses import QuadraticLoss
@@ -194,6 +194,10 @@ class RiemannianFlowResult(Result):
 def _initial_lift(net: Any, v0: np.ndarray, delta: Any, lift: Any, lift_index: int,
                   fiber_options: dict) -> list:
     if lift is not None:
+        if fiber_options:
+            raise InputError(
+                f"fiber options are used only to compute the initial lift when lift=None; "
+                f"got lift=... and {sorted(fiber_options)} (drop one of them)")
         return net.check_params(lift)
     if not hasattr(net, "fiber"):
         raise InputError(f"{net!r} has no fiber(); pass an initial lift with lift=...")
@@ -258,6 +262,7 @@ def riemannian_flow(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_f
     check_flow_args(net, loss, t_final, num_times, method, rtol, atol)
     lift_tol = check_positive_float(lift_tol, "lift_tol")
     max_lift_residual = check_positive_float(max_lift_residual, "max_lift_residual")
+    progress = check_bool(progress, "progress")
     v0 = _as_end_to_end_vector(net, v0, "v0")
     delta = _as_invariant_vector(invariants)
     start = _initial_lift(net, v0, invariants, lift, lift_index, fiber_options)
@@ -363,6 +368,17 @@ def compare_with_parameter_flow(net: Any, params0: Any, loss: QuadraticLoss, t_f
     ``net.fiber`` (not ``theta0``): where the NTK is parameter-independent the two flows
     agree to solver tolerance anyway.
 
+    Args:
+        net, loss, t_final: as in :func:`gradient_flow`.
+        params0: the initial parameters ``theta0``.
+        lift: the Riemannian flow's initial lift (default: from ``net.fiber``).
+        num_times, method, rtol, atol: as in :func:`riemannian_flow`.
+        **fiber_options: passed to ``net.fiber`` (only when ``lift`` is None).
+
+    Returns:
+        A :class:`FlowComparison`: ``max_difference`` of the two ``v(t)`` (relative to
+        ``max(1, max |v|)``) and both flows.
+
     >>> from neuromanifold import LinearConvNet, QuadraticLoss
     >>> net = LinearConvNet([2, 2], strides=[2])
     >>> theta = net.random_params(1)
@@ -424,6 +440,9 @@ def compare_lifts(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_fin
         A :class:`LiftComparison`. Where the NTK depends on the lift, ``max_difference``
         is far above the solver tolerance (two different flows from the same data).
     """
+    if lifts is not None and fiber_options:
+        raise InputError(f"fiber options are used only to compute the lifts when lifts=None; "
+                         f"got lifts=... and {sorted(fiber_options)} (drop one of them)")
     if lifts is None:
         if not hasattr(net, "fiber"):
             raise InputError(f"{net!r} has no fiber(); pass the lifts to compare with lifts=...")

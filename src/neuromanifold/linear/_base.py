@@ -16,7 +16,7 @@ import numpy as np
 from .._errors import ParameterError, short_repr
 from .._results import Result
 from ..fibers import invariant_vector
-from .._validation import as_finite_array, check_positive_float
+from .._validation import as_finite_array, check_bool, check_positive_float
 
 __all__ = ["JacobianRank", "LinearNetBase"]
 
@@ -52,10 +52,12 @@ class LinearNetBase:
 
     @property
     def num_layers(self) -> int:
+        """Number of layers (parameter arrays)."""
         return len(self.param_shapes)
 
     @property
     def num_params(self) -> int:
+        """Total number of parameters."""
         return sum(math.prod(s) for s in self.param_shapes)
 
     def check_params(self, params: Any) -> list[np.ndarray]:
@@ -125,6 +127,7 @@ class LinearNetBase:
             tol: relative singular-value tolerance of the numerical method (default
                 ``max(J.shape) * eps``, relative to the largest singular value).
         """
+        exact = check_bool(exact, "exact")
         if tol is not None:
             tol = check_positive_float(tol, "tol")
         dim = self.dimension

@@ -29,6 +29,13 @@ __all__ = ["LinearConvNet", "correlate", "upsample"]
 def upsample(w: np.ndarray, stride: Sequence[int]) -> np.ndarray:
     """``up(w, S)``: insert ``S - 1`` zeros between consecutive entries along each axis.
 
+    Args:
+        w: an array with one axis per entry of ``stride``.
+        stride: positive ints, one per axis.
+
+    Returns:
+        The upsampled array, of shape ``S * (k - 1) + 1`` along each axis.
+
     >>> upsample(np.array([1.0, 2.0, 3.0]), (2,))
     array([1., 0., 2., 0., 3.])
     """
@@ -177,6 +184,7 @@ class LinearConvNet(LinearNetBase):
 
     @property
     def end_to_end_size(self) -> int:
+        """Number of entries of the end-to-end filter."""
         return math.prod(self.end_to_end_shape)
 
     @property
@@ -219,6 +227,7 @@ class LinearConvNet(LinearNetBase):
     # ------------------------------------------------------------- parameters
     @property
     def param_shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The filter shapes, one D-tuple per layer (the shapes of ``params``)."""
         return self.filter_shapes
 
     def _layer_name(self, l: int) -> str:

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError
+from .._errors import InputError, short_repr
 from .._results import Result
-from .._validation import as_seed_rng, check_positive_float, check_positive_int
+from .._validation import as_seed_rng, check_bool, check_positive_float, check_positive_int
 from ..flows import SquareLoss, gradient_flow
 from ..flows._gradient_flow import SOLVERS
 from ._conv import LinearConvNet
@@ -130,15 +130,28 @@ def _claim_applies(net: Any) -> bool:
         s[0] > 1 for s in net.strides)
 
 
-def random_regression_data(net: Any, rng: Any, num_samples: int | None = None):
+def random_regression_data(net: Any, seed: Any = None, num_samples: int | None = None, *,
+                           rng: Any = None):
     """Random inputs and targets for ``net`` with enough samples for a positive definite
     square loss: Gaussian signals (conv: spatial size the end-to-end filter plus
     two strides per axis) or vectors (fully connected), and Gaussian targets.
 
+    Args:
+        net: a :class:`LinearConvNet` or :class:`LinearFCNet`.
+        seed: int, None or a numpy Generator (the library-wide name).
+        num_samples: number of samples (default: just enough for a positive definite
+            loss).
+        rng: former name of ``seed``, still accepted.
+
     Returns:
         ``(X, Y)`` to pass to :meth:`SquareLoss.from_data`.
     """
-    rng = as_seed_rng(rng)
+    if rng is not None:
+        if seed is not None:
+            raise InputError("pass the random source once, as seed= (rng= is its former "
+                             f"name); got seed={short_repr(seed)} and rng={short_repr(rng)}")
+        seed = rng
+    rng = as_seed_rng(seed)
     if num_samples is not None:
         num_samples = check_positive_int(num_samples, "num_samples")
     if isinstance(net, LinearConvNet):
@@ -202,6 +215,8 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
     if not nets:
         raise InputError("net must be a network or a non-empty list of networks")
     num_runs = check_positive_int(num_runs, "num_runs")
+    exact = check_bool(exact, "exact")
+    progress = check_bool(progress, "progress")
     for name, val in (("t_final", t_final), ("max_time", max_time), ("tol", tol),
                       ("smooth_tol", smooth_tol), ("zero_tol", zero_tol), ("rtol", rtol),
                       ("atol", atol)):

@@ -106,10 +106,12 @@ class LinearFCNet(LinearNetBase):
 
     @property
     def end_to_end_shape(self) -> tuple[int, int]:
+        """Shape ``(d_N, d_0)`` of the end-to-end matrix."""
         return (self.widths[-1], self.widths[0])
 
     @property
     def end_to_end_size(self) -> int:
+        """Number of entries of the end-to-end matrix."""
         return self.widths[-1] * self.widths[0]
 
     @property

@@ -42,7 +42,7 @@ from ..exact import to_fmpq
 from ..exact._factor import line_univariate, mpoly_dense, real_irreducible
 from ..exact._rescaling import rescaled_norms, rescaled_norms_exact
 from ..exact._roots import certified_roots, isolate_factors, power_classes, working_precision
-from .._validation import check_positive_float
+from .._validation import check_bool, check_positive_float
 from ..fibers import Fiber
 
 __all__ = ["conv_fiber", "Fiber"]
@@ -131,6 +131,7 @@ def conv_fiber(net, v: Any, invariants: Any, *, method: str = "auto", tol: float
     tol = check_positive_float(tol, "tol")
     num_starts = check_positive_int(num_starts, "num_starts")
     as_seed_rng(seed)   # validated now, used by the numerical route
+    progress = check_bool(progress, "progress")
     if start is not None:
         start = net.check_params(start)
     exact_v, v_float, given_exactly = _parse_target(net, v)

@@ -25,7 +25,7 @@ import numpy as np
 
 from .._errors import InputError, NotInNeuromanifoldError, short_repr
 from .._validation import as_finite_array, as_seed_rng, check_positive_int
-from .._validation import check_positive_float
+from .._validation import check_bool, check_positive_float
 from ..fibers import Fiber
 
 __all__ = ["fc_fiber"]
@@ -160,6 +160,7 @@ def fc_fiber(net, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = 
         raise InputError(f"walk_steps must be an int >= 0; got {short_repr(walk_steps)}")
     tol = check_positive_float(tol, "tol")
     rng = as_seed_rng(seed)
+    progress = check_bool(progress, "progress")
     if start is not None:
         start = net.check_params(start)
     C = _Constraints(net, W, deltas)

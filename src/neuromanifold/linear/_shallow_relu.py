@@ -79,9 +79,11 @@ class _ShallowBase(LinearNetBase):
 
     @property
     def num_inputs(self) -> int:
+        """Number N of stored inputs (the NTK is N x N)."""
         return self.inputs.shape[0]
 
     def rank(self, params: Any, exact: bool = False, tol: float | None = None):
+        """Not defined for the ReLU models: always an :class:`InputError`."""
         raise InputError(f"rank() is defined for linear networks; {self!r} has no "
                          f"neuromanifold dimension here (use ntk() / jacobian())")
 
@@ -538,6 +540,9 @@ def path_lifting_check(params: Any, inputs: Any, *, tol: float = 1e-10) -> PathL
             ``(m,)``, i.e. parameters of ``ShallowReLUMLP([d, m], inputs)``.
         inputs: shape ``(N, d)``.
         tol: relative tolerance of the verdict.
+
+    Returns:
+        A :class:`PathLiftingCheck` (``.independent`` and the measured differences).
 
     >>> rng = np.random.default_rng(0)
     >>> chk = path_lifting_check([rng.standard_normal((3, 2)), rng.standard_normal(3)],

@@ -33,8 +33,8 @@ import flint
 import numpy as np
 
 from .._errors import ArchitectureError, DomainError, InputError, ParameterError, short_repr
-from .._results import Result, to_jsonable
-from .._validation import as_seed_rng, check_positive_int
+from .._results import Result
+from .._validation import as_seed_rng, check_bool, check_nonnegative_float, check_positive_int
 from ._domain import Domain, as_domain
 from ._engine import progress_iter
 from ._net import check_params
@@ -255,6 +255,7 @@ class ArrangementHyperplane(Result):
 
     @property
     def orientations(self) -> tuple[int, ...]:
+        """The sign (+1 or -1) of each neuron's scale on this hyperplane."""
         return tuple(1 if s > 0 else -1 for s in self.scales)
 
     def unit(self) -> tuple[np.ndarray, float, np.ndarray]:
@@ -305,6 +306,7 @@ class WeightedArrangement(Result):
 
     @property
     def num_hyperplanes(self) -> int:
+        """Number of visible hyperplanes."""
         return len(self.hyperplanes)
 
     def evaluate(self, Z: Any) -> np.ndarray:
@@ -331,6 +333,7 @@ class WeightedArrangement(Result):
         return _compare(self, other, tol)[0]
 
     def describe(self) -> str:
+        """A readable multi-line description."""
         lines = [f"weighted arrangement on {self.domain.kind} (d={self.input_dim}, "
                  f"m={self.output_dim}): {self.num_hyperplanes} visible hyperplane(s)"]
         lines += ["  " + str(H) + f"  [neurons {list(H.neurons)}]" for H in self.hyperplanes]
@@ -369,10 +372,7 @@ def _same_domain(a: Domain, b: Domain) -> bool:
 def _compare(p: WeightedArrangement, q: WeightedArrangement, tol: float) -> tuple[bool, str]:
     if not isinstance(q, WeightedArrangement):
         raise InputError(f"can only compare with a WeightedArrangement; got {short_repr(q)}")
-    if isinstance(tol, (bool, np.bool_)) or not (
-            isinstance(tol, (int, float, np.integer, np.floating)) and math.isfinite(tol)
-            and tol >= 0):
-        raise InputError(f"tol must be a finite number >= 0; got {short_repr(tol)}")
+    tol = check_nonnegative_float(tol, "tol")
     if (p.input_dim, p.output_dim) != (q.input_dim, q.output_dim):
         return False, (f"dimensions differ: (d, m) = {(p.input_dim, p.output_dim)} vs "
                        f"{(q.input_dim, q.output_dim)}")
@@ -509,6 +509,15 @@ def weighted_arrangement(params: Any, domain: Any = "orthant") -> WeightedArrang
 def arrangements_equal(p: Any, q: Any, domain: Any = "orthant", tol: float = 0.0) -> ArrangementComparison:
     """Whether two one-hidden-layer networks are equal on ``domain``, by comparing their
     canonical weighted arrangements (exactly when ``tol == 0``).
+
+    Args:
+        p, q: one-hidden-layer networks, lists ``[(W1, b1), (W2, b2)]``.
+        domain: the input domain (default the nonnegative orthant; see
+            :func:`weighted_arrangement`).
+        tol: absolute tolerance of the comparison (>= 0; 0 compares exact rationals).
+
+    Returns:
+        An :class:`ArrangementComparison` (``.equal`` and the reason when not equal).
 
     >>> p = [([[1.0, -1.0]], [0.5]), ([[2.0]], [0.0])]
     >>> q = [([[2.0, -2.0]], [1.0]), ([[1.0]], [0.0])]   # positive rescaling of the neuron
@@ -930,8 +939,8 @@ class FiberPiece(Result):
     _geo: Any = dataclasses.field(repr=False, compare=False, default=None)
 
     def to_dict(self) -> dict:
-        out = {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)
-               if not f.name.startswith("_")}
+        """The public fields, plus the defining equations and inequalities as text."""
+        out = super().to_dict()
         out["equations"] = [str(e) for e in self.equations]
         out["inequalities"] = [str(e) for e in self.inequalities]
         return out
@@ -965,6 +974,7 @@ class FiberPiece(Result):
         return sympy.And(*self.equations, *self.inequalities)
 
     def describe(self) -> str:
+        """A readable multi-line description (sympy conditions)."""
         lines = [f"piece {self.index} [{', '.join(self.labels)}] ({self.kind}, "
                  f"dimension {self.dimension}, {self.copies} permuted copies)"]
         lines += ["  " + str(e) for e in self.equations]
@@ -985,6 +995,7 @@ class FiberPiece(Result):
             version up to rounding.
         """
         rng = as_seed_rng(seed)
+        exact = check_bool(exact, "exact")
         qs = dict(self.strata)
         if stratum is None:
             stratum = max(self.strata, key=lambda s: (s[1], s[0]))[0]
@@ -1338,16 +1349,14 @@ class OrthantFiber(Result):
     method: str
     _ctx: Any = dataclasses.field(repr=False, compare=False, default=None)
 
-    def to_dict(self) -> dict:
-        return {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)
-                if not f.name.startswith("_")}
-
     @property
     def symbols(self) -> tuple:
+        """The parameter symbols, in :meth:`ReLUNet.flatten` order."""
         return self._ctx.symbols
 
     @property
     def standard_pieces(self) -> tuple:
+        """The pieces of kind ``"standard"`` (no degenerate coincidences)."""
         return tuple(P for P in self.pieces if P.kind == "standard")
 
     def contains(self, params: Any, tol: float = 0.0) -> bool:
@@ -1362,9 +1371,20 @@ class OrthantFiber(Result):
 
     def sample(self, seed: Any = None, *, piece: int | None = None, exact: bool = False,
                permute: bool = True):
-        """Parameters in the fiber: from piece ``piece`` (default: a random piece), with
-        the hidden neurons randomly permuted when ``permute``."""
+        """Parameters in the fiber.
+
+        Args:
+            seed: int, None or a numpy Generator.
+            piece: index of the piece to sample from (default: a random piece).
+            exact: return exact ``Fraction`` entries (object arrays) instead of floats.
+            permute: randomly permute the hidden neurons of the sample.
+
+        Returns:
+            ``[(W1, b1), (W2, b2)]`` in the fiber (exactly when ``exact``).
+        """
         rng = as_seed_rng(seed)
+        exact = check_bool(exact, "exact")
+        permute = check_bool(permute, "permute")
         if not self.pieces:  # pragma: no cover - the target itself is always in its fiber
             raise InputError("the fiber has no pieces")
         if piece is None:
@@ -1422,6 +1442,7 @@ class OrthantFiber(Result):
         return None  # pragma: no cover - a point of the fiber lies in some piece
 
     def describe(self, max_pieces: int = 5) -> str:
+        """A readable multi-line description, listing at most ``max_pieces`` pieces."""
         if isinstance(max_pieces, (bool, np.bool_)) or not isinstance(
                 max_pieces, (int, np.integer)) or max_pieces < 0:
             raise InputError(f"max_pieces must be an integer >= 0; got {short_repr(max_pieces)}")
@@ -1478,8 +1499,8 @@ def orthant_fiber(params: Any, domain: Any = "orthant", *, degenerate: bool = Tr
     if dom.kind != "orthant":
         raise DomainError(f"orthant_fiber computes fibers on the nonnegative orthant only; "
                           f"got domain {short_repr(domain)}")
-    if not isinstance(degenerate, (bool, np.bool_)):
-        raise InputError(f"degenerate must be True or False; got {short_repr(degenerate)}")
+    degenerate = check_bool(degenerate, "degenerate")
+    progress = check_bool(progress, "progress")
     max_types = check_positive_int(max_types, "max_types")
     arr = weighted_arrangement(params, dom)
     n = layers[0][0].shape[0]

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._errors import DomainError, short_repr
 from .._results import Result
-from .._validation import as_finite_array, check_positive_int
+from .._validation import as_finite_array, check_nonnegative_float, check_positive_int
 
 __all__ = ["Domain", "as_domain"]
 
@@ -63,19 +63,37 @@ class Domain(Result):
 
     @property
     def is_bounded(self) -> bool:
+        """Whether the domain is bounded (a box)."""
         return self.kind == "box"
 
     def contains(self, X: Any, tol: float = 0.0) -> np.ndarray:
-        """Boolean mask of the rows of ``X`` (shape ``(N, dim)``) that lie in the domain."""
-        X = np.atleast_2d(np.asarray(X, dtype=float))
+        """Which points lie in the domain.
+
+        Args:
+            X: points, shape ``(N, dim)`` (or one point of shape ``(dim,)``).
+            tol: slack allowed on every inequality (>= 0).
+
+        Returns:
+            Boolean array of shape ``(N,)``.
+        """
+        tol = check_nonnegative_float(tol, "tol")
+        X = np.atleast_2d(as_finite_array(X, "X", error=DomainError))
+        if X.ndim != 2 or X.shape[1] != self.dim:
+            raise DomainError(f"X must have shape (N, {self.dim}) for this domain; "
+                              f"got shape {X.shape}")
         return np.all(X @ self.A.T <= self.c + tol, axis=1)
 
 
 def as_domain(domain: Any, dim: int) -> Domain:
     """Interpret ``domain`` for input dimension ``dim``.
 
-    Accepted: ``None``, ``"whole"`` or ``"R^d"`` (all of R^dim); ``"orthant"``;
-    a pair ``(lower, upper)`` of scalars or vectors (a box); a :class:`Domain`.
+    Args:
+        domain: ``None``, ``"whole"`` or ``"R^d"`` (all of R^dim); ``"orthant"``;
+            a pair ``(lower, upper)`` of scalars or vectors (a box); a :class:`Domain`.
+        dim: the input dimension the domain must have.
+
+    Returns:
+        A :class:`Domain` of dimension ``dim`` (a :class:`DomainError` otherwise).
 
     >>> as_domain("orthant", 2).kind
     'orthant'

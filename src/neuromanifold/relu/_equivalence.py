@@ -32,6 +32,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from .._errors import ArchitectureError, InputError, short_repr
 from .._results import Result
+from .._validation import check_bool
 from ..exact._rational import to_fmpq
 from ._domain import Domain, as_domain
 from ._engine import Engine, ExactNet, enumerate_cells, exact_forward, output_map
@@ -135,6 +136,7 @@ def equivalent(p: Any, q: Any, domain: Any = None, method: str = "auto",
     (False, 1.0)
     """
     p, q = _check_pair(p, q)
+    progress = check_bool(progress, "progress")
     if method not in _METHODS:
         raise InputError(f"method must be one of {_METHODS}; got {short_repr(method)}")
     np_, nq = ExactNet(p), ExactNet(q)

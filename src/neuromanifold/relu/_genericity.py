@@ -35,6 +35,7 @@ import flint
 import numpy as np
 
 from .._results import Result
+from .._validation import check_bool
 from ._arrangement import _exact_layers, _frac, _open_range, _rank
 from ._domain import Domain, as_domain
 from ._engine import progress_iter
@@ -109,6 +110,7 @@ class Genericity(Result):
     method: str
 
     def describe(self) -> str:
+        """A readable multi-line description of the verdict and of every failure."""
         head = (f"generic={self.generic} (supertransversal={self.supertransversal}, "
                 f"maximal_rank={self.maximal_rank}); {self.num_regions} regions, "
                 f"{self.num_subsets} families, {self.num_products} masked products")
@@ -385,6 +387,7 @@ def genericity(params: Any, domain: Any = None, progress: bool = False) -> Gener
     """
     from ._regions import regions as _regions
 
+    progress = check_bool(progress, "progress")
     layers, exact = _exact_layers(params)
     d = layers[0][0].shape[1]
     dom = as_domain(domain, d)

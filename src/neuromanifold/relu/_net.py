@@ -30,6 +30,14 @@ def check_params(params: Any, widths: Sequence[int] | None = None) -> Params:
 
     Shapes must chain (``W_l`` has ``n_{l-1}`` columns, ``b_l`` has ``n_l`` entries),
     every entry must be finite, and, when ``widths`` is given, match it.
+
+    Args:
+        params: list of ``(W, b)`` pairs, ``W`` of shape ``(n_l, n_{l-1})``.
+        widths: optional expected widths ``(n_0, ..., n_L)``.
+
+    Returns:
+        The list of ``(W, b)`` as float64 arrays; a :class:`ParameterError` or
+        :class:`ArchitectureError` naming the rule otherwise.
     """
     if isinstance(params, np.ndarray) or not isinstance(params, Sequence) or len(params) == 0:
         raise ParameterError(
@@ -124,6 +132,7 @@ class ReLUNet:
 
     @property
     def input_dim(self) -> int:
+        """Input dimension ``d = n_0``."""
         return self.widths[0]
 
     @property
@@ -138,6 +147,7 @@ class ReLUNet:
 
     @property
     def num_params(self) -> int:
+        """Total number of parameters (weights and biases)."""
         return int(sum(a * b + a for b, a in zip(self.widths[:-1], self.widths[1:])))
 
     def check_params(self, params: Any) -> Params:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ArchitectureError, InputError, short_repr
-from .._validation import as_finite_array
+from .._validation import as_finite_array, check_bool
 from ._domain import Domain, as_domain
 from ._net import check_params
 
@@ -126,6 +126,9 @@ def plot_arrangement(params: Any, domain: Any = None, ax: Any = None, *, bounds:
     """
     from ._regions import regions as _regions
 
+    show_hidden = check_bool(show_hidden, "show_hidden")
+    annotate = check_bool(annotate, "annotate")
+    legend = check_bool(legend, "legend")
     layers = check_params(params)
     d = layers[0][0].shape[1]
     if d != 2:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .._results import Result
-from .._validation import as_finite_array
+from .._validation import as_finite_array, check_bool
 from .._errors import InputError
 from ..exact._rational import fmpq_to_fraction
 from ._domain import Domain, as_domain
@@ -126,6 +126,13 @@ def _pattern_at(params, x) -> list[np.ndarray]:
 def activation_pattern(params: Any, x: Any) -> list[np.ndarray]:
     """The activation pattern (one boolean array per hidden layer) at one input ``x``.
 
+    Args:
+        params: list of ``(W, b)`` pairs.
+        x: one input, shape ``(d,)``.
+
+    Returns:
+        One boolean array per hidden layer (True = active, pre-activation > 0).
+
     >>> activation_pattern([(np.array([[1.0], [-1.0]]), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))], [2.0])
     [array([ True, False])]
     """
@@ -173,6 +180,7 @@ def regions(params: Any, domain: Any = None, progress: bool = False) -> Regions:
 
 def _compute(params: Any, domain: Any, progress: bool):
     """Regions plus the internal cells, network and engine (used by the other analyses)."""
+    progress = check_bool(progress, "progress")
     params = check_params(params)
     net = ExactNet(params)
     dom = as_domain(domain, net.d)

@@ -29,7 +29,7 @@ import numpy as np
 from .._errors import InputError, short_repr
 from .._results import Result, to_jsonable
 from .._validation import as_seed_rng
-from .._validation import check_positive_float
+from .._validation import check_bool, check_positive_float
 
 __all__ = ["reproduce_linear", "Row", "Claim", "Case", "Refinement", "default_linear_claims",
            "verify_witness"]
@@ -71,6 +71,7 @@ class Case:
 
     @property
     def label(self) -> str:
+        """The architecture's label in the table (``repr`` of the model)."""
         return repr(self.model)
 
 
@@ -294,6 +295,8 @@ def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = Fal
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise InputError(f"seed must be an int; got {seed!r}")
     tol = check_positive_float(tol, "tol")
+    quick = check_bool(quick, "quick")
+    progress = check_bool(progress, "progress")
     if claims is not None and (isinstance(claims, (str, bytes)) or not isinstance(claims, Sequence)
                                or not all(isinstance(c, Claim) for c in claims)):
         raise InputError(f"claims must be a list of Claim; got {short_repr(claims)}")
@@ -388,8 +391,15 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
     (several filter sizes, strides, depths) including structurally special ones (layers
     of filter size 1, same filter shapes, filters degenerate along an axis, one linear
     layer), and candidate refinements to explain differing verdicts.
+
+    Args:
+        quick: fewer architectures per row (for tests).
+
+    Returns:
+        A list of :class:`Claim`, one per row of SPEC 1.3.
     """
     from ..linear import LinearConvNet, LinearFCNet, ShallowReLUCNN, ShallowReLUMLP
+    quick = check_bool(quick, "quick")
 
     def conv(shapes, strides=None):
         net = LinearConvNet(shapes, strides)

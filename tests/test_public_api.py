@@ -1,0 +1,378 @@
+"""The public API as a whole: every exported name documented, every result a frozen
+dataclass that serializes to JSON and prints on one short line, and the shared checks
+of boolean options, seeds and tolerances at the entry points."""
+
+import dataclasses
+import importlib
+import inspect
+import json
+import pkgutil
+
+import numpy as np
+import pytest
+
+import neuromanifold as nm
+from neuromanifold import InputError, NeuromanifoldError, Result, flows, linear, relu
+from neuromanifold._validation import check_bool
+from neuromanifold.reproduce import Case, Claim, reproduce_linear
+
+MODULES = ["neuromanifold", "neuromanifold.relu", "neuromanifold.linear",
+           "neuromanifold.flows", "neuromanifold.ntk", "neuromanifold.fibers",
+           "neuromanifold.exact", "neuromanifold.reproduce"]
+
+PUBLIC = sorted({(m, n) for m in MODULES for n in importlib.import_module(m).__all__})
+
+
+def _all_modules():
+    yield nm
+    for info in pkgutil.walk_packages(nm.__path__, "neuromanifold."):
+        if not info.name.endswith("__main__"):  # running it would start the CLI
+            yield importlib.import_module(info.name)
+
+
+def _result_classes():
+    found = set()
+    for mod in _all_modules():
+        for obj in vars(mod).values():
+            if inspect.isclass(obj) and issubclass(obj, Result) and obj.__module__.startswith(
+                    "neuromanifold"):
+                found.add(obj)
+    return sorted(found, key=lambda c: (c.__module__, c.__name__))
+
+
+# ------------------------------------------------------------------ (a) docstrings
+@pytest.mark.parametrize("module,name", PUBLIC)
+def test_every_public_name_is_documented(module, name):
+    obj = getattr(importlib.import_module(module), name)
+    assert (inspect.getdoc(obj) or "").strip(), f"{module}.{name} has no docstring"
+
+
+def test_public_methods_and_properties_are_documented():
+    missing = []
+    for module, name in PUBLIC:
+        obj = getattr(importlib.import_module(module), name)
+        if not inspect.isclass(obj) or issubclass(obj, BaseException):
+            continue
+        for klass in obj.__mro__:
+            if not klass.__module__.startswith("neuromanifold"):
+                continue
+            for attr, value in vars(klass).items():
+                if attr.startswith("_"):
+                    continue
+                func = value.fget if isinstance(value, property) else getattr(
+                    value, "__func__", value)
+                if inspect.isfunction(func) and func.__name__ != "<lambda>" \
+                        and not (func.__doc__ or "").strip():
+                    missing.append(f"{obj.__name__}.{attr}")
+    assert not missing, f"undocumented public methods/properties: {sorted(set(missing))}"
+
+
+def test_public_functions_document_args_and_returns():
+    """Module-level functions of the main namespaces state their Args and Returns."""
+    missing = []
+    for module in ("neuromanifold", "neuromanifold.relu", "neuromanifold.linear",
+                   "neuromanifold.flows", "neuromanifold.ntk", "neuromanifold.fibers",
+                   "neuromanifold.reproduce"):
+        mod = importlib.import_module(module)
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if inspect.isfunction(obj):
+                doc = inspect.getdoc(obj) or ""
+                if "Args:" not in doc or "Returns:" not in doc:
+                    missing.append(f"{module}.{name}")
+    assert not missing, f"no Args:/Returns: section: {missing}"
+
+
+# ------------------------------------------------------------------ (b) frozen results
+def test_result_classes_found():
+    names = {c.__name__ for c in _result_classes()}
+    assert {"Fiber", "Equivalence", "Regions", "GradientFlowResult", "Row"} <= names
+
+
+@pytest.mark.parametrize("klass", _result_classes(), ids=lambda c: c.__name__)
+def test_every_result_is_a_frozen_dataclass(klass):
+    assert dataclasses.is_dataclass(klass)
+    assert klass.__dataclass_params__.frozen, f"{klass.__name__} is not frozen"
+    assert "__repr__" not in vars(klass) or klass.__repr__ is Result.__repr__
+
+
+# ------------------------------------------------------------------ (c) real instances
+@pytest.fixture(scope="module")
+def results():
+    """One real instance of every result type, from small real computations."""
+    out = []
+    conv = nm.LinearConvNet([2, 2], [2])
+    theta = conv.random_params(0)
+    v, delta = conv.end_to_end(theta), conv.invariants(theta)
+    loss = nm.QuadraticLoss(np.eye(4), [1.0, 0.5, -0.3, 0.2])
+    out.append(conv.rank(theta))
+    out.append(nm.gradient_flow(conv, theta, loss, 0.2, num_times=3))
+    out.append(conv.fiber(v, delta))
+    out.append(nm.ntk_dependence(conv, theta))
+    fc = nm.LinearFCNet([2, 2, 2])
+    tf = fc.random_params(0)
+    out.append(fc.fiber(fc.end_to_end(tf), fc.invariants(tf), num_starts=3, seed=0))
+    out.append(nm.riemannian_flow(conv, v, delta, loss, 0.2, lift=theta, num_times=3))
+    out.append(flows.lift_to_fiber(conv, v, delta, theta))
+    out.append(nm.compare_lifts(nm.LinearConvNet([2, 2]), [1.0, -3.0, 2.0], [1.0],
+                                nm.QuadraticLoss(np.eye(3), np.ones(3)), 0.2, num_times=3))
+    out.append(flows.compare_with_parameter_flow(conv, theta, loss, 0.2, lift=theta,
+                                                 num_times=3))
+    out.append(nm.convergence_study(conv, 1, seed=0, t_final=0.1, max_time=0.1))
+    out.append(linear.path_lifting_check([np.array([[1.0, 2.0], [0.5, -1.0], [2.0, 1.0]]),
+                                          np.array([1.0, -1.0, 2.0])],
+                                         np.random.default_rng(0).standard_normal((5, 2))))
+    out.extend(reproduce_linear(claims=[
+        Claim("fully connected", "generic", "dependent",
+              [Case(fc, fc, fc.random_params, {"num_starts": 4, "seed": "instance"})]),
+        Claim("1D convolution", "strided", "independent", [Case(conv, conv,
+                                                               conv.random_params)])],
+        num_instances=1))
+    p = relu.ReLUNet([2, 3, 1]).random_params(0)
+    out.append(relu.regions(p))
+    out.append(relu.bent_hyperplanes(p))
+    out.append(relu.equivalent(p, p))
+    q = [(W.copy(), b.copy()) for W, b in p]
+    q[-1][1][0] += 1.0
+    out.append(relu.equivalent(p, q))
+    out.append(relu.functional_dimension(p))
+    out.append(relu.weighted_arrangement(p))
+    out.append(relu.arrangements_equal(p, p))
+    out.append(relu.orthant_fiber(p))
+    out.append(relu.genericity(p))
+    W1 = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
+    out.append(relu.genericity([(W1, [-1.0, -1.0, -2.0]), ([[1.0, 1.0, 1.0]], [0.0])]))
+    return out
+
+
+def _nested(value, seen):
+    """Every Result reachable from ``value`` through fields, lists, tuples and dicts."""
+    if isinstance(value, Result):
+        if id(value) in seen:
+            return
+        seen[id(value)] = value
+        for f in dataclasses.fields(value):
+            _nested(getattr(value, f.name), seen)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _nested(v, seen)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _nested(v, seen)
+
+
+@pytest.fixture(scope="module")
+def all_instances(results):
+    seen = {}
+    for r in results:
+        _nested(r, seen)
+    return list(seen.values())
+
+
+def test_every_public_result_type_has_an_instance(all_instances):
+    public = {getattr(importlib.import_module(m), n) for m, n in PUBLIC}
+    wanted = {c for c in _result_classes() if c in public and c is not Result}
+    have = {type(r) for r in all_instances}
+    assert not wanted - have, f"no real instance built of {sorted(c.__name__ for c in wanted - have)}"
+
+
+def test_results_serialize_to_json_and_print_on_one_short_line(all_instances):
+    for r in all_instances:
+        d = r.to_dict()
+        public = {f.name for f in dataclasses.fields(r) if not f.name.startswith("_")}
+        assert public <= set(d), f"{type(r).__name__}.to_dict() misses {public - set(d)}"
+        text = json.dumps(d)  # raises on anything not JSON-serializable
+        assert json.loads(text) == d
+        line = repr(r)
+        assert "\n" not in line, f"{type(r).__name__} repr spans lines: {line!r}"
+        assert line.startswith(type(r).__name__ + "(") and len(line) <= 500, \
+            f"{type(r).__name__} repr is {len(line)} chars: {line[:200]}..."
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(r, dataclasses.fields(r)[0].name, None)
+
+
+def test_results_carry_the_computed_values(results):
+    """The instances are real computations, not placeholders."""
+    by_type = {}
+    for r in results:
+        by_type.setdefault(type(r).__name__, []).append(r)
+    assert by_type["JacobianRank"][0].is_smooth
+    assert by_type["NTKDependence"][0].independent
+    eq = by_type["Equivalence"]
+    assert eq[0].equivalent and not eq[1].equivalent and eq[1].witness is not None
+    assert [row.computed for row in by_type["Row"]] == ["dependent", "independent"]
+    assert not by_type["Genericity"][1].generic
+
+
+# ------------------------------------------------------------------ boolean options
+def test_check_bool():
+    assert check_bool(True, "x") is True and check_bool(np.False_, "x") is False
+    for bad in ("yes", 1, 0, None, 1.0, np.array([True]), "False"):
+        with pytest.raises(InputError, match=r"flag must be True or False; got"):
+            check_bool(bad, "flag")
+    with pytest.raises(InputError, match="'yes'"):  # echoes the value
+        check_bool("yes", "progress")
+
+
+@pytest.fixture(scope="module")
+def small():
+    conv = nm.LinearConvNet([2, 2], [2])
+    theta = conv.random_params(0)
+    fc = nm.LinearFCNet([2, 2, 2])
+    tf = fc.random_params(0)
+    p = relu.ReLUNet([2, 3, 1]).random_params(0)
+    return dict(conv=conv, theta=theta, v=conv.end_to_end(theta),
+                delta=conv.invariants(theta), fc=fc, tf=tf, p=p,
+                loss=nm.QuadraticLoss(np.eye(4), np.ones(4)), orthant=relu.orthant_fiber(p))
+
+
+BOOL_OPTIONS = {
+    "LinearConvNet.rank(exact)": ("exact", lambda s, **k: s["conv"].rank(s["theta"], **k)),
+    "LinearConvNet.is_smooth(exact)": ("exact", lambda s, **k: s["conv"].is_smooth(
+        s["theta"], **k)),
+    "LinearConvNet.fiber(progress)": ("progress", lambda s, **k: s["conv"].fiber(
+        s["v"], s["delta"], **k)),
+    "LinearFCNet.fiber(progress)": ("progress", lambda s, **k: s["fc"].fiber(
+        s["fc"].end_to_end(s["tf"]), s["fc"].invariants(s["tf"]), num_starts=1, **k)),
+    "gradient_flow(progress)": ("progress", lambda s, **k: nm.gradient_flow(
+        s["conv"], s["theta"], s["loss"], 0.1, num_times=2, **k)),
+    "riemannian_flow(progress)": ("progress", lambda s, **k: nm.riemannian_flow(
+        s["conv"], s["v"], s["delta"], s["loss"], 0.1, lift=s["theta"], num_times=2, **k)),
+    "convergence_study(progress)": ("progress", lambda s, **k: nm.convergence_study(
+        s["conv"], 1, t_final=0.1, max_time=0.1, **k)),
+    "convergence_study(exact)": ("exact", lambda s, **k: nm.convergence_study(
+        s["conv"], 1, t_final=0.1, max_time=0.1, **k)),
+    "reproduce_linear(quick)": ("quick", lambda s, **k: nm.reproduce_linear(claims=[], **k)),
+    "reproduce_linear(progress)": ("progress", lambda s, **k: nm.reproduce_linear(
+        claims=[], **k)),
+    "default_linear_claims(quick)": ("quick", lambda s, **k:
+                                     nm.reproduce.default_linear_claims(**k)),
+    "regions(progress)": ("progress", lambda s, **k: relu.regions(s["p"], **k)),
+    "bent_hyperplanes(progress)": ("progress", lambda s, **k: relu.bent_hyperplanes(
+        s["p"], **k)),
+    "functional_dimension(progress)": ("progress", lambda s, **k:
+                                       relu.functional_dimension(s["p"], **k)),
+    "equivalent(progress)": ("progress", lambda s, **k: relu.equivalent(s["p"], s["p"], **k)),
+    "genericity(progress)": ("progress", lambda s, **k: relu.genericity(s["p"], **k)),
+    "orthant_fiber(degenerate)": ("degenerate", lambda s, **k: relu.orthant_fiber(
+        s["p"], **k)),
+    "orthant_fiber(progress)": ("progress", lambda s, **k: relu.orthant_fiber(s["p"], **k)),
+    "OrthantFiber.sample(exact)": ("exact", lambda s, **k: s["orthant"].sample(0, **k)),
+    "OrthantFiber.sample(permute)": ("permute", lambda s, **k: s["orthant"].sample(0, **k)),
+    "FiberPiece.sample(exact)": ("exact", lambda s, **k: s["orthant"].pieces[0].sample(
+        0, **k)),
+    "plot_arrangement(show_hidden)": ("show_hidden", lambda s, **k: relu.plot_arrangement(
+        s["p"], **k)),
+    "plot_arrangement(annotate)": ("annotate", lambda s, **k: relu.plot_arrangement(
+        s["p"], **k)),
+    "plot_arrangement(legend)": ("legend", lambda s, **k: relu.plot_arrangement(
+        s["p"], **k)),
+}
+
+
+@pytest.mark.parametrize("label", sorted(BOOL_OPTIONS))
+def test_boolean_options_reject_truthy_non_bools(small, label):
+    name, call = BOOL_OPTIONS[label]
+    for bad in ("yes", 1):
+        with pytest.raises(InputError, match=rf"{name} must be True or False; got {bad!r}"):
+            call(small, **{name: bad})
+
+
+def test_boolean_options_accept_numpy_bools(small):
+    assert small["conv"].rank(small["theta"], exact=np.True_).certified
+    assert relu.regions(small["p"], progress=np.False_).num_regions >= 1
+
+
+# ------------------------------------------------------------------ seeds and tolerances
+SEEDED = {
+    "LinearConvNet.random_params": lambda s, **k: s["conv"].random_params(**k),
+    "LinearFCNet.balanced_params": lambda s, **k: s["fc"].balanced_params(**k),
+    "ReLUNet.random_params": lambda s, **k: relu.ReLUNet([2, 3, 1]).random_params(**k),
+    "LinearConvNet.fiber": lambda s, **k: s["conv"].fiber(s["v"], s["delta"], **k),
+    "LinearFCNet.fiber": lambda s, **k: s["fc"].fiber(
+        s["fc"].end_to_end(s["tf"]), s["fc"].invariants(s["tf"]), num_starts=1, **k),
+    "ShallowReLUMLP.with_random_inputs": lambda s, **k:
+        nm.ShallowReLUMLP.with_random_inputs([2, 2, 1], **k),
+    "convergence_study": lambda s, **k: nm.convergence_study(s["conv"], 1, t_final=0.1,
+                                                             max_time=0.1, **k),
+    "reproduce_linear": lambda s, **k: nm.reproduce_linear(claims=[], **k),
+    "random_regression_data": lambda s, **k: linear.random_regression_data(s["conv"], **k),
+    "OrthantFiber.sample": lambda s, **k: s["orthant"].sample(**k),
+    "exact.real_irreducible": lambda s, **k: nm.exact.real_irreducible(
+        s["conv"].polynomial(s["theta"]), **k),
+    "exact.absolute_factor_count": lambda s, **k: nm.exact.absolute_factor_count(
+        s["conv"].polynomial(s["theta"]), **k),
+}
+
+
+@pytest.mark.parametrize("label", sorted(SEEDED))
+def test_wrong_type_seed_is_an_input_error(small, label):
+    for bad in ("x", 1.5, True, -1):
+        with pytest.raises(InputError, match="seed"):
+            SEEDED[label](small, seed=bad)
+
+
+TOLERANT = {
+    "LinearConvNet.rank": lambda s, **k: s["conv"].rank(s["theta"], **k),
+    "LinearConvNet.fiber": lambda s, **k: s["conv"].fiber(s["v"], s["delta"], **k),
+    "LinearFCNet.fiber": lambda s, **k: s["fc"].fiber(
+        s["fc"].end_to_end(s["tf"]), s["fc"].invariants(s["tf"]), num_starts=1, **k),
+    "ntk_dependence": lambda s, **k: nm.ntk_dependence(s["conv"], s["theta"], **k),
+    "convergence_study": lambda s, **k: nm.convergence_study(s["conv"], 1, t_final=0.1,
+                                                             max_time=0.1, **k),
+    "reproduce_linear": lambda s, **k: nm.reproduce_linear(claims=[], **k),
+    "lift_to_fiber": lambda s, **k: flows.lift_to_fiber(s["conv"], s["v"], s["delta"],
+                                                        s["theta"], **k),
+    "path_lifting_check": lambda s, **k: linear.path_lifting_check(
+        [np.ones((2, 2)), np.ones(2)], np.ones((3, 2)), **k),
+}
+
+
+@pytest.mark.parametrize("label", sorted(TOLERANT))
+def test_bad_tol_is_an_input_error(small, label):
+    for bad in (0.0, -1.0, float("nan"), float("inf"), "a", True):
+        with pytest.raises(InputError, match="tol"):
+            TOLERANT[label](small, tol=bad)
+
+
+@pytest.mark.parametrize("call", [
+    lambda s, **k: relu.arrangements_equal(s["p"], s["p"], **k),
+    lambda s, **k: s["orthant"].contains(s["p"], **k),
+    lambda s, **k: relu.as_domain("orthant", 2).contains([[1.0, 1.0]], **k)])
+def test_nonnegative_tolerances(small, call):
+    """Where ``tol = 0`` means an exact comparison, 0 is accepted and negative or
+    non-finite values are not."""
+    assert bool(np.all(call(small, tol=0.0)))
+    for bad in (-1.0, float("nan"), "a", True):
+        with pytest.raises(InputError, match="tol must be a nonnegative finite number"):
+            call(small, tol=bad)
+
+
+def test_domain_contains_checks_its_points():
+    with pytest.raises(NeuromanifoldError, match=r"shape \(N, 2\)"):
+        relu.as_domain("orthant", 2).contains([[1.0, 1.0, 1.0]])
+    with pytest.raises(NeuromanifoldError, match="finite"):
+        relu.as_domain("orthant", 2).contains([[np.nan, 1.0]])
+
+
+def test_fiber_options_with_a_given_lift_are_an_error(small):
+    """Options for ``net.fiber`` used to be silently ignored when the lift was given."""
+    s = small
+    with pytest.raises(InputError, match=r"fiber options .* \['seed'\]"):
+        nm.riemannian_flow(s["conv"], s["v"], s["delta"], s["loss"], 0.1, lift=s["theta"],
+                           seed="x")
+    with pytest.raises(InputError, match=r"fiber options .* \['num_starts'\]"):
+        flows.compare_with_parameter_flow(s["conv"], s["theta"], s["loss"], 0.1,
+                                          lift=s["theta"], num_starts=3)
+    with pytest.raises(InputError, match=r"fiber options .* \['tol'\]"):
+        nm.compare_lifts(s["conv"], s["v"], s["delta"], s["loss"], 0.1, lifts=[s["theta"]],
+                         tol=1e-3)
+
+
+def test_random_regression_data_takes_seed_and_its_former_name_rng(small):
+    X1, Y1 = linear.random_regression_data(small["conv"], seed=4)
+    X2, Y2 = linear.random_regression_data(small["conv"], rng=4)
+    X3, _ = linear.random_regression_data(small["conv"], 4)
+    assert np.array_equal(X1, X2) and np.array_equal(Y1, Y2) and np.array_equal(X1, X3)
+    with pytest.raises(InputError, match="once"):
+        linear.random_regression_data(small["conv"], seed=1, rng=2)
