@@ -50,8 +50,8 @@ class DomainError(NeuromanifoldError, ValueError):
 
 
 def short_repr(value: object, limit: int = 120) -> str:
-    """``repr`` of ``value`` cut to ``limit`` characters, for error messages."""
-    text = repr(value)
+    """``repr`` of ``value`` on one line, cut to ``limit`` characters, for error messages."""
+    text = " ".join(repr(value).split())
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return text
