@@ -177,6 +177,15 @@ def test_path_lifting_kernel_depends_on_z_and_delta_only(m, d, seed):
     assert chk.max_kernel_difference < 1e-10 and chk.max_ntk_difference < 1e-10
 
 
+def test_path_lifting_is_accurate_when_the_output_weight_is_small():
+    """delta_j << 0 (||b_j|| >> |a_j|): recovering a_j^2 from (z_j, delta_j) must not
+    cancel catastrophically (it did with the textbook quadratic formula)."""
+    B = np.array([[30.0, -40.0], [1.0, 2.0]])
+    a = np.array([1e-3, 0.5])
+    chk = path_lifting_check([B, a], np.random.default_rng(0).standard_normal((5, 2)))
+    assert chk.max_kernel_difference < 1e-12 and chk.independent
+
+
 # ---------------------------------------------------------------------------- errors
 def test_bad_inputs():
     with pytest.raises(InputError, match="inputs are required"):

@@ -54,7 +54,7 @@ from .._validation import as_finite_array, as_seed_rng, check_positive_int
 from ..exact import rescaled_norms
 from ..fibers import Fiber
 from .._validation import check_options, check_positive_float
-from ..fibers import invariant_vector
+from ..fibers import invariant_scale, invariant_vector
 from ._base import LinearNetBase
 from ._conv import LinearConvNet
 from ._fc import LinearFCNet
@@ -131,9 +131,7 @@ class _ShallowBase(LinearNetBase):
         r = float(np.linalg.norm(self.end_to_end(params) - rep)) / max(
             float(np.linalg.norm(rep)), 1e-300)
         d = invariant_vector(self, params)
-        scale = max(float(np.abs(inv).max(initial=0.0)),
-                    max(float(np.sum(p * p)) for p in params), 1e-300)
-        return max(r, float(np.abs(d - inv).max(initial=0.0)) / scale)
+        return max(r, float(np.abs(d - inv).max(initial=0.0)) / invariant_scale(inv, params))
 
 
 # --------------------------------------------------------------------------- ReLU CNN
@@ -565,7 +563,12 @@ def path_lifting_check(params: Any, inputs: Any, *, tol: float = 1e-10) -> PathL
                              f"(z_j, delta_j)); got a = {short_repr(a)}")
     z = a[:, None] * B
     delta = a ** 2 - np.sum(B * B, axis=1)
-    a2 = (delta + np.sqrt(delta ** 2 + 4 * np.sum(z * z, axis=1))) / 2
+    # a_j^2 is the positive root of x^2 - delta_j x - ||z_j||^2; for delta_j < 0 the
+    # textbook formula cancels (||b_j|| >> |a_j|), so use the equivalent stable form
+    zz = np.sum(z * z, axis=1)
+    root = np.sqrt(delta ** 2 + 4 * zz)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a2 = np.where(delta >= 0, (delta + root) / 2, 2 * zz / (root - delta))
     d = B.shape[1]
     worst = 0.0
     kernels = []
