@@ -1,6 +1,6 @@
 """Fibers, shared by every domain: the :class:`Fiber` result and the invariants that,
 with the function, fix a fiber (SPEC 1.2, 2.2)."""
 
-from ._fiber import Fiber, invariant_vector
+from ._fiber import Fiber, invariant_scale, invariant_vector
 
-__all__ = ["Fiber", "invariant_vector"]
+__all__ = ["Fiber", "invariant_vector", "invariant_scale"]

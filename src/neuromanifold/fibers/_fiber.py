@@ -12,7 +12,7 @@ import numpy as np
 
 from .._results import Result
 
-__all__ = ["Fiber", "invariant_vector"]
+__all__ = ["Fiber", "invariant_vector", "invariant_scale"]
 
 
 def invariant_vector(net: Any, params: Any) -> np.ndarray:
@@ -28,6 +28,26 @@ def invariant_vector(net: Any, params: Any) -> np.ndarray:
     if isinstance(inv, list):
         return np.concatenate([np.ravel(d) for d in inv]) if inv else np.zeros(0)
     return np.asarray(inv, dtype=float).ravel()
+
+
+def invariant_scale(invariants: Any, params: Any) -> float:
+    """The size invariant residuals are measured against:
+    ``max(||delta||_inf, max_l ||w_l||^2)`` (never below 1e-300). The parameter norms
+    enter because the invariants can vanish (balanced networks) while the parameters
+    do not.
+
+    Args:
+        invariants: the invariants (any shape; flattened).
+        params: the parameters, one array per layer.
+
+    Returns:
+        The scale, a positive float.
+
+    >>> invariant_scale(np.array([0.0]), [np.array([3.0, 4.0]), np.array([1.0])])
+    25.0
+    """
+    return max(float(np.abs(np.asarray(invariants, dtype=float)).max(initial=0.0)),
+               max(float(np.sum(np.asarray(w, dtype=float) ** 2)) for w in params), 1e-300)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

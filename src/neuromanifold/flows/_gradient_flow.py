@@ -11,7 +11,7 @@ from scipy.integrate import solve_ivp
 from .._errors import InputError, short_repr
 from .._results import Result
 from .._validation import check_bool, check_positive_float
-from ..fibers import invariant_vector
+from ..fibers import invariant_scale, invariant_vector
 from ._losses import QuadraticLoss
 
 __all__ = ["gradient_flow", "GradientFlowResult", "invariant_vector"]
@@ -158,9 +158,8 @@ def gradient_flow(net: Any, params0: Any, loss: QuadraticLoss, t_final: float, *
         losses.append(loss.value(v))
         invs.append(invariant_vector(net, p))
     invs_arr = np.array(invs)
-    scale = max(float(np.abs(invs_arr[0]).max(initial=0.0)),
-                max(float(np.sum(np.asarray(w) ** 2)) for w in params0))
-    drift = float(np.abs(invs_arr - invs_arr[0]).max(initial=0.0) / scale) if scale > 0 else 0.0
+    drift = float(np.abs(invs_arr - invs_arr[0]).max(initial=0.0)
+                  / invariant_scale(invs_arr[0], params0))
     losses_arr = np.array(losses)
     tol = 1e-12 * max(1.0, abs(losses_arr[0]))
     monotone = bool(np.all(np.diff(losses_arr) <= tol))

@@ -23,10 +23,10 @@ from scipy import integrate
 
 from .._errors import InputError, NotInNeuromanifoldError
 from .._results import Result
-from .._validation import as_finite_array, check_positive_int
-from .._validation import check_bool, check_positive_float
-from ._gradient_flow import (SOLVERS, GradientFlowResult, check_flow_args, gradient_flow,
-                             invariant_vector)
+from .._validation import (as_finite_array, check_bool, check_positive_float,
+                           check_positive_int)
+from ..fibers import invariant_scale, invariant_vector
+from ._gradient_flow import SOLVERS, GradientFlowResult, check_flow_args, gradient_flow
 from ._losses import QuadraticLoss
 
 __all__ = ["riemannian_flow", "RiemannianFlowResult", "lift_to_fiber", "FiberLift",
@@ -63,10 +63,8 @@ def _fiber_residual(net: Any, theta: np.ndarray, v: np.ndarray, delta: np.ndarra
     rv = net.end_to_end(params).ravel() - v
     rd = invariant_vector(net, params) - delta
     vscale = max(float(np.linalg.norm(v)), 1e-300)
-    dscale = max(float(np.abs(delta).max(initial=0.0)),
-                 max(float(np.sum(np.asarray(w) ** 2)) for w in params), 1e-300)
     rel = max(float(np.linalg.norm(rv)) / vscale,
-              float(np.abs(rd).max(initial=0.0)) / dscale)
+              float(np.abs(rd).max(initial=0.0)) / invariant_scale(delta, params))
     return params, np.concatenate([rv, rd]), rel
 
 

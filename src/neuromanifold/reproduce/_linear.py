@@ -158,7 +158,7 @@ def verify_witness(model: Any, witnesses: Any, *, tol: float = 1e-6,
         A dict with ``function_residual``, ``invariant_residual``,
         ``ntk_relative_difference`` and ``verified``.
     """
-    from ..flows import invariant_vector
+    from ..fibers import invariant_scale, invariant_vector
 
     if isinstance(witnesses, (str, bytes)) or not hasattr(witnesses, "__len__") \
             or len(witnesses) != 2:
@@ -167,9 +167,7 @@ def verify_witness(model: Any, witnesses: Any, *, tol: float = 1e-6,
     p, q = model.check_params(p), model.check_params(q)
     fres = _rel(np.asarray(model.end_to_end(p)).ravel(), np.asarray(model.end_to_end(q)).ravel())
     ip, iq = invariant_vector(model, p), invariant_vector(model, q)
-    scale = max(float(np.abs(ip).max(initial=0.0)),
-                max(float(np.sum(np.asarray(w) ** 2)) for w in p), 1e-300)
-    ires = float(np.abs(ip - iq).max(initial=0.0)) / scale
+    ires = float(np.abs(ip - iq).max(initial=0.0)) / invariant_scale(ip, p)
     kdiff = _rel(model.ntk(p), model.ntk(q))
     ok = fres <= fiber_tol and ires <= fiber_tol and kdiff > max(tol, 100 * max(fres, ires))
     return {"function_residual": fres, "invariant_residual": ires,
