@@ -148,3 +148,18 @@ def test_bad_inputs():
         equivalent(p, ReLUNet([2, 3, 2]).random_params(0))
     with pytest.raises(InputError, match="method"):
         equivalent(p, p, method="sampling")
+
+
+def test_milp_tolerance_covers_the_solvers_own_tolerances():
+    """The MILP may report |f_p - f_q| of a few 1e-6 on equivalent networks (a binary 1e-6
+    off its integer moves a big-M ReLU by 1e-6 * M); its tolerance must cover that noise,
+    or method="milp" is inconclusive on an equivalent pair (found by hypothesis)."""
+    seed = 32875
+    p = ReLUNet([1, 2, 2, 2]).random_params(seed)
+    q = permuted_rescaled(p, np.random.default_rng(seed))
+    r = equivalent(p, q, domain="orthant", method="milp")
+    assert r.method == "milp" and r.equivalent and not r.certified
+    # and a genuine difference well above that tolerance is still found, with a witness
+    q[-1][1][0] += 1e-3
+    r = equivalent(p, q, domain="orthant", method="milp")
+    assert not r.equivalent and r.witness is not None and r.tolerance < 1e-3

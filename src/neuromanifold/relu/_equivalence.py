@@ -261,19 +261,31 @@ def _expr_bounds(expr, lb, ub) -> tuple[float, float]:
     return lo, hi
 
 
+# HiGHS's defaults: a binary may sit 1e-6 off its integer (mip_feasibility_tolerance) and
+# a row may be violated by 1e-7 (primal_feasibility_tolerance). Through the big-M rows of a
+# ReLU with pre-activation bounds [lo, hi] this lets h be off by about
+# _FEAS * (1 + max(|lo|, |hi|)), which later layers carry on (SPEC 2.5 MILP fallback).
+_FEAS = 1e-6 + 1e-7
+
+
 def _encode_net(B: _MILPBuilder, net: ExactNet, inputs: list[int], s_var: int | None):
-    """Encode ``net`` on input variables; return the output expressions (coef dict, const)."""
+    """Encode ``net`` on input variables; return the output expressions
+    ``(coef dict, const)`` and, per output, a bound on how far the solver's tolerances can
+    move it from the true network output."""
     prev = [({v: 1.0}, 0.0) for v in inputs]
+    errs = [_FEAS] * len(inputs)
     for l in range(net.num_layers):
         W, b = net.params[l]
-        exprs = []
+        exprs, pre_errs = [], []
         for i in range(W.shape[0]):
             coef: dict[int, float] = {}
             const = 0.0
+            err = 0.0
             for j, (pc, pk) in enumerate(prev):
                 w = float(W[i, j])
                 if w == 0.0:
                     continue
+                err += abs(w) * errs[j]
                 for v, c in pc.items():
                     coef[v] = coef.get(v, 0.0) + w * c
                 const += w * pk
@@ -282,17 +294,20 @@ def _encode_net(B: _MILPBuilder, net: ExactNet, inputs: list[int], s_var: int | 
             elif b[i] != 0:
                 coef[s_var] = coef.get(s_var, 0.0) + float(b[i])
             exprs.append((coef, const))
+            pre_errs.append(err)
         if l == net.num_layers - 1:
-            return exprs
-        nxt = []
-        for coef, const in exprs:
+            return exprs, pre_errs
+        nxt, errs = [], []
+        for (coef, const), err in zip(exprs, pre_errs):
             lo, hi = _expr_bounds((coef, const), B.lb, B.ub)
             pad = 1e-9 * (1.0 + max(abs(lo), abs(hi)))
             lo, hi = lo - pad, hi + pad
             if hi <= 0:
                 nxt.append(({}, 0.0))
+                errs.append(0.0)
             elif lo >= 0:
                 nxt.append((coef, const))
+                errs.append(err)
             else:
                 h = B.var(0.0, hi)
                 a = B.var(0.0, 1.0, integer=True)
@@ -305,6 +320,7 @@ def _encode_net(B: _MILPBuilder, net: ExactNet, inputs: list[int], s_var: int | 
                 B.row(r2, const - lo)                       # h <= z - lo (1 - a)
                 B.row({h: 1.0, a: -hi}, 0.0)                # h <= hi a
                 nxt.append(({h: 1.0}, 0.0))
+                errs.append(err + _FEAS * (1.0 + max(abs(lo), abs(hi))))
         prev = nxt
     return prev  # pragma: no cover
 
@@ -321,8 +337,8 @@ def _by_milp(np_: ExactNet, nq: ExactNet, dom: Domain) -> Equivalence | None:
         lo = 0.0 if dom.kind == "orthant" else -1.0
         xs = [B.var(lo, 1.0) for _ in range(d)]
         s_var = B.var(0.0, 1.0)
-    out_p = _encode_net(B, np_, xs, s_var)
-    out_q = _encode_net(B, nq, xs, s_var)
+    out_p, err_p = _encode_net(B, np_, xs, s_var)
+    out_q, err_q = _encode_net(B, nq, xs, s_var)
     nv = len(B.lb)
     A = np.zeros((len(B.rows), nv))
     ubs = np.zeros(len(B.rows))
@@ -334,7 +350,9 @@ def _by_milp(np_: ExactNet, nq: ExactNet, dom: Domain) -> Equivalence | None:
     for e in out_p + out_q:
         lo, hi = _expr_bounds(e, B.lb, B.ub)
         scale = max(scale, abs(lo), abs(hi))
-    tol = 1e-6 * scale
+    # below this the MILP's answer is solver noise: its tolerances (``_FEAS``) can move each
+    # output by up to err_p + err_q
+    tol = max(1e-6 * scale, 2.0 * max(ep + eq for ep, eq in zip(err_p, err_q)))
     cons = [LinearConstraint(A, -np.inf, ubs)] if len(B.rows) else []
     bound = 0.0
     best_val, witness, wdiff = -np.inf, None, 0.0
