@@ -14,6 +14,7 @@ from ._errors import (
     NeuromanifoldError,
     NotInNeuromanifoldError,
     ParameterError,
+    UndecidedFactorizationError,
 )
 from ._results import Result
 from . import exact, fibers, flows, linear, ntk, relu, reproduce
@@ -34,6 +35,7 @@ __all__ = [
     "InputError",
     "NotInNeuromanifoldError",
     "DomainError",
+    "UndecidedFactorizationError",
     "Result",
     "linear",
     "relu",

@@ -49,6 +49,14 @@ class DomainError(NeuromanifoldError, ValueError):
     """An input domain (box, orthant, ...) is invalid or does not match the network."""
 
 
+# The classes live here but belong to the public namespace: tracebacks and reprs say
+# ``neuromanifold.InputError``, the name users import and catch.
+for _cls in (NeuromanifoldError, ArchitectureError, ParameterError, InputError,
+             NotInNeuromanifoldError, UndecidedFactorizationError, DomainError):
+    _cls.__module__ = "neuromanifold"
+del _cls
+
+
 def short_repr(value: object, limit: int = 120) -> str:
     """``repr`` of ``value`` on one line, cut to ``limit`` characters, for error messages."""
     text = " ".join(repr(value).split())

@@ -24,7 +24,7 @@ def as_finite_array(value: Any, name: str, *, ndim: int | None = None,
     >>> as_finite_array([1, float("nan")], "w")
     Traceback (most recent call last):
     ...
-    neuromanifold._errors.ParameterError: w must be finite (no NaN or inf); got array([ 1., nan])
+    neuromanifold.ParameterError: w must be finite (no NaN or inf); got array([ 1., nan])
     """
     try:
         arr = np.asarray(value, dtype=np.float64)
@@ -87,7 +87,7 @@ def check_bool(value: Any, name: str) -> bool:
     >>> check_bool("yes", "progress")
     Traceback (most recent call last):
     ...
-    neuromanifold._errors.InputError: progress must be True or False; got 'yes'
+    neuromanifold.InputError: progress must be True or False; got 'yes'
     """
     if not isinstance(value, (bool, np.bool_)):
         raise InputError(f"{name} must be True or False; got {short_repr(value)}")
