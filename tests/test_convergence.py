@@ -1,4 +1,4 @@
-"""Convergence study (SPEC 1.5): per-run records are computed and consistent."""
+"""Convergence study (docs/concepts_linear.md §5): per-run records are computed and consistent."""
 
 import math
 

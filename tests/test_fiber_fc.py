@@ -1,4 +1,4 @@
-"""Sampled fibers of fully connected linear networks (LinearFCNet.fiber, SPEC 1.4)."""
+"""Sampled fibers of fully connected linear networks (LinearFCNet.fiber, docs/concepts_linear.md §4)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Losses and parameter-space gradient flows (SPEC 1.2, 1.5)."""
+"""Losses and parameter-space gradient flows (docs/concepts_linear.md §2, 1.5)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""LinearConvNet: the map mu, its Jacobian, NTK, invariants, dimension (SPEC 1.1, 1.2)."""
+"""LinearConvNet: the map mu, its Jacobian, NTK, invariants, dimension (docs/concepts_linear.md §1, 1.2)."""
 
 import math
 
@@ -57,7 +57,7 @@ def test_end_to_end_is_polynomial_product(net, seed):
 
 def test_end_to_end_shape_formula():
     net = LinearConvNet([3, 4, 2], strides=[2, 3])
-    # k = k1 + (k2 - 1) S1 + (k3 - 1) S2 = 3 + 3*2 + 1*6 (SPEC 1.1)
+    # k = k1 + (k2 - 1) S1 + (k3 - 1) S2 = 3 + 3*2 + 1*6 (docs/concepts_linear.md §1)
     assert net.end_to_end_shape == (15,)
     assert net.cumulative_strides == ((1,), (2,), (6,))
 
@@ -103,7 +103,7 @@ def test_dimension_is_generic_rank(net, seed):
 
 @given(net=conv_nets(ndim=1), seed=st.integers(0, 2**31))
 def test_dimension_formula_1d(net, seed):
-    """SPEC 1.1 [checked for 1D]: dim M = sum |w_l| - (L - 1)."""
+    """docs/concepts_linear.md §1 [checked for 1D]: dim M = sum |w_l| - (L - 1)."""
     assert net.dimension == net.num_params - (net.num_layers - 1)
 
 
@@ -111,7 +111,7 @@ def test_dimension_formula_1d(net, seed):
                                                 ([3, 2, 2], [2, 2], False),
                                                 ([(2, 2), (2, 2)], [(1, 1)], False)])
 def test_full_dimensional(ks, strides, full):
-    """M is full-dimensional iff dim M = prod k (SPEC 1.1): stride 1 in 1D always is."""
+    """M is full-dimensional iff dim M = prod k (docs/concepts_linear.md §1): stride 1 in 1D always is."""
     net = LinearConvNet(ks, strides)
     assert net.is_full_dimensional == full == (
         np.linalg.matrix_rank(net.jacobian(net.random_params(1))) == net.end_to_end_size)

@@ -1,4 +1,4 @@
-"""LinearFCNet: end-to-end map, Jacobian, NTK operator, invariants, balanced A_W (SPEC 1.3, 1.4)."""
+"""LinearFCNet: end-to-end map, Jacobian, NTK operator, invariants, balanced A_W (docs/concepts_linear.md §3, 1.4)."""
 
 import numpy as np
 import pytest
@@ -39,7 +39,7 @@ def test_dimension_and_exact_rank(net, seed):
 
 @given(net=fc_nets(), seed=st.integers(0, 2**31))
 def test_balanced_ntk_equals_A_W(net, seed):
-    """SPEC 1.3 [checked]: balanced parameters have K = A_W, to 1e-10."""
+    """docs/concepts_linear.md §3 [checked]: balanced parameters have K = A_W, to 1e-10."""
     params = net.balanced_params(seed)
     for D in net.invariants(params):
         assert np.abs(D).max() < 1e-12
@@ -69,7 +69,7 @@ def test_balanced_params_with_given_end_to_end():
 
 @given(net=fc_nets(), seed=st.integers(0, 2**31))
 def test_symmetries(net, seed):
-    """W_l -> G_l W_l G_{l-1}^{-1} keeps W; orthogonal G keep Delta and K (SPEC 1.4)."""
+    """W_l -> G_l W_l G_{l-1}^{-1} keeps W; orthogonal G keep Delta and K (docs/concepts_linear.md §4)."""
     rng = np.random.default_rng(seed)
     params = net.random_params(rng)
     W, K = net.end_to_end(params), net.ntk(params)

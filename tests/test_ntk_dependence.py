@@ -1,4 +1,4 @@
-"""The NTK dependence test (neuromanifold.ntk.ntk_dependence, SPEC 1.3).
+"""The NTK dependence test (neuromanifold.ntk.ntk_dependence, docs/concepts_linear.md §3).
 
 Every counterexample the computation reports is re-verified here independently: same
 end-to-end function (net.end_to_end), same invariants (net.invariants), NTK difference
@@ -29,7 +29,7 @@ def reverify(net, params, res, *, fc=False):
 
 
 def test_spec_example_1d_k22_is_discovered():
-    # SPEC 1.3: pi(v) = 1 - 3t + 2t^2, roots 1 and 1/2, delta = 1
+    # docs/concepts_linear.md §3: pi(v) = 1 - 3t + 2t^2, roots 1 and 1/2, delta = 1
     net = LinearConvNet([2, 2])
     fib = net.fiber([1.0, -3.0, 2.0], [1.0])
     res = ntk_dependence(net, fib.points[0])

@@ -1,4 +1,4 @@
-"""Weighted arrangements and fibers of one-hidden-layer networks on the orthant (SPEC 2.2).
+"""Weighted arrangements and fibers of one-hidden-layer networks on the orthant (docs/concepts_relu.md §2).
 
 Ground truths: exact rational evaluation of the networks, ``neuromanifold.relu.equivalent``
 (region-based, certified) and the rank of the network's parameter Jacobian.
@@ -495,7 +495,7 @@ def structured_one_hidden(rng, d, n, m):
 
 def symmetric_copy(rng, p):
     """A parameter of the same function on the orthant, by the layer-wise symmetries of
-    SPEC 2.4: permutation and positive (power-of-two) scaling, free outgoing weights and
+    docs/concepts_relu.md §4: permutation and positive (power-of-two) scaling, free outgoing weights and
     any nonpositive row for dead neurons, any row for neurons with zero outgoing weights,
     mixing of the linear neurons by a nonnegative invertible matrix and nonnegative bias
     shifts compensated in b2, a dead neuron turned into a second copy of a visible one."""

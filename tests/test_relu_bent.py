@@ -25,7 +25,7 @@ def test_one_hidden_layer_pieces_and_jumps(d, n, seed):
         expected = np.array([[Fraction(float(W2[o, j])) * Fraction(float(W1[j, k]))
                               for k in range(d)] for o in range(2)], dtype=object)
         for piece in nu.pieces:
-            assert (piece.jump == expected).all()  # c_j a_j^T exactly (SPEC 2.2)
+            assert (piece.jump == expected).all()  # c_j a_j^T exactly (docs/concepts_relu.md §2)
             assert piece.visible
 
 
@@ -56,7 +56,7 @@ def test_spec_hiding_family_first_layer_hidden(t):
 
 
 def test_sign_flip_hiding_pattern_hides_exactly_one_first_layer_neuron():
-    # SPEC 2.5: a single second-layer row positive in column i only, negative bias
+    # docs/concepts_relu.md §5: a single second-layer row positive in column i only, negative bias
     rng = np.random.default_rng(3)
     W1, b1 = rng.standard_normal((3, 3)), rng.standard_normal(3)
     W2, b2 = np.array([[-0.7, 1.3, -0.4]]), np.array([-0.5])

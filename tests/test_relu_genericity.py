@@ -1,4 +1,4 @@
-"""Genericity (SPEC 2.3): supertransversality and maximal rank of masked products."""
+"""Genericity (docs/concepts_relu.md §3): supertransversality and maximal rank of masked products."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The computed SPEC 1.3 table (reproduce linear): rows, verdicts from the computation,
+"""The computed docs/concepts_linear.md §3 table (reproduce linear): rows, verdicts from the computation,
 re-verified witnesses, refined rows, the CLI and its JSON."""
 
 import argparse
@@ -87,7 +87,7 @@ def test_refined_rows_follow_mixed_parents(rows):
 
 
 def test_stride_one_and_interchangeable_refinements_found(rows):
-    """The computation (not a stored answer) finds the known refinements of SPEC 1.3."""
+    """The computation (not a stored answer) finds the known refinements of docs/concepts_linear.md §3."""
     by = {(r.architecture, r.condition): r for r in rows}
     d2 = [r for r in rows if r.architecture == "D >= 2 convolution"
           and "interchangeable layers (" in r.condition]
@@ -181,7 +181,7 @@ def test_cli_rejects_unknown_table():
 
 def test_strided_special_points_are_smooth_and_dependent():
     """1D, stride 2, filter 1 = (a, 0, b): a smooth point whose u-roots (u = t^2) can trade
-    places with layer 2's, so the NTK depends on the parameter (refines SPEC 1.3's
+    places with layer 2's, so the NTK depends on the parameter (refines docs/concepts_linear.md §3's
     "independent, any delta" to generic v); the witness is re-verified from scratch."""
     from neuromanifold import LinearConvNet, ntk_dependence
     from neuromanifold.reproduce._linear import _special_strided_params

@@ -2,8 +2,8 @@
 
 The public surface is re-exported here explicitly; implementation modules are private
 (leading underscore). Domains: :mod:`neuromanifold.linear` (linear convolutional and
-fully connected networks, SPEC section 1) and :mod:`neuromanifold.relu` (ReLU networks,
-SPEC section 2). Outer layers (:mod:`neuromanifold.cli`) call the library, never the
+fully connected networks, docs/concepts_linear.md) and :mod:`neuromanifold.relu` (ReLU networks,
+docs/concepts_relu.md). Outer layers (:mod:`neuromanifold.cli`) call the library, never the
 other way round.
 """
 

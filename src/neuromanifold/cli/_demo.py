@@ -1,7 +1,7 @@
 """``neuromanifold demo``: a short, real computation on built-in default networks.
 
 For each network: the neuromanifold's dimension (computed generic rank of the Jacobian,
-and the SPEC 1.1 bound), the NTK at a random parameter, and a gradient flow of a
+and the docs/concepts_linear.md §1 bound), the NTK at a random parameter, and a gradient flow of a
 square loss on random data whose invariants must stay constant.
 """
 

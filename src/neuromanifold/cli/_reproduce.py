@@ -1,4 +1,4 @@
-"""``neuromanifold reproduce linear``: compute the table of SPEC 1.3 row by row.
+"""``neuromanifold reproduce linear``: compute the table of docs/concepts_linear.md §3 row by row.
 
 For every row (architecture, condition, the seed's claim) the dependence test runs over
 several architectures and random instances; the table shows the computed verdict, the
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     table = [[r.architecture, r.condition, r.seed_claim, r.computed,
               "yes" if r.agrees else "NO", r.summary()] for r in rows]
     mode = "quick" if args.quick else "full"
-    print(f"SPEC 1.3: is the NTK parameter-independent at fixed invariants? "
+    print(f"docs/concepts_linear.md §3: is the NTK parameter-independent at fixed invariants? "
           f"(computed, {mode} run, seed {args.seed})\n")
     print(format_table(table, ["architecture", "condition", "seed's claim", "computed",
                                "agrees", "evidence"]))
@@ -41,10 +41,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("reproduce", help="compute a paper's table row by row (SPEC 1.3)",
+    p = sub.add_parser("reproduce", help="compute a paper's table row by row (docs/concepts_linear.md §3)",
                        description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("which", choices=_WHICH, help="which table: 'linear' (SPEC 1.3)")
+    p.add_argument("which", choices=_WHICH, help="which table: 'linear' (docs/concepts_linear.md §3)")
     p.add_argument("--json", metavar="PATH", help="also write the rows as a JSON list")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--quick", action="store_true",

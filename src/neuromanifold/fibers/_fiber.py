@@ -1,7 +1,7 @@
 """What every fiber computation shares: the :class:`Fiber` result returned by every
 model's ``fiber`` method (linear convolutional and fully connected networks, shallow ReLU
 models), and the flat vector of conserved invariants that, with the function, fixes a
-fiber (SPEC 1.2)."""
+fiber (docs/concepts_linear.md §2)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ class Fiber(Result):
     Attributes:
         points: list of parameters (each a list of per-layer arrays). For linear
             convolutional networks: *all* of them, one per class modulo the sign flips of
-            SPEC 1.2; for sampled (positive-dimensional) fibers: the points found.
+            docs/concepts_linear.md §2; for sampled (positive-dimensional) fibers: the points found.
         num_sign_patterns: number of sign flips acting on each point without changing the
             function, the invariants or the NTK (``2^(L-1)`` for convolutional networks; 1
             when points are raw samples).

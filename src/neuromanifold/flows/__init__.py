@@ -1,4 +1,4 @@
-"""Losses and gradient flows, shared by the linear and ReLU domains (SPEC 1.2, 1.5)."""
+"""Losses and gradient flows, shared by the linear and ReLU domains (docs/concepts_linear.md §2, 1.5)."""
 
 from ._gradient_flow import GradientFlowResult, gradient_flow, invariant_vector
 from ._losses import QuadraticLoss, SquareLoss

@@ -1,14 +1,14 @@
-"""Riemannian gradient flow in function space, ``v' = -K(v, delta) grad l(v)`` (SPEC 1.5).
+"""Riemannian gradient flow in function space, ``v' = -K(v, delta) grad l(v)`` (docs/concepts_linear.md §5).
 
 The parameter flow ``theta' = -grad_theta l(mu(theta))`` moves ``v = mu(theta)`` by
-``v' = -K_theta grad l(v)`` (SPEC 1.2). The Riemannian flow integrates that equation in
+``v' = -K_theta grad l(v)`` (docs/concepts_linear.md §2). The Riemannian flow integrates that equation in
 function space alone: at every evaluation the kernel is recomputed from ``(v, delta)`` by
 *lifting* ``v`` to the fiber ``{theta : mu(theta) = v, delta(theta) = delta}`` and taking
 ``K_theta`` there. The lift is continued along the trajectory: a Gauss-Newton iteration on
 ``mu(theta) = v, delta(theta) = delta`` started from the lift at the previous accepted
 solver step (minimal-norm steps), so one branch of the fiber is followed continuously.
 
-Where the NTK is parameter-independent (SPEC 1.3) the result is the parameter flow's
+Where the NTK is parameter-independent (docs/concepts_linear.md §3) the result is the parameter flow's
 ``v(t)`` whatever lift is chosen; where it is not, different initial lifts of the same
 ``(v0, delta)`` give different trajectories (:func:`compare_lifts`).
 """
@@ -151,7 +151,7 @@ def _as_invariant_vector(invariants: Any) -> np.ndarray:
 # --------------------------------------------------------------------------- the flow
 @dataclasses.dataclass(frozen=True, repr=False)
 class RiemannianFlowResult(Result):
-    """A Riemannian gradient flow in function space, sampled at ``times`` (SPEC 1.5).
+    """A Riemannian gradient flow in function space, sampled at ``times`` (docs/concepts_linear.md §5).
 
     Attributes:
         times: sample times, shape ``(T,)``.

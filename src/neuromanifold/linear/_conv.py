@@ -1,11 +1,11 @@
-"""Linear convolutional networks in any dimension D (SPEC 1.1, 1.2).
+"""Linear convolutional networks in any dimension D (docs/concepts_linear.md §1, 1.2).
 
 Layer l correlates its input with a filter ``w_l`` (shape ``(k_{l,1}, ..., k_{l,D})``)
 at stride ``s_l``: ``(alpha_{w,s} x)_i = sum_j w_j x_{i*s + j}`` (per axis), no padding,
 no bias; layer 1 acts first. The composition is again such a map, with end-to-end
 filter ``v = w_1 * up(w_2, S_1) * ... * up(w_L, S_{L-1})`` where ``*`` is full
 convolution and ``up(w, S)`` spreads ``w`` on the lattice ``S Z^D``; equivalently
-``pi(v)(t) = prod_l pi(w_l)(t^{S_{l-1}})`` (SPEC 1.1).
+``pi(v)(t) = prod_l pi(w_l)(t^{S_{l-1}})`` (docs/concepts_linear.md §1).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _as_tuple(value: Any, D: int, name: str, error: type[Exception],
 
 
 class LinearConvNet(LinearNetBase):
-    """A linear convolutional network: filter shapes and strides (SPEC 1.1).
+    """A linear convolutional network: filter shapes and strides (docs/concepts_linear.md §1).
 
     Args:
         filter_shapes: one entry per layer (layer 1 acts first): ints for 1D, or
@@ -198,7 +198,7 @@ class LinearConvNet(LinearNetBase):
 
         Computed as the exact rank of the Jacobian at a random integer point (a lower
         bound on the generic rank, equal to it with probability one), which never
-        exceeds the bound ``min(sum_l |w_l| - (L - 1), prod k)`` of SPEC 1.1.
+        exceeds the bound ``min(sum_l |w_l| - (L - 1), prod k)`` of docs/concepts_linear.md §1.
         """
         if not hasattr(self, "_dimension"):
             rng = np.random.default_rng(12345)
@@ -213,7 +213,7 @@ class LinearConvNet(LinearNetBase):
 
     @property
     def dimension_bound(self) -> int:
-        """The upper bound ``min(sum_l |w_l| - (L - 1), prod k)`` (SPEC 1.1)."""
+        """The upper bound ``min(sum_l |w_l| - (L - 1), prod k)`` (docs/concepts_linear.md §1)."""
         return min(self.num_params - (self.num_layers - 1), self.end_to_end_size)
 
     @property
@@ -243,7 +243,7 @@ class LinearConvNet(LinearNetBase):
         return [upsample(w, S) for w, S in zip(params, self.cumulative_strides)]
 
     def end_to_end(self, params: Any) -> np.ndarray:
-        """The end-to-end filter ``v = mu(params)`` (SPEC 1.1), of shape ``end_to_end_shape``."""
+        """The end-to-end filter ``v = mu(params)`` (docs/concepts_linear.md §1), of shape ``end_to_end_shape``."""
         ups = self._upsampled(self.check_params(params))
         v = ups[0]
         for u in ups[1:]:
@@ -251,7 +251,7 @@ class LinearConvNet(LinearNetBase):
         return v
 
     def _partial_products(self, params: list[np.ndarray]) -> list[np.ndarray]:
-        """``P_l``: the convolution of every upsampled filter except layer l's (SPEC 1.2)."""
+        """``P_l``: the convolution of every upsampled filter except layer l's (docs/concepts_linear.md §2)."""
         ups = self._upsampled(params)
         L = len(ups)
         one = np.ones((1,) * self.ndim)
@@ -266,7 +266,7 @@ class LinearConvNet(LinearNetBase):
         return [signal.convolve(prefix[l], suffix[l]) for l in range(L)]
 
     def _jacobian_blocks(self, params: list[np.ndarray]) -> list[np.ndarray]:
-        """``J_l`` (|v| x |w_l|): column j is ``P_l`` shifted by ``j * S_{l-1}`` (SPEC 1.2)."""
+        """``J_l`` (|v| x |w_l|): column j is ``P_l`` shifted by ``j * S_{l-1}`` (docs/concepts_linear.md §2)."""
         vshape = self.end_to_end_shape
         blocks = []
         for P, k, S in zip(self._partial_products(params), self.filter_shapes,
@@ -288,7 +288,7 @@ class LinearConvNet(LinearNetBase):
     def exact_jacobian(self, params: Any) -> flint.fmpq_mat:
         """The Jacobian computed exactly over the rationals from the (exact binary) float
         filters, as a ``flint.fmpq_mat``: column j of block l holds the coefficients of
-        ``t^{j S_{l-1}} prod_{m != l} pi(w_m)(t^{S_{m-1}})`` (SPEC 1.2)."""
+        ``t^{j S_{l-1}} prod_{m != l} pi(w_m)(t^{S_{m-1}})`` (docs/concepts_linear.md §2)."""
         polys = self.layer_polynomials(params)
         vshape = self.end_to_end_shape
         J = flint.fmpq_mat(self.end_to_end_size, self.num_params)
@@ -308,7 +308,7 @@ class LinearConvNet(LinearNetBase):
         return J
 
     def ntk(self, params: Any) -> np.ndarray:
-        """The neural tangent kernel ``K = J J^T = sum_l J_l J_l^T`` (SPEC 1.2).
+        """The neural tangent kernel ``K = J J^T = sum_l J_l J_l^T`` (docs/concepts_linear.md §2).
 
         Built from the structured blocks: ``J_l`` is scattered from the single array
         ``P_l`` (2L convolutions in all, none per column), then one symmetric rank-k
@@ -334,7 +334,7 @@ class LinearConvNet(LinearNetBase):
         return out
 
     def invariants(self, params: Any) -> np.ndarray:
-        """``delta_l = ||w_{l+1}||^2 - ||w_l||^2`` for l = 1..L-1 (SPEC 1.2)."""
+        """``delta_l = ||w_{l+1}||^2 - ||w_l||^2`` for l = 1..L-1 (docs/concepts_linear.md §2)."""
         norms = np.array([np.sum(w * w) for w in self.check_params(params)])
         return np.diff(norms)
 
@@ -450,7 +450,7 @@ class LinearConvNet(LinearNetBase):
               num_starts: int = 20, seed: Any = None, start: Any = None,
               progress: bool = False):
         """All filters with end-to-end filter ``v`` and invariants ``delta``, one per class
-        modulo sign flips (SPEC 1.2); see docs/fibers.md for the algorithms.
+        modulo sign flips (docs/concepts_linear.md §2); see docs/fibers.md for the algorithms.
 
         Args:
             v: the end-to-end filter: a float array of shape ``end_to_end_shape``, an array

@@ -1,6 +1,6 @@
-"""Convergence study of gradient flows from random data and initializations (SPEC 1.5).
+"""Convergence study of gradient flows from random data and initializations (docs/concepts_linear.md §5).
 
-Seed claim [SPEC 1.5]: for 1D linear convolutional networks with all strides > 1, generic
+Seed claim [docs/concepts_linear.md §5]: for 1D linear convolutional networks with all strides > 1, generic
 data and generic initialization, the gradient flow converges to a critical point in the
 smooth locus of the neuromanifold and avoids the zero function (a saddle). This module
 does not assume it: it runs many flows and records, per run, whether the flow converged

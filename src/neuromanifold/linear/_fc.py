@@ -1,4 +1,4 @@
-"""Fully connected linear networks (SPEC 1.4) and the balanced operator A_W (SPEC 1.3).
+"""Fully connected linear networks (docs/concepts_linear.md §4) and the balanced operator A_W (docs/concepts_linear.md §3).
 
 Widths ``d_0, ..., d_N``; ``W_l`` has shape ``(d_l, d_{l-1})``; the end-to-end matrix is
 ``W = W_N ... W_1``. Vectors of matrices are row-major (C order) throughout, so
@@ -45,7 +45,7 @@ def _fmpq_chain(mats: list, n: int) -> flint.fmpq_mat:
 
 
 def balanced_ntk_operator(W: Any, num_layers: int) -> np.ndarray:
-    """The matrix of ``A_W(Z) = sum_{j=1}^N (W W^T)^{(N-j)/N} Z (W^T W)^{(j-1)/N}`` (SPEC 1.3).
+    """The matrix of ``A_W(Z) = sum_{j=1}^N (W W^T)^{(N-j)/N} Z (W^T W)^{(j-1)/N}`` (docs/concepts_linear.md §3).
 
     This is the NTK of a balanced fully connected network with end-to-end matrix ``W``
     and ``N`` layers (Arora, Cohen, Hazan 2018), acting on row-major ``vec(Z)``.
@@ -68,7 +68,7 @@ def balanced_ntk_operator(W: Any, num_layers: int) -> np.ndarray:
 
 
 class LinearFCNet(LinearNetBase):
-    """A fully connected linear network with widths ``(d_0, ..., d_N)`` (SPEC 1.4).
+    """A fully connected linear network with widths ``(d_0, ..., d_N)`` (docs/concepts_linear.md §4).
 
     Args:
         widths: at least two positive ints; ``W_l`` has shape ``(d_l, d_{l-1})``.
@@ -132,7 +132,7 @@ class LinearFCNet(LinearNetBase):
         return [rng.standard_normal(s) / np.sqrt(s[1]) for s in self.shapes]
 
     def balanced_params(self, seed: Any = None, end_to_end: Any = None) -> list[np.ndarray]:
-        """Balanced parameters (all ``Delta_l = 0``), SPEC 1.3.
+        """Balanced parameters (all ``Delta_l = 0``), docs/concepts_linear.md §3.
 
         With ``end_to_end = U diag(sigma) V^T`` of rank ``<= r = min(widths)``, returns
         ``W_l = U_l diag(sigma)^{1/N} U_{l-1}^T`` with ``U_0 = V``, ``U_N = U`` and random
@@ -208,7 +208,7 @@ class LinearFCNet(LinearNetBase):
         return J
 
     def ntk(self, params: Any) -> np.ndarray:
-        """``K = sum_l (A_l A_l^T) kron (B_l^T B_l)`` (SPEC 1.4), without forming J."""
+        """``K = sum_l (A_l A_l^T) kron (B_l^T B_l)`` (docs/concepts_linear.md §4), without forming J."""
         params = self.check_params(params)
         return sum(np.kron(A @ A.T, B.T @ B) for A, B in self._outer_inner(params))
 
@@ -246,7 +246,7 @@ class LinearFCNet(LinearNetBase):
     def fiber(self, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = None,
               start: Any = None, walk_steps: int = 4, tol: float = 1e-11,
               progress: bool = False):
-        """Sample the fiber at fixed ``(W, Delta)`` numerically (SPEC 1.4).
+        """Sample the fiber at fixed ``(W, Delta)`` numerically (docs/concepts_linear.md §4).
 
         Levenberg-Marquardt on ``mu(theta) = W``, ``Delta(theta) = Delta`` from
         ``num_starts`` random starts (plus ``start``, optional parameters used as one more

@@ -1,15 +1,15 @@
-"""Exact fibers of linear convolutional networks (SPEC 1.1-1.3; docs/fibers.md).
+"""Exact fibers of linear convolutional networks (docs/concepts_linear.md §1-1.3; docs/fibers.md).
 
 The fiber of ``(v, delta)`` is the set of filters ``theta = (w_1..w_L)`` with
 ``mu(theta) = v`` and ``delta(theta) = delta``, listed one per class modulo the sign flips
-of SPEC 1.2. ``pi(v)(t) = prod_l pi(w_l)(t^{S_{l-1}})`` turns this into factoring pi(v):
+of docs/concepts_linear.md §2. ``pi(v)(t) = prod_l pi(w_l)(t^{S_{l-1}})`` turns this into factoring pi(v):
 
 * **1D** (:func:`_fiber_1d`): isolate the roots of pi(v) (certified), group them in orbits
   under the S-th roots of unity (certified), enumerate every way to hand real roots,
   conjugate pairs, roots at 0 and "roots at infinity" (degree drops) to the layers, as
   contingency tables generated breadth-first with numpy; build every layer polynomial
   from its roots at once (vectorized products), then apply the unique positive rescaling
-  for delta (SPEC 1.2 lemma, :mod:`neuromanifold.exact._rescaling`).
+  for delta (docs/concepts_linear.md §2 lemma, :mod:`neuromanifold.exact._rescaling`).
 * **D >= 2** (:func:`_fiber_nd`): exact factorization over Q (``fmpq_mpoly.factor``),
   factors classified by :mod:`neuromanifold.exact._factor` (line-supported factors
   behave like 1D and are split over R by their roots; other factors are certified
@@ -290,7 +290,7 @@ def _polish(net, params: list[np.ndarray], v: np.ndarray, deltas: np.ndarray,
 
 # ---------------------------------------------------------------------------- scalars
 def _fiber_scalars(L: int, value, deltas: np.ndarray) -> tuple[list[np.ndarray], int, bool, list[str]]:
-    """All filters are 1x..x1: ``prod w_l = v``, rescaled (SPEC 1.2 lemma)."""
+    """All filters are 1x..x1: ``prod w_l = v``, rescaled (docs/concepts_linear.md §2 lemma)."""
     layers = [np.array([[float(to_fmpq(value))]])] + [np.ones((1, 1)) for _ in range(L - 1)]
     _apply_rescaling(layers, deltas)
     return layers, 1, True, []
@@ -529,7 +529,7 @@ def _fiber_1d(k: tuple[int, ...], S: tuple[int, ...], coeffs: list, deltas: np.n
 
 
 def _apply_rescaling(layers: list[np.ndarray], deltas: np.ndarray) -> None:
-    """Scale each stacked layer by the unique positive rescaling (SPEC 1.2), in place."""
+    """Scale each stacked layer by the unique positive rescaling (docs/concepts_linear.md §2), in place."""
     N = layers[0].shape[0]
     if len(layers) == 1:
         return

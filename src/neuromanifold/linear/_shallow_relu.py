@@ -1,6 +1,6 @@
-"""Shallow ReLU models built on linear networks (SPEC 1.6).
+"""Shallow ReLU models built on linear networks (docs/concepts_linear.md §6).
 
-The reading implemented here [derived, SPEC 1.6]: a shallow ReLU model is
+The reading implemented here [derived, docs/concepts_linear.md §6]: a shallow ReLU model is
 
     f_theta(x) = a^T relu(V_theta x),
 
@@ -28,7 +28,7 @@ those invariants, as a :class:`neuromanifold.ntk.Fiber`:
 
 * CNN: the linear network's fiber for ``v`` (one point per class modulo sign flips), each
   point rescaled together with ``a`` as an (L+1)-layer network by the rescaling lemma of
-  SPEC 1.2 (one point per class); certified when the linear fiber is.
+  docs/concepts_linear.md §2 (one point per class); certified when the linear fiber is.
 * MLP with one linear layer (L = 1): the path-lifting closed form, one point.
 * MLP with L >= 2: numerical sampling (Levenberg-Marquardt from random starts on the
   polynomial equations ``diag(a) W_L ... W_1 = P``, invariants fixed), not certified.
@@ -136,7 +136,7 @@ class _ShallowBase(LinearNetBase):
 
 # --------------------------------------------------------------------------- ReLU CNN
 class ShallowReLUCNN(_ShallowBase):
-    """``f(x) = sum_i a_i relu((alpha_{v,S} x)_i)`` with ``v = mu(w_1..w_L)`` (SPEC 1.6).
+    """``f(x) = sum_i a_i relu((alpha_{v,S} x)_i)`` with ``v = mu(w_1..w_L)`` (docs/concepts_linear.md §6).
 
     Args:
         filter_shapes, strides: the linear convolutional network (as for
@@ -236,7 +236,7 @@ class ShallowReLUCNN(_ShallowBase):
 
         The linear fiber of ``v`` (``LinearConvNet.fiber``, with ``linear_options``) gives
         one point per class modulo sign flips; each is rescaled with ``a`` as an
-        (L+1)-layer product by the rescaling lemma (SPEC 1.2).
+        (L+1)-layer product by the rescaling lemma (docs/concepts_linear.md §2).
 
         Args:
             end_to_end: the function representative (see :meth:`end_to_end`).
@@ -303,7 +303,7 @@ class ShallowReLUCNN(_ShallowBase):
 # --------------------------------------------------------------------------- ReLU MLP
 class ShallowReLUMLP(_ShallowBase):
     """``f(x) = a^T relu(W_L ... W_1 x)``: a one-hidden-layer ReLU MLP whose first layer is
-    a linear fully connected network (SPEC 1.6).
+    a linear fully connected network (docs/concepts_linear.md §6).
 
     Args:
         widths: ``(d_0, ..., d_L)`` of the linear network; ``d_L`` hidden units. L = 1 is
@@ -420,7 +420,7 @@ class ShallowReLUMLP(_ShallowBase):
             a = signs * np.sqrt(a2)
             point = [P / a[:, None], a]
             return Fiber(points=[point], num_sign_patterns=1, certified=True,
-                         method="path-lifting closed form (SPEC 1.6)", dimension=0,
+                         method="path-lifting closed form (docs/concepts_linear.md §6)", dimension=0,
                          num_assignments=1, max_residual=self._residual(point, rep, flat_inv))
         num_starts = check_positive_int(num_starts, "num_starts")
         rng = as_seed_rng(seed)
@@ -505,7 +505,7 @@ class ShallowReLUMLP(_ShallowBase):
 # --------------------------------------------------------------------------- path lifting
 @dataclasses.dataclass(frozen=True, repr=False)
 class PathLiftingCheck(Result):
-    """The path-lifting reading of SPEC 1.6, computed.
+    """The path-lifting reading of docs/concepts_linear.md §6, computed.
 
     For ``f(x) = sum_j a_j relu(b_j^T x)`` with ``z_j = a_j b_j`` and
     ``delta_j = a_j^2 - ||b_j||^2``, the kernel of unit j in z-coordinates is

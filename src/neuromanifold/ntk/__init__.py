@@ -1,5 +1,5 @@
 """The neural tangent kernel along fibers: is it a function of the end-to-end function and
-the conserved invariants alone? (SPEC 1.3)"""
+the conserved invariants alone? (docs/concepts_linear.md §3)"""
 
 from ..fibers import Fiber
 from ._dependence import NTKDependence, ntk_dependence

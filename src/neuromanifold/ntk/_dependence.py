@@ -1,4 +1,4 @@
-"""Is the NTK a function of (v, delta) alone? The dependence test of SPEC 1.3."""
+"""Is the NTK a function of (v, delta) alone? The dependence test of docs/concepts_linear.md §3."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, **fiber_options:
     """Decide whether the NTK is a function of (end-to-end function, invariants) at ``params``.
 
     Computes the fiber ``F = {theta : mu(theta) = mu(params), delta(theta) = delta(params)}``,
-    the NTK at every point of F, and compares them (SPEC 1.3). For linear convolutional
+    the NTK at every point of F, and compares them (docs/concepts_linear.md §3). For linear convolutional
     networks the fiber is computed by the exact route: the end-to-end polynomial and the
     invariants are taken as exact rationals from the float filters (floats are exact binary
     rationals), so the factorization is exact and the enumeration complete. For fully

@@ -1,8 +1,8 @@
-"""ReLU networks (paper B, SPEC section 2): the exact piecewise-linear engine.
+"""ReLU networks (paper B, docs/concepts_relu.md): the exact piecewise-linear engine.
 
-Networks and domains (SPEC 2.1), linear regions and bent hyperplanes, ground-truth
+Networks and domains (docs/concepts_relu.md §1), linear regions and bent hyperplanes, ground-truth
 functional equivalence, functional dimension, one hidden layer on the orthant
-(SPEC 2.2), genericity (SPEC 2.3) and pictures.
+(docs/concepts_relu.md §2), genericity (docs/concepts_relu.md §3) and pictures.
 """
 
 from ._arrangement import (ArrangementComparison, ArrangementHyperplane, FiberPiece,

@@ -1,5 +1,5 @@
 """One hidden layer on a polyhedral domain: the canonical weighted arrangement, and the
-fiber of a one-hidden-layer network on the nonnegative orthant (SPEC 2.2).
+fiber of a one-hidden-layer network on the nonnegative orthant (docs/concepts_relu.md §2).
 
 A one-hidden-layer network ``g(z) = sum_j C[:, j] relu(<a_j, z> + beta_j) + gamma`` (two
 affine layers ``(W, b) = ([a_j], [beta_j])`` and ``(C, gamma)``) restricted to a
@@ -449,7 +449,7 @@ def weighted_arrangement(params: Any, domain: Any = "orthant") -> WeightedArrang
     Args:
         params: ``[(W, b), (C, gamma)]``, ``W`` of shape ``(n, d)``, ``C`` of shape
             ``(m, n)``. Entries may be floats or exact rationals (``Fraction``).
-        domain: ``"orthant"`` (default, SPEC 2.2), ``None``/``"whole"``, a
+        domain: ``"orthant"`` (default, docs/concepts_relu.md §2), ``None``/``"whole"``, a
             ``(lower, upper)`` box or a :class:`Domain`.
 
     Returns:
@@ -912,7 +912,7 @@ class FiberPiece(Result):
             ``"linear"`` (row of ``[W1 | b1]`` nonnegative: active on the whole orthant)
             or ``"dead"`` (row nonpositive, nonzero).
         kind: ``"standard"`` (one neuron per visible hyperplane, no cancelling groups:
-            the pieces of SPEC 2.2) or ``"degenerate"``.
+            the pieces of docs/concepts_relu.md §2) or ``"degenerate"``.
         copies: number of distinct pieces obtained by permuting the neurons.
         dimension: dimension of the piece (semi-algebraic).
         strata: feasible ``(q, dimension)`` pairs, q the rank of the linear factor (see docs).
@@ -1464,7 +1464,7 @@ MAX_TYPES = 200_000
 
 def orthant_fiber(params: Any, domain: Any = "orthant", *, degenerate: bool = True,
                   progress: bool = False, max_types: int = MAX_TYPES) -> OrthantFiber:
-    """The fiber of a one-hidden-layer network on the nonnegative orthant (SPEC 2.2).
+    """The fiber of a one-hidden-layer network on the nonnegative orthant (docs/concepts_relu.md §2).
 
     Every parameter of the same widths ``d -> n -> m`` realizing the same function on
     ``z >= 0`` lies in exactly one piece (up to permuting hidden neurons): a choice of

@@ -5,7 +5,7 @@ hyperplane is a facet shared by two linear regions R (nu active) and R' (nu inac
 lying on ``{z_nu = 0}`` and crossing the interior of the domain. The function *bends*
 on the piece (the piece is *visible*) iff the exact affine maps of R and R' have different
 linear parts; the *jump* is ``linear(R) - linear(R')`` (for one hidden layer it is
-``c_j a_j^T``, SPEC 2.2). A neuron is visible if one of its pieces is; it is *hidden*
+``c_j a_j^T``, docs/concepts_relu.md §2). A neuron is visible if one of its pieces is; it is *hidden*
 if it has pieces but none is visible, *dead* / *linear* if it is inactive / active on
 every region.
 """

@@ -264,7 +264,7 @@ def _expr_bounds(expr, lb, ub) -> tuple[float, float]:
 # HiGHS's defaults: a binary may sit 1e-6 off its integer (mip_feasibility_tolerance) and
 # a row may be violated by 1e-7 (primal_feasibility_tolerance). Through the big-M rows of a
 # ReLU with pre-activation bounds [lo, hi] this lets h be off by about
-# _FEAS * (1 + max(|lo|, |hi|)), which later layers carry on (SPEC 2.5 MILP fallback).
+# _FEAS * (1 + max(|lo|, |hi|)), which later layers carry on (docs/concepts_relu.md §5 MILP fallback).
 _FEAS = 1e-6 + 1e-7
 
 

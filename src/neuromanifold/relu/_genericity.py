@@ -1,4 +1,4 @@
-"""Genericity of ReLU network parameters (SPEC 2.3): supertransversality and maximal rank
+"""Genericity of ReLU network parameters (docs/concepts_relu.md §3): supertransversality and maximal rank
 of masked products, each failure reported with what failed.
 
 The precise definitions (written out in ``docs/relu_arrangement.md``):
@@ -370,7 +370,7 @@ def _exact_preacts(Wq, bq, pattern, d):
 
 
 def genericity(params: Any, domain: Any = None, progress: bool = False) -> Genericity:
-    """Check the genericity conditions of SPEC 2.3 (definitions in the module docstring).
+    """Check the genericity conditions of docs/concepts_relu.md §3 (definitions in the module docstring).
 
     Args:
         params: list of ``(W, b)`` pairs (any depth).

@@ -1,7 +1,7 @@
 """Fully connected ReLU networks: architecture, parameters, forward pass, Jacobian.
 
 A network ``d = n0 -> n1 -> ... -> nL`` applies ``x -> relu(W_l x + b_l)`` for every
-layer but the last, which is affine (SPEC 2.1). Parameters are a list of ``(W, b)``
+layer but the last, which is affine (docs/concepts_relu.md §1). Parameters are a list of ``(W, b)``
 pairs with ``W`` of shape ``(n_l, n_{l-1})`` and ``b`` of shape ``(n_l,)``.
 """
 

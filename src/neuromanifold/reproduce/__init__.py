@@ -1,4 +1,4 @@
-"""Reproductions of the papers' tables, computed (never stored): SPEC 1.3."""
+"""Reproductions of the papers' tables, computed (never stored): docs/concepts_linear.md §3."""
 
 from ._linear import Case, Claim, Refinement, Row, default_linear_claims, reproduce_linear, \
     verify_witness

@@ -1,4 +1,4 @@
-"""The table of SPEC 1.3, computed row by row: is the NTK parameter-independent?
+"""The table of docs/concepts_linear.md §3, computed row by row: is the NTK parameter-independent?
 
 Every row is a :class:`Claim`: an architecture family, a condition, the seed's answer,
 the architectures to test (cases) and candidate refinements (structural conditions on an
@@ -272,7 +272,7 @@ def _rows_for(claim: Claim, results: list[dict]) -> list[Row]:
 def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = False,
                      claims: Sequence[Claim] | None = None,
                      num_instances: int | None = None, tol: float = 1e-8) -> list[Row]:
-    """Compute the table of SPEC 1.3 (and its refinements) row by row.
+    """Compute the table of docs/concepts_linear.md §3 (and its refinements) row by row.
 
     Args:
         seed: seed of every random draw (parameters, fiber sampling).
@@ -369,7 +369,7 @@ def _special_strided_params(net: Any) -> Callable[[np.random.Generator], Any]:
     """Adversarial instances for "1D, all strides > 1": layer 1's filter is a polynomial in
     ``t^{S_1}`` (its roots are closed under the S_1-th roots of unity, like layer 2's), at a
     smooth point (exact Jacobian rank = dim M). Such v are non-generic but in the smooth
-    locus, where SPEC 1.3 claims independence for any delta."""
+    locus, where docs/concepts_linear.md §3 claims independence for any delta."""
     S1 = net.cumulative_strides[1][0]
 
     def make(rng: np.random.Generator) -> Any:
@@ -383,7 +383,7 @@ def _special_strided_params(net: Any) -> Callable[[np.random.Generator], Any]:
 
 
 def default_linear_claims(*, quick: bool = False) -> list[Claim]:
-    """The rows of SPEC 1.3 with the architectures tested for each (inputs, not verdicts).
+    """The rows of docs/concepts_linear.md §3 with the architectures tested for each (inputs, not verdicts).
 
     Each row lists architectures satisfying its condition, chosen to cover the condition
     (several filter sizes, strides, depths) including structurally special ones (layers
@@ -394,7 +394,7 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
         quick: fewer architectures per row (for tests).
 
     Returns:
-        A list of :class:`Claim`, one per row of SPEC 1.3.
+        A list of :class:`Claim`, one per row of docs/concepts_linear.md §3.
     """
     from ..linear import LinearConvNet, LinearFCNet, ShallowReLUCNN, ShallowReLUMLP
     quick = check_bool(quick, "quick")
