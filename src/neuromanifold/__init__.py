@@ -11,13 +11,14 @@ from ._errors import (
     ArchitectureError,
     DomainError,
     InputError,
+    ModelFileError,
     NeuromanifoldError,
     NotInNeuromanifoldError,
     ParameterError,
     UndecidedFactorizationError,
 )
 from ._results import Result
-from . import exact, fibers, flows, linear, ntk, relu, reproduce
+from . import exact, fibers, flows, io, linear, ntk, relu, reproduce
 from .flows import (GradientFlowResult, QuadraticLoss, SquareLoss, compare_lifts,
                     gradient_flow, riemannian_flow)
 from .linear import (JacobianRank, LinearConvNet, LinearFCNet, ShallowReLUCNN, ShallowReLUMLP,
@@ -35,6 +36,7 @@ __all__ = [
     "InputError",
     "NotInNeuromanifoldError",
     "DomainError",
+    "ModelFileError",
     "UndecidedFactorizationError",
     "Result",
     "linear",
@@ -44,6 +46,7 @@ __all__ = [
     "fibers",
     "exact",
     "reproduce",
+    "io",
     "LinearConvNet",
     "LinearFCNet",
     "JacobianRank",

@@ -16,6 +16,7 @@ __all__ = [
     "NotInNeuromanifoldError",
     "UndecidedFactorizationError",
     "DomainError",
+    "ModelFileError",
 ]
 
 
@@ -49,10 +50,16 @@ class DomainError(NeuromanifoldError, ValueError):
     """An input domain (box, orthant, ...) is invalid or does not match the network."""
 
 
+class ModelFileError(NeuromanifoldError, ValueError):
+    """A model file or object cannot be read or written: missing, malformed, truncated,
+    inconsistent layer shapes, an unsupported activation, or contents that would have to
+    be unpickled. The message names the file."""
+
+
 # The classes live here but belong to the public namespace: tracebacks and reprs say
 # ``neuromanifold.InputError``, the name users import and catch.
 for _cls in (NeuromanifoldError, ArchitectureError, ParameterError, InputError,
-             NotInNeuromanifoldError, UndecidedFactorizationError, DomainError):
+             NotInNeuromanifoldError, UndecidedFactorizationError, DomainError, ModelFileError):
     _cls.__module__ = "neuromanifold"
 del _cls
 

@@ -1,0 +1,266 @@
+"""Reading and writing models: ``.npz``, ``.safetensors``, PyTorch files and live objects.
+
+Nothing a file holds is ever executed: ``.npz`` is read with ``allow_pickle=False``,
+``.safetensors`` holds raw arrays by design, and PyTorch files go through
+``torch.load(..., weights_only=True)``, which refuses anything but tensors and plain
+containers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._errors import ModelFileError, NeuromanifoldError, short_repr
+from ._model import STRIDES_KEY, Model, model_from_arrays
+
+__all__ = ["load", "save", "SUFFIXES"]
+
+#: File suffixes :func:`load` reads (and :func:`save` writes, for the first two).
+SUFFIXES = (".npz", ".safetensors", ".pt", ".pth", ".bin")
+_TORCH_HINT = "reading PyTorch objects needs torch: pip install 'neuromanifold[torch]'"
+
+
+def _to_numpy(value: Any) -> Any:
+    """A tensor (torch, detached) or array-like as a numpy array, without importing torch."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except ValueError as exc:
+        if "pickle" in str(exc):
+            raise ModelFileError(f"{path}: holds Python objects that would have to be "
+                                 f"unpickled; refused (only numeric arrays are read)") from None
+        raise ModelFileError(f"{path}: not a valid .npz file ({exc})") from None
+    except (zipfile.BadZipFile, EOFError, OSError, KeyError) as exc:
+        raise ModelFileError(f"{path}: not a valid .npz file, truncated or corrupted "
+                             f"({type(exc).__name__}: {exc})") from None
+
+
+def _read_safetensors(path: Path) -> dict[str, Any]:
+    from safetensors import SafetensorError, safe_open
+    try:
+        with safe_open(str(path), framework="np") as f:
+            arrays = {k: f.get_tensor(k) for k in f.keys()}
+            meta = f.metadata() or {}
+    except (SafetensorError, OSError, ValueError, TypeError) as exc:
+        raise ModelFileError(f"{path}: not a valid .safetensors file, truncated or corrupted "
+                             f"({exc})") from None
+    if STRIDES_KEY in meta:
+        try:
+            arrays[STRIDES_KEY] = np.asarray(json.loads(meta[STRIDES_KEY]), dtype=int)
+        except (ValueError, TypeError):
+            raise ModelFileError(f"{path}: metadata {STRIDES_KEY!r} is not a list of "
+                                 f"strides: {short_repr(meta[STRIDES_KEY])}") from None
+    return arrays
+
+
+def _read_torch(path: Path) -> dict[str, Any]:
+    try:
+        import torch
+    except ImportError:
+        raise ModelFileError(f"{path}: {_TORCH_HINT}") from None
+    try:
+        obj = torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types; none of them may escape
+        if "weights_only" in str(exc) or "Unpickl" in type(exc).__name__:
+            raise ModelFileError(
+                f"{path}: holds Python objects beyond tensors, which would have to be "
+                f"unpickled; refused (save the model's state_dict instead)") from None
+        raise ModelFileError(f"{path}: not a readable PyTorch file, truncated or corrupted "
+                             f"({type(exc).__name__}: {exc})") from None
+    if isinstance(obj, dict) and isinstance(obj.get("state_dict"), dict):
+        obj = obj["state_dict"]
+    if not isinstance(obj, dict) or not all(hasattr(v, "detach") for v in obj.values()):
+        raise ModelFileError(f"{path}: expected a state_dict (a mapping of names to tensors); "
+                             f"got {type(obj).__name__}")
+    return {k: _to_numpy(v) for k, v in obj.items()}
+
+
+def _from_torch_module(obj: Any, strides: Any) -> Model:
+    import torch.nn as tnn
+    source = f"torch {type(obj).__name__}"
+    if not isinstance(obj, tnn.Sequential):
+        raise ModelFileError(f"{source}: only torch.nn.Sequential models are read (of Linear "
+                             f"and ReLU, or of bias-free single-channel Conv1d/Conv2d)")
+    mods = [m for m in obj if not isinstance(m, (tnn.Identity, tnn.Flatten, tnn.Dropout))]
+    arrays: dict[str, Any] = {}
+    convs = [m for m in mods if isinstance(m, (tnn.Conv1d, tnn.Conv2d))]
+    if convs:
+        if len(convs) != len(mods):
+            other = [type(m).__name__ for m in mods if m not in convs]
+            raise ModelFileError(f"{source}: a linear convolutional network has only Conv1d/"
+                                 f"Conv2d layers (no activation); found {other}")
+        for i, m in enumerate(convs):
+            if any(p != 0 for p in np.atleast_1d(m.padding)) or \
+                    any(d != 1 for d in np.atleast_1d(m.dilation)) or m.groups != 1:
+                raise ModelFileError(f"{source}: layer {i} uses padding, dilation or groups; "
+                                     f"only valid correlation (padding 0, dilation 1) is modelled")
+            arrays[f"{i}.weight"] = _to_numpy(m.weight)
+            if m.bias is not None:
+                arrays[f"{i}.bias"] = _to_numpy(m.bias)
+        given = [tuple(int(s) for s in m.stride) for m in convs] if strides is None else strides
+        return model_from_arrays(arrays, source, strides=given)
+    for i, m in enumerate(mods):
+        expected = tnn.Linear if i % 2 == 0 else tnn.ReLU
+        if not isinstance(m, expected) or (i == len(mods) - 1 and not isinstance(m, tnn.Linear)):
+            raise ModelFileError(
+                f"{source}: expected Linear and ReLU layers alternating, starting and ending "
+                f"with Linear; layer {i} is {type(m).__name__}")
+        if isinstance(m, tnn.Linear):
+            arrays[f"{i}.weight"] = _to_numpy(m.weight)
+            if m.bias is not None:
+                arrays[f"{i}.bias"] = _to_numpy(m.bias)
+    return model_from_arrays(arrays, source)
+
+
+def _from_sklearn(obj: Any) -> Model:
+    source = f"scikit-learn {type(obj).__name__}"
+    if getattr(obj, "activation", None) != "relu":
+        raise ModelFileError(f"{source}: activation must be 'relu'; got "
+                             f"{short_repr(getattr(obj, 'activation', None))}")
+    if not hasattr(obj, "coefs_"):
+        raise ModelFileError(f"{source}: the model is not fitted (no coefs_)")
+    arrays = {}
+    for l, (C, c) in enumerate(zip(obj.coefs_, obj.intercepts_)):
+        arrays[f"{l}.weight"] = np.asarray(C).T
+        arrays[f"{l}.bias"] = np.asarray(c)
+    return model_from_arrays(arrays, source)
+
+
+def load(source: Any, *, strides: Any = None) -> Model:
+    """Read a network from a file or a live object; nothing it holds is executed.
+
+    Args:
+        source: a path to ``.npz`` (read with ``allow_pickle=False``), ``.safetensors``,
+            or a PyTorch ``state_dict`` file (``.pt``/``.pth``/``.bin``, read with
+            ``torch.load(..., weights_only=True)``); or a ``torch.nn.Sequential`` of
+            ``Linear``/``ReLU`` (a ReLU network) or of bias-free single-channel
+            ``Conv1d``/``Conv2d`` (a linear convolutional network, strides taken from the
+            modules); a fitted scikit-learn ``MLPRegressor``/``MLPClassifier`` with ReLU
+            (the network up to its output logits); a dict of named arrays (a state_dict);
+            a list of ``(W, b)`` pairs; or a :class:`Model`.
+        strides: strides of a convolutional network when the source does not carry them
+            (one per layer, or one per layer but the last).
+
+    Returns:
+        A :class:`Model`: kind, float64 parameters, inferred architecture, source. A
+        file that is missing, malformed, truncated, has inconsistent layer shapes or asks
+        to unpickle raises :class:`neuromanifold.ModelFileError` naming the file.
+
+    >>> import tempfile, os
+    >>> params = [(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
+    >>> path = os.path.join(tempfile.mkdtemp(), "net.npz")
+    >>> save(params, path)
+    >>> load(path).architecture
+    (2, 2, 1)
+    """
+    if isinstance(source, Model):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.is_file():
+            raise ModelFileError(f"{path}: no such file")
+        suffix = path.suffix.lower()
+        if suffix == ".npz":
+            arrays = _read_npz(path)
+        elif suffix == ".safetensors":
+            arrays = _read_safetensors(path)
+        elif suffix in (".pt", ".pth", ".bin"):
+            arrays = _read_torch(path)
+        else:
+            raise ModelFileError(f"{path}: unknown model format {suffix!r}; "
+                                 f"readable: {', '.join(SUFFIXES)}")
+        return model_from_arrays(arrays, str(path), strides=strides)
+    module = type(source).__module__ or ""
+    if module.startswith("torch"):
+        return _from_torch_module(source, strides)
+    if module.startswith("sklearn"):
+        return _from_sklearn(source)
+    if isinstance(source, dict):
+        return model_from_arrays({str(k): _to_numpy(v) for k, v in source.items()},
+                                 "dict of arrays", strides=strides)
+    if isinstance(source, Sequence) and not isinstance(source, (str, bytes)) and source \
+            and all(isinstance(p, Sequence) and len(p) == 2 for p in source):
+        arrays = {}
+        for l, (W, b) in enumerate(source):
+            arrays[f"{2 * l}.weight"], arrays[f"{2 * l}.bias"] = _to_numpy(W), _to_numpy(b)
+        return model_from_arrays(arrays, "list of (W, b) pairs")
+    if isinstance(source, Sequence) and not isinstance(source, (str, bytes)) and source:
+        arrays = {}
+        for l, w in enumerate(source):
+            w = _to_numpy(w)
+            arrays[f"{l}.weight"] = w.reshape((1, 1) + w.shape)
+        return model_from_arrays(arrays, "list of filters", strides=strides)
+    raise ModelFileError(f"cannot read a model from {short_repr(source)}: give a path "
+                         f"({', '.join(SUFFIXES)}), a torch.nn.Sequential, a scikit-learn MLP, "
+                         f"a dict of arrays or a list of (W, b) pairs")
+
+
+def _named_arrays(model: Model) -> dict[str, np.ndarray]:
+    """Arrays named as in the state_dict of the matching ``torch.nn.Sequential``."""
+    if model.kind == "relu":
+        out = {}
+        for l, (W, b) in enumerate(model.params):
+            out[f"{2 * l}.weight"], out[f"{2 * l}.bias"] = W, b
+        return out
+    return {f"{l}.weight": w.reshape((1, 1) + w.shape) for l, w in enumerate(model.params)}
+
+
+def save(model: Any, path: Any, *, strides: Any = None) -> None:
+    """Write a network to ``.npz`` or ``.safetensors``.
+
+    Arrays are named as in the ``state_dict`` of the matching ``torch.nn.Sequential``
+    (``0.weight``, ``0.bias``, ``2.weight``, ...), so a ReLU network saved here loads into
+    PyTorch with ``load_state_dict``. The strides of a convolutional network are stored as
+    the array ``neuromanifold.strides`` (npz) or as metadata (safetensors).
+
+    Args:
+        model: anything :func:`load` reads (a :class:`Model`, a list of ``(W, b)``, a
+            list of filters with ``strides``, a torch or scikit-learn model).
+        path: destination ending in ``.npz`` or ``.safetensors``.
+        strides: strides for a list of filters.
+
+    Returns:
+        None; a :class:`neuromanifold.ModelFileError` when the path cannot be written.
+    """
+    if not isinstance(model, Model):
+        try:
+            model = load(model, strides=strides)
+        except ModelFileError:
+            raise
+        except NeuromanifoldError as exc:
+            raise ModelFileError(f"cannot save {short_repr(model)}: {exc}") from None
+    if not isinstance(path, (str, os.PathLike)):
+        raise ModelFileError(f"path must be a file path; got {short_repr(path)}")
+    path = Path(path)
+    arrays = _named_arrays(model)
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npz":
+            if model.strides is not None:
+                arrays[STRIDES_KEY] = np.asarray(model.strides, dtype=np.int64)
+            with open(path, "wb") as fh:
+                np.savez(fh, **arrays)
+        elif suffix == ".safetensors":
+            from safetensors.numpy import save_file
+            meta = {"neuromanifold.kind": model.kind}
+            if model.strides is not None:
+                meta[STRIDES_KEY] = json.dumps([list(s) for s in model.strides])
+            save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(path),
+                      metadata=meta)
+        else:
+            raise ModelFileError(f"{path}: save writes .npz or .safetensors; got {suffix!r}")
+    except OSError as exc:
+        raise ModelFileError(f"{path}: cannot write ({exc.strerror or exc})") from None

@@ -1,0 +1,188 @@
+"""A network read from a file or a live object, and the inference of its architecture from
+named weight arrays.
+
+Two kinds of model exist in neuromanifold: a fully connected ReLU network (a list of
+``(W, b)``, docs/concepts_relu.md §1) and a linear convolutional network (one
+single-channel filter per layer and the strides, docs/concepts_linear.md §1). Weight files
+do not say which activation sits between layers, so a file of 2D weights is read as a
+ReLU network (the only fully connected model the library analyses) and a file of
+single-channel convolution kernels without bias as a linear convolutional network.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import numpy as np
+
+from .._errors import ModelFileError, short_repr
+from .._results import Result
+
+__all__ = ["Model", "model_from_arrays", "STRIDES_KEY"]
+
+#: Name of the array that carries the strides of a linear convolutional network in the
+#: files :func:`neuromanifold.io.save` writes (npz; in safetensors it is metadata).
+STRIDES_KEY = "neuromanifold.strides"
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Model(Result):
+    """A network read by :func:`neuromanifold.io.load`.
+
+    Attributes:
+        kind: ``"relu"`` (fully connected ReLU network) or ``"linear_conv"`` (linear
+            convolutional network).
+        params: for ``"relu"`` a list of ``(W, b)`` float64 pairs, ``W`` of shape
+            ``(n_l, n_{l-1})``; for ``"linear_conv"`` a list of float64 filters (layer 1
+            acts first).
+        architecture: widths ``(n_0, ..., n_L)`` for ``"relu"``; filter shapes for
+            ``"linear_conv"``.
+        strides: the strides of a linear convolutional network (one per layer), else None.
+        source: where the model came from (a path or a description of the object).
+        converted_from: the dtype of the weights as stored (e.g. ``"float32"``); every
+            array is converted to float64.
+    """
+
+    kind: str
+    params: list = dataclasses.field(repr=False)
+    architecture: tuple
+    strides: tuple | None
+    source: str
+    converted_from: str
+
+    def network(self) -> Any:
+        """The architecture object: a :class:`neuromanifold.ReLUNet` or a
+        :class:`neuromanifold.LinearConvNet`."""
+        if self.kind == "relu":
+            from ..relu import ReLUNet
+            return ReLUNet(self.architecture)
+        from ..linear import LinearConvNet
+        return LinearConvNet(list(self.architecture), strides=list(self.strides))
+
+    def describe(self) -> str:
+        """One line for people: kind, architecture, dtype conversion and source."""
+        if self.kind == "relu":
+            arch = "ReLU network " + "-".join(str(n) for n in self.architecture)
+        else:
+            shapes = ",".join("x".join(str(k) for k in s) for s in self.architecture)
+            strides = ",".join("x".join(str(k) for k in s) for s in self.strides)
+            arch = f"linear convolutional network, filters {shapes}, strides {strides}"
+        note = "" if self.converted_from == "float64" else \
+            f" ({self.converted_from} weights converted to float64)"
+        return f"{arch}{note} from {self.source}"
+
+
+def _natural_key(name: str) -> list:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def _float64(array: Any, name: str, source: str) -> np.ndarray:
+    arr = np.asarray(array)
+    if arr.dtype.kind not in "fiu" or arr.dtype.kind == "b":
+        raise ModelFileError(f"{source}: array {name!r} must hold real numbers; "
+                             f"got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ModelFileError(f"{source}: array {name!r} holds NaN or inf")
+    return arr
+
+
+def model_from_arrays(arrays: dict[str, Any], source: str,
+                      strides: Any = None) -> Model:
+    """Infer the model from named weight arrays, as in a PyTorch ``state_dict``.
+
+    Names are ``<layer>.weight`` and ``<layer>.bias`` (a leading ``module.`` is ignored);
+    layers are ordered by their names in natural order (``0, 2, 10``, not ``0, 10, 2``).
+    2D weights make a ReLU network (a missing bias is zero); weights of shape
+    ``(1, 1, k...)`` (single-channel ``Conv1d``/``Conv2d`` kernels) make a linear
+    convolutional network, which has no bias.
+
+    Args:
+        arrays: mapping from names to arrays.
+        source: the file or object they came from, for messages.
+        strides: strides of a convolutional network (one per layer, ints or tuples);
+            when None they are read from the ``neuromanifold.strides`` entry, and a
+            convolutional model without either is refused, since weights alone do not say
+            them.
+
+    Returns:
+        A :class:`Model`; a :class:`neuromanifold.ModelFileError` naming the source and
+        the problem otherwise.
+
+    >>> m = model_from_arrays({"0.weight": np.ones((3, 2), np.float32),
+    ...                        "0.bias": np.zeros(3), "2.weight": np.ones((1, 3))}, "demo")
+    >>> m.describe()
+    'ReLU network 2-3-1 (float32 weights converted to float64) from demo'
+    """
+    arrays = dict(arrays)
+    stored_strides = arrays.pop(STRIDES_KEY, None)
+    layers: dict[str, dict[str, Any]] = {}
+    for name, value in arrays.items():
+        key = name[len("module."):] if name.startswith("module.") else name
+        prefix, _, leaf = key.rpartition(".")
+        if leaf not in ("weight", "bias"):
+            raise ModelFileError(
+                f"{source}: entry {name!r} is neither a weight nor a bias; a model file "
+                f"holds '<layer>.weight' and '<layer>.bias' arrays only")
+        layers.setdefault(prefix, {})[leaf] = value
+    if not layers:
+        raise ModelFileError(f"{source}: holds no weight arrays")
+    order = sorted(layers, key=_natural_key)
+    missing = [p for p in order if "weight" not in layers[p]]
+    if missing:
+        raise ModelFileError(f"{source}: layer(s) {missing} have a bias but no weight")
+    dtypes = {str(np.asarray(layers[p][k]).dtype) for p in order for k in layers[p]}
+    converted = "float64" if dtypes <= {"float64"} else "/".join(sorted(dtypes - {"float64"}))
+    weights = [_float64(layers[p]["weight"], f"{p}.weight", source) for p in order]
+    ndims = {w.ndim for w in weights}
+    if ndims == {2}:
+        params = []
+        for p, W in zip(order, weights):
+            b = layers[p].get("bias")
+            b = np.zeros(W.shape[0]) if b is None else _float64(b, f"{p}.bias", source)
+            if b.shape != (W.shape[0],):
+                raise ModelFileError(f"{source}: {p}.bias must have shape ({W.shape[0]},) to "
+                                     f"match {p}.weight of shape {W.shape}; got {b.shape}")
+            if params and W.shape[1] != params[-1][0].shape[0]:
+                raise ModelFileError(
+                    f"{source}: inconsistent layer shapes: {p}.weight has {W.shape[1]} "
+                    f"columns but the previous layer has {params[-1][0].shape[0]} outputs")
+            params.append((W, b))
+        widths = (params[0][0].shape[1],) + tuple(W.shape[0] for W, _ in params)
+        return Model("relu", params, widths, None, source, converted)
+    if ndims <= {3, 4} and len(ndims) == 1:
+        filters = []
+        for p, w in zip(order, weights):
+            if w.shape[:2] != (1, 1):
+                raise ModelFileError(
+                    f"{source}: {p}.weight has shape {w.shape}; a linear convolutional "
+                    f"network has one input and one output channel per layer, (1, 1, k...)")
+            b = layers[p].get("bias")
+            if b is not None and np.any(_float64(b, f"{p}.bias", source) != 0):
+                raise ModelFileError(f"{source}: {p}.bias is nonzero; linear convolutional "
+                                     f"networks have no bias")
+            filters.append(w[0, 0])
+        if strides is None and stored_strides is None:
+            raise ModelFileError(
+                f"{source}: holds convolution kernels but no strides; weights alone do not "
+                f"say them: pass strides=[...] (one per layer)")
+        if strides is None:
+            raw = np.asarray(stored_strides)
+            strides = [tuple(int(s) for s in np.atleast_1d(row)) for row in raw]
+        from ..linear import LinearConvNet
+        try:
+            net = LinearConvNet([f.shape for f in filters], strides=list(strides))
+        except Exception as exc:  # an ArchitectureError: say which file
+            raise ModelFileError(f"{source}: {exc}") from exc
+        kept = tuple(net.strides)
+        if len(strides) == len(filters):  # keep the last stride too: nothing is lost
+            last = strides[-1]
+            kept += (tuple(int(v) for v in last) if np.ndim(last) else (int(last),) * net.ndim,)
+        return Model("linear_conv", filters, tuple(tuple(f.shape) for f in filters),
+                     kept, source, converted)
+    shapes = {p: tuple(np.shape(layers[p]["weight"])) for p in order}
+    raise ModelFileError(
+        f"{source}: cannot infer a model from weight shapes {short_repr(shapes)}: expected "
+        f"all 2D (fully connected layers) or all (1, 1, k...) (single-channel convolutions)")

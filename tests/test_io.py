@@ -1,0 +1,154 @@
+"""Model import and export: round trips for every format, and clear errors on bad files."""
+
+import json
+import os
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import neuromanifold as nm
+from neuromanifold.io import load, save
+
+
+def _same(p, q):
+    return len(p) == len(q) and all(
+        np.array_equal(W, W2) and np.array_equal(b, b2) for (W, b), (W2, b2) in zip(p, q))
+
+
+@given(widths=st.lists(st.integers(1, 5), min_size=2, max_size=5),
+       seed=st.integers(0, 10**6), ext=st.sampled_from(["npz", "safetensors"]),
+       float32=st.booleans())
+def test_relu_round_trip(tmp_path_factory, widths, seed, ext, float32):
+    params = nm.ReLUNet(widths).random_params(seed=seed)
+    if float32:
+        params = [(W.astype(np.float32), b.astype(np.float32)) for W, b in params]
+    path = tmp_path_factory.mktemp("io") / f"net.{ext}"
+    if float32:  # a file written by someone else, in float32
+        named = {f"{2 * l}.{k}": a for l, (W, b) in enumerate(params)
+                 for k, a in (("weight", W), ("bias", b))}
+        if ext == "npz":
+            np.savez(path, **named)
+        else:
+            from safetensors.numpy import save_file
+            save_file(named, str(path))
+    else:
+        save(params, path)
+    model = load(path)
+    assert model.kind == "relu" and model.architecture == tuple(widths)
+    assert all(W.dtype == np.float64 for W, _ in model.params)
+    assert _same(model.params, [(W.astype(float), b.astype(float)) for W, b in params])
+    assert model.converted_from == ("float32" if float32 else "float64")
+    json.dumps(model.to_dict())
+
+
+@pytest.mark.parametrize("ext", ["npz", "safetensors"])
+@pytest.mark.parametrize("shapes, strides", [([3, 2, 2], [2, 2]), ([(2, 2), (3, 2)], [(2, 1)]),
+                                             ([3, 2], [2, 3])])
+def test_conv_round_trip(tmp_path, ext, shapes, strides):
+    net = nm.LinearConvNet(shapes, strides=strides)
+    filters = net.random_params(seed=0)
+    path = tmp_path / f"conv.{ext}"
+    save(filters, path, strides=strides)
+    model = load(path)
+    assert model.kind == "linear_conv"
+    assert model.network() == net
+    assert all(np.array_equal(a, b) for a, b in zip(model.params, filters))
+    assert len(model.strides) == len(strides)  # the last stride, when given, is kept
+
+
+def test_state_dict_naming_and_natural_order():
+    rng = np.random.default_rng(0)
+    arrays = {f"module.{i}.weight": rng.standard_normal((2, 2)) for i in (0, 2, 10)}
+    arrays["module.10.weight"] = rng.standard_normal((1, 2))
+    model = load(arrays)
+    assert model.architecture == (2, 2, 2, 1)
+    assert all(np.array_equal(b, np.zeros_like(b)) for _, b in model.params)
+
+
+def test_sklearn_mlp():
+    sk = pytest.importorskip("sklearn.neural_network")
+    X = np.random.default_rng(0).standard_normal((40, 4))
+    reg = sk.MLPRegressor(hidden_layer_sizes=(5, 3), max_iter=30, random_state=0)
+    with pytest.warns(Warning):
+        reg.fit(X, X[:, 0])
+    model = load(reg)
+    assert model.architecture == (4, 5, 3, 1)
+    np.testing.assert_allclose(nm.relu.forward(model.params, X)[:, 0], reg.predict(X),
+                               rtol=1e-10, atol=1e-12)
+    clf = sk.MLPClassifier(hidden_layer_sizes=(3,), activation="tanh", max_iter=5)
+    with pytest.warns(Warning):
+        clf.fit(X, X[:, 0] > 0)
+    with pytest.raises(nm.ModelFileError, match="activation must be 'relu'"):
+        load(clf)
+    with pytest.raises(nm.ModelFileError, match="not fitted"):
+        load(sk.MLPRegressor())
+
+
+def test_torch_sequential_and_state_dict(tmp_path):
+    torch = pytest.importorskip("torch")
+    seq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    model = load(seq)  # parameters require grad: read detached
+    assert model.architecture == (3, 4, 2) and model.converted_from == "float32"
+    x = torch.randn(7, 3)
+    np.testing.assert_allclose(nm.relu.forward(model.params, x.numpy()),
+                               seq(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    torch.save(seq.state_dict(), tmp_path / "sd.pt")
+    assert _same(load(tmp_path / "sd.pt").params, model.params)
+    # a ReLU network saved by neuromanifold loads into the matching Sequential
+    save(model, tmp_path / "n.safetensors")
+    from safetensors.torch import load_file
+    seq2 = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    seq2.load_state_dict({k: v.float() for k, v in load_file(tmp_path / "n.safetensors").items()})
+    conv = torch.nn.Sequential(torch.nn.Conv1d(1, 1, 3, stride=2, bias=False),
+                               torch.nn.Conv1d(1, 1, 2, stride=2, bias=False))
+    cm = load(conv)
+    assert cm.kind == "linear_conv" and cm.network() == nm.LinearConvNet([3, 2], strides=[2])
+    sig = torch.randn(1, 1, 20)
+    # the analyses ignore the last stride (it only subsamples the output)
+    np.testing.assert_allclose(cm.network().apply(cm.params, sig.numpy()[0])[:, ::2],
+                               conv(sig).detach().numpy()[0], rtol=1e-5, atol=1e-6)
+    with pytest.raises(nm.ModelFileError, match="Tanh"):
+        load(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1)))
+
+
+def test_torch_file_that_would_need_unpickling_is_refused(tmp_path):
+    torch = pytest.importorskip("torch")
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo pwned > " + str(tmp_path / "pwned"),))
+
+    with open(tmp_path / "evil.pt", "wb") as fh:
+        pickle.dump({"0.weight": Evil()}, fh)
+    with pytest.raises(nm.ModelFileError, match="evil.pt"):
+        load(tmp_path / "evil.pt")
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_bad_files(tmp_path):
+    good = tmp_path / "good.npz"
+    save(nm.ReLUNet([2, 3, 1]).random_params(seed=0), good)
+    (tmp_path / "trunc.npz").write_bytes(good.read_bytes()[:40])
+    (tmp_path / "trunc.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{")
+    np.savez(tmp_path / "obj.npz", w=np.array([{"a": 1}], dtype=object))
+    np.savez(tmp_path / "shapes.npz", **{"0.weight": np.ones((3, 2)), "2.weight": np.ones((1, 4))})
+    np.savez(tmp_path / "names.npz", **{"0.weight": np.ones((3, 2)), "0.scale": np.ones(3)})
+    np.savez(tmp_path / "nan.npz", **{"0.weight": np.full((3, 2), np.nan)})
+    np.savez(tmp_path / "conv.npz", **{"0.weight": np.ones((1, 1, 3))})
+    (tmp_path / "x.onnx").write_bytes(b"")
+    cases = {"missing.npz": "no such file", "trunc.npz": "truncated", "obj.npz": "unpickled",
+             "trunc.safetensors": "truncated", "shapes.npz": "inconsistent layer shapes",
+             "names.npz": "neither a weight nor a bias", "nan.npz": "NaN",
+             "conv.npz": "no strides", "x.onnx": "unknown model format"}
+    for name, message in cases.items():
+        with pytest.raises(nm.ModelFileError, match=message) as info:
+            load(tmp_path / name)
+        assert name in str(info.value)
+    with pytest.raises(nm.ModelFileError, match="cannot write"):
+        save(nm.ReLUNet([2, 1]).random_params(), tmp_path / "no" / "dir.npz")
+    with pytest.raises(nm.ModelFileError, match="writes .npz or .safetensors"):
+        save(nm.ReLUNet([2, 1]).random_params(), tmp_path / "a.pt")
+    with pytest.raises(nm.ModelFileError, match="cannot read a model"):
+        load(42)
