@@ -6,11 +6,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .. import NeuromanifoldError, __version__
+from .. import ModelFileError, NeuromanifoldError, __version__
 
 # Each command module exposes ``register(subparsers)``, which adds its parser and sets
 # ``func`` (taking the parsed args, returning an exit code).
-_COMMAND_MODULES = ["demo", "reproduce"]
+_COMMAND_MODULES = ["demo", "reproduce", "linear", "relu"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except ModelFileError as exc:  # a bad input file: exit status 3
+        print(f"neuromanifold: error: {exc}", file=sys.stderr)
+        return 3
     except NeuromanifoldError as exc:
         print(f"neuromanifold: error: {exc}", file=sys.stderr)
         return 1

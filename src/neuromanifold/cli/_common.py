@@ -1,0 +1,108 @@
+"""What every subcommand shares: common options, architecture parsing, model files, JSON.
+
+Exit statuses: 0 success, 1 a computation refused its input (a NeuromanifoldError),
+2 bad usage (argparse), 3 a bad input file (a ModelFileError).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from .._errors import InputError, short_repr
+from .._results import to_jsonable
+
+__all__ = ["add_common", "parse_shapes", "positive_float", "writable_path", "write_json", "emit", "load_model"]
+
+
+def add_common(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
+    """``--json PATH`` and (optionally) ``--seed N`` on a subcommand parser."""
+    if seed:
+        p.add_argument("--seed", type=_nonnegative_int, default=0,
+                       help="random seed (default 0)")
+    p.add_argument("--json", metavar="PATH", type=writable_path,
+                   help="also write the result as JSON to PATH")
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a nonnegative integer; got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a nonnegative integer; got {text!r}")
+    return value
+
+
+def writable_path(text: str) -> str:
+    """An argparse type: a file path whose folder exists and is writable, checked before
+    any computation so that no result is lost at the end."""
+    folder = os.path.dirname(os.path.abspath(text))
+    if os.path.isdir(text) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} cannot be written (its folder must exist and be writable)")
+    return text
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a positive finite float."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number; got {text!r}")
+    return value
+
+
+def parse_shapes(text: str, what: str) -> list:
+    """``"3,2,4"`` -> ``[3, 2, 4]``; ``"2x2,3x3"`` -> ``[(2, 2), (3, 3)]``.
+
+    >>> parse_shapes("2x2,3x1", "filters")
+    [(2, 2), (3, 1)]
+    """
+    out = []
+    for item in text.split(","):
+        try:
+            parts = tuple(int(t) for t in item.strip().lower().split("x"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{what} must be comma-separated ints (1D) or AxB (2D) like 3,2 or 2x2,3x3; "
+                f"got {text!r}") from None
+        out.append(parts[0] if len(parts) == 1 else parts)
+    return out
+
+
+def write_json(path: str, payload: Any) -> None:
+    """Write ``payload`` (made JSON-ready) to ``path``; an unwritable path is an
+    :class:`InputError`, not a traceback."""
+    try:
+        with open(path, "w") as fh:
+            json.dump(to_jsonable(payload), fh, indent=2)
+    except OSError as exc:
+        raise InputError(f"--json path {short_repr(path)} cannot be written: "
+                         f"{exc.strerror or exc}") from None
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def emit(args: argparse.Namespace, text: str, payload: Any) -> int:
+    """Print ``text`` for people, write ``payload`` to ``--json`` when asked; exit 0."""
+    print(text)
+    if getattr(args, "json", None):
+        write_json(args.json, payload)
+    return 0
+
+
+def load_model(path: str, kind: str | None = None, strides: Any = None):
+    """Read a model file through :func:`neuromanifold.io.load` and print its architecture
+    on stderr; ``kind`` ("relu" / "linear_conv") is checked."""
+    from .. import io
+    from .._errors import ModelFileError
+    model = io.load(path, strides=strides)
+    if kind is not None and model.kind != kind:
+        raise ModelFileError(f"{path}: holds a {model.kind} model; this command needs {kind}")
+    print(f"read {model.describe()}", file=sys.stderr)
+    return model

@@ -1,0 +1,96 @@
+"""``neuromanifold linear``: linear convolutional networks from the command line.
+
+The architecture comes from ``--filters`` / ``--strides`` (1D as ``3,2,4`` and ``2,3``; 2D
+as ``2x2,3x3`` and ``1x1``) or from a model file (``--params FILE``: .npz, .safetensors
+or a PyTorch state_dict of single-channel convolutions); parameters from that file or
+random from ``--seed``.
+
+  dimension   the neuromanifold's dimension against the parameter count bound
+  ntk         the neural tangent kernel at the parameters: rank, trace, spectrum
+  fiber       every parameter with the same end-to-end filter and invariants
+  dependence  is the NTK the same at every such parameter?
+  flow        a gradient flow of a square loss on random data: loss, invariant drift
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from ._common import add_common, emit, load_model, parse_shapes, positive_float as _positive_float
+from ._table import format_table
+
+
+def _network(args: argparse.Namespace):
+    """(net, params) from --params FILE or from --filters/--strides and --seed."""
+    from ..linear import LinearConvNet
+    if args.params:
+        model = load_model(args.params, "linear_conv", strides=args.strides)
+        return model.network(), model.params
+    if not args.filters:
+        args._parser.error("give --filters (and --strides) or --params FILE")
+    net = LinearConvNet(args.filters, strides=args.strides)
+    return net, net.random_params(seed=args.seed)
+
+
+def _fmt(x):
+    return np.array2string(np.asarray(x), precision=4, separator=", ", max_line_width=100)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import SquareLoss, gradient_flow, ntk_dependence
+    from ..linear import random_regression_data
+    net, params = _network(args)
+    head = f"{net}\n"
+    if args.action == "dimension":
+        rec = {"network": repr(net), "end_to_end_shape": net.end_to_end_shape,
+               "num_params": net.num_params, "dimension": net.dimension,
+               "dimension_bound": net.dimension_bound,
+               "full_dimensional": net.is_full_dimensional}
+        return emit(args, head + format_table(
+            [[rec["end_to_end_shape"], rec["num_params"], rec["dimension"],
+              rec["dimension_bound"], "yes" if rec["full_dimensional"] else "no"]],
+            ["end-to-end shape", "params", "dim M", "bound sum|w_l|-(L-1)", "fills R^k"]), rec)
+    if args.action == "ntk":
+        K = net.ntk(params)
+        eig = np.linalg.eigvalsh(K)[::-1]
+        rec = {"network": repr(net), "params": params, "rank": int(np.linalg.matrix_rank(K)),
+               "trace": float(np.trace(K)), "eigenvalues": eig, "ntk": K}
+        return emit(args, head + f"NTK of size {K.shape[0]}x{K.shape[1]}: rank {rec['rank']}, "
+                    f"trace {rec['trace']:.6g}\nlargest eigenvalues {_fmt(eig[:6])}", rec)
+    if args.action == "fiber":
+        v, delta = net.end_to_end(params), net.invariants(params)
+        fiber = net.fiber(v, delta)
+        rec = {"network": repr(net), "end_to_end": v, "invariants": delta,
+               "fiber": fiber.to_dict()}
+        return emit(args, head + f"end-to-end filter {_fmt(v)}\ninvariants {_fmt(delta)}\n"
+                    f"{fiber!r}", rec)
+    if args.action == "dependence":
+        dep = ntk_dependence(net, params)
+        verdict = "independent" if dep.independent else "DEPENDENT"
+        return emit(args, head + f"NTK along the fiber: {verdict} (largest relative "
+                    f"difference {dep.max_relative_difference:.3g} over {dep.num_points} "
+                    f"points, certified={dep.certified})", dep.to_dict())
+    X, Y = random_regression_data(net, seed=args.seed)
+    loss = SquareLoss.from_data(net, X, Y)
+    flow = gradient_flow(net, params, loss, args.t_final)
+    return emit(args, head + f"loss {flow.loss[0]:.6g} -> {flow.loss[-1]:.6g} over t in "
+                f"[0, {args.t_final}] (monotone: {flow.loss_monotone}); largest invariant "
+                f"drift {flow.max_invariant_drift:.2e}", flow.to_dict())
+
+
+def register(sub) -> None:
+    p = sub.add_parser("linear", help="linear convolutional networks: dimension, NTK, fiber, "
+                                      "dependence, flow", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("action", choices=["dimension", "ntk", "fiber", "dependence", "flow"])
+    p.add_argument("--filters", type=lambda s: parse_shapes(s, "filters"),
+                   help="filter sizes, e.g. 3,2,4 (1D) or 2x2,3x3 (2D)")
+    p.add_argument("--strides", type=lambda s: parse_shapes(s, "strides"),
+                   help="strides, one per layer but the last, e.g. 2,3 or 1x1")
+    p.add_argument("--params", metavar="FILE", help="read filters (and strides) from a model file")
+    p.add_argument("--t-final", type=_positive_float, default=5.0,
+                   help="flow: time horizon (default 5)")
+    add_common(p)
+    p.set_defaults(func=run, _parser=p)

@@ -1,0 +1,103 @@
+"""The ``linear`` and ``relu`` subcommands, run as a user runs them: a subprocess on real
+model files, checking output, JSON and exit status (0 ok, 1 refused, 2 usage, 3 bad file)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import neuromanifold as nm
+
+
+def run(*argv, cwd=None):
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    return subprocess.run([sys.executable, "-m", "neuromanifold", *map(str, argv)],
+                          capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    p = nm.ReLUNet([2, 3, 2, 1]).random_params(seed=3)
+    nm.io.save(p, d / "a.npz")
+    perm = [2, 0, 1]
+    q = [(p[0][0][perm] * 4.0, p[0][1][perm] * 4.0), (p[1][0][:, perm] / 4.0, p[1][1]), p[2]]
+    nm.io.save(q, d / "b.safetensors")
+    r = [(W.copy(), b.copy()) for W, b in p]
+    r[2][1][0] += 0.5
+    nm.io.save(r, d / "c.npz")
+    nm.io.save([np.array([1.0, 2.0, -1.0]), np.array([0.5, 1.0])], d / "conv.npz", strides=[2])
+    (d / "broken.npz").write_bytes(b"PK\x03\x04 definitely not a zip")
+    return d
+
+
+def test_relu_regions(files, tmp_path):
+    out = run("relu", "regions", files / "a.npz", "--json", tmp_path / "r.json")
+    assert out.returncode == 0, out.stderr
+    assert "linear regions of ReLU network 2-3-2-1" in out.stdout
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert len(data["regions"]) == len(nm.relu.regions(nm.io.load(files / "a.npz").params).regions)
+
+
+def test_relu_equiv(files, tmp_path):
+    same = run("relu", "equiv", files / "a.npz", files / "b.safetensors", "--json", tmp_path / "e.json")
+    assert same.returncode == 0, same.stderr
+    assert same.stdout.startswith("EQUIVALENT")
+    assert json.loads((tmp_path / "e.json").read_text())["equivalent"] is True
+    other = run("relu", "equiv", files / "a.npz", files / "c.npz")
+    assert other.returncode == 0 and other.stdout.startswith("NOT equivalent")
+    assert run("relu", "equiv", files / "a.npz").returncode == 2
+
+
+def test_relu_plot(files, tmp_path):
+    out = run("relu", "plot", files / "a.npz", "--out", tmp_path / "p.png")
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_relu_bad_files(files):
+    assert run("relu", "regions", files / "missing.npz").returncode == 3
+    bad = run("relu", "regions", files / "broken.npz")
+    assert bad.returncode == 3 and "broken.npz" in bad.stderr and "Traceback" not in bad.stderr
+    wrong_kind = run("relu", "regions", files / "conv.npz")
+    assert wrong_kind.returncode == 3 and "needs relu" in wrong_kind.stderr
+
+
+@pytest.mark.parametrize("action, expect", [
+    ("dimension", "dim M"), ("ntk", "NTK of size"), ("fiber", "Fiber("),
+    ("dependence", "NTK along the fiber"), ("flow", "invariant drift")])
+def test_linear(action, expect, tmp_path):
+    out = run("linear", action, "--filters", "2,2", "--strides", "1", "--seed", "1",
+              "--t-final", "0.5", "--json", tmp_path / "x.json")
+    assert out.returncode == 0, out.stderr
+    assert expect in out.stdout
+    json.loads((tmp_path / "x.json").read_text())
+
+
+def test_linear_from_file_and_2d(files):
+    out = run("linear", "dimension", "--params", files / "conv.npz")
+    assert out.returncode == 0 and "(5,)" in out.stdout
+    out2 = run("linear", "dimension", "--filters", "2x2,3x2", "--strides", "2x1")
+    assert out2.returncode == 0 and "(6, 3)" in out2.stdout
+
+
+@pytest.mark.parametrize("argv", [
+    ["linear", "dimension", "--filters", "3,a"],
+    ["linear", "dimension"],
+    ["linear", "flow", "--filters", "2,2", "--t-final", "-1"],
+    ["linear", "ntk", "--filters", "2,2", "--json", "/nonexistent/dir/x.json"],
+    ["relu", "regions", "x.npz", "--domain", "box:1,0"],
+    ["linear", "dimension", "--filters", "2,2", "--seed", "-3"],
+])
+def test_bad_usage_exits_2(argv):
+    out = run(*argv)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "Traceback" not in out.stderr
+
+
+def test_refused_computation_exits_1():
+    out = run("linear", "dimension", "--filters", "2,2", "--strides", "1,1,1")
+    assert out.returncode == 1 and "strides must have" in out.stderr
