@@ -10,7 +10,7 @@ from .. import ModelFileError, NeuromanifoldError, __version__
 
 # Each command module exposes ``register(subparsers)``, which adds its parser and sets
 # ``func`` (taking the parsed args, returning an exit code).
-_COMMAND_MODULES = ["demo", "reproduce", "linear", "relu"]
+_COMMAND_MODULES = ["demo", "reproduce", "linear", "relu", "sweep"]
 
 
 def build_parser() -> argparse.ArgumentParser:
