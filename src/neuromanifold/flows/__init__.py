@@ -10,3 +10,7 @@ __all__ = ["QuadraticLoss", "SquareLoss", "gradient_flow", "GradientFlowResult",
            "invariant_vector", "riemannian_flow", "RiemannianFlowResult", "lift_to_fiber",
            "FiberLift", "compare_lifts", "LiftComparison", "compare_with_parameter_flow",
            "FlowComparison"]
+
+from ._batched import BatchedFlowResult, gradient_flows  # noqa: E402  (many flows at once)
+
+__all__ += ["gradient_flows", "BatchedFlowResult"]
