@@ -525,7 +525,8 @@ def summarize(rows: Sequence[Row]) -> dict:
 def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = False,
                      claims: Sequence[Claim] | None = None,
                      num_instances: int | None = None, tol: float = 1e-8) -> list[Row]:
-    """Compute the table of docs/concepts_linear.md §3 (and its refinements) row by row.
+    """Compute the table of docs/concepts_linear.md §3 (and its refinements) row by row,
+    each judged within its claim's hypotheses (docs/reproduction.md).
 
     Args:
         seed: seed of every random draw (parameters, fiber sampling).
@@ -536,12 +537,15 @@ def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = Fal
         tol: relative NTK difference below which a fiber counts as independent.
 
     Returns:
-        The rows, each a :class:`Row` (refined rows follow their parent).
+        The rows, each a :class:`Row` (refined rows follow their parent), with its computed
+        verdict and its outcome (agrees, disagrees, outside the hypotheses, inconclusive).
 
     >>> rows = reproduce_linear(quick=True)
     >>> row = rows[0]
-    >>> row.architecture, row.condition, row.seed_claim, row.computed, row.agrees
-    ('fully connected linear', 'balanced (all Delta_l = 0)', 'independent', 'independent', True)
+    >>> row.architecture, row.condition, row.seed_claim, row.computed, row.outcome
+    ('fully connected linear', 'balanced (all Delta_l = 0)', 'independent', 'independent', 'agrees')
+    >>> summarize(rows)["rows"]["disagrees"] == sum(r.outcome == "disagrees" for r in rows)
+    True
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise InputError(f"seed must be an int; got {seed!r}")
