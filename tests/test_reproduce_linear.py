@@ -196,9 +196,10 @@ def test_cli_rejects_unknown_table():
 
 
 def test_strided_special_points_are_smooth_and_dependent():
-    """1D, stride 2, filter 1 = (a, 0, b): a smooth point whose u-roots (u = t^2) can trade
-    places with layer 2's, so the NTK depends on the parameter (refines docs/concepts_linear.md §3's
-    "independent, any delta" to generic v); the witness is re-verified from scratch."""
+    """1D, stride 2, filter 1 = (a, 0, b): a full-rank Jacobian, but the u-roots (u = t^2)
+    can trade places with layer 2's, so the NTK depends on the parameter; the witness is
+    re-verified from scratch, and v is a crossing, not a regular point: outside the
+    smooth locus where docs/concepts_linear.md §3 claims independence."""
     from neuromanifold import LinearConvNet, ntk_dependence
     from neuromanifold.reproduce._linear import _special_strided_params
 
@@ -213,6 +214,8 @@ def test_strided_special_points_are_smooth_and_dependent():
         if not dep.independent:
             check = verify_witness(net, dep.witnesses)
             assert check["verified"] and dep.certified
+            assert is_regular_point(net, net.polynomial(params)).regular is False
+            assert dep.within_hypotheses is False
             found += 1
     assert found > 0
 

@@ -632,9 +632,11 @@ def _all_strides_gt1(net: Any) -> bool:
 
 def _special_strided_params(net: Any) -> Callable[[np.random.Generator], Any]:
     """Adversarial instances for "1D, all strides > 1": layer 1's filter is a polynomial in
-    ``t^{S_1}`` (its roots are closed under the S_1-th roots of unity, like layer 2's), at a
-    smooth point (exact Jacobian rank = dim M). Such v are non-generic but in the smooth
-    locus, where docs/concepts_linear.md §3 claims independence for any delta."""
+    ``t^{S_1}`` (its roots are closed under the S_1-th roots of unity, like layer 2's), with
+    a full-rank Jacobian (exact rank = dim M). Such v are non-generic; when factors can
+    trade layers, v is a crossing of two branches with different tangent spaces, hence not
+    in the smooth locus (:func:`neuromanifold.linear.is_regular_point`), which the row's
+    hypotheses detect instance by instance."""
     S1 = net.cumulative_strides[1][0]
 
     def make(rng: np.random.Generator) -> Any:
@@ -760,7 +762,8 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
               "no two layers of size > 1 share S_{l-1}",
               hypotheses=[d1, sizes, strided, regular]),
         Claim("1D convolution",
-              "all strides > 1; smooth but non-generic v (filter 1 a polynomial in t^{S_1})",
+              "all strides > 1; full-rank Jacobian but non-generic v (filter 1 a polynomial in "
+              "t^{S_1})",
               INDEPENDENT, c1_special, _all_strides_gt1,
               hypotheses=[d1, sizes, strided, regular]),
         Claim("1D convolution", "some stride = 1", DEPENDENT, c1_stride1,
