@@ -655,7 +655,9 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
     Each row lists architectures satisfying its condition, chosen to cover the condition
     (several filter sizes, strides, depths) including structurally special ones (layers
     of filter size 1, same filter shapes, filters degenerate along an axis, one linear
-    layer), and candidate refinements to explain differing verdicts.
+    layer), candidate refinements to explain differing verdicts, and the hypotheses each
+    claim is made under (paper A's standing assumptions, the row's condition, the smooth
+    locus for the independence theorems, genericity; docs/reproduction.md).
 
     Args:
         quick: fewer architectures per row (for tests).
@@ -737,8 +739,8 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
                                      lambda net: isinstance(net, LinearFCNet))
     balanced = Hypothesis("balanced: every Delta_l = 0", _balanced)
     d1 = architecture_hypothesis("1D convolution", is_conv_1d)
-    strided = architecture_hypothesis("all strides s_1..s_{L-1} > 1 (the last stride is ignored)",
-                                      _all_strides_gt1)
+    strided = architecture_hypothesis(
+        "all strides s_1..s_{L-1} > 1 (the last stride is ignored)", _all_strides_gt1)
     some1 = architecture_hypothesis("some stride s_1..s_{L-1} = 1",
                                     lambda net: any(s[0] == 1 for s in net.strides))
     d2 = architecture_hypothesis("D >= 2", lambda net: isinstance(net, LinearConvNet)
