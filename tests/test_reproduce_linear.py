@@ -338,13 +338,15 @@ def _sampled_verdict(net, params, rng, starts=12):
     delta by least squares from random starts (no factorization), compare the NTKs of
     the solutions found."""
     from scipy import optimize
-    v, d = net.end_to_end(params), net.invariants(params)
+
+    from neuromanifold.fibers import invariant_vector
+    v, d = net.end_to_end(params), invariant_vector(net, params)
     scale = np.linalg.norm(v)
 
     def fun(theta):
         p = net.unflatten(theta)
         return np.concatenate([(net.end_to_end(p) - v).ravel() / scale,
-                               (net.invariants(p) - d) / scale])
+                               (invariant_vector(net, p) - d) / scale])
     Ks = [net.ntk(params)]
     for _ in range(starts):
         x0 = rng.standard_normal(net.num_params) * scale ** (1 / net.num_layers)
@@ -371,3 +373,27 @@ def test_row_verdicts_recomputed_by_sampling(shapes, strides):
     sampled, found = _sampled_verdict(net, params, rng)
     assert found >= 2
     assert ("independent" if fast.independent else "dependent") == sampled
+
+
+@pytest.mark.parametrize("which", ["relu_cnn_2d", "relu_mlp_one_layer", "fc_bottleneck"])
+def test_other_row_verdicts_recomputed_by_sampling(which):
+    """The same independent path for the shallow ReLU rows (2D interchangeable layers:
+    dependent; one linear layer: independent, also by the path-lifting closed form) and
+    the fully connected bottleneck (independent)."""
+    from neuromanifold import LinearFCNet, ShallowReLUCNN, ShallowReLUMLP
+    from neuromanifold.linear import path_lifting_check
+    rng = np.random.default_rng(5)
+    if which == "relu_cnn_2d":
+        model = ShallowReLUCNN.with_random_inputs([(2, 2), (2, 2)], None, seed=7)
+    elif which == "relu_mlp_one_layer":
+        model = ShallowReLUMLP.with_random_inputs([2, 2], seed=7)
+    else:
+        model = LinearFCNet([2, 1, 2])
+    params = model.random_params(rng)
+    options = {"num_starts": 4, "seed": 0} if which == "fc_bottleneck" else {}
+    fast = ntk_dependence(model, params, **options)
+    sampled, found = _sampled_verdict(model, params, rng)
+    assert found >= 2
+    assert ("independent" if fast.independent else "dependent") == sampled
+    if which == "relu_mlp_one_layer":
+        assert path_lifting_check(params, model.inputs).independent and fast.independent
