@@ -124,3 +124,34 @@ def test_bad_inputs():
         ntk_dependence(net, [[np.nan, 1.0], [1.0, 1.0]])
     with pytest.raises(InputError, match="unknown option"):
         ntk_dependence(net, net.random_params(0), bogus=1)
+
+
+def test_witnesses_are_classified_within_the_hypotheses_or_not():
+    """Paper A's standing hypotheses at the instance: the [2, 2] roots example is a regular
+    point (within); the (a, 0, b) stride-2 example is a crossing (outside); a layer of
+    filter size 1 breaks the size assumption; fully connected models get no verdict."""
+    from neuromanifold import LinearFCNet, ShallowReLUCNN
+    net = LinearConvNet([2, 2])
+    res = ntk_dependence(net, [np.array([-0.5, 1.0]), np.array([-1.0, 1.0])])
+    assert not res.independent and res.within_hypotheses is True
+    assert [h[1] for h in res.hypotheses] == [True, True] and res.regular_point.regular
+
+    strided = LinearConvNet([3, 2], [2])
+    res = ntk_dependence(strided, [np.array([1.0, 0.0, -4.0]), np.array([1.0, -9.0])])
+    assert not res.independent and res.within_hypotheses is False
+    assert res.regular_point.regular is False and "crossing" in res.hypotheses[1][2]
+
+    small = LinearConvNet([2, 1, 2], [1, 2])
+    res = ntk_dependence(small, small.random_params(0))
+    assert res.hypotheses[0][1] is False and res.within_hypotheses is False
+
+    fc = LinearFCNet([2, 2, 2])
+    res = ntk_dependence(fc, fc.random_params(0), num_starts=2, seed=0)
+    assert res.hypotheses == () and res.within_hypotheses is None
+
+    cnn = ShallowReLUCNN.with_random_inputs([(2, 2), (2, 2)], None, seed=7)
+    res = ntk_dependence(cnn, cnn.random_params(0))
+    assert res.within_hypotheses is True and not res.independent
+
+    res = ntk_dependence(net, net.random_params(0), check_hypotheses=False)
+    assert res.hypotheses == () and res.regular_point is None

@@ -23,6 +23,7 @@ from .flows import (GradientFlowResult, QuadraticLoss, SquareLoss, compare_lifts
                     gradient_flow, riemannian_flow)
 from .linear import (JacobianRank, LinearConvNet, LinearFCNet, ShallowReLUCNN, ShallowReLUMLP,
                      balanced_ntk_operator, convergence_study, correlate)
+from .linear import RegularPoint, is_regular_point
 from .ntk import Fiber, NTKDependence, ntk_dependence
 from .relu import ReLUNet
 from .reproduce import reproduce_linear
@@ -66,4 +67,6 @@ __all__ = [
     "NTKDependence",
     "reproduce_linear",
     "ReLUNet",
+    "is_regular_point",
+    "RegularPoint",
 ]

@@ -17,3 +17,6 @@ __all__ = [
     "convergence_study", "ConvergenceStudy", "ConvergenceRun", "ConvergenceSummary",
     "random_regression_data",
 ]
+from ._regular import RegularPoint, is_regular_point
+
+__all__ += ["is_regular_point", "RegularPoint"]

@@ -10,7 +10,8 @@ import numpy as np
 
 from .._errors import InputError, short_repr
 from .._results import Result
-from .._validation import check_options, check_positive_float
+from .._tolerance import DEFAULT_TOL
+from .._validation import check_bool, check_options, check_positive_float
 
 __all__ = ["NTKDependence", "ntk_dependence"]
 
@@ -32,6 +33,18 @@ class NTKDependence(Result):
         method: how the fiber was obtained and compared.
         fiber_max_residual: the fiber's largest relative residual (accuracy of the points).
         notes: the fiber's notes.
+        hypotheses: the standing hypotheses of the independence theorems of "The
+            Riemannian Geometry Associated to Gradient Flows of Linear Convolutional
+            Networks" (arXiv 2507.06367) at this instance, as ``(label, holds, detail)``
+            triples, ``holds`` True, False or None (undecided): every filter has more
+            than one entry, and ``v`` is a regular point of the neuromanifold
+            (:func:`neuromanifold.linear.is_regular_point` on the fiber's branches).
+            Empty for models that are not built on a linear convolutional network.
+        within_hypotheses: True when every hypothesis holds, False when one fails, None
+            when one is undecided or none applies. A witness counts against the
+            independence theorems only when this is True (docs/concepts_linear.md §3).
+        regular_point: the :class:`~neuromanifold.linear.RegularPoint` verdict behind the
+            second hypothesis (None when none applies).
     """
 
     independent: bool
@@ -43,6 +56,9 @@ class NTKDependence(Result):
     method: str
     fiber_max_residual: float = 0.0
     notes: tuple[str, ...] = ()
+    hypotheses: tuple = ()
+    within_hypotheses: bool | None = None
+    regular_point: Any = None
 
 
 def _pairwise_max(Ks: np.ndarray, exact_limit: int = 1500) -> tuple[float, int, int, bool]:
@@ -76,7 +92,34 @@ def _pairwise_max(Ks: np.ndarray, exact_limit: int = 1500) -> tuple[float, int, 
     return best, pair[0], pair[1], exhaustive
 
 
-def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, **fiber_options: Any) -> NTKDependence:
+def _standing_hypotheses(net: Any, params: Any, fib: Any) -> tuple[tuple, bool | None, Any]:
+    """Paper A's standing hypotheses at ``params`` for a linear convolutional network or a
+    shallow model built on one (``net.linear``); ``((), None, None)`` otherwise."""
+    from ..linear import LinearConvNet
+    from ..linear._regular import classify_branches
+
+    if isinstance(net, LinearConvNet):
+        lin, lin_params, strip = net, params, False
+    elif isinstance(getattr(net, "linear", None), LinearConvNet):
+        lin, lin_params, strip = net.linear, list(params)[:-1], True
+    else:
+        return (), None, None
+    sizes = lin.layer_sizes
+    small = [l + 1 for l, n in enumerate(sizes) if n == 1]
+    h1 = ("every filter has more than one entry", not small,
+          f"layer(s) {small} have filter size 1" if small else f"filter sizes {list(sizes)}")
+    points = [p[:-1] if strip else p for p in fib.points]
+    reg = classify_branches(lin, [lin.check_params(p) for p in points],
+                            certified=bool(getattr(fib, "certified", False)),
+                            tol=DEFAULT_TOL, target=lin.polynomial(lin_params))
+    h2 = ("v is a regular point of the neuromanifold (smooth locus)", reg.regular, reg.reason)
+    holds = [h1[1], h2[1]]
+    within = False if False in holds else (None if None in holds else True)
+    return (h1, h2), within, reg
+
+
+def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, check_hypotheses: bool = True,
+                   **fiber_options: Any) -> NTKDependence:
     """Decide whether the NTK is a function of (end-to-end function, invariants) at ``params``.
 
     Computes the fiber ``F = {theta : mu(theta) = mu(params), delta(theta) = delta(params)}``,
@@ -102,6 +145,10 @@ def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, **fiber_options:
             ``.points`` and ``.certified``), optionally ``exact_target(params)``.
         params: the parameters.
         tol: relative NTK difference above which the NTK counts as parameter-dependent.
+        check_hypotheses: also check the standing hypotheses of paper A's independence
+            theorems at ``params`` (filter sizes, ``v`` a regular point), for models built
+            on a linear convolutional network (fields ``hypotheses``,
+            ``within_hypotheses``, ``regular_point``).
         **fiber_options: passed to ``net.fiber`` (e.g. ``num_starts``, ``seed``); a name
             ``net.fiber`` does not accept is an :class:`InputError`. If the model's
             ``fiber`` has a parameter named ``start`` and none is given, ``params`` is
@@ -119,8 +166,11 @@ def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, **fiber_options:
     >>> res = ntk_dependence(net, params)
     >>> res.independent, res.num_points, res.certified
     (False, 2, True)
+    >>> res.within_hypotheses, res.regular_point.regular   # a regular point of M
+    (True, True)
     """
     tol = check_positive_float(tol, "tol")
+    check_hypotheses = check_bool(check_hypotheses, "check_hypotheses")
     for name in ("end_to_end", "invariants", "ntk", "fiber"):
         if not callable(getattr(net, name, None)):
             raise InputError(f"ntk_dependence needs a model with a method {name}(); "
@@ -148,6 +198,8 @@ def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, **fiber_options:
     diff, a, b, exhaustive = _pairwise_max(Ks)
     independent = diff <= tol
     witnesses = None if independent else (points[a], points[b])
+    hyps, within, reg = (_standing_hypotheses(net, params, fib) if check_hypotheses and points
+                         else ((), None, None))
     method = (f"fiber: {getattr(fib, 'method', type(fib).__name__)}; NTK compared in floating "
               f"point over {'all pairs' if exhaustive else 'pairs with reference points'}")
     return NTKDependence(
@@ -155,4 +207,5 @@ def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, **fiber_options:
         witnesses=witnesses, certified=bool(getattr(fib, "certified", False)),
         num_points=len(points), tol=float(tol), method=method,
         fiber_max_residual=float(getattr(fib, "max_residual", float("nan"))),
-        notes=tuple(getattr(fib, "notes", ())))
+        notes=tuple(getattr(fib, "notes", ())), hypotheses=hyps, within_hypotheses=within,
+        regular_point=reg)

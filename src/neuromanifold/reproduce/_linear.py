@@ -8,6 +8,26 @@ over ``(end_to_end(theta), invariants(theta))`` and the NTK at each of its point
 witness it reports (two parameters with the same function and invariants and different
 NTK) is re-verified here, independently, before it counts.
 
+Hypotheses. Every claim lists the hypotheses it is made under (:class:`Hypothesis`):
+paper A's standing assumptions (every filter has more than one entry; the last stride is
+ignored), the row's condition, the smooth locus for the independence theorems (``v`` a
+regular point of the neuromanifold, :func:`neuromanifold.linear.is_regular_point`),
+genericity for the dependence claims. Each is checked on every instance. The row's
+**outcome** is computed, never stored:
+
+* ``agrees``: the computed verdict is the claim's, or it is on every instance that meets
+  every hypothesis (the contradicting instances are outside and are listed);
+* ``disagrees``: instances meeting every hypothesis contradict the claim with verified
+  evidence. An independence claim: one re-verified witness pair. A dependence claim (an
+  existence statement: some fibers carry different NTKs) is refuted by an architecture,
+  not by one instance: every instance of it meeting the hypotheses has a certified
+  complete fiber with a constant NTK, recomputed from the stored parameters. The
+  evidence is ``evidence["counterexample"]``;
+* ``outside the hypotheses``: every contradicting instance breaks a hypothesis, and no
+  instance meets them all (the reason says which hypothesis fails);
+* ``inconclusive``: the instances meeting every hypothesis contradict the claim only
+  with evidence that proves nothing (e.g. independence on a sampled, uncertified fiber).
+
 Aggregation. A case (one architecture) is ``dependent`` when some instance has a
 re-verified witness (dependence on an open set of parameters already refutes generic
 independence), ``independent`` when every instance is, and ``inconclusive`` otherwise. A
@@ -31,10 +51,17 @@ from .._results import Result, to_jsonable
 from .._validation import as_seed_rng
 from .._validation import check_bool, check_positive_float
 
-__all__ = ["reproduce_linear", "Row", "Claim", "Case", "Refinement", "default_linear_claims",
-           "verify_witness"]
+__all__ = ["reproduce_linear", "Row", "Claim", "Case", "Refinement", "Hypothesis",
+           "default_linear_claims", "verify_witness", "verify_independence", "summarize",
+           "architecture_hypothesis", "standing_hypothesis"]
 
 INDEPENDENT, DEPENDENT, MIXED, INCONCLUSIVE = "independent", "dependent", "mixed", "inconclusive"
+AGREES, DISAGREES, OUTSIDE = "agrees", "disagrees", "outside the hypotheses"
+OUTCOMES = (AGREES, DISAGREES, OUTSIDE, INCONCLUSIVE)
+
+#: labels of the standing hypotheses reported by :func:`neuromanifold.ntk.ntk_dependence`
+SIZES = "every filter has more than one entry"
+REGULAR = "v is a regular point of the neuromanifold (smooth locus)"
 
 
 # --------------------------------------------------------------------------- inputs
@@ -52,6 +79,58 @@ class Refinement:
 
 
 @dataclasses.dataclass(frozen=True)
+class Hypothesis:
+    """One hypothesis of a claim, checked on every instance.
+
+    Attributes:
+        label: the hypothesis in words (listed in the row and in docs/reproduction.md).
+        check: ``check(case, params, dependence) -> (holds, detail)`` with ``holds``
+            True, False or None (undecided, which does not count as met), ``dependence``
+            the :class:`~neuromanifold.ntk.NTKDependence` of the instance.
+    """
+
+    label: str
+    check: Callable[[Any, Any, Any], tuple]
+
+
+def architecture_hypothesis(label: str, predicate: Callable[[Any], bool]) -> Hypothesis:
+    """A hypothesis on the architecture: ``predicate(case.structure) -> bool``.
+
+    Args:
+        label: the hypothesis in words.
+        predicate: the test on the case's architecture.
+
+    Returns:
+        A :class:`Hypothesis`.
+    """
+    return Hypothesis(label, lambda case, params, dep: (
+        bool(predicate(case.structure)), case.label))
+
+
+def standing_hypothesis(label: str) -> Hypothesis:
+    """One of the standing hypotheses :func:`neuromanifold.ntk.ntk_dependence` reports
+    (``SIZES`` or ``REGULAR``), looked up by label; undecided when not reported.
+
+    Args:
+        label: the label reported by ``ntk_dependence``.
+
+    Returns:
+        A :class:`Hypothesis`.
+    """
+    def check(case, params, dep):
+        for name, holds, detail in getattr(dep, "hypotheses", ()):
+            if name == label:
+                return holds, detail
+        return None, f"not checked for {case.label}"
+    return Hypothesis(label, check)
+
+
+GENERIC = Hypothesis("generic parameters (a Gaussian random draw)",
+                     lambda case, params, dep: (bool(case.generic), "random draw" if case.generic
+                                                else "non-generic by construction"))
+
+
+@dataclasses.dataclass(frozen=True)
 class Case:
     """One architecture of a row.
 
@@ -62,12 +141,14 @@ class Case:
         make_params: ``make_params(rng) -> params``, one random instance.
         fiber_options: keyword options for the fiber (e.g. ``num_starts`` for sampled fibers);
             a ``seed`` entry equal to ``"instance"`` is replaced by a per-instance seed.
+        generic: the instances are generic (plain random draws), not special points.
     """
 
     model: Any
     structure: Any
     make_params: Callable[[np.random.Generator], Any]
     fiber_options: dict = dataclasses.field(default_factory=dict)
+    generic: bool = True
 
     @property
     def label(self) -> str:
@@ -88,6 +169,8 @@ class Claim:
         refinements: candidate conditions, tried in order, to split a row whose cases differ.
         otherwise: the condition of the cases satisfying no refinement (default
             ``"none of: ..."``).
+        hypotheses: the hypotheses the claim is made under, checked on every instance
+            (docs/reproduction.md lists them for every row).
     """
 
     architecture: str
@@ -97,6 +180,7 @@ class Claim:
     condition_holds: Callable[[Any], bool] = lambda net: True
     refinements: Sequence[Refinement] = ()
     otherwise: str = ""
+    hypotheses: Sequence[Hypothesis] = ()
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -107,19 +191,30 @@ class Row(Result):
         architecture: the family.
         condition: the condition (refined rows append the refining condition).
         seed_claim: the seed's answer for this condition.
-        computed: the computed verdict: ``independent``, ``dependent``, ``mixed`` or
-            ``inconclusive``.
-        agrees: ``computed == seed_claim``.
+        computed: the computed verdict over all instances: ``independent``,
+            ``dependent``, ``mixed`` or ``inconclusive``.
+        outcome: ``agrees``, ``disagrees``, ``outside the hypotheses`` or
+            ``inconclusive`` (module docs): the verdict judged within the claim's
+            hypotheses.
+        agrees: ``outcome == "agrees"``.
+        hypotheses: the labels of the hypotheses checked.
+        reason: why this outcome, in words (the failing hypotheses for ``outside``, the
+            counterexample for ``disagrees``).
         evidence: largest NTK difference found, fiber sizes, whether every fiber was
-            certified, numbers of architectures and instances, per-architecture verdicts
-            and, for a dependent verdict, one re-verified witness.
+            certified, numbers of architectures and instances (and of instances meeting
+            every hypothesis), per-architecture verdicts, the hypotheses that failed and
+            how often, one re-verified witness (``witness``, with whether it meets every
+            hypothesis) and, for ``disagrees``, the counterexample (``counterexample``).
     """
 
     architecture: str
     condition: str
     seed_claim: str
     computed: str
+    outcome: str
     agrees: bool
+    hypotheses: tuple
+    reason: str
     evidence: dict
 
     def summary(self) -> str:
@@ -135,6 +230,9 @@ class Row(Result):
             parts.append(f"witness {w['architecture']} (dK/K {w['ntk_relative_difference']:.2g})")
         if "explained" in e and not e["explained"]:
             parts.append("candidate conditions do NOT explain the split")
+        parts.append(f"{e['num_within']} inst within hypotheses")
+        if self.reason:
+            parts.append(self.reason)
         return "; ".join(parts)
 
 
@@ -175,8 +273,53 @@ def verify_witness(model: Any, witnesses: Any, *, tol: float = 1e-6,
 
 
 # --------------------------------------------------------------------------- computing
-def _run_case(case: Case, num_instances: int, rng: np.random.Generator, tol: float,
-              bar: Any) -> dict:
+def verify_independence(model: Any, params: Any, *, tol: float = 1e-8) -> dict:
+    """Re-check a counterexample to a dependence claim from scratch (without
+    :func:`neuromanifold.ntk.ntk_dependence`): the fiber through ``params`` is recomputed
+    and must be certified complete, every point must realize the function and the
+    invariants, and the NTK must be the same at every point and at ``params``.
+
+    Args:
+        model: the model.
+        params: the parameters of the instance.
+        tol: relative NTK difference below which the NTK counts as constant.
+
+    Returns:
+        A dict with ``certified``, ``num_points``, ``max_relative_difference``,
+        ``max_residual`` and ``verified``.
+    """
+    from ..fibers import invariant_scale, invariant_vector
+
+    params = model.check_params(params)
+    if callable(getattr(model, "exact_target", None)):
+        fib = model.fiber(*model.exact_target(params))
+    else:
+        fib = model.fiber(model.end_to_end(params), model.invariants(params))
+    v, inv = np.asarray(model.end_to_end(params)).ravel(), invariant_vector(model, params)
+    worst, diff = 0.0, 0.0
+    Ks = [model.ntk(q) for q in fib.points]
+    for q, K in zip(fib.points, Ks):
+        worst = max(worst, _rel(v, np.asarray(model.end_to_end(q)).ravel()),
+                    float(np.abs(invariant_vector(model, q) - inv).max(initial=0.0))
+                    / invariant_scale(inv, q))
+        diff = max([diff] + [_rel(K, K2) for K2 in Ks])
+    diff = max(diff, _rel(model.ntk(params), Ks[0]) if Ks else np.inf)
+    ok = bool(fib.certified and Ks and diff <= tol and worst <= 1e-8)
+    return {"certified": bool(fib.certified), "num_points": len(fib.points),
+            "max_relative_difference": float(diff), "max_residual": float(worst),
+            "verified": ok}
+
+
+def _check_hypotheses(claim: Claim, case: Case, params: Any, dep: Any) -> list:
+    out = []
+    for h in claim.hypotheses:
+        holds, detail = h.check(case, params, dep)
+        out.append([h.label, None if holds is None else bool(holds), str(detail)])
+    return out
+
+
+def _run_case(claim: Claim, case: Case, num_instances: int, rng: np.random.Generator,
+              tol: float, bar: Any) -> dict:
     from ..ntk import ntk_dependence
 
     instances, witness = [], None
@@ -185,28 +328,46 @@ def _run_case(case: Case, num_instances: int, rng: np.random.Generator, tol: flo
         options = {k: (int(rng.integers(2 ** 31)) if isinstance(v, str) and v == "instance"
                        else v) for k, v in case.fiber_options.items()}
         dep = ntk_dependence(case.model, params, tol=tol, **options)
+        hyps = _check_hypotheses(claim, case, params, dep)
+        within = all(h[1] is True for h in hyps)
         check = None
+        record = {"independent": bool(dep.independent),
+                  "max_relative_difference": float(dep.max_relative_difference),
+                  "num_points": int(dep.num_points),
+                  "certified": bool(dep.certified),
+                  "within": bool(within),
+                  "hypotheses": hyps,
+                  "witness_verified": False,
+                  "architecture": case.label}
         if dep.witnesses is not None:
             check = verify_witness(case.model, dep.witnesses)
-            if check["verified"] and witness is None:
-                witness = {"architecture": case.label,
-                           "params": [to_jsonable(w) for w in dep.witnesses],
-                           **check}
-        instances.append({"independent": bool(dep.independent),
-                          "max_relative_difference": float(dep.max_relative_difference),
-                          "num_points": int(dep.num_points),
-                          "certified": bool(dep.certified),
-                          "witness_verified": bool(check and check["verified"])})
+            record["witness_verified"] = bool(check["verified"])
+            if check["verified"]:
+                record["witness"] = {"architecture": case.label,
+                                     "params": [to_jsonable(w) for w in dep.witnesses],
+                                     "within_hypotheses": bool(within), "hypotheses": hyps,
+                                     **check}
+                if witness is None:
+                    witness = record["witness"]
+        elif claim.seed_claim == DEPENDENT and within and dep.independent and dep.certified:
+            # a candidate counterexample to a dependence claim: re-verify from scratch
+            record["independence"] = {"architecture": case.label,
+                                      "params": to_jsonable(params), "hypotheses": hyps,
+                                      **verify_independence(case.model, params, tol=tol)}
+        instances.append(record)
         if bar is not None:
             bar.update(1)
-    if any(i["witness_verified"] for i in instances):
-        verdict = DEPENDENT
-    elif all(i["independent"] for i in instances):
-        verdict = INDEPENDENT
-    else:
-        verdict = INCONCLUSIVE
+    verdict = _case_verdict(instances)
     return {"architecture": case.label, "verdict": verdict, "instances": instances,
             "witness": witness}
+
+
+def _case_verdict(instances: list[dict]) -> str:
+    if any(i["witness_verified"] for i in instances):
+        return DEPENDENT
+    if instances and all(i["independent"] for i in instances):
+        return INDEPENDENT
+    return INCONCLUSIVE
 
 
 def _aggregate(results: list[dict]) -> str:
@@ -223,6 +384,14 @@ def _aggregate(results: list[dict]) -> str:
 def _evidence(results: list[dict]) -> dict:
     inst = [i for r in results for i in r["instances"]]
     witness = next((r["witness"] for r in results if r["witness"] is not None), None)
+    failed: dict[str, dict] = {}
+    for i in inst:
+        for label, holds, detail in i["hypotheses"]:
+            if holds is not True:
+                f = failed.setdefault(label, {"instances": 0, "undecided": 0,
+                                              "example": f"{i['architecture']}: {detail}"})
+                f["instances"] += 1
+                f["undecided"] += holds is None
     return {
         "max_relative_difference": max((i["max_relative_difference"] for i in inst),
                                        default=0.0),
@@ -231,21 +400,91 @@ def _evidence(results: list[dict]) -> dict:
         "certified": all(i["certified"] for i in inst),
         "num_architectures": len(results),
         "num_instances": len(inst),
+        "num_within": sum(i["within"] for i in inst),
+        "failed_hypotheses": failed,
         "per_architecture": [
             {"architecture": r["architecture"], "verdict": r["verdict"],
              "max_relative_difference": max(i["max_relative_difference"]
                                             for i in r["instances"]),
              "fiber_sizes": sorted({i["num_points"] for i in r["instances"]}),
-             "certified": all(i["certified"] for i in r["instances"])} for r in results],
+             "certified": all(i["certified"] for i in r["instances"]),
+             "num_within": sum(i["within"] for i in r["instances"])} for r in results],
         "witness": witness,
     }
 
 
-def _rows_for(claim: Claim, results: list[dict]) -> list[Row]:
+def _failing(evidence: dict) -> str:
+    parts = []
+    for label, f in evidence["failed_hypotheses"].items():
+        what = "undecided" if f["undecided"] == f["instances"] else "fails"
+        parts.append(f"'{label}' {what} on {f['instances']} of {evidence['num_instances']} "
+                     f"instances (e.g. {f['example']})")
+    return "; ".join(parts)
+
+
+def _outcome(seed_claim: str, computed: str, results: list[dict], evidence: dict
+             ) -> tuple[str, str]:
+    """The row's outcome and its reason (module docs)."""
+    inst = [i for r in results for i in r["instances"]]
+    if computed == seed_claim:
+        note = _failing(evidence)
+        return AGREES, (f"instances outside the hypotheses (not needed): {note}" if note else "")
+    within = [i for i in inst if i["within"]]
+    if seed_claim == INDEPENDENT:
+        counter = [i for i in within if i["witness_verified"]]
+        if counter:
+            w = counter[0]["witness"]
+            evidence["counterexample"] = {"kind": "re-verified witness pair", **w}
+            return DISAGREES, (f"re-verified witness on {w['architecture']} meets every "
+                               f"hypothesis (dK/K {w['ntk_relative_difference']:.2g})")
+    else:
+        # a dependence claim is refuted by an architecture, not by one instance: every
+        # instance of it meeting the hypotheses has a certified fiber with a constant NTK
+        archs: dict[str, list] = {}
+        for i in within:
+            archs.setdefault(i["architecture"], []).append(i)
+        for name, items in archs.items():
+            if all(i.get("independence", {}).get("verified") for i in items):
+                c = items[0]["independence"]
+                evidence["counterexample"] = {"kind": "certified fibers with a constant NTK",
+                                              "num_instances": len(items), **c}
+                return DISAGREES, (f"{name}: on all {len(items)} instances meeting every "
+                                   f"hypothesis the fiber is certified complete and the NTK "
+                                   f"constant (recomputed from the stored parameters)")
+    if not within:
+        return OUTSIDE, f"no instance meets every hypothesis: {_failing(evidence)}"
+    by_case: dict[str, list] = {}
+    for i in within:
+        by_case.setdefault(i["architecture"], []).append(i)
+    verdict_within = _aggregate([{"verdict": _case_verdict(v)} for v in by_case.values()])
+    evidence["computed_within"] = verdict_within
+    if verdict_within == seed_claim:
+        return AGREES, (f"{verdict_within} on the {len(within)} instances meeting every "
+                        f"hypothesis; the others are outside: {_failing(evidence)}")
+    if seed_claim == DEPENDENT:
+        why = ("independence found only on fibers that are not certified complete "
+               "(sampled), which refutes no dependence claim")
+    else:
+        why = "the contradicting evidence within the hypotheses is not verified"
+    return INCONCLUSIVE, why
+
+
+def _make_row(claim: Claim, condition: str, results: list[dict], refines: str | None = None
+              ) -> Row:
     computed = _aggregate(results)
-    rows = [Row(architecture=claim.architecture, condition=claim.condition,
-                seed_claim=claim.seed_claim, computed=computed,
-                agrees=computed == claim.seed_claim, evidence=_evidence(results))]
+    ev = _evidence(results)
+    if refines is not None:
+        ev["refines"] = refines
+    outcome, reason = _outcome(claim.seed_claim, computed, results, ev)
+    return Row(architecture=claim.architecture, condition=condition,
+               seed_claim=claim.seed_claim, computed=computed, outcome=outcome,
+               agrees=outcome == AGREES, hypotheses=tuple(h.label for h in claim.hypotheses),
+               reason=reason, evidence=ev)
+
+
+def _rows_for(claim: Claim, results: list[dict]) -> list[Row]:
+    rows = [_make_row(claim, claim.condition, results)]
+    computed = rows[0].computed
     if (computed == claim.seed_claim and computed != MIXED) or not claim.refinements:
         return rows
     # group the cases by the first candidate condition they satisfy
@@ -260,19 +499,34 @@ def _rows_for(claim: Claim, results: list[dict]) -> list[Row]:
     explained = all(_aggregate(g) in (INDEPENDENT, DEPENDENT) for g in groups.values())
     rows[0].evidence["explained"] = bool(explained)
     for label, group in groups.items():
-        verdict = _aggregate(group)
-        ev = _evidence(group)
-        ev["refines"] = claim.condition
-        rows.append(Row(architecture=claim.architecture,
-                        condition=f"{claim.condition}; {label}", seed_claim=claim.seed_claim,
-                        computed=verdict, agrees=verdict == claim.seed_claim, evidence=ev))
+        rows.append(_make_row(claim, f"{claim.condition}; {label}", group,
+                              refines=claim.condition))
     return rows
+
+
+def summarize(rows: Sequence[Row]) -> dict:
+    """Counts of the outcomes: every row, and the seed's rows (refined rows left out).
+
+    Args:
+        rows: the rows of :func:`reproduce_linear`.
+
+    Returns:
+        ``{"rows": {outcome: count}, "claims": {outcome: count}}`` over the four outcomes;
+        only ``disagrees`` counts as a disagreement with the paper.
+    """
+    out = {"rows": {o: 0 for o in OUTCOMES}, "claims": {o: 0 for o in OUTCOMES}}
+    for r in rows:
+        out["rows"][r.outcome] += 1
+        if "refines" not in r.evidence:
+            out["claims"][r.outcome] += 1
+    return out
 
 
 def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = False,
                      claims: Sequence[Claim] | None = None,
                      num_instances: int | None = None, tol: float = 1e-8) -> list[Row]:
-    """Compute the table of docs/concepts_linear.md §3 (and its refinements) row by row.
+    """Compute the table of docs/concepts_linear.md §3 (and its refinements) row by row,
+    each judged within its claim's hypotheses (docs/reproduction.md).
 
     Args:
         seed: seed of every random draw (parameters, fiber sampling).
@@ -283,12 +537,15 @@ def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = Fal
         tol: relative NTK difference below which a fiber counts as independent.
 
     Returns:
-        The rows, each a :class:`Row` (refined rows follow their parent).
+        The rows, each a :class:`Row` (refined rows follow their parent), with its computed
+        verdict and its outcome (agrees, disagrees, outside the hypotheses, inconclusive).
 
     >>> rows = reproduce_linear(quick=True)
     >>> row = rows[0]
-    >>> row.architecture, row.condition, row.seed_claim, row.computed, row.agrees
-    ('fully connected linear', 'balanced (all Delta_l = 0)', 'independent', 'independent', True)
+    >>> row.architecture, row.condition, row.seed_claim, row.computed, row.outcome
+    ('fully connected linear', 'balanced (all Delta_l = 0)', 'independent', 'independent', 'agrees')
+    >>> summarize(rows)["rows"]["disagrees"] == sum(r.outcome == "disagrees" for r in rows)
+    True
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise InputError(f"seed must be an int; got {seed!r}")
@@ -319,7 +576,7 @@ def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = Fal
     rows: list[Row] = []
     try:
         for claim in claims:
-            results = [_run_case(case, n, rng, tol, bar) for case in claim.cases]
+            results = [_run_case(claim, case, n, rng, tol, bar) for case in claim.cases]
             rows.extend(_rows_for(claim, results))
     finally:
         if bar is not None:
@@ -361,15 +618,25 @@ def _fc_finite(net: Any) -> bool:
     return net.num_params <= net.dimension + sum(d * (d + 1) // 2 for d in net.widths[1:-1])
 
 
+def _balanced(case: Case, params: Any, dep: Any) -> tuple[bool, str]:
+    """Every Delta_l vanishes, relative to the parameters' size (1e-10)."""
+    from ..fibers import invariant_scale, invariant_vector
+    inv = invariant_vector(case.model, params)
+    rel = float(np.abs(inv).max(initial=0.0)) / invariant_scale(np.zeros(1), params)
+    return rel <= 1e-10, f"max |Delta_l| / max ||W_l||^2 = {rel:.1e}"
+
+
 def _all_strides_gt1(net: Any) -> bool:
     return net.ndim == 1 and all(s[0] > 1 for s in net.strides)
 
 
 def _special_strided_params(net: Any) -> Callable[[np.random.Generator], Any]:
     """Adversarial instances for "1D, all strides > 1": layer 1's filter is a polynomial in
-    ``t^{S_1}`` (its roots are closed under the S_1-th roots of unity, like layer 2's), at a
-    smooth point (exact Jacobian rank = dim M). Such v are non-generic but in the smooth
-    locus, where docs/concepts_linear.md §3 claims independence for any delta."""
+    ``t^{S_1}`` (its roots are closed under the S_1-th roots of unity, like layer 2's), with
+    a full-rank Jacobian (exact rank = dim M). Such v are non-generic; when factors can
+    trade layers, v is a crossing of two branches with different tangent spaces, hence not
+    in the smooth locus (:func:`neuromanifold.linear.is_regular_point`), which the row's
+    hypotheses detect instance by instance."""
     S1 = net.cumulative_strides[1][0]
 
     def make(rng: np.random.Generator) -> Any:
@@ -388,7 +655,9 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
     Each row lists architectures satisfying its condition, chosen to cover the condition
     (several filter sizes, strides, depths) including structurally special ones (layers
     of filter size 1, same filter shapes, filters degenerate along an axis, one linear
-    layer), and candidate refinements to explain differing verdicts.
+    layer), candidate refinements to explain differing verdicts, and the hypotheses each
+    claim is made under (paper A's standing assumptions, the row's condition, the smooth
+    locus for the independence theorems, genericity; docs/reproduction.md).
 
     Args:
         quick: fewer architectures per row (for tests).
@@ -405,7 +674,7 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
 
     def conv_special(shapes, strides):
         net = LinearConvNet(shapes, strides)
-        return Case(net, net, _special_strided_params(net))
+        return Case(net, net, _special_strided_params(net), generic=False)
 
     def fc_balanced(widths):
         net = LinearFCNet(widths)
@@ -466,32 +735,56 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
                  relu_cnn([2, 2], [1]), relu_cnn([(2, 2), (2, 2)]), relu_cnn([2, 3], [1])]
         r_mlp = [relu_mlp([2, 2, 2]), relu_mlp([2, 3, 2]), relu_mlp([2, 2]), relu_mlp([3, 2])]
 
+    fc_net = architecture_hypothesis("fully connected linear network",
+                                     lambda net: isinstance(net, LinearFCNet))
+    balanced = Hypothesis("balanced: every Delta_l = 0", _balanced)
+    d1 = architecture_hypothesis("1D convolution", is_conv_1d)
+    strided = architecture_hypothesis(
+        "all strides s_1..s_{L-1} > 1 (the last stride is ignored)", _all_strides_gt1)
+    some1 = architecture_hypothesis("some stride s_1..s_{L-1} = 1",
+                                    lambda net: any(s[0] == 1 for s in net.strides))
+    d2 = architecture_hypothesis("D >= 2", lambda net: isinstance(net, LinearConvNet)
+                                 and net.ndim >= 2)
+    relu_lin = architecture_hypothesis(
+        "the linear part meets paper A's theorem: D >= 2, or 1D with all strides > 1",
+        lambda net: isinstance(net, LinearConvNet) and (net.ndim >= 2 or _all_strides_gt1(net)))
+    sizes, regular = standing_hypothesis(SIZES), standing_hypothesis(REGULAR)
+
     return [
         Claim("fully connected linear", "balanced (all Delta_l = 0)", INDEPENDENT, fc_b,
-              lambda net: isinstance(net, LinearFCNet)),
+              lambda net: isinstance(net, LinearFCNet), hypotheses=[fc_net, balanced]),
         Claim("fully connected linear", "generic Delta", DEPENDENT, fc_g,
               lambda net: isinstance(net, LinearFCNet),
               [Refinement("expected fiber dim <= 0 (#params <= dim M + sum d_l(d_l+1)/2)",
                           _fc_finite)],
-              "expected fiber dim > 0"),
+              "expected fiber dim > 0", hypotheses=[fc_net, GENERIC]),
         Claim("1D convolution", "all strides s_1..s_{L-1} > 1", INDEPENDENT, c1_strided,
               _all_strides_gt1,
               [Refinement("two layers of size > 1 share S_{l-1}", _share_S)],
-              "no two layers of size > 1 share S_{l-1}"),
+              "no two layers of size > 1 share S_{l-1}",
+              hypotheses=[d1, sizes, strided, regular]),
         Claim("1D convolution",
-              "all strides > 1; smooth but non-generic v (filter 1 a polynomial in t^{S_1})",
-              INDEPENDENT, c1_special, _all_strides_gt1),
+              "all strides > 1; full-rank Jacobian but non-generic v (filter 1 a polynomial in "
+              "t^{S_1})",
+              INDEPENDENT, c1_special, _all_strides_gt1,
+              hypotheses=[d1, sizes, strided, regular]),
         Claim("1D convolution", "some stride = 1", DEPENDENT, c1_stride1,
               lambda net: is_conv_1d(net) and any(s[0] == 1 for s in net.strides),
               [Refinement("two layers of size > 1 share S_{l-1}", _share_S)],
-              "no two layers of size > 1 share S_{l-1}"),
+              "no two layers of size > 1 share S_{l-1}",
+              hypotheses=[d1, sizes, some1, GENERIC]),
         Claim("D >= 2 convolution", "any strides", INDEPENDENT, c2,
               lambda net: isinstance(net, LinearConvNet) and net.ndim >= 2, exchange,
-              "no interchangeable layers, no two filters on a common axis"),
+              "no interchangeable layers, no two filters on a common axis",
+              hypotheses=[d2, sizes, regular]),
         Claim("shallow ReLU CNN", "generic", INDEPENDENT, r_cnn,
               lambda net: isinstance(net, LinearConvNet), exchange,
-              "no interchangeable layers, no two filters on a common axis"),
+              "no interchangeable layers, no two filters on a common axis",
+              hypotheses=[relu_lin, sizes, regular, GENERIC]),
         Claim("shallow ReLU MLP", "generic", DEPENDENT, r_mlp,
               lambda net: isinstance(net, LinearFCNet), [one_layer],
-              "L >= 2 linear layers (V = W_L ... W_1)"),
+              "L >= 2 linear layers (V = W_L ... W_1)",
+              hypotheses=[architecture_hypothesis("fully connected linear part",
+                                                  lambda net: isinstance(net, LinearFCNet)),
+                          GENERIC]),
     ]
