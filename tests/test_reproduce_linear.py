@@ -15,7 +15,7 @@ from neuromanifold.reproduce import (Case, Claim, Refinement, Row, default_linea
                                      verify_witness)
 from neuromanifold.reproduce._linear import REGULAR, SIZES, standing_hypothesis
 
-KEYS = {"architecture", "condition", "seed_claim", "computed", "outcome", "agrees",
+KEYS = {"architecture", "condition", "paper_claim", "computed", "outcome", "agrees",
         "hypotheses", "reason", "evidence"}
 VERDICTS = {"independent", "dependent", "mixed", "inconclusive"}
 OUTCOMES = {"agrees", "disagrees", "outside the hypotheses", "inconclusive"}
@@ -36,9 +36,9 @@ def test_rows_have_the_required_keys(rows):
     for r in rows:
         d = r.to_dict()
         assert set(d) == KEYS
-        assert r.computed in VERDICTS and r.seed_claim in {"independent", "dependent"}
+        assert r.computed in VERDICTS and r.paper_claim in {"independent", "dependent"}
         assert r.outcome in OUTCOMES and r.agrees == (r.outcome == "agrees")
-        if r.computed == r.seed_claim:
+        if r.computed == r.paper_claim:
             assert r.outcome == "agrees"
         assert r.hypotheses and 0 <= r.evidence["num_within"] <= r.evidence["num_instances"]
         e = r.evidence
@@ -137,7 +137,7 @@ def test_condition_is_checked():
                   condition_holds=lambda n: all(s[0] > 1 for s in n.strides))
     with pytest.raises(InputError, match="does not satisfy"):
         reproduce_linear(claims=[claim])
-    with pytest.raises(InputError, match="seed_claim"):
+    with pytest.raises(InputError, match="paper_claim"):
         reproduce_linear(claims=[Claim("x", "y", "maybe", [])])
     with pytest.raises(InputError, match="seed"):
         reproduce_linear(seed="zero", quick=True)
@@ -166,7 +166,7 @@ def test_cli_json_round_trip(tmp_path, capsys):
     path = tmp_path / "rows.json"
     assert _run_cli(["reproduce", "linear", "--quick", "--json", str(path)]) == 0
     out, err = capsys.readouterr()
-    assert "seed's claim" in out and "computed" in out and "outcome" in out
+    assert "paper's claim" in out and "computed" in out and "outcome" in out
     assert "reproduce linear" in err          # the progress bar went to stderr
     data = json.loads(path.read_text())
     assert isinstance(data, list) and data and all(set(row) == KEYS for row in data)
@@ -179,7 +179,7 @@ def test_cli_json_round_trip(tmp_path, capsys):
     # the summary line counts only genuine disagreements
     n = sum(row["outcome"] == "disagrees" for row in data)
     assert f"{n} genuine disagreement" in out.splitlines()[-1]
-    assert sum(row["computed"] != row["seed_claim"] for row in data) > n
+    assert sum(row["computed"] != row["paper_claim"] for row in data) > n
 
 
 def test_cli_through_main(tmp_path):
@@ -248,7 +248,7 @@ def test_every_disagreement_meets_every_hypothesis(rows):
         c = r.evidence["counterexample"]
         case = _case_by_label(claim, c["architecture"])
         model = case.model
-        if r.seed_claim == "independent":
+        if r.paper_claim == "independent":
             p, q = ([np.asarray(a) for a in pts] for pts in c["params"])
             assert verify_witness(model, (p, q))["verified"]
         else:
@@ -277,8 +277,8 @@ def test_outcomes_recomputed_from_instances(rows):
             assert any(label in r.reason for label in e["failed_hypotheses"])
         if r.outcome == "disagrees":
             assert e["num_within"] >= 1 and e["counterexample"]
-        if r.outcome == "agrees" and r.computed != r.seed_claim:
-            assert e["computed_within"] == r.seed_claim and e["failed_hypotheses"]
+        if r.outcome == "agrees" and r.computed != r.paper_claim:
+            assert e["computed_within"] == r.paper_claim and e["failed_hypotheses"]
 
 
 def test_summary_counts_only_genuine_disagreements(rows):
@@ -286,8 +286,8 @@ def test_summary_counts_only_genuine_disagreements(rows):
     assert counts["rows"]["disagrees"] == sum(r.outcome == "disagrees" for r in rows)
     assert sum(counts["rows"].values()) == len(rows)
     assert sum(counts["claims"].values()) == len(default_linear_claims(quick=True))
-    # rows whose computed verdict differs from the seed but are not genuine disagreements
-    assert any(r.computed != r.seed_claim and r.outcome != "disagrees" for r in rows)
+    # rows whose computed verdict differs from the paper but are not genuine disagreements
+    assert any(r.computed != r.paper_claim and r.outcome != "disagrees" for r in rows)
     line = _reproduce.summary_line(counts)
     assert f"{counts['rows']['disagrees']} genuine disagreement" in line
 

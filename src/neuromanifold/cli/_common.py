@@ -15,14 +15,18 @@ from typing import Any
 from .._errors import InputError, short_repr
 from .._results import to_jsonable
 
-__all__ = ["add_common", "parse_shapes", "positive_float", "writable_path", "write_json", "emit", "load_model"]
+__all__ = ["add_common", "add_seed", "parse_shapes", "positive_float", "writable_path", "write_json", "emit", "load_model"]
+
+
+def add_seed(p: argparse.ArgumentParser) -> None:
+    """``--seed N`` (a nonnegative int, default 0) on a subcommand parser."""
+    p.add_argument("--seed", type=_nonnegative_int, default=0, help="random seed (default 0)")
 
 
 def add_common(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
     """``--json PATH`` and (optionally) ``--seed N`` on a subcommand parser."""
     if seed:
-        p.add_argument("--seed", type=_nonnegative_int, default=0,
-                       help="random seed (default 0)")
+        add_seed(p)
     p.add_argument("--json", metavar="PATH", type=writable_path,
                    help="also write the result as JSON to PATH")
 

@@ -1,6 +1,6 @@
 """Convergence study of gradient flows from random data and initializations (docs/concepts_linear.md §5).
 
-Seed claim [docs/concepts_linear.md §5]: for 1D linear convolutional networks with all strides > 1, generic
+Paper A's claim [docs/concepts_linear.md §5]: for 1D linear convolutional networks with all strides > 1, generic
 data and generic initialization, the gradient flow converges to a critical point in the
 smooth locus of the neuromanifold and avoids the zero function (a saddle). This module
 does not assume it: it runs many flows and records, per run, whether the flow converged
@@ -89,7 +89,7 @@ class ConvergenceSummary(Result):
         fraction_smooth: converged runs whose limit is a smooth point (over converged runs).
         fraction_at_zero: runs ending at the zero function.
         fraction_smooth_nonzero: runs that converged to a smooth, nonzero critical point.
-        claim_applies: the seed's convergence claim is about this architecture (1D
+        claim_applies: the paper's convergence claim is about this architecture (1D
             convolution, all strides s_1..s_{L-1} > 1).
         consistent_with_claim: every run converged to a smooth, nonzero point (only
             meaningful when ``claim_applies``).

@@ -15,7 +15,8 @@ from ._html import Figure, Section, Table
 
 __all__ = ["reproduction_section", "flow_section", "relu_picture_section"]
 
-_OUTCOME_CLASS = {"agrees": "agrees", "disagrees": "disagrees", "outside the hypotheses": "outside"}
+_OUTCOME_CLASS = {"agrees": "agrees", "disagrees": "disagrees", "outside the hypotheses": "outside",
+                  "inconclusive": "inconclusive"}
 
 
 def _outcome(row: dict) -> str:
@@ -28,18 +29,19 @@ def reproduction_section(title: str, rows: Sequence[Any], intro: Sequence[str] =
     """A reproduction table (rows of :func:`neuromanifold.reproduce_linear` or the like),
     one line per row colored by its outcome, and a heatmap of the NTK difference for every
     row whose counterexample carries its model."""
-    table_rows, classes, figures = [], [], []
+    table_rows, classes, figures, drawn = [], [], [], set()
     for i, row in enumerate(rows):
         d = row.to_dict()
         outcome = _outcome(d)
         summary = row.summary() if hasattr(row, "summary") else ""
-        claim = d.get("claim", d.get("seed_claim", ""))
+        claim = d.get("claim", d.get("paper_claim", ""))
         table_rows.append([d.get("architecture", ""), d.get("condition", ""), claim,
                            d.get("computed", ""), outcome, summary])
         classes.append(_OUTCOME_CLASS.get(outcome, ""))
-        model = getattr(row, "witness_model", None)
+        model = getattr(row, "_witness_model", None)
         witness = (d.get("evidence") or {}).get("witness")
-        if model is not None and witness:
+        if model is not None and witness and repr(witness["params"]) not in drawn:
+            drawn.add(repr(witness["params"]))
             params = [model.check_params(p) for p in witness["params"]]
             fig = ntk_difference_figure(model, params[0], params[1],
                                         title=f"{witness['architecture']}")
@@ -47,11 +49,12 @@ def reproduction_section(title: str, rows: Sequence[Any], intro: Sequence[str] =
                                   f"Row {i + 1} ({d.get('condition', '')}): two parameters with "
                                   f"the same end-to-end filter and invariants, different NTK."))
     counts = {k: sum(_outcome(r.to_dict()) == k for r in rows)
-              for k in ("agrees", "disagrees", "outside the hypotheses")}
+              for k in ("agrees", "disagrees", "outside the hypotheses", "inconclusive")}
     lines = list(intro) + [
         f"{len(rows)} rows: {counts['agrees']} agree with the paper, {counts['disagrees']} "
         f"disagree with a re-verified witness that meets every hypothesis, "
-        f"{counts['outside the hypotheses']} fall outside the paper's hypotheses."]
+        f"{counts['outside the hypotheses']} fall outside the paper's hypotheses, "
+        f"{counts['inconclusive']} are inconclusive."]
     table = Table(["architecture", "condition", "paper's claim", "computed", "outcome",
                    "evidence"], table_rows, classes)
     return Section(title, lines, [table], figures)
@@ -89,7 +92,7 @@ def flow_section(seed: int = 0) -> tuple[Section, dict]:
     return Section("Gradient flows", paragraphs, (),
                    [Figure("flow.png", to_png(fig),
                            "Loss, invariant drift, and v(t): parameter flow (colors) and "
-                           "Riemannian flow on M (dashed).")]), record
+                           "Riemannian flow on M (dashed).", wide=True)]), record
 
 
 def relu_picture_section(seed: int = 0) -> tuple[Section, dict]:

@@ -84,7 +84,7 @@ def ntk_difference_figure(net: Any, theta_a: Any, theta_b: Any, *, title: str = 
     plt = _plt()
     Ka, Kb = net.ntk(theta_a), net.ntk(theta_b)
     D = Ka - Kb
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.5))
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3.2))
     lim = max(np.abs(Ka).max(), np.abs(Kb).max())
     for ax, K, name in ((axes[0], Ka, "K at theta_a"), (axes[1], Kb, "K at theta_b")):
         im = ax.imshow(K, cmap="RdBu_r", vmin=-lim, vmax=lim)

@@ -23,11 +23,13 @@ __all__ = ["Figure", "Table", "Section", "render", "write_report"]
 
 @dataclasses.dataclass(frozen=True)
 class Figure:
-    """A picture: PNG bytes, a file name (``name.png``) and a caption."""
+    """A picture: PNG bytes, a file name (``name.png``), a caption, and whether it spans
+    the page's width (``wide``) or sits beside others."""
 
     name: str
     png: bytes
     caption: str
+    wide: bool = False
 
     @property
     def size(self) -> tuple[int, int]:
@@ -72,6 +74,7 @@ td { padding: 5px 10px; border-bottom: 1px solid #eef0f4; vertical-align: top; }
 tr.agrees td:first-child { border-left: 4px solid #2e9e5b; }
 tr.disagrees td:first-child { border-left: 4px solid #d2433a; }
 tr.outside td:first-child { border-left: 4px solid #c9a227; }
+tr.inconclusive td:first-child { border-left: 4px solid #9aa3b5; }
 tr.disagrees { background: #fff5f4; } tr.outside { background: #fffbea; }
 .caption { color: #555; font-size: 13px; margin-bottom: 14px; }
 .figs { display: flex; flex-wrap: wrap; gap: 18px; }
@@ -101,8 +104,7 @@ def _table(t: Table) -> str:
 
 def _figure(f: Figure) -> str:
     data = base64.b64encode(f.png).decode()
-    width, height = f.size
-    wide = ' class="wide"' if width > 1.6 * height else ""
+    wide = ' class="wide"' if f.wide else ""
     return (f'<figure{wide}><img src="data:image/png;base64,{data}" alt="{html.escape(f.caption)}">'
             f"<figcaption>{html.escape(f.caption)}</figcaption></figure>")
 

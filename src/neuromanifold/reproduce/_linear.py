@@ -1,6 +1,6 @@
 """The table of docs/concepts_linear.md §3, computed row by row: is the NTK parameter-independent?
 
-Every row is a :class:`Claim`: an architecture family, a condition, the seed's answer,
+Every row is a :class:`Claim`: an architecture family, a condition, the paper's answer,
 the architectures to test (cases) and candidate refinements (structural conditions on an
 architecture). Nothing in the verdicts is stored: for every case and several random
 instances the dependence test :func:`neuromanifold.ntk.ntk_dependence` computes the fiber
@@ -32,7 +32,7 @@ Aggregation. A case (one architecture) is ``dependent`` when some instance has a
 re-verified witness (dependence on an open set of parameters already refutes generic
 independence), ``independent`` when every instance is, and ``inconclusive`` otherwise. A
 row is ``independent`` / ``dependent`` when all its cases are, ``mixed`` when they
-differ. When a row is mixed or disagrees with the seed, its cases are grouped by the
+differ. When a row is mixed or disagrees with the paper, its cases are grouped by the
 first candidate refinement they satisfy and every group becomes a refined row, with its
 own verdict and counterexample; ``evidence["explained"]`` says whether every group is
 uniform, i.e. whether the candidate conditions explain the computed verdicts.
@@ -158,12 +158,12 @@ class Case:
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-    """One row of the seed's table: the claim and how to test it.
+    """One row of the paper's table: the claim and how to test it.
 
     Attributes:
         architecture: the family (``"1D convolution"``, ...).
         condition: the row's condition in words.
-        seed_claim: the seed's answer, ``"independent"`` or ``"dependent"``.
+        paper_claim: the paper's answer, ``"independent"`` or ``"dependent"``.
         cases: the architectures tested.
         condition_holds: ``condition_holds(structure) -> bool``; every case must satisfy it.
         refinements: candidate conditions, tried in order, to split a row whose cases differ.
@@ -175,7 +175,7 @@ class Claim:
 
     architecture: str
     condition: str
-    seed_claim: str
+    paper_claim: str
     cases: Sequence[Case]
     condition_holds: Callable[[Any], bool] = lambda net: True
     refinements: Sequence[Refinement] = ()
@@ -190,7 +190,7 @@ class Row(Result):
     Attributes:
         architecture: the family.
         condition: the condition (refined rows append the refining condition).
-        seed_claim: the seed's answer for this condition.
+        paper_claim: the paper's answer for this condition.
         computed: the computed verdict over all instances: ``independent``,
             ``dependent``, ``mixed`` or ``inconclusive``.
         outcome: ``agrees``, ``disagrees``, ``outside the hypotheses`` or
@@ -209,13 +209,15 @@ class Row(Result):
 
     architecture: str
     condition: str
-    seed_claim: str
+    paper_claim: str
     computed: str
     outcome: str
     agrees: bool
     hypotheses: tuple
     reason: str
     evidence: dict
+    #: the model of ``evidence["witness"]`` (for pictures; not part of ``to_dict``)
+    _witness_model: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     def summary(self) -> str:
         """The evidence in one line, for the table."""
@@ -349,7 +351,7 @@ def _run_case(claim: Claim, case: Case, num_instances: int, rng: np.random.Gener
                                      **check}
                 if witness is None:
                     witness = record["witness"]
-        elif claim.seed_claim == DEPENDENT and within and dep.independent and dep.certified:
+        elif claim.paper_claim == DEPENDENT and within and dep.independent and dep.certified:
             # a candidate counterexample to a dependence claim: re-verify from scratch
             record["independence"] = {"architecture": case.label,
                                       "params": to_jsonable(params), "hypotheses": hyps,
@@ -359,7 +361,7 @@ def _run_case(claim: Claim, case: Case, num_instances: int, rng: np.random.Gener
             bar.update(1)
     verdict = _case_verdict(instances)
     return {"architecture": case.label, "verdict": verdict, "instances": instances,
-            "witness": witness}
+            "witness": witness, "model": case.model}
 
 
 def _case_verdict(instances: list[dict]) -> str:
@@ -422,15 +424,15 @@ def _failing(evidence: dict) -> str:
     return "; ".join(parts)
 
 
-def _outcome(seed_claim: str, computed: str, results: list[dict], evidence: dict
+def _outcome(paper_claim: str, computed: str, results: list[dict], evidence: dict
              ) -> tuple[str, str]:
     """The row's outcome and its reason (module docs)."""
     inst = [i for r in results for i in r["instances"]]
-    if computed == seed_claim:
+    if computed == paper_claim:
         note = _failing(evidence)
         return AGREES, (f"instances outside the hypotheses (not needed): {note}" if note else "")
     within = [i for i in inst if i["within"]]
-    if seed_claim == INDEPENDENT:
+    if paper_claim == INDEPENDENT:
         counter = [i for i in within if i["witness_verified"]]
         if counter:
             w = counter[0]["witness"]
@@ -458,10 +460,10 @@ def _outcome(seed_claim: str, computed: str, results: list[dict], evidence: dict
         by_case.setdefault(i["architecture"], []).append(i)
     verdict_within = _aggregate([{"verdict": _case_verdict(v)} for v in by_case.values()])
     evidence["computed_within"] = verdict_within
-    if verdict_within == seed_claim:
+    if verdict_within == paper_claim:
         return AGREES, (f"{verdict_within} on the {len(within)} instances meeting every "
                         f"hypothesis; the others are outside: {_failing(evidence)}")
-    if seed_claim == DEPENDENT:
+    if paper_claim == DEPENDENT:
         why = ("independence found only on fibers that are not certified complete "
                "(sampled), which refutes no dependence claim")
     else:
@@ -475,17 +477,19 @@ def _make_row(claim: Claim, condition: str, results: list[dict], refines: str | 
     ev = _evidence(results)
     if refines is not None:
         ev["refines"] = refines
-    outcome, reason = _outcome(claim.seed_claim, computed, results, ev)
+    outcome, reason = _outcome(claim.paper_claim, computed, results, ev)
     return Row(architecture=claim.architecture, condition=condition,
-               seed_claim=claim.seed_claim, computed=computed, outcome=outcome,
+               paper_claim=claim.paper_claim, computed=computed, outcome=outcome,
                agrees=outcome == AGREES, hypotheses=tuple(h.label for h in claim.hypotheses),
-               reason=reason, evidence=ev)
+               reason=reason, evidence=ev,
+               _witness_model=next((r["model"] for r in results if r["witness"] is not None),
+                                   None))
 
 
 def _rows_for(claim: Claim, results: list[dict]) -> list[Row]:
     rows = [_make_row(claim, claim.condition, results)]
     computed = rows[0].computed
-    if (computed == claim.seed_claim and computed != MIXED) or not claim.refinements:
+    if (computed == claim.paper_claim and computed != MIXED) or not claim.refinements:
         return rows
     # group the cases by the first candidate condition they satisfy
     groups: dict[str, list[dict]] = {}
@@ -505,7 +509,7 @@ def _rows_for(claim: Claim, results: list[dict]) -> list[Row]:
 
 
 def summarize(rows: Sequence[Row]) -> dict:
-    """Counts of the outcomes: every row, and the seed's rows (refined rows left out).
+    """Counts of the outcomes: every row, and the paper's rows (refined rows left out).
 
     Args:
         rows: the rows of :func:`reproduce_linear`.
@@ -542,7 +546,7 @@ def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = Fal
 
     >>> rows = reproduce_linear(quick=True)
     >>> row = rows[0]
-    >>> row.architecture, row.condition, row.seed_claim, row.computed, row.outcome
+    >>> row.architecture, row.condition, row.paper_claim, row.computed, row.outcome
     ('fully connected linear', 'balanced (all Delta_l = 0)', 'independent', 'independent', 'agrees')
     >>> summarize(rows)["rows"]["disagrees"] == sum(r.outcome == "disagrees" for r in rows)
     True
@@ -560,9 +564,9 @@ def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = Fal
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise InputError(f"num_instances must be a positive int; got {n!r}")
     for claim in claims:
-        if claim.seed_claim not in (INDEPENDENT, DEPENDENT):
-            raise InputError(f"seed_claim must be {INDEPENDENT!r} or {DEPENDENT!r}; "
-                             f"got {claim.seed_claim!r}")
+        if claim.paper_claim not in (INDEPENDENT, DEPENDENT):
+            raise InputError(f"paper_claim must be {INDEPENDENT!r} or {DEPENDENT!r}; "
+                             f"got {claim.paper_claim!r}")
         for case in claim.cases:
             if not claim.condition_holds(case.structure):
                 raise InputError(f"{case.label} does not satisfy the condition "
