@@ -25,7 +25,7 @@ test: $(STAMP)
 	$(PY) -m pytest -n 2
 
 bench: $(STAMP)
-	for f in benchmarks/bench_*.py; do $(PY) $$f || exit 1; done
+	$(PY) benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .hypothesis

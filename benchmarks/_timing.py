@@ -1,7 +1,15 @@
 """Timing shared by the benchmark scripts (importable because a script's folder is on
-``sys.path`` when it runs, and ``tests/support.load_benchmark`` puts it there too)."""
+``sys.path`` when it runs, and ``tests/support.load_benchmark`` puts it there too).
 
+Every benchmark's ``main(argv)`` returns its own rows and, through :func:`suite_row`,
+rows of the suite's common table (``benchmarks/run_all.py`` writes them to
+``benchmarks/RESULTS.md`` and ``RESULTS.json``): task, size, ours, baseline, ratio,
+spread, peak memory. Both sides are timed in the same run, the median over repeats.
+"""
+
+import statistics
 import time
+import tracemalloc
 
 import numpy as np
 
@@ -14,3 +22,34 @@ def best_time(fn, repeat: int) -> tuple[float, object]:
         out = fn()
         best = min(best, time.perf_counter() - t)
     return best, out
+
+
+def median_time(fn, repeat: int) -> tuple[float, float, object]:
+    """``(median, spread, last result)`` of ``repeat`` wall times of ``fn``; the spread is
+    ``(max - min) / median`` (0 for one repeat)."""
+    times, out = [], None
+    for _ in range(max(1, repeat)):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    med = statistics.median(times)
+    return med, (max(times) - min(times)) / med if med > 0 else 0.0, out
+
+
+def peak_memory_mb(fn) -> float:
+    """Peak Python-heap memory (numpy arrays included) of one call of ``fn``, in MB."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 2 ** 20
+    finally:
+        tracemalloc.stop()
+
+
+def suite_row(task: str, size: str, ours: float, baseline_name: str, baseline: float | None,
+              spread: float = 0.0, peak_mb: float | None = None, note: str = "") -> dict:
+    """One row of the suite's table (times in seconds; ``baseline=None`` when skipped,
+    with the reason in ``note``)."""
+    return {"task": task, "size": size, "ours_s": ours, "baseline": baseline_name,
+            "baseline_s": baseline, "ratio": (baseline / ours) if baseline and ours else None,
+            "spread": spread, "peak_mb": peak_mb, "note": note}

@@ -22,3 +22,10 @@ def test_bench_relu_regions_quick(capsys):
     compared = [r for r in rows if "same" in r]
     assert compared and all(r["same"] for r in compared)   # same regions as the naive method
     assert all(r["lps_ours"] < r["lps_naive"] for r in compared)
+
+
+def test_bench_flows_quick(capsys):
+    rows = load_benchmark("bench_flows").main(["--quick", "--repeat", "1"])
+    batched = rows[0]
+    assert batched["baseline_s"] > 0 and "max |v_batched - v_loop|" in batched["note"]
+    assert float(batched["note"].split("= ")[1].split(";")[0]) < 1e-7   # same flows

@@ -1,0 +1,112 @@
+"""Many gradient flows at once against a loop of ``solve_ivp``, and one flow against the
+same ``solve_ivp`` driven by torch autograd.
+
+* Batched: ``neuromanifold.flows.gradient_flows`` integrates B initializations of a
+  strided 1D network together (vectorized Dormand-Prince 5(4), step control per
+  trajectory). Baseline: what a user writes otherwise, a loop of
+  ``neuromanifold.gradient_flow`` (``solve_ivp``, same tolerances). The loop is timed on
+  ``--loop`` flows and scaled to B (each flow is independent, so the loop is linear in B).
+  Accuracy: the largest difference of the final end-to-end filters between the two.
+* Single flow: ``gradient_flow`` against ``solve_ivp`` with the gradient from torch
+  autograd on the same loss (skipped with a note when torch is not installed).
+
+    python benchmarks/bench_flows.py [--quick] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+import neuromanifold as nm
+from neuromanifold.flows import gradient_flows
+from neuromanifold.linear import random_regression_data
+from _timing import median_time, peak_memory_mb, suite_row
+
+NET = ([3, 2, 2], [2, 2])
+
+
+def _setup():
+    net = nm.LinearConvNet(*NET)
+    X, Y = random_regression_data(net, seed=0)
+    return net, nm.SquareLoss.from_data(net, X, Y)
+
+
+def torch_flow(net, loss, params, t_final):
+    """solve_ivp with the gradient of the same loss from torch autograd (a user's recipe)."""
+    import torch
+    A = torch.tensor(loss.A)
+    target = torch.tensor(loss.target)
+    sizes = [w.size for w in params]
+    shapes, S = net.filter_shapes, net.cumulative_strides
+
+    def mu(theta):
+        ws = torch.split(theta, sizes)
+        v = ws[0]
+        for w, k, s in zip(ws[1:], shapes[1:], S[1:]):
+            up = torch.zeros((k[0] - 1) * s[0] + 1, dtype=theta.dtype)
+            up[::s[0]] = w
+            # full convolution of v and up (flip for conv1d, which correlates)
+            v = torch.nn.functional.conv1d(v.view(1, 1, -1), up.flip(0).view(1, 1, -1),
+                                           padding=up.numel() - 1).view(-1)
+        return v
+
+    def rhs(t, theta_np):
+        theta = torch.tensor(theta_np, requires_grad=True)
+        r = mu(theta) - target
+        (0.5 * r @ A @ r).backward()
+        return -theta.grad.numpy()
+
+    theta0 = np.concatenate([w.ravel() for w in params])
+    return solve_ivp(rhs, (0, t_final), theta0, method="DOP853", rtol=1e-10, atol=1e-12)
+
+
+def main(argv=None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small batch")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--loop", type=int, default=20, help="flows timed in the loop baseline")
+    args = parser.parse_args(argv)
+    net, loss = _setup()
+    t_final = 5.0
+    rows = []
+    for B in ([50] if args.quick else [100, 1000]):
+        starts = [net.random_params(seed=s) for s in range(B)]
+        n_loop = min(B, 3 if args.quick else args.loop)
+        t_ours, spread, res = median_time(
+            lambda: gradient_flows(net, starts, loss, t_final, num_times=2), args.repeat)
+        t_loop, _, singles = median_time(
+            lambda: [nm.gradient_flow(net, p, loss, t_final, num_times=2)
+                     for p in starts[:n_loop]], 1)
+        t_base = t_loop / n_loop * B
+        err = max(float(np.abs(res.end_to_end[i, -1] - s.end_to_end[-1]).max())
+                  for i, s in enumerate(singles))
+        peak = peak_memory_mb(lambda: gradient_flows(net, starts, loss, t_final, num_times=2))
+        rows.append(suite_row("gradient flows, batched", f"{B} flows of {net!r}, t=5", t_ours,
+                              f"loop of solve_ivp (timed on {n_loop}, x{B / n_loop:g})",
+                              t_base, spread, peak,
+                              f"max |v_batched - v_loop| = {err:.1e}; drift "
+                              f"{res.max_invariant_drift.max():.1e}"))
+        print(f"{B:>5} flows: batched {t_ours:.2f} s, loop {t_base:.2f} s, "
+              f"ratio {t_base / t_ours:.0f}x, agreement {err:.1e}")
+    # one flow: ours against solve_ivp + torch autograd
+    p = net.random_params(seed=0)
+    t_one, spread, flow = median_time(lambda: nm.gradient_flow(net, p, loss, t_final,
+                                                                num_times=2), args.repeat)
+    try:
+        t_torch, _, sol = median_time(lambda: torch_flow(net, loss, p, t_final), args.repeat)
+        err = float(np.abs(net.end_to_end(net.unflatten(sol.y[:, -1])) - flow.end_to_end[-1]).max())
+        note = f"same solver and tolerances; max |v difference| = {err:.1e}"
+    except ImportError:
+        t_torch, note = None, "torch not installed (pip install 'neuromanifold[torch]')"
+    rows.append(suite_row("gradient flow, one", f"{net!r}, t=5", t_one,
+                          "solve_ivp + torch autograd", t_torch, spread, None, note))
+    print(f"one flow: ours {t_one * 1e3:.0f} ms, torch autograd "
+          f"{'skipped' if t_torch is None else f'{t_torch * 1e3:.0f} ms'}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
