@@ -25,7 +25,7 @@ from scipy import signal
 
 from neuromanifold import LinearConvNet
 from neuromanifold.linear import upsample
-from _timing import best_time
+from _timing import best_time, median_time, peak_memory_mb, suite_row
 
 SIZES = [  # (filter_shapes, strides): growing to ~2,000 end-to-end entries, ~300 params
     ([5, 5, 5], [2, 2]),
@@ -55,6 +55,38 @@ def baseline_ntk(net: LinearConvNet, params: list[np.ndarray]) -> np.ndarray:
     return J @ J.T
 
 
+def torch_ntk(net: LinearConvNet, params: list[np.ndarray]):
+    """The recipe users run today: torch.func.jacrev of the end-to-end map (convolutions
+    in torch), then J J^T. Returns None when torch is not installed."""
+    try:
+        import torch
+        from torch.func import jacrev
+    except ImportError:
+        return None
+    D = net.ndim
+    conv = torch.nn.functional.conv1d if D == 1 else torch.nn.functional.conv2d
+    sizes = [w.size for w in params]
+
+    def mu(theta):
+        ws = torch.split(theta, sizes)
+        v = ws[0].view(net.filter_shapes[0])
+        for w, k, S in zip(ws[1:], net.filter_shapes[1:], net.cumulative_strides[1:]):
+            up = torch.zeros(tuple((a - 1) * s + 1 for a, s in zip(k, S)), dtype=theta.dtype)
+            up[tuple(slice(None, None, s) for s in S)] = w.view(k)
+            kern = up.flip(tuple(range(D)))
+            v = conv(v.view((1, 1) + v.shape), kern.view((1, 1) + kern.shape),
+                     padding=tuple(n - 1 for n in kern.shape)).view(
+                         tuple(a + b - 1 for a, b in zip(v.shape, kern.shape)))
+        return v.reshape(-1)
+
+    theta = torch.tensor(np.concatenate([w.ravel() for w in params]))
+
+    def run():
+        J = jacrev(mu)(theta)
+        return (J @ J.T).numpy()
+    return run
+
+
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two small sizes only")
@@ -72,6 +104,31 @@ def main(argv=None) -> list[dict]:
         t_base, _ = best_time(lambda: baseline_ntk(net, params), args.repeat)
         rows.append({"network": repr(net), "size": net.end_to_end_size, "params": net.num_params,
                      "ours": t_ours, "baseline": t_base, "ratio": t_base / t_ours, "diff": diff})
+        # the suite's rows: against the floor (the bare Gram product of a given J), the
+        # column-by-column Jacobian, and torch.func; JAX when installed
+        size = f"{net!r}: |v|={net.end_to_end_size}, P={net.num_params}"
+        t_med, spread, _ = median_time(lambda: net.ntk(params), args.repeat)
+        peak = peak_memory_mb(lambda: net.ntk(params))
+        J = net.jacobian(params)
+        t_floor, _, _ = median_time(lambda: J @ J.T, args.repeat)
+        rows.append(suite_row("NTK", size, t_med, "bare J @ J.T (floor, J given)", t_floor,
+                              spread, peak))
+        rows.append(suite_row("NTK", size, t_med, "column-by-column Jacobian", t_base, spread,
+                              peak))
+        run = torch_ntk(net, params)
+        if run is None:
+            rows.append(suite_row("NTK", size, t_med, "torch.func jacrev", None, spread, peak,
+                                  "torch not installed: pip install 'neuromanifold[torch]'"))
+        else:
+            t_torch, _, K_t = median_time(run, args.repeat)
+            rows.append(suite_row("NTK", size, t_med, "torch.func jacrev", t_torch, spread, peak,
+                                  f"rel. diff {np.abs(K_t - K).max() / np.abs(K).max():.1e}"))
+        try:
+            import jax  # noqa: F401
+            note = "JAX installed but not wired yet"
+        except ImportError:
+            note = "JAX not installed: pip install jax"
+        rows.append(suite_row("NTK", size, t_med, "JAX jacfwd (jit)", None, spread, peak, note))
         print(f"{repr(net)[:62]:<62} {net.end_to_end_size:>6} {net.num_params:>5} "
               f"{1e3 * t_ours:>9.2f} {1e3 * t_base:>9.2f} {t_base / t_ours:>6.1f}x {diff:>9.1e}")
     return rows
