@@ -19,7 +19,8 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/neuromanifold demo
-	$(VENV)/bin/neuromanifold reproduce linear
+	$(VENV)/bin/neuromanifold reproduce linear --report out/report
+	@echo "report: out/report/index.html"
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2
