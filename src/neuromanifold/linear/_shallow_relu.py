@@ -169,7 +169,7 @@ class ShallowReLUCNN(_ShallowBase):
         if inputs is None:
             raise InputError("inputs are required: the signals at which the NTK is taken "
                              "(use ShallowReLUCNN.with_random_inputs for random ones)")
-        self.inputs = self._check_inputs(inputs, batch_only=True)
+        self.inputs = _nonempty(self._check_inputs(inputs, batch_only=True))
         self.hidden_shape = tuple(
             (n - k) // s + 1 for n, k, s in zip(self.inputs.shape[1:],
                                                 self.linear.end_to_end_shape,
@@ -336,7 +336,7 @@ class ShallowReLUMLP(_ShallowBase):
         if inputs is None:
             raise InputError("inputs are required: the points at which the NTK is taken "
                              "(use ShallowReLUMLP.with_random_inputs for random ones)")
-        self.inputs = self._check_inputs(inputs)
+        self.inputs = _nonempty(self._check_inputs(inputs))
         self.num_hidden = self.linear.widths[-1]
         self.param_shapes = tuple(self.linear.shapes) + ((self.num_hidden,),)
 
@@ -554,6 +554,13 @@ class PathLiftingCheck(Result):
     num_units: int
     independent: bool
     tol: float
+
+
+def _nonempty(inputs: np.ndarray) -> np.ndarray:
+    if inputs.shape[0] == 0:
+        raise InputError(f"inputs must hold at least one input (the NTK is taken at them); "
+                         f"got shape {inputs.shape}")
+    return inputs
 
 
 def _check_size(n: int, shape: tuple[int, ...]) -> None:
