@@ -128,7 +128,7 @@ ENTRIES = [
       {"v": "array", "invariants": "array", "method": "choice",
        "tol": "real", "num_starts": "count", "seed": "seed"}),
     E("correlate", lambda: dict(x=np.arange(6.0), filt=np.array([1.0, -1.0]), stride=2),
-      lambda x, filt, stride: nm.correlate(x, filt, stride),
+      lambda x, filt, stride: nm.correlate(x, filt, stride=stride),
       {"x": "array", "filt": "array", "stride": "count"}, skip=(("stride", "list"),)),
     # ---------------------------------------------------------------- linear fc
     E("LinearFCNet", lambda: dict(widths=[2, 3, 2]), lambda widths: nm.LinearFCNet(widths),
@@ -269,7 +269,7 @@ ENTRIES = [
     E("exact.fmpq_array", lambda: dict(arr=np.array([0.5, 2.0])),
       lambda arr: exact.fmpq_array(arr), {"arr": "exact_array"}),
     E("exact.certified_roots", lambda: dict(poly=[2, -3, 1], min_prec=64),
-      lambda poly, min_prec: exact.certified_roots(poly, min_prec),
+      lambda poly, min_prec: exact.certified_roots(poly, min_prec=min_prec),
       {"poly": "exact_array", "min_prec": "count"}),
     E("exact.rescaled_norms",
       lambda: dict(norms_sq=np.array([[1.0, 4.0]]), deltas=np.array([3.0])),

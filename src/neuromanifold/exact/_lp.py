@@ -111,7 +111,7 @@ def _null_space_basis(cols: list[list[flint.fmpq]], nrows: int
 
 def motzkin_certificate(A: Sequence[Sequence[Any]], c: Sequence[Any], y_hint: Sequence[float],
                         E: Sequence[Sequence[Any]] = (), e: Sequence[Any] = (),
-                        mu_hint: Sequence[float] = (), rel: float = 1e-9
+                        mu_hint: Sequence[float] = (), *, rel: float = 1e-9
                         ) -> tuple[list[flint.fmpq], list[flint.fmpq]] | None:
     """An exact certificate that ``{x : A x < c, E x = e}`` is empty, or ``None``.
 

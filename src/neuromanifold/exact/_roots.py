@@ -104,7 +104,7 @@ def _as_fmpq_poly(poly: Any) -> flint.fmpq_poly:
     return flint.fmpq_poly(fmpq_vector(poly, "poly coefficients"))
 
 
-def certified_roots(poly: flint.fmpq_poly | Sequence, min_prec: int = 64) -> RootIsolation:
+def certified_roots(poly: flint.fmpq_poly | Sequence, *, min_prec: int = 64) -> RootIsolation:
     """Isolate all distinct complex roots of a nonzero rational polynomial.
 
     Args:

@@ -338,7 +338,7 @@ class LinearConvNet(LinearNetBase):
         for P, S, k in zip(self._partial_products(params), self.cumulative_strides,
                            self.filter_shapes):
             # d<g, v>/d w_l[j] = sum_i g[i + j*S] P[i]: correlate g with P at stride S
-            out.append(correlate(g, P, S).reshape(k))
+            out.append(correlate(g, P, stride=S).reshape(k))
         return out
 
     @finite_result("the invariants")
@@ -434,17 +434,17 @@ class LinearConvNet(LinearNetBase):
             x: shape ``(..., n_1, ..., n_D)``; leading axes are batch axes.
 
         Returns:
-            The output signal(s); equal to ``correlate(x, end_to_end(params), S_L)``.
+            The output signal(s); equal to ``correlate(x, end_to_end(params), stride=S_L)``.
         """
         params = self.check_params(params)
         x = as_finite_array(x, "x", error=InputError)
         strides = list(self.strides) + [(1,) * self.ndim]
         for w, s in zip(params, strides):
-            x = correlate(x, w, s)
+            x = correlate(x, w, stride=s)
         return x
 
     def end_to_end_operator(self, x: Any) -> np.ndarray:
-        """The matrix ``M`` with ``M @ v.ravel() == correlate(x, v, S_L).ravel()`` for one
+        """The matrix ``M`` with ``M @ v.ravel() == correlate(x, v, stride=S_L).ravel()`` for one
         signal ``x`` (shape ``(n_1..n_D)``): each row is a flattened window of ``x``."""
         x = as_finite_array(x, "x", error=InputError)
         if x.ndim != self.ndim:
@@ -501,7 +501,10 @@ class LinearConvNet(LinearNetBase):
 def _real_or_exact(value: Any, name: str) -> np.ndarray:
     """``value`` as real numbers (float64, or an object array of exact values kept
     exact), refusing complex, string, boolean and other entries and, for exact entries,
-    values out of the float64 range."""
+    values out of the float64 range. Strings are left to the fiber's own parser (which
+    refuses them with its own message)."""
+    if isinstance(value, (str, bytes)):
+        return value
     arr = as_real_array(value, name, error=InputError, exact=True)
     if arr.dtype == object:
         as_real_array(arr, name, error=InputError)      # range check of exact entries

@@ -414,7 +414,7 @@ class ShallowReLUMLP(_ShallowBase):
                 "in the direction of that unit")
         return rep, inv
 
-    def fiber(self, end_to_end: Any, invariants: Any, *, num_starts: int = 8,
+    def fiber(self, end_to_end: Any, invariants: Any, *, num_starts: int = 20,
               seed: Any = 0, max_iter: int = 200, start: Any = None) -> Fiber:
         """Parameters with this function representative and these invariants.
 
