@@ -19,6 +19,7 @@ import os
 from fractions import Fraction
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -34,6 +35,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from fuzz_support import (Case, Entry, Outcome, cases_for, has_nonfinite,  # noqa: E402
                           run_case, time_limit)
 
+_OUT = os.path.join(tempfile.gettempdir(), "neuromanifold-fuzz-out.json")
 TIMEOUT = 2.0          # seconds per call (valid calls here take well under 0.5 s)
 KNOWN_TIMEOUT = 1.0    # for the known cases (some of them hang)
 
@@ -77,6 +79,25 @@ def _relu_params_b():
 
 
 BOX = ([-1.0, -1.0], [1.0, 1.0])
+
+
+def _mpoly():
+    import flint
+    ctx = flint.fmpq_mpoly_ctx.get(("x", "y"), "lex")
+    x, y = ctx.gens()
+    return (x + 1) ** 2 - 2 * y ** 2
+
+
+def _tiny_claims():
+    from neuromanifold.reproduce import Case as RCase, Claim
+    net = _conv()[0]
+    return [Claim("1D convolution", "strided", "independent",
+                  [RCase(net, net, net.random_params)])]
+
+
+def _p4():
+    import flint
+    return flint.fmpq_poly([-1, 0, 0, 0, 1])
 
 
 def _loss(net, params):
@@ -285,11 +306,72 @@ ENTRIES = [
     E("exact.strictly_satisfies", lambda: dict(A=[[1, 0], [0, 1]], c=[1, 1], x=[0.5, 0.9]),
       lambda A, c, x: exact.strictly_satisfies(A, c, x),
       {"A": "exact_array", "c": "exact_array", "x": "exact_array"}),
+    E("exact.motzkin_certificate", lambda: dict(A=[[1], [-1]], c=[0, 0], y_hint=[1.0, 1.0]),
+      lambda A, c, y_hint: exact.motzkin_certificate(A, c, y_hint),
+      {"A": "exact_array", "c": "exact_array", "y_hint": "array"}),
+    E("exact.support_line", lambda: dict(exps=[(2, 0), (0, 2)]),
+      lambda exps: exact.support_line(exps), {"exps": "exact_array"}),
+    E("exact.power_classes", lambda: dict(S=2),
+      lambda S: exact.power_classes(_p4(), exact.certified_roots(_p4()), S), {"S": "count"}),
+    E("exact.real_irreducible", lambda: dict(f=_mpoly(), seed=0),
+      lambda f, seed: exact.real_irreducible(f, seed=seed), {"f": "object", "seed": "seed"}),
+    E("exact.absolute_factor_count", lambda: dict(f=_mpoly(), seed=0),
+      lambda f, seed: exact.absolute_factor_count(f, seed=seed),
+      {"f": "object", "seed": "seed"}),
+    # ---------------------------------------------------------------- more linear / relu
+    E("LinearConvNet.rank(exact)", _conv_args(),
+      lambda net, params: net.rank(params, exact=True), {"params": "params"}),
+    E("LinearConvNet.end_to_end_operator", _conv_args(x=lambda: np.arange(6.0)),
+      lambda net, params, x: net.end_to_end_operator(x), {"x": "array"}),
+    E("LinearConvNet.unflatten", _conv_args(theta=lambda: np.arange(4.0)),
+      lambda net, params, theta: net.unflatten(theta), {"theta": "array"}),
+    E("upsample", lambda: dict(w=np.array([1.0, 2.0]), stride=(2,)),
+      lambda w, stride: linear.upsample(w, stride), {"w": "array", "stride": "array"}),
+    E("LinearFCNet.jacobian", lambda: dict(net=_fc()[0], params=_fc()[1]),
+      lambda net, params: net.jacobian(params), {"params": "params"}),
+    E("LinearFCNet.vjp", lambda: dict(net=_fc()[0], params=_fc()[1], g=np.ones((2, 2))),
+      lambda net, params, g: net.vjp(params, g), {"params": "params", "g": "array"}),
+    E("LinearFCNet.rank", lambda: dict(net=_fc()[0], params=_fc()[1], tol=1e-9),
+      lambda net, params, tol: net.rank(params, tol=tol), {"params": "params", "tol": "real"},
+      optional=("tol",)),
+    E("ShallowReLUMLP.end_to_end", lambda: dict(net=_mlp()[0], params=_mlp()[1]),
+      lambda net, params: net.end_to_end(params), {"params": "params"}),
+    E("ShallowReLUMLP.apply", lambda: dict(net=_mlp()[0], params=_mlp()[1], x=np.ones((2, 2))),
+      lambda net, params, x: net.apply(params, x), {"params": "params", "x": "array"},
+      optional=("x",)),
+    E("ShallowReLUMLP.with_random_inputs", lambda: dict(num_inputs=3, seed=0),
+      lambda **kw: nm.ShallowReLUMLP.with_random_inputs([2, 2], **kw),
+      {"num_inputs": "count", "seed": "seed"}, optional=("num_inputs",)),
+    E("fibers.invariant_scale",
+      lambda: dict(invariants=np.array([0.5]), params=[np.ones(2), np.ones(2)]),
+      lambda invariants, params: nm.fibers.invariant_scale(invariants, params),
+      {"invariants": "array", "params": "params"}),
+    E("relu.as_domain", lambda: dict(domain=BOX, dim=2),
+      lambda domain, dim: relu.as_domain(domain, dim), {"domain": "domain", "dim": "count"},
+      optional=("domain",)),
+    E("relu.check_params", lambda: dict(params=_relu_params()),
+      lambda params: relu.check_params(params), {"params": "relu_params"}),
+    E("ReLUNet.jacobian", lambda: dict(params=_relu_params(), X=np.ones((2, 2))),
+      lambda params, X: nm.ReLUNet([2, 3, 1]).jacobian(params, X),
+      {"params": "params", "X": "array"}),
+    E("relu.arrangements_equal", lambda: dict(p=_relu_params()[:1] + [(np.ones((1, 3)), np.zeros(1))],
+                                              q=_relu_params()[:1] + [(np.ones((1, 3)), np.zeros(1))]),
+      lambda p, q: relu.arrangements_equal(p, q), {"p": "relu_params", "q": "relu_params"}),
+    E("compare_with_parameter_flow",
+      lambda: dict(net=_conv()[0], params0=_conv()[1], loss=_loss(*_conv()), t_final=0.2,
+                   num_times=3),
+      lambda net, params0, loss, t_final, num_times: flows.compare_with_parameter_flow(
+          net, params0, loss, t_final, lift=params0, num_times=num_times),
+      {"params0": "params", "loss": "object", "t_final": "real", "num_times": "count"}),
+    E("reproduce_linear", lambda: dict(seed=0, num_instances=1, tol=1e-8),
+      lambda **kw: nm.reproduce_linear(claims=_tiny_claims(), **kw),
+      {"seed": "seed", "num_instances": "count", "tol": "real"},
+      optional=("num_instances",)),
     # ---------------------------------------------------------------- CLI
-    E("cli demo", lambda: dict(seed="0", json="out.json"),
+    E("cli demo", lambda: dict(seed="0", json=_OUT),
       lambda seed, json: _cli(["demo", "--seed", seed, "--json", json]),
       {"seed": "cli_seed", "json": "cli_path"}),
-    E("cli reproduce", lambda: dict(which="linear", seed="0", json="out.json"),
+    E("cli reproduce", lambda: dict(which="linear", seed="0", json=_OUT),
       lambda which, seed, json: _cli(["reproduce", which, "--quick", "--seed", seed,
                                       "--json", json]),
       {"which": "cli_choice", "seed": "cli_seed", "json": "cli_path"}),
@@ -378,6 +460,27 @@ KNOWN: dict[tuple[str, str], str] = {
     ("relu.weighted_arrangement", "params=last.tensor_requires_grad"): _ARR,
     ("relu.orthant_fiber", "params=first.tensor_requires_grad"): _ARR,
     ("relu.orthant_fiber", "params=last.tensor_requires_grad"): _ARR,
+    ("relu.arrangements_equal", "p=first.tensor_requires_grad"): _ARR,
+    ("relu.arrangements_equal", "p=last.tensor_requires_grad"): _ARR,
+    ("relu.arrangements_equal", "q=first.tensor_requires_grad"): _ARR,
+    ("relu.arrangements_equal", "q=last.tensor_requires_grad"): _ARR,
+    ("compare_with_parameter_flow", "t_final=huge"): _FLOWS,     # hangs
+    ("compare_with_parameter_flow", "num_times=huge"): _FLOWS,   # MemoryError
+    ("reproduce_linear", "num_instances=huge"): _REPRO,          # hangs
+    # fibers.invariant_scale reads its inputs with np.asarray(dtype=float): complex,
+    # strings, NaN accepted; objects, ragged nests and tensors leak; 1e300 gives inf
+    **{("fibers.invariant_scale", f"{arg}{m}"): _REPRO
+       for arg in ("invariants=", "params=first.", "params=last.")
+       for m in ("complex", "complex_imag", "str_dtype", "str_entry", "bool_dtype",
+                 "object_entry", "none_entry", "nan", "inf", "string", "bytes", "dict", "set",
+                 "object", "datetime", "huge_int_entry", "ragged", "tensor_requires_grad",
+                 "scaled_2^1000", "scaled_1e300", "none")
+          if (arg, m) not in (("invariants=", "scaled_2^1000"), ("invariants=", "scaled_1e300"),
+                           ("params=first.", "none"))},
+    ("fibers.invariant_scale", "invariants=generated"): _REPRO,
+    ("compare_with_parameter_flow", "params0=first.scaled_2^-1000"): _FLOWS,  # over 2 s
+    **{("fibers.invariant_scale", f"params={m}"): _REPRO
+       for m in ("missing_layer", "extra_layer", "empty_list", "none", "str", "dict", "number")},
 }
 # ===== END KNOWN LEAKS =====
 
@@ -388,7 +491,7 @@ ENTRY_BY_NAME = {e.name: e for e in ENTRIES}
 # Entries whose valid call is a real computation (fibers, flows, exact engines): only
 # their invalid cases and this sample of unusual ones run in the suite; the exhaustive
 # sweep (python tests/fuzz_support.py) runs everything.
-HEAVY = {"LinearConvNet.fiber", "LinearFCNet.fiber", "ShallowReLUCNN.fiber",
+HEAVY = {"reproduce_linear", "compare_with_parameter_flow", "LinearConvNet.fiber", "LinearFCNet.fiber", "ShallowReLUCNN.fiber",
          "ShallowReLUMLP.fiber", "gradient_flow", "riemannian_flow", "lift_to_fiber",
          "convergence_study", "ntk_dependence", "relu.regions", "relu.bent_hyperplanes",
          "relu.equivalent", "relu.functional_dimension", "relu.genericity",

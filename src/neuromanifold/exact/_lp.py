@@ -23,7 +23,7 @@ from typing import Any
 import flint
 
 from .._errors import InputError, short_repr
-from .._validation import check_positive_float
+from .._validation import as_finite_array, check_positive_float
 from ._rational import fmpq_rows, fmpq_vector, to_fmpq
 
 __all__ = [
@@ -132,8 +132,10 @@ def motzkin_certificate(A: Sequence[Sequence[Any]], c: Sequence[Any], y_hint: Se
     """
     A, c, E, e = _system(A, c, E, e, None)
     m = len(A)
-    y_hint = [float(v) for v in fmpq_vector(y_hint, "y_hint", size=m)]
-    mu_hint = [float(v) for v in fmpq_vector(mu_hint, "mu_hint")] if len(mu_hint) else []
+    y_hint = as_finite_array(y_hint, "y_hint", error=InputError).ravel().tolist()
+    if len(y_hint) != m:
+        raise InputError(f"y_hint must have one entry per row of A ({m}); got {len(y_hint)}")
+    mu_hint = as_finite_array(mu_hint, "mu_hint", error=InputError).ravel().tolist()
     if len(mu_hint) > len(E):
         raise InputError(f"mu_hint must have at most one entry per row of E ({len(E)}); "
                          f"got {len(mu_hint)}")

@@ -219,6 +219,7 @@ def power_classes(poly: flint.fmpq_poly, iso: RootIsolation, S: int) -> tuple[Ro
     """
     if isinstance(S, bool) or not isinstance(S, (int, np.integer)) or S < 1:
         raise InputError(f"S must be a positive int; got {short_repr(S)}")
+    S = check_positive_int(S, "S", maximum=10_000)
     n = len(iso)
     if S == 1 or n == 0:
         return iso, [[i] for i in range(n)]

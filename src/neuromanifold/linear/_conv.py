@@ -39,7 +39,9 @@ def upsample(w: np.ndarray, stride: Sequence[int]) -> np.ndarray:
     >>> upsample(np.array([1.0, 2.0, 3.0]), (2,))
     array([1., 0., 2., 0., 3.])
     """
-    w = np.asarray(w)
+    w = as_finite_array(w, "w", error=InputError)
+    if w.ndim == 0 or w.size == 0:
+        raise InputError(f"w must have at least one axis and one entry per axis; got shape {w.shape}")
     stride = _as_tuple(stride, w.ndim, "stride", InputError)
     if all(s == 1 for s in stride):
         return w
