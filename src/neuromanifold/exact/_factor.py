@@ -56,6 +56,8 @@ def support_line(exps: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], tuple[
     ((0, 0), (1, 2), [0, 1, 2])
     """
     if isinstance(exps, np.ndarray):
+        if exps.dtype.kind not in "iuO":
+            raise InputError(f"exps must hold integer exponents; got dtype {exps.dtype}")
         exps = exps.tolist()
     if isinstance(exps, (str, bytes)) or not isinstance(exps, Sequence) or not all(
             isinstance(e, (Sequence, np.ndarray)) and not isinstance(e, (str, bytes))
