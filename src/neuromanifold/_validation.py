@@ -1,4 +1,13 @@
-"""Input checks shared by every module; each failure is a NeuromanifoldError."""
+"""Input checks shared by every module; each failure is a NeuromanifoldError.
+
+The rules, in one place: arrays of real numbers are float or integer arrays, or object
+arrays of exact reals (Fractions, ints, python-flint rationals); tensors are detached;
+complex numbers, strings (also numeric ones), booleans and other objects are refused
+(:func:`as_real_array`). Results that overflow float64 from finite inputs are a
+:class:`ParameterError` "overflow: ..." (:func:`check_finite_result`). Counts that set the
+size of a computation take a ``maximum`` (:func:`check_positive_int`), so that an absurd
+value is a clear error rather than a hang or a ``MemoryError``.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +21,9 @@ import numpy as np
 
 from ._errors import InputError, ParameterError, short_repr
 
-__all__ = ["as_real_array", "as_finite_array", "check_finite_result", "check_nonnegative_int", "as_seed_rng", "check_bool", "check_positive_int",
-           "check_positive_float", "check_nonnegative_float", "check_options"]
+__all__ = ["as_real_array", "as_finite_array", "check_finite_result", "as_seed_rng",
+           "check_bool", "check_positive_int", "check_nonnegative_int", "check_positive_float",
+           "check_nonnegative_float", "check_options"]
 
 
 #: Element types an object array may hold: exact or floating real numbers (``bool`` is
