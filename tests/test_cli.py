@@ -29,3 +29,47 @@ def test_module_entry_point_and_version():
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     assert "usage" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ bad input: messages
+import pytest  # noqa: E402
+
+from neuromanifold import InputError  # noqa: E402
+from neuromanifold.cli import _demo  # noqa: E402
+
+
+@pytest.fixture
+def no_compute(monkeypatch):
+    """Fail if the demo starts computing (bad usage must be refused before)."""
+    def boom(**kwargs):
+        raise AssertionError("computed before refusing the arguments")
+    monkeypatch.setattr(_demo, "demo_rows", boom)
+
+
+@pytest.mark.parametrize("argv", [
+    ["demo", "--seed=-3"], ["demo", "--seed", "1.5"], ["demo", "--seed", "x"],
+    ["demo", "--json", "/nonexistent-neuromanifold-dir/out.json"], ["demo", "--json", "/"],
+    ["demo", "--json", ""],
+])
+def test_bad_usage_exits_2_before_computing(argv, no_compute, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "Traceback" not in err
+
+
+def test_library_and_os_errors_exit_1_with_one_line(monkeypatch, tmp_path, capsys):
+    def refuse(**kwargs):
+        raise InputError("seed must be a nonnegative int")
+    monkeypatch.setattr(_demo, "demo_rows", refuse)
+    assert main(["demo"]) == 1
+    assert capsys.readouterr().err.strip() == \
+        "neuromanifold: error: seed must be a nonnegative int"
+
+    def disk_full(**kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(_demo, "demo_rows", disk_full)
+    assert main(["demo", "--json", str(tmp_path / "x.json")]) == 1
+    assert "No space left" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()      # the writability probe left nothing

@@ -120,7 +120,7 @@ def test_three_variables_by_plane_restriction():
     (lambda: to_fmpq("abc"), "finite real number"),
     (lambda: fmpq_matrix([1.0, 2.0]), "2D array"),
     (lambda: certified_roots([0, 0]), "nonzero polynomial"),
-    (lambda: certified_roots(["a", 1]), "finite real number"),
+    (lambda: certified_roots(["a", 1]), "real numbers"),
     (lambda: certified_roots("t^2"), "fmpq_poly"),
     (lambda: power_classes(flint.fmpq_poly([1, 0, 1]), certified_roots([1, 0, 1]), 0),
      "positive int"),

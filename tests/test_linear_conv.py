@@ -32,7 +32,7 @@ def test_apply_equals_end_to_end_correlation(net, seed, extra):
     shape = tuple(k + extra + s for k, s in zip(net.end_to_end_shape, net.end_to_end_stride))
     x = rng.standard_normal((2,) + shape)
     out = net.apply(params, x)
-    expected = correlate(x, net.end_to_end(params), net.end_to_end_stride)
+    expected = correlate(x, net.end_to_end(params), stride=net.end_to_end_stride)
     np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-10)
 
 
@@ -41,7 +41,7 @@ def test_correlate_matches_loop(seed):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((7, 9))
     f = rng.standard_normal((2, 3))
-    np.testing.assert_allclose(correlate(x, f, (2, 3)), _naive_correlate(x, f, (2, 3)))
+    np.testing.assert_allclose(correlate(x, f, stride=(2, 3)), _naive_correlate(x, f, (2, 3)))
 
 
 @given(net=conv_nets(), seed=st.integers(0, 2**31))

@@ -376,3 +376,68 @@ def test_random_regression_data_takes_seed_and_its_former_name_rng(small):
     assert np.array_equal(X1, X2) and np.array_equal(Y1, Y2) and np.array_equal(X1, X3)
     with pytest.raises(InputError, match="once"):
         linear.random_regression_data(small["conv"], seed=1, rng=2)
+
+
+# ------------------------------------------------------------------ one convention
+# Options (anything with a default that tunes a computation) are keyword-only, and a
+# seed defaults to 0, everywhere. A random generator's seed may stay positional (it is
+# the method's only input). Exceptions still to be fixed in modules owned by other
+# engineers are listed (xfail, strict=False): remove a line once fixed.
+_OPTION_NAMES = {"seed", "tol", "progress", "num_starts", "num_times", "method", "exact",
+                 "max_iter", "walk_steps", "margin", "num_inputs", "rtol", "atol",
+                 "lift_tol", "max_lift_residual", "quick", "degenerate", "max_types",
+                 "min_prec", "prec", "rel", "num_samples", "max_time"}
+_SEED_POSITIONAL_OK = {"random_params", "balanced_params", "sample"}
+CONVENTION_KNOWN = {
+    # owned by relu-tol (relu/*): options positional
+    "relu.regions(progress)", "relu.bent_hyperplanes(progress)",
+    "relu.functional_dimension(progress)", "relu.genericity(progress)",
+    "relu.equivalent(method)", "relu.equivalent(progress)",
+    "ReLUNet.random_params(seed=None)",
+    # owned by arrangement (relu/_arrangement.py)
+    "relu.arrangements_equal(tol)",
+    # owned by riemannian (linear/_convergence.py)
+    "linear.random_regression_data(seed)", "linear.random_regression_data(seed=None)",
+    "linear.random_regression_data(num_samples)",
+}
+
+
+def _public_callables():
+    seen = set()
+    for module in MODULES:
+        mod = importlib.import_module(module)
+        short = module.split(".")[-1] if module != "neuromanifold" else "nm"
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if id(obj) in seen or inspect.ismodule(obj) or (
+                    inspect.isclass(obj) and issubclass(obj, BaseException)):
+                continue
+            seen.add(id(obj))
+            if inspect.isfunction(obj):
+                yield f"{short}.{name}", name, obj
+            elif inspect.isclass(obj) and not issubclass(obj, Result):
+                for attr, value in vars(obj).items():
+                    func = getattr(value, "__func__", value)
+                    if not attr.startswith("_") and inspect.isfunction(func):
+                        yield f"{name}.{attr}", attr, func
+
+
+def _convention_violations():
+    out = []
+    for label, name, func in _public_callables():
+        for p in inspect.signature(func).parameters.values():
+            if p.name not in _OPTION_NAMES or p.default is inspect.Parameter.empty:
+                continue
+            if p.kind is not inspect.Parameter.KEYWORD_ONLY and not (
+                    p.name == "seed" and name in _SEED_POSITIONAL_OK):
+                out.append(f"{label}({p.name})")
+            if p.name == "seed" and p.default != 0:
+                out.append(f"{label}(seed={p.default!r})")
+    return out
+
+
+@pytest.mark.parametrize("violation", _convention_violations() or ["none"])
+def test_options_are_keyword_only_and_seeds_default_to_0(violation):
+    if violation in CONVENTION_KNOWN:
+        pytest.xfail(f"{violation}: in a module owned by another engineer")
+    assert violation == "none", f"option not keyword-only or seed default not 0: {violation}"

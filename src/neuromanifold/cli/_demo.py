@@ -16,6 +16,8 @@ import numpy as np
 from .. import LinearConvNet, LinearFCNet, SquareLoss, gradient_flow
 from ..linear import random_regression_data
 from .._results import to_jsonable
+from .._validation import as_seed_rng, check_positive_float
+from ._main import nonnegative_int
 from ._table import format_table
 
 DEFAULT_NETS = [
@@ -25,10 +27,19 @@ DEFAULT_NETS = [
 ]
 
 
-def demo_rows(seed: int = 0, t_final: float = 2.0) -> list[dict]:
-    """One record per default network (plain dicts, JSON-ready)."""
+def demo_rows(*, seed: int = 0, t_final: float = 2.0) -> list[dict]:
+    """One record per default network (plain dicts, JSON-ready).
+
+    Args:
+        seed: an int >= 0 (or a numpy Generator).
+        t_final: the time horizon of the gradient flows.
+
+    Returns:
+        A list of dicts, one per network in ``DEFAULT_NETS``.
+    """
     rows = []
-    rng = np.random.default_rng(seed)
+    rng = as_seed_rng(seed)
+    t_final = check_positive_float(t_final, "t_final")
     for net in DEFAULT_NETS:
         params = net.random_params(rng)
         K = net.ntk(params)
@@ -73,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("demo", help="run a short real computation on built-in default networks",
                        description=__doc__)
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=nonnegative_int, default=0,
+                   help="random seed, an integer >= 0 (default 0)")
     p.add_argument("--json", metavar="PATH", help="also write the records as JSON")
     p.set_defaults(func=run)

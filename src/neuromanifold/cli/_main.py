@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -26,12 +27,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def nonnegative_int(text: str) -> int:
+    """argparse type of ``--seed`` and other counts: an int >= 0 (else a usage error,
+    exit status 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {text!r}")
+    return value
+
+
+def _check_output_path(parser: argparse.ArgumentParser, path: str | None) -> None:
+    """Refuse an output path that cannot be written *before* computing (a usage error,
+    exit status 2): the file is opened for appending and, if it did not exist, removed."""
+    if path is None:
+        return
+    if not path.strip():
+        parser.error("--json needs a file name; got an empty string")
+    if os.path.isdir(path):
+        parser.error(f"--json {path!r} is a directory")
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as exc:
+        parser.error(f"--json {path!r} cannot be written: {exc.strerror or exc}")
+    if not existed:
+        os.remove(path)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``neuromanifold`` with the arguments ``argv`` (default ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 on success, 1 when the computation refused its input or could
+        not write its output (a one-line message on stderr, no traceback), 2 on bad usage
+        (argparse's message; raised as ``SystemExit(2)`` by argparse), 130 on Ctrl-C.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    _check_output_path(parser, getattr(args, "json", None))
     try:
         return int(args.func(args) or 0)
     except ModelFileError as exc:  # a bad input file: exit status 3
@@ -40,3 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NeuromanifoldError as exc:
         print(f"neuromanifold: error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:
+        print(f"neuromanifold: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("neuromanifold: interrupted", file=sys.stderr)
+        return 130

@@ -55,9 +55,21 @@ def support_line(exps: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], tuple[
     >>> support_line([(0, 0), (1, 2), (2, 4)])
     ((0, 0), (1, 2), [0, 1, 2])
     """
-    pts = [tuple(int(x) for x in e) for e in exps]
-    if len({len(p) for p in pts}) > 1:
+    if isinstance(exps, np.ndarray):
+        if exps.dtype.kind not in "iuO":
+            raise InputError(f"exps must hold integer exponents; got dtype {exps.dtype}")
+        exps = exps.tolist()
+    if isinstance(exps, (str, bytes)) or not isinstance(exps, Sequence) or not all(
+            isinstance(e, (Sequence, np.ndarray)) and not isinstance(e, (str, bytes))
+            for e in exps):
+        raise InputError(f"exps must be a list of exponent vectors (tuples of ints >= 0); "
+                         f"got {short_repr(exps)}")
+    if len({len(e) for e in exps}) > 1:
         raise InputError(f"exponent vectors must all have the same length; got {short_repr(exps)}")
+    if not all(isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+               and x >= 0 for e in exps for x in e):
+        raise InputError(f"exponents must be ints >= 0; got {short_repr(exps)}")
+    pts = [tuple(int(x) for x in e) for e in exps]
     if len(set(pts)) < 2:
         return None
     p0 = pts[0]

@@ -22,7 +22,9 @@ from typing import Any
 
 import flint
 
-from ._rational import to_fmpq
+from .._errors import InputError, short_repr
+from .._validation import as_finite_array, check_positive_float
+from ._rational import fmpq_rows, fmpq_vector, to_fmpq
 
 __all__ = [
     "exact_lp_max",
@@ -51,17 +53,31 @@ def strictly_satisfies(A: Sequence[Sequence[Any]], c: Sequence[Any], x: Sequence
 
     >>> strictly_satisfies([[1, 0], [0, 1]], [1, 1], [0.5, 0.999])
     True
-    >>> strictly_satisfies([[1, 0]], [1], [1.0])
+    >>> strictly_satisfies([[1, 0]], [1], [1.0, 0.0])
     False
     """
-    xq = [to_fmpq(v) for v in x]
-    for row, ci in zip(A, c):
-        if not dot([to_fmpq(v) for v in row], xq) < to_fmpq(ci):
+    xq = fmpq_vector(x, "x")
+    Aq, cq, Eq, eq = _system(A, c, E, e, len(xq))
+    for row, ci in zip(Aq, cq):
+        if not dot(row, xq) < ci:
             return False
-    for row, ei in zip(E, e):
-        if dot([to_fmpq(v) for v in row], xq) != to_fmpq(ei):
+    for row, ei in zip(Eq, eq):
+        if dot(row, xq) != ei:
             return False
     return True
+
+
+def _system(A: Any, c: Any, E: Any, e: Any, n: int | None
+            ) -> tuple[list, list, list, list]:
+    """``A x < c, E x = e`` checked (rows of n columns, one right-hand side per row) and
+    converted to ``fmpq``; n = None takes it from the first row of A (or E)."""
+    Aq = fmpq_rows(A, "A", ncols=n)
+    if n is None and Aq:
+        n = len(Aq[0])
+    Eq = fmpq_rows(E, "E", ncols=n)
+    cq = fmpq_vector(c, "c", size=len(Aq))
+    eq = fmpq_vector(e, "e", size=len(Eq))
+    return Aq, cq, Eq, eq
 
 
 def _null_space_basis(cols: list[list[flint.fmpq]], nrows: int
@@ -95,7 +111,7 @@ def _null_space_basis(cols: list[list[flint.fmpq]], nrows: int
 
 def motzkin_certificate(A: Sequence[Sequence[Any]], c: Sequence[Any], y_hint: Sequence[float],
                         E: Sequence[Sequence[Any]] = (), e: Sequence[Any] = (),
-                        mu_hint: Sequence[float] = (), rel: float = 1e-9
+                        mu_hint: Sequence[float] = (), *, rel: float = 1e-9
                         ) -> tuple[list[flint.fmpq], list[flint.fmpq]] | None:
     """An exact certificate that ``{x : A x < c, E x = e}`` is empty, or ``None``.
 
@@ -114,7 +130,16 @@ def motzkin_certificate(A: Sequence[Sequence[Any]], c: Sequence[Any], y_hint: Se
     >>> motzkin_certificate([[1], [-1]], [1, 1], [1.0, 1.0]) is None
     True
     """
+    A, c, E, e = _system(A, c, E, e, None)
     m = len(A)
+    y_hint = as_finite_array(y_hint, "y_hint", error=InputError).ravel().tolist()
+    if len(y_hint) != m:
+        raise InputError(f"y_hint must have one entry per row of A ({m}); got {len(y_hint)}")
+    mu_hint = as_finite_array(mu_hint, "mu_hint", error=InputError).ravel().tolist()
+    if len(mu_hint) > len(E):
+        raise InputError(f"mu_hint must have at most one entry per row of E ({len(E)}); "
+                         f"got {len(mu_hint)}")
+    rel = check_positive_float(rel, "rel")
     if m == 0:
         return None
     ymax = max((float(v) for v in y_hint), default=0.0)
@@ -122,8 +147,8 @@ def motzkin_certificate(A: Sequence[Sequence[Any]], c: Sequence[Any], y_hint: Se
         return None
     support = [i for i in range(m) if float(y_hint[i]) > rel * ymax]
     d = len(A[0]) if m else (len(E[0]) if E else 0)
-    cols = [[to_fmpq(v) for v in A[i]] for i in support]
-    cols += [[to_fmpq(v) for v in row] for row in E]
+    cols = [list(A[i]) for i in support]
+    cols += [list(row) for row in E]
     hint = [float(y_hint[i]) for i in support] + [float(v) for v in mu_hint] + \
         [0.0] * (len(E) - len(mu_hint))
     free, basis = _null_space_basis(cols, d)
@@ -138,7 +163,7 @@ def motzkin_certificate(A: Sequence[Sequence[Any]], c: Sequence[Any], y_hint: Se
     mus = vec[len(support):]
     if any(v < 0 for v in ys) or all(v == 0 for v in ys):
         return None
-    total = dot(ys, [to_fmpq(c[i]) for i in support]) + dot(mus, [to_fmpq(v) for v in e])
+    total = dot(ys, [c[i] for i in support]) + dot(mus, e)
     if total > 0:
         return None
     y_full = [_ZERO] * m
@@ -225,13 +250,18 @@ def exact_lp_max(g: Sequence[Any], G: Sequence[Sequence[Any]] = (), h: Sequence[
     >>> status, str(val)
     ('optimal', '3')
     """
-    g = [to_fmpq(v) for v in g]
-    n = len(g) if n is None else n
+    g = fmpq_vector(g, "g")
+    if n is None:
+        n = len(g)
+    elif isinstance(n, bool) or not isinstance(n, int) or n != len(g):
+        raise InputError(f"n must be the number of variables, len(g) = {len(g)}; "
+                         f"got {short_repr(n)}")
+    Gq, hq, Eq, eq = _system(G, h, E, e, n)
     rows: list[tuple[list[flint.fmpq], flint.fmpq, bool]] = []  # (coeffs on v, rhs, is_eq)
-    for row, hi in zip(G, h):
-        rows.append(([to_fmpq(v) for v in row], to_fmpq(hi), False))
-    for row, ei in zip(E, e):
-        rows.append(([to_fmpq(v) for v in row], to_fmpq(ei), True))
+    for row, hi in zip(Gq, hq):
+        rows.append((row, hi, False))
+    for row, ei in zip(Eq, eq):
+        rows.append((row, ei, True))
     m = len(rows)
     n_ineq = sum(1 for r in rows if not r[2])
     # columns: p (n), q (n), slacks (n_ineq), artificials (m at most)
@@ -319,12 +349,18 @@ def strict_interior_point(A: Sequence[Sequence[Any]], c: Sequence[Any],
     >>> strict_interior_point([[1], [-1]], [0, 0]) is None
     True
     """
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 0):
+        raise InputError(f"dim must be a nonnegative int (the number of variables); "
+                         f"got {short_repr(dim)}")
+    A, c, E, e = _system(A, c, E, e, dim)
     if dim is None:
-        dim = len(A[0]) if len(A) else len(E[0])
-    G = [[to_fmpq(v) for v in row] + [_ONE] for row in A]
+        if not A and not E:
+            raise InputError("dim is needed when A and E have no rows")
+        dim = len(A[0]) if A else len(E[0])
+    G = [row + [_ONE] for row in A]
     G.append([_ZERO] * dim + [_ONE])
-    h = [to_fmpq(v) for v in c] + [_ONE]
-    Ee = [[to_fmpq(v) for v in row] + [_ZERO] for row in E]
+    h = c + [_ONE]
+    Ee = [row + [_ZERO] for row in E]
     g = [_ZERO] * dim + [_ONE]
     status, v, val = exact_lp_max(g, G, h, Ee, e, n=dim + 1)
     if status != "optimal" or not v[dim] > 0:

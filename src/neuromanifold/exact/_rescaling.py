@@ -18,7 +18,8 @@ import flint
 import numpy as np
 
 from .._errors import InputError, short_repr
-from ._rational import to_fmpq
+from .._validation import as_finite_array, check_positive_int
+from ._rational import fmpq_vector
 from ._roots import working_precision
 
 __all__ = ["rescaled_norms", "rescaled_norms_exact"]
@@ -51,23 +52,22 @@ def rescaled_norms(norms_sq: np.ndarray, deltas: np.ndarray, *, max_iter: int = 
     >>> np.round(t, 12).tolist(), float(np.prod(t))   # t_2 - t_1 = 3, t_1 t_2 = 4
     ([[1.0, 4.0]], 4.0)
     """
-    try:
-        n = np.asarray(norms_sq, dtype=float)
-        deltas = np.asarray(deltas, dtype=float).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"norms_sq and deltas must be arrays of real numbers; got "
-                         f"{short_repr(norms_sq)} and {short_repr(deltas)}") from exc
+    n = as_finite_array(norms_sq, "norms_sq", error=InputError)
+    deltas = as_finite_array(deltas, "deltas", error=InputError).reshape(-1)
+    max_iter = check_positive_int(max_iter, "max_iter", maximum=10_000)
     if n.ndim == 0:
         raise InputError(f"norms_sq must have a last axis of L layers; got {short_repr(norms_sq)}")
-    if not np.all(np.isfinite(deltas)):
-        raise InputError(f"deltas must be finite (no NaN or inf); got {short_repr(deltas)}")
     L = n.shape[-1]
     if deltas.size != L - 1:
         raise InputError(f"need {L - 1} invariants for {L} layers; got {deltas.size}")
-    if np.any(~(n > 0)) or not np.all(np.isfinite(n)):
+    if n.shape[-1] == 0 or np.any(~(n > 0)):
         raise InputError(f"every layer must have a positive finite squared norm to be "
                          f"rescaled; got {short_repr(n)}")
     E = _offsets(deltas)
+    if not np.all(np.isfinite(E)):
+        raise InputError(f"the partial sums of deltas overflow float64; got {short_repr(deltas)}")
+    with np.errstate(divide="ignore"):
+        logE = np.log(E)                           # -inf for the offset that is 0
     logP = np.sum(np.log(n), axis=-1)
     shape = logP.shape
     logP = logP.reshape(-1)
@@ -76,9 +76,11 @@ def rescaled_norms(norms_sq: np.ndarray, deltas: np.ndarray, *, max_iter: int = 
     extra = 2                                      # polishing steps after convergence
     for _ in range(max_iter):
         sa = s[active]
-        ey = np.exp(sa)[:, None]
-        h = np.sum(np.log(ey + E), axis=-1) - logP[active]
-        dh = np.sum(ey / (ey + E), axis=-1)
+        # log(e^s + E_l) without forming e^s (which under- or overflows for extreme
+        # norms): logaddexp(s, log E_l)
+        la = np.logaddexp(sa[:, None], logE)
+        h = np.sum(la, axis=-1) - logP[active]
+        dh = np.sum(np.exp(sa[:, None] - la), axis=-1)
         step = h / dh
         s[active] = sa - step
         # rows whose step is at rounding level are done (Newton is monotone here, so a
@@ -90,7 +92,11 @@ def rescaled_norms(norms_sq: np.ndarray, deltas: np.ndarray, *, max_iter: int = 
                 break
             continue
         active = active[moving] if extra == 2 else active
-    return np.exp(s).reshape(shape)[..., None] + E
+    out = np.exp(s).reshape(shape)[..., None] + E
+    if not np.all(np.isfinite(out)):
+        raise InputError(f"overflow: the rescaled squared norms leave the float64 range "
+                         f"(norms_sq {short_repr(norms_sq)}, deltas {short_repr(deltas)})")
+    return out
 
 
 def rescaled_norms_exact(norms_sq: Sequence, deltas: Sequence, *, prec: int = 128) -> list:
@@ -111,8 +117,11 @@ def rescaled_norms_exact(norms_sq: Sequence, deltas: Sequence, *, prec: int = 12
     >>> [float(t) for t in rescaled_norms_exact([1, 4], [3])]
     [1.0, 4.0]
     """
-    n = [to_fmpq(x) for x in norms_sq]
-    d = [to_fmpq(x) for x in deltas]
+    n = fmpq_vector(norms_sq, "norms_sq")
+    d = fmpq_vector(deltas, "deltas")
+    prec = check_positive_int(prec, "prec", maximum=1 << 16)
+    if not n:
+        raise InputError("norms_sq must have at least one layer")
     if len(d) != len(n) - 1:
         raise InputError(f"need {len(n) - 1} invariants for {len(n)} layers; got {len(d)}")
     if any(x <= 0 for x in n):

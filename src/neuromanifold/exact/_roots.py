@@ -18,7 +18,8 @@ import flint
 import numpy as np
 
 from .._errors import InputError, NeuromanifoldError, short_repr
-from ._rational import to_fmpq
+from .._validation import check_positive_int
+from ._rational import fmpq_vector, to_fmpq
 
 __all__ = ["RootIsolation", "certified_roots", "power_classes", "real_irreducible_factors",
            "working_precision", "isolate_factors"]
@@ -97,13 +98,13 @@ def _as_fmpq_poly(poly: Any) -> flint.fmpq_poly:
         return poly
     if isinstance(poly, flint.fmpz_poly):
         return flint.fmpq_poly(poly)
-    if isinstance(poly, (str, bytes)) or not isinstance(poly, Sequence):
+    if isinstance(poly, (str, bytes)) or not isinstance(poly, (Sequence, np.ndarray)):
         raise InputError(f"poly must be a flint.fmpq_poly or a list of rational coefficients "
                          f"(constant term first); got {short_repr(poly)}")
-    return flint.fmpq_poly([to_fmpq(c) for c in poly])
+    return flint.fmpq_poly(fmpq_vector(poly, "poly coefficients"))
 
 
-def certified_roots(poly: flint.fmpq_poly | Sequence, min_prec: int = 64) -> RootIsolation:
+def certified_roots(poly: flint.fmpq_poly | Sequence, *, min_prec: int = 64) -> RootIsolation:
     """Isolate all distinct complex roots of a nonzero rational polynomial.
 
     Args:
@@ -120,6 +121,7 @@ def certified_roots(poly: flint.fmpq_poly | Sequence, min_prec: int = 64) -> Roo
     ((1, 1), (True, True), [1.0, 2.0])
     """
     poly = _as_fmpq_poly(poly)
+    min_prec = check_positive_int(min_prec, "min_prec", maximum=_PRECISIONS[-1])
     if poly.is_zero():
         raise InputError("poly must be a nonzero polynomial: the zero polynomial has no "
                          "isolated roots")
@@ -217,6 +219,7 @@ def power_classes(poly: flint.fmpq_poly, iso: RootIsolation, S: int) -> tuple[Ro
     """
     if isinstance(S, bool) or not isinstance(S, (int, np.integer)) or S < 1:
         raise InputError(f"S must be a positive int; got {short_repr(S)}")
+    S = check_positive_int(S, "S", maximum=10_000)
     n = len(iso)
     if S == 1 or n == 0:
         return iso, [[i] for i in range(n)]

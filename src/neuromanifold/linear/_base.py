@@ -7,6 +7,7 @@ Jacobian ranks, and the argument checks of their fiber methods. Subclasses defin
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -16,9 +17,25 @@ import numpy as np
 from .._errors import ParameterError, short_repr
 from .._results import Result
 from ..fibers import invariant_vector
-from .._validation import as_finite_array, check_bool, check_positive_float
+from .._validation import (as_finite_array, check_bool, check_finite_result,
+                           check_positive_float)
 
-__all__ = ["JacobianRank", "LinearNetBase"]
+__all__ = ["JacobianRank", "LinearNetBase", "finite_result"]
+
+
+def finite_result(what: str):
+    """Decorator of a method computing from parameters: float over- and underflow are
+    not warned about, and a result that is not finite (finite inputs too large in
+    magnitude, e.g. filters of size 1e200 multiplied together) is a
+    :class:`ParameterError` "overflow: ..." instead of an array of inf/NaN."""
+    def deco(method):
+        @functools.wraps(method)
+        def wrapper(self, *args, **kwargs):
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                out = method(self, *args, **kwargs)
+            return check_finite_result(out, f"{what} of {self!r}")
+        return wrapper
+    return deco
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -100,6 +117,7 @@ class LinearNetBase:
             pos += n
         return out
 
+    @finite_result("the invariant Jacobian")
     def invariant_jacobian(self, params: Any) -> np.ndarray:
         """``d delta / d theta``: rows = the flattened invariants (:func:`invariant_vector`),
         columns = the flattened parameters.
@@ -117,7 +135,7 @@ class LinearNetBase:
                          - invariant_vector(self, self.unflatten(theta - e))) / 2.0)
         return np.array(cols).T
 
-    def rank(self, params: Any, exact: bool = False, tol: float | None = None) -> JacobianRank:
+    def rank(self, params: Any, *, exact: bool = False, tol: float | None = None) -> JacobianRank:
         """Rank of the Jacobian at ``params``.
 
         Args:
@@ -135,12 +153,14 @@ class LinearNetBase:
             r = self.exact_jacobian(params).rank()
             return JacobianRank(r, dim, r == dim, True)
         J = self.jacobian(params)
-        sv = np.linalg.svd(J, compute_uv=False)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            sv = np.linalg.svd(J, compute_uv=False)
+        check_finite_result(sv, f"the singular values of the Jacobian of {self!r}")
         rel = tol if tol is not None else max(J.shape) * np.finfo(float).eps
         r = int(np.sum(sv > rel * sv[0])) if sv.size and sv[0] > 0 else 0
         smallest = float(sv[dim - 1]) if 0 < dim <= sv.size else None
         return JacobianRank(r, dim, r == dim, False, smallest, rel)
 
-    def is_smooth(self, params: Any, exact: bool = False) -> bool:
+    def is_smooth(self, params: Any, *, exact: bool = False) -> bool:
         """Whether ``params`` is a smooth point: the Jacobian has the generic rank."""
         return self.rank(params, exact=exact).is_smooth

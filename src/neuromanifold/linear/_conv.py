@@ -19,9 +19,9 @@ import numpy as np
 from scipy import signal
 
 from .._errors import ArchitectureError, InputError, short_repr
-from .._validation import as_finite_array, as_seed_rng
+from .._validation import as_finite_array, as_real_array, as_seed_rng, check_positive_int
 from ..exact import to_fmpq
-from ._base import LinearNetBase
+from ._base import LinearNetBase, finite_result
 
 __all__ = ["LinearConvNet", "correlate", "upsample"]
 
@@ -39,7 +39,9 @@ def upsample(w: np.ndarray, stride: Sequence[int]) -> np.ndarray:
     >>> upsample(np.array([1.0, 2.0, 3.0]), (2,))
     array([1., 0., 2., 0., 3.])
     """
-    w = np.asarray(w)
+    w = as_finite_array(w, "w", error=InputError)
+    if w.ndim == 0 or w.size == 0:
+        raise InputError(f"w must have at least one axis and one entry per axis; got shape {w.shape}")
     stride = _as_tuple(stride, w.ndim, "stride", InputError)
     if all(s == 1 for s in stride):
         return w
@@ -233,8 +235,12 @@ class LinearConvNet(LinearNetBase):
     def _layer_name(self, l: int) -> str:
         return f"filter of layer {l}"
 
-    def random_params(self, seed: Any = None) -> list[np.ndarray]:
-        """Standard Gaussian filters, one per layer, in each filter's shape."""
+    def random_params(self, seed: Any = 0) -> list[np.ndarray]:
+        """Standard Gaussian filters, one per layer, in each filter's shape.
+
+        Args:
+            seed: an int, None (fresh entropy) or a numpy Generator.
+        """
         rng = as_seed_rng(seed)
         return [rng.standard_normal(k) for k in self.filter_shapes]
 
@@ -242,6 +248,7 @@ class LinearConvNet(LinearNetBase):
     def _upsampled(self, params: list[np.ndarray]) -> list[np.ndarray]:
         return [upsample(w, S) for w, S in zip(params, self.cumulative_strides)]
 
+    @finite_result("the end-to-end filter")
     def end_to_end(self, params: Any) -> np.ndarray:
         """The end-to-end filter ``v = mu(params)`` (docs/concepts_linear.md §1), of shape ``end_to_end_shape``."""
         ups = self._upsampled(self.check_params(params))
@@ -280,6 +287,7 @@ class LinearConvNet(LinearNetBase):
             blocks.append(J)
         return blocks
 
+    @finite_result("the Jacobian")
     def jacobian(self, params: Any) -> np.ndarray:
         """The Jacobian of mu: rows = entries of v (C order), columns = all filter entries
         layer by layer (each filter in C order)."""
@@ -307,6 +315,7 @@ class LinearConvNet(LinearNetBase):
                 col += 1
         return J
 
+    @finite_result("the NTK")
     def ntk(self, params: Any) -> np.ndarray:
         """The neural tangent kernel ``K = J J^T = sum_l J_l J_l^T`` (docs/concepts_linear.md §2).
 
@@ -317,6 +326,7 @@ class LinearConvNet(LinearNetBase):
         J = self.jacobian(params)
         return _gram(J)
 
+    @finite_result("the vector-Jacobian product")
     def vjp(self, params: Any, cotangent: Any) -> list[np.ndarray]:
         """``J^T g`` split per layer, each in its filter's shape: the gradient of
         ``<g, mu(theta)>`` w.r.t. each filter."""
@@ -330,14 +340,16 @@ class LinearConvNet(LinearNetBase):
         for P, S, k in zip(self._partial_products(params), self.cumulative_strides,
                            self.filter_shapes):
             # d<g, v>/d w_l[j] = sum_i g[i + j*S] P[i]: correlate g with P at stride S
-            out.append(correlate(g, P, S).reshape(k))
+            out.append(correlate(g, P, stride=S).reshape(k))
         return out
 
+    @finite_result("the invariants")
     def invariants(self, params: Any) -> np.ndarray:
         """``delta_l = ||w_{l+1}||^2 - ||w_l||^2`` for l = 1..L-1 (docs/concepts_linear.md §2)."""
         norms = np.array([np.sum(w * w) for w in self.check_params(params)])
         return np.diff(norms)
 
+    @finite_result("the invariant Jacobian")
     def invariant_jacobian(self, params: Any) -> np.ndarray:
         """``d delta / d theta`` (L - 1 rows, one column per filter entry): row l holds
         ``-2 w_l`` and ``2 w_{l+1}`` in the columns of those filters."""
@@ -415,6 +427,7 @@ class LinearConvNet(LinearNetBase):
         return out
 
     # ------------------------------------------------------------- apply
+    @finite_result("the output")
     def apply(self, params: Any, x: Any) -> np.ndarray:
         """Apply the network to signal(s) ``x`` by strided correlation, layer after layer.
 
@@ -423,17 +436,17 @@ class LinearConvNet(LinearNetBase):
             x: shape ``(..., n_1, ..., n_D)``; leading axes are batch axes.
 
         Returns:
-            The output signal(s); equal to ``correlate(x, end_to_end(params), S_L)``.
+            The output signal(s); equal to ``correlate(x, end_to_end(params), stride=S_L)``.
         """
         params = self.check_params(params)
         x = as_finite_array(x, "x", error=InputError)
         strides = list(self.strides) + [(1,) * self.ndim]
         for w, s in zip(params, strides):
-            x = correlate(x, w, s)
+            x = correlate(x, w, stride=s)
         return x
 
     def end_to_end_operator(self, x: Any) -> np.ndarray:
-        """The matrix ``M`` with ``M @ v.ravel() == correlate(x, v, S_L).ravel()`` for one
+        """The matrix ``M`` with ``M @ v.ravel() == correlate(x, v, stride=S_L).ravel()`` for one
         signal ``x`` (shape ``(n_1..n_D)``): each row is a flattened window of ``x``."""
         x = as_finite_array(x, "x", error=InputError)
         if x.ndim != self.ndim:
@@ -447,7 +460,7 @@ class LinearConvNet(LinearNetBase):
 
     # ------------------------------------------------------------- fibers
     def fiber(self, v: Any, invariants: Any, *, method: str = "auto", tol: float = 1e-8,
-              num_starts: int = 20, seed: Any = None, start: Any = None,
+              num_starts: int = 20, seed: Any = 0, start: Any = None,
               progress: bool = False):
         """All filters with end-to-end filter ``v`` and invariants ``delta``, one per class
         modulo sign flips (docs/concepts_linear.md §2); see docs/fibers.md for the algorithms.
@@ -461,7 +474,7 @@ class LinearConvNet(LinearNetBase):
                 or whose factors the exact route cannot split over R, a numerical
                 fallback), "exact" or "numerical".
             tol: relative distance from v accepted by the numerical fallback.
-            num_starts: least-squares starts of the numerical fallback.
+            num_starts: least-squares starts of the numerical fallback (at most 10000).
             seed: seed of those starts.
             start: parameters used as one more start of the numerical fallback.
             progress: show a progress bar on stderr.
@@ -479,8 +492,25 @@ class LinearConvNet(LinearNetBase):
         (2, True, 2)
         """
         from ._fiber_conv import conv_fiber
+        if not isinstance(v, flint.fmpq_mpoly):
+            v = _real_or_exact(v, "end-to-end filter v")
+        invariants = _real_or_exact(invariants, "invariants")
+        num_starts = check_positive_int(num_starts, "num_starts", maximum=10_000)
         return conv_fiber(self, v, invariants, method=method, tol=tol, num_starts=num_starts,
                           seed=seed, start=start, progress=progress)
+
+
+def _real_or_exact(value: Any, name: str) -> np.ndarray:
+    """``value`` as real numbers (float64, or an object array of exact values kept
+    exact), refusing complex, string, boolean and other entries and, for exact entries,
+    values out of the float64 range. Strings are left to the fiber's own parser (which
+    refuses them with its own message)."""
+    if isinstance(value, (str, bytes)):
+        return value
+    arr = as_real_array(value, name, error=InputError, exact=True)
+    if arr.dtype == object:
+        as_real_array(arr, name, error=InputError)      # range check of exact entries
+    return arr
 
 
 def _gram(J: np.ndarray) -> np.ndarray:

@@ -14,9 +14,10 @@ import flint
 import numpy as np
 
 from .._errors import ArchitectureError, InputError, ParameterError, short_repr
-from .._validation import as_finite_array, as_seed_rng, check_positive_int
+from .._validation import (as_finite_array, as_seed_rng, check_finite_result,
+                           check_nonnegative_int, check_positive_int)
 from ..exact import fmpq_matrix
-from ._base import LinearNetBase
+from ._base import LinearNetBase, finite_result
 
 __all__ = ["LinearFCNet", "balanced_ntk_operator"]
 
@@ -61,10 +62,18 @@ def balanced_ntk_operator(W: Any, num_layers: int) -> np.ndarray:
     array([[4.]])
     """
     W = as_finite_array(W, "W", ndim=2, error=InputError)
-    N = check_positive_int(num_layers, "num_layers")
+    N = check_positive_int(num_layers, "num_layers", maximum=10_000)
+    if W.size == 0:
+        raise InputError(f"W must have at least one row and one column; got shape {W.shape}")
+    # A_W is homogeneous of degree 2 (N - 1) / N in W: compute at W / 2^e (exact) and
+    # scale back, so that W W^T neither overflows nor underflows for extreme magnitudes
+    e = int(np.frexp(np.abs(W).max())[1]) if np.any(W) else 0
+    W = np.ldexp(W, -e)
     left, right = W @ W.T, W.T @ W
-    return sum(np.kron(_psd_power(left, (N - j) / N), _psd_power(right, (j - 1) / N))
-               for j in range(1, N + 1))
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        out = sum(np.kron(_psd_power(left, (N - j) / N), _psd_power(right, (j - 1) / N))
+                  for j in range(1, N + 1)) * np.power(2.0, 2 * e * (N - 1) / N)
+    return check_finite_result(out, "the balanced NTK operator")
 
 
 class LinearFCNet(LinearNetBase):
@@ -126,12 +135,16 @@ class LinearFCNet(LinearNetBase):
         return r * (d0 + dN - r)
 
     # ------------------------------------------------------------- parameters
-    def random_params(self, seed: Any = None) -> list[np.ndarray]:
-        """Gaussian matrices scaled by ``1/sqrt(d_{l-1})``."""
+    def random_params(self, seed: Any = 0) -> list[np.ndarray]:
+        """Gaussian matrices scaled by ``1/sqrt(d_{l-1})``.
+
+        Args:
+            seed: an int, None (fresh entropy) or a numpy Generator.
+        """
         rng = as_seed_rng(seed)
         return [rng.standard_normal(s) / np.sqrt(s[1]) for s in self.shapes]
 
-    def balanced_params(self, seed: Any = None, end_to_end: Any = None) -> list[np.ndarray]:
+    def balanced_params(self, seed: Any = 0, *, end_to_end: Any = None) -> list[np.ndarray]:
         """Balanced parameters (all ``Delta_l = 0``), docs/concepts_linear.md §3.
 
         With ``end_to_end = U diag(sigma) V^T`` of rank ``<= r = min(widths)``, returns
@@ -139,7 +152,8 @@ class LinearFCNet(LinearNetBase):
         orthonormal frames in between, so ``W_{l+1}^T W_{l+1} = W_l W_l^T``.
 
         Args:
-            seed: seed of the random frames (and of the end-to-end matrix if not given).
+            seed: seed of the random frames (and of the end-to-end matrix if not given):
+                an int, None (fresh entropy) or a numpy Generator.
             end_to_end: target matrix ``W`` (shape ``(d_N, d_0)``), of rank at most r;
                 default a random rank-r matrix.
         """
@@ -149,6 +163,10 @@ class LinearFCNet(LinearNetBase):
             W = rng.standard_normal((self.widths[-1], r)) @ rng.standard_normal((r, self.widths[0]))
         else:
             W = as_finite_array(end_to_end, "end_to_end", shape=self.end_to_end_shape)
+        # W_l carries sigma^(1/N): factor a power of two out of W first (exact), so that
+        # extreme magnitudes neither overflow nor underflow in the SVD
+        e = int(np.frexp(np.abs(W).max())[1]) if np.any(W) else 0
+        W = np.ldexp(W, -e)
         U, s, Vt = np.linalg.svd(W, full_matrices=False)
         tol = max(W.shape) * np.finfo(float).eps * (s[0] if s.size else 0.0)
         if np.sum(s > tol) > r:
@@ -156,8 +174,10 @@ class LinearFCNet(LinearNetBase):
                 f"end_to_end has rank {int(np.sum(s > tol))} but {self!r} realizes rank <= {r}")
         U, s, V = U[:, :r], s[:r], Vt[:r].T
         frames = [V] + [np.linalg.qr(rng.standard_normal((d, r)))[0] for d in self.widths[1:-1]] + [U]
-        root = s ** (1.0 / N)
-        return [(frames[l + 1] * root) @ frames[l].T for l in range(N)]
+        with np.errstate(divide="ignore"):
+            root = np.exp2((np.log2(s) + e) / N)        # (s 2^e)^(1/N), 0 for s = 0
+        out = [(frames[l + 1] * root) @ frames[l].T for l in range(N)]
+        return check_finite_result(out, f"the balanced parameters of {self!r}")
 
     # ------------------------------------------------------------- the map mu
     @staticmethod
@@ -173,10 +193,12 @@ class LinearFCNet(LinearNetBase):
         return [(self._chain(params[l + 1:], self.widths[l + 1]),
                  self._chain(params[:l], self.widths[0])) for l in range(N)]
 
+    @finite_result("the end-to-end matrix")
     def end_to_end(self, params: Any) -> np.ndarray:
         """``W = W_N ... W_1``, shape ``(d_N, d_0)``."""
         return self._chain(self.check_params(params), self.widths[0])
 
+    @finite_result("the Jacobian")
     def jacobian(self, params: Any) -> np.ndarray:
         """Rows: entries of W (row-major); columns: entries of each ``W_l`` (row-major), layer
         by layer. Block l is ``A_l kron B_l^T`` since ``W = A_l W_l B_l``."""
@@ -207,27 +229,31 @@ class LinearFCNet(LinearNetBase):
             col += rows_l * cols_l
         return J
 
+    @finite_result("the NTK")
     def ntk(self, params: Any) -> np.ndarray:
         """``K = sum_l (A_l A_l^T) kron (B_l^T B_l)`` (docs/concepts_linear.md §4), without forming J."""
         params = self.check_params(params)
         return sum(np.kron(A @ A.T, B.T @ B) for A, B in self._outer_inner(params))
 
+    @finite_result("the vector-Jacobian product")
     def vjp(self, params: Any, cotangent: Any) -> list[np.ndarray]:
         """``J^T g`` per layer: ``A_l^T G B_l^T`` for the cotangent matrix ``G``."""
         params = self.check_params(params)
-        G = as_finite_array(cotangent, "cotangent", error=InputError).reshape(self.end_to_end_shape) \
-            if np.size(cotangent) == self.end_to_end_size else None
-        if G is None:
+        G = as_finite_array(cotangent, "cotangent", error=InputError)
+        if G.size != self.end_to_end_size:
             raise InputError(f"cotangent must have {self.end_to_end_size} entries "
-                             f"(shape {self.end_to_end_shape}); got shape {np.shape(cotangent)}")
+                             f"(shape {self.end_to_end_shape}); got shape {G.shape}")
+        G = G.reshape(self.end_to_end_shape)
         return [A.T @ G @ B.T for A, B in self._outer_inner(params)]
 
+    @finite_result("the invariants")
     def invariants(self, params: Any) -> list[np.ndarray]:
         """``Delta_l = W_{l+1}^T W_{l+1} - W_l W_l^T`` (each ``d_l x d_l``), l = 1..N-1."""
         params = self.check_params(params)
         return [params[l + 1].T @ params[l + 1] - params[l] @ params[l].T
                 for l in range(len(params) - 1)]
 
+    @finite_result("the output")
     def apply(self, params: Any, x: Any) -> np.ndarray:
         """Apply the network to vectors ``x`` of shape ``(..., d_0)``, layer after layer."""
         params = self.check_params(params)
@@ -243,7 +269,7 @@ class LinearFCNet(LinearNetBase):
         x = as_finite_array(x, "x", shape=(self.widths[0],), error=InputError)
         return np.kron(np.eye(self.widths[-1]), x[None, :])
 
-    def fiber(self, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = None,
+    def fiber(self, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = 0,
               start: Any = None, walk_steps: int = 4, tol: float = 1e-11,
               progress: bool = False):
         """Sample the fiber at fixed ``(W, Delta)`` numerically (docs/concepts_linear.md §4).

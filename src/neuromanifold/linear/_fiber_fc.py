@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError, NotInNeuromanifoldError, short_repr
-from .._validation import as_finite_array, as_seed_rng, check_positive_int
+from .._validation import (as_finite_array, as_seed_rng, check_finite_result,
+                           check_nonnegative_int, check_positive_int)
 from .._validation import check_bool, check_positive_float
 from ..fibers import Fiber
 
@@ -128,7 +129,7 @@ class _Constraints:
         return theta, float(nr)
 
 
-def fc_fiber(net, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = None,
+def fc_fiber(net, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = 0,
              walk_steps: int = 4, tol: float = 1e-11, start: Any = None,
              progress: bool = False) -> Fiber:
     """Sample the fiber of a fully connected linear network at ``(W, Delta)``.
@@ -137,9 +138,10 @@ def fc_fiber(net, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = 
         net: a :class:`LinearFCNet`.
         W: the end-to-end matrix, shape ``(d_N, d_0)``.
         invariants: the ``N - 1`` symmetric matrices ``Delta_l``.
-        num_starts: random starts of the solver.
+        num_starts: random starts of the solver (at most 10000).
         seed: seed of the starts and of the walk.
-        walk_steps: random steps along the fiber from every point found (0: none).
+        walk_steps: random steps along the fiber from every point found (0: none; at
+            most 10000).
         tol: residual norm (relative) below which a point counts as on the fiber.
         start: optional parameters used as one extra start.
         progress: show a progress bar on stderr.
@@ -154,10 +156,14 @@ def fc_fiber(net, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = 
             (W, Delta) may not be realizable).
     """
     W, deltas = _parse(net, W, invariants)
-    num_starts = check_positive_int(num_starts, "num_starts")
-    if isinstance(walk_steps, (bool, np.bool_)) or not isinstance(walk_steps, (int, np.integer)) \
-            or walk_steps < 0:
-        raise InputError(f"walk_steps must be an int >= 0; got {short_repr(walk_steps)}")
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        return _fc_fiber(net, W, deltas, num_starts=num_starts, seed=seed,
+                         walk_steps=walk_steps, tol=tol, start=start, progress=progress)
+
+
+def _fc_fiber(net, W, deltas, *, num_starts, seed, walk_steps, tol, start, progress) -> Fiber:
+    num_starts = check_positive_int(num_starts, "num_starts", maximum=10_000)
+    walk_steps = check_nonnegative_int(walk_steps, "walk_steps", maximum=10_000)
     tol = check_positive_float(tol, "tol")
     rng = as_seed_rng(seed)
     progress = check_bool(progress, "progress")
@@ -214,6 +220,7 @@ def fc_fiber(net, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = 
         rank = int(np.sum(s > 1e-8 * s[0])) if s.size else 0
         dims.append(th.size - rank)
         residuals.append(_relative_residual(net, net.unflatten(th), W, deltas))
+    check_finite_result([residuals, unique], f"the fiber of {net!r}")
     dim_counts = Counter(dims)
     dimension = dim_counts.most_common(1)[0][0]
     notes = []

@@ -50,12 +50,16 @@ import numpy as np
 
 from .._errors import InputError, NotInNeuromanifoldError, ParameterError, short_repr
 from .._results import Result
-from .._validation import as_finite_array, as_seed_rng, check_positive_int
+from .._validation import (as_finite_array, as_seed_rng, check_finite_result,
+                           check_nonnegative_int, check_positive_int)
 from ..exact import rescaled_norms
 from ..fibers import Fiber
 from .._validation import check_options, check_positive_float
 from ..fibers import invariant_scale, invariant_vector
-from ._base import LinearNetBase
+from ._base import LinearNetBase, finite_result
+
+#: Largest number of input entries a model with random inputs may allocate.
+_MAX_INPUT_ENTRIES = 10 ** 7
 from ._conv import LinearConvNet
 from ._fc import LinearFCNet
 
@@ -82,33 +86,41 @@ class _ShallowBase(LinearNetBase):
         """Number N of stored inputs (the NTK is N x N)."""
         return self.inputs.shape[0]
 
-    def rank(self, params: Any, exact: bool = False, tol: float | None = None):
+    def rank(self, params: Any, *, exact: bool = False, tol: float | None = None):
         """Not defined for the ReLU models: always an :class:`InputError`."""
         raise InputError(f"rank() is defined for linear networks; {self!r} has no "
                          f"neuromanifold dimension here (use ntk() / jacobian())")
 
-    def random_params(self, seed: Any = None) -> list[np.ndarray]:
-        """Gaussian parameters: the linear network's, then Gaussian output weights ``a``."""
+    def random_params(self, seed: Any = 0) -> list[np.ndarray]:
+        """Gaussian parameters: the linear network's, then Gaussian output weights ``a``.
+
+        Args:
+            seed: an int, None (fresh entropy) or a numpy Generator.
+        """
         rng = as_seed_rng(seed)
         return self.linear.random_params(rng) + [rng.standard_normal(self.param_shapes[-1])]
 
+    @finite_result("the NTK")
     def ntk(self, params: Any) -> np.ndarray:
         """``K = J J^T`` with ``J[n] = grad_theta f(x_n)``: the NTK at the stored inputs."""
         J = self.jacobian(params)
         return J @ J.T
 
+    @finite_result("the pre-activations")
     def hidden(self, params: Any, x: Any = None) -> np.ndarray:
         """Pre-activations ``V_theta x`` of the hidden units, shape ``(N, num_hidden)``
         (default: at the stored inputs)."""
         params = self.check_params(params)
         return self._hidden(self._linear_map(params[:-1]), self._as_inputs(x))
 
+    @finite_result("the output")
     def apply(self, params: Any, x: Any = None) -> np.ndarray:
         """``f(x) = a^T relu(V_theta x)`` for a batch ``x`` (default: the stored inputs)."""
         params = self.check_params(params)
         h = self._hidden(self._linear_map(params[:-1]), self._as_inputs(x))
         return _relu(h) @ params[-1]
 
+    @finite_result("the Jacobian")
     def jacobian(self, params: Any) -> np.ndarray:
         """``J[n] = grad_theta f(x_n)`` at the stored inputs, shape ``(N, num_params)``.
 
@@ -157,7 +169,7 @@ class ShallowReLUCNN(_ShallowBase):
         if inputs is None:
             raise InputError("inputs are required: the signals at which the NTK is taken "
                              "(use ShallowReLUCNN.with_random_inputs for random ones)")
-        self.inputs = self._check_inputs(inputs, batch_only=True)
+        self.inputs = _nonempty(self._check_inputs(inputs, batch_only=True))
         self.hidden_shape = tuple(
             (n - k) // s + 1 for n, k, s in zip(self.inputs.shape[1:],
                                                 self.linear.end_to_end_shape,
@@ -169,22 +181,22 @@ class ShallowReLUCNN(_ShallowBase):
     def with_random_inputs(cls, filter_shapes: Sequence[Any],
                            strides: Sequence[Any] | None = None, *,
                            num_inputs: int | None = None, margin: int = 1,
-                           seed: Any = None) -> "ShallowReLUCNN":
+                           seed: Any = 0) -> "ShallowReLUCNN":
         """A model with Gaussian input signals of spatial size ``k + margin * S`` per axis
         (``k`` the end-to-end filter size, ``S`` its stride), and by default enough of them
         for the NTK to see every function parameter (``|v| + #hidden + 2``)."""
         lin = LinearConvNet(filter_shapes, strides)
-        if isinstance(margin, (bool, np.bool_)) or not isinstance(margin, (int, np.integer)) \
-                or margin < 0:
-            raise InputError(f"margin must be an int >= 0 (extra strides of signal beyond "
-                             f"the end-to-end filter); got {short_repr(margin)}")
+        margin = check_nonnegative_int(margin, "margin (extra strides of signal beyond the "
+                                       "end-to-end filter)", maximum=_MAX_INPUT_ENTRIES)
+        rng = as_seed_rng(seed)
         shape = tuple(k + margin * s for k, s in zip(lin.end_to_end_shape,
                                                      lin.end_to_end_stride))
         hidden = math.prod((n - k) // s + 1 for n, k, s in
                            zip(shape, lin.end_to_end_shape, lin.end_to_end_stride))
         n = num_inputs if num_inputs is not None else lin.end_to_end_size + hidden + 2
-        n = check_positive_int(n, "num_inputs")
-        return cls(filter_shapes, strides, as_seed_rng(seed).standard_normal((n,) + shape))
+        n = check_positive_int(n, "num_inputs", maximum=_MAX_INPUT_ENTRIES)
+        _check_size(n, shape)
+        return cls(filter_shapes, strides, rng.standard_normal((n,) + shape))
 
     def __repr__(self) -> str:
         inner = repr(self.linear)[len("LinearConvNet("):-1]
@@ -214,6 +226,7 @@ class ShallowReLUCNN(_ShallowBase):
         return np.array([w @ self.linear.end_to_end_operator(x) for w, x in zip(weights, X)])
 
     # ---- function, invariants, fiber
+    @finite_result("the function representative")
     def end_to_end(self, params: Any) -> np.ndarray:
         """The balanced representative of the function: ``(c v, a / c)`` flattened and
         concatenated, ``c = sqrt(||a|| / ||v||)`` (zeros for the zero function)."""
@@ -225,6 +238,7 @@ class ShallowReLUCNN(_ShallowBase):
         c = math.sqrt(na / nv)
         return np.concatenate([c * v, a / c])
 
+    @finite_result("the invariants")
     def invariants(self, params: Any) -> np.ndarray:
         """``delta_l = ||w_{l+1}||^2 - ||w_l||^2`` (l < L) and ``||a||^2 - ||w_L||^2``."""
         params = self.check_params(params)
@@ -295,6 +309,7 @@ class ShallowReLUCNN(_ShallowBase):
             t = rescaled_norms(norms_f, inv)
             points.append([p * math.sqrt(ti / ni) for p, ti, ni in zip(layers, t, norms_f)])
         res = max((self._residual(p, rep, inv) for p in points), default=0.0)
+        check_finite_result([res, points], f"the fiber of {self!r}")
         return Fiber(points=points, num_sign_patterns=signs, certified=certified,
                      method=method, dimension=0, num_assignments=count, max_residual=res,
                      notes=notes)
@@ -321,18 +336,20 @@ class ShallowReLUMLP(_ShallowBase):
         if inputs is None:
             raise InputError("inputs are required: the points at which the NTK is taken "
                              "(use ShallowReLUMLP.with_random_inputs for random ones)")
-        self.inputs = self._check_inputs(inputs)
+        self.inputs = _nonempty(self._check_inputs(inputs))
         self.num_hidden = self.linear.widths[-1]
         self.param_shapes = tuple(self.linear.shapes) + ((self.num_hidden,),)
 
     @classmethod
     def with_random_inputs(cls, widths: Sequence[int], *, num_inputs: int | None = None,
-                           seed: Any = None) -> "ShallowReLUMLP":
+                           seed: Any = 0) -> "ShallowReLUMLP":
         """A model with Gaussian inputs, by default ``(d_0 + 1) d_L + 2`` of them."""
         lin = LinearFCNet(widths)
+        rng = as_seed_rng(seed)
         n = num_inputs if num_inputs is not None else (lin.widths[0] + 1) * lin.widths[-1] + 2
-        n = check_positive_int(n, "num_inputs")
-        return cls(widths, as_seed_rng(seed).standard_normal((n, lin.widths[0])))
+        n = check_positive_int(n, "num_inputs", maximum=_MAX_INPUT_ENTRIES)
+        _check_size(n, (lin.widths[0],))
+        return cls(widths, rng.standard_normal((n, lin.widths[0])))
 
     def __repr__(self) -> str:
         return f"ShallowReLUMLP(widths={list(self.linear.widths)}, inputs={self.inputs.shape})"
@@ -355,6 +372,7 @@ class ShallowReLUMLP(_ShallowBase):
         return (weights[:, :, None] * X[:, None, :]).reshape(X.shape[0], -1)
 
     # ---- function, invariants, fiber
+    @finite_result("the function representative")
     def end_to_end(self, params: Any) -> np.ndarray:
         """The balanced representative of the function, shape ``(d_L, d_0 + 1)``: row j is
         ``(c_j W_j, a_j / c_j)`` with ``c_j = sqrt(|a_j| / ||W_j||)`` (zero for a unit with
@@ -369,6 +387,7 @@ class ShallowReLUMLP(_ShallowBase):
                 out[j, :-1], out[j, -1] = c * W[j], a[j] / c
         return out
 
+    @finite_result("the invariants")
     def invariants(self, params: Any) -> list[np.ndarray]:
         """``Delta_l = W_{l+1}^T W_{l+1} - W_l W_l^T`` (l < L) and, per hidden unit,
         ``a_j^2 - ||row j of W_L||^2``."""
@@ -395,7 +414,7 @@ class ShallowReLUMLP(_ShallowBase):
                 "in the direction of that unit")
         return rep, inv
 
-    def fiber(self, end_to_end: Any, invariants: Any, *, num_starts: int = 8,
+    def fiber(self, end_to_end: Any, invariants: Any, *, num_starts: int = 20,
               seed: Any = 0, max_iter: int = 200, start: Any = None) -> Fiber:
         """Parameters with this function representative and these invariants.
 
@@ -409,7 +428,17 @@ class ShallowReLUMLP(_ShallowBase):
         the first point.
         """
         rep, inv = self._check_fiber_args(end_to_end, invariants)
-        max_iter = check_positive_int(max_iter, "max_iter")
+        max_iter = check_positive_int(max_iter, "max_iter", maximum=100_000)
+        num_starts = check_positive_int(num_starts, "num_starts", maximum=10_000)
+        rng = as_seed_rng(seed)
+        if start is not None:
+            start = self.check_params(start)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            fib = self._fiber(rep, inv, num_starts, rng, max_iter, start)
+        check_finite_result([fib.points, fib.max_residual], f"the fiber of {self!r}")
+        return fib
+
+    def _fiber(self, rep, inv, num_starts, rng, max_iter, start) -> Fiber:
         P = rep[:, :-1] * rep[:, -1:]                    # rows a_j W_j
         signs = np.sign(rep[:, -1])
         flat_inv = np.concatenate([d.ravel() for d in inv])
@@ -422,13 +451,10 @@ class ShallowReLUMLP(_ShallowBase):
             return Fiber(points=[point], num_sign_patterns=1, certified=True,
                          method="path-lifting closed form (docs/concepts_linear.md §6)", dimension=0,
                          num_assignments=1, max_residual=self._residual(point, rep, flat_inv))
-        num_starts = check_positive_int(num_starts, "num_starts")
-        rng = as_seed_rng(seed)
         scale = (float(np.linalg.norm(P)) / math.sqrt(P.shape[0])) ** (
             1.0 / (self.linear.num_layers + 1))
         points, residuals, nullities = [], [], []
         if start is not None:
-            start = self.check_params(start)
             if self._residual(start, rep, flat_inv) <= 1e-10:
                 points.append(start)
                 residuals.append(self._residual(start, rep, flat_inv))
@@ -530,6 +556,19 @@ class PathLiftingCheck(Result):
     tol: float
 
 
+def _nonempty(inputs: np.ndarray) -> np.ndarray:
+    if inputs.shape[0] == 0:
+        raise InputError(f"inputs must hold at least one input (the NTK is taken at them); "
+                         f"got shape {inputs.shape}")
+    return inputs
+
+
+def _check_size(n: int, shape: tuple[int, ...]) -> None:
+    if n * math.prod(shape) > _MAX_INPUT_ENTRIES:
+        raise InputError(f"{n} random inputs of shape {shape} exceed the size limit of "
+                         f"{_MAX_INPUT_ENTRIES} entries")
+
+
 def path_lifting_check(params: Any, inputs: Any, *, tol: float = 1e-10) -> PathLiftingCheck:
     """Check that the NTK of a one-hidden-layer ReLU net depends on ``(z_j, delta_j)`` only.
 
@@ -553,6 +592,8 @@ def path_lifting_check(params: Any, inputs: Any, *, tol: float = 1e-10) -> PathL
                              f"weights); got {short_repr(params)}")
     tol = check_positive_float(tol, "tol")
     B = as_finite_array(params[0], "B", ndim=2)
+    if B.size == 0:
+        raise ParameterError(f"B must have at least one row and one column; got shape {B.shape}")
     model = ShallowReLUMLP([B.shape[1], B.shape[0]], inputs)
     B, a = model.check_params(params)
     if np.any(a == 0):
@@ -561,6 +602,15 @@ def path_lifting_check(params: Any, inputs: Any, *, tol: float = 1e-10) -> PathL
         raise ParameterError(f"path lifting needs every output weight a_j != 0 (with "
                              f"a_j = 0 the direction of b_j is not determined by "
                              f"(z_j, delta_j)); got a = {short_repr(a)}")
+    # every quantity compared is homogeneous: scale B, a and the inputs by powers of two
+    # (exact) to unit size, so that extreme magnitudes neither overflow nor underflow
+    e = int(np.frexp(max(np.abs(B).max(), np.abs(a).max()))[1])
+    ex = int(np.frexp(np.abs(model.inputs).max())[1]) if np.any(model.inputs) else 0
+    B, a = np.ldexp(B, -e), np.ldexp(a, -e)
+    model = ShallowReLUMLP([B.shape[1], B.shape[0]], np.ldexp(model.inputs, -ex))
+    if np.any(a == 0):
+        raise ParameterError(f"the output weights span more than the float64 range "
+                             f"(relative sizes below 2^-1074); got a = {short_repr(params[1])}")
     z = a[:, None] * B
     delta = a ** 2 - np.sum(B * B, axis=1)
     # a_j^2 is the positive root of x^2 - delta_j x - ||z_j||^2; for delta_j < 0 the
@@ -583,6 +633,10 @@ def path_lifting_check(params: Any, inputs: Any, *, tol: float = 1e-10) -> PathL
     K = sum(np.outer(H[:, j], H[:, j]) * (X @ kernels[j] @ X.T) for j in range(B.shape[0]))
     K_model = model.ntk([B, a])
     ntk_diff = float(np.linalg.norm(K - K_model) / max(np.linalg.norm(K_model), 1e-300))
+    if not (np.isfinite(worst) and np.isfinite(ntk_diff)):
+        raise ParameterError(f"overflow: the sizes of B and a differ by more than the float64 "
+                             f"range allows (a_j^2 and ||b_j||^2 cannot both be represented "
+                             f"at the scale 2^{e} of the parameters)")
     return PathLiftingCheck(max_kernel_difference=worst, max_ntk_difference=ntk_diff,
                             num_units=int(B.shape[0]),
                             independent=bool(worst <= tol and ntk_diff <= tol), tol=tol)
