@@ -15,29 +15,32 @@ from typing import Any
 from .._errors import InputError, short_repr
 from .._results import to_jsonable
 
-__all__ = ["add_common", "add_seed", "parse_shapes", "positive_float", "writable_path", "write_json", "emit", "load_model"]
+__all__ = ["add_common", "add_seed", "nonnegative_int", "parse_shapes", "positive_float",
+           "writable_path", "write_json", "emit", "load_model"]
 
 
 def add_seed(p: argparse.ArgumentParser) -> None:
     """``--seed N`` (a nonnegative int, default 0) on a subcommand parser."""
-    p.add_argument("--seed", type=_nonnegative_int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="random seed (default 0)")
 
 
 def add_common(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
     """``--json PATH`` and (optionally) ``--seed N`` on a subcommand parser."""
     if seed:
         add_seed(p)
-    p.add_argument("--json", metavar="PATH", type=writable_path,
-                   help="also write the result as JSON to PATH")
+    p.add_argument("--json", metavar="PATH", help="also write the result as JSON to PATH "
+                   "(checked writable before computing)")
 
 
-def _nonnegative_int(text: str) -> int:
+def nonnegative_int(text: str) -> int:
+    """argparse type of ``--seed`` and other counts: an int >= 0 (else a usage error,
+    exit status 2)."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a nonnegative integer; got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {text!r}") from None
     if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a nonnegative integer; got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {text!r}")
     return value
 
 

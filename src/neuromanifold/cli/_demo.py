@@ -17,7 +17,7 @@ from .. import LinearConvNet, LinearFCNet, SquareLoss, gradient_flow
 from ..linear import random_regression_data
 from .._results import to_jsonable
 from .._validation import as_seed_rng, check_positive_float
-from ._main import nonnegative_int
+from ._common import nonnegative_int
 from ._table import format_table
 
 DEFAULT_NETS = [

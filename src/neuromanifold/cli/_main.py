@@ -27,18 +27,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def nonnegative_int(text: str) -> int:
-    """argparse type of ``--seed`` and other counts: an int >= 0 (else a usage error,
-    exit status 2)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {text!r}")
-    return value
-
-
 def _check_output_path(parser: argparse.ArgumentParser, path: str | None) -> None:
     """Refuse an output path that cannot be written *before* computing (a usage error,
     exit status 2): the file is opened for appending and, if it did not exist, removed."""

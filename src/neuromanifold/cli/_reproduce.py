@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import add_seed, write_json, writable_path
+from ._common import add_seed, write_json
 from ._table import format_table
 
 _WHICH = ("linear",)   # "relu" later
@@ -78,8 +78,7 @@ def register(sub) -> None:
                        description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("which", choices=_WHICH, help="which table: 'linear' (docs/concepts_linear.md §3)")
-    p.add_argument("--json", metavar="PATH", type=writable_path,
-                   help="also write the rows as a JSON list")
+    p.add_argument("--json", metavar="PATH", help="also write the rows as a JSON list")
     p.add_argument("--report", metavar="DIR", help="also write an HTML report (index.html, "
                    "results.json, figures) to DIR")
     add_seed(p)
