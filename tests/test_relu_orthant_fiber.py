@@ -444,9 +444,12 @@ def test_fiber_errors_and_bad_inputs():
     for bad in (True, "0", -1, 1, 0.0, [0]):
         with pytest.raises(InputError, match="piece"):
             F.sample(0, piece=bad)
+    Q = orthant_fiber([(np.array([[1.0, -1.0], [1.0, 1.0]]), np.array([0.0, 0.0])),
+                       (np.array([[1.0, 1.0]]), np.array([0.0]))]).pieces[0]
+    assert dict(Q.strata) == {1: 3} and Q.sample(0, stratum=1)
     for bad in (True, "1", [1], 1.0, 99):
         with pytest.raises(InputError, match="stratum"):
-            P.sample(0, stratum=bad)
+            Q.sample(0, stratum=bad)
     for kw, bad in (("exact", "yes"), ("permute", 1)):
         with pytest.raises(InputError, match=kw):
             F.sample(0, **{kw: bad})
