@@ -17,7 +17,8 @@ from arrangement_support import (dyadic_one_hidden, exact_eval, float_rescaled_c
                                  structured_one_hidden, symmetric_copy)
 
 from neuromanifold import ArchitectureError, DomainError, InputError, ParameterError
-from neuromanifold.relu import ReLUNet, equivalent, forward, orthant_fiber, regions, weighted_arrangement
+from neuromanifold.relu import (ReLUNet, equivalent, forward, orthant_fiber, regions,
+                                weighted_arrangement)
 
 
 def as_float(params):

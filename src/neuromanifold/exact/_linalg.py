@@ -75,7 +75,8 @@ def rational_rank(rows: Sequence[Sequence[Any]], ncols: int) -> int:
     return int(qmat(rows, ncols).rank())
 
 
-def rational_rref(rows: Sequence[Sequence[Any]], ncols: int) -> tuple[list[list[flint.fmpq]], list[int]]:
+def rational_rref(rows: Sequence[Sequence[Any]],
+                  ncols: int) -> tuple[list[list[flint.fmpq]], list[int]]:
     """The nonzero rows of the reduced row echelon form and their pivot columns.
 
     >>> rational_rref([[0, 2, 4], [1, 1, 1]], 3)
@@ -110,7 +111,8 @@ def rational_nullspace(rows: Sequence[Sequence[Any]], ncols: int) -> list[list[f
     return basis
 
 
-def rational_combination(coefs: Sequence[Any], vecs: Sequence[Sequence[Any]], n: int) -> list[flint.fmpq]:
+def rational_combination(coefs: Sequence[Any], vecs: Sequence[Sequence[Any]],
+                         n: int) -> list[flint.fmpq]:
     """``sum_i coefs[i] * vecs[i]`` (vectors of length ``n``; the zero vector when empty).
 
     >>> rational_combination([2, -1], [[1, 0], [1, 1]], 2)

@@ -532,7 +532,7 @@ def weighted_arrangement(params: Any, domain: Any = "orthant", *,
         j0 = groups[key][0]  # the direction of (n, t) is sign(lam) (W[j0], b[j0])
         e = None if tol == 0 or len(groups) < 2 else _direction(
             [x if own_lam[j0] > 0 else -x for x in list(Wf[j0]) + [bf[j0]]])
-        for ref, e0, members in merged:
+        for _, e0, members in merged:
             if e is not None and min(np.max(np.abs(e - e0)), np.max(np.abs(e + e0))) <= tol:
                 members.extend(groups[key])
                 exact = False
@@ -566,7 +566,7 @@ def weighted_arrangement(params: Any, domain: Any = "orthant", *,
     # affine part (M | v) = (0 | gamma) + sum over affine-acting neurons C[:, j] (W[j] | b[j])
     aff = sorted(active + affine_neurons)
     Mv = _linalg.rational_matmul([[C[o][j] for j in aff] for o in range(m)],
-                        [list(W[j]) + [b[j]] for j in aff], len(aff), d + 1)
+                                 [list(W[j]) + [b[j]] for j in aff], len(aff), d + 1)
     M = tuple(tuple(fmpq_to_fraction(x) for x in row[:d]) for row in Mv)
     v = tuple(g[o] + fmpq_to_fraction(Mv[o][d]) for o in range(m))
     return WeightedArrangement(

@@ -344,8 +344,9 @@ class _Context:
         key = (only_neg, both)
         if key not in self._geo:
             # L_T = M + sum_{k only negative} w_k n_k^T
-            WN = _linalg.rational_matmul([[self.weights[k][o] for k in only_neg] for o in range(self.m)],
-                                [list(self.normals[k]) for k in only_neg], len(only_neg), self.d)
+            WN = _linalg.rational_matmul(
+                [[self.weights[k][o] for k in only_neg] for o in range(self.m)],
+                [list(self.normals[k]) for k in only_neg], len(only_neg), self.d)
             LT = [[x + y for x, y in zip(r1, r2)] for r1, r2 in zip(self.M, WN)]
             self._geo[key] = _Geometry(LT, [self.normals[k] for k in both], self.d)
         return self._geo[key]
