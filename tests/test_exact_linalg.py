@@ -22,8 +22,8 @@ def random_rows(rng, r, c):
     for i in range(r):
         kind = rng.integers(4)
         if kind == 0 and i:
-            c = Fraction(int(rng.integers(-2, 3)), 3)
-            rows[i] = [c * x for x in rows[int(rng.integers(i))]]
+            s = Fraction(int(rng.integers(-2, 3)), 3)
+            rows[i] = [s * x for x in rows[int(rng.integers(i))]]
         elif kind == 1 and i >= 2:
             a, b = rng.integers(i, size=2)
             rows[i] = [x + y for x, y in zip(rows[a], rows[b])]
