@@ -193,11 +193,22 @@ def _one_hidden(params: Any, what: str) -> tuple[list, list]:
 # float views used by the tolerance (exact data in, floats out, no overflow)
 # ---------------------------------------------------------------------------------------
 
-def _direction(v: Sequence[Any]) -> np.ndarray:
+def _direction(v: Sequence[Any]) -> tuple[float, ...]:
     """``v / ||v||_1`` as floats (``v`` nonzero: Fractions or floats), without overflow."""
     mx = max(abs(x) for x in v)
-    e = np.array([float(x / mx) for x in v])
-    return e / np.sum(np.abs(e))
+    e = [float(x / mx) for x in v]
+    s = sum(abs(x) for x in e)
+    return tuple(x / s for x in e)
+
+
+def _same_direction(e: Sequence[float], f: Sequence[float], tol: float) -> int:
+    """+1 when ``e`` and ``f`` agree within ``tol`` (max norm), -1 when ``e`` and ``-f`` do,
+    else 0."""
+    if max(abs(x - y) for x, y in zip(e, f)) <= tol:
+        return 1
+    if max(abs(x + y) for x, y in zip(e, f)) <= tol:
+        return -1
+    return 0
 
 
 def _jump_norm(weight: Sequence[Fraction], ext: Sequence[Fraction]) -> float:
@@ -431,10 +442,11 @@ def _tolerant_difference(p: WeightedArrangement, q: WeightedArrangement,
             e = _direction(ext)
             J = _linalg.qmat([[x] for x in H.weight], 1) * _linalg.qmat([list(ext)], d + 1)
             for g in groups:
-                if np.max(np.abs(e - g[0])) <= tol:
+                same = _same_direction(e, g[0], tol)
+                if same > 0:
                     g[1] = g[1] + J if sign > 0 else g[1] - J
                     break
-                if np.max(np.abs(e + g[0])) <= tol:
+                if same < 0:
                     g[1] = g[1] - J if sign > 0 else g[1] + J
                     aff = aff + J
                     break
@@ -527,13 +539,13 @@ def weighted_arrangement(params: Any, domain: Any = "orthant", *,
         else:
             inactive.append(j)
     # hyperplanes: exact groups, merged by direction when tol > 0
-    merged: list[tuple[tuple, np.ndarray | None, list[int]]] = []
+    merged: list[tuple[tuple, tuple | None, list[int]]] = []
     for key in sorted(groups):
         j0 = groups[key][0]  # the direction of (n, t) is sign(lam) (W[j0], b[j0])
         e = None if tol == 0 or len(groups) < 2 else _direction(
             [x if own_lam[j0] > 0 else -x for x in list(Wf[j0]) + [bf[j0]]])
         for _, e0, members in merged:
-            if e is not None and min(np.max(np.abs(e - e0)), np.max(np.abs(e + e0))) <= tol:
+            if e is not None and _same_direction(e, e0, tol):
                 members.extend(groups[key])
                 exact = False
                 break
@@ -542,12 +554,12 @@ def weighted_arrangement(params: Any, domain: Any = "orthant", *,
     hyperplanes, hidden = [], []
     for (normal, offset), _, members in merged:
         ext = normal + (offset,)
-        norm2 = sum((x * x for x in ext), _ZERO)
         lams = []
         own = set(groups[(normal, offset)])
         for j in members:  # merged neurons: the exact projection coefficient on (n, t)
             lam = own_lam[j] if j in own else \
-                sum((x * y for x, y in zip(list(W[j]) + [b[j]], ext)), _ZERO) / norm2
+                sum((x * y for x, y in zip(list(W[j]) + [b[j]], ext)), _ZERO) \
+                / sum((x * x for x in ext), _ZERO)
             lams.append(lam)
             if lam < 0:
                 affine_neurons.append(j)

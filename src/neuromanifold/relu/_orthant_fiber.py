@@ -183,6 +183,7 @@ class _Geometry:
 
     def __init__(self, LT: list[list[flint.fmpq]], NB: list[tuple], d: int):
         self.LT, self.NB, self.d = LT, list(NB), d
+        self.LT_fractions = tuple(tuple(_fr(x) for x in r) for r in LT)  # the public field
         rows = [r for r in LT] + [list(x) for x in NB]
         self.Rp, _ = _linalg.rational_rref(rows, d)
         self.rho = len(self.Rp)
@@ -1027,7 +1028,7 @@ def orthant_fiber(params: Any, domain: Any = "orthant", *, degenerate: bool = Tr
         pieces.append(FiberPiece(
             index=i, labels=labs, kind="standard" if std else "degenerate", copies=t.copies(),
             dimension=dim, strata=strata,
-            required_linear_part=tuple(tuple(_fr(x) for x in r) for r in geo.LT), linear_rank=geo.rho,
+            required_linear_part=geo.LT_fractions, linear_rank=geo.rho,
             nonnegative_rank=geo.nu, certified=geo.certified, _ctx=ctx, _type=t, _geo=geo))
     return OrthantFiber(
         arrangement=arr, widths=(ctx.d, n, ctx.m), pieces=tuple(pieces),
