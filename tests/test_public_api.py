@@ -344,7 +344,8 @@ def test_nonnegative_tolerances(small, call):
     non-finite values are not."""
     assert bool(np.all(call(small, tol=0.0)))
     for bad in (-1.0, float("nan"), "a", True):
-        with pytest.raises(InputError, match="tol must be a nonnegative finite number"):
+        with pytest.raises(InputError, match="tol must be a (nonnegative finite number|relative "
+                                             "tolerance, a finite number in \\[0, 1\\))"):
             call(small, tol=bad)
 
 

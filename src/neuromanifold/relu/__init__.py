@@ -5,15 +5,15 @@ functional equivalence, functional dimension, one hidden layer on the orthant
 (docs/concepts_relu.md §2), genericity (docs/concepts_relu.md §3) and pictures.
 """
 
-from ._arrangement import (ArrangementComparison, ArrangementHyperplane, FiberPiece,
-                           OrthantFiber, WeightedArrangement, arrangements_equal,
-                           orthant_fiber, weighted_arrangement)
+from ._arrangement import (ArrangementComparison, ArrangementHyperplane, WeightedArrangement,
+                           arrangements_equal, weighted_arrangement)
 from ._bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
 from ._domain import Domain, as_domain
 from ._equivalence import Equivalence, equivalent
 from ._fundim import FunctionalDimension, functional_dimension
 from ._genericity import Genericity, GenericityFailure, genericity
 from ._net import ReLUNet, check_params, forward
+from ._orthant_fiber import FiberPiece, OrthantFiber, orthant_fiber
 from ._plot import plot_arrangement
 from ._regions import Region, Regions, activation_pattern, regions
 
