@@ -25,6 +25,7 @@ from .linear import (JacobianRank, LinearConvNet, LinearFCNet, ShallowReLUCNN, S
 from .ntk import Fiber, NTKDependence, ntk_dependence
 from .relu import ReLUNet
 from .reproduce import reproduce_linear
+from ._errors import ComputationLimitError, SingularPointError
 
 __version__ = "0.1.0"
 
@@ -64,3 +65,4 @@ __all__ = [
     "reproduce_linear",
     "ReLUNet",
 ]
+__all__ += ["SingularPointError", "ComputationLimitError"]
