@@ -262,16 +262,17 @@ class _SingularityWatch:
     """``sigma(theta) = sigma_dim / sigma_1`` of the column-normalized Jacobian, tracked
     along the flow; raises :class:`SingularPointError` at ``sigma <= tol``.
 
-    After each step the sign of ``d sigma / dt`` (a finite difference along the velocity)
-    is compared with the previous one: a sign change from - to + brackets a local minimum
-    inside the step, which is located by golden-section search on the dense output (a
-    transversal crossing of the singular locus, where ``sigma ~ |t - t*|``, is found to
-    rounding precision)."""
+    After each step, ``sigma`` and ``d sigma / dt`` (a finite difference along the
+    velocity) at the step's end are compared with those at its start: when a dip to 0
+    inside the step is possible (the slope turns from - to +, or ``sigma`` at an end is
+    within reach of 0 at the end slopes), ``sigma`` is sampled on the step's dense output
+    and each local minimum is located by golden-section search (a transversal crossing of
+    the singular locus, where ``sigma ~ |t - t*|``, is found to rounding precision)."""
 
     def __init__(self, net: Any, dim: int, tol: float, velocity: Any):
         self.net, self.dim, self.tol, self.velocity = net, dim, tol, velocity
         self.min = (math.inf, 0.0)
-        self.slope = 0.0
+        self.s, self.slope = math.inf, 0.0
         fast = Conv1DFastPath(net) if Conv1DFastPath.applies(net) else None
         self.jacobian = fast.jacobian if fast is not None else (
             lambda theta: net.jacobian(net.unflatten(theta)))
@@ -313,15 +314,30 @@ class _SingularityWatch:
         return s
 
     def start(self, theta: np.ndarray) -> None:
-        s = self.check(0.0, theta)
-        self.slope = self._slope(theta, s)
+        self.s = self.check(0.0, theta)
+        self.slope = self._slope(theta, self.s)
 
     def on_step(self, t_old: float, t_new: float, y_new: np.ndarray, dense: Any) -> None:
-        s = self.check(t_new, y_new)
-        slope = self._slope(y_new, s)
-        if self.slope < 0 < slope or (self.slope < 0 and slope == 0):
-            self._refine(t_old, t_new, dense())
-        self.slope = slope
+        s_old, slope_old = self.s, self.slope
+        s_new = self.check(t_new, y_new)
+        slope_new = self._slope(y_new, s_new)
+        self.s, self.slope = s_new, slope_new
+        h = t_new - t_old
+        # sigma is Lipschitz along the flow: a dip to 0 inside the step needs a minimum
+        # between the ends (slopes - then +) or ends within reach of 0 at the end slopes
+        if not (slope_old < 0 <= slope_new
+                or min(s_old, s_new) <= 4 * h * max(abs(slope_old), abs(slope_new))):
+            return
+        path = dense()
+        grid = np.linspace(t_old, t_new, 9)
+        vals = [s_old] + [self.check(t, path(t)) for t in grid[1:-1]] + [s_new]
+        for i in range(1, len(grid) - 1):
+            if vals[i] <= vals[i - 1] and vals[i] <= vals[i + 1]:
+                self._refine(grid[i - 1], grid[i + 1], path)
+        if slope_old < 0 and vals[1] > vals[0]:
+            self._refine(grid[0], grid[1], path)
+        if slope_new > 0 and vals[-2] > vals[-1]:
+            self._refine(grid[-2], grid[-1], path)
 
     def _refine(self, a: float, b: float, path: Any) -> None:
         ratio = (math.sqrt(5.0) - 1.0) / 2.0
