@@ -25,6 +25,10 @@ _SOLVER_CLASSES = {name: getattr(integrate, name) for name in SOLVERS}
 #: default step budget of every flow: an absurd horizon (``t_final=1e300``) raises a
 #: :class:`ComputationLimitError` after this many solver steps instead of running forever
 DEFAULT_MAX_STEPS = 10_000
+#: steps after which a horizon out of reach of the budget (at the current step size) fails
+WARMUP_STEPS = 200
+#: consecutive steps without progress in t after which a solver counts as stalled
+STALL_STEPS = 50
 
 
 def check_flow_args(net: Any, loss: Any, t_final: Any, num_times: Any, method: Any,
@@ -101,29 +105,32 @@ class Stepper:
             bar = tqdm(total=float(times[-1]), desc=self.what, unit="t",
                        bar_format="{l_bar}{bar}| t={n:.3g}/{total:.3g}")
         i = 1
+        stalled = 0
         try:
             while solver.status == "running":
                 if self.steps >= self.max_steps:
-                    err = ComputationLimitError(
-                        f"the {self.what} reached its step budget max_steps={self.max_steps} at "
-                        f"t={solver.t:.6g} of t_final={times[-1]:.6g}: the horizon is too long "
-                        f"for the solver (raise max_steps, shorten t_final, or use a stiff "
-                        f"method such as 'LSODA')")
-                    err.t, err.y = float(solver.t), np.array(solver.y)
-                    raise err
+                    self._limit(f"reached its step budget max_steps={self.max_steps}")
                 if self.time_limit is not None and time.monotonic() - start > self.time_limit:
-                    err = ComputationLimitError(
-                        f"the {self.what} reached its time limit time_limit={self.time_limit:g} s "
-                        f"at t={solver.t:.6g} of t_final={times[-1]:.6g} after {self.steps} "
-                        f"steps (raise time_limit or shorten t_final)")
-                    err.t, err.y = float(solver.t), np.array(solver.y)
-                    raise err
+                    self._limit(f"reached its time limit time_limit={self.time_limit:g} s after "
+                                f"{self.steps} steps", kind="time")
+                if stalled >= STALL_STEPS:
+                    self._limit(f"made no progress in {stalled} steps (the time span is below "
+                                f"the solver's resolution)", kind="stalled")
+                if self.steps >= WARMUP_STEPS and solver.step_size is not None:
+                    # the horizon is out of reach: at the current step size, t_final needs
+                    # far more steps than the budget (100 times) - fail now, not in minutes
+                    need = (float(times[-1]) - solver.t) / max(solver.step_size, 1e-300)
+                    if need > 100 * self.max_steps:
+                        self._limit(f"cannot reach t_final within max_steps={self.max_steps}: "
+                                    f"after {self.steps} steps the step size is "
+                                    f"{solver.step_size:.3g}, ~{need:.3g} more steps")
                 t_old = solver.t
                 msg = solver.step()
                 if solver.status == "failed":
                     self.message = str(msg)
                     break
                 self.steps += 1
+                stalled = stalled + 1 if solver.t == t_old else 0
                 cache: list = []
 
                 def dense():
@@ -142,6 +149,19 @@ class Stepper:
         finally:
             if bar is not None:
                 bar.close()
+
+    def _limit(self, what: str, kind: str = "steps") -> None:
+        """Raise :class:`ComputationLimitError` with ``t``, the state ``y`` and ``kind``
+        (``"steps"``, ``"time"`` or ``"stalled"``)."""
+        stalled = kind == "stalled"
+        t, t_final = float(self.solver.t), float(self.times[-1])
+        advice = ("use a longer horizon or another method" if stalled else
+                  "raise max_steps or time_limit, shorten t_final, or use a stiff method such "
+                  "as 'LSODA'")
+        err = ComputationLimitError(
+            f"the {self.what} {what}, at t={t:.6g} of t_final={t_final:.6g} ({advice})")
+        err.t, err.y, err.kind = t, np.array(self.solver.y), kind
+        raise err
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

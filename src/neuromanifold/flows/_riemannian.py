@@ -323,28 +323,28 @@ class _SingularityWatch:
         slope_new = self._slope(y_new, s_new)
         self.s, self.slope = s_new, slope_new
         h = t_new - t_old
-        # sigma is Lipschitz along the flow: a dip to 0 inside the step needs a minimum
-        # between the ends (slopes - then +) or ends within reach of 0 at the end slopes
-        if not (slope_old < 0 <= slope_new
-                or min(s_old, s_new) <= 4 * h * max(abs(slope_old), abs(slope_new))):
+        lip = 2.0 * max(abs(slope_old), abs(slope_new))   # a Lipschitz bound of sigma(t)
+        # sigma can reach 0 inside the step only if an end is within reach of 0
+        if h <= 0 or min(s_old, s_new) > 2.0 * lip * h:
             return
         path = dense()
         grid = np.linspace(t_old, t_new, 9)
         vals = [s_old] + [self.check(t, path(t)) for t in grid[1:-1]] + [s_new]
-        for i in range(1, len(grid) - 1):
-            if vals[i] <= vals[i - 1] and vals[i] <= vals[i + 1]:
-                self._refine(grid[i - 1], grid[i + 1], path)
-        if slope_old < 0 and vals[1] > vals[0]:
-            self._refine(grid[0], grid[1], path)
-        if slope_new > 0 and vals[-2] > vals[-1]:
-            self._refine(grid[-2], grid[-1], path)
+        spacing = grid[1] - grid[0]
+        for i in range(len(grid)):
+            left, right = vals[max(i - 1, 0)], vals[min(i + 1, len(grid) - 1)]
+            if vals[i] <= left and vals[i] <= right and vals[i] <= 2.0 * lip * spacing:
+                self._refine(grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)], path, lip)
 
-    def _refine(self, a: float, b: float, path: Any) -> None:
+    def _refine(self, a: float, b: float, path: Any, lip: float) -> None:
+        """Golden-section search for a minimum of sigma on ``[a, b]``, while a value
+        ``<= tol`` is still within reach (``best - lip * (b - a) <= tol``)."""
         ratio = (math.sqrt(5.0) - 1.0) / 2.0
         c, d = b - ratio * (b - a), a + ratio * (b - a)
         fc, fd = self.check(c, path(c)), self.check(d, path(d))
         for _ in range(100):
-            if b - a <= 4 * np.finfo(float).eps * max(1.0, abs(b)):
+            if b - a <= 4 * np.finfo(float).eps * max(1.0, abs(b)) \
+                    or min(fc, fd) - 2.0 * lip * (b - a) > self.tol:
                 break
             if fc <= fd:
                 b, d, fd = d, c, fc

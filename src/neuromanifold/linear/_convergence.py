@@ -288,7 +288,7 @@ def _one_run(net, index, rng, t_final, max_time, tol, smooth_tol, zero_tol, num_
     monotone, drift, min_dist = True, 0.0, np.inf
     growth = max(2.0, (max_time / t_final) ** (1.0 / MAX_ROUNDS))
     limit_reached = False
-    final_loss = initial_loss
+    final_loss, rounds = initial_loss, 0
     while True:
         remaining = None
         if deadline is not None:
@@ -303,14 +303,19 @@ def _one_run(net, index, rng, t_final, max_time, tol, smooth_tol, zero_tol, num_
                                  rtol=rtol, atol=atol, max_steps=max_steps,
                                  time_limit=remaining)
         except ComputationLimitError as err:
-            if remaining is not None and "time limit" in str(err):
+            if err.kind == "time":
                 raise ComputationLimitError(
                     f"the convergence study reached its time limit time_limit={time_limit:g} s "
                     f"(run {index} of {net!r}, flow time {elapsed + err.t:.6g}); raise "
                     f"time_limit or ask for fewer runs") from err
-            # the segment used up its step budget: the run ends where the solver got to
             elapsed += err.t
             params = net.unflatten(err.y)
+            rounds += 1
+            if err.kind == "stalled" and rounds <= MAX_ROUNDS + 5:
+                # a horizon below the solver's resolution (t_final=1e-300): grow it
+                horizon = min(growth * horizon, max_time - elapsed)
+                continue
+            # the segment used up its step budget: the run ends where the solver got to
             limit_reached = True
             final_loss = loss.value(net.end_to_end(params))
             grad = float(np.linalg.norm(np.concatenate(
@@ -323,6 +328,7 @@ def _one_run(net, index, rng, t_final, max_time, tol, smooth_tol, zero_tol, num_
         min_dist = min(min_dist, float(np.linalg.norm(
             flow.end_to_end.reshape(len(flow.times), -1), axis=1).min()) / scale)
         grad, final_loss = flow.gradient_norm, float(flow.loss[-1])
+        rounds += 1
         if grad <= gtol or elapsed >= max_time * (1 - 1e-12):
             break
         horizon = min(growth * horizon, max_time - elapsed)
