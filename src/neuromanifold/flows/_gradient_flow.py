@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -71,6 +72,18 @@ def check_finite(what: str, value: Any, where: Any = "",
                     f"data or loss are too large for float64 (rescale them)")
 
 
+def quiet_overflow(func: Callable) -> Callable:
+    """Run ``func`` with numpy's overflow warnings off: every value a flow computes is
+    checked with :func:`check_finite`, which raises a clear error instead."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
 class Stepper:
     """Steps a scipy solver from 0 to ``t_final`` and samples it at ``times``, within a
     step budget and an optional wall-clock limit.
@@ -82,8 +95,11 @@ class Stepper:
     def __init__(self, rhs: Callable, y0: np.ndarray, times: np.ndarray, *, method: str,
                  rtol: float, atol: float, max_steps: int, time_limit: float | None,
                  what: str, progress: bool = False):
-        self.solver = _SOLVER_CLASSES[method](rhs, 0.0, y0, float(times[-1]), rtol=rtol,
-                                              atol=atol)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            # scipy's first-step heuristic divides by norms that may overflow; the
+            # velocity itself raises on overflow
+            self.solver = _SOLVER_CLASSES[method](rhs, 0.0, y0, float(times[-1]), rtol=rtol,
+                                                  atol=atol)
         self.times, self.max_steps, self.time_limit, self.what = times, max_steps, time_limit, what
         self.samples = [np.array(y0, dtype=float)]
         self.steps = 0
@@ -125,7 +141,8 @@ class Stepper:
                                     f"after {self.steps} steps the step size is "
                                     f"{solver.step_size:.3g}, ~{need:.3g} more steps")
                 t_old = solver.t
-                msg = solver.step()
+                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                    msg = solver.step()
                 if solver.status == "failed":
                     self.message = str(msg)
                     break
@@ -308,6 +325,7 @@ class Conv1DFastPath:
                                     for p, k, s in zip(P, self.sizes, self.strides)])
 
 
+@quiet_overflow
 def gradient_flow(net: Any, params0: Any, loss: QuadraticLoss, t_final: float, *,
                   num_times: int = 101, method: str = "DOP853", rtol: float = 1e-10,
                   atol: float = 1e-12, max_steps: int = DEFAULT_MAX_STEPS,
@@ -354,20 +372,22 @@ def gradient_flow(net: Any, params0: Any, loss: QuadraticLoss, t_final: float, *
     stepper.run()
 
     params, vs, losses, invs, residuals = [], [], [], [], []
-    for theta in stepper.samples:
-        p = net.unflatten(theta)
-        v = net.end_to_end(p)
-        g = loss.gradient(v)
-        # v' from the chain rule (Jacobian times the vjp-based velocity) against -K grad l
-        vdot = net.jacobian(p) @ velocity(theta)
-        kg = net.ntk(p) @ g.ravel()
-        check_finite("the NTK times the loss gradient", kg, theta)
-        residuals.append(np.linalg.norm(vdot + kg) / max(np.linalg.norm(kg), 1e-300)
-                         if np.linalg.norm(kg) > 0 else float(np.linalg.norm(vdot)))
-        params.append(p)
-        vs.append(v)
-        losses.append(loss.value(v))
-        invs.append(invariant_vector(net, p))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # overflow is checked explicitly (check_finite) and raised as a ParameterError
+        for theta in stepper.samples:
+            p = net.unflatten(theta)
+            v = net.end_to_end(p)
+            g = loss.gradient(v)
+            # v' from the chain rule (Jacobian times the vjp-based velocity) against -K grad l
+            vdot = net.jacobian(p) @ velocity(theta)
+            kg = net.ntk(p) @ g.ravel()
+            check_finite("the NTK times the loss gradient", np.concatenate([vdot, kg]), theta)
+            residuals.append(np.linalg.norm(vdot + kg) / max(np.linalg.norm(kg), 1e-300)
+                             if np.linalg.norm(kg) > 0 else float(np.linalg.norm(vdot)))
+            params.append(p)
+            vs.append(v)
+            losses.append(loss.value(v))
+            invs.append(invariant_vector(net, p))
     invs_arr = np.array(invs)
     check_finite("the invariants", invs_arr, "along the flow")
     drift = float(np.abs(invs_arr - invs_arr[0]).max(initial=0.0)

@@ -10,9 +10,11 @@ delta(theta) = delta}``, continued along the trajectory from an initial lift.
 ``theta(t)`` of a solution satisfies ``J theta' = v' = -J J^T grad l`` and
 ``d delta(theta) = 0``; the parameter velocity ``-J^T grad l`` satisfies both, and at a
 smooth point where the fiber is discrete (linear convolutional networks) it is the only
-solution, so the continued lift *is* the parameter flow from the initial lift (on the
-positive-dimensional fibers of fully connected networks, any other lift differs by a
-symmetry that leaves ``K`` unchanged). The flow therefore carries ``theta`` along and
+solution, so the continued lift *is* the parameter flow from the initial lift. On the
+positive-dimensional fibers of fully connected networks the lift's velocity is not
+unique; ``-J^T grad l`` is the one with no component along the fiber (the horizontal
+lift, of minimal norm), and ``K`` may vary along the fiber, which the check below then
+shows. The flow therefore carries ``theta`` along and
 reads ``v(t) = mu(theta(t))``: ``v`` never leaves the neuromanifold, there is no
 projection to fail, and the only drift is the solver's drift of the invariants, which is
 reported. Function space is used as the *check*: at every sample time ``v(t)`` is lifted
@@ -49,7 +51,8 @@ from .._validation import (as_finite_array, check_bool, check_positive_float,
                            check_positive_int)
 from ..fibers import invariant_scale, invariant_vector
 from ._gradient_flow import (DEFAULT_MAX_STEPS, Conv1DFastPath, GradientFlowResult, Stepper,
-                             check_finite, check_flow_args, gradient_flow, parameter_velocity)
+                             check_finite, check_flow_args, gradient_flow, parameter_velocity,
+                             quiet_overflow)
 from ._losses import QuadraticLoss
 
 __all__ = ["riemannian_flow", "RiemannianFlowResult", "lift_to_fiber", "FiberLift",
@@ -90,6 +93,7 @@ def _fiber_residual(net: Any, theta: np.ndarray, v: np.ndarray, delta: np.ndarra
     return params, np.concatenate([rv, rd]), rel
 
 
+@quiet_overflow
 def lift_to_fiber(net: Any, v: Any, invariants: Any, start: Any, *, tol: float = 1e-13,
                   max_iter: int = 50) -> FiberLift:
     """Continue a lift: Gauss-Newton on ``mu(theta) = v``, ``delta(theta) = delta`` from ``start``.
@@ -195,10 +199,11 @@ class RiemannianFlowResult(Result):
         lift_restarts: sample times where the function-space continuation from the
             previous sample's lift did not converge and was restarted from the carried
             lift (0 on a clean run).
-        max_kernel_mismatch: ``max_t ||v'(t) + K(v, delta) grad l(v)|| / ||v'(t)||`` with
-            ``v' = J theta'`` the chart's velocity and ``K(v, delta)`` at the
-            function-space lift: the check that ``v(t)`` solves the function-space
-            equation.
+        max_kernel_mismatch: ``max_t ||v'(t) + K(v, delta) grad l(v)|| / (||K(v, delta)||_2
+            ||grad l(v)||)`` with ``v' = J theta'`` the chart's velocity and ``K(v, delta)``
+            at the function-space lift: the check that ``v(t)`` solves the function-space
+            equation (relative to the size of its right-hand side's factors, so that it
+            stays meaningful as ``grad l`` tends to 0).
         min_singular_value: the smallest ``sigma_dim / sigma_1`` of the Jacobian (columns
             normalized, ``dim`` the dimension of the neuromanifold) seen along the flow
             (after every step, and at local minima inside steps): how close the flow came
@@ -289,10 +294,10 @@ class _SingularityWatch:
 
     def _slope(self, theta: np.ndarray, s: float) -> float:
         f = self.velocity(theta)
-        nf = float(np.linalg.norm(f))
-        if nf == 0.0:
+        nf = float(np.abs(f).max(initial=0.0))
+        h = 1e-7 * max(1.0, float(np.abs(theta).max(initial=0.0))) / nf if nf > 0 else 0.0
+        if not (np.isfinite(h) and h > 0 and np.all(np.isfinite(theta + h * f))):
             return 0.0
-        h = 1e-7 * max(1.0, float(np.linalg.norm(theta))) / nf
         return (self.sigma(theta + h * f) - s) / h
 
     def check(self, t: float, theta: np.ndarray, s: float | None = None) -> float:
@@ -372,35 +377,40 @@ def _assemble(net: Any, loss: QuadraticLoss, delta: np.ndarray, first: FiberLift
     max_it = first.iterations
     restarts = 0
     fs_lift = first.params
-    for theta in samples:
-        p = net.unflatten(theta)
-        v = net.end_to_end(p)
-        check_finite("the end-to-end map", v, "along the Riemannian flow")
-        inv = invariant_vector(net, p)
-        check_finite("the invariants", inv, "along the Riemannian flow")
-        drift = max(drift, float(np.abs(inv - delta).max(initial=0.0))
-                    / invariant_scale(delta, p))
-        # the check in function space alone: lift (v, delta) again, continued from the
-        # previous sample's function-space lift
-        fl = lift_to_fiber(net, v, delta, fs_lift, tol=lift_tol)
-        if not fl.converged or fl.residual > max_lift_residual:
-            restarts += 1
-            fl = lift_to_fiber(net, v, delta, p, tol=lift_tol)
-        fs_lift = fl.params
-        max_res, max_it = max(max_res, fl.residual), max(max_it, fl.iterations)
-        g = loss.gradient(v).ravel()
-        vdot = net.jacobian(p) @ velocity(theta)
-        kg = net.ntk(fl.params) @ g
-        check_finite("the velocity", np.concatenate([vdot, kg]), "along the Riemannian flow")
-        nv = float(np.linalg.norm(vdot))
-        err = float(np.linalg.norm(vdot + kg))
-        mismatch = max(mismatch, err / nv if nv > 0 else err)
-        vs.append(v)
-        lifts.append(p)
-        losses.append(loss.value(v))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # overflow is checked explicitly (check_finite) and raised as a ParameterError
+        for theta in samples:
+            p = net.unflatten(theta)
+            v = net.end_to_end(p)
+            check_finite("the end-to-end map", v, "along the Riemannian flow")
+            inv = invariant_vector(net, p)
+            check_finite("the invariants", inv, "along the Riemannian flow")
+            drift = max(drift, float(np.abs(inv - delta).max(initial=0.0))
+                        / invariant_scale(delta, p))
+            # the check in function space alone: lift (v, delta) again, continued from the
+            # previous sample's function-space lift
+            fl = lift_to_fiber(net, v, delta, fs_lift, tol=lift_tol)
+            if not fl.converged or fl.residual > max_lift_residual:
+                restarts += 1
+                fl = lift_to_fiber(net, v, delta, p, tol=lift_tol)
+            fs_lift = fl.params
+            max_res, max_it = max(max_res, fl.residual), max(max_it, fl.iterations)
+            g = loss.gradient(v).ravel()
+            vdot = net.jacobian(p) @ velocity(theta)
+            K = net.ntk(fl.params)
+            kg = K @ g
+            check_finite("the velocity", np.concatenate([vdot, kg]), "along the Riemannian flow")
+            scale = float(np.linalg.norm(K, 2) * np.linalg.norm(g))
+            check_finite("the size of K grad l", scale, "along the Riemannian flow")
+            err = float(np.linalg.norm(vdot + kg))
+            mismatch = max(mismatch, err / scale if scale > 0 else err)
+            vs.append(v)
+            lifts.append(p)
+            losses.append(loss.value(v))
     losses_arr = np.array(losses)
     final = lifts[-1]
-    rgrad = float(np.linalg.norm(net.ntk(final) @ loss.gradient(vs[-1]).ravel()))
+    with np.errstate(over="ignore", invalid="ignore"):
+        rgrad = float(np.linalg.norm(net.ntk(final) @ loss.gradient(vs[-1]).ravel()))
     check_finite("the Riemannian gradient", rgrad, "at the final time")
     ltol = 1e-12 * max(1.0, abs(losses_arr[0]))
     return RiemannianFlowResult(
@@ -415,6 +425,7 @@ def _assemble(net: Any, loss: QuadraticLoss, delta: np.ndarray, first: FiberLift
         loss_monotone=bool(np.all(np.diff(losses_arr) <= ltol)), **settings)
 
 
+@quiet_overflow
 def riemannian_flow(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_final: float, *,
                     lift: Any = None, lift_index: int = 0, num_times: int = 101,
                     method: str = "DOP853", rtol: float = 1e-10, atol: float = 1e-12,
@@ -486,6 +497,7 @@ def riemannian_flow(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_f
     delta = _as_invariant_vector(invariants)
     start = _initial_lift(net, v0, invariants, lift, lift_index, fiber_options)
     first = lift_to_fiber(net, v0, delta, start, tol=lift_tol)
+    check_finite("the initial lift's residual", first.residual, "(v0, delta or the lift)")
     if first.residual > max_lift_residual:
         raise NotInNeuromanifoldError(
             f"the initial lift does not reach the fiber over (v0, delta): relative residual "
@@ -541,6 +553,7 @@ class FlowComparison(Result):
     parameter: GradientFlowResult
 
 
+@quiet_overflow
 def compare_with_parameter_flow(net: Any, params0: Any, loss: QuadraticLoss, t_final: float, *,
                                 lift: Any = None, num_times: int = 21, method: str = "DOP853",
                                 rtol: float = 1e-10, atol: float = 1e-12,
@@ -649,6 +662,7 @@ class LiftComparison(Result):
     all_finished: bool
 
 
+@quiet_overflow
 def compare_lifts(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_final: float, *,
                   lifts: Any = None, num_times: int = 21, method: str = "DOP853",
                   rtol: float = 1e-10, atol: float = 1e-12, singular_tol: float = DEFAULT_TOL,
