@@ -219,25 +219,25 @@ class RiemannianFlowResult(Result):
     times: np.ndarray
     end_to_end: np.ndarray
     loss: np.ndarray
-    lifts: list
-    invariants: np.ndarray
-    initial_lift: list
+    lifts: list = dataclasses.field(repr=False)
+    invariants: np.ndarray = dataclasses.field(repr=False)
+    initial_lift: list = dataclasses.field(repr=False)
     max_invariant_drift: float
     max_lift_residual: float
-    max_lift_iterations: int
-    lift_restarts: int
+    max_lift_iterations: int = dataclasses.field(repr=False)
+    lift_restarts: int = dataclasses.field(repr=False)
     max_kernel_mismatch: float
     min_singular_value: float
-    min_singular_time: float
-    singular_tol: float
-    riemannian_gradient_norm: float
+    min_singular_time: float = dataclasses.field(repr=False)
+    singular_tol: float = dataclasses.field(repr=False)
+    riemannian_gradient_norm: float = dataclasses.field(repr=False)
     loss_monotone: bool
     method: str
-    rtol: float
-    atol: float
+    rtol: float = dataclasses.field(repr=False)
+    atol: float = dataclasses.field(repr=False)
     success: bool
-    message: str
-    nfev: int
+    message: str = dataclasses.field(repr=False)
+    nfev: int = dataclasses.field(repr=False)
     num_steps: int
 
 
@@ -625,12 +625,12 @@ class LiftOutcome(Result):
     index: int
     status: str
     t_end: float
-    v_end: np.ndarray
+    v_end: np.ndarray = dataclasses.field(repr=False)
     min_singular_value: float
     max_lift_residual: float
-    max_invariant_drift: float
-    max_kernel_mismatch: float
-    message: str
+    max_invariant_drift: float = dataclasses.field(repr=False)
+    max_kernel_mismatch: float = dataclasses.field(repr=False)
+    message: str = dataclasses.field(repr=False)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
