@@ -51,7 +51,7 @@ def check_flow_args(net: Any, loss: Any, t_final: Any, num_times: Any, method: A
     if isinstance(num_times, (bool, np.bool_)) or not isinstance(num_times, (int, np.integer)) \
             or num_times < 2:
         raise InputError(f"num_times must be an int >= 2; got {short_repr(num_times)}")
-    if isinstance(method, str) is False or method not in SOLVERS:
+    if not isinstance(method, str) or method not in SOLVERS:
         raise InputError(f"method must be one of {list(SOLVERS)}; got {short_repr(method)}")
     check_positive_float(rtol, "rtol")
     check_positive_float(atol, "atol")
