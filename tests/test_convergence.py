@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from neuromanifold import InputError, LinearConvNet, LinearFCNet, SquareLoss
+from neuromanifold import ComputationLimitError, InputError, LinearConvNet, LinearFCNet, SquareLoss
 from neuromanifold.linear import convergence_study, random_regression_data
 
 NETS = [LinearConvNet([2, 2], strides=[2]), LinearConvNet([2, 2]), LinearFCNet([2, 2, 2])]
@@ -100,3 +100,27 @@ def test_bad_inputs():
         convergence_study(net, 1, rtol="a")
     with pytest.raises(InputError, match="num_samples"):
         random_regression_data(net, 0, num_samples=0)
+
+
+def test_absurd_horizons_finish_fast():
+    """t_final = 1e-300 used to double ~1000 times (and stall LSODA); max_time = 1e300
+    used to run for ever. Both finish, with the runs converged."""
+    net = LinearConvNet([2, 2], strides=[2])
+    tiny = convergence_study(net, 1, seed=0, t_final=1e-300)
+    huge = convergence_study(net, 1, seed=0, max_time=1e300)
+    for study in (tiny, huge):
+        r = study.runs[0]
+        assert r.converged and not r.limit_reached and r.gradient_norm <= r.gradient_tol
+    assert tiny.runs[0].final_loss == pytest.approx(huge.runs[0].final_loss, rel=1e-6)
+
+
+def test_step_budget_ends_a_run_and_time_limit_raises():
+    net = LinearConvNet([2, 2], strides=[2])
+    study = convergence_study(net, 1, seed=0, max_steps=3)
+    r = study.runs[0]
+    assert r.limit_reached and not r.converged and 0 < r.flow_time < 20
+    assert r.final_loss < r.initial_loss and math.isfinite(r.gradient_norm)
+    with pytest.raises(ComputationLimitError, match="time limit"):
+        convergence_study(net, 3, seed=0, time_limit=1e-9)
+    with pytest.raises(InputError, match="max_steps"):
+        convergence_study(net, 1, max_steps=0)

@@ -5,8 +5,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neuromanifold import (InputError, LinearConvNet, LinearFCNet, QuadraticLoss, SquareLoss,
-                           gradient_flow)
+from scipy.integrate import solve_ivp
+
+from neuromanifold import (ComputationLimitError, InputError, LinearConvNet, LinearFCNet,
+                           ParameterError, QuadraticLoss, SquareLoss, gradient_flow)
+from neuromanifold.flows._gradient_flow import parameter_velocity
 
 
 def _data(net, rng, n=6):
@@ -104,3 +107,44 @@ def test_loss_and_flow_errors():
         SquareLoss.from_data(net, np.ones((3, 5)), np.ones((2, 3)))
     with pytest.raises(InputError, match="each target"):
         SquareLoss.from_data(net, np.ones((3, 5)), np.ones((3, 2)))
+
+
+@pytest.mark.parametrize("method", ["DOP853", "RK45", "LSODA", "Radau"])
+def test_stepper_matches_solve_ivp(method, rng):
+    """Ground truth: the stepping loop (with budgets) samples the same trajectory as
+    scipy's solve_ivp on the same right-hand side."""
+    net = LinearConvNet([3, 2, 2], strides=[2, 2])
+    X, Y = _data(net, rng)
+    loss = SquareLoss.from_data(net, X, Y)
+    params = net.random_params(rng)
+    flow = gradient_flow(net, params, loss, 0.5, num_times=6, method=method)
+    velocity = parameter_velocity(net, loss)
+    sol = solve_ivp(lambda t, y: velocity(y), (0.0, 0.5), net.flatten(params), method=method,
+                    t_eval=flow.times, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.array([net.flatten(p) for p in flow.params]), sol.y.T,
+                               rtol=0, atol=1e-13)
+    assert flow.success and 0 < flow.num_steps <= 10_000
+
+
+def test_flow_budgets(rng):
+    net = LinearFCNet([2, 3, 2])
+    loss = QuadraticLoss(np.eye(4), np.ones(4))
+    params = net.random_params(rng)
+    with pytest.raises(ComputationLimitError, match="cannot reach t_final") as info:
+        gradient_flow(net, params, loss, 1e300, num_times=3)
+    assert info.value.kind == "steps" and info.value.y.shape == (net.num_params,)
+    with pytest.raises(ComputationLimitError, match="max_steps=3"):
+        gradient_flow(net, params, loss, 10.0, max_steps=3)
+    flow = gradient_flow(net, params, loss, 1e-300, num_times=3, method="DOP853")
+    assert flow.success   # a tiny horizon is fine for an explicit method
+
+
+def test_overflow_is_an_error_not_nan():
+    net = LinearConvNet([2, 2], strides=[2])
+    big = [np.full(2, 1e160), np.full(2, 1e160)]
+    with pytest.raises(ParameterError, match="overflow"):
+        gradient_flow(net, big, QuadraticLoss(np.eye(4), np.zeros(4)), 1.0)
+    loss = QuadraticLoss(np.eye(4) * 1e300, np.zeros(4))
+    with pytest.raises(InputError, match="overflow: the loss value"):
+        loss.value(np.full(4, 1e10))
+    assert loss.value(np.full(4, 1e-10)) == pytest.approx(2e280)

@@ -2,15 +2,19 @@
 parameter flow where the NTK is parameter-independent, different flows from different
 lifts where it is not."""
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuromanifold import (InputError, LinearConvNet, LinearFCNet, NotInNeuromanifoldError,
-                           QuadraticLoss, gradient_flow)
+from neuromanifold import (ComputationLimitError, InputError, LinearConvNet, LinearFCNet,
+                           NeuromanifoldError, NotInNeuromanifoldError, ParameterError,
+                           QuadraticLoss, SingularPointError, SquareLoss, gradient_flow)
 from neuromanifold.flows import (compare_lifts, compare_with_parameter_flow, invariant_vector,
                                  lift_to_fiber, riemannian_flow)
+from neuromanifold.flows._gradient_flow import Conv1DFastPath, parameter_velocity
 from neuromanifold.linear._base import LinearNetBase
 
 
@@ -177,3 +181,208 @@ def test_bad_inputs(rng):
         riemannian_flow(net, v, d, loss, 1.0, lift=theta, rtol="a")
     with pytest.raises(InputError, match="tol"):
         lift_to_fiber(net, v, d, theta, tol="a")
+
+
+# ------------------------------------------------- issue 7.2: staying on the neuromanifold
+def _teacher_problem(net, seed):
+    """The issue's setting: a square loss from random data whose targets are realized by
+    another network of the same architecture, and a random initialization."""
+    rng = np.random.default_rng(seed)
+    teacher = net.random_params(rng)
+    shape = tuple(k + 2 * s for k, s in zip(net.end_to_end_shape, net.end_to_end_stride))
+    X = rng.standard_normal((net.end_to_end_size + 2,) + shape)
+    return SquareLoss.from_data(net, X, net.apply(teacher, X)), net.random_params(rng)
+
+
+STRIDED = [LinearConvNet([3, 2, 2], strides=[2, 2]), LinearConvNet([2, 2], strides=[2]),
+           LinearConvNet([2, 3, 2], strides=[3, 2])]
+
+
+@pytest.mark.parametrize("net", STRIDED, ids=repr)
+@pytest.mark.parametrize("seed", [0, 3])
+def test_strided_flows_stay_on_the_neuromanifold(net, seed):
+    """The issue's failing cases (seed 0 of [3, 2, 2] and [2, 3, 2] raised 'lost the fiber'):
+    t_final = 1, initial lift from the fiber; the function-space trajectory is the
+    parameter flow's to 1e-6, and the checks are at rounding level."""
+    loss, theta = _teacher_problem(net, seed)
+    cmp = compare_with_parameter_flow(net, theta, loss, 1.0, num_times=11)
+    r = cmp.riemannian
+    assert r.success and len(r.times) == 11
+    assert cmp.max_difference < 1e-6
+    assert np.linalg.norm(r.end_to_end[-1] - r.end_to_end[0]) > 1e-2   # it moved
+    assert r.max_invariant_drift < 1e-8 and r.max_lift_residual < 1e-10
+    assert r.max_kernel_mismatch < 1e-8 and r.lift_restarts == 0
+    assert r.min_singular_value > r.singular_tol
+    for p, v in zip(r.lifts, r.end_to_end):   # the carried lift realizes v(t) exactly
+        np.testing.assert_allclose(net.end_to_end(p), v, rtol=0, atol=1e-14)
+
+
+def _resultant(p, q):
+    """Sylvester resultant of two polynomials (coefficient lists): zero iff they share a
+    root, i.e. iff the Jacobian of (p, q) -> p q drops rank."""
+    m, n = len(p) - 1, len(q) - 1
+    S = np.zeros((m + n, m + n))
+    for i in range(n):
+        S[i, i:i + m + 1] = p
+    for i in range(m):
+        S[n + i, i:i + n + 1] = q
+    return np.linalg.det(S)
+
+
+@pytest.mark.parametrize("arch,seed,t_final", [([2, 2], 5, 0.05), ([2, 2], 0, 0.3),
+                                               ([3, 2], 3, 0.01), ([2, 2], 1, 0.5)])
+def test_singular_points_are_where_two_layers_share_a_root(arch, seed, t_final):
+    """Stride 1: the flow from each fiber point either finishes or stops with a
+    SingularPointError; ground truth from the parameter flow: the resultant of the two
+    layers changes sign (they share a root: the Jacobian drops rank) exactly there."""
+    net = LinearConvNet(arch)
+    loss, theta = _teacher_problem(net, seed)
+    v0, delta = net.end_to_end(theta), net.invariants(theta)
+    for lift in net.fiber(v0, delta).points:
+        par = gradient_flow(net, lift, loss, t_final, num_times=401)
+        res = np.array([_resultant(p[0], p[1]) for p in par.params])
+        changes = par.times[1:][np.sign(res[1:]) != np.sign(res[:-1])]
+        try:
+            flow = riemannian_flow(net, v0, delta, loss, t_final, lift=lift, num_times=5)
+        except SingularPointError as err:
+            assert changes.size and abs(err.t - changes[0]) <= t_final / 400
+            assert "singular point" in str(err) and f"t={err.t:.6g}"[:6] in str(err)
+            np.testing.assert_allclose(err.v, net.end_to_end(net.unflatten(err.theta)))
+            assert err.sigma <= 1e-9 and err.partial.times[-1] <= err.t
+            assert isinstance(err, NeuromanifoldError) and not err.partial.success
+            continue
+        assert changes.size == 0 and flow.success
+        np.testing.assert_allclose(flow.end_to_end[-1], par.end_to_end[-1], atol=1e-7)
+
+
+def test_singular_at_the_start():
+    """A double root shared by both layers: singular at t = 0, said so."""
+    net = LinearConvNet([2, 2])
+    lift = [np.array([1.0, -1.0]), np.array([1.0, -1.0])]
+    with pytest.raises(SingularPointError, match=r"singular point .* at t=0"):
+        riemannian_flow(net, net.end_to_end(lift), net.invariants(lift),
+                        QuadraticLoss(np.eye(3), [1.0, 0.0, 1.0]), 1.0, lift=lift)
+
+
+@pytest.mark.parametrize("arch,seed,expected", [
+    (([2, 2],), 5, ["singular point", "singular point"]),
+    (([2, 2],), 0, ["singular point", "singular point"]),
+    (([3, 2], [1]), 3, ["singular point"] * 3),
+    (([2, 2],), 1, ["finished", "finished"]),
+    (([3, 2, 2], [2, 2]), 0, ["finished"])])
+def test_compare_lifts_reports_each_outcome(arch, seed, expected):
+    """Instances of the issue's compare_lifts runs (t = 2) that aborted: each lift's outcome
+    is reported, with where its branch ended; trajectories compared where all exist."""
+    net = LinearConvNet(*arch)
+    loss, theta = _teacher_problem(net, seed)
+    cmp = compare_lifts(net, net.end_to_end(theta), net.invariants(theta), loss, 2.0,
+                        num_times=11)
+    assert [o.status for o in cmp.outcomes] == expected
+    assert cmp.all_finished == all(s == "finished" for s in expected)
+    for o, f in zip(cmp.outcomes, cmp.flows):
+        assert o.t_end <= 2.0 and f.times[-1] <= o.t_end
+        if o.status == "finished":
+            assert o.t_end == 2.0 and o.message == "" and f.success
+            np.testing.assert_allclose(o.v_end, f.end_to_end[-1].ravel())
+        else:
+            assert o.min_singular_value <= 1e-9 and "singular point" in o.message
+        assert o.max_lift_residual < 1e-10 and o.max_invariant_drift < 1e-8
+    assert cmp.trajectories.shape[:2] == (len(expected), len(cmp.times))
+    assert cmp.to_dict()["outcomes"][0]["status"] == expected[0]
+
+
+def test_fully_connected_flow_follows_the_horizontal_lift(rng):
+    """Fully connected, hidden width 3 > 2: the fiber over (W, Delta) is positive-dimensional
+    and K varies along it. The carried lift is the parameter flow (no motion along the
+    fiber); the function-space check, continued from sample to sample, sees K vary."""
+    net = LinearFCNet([2, 3, 2])
+    theta = net.random_params(rng)
+    cmp = compare_with_parameter_flow(net, theta, _loss(net, rng), 0.5, lift=theta,
+                                      num_times=5)
+    r = cmp.riemannian
+    assert cmp.max_difference < 1e-9 and r.max_lift_residual < 1e-12
+    assert 1e-6 < r.max_kernel_mismatch < 0.1
+
+
+# ---------------------------------------------------------------- budgets and overflow
+@pytest.mark.parametrize("call", ["gradient_flow", "riemannian_flow"])
+def test_absurd_horizons_raise_fast(call, rng):
+    net = LinearConvNet([2, 2], strides=[2])
+    theta = net.random_params(rng)
+    loss = _loss(net, rng)
+
+    def run(t_final, **kw):
+        if call == "gradient_flow":
+            return gradient_flow(net, theta, loss, t_final, num_times=3, **kw)
+        return riemannian_flow(net, net.end_to_end(theta), net.invariants(theta), loss,
+                               t_final, lift=theta, num_times=3, **kw)
+
+    with pytest.raises(ComputationLimitError, match="cannot reach t_final") as info:
+        run(1e300)
+    assert info.value.kind == "steps" and 0 < info.value.t < 1e300
+    with pytest.raises(ComputationLimitError, match="step budget max_steps=5") as info:
+        run(1.0, max_steps=5)
+    with pytest.raises(ComputationLimitError, match="made no progress"):
+        run(1e-300, method="LSODA")
+    with pytest.raises(ComputationLimitError, match="time limit"):
+        run(1e6, time_limit=1e-9)
+    if call == "riemannian_flow":   # the part computed so far comes with the error
+        assert info.value.partial.times[-1] <= info.value.t
+    with pytest.raises(InputError, match="max_steps"):
+        run(1.0, max_steps=0)
+    with pytest.raises(InputError, match="time_limit"):
+        run(1.0, time_limit=-1.0)
+
+
+@given(exponent=st.integers(-300, 300), arch=st.sampled_from(
+    [([2, 2], [2]), ([3, 2, 2], [2, 2]), "fc"]))
+@settings(max_examples=12)
+def test_flows_never_return_nan(exponent, arch):
+    """Finite input of any magnitude: a finite result or a NeuromanifoldError, never NaN/inf."""
+    net = LinearFCNet([2, 2, 2]) if arch == "fc" else LinearConvNet(*arch)
+    theta = [w * 10.0 ** exponent for w in net.random_params(exponent % 97)]
+    loss = QuadraticLoss(np.eye(net.end_to_end_size), np.ones(net.end_to_end_size))
+    with np.errstate(over="ignore", invalid="ignore"):   # the network's own overflow
+        v0, delta = net.end_to_end(theta), net.invariants(theta)
+    for run in (lambda: gradient_flow(net, theta, loss, 1e-3, num_times=2),
+                lambda: riemannian_flow(net, v0, delta, loss, 1e-3, lift=theta, num_times=2)):
+        try:
+            out = run()
+        except NeuromanifoldError:
+            continue
+        flat = json.dumps(out.to_dict())
+        assert "nan" not in flat and "inf" not in flat
+
+
+def test_losses_raise_on_overflow():
+    loss = QuadraticLoss(np.eye(2), [0.0, 0.0])
+    with pytest.raises(InputError, match="overflow"):
+        loss.value([1e200, 1e200])
+    with pytest.raises(InputError, match="overflow"):
+        QuadraticLoss(np.eye(2) * 1e300, [0.0, 0.0]).gradient([1e10, 0.0])
+    assert np.isfinite(QuadraticLoss(np.eye(2) * 1.7e308, [0.0, 0.0]).A).all()
+    net = LinearConvNet([2, 2], strides=[2])
+    with pytest.raises(InputError, match="overflow"):
+        SquareLoss.from_data(net, np.full((6, 6), 1e200), np.ones((6, 2)))
+    with pytest.raises(ParameterError, match="overflow"):
+        gradient_flow(net, [np.full(2, 1e200), np.full(2, 1e200)],
+                      QuadraticLoss(np.eye(4), np.zeros(4)), 1.0)
+
+
+@given(seed=st.integers(0, 10 ** 6), arch=st.sampled_from(
+    [([3, 2, 2], [2, 2]), ([2, 2], [1]), ([4, 3, 2], [1, 3]), ([2], []), ([2, 3, 2], [3, 2])]))
+@settings(max_examples=20)
+def test_fast_path_matches_the_network(seed, arch):
+    """The 1D fast path (velocity and Jacobian) against net.vjp and net.jacobian."""
+    net = LinearConvNet(*arch)
+    rng = np.random.default_rng(seed)
+    theta = net.random_params(rng)
+    loss = _loss(net, rng)
+    fast = Conv1DFastPath(net)
+    flat = net.flatten(theta)
+    expected = -np.concatenate([a.ravel() for a in net.vjp(theta, loss.gradient(
+        net.end_to_end(theta)))])
+    got = parameter_velocity(net, loss)(flat)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * max(1, np.abs(expected).max()))
+    np.testing.assert_allclose(fast.jacobian(flat), net.jacobian(theta), rtol=0, atol=1e-13)
+    np.testing.assert_allclose(fast.parts(flat)[0], net.end_to_end(theta), rtol=0, atol=1e-13)

@@ -27,6 +27,7 @@ from .linear import RegularPoint, is_regular_point
 from .ntk import Fiber, NTKDependence, ntk_dependence
 from .relu import ReLUNet
 from .reproduce import reproduce_linear
+from ._errors import ComputationLimitError, SingularPointError
 
 __version__ = "0.1.0"
 
@@ -70,3 +71,4 @@ __all__ = [
     "is_regular_point",
     "RegularPoint",
 ]
+__all__ += ["SingularPointError", "ComputationLimitError"]

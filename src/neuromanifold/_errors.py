@@ -70,3 +70,20 @@ def short_repr(value: object, limit: int = 120) -> str:
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return text
+
+
+class SingularPointError(NeuromanifoldError, ArithmeticError):
+    """A flow on the neuromanifold reached a singular point (the Jacobian of the
+    parameterization dropped rank), where the function-space flow is not determined by
+    ``(v, delta)``. Attributes ``t``, ``v`` and ``sigma`` say where; ``partial`` holds the
+    result computed up to there (when the raising function has one)."""
+
+
+class ComputationLimitError(NeuromanifoldError, RuntimeError):
+    """A long computation reached its limit (a step count or a time budget, e.g.
+    ``max_steps`` or ``time_limit``) before finishing. Attribute ``t`` says how far a flow
+    got; ``partial`` holds the result computed up to there (when there is one)."""
+
+
+__all__ += ["SingularPointError", "ComputationLimitError"]
+SingularPointError.__module__ = ComputationLimitError.__module__ = "neuromanifold"

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError
+from .._errors import InputError, short_repr
 from .._validation import as_finite_array
 
 __all__ = ["QuadraticLoss", "SquareLoss"]
@@ -40,7 +40,7 @@ class QuadraticLoss:
         if isinstance(offset, (bool, np.bool_)) or not isinstance(
                 offset, (int, float, np.integer, np.floating)) or not np.isfinite(offset):
             raise InputError(f"offset must be a finite number; got {offset!r}")
-        self.A = (A + A.T) / 2
+        self.A = A / 2 + A.T / 2   # (A + A^T) / 2 without overflowing near the float64 limit
         self.target = target.ravel()
         self.offset = float(offset)
 
@@ -58,15 +58,36 @@ class QuadraticLoss:
             raise InputError(f"v must have {self.size} entries for this loss; got shape {v.shape}")
         return v
 
+    def _overflow(self, what: str, v: np.ndarray) -> InputError:
+        return InputError(f"overflow: the {what} of {self!r} at v={short_repr(v)} is not a "
+                          f"finite float64 (v, A or the target are too large; rescale them)")
+
     def value(self, v: Any) -> float:
-        """The loss at ``v`` (any shape with ``n`` entries)."""
-        r = self._as_vector(v).ravel() - self.target
-        return float(0.5 * r @ self.A @ r + self.offset)
+        """The loss at ``v`` (any shape with ``n`` entries).
+
+        Raises:
+            InputError: ("overflow: ...") when the value exceeds the float64 range.
+        """
+        v = self._as_vector(v)
+        with np.errstate(over="ignore", invalid="ignore"):
+            r = v.ravel() - self.target
+            out = float(0.5 * r @ self.A @ r + self.offset)
+        if not np.isfinite(out):
+            raise self._overflow("loss value", v)
+        return out
 
     def gradient(self, v: Any) -> np.ndarray:
-        """``A (v - target)``, in the shape of ``v``."""
+        """``A (v - target)``, in the shape of ``v``.
+
+        Raises:
+            InputError: ("overflow: ...") when an entry exceeds the float64 range.
+        """
         v = self._as_vector(v)
-        return (self.A @ (v.ravel() - self.target)).reshape(v.shape)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = (self.A @ (v.ravel() - self.target)).reshape(v.shape)
+        if not np.all(np.isfinite(out)):
+            raise self._overflow("loss gradient", v)
+        return out
 
 
 class SquareLoss(QuadraticLoss):
@@ -104,8 +125,17 @@ class SquareLoss(QuadraticLoss):
                 f"on one input); got shape {Y.shape[1:]}")
         M = np.vstack(blocks)
         y = Y.reshape(-1)
-        t, *_ = np.linalg.lstsq(M, y, rcond=None)
-        loss = cls(M.T @ M, t, 0.5 * float(np.sum((M @ t - y) ** 2)))
+        with np.errstate(over="ignore", invalid="ignore"):
+            gram = M.T @ M
+            if np.all(np.isfinite(gram)):
+                t, *_ = np.linalg.lstsq(M, y, rcond=None)
+                offset = 0.5 * float(np.sum((M @ t - y) ** 2))
+        if not (np.all(np.isfinite(gram)) and np.all(np.isfinite(t)) and np.isfinite(offset)):
+            raise InputError(
+                f"overflow: the square loss of these data is not a finite float64 quadratic "
+                f"(max |X| = {np.abs(X).max():.3g}, max |Y| = {np.abs(Y).max():.3g}; rescale "
+                f"the data)")
+        loss = cls(gram, t, offset)
         loss.design = M
         loss.targets = y
         return loss

@@ -1,38 +1,63 @@
 """Riemannian gradient flow in function space, ``v' = -K(v, delta) grad l(v)`` (docs/concepts_linear.md §5).
 
 The parameter flow ``theta' = -grad_theta l(mu(theta))`` moves ``v = mu(theta)`` by
-``v' = -K_theta grad l(v)`` (docs/concepts_linear.md §2). The Riemannian flow integrates that equation in
-function space alone: at every evaluation the kernel is recomputed from ``(v, delta)`` by
-*lifting* ``v`` to the fiber ``{theta : mu(theta) = v, delta(theta) = delta}`` and taking
-``K_theta`` there. The lift is continued along the trajectory: a Gauss-Newton iteration on
-``mu(theta) = v, delta(theta) = delta`` started from the lift at the previous accepted
-solver step (minimal-norm steps), so one branch of the fiber is followed continuously.
+``v' = -K_theta grad l(v)`` (docs/concepts_linear.md §2), and conserves the invariants
+``delta``. The Riemannian flow is that equation in function space, with the kernel
+``K(v, delta)`` taken at a lift of ``v`` to the fiber ``{theta : mu(theta) = v,
+delta(theta) = delta}``, continued along the trajectory from an initial lift.
 
-Where the NTK is parameter-independent (docs/concepts_linear.md §3) the result is the parameter flow's
-``v(t)`` whatever lift is chosen; where it is not, different initial lifts of the same
-``(v0, delta)`` give different trajectories (:func:`compare_lifts`).
+**How it is integrated: in the chart given by the lift.** A continuous lift
+``theta(t)`` of a solution satisfies ``J theta' = v' = -J J^T grad l`` and
+``d delta(theta) = 0``; the parameter velocity ``-J^T grad l`` satisfies both, and at a
+smooth point where the fiber is discrete (linear convolutional networks) it is the only
+solution, so the continued lift *is* the parameter flow from the initial lift. On the
+positive-dimensional fibers of fully connected networks the lift's velocity is not
+unique; ``-J^T grad l`` is the one with no component along the fiber (the horizontal
+lift, of minimal norm), and ``K`` may vary along the fiber, which the check below then
+shows. The flow therefore carries ``theta`` along and
+reads ``v(t) = mu(theta(t))``: ``v`` never leaves the neuromanifold, there is no
+projection to fail, and the only drift is the solver's drift of the invariants, which is
+reported. Function space is used as the *check*: at every sample time ``v(t)`` is lifted
+again from ``(v(t), delta)`` alone, by Gauss-Newton continuation from the previous
+sample's lift, and ``-K(v, delta) grad l(v)`` at that lift is compared with the chart's
+velocity.
+
+**Where it genuinely fails.** At a point where the Jacobian of ``mu`` drops rank (a
+singular point of the neuromanifold, e.g. two layers of a stride-1 network sharing a
+root), branches of the fiber meet and ``(v, delta)`` no longer determines how the flow
+continues. The smallest relevant singular value of the Jacobian (columns normalized) is
+measured after every solver step, local minima inside a step are located on the
+solver's dense output, and reaching ``singular_tol`` raises a
+:class:`SingularPointError` that says so, with the time ``t`` and ``v`` there.
+
+Where the NTK is parameter-independent (docs/concepts_linear.md §3) the result is the
+parameter flow's ``v(t)`` whatever lift is chosen; where it is not, different initial
+lifts of the same ``(v0, delta)`` give different trajectories (:func:`compare_lifts`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
-from scipy import integrate
 
-from .._errors import InputError, NotInNeuromanifoldError
+from .._errors import (ComputationLimitError, InputError, NotInNeuromanifoldError,
+                       SingularPointError, short_repr)
 from .._results import Result
+from .._tolerance import DEFAULT_TOL
 from .._validation import (as_finite_array, check_bool, check_positive_float,
                            check_positive_int)
 from ..fibers import invariant_scale, invariant_vector
-from ._gradient_flow import SOLVERS, GradientFlowResult, check_flow_args, gradient_flow
+from ._gradient_flow import (DEFAULT_MAX_STEPS, Conv1DFastPath, GradientFlowResult, Stepper,
+                             check_finite, check_flow_args, gradient_flow, parameter_velocity,
+                             quiet_overflow)
 from ._losses import QuadraticLoss
 
 __all__ = ["riemannian_flow", "RiemannianFlowResult", "lift_to_fiber", "FiberLift",
-           "compare_lifts", "LiftComparison", "compare_with_parameter_flow", "FlowComparison"]
-
-_SOLVERS = {name: getattr(integrate, name) for name in SOLVERS}
+           "compare_lifts", "LiftComparison", "LiftOutcome", "compare_with_parameter_flow",
+           "FlowComparison"]
 
 
 # --------------------------------------------------------------------------- lifting
@@ -68,6 +93,7 @@ def _fiber_residual(net: Any, theta: np.ndarray, v: np.ndarray, delta: np.ndarra
     return params, np.concatenate([rv, rd]), rel
 
 
+@quiet_overflow
 def lift_to_fiber(net: Any, v: Any, invariants: Any, start: Any, *, tol: float = 1e-13,
                   max_iter: int = 50) -> FiberLift:
     """Continue a lift: Gauss-Newton on ``mu(theta) = v``, ``delta(theta) = delta`` from ``start``.
@@ -157,36 +183,62 @@ class RiemannianFlowResult(Result):
         times: sample times, shape ``(T,)``.
         end_to_end: ``v(t)``, shape ``(T,) + end_to_end_shape``.
         loss: ``l(v(t))``, shape ``(T,)``.
-        lifts: the lift of ``v(t)`` to the fiber at each sample time (list of T parameter
-            lists), continued from the initial lift.
+        lifts: the lift of ``v(t)`` carried by the flow at each sample time (list of T
+            parameter lists): ``mu(lift) = v(t)`` exactly, invariants within
+            ``max_invariant_drift``.
         invariants: the fixed invariants ``delta`` (flattened).
         initial_lift: the lift of ``v0`` the flow started from.
-        max_lift_residual: the largest relative lift residual over the computed trajectory
-            (sample times and accepted steps; see :class:`FiberLift`): how far ``v(t)``
-            drifted off the neuromanifold, of the order of the solver tolerance.
-        max_lift_iterations: the most Gauss-Newton iterations any lift needed.
+        max_invariant_drift: ``max_t ||delta(lift(t)) - delta||_inf / scale`` (scale as in
+            :class:`FiberLift`): the solver's drift off the fiber (``v`` itself never
+            leaves the neuromanifold).
+        max_lift_residual: the largest relative residual of the function-space lifts of
+            ``(v(t), delta)`` at the sample times (see :class:`FiberLift`): how far
+            ``(v(t), delta)`` is from having a lift, i.e. the drift off the neuromanifold
+            and off the invariants, as seen from function space.
+        max_lift_iterations: the most Gauss-Newton iterations a function-space lift needed.
+        lift_restarts: sample times where the function-space continuation from the
+            previous sample's lift did not converge and was restarted from the carried
+            lift (0 on a clean run).
+        max_kernel_mismatch: ``max_t ||v'(t) + K(v, delta) grad l(v)|| / (||K(v, delta)||_2
+            ||grad l(v)||)`` with ``v' = J theta'`` the chart's velocity and ``K(v, delta)``
+            at the function-space lift: the check that ``v(t)`` solves the function-space
+            equation (relative to the size of its right-hand side's factors, so that it
+            stays meaningful as ``grad l`` tends to 0).
+        min_singular_value: the smallest ``sigma_dim / sigma_1`` of the Jacobian (columns
+            normalized, ``dim`` the dimension of the neuromanifold) seen along the flow
+            (after every step, and at local minima inside steps): how close the flow came
+            to a singular point.
+        min_singular_time: the time where it was seen.
+        singular_tol: the threshold at which a singular point stops the flow.
         riemannian_gradient_norm: ``||K(v, delta) grad l(v)||`` at the final time.
         loss_monotone: whether the sampled loss never increases (up to 1e-12 relative).
-        method, rtol, atol: solver settings; success, message, nfev: solver report
-            (``nfev`` = kernel evaluations, each with one lift).
+        method, rtol, atol: solver settings; success, message, nfev: solver report;
+        num_steps: accepted solver steps.
     """
 
     times: np.ndarray
     end_to_end: np.ndarray
     loss: np.ndarray
-    lifts: list
-    invariants: np.ndarray
-    initial_lift: list
+    lifts: list = dataclasses.field(repr=False)
+    invariants: np.ndarray = dataclasses.field(repr=False)
+    initial_lift: list = dataclasses.field(repr=False)
+    max_invariant_drift: float
     max_lift_residual: float
-    max_lift_iterations: int
-    riemannian_gradient_norm: float
+    max_lift_iterations: int = dataclasses.field(repr=False)
+    lift_restarts: int = dataclasses.field(repr=False)
+    max_kernel_mismatch: float
+    min_singular_value: float
+    min_singular_time: float = dataclasses.field(repr=False)
+    singular_tol: float = dataclasses.field(repr=False)
+    riemannian_gradient_norm: float = dataclasses.field(repr=False)
     loss_monotone: bool
     method: str
-    rtol: float
-    atol: float
+    rtol: float = dataclasses.field(repr=False)
+    atol: float = dataclasses.field(repr=False)
     success: bool
-    message: str
-    nfev: int
+    message: str = dataclasses.field(repr=False)
+    nfev: int = dataclasses.field(repr=False)
+    num_steps: int
 
 
 def _initial_lift(net: Any, v0: np.ndarray, delta: Any, lift: Any, lift_index: int,
@@ -203,30 +255,198 @@ def _initial_lift(net: Any, v0: np.ndarray, delta: Any, lift: Any, lift_index: i
     points = list(fib.points)
     if not points:
         raise NotInNeuromanifoldError(
-            f"the fiber over v0={v0!r} with invariants {delta!r} is empty")
-    if not isinstance(lift_index, (int, np.integer)) \
+            f"the fiber over v0={short_repr(v0)} with invariants {short_repr(delta)} is empty")
+    if isinstance(lift_index, (bool, np.bool_)) or not isinstance(lift_index, (int, np.integer)) \
             or not -len(points) <= lift_index < len(points):
         raise InputError(f"lift_index must be an int in [0, {len(points)}) (the fiber has "
-                         f"{len(points)} points); got {lift_index!r}")
+                         f"{len(points)} points); got {short_repr(lift_index)}")
     return net.check_params(points[lift_index])
 
 
+class _SingularityWatch:
+    """``sigma(theta) = sigma_dim / sigma_1`` of the column-normalized Jacobian, tracked
+    along the flow; raises :class:`SingularPointError` at ``sigma <= tol``.
+
+    After each step, ``sigma`` and ``d sigma / dt`` (a finite difference along the
+    velocity) at the step's end are compared with those at its start: when a dip to 0
+    inside the step is possible (the slope turns from - to +, or ``sigma`` at an end is
+    within reach of 0 at the end slopes), ``sigma`` is sampled on the step's dense output
+    and each local minimum is located by golden-section search (a transversal crossing of
+    the singular locus, where ``sigma ~ |t - t*|``, is found to rounding precision)."""
+
+    def __init__(self, net: Any, dim: int, tol: float, velocity: Any):
+        self.net, self.dim, self.tol, self.velocity = net, dim, tol, velocity
+        self.min = (math.inf, 0.0)
+        self.s, self.slope = math.inf, 0.0
+        fast = Conv1DFastPath(net) if Conv1DFastPath.applies(net) else None
+        self.jacobian = fast.jacobian if fast is not None else (
+            lambda theta: net.jacobian(net.unflatten(theta)))
+
+    def sigma(self, theta: np.ndarray) -> float:
+        J = self.jacobian(theta)
+        check_finite("the Jacobian", J, "along the Riemannian flow")
+        norms = np.linalg.norm(J, axis=0)
+        keep = norms > 0
+        if keep.sum() < self.dim:
+            return 0.0
+        s = np.linalg.svd(J[:, keep] / norms[keep], compute_uv=False)
+        return float(s[self.dim - 1] / s[0]) if s.size >= self.dim and s[0] > 0 else 0.0
+
+    def _slope(self, theta: np.ndarray, s: float) -> float:
+        f = self.velocity(theta)
+        nf = float(np.abs(f).max(initial=0.0))
+        h = 1e-7 * max(1.0, float(np.abs(theta).max(initial=0.0))) / nf if nf > 0 else 0.0
+        if not (np.isfinite(h) and h > 0 and np.all(np.isfinite(theta + h * f))):
+            return 0.0
+        return (self.sigma(theta + h * f) - s) / h
+
+    def check(self, t: float, theta: np.ndarray, s: float | None = None) -> float:
+        s = self.sigma(theta) if s is None else s
+        if s < self.min[0]:
+            self.min = (s, float(t))
+        if s <= self.tol:
+            err = SingularPointError(
+                f"the flow reached a singular point of the neuromanifold at t={t:.9g}, "
+                f"v={short_repr(self.net.end_to_end(self.net.unflatten(theta)).ravel())}: "
+                f"the Jacobian of the parameterization drops rank there (sigma_dim/sigma_1 "
+                f"= {s:.3g} <= singular_tol={self.tol:.3g}; dim={self.dim}), branches of the "
+                f"fiber meet and (v, delta) no longer determines the flow (the parameter "
+                f"flow, gradient_flow, continues through it)")
+            err.t, err.sigma = float(t), float(s)
+            err.v = self.net.end_to_end(self.net.unflatten(theta))
+            err.theta = np.array(theta)
+            raise err
+        return s
+
+    def start(self, theta: np.ndarray) -> None:
+        self.s = self.check(0.0, theta)
+        self.slope = self._slope(theta, self.s)
+
+    def on_step(self, t_old: float, t_new: float, y_new: np.ndarray, dense: Any) -> None:
+        s_old, slope_old = self.s, self.slope
+        s_new = self.check(t_new, y_new)
+        slope_new = self._slope(y_new, s_new)
+        self.s, self.slope = s_new, slope_new
+        h = t_new - t_old
+        lip = 2.0 * max(abs(slope_old), abs(slope_new))   # a Lipschitz bound of sigma(t)
+        # sigma can reach 0 inside the step only if an end is within reach of 0
+        if h <= 0 or min(s_old, s_new) > 2.0 * lip * h:
+            return
+        path = dense()
+        grid = np.linspace(t_old, t_new, 9)
+        vals = [s_old] + [self.check(t, path(t)) for t in grid[1:-1]] + [s_new]
+        spacing = grid[1] - grid[0]
+        for i in range(len(grid)):
+            left, right = vals[max(i - 1, 0)], vals[min(i + 1, len(grid) - 1)]
+            if vals[i] <= left and vals[i] <= right and vals[i] <= 2.0 * lip * spacing:
+                self._refine(grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)], path, lip)
+
+    def _refine(self, a: float, b: float, path: Any, lip: float) -> None:
+        """Golden-section search for a minimum of sigma on ``[a, b]``, while a value
+        ``<= tol`` is still within reach (``best - lip * (b - a) <= tol``)."""
+        ratio = (math.sqrt(5.0) - 1.0) / 2.0
+        c, d = b - ratio * (b - a), a + ratio * (b - a)
+        fc, fd = self.check(c, path(c)), self.check(d, path(d))
+        for _ in range(100):
+            if b - a <= 4 * np.finfo(float).eps * max(1.0, abs(b)) \
+                    or min(fc, fd) - 2.0 * lip * (b - a) > self.tol:
+                break
+            if fc <= fd:
+                b, d, fd = d, c, fc
+                c = b - ratio * (b - a)
+                fc = self.check(c, path(c))
+            else:
+                a, c, fc = c, d, fd
+                d = a + ratio * (b - a)
+                fd = self.check(d, path(d))
+
+
+def _generic_rank(net: Any, params: list) -> int:
+    dim = getattr(net, "dimension", None)
+    if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) and dim > 0:
+        return int(dim)
+    return max(1, int(np.linalg.matrix_rank(net.jacobian(params))))  # pragma: no cover
+
+
+def _assemble(net: Any, loss: QuadraticLoss, delta: np.ndarray, first: FiberLift,
+              samples: list, times: np.ndarray, velocity: Any, watch: _SingularityWatch,
+              lift_tol: float, max_lift_residual: float, settings: dict) -> RiemannianFlowResult:
+    """The result from the chart's samples, with the function-space checks."""
+    vs, lifts, losses = [], [], []
+    drift = max_res = mismatch = 0.0
+    max_it = first.iterations
+    restarts = 0
+    fs_lift = first.params
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # overflow is checked explicitly (check_finite) and raised as a ParameterError
+        for theta in samples:
+            p = net.unflatten(theta)
+            v = net.end_to_end(p)
+            check_finite("the end-to-end map", v, "along the Riemannian flow")
+            inv = invariant_vector(net, p)
+            check_finite("the invariants", inv, "along the Riemannian flow")
+            drift = max(drift, float(np.abs(inv - delta).max(initial=0.0))
+                        / invariant_scale(delta, p))
+            # the check in function space alone: lift (v, delta) again, continued from the
+            # previous sample's function-space lift
+            fl = lift_to_fiber(net, v, delta, fs_lift, tol=lift_tol)
+            if not fl.converged or fl.residual > max_lift_residual:
+                restarts += 1
+                fl = lift_to_fiber(net, v, delta, p, tol=lift_tol)
+            fs_lift = fl.params
+            max_res, max_it = max(max_res, fl.residual), max(max_it, fl.iterations)
+            g = loss.gradient(v).ravel()
+            vdot = net.jacobian(p) @ velocity(theta)
+            K = net.ntk(fl.params)
+            kg = K @ g
+            check_finite("the velocity", np.concatenate([vdot, kg]), "along the Riemannian flow")
+            scale = float(np.linalg.norm(K, 2) * np.linalg.norm(g))
+            check_finite("the size of K grad l", scale, "along the Riemannian flow")
+            err = float(np.linalg.norm(vdot + kg))
+            mismatch = max(mismatch, err / scale if scale > 0 else err)
+            vs.append(v)
+            lifts.append(p)
+            losses.append(loss.value(v))
+    losses_arr = np.array(losses)
+    final = lifts[-1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        rgrad = float(np.linalg.norm(net.ntk(final) @ loss.gradient(vs[-1]).ravel()))
+    check_finite("the Riemannian gradient", rgrad, "at the final time")
+    ltol = 1e-12 * max(1.0, abs(losses_arr[0]))
+    return RiemannianFlowResult(
+        times=times[:len(vs)], end_to_end=np.array(vs).reshape(
+            (len(vs),) + tuple(net.end_to_end_shape)),
+        loss=losses_arr, lifts=lifts, invariants=delta, initial_lift=first.params,
+        max_invariant_drift=drift, max_lift_residual=float(max_res),
+        max_lift_iterations=int(max_it), lift_restarts=restarts,
+        max_kernel_mismatch=float(mismatch), min_singular_value=float(watch.min[0]),
+        min_singular_time=float(watch.min[1]), singular_tol=watch.tol,
+        riemannian_gradient_norm=rgrad,
+        loss_monotone=bool(np.all(np.diff(losses_arr) <= ltol)), **settings)
+
+
+@quiet_overflow
 def riemannian_flow(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_final: float, *,
                     lift: Any = None, lift_index: int = 0, num_times: int = 101,
                     method: str = "DOP853", rtol: float = 1e-10, atol: float = 1e-12,
                     lift_tol: float = 1e-13, max_lift_residual: float = 1e-4,
-                    progress: bool = False, **fiber_options: Any) -> RiemannianFlowResult:
-    """Integrate ``v' = -K(v, delta) grad l(v)`` with K recomputed from ``(v, delta)`` alone.
+                    singular_tol: float = DEFAULT_TOL, max_steps: int = DEFAULT_MAX_STEPS,
+                    time_limit: float | None = None, progress: bool = False,
+                    **fiber_options: Any) -> RiemannianFlowResult:
+    """Integrate ``v' = -K(v, delta) grad l(v)`` on the neuromanifold, from ``v0`` with
+    invariants ``delta``, in the chart given by the lift (see the module docs).
 
-    ``K(v, delta)`` is the NTK at a lift of ``v`` to the fiber over ``(v, delta)``: the lift
-    is continued from the lift at the previous accepted solver step by :func:`lift_to_fiber`
-    (for the stages inside one step the same anchor is used, so the branch is chosen
-    continuously). The initial lift is ``lift`` if given, else point ``lift_index`` of
-    ``net.fiber(v0, invariants)``.
+    The initial lift is ``lift`` if given, else point ``lift_index`` of
+    ``net.fiber(v0, invariants)``; it is refined onto the fiber by :func:`lift_to_fiber`
+    and carried along: ``theta' = -J^T grad l(mu(theta))``, ``v(t) = mu(theta(t))``. At
+    every sample time ``v(t)`` is lifted again from ``(v(t), delta)`` alone and the
+    function-space velocity ``-K(v, delta) grad l(v)`` is checked against the chart's
+    (``max_kernel_mismatch``).
 
     Args:
-        net: a network with ``end_to_end``, ``jacobian``, ``ntk``, ``invariants``,
-            ``flatten``/``unflatten`` (and ``fiber`` when ``lift`` is not given).
+        net: a network with ``end_to_end``, ``jacobian``, ``vjp``, ``ntk``,
+            ``invariants``, ``invariant_jacobian``, ``flatten``/``unflatten`` and
+            ``dimension`` (and ``fiber`` when ``lift`` is not given).
         v0: the initial end-to-end map (in the neuromanifold).
         invariants: the invariants ``delta`` (fixed along the flow).
         loss: a :class:`QuadraticLoss` on ``v``.
@@ -238,15 +458,23 @@ def riemannian_flow(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_f
         method: an explicit (``"DOP853"``, ``"RK45"``, ``"RK23"``) or stiff (``"Radau"``,
             ``"BDF"``, ``"LSODA"``) scipy solver.
         rtol, atol: solver tolerances.
-        lift_tol: relative residual each lift is solved to.
-        max_lift_residual: a lift (at any solver stage) farther than this from the fiber
-            stops the integration with an error (the branch ended, or the trajectory
-            left the neuromanifold).
+        lift_tol: relative residual each function-space lift is solved to.
+        max_lift_residual: the initial lift must reach the fiber over ``(v0, delta)`` to
+            this relative residual (else :class:`NotInNeuromanifoldError`); a
+            function-space lift at a sample time that does not is restarted from the
+            carried lift and counted in ``lift_restarts``.
+        singular_tol: the flow stops with a :class:`SingularPointError` (attributes
+            ``t``, ``v``, ``sigma`` and ``partial``, the result up to there) where
+            ``sigma_dim / sigma_1`` of the column-normalized Jacobian is at most this.
+        max_steps: the step budget: reaching it raises a :class:`ComputationLimitError`
+            (attributes ``t`` and ``partial``), so ``t_final=1e300`` fails fast.
+        time_limit: an optional wall-clock budget in seconds, with the same error.
         progress: show a progress bar (in flow time) on stderr.
         **fiber_options: passed to ``net.fiber`` for the initial lift.
 
     Returns:
-        A :class:`RiemannianFlowResult`.
+        A :class:`RiemannianFlowResult` (no NaN or inf: values leaving the float64 range
+        raise a :class:`ParameterError` or :class:`InputError` "overflow: ...").
 
     >>> from neuromanifold import LinearConvNet, QuadraticLoss
     >>> net = LinearConvNet([2, 2], strides=[2])
@@ -254,87 +482,57 @@ def riemannian_flow(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_f
     >>> loss = QuadraticLoss(np.eye(4), [1.0, 0.5, -0.3, 0.2])
     >>> flow = riemannian_flow(net, net.end_to_end(theta), net.invariants(theta), loss, 1.0,
     ...                        lift=theta, num_times=3)
-    >>> bool(flow.loss[-1] < flow.loss[0]), flow.max_lift_residual < 1e-10
+    >>> bool(flow.loss[-1] < flow.loss[0]), flow.max_kernel_mismatch < 1e-10
     (True, True)
     """
-    check_flow_args(net, loss, t_final, num_times, method, rtol, atol)
+    check_flow_args(net, loss, t_final, num_times, method, rtol, atol, max_steps, time_limit)
     lift_tol = check_positive_float(lift_tol, "lift_tol")
     max_lift_residual = check_positive_float(max_lift_residual, "max_lift_residual")
+    singular_tol = check_positive_float(singular_tol, "singular_tol")
+    if singular_tol >= 1:
+        raise InputError(f"singular_tol must be a relative tolerance in (0, 1); got "
+                         f"{short_repr(singular_tol)}")
     progress = check_bool(progress, "progress")
     v0 = _as_end_to_end_vector(net, v0, "v0")
     delta = _as_invariant_vector(invariants)
     start = _initial_lift(net, v0, invariants, lift, lift_index, fiber_options)
     first = lift_to_fiber(net, v0, delta, start, tol=lift_tol)
+    check_finite("the initial lift's residual", first.residual, "(v0, delta or the lift)")
     if first.residual > max_lift_residual:
         raise NotInNeuromanifoldError(
             f"the initial lift does not reach the fiber over (v0, delta): relative residual "
-            f"{first.residual:.3g} > {max_lift_residual:.1g}; v0={v0!r}, delta={delta!r}")
+            f"{first.residual:.3g} > max_lift_residual={max_lift_residual:.1g}; "
+            f"v0={short_repr(v0)}, delta={short_repr(delta)}")
 
-    state = {"anchor": first.params, "max_res": first.residual, "max_it": first.iterations,
-             "nfev": 0}
-
-    def lift_at(v: np.ndarray, anchor: list, record: bool = False) -> list:
-        res = lift_to_fiber(net, v, delta, anchor, tol=lift_tol)
-        state["max_it"] = max(state["max_it"], res.iterations)
-        if record:  # points of the computed trajectory (not trial stages)
-            state["max_res"] = max(state["max_res"], res.residual)
-        if not res.converged or res.residual > max_lift_residual:
-            raise NotInNeuromanifoldError(
-                f"lost the fiber while integrating: lift residual {res.residual:.3g} "
-                f"(converged: {res.converged}, limit {max_lift_residual:.1g}) at v={v!r}: "
-                f"the chosen branch of the fiber ends here, or the trajectory left the "
-                f"neuromanifold")
-        return res.params
-
-    def rhs(t: float, v: np.ndarray) -> np.ndarray:
-        state["nfev"] += 1
-        params = lift_at(v, state["anchor"])
-        return -net.ntk(params) @ loss.gradient(v)
-
+    velocity = parameter_velocity(net, loss)
+    theta0 = net.flatten(first.params)
+    watch = _SingularityWatch(net, _generic_rank(net, first.params), singular_tol, velocity)
     times = np.linspace(0.0, float(t_final), int(num_times))
-    solver = _SOLVERS[method](rhs, 0.0, v0, float(t_final), rtol=rtol, atol=atol)
-    out_v, out_lifts = [v0.copy()], [first.params]
-    next_i = 1
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=float(t_final), desc="Riemannian flow", unit="t",
-                   bar_format="{l_bar}{bar}| t={n:.3g}/{total:.3g}")
-    try:
-        message = "reached t_final"
-        while solver.status == "running":
-            anchor = state["anchor"]
-            msg = solver.step()
-            if solver.status == "failed":
-                message = str(msg)
-                break
-            dense = solver.dense_output()
-            sample_anchor = anchor
-            while next_i < len(times) and times[next_i] <= solver.t:
-                vt = dense(times[next_i]) if times[next_i] < solver.t else solver.y.copy()
-                sample_anchor = lift_at(vt, sample_anchor, record=True)
-                out_v.append(np.array(vt))
-                out_lifts.append(sample_anchor)
-                next_i += 1
-            state["anchor"] = lift_at(solver.y, anchor, record=True)
-            if bar is not None:
-                bar.update(solver.t - bar.n)
-    finally:
-        if bar is not None:
-            bar.close()
+    stepper = Stepper(lambda t, theta: velocity(theta), theta0, times, method=method,
+                      rtol=rtol, atol=atol, max_steps=max_steps, time_limit=time_limit,
+                      what="Riemannian flow", progress=progress)
 
-    vs = np.array(out_v)
-    losses = np.array([loss.value(v) for v in vs])
-    final_params = out_lifts[-1]
-    rgrad = float(np.linalg.norm(net.ntk(final_params) @ loss.gradient(vs[-1])))
-    tol = 1e-12 * max(1.0, abs(losses[0]))
-    return RiemannianFlowResult(
-        times=times[:len(vs)], end_to_end=vs.reshape((len(vs),) + tuple(net.end_to_end_shape)),
-        loss=losses, lifts=out_lifts, invariants=delta, initial_lift=first.params,
-        max_lift_residual=float(state["max_res"]), max_lift_iterations=int(state["max_it"]),
-        riemannian_gradient_norm=rgrad, loss_monotone=bool(np.all(np.diff(losses) <= tol)),
-        method=method, rtol=rtol, atol=atol, success=solver.status == "finished",
-        message=message, nfev=int(state["nfev"]))
+    def result(upto: float = math.inf) -> RiemannianFlowResult:
+        keep = [y for y, t in zip(stepper.samples, times) if t <= upto] or stepper.samples[:1]
+        settings = dict(method=method, rtol=rtol, atol=atol,
+                        success=upto == math.inf and stepper.finished,
+                        message=stepper.message, nfev=int(stepper.solver.nfev),
+                        num_steps=stepper.steps)
+        return _assemble(net, loss, delta, first, keep, times, velocity, watch, lift_tol,
+                         max_lift_residual, settings)
+
+    try:
+        watch.start(theta0)
+        stepper.run(on_step=watch.on_step)
+    except SingularPointError as err:
+        stepper.message = f"stopped at a singular point at t={err.t:.9g}"
+        err.partial = result(err.t)
+        raise
+    except ComputationLimitError as err:
+        stepper.message = str(err)
+        err.partial = result(err.t)
+        raise
+    return result()
 
 
 # --------------------------------------------------------------------------- comparisons
@@ -355,9 +553,13 @@ class FlowComparison(Result):
     parameter: GradientFlowResult
 
 
+@quiet_overflow
 def compare_with_parameter_flow(net: Any, params0: Any, loss: QuadraticLoss, t_final: float, *,
                                 lift: Any = None, num_times: int = 21, method: str = "DOP853",
                                 rtol: float = 1e-10, atol: float = 1e-12,
+                                singular_tol: float = DEFAULT_TOL,
+                                max_steps: int = DEFAULT_MAX_STEPS,
+                                time_limit: float | None = None,
                                 **fiber_options: Any) -> FlowComparison:
     """Run the Riemannian flow from ``(mu(theta0), delta(theta0))`` and the parameter flow
     from ``theta0``, and measure how far their ``v(t)`` are apart.
@@ -370,12 +572,14 @@ def compare_with_parameter_flow(net: Any, params0: Any, loss: QuadraticLoss, t_f
         net, loss, t_final: as in :func:`gradient_flow`.
         params0: the initial parameters ``theta0``.
         lift: the Riemannian flow's initial lift (default: from ``net.fiber``).
-        num_times, method, rtol, atol: as in :func:`riemannian_flow`.
+        num_times, method, rtol, atol, singular_tol, max_steps, time_limit: as in
+            :func:`riemannian_flow` (the last two apply to each flow).
         **fiber_options: passed to ``net.fiber`` (only when ``lift`` is None).
 
     Returns:
         A :class:`FlowComparison`: ``max_difference`` of the two ``v(t)`` (relative to
-        ``max(1, max |v|)``) and both flows.
+        ``max(1, max |v|)``) and both flows. A Riemannian flow that reaches a singular
+        point raises :class:`SingularPointError` (with ``t`` and ``v`` there).
 
     >>> from neuromanifold import LinearConvNet, QuadraticLoss
     >>> net = LinearConvNet([2, 2], strides=[2])
@@ -388,9 +592,10 @@ def compare_with_parameter_flow(net: Any, params0: Any, loss: QuadraticLoss, t_f
     params0 = net.check_params(params0)
     v0, delta = net.end_to_end(params0), net.invariants(params0)
     riem = riemannian_flow(net, v0, delta, loss, t_final, lift=lift, num_times=num_times,
-                           method=method, rtol=rtol, atol=atol, **fiber_options)
+                           method=method, rtol=rtol, atol=atol, singular_tol=singular_tol,
+                           max_steps=max_steps, time_limit=time_limit, **fiber_options)
     par = gradient_flow(net, params0, loss, t_final, num_times=num_times, method=method,
-                        rtol=rtol, atol=atol)
+                        rtol=rtol, atol=atol, max_steps=max_steps, time_limit=time_limit)
     a, b = riem.end_to_end, par.end_to_end
     n = min(len(a), len(b))
     scale = max(1.0, float(np.abs(b).max(initial=0.0)))
@@ -400,17 +605,50 @@ def compare_with_parameter_flow(net: Any, params0: Any, loss: QuadraticLoss, t_f
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
+class LiftOutcome(Result):
+    """How the Riemannian flow from one initial lift ended (in :func:`compare_lifts`).
+
+    Attributes:
+        index: the lift's position in ``LiftComparison.lifts``.
+        status: ``"finished"`` (reached ``t_final``), ``"singular point"`` (the branch
+            reached a singular point of the neuromanifold and ends there) or
+            ``"limit"`` (the step or time budget ran out).
+        t_end: the time reached (``t_final``, or where the branch ended).
+        v_end: ``v`` there (flattened).
+        min_singular_value: the smallest ``sigma_dim / sigma_1`` seen (see
+            :class:`RiemannianFlowResult`).
+        max_lift_residual, max_invariant_drift, max_kernel_mismatch: the flow's checks
+            over the computed part.
+        message: the error message when the flow did not finish, else ``""``.
+    """
+
+    index: int
+    status: str
+    t_end: float
+    v_end: np.ndarray = dataclasses.field(repr=False)
+    min_singular_value: float
+    max_lift_residual: float
+    max_invariant_drift: float = dataclasses.field(repr=False)
+    max_kernel_mismatch: float = dataclasses.field(repr=False)
+    message: str = dataclasses.field(repr=False)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
 class LiftComparison(Result):
     """Riemannian flows from one ``(v0, delta)`` started at different lifts.
 
     Attributes:
-        times: sample times, shape ``(T,)``.
-        trajectories: ``v(t)`` for each lift, shape ``(P, T) + end_to_end_shape``.
+        times: the sample times every flow reached, shape ``(T,)``.
+        trajectories: ``v(t)`` for each lift at those times, shape
+            ``(P, T) + end_to_end_shape``.
         lifts: the initial lifts (P parameter lists, all over the same ``(v0, delta)``).
         initial_ntk_difference: ``max_{i,j} ||K_i - K_j|| / max_i ||K_i||`` at t = 0.
-        max_difference: ``max_{i,j,t} ||v_i(t) - v_j(t)|| / max(1, max ||v||)``.
+        max_difference: ``max_{i,j,t} ||v_i(t) - v_j(t)|| / max(1, max ||v||)`` over
+            ``times``.
         pair: the pair ``(i, j)`` of lifts attaining ``max_difference``.
-        flows: the :class:`RiemannianFlowResult` of each lift.
+        flows: the :class:`RiemannianFlowResult` of each lift (up to where it ended).
+        outcomes: a :class:`LiftOutcome` per lift: finished, or where its branch ended.
+        all_finished: every flow reached ``t_final``.
     """
 
     times: np.ndarray
@@ -420,37 +658,75 @@ class LiftComparison(Result):
     max_difference: float
     pair: tuple
     flows: list
+    outcomes: list
+    all_finished: bool
 
 
+@quiet_overflow
 def compare_lifts(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_final: float, *,
                   lifts: Any = None, num_times: int = 21, method: str = "DOP853",
-                  rtol: float = 1e-10, atol: float = 1e-12,
+                  rtol: float = 1e-10, atol: float = 1e-12, singular_tol: float = DEFAULT_TOL,
+                  max_steps: int = DEFAULT_MAX_STEPS, time_limit: float | None = None,
                   **fiber_options: Any) -> LiftComparison:
     """Integrate the Riemannian flow from every lift of ``(v0, delta)`` and compare.
+
+    A flow that reaches a singular point, or its step or time budget, does not abort the
+    comparison: its outcome says where it ended, and the trajectories are compared over
+    the sample times every flow reached.
 
     Args:
         net, v0, invariants, loss, t_final: as in :func:`riemannian_flow`.
         lifts: the initial lifts to compare (at least one); default every point of
             ``net.fiber(v0, invariants, **fiber_options)``.
-        num_times, method, rtol, atol: as in :func:`riemannian_flow`.
+        num_times, method, rtol, atol, singular_tol, max_steps, time_limit: as in
+            :func:`riemannian_flow` (the budgets apply to each flow).
 
     Returns:
         A :class:`LiftComparison`. Where the NTK depends on the lift, ``max_difference``
         is far above the solver tolerance (two different flows from the same data).
+
+    >>> from neuromanifold import LinearConvNet, QuadraticLoss
+    >>> cmp = compare_lifts(LinearConvNet([2, 2]), [1.0, -3.0, 2.0], [1.0],
+    ...                     QuadraticLoss(np.eye(3), [1.0, -2.5, 1.0]), 1.0, num_times=5)
+    >>> [o.status for o in cmp.outcomes], cmp.max_difference > 1e-3
+    (['finished', 'finished'], True)
     """
     if lifts is not None and fiber_options:
         raise InputError(f"fiber options are used only to compute the lifts when lifts=None; "
                          f"got lifts=... and {sorted(fiber_options)} (drop one of them)")
     if lifts is None:
-        if not hasattr(net, "fiber"):
-            raise InputError(f"{net!r} has no fiber(); pass the lifts to compare with lifts=...")
+        if not hasattr(net, "fiber") or not hasattr(net, "end_to_end_shape"):
+            raise InputError(f"{short_repr(net)} has no fiber(); pass the lifts to compare "
+                             f"with lifts=...")
         lifts = list(net.fiber(np.reshape(as_finite_array(v0, "v0", error=InputError),
                                           net.end_to_end_shape),
                                invariants, **fiber_options).points)
-    if isinstance(lifts, (str, bytes)) or not hasattr(lifts, "__len__") or len(lifts) == 0:
-        raise InputError(f"lifts must be a non-empty list of parameter lists; got {lifts!r}")
-    flows = [riemannian_flow(net, v0, invariants, loss, t_final, lift=p, num_times=num_times,
-                             method=method, rtol=rtol, atol=atol) for p in lifts]
+    if isinstance(lifts, (str, bytes, np.ndarray)) or not hasattr(lifts, "__len__") \
+            or len(lifts) == 0:
+        raise InputError(f"lifts must be a non-empty list of parameter lists; got "
+                         f"{short_repr(lifts)}")
+    flows, outcomes = [], []
+    for index, p in enumerate(lifts):
+        status, message = "finished", ""
+        try:
+            flow = riemannian_flow(net, v0, invariants, loss, t_final, lift=p,
+                                   num_times=num_times, method=method, rtol=rtol, atol=atol,
+                                   singular_tol=singular_tol, max_steps=max_steps,
+                                   time_limit=time_limit)
+            t_end, v_end = float(flow.times[-1]), flow.end_to_end[-1].ravel()
+        except SingularPointError as err:
+            status, message, flow = "singular point", str(err), err.partial
+            t_end, v_end = err.t, np.ravel(err.v)
+        except ComputationLimitError as err:
+            status, message, flow = "limit", str(err), err.partial
+            t_end, v_end = err.t, flow.end_to_end[-1].ravel()
+        flows.append(flow)
+        outcomes.append(LiftOutcome(
+            index=index, status=status, t_end=float(t_end), v_end=np.array(v_end),
+            min_singular_value=flow.min_singular_value,
+            max_lift_residual=flow.max_lift_residual,
+            max_invariant_drift=flow.max_invariant_drift,
+            max_kernel_mismatch=flow.max_kernel_mismatch, message=message))
     n = min(len(f.times) for f in flows)
     traj = np.array([f.end_to_end[:n] for f in flows])
     scale = max(1.0, float(np.abs(traj).max(initial=0.0)))
@@ -466,4 +742,5 @@ def compare_lifts(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_fin
             kdiff = max(kdiff, float(np.linalg.norm(kernels[i] - kernels[j])) / kscale)
     return LiftComparison(times=flows[0].times[:n], trajectories=traj,
                           lifts=[f.initial_lift for f in flows], initial_ntk_difference=kdiff,
-                          max_difference=best, pair=pair, flows=flows)
+                          max_difference=best, pair=pair, flows=flows, outcomes=outcomes,
+                          all_finished=all(o.status == "finished" for o in outcomes))

@@ -17,11 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError, short_repr
+import time
+
+from .._errors import ComputationLimitError, InputError, short_repr
 from .._results import Result
 from .._validation import as_seed_rng, check_bool, check_positive_float, check_positive_int
 from ..flows import SquareLoss, gradient_flow
-from ..flows._gradient_flow import SOLVERS
+from ..flows._gradient_flow import DEFAULT_MAX_STEPS, SOLVERS
+
+#: continuation rounds of one run at most: the horizon grows by the factor that reaches
+#: ``max_time`` in this many rounds when doubling would take more (e.g. ``t_final=1e-300``)
+MAX_ROUNDS = 40
 from ._conv import LinearConvNet
 from ._fc import LinearFCNet
 
@@ -55,6 +61,8 @@ class ConvergenceRun(Result):
             least-squares solution of the data (the scale of the problem).
         min_relative_distance_from_zero: the same, minimized over the sampled trajectory.
         at_zero: ``relative_distance_from_zero <= zero_tol``.
+        limit_reached: a flow segment used up its step budget (``max_steps``) before its
+            horizon; the run stops there, unconverged unless the gradient is already small.
     """
 
     architecture: str
@@ -76,6 +84,7 @@ class ConvergenceRun(Result):
     relative_distance_from_zero: float
     min_relative_distance_from_zero: float
     at_zero: bool
+    limit_reached: bool = False
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -175,13 +184,16 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
                       max_time: float = 640.0, tol: float = 1e-6, smooth_tol: float = 1e-6,
                       zero_tol: float = 1e-6, num_samples: int | None = None,
                       method: str = "LSODA", rtol: float = 1e-9, atol: float = 1e-11,
-                      exact: bool = False, progress: bool = False) -> ConvergenceStudy:
+                      exact: bool = False, max_steps: int = DEFAULT_MAX_STEPS,
+                      time_limit: float | None = None,
+                      progress: bool = False) -> ConvergenceStudy:
     """Run ``num_runs`` gradient flows per architecture from random data and initializations.
 
     Each run draws random data (:func:`random_regression_data`), builds the
     :class:`SquareLoss`, draws Gaussian initial parameters and integrates the parameter
     flow for ``t_final``; while the gradient norm is above the tolerance the flow is
-    continued from where it stopped with the time horizon doubled, up to ``max_time``.
+    continued from where it stopped with the time horizon doubled, up to ``max_time``
+    (in at most 40 continuations: from a tiny ``t_final`` the horizon grows faster).
 
     Args:
         net: one network or a list of networks (:class:`LinearConvNet`,
@@ -198,6 +210,10 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
         method, rtol, atol: solver settings (the default LSODA switches to a stiff method
             when the flow becomes stiff).
         exact: also compute the exact rank of the Jacobian at the final parameters.
+        max_steps: step budget of each flow segment; a segment that uses it up ends its
+            run there (``limit_reached``), so an absurd ``max_time`` cannot hang.
+        time_limit: an optional wall-clock budget in seconds for the whole study;
+            reaching it raises a :class:`ComputationLimitError`.
         progress: show a progress bar over the runs on stderr.
 
     Returns:
@@ -221,6 +237,10 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
                       ("smooth_tol", smooth_tol), ("zero_tol", zero_tol), ("rtol", rtol),
                       ("atol", atol)):
         check_positive_float(val, name)
+    max_steps = check_positive_int(max_steps, "max_steps")
+    if time_limit is not None:
+        time_limit = check_positive_float(time_limit, "time_limit")
+    deadline = None if time_limit is None else time.monotonic() + time_limit
     if num_samples is not None:
         num_samples = check_positive_int(num_samples, "num_samples")
     if method not in SOLVERS:
@@ -239,7 +259,8 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
             net_runs = []
             for i in range(num_runs):
                 net_runs.append(_one_run(net, i, rng, t_final, max_time, tol, smooth_tol,
-                                         zero_tol, num_samples, method, rtol, atol, exact))
+                                         zero_tol, num_samples, method, rtol, atol, exact,
+                                         max_steps, deadline, time_limit))
                 if bar is not None:
                     bar.update(1)
             runs.extend(net_runs)
@@ -253,7 +274,8 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
 
 
 def _one_run(net, index, rng, t_final, max_time, tol, smooth_tol, zero_tol, num_samples,
-             method, rtol, atol, exact) -> ConvergenceRun:
+             method, rtol, atol, exact, max_steps=DEFAULT_MAX_STEPS, deadline=None,
+             time_limit=None) -> ConvergenceRun:
     X, Y = random_regression_data(net, rng, num_samples)
     loss = SquareLoss.from_data(net, X, Y)
     params = net.random_params(rng)
@@ -264,18 +286,52 @@ def _one_run(net, index, rng, t_final, max_time, tol, smooth_tol, zero_tol, num_
     horizon, elapsed = float(t_final), 0.0
     initial_loss = loss.value(net.end_to_end(params))
     monotone, drift, min_dist = True, 0.0, np.inf
+    growth = max(2.0, (max_time / t_final) ** (1.0 / MAX_ROUNDS))
+    limit_reached = False
+    final_loss, rounds = initial_loss, 0
     while True:
-        flow = gradient_flow(net, params, loss, horizon, num_times=11, method=method,
-                             rtol=rtol, atol=atol)
+        remaining = None
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ComputationLimitError(
+                    f"the convergence study reached its time limit time_limit={time_limit:g} s "
+                    f"(run {index} of {net!r}, flow time {elapsed:.6g}); raise time_limit or "
+                    f"ask for fewer runs")
+        try:
+            flow = gradient_flow(net, params, loss, horizon, num_times=11, method=method,
+                                 rtol=rtol, atol=atol, max_steps=max_steps,
+                                 time_limit=remaining)
+        except ComputationLimitError as err:
+            if err.kind == "time":
+                raise ComputationLimitError(
+                    f"the convergence study reached its time limit time_limit={time_limit:g} s "
+                    f"(run {index} of {net!r}, flow time {elapsed + err.t:.6g}); raise "
+                    f"time_limit or ask for fewer runs") from err
+            elapsed += err.t
+            params = net.unflatten(err.y)
+            rounds += 1
+            if err.kind == "stalled" and rounds <= MAX_ROUNDS + 5:
+                # a horizon below the solver's resolution (t_final=1e-300): grow it
+                horizon = min(growth * horizon, max_time - elapsed)
+                continue
+            # the segment used up its step budget: the run ends where the solver got to
+            limit_reached = True
+            final_loss = loss.value(net.end_to_end(params))
+            grad = float(np.linalg.norm(np.concatenate(
+                [a.ravel() for a in net.vjp(params, loss.gradient(net.end_to_end(params)))])))
+            break
         elapsed += horizon
         params = flow.final_params
         monotone &= flow.loss_monotone
         drift = max(drift, flow.max_invariant_drift)
         min_dist = min(min_dist, float(np.linalg.norm(
             flow.end_to_end.reshape(len(flow.times), -1), axis=1).min()) / scale)
-        if flow.gradient_norm <= gtol or elapsed >= max_time:
+        grad, final_loss = flow.gradient_norm, float(flow.loss[-1])
+        rounds += 1
+        if grad <= gtol or elapsed >= max_time * (1 - 1e-12):
             break
-        horizon = min(2 * horizon, max_time - elapsed)
+        horizon = min(growth * horizon, max_time - elapsed)
     v = net.end_to_end(params)
     r = net.rank(params, tol=smooth_tol)
     sv = np.linalg.svd(net.jacobian(params), compute_uv=False)
@@ -283,14 +339,15 @@ def _one_run(net, index, rng, t_final, max_time, tol, smooth_tol, zero_tol, num_
     rel_sv = float(sv[dim - 1] / sv[0]) if 0 < dim <= sv.size and sv[0] > 0 else 0.0
     dist = float(np.linalg.norm(v))
     return ConvergenceRun(
-        architecture=repr(net), run=index, converged=bool(flow.gradient_norm <= gtol),
-        gradient_norm=float(flow.gradient_norm), gradient_tol=gtol, flow_time=elapsed,
-        initial_loss=float(initial_loss), final_loss=float(flow.loss[-1]),
+        architecture=repr(net), run=index, converged=bool(grad <= gtol),
+        gradient_norm=float(grad), gradient_tol=gtol, flow_time=elapsed,
+        initial_loss=float(initial_loss), final_loss=float(final_loss),
         loss_monotone=bool(monotone), max_invariant_drift=float(drift), smooth=bool(r.is_smooth),
         rank=int(r.rank), dimension=int(dim), relative_smallest_singular_value=rel_sv,
         exact_rank=int(net.rank(params, exact=True).rank) if exact else None,
         distance_from_zero=dist, relative_distance_from_zero=dist / scale,
-        min_relative_distance_from_zero=float(min_dist), at_zero=bool(dist / scale <= zero_tol))
+        min_relative_distance_from_zero=float(min(min_dist, dist / scale)),
+        at_zero=bool(dist / scale <= zero_tol), limit_reached=limit_reached)
 
 
 def _summarize(net, runs: list[ConvergenceRun]) -> ConvergenceSummary:
