@@ -87,10 +87,13 @@ def test_difference_on_a_region_one_float_wide_still_has_a_witness():
     p = [(np.ones((3, 1)), np.array([0.0, -e, -2 * e])), (np.array([[1.0, -2.0, 1.0]]), np.zeros(1))]
     q = [(np.ones((1, 1)), np.zeros(1)), (np.zeros((1, 1)), np.zeros(1))]
     for method in ("regions", "auto"):
-        r = equivalent(p, q, method=method)
+        r = equivalent(p, q, method=method, tol=0)
         assert not r.equivalent and r.certified and r.method == "regions"
         assert r.witness[0] == e and r.witness_difference == e
         _confirmed(p, q, r)
+        # at the default tolerance the hat is far below tol * scale: equivalent
+        r = equivalent(p, q, method=method)
+        assert r.equivalent and r.max_difference <= r.tol
 
 
 def _random_pair(rng):
@@ -162,4 +165,4 @@ def test_milp_tolerance_covers_the_solvers_own_tolerances():
     # and a genuine difference well above that tolerance is still found, with a witness
     q[-1][1][0] += 1e-3
     r = equivalent(p, q, domain="orthant", method="milp")
-    assert not r.equivalent and r.witness is not None and r.tolerance < 1e-3
+    assert not r.equivalent and r.witness is not None and r.tol < 1e-3
