@@ -235,25 +235,28 @@ class Engine:
                     if self._inside(rows_q, offs_q, xq):
                         return np.array([float(v) for v in xq]), xq, min(r, RADIUS_CAP)
                 if r <= LP_TOL and known is None:
+                    # the exact rows scaled like their float copies (powers of two), so
+                    # that the LP's multipliers fit them
+                    Sq, sq, E, e = _scaled_system(rows_q, offs_q, eq, d)
                     y = -sol.dual_ub[:k] / norms
-                    E, e, mu = (), (), ()
-                    if eq is not None:
-                        E, e = [eq[0]], [eq[1]]
-                        mu = [-float(sol.dual_eq[0]) / ne]
-                    if motzkin_certificate(rows_q, offs_q, y, E, e, mu) is not None:
+                    mu = () if eq is None else [-float(sol.dual_eq[0]) / ne]
+                    if motzkin_certificate(Sq, sq, y, E, e, mu) is not None:
                         self.certificates += 1
                         return None
         if known is not None:
             return known
-        # ambiguous: decide exactly
+        # ambiguous: decide exactly (on rows scaled by powers of two: the same set, and a
+        # point of moderate size)
         self.exact_fallbacks += 1
-        E, e = ((), ()) if eq is None else ([eq[0]], [eq[1]])
-        p = strict_interior_point(rows_q, offs_q, E, e, dim=d)
+        Sq, sq, E, e = _scaled_system(rows_q, offs_q, eq, d)
+        p = strict_interior_point(Sq, sq, E, e, dim=d)
         if p is None:
             return None
-        pf = np.array([float(v) for v in p])
-        slack = [float(c - dot(a, p)) for a, c in zip(rows_q, offs_q)]
-        radius = min([s / nm for s, nm in zip(slack, norms) if nm > 0] + [RADIUS_CAP])
+        pf = np.array([_float(v) for v in p])
+        slack = [_float(c - dot(a, p)) for a, c in zip(Sq, sq)]
+        snorms = [float(np.linalg.norm(pow2_floats(a)[0])) * 2.0 ** pow2_floats(a)[1]
+                  if any(v != 0 for v in a) else 0.0 for a in Sq]
+        radius = min([sl / nm for sl, nm in zip(slack, snorms) if nm > 0] + [RADIUS_CAP])
         return pf, p, radius
 
     @staticmethod
@@ -262,6 +265,33 @@ class Engine:
             if not dot(a, xq) < c:
                 return False
         return True
+
+
+def _float(v: flint.fmpq) -> float:
+    """``float(v)``, clipped to +-1e300 beyond the float range."""
+    try:
+        return float(v)
+    except OverflowError:
+        return 1e300 if v > 0 else -1e300
+
+
+def _pow2(e: int) -> flint.fmpq:
+    return flint.fmpq(2 ** e) if e >= 0 else flint.fmpq(1, 2 ** -e)
+
+
+def _scaled_system(rows_q, offs_q, eq, d: int):
+    """The inequalities (and the equation) each multiplied by the power of two that
+    :func:`pow2_floats` uses for its float copy: exactly the same sets."""
+    Sq, sq = [], []
+    for a, c in zip(rows_q, offs_q):
+        f = _pow2(-pow2_floats(list(a) + [c], d)[1])
+        Sq.append([v * f for v in a])
+        sq.append(c * f)
+    E, e = (), ()
+    if eq is not None:
+        f = _pow2(-pow2_floats(list(eq[0]) + [eq[1]], d)[1])
+        E, e = [[v * f for v in eq[0]]], [eq[1] * f]
+    return Sq, sq, E, e
 
 
 def _project(xq, a, c):
@@ -275,18 +305,20 @@ def initial_cell(domain: Domain, engine: Engine, nets: Sequence[ExactNet]) -> Ce
     d = domain.dim
     rows_q = [[to_fmpq(float(v)) for v in row] for row in domain.A]
     offs_q = [to_fmpq(float(v)) for v in domain.c]
+    fl = [pow2_floats(list(a) + [c], d)[0] for a, c in zip(rows_q, offs_q)]
+    rows_f = np.array([f[:d] for f in fl]).reshape(-1, d)
+    offs_f = np.array([f[d] for f in fl])
     maps_q = []
     for _ in nets:
         maps_q.append(fmpq_matrix(np.hstack([np.eye(d), np.zeros((d, 1))])))
     if rows_q:
-        res = engine.decide(rows_q, offs_q, np.array(domain.A, float), np.array(domain.c, float))
+        res = engine.decide(rows_q, offs_q, rows_f, offs_f)
         if res is None:  # pragma: no cover - domains are full-dimensional by construction
             raise RuntimeError("the domain has empty interior")
         cf, cq, r = res
     else:
         cf, cq, r = np.zeros(d), [_ZERO] * d, RADIUS_CAP
-    return Cell(rows_q, offs_q, np.array(domain.A, float).reshape(-1, d),
-                np.array(domain.c, float), [None] * len(rows_q), cf, cq, r,
+    return Cell(rows_q, offs_q, rows_f, offs_f, [None] * len(rows_q), cf, cq, r,
                 maps_q, [[] for _ in nets])
 
 
