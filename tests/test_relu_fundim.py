@@ -22,7 +22,8 @@ def test_never_exceeds_bound_and_dominates_sampled_rank(widths, seed, domain):
     # generic Gaussian weights: no region is thin and no singular value near tol, so the
     # rank at the default tolerance is the exact one
     num = functional_dimension(p, domain=domain)
-    assert not num.certified and num.rank == fd.rank and num.num_thin_regions == 0
+    assert num.rank == fd.rank and num.num_thin_regions == 0
+    assert num.certified == (num.rank == num.bound)
     # the float Jacobian at random inputs of the domain spans a subspace of the same space
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, (200, widths[0]))

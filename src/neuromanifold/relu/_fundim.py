@@ -56,7 +56,8 @@ class FunctionalDimension(Result):
         smooth: no neuron has pre-activation identically 0 on a region; if False, theta ->
             f_theta(x) is not differentiable there and ReLU'(0) = 0 is used.
         certified: the rank is exact rational arithmetic over an exact region list
-            (``tol == 0``); a rank at ``tol > 0`` is numerical.
+            (``tol == 0``), or a rank at ``tol`` that reaches the bound (then it is the
+            exact rank too); otherwise a rank at ``tol > 0`` is numerical.
         domain: the domain analysed.
         tol: the relative tolerance used (0.0 = exact).
         smallest_counted, largest_dropped: the gap that decided the rank: the smallest
@@ -217,6 +218,9 @@ def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_
         rank = int(M.rank())
     elif all_rows:
         rank, smallest, dropped = numerical_rank(_scaled_floats(all_rows, P), tol)
+    # a rank at tol is a lower bound of the exact one (thin regions left out, singular values
+    # far above rounding counted), which never exceeds the bound: at the bound it is exact
+    certified = tol == 0 or (rank == P - hidden and smallest is not None and smallest > 1e-12)
     return FunctionalDimension(rank, P - hidden, rank == P - hidden, P, hidden, len(cells),
-                               (len(cells) - thin) * (net.d + 1), smooth, tol == 0, R.domain, tol,
+                               (len(cells) - thin) * (net.d + 1), smooth, certified, R.domain, tol,
                                smallest, dropped, thin)
