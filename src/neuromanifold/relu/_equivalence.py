@@ -26,8 +26,11 @@ Methods:
   checked witness; "equivalent" rests on the solver's floating-point bound
   (``certified=False``), with a resolution limited by its feasibility tolerances.
 * ``"auto"``: a cheap sampled check first (both networks on a few thousand points of the
-  domain; the largest differences are checked exactly), then the MILP (fast at finding
-  witnesses), then the regions method, which certifies.
+  domain; the largest differences are checked exactly), then a symmetry check (is q a
+  permutation and positive rescaling of p's hidden neurons up to a parameter difference
+  whose effect on the function, bounded exactly, is within ``tol``? then ``method`` says
+  ``"symmetry"``, the verdict is certified and ``symmetry`` holds the map), then the MILP
+  (fast at finding witnesses), then the regions method, which certifies.
 
 Every "not equivalent" result carries a witness ``x`` in the domain at which the exact
 relative difference exceeds ``tol`` (exceeds 0 when ``tol = 0``).
@@ -78,7 +81,8 @@ class Equivalence(Result):
             ``max_o |f_p(x)_o - f_q(x)_o| / (scale * max(1, ||x||_inf))``: the supremum over
             the domain for ``"regions"`` and ``"milp"`` (where it is tiny, an upper bound),
             the largest sampled value for ``"sampling"``.
-        method: the method that decided: ``"regions"``, ``"milp"`` or ``"sampling"``.
+        method: the method that decided: ``"regions"``, ``"milp"``, ``"sampling"`` or
+            ``"symmetry"``.
         certified: the verdict is proved (exact arithmetic or an exactly checked witness).
         tol: the relative tolerance used (0.0 = exact).
         scale: the larger path norm of the two networks (``tol * scale`` is the absolute
@@ -88,7 +92,9 @@ class Equivalence(Result):
         domain: the domain compared on.
         note: how the verdict was reached, in words.
         symmetry: a symmetry mapping one network to the other when a method found one
-            (else ``None``).
+            (else ``None``): for the ``"symmetry"`` method, one ``(perm, scales)`` per hidden
+            layer, meaning q's neuron i is ``scales[i]`` times p's neuron ``perm[i]``
+            (incoming weights and bias multiplied, outgoing weights divided), up to ``tol``.
     """
 
     equivalent: bool
@@ -177,13 +183,16 @@ def _balanced(net: ExactNet, E: int) -> ExactNet:
     same function divided by ``2**E``, exactly."""
     Ws = [flint.fmpq_mat(W) for W in net.Wq]
     bs = [list(b) for b in net.bq]
+    exps = []  # the power of two dividing each hidden neuron
     for l in range(net.num_layers - 1):
+        exps.append([0] * Ws[l].nrows())
         for i in range(Ws[l].nrows()):
             row = [Ws[l][i, j] for j in range(Ws[l].ncols())] + [bs[l][i]]
             nz = [v for v in row if v != 0]
             if not nz:
                 continue
             e = max(binary_exponent(v) for v in nz)
+            exps[l][i] = e
             f = _pow2(-e)
             for j in range(Ws[l].ncols()):
                 Ws[l][i, j] *= f
@@ -199,7 +208,9 @@ def _balanced(net: ExactNet, E: int) -> ExactNet:
         bs[L][k] *= f
     floats = [(np.array([[_float(W[i, j]) for j in range(W.ncols())] for i in range(W.nrows())]),
                np.array([_float(v) for v in b])) for W, b in zip(Ws, bs)]
-    return ExactNet(floats, list(zip(Ws, bs)))
+    out = ExactNet(floats, list(zip(Ws, bs)))
+    out.exps = exps
+    return out
 
 
 def _pow2(e: int) -> flint.fmpq:
@@ -261,6 +272,8 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         return _by_regions(pair, dom, progress)
     if method == "auto":
         res = _by_sampling(pair, dom, rng)
+        if res is None:
+            res = _by_symmetry(pair, dom)
         if res is not None:
             return res
     res = _by_milp(pair, dom)
@@ -322,6 +335,115 @@ def _by_sampling(pair: _Pair, dom: Domain, rng) -> Equivalence | None:
                            note=f"sampled check: the largest of {_NUM_SAMPLES} sampled "
                                 "differences exceeds tol, confirmed in exact arithmetic")
     return None
+
+
+# -- a permutation and rescaling of hidden neurons ----------------------------------------
+
+def _by_symmetry(pair: _Pair, dom: Domain) -> Equivalence | None:
+    """Match every hidden neuron of q to a positive multiple of one of p (layer by layer,
+    an assignment on the directions of the incoming rows), build the exactly equivalent
+    copy ``p'`` of p, and bound ``|f_q(x) - f_p'(x)|`` by
+    ``B max(1, ||x||_inf)`` with ``B`` the largest output row sum of
+    ``sum_l |M^q_L| ... |M^q_{l+1}| |M^q_l - M^p'_l| |M^p'_{l-1}| ... |M^p'_1|`` (augmented
+    layer matrices; ReLU is 1-Lipschitz). ``None`` unless a matching exists and
+    ``B <= tol * scale``."""
+    from scipy.optimize import linear_sum_assignment
+
+    bp, bq = pair.bp, pair.bq
+    if bp.widths != bq.widths or pair.tol == 0:
+        return None
+    L = bp.num_layers
+    perm_prev = list(range(pair.d))
+    s_prev = [_ONE] * pair.d
+    Wn, bn = [], []  # p' exactly
+    found = []
+    for l in range(L):
+        Wp, bpl = bp.Wq[l], bp.bq[l]
+        n, m_in = Wp.nrows(), Wp.ncols()
+        # p's layer in q's coordinates of the previous layer (exact)
+        A = flint.fmpq_mat(n, m_in)
+        for i in range(n):
+            for k in range(m_in):
+                v = Wp[i, perm_prev[k]]
+                if v != 0:
+                    A[i, k] = v / s_prev[k]
+        if l == L - 1:
+            Wn.append(A)
+            bn.append(list(bpl))
+            break
+        Rp = np.array([[_float(A[i, k]) for k in range(m_in)] + [_float(bpl[i])] for i in range(n)])
+        Rq = np.hstack([bq.params[l][0], bq.params[l][1][:, None]])
+        np_, nq_ = np.abs(Rp).max(axis=1), np.abs(Rq).max(axis=1)
+        if np.any(np_ == 0) or np.any(nq_ == 0):
+            return None
+        Up, Uq = Rp / np_[:, None], Rq / nq_[:, None]
+        cost = np.abs(Uq[:, None, :] - Up[None, :, :]).max(axis=2)
+        rows, cols = linear_sum_assignment(cost)
+        if cost[rows, cols].max() > 1e-6:
+            return None
+        perm = [int(c) for c in cols]  # q's neuron i ~ s_i * p's neuron perm[i]
+        s = [to_fmpq(float(nq_[i] / np_[perm[i]])) for i in range(n)]
+        W2 = flint.fmpq_mat(n, m_in)
+        b2 = []
+        for i in range(n):
+            for k in range(m_in):
+                W2[i, k] = s[i] * A[perm[i], k]
+            b2.append(s[i] * bpl[perm[i]])
+        Wn.append(W2)
+        bn.append(b2)
+        found.append((perm, s))
+        perm_prev, s_prev = perm, s
+    # the bound, in floats: nonnegative matrices, so float rounding only loses a relative
+    # n * 2**-53 per product, covered by the factor (1 + 1e-9)
+    def aug(W, b, exact):
+        n, m_in = (W.nrows(), W.ncols()) if exact else W.shape
+        M = np.zeros((n + 1, m_in + 1))
+        if exact:
+            M[:n, :m_in] = [[abs(_float(W[i, k])) for k in range(m_in)] for i in range(n)]
+            M[:n, m_in] = [abs(_float(v)) for v in b]
+        else:
+            M[:n, :m_in], M[:n, m_in] = np.abs(W), np.abs(b)
+        M[n, m_in] = 1.0
+        return M
+
+    Mq = [aug(W, b, False) for W, b in bq.params]
+    Mp = [aug(W, b, True) for W, b in zip(Wn, bn)]
+    D = []
+    for l in range(L):
+        W, b = Wn[l], bn[l]
+        Wq_, bq_ = bq.Wq[l], bq.bq[l]
+        n, m_in = W.nrows(), W.ncols()
+        Dl = np.zeros((n + 1, m_in + 1))
+        for i in range(n):
+            for k in range(m_in):
+                Dl[i, k] = abs(_float(Wq_[i, k] - W[i, k]))
+            Dl[i, m_in] = abs(_float(bq_[i] - b[i]))
+        D.append(Dl)
+    total = None
+    for l in range(L):
+        right = np.eye(pair.d + 1)  # |M^p'_{l-1}| ... |M^p'_1|
+        for k in range(l):
+            right = Mp[k] @ right
+        left = np.eye(D[l].shape[0])   # |M^q_L| ... |M^q_{l+1}|
+        for k in range(l + 1, L):
+            left = Mq[k] @ left
+        term = left @ D[l] @ right
+        total = term if total is None else total + term
+    B = float(total[:-1].sum(axis=1).max()) * (1.0 + 1e-9)
+    if not B <= pair.thr:
+        return None
+    base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
+    sym = []
+    for l, (perm, s) in enumerate(found):
+        # in the networks as given: undo the balancing powers of two
+        sym.append((tuple(perm), tuple(
+            math.ldexp(_float(s[i]), bq.exps[l][i] - bp.exps[l][perm[i]]) for i in range(len(perm)))))
+    out = _result(pair, dom, equivalent=True, max_difference=B / base, method="symmetry",
+                  certified=True,
+                  note="q is a permutation and positive rescaling of p's hidden neurons up to "
+                       f"a parameter difference that moves the function by at most "
+                       f"{B / base:.3g} relative (Lipschitz bound in the parameters)")
+    return dataclasses.replace(out, symmetry=tuple(sym))
 
 
 # -- regions of the joint network ---------------------------------------------------------

@@ -11,7 +11,10 @@ reusing one solver object per thread, which is about 5x faster, and fall back to
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
+import sys
 import threading
 
 import numpy as np
@@ -166,6 +169,30 @@ class MILPSolution:
 MILP_FEAS = 1e-9
 
 
+@contextlib.contextmanager
+def _stdout_silenced():
+    """Redirect file descriptor 1 to the null device: HiGHS's MIP solver writes some
+    diagnostics with C ``printf``, past its ``output_flag`` option. Nothing of ours may
+    reach stdout (a CLI's ``--json`` output goes there)."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - no real stdout
+        pass
+    try:
+        saved = os.dup(1)
+    except OSError:  # pragma: no cover - no file descriptor 1
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
 def _solve_milp_core(c, A, ub, lb_v, ub_v, integer) -> MILPSolution:
     h = _highs_core
     solver = h._core._Highs()
@@ -186,7 +213,8 @@ def _solve_milp_core(c, A, ub, lb_v, ub_v, integer) -> MILPSolution:
                      np.asarray(lb_v, float), np.asarray(ub_v, float), np.full(m, -inf),
                      np.asarray(ub, float), start, index, np.ascontiguousarray(value, float),
                      np.asarray(integer, dtype=np.int32))
-    solver.run()
+    with _stdout_silenced():
+        solver.run()
     if solver.getModelStatus() != h.HighsModelStatus.kOptimal:
         return MILPSolution("error")
     info = solver.getInfo()
@@ -215,8 +243,9 @@ def solve_milp(c, A, ub, lb_v, ub_v, integer) -> MILPSolution:
     from scipy.optimize import Bounds, LinearConstraint, milp  # pragma: no cover
 
     cons = [LinearConstraint(A, -np.inf, ub)] if A.shape[0] else []  # pragma: no cover
-    res = milp(c, integrality=np.asarray(integer), bounds=Bounds(lb_v, ub_v),  # pragma: no cover
-               constraints=cons, options={"mip_rel_gap": 1e-9})
+    with _stdout_silenced():  # pragma: no cover
+        res = milp(c, integrality=np.asarray(integer), bounds=Bounds(lb_v, ub_v),
+                   constraints=cons, options={"mip_rel_gap": 1e-9})
     if res.status != 0 or res.x is None:  # pragma: no cover
         return MILPSolution("error")
     dual = getattr(res, "mip_dual_bound", None)  # pragma: no cover
