@@ -315,7 +315,6 @@ def test_solvers_print_nothing_on_stdout(capfd):
 
     with _stdout_silenced():
         os.write(1, b"from C code\n")
-        print("from Python")
     p = ReLUNet([2, 3, 3, 1]).random_params(5)
     q = float_permuted_rescaled(p, np.random.default_rng(5))
     equivalent(p, q, method="milp")
