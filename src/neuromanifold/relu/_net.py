@@ -221,8 +221,9 @@ class ReLUNet:
         """Validate ``params`` against this architecture (see :func:`check_params`)."""
         return check_params(params, self.widths)
 
-    def random_params(self, seed: Any = None) -> Params:
-        """Gaussian weights and biases (He-style scale ``1/sqrt(fan_in)``)."""
+    def random_params(self, seed: Any = 0) -> Params:
+        """Gaussian weights and biases (He-style scale ``1/sqrt(fan_in)``); ``seed`` is an
+        int, None or a numpy Generator (default 0, reproducible)."""
         rng = as_seed_rng(seed)
         return [
             (rng.standard_normal((m, n)) / np.sqrt(n), rng.standard_normal(m) / np.sqrt(n))
