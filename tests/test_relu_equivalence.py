@@ -342,3 +342,21 @@ def test_options_are_keyword_only_and_checked():
         equivalent(p, p, progress="yes")
     with pytest.raises(InputError, match="method"):
         equivalent(p, p, method=None)
+
+
+def test_symmetry_check_bounds_the_parameter_difference():
+    """The symmetry check accepts a rounded copy and rejects one with a hidden weight changed
+    by a relative 1e-6 (its Lipschitz bound exceeds tol), whatever the sampled check says."""
+    from neuromanifold.relu import as_domain
+    from neuromanifold.relu._equivalence import _by_symmetry, _Pair
+
+    rng = np.random.default_rng(2)
+    p = ReLUNet([3, 8, 8, 1]).random_params(2)
+    q = float_permuted_rescaled(p, rng)
+    dom = as_domain(None, 3)
+    r = _by_symmetry(_Pair(p, q, 1e-9), dom)
+    assert r.equivalent and r.certified and r.max_difference < 1e-14
+    q[1][0][2, 3] *= 1 + 1e-6
+    assert _by_symmetry(_Pair(p, q, 1e-9), dom) is None
+    assert _by_symmetry(_Pair(p, q, 1e-4), dom).equivalent
+    assert _by_symmetry(_Pair(p, ReLUNet([3, 8, 8, 1]).random_params(3), 1e-4), dom) is None
