@@ -360,3 +360,11 @@ def test_symmetry_check_bounds_the_parameter_difference():
     assert _by_symmetry(_Pair(p, q, 1e-9), dom) is None
     assert _by_symmetry(_Pair(p, q, 1e-4), dom).equivalent
     assert _by_symmetry(_Pair(p, ReLUNet([3, 8, 8, 1]).random_params(3), 1e-4), dom) is None
+
+
+def test_exact_symmetry_decides_tol_zero():
+    """A copy permuted and rescaled by powers of two is exactly the same function: at tol=0
+    the symmetry check proves it (a zero parameter difference) even for a wide network."""
+    p = ReLUNet([4, 16, 16, 2]).random_params(0)
+    r = equivalent(p, permuted_rescaled(p, np.random.default_rng(0)), tol=0)
+    assert r.equivalent and r.certified and r.method == "symmetry" and r.max_difference == 0.0

@@ -346,11 +346,11 @@ def _by_symmetry(pair: _Pair, dom: Domain) -> Equivalence | None:
     ``B max(1, ||x||_inf)`` with ``B`` the largest output row sum of
     ``sum_l |M^q_L| ... |M^q_{l+1}| |M^q_l - M^p'_l| |M^p'_{l-1}| ... |M^p'_1|`` (augmented
     layer matrices; ReLU is 1-Lipschitz). ``None`` unless a matching exists and
-    ``B <= tol * scale``."""
+    ``B <= tol * scale`` (with tol = 0: ``B = 0``, an exact symmetry)."""
     from scipy.optimize import linear_sum_assignment
 
     bp, bq = pair.bp, pair.bq
-    if bp.widths != bq.widths or pair.tol == 0:
+    if bp.widths != bq.widths:
         return None
     L = bp.num_layers
     perm_prev = list(range(pair.d))
