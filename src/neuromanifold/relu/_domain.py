@@ -66,22 +66,23 @@ class Domain(Result):
         """Whether the domain is bounded (a box)."""
         return self.kind == "box"
 
-    def contains(self, X: Any, *, slack: float = 0.0) -> np.ndarray:
+    def contains(self, X: Any, *, tol: float = 0.0) -> np.ndarray:
         """Which points lie in the domain.
 
         Args:
             X: points, shape ``(N, dim)`` (or one point of shape ``(dim,)``).
-            slack: absolute slack allowed on every inequality (>= 0).
+            tol: absolute slack allowed on every inequality (>= 0; 0 = exact membership
+                of the float points).
 
         Returns:
             Boolean array of shape ``(N,)``.
         """
-        slack = check_nonnegative_float(slack, "slack")
+        tol = check_nonnegative_float(tol, "tol")
         X = np.atleast_2d(as_finite_array(X, "X", error=DomainError))
         if X.ndim != 2 or X.shape[1] != self.dim:
             raise DomainError(f"X must have shape (N, {self.dim}) for this domain; "
                               f"got shape {X.shape}")
-        return np.all(X @ self.A.T <= self.c + slack, axis=1)
+        return np.all(X @ self.A.T <= self.c + tol, axis=1)
 
 
 def as_domain(domain: Any, dim: int) -> Domain:

@@ -159,7 +159,7 @@ class _Pair:
         if diff == 0:
             return 0.0
         base = math.ldexp(self.scale, -self.E)
-        return max(float(diff / norm) / base, 5e-324) if base > 0 else math.inf
+        return max(_float(diff / norm) / base, 5e-324) if base > 0 else math.inf
 
     def witness_difference(self, x) -> float:
         """``max_o |f_p(x)_o - f_q(x)_o|`` of the networks as given, exactly, rounded."""
