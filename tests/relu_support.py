@@ -78,3 +78,40 @@ def brute_force_patterns(params, domain=None) -> set:
 
 def flat_pattern(region) -> tuple:
     return tuple(bool(v) for v in np.concatenate(region.pattern)) if region.pattern else ()
+
+
+def float_permuted_rescaled(p, rng, log_range=2.0):
+    """A copy of ``p`` with every hidden layer's neurons permuted and positively rescaled
+    by random float factors ``exp(U(-log_range, log_range))`` (not powers of two, as every
+    real rescaling): the same function up to float rounding."""
+    q = [(np.array(W, float), np.array(b, float)) for W, b in p]
+    for l in range(len(q) - 1):
+        n = q[l][0].shape[0]
+        perm = rng.permutation(n)
+        s = np.exp(rng.uniform(-log_range, log_range, n))
+        W, b = q[l]
+        q[l] = (W[perm] * s[:, None], b[perm] * s)
+        Wn, bn = q[l + 1]
+        q[l + 1] = (Wn[:, perm] / s[None, :], bn)
+    return q
+
+
+def domain_samples(domain, d, rng, n=4000):
+    """Points of a domain (None, "orthant" or a scalar box) over many scales."""
+    if isinstance(domain, tuple):
+        return rng.uniform(domain[0], domain[1], (n, d))
+    X = rng.standard_normal((n, d)) * np.exp(rng.uniform(-2, 4, (n, 1)))
+    return np.abs(X) if domain == "orthant" else X
+
+
+def live_output_weight(p, domain, rng):
+    """``(o, j, effect)``: the last-layer weight whose neuron shows most on the domain,
+    ``effect = max_x |W_L[o, j]| h_j(x) / max(1, ||x||_inf)`` over samples (0 if none)."""
+    X = domain_samples(domain, p[0][0].shape[1], rng)
+    H = X
+    for W, b in p[:-1]:
+        H = np.maximum(H @ W.T + b, 0.0)
+    act = (H / np.maximum(1.0, np.abs(X).max(axis=1))[:, None]).max(axis=0)
+    eff = np.abs(p[-1][0]) * act[None, :]
+    o, j = np.unravel_index(int(np.argmax(eff)), eff.shape)
+    return int(o), int(j), float(eff[o, j])

@@ -107,3 +107,21 @@ def test_unknown_neuron_is_a_clear_error():
     assert B.neuron(1, 2).index == 2
     with pytest.raises(InputError, match="1-based"):
         B.neuron(2, 0)   # there is only one hidden layer
+
+
+def test_visibility_at_a_tolerance():
+    """A jump of 1e-13 relative to the path norm is hidden at the default tol and visible
+    exactly; the result reports tol, scale and each piece's relative jump."""
+    W1, b1 = np.array([[1.0], [1.0]]), np.array([0.0, -1.0])
+    p = [(W1, b1), (np.array([[1.0, 1e-13]]), np.zeros(1))]
+    B = bent_hyperplanes(p)
+    assert [n.status for n in B.neurons] == ["visible", "hidden"] and B.tol == 1e-9
+    assert B.neurons[1].pieces[0].jump_size == pytest.approx(1e-13 / B.scale)
+    assert [n.status for n in bent_hyperplanes(p, tol=0).neurons] == ["visible", "visible"]
+    assert bent_hyperplanes(p, tol=1e-14).neurons[1].status == "visible"
+    # 2**-1000 magnitudes: the same statuses and relative jumps
+    q = [(W1 * 2.0**-1000, b1 * 2.0**-1000), (p[1][0] * 2.0**1000, p[1][1])]
+    Bq = bent_hyperplanes(q)
+    assert [n.status for n in Bq.neurons] == ["visible", "hidden"]
+    assert [pc.jump_size for n in Bq.neurons for pc in n.pieces] == \
+           [pc.jump_size for n in B.neurons for pc in n.pieces]

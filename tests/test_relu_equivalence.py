@@ -5,10 +5,18 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from neuromanifold import ArchitectureError, InputError
-from neuromanifold.relu import ReLUNet, equivalent, forward, regions
+import inspect
+import os
+from fractions import Fraction
 
-from relu_support import dyadic_net, permuted_rescaled
+from neuromanifold import ArchitectureError, InputError, ParameterError
+from neuromanifold._tolerance import path_norm_scale
+from neuromanifold.exact import to_fmpq
+from neuromanifold.relu import ReLUNet, equivalent, forward, regions
+from neuromanifold.relu._engine import ExactNet, exact_forward
+
+from relu_support import (dyadic_net, float_permuted_rescaled, live_output_weight,
+                          permuted_rescaled)
 
 
 def _confirmed(p, q, r):
@@ -87,10 +95,13 @@ def test_difference_on_a_region_one_float_wide_still_has_a_witness():
     p = [(np.ones((3, 1)), np.array([0.0, -e, -2 * e])), (np.array([[1.0, -2.0, 1.0]]), np.zeros(1))]
     q = [(np.ones((1, 1)), np.zeros(1)), (np.zeros((1, 1)), np.zeros(1))]
     for method in ("regions", "auto"):
-        r = equivalent(p, q, method=method)
+        r = equivalent(p, q, method=method, tol=0)
         assert not r.equivalent and r.certified and r.method == "regions"
         assert r.witness[0] == e and r.witness_difference == e
         _confirmed(p, q, r)
+        # at the default tolerance the hat is far below tol * scale: equivalent
+        r = equivalent(p, q, method=method)
+        assert r.equivalent and r.max_difference <= r.tol
 
 
 def _random_pair(rng):
@@ -162,4 +173,198 @@ def test_milp_tolerance_covers_the_solvers_own_tolerances():
     # and a genuine difference well above that tolerance is still found, with a witness
     q[-1][1][0] += 1e-3
     r = equivalent(p, q, domain="orthant", method="milp")
-    assert not r.equivalent and r.witness is not None and r.tolerance < 1e-3
+    assert not r.equivalent and r.witness is not None and r.tol < 1e-3
+
+
+# -- tolerance semantics ------------------------------------------------------------------
+
+def _exact_rel_exceeds(p, q, r):
+    """The witness's exact difference exceeds tol * scale * max(1, ||w||_inf) (> 0 at tol 0)."""
+    w = [to_fmpq(float(v)) for v in r.witness]
+    a, _ = exact_forward(ExactNet.from_params(p), w)
+    b, _ = exact_forward(ExactNet.from_params(q), w)
+    diff = max(abs(u - v) for u, v in zip(a, b))
+    assert r.domain.contains(r.witness[None, :])[0]
+    assert diff > to_fmpq(r.tol * r.scale) * max([to_fmpq(1.0)] + [abs(v) for v in w])
+    assert float(diff) == pytest.approx(r.witness_difference, rel=1e-9)
+
+
+WIDE = [[4, 16, 16, 2], [3, 8, 8, 1], [2, 5, 4, 2], [1, 3, 3, 1], [4, 16, 2], [2, 6, 1],
+        [3, 4, 5, 3, 1]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 10**6), widths=st.sampled_from(WIDE),
+       domain=st.sampled_from([None, "orthant", (-1, 2)]))
+def test_float_rescaled_copies_are_equivalent_at_the_default_tol(seed, widths, domain):
+    """Permuted copies rescaled by random float factors (not powers of two) are the same
+    function up to rounding: equivalent at the default tol, certified, with the symmetry;
+    at tol = 0 the exact answer (the rounded copy differs) with an exact witness."""
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(widths).random_params(seed)
+    q = float_permuted_rescaled(p, rng)
+    r = equivalent(p, q, domain=domain)
+    assert r.equivalent and r.certified and r.method == "symmetry" and r.witness is None
+    assert r.max_difference <= r.tol == 1e-9
+    assert r.scale == pytest.approx(max(path_norm_scale(p), path_norm_scale(q)))
+    # the symmetry reported maps p onto q
+    prev_perm, prev_s = np.arange(widths[0]), np.ones(widths[0])
+    for l, (perm, s) in enumerate(r.symmetry):
+        perm, s = np.array(perm), np.array(s)
+        W, b = p[l]
+        np.testing.assert_allclose(W[perm][:, prev_perm] / prev_s * s[:, None], q[l][0],
+                                   rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(b[perm] * s, q[l][1], rtol=1e-12, atol=1e-14)
+        prev_perm, prev_s = perm, s
+    # exact mode: on all of R^d the rounded copy is a different function (on a smaller
+    # domain the rounding may only touch neurons that never switch on there)
+    if domain is not None:
+        return
+    r0 = equivalent(p, q, domain=domain, tol=0)
+    assert not r0.equivalent and r0.certified and r0.tol == 0.0
+    _exact_rel_exceeds(p, q, r0)
+    assert r0.witness_difference < 1e-9 * r0.scale * max(1.0, np.abs(r0.witness).max())
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 10**6), widths=st.sampled_from(WIDE),
+       domain=st.sampled_from([None, "orthant", (-1, 2)]))
+def test_relative_perturbation_of_one_live_weight_is_not_equivalent(seed, widths, domain):
+    """A relative change of 1e-6 in one live weight (the last-layer weight that shows most
+    on the domain) is seen at the default tol, with an exactly confirmed witness."""
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(widths).random_params(seed)
+    q = float_permuted_rescaled(p, rng)
+    o, j, effect = live_output_weight(q, domain, rng)
+    scale = max(path_norm_scale(p), path_norm_scale(q))
+    assume(1e-6 * effect > 3e-9 * scale)  # a clear case: three times above tol
+    q[-1][0][o, j] *= 1 + 1e-6
+    r = equivalent(p, q, domain=domain)
+    assert not r.equivalent and r.certified and r.max_difference > r.tol
+    _exact_rel_exceeds(p, q, r)
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 3, 2, 1], [1, 3, 3, 1], [2, 4, 1]]),
+       domain=st.sampled_from([None, "orthant", (-1, 2)]))
+def test_regions_and_milp_give_the_same_verdict_under_tol(seed, widths, domain):
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(widths).random_params(seed)
+    q = float_permuted_rescaled(p, rng)
+    for method in ("regions", "milp"):
+        r = equivalent(p, q, domain=domain, method=method)
+        assert r.equivalent and r.method == method and r.max_difference <= r.tol
+        assert r.certified == (method == "regions")
+    o, j, effect = live_output_weight(q, domain, rng)
+    scale = max(path_norm_scale(p), path_norm_scale(q))
+    assume(1e-6 * effect > 3e-9 * scale)
+    q[-1][0][o, j] *= 1 + 1e-6
+    for method in ("regions", "milp"):
+        r = equivalent(p, q, domain=domain, method=method)
+        assert not r.equivalent and r.method == method and r.certified
+        _exact_rel_exceeds(p, q, r)
+
+
+def test_exact_mode_of_the_regions_method_on_a_rounded_copy():
+    rng = np.random.default_rng(7)
+    p = ReLUNet([2, 3, 1]).random_params(7)
+    q = float_permuted_rescaled(p, rng)
+    r = equivalent(p, q, method="regions", tol=0)
+    assert not r.equivalent and r.certified and r.method == "regions"
+    _exact_rel_exceeds(p, q, r)
+    assert r.witness_difference < 1e-12
+    assert equivalent(p, q, method="regions").equivalent
+
+
+def test_fraction_inputs_stay_exact():
+    """relu(3x)/3 = relu(x) exactly with Fractions; with the float 1/3 only up to rounding."""
+    one = [([[1]], [0]), ([[1]], [0])]
+    exact = [([[3]], [0]), ([[Fraction(1, 3)]], [Fraction(0)])]
+    rounded = [([[3.0]], [0.0]), ([[1 / 3]], [0.0])]
+    assert equivalent(exact, one, tol=0, method="regions").equivalent
+    assert equivalent(exact, one, tol=0).equivalent
+    r = equivalent(rounded, one, tol=0)
+    assert not r.equivalent and r.witness_difference > 0
+    assert equivalent(rounded, one).equivalent
+    with pytest.raises(ParameterError, match="complex"):
+        equivalent([([[1j]], [0]), ([[1]], [0])], one)
+
+
+def test_extreme_magnitudes_give_the_same_answers():
+    """A copy with hidden neurons rescaled by 2**-1000 and 2**-600 is the same function:
+    the same verdicts, never a ZeroDivisionError."""
+    p = ReLUNet([2, 3, 2, 1]).random_params(3)
+    q = [(p[0][0] * 2.0**-1000, p[0][1] * 2.0**-1000), (p[1][0] * 2.0**400, p[1][1] * 2.0**-600),
+         (p[2][0] * 2.0**600, p[2][1])]
+    for method in ("regions", "milp", "auto"):
+        for tol in (0, 1e-9):
+            r = equivalent(p, q, method=method, tol=tol)
+            assert r.equivalent, (method, tol)
+    far = [(W.copy(), b.copy()) for W, b in q]
+    far[-1][1][0] += 1e-3
+    for method in ("regions", "milp", "auto"):
+        r = equivalent(far, p, method=method)
+        assert not r.equivalent and r.certified
+        _exact_rel_exceeds(far, p, r)
+
+
+def test_solvers_print_nothing_on_stdout(capfd):
+    """HiGHS's MIP code writes some diagnostics with C printf, past its output_flag: the
+    MILP runs with file descriptor 1 redirected to the null device."""
+    from neuromanifold.relu._lp import _stdout_silenced
+
+    with _stdout_silenced():
+        os.write(1, b"from C code\n")
+    p = ReLUNet([2, 3, 3, 1]).random_params(5)
+    q = float_permuted_rescaled(p, np.random.default_rng(5))
+    equivalent(p, q, method="milp")
+    q[-1][1][0] += 0.5
+    equivalent(p, q, method="milp")
+    out, _ = capfd.readouterr()
+    assert out == ""
+    print("after")  # stdout works again
+    assert capfd.readouterr().out == "after\n"
+
+
+def test_options_are_keyword_only_and_checked():
+    from neuromanifold.relu import (bent_hyperplanes, functional_dimension, genericity,
+                                    plot_arrangement)
+    for f, n_pos in ((equivalent, 3), (regions, 2), (bent_hyperplanes, 2),
+                     (functional_dimension, 2), (genericity, 2), (plot_arrangement, 2)):
+        params = list(inspect.signature(f).parameters.values())
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[n_pos:]), f
+        assert "tol" in [p.name for p in params] or f is regions
+    p = ReLUNet([1, 2, 1]).random_params(0)
+    for bad in (-1e-3, 1.0, float("nan"), "1e-9", True):
+        with pytest.raises(InputError, match="tol"):
+            equivalent(p, p, tol=bad)
+    with pytest.raises(InputError, match="progress"):
+        equivalent(p, p, progress="yes")
+    with pytest.raises(InputError, match="method"):
+        equivalent(p, p, method=None)
+
+
+def test_symmetry_check_bounds_the_parameter_difference():
+    """The symmetry check accepts a rounded copy and rejects one with a hidden weight changed
+    by a relative 1e-6 (its Lipschitz bound exceeds tol), whatever the sampled check says."""
+    from neuromanifold.relu import as_domain
+    from neuromanifold.relu._equivalence import _by_symmetry, _Pair
+
+    rng = np.random.default_rng(2)
+    p = ReLUNet([3, 8, 8, 1]).random_params(2)
+    q = float_permuted_rescaled(p, rng)
+    dom = as_domain(None, 3)
+    r = _by_symmetry(_Pair(p, q, 1e-9), dom)
+    assert r.equivalent and r.certified and r.max_difference < 1e-14
+    q[1][0][2, 3] *= 1 + 1e-6
+    assert _by_symmetry(_Pair(p, q, 1e-9), dom) is None
+    assert _by_symmetry(_Pair(p, q, 1e-4), dom).equivalent
+    assert _by_symmetry(_Pair(p, ReLUNet([3, 8, 8, 1]).random_params(3), 1e-4), dom) is None
+
+
+def test_exact_symmetry_decides_tol_zero():
+    """A copy permuted and rescaled by powers of two is exactly the same function: at tol=0
+    the symmetry check proves it (a zero parameter difference) even for a wide network."""
+    p = ReLUNet([4, 16, 16, 2]).random_params(0)
+    r = equivalent(p, permuted_rescaled(p, np.random.default_rng(0)), tol=0)
+    assert r.equivalent and r.certified and r.method == "symmetry" and r.max_difference == 0.0

@@ -16,9 +16,14 @@ from neuromanifold.relu._regions import _compute
 def test_never_exceeds_bound_and_dominates_sampled_rank(widths, seed, domain):
     net = ReLUNet(widths)
     p = net.random_params(seed)
-    fd = functional_dimension(p, domain=domain)
+    fd = functional_dimension(p, domain=domain, tol=0)
     assert fd.certified and fd.num_params == net.num_params and fd.num_hidden == net.num_hidden
     assert fd.rank <= fd.bound
+    # generic Gaussian weights: no region is thin and no singular value near tol, so the
+    # rank at the default tolerance is the exact one
+    num = functional_dimension(p, domain=domain)
+    assert num.rank == fd.rank and num.num_thin_regions == 0
+    assert num.certified == (num.rank == num.bound)
     # the float Jacobian at random inputs of the domain spans a subspace of the same space
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, (200, widths[0]))
@@ -153,3 +158,36 @@ def test_domain_matters():
     # both kinks at x < 0: on the orthant the network is affine, so only 2 directions remain
     p = [(np.array([[1.0], [1.0]]), np.array([1.0, 2.0])), (np.array([[1.0, -1.0]]), np.zeros(1))]
     assert functional_dimension(p).rank > functional_dimension(p, "orthant").rank
+
+
+def _parallel_up_to_rounding(seed):
+    """2-3-1 network whose third neuron is the first one times a float factor, rounded."""
+    rng = np.random.default_rng(seed)
+    W1, b1 = rng.standard_normal((3, 2)), rng.standard_normal(3)
+    s = rng.uniform(0.3, 3.0)
+    W1[2], b1[2] = W1[0] * s, b1[0] * s
+    return [(W1, b1), (rng.standard_normal((1, 3)), rng.standard_normal(1))]
+
+
+def test_neurons_parallel_up_to_rounding_count_once_at_the_default_tol():
+    """The rounded copy of a neuron splits off slivers of relative width ~1e-16: exactly
+    (tol=0) they are regions and the rank is that of three independent neurons; at the
+    default tol they are thin and the two neurons act as one."""
+    for seed in range(4):
+        p = _parallel_up_to_rounding(seed)
+        num, ex = functional_dimension(p), functional_dimension(p, tol=0)
+        assert ex.rank == 10 == ex.bound and ex.certified and ex.largest_dropped is None
+        assert num.rank == 7 and not num.certified and num.num_thin_regions > 0
+        assert num.smallest_counted > 1e-3 and num.largest_dropped < 1e-12  # a clear gap
+        assert num.tol == 1e-9 and num.num_points == (num.num_regions - num.num_thin_regions) * 3
+
+
+def test_extreme_magnitudes_give_the_same_functional_dimension():
+    for p in (_parallel_up_to_rounding(1), ReLUNet([2, 3, 2, 1]).random_params(4)):
+        q = [(p[0][0] * 2.0**-1000, p[0][1] * 2.0**-1000), (p[1][0] * 2.0**1000, p[1][1]),
+             *p[2:]]
+        for tol in (1e-9, 0):
+            a, b = functional_dimension(p, tol=tol), functional_dimension(q, tol=tol)
+            assert (a.rank, a.num_regions, a.num_thin_regions) == \
+                   (b.rank, b.num_regions, b.num_thin_regions)
+            assert (a.smallest_counted, a.largest_dropped) == (b.smallest_counted, b.largest_dropped)

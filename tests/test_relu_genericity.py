@@ -177,3 +177,24 @@ def test_rank_deficiency_on_a_single_region_is_reported_there():
     assert g.supertransversal and not g.maximal_rank
     assert [(f.elements, f.pattern, f.measured, f.expected) for f in g.failures] == [
         (("D2 W2 D1 W1",), ((1, 1, 0), (1, 1)), 1, 2)]
+
+
+def test_masked_product_rank_at_a_tolerance_reports_its_gap():
+    """Second-layer rows parallel up to rounding: W2 D1 W1 has rank 2 exactly (tol=0) but
+    rank 1 at the default tol, and the failure says how clear the gap is."""
+    rng = np.random.default_rng(3)
+    W1, b1 = rng.standard_normal((2, 2)), rng.standard_normal(2)
+    W2 = rng.standard_normal((2, 2))
+    W2[1] = W2[0] * 0.3
+    p = [(W1, b1), (W2, np.array([0.1, 0.03])), (np.ones((1, 2)), np.zeros(1))]
+    g0 = genericity(p, tol=0)
+    assert g0.maximal_rank and g0.tol == 0.0 and g0.smallest_counted is None
+    g = genericity(p)
+    assert not g.maximal_rank and g.tol == 1e-9 and g.largest_dropped < 1e-12
+    f = next(f for f in g.failures if f.condition == "rank")
+    assert f.measured < f.expected and not f.certified and f.largest_dropped < 1e-12
+    assert "tol=1e-09" in f.message
+    # 2**-1000 magnitudes: the same verdict
+    q = [(W1 * 2.0**-1000, b1 * 2.0**-1000), (p[1][0] * 2.0**1000, p[1][1]), p[2]]
+    assert genericity(q).maximal_rank == g.maximal_rank
+    assert genericity(q, tol=0).generic == g0.generic

@@ -132,3 +132,14 @@ def test_analyses_reject_domain_of_wrong_dimension():
             f(p, domain=Domain.orthant(3))
     with pytest.raises(DomainError):
         nm.relu.equivalent(p, p, domain=([0, 0, 0], [1, 1, 1]))
+
+
+def test_non_real_weights_are_rejected():
+    from neuromanifold import ParameterError
+    from neuromanifold.relu import check_params, regions
+
+    for W in (np.array([[1 + 2j]]), [["1.5"]], [[True]], np.array([[None]], dtype=object)):
+        with pytest.raises(ParameterError):
+            check_params([(W, [0.0]), ([[1.0]], [0.0])])
+        with pytest.raises(ParameterError):
+            regions([(W, [0.0]), ([[1.0]], [0.0])])

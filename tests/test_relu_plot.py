@@ -77,3 +77,16 @@ def test_errors():
         plot_arrangement(ReLUNet([1, 2, 1]).random_params(0))
     with pytest.raises(InputError, match="bounds"):
         plot_arrangement(ReLUNet([2, 2, 1]).random_params(0), bounds=(1, -1))
+
+
+def test_style_options_are_checked():
+    from matplotlib.axes import Axes
+
+    p = ReLUNet([2, 2, 1]).random_params(0)
+    for kw, match in ((dict(ax=Axes), "ax"), (dict(ax="left"), "ax"), (dict(cmap="nope"), "cmap"),
+                      (dict(cmap=3), "cmap"), (dict(alpha=1.5), "alpha"), (dict(alpha="x"), "alpha"),
+                      (dict(tol=-1.0), "tol")):
+        with pytest.raises(InputError, match=match):
+            plot_arrangement(p, **kw)
+    with pytest.raises(TypeError):
+        plot_arrangement(p, None, None)  # ax is keyword-only

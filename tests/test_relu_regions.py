@@ -230,3 +230,31 @@ def test_progress_bar_goes_to_stderr(capsys):
     equivalent(p, p, method="regions", progress=True)
     captured = capsys.readouterr()
     assert captured.out == "" and "regions" in captured.err
+
+
+def test_extreme_but_finite_magnitudes():
+    """Hidden neurons rescaled by 2**-1000 (and 2**-600): the same regions, patterns and
+    affine maps, never a ZeroDivisionError."""
+    p = ReLUNet([2, 3, 2, 1]).random_params(6)
+    q = [(p[0][0] * 2.0**-1000, p[0][1] * 2.0**-1000), (p[1][0] * 2.0**400, p[1][1] * 2.0**-600),
+         (p[2][0] * 2.0**600, p[2][1])]
+    for domain in (None, "orthant", (-1.0, 1.0)):
+        a, b = regions(p, domain), regions(q, domain)
+        assert a.num_regions == b.num_regions and a.certified and b.certified
+        key = {tuple(flat_pattern(r)): r for r in a}
+        for r in b:
+            s = key[tuple(flat_pattern(r))]
+            assert (r.linear == s.linear).all() and (r.offset == s.offset).all()
+
+
+def test_fraction_weights_stay_exact():
+    from fractions import Fraction
+
+    third = Fraction(1, 3)
+    p = [([[1, 0], [0, 1], [third, third]], [0, 0, Fraction(-1, 3)]), ([[1, 1, 1]], [0])]
+    R = regions(p)
+    # the third neuron's hyperplane x + y = 1 exactly: through the point (1/2, 1/2)
+    assert R.num_regions == 7 and R.certified
+    for r in R:
+        assert all(isinstance(v, Fraction) for v in r.linear.ravel())
+    assert any(r.linear[0, 0] == Fraction(4, 3) for r in R)

@@ -2,10 +2,12 @@
 
 Definitions (see ``docs/relu.md``): for a hidden neuron nu, a *piece* of its bent
 hyperplane is a facet shared by two linear regions R (nu active) and R' (nu inactive),
-lying on ``{z_nu = 0}`` and crossing the interior of the domain. The function *bends*
-on the piece (the piece is *visible*) iff the exact affine maps of R and R' have different
-linear parts; the *jump* is ``linear(R) - linear(R')`` (for one hidden layer it is
-``c_j a_j^T``, docs/concepts_relu.md §2). A neuron is visible if one of its pieces is; it is *hidden*
+lying on ``{z_nu = 0}`` and crossing the interior of the domain. The *jump* is
+``linear(R) - linear(R')`` (for one hidden layer it is ``c_j a_j^T``, docs/concepts_relu.md
+§2). The function *bends* on the piece (the piece is *visible*) iff the jump exceeds
+``tol * scale`` in the norm ``max_o sum_k |jump[o, k]|`` (how much the slope of any output
+changes per unit of ``||x||_inf``), with ``scale`` the network's path norm; with ``tol = 0``
+iff the jump is not exactly zero. A neuron is visible if one of its pieces is; it is *hidden*
 if it has pieces but none is visible, *dead* / *linear* if it is inactive / active on
 every region.
 """
@@ -20,10 +22,11 @@ import numpy as np
 
 from .._errors import InputError, short_repr
 from .._results import Result
+from .._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
 from ..exact._lp import dot
-from ..exact._rational import fmpq_to_fraction
+from ..exact._rational import fmpq_to_fraction, to_fmpq
 from ._domain import Domain
-from ._engine import layer_maps, progress_iter
+from ._engine import layer_maps, pow2_floats, progress_iter
 from ._regions import Regions, _compute, _key
 
 __all__ = ["BentPiece", "BentNeuron", "BentHyperplanes", "bent_hyperplanes"]
@@ -42,8 +45,10 @@ class BentPiece(Result):
             lies on the hyperplane and is verified to satisfy the region's other
             inequalities strictly).
         margin: radius of a ball (in R^d) around the point that meets no other boundary.
-        visible: whether the function bends on the piece (``jump != 0``).
+        visible: whether the function bends on the piece (``jump_size > tol``; with
+            ``tol = 0``, ``jump != 0`` exactly).
         jump: ``linear(region) - linear(neighbor)``, exact, shape ``(n_L, d)``.
+        jump_size: ``max_o sum_k |jump[o, k]|`` relative to the network's scale (rounded).
         coincident: other neurons ``(layer, index)`` that switch on the same piece.
     """
 
@@ -57,6 +62,7 @@ class BentPiece(Result):
     visible: bool
     jump: np.ndarray
     coincident: tuple
+    jump_size: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -86,8 +92,11 @@ class BentHyperplanes(Result):
         all_visible: every hidden neuron bends the function somewhere.
         regions: the :class:`Regions` the piece indices refer to.
         num_lps: LPs solved (regions included).
-        certified: each piece's existence is decided exactly (see ``Regions.certified``).
+        certified: each piece's existence is decided exactly (see ``Regions.certified``),
+            and its visibility exactly against ``tol * scale``.
         domain: the domain analysed.
+        tol: the relative tolerance used (0.0 = exact).
+        scale: the network's path norm.
     """
 
     neurons: list
@@ -98,6 +107,8 @@ class BentHyperplanes(Result):
     num_lps: int
     certified: bool
     domain: Domain
+    tol: float = 0.0
+    scale: float = 0.0
 
     def neuron(self, layer: int, index: int) -> BentNeuron:
         """The entry of neuron ``index`` in hidden layer ``layer`` (1-based)."""
@@ -126,13 +137,15 @@ def _proportional_pos(a, c, b, e) -> bool:
     return lam is not None and lam > 0
 
 
-def bent_hyperplanes(params: Any, domain: Any = None, progress: bool = False) -> BentHyperplanes:
+def bent_hyperplanes(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
+                     progress: bool = False) -> BentHyperplanes:
     """For each hidden neuron, the pieces of its bent hyperplane and whether f bends there.
 
     Args:
         params: list of ``(W, b)`` pairs, as for :func:`regions`.
         domain: only pieces meeting the interior of this domain count (accepted forms as
             for :func:`regions`).
+        tol: relative tolerance deciding visibility (see the module docs); ``0`` = exact.
         progress: progress bars on stderr (regions, then pieces).
 
     Returns:
@@ -143,8 +156,11 @@ def bent_hyperplanes(params: Any, domain: Any = None, progress: bool = False) ->
     >>> [(n.index, n.status) for n in B.neurons]
     [(0, 'visible'), (1, 'hidden')]
     """
+    tol = check_tol(tol)
     R, cells, net, engine = _compute(params, domain, progress)
     d = net.d
+    scale = path_norm_scale(net.params)
+    thr = to_fmpq(tol * scale)
     index = {tuple(_key(m) for m in cell.patterns[0]): i for i, cell in enumerate(cells)}
     hidden = [(l, i) for l in net.hidden_layers for i in range(net.widths[l + 1])]
     pieces: dict[tuple[int, int], list] = {nu: [] for nu in hidden}
@@ -166,10 +182,10 @@ def bent_hyperplanes(params: Any, domain: Any = None, progress: bool = False) ->
             own_row, own_off = [-v for v in a], c
             keep = [j for j, (row, off, ow) in enumerate(zip(cell.rows_q, cell.offs_q, cell.owners))
                     if ow is None or not _proportional_pos(row, off, own_row, own_off)]
-            af = np.array([float(v) for v in a])
+            af, _ = pow2_floats(list(a) + [c], d)  # scaled by a power of two: no underflow
             res = engine.decide([cell.rows_q[j] for j in keep], [cell.offs_q[j] for j in keep],
                                 cell.rows_f[keep], cell.offs_f[keep],
-                                eq=(list(a), -c, af, -float(c)))
+                                eq=(list(a), -c, af[:d], -float(af[d])))
             if res is None:
                 continue
             yf, yq, margin = res
@@ -205,18 +221,23 @@ def bent_hyperplanes(params: Any, domain: Any = None, progress: bool = False) ->
             lin_N = layer_maps(net, cells[ni].patterns[0])[-1]
             m = lin_R.nrows()
             jump = np.empty((m, d), dtype=object)
-            visible = False
+            size = flint.fmpq(0)
             for o in range(m):
+                row = flint.fmpq(0)
                 for k in range(d):
                     v = lin_R[o, k] - lin_N[o, k]
-                    visible = visible or v != 0
+                    row += abs(v)
                     jump[o, k] = fmpq_to_fraction(v)
+                size = max(size, row)
+            visible = bool(size > thr)
+            jump_size = (float(fmpq_to_fraction(size)) / scale) if scale > 0 else 0.0
             pieces[(l, i)].append(BentPiece(
                 region=ri, neighbor=ni,
                 normal=np.array([fmpq_to_fraction(v) for v in a], dtype=object),
                 offset=fmpq_to_fraction(c), point=yf,
                 point_exact=tuple(fmpq_to_fraction(v) for v in yq), margin=float(margin),
-                visible=visible, jump=jump, coincident=tuple(coincident)))
+                visible=visible, jump=jump, coincident=tuple(coincident),
+                jump_size=jump_size))
     neurons = []
     for l, i in hidden:
         ps = pieces[(l, i)]
@@ -235,4 +256,4 @@ def bent_hyperplanes(params: Any, domain: Any = None, progress: bool = False) ->
     num_vis = sum(n.status == "visible" for n in neurons)
     num_hid = sum(n.status == "hidden" for n in neurons)
     return BentHyperplanes(neurons, num_vis, num_hid, num_vis == len(neurons), R,
-                           engine.counter.count, True, R.domain)
+                           engine.counter.count, True, R.domain, tol, float(scale))

@@ -66,12 +66,13 @@ class Domain(Result):
         """Whether the domain is bounded (a box)."""
         return self.kind == "box"
 
-    def contains(self, X: Any, tol: float = 0.0) -> np.ndarray:
+    def contains(self, X: Any, *, tol: float = 0.0) -> np.ndarray:
         """Which points lie in the domain.
 
         Args:
             X: points, shape ``(N, dim)`` (or one point of shape ``(dim,)``).
-            tol: slack allowed on every inequality (>= 0).
+            tol: absolute slack allowed on every inequality (>= 0; 0 = exact membership
+                of the float points).
 
         Returns:
             Boolean array of shape ``(N,)``.

@@ -35,8 +35,10 @@ from ..exact._lp import dot, motzkin_certificate, strict_interior_point
 from ..exact._rational import fmpq_matrix, to_fmpq
 from ._domain import Domain
 from ._lp import LPCounter, solve_lp
+from ._net import check_params, exact_params
 
-__all__ = ["ExactNet", "Cell", "Engine", "enumerate_cells", "exact_forward", "progress_iter"]
+__all__ = ["ExactNet", "Cell", "Engine", "enumerate_cells", "exact_forward", "progress_iter",
+           "pow2_floats", "binary_exponent"]
 
 #: LP optimum above which a cell is taken as full-dimensional (then checked exactly);
 #: below it an exact emptiness certificate is attempted first.
@@ -49,33 +51,76 @@ _ONE = flint.fmpq(1)
 
 
 class ExactNet:
-    """A ReLU network's parameters as floats and as exact rationals (augmented form).
+    """A ReLU network's parameters as exact rationals (augmented form), with float copies.
 
-    ``Baug[l]`` is the ``(n_l, d+1)`` matrix with ``b_l`` in the last column, so that the
+    ``Baugq[l]`` is the ``(n_l, d+1)`` matrix with ``b_l`` in the last column, so that the
     pre-activation map of layer l on a cell is ``W_l H + Baug[l]`` for the augmented map
     ``H = [linear | offset]`` of the previous layer's output.
+
+    Args:
+        params: validated float64 ``(W, b)`` pairs (see ``check_params``).
+        exact: the exact values of the entries (see ``exact_params``); by default the
+            exact values of the floats. Pass it to keep ``Fraction``/integer inputs exact.
     """
 
-    def __init__(self, params: list[tuple[np.ndarray, np.ndarray]]):
+    def __init__(self, params: list[tuple[np.ndarray, np.ndarray]], exact: list | None = None):
         self.params = params
         self.num_layers = len(params)
         self.d = params[0][0].shape[1]
         self.widths = (self.d,) + tuple(W.shape[0] for W, _ in params)
         d = self.d
-        self.Wf = [W for W, _ in params]
-        self.Wq = [fmpq_matrix(W) for W, _ in params]
-        self.bq = [[to_fmpq(float(v)) for v in b] for _, b in params]
-        self.Baugf, self.Baugq = [], []
-        for _, b in params:
-            n = b.size
-            Bf = np.zeros((n, d + 1))
-            Bf[:, d] = b
-            self.Baugf.append(Bf)
-            self.Baugq.append(fmpq_matrix(Bf))
+        if exact is None:
+            exact = exact_params(params)
+        self.Wq = [W for W, _ in exact]
+        self.bq = [list(b) for _, b in exact]
+        self.Baugq = []
+        for b in self.bq:
+            B = flint.fmpq_mat(len(b), d + 1)
+            for i, v in enumerate(b):
+                B[i, d] = v
+            self.Baugq.append(B)
+
+    @classmethod
+    def from_params(cls, params: Any) -> "ExactNet":
+        """Validate ``params`` and keep the exact values of the entries passed."""
+        layers = check_params(params)
+        return cls(layers, exact_params(params))
 
     @property
     def hidden_layers(self) -> range:
         return range(self.num_layers - 1)
+
+
+def binary_exponent(v: flint.fmpq) -> int:
+    """``floor(log2 |v|)`` up to one, for a non-zero rational (from the bit lengths)."""
+    return int(abs(v.p)).bit_length() - int(v.q).bit_length()
+
+
+def pow2_floats(entries: Sequence[flint.fmpq], lead: int | None = None) -> tuple[np.ndarray, int]:
+    """Float copies of ``entries * 2**-e``, with ``e`` the binary exponent of the largest of
+    ``entries[:lead]`` (of all entries when those are zero).
+
+    Scaling an inequality or a row by a power of two changes nothing exact, and keeps
+    the floats in range: networks scaled by ``2**-1000`` neither underflow nor overflow.
+    Entries too large for a float after the scaling are clipped to ``+-1e300``.
+
+    Returns:
+        ``(floats, e)``.
+    """
+    pq = [(int(v.p), int(v.q)) for v in entries]
+    head = pq if lead is None else pq[:lead]
+    ex = [abs(p).bit_length() - q.bit_length() for p, q in head if p]
+    if not ex:
+        ex = [abs(p).bit_length() - q.bit_length() for p, q in pq if p]
+    e = max(ex) if ex else 0
+    out = np.zeros(len(pq))
+    for i, (p, q) in enumerate(pq):
+        if p:
+            try:
+                out[i] = p / (q << e) if e >= 0 else (p << -e) / q
+            except OverflowError:
+                out[i] = 1e300 if p > 0 else -1e300
+    return out, e
 
 
 def exact_forward(net: ExactNet, x: Sequence[Any]) -> tuple[list[flint.fmpq], list[list[flint.fmpq]]]:
@@ -114,8 +159,9 @@ class Cell:
     neuron's inequality, ``None`` for a domain inequality. ``center_q`` is an exact point
     verified to satisfy every inequality strictly, ``center_f`` its float value and
     ``radius`` the (capped) radius of a ball around it inside the cell.
-    ``maps_q[k]``/``maps_f[k]``: augmented map of the last processed layer's output of
-    network k; ``patterns[k]``: list of boolean arrays, one per processed hidden layer.
+    ``maps_q[k]``: exact augmented map of the last processed layer's output of network k;
+    ``patterns[k]``: list of boolean arrays, one per processed hidden layer. The float
+    rows are the exact ones scaled by a power of two each (see :func:`pow2_floats`).
     """
 
     rows_q: list
@@ -127,14 +173,13 @@ class Cell:
     center_q: list
     radius: float
     maps_q: list
-    maps_f: list
     patterns: list
 
     def with_row(self, a_q, c_q, a_f, c_f, owner, center_f, center_q, radius) -> "Cell":
         return Cell(self.rows_q + [a_q], self.offs_q + [c_q],
                     np.vstack([self.rows_f, a_f[None, :]]), np.append(self.offs_f, c_f),
                     self.owners + [owner], center_f, center_q, radius,
-                    self.maps_q, self.maps_f, self.patterns)
+                    self.maps_q, self.patterns)
 
 
 class Engine:
@@ -176,37 +221,42 @@ class Engine:
             A_eq = b_eq = None
             if eq is not None:
                 ne = float(np.linalg.norm(eq[2]))
+                if not ne > 0:  # pragma: no cover - callers pass a normalized non-zero row
+                    raise RuntimeError("internal error: zero equation row")
                 A_eq = np.append(eq[2] / ne, 0.0)[None, :]
                 b_eq = np.array([eq[3] / ne])
             sol = solve_lp(obj, A_ub, b_ub, A_eq, b_eq, counter=self.counter)
             if sol.status == "optimal":
                 r = float(sol.x[d])
-                if r > LP_TOL:
+                if r > 0:
                     xq = [to_fmpq(float(v)) for v in sol.x[:d]]
                     if eq is not None:
                         xq = _project(xq, eq[0], eq[1])
                     if self._inside(rows_q, offs_q, xq):
                         return np.array([float(v) for v in xq]), xq, min(r, RADIUS_CAP)
-                elif known is None:
+                if r <= LP_TOL and known is None:
+                    # the exact rows scaled like their float copies (powers of two), so
+                    # that the LP's multipliers fit them
+                    Sq, sq, E, e = _scaled_system(rows_q, offs_q, eq, d)
                     y = -sol.dual_ub[:k] / norms
-                    E, e, mu = (), (), ()
-                    if eq is not None:
-                        E, e = [eq[0]], [eq[1]]
-                        mu = [-float(sol.dual_eq[0]) / ne]
-                    if motzkin_certificate(rows_q, offs_q, y, E, e, mu) is not None:
+                    mu = () if eq is None else [-float(sol.dual_eq[0]) / ne]
+                    if motzkin_certificate(Sq, sq, y, E, e, mu) is not None:
                         self.certificates += 1
                         return None
         if known is not None:
             return known
-        # ambiguous: decide exactly
+        # ambiguous: decide exactly (on rows scaled by powers of two: the same set, and a
+        # point of moderate size)
         self.exact_fallbacks += 1
-        E, e = ((), ()) if eq is None else ([eq[0]], [eq[1]])
-        p = strict_interior_point(rows_q, offs_q, E, e, dim=d)
+        Sq, sq, E, e = _scaled_system(rows_q, offs_q, eq, d)
+        p = strict_interior_point(Sq, sq, E, e, dim=d)
         if p is None:
             return None
-        pf = np.array([float(v) for v in p])
-        slack = [float(c - dot(a, p)) for a, c in zip(rows_q, offs_q)]
-        radius = min([s / nm for s, nm in zip(slack, norms) if nm > 0] + [RADIUS_CAP])
+        pf = np.array([_float(v) for v in p])
+        slack = [_float(c - dot(a, p)) for a, c in zip(Sq, sq)]
+        snorms = [float(np.linalg.norm(pow2_floats(a)[0])) * 2.0 ** pow2_floats(a)[1]
+                  if any(v != 0 for v in a) else 0.0 for a in Sq]
+        radius = min([sl / nm for sl, nm in zip(slack, snorms) if nm > 0] + [RADIUS_CAP])
         return pf, p, radius
 
     @staticmethod
@@ -215,6 +265,33 @@ class Engine:
             if not dot(a, xq) < c:
                 return False
         return True
+
+
+def _float(v: flint.fmpq) -> float:
+    """``float(v)``, clipped to +-1e300 beyond the float range."""
+    try:
+        return float(v)
+    except OverflowError:
+        return 1e300 if v > 0 else -1e300
+
+
+def _pow2(e: int) -> flint.fmpq:
+    return flint.fmpq(2 ** e) if e >= 0 else flint.fmpq(1, 2 ** -e)
+
+
+def _scaled_system(rows_q, offs_q, eq, d: int):
+    """The inequalities (and the equation) each multiplied by the power of two that
+    :func:`pow2_floats` uses for its float copy: exactly the same sets."""
+    Sq, sq = [], []
+    for a, c in zip(rows_q, offs_q):
+        f = _pow2(-pow2_floats(list(a) + [c], d)[1])
+        Sq.append([v * f for v in a])
+        sq.append(c * f)
+    E, e = (), ()
+    if eq is not None:
+        f = _pow2(-pow2_floats(list(eq[0]) + [eq[1]], d)[1])
+        E, e = [[v * f for v in eq[0]]], [eq[1] * f]
+    return Sq, sq, E, e
 
 
 def _project(xq, a, c):
@@ -228,21 +305,21 @@ def initial_cell(domain: Domain, engine: Engine, nets: Sequence[ExactNet]) -> Ce
     d = domain.dim
     rows_q = [[to_fmpq(float(v)) for v in row] for row in domain.A]
     offs_q = [to_fmpq(float(v)) for v in domain.c]
-    maps_q, maps_f = [], []
+    fl = [pow2_floats(list(a) + [c], d)[0] for a, c in zip(rows_q, offs_q)]
+    rows_f = np.array([f[:d] for f in fl]).reshape(-1, d)
+    offs_f = np.array([f[d] for f in fl])
+    maps_q = []
     for _ in nets:
-        H = np.hstack([np.eye(d), np.zeros((d, 1))])
-        maps_f.append(H)
-        maps_q.append(fmpq_matrix(H))
+        maps_q.append(fmpq_matrix(np.hstack([np.eye(d), np.zeros((d, 1))])))
     if rows_q:
-        res = engine.decide(rows_q, offs_q, np.array(domain.A, float), np.array(domain.c, float))
+        res = engine.decide(rows_q, offs_q, rows_f, offs_f)
         if res is None:  # pragma: no cover - domains are full-dimensional by construction
             raise RuntimeError("the domain has empty interior")
         cf, cq, r = res
     else:
         cf, cq, r = np.zeros(d), [_ZERO] * d, RADIUS_CAP
-    return Cell(rows_q, offs_q, np.array(domain.A, float).reshape(-1, d),
-                np.array(domain.c, float), [None] * len(rows_q), cf, cq, r,
-                maps_q, maps_f, [[] for _ in nets])
+    return Cell(rows_q, offs_q, rows_f, offs_f, [None] * len(rows_q), cf, cq, r,
+                maps_q, [[] for _ in nets])
 
 
 def _side_row(aq, cq, af, cf, active: bool):
@@ -256,11 +333,13 @@ def refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> l
     """Split ``cell`` by the neurons of hidden layer ``l`` of network ``k``."""
     d = engine.d
     Zq = net.Wq[l] * cell.maps_q[k] + net.Baugq[l]
-    Zf = net.Wf[l] @ cell.maps_f[k] + net.Baugf[l]
-    n = Zf.shape[0]
+    n = Zq.nrows()
     ent = Zq.entries()
     aq = [ent[j * (d + 1): j * (d + 1) + d] for j in range(n)]
     cq = [ent[j * (d + 1) + d] for j in range(n)]
+    # float copies, each row scaled by a power of two (exact data stay exact; the floats
+    # only steer the LPs)
+    Zf = np.array([pow2_floats(ent[j * (d + 1): (j + 1) * (d + 1)], d)[0] for j in range(n)])
     bits0: list[bool | None] = [None] * n
     cand0 = []
     for j in range(n):
@@ -309,8 +388,8 @@ def refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> l
                     res = far_res
             else:
                 known = None
-                if near is not None and side == near:
-                    nrm = float(np.linalg.norm(af))
+                nrm = float(np.linalg.norm(af))
+                if near is not None and side == near and nrm > 0:
                     dist = abs(float(af @ geo.center_f + cfl)) / nrm
                     known = (geo.center_f, geo.center_q, min(geo.radius, dist))
                 res = engine.decide(geo.rows_q + [ra], geo.offs_q + [rc],
@@ -330,12 +409,10 @@ def refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> l
             if mask[i]:
                 D[i, i] = _ONE
         maps_q = list(geo.maps_q)
-        maps_f = list(geo.maps_f)
         maps_q[k] = D * Zq
-        maps_f[k] = Zf * mask[:, None]
         patterns = [list(p) for p in geo.patterns]
         patterns[k].append(mask)
-        out.append(dataclasses.replace(geo, maps_q=maps_q, maps_f=maps_f, patterns=patterns))
+        out.append(dataclasses.replace(geo, maps_q=maps_q, patterns=patterns))
     return out
 
 
@@ -377,12 +454,10 @@ def enumerate_cells(nets: Sequence[ExactNet], domain: Domain, engine: Engine,
     return cells, counts
 
 
-def output_map(cell: Cell, k: int, net: ExactNet) -> tuple[flint.fmpq_mat, np.ndarray]:
-    """Exact augmented output map ``[linear | offset]`` of network k on the cell, and floats."""
+def output_map(cell: Cell, k: int, net: ExactNet) -> flint.fmpq_mat:
+    """Exact augmented output map ``[linear | offset]`` of network k on the cell."""
     L = net.num_layers - 1
-    Fq = net.Wq[L] * cell.maps_q[k] + net.Baugq[L]
-    Ff = net.Wf[L] @ cell.maps_f[k] + net.Baugf[L]
-    return Fq, Ff
+    return net.Wq[L] * cell.maps_q[k] + net.Baugq[L]
 
 
 def layer_maps(net: ExactNet, patterns: Sequence[np.ndarray]) -> list[flint.fmpq_mat]:

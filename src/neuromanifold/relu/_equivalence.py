@@ -1,69 +1,100 @@
-"""Ground-truth functional equivalence of two ReLU networks on a domain.
+"""Functional equivalence of two ReLU networks on a domain, up to a relative tolerance.
 
-Two methods (definitions and soundness in ``docs/relu.md``):
+The question (``docs/relu.md``, section "Tolerances"): with ``scale`` the larger path norm
+of the two networks (:func:`neuromanifold._tolerance.path_norm_scale`), do ``f_p`` and
+``f_q`` agree up to ``tol``, i.e. is
+
+    ``sup_x max_o |f_p(x)_o - f_q(x)_o| / max(1, ||x||_inf)  <=  tol * scale``
+
+over the domain? ``tol = 0`` asks for exact equality of the functions defined by the given
+numbers (floats are exact binary rationals; ``Fraction``/integer entries stay exact). The
+left side divided by ``scale`` is the *relative difference*.
+
+Methods:
 
 * ``"regions"``: enumerate the regions of the *joint* network (the activation patterns of
   both networks at once, :mod:`neuromanifold.relu._engine`); on each joint region both
-  networks are affine and their exact affine maps are compared. Exact on any domain,
-  including all of R^d; both verdicts are certified.
-* ``"milp"``: maximize ``+-(f_p - f_q)_o`` with a mixed-integer program (scipy ``milp``,
-  HiGHS; big-M constants from interval bounds) over a box. On all of R^d or the orthant
-  the networks are first homogenized, ``G(x, s) = s f(x / s)`` (each bias ``b`` becomes
-  ``b s``), which is a bias-free ReLU network; ``f_p = f_q`` on the cone iff ``G_p = G_q``
-  on the box ``[-1, 1]^d x [0, 1]`` (``[0, 1]^{d+1}`` for the orthant), by positive
-  homogeneity and continuity. A "not equivalent" verdict is certified by a witness checked
-  in exact arithmetic; an "equivalent" verdict rests on the MILP solver's floating-point
-  bound and is reported with ``certified=False`` and the tolerance used.
-* ``"auto"``: the MILP first (fast at finding witnesses); if it finds none, the regions
-  method certifies the answer.
+  networks are affine. Where the exact affine maps differ, the supremum of the relative
+  difference over the region is a linear program after homogenization (``x = y / s``:
+  maximize ``+-(g . y + k s)`` over ``{a_i . y <= c_i s, -1 <= y <= 1, 0 <= s <= 1}``); it
+  is bounded exactly (the l1 norm of the difference map, or an exact LP-duality bound
+  built from the solver's multipliers, or an exact rational simplex when both are too
+  weak). Both verdicts are certified.
+* ``"milp"``: the same supremum over the whole domain by one mixed-integer program per
+  output and sign on the homogenized networks ``G(y, s) = s f(y / s)`` (scipy/HiGHS,
+  big-M constants from interval bounds). "Not equivalent" is certified by an exactly
+  checked witness; "equivalent" rests on the solver's floating-point bound
+  (``certified=False``), with a resolution limited by its feasibility tolerances.
+* ``"auto"``: a cheap sampled check first (both networks on a few thousand points of the
+  domain; the largest differences are checked exactly), then a symmetry check (is q a
+  permutation and positive rescaling of p's hidden neurons up to a parameter difference
+  whose effect on the function, bounded exactly, is within ``tol``? then ``method`` says
+  ``"symmetry"``, the verdict is certified and ``symmetry`` holds the map), then the MILP
+  (fast at finding witnesses), then the regions method, which certifies.
 
 Every "not equivalent" result carries a witness ``x`` in the domain at which the exact
-outputs differ (``witness_difference`` is that exact difference, rounded).
+relative difference exceeds ``tol`` (exceeds 0 when ``tol = 0``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import flint
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from .._errors import ArchitectureError, InputError, short_repr
 from .._results import Result
-from .._validation import check_bool
+from .._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
+from .._validation import as_seed_rng, check_bool
+from ..exact._lp import exact_lp_max
 from ..exact._rational import to_fmpq
 from ._domain import Domain, as_domain
-from ._engine import Engine, ExactNet, enumerate_cells, exact_forward, output_map
-from ._lp import solve_lp
-from ._net import check_params
+from ._engine import ExactNet, Engine, binary_exponent, enumerate_cells, exact_forward, \
+    output_map, pow2_floats
+from ._lp import MILP_FEAS, solve_lp, solve_milp
+from ._net import check_params, exact_params
 
 __all__ = ["Equivalence", "equivalent"]
 
-_METHODS = ("regions", "milp", "auto")
+_METHODS = ("auto", "regions", "milp")
+#: points evaluated by the sampled check of ``method="auto"``
+_NUM_SAMPLES = 2048
+_ZERO = flint.fmpq(0)
+_ONE = flint.fmpq(1)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class Equivalence(Result):
-    """Verdict on ``f_p == f_q`` on a domain, with its evidence.
+    """Verdict on ``f_p == f_q`` (up to ``tol``) on a domain, with its evidence.
 
     Attributes:
-        equivalent: whether the two networks compute the same function on the domain.
-        witness: an input where the outputs differ (``None`` if equivalent, and in the
-            pathological case of differing regions too thin to hold a float, see ``note``).
-        witness_difference: ``max_o |f_p(w)_o - f_q(w)_o|`` at the witness, computed exactly
-            and rounded to float (``None`` if equivalent).
-        max_difference: ``sup_x max_o |f_p(x)_o - f_q(x)_o|`` over the domain where known
-            (``0.0`` if equivalent, ``inf`` if unbounded, ``None`` if not computed: the MILP
-            on an unbounded domain only decides the question).
-        method: the method that produced the verdict.
+        equivalent: whether the relative difference of the two functions stays within
+            ``tol`` on the whole domain (see the module docs).
+        witness: an input where the exact relative difference exceeds ``tol`` (``None``
+            if equivalent).
+        witness_difference: ``max_o |f_p(w)_o - f_q(w)_o|`` at the witness (absolute, in
+            output units), computed exactly and rounded (``None`` if equivalent).
+        max_difference: the largest relative difference found,
+            ``max_o |f_p(x)_o - f_q(x)_o| / (scale * max(1, ||x||_inf))``: the supremum over
+            the domain for ``"regions"`` and ``"milp"`` (where it is tiny, an upper bound),
+            the largest sampled value for ``"sampling"``.
+        method: the method that decided: ``"regions"``, ``"milp"``, ``"sampling"`` or
+            ``"symmetry"``.
         certified: the verdict is proved (exact arithmetic or an exactly checked witness).
-        tolerance: the MILP threshold below which a bound counts as zero (0.0 when exact).
+        tol: the relative tolerance used (0.0 = exact).
+        scale: the larger path norm of the two networks (``tol * scale`` is the absolute
+            threshold per unit of ``max(1, ||x||_inf)``).
         num_regions: joint regions enumerated (regions method), else ``None``.
         num_lps, num_milps: LPs / MILPs solved.
         domain: the domain compared on.
         note: how the verdict was reached, in words.
+        symmetry: a symmetry mapping one network to the other when a method found one
+            (else ``None``): for the ``"symmetry"`` method, one ``(perm, scales)`` per hidden
+            layer, meaning q's neuron i is ``scales[i]`` times p's neuron ``perm[i]``
+            (incoming weights and bias multiplied, outgoing weights divided), up to ``tol``.
     """
 
     equivalent: bool
@@ -72,23 +103,118 @@ class Equivalence(Result):
     max_difference: float | None
     method: str
     certified: bool
-    tolerance: float
+    tol: float
+    scale: float
     num_regions: int | None
     num_lps: int
     num_milps: int
     domain: Domain
     note: str
+    symmetry: tuple | None = None
 
 
-def _exact_difference(np_, nq, x) -> float:
-    """``max_o |f_p(x)_o - f_q(x)_o|`` computed exactly, as a float (0.0 iff equal)."""
-    xq = [to_fmpq(v if isinstance(v, flint.fmpq) else float(v)) for v in x]
-    fp, _ = exact_forward(np_, xq)
-    fq, _ = exact_forward(nq, xq)
-    diff = max(abs(a - b) for a, b in zip(fp, fq))
-    if diff == 0:
-        return 0.0
-    return max(float(diff), 5e-324)
+class _Pair:
+    """The two networks (exact, as given), their scale, and balanced copies for the
+    floating-point solvers: every hidden neuron rescaled by a power of two so that its
+    incoming row has entries of size about 1 (the function is unchanged, exactly), and
+    both output layers divided by the power of two ``2**E`` nearest ``scale``."""
+
+    def __init__(self, p_raw, q_raw, tol: float):
+        p, q = check_params(p_raw), check_params(q_raw)
+        dp, dq = p[0][0].shape[1], q[0][0].shape[1]
+        mp, mq = p[-1][0].shape[0], q[-1][0].shape[0]
+        if dp != dq:
+            raise ArchitectureError(
+                f"networks must have the same input dimension to be compared; got {dp} and {dq}")
+        if mp != mq:
+            raise ArchitectureError(
+                f"networks must have the same output dimension to be compared; got {mp} and {mq}")
+        self.p = ExactNet(p, exact_params(p_raw))
+        self.q = ExactNet(q, exact_params(q_raw))
+        self.d, self.m = dp, mp
+        self.tol = tol
+        self.scale = max(path_norm_scale(p), path_norm_scale(q))
+        self.E = int(math.floor(math.log2(self.scale))) if self.scale > 0 else 0
+        self.bp, self.bq = _balanced(self.p, self.E), _balanced(self.q, self.E)
+        self.fp, self.fq = self.bp.params, self.bq.params
+        # absolute threshold, per unit of max(1, ||x||_inf), in balanced output units
+        self.thr = tol * math.ldexp(self.scale, -self.E) if self.scale > 0 else 0.0
+        self.thr_q = to_fmpq(self.thr)
+
+    def relative(self, x) -> tuple[flint.fmpq, flint.fmpq]:
+        """Exact ``(max_o |f_p(x)_o - f_q(x)_o|, max(1, ||x||_inf))`` of the balanced nets."""
+        xq = [v if isinstance(v, flint.fmpq) else to_fmpq(float(v)) for v in x]
+        a, _ = exact_forward(self.bp, xq)
+        b, _ = exact_forward(self.bq, xq)
+        diff = max(abs(u - v) for u, v in zip(a, b))
+        return diff, max([_ONE] + [abs(v) for v in xq])
+
+    def exceeds(self, x) -> bool:
+        """Whether the exact relative difference at ``x`` exceeds ``tol`` (> 0 if tol = 0)."""
+        diff, norm = self.relative(x)
+        return diff > self.thr_q * norm
+
+    def rel_value(self, x) -> float:
+        diff, norm = self.relative(x)
+        if diff == 0:
+            return 0.0
+        base = math.ldexp(self.scale, -self.E)
+        return max(_float(diff / norm) / base, 5e-324) if base > 0 else math.inf
+
+    def witness_difference(self, x) -> float:
+        """``max_o |f_p(x)_o - f_q(x)_o|`` of the networks as given, exactly, rounded."""
+        xq = [to_fmpq(float(v)) for v in x]
+        a, _ = exact_forward(self.p, xq)
+        b, _ = exact_forward(self.q, xq)
+        diff = max(abs(u - v) for u, v in zip(a, b))
+        return 0.0 if diff == 0 else max(float(diff), 5e-324)
+
+
+def _float(v: flint.fmpq) -> float:
+    try:
+        return int(v.p) / int(v.q)
+    except OverflowError:  # pragma: no cover - beyond the float range
+        return math.inf if v > 0 else -math.inf
+
+
+def _balanced(net: ExactNet, E: int) -> ExactNet:
+    """``net`` with every hidden neuron rescaled by a power of two (incoming row of size
+    about 1, outgoing column compensating) and the output layer divided by ``2**E``: the
+    same function divided by ``2**E``, exactly."""
+    Ws = [flint.fmpq_mat(W) for W in net.Wq]
+    bs = [list(b) for b in net.bq]
+    exps = []  # the power of two dividing each hidden neuron
+    for l in range(net.num_layers - 1):
+        exps.append([0] * Ws[l].nrows())
+        for i in range(Ws[l].nrows()):
+            row = [Ws[l][i, j] for j in range(Ws[l].ncols())] + [bs[l][i]]
+            nz = [v for v in row if v != 0]
+            if not nz:
+                continue
+            e = max(binary_exponent(v) for v in nz)
+            exps[l][i] = e
+            f = _pow2(-e)
+            for j in range(Ws[l].ncols()):
+                Ws[l][i, j] *= f
+            bs[l][i] *= f
+            g = _pow2(e)
+            for k in range(Ws[l + 1].nrows()):
+                Ws[l + 1][k, i] *= g
+    f = _pow2(-E)
+    L = net.num_layers - 1
+    for k in range(Ws[L].nrows()):
+        for j in range(Ws[L].ncols()):
+            Ws[L][k, j] *= f
+        bs[L][k] *= f
+    floats = [(np.array([[_float(W[i, j]) for j in range(W.ncols())] for i in range(W.nrows())]),
+               np.array([_float(v) for v in b])) for W, b in zip(Ws, bs)]
+    out = ExactNet(floats, list(zip(Ws, bs)))
+    out.exps = exps
+    return out
+
+
+def _pow2(e: int) -> flint.fmpq:
+    return flint.fmpq(2 ** e) if e >= 0 else flint.fmpq(1, 2 ** -e)
 
 
 def _clip(x: np.ndarray, dom: Domain) -> np.ndarray:
@@ -99,135 +225,429 @@ def _clip(x: np.ndarray, dom: Domain) -> np.ndarray:
     return x
 
 
-def _check_pair(p, q) -> tuple[list, list]:
-    p = check_params(p)
-    q = check_params(q)
-    dp, dq = p[0][0].shape[1], q[0][0].shape[1]
-    mp, mq = p[-1][0].shape[0], q[-1][0].shape[0]
-    if dp != dq:
-        raise ArchitectureError(
-            f"networks must have the same input dimension to be compared; got {dp} and {dq}")
-    if mp != mq:
-        raise ArchitectureError(
-            f"networks must have the same output dimension to be compared; got {mp} and {mq}")
-    return p, q
+def _result(pair: _Pair, dom: Domain, *, equivalent: bool, witness=None, max_difference=None,
+            method: str, certified: bool, num_regions=None, num_lps=0, num_milps=0,
+            note: str) -> Equivalence:
+    wdiff = None if witness is None else pair.witness_difference(witness)
+    return Equivalence(bool(equivalent), None if witness is None else np.asarray(witness, float),
+                       wdiff, None if max_difference is None else float(max_difference),
+                       method, bool(certified), pair.tol, float(pair.scale), num_regions,
+                       int(num_lps), int(num_milps), dom, note)
 
 
-def equivalent(p: Any, q: Any, domain: Any = None, method: str = "auto",
-               progress: bool = False) -> Equivalence:
-    """Decide whether two ReLU networks compute the same function on a domain.
+def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
+               method: str = "auto", seed: Any = 0, progress: bool = False) -> Equivalence:
+    """Decide whether two ReLU networks compute the same function on a domain, up to ``tol``.
 
     Args:
         p, q: parameters (lists of ``(W, b)``) with the same input and output dimensions;
-            the architectures may differ otherwise.
+            the architectures may differ otherwise. Entries may be floats, integers or
+            ``Fraction``s (kept exact).
         domain: ``None`` (all of R^d), ``"orthant"``, a ``(lower, upper)`` box or a Domain.
-        method: ``"regions"`` (exact, certified), ``"milp"`` or ``"auto"`` (see module doc).
+        tol: relative tolerance (see the module docs and ``docs/relu.md``, "Tolerances");
+            ``0`` decides exact equality.
+        method: ``"auto"``, ``"regions"`` (certified) or ``"milp"`` (see the module docs).
+        seed: seed of the sampled check of ``"auto"`` (int, None or a numpy Generator).
         progress: show a progress bar on stderr.
 
     Returns:
         An :class:`Equivalence` result.
 
     >>> one = [(np.array([[1.0]]), np.zeros(1)), (np.array([[1.0]]), np.zeros(1))]
-    >>> two = [(np.array([[2.0]]), np.zeros(1)), (np.array([[0.5]]), np.zeros(1))]
-    >>> equivalent(one, two).equivalent
-    True
+    >>> three = [(np.array([[3.0]]), np.zeros(1)), (np.array([[1 / 3]]), np.zeros(1))]
+    >>> equivalent(one, three).equivalent, equivalent(one, three, tol=0).equivalent
+    (True, False)
     >>> r = equivalent(one, [(np.array([[1.0]]), np.zeros(1)), (np.array([[1.0]]), np.ones(1))])
     >>> r.equivalent, r.witness_difference
     (False, 1.0)
     """
-    p, q = _check_pair(p, q)
+    tol = check_tol(tol)
     progress = check_bool(progress, "progress")
-    if method not in _METHODS:
+    if not isinstance(method, str) or method not in _METHODS:
         raise InputError(f"method must be one of {_METHODS}; got {short_repr(method)}")
-    np_, nq = ExactNet(p), ExactNet(q)
-    dom = as_domain(domain, np_.d)
+    rng = as_seed_rng(seed)
+    pair = _Pair(p, q, tol)
+    dom = as_domain(domain, pair.d)
     if method == "regions":
-        return _by_regions(np_, nq, dom, progress)
-    res = _by_milp(np_, nq, dom)
+        return _by_regions(pair, dom, progress)
+    if method == "auto":
+        res = _by_sampling(pair, dom, rng)
+        if res is None:
+            res = _by_symmetry(pair, dom)
+        if res is not None:
+            return res
+    res = _by_milp(pair, dom)
     if method == "milp" and res is not None:
         return res
     if res is not None and not res.equivalent:
         return res
-    out = _by_regions(np_, nq, dom, progress)
-    n_milps = 2 * np_.widths[-1]
+    out = _by_regions(pair, dom, progress)
     why = ("the MILP found no confirmed difference" if res is not None
            else "the MILP was inconclusive")
-    return dataclasses.replace(out, num_milps=n_milps, note=f"{why}; {out.note}")
+    if method == "auto":
+        why = f"sampling found no difference above tol; {why}"
+    return dataclasses.replace(out, num_milps=2 * pair.m, note=f"{why}; {out.note}")
+
+
+# -- sampled check -------------------------------------------------------------------------
+
+def _sample_points(dom: Domain, d: int, rng: np.random.Generator, n: int) -> np.ndarray:
+    if dom.kind == "box":
+        return dom.lower + (dom.upper - dom.lower) * rng.random((n, d))
+    # homogeneous sampling x = y / s, the measure of the relative difference; a quarter of
+    # the points far out (s down to 1e-6) for differences at infinity
+    y = rng.uniform(-1.0, 1.0, (n, d))
+    if dom.kind == "orthant":
+        y = np.abs(y)
+    s = rng.uniform(0.0, 1.0, n)
+    s[: n // 4] = 10.0 ** -rng.uniform(0.0, 6.0, n // 4)
+    return y / np.maximum(s, 1e-6)[:, None]
+
+
+def _forward(params, X):
+    H = X
+    for l, (W, b) in enumerate(params):
+        H = H @ W.T + b
+        if l < len(params) - 1:
+            H = np.maximum(H, 0.0)
+    return H
+
+
+def _by_sampling(pair: _Pair, dom: Domain, rng) -> Equivalence | None:
+    """Evaluate both (balanced) networks on sample points; confirm the largest relative
+    differences exactly. ``None`` when no sample confirms a difference."""
+    X = _sample_points(dom, pair.d, rng, _NUM_SAMPLES)
+    with np.errstate(all="ignore"):
+        diff = np.abs(_forward(pair.fp, X) - _forward(pair.fq, X)).max(axis=1)
+        rel = diff / np.maximum(1.0, np.abs(X).max(axis=1))
+    rel = np.where(np.isfinite(rel), rel, 0.0)
+    order = np.argsort(-rel)[:8]
+    base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
+    for i in order:
+        # float rounding of the forward pass is far below tol; with tol = 0 any sample may
+        # show an exact difference
+        if pair.tol > 0 and not rel[i] > pair.thr:
+            break
+        if pair.exceeds(X[i]):
+            return _result(pair, dom, equivalent=False, witness=X[i],
+                           max_difference=max(float(rel[order[0]]) / base, pair.rel_value(X[i])),
+                           method="sampling", certified=True,
+                           note=f"sampled check: the largest of {_NUM_SAMPLES} sampled "
+                                "differences exceeds tol, confirmed in exact arithmetic")
+    return None
+
+
+# -- a permutation and rescaling of hidden neurons ----------------------------------------
+
+def _by_symmetry(pair: _Pair, dom: Domain) -> Equivalence | None:
+    """Match every hidden neuron of q to a positive multiple of one of p (layer by layer,
+    an assignment on the directions of the incoming rows), build the exactly equivalent
+    copy ``p'`` of p, and bound ``|f_q(x) - f_p'(x)|`` by
+    ``B max(1, ||x||_inf)`` with ``B`` the largest output row sum of
+    ``sum_l |M^q_L| ... |M^q_{l+1}| |M^q_l - M^p'_l| |M^p'_{l-1}| ... |M^p'_1|`` (augmented
+    layer matrices; ReLU is 1-Lipschitz). ``None`` unless a matching exists and
+    ``B <= tol * scale`` (with tol = 0: ``B = 0``, an exact symmetry)."""
+    from scipy.optimize import linear_sum_assignment
+
+    bp, bq = pair.bp, pair.bq
+    if bp.widths != bq.widths:
+        return None
+    L = bp.num_layers
+    perm_prev = list(range(pair.d))
+    s_prev = [_ONE] * pair.d
+    Wn, bn = [], []  # p' exactly
+    found = []
+    for l in range(L):
+        Wp, bpl = bp.Wq[l], bp.bq[l]
+        n, m_in = Wp.nrows(), Wp.ncols()
+        # p's layer in q's coordinates of the previous layer (exact)
+        A = flint.fmpq_mat(n, m_in)
+        for i in range(n):
+            for k in range(m_in):
+                v = Wp[i, perm_prev[k]]
+                if v != 0:
+                    A[i, k] = v / s_prev[k]
+        if l == L - 1:
+            Wn.append(A)
+            bn.append(list(bpl))
+            break
+        Rp = np.array([[_float(A[i, k]) for k in range(m_in)] + [_float(bpl[i])] for i in range(n)])
+        Rq = np.hstack([bq.params[l][0], bq.params[l][1][:, None]])
+        np_, nq_ = np.abs(Rp).max(axis=1), np.abs(Rq).max(axis=1)
+        if np.any(np_ == 0) or np.any(nq_ == 0):
+            return None
+        Up, Uq = Rp / np_[:, None], Rq / nq_[:, None]
+        cost = np.abs(Uq[:, None, :] - Up[None, :, :]).max(axis=2)
+        rows, cols = linear_sum_assignment(cost)
+        if cost[rows, cols].max() > 1e-6:
+            return None
+        perm = [int(c) for c in cols]  # q's neuron i ~ s_i * p's neuron perm[i]
+        s = [to_fmpq(float(nq_[i] / np_[perm[i]])) for i in range(n)]
+        W2 = flint.fmpq_mat(n, m_in)
+        b2 = []
+        for i in range(n):
+            for k in range(m_in):
+                W2[i, k] = s[i] * A[perm[i], k]
+            b2.append(s[i] * bpl[perm[i]])
+        Wn.append(W2)
+        bn.append(b2)
+        found.append((perm, s))
+        perm_prev, s_prev = perm, s
+    # the bound, in floats: nonnegative matrices, so float rounding only loses a relative
+    # n * 2**-53 per product, covered by the factor (1 + 1e-9)
+    def aug(W, b, exact):
+        n, m_in = (W.nrows(), W.ncols()) if exact else W.shape
+        M = np.zeros((n + 1, m_in + 1))
+        if exact:
+            M[:n, :m_in] = [[abs(_float(W[i, k])) for k in range(m_in)] for i in range(n)]
+            M[:n, m_in] = [abs(_float(v)) for v in b]
+        else:
+            M[:n, :m_in], M[:n, m_in] = np.abs(W), np.abs(b)
+        M[n, m_in] = 1.0
+        return M
+
+    Mq = [aug(W, b, False) for W, b in bq.params]
+    Mp = [aug(W, b, True) for W, b in zip(Wn, bn)]
+    D = []
+    for l in range(L):
+        W, b = Wn[l], bn[l]
+        Wq_, bq_ = bq.Wq[l], bq.bq[l]
+        n, m_in = W.nrows(), W.ncols()
+        Dl = np.zeros((n + 1, m_in + 1))
+        for i in range(n):
+            for k in range(m_in):
+                Dl[i, k] = abs(_float(Wq_[i, k] - W[i, k]))
+            Dl[i, m_in] = abs(_float(bq_[i] - b[i]))
+        D.append(Dl)
+    total = None
+    for l in range(L):
+        right = np.eye(pair.d + 1)  # |M^p'_{l-1}| ... |M^p'_1|
+        for k in range(l):
+            right = Mp[k] @ right
+        left = np.eye(D[l].shape[0])   # |M^q_L| ... |M^q_{l+1}|
+        for k in range(l + 1, L):
+            left = Mq[k] @ left
+        term = left @ D[l] @ right
+        total = term if total is None else total + term
+    B = float(total[:-1].sum(axis=1).max()) * (1.0 + 1e-9)
+    if not B <= pair.thr:
+        return None
+    base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
+    sym = []
+    for l, (perm, s) in enumerate(found):
+        # in the networks as given: undo the balancing powers of two
+        sym.append((tuple(perm), tuple(
+            math.ldexp(_float(s[i]), bq.exps[l][i] - bp.exps[l][perm[i]]) for i in range(len(perm)))))
+    out = _result(pair, dom, equivalent=True, max_difference=B / base, method="symmetry",
+                  certified=True,
+                  note="q is a permutation and positive rescaling of p's hidden neurons up to "
+                       f"a parameter difference that moves the function by at most "
+                       f"{B / base:.3g} relative (Lipschitz bound in the parameters)")
+    return dataclasses.replace(out, symmetry=tuple(sym))
 
 
 # -- regions of the joint network ---------------------------------------------------------
 
-def _by_regions(np_: ExactNet, nq: ExactNet, dom: Domain, progress: bool) -> Equivalence:
-    engine = Engine(np_.d)
-    cells, _ = enumerate_cells([np_, nq], dom, engine, progress=progress, desc="joint regions")
-    d, m = np_.d, np_.widths[-1]
-    best = None  # (sup, point, cell)
-    sup_all = 0.0
+class _Hom:
+    """The homogenized cone of a cell, ``{(y, s) : a_i . y - c_i s <= 0}``, exactly and as
+    floats (each row scaled by a power of two, exponent kept)."""
+
+    def __init__(self, cell, d: int):
+        self.rows_q = [list(a) + [-c] for a, c in zip(cell.rows_q, cell.offs_q)]
+        fl = [pow2_floats(r, d) for r in self.rows_q]
+        self.rows_f = np.array([f for f, _ in fl]).reshape(-1, d + 1)
+        self.exps = [e for _, e in fl]
+
+
+def _cell_sup(hom: _Hom, h_q: list, d: int, engine: Engine):
+    """Maximize ``h . (y, s)`` over the homogenized cell with ``-1 <= y <= 1``,
+    ``0 <= s <= 1``.
+
+    Returns:
+        ``(value, point, bound)``: the LP's value and maximizer (floats; ``None`` when the
+        LP failed) and an exact upper bound on the maximum (LP duality with the solver's
+        multipliers rounded to rationals; the l1 norm of ``h`` without them).
+    """
+    h_f, eh = pow2_floats(h_q, d)
+    lb = np.append(np.full(d, -1.0), 0.0)
+    ub = np.ones(d + 1)
+    k = hom.rows_f.shape[0]
+    if k:
+        sol = solve_lp(-h_f, hom.rows_f, np.zeros(k), lb=lb, ub=ub, counter=engine.counter)
+    else:
+        sol = None
+    if sol is None or sol.status != "optimal":
+        # no rows (the whole space and one cell) or LP trouble: the box bound
+        l1 = sum((abs(v) for v in h_q[:d]), _ZERO) + max(h_q[d], _ZERO)
+        if sol is None:
+            return float(_float(l1)), _box_argmax(h_f, d), l1
+        return None, None, l1
+    val = math.ldexp(-float(sol.fun), eh)
+    # exact bound: h = sum_i mu_i A_i + r with mu >= 0, and A v <= 0, so
+    # h . v <= r . v <= sum_{j<d} |r_j| + max(r_d, 0)
+    r = list(h_q)
+    for i, dual in enumerate(sol.dual_ub[:k]):
+        mu = -float(dual)
+        if not mu > 0:
+            continue
+        f = to_fmpq(mu) * _pow2(eh - hom.exps[i])
+        row = hom.rows_q[i]
+        for j in range(d + 1):
+            if row[j] != 0:
+                r[j] -= f * row[j]
+    bound = sum((abs(v) for v in r[:d]), _ZERO) + max(r[d], _ZERO)
+    return val, np.asarray(sol.x, float), bound
+
+
+def _box_argmax(h_f: np.ndarray, d: int) -> np.ndarray:
+    v = np.sign(h_f).astype(float)
+    v[d] = 1.0 if h_f[d] > 0 else 0.0
+    return v
+
+
+def _lp_candidates(pt, cell, dom: Domain, d: int):
+    """Float inputs near the maximizer ``pt = (y, s)`` of a cell's homogenized LP."""
+    if pt is None:
+        return
+    y, s = np.asarray(pt[:d], float), float(pt[d])
+    if s > 1e-300:
+        with np.errstate(all="ignore"):
+            x = y / s
+        if np.all(np.isfinite(x)):
+            yield _clip(x, dom)
+            for lam in (1e-9, 1e-6, 1e-3):  # pulled towards the cell's interior point
+                yield _clip(x + lam * (cell.center_f - x), dom)
+    # a difference "at infinity" (s = 0), or an optimum far out
+    for t in (10.0 ** -k for k in range(1, 16)):
+        yield _clip(y / t, dom)
+
+
+def _cell_candidates(cell, dom: Domain, d: int):
+    """Float inputs inside (or next to) a cell, for cells only a few floats wide."""
+    yield np.asarray(cell.center_f, float)
+    for k in range(d):
+        e = np.zeros(d)
+        e[k] = cell.radius / 2
+        yield _clip(cell.center_f + e, dom)
+        for to in (np.inf, -np.inf):
+            x = np.array(cell.center_f, float)
+            x[k] = np.nextafter(x[k], to)
+            yield _clip(x, dom)
+
+
+def _exact_sup(hom: _Hom, h_q: list, d: int):
+    """The exact maximum of ``h . (y, s)`` over the homogenized cell, and a maximizer."""
+    G = [list(r) for r in hom.rows_q]
+    rhs = [_ZERO] * len(G)
+    for j in range(d + 1):
+        for sgn in (1, -1):
+            if j == d and sgn == -1:
+                row = [_ZERO] * (d + 1)
+                row[d] = -_ONE
+                G.append(row)
+                rhs.append(_ZERO)
+                continue
+            row = [_ZERO] * (d + 1)
+            row[j] = _ONE * sgn
+            G.append(row)
+            rhs.append(_ONE)
+    status, v, val = exact_lp_max(h_q, G, rhs, n=d + 1)
+    return (val, v) if status == "optimal" else (None, None)
+
+
+def _exact_candidates(v, d: int):
+    y, s = v[:d], v[d]
+    if s > 0:
+        yield [yi / s for yi in y]
+    for k in range(1, 61, 3):
+        t = flint.fmpq(1, 2 ** k)
+        yield [yi / t for yi in y]
+
+
+def _by_regions(pair: _Pair, dom: Domain, progress: bool) -> Equivalence:
+    engine = Engine(pair.d)
+    cells, _ = enumerate_cells([pair.bp, pair.bq], dom, engine, progress=progress,
+                               desc="joint regions")
+    d, m = pair.d, pair.m
+    base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
+    sup = 0.0
+    suspects = []  # (value, cell, hom, h, lp point)
     differing = 0
-    diff_cells = []
     for cell in cells:
-        Fp, _ = output_map(cell, 0, np_)
-        Fq, _ = output_map(cell, 1, nq)
+        Fp = output_map(cell, 0, pair.bp)
+        Fq = output_map(cell, 1, pair.bq)
         if Fp == Fq:
             continue
         differing += 1
-        diff_cells.append(cell)
-        Dq = Fp - Fq  # exact difference of the affine maps, (m, d+1)
+        Dq = Fp - Fq
+        hom = None
         for o in range(m):
-            lin = [Dq[o, k] for k in range(d)]
-            const = float(Dq[o, d])
-            if all(v == 0 for v in lin):
-                val, pt = abs(const), None
-                sup_all = max(sup_all, val)
-                if best is None or val > best[0]:
-                    best = (val, pt, cell)
+            row = [Dq[o, k] for k in range(d + 1)]
+            if all(v == 0 for v in row):
                 continue
-            g = np.array([float(v) for v in lin])
-            sigma = float(np.abs(g).max())  # scale the objective: tiny costs look like 0 to HiGHS
-            for sign in (1.0, -1.0):
-                sol = solve_lp(-sign * g / sigma, cell.rows_f, cell.offs_f, counter=engine.counter)
-                if sol.status == "unbounded":
-                    val, pt = np.inf, None
-                elif sol.status == "optimal":
-                    val, pt = -sol.fun * sigma + sign * const, sol.x
-                else:  # pragma: no cover - numerical trouble; the center still witnesses
-                    val, pt = abs(float(sign * g @ cell.center_f + sign * const)), None
-                sup_all = max(sup_all, val)
-                if best is None or val > best[0]:
-                    best = (val, pt, cell)
-    if best is None:
-        return Equivalence(True, None, None, 0.0, "regions", True, 0.0, len(cells),
-                           engine.counter.count, 0, dom,
-                           f"all {len(cells)} joint regions have identical exact affine maps")
-    _, pt, best_cell = best
-    wit, wdiff = None, 0.0
-    for cell in [best_cell] + diff_cells:
-        candidates = []
-        if pt is not None and cell is best_cell:
-            candidates.append(_clip(np.asarray(pt, float), dom))
-        candidates.append(np.asarray(cell.center_f, float))
-        for k in range(d):  # the difference is a non-zero affine map on the cell
-            e = np.zeros(d)
-            e[k] = cell.radius / 2
-            candidates.append(_clip(cell.center_f + e, dom))
-            for to in (np.inf, -np.inf):  # cells only a few floats wide
-                x = np.array(cell.center_f, float)
-                x[k] = np.nextafter(x[k], to)
-                candidates.append(_clip(x, dom))
-        for x in candidates:
-            diff = _exact_difference(np_, nq, x)
-            if diff > wdiff:
-                wit, wdiff = x, diff
-        if wit is not None:
-            break
-    note = f"{differing} of {len(cells)} joint regions have different exact affine maps"
-    if wit is None:  # pragma: no cover - differing regions narrower than the float spacing
-        # still proven (full-dimensional regions with different exact maps), but no float
-        # input shows it: report the exact difference at the exact interior point
-        wdiff = max(_exact_difference(np_, nq, best_cell.center_q), 5e-324)
-        note += "; no float input lies where they differ, so there is no float witness"
-    return Equivalence(False, wit, wdiff, float(sup_all), "regions", True, 0.0, len(cells),
-                       engine.counter.count, 0, dom, note)
+            l1 = sum((abs(v) for v in row), _ZERO)
+            if l1 <= pair.thr_q:  # |g . y + k s| <= l1 on the whole box: within tol
+                sup = max(sup, _float(l1) / base)
+                continue
+            if hom is None:
+                hom = _Hom(cell, d)
+            for sign in (1, -1):
+                h = [sign * v for v in row]
+                val, pt, bound = _cell_sup(hom, h, d, engine)
+                if val is not None:
+                    sup = max(sup, min(val, _float(bound)) / base)
+                if bound <= pair.thr_q:
+                    continue
+                suspects.append((-math.inf if val is None else val, cell, hom, h, pt))
+    n_cells = len(cells)
+    if not suspects:
+        what = ("have identical exact affine maps" if differing == 0 else
+                f"differ by at most tol ({differing} of them not identically)")
+        return _result(pair, dom, equivalent=True, max_difference=sup, method="regions",
+                       certified=True, num_regions=n_cells, num_lps=engine.counter.count,
+                       note=f"all {n_cells} joint regions {what}")
+    suspects.sort(key=lambda t: -t[0])
+    note = (f"{len(suspects)} (region, output, sign) maxima of {n_cells} joint regions "
+            f"exceed tol by their bound")
+    tried: set = set()
+    for _, cell, _, _, pt in suspects:
+        cands = list(_lp_candidates(pt, cell, dom, d))
+        if id(cell) not in tried:
+            tried.add(id(cell))
+            cands += list(_cell_candidates(cell, dom, d))
+        for x in cands:
+            if np.all(np.isfinite(x)) and pair.exceeds(x):
+                return _result(pair, dom, equivalent=False, witness=x,
+                               max_difference=max(sup, pair.rel_value(x)), method="regions",
+                               certified=True, num_regions=n_cells,
+                               num_lps=engine.counter.count, note=note)
+    # no float candidate confirmed: decide each suspect with the exact simplex
+    fallback = None
+    for _, cell, hom, h, _ in suspects:
+        val, v = _exact_sup(hom, h, d)
+        if val is None or val <= pair.thr_q:
+            continue
+        sup = max(sup, _float(val) / base)
+        for xq in _exact_candidates(v, d):
+            x = _clip(np.array([_float(t) for t in xq]), dom)
+            if np.all(np.isfinite(x)) and pair.exceeds(x):
+                return _result(pair, dom, equivalent=False, witness=x,
+                               max_difference=max(sup, pair.rel_value(x)), method="regions",
+                               certified=True, num_regions=n_cells,
+                               num_lps=engine.counter.count,
+                               note=note + "; maximum found by the exact simplex")
+        if fallback is None:  # pragma: no cover - a maximum no float input shows
+            fallback = np.array([_float(t) for t in next(_exact_candidates(v, d))])
+    if fallback is None:
+        return _result(pair, dom, equivalent=True, max_difference=sup, method="regions",
+                       certified=True, num_regions=n_cells, num_lps=engine.counter.count,
+                       note=f"all {n_cells} joint regions differ by at most tol (decided by "
+                            "the exact simplex where the floating-point bound was too weak)")
+    return _result(pair, dom, equivalent=False, witness=_clip(fallback, dom),  # pragma: no cover
+                   max_difference=sup, method="regions", certified=True,
+                   num_regions=n_cells, num_lps=engine.counter.count,
+                   note=note + "; the exact maximum exceeds tol, but no float input near "
+                               "the maximizer shows it (the witness is its rounding)")
 
 
 # -- mixed-integer programming -------------------------------------------------------------
@@ -261,21 +681,20 @@ def _expr_bounds(expr, lb, ub) -> tuple[float, float]:
     return lo, hi
 
 
-# HiGHS's defaults: a binary may sit 1e-6 off its integer (mip_feasibility_tolerance) and
-# a row may be violated by 1e-7 (primal_feasibility_tolerance). Through the big-M rows of a
-# ReLU with pre-activation bounds [lo, hi] this lets h be off by about
-# _FEAS * (1 + max(|lo|, |hi|)), which later layers carry on (docs/concepts_relu.md §5 MILP fallback).
-_FEAS = 1e-6 + 1e-7
+# HiGHS's tolerances: a binary may sit MILP_FEAS off its integer and a row may be violated
+# by MILP_FEAS. Through the big-M rows of a ReLU with pre-activation bounds [lo, hi] this
+# lets h be off by about _FEAS * (1 + max(|lo|, |hi|)), which later layers carry on.
+_FEAS = 2 * MILP_FEAS
 
 
-def _encode_net(B: _MILPBuilder, net: ExactNet, inputs: list[int], s_var: int | None):
+def _encode_net(B: _MILPBuilder, params: list, inputs: list[int], s_var: int):
     """Encode ``net`` on input variables; return the output expressions
     ``(coef dict, const)`` and, per output, a bound on how far the solver's tolerances can
     move it from the true network output."""
     prev = [({v: 1.0}, 0.0) for v in inputs]
     errs = [_FEAS] * len(inputs)
-    for l in range(net.num_layers):
-        W, b = net.params[l]
+    for l in range(len(params)):
+        W, b = params[l]
         exprs, pre_errs = [], []
         for i in range(W.shape[0]):
             coef: dict[int, float] = {}
@@ -289,13 +708,11 @@ def _encode_net(B: _MILPBuilder, net: ExactNet, inputs: list[int], s_var: int | 
                 for v, c in pc.items():
                     coef[v] = coef.get(v, 0.0) + w * c
                 const += w * pk
-            if s_var is None:
-                const += float(b[i])
-            elif b[i] != 0:
+            if b[i] != 0:
                 coef[s_var] = coef.get(s_var, 0.0) + float(b[i])
             exprs.append((coef, const))
             pre_errs.append(err)
-        if l == net.num_layers - 1:
+        if l == len(params) - 1:
             return exprs, pre_errs
         nxt, errs = [], []
         for (coef, const), err in zip(exprs, pre_errs):
@@ -325,20 +742,23 @@ def _encode_net(B: _MILPBuilder, net: ExactNet, inputs: list[int], s_var: int | 
     return prev  # pragma: no cover
 
 
-def _by_milp(np_: ExactNet, nq: ExactNet, dom: Domain) -> Equivalence | None:
-    """The MILP method; ``None`` when its answer is inconclusive (then use regions)."""
-    d, m = np_.d, np_.widths[-1]
+def _by_milp(pair: _Pair, dom: Domain) -> Equivalence | None:
+    """The MILP method on the homogenized networks; ``None`` when inconclusive."""
+    d, m = pair.d, pair.m
     B = _MILPBuilder()
-    homog = dom.kind != "box"
     if dom.kind == "box":
-        xs = [B.var(float(lo), float(hi)) for lo, hi in zip(dom.lower, dom.upper)]
-        s_var = None
+        ys = [B.var(max(-1.0, min(0.0, float(lo))), min(1.0, max(0.0, float(hi))))
+              for lo, hi in zip(dom.lower, dom.upper)]
     else:
         lo = 0.0 if dom.kind == "orthant" else -1.0
-        xs = [B.var(lo, 1.0) for _ in range(d)]
-        s_var = B.var(0.0, 1.0)
-    out_p, err_p = _encode_net(B, np_, xs, s_var)
-    out_q, err_q = _encode_net(B, nq, xs, s_var)
+        ys = [B.var(lo, 1.0) for _ in range(d)]
+    s_var = B.var(0.0, 1.0)
+    if dom.kind == "box":  # lower s <= y <= upper s: x = y / s in the box
+        for i, (lo, hi) in enumerate(zip(dom.lower, dom.upper)):
+            B.row({s_var: float(lo), ys[i]: -1.0}, 0.0)
+            B.row({ys[i]: 1.0, s_var: -float(hi)}, 0.0)
+    out_p, err_p = _encode_net(B, pair.fp, ys, s_var)
+    out_q, err_q = _encode_net(B, pair.fq, ys, s_var)
     nv = len(B.lb)
     A = np.zeros((len(B.rows), nv))
     ubs = np.zeros(len(B.rows))
@@ -346,16 +766,16 @@ def _by_milp(np_: ExactNet, nq: ExactNet, dom: Domain) -> Equivalence | None:
         for v, c in coef.items():
             A[r, v] += c
         ubs[r] = ub
-    scale = 1.0
+    out_scale = 1.0
     for e in out_p + out_q:
         lo, hi = _expr_bounds(e, B.lb, B.ub)
-        scale = max(scale, abs(lo), abs(hi))
-    # below this the MILP's answer is solver noise: its tolerances (``_FEAS``) can move each
-    # output by up to err_p + err_q
-    tol = max(1e-6 * scale, 2.0 * max(ep + eq for ep, eq in zip(err_p, err_q)))
-    cons = [LinearConstraint(A, -np.inf, ubs)] if len(B.rows) else []
+        out_scale = max(out_scale, abs(lo), abs(hi))
+    # below this the MILP's answer is solver noise: its tolerances can move each output
+    # by up to err_p + err_q
+    noise = max(4 * MILP_FEAS * out_scale, 2.0 * max(ep + eq for ep, eq in zip(err_p, err_q)))
+    base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
     bound = 0.0
-    best_val, witness, wdiff = -np.inf, None, 0.0
+    best_val, witness = -np.inf, None
     for o in range(m):
         cp, kp = out_p[o]
         cq, kq = out_q[o]
@@ -366,44 +786,39 @@ def _by_milp(np_: ExactNet, nq: ExactNet, dom: Domain) -> Equivalence | None:
             g[v] -= c
         k = kp - kq
         for sign in (1.0, -1.0):
-            res = milp(-sign * g, integrality=np.array(B.integer), bounds=Bounds(B.lb, B.ub),
-                       constraints=cons, options={"mip_rel_gap": 1e-9})
-            if res.status != 0 or res.x is None:
+            res = solve_milp(-sign * g, A, ubs, B.lb, B.ub, B.integer)
+            if res.status != "optimal":
                 return None
             val = -res.fun + sign * k
-            dual = getattr(res, "mip_dual_bound", None)
-            ubound = (-dual + sign * k) if dual is not None and np.isfinite(dual) else val
-            bound = max(bound, ubound, val)
-            u = np.asarray(res.x)
+            bound = max(bound, -res.dual_bound + sign * k, val)
             if val > best_val or witness is None:
-                # the first candidate (x / s at the optimum) that differs exactly
-                for x in _milp_points(u, xs, s_var, dom):
-                    diff = _exact_difference(np_, nq, x)
-                    if diff > 0:
-                        witness, wdiff = x, diff
+                for x in _milp_points(res.x, ys, s_var, dom):
+                    if pair.exceeds(x):
+                        if witness is None or pair.rel_value(x) > pair.rel_value(witness):
+                            witness = x
                         break
             best_val = max(best_val, val)
     if witness is not None:
-        return Equivalence(False, witness, wdiff, None if homog else float(max(best_val, wdiff)),
-                           "milp", True, tol, None, 0, 2 * m, dom,
-                           "the MILP optimum is attained at an exactly confirmed witness"
-                           + (" (homogenized network on the cone)" if homog else ""))
-    if bound <= tol:
-        return Equivalence(True, None, None, 0.0 if not homog else None, "milp", False, tol,
-                           None, 0, 2 * m, dom,
-                           f"the MILP bounds |f_p - f_q| by {bound:.3g} <= tolerance {tol:.3g}"
-                           " (floating-point MILP; not certified)")
+        return _result(pair, dom, equivalent=False, witness=witness,
+                       max_difference=max(best_val / base, pair.rel_value(witness)),
+                       method="milp", certified=True, num_milps=2 * m,
+                       note="the MILP optimum is attained at an exactly confirmed witness "
+                            "(homogenized networks)")
+    if bound <= max(pair.thr, noise):
+        res_note = (f"; its resolution {noise / base:.2g} exceeds tol" if noise > pair.thr
+                    else "")
+        return _result(pair, dom, equivalent=True, max_difference=max(bound, 0.0) / base,
+                       method="milp", certified=False, num_milps=2 * m,
+                       note=f"the MILP bounds the relative difference by {bound / base:.3g}"
+                            f" (floating-point MILP; not certified){res_note}")
     return None
 
 
-def _milp_points(u: np.ndarray, xs: list[int], s_var: int | None, dom: Domain):
-    x = u[xs]
-    if s_var is None:
-        yield _clip(x, dom)
-        return
-    # G_p - G_q is continuous, so a difference at (x, s) persists at (x, t) for t close to
+def _milp_points(u: np.ndarray, ys: list[int], s_var: int, dom: Domain):
+    # G_p - G_q is continuous, so a difference at (y, s) persists at (y, t) for t close to
     # s; at s = 0 (a difference "at infinity") the kink may be arbitrarily far out, hence
     # a geometric sequence of scales down to 1e-15
+    y = u[ys]
     s = float(u[s_var])
     for t in ([s] if s > 1e-9 else []) + [10.0 ** -k for k in range(1, 16)]:
-        yield _clip(x / t, dom)
+        yield _clip(y / t, dom)

@@ -20,8 +20,14 @@ The precise definitions (written out in ``docs/relu_arrangement.md``):
   ``min(n_{a-1}, |D_a|, ..., |D_b|)`` (``|D|`` = number of active neurons), the rank of a
   product of generic matrices with those masks.
 
-All ranks and intersection points are exact (python-flint); regions come from the exact
-region engine (:func:`neuromanifold.relu.regions`).
+With ``tol = 0`` all ranks and intersection points are exact (python-flint); regions come
+from the exact region engine (:func:`neuromanifold.relu.regions`). With ``tol > 0``
+(``docs/relu.md``, "Tolerances") two decisions are made at that relative tolerance:
+the masked products' ranks (:func:`neuromanifold._tolerance.numerical_rank` of the product
+scaled exactly by powers of two, columns normalized), and whether at most d first-layer
+normals (S1) are dependent (numerical rank of the unit normals). Every rank decided at
+``tol`` reports its gap (smallest singular value counted, largest dropped); intersection
+points (common points, S2) stay exact.
 """
 
 from __future__ import annotations
@@ -35,10 +41,11 @@ import flint
 import numpy as np
 
 from .._results import Result
+from .._tolerance import DEFAULT_TOL, check_tol, numerical_rank
 from .._validation import check_bool
 from ._arrangement import _exact_layers, _frac, _open_range, _rank
 from ._domain import Domain, as_domain
-from ._engine import progress_iter
+from ._engine import binary_exponent, pow2_floats, progress_iter
 
 __all__ = ["GenericityFailure", "Genericity", "genericity"]
 
@@ -67,6 +74,9 @@ class GenericityFailure(Result):
         point: an exact common point (Fractions), when there is one.
         certified: decided in exact arithmetic.
         message: the failure in words.
+        smallest_counted, largest_dropped: for a rank decided at ``tol > 0``, the gap: the
+            smallest singular value counted and the largest one dropped (relative to the
+            largest); ``None`` otherwise.
     """
 
     condition: str
@@ -79,6 +89,8 @@ class GenericityFailure(Result):
     point: tuple | None
     certified: bool
     message: str
+    smallest_counted: float | None = None
+    largest_dropped: float | None = None
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -94,8 +106,14 @@ class Genericity(Result):
         num_subsets: families of hyperplanes/pieces examined.
         num_products: distinct masked products examined.
         domain: the domain.
-        certified: the verdict is exact (exact ranks and points, certified regions).
+        certified: the verdict is exact (exact ranks and points, certified regions). A rank
+            found full at ``tol`` is full exactly (its smallest singular value is far above
+            rounding), so only failures decided at ``tol`` are not certified.
         method: how it was decided.
+        tol: the relative tolerance used (0.0 = exact).
+        smallest_counted: the smallest singular value counted by any rank decided at
+            ``tol`` (relative; ``None`` if none), and ``largest_dropped`` the largest one
+            dropped: close to ``tol``, the verdict is fragile.
     """
 
     generic: bool
@@ -108,6 +126,9 @@ class Genericity(Result):
     domain: Domain
     certified: bool
     method: str
+    tol: float = 0.0
+    smallest_counted: float | None = None
+    largest_dropped: float | None = None
 
     def describe(self) -> str:
         """A readable multi-line description of the verdict and of every failure."""
@@ -176,7 +197,7 @@ def _independent_float(rows: np.ndarray) -> bool:
     return bool(sv[-1] > _SV_TOL) if rows.shape[0] <= rows.shape[1] else False
 
 
-def _batch_independent(rows: np.ndarray, subsets: np.ndarray) -> np.ndarray:
+def _batch_independent(rows: np.ndarray, subsets: np.ndarray, thr: float = _SV_TOL) -> np.ndarray:
     """Vectorized :func:`_independent_float` over index subsets (shape (s, k))."""
     if subsets.size == 0:
         return np.zeros(0, dtype=bool)
@@ -186,7 +207,7 @@ def _batch_independent(rows: np.ndarray, subsets: np.ndarray) -> np.ndarray:
     if R.shape[1] > R.shape[2]:
         return np.zeros(len(subsets), dtype=bool)
     sv = np.linalg.svd(R, compute_uv=False)
-    ok = sv[:, -1] > _SV_TOL
+    ok = sv[:, -1] > thr
     ok &= ~np.any(nrm[subsets][..., 0] == 0, axis=1)
     return ok
 
@@ -264,8 +285,11 @@ def _project(x: list, N: list, c: list, d: int) -> list:
 class _Checker:
     """Examines families of hyperplanes ``{normal . x = off}`` within a closed polyhedron."""
 
-    def __init__(self, d: int):
+    def __init__(self, d: int, tol: float = 0.0):
         self.d = d
+        self.tol = tol
+        self.gaps: list = []  # (smallest counted, largest dropped) of ranks decided at tol
+        self.fail_gaps: dict = {}
         self.count = 0
         self.uncertain = False  # some "does not meet" rested on a float LP
 
@@ -304,7 +328,7 @@ class _Checker:
             self.count += len(subs)
             arr = np.array(subs, dtype=int)
             if strong and k <= d:
-                ok = _batch_independent(Nf, arr)
+                ok = _batch_independent(Nf, arr, max(_SV_TOL, 2.0 * k * self.tol))
             else:
                 ok = _batch_independent(Af, arr)  # augmented rows independent: fine
             for S, good in zip(subs, ok):
@@ -314,8 +338,15 @@ class _Checker:
                 c = [elems[i][2] for i in S]
                 rN = _rank(N, d)
                 if strong and k <= d:
+                    cert = True
+                    if rN == k and self.tol > 0:  # independent, but perhaps only by rounding
+                        unit = np.array([pow2_floats([_fq(x) for x in n])[0] for n in N]).T
+                        rN, small, dropped = numerical_rank(unit, self.tol)
+                        self.gaps.append((small, dropped))
+                        self.fail_gaps[frozenset(S)] = (small, dropped)
+                        cert = False
                     if rN < k:
-                        fails.append((S, "dependent normals", rN, k, None, True))
+                        fails.append((S, "dependent normals", rN, k, None, cert))
                         blocked.append(frozenset(S))
                     continue
                 rA = _rank([list(n) + [cc] for n, cc in zip(N, c)], d + 1)
@@ -337,6 +368,24 @@ class _Checker:
                                   None if x is None else tuple(x), x is not None))
                     blocked.append(frozenset(S))
         return fails
+
+
+def _g(v) -> str:
+    return "none" if v is None else f"{v:.3g}"
+
+
+def _scaled_matrix(P: flint.fmpq_mat) -> np.ndarray:
+    """Floats of an exact matrix with columns, then rows, scaled by powers of two (exact:
+    the same rank, no under- or overflow, invariant under neuron rescalings by powers of
+    two)."""
+    rows = [[P[i, j] for j in range(P.ncols())] for i in range(P.nrows())]
+    col_e = []
+    for j in range(P.ncols()):
+        ex = [binary_exponent(r[j]) for r in rows if r[j] != 0]
+        col_e.append(max(ex) if ex else 0)
+    f = [flint.fmpq(1, 2 ** e) if e >= 0 else flint.fmpq(2 ** -e) for e in col_e]
+    return np.array([pow2_floats([v * f[j] for j, v in enumerate(r)])[0] for r in rows]
+                    ).reshape(P.nrows(), P.ncols())
 
 
 def _pattern_key(pattern) -> tuple:
@@ -369,12 +418,15 @@ def _exact_preacts(Wq, bq, pattern, d):
     return out
 
 
-def genericity(params: Any, domain: Any = None, progress: bool = False) -> Genericity:
+def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
+               progress: bool = False) -> Genericity:
     """Check the genericity conditions of docs/concepts_relu.md §3 (definitions in the module docstring).
 
     Args:
         params: list of ``(W, b)`` pairs (any depth).
         domain: ``None`` (all of R^d), ``"orthant"``, a ``(lower, upper)`` box or a Domain.
+        tol: relative tolerance of the rank decisions (see the module docstring); ``0`` =
+            exact.
         progress: show progress bars on stderr.
 
     Returns:
@@ -387,6 +439,7 @@ def genericity(params: Any, domain: Any = None, progress: bool = False) -> Gener
     """
     from ._regions import regions as _regions
 
+    tol = check_tol(tol)
     progress = check_bool(progress, "progress")
     layers, exact = _exact_layers(params)
     d = layers[0][0].shape[1]
@@ -394,7 +447,7 @@ def genericity(params: Any, domain: Any = None, progress: bool = False) -> Gener
     L = len(layers)
     widths = (d,) + tuple(W.shape[0] for W, _ in layers)
     failures: list[GenericityFailure] = []
-    checker = _Checker(d)
+    checker = _Checker(d, tol)
     certified = True
 
     def lab(l, j):
@@ -435,9 +488,14 @@ def genericity(params: Any, domain: Any = None, progress: bool = False) -> Gener
                if kind == "dependent normals" else
                f"S1: {', '.join(labels)} ({len(S)} > d = {d}) meet at the point "
                f"{tuple(float(v) for v in x)} of the domain")
-        failures.append(GenericityFailure("S1", kind, labels, None, None, rN, exp, x, cert, msg))
+        gap = checker.fail_gaps.get(frozenset(S), (None, None))
+        if gap[0] is not None or gap[1] is not None:
+            msg += f" at tol={tol:g} (smallest singular value counted {_g(gap[0])}, " \
+                   f"largest dropped {_g(gap[1])})"
+        failures.append(GenericityFailure("S1", kind, labels, None, None, rN, exp, x, cert, msg,
+                                          *gap))
     # regions (exact engine): S2 and masked products
-    R = _regions(layers, dom, progress=progress)
+    R = _regions(params, dom, progress=progress)
     certified &= bool(R.certified)
     Wq = [flint.fmpq_mat(len(W), len(W[0]), [_fq(x) for row in W for x in row])
           for W, _ in exact]
@@ -506,7 +564,14 @@ def genericity(params: Any, domain: Any = None, progress: bool = False) -> Gener
                     P = Dm * P
                 if pk in products:
                     continue
-                rank = int(P.rank()) if P.nrows() and P.ncols() else 0
+                gap = (None, None)
+                if not (P.nrows() and P.ncols()):
+                    rank = 0
+                elif tol == 0:
+                    rank = int(P.rank())
+                else:
+                    rank, *gap = numerical_rank(_scaled_matrix(P), tol)
+                    checker.gaps.append(tuple(gap))
                 sizes = [widths[a - 1]] + [sum(key[l - 1]) for l in range(a, min(b, L - 1) + 1)]
                 if b == L:
                     sizes.append(widths[L])
@@ -515,17 +580,26 @@ def genericity(params: Any, domain: Any = None, progress: bool = False) -> Gener
                 if rank < expected:
                     name = " ".join(
                         (f"W{l}" if l == L else f"D{l} W{l}") for l in range(b, a - 1, -1))
+                    at = ("" if tol == 0 else
+                          f" at tol={tol:g} (smallest singular value counted {_g(gap[0])}, "
+                          f"largest dropped {_g(gap[1])})")
                     failures.append(GenericityFailure(
                         "rank", "rank deficient", (name,), key, (a, b), rank, expected, None,
-                        True, f"rank: {name} has rank {rank} < {expected} on the region with "
-                        f"pattern {key}"))
+                        tol == 0, f"rank: {name} has rank {rank} < {expected} on the region "
+                        f"with pattern {key}{at}", *gap))
     st = not any(f.condition in ("S0", "S1", "S2") for f in failures)
     mr = not any(f.condition == "rank" for f in failures)
     certified &= not checker.uncertain
     if failures:
         certified = any(f.certified for f in failures)
+    counted = [g[0] for g in checker.gaps if g[0] is not None]
+    dropped = [g[1] for g in checker.gaps if g[1] is not None]
     return Genericity(
         generic=st and mr, supertransversal=st, maximal_rank=mr, failures=tuple(failures),
         num_regions=len(R), num_subsets=checker.count, num_products=len(products), domain=dom,
         certified=bool(certified),
-        method="exact ranks and points (python-flint) over the certified regions")
+        method=("exact ranks and points (python-flint) over the certified regions" if tol == 0
+                else f"ranks at tol={tol:g} (numerical, with their gaps), exact points, over "
+                     "the certified regions"),
+        tol=tol, smallest_counted=min(counted) if counted else None,
+        largest_dropped=max(dropped) if dropped else None)

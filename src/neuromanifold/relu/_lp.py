@@ -11,7 +11,10 @@ reusing one solver object per thread, which is about 5x faster, and fall back to
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
+import sys
 import threading
 
 import numpy as np
@@ -22,7 +25,7 @@ try:  # pragma: no cover - exercised implicitly; the fallback is tested explicit
 except ImportError:  # pragma: no cover
     _highs_core = None
 
-__all__ = ["LPSolution", "solve_lp", "LPCounter"]
+__all__ = ["LPSolution", "solve_lp", "LPCounter", "MILPSolution", "solve_milp"]
 
 
 @dataclasses.dataclass
@@ -147,3 +150,104 @@ def solve_lp(c, A_ub, b_ub, A_eq=None, b_eq=None, lb=None, ub=None,
         except Exception:  # pragma: no cover - binding API changed: use linprog
             _USE_CORE = False
     return _solve_linprog(c, A_ub, b_ub, A_eq, b_eq, lb, ub)
+
+
+@dataclasses.dataclass
+class MILPSolution:
+    """Outcome of :func:`solve_milp`: ``status`` (``"optimal"`` or ``"error"``), the
+    solution ``x``, its objective ``fun`` and the solver's proven bound ``dual_bound`` on
+    the optimum (of the minimization; ``fun`` when not reported)."""
+
+    status: str
+    x: np.ndarray | None = None
+    fun: float | None = None
+    dual_bound: float | None = None
+
+
+#: Feasibility tolerances of the MILP (HiGHS's smallest allowed values; its defaults,
+#: 1e-6 on integrality and 1e-7 on rows, move a big-M ReLU by 1e-6 times its bound).
+MILP_FEAS = 1e-9
+
+
+@contextlib.contextmanager
+def _stdout_silenced():
+    """Redirect file descriptor 1 to the null device: HiGHS's MIP solver writes some
+    diagnostics with C ``printf``, past its ``output_flag`` option. Nothing of ours may
+    reach stdout (a CLI's ``--json`` output goes there)."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - no real stdout
+        pass
+    try:
+        saved = os.dup(1)
+    except OSError:  # pragma: no cover - no file descriptor 1
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
+def _solve_milp_core(c, A, ub, lb_v, ub_v, integer) -> MILPSolution:
+    h = _highs_core
+    solver = h._core._Highs()
+    for name, value in (("output_flag", False), ("log_to_console", False),
+                        ("mip_feasibility_tolerance", MILP_FEAS),
+                        ("primal_feasibility_tolerance", MILP_FEAS),
+                        ("mip_rel_gap", 1e-9), ("mip_abs_gap", MILP_FEAS)):
+        solver.setOptionValue(name, value)
+    n = c.size
+    m = A.shape[0]
+    inf = h.kHighsInf
+    rows = [np.nonzero(A[i])[0] for i in range(m)]
+    start = np.cumsum([0] + [len(r) for r in rows[:-1]]).astype(np.int32) if m else \
+        np.zeros(0, dtype=np.int32)
+    index = np.concatenate(rows).astype(np.int32) if m else np.zeros(0, dtype=np.int32)
+    value = np.concatenate([A[i, r] for i, r in enumerate(rows)]) if m else np.zeros(0)
+    solver.passModel(n, m, int(index.size), 2, 1, 0.0, np.ascontiguousarray(c, dtype=float),
+                     np.asarray(lb_v, float), np.asarray(ub_v, float), np.full(m, -inf),
+                     np.asarray(ub, float), start, index, np.ascontiguousarray(value, float),
+                     np.asarray(integer, dtype=np.int32))
+    with _stdout_silenced():
+        solver.run()
+    if solver.getModelStatus() != h.HighsModelStatus.kOptimal:
+        return MILPSolution("error")
+    info = solver.getInfo()
+    x = np.asarray(solver.getSolution().col_value, dtype=float)
+    fun = float(info.objective_function_value)
+    bound = float(getattr(info, "mip_dual_bound", fun))
+    return MILPSolution("optimal", x, fun, bound if np.isfinite(bound) else fun)
+
+
+def solve_milp(c, A, ub, lb_v, ub_v, integer) -> MILPSolution:
+    """Minimize ``c.x`` subject to ``A x <= ub``, ``lb_v <= x <= ub_v``, ``x_j`` integer
+    where ``integer[j]``; HiGHS with tight feasibility tolerances (:data:`MILP_FEAS`),
+    silent (nothing is printed).
+
+    >>> s = solve_milp(np.array([-1.0]), np.array([[2.0]]), np.array([3.0]), [0.0], [5.0], [1])
+    >>> s.status, s.x
+    ('optimal', array([1.]))
+    """
+    c = np.asarray(c, dtype=float)
+    A = np.asarray(A, dtype=float).reshape(-1, c.size)
+    if _USE_CORE:
+        try:
+            return _solve_milp_core(c, A, np.asarray(ub, float), lb_v, ub_v, integer)
+        except Exception:  # pragma: no cover - binding API changed: use scipy
+            pass
+    from scipy.optimize import Bounds, LinearConstraint, milp  # pragma: no cover
+
+    cons = [LinearConstraint(A, -np.inf, ub)] if A.shape[0] else []  # pragma: no cover
+    with _stdout_silenced():  # pragma: no cover
+        res = milp(c, integrality=np.asarray(integer), bounds=Bounds(lb_v, ub_v),
+                   constraints=cons, options={"mip_rel_gap": 1e-9})
+    if res.status != 0 or res.x is None:  # pragma: no cover
+        return MILPSolution("error")
+    dual = getattr(res, "mip_dual_bound", None)  # pragma: no cover
+    return MILPSolution("optimal", np.asarray(res.x), float(res.fun),  # pragma: no cover
+                        float(dual) if dual is not None and np.isfinite(dual) else float(res.fun))

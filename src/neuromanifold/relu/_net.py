@@ -8,14 +8,16 @@ pairs with ``W`` of shape ``(n_l, n_{l-1})`` and ``b`` of shape ``(n_l,)``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
+import flint
 import numpy as np
 
 from .._errors import ArchitectureError, InputError, ParameterError, short_repr
 from .._validation import as_finite_array, as_seed_rng, check_positive_int
 
-__all__ = ["ReLUNet", "forward", "check_params", "widths_of"]
+__all__ = ["ReLUNet", "forward", "check_params", "widths_of", "exact_params"]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 
@@ -23,6 +25,30 @@ Params = list[tuple[np.ndarray, np.ndarray]]
 def widths_of(params: Any) -> tuple[int, ...]:
     """The widths ``(n0, ..., nL)`` implied by the shapes of ``params``."""
     return ReLUNet.from_params(params).widths
+
+
+def _real_entries(value: Any, name: str) -> None:
+    """Reject complex, boolean, string and other non-real entries before any conversion
+    (numpy would silently drop an imaginary part, or parse ``"1.5"`` as a number)."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:  # ragged nesting
+        raise ParameterError(f"{name} must be an array of real numbers; "
+                             f"got {short_repr(value)}") from exc
+    kind = arr.dtype.kind
+    if kind in "iuf":
+        return
+    if kind == "O":
+        bad = next((x for x in arr.ravel().tolist()
+                    if isinstance(x, (bool, np.bool_)) or not isinstance(
+                        x, (int, float, np.integer, np.floating, Fraction, flint.fmpq))), None)
+        if bad is None:
+            return
+        raise ParameterError(f"{name} must hold real numbers (int, float, Fraction); "
+                             f"got an entry {short_repr(bad)}")
+    what = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes"}.get(kind, str(arr.dtype))
+    raise ParameterError(f"{name} must be an array of real numbers, not {what}; "
+                         f"got {short_repr(value)}")
 
 
 def check_params(params: Any, widths: Sequence[int] | None = None) -> Params:
@@ -47,6 +73,8 @@ def check_params(params: Any, widths: Sequence[int] | None = None) -> Params:
         if not isinstance(layer, Sequence) or len(layer) != 2:
             raise ParameterError(
                 f"layer {l} must be a pair (W, b); got {short_repr(layer)}")
+        _real_entries(layer[0], f"W_{l}")
+        _real_entries(layer[1], f"b_{l}")
         W = as_finite_array(layer[0], f"W_{l}", ndim=2)
         b = as_finite_array(layer[1], f"b_{l}", ndim=1)
         if W.shape[0] == 0 or W.shape[1] == 0:
@@ -64,6 +92,45 @@ def check_params(params: Any, widths: Sequence[int] | None = None) -> Params:
         if got != tuple(widths):
             raise ParameterError(
                 f"parameters have widths {got} but the network has widths {tuple(widths)}")
+    return out
+
+
+def _exact_entry(x: Any) -> flint.fmpq:
+    if isinstance(x, flint.fmpq):
+        return x
+    if isinstance(x, (int, np.integer)):
+        return flint.fmpq(int(x))
+    if isinstance(x, Fraction):
+        return flint.fmpq(x.numerator, x.denominator)
+    fr = Fraction(float(x))  # a float is an exact binary rational
+    return flint.fmpq(fr.numerator, fr.denominator)
+
+
+def exact_params(params: Any) -> list[tuple[flint.fmpq_mat, list[flint.fmpq]]]:
+    """The exact values of the very entries passed, as ``(W, b)`` with ``W`` an
+    ``fmpq_mat`` and ``b`` a list of ``fmpq``.
+
+    Floats are exact binary rationals; entries given as ``int``, ``Fraction`` or ``fmpq``
+    keep their exact value (they are not rounded to float64). Validate with
+    :func:`check_params` first.
+
+    >>> from fractions import Fraction
+    >>> W, b = exact_params([([[Fraction(1, 3)]], [0.5])])[0]
+    >>> W[0, 0], b[0]
+    (1/3, 1/2)
+    """
+    out = []
+    for W, b in params:
+        We = np.asarray(W, dtype=object)
+        be = np.asarray(b, dtype=object).reshape(-1)
+        We = We.reshape(be.size, -1)
+        m = flint.fmpq_mat(We.shape[0], We.shape[1])
+        for i in range(We.shape[0]):
+            for j in range(We.shape[1]):
+                x = We[i, j]
+                if x != 0:
+                    m[i, j] = _exact_entry(x)
+        out.append((m, [_exact_entry(x) for x in be.tolist()]))
     return out
 
 
@@ -154,8 +221,9 @@ class ReLUNet:
         """Validate ``params`` against this architecture (see :func:`check_params`)."""
         return check_params(params, self.widths)
 
-    def random_params(self, seed: Any = None) -> Params:
-        """Gaussian weights and biases (He-style scale ``1/sqrt(fan_in)``)."""
+    def random_params(self, seed: Any = 0) -> Params:
+        """Gaussian weights and biases (He-style scale ``1/sqrt(fan_in)``); ``seed`` is an
+        int, None or a numpy Generator (default 0, reproducible)."""
         rng = as_seed_rng(seed)
         return [
             (rng.standard_normal((m, n)) / np.sqrt(n), rng.standard_normal(m) / np.sqrt(n))

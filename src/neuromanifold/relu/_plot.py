@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ArchitectureError, InputError, short_repr
+from .._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
 from .._validation import as_finite_array, check_bool
 from ._domain import Domain, as_domain
 from ._net import check_params
@@ -101,14 +102,39 @@ def _view_box(params, dom: Domain, bounds: Any) -> tuple[np.ndarray, np.ndarray]
     return plo, phi
 
 
-def plot_arrangement(params: Any, domain: Any = None, ax: Any = None, *, bounds: Any = None,
-                     show_hidden: bool = True, annotate: bool = False, cmap: str = "tab20",
-                     alpha: float = 0.35, legend: bool = True):
+def _check_style(ax: Any, cmap: Any, alpha: Any):
+    """The Axes (or None), the colormap object and alpha, checked."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from matplotlib.axes import Axes
+
+    if ax is not None and not isinstance(ax, Axes):
+        raise InputError(f"ax must be a matplotlib Axes instance (or None); got {short_repr(ax)}")
+    if isinstance(cmap, matplotlib.colors.Colormap):
+        colors = cmap
+    elif isinstance(cmap, str):
+        try:
+            colors = plt.get_cmap(cmap)
+        except ValueError as exc:
+            raise InputError(f"cmap must be a matplotlib colormap or its name; "
+                             f"got {short_repr(cmap)}") from exc
+    else:
+        raise InputError(f"cmap must be a matplotlib colormap or its name; got {short_repr(cmap)}")
+    if isinstance(alpha, (bool, np.bool_)) or not isinstance(
+            alpha, (int, float, np.integer, np.floating)) or not 0.0 <= float(alpha) <= 1.0:
+        raise InputError(f"alpha must be a number in [0, 1]; got {short_repr(alpha)}")
+    return colors, float(alpha)
+
+
+def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, bounds: Any = None,
+                     show_hidden: bool = True, annotate: bool = False, cmap: Any = "tab20",
+                     alpha: float = 0.35, legend: bool = True, tol: Any = DEFAULT_TOL):
     """Draw the linear regions and bent hyperplanes of a network with input dimension 2.
 
     Regions are filled, one colour each; every hidden neuron's bent hyperplane is drawn
     piece by piece (colour by layer), solid where the network's function bends there
-    (visible) and dashed where it does not (hidden).
+    (visible: the jump of the slope exceeds ``tol`` relative to the path norm, as in
+    :func:`bent_hyperplanes`) and dashed where it does not (hidden).
 
     Args:
         params: list of ``(W, b)`` pairs with ``W_1`` of shape ``(n1, 2)``.
@@ -118,14 +144,17 @@ def plot_arrangement(params: Any, domain: Any = None, ax: Any = None, *, bounds:
             framing every vertex of the arrangement.
         show_hidden: also draw hidden pieces (dashed).
         annotate: write each region's activation pattern at its interior point.
-        cmap, alpha: region colours.
+        cmap, alpha: region colours (a colormap or its name; opacity in [0, 1]).
         legend: add a legend.
+        tol: relative tolerance of "visible" (``0``: any non-zero jump, in floats).
 
     Returns:
         The matplotlib Axes (its figure is ``ax.figure``).
     """
     from ._regions import regions as _regions
 
+    colors, alpha = _check_style(ax, cmap, alpha)
+    tol = check_tol(tol)
     show_hidden = check_bool(show_hidden, "show_hidden")
     annotate = check_bool(annotate, "annotate")
     legend = check_bool(legend, "legend")
@@ -150,7 +179,7 @@ def plot_arrangement(params: Any, domain: Any = None, ax: Any = None, *, bounds:
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 6))
-    colors = plt.get_cmap(cmap)
+    thr = tol * path_norm_scale(layers)
     scale = float(np.max(np.abs(np.concatenate([lo, hi])))) + 1.0
     drawn: set = set()
     layers_seen: set = set()
@@ -190,7 +219,7 @@ def plot_arrangement(params: Any, domain: Any = None, ax: Any = None, *, bounds:
                 flipped = [np.array(p, dtype=bool) for p in reg.pattern]
                 flipped[l][j] = False
                 jump = _output_map(layers, flipped)[:, :2] - out_here[:, :2]
-                visible = bool(np.max(np.abs(jump)) > 1e-12 * (1.0 + np.max(np.abs(out_here))))
+                visible = bool(np.max(np.abs(jump).sum(axis=1)) > thr)
                 if not visible:
                     any_hidden = True
                     if not show_hidden:

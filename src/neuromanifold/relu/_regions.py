@@ -17,7 +17,7 @@ from .._errors import InputError
 from ..exact._rational import fmpq_to_fraction
 from ._domain import Domain, as_domain
 from ._engine import Engine, ExactNet, enumerate_cells, output_map
-from ._net import check_params
+from ._net import check_params  # noqa: F401  (re-exported for callers)
 
 __all__ = ["Region", "Regions", "regions", "activation_pattern"]
 
@@ -36,8 +36,9 @@ class Region(Result):
             as computed by the LP, capped at 1 for unbounded regions).
         linear, offset: the network on the region is ``x -> linear @ x + offset``, exactly
             (object arrays of ``Fraction``, shapes ``(n_L, d)`` and ``(n_L,)``).
-        A, c: the region is ``{x : A x <= c}`` (float copies of the exact inequalities:
-            domain constraints first, then one per neuron that bounds it).
+        A, c: the region is ``{x : A x <= c}`` (float copies of the exact inequalities,
+            each row scaled by a power of two: domain constraints first, then one per
+            neuron that bounds it).
     """
 
     index: int
@@ -153,7 +154,7 @@ def _fractions(M) -> np.ndarray:
     return out
 
 
-def regions(params: Any, domain: Any = None, progress: bool = False) -> Regions:
+def regions(params: Any, domain: Any = None, *, progress: bool = False) -> Regions:
     """Enumerate the linear regions of a ReLU network on a domain, exactly.
 
     Every activation pattern that occurs on a full-dimensional subset of the domain is
@@ -181,14 +182,14 @@ def regions(params: Any, domain: Any = None, progress: bool = False) -> Regions:
 def _compute(params: Any, domain: Any, progress: bool):
     """Regions plus the internal cells, network and engine (used by the other analyses)."""
     progress = check_bool(progress, "progress")
-    params = check_params(params)
-    net = ExactNet(params)
+    net = ExactNet.from_params(params)
+    params = net.params
     dom = as_domain(domain, net.d)
     engine = Engine(net.d)
     cells, counts = enumerate_cells([net], dom, engine, progress=progress)
     out = []
     for i, cell in enumerate(cells):
-        Fq, _ = output_map(cell, 0, net)
+        Fq = output_map(cell, 0, net)
         F = _fractions(Fq)
         out.append(Region(
             index=i,
