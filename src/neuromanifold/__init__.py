@@ -14,6 +14,7 @@ from ._errors import (
     NeuromanifoldError,
     NotInNeuromanifoldError,
     ParameterError,
+    SymmetryError,
     UndecidedFactorizationError,
 )
 from ._results import Result
@@ -36,6 +37,7 @@ __all__ = [
     "NotInNeuromanifoldError",
     "DomainError",
     "UndecidedFactorizationError",
+    "SymmetryError",
     "Result",
     "linear",
     "relu",

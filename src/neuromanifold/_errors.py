@@ -16,6 +16,7 @@ __all__ = [
     "NotInNeuromanifoldError",
     "UndecidedFactorizationError",
     "DomainError",
+    "SymmetryError",
 ]
 
 
@@ -49,10 +50,16 @@ class DomainError(NeuromanifoldError, ValueError):
     """An input domain (box, orthant, ...) is invalid or does not match the network."""
 
 
+class SymmetryError(NeuromanifoldError, ValueError):
+    """A symmetry transformation was applied to parameters where it does not apply (e.g. a
+    hiding translation of a first-layer hyperplane that is not hidden, or a translation
+    outside its valid interval)."""
+
+
 # The classes live here but belong to the public namespace: tracebacks and reprs say
 # ``neuromanifold.InputError``, the name users import and catch.
 for _cls in (NeuromanifoldError, ArchitectureError, ParameterError, InputError,
-             NotInNeuromanifoldError, UndecidedFactorizationError, DomainError):
+             NotInNeuromanifoldError, UndecidedFactorizationError, DomainError, SymmetryError):
     _cls.__module__ = "neuromanifold"
 del _cls
 
