@@ -16,6 +16,7 @@ from ._genericity import Genericity, GenericityFailure, genericity
 from ._net import ReLUNet, check_params, forward
 from ._plot import plot_arrangement
 from ._regions import Region, Regions, activation_pattern, regions
+from . import symmetries
 
 __all__ = [
     # networks and domains
@@ -30,4 +31,6 @@ __all__ = [
     "FiberPiece",
     # genericity, pictures
     "genericity", "Genericity", "GenericityFailure", "plot_arrangement",
+    # three-layer bottleneck networks: symmetries (docs/relu_symmetries.md)
+    "symmetries",
 ]
