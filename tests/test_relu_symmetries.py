@@ -186,14 +186,34 @@ def test_ramp_flip_conditions(rng):
     app = RampFlip(0).applies(P2)
     assert not app.applies and "positive weight" in app.reason
     assert not ground_truth_equivalent(P2, _unchecked(RampFlip(0), P2))
-    # two ramps with the same breakpoint flip together; different breakpoints do not
+    # two ramps with the same breakpoint flip together
     P3 = bottleneck(rng, (2, 1, 2, 1), kinds=["ramp", "ramp"], dyadic=True)
-    P3[1][0][1], P3[1][1][1] = 2 * P3[1][0][0], 2 * P3[1][1][0]
-    assert RampFlip(1).applies(P3, tol=0)
+    P3[1][0][1, 0], P3[1][1][1] = 2 * P3[1][0][0, 0], 2 * P3[1][1][0]
+    assert RampFlip(1).applies(P3, tol=0) and RampFlip(0).applies(P3, tol=0)
     assert ground_truth_equivalent(P3, RampFlip(1).apply(P3))
-    P3[1][1][1] += 0.25
-    assert not RampFlip(1).applies(P3)
-    assert not ground_truth_equivalent(P3, _unchecked(RampFlip(1), P3))
+    # different breakpoints: the flip is around the largest one, the other is not a flip
+    P3[1][1][1] += 0.75  # ramp 1 now has the larger breakpoint
+    assert not RampFlip(0).applies(P3)
+    assert not ground_truth_equivalent(P3, _unchecked(RampFlip(0), P3))
+    assert RampFlip(1).applies(P3)
+    Q3 = RampFlip(1).apply(P3)
+    assert ground_truth_equivalent(P3, Q3)
+    back = RampFlip(1).apply(Q3)
+    assert all(np.allclose(a, b) and np.allclose(c, e) for (a, c), (b, e) in zip(P3, back))
+
+
+@settings(max_examples=6)
+@given(st.integers(0, 2 ** 31), st.integers(1, 3))
+def test_ramp_flip_several_ramps(seed, n2):
+    # n1 = 1 with only ramps (an open set of parameters): a discrete symmetry that
+    # reverses the first-layer neuron
+    rng = np.random.default_rng(seed)
+    P = bottleneck(rng, (2, 1, n2, 2), kinds=["ramp"] * n2)
+    c = P[1][1] / -P[1][0][:, 0]
+    top = int(np.argmax(c))
+    Q = RampFlip(top).apply(P)
+    assert np.allclose(Q[0][0], -P[0][0])
+    assert ground_truth_equivalent(P, Q)
     assert not RampFlip(0).applies(bottleneck(rng, (2, 2, 1, 1)))  # n1 = 2
 
 

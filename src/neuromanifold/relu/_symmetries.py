@@ -20,8 +20,8 @@ row ``j`` of ``[W2 | b2]``.
 * :class:`Flip`: with every live second-layer row hiding ``i`` (generically: exactly one
   live row), first-layer neurons ``k != i`` flip, ``(w_k, b_k) -> -(w_k, b_k)`` and
   ``(w_i, b_i) -> (w_i, b_i) + (a_k / a_i) (w_k, b_k)``.
-* :class:`RampFlip`: ``n1 = 1`` and a ramp row (``a < 0 < beta``): the first-layer neuron
-  turns around, ``u -> c - u`` with ``c = beta / |a|``.
+* :class:`RampFlip`: ``n1 = 1`` and every live row a ramp (``a < 0 < beta``): the
+  first-layer neuron turns around, ``u -> C - u`` at the largest breakpoint ``C``.
 
 The tolerance ``tol`` only enters the sign decisions on rows of ``[W2 | b2]`` (see
 :mod:`neuromanifold.relu._bottleneck`) and the comparisons of ratios and breakpoints;
@@ -508,14 +508,20 @@ class Flip(_ThreeLayer):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class RampFlip(_ThreeLayer):
-    """Turn the single first-layer neuron around (``n1 = 1``) at the breakpoint of a ramp.
+    """Turn the single first-layer neuron around (``n1 = 1``) at the last ramp breakpoint.
 
-    Row ``neuron`` of ``[W2 | b2]`` is a ramp ``(a, beta)`` with ``a < 0 < beta``, breakpoint
-    ``c = beta / |a|`` (the ramp is ``beta`` for ``u <= 0`` and ``0`` for ``u >= c``, with
-    ``u = W1 x + b1``). The move is ``(W1, b1) -> (-W1, c - b1)``; every ramp row ``j``
-    keeps its row, and ``W3[:, j] -> -W3[:, j]``, ``b3 -> b3 + W3[:, j] beta_j``, because
-    ``relu(a relu(u) + beta) = beta - relu(a relu(c - u) + beta)``. Applies when every
-    other live row is a ramp with the same breakpoint or a constant (``a = 0 < beta``).
+    A ramp is a row ``(a_j, beta_j)`` of ``[W2 | b2]`` with ``a_j < 0 < beta_j``; as a
+    function of ``u = W1 x + b1`` it is ``beta_j`` for ``u <= 0``, falls linearly and is
+    ``0`` from its breakpoint ``c_j = beta_j / |a_j|`` on. Row ``neuron`` is a ramp with
+    the largest breakpoint ``C``. The move is ``(W1, b1) -> (-W1, C - b1)`` (``v = C - u``);
+    every other ramp ``j`` gets the breakpoint ``C - c_j`` (``beta_j -> |a_j| (C - c_j)``,
+    weight and outgoing column kept), ramp ``neuron`` keeps its row and gets the outgoing
+    column ``-sum_j |a_j| W3[:, j] / |a_neuron|`` over all ramps, and
+    ``b3 -> b3 - sum_j W3'[:, j] beta'_j`` over the new ramps. It rests on
+    ``relu(a_j relu(u) + beta_j) = |a_j| (relu(v - C + c_j) - relu(v - C))``. Applies when
+    ``n1 = 1`` and every live row is a ramp or a constant (``a_j = 0 < beta_j``); then the
+    function is constant for ``u <= 0`` and for ``u >= C``. It is an involution; with a
+    single ramp it is ``(W1, b1, W3, b3) -> (-W1, c - b1, -W3, b3 + W3 beta)``.
     """
 
     neuron: int
@@ -543,24 +549,28 @@ class RampFlip(_ThreeLayer):
                 continue
             if S[m, 0] > 0:
                 return False, (f"second-layer row {m} has a positive weight: it is not constant "
-                               f"beyond the ramp's breakpoint"), None
+                               f"for large first-layer pre-activations"), None
             cm = b2[m] / -W2[m, 0]
-            if not _close(cm, c, tol, max(norm, abs(c))):
-                return False, (f"second-layer rows {j} and {m} are ramps with different "
-                               f"breakpoints ({c:.6g} and {cm:.6g})"), None
-        return True, f"second-layer row {j} is a ramp with breakpoint {c:.6g} and n1 = 1", None
+            if cm > c and not _close(cm, c, tol, max(norm, abs(c))):
+                return False, (f"ramp {m} has a larger breakpoint ({cm:.6g}) than ramp {j} "
+                               f"({c:.6g}): flip around the largest one"), None
+        return True, (f"every live second-layer row is a ramp or a constant, n1 = 1, and ramp "
+                      f"{j} has the largest breakpoint {c:.6g}"), None
 
     def _transform(self, params, tol):
         (W1, b1), (W2, b2), (W3, b3) = params
         S = row_signs(params, tol)
-        c = b2[self.neuron] / -W2[self.neuron, 0]
-        W1, b1 = -W1, c - b1
-        b3 = b3.copy()
-        for m in range(W2.shape[0]):
-            if S[m, 0] < 0 < S[m, 1]:
-                b3 = b3 + W3[:, m] * b2[m]
-                W3[:, m] = -W3[:, m]
-        return [(W1, b1), (W2, b2), (W3, b3)]
+        j = self.neuron
+        C = b2[j] / -W2[j, 0]
+        ramps = [m for m in range(W2.shape[0]) if S[m, 0] < 0 < S[m, 1]]
+        A = -W2[:, 0]
+        total = sum(A[m] * W3[:, m] for m in ramps)
+        for m in ramps:
+            if m != j:
+                b2[m] = A[m] * (C - b2[m] / A[m])
+        W3[:, j] = -total / A[j]
+        b3 = b3 - sum(W3[:, m] * b2[m] for m in ramps)
+        return [(-W1, C - b1), (W2, b2), (W3, b3)]
 
     def inverse(self, params=None) -> "RampFlip":
         return self
