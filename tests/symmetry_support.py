@@ -87,7 +87,7 @@ def draw_row(rng, n1: int, kind: str, i: int | None = None, dyadic: bool = False
     if kind == "ramp":
         assert n1 == 1
         return np.array([-mag(1)[0], mag(1)[0]])
-    assert kind == "mixed"
+    assert kind == "mixed" and n1 >= 2, "for n1 = 1 every row is dead, linear, hiding or ramp"
     while True:
         s = rng.choice([-1.0, 1.0], n1 + 1)
         npos_w = int(np.sum(s[:-1] > 0))
@@ -121,3 +121,31 @@ def bottleneck(rng, widths, kinds=None, dyadic: bool = False):
         W3[W3 == 0] = 1.0
     b3 = rng.integers(-4, 5, n3) / 2.0 if dyadic else rng.standard_normal(n3)
     return [(W1, b1), (R[:, :-1].copy(), R[:, -1].copy()), (W3, b3)]
+
+
+def orbit_normal_form(params, decimals=9):
+    """A normal form of ``params`` under permutations and positive rescalings of hidden
+    neurons: each hidden neuron's incoming row ``(W_l[j], b_l[j])`` scaled to unit norm
+    (the scale pushed into the next layer), neurons sorted by their rounded rows.
+    Two parameters are in the same permutation-scaling orbit iff their normal forms are
+    equal (up to rounding)."""
+    out = [(np.array(W, float), np.array(b, float)) for W, b in params]
+    for l in range(len(out) - 1):
+        W, b = out[l]
+        s = np.sqrt(np.sum(W ** 2, axis=1) + b ** 2)
+        s[s == 0] = 1.0
+        W, b = W / s[:, None], b / s
+        Wn, bn = out[l + 1]
+        Wn = Wn * s[None, :]
+        key = np.round(np.hstack([W, b[:, None]]), decimals)
+        order = sorted(range(W.shape[0]), key=lambda j: tuple(key[j]))
+        out[l] = (W[order], b[order])
+        out[l + 1] = (Wn[:, order], bn)
+    return out
+
+
+def same_orbit(p, q, atol=1e-7) -> bool:
+    """Whether ``q`` is a permutation-and-rescaling of ``p`` (numerically)."""
+    a, b = orbit_normal_form(p), orbit_normal_form(q)
+    return all(A.shape == B.shape and np.allclose(A, B, atol=atol) and np.allclose(x, y, atol=atol)
+               for (A, x), (B, y) in zip(a, b))

@@ -13,6 +13,7 @@ from ._domain import Domain, as_domain
 from ._equivalence import Equivalence, equivalent
 from ._fundim import FunctionalDimension, functional_dimension
 from ._genericity import Genericity, GenericityFailure, genericity
+from ._identifiability import HiddenHyperplane, Identifiability, identifiability
 from ._net import ReLUNet, check_params, forward
 from ._plot import plot_arrangement
 from ._regions import Region, Regions, activation_pattern, regions
@@ -32,5 +33,5 @@ __all__ = [
     # genericity, pictures
     "genericity", "Genericity", "GenericityFailure", "plot_arrangement",
     # three-layer bottleneck networks: symmetries (docs/relu_symmetries.md)
-    "symmetries",
+    "symmetries", "identifiability", "Identifiability", "HiddenHyperplane",
 ]
