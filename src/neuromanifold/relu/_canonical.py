@@ -96,12 +96,14 @@ def _analyze(params: Params, tol: float) -> _Info:
             raise _NotCovered(f"live second-layer neuron {j} has outgoing weights within tol "
                               f"of zero")
     U = R[crossing] / np.linalg.norm(R[crossing], axis=1, keepdims=True)
-    for a in range(len(crossing)):
-        for b in range(a):
-            gap = min(np.max(np.abs(U[a] - U[b])), np.max(np.abs(U[a] + U[b])))
-            if gap <= 10 * tol:
-                raise _NotCovered(f"second-layer rows {crossing[b]} and {crossing[a]} define "
-                                  f"the same hyperplane of the orthant")
+    if len(crossing) > 1:
+        gap = np.minimum(np.max(np.abs(U[:, None, :] - U[None, :, :]), axis=2),
+                         np.max(np.abs(U[:, None, :] + U[None, :, :]), axis=2))
+        gap[np.tril_indices(len(crossing))] = np.inf
+        if np.min(gap) <= 10 * tol:
+            a, b = np.unravel_index(int(np.argmin(gap)), gap.shape)
+            raise _NotCovered(f"second-layer rows {crossing[a]} and {crossing[b]} define "
+                              f"the same hyperplane of the orthant")
     if linear:
         kA = len(linear)
         if kA > min(2, n3):
@@ -111,10 +113,14 @@ def _analyze(params: Params, tol: float) -> _Info:
             raise _NotCovered("the always-active block W3[:, A] W2[A] does not have full rank")
     hid = hidden_hyperplanes(S)
     hidden = next(iter(hid)) if hid else None
+    SL = S[live]
+    pos = SL > 0
+    npos = np.sum(pos, axis=1)
     for k in range(n1):
         if k == hidden:
             continue
-        if not any(S[j, k] != 0 and np.any(np.delete(S[j], k) > 0) for j in live):
+        # a live row with a nonzero entry k and a positive entry outside column k
+        if not np.any((SL[:, k] != 0) & (npos - pos[:, k] > 0)):
             raise _NotCovered(f"first-layer neuron {k} is seen by no live second-layer row "
                               f"that is active on the face z_{k} = 0")
     flippable: list[int] = []
@@ -353,7 +359,7 @@ def _witness(p: Params, q: Params, tol: float, scale: float, seed: int = 0):
     pts = []
     for net in (p, q):
         W1, b1 = net[0]
-        pinv = np.linalg.pinv(W1)
+        pinv = np.linalg.pinv(W1) if W1.shape[0] <= 64 else W1.T @ np.linalg.inv(W1 @ W1.T)
         n1 = W1.shape[0]
         off = np.max(np.abs(b1) / np.linalg.norm(W1, axis=1)) + 1.0
         for s in (0.1, 1.0, 3.0):
