@@ -8,6 +8,7 @@ functional equivalence, functional dimension, one hidden layer on the orthant
 from ._arrangement import (ArrangementComparison, ArrangementHyperplane, FiberPiece,
                            OrthantFiber, WeightedArrangement, arrangements_equal,
                            orthant_fiber, weighted_arrangement)
+from ._bottleneck_fiber import BottleneckFiber, FiberFamily, fiber
 from ._bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
 from ._domain import Domain, as_domain
 from ._equivalence import Equivalence, equivalent
@@ -34,4 +35,5 @@ __all__ = [
     "genericity", "Genericity", "GenericityFailure", "plot_arrangement",
     # three-layer bottleneck networks: symmetries (docs/relu_symmetries.md)
     "symmetries", "identifiability", "Identifiability", "HiddenHyperplane",
+    "fiber", "BottleneckFiber", "FiberFamily",
 ]
