@@ -6,6 +6,7 @@ import zlib
 
 import numpy as np
 import pytest
+from support import load_benchmark
 from symmetry_support import bottleneck, ground_truth_equivalent, sampled_relative_difference
 
 from neuromanifold import InputError
@@ -166,3 +167,16 @@ def test_outside_the_fast_path():
     assert "bottleneck" in fast_path_reason(wide)
     with pytest.raises(InputError, match="generic three-layer bottleneck"):
         canonical_form(dead)
+
+
+def test_bench_symmetry_recovery_quick(capsys):
+    rows = load_benchmark("bench_symmetry_recovery").main(["--quick"])
+    assert rows and all(r["ours"] == r["trials"] for r in rows)   # ours recovers every one
+    assert "Re-Basin" in capsys.readouterr().out
+
+
+def test_bench_bottleneck_equivalence_quick(capsys):
+    rows = load_benchmark("bench_bottleneck_equivalence").main(["--quick", "--repeat", "1"])
+    compared = [r for r in rows if "baseline" in r]
+    assert compared and all(r["agree"] for r in compared)    # same verdicts as the exact engine
+    assert "fitted growth" in capsys.readouterr().out
