@@ -42,7 +42,8 @@ from .._results import Result
 from .._tolerance import path_norm_scale
 from .._validation import as_seed_rng, check_bool, check_positive_int
 from ._bottleneck import row_kinds, row_signs, three_layer
-from ._canonical import _analyze, _NotCovered, equivalent_bottleneck, fast_path_reason
+from ._canonical import (_analyze, _NotCovered, canonical_form, equivalent_bottleneck,
+                         fast_path_reason)
 from ._net import forward
 from ._regions import regions
 
@@ -156,21 +157,29 @@ def _relative_difference(p, q, X, scale) -> float:
 
 
 def _classify_one_neuron(p: Params, q: Params, classify_tol: float) -> tuple[str, str]:
-    """``n1 = 1`` (outside the fast path): compare the first-layer orientation, and say
-    whether a ramp flip of the target would explain a turned-around neuron."""
-    from ._symmetries import RampFlip
+    """``n1 = 1`` (outside the fast path): a hidden neuron translated, a first-layer kink
+    cancelled by the second layer, the neuron kept, or turned around by a ramp flip."""
+    from ._symmetries import HidingTranslation, RampFlip
     wp = np.append(p[0][0][0], p[0][1][0])
     wq = np.append(q[0][0][0], q[0][1][0])
     cos = float(wp @ wq / (np.linalg.norm(wp) * np.linalg.norm(wq)))
-    ramp = [j for j in range(p[1][0].shape[0]) if RampFlip(j).applies(p, tol=classify_tol)]
+    cos_w = float(p[0][0][0] @ q[0][0][0] / (np.linalg.norm(p[0][0][0]) * np.linalg.norm(q[0][0][0])))
     kinds = row_kinds(row_signs(p, classify_tol))
     rows = {k: kinds.count(k) for k in sorted(set(kinds))}
+    (W2, b2), (W3, _) = q[1], q[2]
+    on = b2 > 0                      # rows active just right of q's first-layer breakpoint
+    jump = np.abs(W3[:, on] @ W2[on, 0]) * np.linalg.norm(wq)
     if cos > 1 - 1e-6:
         return "n1 = 1", f"rows {rows}; first-layer neuron kept (up to scale)"
-    if ramp:
+    if HidingTranslation(0, 0.0).applies(p, tol=classify_tol) and cos_w > 1 - 1e-6:
+        return "n1 = 1", f"rows {rows}; hidden first-layer neuron translated (hiding translation)"
+    if np.max(jump, initial=0.0) <= 1e-6 * path_norm_scale(q):
+        return "not generic", (f"rows {rows}; the first-layer neuron moved, its kink cancelled by "
+                               f"the second layer (W3 D2 W2 vanishes at its breakpoint)")
+    if any(RampFlip(j).applies(p, tol=classify_tol) for j in range(W2.shape[0])):
         return "n1 = 1", f"rows {rows}; first-layer neuron turned around; a ramp flip applies"
     return "unexplained", (f"rows {rows}; first-layer neuron moved (cosine {cos:.3f}) and no "
-                           f"ramp flip applies")
+                           f"named symmetry applies")
 
 
 def _classify(p: Params, q: Params, classify_tol: float) -> tuple[str, str]:
@@ -187,11 +196,23 @@ def _classify(p: Params, q: Params, classify_tol: float) -> tuple[str, str]:
         names = sorted({s.name for s in r.symmetry} - {"permutation", "scaling"})
         return "named", "permutations, scalings" + "".join(f", {n}" for n in names)
     if r.equivalent:
-        Sp, Sq = row_signs(p, classify_tol), row_signs(q, classify_tol)
-        kp, kq = row_kinds(Sp), row_kinds(Sq)
+        kp, kq = row_kinds(row_signs(p, classify_tol)), row_kinds(row_signs(q, classify_tol))
         count = lambda ks: {k: ks.count(k) for k in sorted(set(ks))}  # noqa: E731
-        return "unnamed", (f"second-layer row kinds {count(kp)} -> {count(kq)}; "
-                           f"{r.note.split('(')[1].split(')')[0] if '(' in r.note else r.note}")
+        cp, cq = canonical_form(p, tol=classify_tol), canonical_form(q, tol=classify_tol)
+        cross = lambda c, ks: np.array([np.append(c[1][0][j], c[1][1][j])  # noqa: E731
+                                        for j in range(len(ks)) if ks[j] in ("mixed", "hiding")])
+        kcp = row_kinds(row_signs(cp, classify_tol))
+        kcq = row_kinds(row_signs(cq, classify_tol))
+        Rp, Rq = cross(cp, kcp), cross(cq, kcq)
+        turned = 0
+        if len(Rp) and len(Rq):
+            C = (Rp / np.linalg.norm(Rp, axis=1, keepdims=True)) @ \
+                (Rq / np.linalg.norm(Rq, axis=1, keepdims=True)).T
+            turned = int(np.sum(C[np.arange(len(Rp)), np.argmax(np.abs(C), axis=1)] < 0))
+        what = (f"{turned} crossing second-layer neuron(s) turned around, the linear term "
+                f"absorbed by the always-active block" if turned else
+                "the always-active block changed beyond mixing")
+        return "unnamed", f"rows {count(kp)} -> {count(kq)}; {what}"
     return "unexplained", r.note
 
 
