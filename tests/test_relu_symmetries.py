@@ -14,7 +14,7 @@ from neuromanifold.relu.symmetries import (Applicability, DeadNeuronMove, Flip,
                                            HidingTranslation, LinearBlockMixing, Permutation,
                                            RampFlip, Scaling, apply_sequence)
 
-from symmetry_support import bottleneck, exactly_equivalent, ground_truth_equivalent
+from symmetry_support import bottleneck, exactly_equivalent, ground_truth_equivalent, same_orbit
 
 
 def _net(W1, b1, W2, b2, W3, b3):
@@ -284,3 +284,36 @@ def test_errors_and_results(rng):
     P0 = [(W.copy(), b.copy()) for W, b in P]
     Scaling(2, (2.0, 3.0)).apply(P)
     assert all(np.array_equal(a, b) for (a, _), (b, _) in zip(P, P0))
+
+
+def test_second_layer_flip_through_the_linear_block(rng):
+    from neuromanifold.relu.symmetries import SecondLayerFlip
+    # >= n1 always-active neurons: the current block absorbs the linear part (exact example)
+    P = _net([[1.0, 0.5, 0.0], [0.25, -1.0, 1.0]], [0.5, -0.25],
+             [[1.0, -2.0], [1.0, 0.0], [0.0, 1.0]], [0.5, 1.0, 2.0], [[1.5, 1.0, -1.0]], [0.125])
+    f = SecondLayerFlip.construct(P, (0,), tol=0)
+    assert f is not None and f.linear == (1, 2) and f.applies(P, tol=0)
+    Q = f.apply(P, tol=0)
+    assert np.array_equal(Q[1][0][0], [-1.0, 2.0])
+    assert exactly_equivalent(P, Q) and not same_orbit(P, Q)
+    back = f.inverse(P).apply(Q, tol=0)
+    assert all(np.array_equal(a, b) and np.array_equal(c, e) for (a, c), (b, e) in zip(P, back))
+    # random floats: fewer linear neurons than n1, rank deficit (k >= rank + 1), n1 = 1
+    for widths, kinds in [((3, 3, 3, 1), ["mixed", "linear", "linear"]),
+                          ((2, 1, 2, 1), ["ramp", "linear"]),
+                          ((2, 1, 3, 2), [("hiding", 0), "linear", "dead"])]:
+        P = bottleneck(rng, widths, kinds=kinds)
+        f = SecondLayerFlip.construct(P, (0,))
+        assert f is not None
+        assert ground_truth_equivalent(P, f.apply(P))
+    # just outside: one linear neuron cannot absorb a rank-2 linear part (n3 = 2)
+    P = bottleneck(rng, (3, 2, 3, 2), kinds=["mixed", "linear", "mixed"])
+    assert SecondLayerFlip.construct(P, (0,)) is None
+    naive = SecondLayerFlip((0,), (1,), (tuple(P[1][0][1]) + (P[1][1][1],),), tuple(map(tuple, P[2][0][:, [1]])))
+    app = naive.applies(P)
+    assert not app.applies and "does not factor" in app.reason
+    assert not ground_truth_equivalent(P, _unchecked(naive, P))
+    # a linear neuron cannot be flipped, and a mixed one cannot absorb
+    assert not SecondLayerFlip((1,), (0,), ((1.0, 1.0, 1.0),), ((1.0,), (1.0,))).applies(P)
+    with pytest.raises(InputError, match="disjoint"):
+        SecondLayerFlip((0,), (0,), ((1.0, 1.0, 1.0),), ((1.0,),))

@@ -20,6 +20,9 @@ row ``j`` of ``[W2 | b2]``.
 * :class:`Flip`: with every live second-layer row hiding ``i`` (generically: exactly one
   live row), first-layer neurons ``k != i`` flip, ``(w_k, b_k) -> -(w_k, b_k)`` and
   ``(w_i, b_i) -> (w_i, b_i) + (a_k / a_i) (w_k, b_k)``.
+* :class:`SecondLayerFlip`: crossing second-layer neurons turn around,
+  ``c relu(y) = c relu(-y) + c y``, their linear parts absorbed by the always-active block
+  (a new nonnegative factorization of its linear map).
 * :class:`RampFlip`: ``n1 = 1`` and every live row a ramp (``a < 0 < beta``): the
   first-layer neuron turns around, ``u -> C - u`` at the largest breakpoint ``C``.
 
@@ -51,7 +54,8 @@ from ._bottleneck import hides, live_rows, row_signs, three_layer
 from ._net import check_params
 
 __all__ = ["Applicability", "Symmetry", "Permutation", "Scaling", "DeadNeuronMove",
-           "LinearBlockMixing", "HidingTranslation", "Flip", "RampFlip", "apply_sequence"]
+           "LinearBlockMixing", "HidingTranslation", "Flip", "RampFlip", "SecondLayerFlip",
+           "apply_sequence"]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 
@@ -574,6 +578,177 @@ class RampFlip(_ThreeLayer):
 
     def inverse(self, params=None) -> "RampFlip":
         return self
+
+
+def _basis(M: np.ndarray, tol: float) -> np.ndarray:
+    """Orthonormal basis (rows) of the row space of ``M``."""
+    if M.size == 0 or not np.any(M):
+        return np.zeros((0, M.shape[1]))
+    _, sv, Vt = np.linalg.svd(M)
+    r = int(np.sum(sv > max(tol, 1e-12) * sv[0]))
+    return Vt[:r]
+
+
+def _nonnegative_factor(M: np.ndarray, A: np.ndarray, tol: float) -> np.ndarray | None:
+    """``k`` rows ``A' >= 0`` whose row space contains the rows of ``M`` (``k = len(A)``),
+    or ``None`` when none is found: the current rows when they already do; else, with
+    ``r = rank M``, ``V + lam 1`` and ``lam 1`` when ``k >= r + 1``; else, when
+    ``k = r``, ``k`` independent positive vectors of ``rowspace(M)`` (an LP)."""
+    k, n1 = A.shape
+    V = _basis(M, tol)
+    r = V.shape[0]
+    if r == 0:
+        return A.copy()
+    if _basis(np.vstack([A, V]), tol).shape[0] == _basis(A, tol).shape[0]:
+        return A.copy()
+    if k >= r + 1:
+        lam = max(0.0, -float(np.min(V))) + 1.0
+        rows = [v + lam for v in V] + [np.full(n1, lam)] * (k - r)
+        return np.array(rows)
+    if k == r:
+        from scipy.optimize import linprog
+        res = linprog(np.zeros(r), A_ub=-V.T, b_ub=-np.ones(n1), bounds=[(None, None)] * r,
+                      method="highs")
+        if res.status != 0:
+            return None
+        y = res.x
+        x0 = V.T @ y
+        drop = int(np.argmax(np.abs(y)))
+        eps = 0.5 * float(np.min(x0)) / max(float(np.max(np.abs(V))), 1e-300)
+        rows = [x0] + [x0 + eps * V[i] for i in range(r) if i != drop]
+        return np.array(rows)
+    return None
+
+
+@dataclasses.dataclass(frozen=True, repr=False, eq=False)
+class SecondLayerFlip(_ThreeLayer):
+    """Turn crossing second-layer neurons around; the always-active block absorbs their
+    linear parts.
+
+    For a crossing neuron ``j`` (a live row with a negative entry) with outgoing column
+    ``c_j`` and ``y_j = <a_j, z> + beta_j``: ``c_j relu(y_j) = c_j relu(-y_j) + c_j y_j``. The
+    rows ``neurons`` are negated; the always-active neurons ``linear`` (rows with no negative
+    entry) get the new rows ``rows`` (``k x (n1 + 1)``, no negative entry, bias last) and
+    the new outgoing columns ``outgoing`` (``n3 x k``), which must factor the new linear part:
+    ``outgoing @ rows[:, :-1] = W3[:, J] W2[J] + sum_j c_j a_j^T``; the constants go to
+    ``b3 -> b3 + sum_j c_j beta_j + W3[:, J] b2[J] - outgoing @ rows[:, -1]``. Use
+    :meth:`construct` to find ``rows`` and ``outgoing``; :meth:`inverse` restores the old
+    block exactly. This symmetry was found by the equivalence search
+    (docs/relu_equivalence.md): it exists on an open set of parameters (e.g. ``>= n1``
+    always-active neurons of full column rank).
+    """
+
+    neurons: tuple[int, ...]
+    linear: tuple[int, ...]
+    rows: tuple
+    outgoing: tuple
+    _name = "second_layer_flip"
+
+    def __post_init__(self):
+        Jf = _int_tuple(self.neurons, "neurons")
+        J = _int_tuple(self.linear, "linear")
+        if not Jf or len(set(Jf)) != len(Jf) or len(set(J)) != len(J) or set(Jf) & set(J):
+            raise InputError(f"neurons must be distinct, non-empty and disjoint from linear; "
+                             f"got {short_repr(self.neurons)} and {short_repr(self.linear)}")
+        R = np.array(self.rows, dtype=float).reshape(len(J), -1)
+        C = np.array(self.outgoing, dtype=float).reshape(-1, len(J)) if J else \
+            np.zeros((np.array(self.outgoing, dtype=float).size, 0))
+        if not (np.all(np.isfinite(R)) and np.all(np.isfinite(C))):
+            raise InputError("rows and outgoing must be finite")
+        object.__setattr__(self, "neurons", Jf)
+        object.__setattr__(self, "linear", J)
+        object.__setattr__(self, "rows", tuple(tuple(float(v) for v in r) for r in R))
+        object.__setattr__(self, "outgoing", tuple(tuple(float(v) for v in r) for r in C))
+
+    @classmethod
+    def construct(cls, params: Any, neurons: Sequence[int], linear: Sequence[int] | None = None,
+                  *, tol: float = DEFAULT_TOL) -> "SecondLayerFlip | None":
+        """A flip of ``neurons`` with a new factorization of the linear block (the
+        always-active neurons ``linear``, by default all of them), or ``None`` when none is
+        found (see :func:`_nonnegative_factor`: the current rows when they span enough,
+        else rows built from the new linear part's row space).
+
+        >>> P = [(np.eye(2), np.zeros(2)),
+        ...      (np.array([[1.0, -2.0], [1.0, 0.5], [0.5, 1.0]]), np.array([0.5, 1.0, 2.0])),
+        ...      (np.array([[1.5, 1.0, -1.0]]), np.array([0.1]))]
+        >>> f = SecondLayerFlip.construct(P, (0,))
+        >>> f.linear, bool(f.applies(P))
+        ((1, 2), True)
+        """
+        tol = check_tol(tol)
+        params = three_layer(params, "the second_layer_flip symmetry")
+        (W1, b1), (W2, b2), (W3, b3) = params
+        S = row_signs(params, tol)
+        if linear is None:
+            linear = [j for j in range(S.shape[0]) if not np.any(S[j] < 0)
+                      and np.any(S[j] > 0) and j not in neurons]
+        J, F = list(linear), list(neurons)
+        if not J:
+            return None
+        M = W3[:, J] @ W2[J] + sum(np.outer(W3[:, j], W2[j]) for j in F)
+        A = _nonnegative_factor(M, W2[J], tol)
+        if A is None:
+            return None
+        C = M @ np.linalg.pinv(A)
+        rows = np.hstack([A, b2[J, None]])
+        flip = cls(tuple(F), tuple(J), tuple(map(tuple, rows)), tuple(map(tuple, C)))
+        return flip if flip.applies(params, tol=tol).applies else None
+
+    def _check(self, params, tol):
+        (W1, b1), (W2, b2), (W3, b3) = params
+        n1, n2, n3 = W1.shape[0], W2.shape[0], W3.shape[0]
+        F, J = list(self.neurons), list(self.linear)
+        if not all(0 <= j < n2 for j in F + J):
+            return False, f"neurons must be second-layer neurons 0..{n2 - 1}", None
+        R = np.array(self.rows).reshape(len(J), -1)
+        C = np.array(self.outgoing).reshape(n3 if J else 0, -1) if J else np.zeros((n3, 0))
+        if R.shape != (len(J), n1 + 1) or C.shape != (n3, len(J)):
+            return False, (f"rows must be {len(J)} x {n1 + 1} and outgoing {n3} x {len(J)}; "
+                           f"got {R.shape} and {C.shape}"), None
+        S = row_signs(params, tol)
+        bad = [j for j in F if not (np.any(S[j] > 0) and np.any(S[j] < 0))]
+        if bad:
+            return False, (f"second-layer neurons {bad} are not crossing (a live row with a "
+                           f"negative entry)"), None
+        bad = [j for j in J if np.any(S[j] < 0)]
+        if bad:
+            return False, f"second-layer neurons {bad} are not always active", None
+        new = self._transform(_copy(params), tol)
+        S2 = row_signs(new, tol)
+        bad = [j for j in J if np.any(S2[j] < 0)]
+        if bad:
+            return False, f"the new rows of neurons {bad} have negative entries", None
+        norms = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
+        target = (W3[:, J] @ W2[J] + sum(np.outer(W3[:, j], W2[j]) for j in F)) * norms
+        got = (C @ R[:, :-1]) * norms
+        scale = max(float(np.max(np.abs(target))), float(np.max(np.abs(C) @ np.abs(R[:, :-1] * norms))))
+        err = float(np.max(np.abs(got - target)))
+        if err > tol * scale:
+            return False, (f"outgoing @ rows does not factor the new linear part of the block "
+                           f"(difference {err:.3g})"), None
+        return True, (f"crossing neurons {F} turn around; always-active neurons {J} absorb "
+                      f"their linear parts"), None
+
+    def _transform(self, params, tol):
+        (W1, b1), (W2, b2), (W3, b3) = params
+        F, J = list(self.neurons), list(self.linear)
+        n3 = W3.shape[0]
+        R = np.array(self.rows).reshape(len(J), -1)
+        C = np.array(self.outgoing).reshape(n3, len(J)) if J else np.zeros((n3, 0))
+        b3 = b3 + sum(W3[:, j] * b2[j] for j in F) + W3[:, J] @ b2[J] - C @ R[:, -1]
+        for j in F:
+            W2[j], b2[j] = -W2[j], -b2[j]
+        if J:
+            W2[J], b2[J], W3[:, J] = R[:, :-1], R[:, -1], C
+        return [(W1, b1), (W2, b2), (W3, b3)]
+
+    def inverse(self, params) -> "SecondLayerFlip":
+        params = self._prepare(params)
+        (_, _), (W2, b2), (W3, _) = params
+        J = list(self.linear)
+        return SecondLayerFlip(self.neurons, self.linear,
+                               tuple(map(tuple, np.hstack([W2[J], b2[J, None]]))),
+                               tuple(map(tuple, W3[:, J])))
 
 
 def apply_sequence(symmetries: Sequence[Symmetry], params: Any, *,
