@@ -10,6 +10,7 @@ from ._arrangement import (ArrangementComparison, ArrangementHyperplane, FiberPi
                            orthant_fiber, weighted_arrangement)
 from ._bottleneck_fiber import BottleneckFiber, FiberFamily, fiber
 from ._bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
+from ._canonical import BottleneckEquivalence, canonical_form, equivalent_bottleneck
 from ._domain import Domain, as_domain
 from ._equivalence import Equivalence, equivalent
 from ._fundim import FunctionalDimension, functional_dimension
@@ -18,6 +19,7 @@ from ._identifiability import HiddenHyperplane, Identifiability, identifiability
 from ._net import ReLUNet, check_params, forward
 from ._plot import plot_arrangement
 from ._regions import Region, Regions, activation_pattern, regions
+from ._symmetry_search import SearchCluster, SymmetrySearch, search_symmetries
 from . import symmetries
 
 __all__ = [
@@ -36,4 +38,7 @@ __all__ = [
     # three-layer bottleneck networks: symmetries (docs/relu_symmetries.md)
     "symmetries", "identifiability", "Identifiability", "HiddenHyperplane",
     "fiber", "BottleneckFiber", "FiberFamily",
+    # canonical form, polynomial-time equivalence, fiber search (docs/relu_equivalence.md)
+    "canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",
+    "search_symmetries", "SymmetrySearch", "SearchCluster",
 ]
