@@ -76,6 +76,25 @@ def test_discrete_families(rng):
     assert F.dimension == relu.functional_dimension(P).num_params - relu.functional_dimension(P).rank
 
 
+def test_second_layer_flip_families(rng):
+    # two always-active neurons >= n1 = 2: both crossing neurons can turn around, alone or
+    # together: 4 families
+    P = bottleneck(rng, (3, 2, 4, 1), kinds=["mixed", "linear", "linear", "mixed"])
+    F = fiber(P)
+    assert F.generic and len(F.families) == 4
+    assert sorted(fam.discrete[0].neurons for fam in F.families if fam.discrete) == \
+        [(0,), (0, 3), (3,)]
+    fd = relu.functional_dimension(P)
+    assert F.dimension == fd.num_params - fd.rank
+    for fam in F.families[1:]:
+        assert ground_truth_equivalent(P, fam.base) and not same_orbit(P, fam.base)
+    Q = F.sample(1, seed=5)[0]
+    assert ground_truth_equivalent(P, Q)
+    assert "second_layer_flip(0, 3)" in F.describe()
+    # identifiability lists them as flips
+    assert {f.neurons for f in relu.identifiability(P).flips} == {(0,), (3,)}
+
+
 def test_all_dead_is_constant(rng):
     P = bottleneck(rng, (2, 2, 2, 1), kinds=["dead", "dead"], dyadic=True)
     F = fiber(P)

@@ -46,7 +46,8 @@ from .._tolerance import DEFAULT_TOL, check_tol, numerical_rank
 from .._validation import as_seed_rng, check_bool, check_positive_int
 from ._bottleneck import row_kinds, row_signs, three_layer
 from ._identifiability import identifiability
-from ._symmetries import Flip, HidingTranslation, LinearBlockMixing, Permutation
+from ._symmetries import (Flip, HidingTranslation, LinearBlockMixing, Permutation,
+                          SecondLayerFlip)
 
 __all__ = ["FiberFamily", "BottleneckFiber", "fiber"]
 
@@ -146,8 +147,9 @@ class FiberFamily(Result):
     def describe(self) -> str:
         """The family in words and sympy: its layers and constraints."""
         layers, cons = self.symbolic()
-        head = (f"family {[s.name + str(tuple(getattr(s, 'flipped', ()) or ())) for s in self.discrete] or 'identity'}"
-                f" (dimension {self.dimension})")
+        names = [s.name + str(getattr(s, "flipped", getattr(s, "neurons", (getattr(s, "neuron", ""),))))
+                 for s in self.discrete]
+        head = f"family {names or 'identity'} (dimension {self.dimension})"
         lines = [head]
         for l, (W, b) in enumerate(layers, start=1):
             lines.append(f"  W{l}' = {W.tolist()}")
@@ -301,6 +303,31 @@ class BottleneckFiber(Result):
         return out
 
 
+_MAX_SUBSETS_LOG2 = 12
+
+
+def _family(base: Params, delta: tuple, tol: float) -> FiberFamily:
+    """The continuous family through ``base`` (module docstring), with its dimension."""
+    ident = identifiability(base, tol=tol)
+    (W1, _), (W2, _), (W3, _) = base
+    n1, d = W1.shape
+    n2, n3 = W2.shape[0], W3.shape[0]
+    kinds = ident.row_kinds
+    dead = tuple(j for j, k in enumerate(kinds) if k == "dead")
+    linear = tuple(j for j, k in enumerate(kinds) if k == "linear")
+    live = tuple(j for j, k in enumerate(kinds) if k not in ("dead", "linear"))
+    all_dead = len(dead) == n2
+    trans = {} if all_dead else {h.neuron: h.interval[0] for h in ident.hidden_hyperplanes
+                                 if h.hiding}
+    lin_dim = 0
+    if linear:
+        J = list(linear)
+        lin_dim = _mixing_cone_dimension(W3[:, J], W2[J], tol) + len(J)
+    first = n1 * d + n1 if all_dead else n1 + len(trans)
+    dim = first + len(live) + (n1 + 1 + n3) * len(dead) + lin_dim
+    return FiberFamily(delta, base, dim, trans, dead, linear, live, all_dead)
+
+
 def fiber(params: Any, *, tol: float = DEFAULT_TOL) -> BottleneckFiber:
     """The fiber of a three-layer bottleneck parameter as explicit semi-algebraic families.
 
@@ -329,15 +356,10 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL) -> BottleneckFiber:
     (W1, b1), (W2, b2), (W3, b3) = params
     n1, d = W1.shape
     n2, n3 = W2.shape[0], W3.shape[0]
-    kinds = list(ident.row_kinds)
-    dead = tuple(j for j, k in enumerate(kinds) if k == "dead")
-    linear = tuple(j for j, k in enumerate(kinds) if k == "linear")
-    live = tuple(j for j, k in enumerate(kinds) if k not in ("dead", "linear"))
-    all_dead = len(dead) == n2
-    trans = {} if all_dead else {h.neuron: h.interval[0] for h in ident.hidden_hyperplanes
-                                 if h.hiding}
-    # discrete elements: subsets of flips around each hidden hyperplane, the ramp flip
+    # discrete elements: subsets of flips around each hidden hyperplane, the ramp flip,
+    # subsets of crossing second-layer neurons turned around through the linear block
     discrete: list[tuple] = [()]
+    all_dead = len(ident.dead_neurons) == n2
     for h in ident.hidden_hyperplanes:
         if h.flippable and not all_dead:
             discrete = [base + ((Flip(h.neuron, sub),) if sub else ())
@@ -347,18 +369,26 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL) -> BottleneckFiber:
     ramp = [f for f in ident.flips if f.name == "ramp_flip"]
     if ramp:
         discrete = discrete + [(ramp[0],)]
-    lin_dim = 0
-    if linear:
-        J = list(linear)
-        lin_dim = _mixing_cone_dimension(W3[:, J], W2[J], tol) + len(J)
-    first = n1 * d + n1 if all_dead else n1 + len(trans)
-    dim = first + len(live) + (n1 + 1 + n3) * len(dead) + lin_dim
+    if ident.linear_neurons:
+        crossing = [j for j, k in enumerate(ident.row_kinds) if k not in ("dead", "linear")]
+        if len(crossing) > _MAX_SUBSETS_LOG2:
+            raise InputError(f"fiber lists every subset of crossing second-layer neurons that "
+                             f"can turn around through the linear block; {len(crossing)} "
+                             f"crossing neurons give up to 2^{len(crossing)} families (at most "
+                             f"2^{_MAX_SUBSETS_LOG2} are listed)")
+        for r in range(1, len(crossing) + 1):
+            for sub in itertools.combinations(crossing, r):
+                flip = SecondLayerFlip.construct(params, sub, ident.linear_neurons, tol=tol)
+                if flip is not None:
+                    discrete.append((flip,))
     families = []
     for delta in discrete:
         base = _copy(params)
         for sym in delta:
             base = sym.apply(base, tol=tol)
-        families.append(FiberFamily(delta, base, dim, dict(trans), dead, linear, live, all_dead))
+        families.append(_family(base, delta, tol))
+    dim = max(f.dimension for f in families)
+    dead, linear = families[0].dead, families[0].linear
     perms = math.factorial(n2) // (math.factorial(len(dead)) * math.factorial(len(linear)))
     if not all_dead:
         perms *= math.factorial(n1)

@@ -52,7 +52,7 @@ from .._validation import check_bool
 from ._bottleneck import (hidden_hyperplanes, is_bottleneck, live_rows, row_kinds, row_signs,
                           three_layer, weighted_rows)
 from ._symmetries import (DeadNeuronMove, Flip, HidingTranslation, LinearBlockMixing, RampFlip,
-                          _translation_interval)
+                          SecondLayerFlip, _translation_interval)
 
 __all__ = ["HiddenHyperplane", "Identifiability", "identifiability", "fast_genericity"]
 
@@ -88,7 +88,8 @@ class Identifiability(Result):
         linear_neurons: second-layer neurons always active on the orthant (nonzero rows).
         hidden_hyperplanes: :class:`HiddenHyperplane` list.
         flips: the discrete symmetries available (a :class:`Flip` per flippable neuron,
-            a :class:`RampFlip`).
+            a :class:`RampFlip`, a :class:`SecondLayerFlip` per crossing neuron that can
+            turn around through the always-active block).
         witnesses: symmetries that move the parameter off its permutation-scaling orbit
             (one per reason; empty when identifiable).
         row_kinds: the kind of every row of ``[W2 | b2]`` (``"dead"``, ``"linear"``,
@@ -256,8 +257,17 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
             witnesses.append(LinearBlockMixing((j,), np.eye(1), (max(scale, 1.0),)))
         what = ("is always active" if len(linear) == 1
                 else "are always active and can be mixed by invertible matrices")
+        turn = []
+        for j, kind in enumerate(kinds):
+            if kind not in ("dead", "linear"):
+                flip = SecondLayerFlip.construct(params, (j,), linear, tol=tol)
+                if flip is not None:
+                    flips.append(flip)
+                    turn.append(j)
         reasons.append(f"second-layer neuron(s) {list(linear)} {what} (no negative entry): "
-                       f"their biases shift into b3")
+                       f"their biases shift into b3"
+                       + (f"; crossing neurons {turn} can turn around, the always-active block "
+                          f"absorbing their linear parts" if turn else ""))
     hidden = []
     for i, rows in hidden_hyperplanes(S).items():
         lo, hi = _translation_interval(params, i, S)
