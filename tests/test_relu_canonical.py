@@ -6,6 +6,7 @@ import zlib
 
 import numpy as np
 import pytest
+from canonical_support import dead_to_linear_pair, linear_block_flip_pair
 from support import load_benchmark
 from symmetry_support import bottleneck, ground_truth_equivalent, sampled_relative_difference
 
@@ -133,24 +134,27 @@ def test_canonical_form_is_idempotent_and_in_the_fiber():
                 assert np.allclose(Wa, Wb, atol=1e-9) and np.allclose(ba, bb, atol=1e-9)
 
 
-def test_a_second_layer_flip_through_the_linear_block_is_equivalent_but_not_named():
-    """With >= n1 always-active neurons (an open set) a crossing second-layer neuron can
-    turn around, its linear term absorbed by the linear block: equivalent, yet not reached
-    by the named symmetries."""
-    W1, b1 = np.array([[1.0, 0.5, 0.0], [0.2, -1.0, 1.0]]), np.array([0.3, -0.2])
-    W2 = np.array([[1.0, -2.0], [1.0, 0.5], [0.5, 1.0]])
-    b2 = np.array([0.5, 1.0, 2.0])
-    W3, b3 = np.array([[1.5, 1.0, -1.0], [0.5, -2.0, 1.0]]), np.array([0.1, -0.3])
-    p = [(W1, b1), (W2, b2), (W3, b3)]
-    c, a, beta = W3[:, 0], W2[0], b2[0]   # c relu(r) = c relu(-r) + c r
-    WA = W2[1:]
-    q = [(W1, b1), (np.vstack([-a, WA]), np.append(-beta, b2[1:])),
-         (np.column_stack([c, W3[:, 1:] + np.outer(c, a) @ np.linalg.inv(WA)]),
-          b3 + c * beta - (np.outer(c, a) @ np.linalg.inv(WA)) @ b2[1:])]
+def test_a_second_layer_flip_through_the_linear_block_is_recovered():
+    p, q = linear_block_flip_pair()
     assert sampled_relative_difference(p, q) < 1e-12
+    r = equivalent_bottleneck(p, q)
+    assert r.applies and r.equivalent and r.certified
+    assert "second_layer_flip" in [s.name for s in r.symmetry]
+    got = apply_sequence(r.symmetry, p)
+    assert max(np.max(np.abs(a[0] - b[0])) for a, b in zip(got, q)) < 1e-12
+
+
+def test_a_dead_neuron_turned_always_active_is_equivalent_but_not_named():
+    """Widths stay, but a dead neuron becomes always active: outside the named symmetries,
+    so equivalence is decided by the orientation-free invariant, without a symmetry."""
+    p, q = dead_to_linear_pair()
+    assert fast_path_reason(p) is None and fast_path_reason(q) is None
+    assert sampled_relative_difference(p, q) < 1e-12 and ground_truth_equivalent(p, q)
     r = equivalent_bottleneck(p, q)
     assert r.applies and r.equivalent and r.symmetry is None and not r.certified
     assert "named symmetries do not connect" in r.note
+    q[2][1][0] += 1e-6
+    assert not equivalent_bottleneck(p, q).equivalent
 
 
 def test_outside_the_fast_path():

@@ -3,6 +3,7 @@ fiber points as named / unnamed / n1 = 1, and its benchmark in quick mode."""
 
 import numpy as np
 import pytest
+from canonical_support import dead_to_linear_pair, linear_block_flip_pair
 from support import load_benchmark
 
 from neuromanifold import InputError
@@ -38,18 +39,18 @@ def test_named_points_are_found_and_classified():
     assert S.clusters[0].kind == "named" and S.clusters[0].max_difference <= 1e-8
 
 
-def test_a_second_layer_flip_through_the_linear_block_is_reported_as_unnamed():
-    W1, b1 = np.array([[1.0, 0.5, 0.0], [0.2, -1.0, 1.0]]), np.array([0.3, -0.2])
-    W2, b2 = np.array([[1.0, -2.0], [1.0, 0.5], [0.5, 1.0]]), np.array([0.5, 1.0, 2.0])
-    W3, b3 = np.array([[1.5, 1.0, -1.0], [0.5, -2.0, 1.0]]), np.array([0.1, -0.3])
-    p = [(W1, b1), (W2, b2), (W3, b3)]
-    c, a, beta, WA = W3[:, 0], W2[0], b2[0], W2[1:]
-    G = np.outer(c, a) @ np.linalg.inv(WA)
-    q = [(W1, b1), (np.vstack([-a, WA]), np.append(-beta, b2[1:])),
-         (np.column_stack([c, W3[:, 1:] + G]), b3 + c * beta - G @ b2[1:])]
+def test_second_layer_flips_are_classified():
+    """Turning a crossing neuron around through the always-active block is named
+    (second_layer_flip); making a dead neuron always active for it is not."""
+    p, q = linear_block_flip_pair()
+    S = search_symmetries(p, starts=0, initial=[perturbed(q, np.random.default_rng(2), 0.02)])
+    assert S.confirmed == 1 and not S.beyond_named
+    assert S.clusters[0].kind == "named" and "second_layer_flip" in S.clusters[0].signature
+    p, q = dead_to_linear_pair()
     S = search_symmetries(p, starts=0, initial=[perturbed(q, np.random.default_rng(2), 0.02)])
     assert S.confirmed == 1 and S.beyond_named
-    assert S.clusters[0].kind == "unnamed"
+    assert S.clusters[0].kind == "unnamed" and "1 crossing second-layer neuron(s) turned" \
+        in S.clusters[0].signature
 
 
 def test_one_neuron_ramp_flip_is_recognized():

@@ -37,7 +37,7 @@ from .._tolerance import DEFAULT_TOL, check_tol, numerical_rank, path_norm_scale
 from ._bottleneck import hidden_hyperplanes, is_bottleneck, live_rows, row_kinds, row_signs, three_layer
 from ._net import forward
 from ._symmetries import (DeadNeuronMove, Flip, HidingTranslation, LinearBlockMixing,
-                          Permutation, Scaling, Symmetry, apply_sequence)
+                          Permutation, Scaling, SecondLayerFlip, Symmetry, apply_sequence)
 
 __all__ = ["canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",
            "fast_path_reason"]
@@ -460,11 +460,16 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
         align.append(Permutation(1, tuple(int(v) for v in perm1)))
         cur = align[-1].apply(cur, tol=tol)
     # second layer
-    (W2p, b2p), (W3p, b3p) = cur[1], cur[2]
     (W2q, b2q), (W3q, b3q) = cq[1], cq[2]
-    same_shape = (len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
-    if same_shape and W2p.shape == W2q.shape:
-        Rp, Rq = np.hstack([W2p, b2p[:, None]]), np.hstack([W2q, b2q[:, None]])
+    Rq = np.hstack([W2q, b2q[:, None]])
+    same_shape = ((len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
+                  and cur[1][0].shape == W2q.shape)
+
+    def land(cur, steps, how):
+        """The symmetry p -> q if ``cur`` (p moved by ``path_p + steps``) matches ``c_q`` up
+        to a permutation of the second layer, else None."""
+        (W2p, b2p), (W3p, b3p) = cur[1], cur[2]
+        Rp = np.hstack([W2p, b2p[:, None]])
         perm2 = np.arange(W2p.shape[0])
         for grp in (ip.crossing, ip.linear):
             g = np.array(grp, dtype=int)
@@ -472,19 +477,25 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
         pw2 = np.maximum(np.max(np.abs(W3p[:, perm2]), axis=0), np.max(np.abs(W3q), axis=0))
         d2 = float(np.max(np.max(np.abs(Rp[perm2] - Rq), axis=1) * pw2))
         d3 = max(float(np.max(np.abs(W3p[:, perm2] - W3q))), float(np.max(np.abs(b3p - b3q))))
-        if d2 <= atol and d3 <= atol:
-            if np.any(perm2 != np.arange(len(perm2))):
-                align.append(Permutation(2, tuple(int(v) for v in perm2)))
-            sym = path_p + align + _inverse_path(path_q, before_q)
-            try:
-                got = apply_sequence(sym, p, tol=tol)
-            except SymmetryError as exc:  # pragma: no cover - would be a bug
-                return result(True, note=f"equal canonical forms, but the symmetry failed: {exc}")
-            qs = max(path_norm_scale(q), 1e-300)
-            mpd = max(float(np.max(np.abs(a - b))) for (Wa, ba), (Wb, bb) in zip(got, q)
-                      for a, b in ((Wa, Wb), (ba, bb))) / qs
-            return result(True, sym, mpd, md=0.0, certified=True,
-                          note=f"equal canonical forms; {len(sym)} named symmetries take p to q")
+        if d2 > atol or d3 > atol:
+            return None
+        steps = list(steps)
+        if np.any(perm2 != np.arange(len(perm2))):
+            steps.append(Permutation(2, tuple(int(v) for v in perm2)))
+        sym = path_p + steps + _inverse_path(path_q, before_q)
+        try:
+            got = apply_sequence(sym, p, tol=tol)
+        except SymmetryError:  # pragma: no cover - would be a bug
+            return None
+        qs = max(path_norm_scale(q), 1e-300)
+        mpd = max(float(np.max(np.abs(a - b))) for (Wa, ba), (Wb, bb) in zip(got, q)
+                  for a, b in ((Wa, Wb), (ba, bb))) / qs
+        return result(True, sym, mpd, md=0.0, certified=True,
+                      note=f"{how}; {len(sym)} named symmetries take p to q")
+    if same_shape:
+        res = land(cur, align, "equal canonical forms")
+        if res is not None:
+            return res
     # same first layer, different second layer: the orientation-free invariant decides
     Hp, wp, Mp, vp = _layer2_invariant(cur, ip)
     Hq, wq, Mq, vq = _layer2_invariant(cq, iq)
@@ -495,6 +506,23 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
         if (len(Hp) == 0 or (np.max(np.max(np.abs(Hp[pr] - Hq), axis=1) * wmax) <= atol
                              and np.max(np.abs(wp[pr] - wq)) <= atol)) \
                 and np.max(np.abs(Mp - Mq)) <= atol and np.max(np.abs(vp - vq)) <= atol:
+            if same_shape and ip.linear:  # turn the crossing rows that differ in sign
+                Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
+                C = Rc[ip.crossing] @ Rq[iq.crossing].T
+                turned = tuple(int(ip.crossing[a]) for a in range(len(ip.crossing))
+                               if C[a, int(np.argmax(np.abs(C[a])))] < 0)
+                if turned:
+                    flip = SecondLayerFlip(turned, tuple(ip.linear),
+                                           tuple(map(tuple, Rq[iq.linear])),
+                                           tuple(map(tuple, W3q[:, iq.linear])))
+                    try:
+                        res = land(flip.apply(cur, tol=tol), align + [flip],
+                                   "equal canonical forms after turning second-layer neurons "
+                                   "around")
+                    except SymmetryError:
+                        res = None
+                    if res is not None:
+                        return res
             return result(True, md=0.0, certified=False,
                           note="same first layer and same weighted arrangement of layers 2-3 "
                                "on the orthant, but the named symmetries do not connect the "
