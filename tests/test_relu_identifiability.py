@@ -134,3 +134,13 @@ def test_tolerance_and_errors(rng):
     assert d["identifiable"] == r.identifiable and isinstance(d["sign_patterns"], list)
     assert r.describe().startswith("identifiable=")
     assert "Identifiability(identifiable=" in repr(r)
+
+
+def test_validation_script_quick(capsys):
+    from support import load_benchmark
+
+    rows = load_benchmark("validate_identifiability").main(["--quick", "--seed", "3"])
+    assert len(rows) == 12
+    assert all(r["agree"] for r in rows if r["generic"])
+    assert all(r["witness"] in (None, True) for r in rows)
+    assert "fast path == functional dimension" in capsys.readouterr().out

@@ -44,7 +44,7 @@ from .._errors import InputError
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, numerical_rank
 from .._validation import as_seed_rng, check_bool, check_positive_int
-from ._bottleneck import row_kinds, row_signs, three_layer
+from ._bottleneck import three_layer
 from ._identifiability import identifiability
 from ._symmetries import (Flip, HidingTranslation, LinearBlockMixing, Permutation,
                           SecondLayerFlip)
