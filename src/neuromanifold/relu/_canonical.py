@@ -104,6 +104,10 @@ def _analyze(params: Params, tol: float) -> _Info:
             a, b = np.unravel_index(int(np.argmin(gap)), gap.shape)
             raise _NotCovered(f"second-layer rows {crossing[a]} and {crossing[b]} define "
                               f"the same hyperplane of the orthant")
+    for j in linear:
+        if not np.any(S[j, :-1] > 0):
+            raise _NotCovered(f"always-active second-layer neuron {j} is constant on the "
+                              f"orthant (its weights are within tol of zero)")
     if linear:
         kA = len(linear)
         if kA > min(2, n3):
