@@ -159,6 +159,9 @@ def test_errors(rng):
             (rng.standard_normal((2, 3)), rng.standard_normal(2)), (np.ones((1, 2)), np.zeros(1))]
     with pytest.raises(InputError, match="bottleneck"):
         fiber(wide)
+    many = bottleneck(rng, (2, 1, 15, 1), kinds=["linear"] + ["ramp"] * 14)
+    with pytest.raises(InputError, match="2\\^14 families"):
+        fiber(many)
     F = fiber(bottleneck(rng, (2, 2, 2, 1)))
     with pytest.raises(InputError, match="positive integer"):
         F.sample(0)
