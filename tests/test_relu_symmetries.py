@@ -140,6 +140,9 @@ def test_translation_random_floats(seed, widths):
     assert lo < 0 and hi > 0
     inside = lo + (min(hi, lo + 5) - lo) * rng.uniform(0.05, 0.95)
     assert ground_truth_equivalent(P, HidingTranslation(0, inside).apply(P))
+    # the ends themselves apply at the default tolerance (rounding of b2_j - lo a_ji)
+    assert HidingTranslation(0, lo).applies(P)
+    assert hi == np.inf or HidingTranslation(0, hi).applies(P)
     below = HidingTranslation(0, lo - 0.1 * (1 + abs(lo)))
     assert not below.applies(P) and not ground_truth_equivalent(P, _unchecked(below, P))
 
