@@ -22,6 +22,13 @@ method finished. Nothing is asserted on time.
 
 from __future__ import annotations
 
+import os
+
+# one BLAS thread: on a shared machine a multi-threaded BLAS oversubscribes the cores and a
+# 160 x 128 SVD takes seconds (set before numpy is imported; no effect inside the tests)
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 import argparse
 import multiprocessing as mp
 import time
