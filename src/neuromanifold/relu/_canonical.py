@@ -72,8 +72,9 @@ def _analyze(params: Params, tol: float) -> _Info:
         raise _NotCovered(f"not a bottleneck: needs n1 <= d and W1 of full row rank "
                           f"(n1 = {n1}, d = {d})")
     if n1 == 1:
-        raise _NotCovered("n1 = 1: ramp rows with different breakpoints admit turning the "
-                          "first-layer neuron around beyond the named symmetries")
+        raise _NotCovered("n1 = 1: the first-layer neuron can turn around at a ramp, and its "
+                          "kink can be cancelled by the second layer (fiber points outside "
+                          "the canonical form)")
     S = row_signs(params, tol)
     kinds = row_kinds(S)
     live = live_rows(S)
