@@ -22,6 +22,11 @@ hyperplane, or the ramp flip when ``n1 = 1``), of the continuous families
 * ``b3' = b3_0 + W3_0[:, J] b2_0[J] - C beta``.
 
 When every second-layer neuron is dead the function is constant and ``W1``, ``b1`` are free.
+The always-active block can also change size: a linear neuron shrinks to a zero row inside
+the mixing cone and continues as a dead neuron (and back), so there is a family for every
+number ``k'`` of always-active neurons (among the dead and linear ones) whose rows can
+still carry the block's linear part (``k' >= rank + 1``, or ``k' = rank`` when its row space
+meets the open orthant).
 The dimension of a family is ``n1 + #translations + #live nonlinear + (n1 + 1 + n3) #dead
 + dim(mixing cone) + k`` (``n1 d + n1`` instead of ``n1 + #translations`` when all are
 dead), where the mixing cone's dimension is ``k n3 + k n1 - rank`` of the differential of
@@ -218,6 +223,41 @@ def _random_mixing(p: Params, J: tuple, rng: np.random.Generator, dyadic: bool) 
     return p  # pragma: no cover - eps = 0 always applies
 
 
+def _rebalance(base: Params, pool: list, k: int, tol: float) -> Params | None:
+    """``base`` with the always-active block moved onto the first ``k`` neurons of
+    ``pool`` (the dead and linear second-layer neurons) and the others dead, when ``k``
+    nonnegative rows can carry the block's linear part (else ``None``). A linear neuron
+    shrinks to a zero row inside the mixing cone and continues as a dead one, so both
+    descriptions belong to the fiber."""
+    from ._symmetries import _nonnegative_factor
+    p = _copy(base)
+    (W1, b1), (W2, b2), (W3, b3) = p
+    n1 = W1.shape[0]
+    S = identifiability(base, tol=tol).row_kinds
+    J = [j for j in pool if S[j] == "linear"]
+    M = W3[:, J] @ W2[J] if J else np.zeros((W3.shape[0], n1))
+    const = W3[:, J] @ b2[J] if J else np.zeros(W3.shape[0])
+    new, dead = pool[:k], pool[k:]
+    if k == 0:
+        if np.any(M):
+            return None
+        A = np.zeros((0, n1))
+    else:
+        A = _nonnegative_factor(M, np.zeros((k, n1)), tol)
+        if A is None or np.any(np.all(A == 0, axis=1)):
+            return None
+    C = M @ np.linalg.pinv(A) if k else np.zeros((W3.shape[0], 0))
+    if k and not np.allclose(C @ A, M, atol=1e-9 * max(1.0, float(np.max(np.abs(M))))):
+        return None
+    beta = np.full(k, max(1.0, float(np.max(np.abs(A)))) if k else 0.0)  # generic: > 0
+    b3 = b3 + const - (C @ beta if k else 0.0)
+    for a, j in enumerate(new):
+        W2[j], b2[j], W3[:, j] = A[a], beta[a], C[:, a]
+    for j in dead:
+        W2[j], b2[j], W3[:, j] = 0.0, -1.0, 0.0
+    return [(W1, b1), (W2, b2), (W3, b3)]
+
+
 def _mixing_cone_dimension(C: np.ndarray, A: np.ndarray, tol: float) -> int:
     """``k n3 + k n1 - rank`` of ``(dC, dA) -> dC A + C dA`` at ``(C, A)``."""
     n3, k = C.shape
@@ -246,8 +286,8 @@ class BottleneckFiber(Result):
         params: the parameter.
         families: the :class:`FiberFamily` list, one per discrete element.
         dimension: the fiber's dimension (the largest family's).
-        num_pieces: number of distinct families once permutations are counted
-            (``len(families) * n1! * n2! / (#dead! * #linear!)``; ``n1!`` is dropped when
+        num_pieces: number of distinct families once permutations are counted (the sum
+            over families of ``n1! * n2! / (#dead! * #linear!)``; ``n1!`` is dropped when
             every second-layer neuron is dead).
         generic: the parameter passes the genericity conditions of
             :func:`~neuromanifold.relu.identifiability` (otherwise the description is
@@ -387,10 +427,18 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL) -> BottleneckFiber:
         for sym in delta:
             base = sym.apply(base, tol=tol)
         families.append(_family(base, delta, tol))
+        if not all_dead:  # the block's size can change through its zero rows
+            fam = families[-1]
+            pool = sorted(fam.dead + fam.linear)
+            for kp in range(len(pool) + 1):
+                if kp != len(fam.linear):
+                    moved = _rebalance(base, pool, kp, tol)
+                    if moved is not None:
+                        families.append(_family(moved, delta, tol))
     dim = max(f.dimension for f in families)
-    dead, linear = families[0].dead, families[0].linear
-    perms = math.factorial(n2) // (math.factorial(len(dead)) * math.factorial(len(linear)))
-    if not all_dead:
-        perms *= math.factorial(n1)
-    return BottleneckFiber(params, tuple(families), dim, len(families) * perms, ident.generic,
+    pieces = 0
+    for f in families:
+        perms = math.factorial(n2) // (math.factorial(len(f.dead)) * math.factorial(len(f.linear)))
+        pieces += perms * (1 if f.all_dead else math.factorial(n1))
+    return BottleneckFiber(params, tuple(families), dim, pieces, ident.generic,
                            ident.identifiable, tol)
