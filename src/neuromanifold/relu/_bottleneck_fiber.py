@@ -27,6 +27,8 @@ the mixing cone and continues as a dead neuron (and back), so there is a family 
 number ``k'`` of always-active neurons (among the dead and linear ones) whose rows can
 still carry the block's linear part (``k' >= rank + 1``, or ``k' = rank`` when its row space
 meets the open orthant).
+Not listed: the lower-dimensional pieces on the families' boundary where a dead (or
+dispensable always-active) neuron has a zero outgoing column and then an arbitrary row.
 The dimension of a family is ``n1 + #translations + #live nonlinear + (n1 + 1 + n3) #dead
 + dim(mixing cone) + k`` (``n1 d + n1`` instead of ``n1 + #translations`` when all are
 dead), where the mixing cone's dimension is ``k n3 + k n1 - rank`` of the differential of
