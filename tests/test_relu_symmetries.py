@@ -320,3 +320,28 @@ def test_second_layer_flip_through_the_linear_block(rng):
     assert not SecondLayerFlip((1,), (0,), ((1.0, 1.0, 1.0),), ((1.0,), (1.0,))).applies(P)
     with pytest.raises(InputError, match="disjoint"):
         SecondLayerFlip((0,), (0,), ((1.0, 1.0, 1.0),), ((1.0,),))
+
+
+def test_block_refactor_grows_and_shrinks_the_block():
+    from neuromanifold.relu.symmetries import BlockRefactor
+    P = _net([[1.0, 0.5, 0.0], [0.25, -1.0, 1.0]], [0.5, -0.25],
+             [[1.0, -2.0], [1.0, 0.5], [-1.0, -0.5]], [0.5, 1.0, -2.0], [[1.5, -2.0, 3.0]], [0.125])
+    # the dead neuron 2 joins the block: each of 1, 2 carries half of the linear map
+    grow = BlockRefactor((1, 2), ((0.5, 0.25, 1.0), (0.5, 0.25, 0.5)), ((-2.0, -2.0),))
+    assert grow.applies(P, tol=0)
+    Q = grow.apply(P, tol=0)
+    assert exactly_equivalent(P, Q) and not same_orbit(P, Q)
+    back = grow.inverse(P).apply(Q, tol=0)
+    assert all(np.array_equal(a, b) and np.array_equal(c, e) for (a, c), (b, e) in zip(P, back))
+    # neuron 1 leaves the block (it becomes dead), neuron 2 carries the map alone
+    shrink = BlockRefactor((1, 2), ((-1.0, 0.0, -0.25), (1.0, 0.5, 0.25)), ((7.0, -2.0),))
+    assert shrink.applies(Q, tol=0)
+    assert exactly_equivalent(P, shrink.apply(Q, tol=0))
+    # just outside: the new block carries twice the linear map
+    bad = BlockRefactor((1, 2), ((1.0, 0.5, 1.0), (1.0, 0.5, 0.5)), ((-2.0, -2.0),))
+    app = bad.applies(P)
+    assert not app.applies and "linear map" in app.reason
+    assert not exactly_equivalent(P, _unchecked(bad, P))
+    # a mixed neuron is not part of the block, nor may a new row be mixed
+    assert not BlockRefactor((0,), ((1.0, 1.0, 1.0),), ((1.5,),)).applies(P)
+    assert not BlockRefactor((2,), ((1.0, -1.0, 0.0),), ((3.0,),)).applies(P)

@@ -23,6 +23,9 @@ row ``j`` of ``[W2 | b2]``.
 * :class:`SecondLayerFlip`: crossing second-layer neurons turn around,
   ``c relu(y) = c relu(-y) + c y``, their linear parts absorbed by the always-active block
   (a new nonnegative factorization of its linear map).
+* :class:`BlockRefactor`: dead and always-active second-layer neurons get new rows, each
+  dead or always active, whose always-active part carries the same affine map (the block
+  can grow or shrink through zero rows).
 * :class:`RampFlip`: ``n1 = 1`` and every live row a ramp (``a < 0 < beta``): the
   first-layer neuron turns around, ``u -> C - u`` at the largest breakpoint ``C``.
 
@@ -55,7 +58,7 @@ from ._net import check_params
 
 __all__ = ["Applicability", "Symmetry", "Permutation", "Scaling", "DeadNeuronMove",
            "LinearBlockMixing", "HidingTranslation", "Flip", "RampFlip", "SecondLayerFlip",
-           "apply_sequence"]
+           "BlockRefactor", "apply_sequence"]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 
@@ -749,6 +752,96 @@ class SecondLayerFlip(_ThreeLayer):
         return SecondLayerFlip(self.neurons, self.linear,
                                tuple(map(tuple, np.hstack([W2[J], b2[J, None]]))),
                                tuple(map(tuple, W3[:, J])))
+
+
+@dataclasses.dataclass(frozen=True, repr=False, eq=False)
+class BlockRefactor(_ThreeLayer):
+    """Refactor the always-active block over dead and always-active second-layer neurons.
+
+    Every neuron of ``neurons`` must be dead (no positive entry) or always active (no
+    negative entry) on the orthant. Each gets a new row (``rows``, ``n1 + 1`` entries, bias
+    last) and outgoing column (``outgoing``, ``n3 x len(neurons)``). Each new row must again
+    have no positive entry (dead: it contributes 0) or no negative entry (always active),
+    and the new always-active rows must carry the same linear map as the old ones:
+    ``sum_new C_j a_j^T = sum_old W3[:, j] W2[j]``; ``b3`` takes the constants
+    (``b3 -> b3 + sum_old W3[:, j] b2_j - sum_new C_j beta_j``). It contains the dead-neuron
+    moves and the invertible mixings, and lets a dead neuron join the block or an
+    always-active one leave it (through its zero row). :meth:`inverse` restores the old
+    rows exactly.
+    """
+
+    neurons: tuple[int, ...]
+    rows: tuple
+    outgoing: tuple
+    _name = "block_refactor"
+
+    def __post_init__(self):
+        J = _int_tuple(self.neurons, "neurons")
+        if not J or len(set(J)) != len(J):
+            raise InputError(f"neurons must be distinct and non-empty; got {short_repr(self.neurons)}")
+        R = np.array(self.rows, dtype=float).reshape(len(J), -1)
+        C = np.array(self.outgoing, dtype=float).reshape(-1, len(J))
+        if not (np.all(np.isfinite(R)) and np.all(np.isfinite(C))):
+            raise InputError("rows and outgoing must be finite")
+        object.__setattr__(self, "neurons", J)
+        object.__setattr__(self, "rows", tuple(tuple(float(v) for v in r) for r in R))
+        object.__setattr__(self, "outgoing", tuple(tuple(float(v) for v in r) for r in C))
+
+    def _check(self, params, tol):
+        (W1, b1), (W2, b2), (W3, b3) = params
+        n1, n2, n3 = W1.shape[0], W2.shape[0], W3.shape[0]
+        J = list(self.neurons)
+        if not all(0 <= j < n2 for j in J):
+            return False, f"neurons must be second-layer neurons 0..{n2 - 1}; got {J}", None
+        R = np.array(self.rows).reshape(len(J), -1)
+        C = np.array(self.outgoing).reshape(-1, len(J))
+        if R.shape != (len(J), n1 + 1) or C.shape != (n3, len(J)):
+            return False, (f"rows must be {len(J)} x {n1 + 1} and outgoing {n3} x {len(J)}; "
+                           f"got {R.shape} and {C.shape}"), None
+        S = row_signs(params, tol)
+        bad = [j for j in J if np.any(S[j] > 0) and np.any(S[j] < 0)]
+        if bad:
+            return False, f"second-layer neurons {bad} are neither dead nor always active", None
+        new = self._transform(_copy(params), tol)
+        S2 = row_signs(new, tol)
+        bad = [j for j in J if np.any(S2[j] > 0) and np.any(S2[j] < 0)]
+        if bad:
+            return False, f"the new rows of neurons {bad} are neither dead nor always active", None
+        old_lin = [j for j in J if np.any(S[j] > 0)]
+        new_lin = [a for a, j in enumerate(J) if np.any(S2[j] > 0)]
+        norms = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
+        target = (W3[:, old_lin] @ W2[old_lin]) * norms
+        got = (C[:, new_lin] @ R[new_lin, :-1]) * norms
+        scale = max(float(np.max(np.abs(target), initial=0.0)),
+                    float(np.max(np.abs(C[:, new_lin]) @ np.abs(R[new_lin, :-1] * norms),
+                                 initial=0.0)))
+        err = float(np.max(np.abs(got - target), initial=0.0))
+        if err > tol * scale:
+            return False, (f"the new always-active rows do not carry the block's linear map "
+                           f"(difference {err:.3g})"), None
+        return True, (f"neurons {J} stay dead or always active and the block carries the same "
+                      f"linear map"), None
+
+    def _transform(self, params, tol):
+        (W1, b1), (W2, b2), (W3, b3) = params
+        J = list(self.neurons)
+        R = np.array(self.rows).reshape(len(J), -1)
+        C = np.array(self.outgoing).reshape(-1, len(J))
+        S = row_signs(params, tol)
+        old_lin = [j for j in J if np.any(S[j] > 0)]
+        b3 = b3 + W3[:, old_lin] @ b2[old_lin]
+        W2[J], b2[J], W3[:, J] = R[:, :-1], R[:, -1], C
+        S2 = row_signs([(W1, b1), (W2, b2), (W3, b3)], tol)
+        new_lin = [j for j in J if np.any(S2[j] > 0)]
+        b3 = b3 - W3[:, new_lin] @ b2[new_lin]
+        return [(W1, b1), (W2, b2), (W3, b3)]
+
+    def inverse(self, params) -> "BlockRefactor":
+        params = self._prepare(params)
+        (_, _), (W2, b2), (W3, _) = params
+        J = list(self.neurons)
+        return BlockRefactor(self.neurons, tuple(map(tuple, np.hstack([W2[J], b2[J, None]]))),
+                             tuple(map(tuple, W3[:, J])))
 
 
 def apply_sequence(symmetries: Sequence[Symmetry], params: Any, *,

@@ -8,9 +8,9 @@ Public re-export of the symmetry objects; definitions and validity sets are in
 'permutation'
 """
 
-from ._symmetries import (Applicability, DeadNeuronMove, Flip, HidingTranslation,
+from ._symmetries import (Applicability, BlockRefactor, DeadNeuronMove, Flip, HidingTranslation,
                           LinearBlockMixing, Permutation, RampFlip, Scaling, SecondLayerFlip,
                           Symmetry, apply_sequence)
 
 __all__ = ["Applicability", "Symmetry", "Permutation", "Scaling", "DeadNeuronMove",
-           "LinearBlockMixing", "HidingTranslation", "Flip", "RampFlip", "SecondLayerFlip", "apply_sequence"]
+           "LinearBlockMixing", "HidingTranslation", "Flip", "RampFlip", "SecondLayerFlip", "BlockRefactor", "apply_sequence"]
