@@ -30,3 +30,20 @@ def dead_to_linear_pair():
     q = [(W1, b1), (np.array([[-1.0, -0.5], [1.0, 0.5], [1.0, -1.0]]), np.array([1.0, 0.0, 0.5])),
          (np.array([[2.0, 2.0, -1.0]]), b3 + 2.0 * -1.0)]
     return p, q
+
+
+def block_rowspace_pair():
+    """p with two always-active neurons, n3 = 1 < 2 and n1 = 3; q factors the same linear
+    part ``L = W3[:, A] W2[A]`` through two nonnegative rows spanning a different plane: no
+    mixing (which keeps the row space) connects them."""
+    W1 = np.array([[1.0, 0.5, 0.0], [0.2, -1.0, 1.0], [0.5, 0.5, -1.0]])
+    b1 = np.array([0.25, -0.5, 0.75])
+    W2 = np.array([[1.0, -2.0, 0.5], [1.0, 0.5, 0.25], [0.5, 1.0, 2.0]])
+    b2 = np.array([0.5, 1.0, 2.0])
+    W3, b3 = np.array([[1.5, 1.0, -1.0]]), np.array([0.25])
+    p = [(W1, b1), (W2, b2), (W3, b3)]
+    L = (W3[:, 1:] @ W2[1:])[0]
+    a = np.array([2.0, 0.0, 0.0])
+    q = [(W1, b1), (np.vstack([W2[0], a, a - L]), np.array([b2[0], 0.0, 0.0])),
+         (np.array([[1.5, 1.0, -1.0]]), b3 + W3[:, 1:] @ b2[1:])]
+    return p, q

@@ -6,7 +6,7 @@ import zlib
 
 import numpy as np
 import pytest
-from canonical_support import dead_to_linear_pair, linear_block_flip_pair
+from canonical_support import block_rowspace_pair, dead_to_linear_pair, linear_block_flip_pair
 from support import load_benchmark
 from symmetry_support import bottleneck, ground_truth_equivalent, sampled_relative_difference
 
@@ -155,6 +155,17 @@ def test_a_dead_neuron_turned_always_active_is_equivalent_but_not_named():
     assert "named symmetries do not connect" in r.note
     q[2][1][0] += 1e-6
     assert not equivalent_bottleneck(p, q).equivalent
+
+
+def test_a_block_with_more_neurons_than_outputs_has_more_freedom_than_mixing():
+    """Two always-active neurons with n3 = 1 < 2: the row space of the block can turn
+    around the linear part (equivalent by the exact engine, row spaces differ), so the fast
+    path leaves such networks to the exact engine."""
+    p, q = block_rowspace_pair()
+    assert np.linalg.matrix_rank(np.vstack([p[1][0][1:], q[1][0][1:]])) == 3
+    assert ground_truth_equivalent(p, q)
+    assert "always-active" in fast_path_reason(p)
+    assert not equivalent_bottleneck(p, q).applies
 
 
 def test_outside_the_fast_path():
