@@ -144,3 +144,15 @@ def test_validation_script_quick(capsys):
     assert all(r["agree"] for r in rows if r["generic"])
     assert all(r["witness"] in (None, True) for r in rows)
     assert "fast path == functional dimension" in capsys.readouterr().out
+
+
+def test_wide_faces_are_sampled(rng):
+    P = bottleneck(rng, (8, 5, 20, 1), kinds=["mixed"] * 20)
+    P[2][0][0, :10] = np.abs(P[2][0][0, :10])
+    P[2][0][0, 10:] = -np.abs(P[2][0][0, 10:])   # jumps of both signs: no shortcut
+    r = identifiability(P)
+    assert r.generic and r.identifiable and "visible kinks sampled" in r.method
+    # same signs everywhere: a functional separates the jumps, nothing to enumerate
+    P[2][0][0] = np.abs(P[2][0][0])
+    P[1][0][:] = np.abs(P[1][0]) * np.array([1.0, -1.0, 1.0, -1.0, 1.0])  # signed columns
+    assert "sampled" not in identifiability(P).method

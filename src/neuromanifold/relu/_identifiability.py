@@ -31,8 +31,12 @@ the exact functional dimension and the exact equivalence engine
 * ``"visible kinks"``: across every face ``z_k = 0`` of the orthant, the gradient jump
   ``sum_{j in J} W3[:, j] W2[j, k]`` is nonzero on every region of the face where the set
   ``J`` of active second-layer neurons is not empty (the masked products ``W3 D2 W2 e_k``
-  have full rank there). The face regions come from the exact region engine in dimension
-  ``n1 - 1`` (a single point when ``n1 = 1``): polynomial in ``n2`` for fixed ``n1``.
+  have full rank there). When a linear functional is positive on every live row's jump
+  ``W3[:, j] W2[j, k]`` (one LP) no subset cancels and nothing more is needed. Otherwise the
+  face regions come from the exact region engine in dimension ``n1 - 1`` (a single point
+  when ``n1 = 1``) when that arrangement is small (``n1 <= 2``, ``n2 <= 10``, or ``n1 = 3``
+  and ``n2 <= 24``), else from a sample of 2000 face points at scales ``1e-3 .. 1e3`` (then
+  ``method`` says so: the condition is sampled, not exhaustive).
 
 ``exact_genericity=True`` adds the exact supertransversality and masked-product rank
 conditions of :func:`neuromanifold.relu.genericity` (exponential: region enumeration).
@@ -159,31 +163,63 @@ def fast_genericity(params: Any, *, tol: float = DEFAULT_TOL) -> tuple[str, ...]
         for m in range(j + 1, n2):
             if numerical_rank(R[[j, m]].T, eps)[0] < 2:
                 out.append(f"distinct hyperplanes: rows {j} and {m} of [W2 | b2] are parallel")
-    out.extend(_face_jumps(params, S, tol))
+    out.extend(_face_jumps(params, S, tol)[0])
     return tuple(out)
 
 
-def _face_patterns(W2: np.ndarray, b2: np.ndarray, k: int) -> list[np.ndarray]:
-    """Activation sets (boolean masks) of the second layer on the regions of the face
-    ``z_k = 0`` of the orthant."""
+def _exhaustive(n1: int, n2: int) -> bool:
+    """Whether the face arrangements are small enough to enumerate every region."""
+    return n1 <= 2 or n2 <= 10 or (n1 == 3 and n2 <= 24)
+
+
+def _face_patterns(W2: np.ndarray, b2: np.ndarray, k: int, exhaustive: bool,
+                   rng: np.random.Generator) -> list[np.ndarray]:
+    """Activation sets (boolean masks) of the second layer on the face ``z_k = 0`` of the
+    orthant: on every region (exact region engine), or on a sample of face points at
+    several scales when ``exhaustive`` is False."""
     n2, n1 = W2.shape
     if n1 == 1:
         return [b2 > 0]
-    from ._regions import regions
     Wf = np.delete(W2, k, axis=1)
-    face = [(Wf, b2), (np.ones((1, n2)), np.zeros(1))]
-    return [np.asarray(R.pattern[0], bool) for R in regions(face, "orthant").regions]
+    if exhaustive:
+        from ._regions import regions
+        face = [(Wf, b2), (np.ones((1, n2)), np.zeros(1))]
+        return [np.asarray(R.pattern[0], bool) for R in regions(face, "orthant").regions]
+    Z = np.vstack([rng.exponential(1.0, (400, n1 - 1)) * sc for sc in (1e-3, 1e-1, 1.0, 10.0, 1e3)]
+                  + [np.zeros((1, n1 - 1))])
+    Z[rng.random(Z.shape) < 0.3] = 0.0  # points on lower-dimensional faces too
+    A = Z @ Wf.T + b2 > 0
+    return list(np.unique(A, axis=0))
 
 
-def _face_jumps(params, S, tol) -> list[str]:
+def _separated(V: np.ndarray) -> bool:
+    """Whether some linear functional is positive on every column of ``V`` (then no
+    non-empty subset of the columns sums to zero)."""
+    if V.shape[1] == 0:
+        return True
+    from scipy.optimize import linprog
+    res = linprog(np.zeros(V.shape[0]), A_ub=-V.T, b_ub=-np.ones(V.shape[1]),
+                  bounds=[(None, None)] * V.shape[0], method="highs")
+    return res.status == 0
+
+
+def _face_jumps(params, S, tol) -> tuple[list[str], list[int]]:
+    """Failures of the visible-kinks condition, and the faces only sampled."""
     (W1, _), (W2, b2), (W3, _) = params
-    n1 = W1.shape[0]
+    n1, n2 = W1.shape[0], W2.shape[0]
     R = weighted_rows(params)
-    out = []
+    live = live_rows(S)
+    out, sampled = [], []
+    rng = np.random.default_rng(0)
     for k in range(n1):
         col = W3 * R[:, k][None, :]          # W3[:, j] * (weighted) W2[j, k]
         top = float(np.max(np.abs(col))) if col.size else 0.0
-        for J in _face_patterns(W2, b2, k):
+        if top > 0 and np.all(S[live, k] != 0) and _separated(col[:, live]):
+            continue  # no subset of the live rows' jumps cancels
+        exhaustive = _exhaustive(n1, n2)
+        if not exhaustive:
+            sampled.append(k)
+        for J in _face_patterns(W2, b2, k, exhaustive, rng):
             if not J.any():
                 continue
             jump = col[:, J].sum(axis=1)
@@ -192,7 +228,7 @@ def _face_jumps(params, S, tol) -> list[str]:
                            f"vanishes where second-layer neurons {np.flatnonzero(J).tolist()} "
                            f"are active")
                 break
-    return out
+    return out, sampled
 
 
 def _nudge(lo: float, hi: float) -> float:
@@ -238,6 +274,10 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
     bottleneck = is_bottleneck(params, tol=tol)
     failures = list(fast_genericity(params, tol=tol))
     method = "sign patterns of [W2 | b2]"
+    if not _exhaustive(n1, params[1][0].shape[0]):
+        sampled = _face_jumps(params, S, tol)[1]
+        if sampled:
+            method += f"; visible kinks sampled (not every region) on faces {sampled}"
     if exact_genericity:
         from ._genericity import genericity
         g = genericity(params)
