@@ -58,6 +58,7 @@ class _Info:
     linear: list[int]
     dead: list[int]
     flippable: list[int]
+    block: str | None = None   # why the always-active block has no canonical form (or None)
 
 
 def _analyze(params: Params, tol: float) -> _Info:
@@ -109,13 +110,14 @@ def _analyze(params: Params, tol: float) -> _Info:
         if not np.any(S[j, :-1] > 0):
             raise _NotCovered(f"always-active second-layer neuron {j} is constant on the "
                               f"orthant (its weights are within tol of zero)")
+    block = None
     if linear:
         kA = len(linear)
         if kA > min(2, n3):
-            raise _NotCovered(f"{kA} always-active second-layer neurons with n3 = {n3}: the "
-                              f"fast path handles at most min(2, n3)")
-        if numerical_rank(W2[linear].T, tol)[0] < kA or numerical_rank(W3[:, linear], tol)[0] < kA:
-            raise _NotCovered("the always-active block W3[:, A] W2[A] does not have full rank")
+            block = (f"{kA} always-active second-layer neurons with n3 = {n3}: the canonical "
+                     f"form handles at most min(2, n3)")
+        elif numerical_rank(W2[linear].T, tol)[0] < kA or numerical_rank(W3[:, linear], tol)[0] < kA:
+            block = "the always-active block W3[:, A] W2[A] does not have full rank"
     hid = hidden_hyperplanes(S)
     hidden = next(iter(hid)) if hid else None
     SL = S[live]
@@ -132,7 +134,7 @@ def _analyze(params: Params, tol: float) -> _Info:
     if hidden is not None:
         flippable = [k for k in range(n1) if k != hidden
                      and Flip(hidden, (k,)).applies(params, tol=tol).applies]
-    return _Info(n1, n3, hidden, crossing, linear, dead, flippable)
+    return _Info(n1, n3, hidden, crossing, linear, dead, flippable, block)
 
 
 def fast_path_reason(params: Any, *, tol: float = DEFAULT_TOL) -> str | None:
@@ -217,10 +219,10 @@ def _canonical(params: Params, tol: float) -> tuple[Params, list, list, _Info]:
     # 5. second-layer norms and the linear block
     W2, b2 = cur[1]
     s2 = np.ones(W2.shape[0])
-    for j in info.crossing:
+    for j in info.crossing + (info.linear if info.block else []):
         s2[j] = 1.0 / np.linalg.norm(np.append(W2[j], b2[j]))
     cur = _step(path, before, cur, Scaling(2, tuple(s2)), tol)
-    if info.linear:
+    if info.linear and not info.block:
         A = info.linear
         W2, b2 = cur[1]
         T = _cone_rays(W2[A])
@@ -246,7 +248,7 @@ def _canonical(params: Params, tol: float) -> tuple[Params, list, list, _Info]:
     structure = _Info(n1, n3, 0 if i is not None else None,
                       [pos[j] for j in info.crossing], [pos[j] for j in info.linear],
                       [pos[j] for j in info.dead],
-                      sorted(perm1.index(k) for k in info.flippable))
+                      sorted(perm1.index(k) for k in info.flippable), info.block)
     return cur, path, before, structure
 
 
@@ -280,10 +282,15 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
     tol = check_tol(tol)
     params = three_layer(params, "canonical_form")
     try:
-        return _canonical(params, tol)[0]
+        out, _, _, info = _canonical(params, tol)
     except _NotCovered as exc:
-        raise InputError(f"canonical_form needs a generic three-layer bottleneck network "
-                         f"(docs/relu_equivalence.md); here: {exc.args[0]}") from None
+        reason = exc.args[0]
+    else:
+        if info.block is None:
+            return out
+        reason = info.block
+    raise InputError(f"canonical_form needs a generic three-layer bottleneck network "
+                     f"(docs/relu_equivalence.md); here: {reason}")
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -468,7 +475,7 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
     (W2q, b2q), (W3q, b3q) = cq[1], cq[2]
     Rq = np.hstack([W2q, b2q[:, None]])
     same_shape = ((len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
-                  and cur[1][0].shape == W2q.shape)
+                  and cur[1][0].shape == W2q.shape and not ip.block and not iq.block)
 
     def land(cur, steps, how):
         """The symmetry p -> q if ``cur`` (p moved by ``path_p + steps``) matches ``c_q`` up
@@ -499,6 +506,30 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
                       note=f"{how}; {len(sym)} named symmetries take p to q")
     if same_shape:
         res = land(cur, align, "equal canonical forms")
+        if res is not None:
+            return res
+    elif ((len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
+          and cur[1][0].shape == W2q.shape and ip.linear):
+        # a block without canonical form: after matching the crossing rows, try the mixing
+        # that takes p's block rows onto q's (least squares, checked by applying it)
+        Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
+        g = np.array(ip.crossing, dtype=int)
+        perm2 = np.arange(Rc.shape[0])
+        perm2[g] = g[_assign(Rc[g], Rq[g])]
+        steps = list(align)
+        moved = cur
+        if np.any(perm2 != np.arange(len(perm2))):
+            steps.append(Permutation(2, tuple(int(v) for v in perm2)))
+            moved = steps[-1].apply(moved, tol=tol)
+        A = list(ip.linear)
+        Wa, ba = moved[1][0][A], moved[1][1][A]
+        Mx = Rq[A, :-1] @ np.linalg.pinv(Wa)
+        try:
+            mix = LinearBlockMixing(tuple(A), Mx, tuple(Rq[A, -1] - Mx @ ba))
+            res = land(mix.apply(moved, tol=tol), steps + [mix], "equal up to the mixing of "
+                       "the always-active block")
+        except (SymmetryError, InputError):
+            res = None
         if res is not None:
             return res
     # same first layer, different second layer: the orientation-free invariant decides
