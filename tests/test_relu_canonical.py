@@ -151,28 +151,31 @@ def test_a_second_layer_flip_through_the_linear_block_is_recovered():
     assert max(np.max(np.abs(a[0] - b[0])) for a, b in zip(got, q)) < 1e-12
 
 
-def test_a_dead_neuron_turned_always_active_is_equivalent_but_not_named():
-    """Widths stay, but a dead neuron becomes always active: outside the named symmetries,
-    so equivalence is decided by the orientation-free invariant, without a symmetry."""
+def test_a_dead_neuron_turned_always_active_is_recovered_by_block_refactor():
+    """A dead neuron becomes always active to carry the linear term of a turned-around
+    crossing neuron: the invariant decides, BlockRefactor + SecondLayerFlip connect."""
     p, q = dead_to_linear_pair()
     assert fast_path_reason(p) is None and fast_path_reason(q) is None
     assert sampled_relative_difference(p, q) < 1e-12 and ground_truth_equivalent(p, q)
     r = equivalent_bottleneck(p, q)
-    assert r.applies and r.equivalent and r.symmetry is None and not r.certified
-    assert "named symmetries do not connect" in r.note
+    assert r.applies and r.equivalent and r.certified
+    names = [s.name for s in r.symmetry]
+    assert "block_refactor" in names and "second_layer_flip" in names
+    assert r.max_parameter_difference < 1e-12
     q[2][1][0] += 1e-6
     assert not equivalent_bottleneck(p, q).equivalent
 
 
 def test_a_block_with_more_neurons_than_outputs_has_more_freedom_than_mixing():
     """Two always-active neurons with n3 = 1 < 2: the row space of the block can turn
-    around the linear part (equivalent by the exact engine, row spaces differ); the fast
-    path decides by the invariant, and there is no canonical form."""
+    around the linear part (equivalent by the exact engine, row spaces differ, so no mixing
+    connects them); the fast path decides and BlockRefactor connects; no canonical form."""
     p, q = block_rowspace_pair()
     assert np.linalg.matrix_rank(np.vstack([p[1][0][1:], q[1][0][1:]])) == 3
     assert ground_truth_equivalent(p, q)
-    r = equivalent_bottleneck(p, q)     # decided by the invariant, without a symmetry
-    assert r.applies and r.equivalent and r.symmetry is None and not r.certified
+    r = equivalent_bottleneck(p, q)     # decided by the invariant; BlockRefactor connects
+    assert r.applies and r.equivalent and r.certified
+    assert [s.name for s in r.symmetry].count("block_refactor") == 1
     q = [(W.copy(), b.copy()) for W, b in q]
     q[0][0][0, 0] += 1e-5
     assert not equivalent_bottleneck(p, q).equivalent

@@ -41,16 +41,15 @@ def test_named_points_are_found_and_classified():
 
 def test_second_layer_flips_are_classified():
     """Turning a crossing neuron around through the always-active block is named
-    (second_layer_flip); making a dead neuron always active for it is not."""
+    (second_layer_flip), also when a dead neuron joins the block for it (block_refactor)."""
     p, q = linear_block_flip_pair()
     S = search_symmetries(p, starts=0, initial=[perturbed(q, np.random.default_rng(2), 0.02)])
     assert S.confirmed == 1 and not S.beyond_named
     assert S.clusters[0].kind == "named" and "second_layer_flip" in S.clusters[0].signature
     p, q = dead_to_linear_pair()
     S = search_symmetries(p, starts=0, initial=[perturbed(q, np.random.default_rng(2), 0.02)])
-    assert S.confirmed == 1 and S.beyond_named
-    assert S.clusters[0].kind == "unnamed" and "1 crossing second-layer neuron(s) turned" \
-        in S.clusters[0].signature
+    assert S.confirmed == 1 and not S.beyond_named
+    assert S.clusters[0].kind == "named" and "block_refactor" in S.clusters[0].signature
 
 
 def test_one_neuron_ramp_flip_is_recognized():

@@ -36,8 +36,9 @@ from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, numerical_rank, path_norm_scale
 from ._bottleneck import hidden_hyperplanes, is_bottleneck, live_rows, row_kinds, row_signs, three_layer
 from ._net import forward
-from ._symmetries import (DeadNeuronMove, Flip, HidingTranslation, LinearBlockMixing,
-                          Permutation, Scaling, SecondLayerFlip, Symmetry, apply_sequence)
+from ._symmetries import (BlockRefactor, DeadNeuronMove, Flip, HidingTranslation,
+                          LinearBlockMixing, Permutation, Scaling, SecondLayerFlip, Symmetry,
+                          apply_sequence)
 
 __all__ = ["canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",
            "fast_path_reason"]
@@ -388,6 +389,61 @@ def _witness(p: Params, q: Params, tol: float, scale: float, seed: int = 0):
     return None, None, float(rel[k])
 
 
+def _refactor_attempt(cur: Params, cq: Params, ip: _Info, iq: _Info, align: list, land,
+                      tol: float):
+    """Connect ``cur`` (p moved, first layer aligned with ``c_q``) to ``c_q`` when the
+    crossing rows agree up to sign: permute the crossing rows onto q's, refactor the
+    dead and always-active neurons onto q's rows (``BlockRefactor``, carrying p's linear
+    map), then turn the crossing rows that differ in sign around onto q's always-active
+    block (``SecondLayerFlip``). ``None`` when a step does not apply."""
+    (W2q, b2q), (W3q, _) = cq[1], cq[2]
+    if cur[1][0].shape != W2q.shape or len(ip.crossing) != len(iq.crossing):
+        return None
+    Rq = np.hstack([W2q, b2q[:, None]])
+    Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
+    k = len(ip.crossing)   # crossing rows come first in both canonical orders
+    steps = list(align)
+    try:
+        if k:
+            up = lambda R: R / np.linalg.norm(R, axis=1, keepdims=True)  # noqa: E731
+            A, B = up(Rc[:k]), up(Rq[:k])
+            cost = np.minimum(np.max(np.abs(A[None] - B[:, None]), axis=2),
+                              np.max(np.abs(A[None] + B[:, None]), axis=2))
+            r, c = linear_sum_assignment(cost)
+            perm2 = np.arange(Rc.shape[0])
+            perm2[:k] = c[np.argsort(r)]
+            if np.any(perm2 != np.arange(len(perm2))):
+                steps.append(Permutation(2, tuple(int(v) for v in perm2)))
+                cur = steps[-1].apply(cur, tol=tol)
+                Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
+        turned = tuple(j for j in range(k) if Rc[j] @ Rq[j] < 0)
+        N = list(range(k, Rc.shape[0]))
+        qlin = list(iq.linear)
+        W3c = cur[2][0]
+        plin = [j for j in N if np.all(Rc[j] >= 0) and np.any(Rc[j] > 0)]
+        Lp = W3c[:, plin] @ cur[1][0][plin] if plin else np.zeros((W3c.shape[0], Rc.shape[1] - 1))
+        out = W3q[:, N].copy()
+        if turned:
+            if not qlin:
+                return None
+            X = Lp @ np.linalg.pinv(W2q[qlin])
+            for a, j in enumerate(qlin):
+                out[:, N.index(j)] = X[:, a]
+        if N:
+            refactor = BlockRefactor(tuple(N), tuple(map(tuple, Rq[N])), tuple(map(tuple, out)))
+            cur = refactor.apply(cur, tol=tol)
+            steps.append(refactor)
+        if turned:
+            flip = SecondLayerFlip(turned, tuple(qlin), tuple(map(tuple, Rq[qlin])),
+                                   tuple(map(tuple, W3q[:, qlin])))
+            cur = flip.apply(cur, tol=tol)
+            steps.append(flip)
+        return land(cur, steps, "equal after refactoring the always-active block"
+                    + (" and turning second-layer neurons around" if turned else ""))
+    except (SymmetryError, InputError):
+        return None
+
+
 def _inverse_path(path: list, before: list) -> list:
     return [s.inverse(b) for s, b in zip(reversed(path), reversed(before))]
 
@@ -559,6 +615,9 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
                         res = None
                     if res is not None:
                         return res
+            res = _refactor_attempt(cur, cq, ip, iq, align, land, tol)
+            if res is not None:
+                return res
             return result(True, md=0.0, certified=False,
                           note="same first layer and same weighted arrangement of layers 2-3 "
                                "on the orthant, but the named symmetries do not connect the "
