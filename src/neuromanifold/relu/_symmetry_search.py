@@ -198,7 +198,11 @@ def _classify(p: Params, q: Params, classify_tol: float) -> tuple[str, str]:
     if r.equivalent:
         kp, kq = row_kinds(row_signs(p, classify_tol)), row_kinds(row_signs(q, classify_tol))
         count = lambda ks: {k: ks.count(k) for k in sorted(set(ks))}  # noqa: E731
-        cp, cq = canonical_form(p, tol=classify_tol), canonical_form(q, tol=classify_tol)
+        try:
+            cp, cq = canonical_form(p, tol=classify_tol), canonical_form(q, tol=classify_tol)
+        except InputError:
+            return "unnamed", (f"rows {count(kp)} -> {count(kq)}; the always-active block has "
+                               f"no canonical form")
         cross = lambda c, ks: np.array([np.append(c[1][0][j], c[1][1][j])  # noqa: E731
                                         for j in range(len(ks)) if ks[j] in ("mixed", "hiding")])
         kcp = row_kinds(row_signs(cp, classify_tol))
