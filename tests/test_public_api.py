@@ -142,6 +142,14 @@ def results():
     out.append(relu.genericity(p))
     W1 = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
     out.append(relu.genericity([(W1, [-1.0, -1.0, -2.0]), ([[1.0, 1.0, 1.0]], [0.0])]))
+    P3 = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -2.0]]), np.array([0.5])),
+          (np.ones((1, 1)), np.zeros(1))]
+    out.append(relu.equivalent_bottleneck(P3, P3))
+    out.append(relu.search_symmetries(P3, starts=0, initial=[P3]))
+    P4 = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0]]), np.array([-0.5])),
+          (np.ones((1, 1)), np.zeros(1))]
+    out.append(relu.identifiability(P4))   # with a hidden hyperplane
+    out.append(relu.fiber(P4))
     return out
 
 

@@ -15,6 +15,7 @@ from ._errors import (
     NeuromanifoldError,
     NotInNeuromanifoldError,
     ParameterError,
+    SymmetryError,
     UndecidedFactorizationError,
 )
 from ._results import Result
@@ -40,6 +41,7 @@ __all__ = [
     "DomainError",
     "ModelFileError",
     "UndecidedFactorizationError",
+    "SymmetryError",
     "Result",
     "linear",
     "relu",

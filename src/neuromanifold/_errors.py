@@ -17,6 +17,7 @@ __all__ = [
     "UndecidedFactorizationError",
     "DomainError",
     "ModelFileError",
+    "SymmetryError",
 ]
 
 
@@ -56,10 +57,17 @@ class ModelFileError(NeuromanifoldError, ValueError):
     be unpickled. The message names the file."""
 
 
+class SymmetryError(NeuromanifoldError, ValueError):
+    """A symmetry transformation was applied to parameters where it does not apply (e.g. a
+    hiding translation of a first-layer hyperplane that is not hidden, or a translation
+    outside its valid interval)."""
+
+
 # The classes live here but belong to the public namespace: tracebacks and reprs say
 # ``neuromanifold.InputError``, the name users import and catch.
 for _cls in (NeuromanifoldError, ArchitectureError, ParameterError, InputError,
-             NotInNeuromanifoldError, UndecidedFactorizationError, DomainError, ModelFileError):
+             NotInNeuromanifoldError, UndecidedFactorizationError, DomainError, ModelFileError,
+             SymmetryError):
     _cls.__module__ = "neuromanifold"
 del _cls
 

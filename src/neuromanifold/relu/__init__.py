@@ -7,15 +7,20 @@ functional equivalence, functional dimension, one hidden layer on the orthant
 
 from ._arrangement import (ArrangementComparison, ArrangementHyperplane, WeightedArrangement,
                            arrangements_equal, weighted_arrangement)
+from ._bottleneck_fiber import BottleneckFiber, FiberFamily, fiber
 from ._bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
+from ._canonical import BottleneckEquivalence, canonical_form, equivalent_bottleneck
 from ._domain import Domain, as_domain
 from ._equivalence import Equivalence, equivalent
 from ._fundim import FunctionalDimension, functional_dimension
 from ._genericity import Genericity, GenericityFailure, genericity
+from ._identifiability import HiddenHyperplane, Identifiability, identifiability
 from ._net import ReLUNet, check_params, forward
 from ._orthant_fiber import FiberPiece, OrthantFiber, orthant_fiber
 from ._plot import plot_arrangement
 from ._regions import Region, Regions, activation_pattern, regions
+from ._symmetry_search import SearchCluster, SymmetrySearch, search_symmetries
+from . import symmetries
 
 __all__ = [
     # networks and domains
@@ -30,4 +35,10 @@ __all__ = [
     "FiberPiece",
     # genericity, pictures
     "genericity", "Genericity", "GenericityFailure", "plot_arrangement",
+    # three-layer bottleneck networks: symmetries (docs/relu_symmetries.md)
+    "symmetries", "identifiability", "Identifiability", "HiddenHyperplane",
+    "fiber", "BottleneckFiber", "FiberFamily",
+    # canonical form, polynomial-time equivalence, fiber search (docs/relu_equivalence.md)
+    "canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",
+    "search_symmetries", "SymmetrySearch", "SearchCluster",
 ]

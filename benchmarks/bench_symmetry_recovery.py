@@ -1,0 +1,180 @@
+"""Symmetry recovery for three-layer bottleneck ReLU networks against Git Re-Basin.
+
+A generic bottleneck network ``p`` is transformed into ``q`` by a random symmetry:
+permutations of both hidden layers, positive rescalings (log-uniform in [1/4, 4]) and,
+where they apply, dead-neuron moves, mixing of the always-active block, a hiding
+translation and flips (the ``planted`` rows draw second-layer rows with those sign
+patterns on purpose). Then the symmetry is recovered from ``(p, q)`` alone.
+
+* Ours: ``neuromanifold.relu._canonical.equivalent_bottleneck`` (canonical forms, polynomial
+  time). Recovered iff the returned list of named symmetries, applied to ``p``, gives ``q``
+  up to ``1e-9`` times the path-norm scale.
+* Baseline (same run): Git Re-Basin weight matching (Ainsworth et al. 2022): coordinate
+  descent over the hidden layers, each step a ``scipy.optimize.linear_sum_assignment`` on
+  ``W_l^q P_{l-1} (W_l^p)^T + b_l^q (b_l^p)^T + (W_{l+1}^q)^T P_{l+1} W_{l+1}^p``, until no
+  permutation changes (at most 50 sweeps), from the identity. It recovers permutations
+  only, so it counts as recovered iff it finds the true permutation of layer 1 and of the
+  live neurons of layer 2. Run as published (raw weights) and after normalizing every
+  hidden neuron's incoming row to unit norm layer by layer ("normalized", which undoes
+  the rescalings and makes the baseline much stronger).
+
+    python benchmarks/bench_symmetry_recovery.py [--quick] [--trials N]
+"""
+
+from __future__ import annotations
+
+import os
+
+# one BLAS thread: on a shared machine a multi-threaded BLAS oversubscribes the cores and a
+# 160 x 128 SVD takes seconds (set before numpy is imported; no effect inside the tests)
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse
+import time
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from neuromanifold._tolerance import path_norm_scale
+from neuromanifold.relu._canonical import equivalent_bottleneck, fast_path_reason
+from neuromanifold.relu.symmetries import (DeadNeuronMove, Flip, HidingTranslation,
+                                           LinearBlockMixing, Permutation, Scaling,
+                                           apply_sequence)
+
+
+def draw(rng, widths, planted: bool):
+    """Generic bottleneck parameters; ``planted``: one second-layer row hiding first-layer
+    neuron 0 and the others dead (translation and flips apply), else Gaussian rows."""
+    d, n1, n2, n3 = widths
+    while True:
+        W1, b1 = rng.standard_normal((n1, d)), rng.standard_normal(n1)
+        if planted:
+            R = -rng.uniform(0.3, 2.0, (n2, n1 + 1))
+            R[0, 0] = -R[0, 0]
+        else:
+            R = rng.standard_normal((n2, n1 + 1))
+        p = [(W1, b1), (R[:, :-1].copy(), R[:, -1].copy()),
+             (rng.standard_normal((n3, n2)), rng.standard_normal(n3))]
+        if fast_path_reason(p) is None:
+            return p
+
+
+def transform(rng, p):
+    """A random symmetry (with the true permutations) and ``q``."""
+    (W1, b1), (W2, b2), (W3, _) = p
+    n1, n2, n3 = W1.shape[0], W2.shape[0], W3.shape[0]
+    syms = [Scaling(1, np.exp(rng.uniform(-np.log(4), np.log(4), n1))),
+            Scaling(2, np.exp(rng.uniform(-np.log(4), np.log(4), n2)))]
+    R = np.hstack([W2, b2[:, None]])
+    dead = [j for j in range(n2) if np.all(R[j] <= 0)]
+    for j in dead:
+        syms.append(DeadNeuronMove(j, -rng.uniform(0.1, 2, n1 + 1), rng.standard_normal(n3)))
+    lin = [j for j in range(n2) if np.all(R[j] >= 0)]
+    if lin:
+        M = np.eye(len(lin)) + rng.uniform(0, 0.3, (len(lin), len(lin)))
+        syms.append(LinearBlockMixing(tuple(lin), M, tuple(rng.uniform(0, 1, len(lin)))))
+    cur = apply_sequence(syms, p)
+    for i in range(n1):
+        tr = HidingTranslation(i, 0.0).applies(cur)
+        if tr.applies:
+            lo, hi = tr.valid_set
+            syms.append(HidingTranslation(i, rng.uniform(lo, min(hi, lo + 3.0))))
+            ks = tuple(k for k in range(n1) if k != i and rng.random() < 0.5)
+            if ks and Flip(i, ks).applies(apply_sequence(syms, p)).applies:
+                syms.append(Flip(i, ks))
+    perm1, perm2 = rng.permutation(n1), rng.permutation(n2)
+    syms += [Permutation(1, perm1), Permutation(2, perm2)]
+    live2 = [j for j in range(n2) if j not in dead]
+    return syms, apply_sequence(syms, p), perm1, perm2, live2
+
+
+def _normalized(params):
+    out, prev = [], None
+    for l, (W, b) in enumerate(params):
+        W, b = W.copy(), b.copy()
+        if prev is not None:
+            W = W * prev[None, :]
+        if l < len(params) - 1:
+            s = 1.0 / np.sqrt(np.sum(W ** 2, axis=1) + b ** 2)
+            W, b, prev = W * s[:, None], b * s, 1.0 / s
+        out.append((W, b))
+    return out
+
+
+def weight_matching(p, q, max_sweeps: int = 50):
+    """Re-Basin weight matching of ``p`` onto ``q``: permutations ``perm[l]`` with
+    ``q``'s neuron ``j`` matched to ``p``'s neuron ``perm[l][j]``."""
+    L = len(p)
+    perms = [np.arange(W.shape[0]) for W, _ in p[:-1]]
+    for _ in range(max_sweeps):
+        changed = False
+        for l in range(L - 1):
+            Wq, bq = q[l]
+            Wp, bp = p[l]
+            Wp_in = Wp[:, perms[l - 1]] if l > 0 else Wp
+            C = Wq @ Wp_in.T + np.outer(bq, bp)
+            Wq_out, Wp_out = q[l + 1][0], p[l + 1][0]
+            Wp_out = Wp_out[perms[l + 1]] if l + 1 < L - 1 else Wp_out
+            C += Wq_out.T @ Wp_out
+            _, col = linear_sum_assignment(C, maximize=True)
+            if np.any(col != perms[l]):
+                perms[l], changed = col, True
+        if not changed:
+            break
+    return perms
+
+
+def main(argv=None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes only (for tests)")
+    parser.add_argument("--trials", type=int, default=None)
+    args = parser.parse_args(argv)
+    trials = args.trials or (5 if args.quick else 100)
+    configs = ([((4, 3, 4, 1), False), ((5, 3, 4, 1), True)] if args.quick else
+               [((4, 3, 4, 1), False), ((8, 6, 8, 1), False), ((16, 12, 16, 2), False),
+                ((48, 32, 48, 4), False), ((6, 4, 6, 1), True), ((12, 8, 12, 2), True)])
+    rows = []
+    print(f"symmetry recovery, {trials} trials per row, seed 0 (rows 'planted': a hidden "
+          f"hyperplane, translations and flips)")
+    print(f"{'widths':<18} {'planted':>7} {'ours':>6} {'Re-Basin':>9} {'RB normalized':>14} "
+          f"{'ours ms':>8} {'RB ms':>7} {'RBn ms':>7}")
+    rng = np.random.default_rng(0)
+    for widths, planted in configs:
+        ok = rb = rbn = 0
+        t_ours = t_rb = t_rbn = 0.0
+        for _ in range(trials):
+            p = draw(rng, widths, planted)
+            syms, q, perm1, perm2, live2 = transform(rng, p)
+            t = time.perf_counter()
+            r = equivalent_bottleneck(p, q)
+            t_ours += time.perf_counter() - t
+            if r.equivalent and r.symmetry is not None:
+                got = apply_sequence(r.symmetry, p)
+                s = path_norm_scale(q)
+                ok += all(np.max(np.abs(a - b)) <= 1e-9 * s
+                          for (Wa, ba), (Wb, bb) in zip(got, q) for a, b in ((Wa, Wb), (ba, bb)))
+            for norm in (False, True):
+                t = time.perf_counter()
+                P = weight_matching(_normalized(p), _normalized(q)) if norm else weight_matching(p, q)
+                dt = time.perf_counter() - t
+                hit = np.array_equal(P[0], perm1) and all(
+                    P[1][j] == perm2[j] for j in range(len(perm2)) if perm2[j] in live2)
+                if norm:
+                    rbn += hit
+                    t_rbn += dt
+                else:
+                    rb += hit
+                    t_rb += dt
+        row = {"widths": list(widths), "planted": planted, "trials": trials, "ours": ok,
+               "rebasin": rb, "rebasin_normalized": rbn, "ours_ms": 1e3 * t_ours / trials,
+               "rebasin_ms": 1e3 * t_rb / trials, "rebasin_normalized_ms": 1e3 * t_rbn / trials}
+        rows.append(row)
+        print(f"{str(list(widths)):<18} {str(planted):>7} {ok:>3}/{trials:<3}{rb:>5}/{trials:<3}"
+              f"{rbn:>10}/{trials:<3} {row['ours_ms']:>8.1f} {row['rebasin_ms']:>7.1f} "
+              f"{row['rebasin_normalized_ms']:>7.1f}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

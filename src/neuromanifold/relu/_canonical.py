@@ -1,0 +1,627 @@
+"""Canonical form and polynomial-time equivalence of generic three-layer bottleneck ReLU
+networks, with the symmetry that takes one to the other (docs/concepts_relu.md §5).
+
+``f(x) = W3 relu(W2 relu(W1 x + b1) + b2) + b3`` with ``n1 <= d`` and ``W1`` of full row
+rank, so layers 2-3 form a one-hidden-layer network on the orthant ``O = R^{n1}_{>=0}``.
+Algorithm, complexity and the cases the fast path covers are in
+``docs/relu_equivalence.md``. In short, :func:`canonical_form` walks from the parameters to
+one representative of their orbit under the named symmetries of
+:mod:`neuromanifold.relu.symmetries`, recording every step:
+
+1. dead second-layer rows become ``(0, ..., 0, -1)`` with zero outgoing weights;
+2. with a hidden first-layer hyperplane ``i`` whose live rows allow it, every flippable
+   neuron ``k`` is turned so that the largest entry of ``w_k`` is positive;
+3. first-layer rows get unit norm (``||(w_k, b_k)|| = 1``; the hidden one ``||w_i|| = 1``);
+4. the hidden hyperplane is translated so that the first live row switches on at
+   ``u_i = 1`` (``max_j b2_j / W2[j, i] = -1``);
+5. crossing second-layer rows get unit norm; the always-active (linear) block is mixed
+   onto the extreme rays of the cone ``rowspace(W2[A]) ∩ O`` with zero biases;
+6. neurons are sorted (hidden first-layer neuron first, then lexicographically; crossing
+   rows, then linear rows, then dead rows).
+
+Every step is O(n^2) to O(n^3) arithmetic (a few SVDs and sorts): the whole test is
+polynomial, against the exponential region enumeration of the exact engine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from .._errors import ArchitectureError, InputError, SymmetryError, short_repr
+from .._results import Result
+from .._tolerance import DEFAULT_TOL, check_tol, numerical_rank, path_norm_scale
+from ._bottleneck import hidden_hyperplanes, is_bottleneck, live_rows, row_kinds, row_signs, three_layer
+from ._net import forward
+from ._symmetries import (BlockRefactor, DeadNeuronMove, Flip, HidingTranslation,
+                          LinearBlockMixing, Permutation, Scaling, SecondLayerFlip, Symmetry,
+                          apply_sequence)
+
+__all__ = ["canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",
+           "fast_path_reason"]
+
+Params = list[tuple[np.ndarray, np.ndarray]]
+
+
+class _NotCovered(Exception):
+    """The parameters are outside the cases the fast path decides (reason in args[0])."""
+
+
+@dataclasses.dataclass
+class _Info:
+    n1: int
+    n3: int
+    hidden: int | None
+    crossing: list[int]
+    linear: list[int]
+    dead: list[int]
+    flippable: list[int]
+    block: str | None = None   # why the always-active block has no canonical form (or None)
+
+
+def _analyze(params: Params, tol: float) -> _Info:
+    """Classify the second layer and check the fast path's genericity conditions."""
+    (W1, b1), (W2, b2), (W3, b3) = params
+    n1, d = W1.shape
+    n3 = W3.shape[0]
+    if tol == 0:
+        raise _NotCovered("tol = 0 asks for a decision over the exact floats, which a "
+                          "floating-point canonical form cannot give")
+    if n1 > d or not is_bottleneck(params, tol=tol):
+        raise _NotCovered(f"not a bottleneck: needs n1 <= d and W1 of full row rank "
+                          f"(n1 = {n1}, d = {d})")
+    if n1 == 1:
+        raise _NotCovered("n1 = 1: the first-layer neuron can turn around at a ramp, and its "
+                          "kink can be cancelled by the second layer (fiber points outside "
+                          "the canonical form)")
+    S = row_signs(params, tol)
+    kinds = row_kinds(S)
+    live = live_rows(S)
+    if not live:
+        raise _NotCovered("no live second-layer neuron: the function is constant and the "
+                          "first layer is free")
+    linear = [j for j in live if kinds[j] == "linear"]
+    crossing = [j for j in live if kinds[j] != "linear"]
+    dead = [j for j in range(W2.shape[0]) if j not in live]
+    for j in crossing:
+        if np.any(S[j] == 0):
+            raise _NotCovered(f"second-layer row {j} crosses the orthant with an entry within "
+                              f"tol of zero (its hyperplane meets a face of the orthant "
+                              f"non-transversally)")
+    scale = path_norm_scale(params)
+    norms1 = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
+    R = np.hstack([W2 * norms1[None, :], b2[:, None]])
+    for j in live:
+        if np.sum(np.abs(W3[:, j])) * np.sum(np.abs(R[j])) <= tol * scale:
+            raise _NotCovered(f"live second-layer neuron {j} has outgoing weights within tol "
+                              f"of zero")
+    U = R[crossing] / np.linalg.norm(R[crossing], axis=1, keepdims=True)
+    if len(crossing) > 1:
+        gap = np.minimum(np.max(np.abs(U[:, None, :] - U[None, :, :]), axis=2),
+                         np.max(np.abs(U[:, None, :] + U[None, :, :]), axis=2))
+        gap[np.tril_indices(len(crossing))] = np.inf
+        if np.min(gap) <= 10 * tol:
+            a, b = np.unravel_index(int(np.argmin(gap)), gap.shape)
+            raise _NotCovered(f"second-layer rows {crossing[a]} and {crossing[b]} define "
+                              f"the same hyperplane of the orthant")
+    for j in linear:
+        if not np.any(S[j, :-1] > 0):
+            raise _NotCovered(f"always-active second-layer neuron {j} is constant on the "
+                              f"orthant (its weights are within tol of zero)")
+    block = None
+    if linear:
+        kA = len(linear)
+        if kA > min(2, n3):
+            block = (f"{kA} always-active second-layer neurons with n3 = {n3}: the canonical "
+                     f"form handles at most min(2, n3)")
+        elif numerical_rank(W2[linear].T, tol)[0] < kA or numerical_rank(W3[:, linear], tol)[0] < kA:
+            block = "the always-active block W3[:, A] W2[A] does not have full rank"
+    hid = hidden_hyperplanes(S)
+    hidden = next(iter(hid)) if hid else None
+    SL = S[live]
+    pos = SL > 0
+    npos = np.sum(pos, axis=1)
+    for k in range(n1):
+        if k == hidden:
+            continue
+        # a live row with a nonzero entry k and a positive entry outside column k
+        if not np.any((SL[:, k] != 0) & (npos - pos[:, k] > 0)):
+            raise _NotCovered(f"first-layer neuron {k} is seen by no live second-layer row "
+                              f"that is active on the face z_{k} = 0")
+    flippable: list[int] = []
+    if hidden is not None:
+        flippable = [k for k in range(n1) if k != hidden
+                     and Flip(hidden, (k,)).applies(params, tol=tol).applies]
+    return _Info(n1, n3, hidden, crossing, linear, dead, flippable, block)
+
+
+def fast_path_reason(params: Any, *, tol: float = DEFAULT_TOL) -> str | None:
+    """Why the polynomial-time path does not decide for ``params`` (``None`` if it does).
+
+    >>> P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0]]), np.array([-0.5])),
+    ...      (np.ones((1, 1)), np.zeros(1))]
+    >>> fast_path_reason(P) is None
+    True
+    >>> fast_path_reason(P, tol=0)
+    'tol = 0 asks for a decision over the exact floats, which a floating-point canonical form cannot give'
+    """
+    tol = check_tol(tol)
+    params = three_layer(params, "the bottleneck fast path")
+    try:
+        _analyze(params, tol)
+    except _NotCovered as exc:
+        return str(exc.args[0])
+    return None
+
+
+def _cone_rays(rows: np.ndarray) -> np.ndarray:
+    """Unit extreme rays of ``span(rows) ∩ O`` for one or two nonnegative rows (sorted)."""
+    rows = np.maximum(rows, 0.0)
+    if rows.shape[0] == 1:
+        return rows / np.linalg.norm(rows)
+    r1, r2 = rows
+    phi = np.arctan2(r2, r1)[(r1 > 0) | (r2 > 0)]
+    rays = []
+    for theta in (np.max(phi) - np.pi / 2, np.min(phi) + np.pi / 2):
+        v = np.cos(theta) * r1 + np.sin(theta) * r2
+        v[np.abs(v) <= 1e-13 * np.max(np.abs(v))] = 0.0
+        v = np.maximum(v, 0.0)
+        rays.append(v / np.linalg.norm(v))
+    rays.sort(key=lambda v: tuple(v))
+    return np.array(rays)
+
+
+def _orientation_key(w: np.ndarray) -> float:
+    return float(w[int(np.argmax(np.abs(w)))])
+
+
+def _step(path: list, before: list, cur: Params, sym: Symmetry, tol: float) -> Params:
+    before.append(cur)
+    path.append(sym)
+    return sym.apply(cur, tol=tol)
+
+
+def _canonical(params: Params, tol: float) -> tuple[Params, list, list, _Info]:
+    """Canonical representative, the path of symmetries to it, the parameters before each
+    step, and the structure (of the canonical parameters' index order)."""
+    info = _analyze(params, tol)
+    path: list[Symmetry] = []
+    before: list[Params] = []
+    cur = params
+    n1, n3 = info.n1, info.n3
+    i = info.hidden
+    # 1. dead rows
+    canon_row = (0.0,) * n1 + (-1.0,)
+    for j in info.dead:
+        (W2, b2), (W3, _) = cur[1], cur[2]
+        if tuple(W2[j]) + (float(b2[j]),) != canon_row or np.any(W3[:, j] != 0):
+            cur = _step(path, before, cur, DeadNeuronMove(j, canon_row, (0.0,) * n3), tol)
+    # 2. flips around the hidden hyperplane
+    if i is not None and info.flippable:
+        W1 = cur[0][0]
+        turn = tuple(k for k in info.flippable if _orientation_key(W1[k]) < 0)
+        if turn:
+            cur = _step(path, before, cur, Flip(i, turn), tol)
+    # 3. first-layer norms
+    W1, b1 = cur[0]
+    s = 1.0 / np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
+    if i is not None:
+        s[i] = 1.0 / np.linalg.norm(W1[i])
+    cur = _step(path, before, cur, Scaling(1, tuple(s)), tol)
+    # 4. translation of the hidden hyperplane
+    if i is not None:
+        W2, b2 = cur[1]
+        live = info.crossing + info.linear
+        lo = max(b2[j] / W2[j, i] for j in live)
+        cur = _step(path, before, cur, HidingTranslation(i, lo + 1.0), tol)
+    # 5. second-layer norms and the linear block
+    W2, b2 = cur[1]
+    s2 = np.ones(W2.shape[0])
+    for j in info.crossing + (info.linear if info.block else []):
+        s2[j] = 1.0 / np.linalg.norm(np.append(W2[j], b2[j]))
+    cur = _step(path, before, cur, Scaling(2, tuple(s2)), tol)
+    if info.linear and not info.block:
+        A = info.linear
+        W2, b2 = cur[1]
+        T = _cone_rays(W2[A])
+        M = T @ np.linalg.pinv(W2[A])
+        cur = _step(path, before, cur, LinearBlockMixing(tuple(A), M, tuple(-(M @ b2[A]))), tol)
+        W2, b2 = cur[1]  # snap rounding: the mixed rows are the rays, biases exactly 0
+        W2[A], b2[A] = T, 0.0
+    # 6. order
+    W1, b1 = cur[0]
+    others = [k for k in range(n1) if k != i]
+    others.sort(key=lambda k: tuple(W1[k]) + (b1[k],))
+    perm1 = ([i] if i is not None else []) + others
+    if perm1 != list(range(n1)):
+        cur = _step(path, before, cur, Permutation(1, tuple(perm1)), tol)
+    W2, b2 = cur[1]
+
+    def key(j):
+        return tuple(W2[j]) + (b2[j],)
+    perm2 = sorted(info.crossing, key=key) + sorted(info.linear, key=key) + info.dead
+    if perm2 != list(range(W2.shape[0])):
+        cur = _step(path, before, cur, Permutation(2, tuple(perm2)), tol)
+    pos = {old: new for new, old in enumerate(perm2)}
+    structure = _Info(n1, n3, 0 if i is not None else None,
+                      [pos[j] for j in info.crossing], [pos[j] for j in info.linear],
+                      [pos[j] for j in info.dead],
+                      sorted(perm1.index(k) for k in info.flippable), info.block)
+    return cur, path, before, structure
+
+
+def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
+    """One canonical representative of the orbit of ``params`` under the named symmetries.
+
+    For a generic three-layer bottleneck network (``fast_path_reason(params) is None``):
+    neurons normalized, ordered canonically, dead neurons set to ``(0, ..., 0, -1)`` with
+    zero outgoing weights, the always-active block merged onto the extreme rays of its
+    cone, the hidden hyperplane translated to a fixed position and flips turned to a fixed
+    orientation (module docs). Two such networks related by the symmetries of
+    :mod:`neuromanifold.relu.symmetries` have the same canonical form up to rounding.
+
+    Args:
+        params: ``[(W1, b1), (W2, b2), (W3, b3)]`` with ``n1 <= d``.
+        tol: relative tolerance of the sign decisions (must be ``> 0``).
+
+    Returns:
+        The canonical parameters (same widths), a point of the fiber of ``params``.
+
+    Raises:
+        InputError: when the parameters are outside the generic cases covered (the message
+            gives the reason); use :func:`neuromanifold.relu.equivalent` then.
+
+    >>> P = [(np.array([[2.0, 0.0], [0.0, 3.0]]), np.array([0.0, -3.0])),
+    ...      (np.array([[1.0, -1.0]]), np.array([-0.5])), (np.ones((1, 1)), np.zeros(1))]
+    >>> C = canonical_form(P)   # first-layer neuron 0 is hidden: unit w_0, translated
+    >>> C[0][0].round(3).tolist(), C[0][1].round(3).tolist()
+    ([[1.0, 0.0], [0.0, 0.707]], [0.75, -0.707])
+    """
+    tol = check_tol(tol)
+    params = three_layer(params, "canonical_form")
+    try:
+        out, _, _, info = _canonical(params, tol)
+    except _NotCovered as exc:
+        reason = exc.args[0]
+    else:
+        if info.block is None:
+            return out
+        reason = info.block
+    raise InputError(f"canonical_form needs a generic three-layer bottleneck network "
+                     f"(docs/relu_equivalence.md); here: {reason}")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class BottleneckEquivalence(Result):
+    """Verdict of the polynomial-time equivalence test for bottleneck networks.
+
+    Attributes:
+        applies: whether the fast path decided (else ``equivalent`` is ``None`` and
+            ``note`` says why; the exact engine must decide).
+        equivalent: whether the two networks compute the same function on R^d.
+        symmetry: when equivalent and the named symmetries connect them, the list of
+            symmetry objects taking ``p`` to ``q`` (apply with ``apply_sequence``); else
+            ``None``.
+        max_parameter_difference: ``max |apply_sequence(symmetry, p) - q|`` relative to
+            the path-norm scale of ``q`` (how exactly the symmetry lands on ``q``).
+        witness: for "not equivalent", an input where the outputs differ by more than
+            ``tol * scale * max(1, |x|_inf)``, if the search found one.
+        witness_difference: ``max_o |f_p - f_q|`` at the witness.
+        max_difference: the largest relative difference on the sample searched for a
+            witness (``0.0`` when equivalent by a symmetry).
+        certified: "equivalent" with a symmetry that applies step by step and lands on
+            ``q``, or "not equivalent" with a witness.
+        tol: the relative tolerance used.
+        scale: the path-norm scale (the larger of the two networks').
+        method: ``"bottleneck"`` (canonical forms) or ``"none"`` when it does not apply.
+        note: how the verdict was reached, in words.
+    """
+
+    applies: bool
+    equivalent: bool | None
+    symmetry: list | None
+    max_parameter_difference: float | None
+    witness: np.ndarray | None
+    witness_difference: float | None
+    max_difference: float | None
+    certified: bool
+    tol: float
+    scale: float
+    method: str
+    note: str
+
+
+def _assign(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """perm with ``A[perm]`` closest to ``B`` (rows), by an assignment on max-norm distances."""
+    if len(A) == 0:
+        return np.zeros(0, dtype=int)
+    C = np.max(np.abs(A[None, :, :] - B[:, None, :]), axis=2)
+    r, c = linear_sum_assignment(C)
+    return c[np.argsort(r)]
+
+
+def _layer2_invariant(cp: Params, info: _Info):
+    """Orientation-free data of layers 2-3 on the orthant: unit hyperplanes with positive
+    orientation, their weights, and the affine part (the weighted arrangement)."""
+    (W2, b2), (W3, b3) = cp[1], cp[2]
+    n1, n3 = W2.shape[1], W3.shape[0]
+    M, v = np.zeros((n3, n1)), b3.copy()
+    H, w = [], []
+    for j in info.crossing:
+        r = np.append(W2[j], b2[j])
+        c = W3[:, j] * np.linalg.norm(r)
+        r = r / np.linalg.norm(r)
+        if _orientation_key(r[:-1]) < 0:   # c relu(r) = c relu(-r) + c r
+            M += np.outer(c, r[:-1])
+            v += c * r[-1]
+            r = -r
+        H.append(r)
+        w.append(c)
+    for j in info.linear:
+        M += np.outer(W3[:, j], W2[j])
+        v += W3[:, j] * b2[j]
+    return np.array(H).reshape(-1, n1 + 1), np.array(w).reshape(-1, n3), M, v
+
+
+def _witness(p: Params, q: Params, tol: float, scale: float, seed: int = 0):
+    """Search sample points (around both first layers' hyperplanes) for a difference."""
+    rng = np.random.default_rng(seed)
+    pts = []
+    for net in (p, q):
+        W1, b1 = net[0]
+        pinv = np.linalg.pinv(W1) if W1.shape[0] <= 64 else W1.T @ np.linalg.inv(W1 @ W1.T)
+        n1 = W1.shape[0]
+        off = np.max(np.abs(b1) / np.linalg.norm(W1, axis=1)) + 1.0
+        for s in (0.1, 1.0, 3.0):
+            U = rng.uniform(-s * off, s * off, (64, n1)) * np.linalg.norm(W1, axis=1)
+            pts.append((U - b1) @ pinv.T)
+    d = p[0][0].shape[1]
+    pts.append(rng.standard_normal((64, d)))
+    X = np.vstack(pts)
+    diff = np.max(np.abs(forward(p, X) - forward(q, X)), axis=1)
+    rel = diff / (max(scale, 1e-300) * np.maximum(1.0, np.max(np.abs(X), axis=1)))
+    k = int(np.argmax(rel))
+    if rel[k] > tol:
+        return X[k], float(diff[k]), float(rel[k])
+    return None, None, float(rel[k])
+
+
+def _refactor_attempt(cur: Params, cq: Params, ip: _Info, iq: _Info, align: list, land,
+                      tol: float):
+    """Connect ``cur`` (p moved, first layer aligned with ``c_q``) to ``c_q`` when the
+    crossing rows agree up to sign: permute the crossing rows onto q's, refactor the
+    dead and always-active neurons onto q's rows (``BlockRefactor``, carrying p's linear
+    map), then turn the crossing rows that differ in sign around onto q's always-active
+    block (``SecondLayerFlip``). ``None`` when a step does not apply."""
+    (W2q, b2q), (W3q, _) = cq[1], cq[2]
+    if cur[1][0].shape != W2q.shape or len(ip.crossing) != len(iq.crossing):
+        return None
+    Rq = np.hstack([W2q, b2q[:, None]])
+    Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
+    k = len(ip.crossing)   # crossing rows come first in both canonical orders
+    steps = list(align)
+    try:
+        if k:
+            up = lambda R: R / np.linalg.norm(R, axis=1, keepdims=True)  # noqa: E731
+            A, B = up(Rc[:k]), up(Rq[:k])
+            cost = np.minimum(np.max(np.abs(A[None] - B[:, None]), axis=2),
+                              np.max(np.abs(A[None] + B[:, None]), axis=2))
+            r, c = linear_sum_assignment(cost)
+            perm2 = np.arange(Rc.shape[0])
+            perm2[:k] = c[np.argsort(r)]
+            if np.any(perm2 != np.arange(len(perm2))):
+                steps.append(Permutation(2, tuple(int(v) for v in perm2)))
+                cur = steps[-1].apply(cur, tol=tol)
+                Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
+        turned = tuple(j for j in range(k) if Rc[j] @ Rq[j] < 0)
+        N = list(range(k, Rc.shape[0]))
+        qlin = list(iq.linear)
+        W3c = cur[2][0]
+        plin = [j for j in N if np.all(Rc[j] >= 0) and np.any(Rc[j] > 0)]
+        Lp = W3c[:, plin] @ cur[1][0][plin] if plin else np.zeros((W3c.shape[0], Rc.shape[1] - 1))
+        out = W3q[:, N].copy()
+        if turned:
+            if not qlin:
+                return None
+            X = Lp @ np.linalg.pinv(W2q[qlin])
+            for a, j in enumerate(qlin):
+                out[:, N.index(j)] = X[:, a]
+        if N:
+            refactor = BlockRefactor(tuple(N), tuple(map(tuple, Rq[N])), tuple(map(tuple, out)))
+            cur = refactor.apply(cur, tol=tol)
+            steps.append(refactor)
+        if turned:
+            flip = SecondLayerFlip(turned, tuple(qlin), tuple(map(tuple, Rq[qlin])),
+                                   tuple(map(tuple, W3q[:, qlin])))
+            cur = flip.apply(cur, tol=tol)
+            steps.append(flip)
+        return land(cur, steps, "equal after refactoring the always-active block"
+                    + (" and turning second-layer neurons around" if turned else ""))
+    except (SymmetryError, InputError):
+        return None
+
+
+def _inverse_path(path: list, before: list) -> list:
+    return [s.inverse(b) for s, b in zip(reversed(path), reversed(before))]
+
+
+def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> BottleneckEquivalence:
+    """Decide ``f_p == f_q`` on R^d in polynomial time for generic bottleneck networks, and
+    return the symmetry taking ``p`` to ``q``.
+
+    Both canonical forms are computed (module docs) and matched neuron by neuron (an
+    assignment, so near-ties in the canonical order do not matter). Equal canonical forms
+    give the symmetry ``path(p) + alignment + path(q)^-1``, which is checked by applying it.
+    If only the second layers differ, the orientation-free weighted arrangement of layers
+    2-3 on the orthant (a complete invariant for a fixed first layer) decides: equal means
+    equivalent through a change outside the named symmetries (``symmetry=None``). A
+    different first layer means not equivalent (generic first layers are identifiable up
+    to the named symmetries); a sampled witness is then searched as evidence.
+
+    Args:
+        p, q: three-layer networks with the same input and output dimensions.
+        tol: relative tolerance (``> 0`` for the fast path; ``0`` returns ``applies=False``).
+
+    Returns:
+        A :class:`BottleneckEquivalence`; ``applies=False`` when either network is outside
+        the generic cases covered (``fast_path_reason``), so that the exact engine decides.
+
+    >>> from neuromanifold.relu.symmetries import Scaling, apply_sequence
+    >>> P = [(np.array([[2.0, 0.0], [0.0, 3.0]]), np.array([0.0, -3.0])),
+    ...      (np.array([[1.0, -1.0]]), np.array([-0.5])), (np.ones((1, 1)), np.zeros(1))]
+    >>> Q = apply_sequence([Scaling(1, (4.0, 0.5))], P)
+    >>> r = equivalent_bottleneck(P, Q)
+    >>> r.equivalent, r.certified, [s.name for s in r.symmetry]
+    (True, True, ['scaling', 'hiding_translation', 'scaling', 'scaling', 'hiding_translation', 'scaling'])
+    """
+    tol = check_tol(tol)
+    p = three_layer(p, "equivalent_bottleneck")
+    q = three_layer(q, "equivalent_bottleneck")
+    if p[0][0].shape[1] != q[0][0].shape[1] or p[2][0].shape[0] != q[2][0].shape[0]:
+        raise ArchitectureError(
+            f"networks must have the same input and output dimensions to be compared; got "
+            f"(d, n3) = {(p[0][0].shape[1], p[2][0].shape[0])} and "
+            f"{(q[0][0].shape[1], q[2][0].shape[0])}")
+    scale = max(path_norm_scale(p), path_norm_scale(q))
+
+    def result(equiv, symmetry=None, mpd=None, witness=None, wd=None, md=None,
+               certified=False, note=""):
+        return BottleneckEquivalence(True, equiv, symmetry, mpd, witness, wd, md, certified,
+                                     tol, scale, "bottleneck", note)
+    try:
+        cp, path_p, before_p, ip = _canonical(p, tol)
+        cq, path_q, before_q, iq = _canonical(q, tol)
+    except _NotCovered as exc:
+        return BottleneckEquivalence(False, None, None, None, None, None, None, False, tol,
+                                     scale, "none", f"fast path does not apply: {exc.args[0]}")
+
+    def not_equivalent(why):
+        x, wd, md = _witness(p, q, tol, scale)
+        return result(False, witness=x, wd=wd, md=md, certified=x is not None,
+                      note=f"{why}; " + ("witness found on a sample" if x is not None
+                                          else "no witness on the sample (decided by the "
+                                               "canonical forms)"))
+    if ip.n1 != iq.n1 or (ip.hidden is None) != (iq.hidden is None):
+        return not_equivalent("the first layers differ (number of neurons or hidden hyperplane)")
+    if ip.flippable != iq.flippable:
+        return not_equivalent("the first layers differ (flippable neurons)")
+    # align first layers (the hidden neuron sits at 0 in both)
+    (W1p, b1p), (W1q, b1q) = cp[0], cq[0]
+    F1p, F1q = np.hstack([W1p, b1p[:, None]]), np.hstack([W1q, b1q[:, None]])
+    start = 0 if ip.hidden is None else 1
+    perm1 = np.concatenate([np.arange(start), start + _assign(F1p[start:], F1q[start:])]).astype(int)
+    # a change of a normalized row moves the function's coefficients by at most the change
+    # times the path weight through the neuron: compare relative to the scale
+    atol = tol * max(scale, 1e-300)
+    pw1 = np.maximum(np.max(np.abs(cp[2][0]) @ np.abs(cp[1][0]), axis=0)[perm1],
+                     np.max(np.abs(cq[2][0]) @ np.abs(cq[1][0]), axis=0))
+    d1 = float(np.max(np.max(np.abs(F1p[perm1] - F1q), axis=1) * pw1))
+    if d1 > atol:
+        return not_equivalent(f"the first layers differ (by {d1 / scale:.3g} relative to the "
+                              f"scale, weighted by the paths through each neuron)")
+    align: list[Symmetry] = []
+    cur = cp
+    if np.any(perm1 != np.arange(ip.n1)):
+        align.append(Permutation(1, tuple(int(v) for v in perm1)))
+        cur = align[-1].apply(cur, tol=tol)
+    # second layer
+    (W2q, b2q), (W3q, b3q) = cq[1], cq[2]
+    Rq = np.hstack([W2q, b2q[:, None]])
+    same_shape = ((len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
+                  and cur[1][0].shape == W2q.shape and not ip.block and not iq.block)
+
+    def land(cur, steps, how):
+        """The symmetry p -> q if ``cur`` (p moved by ``path_p + steps``) matches ``c_q`` up
+        to a permutation of the second layer, else None."""
+        (W2p, b2p), (W3p, b3p) = cur[1], cur[2]
+        Rp = np.hstack([W2p, b2p[:, None]])
+        perm2 = np.arange(W2p.shape[0])
+        for grp in (ip.crossing, ip.linear):
+            g = np.array(grp, dtype=int)
+            perm2[g] = g[_assign(Rp[g], Rq[g])]
+        pw2 = np.maximum(np.max(np.abs(W3p[:, perm2]), axis=0), np.max(np.abs(W3q), axis=0))
+        d2 = float(np.max(np.max(np.abs(Rp[perm2] - Rq), axis=1) * pw2))
+        d3 = max(float(np.max(np.abs(W3p[:, perm2] - W3q))), float(np.max(np.abs(b3p - b3q))))
+        if d2 > atol or d3 > atol:
+            return None
+        steps = list(steps)
+        if np.any(perm2 != np.arange(len(perm2))):
+            steps.append(Permutation(2, tuple(int(v) for v in perm2)))
+        sym = path_p + steps + _inverse_path(path_q, before_q)
+        try:
+            got = apply_sequence(sym, p, tol=tol)
+        except SymmetryError:  # pragma: no cover - would be a bug
+            return None
+        qs = max(path_norm_scale(q), 1e-300)
+        mpd = max(float(np.max(np.abs(a - b))) for (Wa, ba), (Wb, bb) in zip(got, q)
+                  for a, b in ((Wa, Wb), (ba, bb))) / qs
+        return result(True, sym, mpd, md=0.0, certified=True,
+                      note=f"{how}; {len(sym)} named symmetries take p to q")
+    if same_shape:
+        res = land(cur, align, "equal canonical forms")
+        if res is not None:
+            return res
+    elif ((len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
+          and cur[1][0].shape == W2q.shape and ip.linear):
+        # a block without canonical form: after matching the crossing rows, try the mixing
+        # that takes p's block rows onto q's (least squares, checked by applying it)
+        Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
+        g = np.array(ip.crossing, dtype=int)
+        perm2 = np.arange(Rc.shape[0])
+        perm2[g] = g[_assign(Rc[g], Rq[g])]
+        steps = list(align)
+        moved = cur
+        if np.any(perm2 != np.arange(len(perm2))):
+            steps.append(Permutation(2, tuple(int(v) for v in perm2)))
+            moved = steps[-1].apply(moved, tol=tol)
+        A = list(ip.linear)
+        Wa, ba = moved[1][0][A], moved[1][1][A]
+        Mx = Rq[A, :-1] @ np.linalg.pinv(Wa)
+        try:
+            mix = LinearBlockMixing(tuple(A), Mx, tuple(Rq[A, -1] - Mx @ ba))
+            res = land(mix.apply(moved, tol=tol), steps + [mix], "equal up to the mixing of "
+                       "the always-active block")
+        except (SymmetryError, InputError):
+            res = None
+        if res is not None:
+            return res
+    # same first layer, different second layer: the orientation-free invariant decides
+    Hp, wp, Mp, vp = _layer2_invariant(cur, ip)
+    Hq, wq, Mq, vq = _layer2_invariant(cq, iq)
+    if len(Hp) == len(Hq):
+        pr = _assign(Hp, Hq)
+        wmax = np.maximum(np.max(np.abs(wp[pr]), axis=1), np.max(np.abs(wq), axis=1)) \
+            if len(Hp) else None
+        if (len(Hp) == 0 or (np.max(np.max(np.abs(Hp[pr] - Hq), axis=1) * wmax) <= atol
+                             and np.max(np.abs(wp[pr] - wq)) <= atol)) \
+                and np.max(np.abs(Mp - Mq)) <= atol and np.max(np.abs(vp - vq)) <= atol:
+            if same_shape and ip.linear:  # turn the crossing rows that differ in sign
+                Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
+                C = Rc[ip.crossing] @ Rq[iq.crossing].T
+                turned = tuple(int(ip.crossing[a]) for a in range(len(ip.crossing))
+                               if C[a, int(np.argmax(np.abs(C[a])))] < 0)
+                if turned:
+                    flip = SecondLayerFlip(turned, tuple(ip.linear),
+                                           tuple(map(tuple, Rq[iq.linear])),
+                                           tuple(map(tuple, W3q[:, iq.linear])))
+                    try:
+                        res = land(flip.apply(cur, tol=tol), align + [flip],
+                                   "equal canonical forms after turning second-layer neurons "
+                                   "around")
+                    except SymmetryError:
+                        res = None
+                    if res is not None:
+                        return res
+            res = _refactor_attempt(cur, cq, ip, iq, align, land, tol)
+            if res is not None:
+                return res
+            return result(True, md=0.0, certified=False,
+                          note="same first layer and same weighted arrangement of layers 2-3 "
+                               "on the orthant, but the named symmetries do not connect the "
+                               "two (second-layer orientations or the always-active block "
+                               "differ, or the widths differ)")
+    return not_equivalent("same first layer, but the weighted arrangements of layers 2-3 on "
+                          "the orthant differ")
