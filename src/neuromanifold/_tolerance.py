@@ -44,7 +44,8 @@ import numpy as np
 
 from ._errors import InputError, short_repr
 
-__all__ = ["DEFAULT_TOL", "check_tol", "path_norm_scale", "numerical_rank"]
+__all__ = ["DEFAULT_TOL", "SYMMETRY_ROUNDING", "check_tol", "path_norm_scale",
+           "function_distance_bound", "numerical_rank"]
 
 #: Default relative tolerance of every comparing or ranking analysis.
 DEFAULT_TOL = 1e-9
@@ -100,6 +101,44 @@ def path_norm_scale(params: Sequence[tuple[Any, Any]]) -> float:
     if prod is None:
         return 0.0
     return float(np.ldexp(float(np.max(prod[:-1].sum(axis=1))), log2))
+
+
+#: relative float64 rounding allowed when a sequence of symmetries is applied in floats
+#: (a few operations per weight, each 1.1e-16 relative; far below any useful tol)
+SYMMETRY_ROUNDING = 1e-12
+
+
+def function_distance_bound(a: Sequence[tuple[Any, Any]], b: Sequence[tuple[Any, Any]]) -> float:
+    """A bound on ``sup_x max_o |f_a(x)_o - f_b(x)_o| / max(1, ||x||_inf)`` for two ReLU
+    networks of the same architecture, from their parameters alone.
+
+    With augmented layer matrices ``M_l = [[W_l, b_l], [0, 1]]``: the largest row sum of
+    ``sum_l |M^b_L| ... |M^b_(l+1)| |M^a_l - M^b_l| |M^a_(l-1)| ... |M^a_1|`` (telescoping
+    over the layers; ReLU is 1-Lipschitz and fixes 0), with a margin for its own rounding.
+    Divide by :func:`path_norm_scale` for the relative difference ``tol`` is compared to.
+
+    >>> a = [(np.array([[1.0]]), np.array([0.0])), (np.array([[2.0]]), np.array([0.0]))]
+    >>> b = [(np.array([[1.0]]), np.array([0.5])), (np.array([[2.0]]), np.array([0.0]))]
+    >>> round(function_distance_bound(a, b), 6)   # |2 relu(x + 0.5) - 2 relu(x)| <= 1
+    1.0
+    """
+    def aug(W, bias):
+        W = np.asarray(W, dtype=float)
+        n, m = W.shape
+        M = np.zeros((n + 1, m + 1))
+        M[:n, :m], M[:n, m], M[n, m] = W, np.asarray(bias, dtype=float).reshape(-1), 1.0
+        return M
+    Ma, Mb = [aug(W, v) for W, v in a], [aug(W, v) for W, v in b]
+    total = 0.0
+    for l in range(len(Ma)):
+        right = np.eye(Ma[0].shape[1])
+        for k in range(l):
+            right = np.abs(Ma[k]) @ right
+        left = np.eye(Ma[l].shape[0])
+        for k in range(l + 1, len(Mb)):
+            left = np.abs(Mb[k]) @ left
+        total = total + left @ np.abs(Ma[l] - Mb[l]) @ right
+    return float(total[:-1].sum(axis=1).max()) * (1.0 + 1e-9)
 
 
 def numerical_rank(matrix: np.ndarray, tol: float) -> tuple[int, float | None, float | None]:

@@ -33,7 +33,8 @@ from scipy.optimize import linear_sum_assignment
 
 from .._errors import ArchitectureError, InputError, SymmetryError, short_repr
 from .._results import Result
-from .._tolerance import DEFAULT_TOL, check_tol, numerical_rank, path_norm_scale
+from .._tolerance import (DEFAULT_TOL, SYMMETRY_ROUNDING, check_tol, function_distance_bound,
+                          numerical_rank, path_norm_scale)
 from ._bottleneck import hidden_hyperplanes, is_bottleneck, live_rows, row_kinds, row_signs, three_layer
 from ._net import forward
 from ._symmetries import (BlockRefactor, DeadNeuronMove, Flip, HidingTranslation,
@@ -310,10 +311,13 @@ class BottleneckEquivalence(Result):
         witness: for "not equivalent", an input where the outputs differ by more than
             ``tol * scale * max(1, |x|_inf)``, if the search found one.
         witness_difference: ``max_o |f_p - f_q|`` at the witness.
-        max_difference: the largest relative difference on the sample searched for a
-            witness (``0.0`` when equivalent by a symmetry).
-        certified: "equivalent" with a symmetry that applies step by step and lands on
-            ``q``, or "not equivalent" with a witness.
+        max_difference: for "not equivalent", the largest relative difference on the
+            sample searched for a witness; when a symmetry connects them, a bound on the
+            relative function difference between its image of ``p`` and ``q``
+            (:func:`neuromanifold._tolerance.function_distance_bound`).
+        certified: "equivalent" with a symmetry that applies step by step and whose image
+            of ``p`` is within ``tol`` of ``q`` as a function (the bound above, plus a
+            float-rounding margin), or "not equivalent" with a witness.
         tol: the relative tolerance used.
         scale: the path-norm scale (the larger of the two networks').
         method: ``"bottleneck"`` (canonical forms) or ``"none"`` when it does not apply.
@@ -558,8 +562,14 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
         qs = max(path_norm_scale(q), 1e-300)
         mpd = max(float(np.max(np.abs(a - b))) for (Wa, ba), (Wb, bb) in zip(got, q)
                   for a, b in ((Wa, Wb), (ba, bb))) / qs
-        return result(True, sym, mpd, md=0.0, certified=True,
-                      note=f"{how}; {len(sym)} named symmetries take p to q")
+        # the image of p computes f_p; how far can its remaining difference from q move
+        # the function? (a parameter difference within tol need not be a function one)
+        md = function_distance_bound(got, q) / max(path_norm_scale(p), qs)
+        ok = md + SYMMETRY_ROUNDING <= tol
+        return result(True, sym, mpd, md=md, certified=ok,
+                      note=f"{how}; {len(sym)} named symmetries take p to q, up to a "
+                           f"function difference of at most {md:.3g} relative"
+                           + ("" if ok else f" (above tol {tol:g}: not certified)"))
     if same_shape:
         res = land(cur, align, "equal canonical forms")
         if res is not None:

@@ -45,7 +45,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from .._errors import ArchitectureError, InputError, short_repr
+from .._errors import ArchitectureError, InputError, NeuromanifoldError, short_repr
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
 from .._validation import as_seed_rng, check_bool
@@ -81,8 +81,9 @@ class Equivalence(Result):
             ``max_o |f_p(x)_o - f_q(x)_o| / (scale * max(1, ||x||_inf))``: the supremum over
             the domain for ``"regions"`` and ``"milp"`` (where it is tiny, an upper bound),
             the largest sampled value for ``"sampling"``.
-        method: the method that decided: ``"regions"``, ``"milp"``, ``"sampling"`` or
-            ``"symmetry"``.
+        method: the method that decided: ``"regions"``, ``"milp"``, ``"sampling"``,
+            ``"symmetry"`` or ``"bottleneck"`` (the polynomial-time test of
+            docs/relu_equivalence.md).
         certified: the verdict is proved (exact arithmetic or an exactly checked witness).
         tol: the relative tolerance used (0.0 = exact).
         scale: the larger path norm of the two networks (``tol * scale`` is the absolute
@@ -91,10 +92,12 @@ class Equivalence(Result):
         num_lps, num_milps: LPs / MILPs solved.
         domain: the domain compared on.
         note: how the verdict was reached, in words.
-        symmetry: a symmetry mapping one network to the other when a method found one
-            (else ``None``): for the ``"symmetry"`` method, one ``(perm, scales)`` per hidden
-            layer, meaning q's neuron i is ``scales[i]`` times p's neuron ``perm[i]``
-            (incoming weights and bias multiplied, outgoing weights divided), up to ``tol``.
+        symmetry: when a method found one, the named transformations of
+            :mod:`neuromanifold.relu.symmetries` taking p to q (up to ``tol``), to apply
+            with ``symmetries.apply_sequence(result.symmetry, p)``; else ``None``. The
+            ``"symmetry"`` method gives a permutation and a rescaling per hidden layer; the
+            ``"bottleneck"`` method (generic three-layer bottleneck networks) any of the
+            symmetries of docs/concepts_relu.md §4.
     """
 
     equivalent: bool
@@ -274,6 +277,8 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         res = _by_sampling(pair, dom, rng)
         if res is None:
             res = _by_symmetry(pair, dom)
+        if res is None and dom.kind == "whole":
+            res = _by_bottleneck(pair, p, q, dom)
         if res is not None:
             return res
     res = _by_milp(pair, dom)
@@ -433,10 +438,12 @@ def _by_symmetry(pair: _Pair, dom: Domain) -> Equivalence | None:
     if not B <= pair.thr:
         return None
     base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
+    from ._symmetries import Permutation, Scaling
     sym = []
     for l, (perm, s) in enumerate(found):
-        # in the networks as given: undo the balancing powers of two
-        sym.append((tuple(perm), tuple(
+        # named transformations of the networks as given (the balancing powers of two undone)
+        sym.append(Permutation(l + 1, tuple(perm)))
+        sym.append(Scaling(l + 1, tuple(
             math.ldexp(_float(s[i]), bq.exps[l][i] - bp.exps[l][perm[i]]) for i in range(len(perm)))))
     out = _result(pair, dom, equivalent=True, max_difference=B / base, method="symmetry",
                   certified=True,
@@ -444,6 +451,35 @@ def _by_symmetry(pair: _Pair, dom: Domain) -> Equivalence | None:
                        f"a parameter difference that moves the function by at most "
                        f"{B / base:.3g} relative (Lipschitz bound in the parameters)")
     return dataclasses.replace(out, symmetry=tuple(sym))
+
+
+def _by_bottleneck(pair: _Pair, p: Any, q: Any, dom: Domain) -> Equivalence | None:
+    """The polynomial-time test of generic three-layer bottleneck networks (canonical forms
+    and the named symmetries, docs/relu_equivalence.md); ``None`` when it does not apply or
+    cannot certify its verdict (then the exact engine decides)."""
+    from ._canonical import equivalent_bottleneck
+    if pair.tol == 0 or len(pair.p.params) != 3 or len(pair.q.params) != 3:
+        return None
+    try:
+        res = equivalent_bottleneck(pair.p.params, pair.q.params, tol=pair.tol)
+    except NeuromanifoldError:
+        return None
+    if not res.applies or not res.certified:
+        return None
+    if res.equivalent:
+        if not res.symmetry:
+            return None  # decided by an invariant, not by named symmetries
+        out = _result(pair, dom, equivalent=True, max_difference=res.max_difference,
+                      method="bottleneck", certified=True,
+                      note=f"generic bottleneck networks: {res.note}")
+        return dataclasses.replace(out, symmetry=tuple(res.symmetry))
+    if res.witness is None:
+        return None
+    out = _result(pair, dom, equivalent=False, witness=res.witness,
+                  max_difference=res.max_difference, method="bottleneck", certified=True,
+                  note=f"generic bottleneck networks: {res.note}")
+    # the witness is confirmed exactly like every other witness
+    return out if pair.exceeds(res.witness) else None
 
 
 # -- regions of the joint network ---------------------------------------------------------
