@@ -4,6 +4,7 @@ of boolean options, seeds and tolerances at the entry points."""
 
 import dataclasses
 import importlib
+import os
 import inspect
 import json
 import pkgutil
@@ -18,7 +19,8 @@ from neuromanifold.reproduce import Case, Claim, reproduce_linear
 
 MODULES = ["neuromanifold", "neuromanifold.relu", "neuromanifold.linear",
            "neuromanifold.flows", "neuromanifold.ntk", "neuromanifold.fibers",
-           "neuromanifold.exact", "neuromanifold.reproduce"]
+           "neuromanifold.exact", "neuromanifold.reproduce", "neuromanifold.io",
+           "neuromanifold.sweep", "neuromanifold.report"]
 
 PUBLIC = sorted({(m, n) for m in MODULES for n in importlib.import_module(m).__all__})
 
@@ -119,6 +121,16 @@ def results():
     out.append(flows.compare_with_parameter_flow(conv, theta, loss, 0.2, lift=theta,
                                                  num_times=3))
     out.append(nm.convergence_study(conv, 1, seed=0, t_final=0.1, max_time=0.1))
+    out.append(flows.gradient_flows(conv, [theta, conv.random_params(1)], loss, 0.2))
+    out.append(nm.io.load([(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]))
+    from neuromanifold.sweep import load_config, run_sweep, tasks_of
+    import tempfile
+    folder = tempfile.mkdtemp()
+    with open(os.path.join(folder, "s.toml"), "w") as fh:
+        fh.write('[[grid]]\nanalysis = "linear_dimension"\narchitectures = [{filters = [2, 2]}]\n')
+    out.append(tasks_of(load_config(os.path.join(folder, "s.toml")))[0])
+    out.append(run_sweep(os.path.join(folder, "s.toml"), os.path.join(folder, "o.jsonl"),
+                         workers=1))
     out.append(linear.path_lifting_check([np.array([[1.0, 2.0], [0.5, -1.0], [2.0, 1.0]]),
                                           np.array([1.0, -1.0, 2.0])],
                                          np.random.default_rng(0).standard_normal((5, 2))))
@@ -178,7 +190,7 @@ def all_instances(results):
 
 
 def test_every_public_result_type_has_an_instance(all_instances):
-    public = {getattr(importlib.import_module(m), n) for m, n in PUBLIC}
+    public = [getattr(importlib.import_module(m), n) for m, n in PUBLIC]
     wanted = {c for c in _result_classes() if c in public and c is not Result}
     have = {type(r) for r in all_instances}
     assert not wanted - have, f"no real instance built of {sorted(c.__name__ for c in wanted - have)}"

@@ -289,7 +289,7 @@ def test_bad_inputs_raise_errors_naming_the_rule():
         ([([["1", "2"]], [0.0]), ([[1.0]], [0.0])], "real numbers"),
         ([(np.array([[1 + 1j, 2]]), [0.0]), ([[1.0]], [0.0])], "real numbers"),
         ([([[True, 2.0]], [0.0]), ([[1.0]], [0.0])], "real numbers"),
-        ([([[None, 2.0]], [0.0]), ([[1.0]], [0.0])], "finite"),
+        ([([[None, 2.0]], [0.0]), ([[1.0]], [0.0])], "real numbers"),
         ([([[np.inf, 2.0]], [0.0]), ([[1.0]], [0.0])], "finite"),
         ([(np.ones((1, 2)), np.zeros(2)), ([[1.0]], [0.0])], "one entry per row"),
         ([(np.ones((1, 2)), np.zeros(1)), (np.ones((1, 2)), [0.0])], "columns"),

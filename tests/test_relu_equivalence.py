@@ -14,6 +14,7 @@ from neuromanifold._tolerance import path_norm_scale
 from neuromanifold.exact import to_fmpq
 from neuromanifold.relu import ReLUNet, equivalent, forward, regions
 from neuromanifold.relu._engine import ExactNet, exact_forward
+from neuromanifold.relu.symmetries import apply_sequence
 
 from relu_support import (dyadic_net, float_permuted_rescaled, live_output_weight,
                           permuted_rescaled)
@@ -207,15 +208,11 @@ def test_float_rescaled_copies_are_equivalent_at_the_default_tol(seed, widths, d
     assert r.equivalent and r.certified and r.method == "symmetry" and r.witness is None
     assert r.max_difference <= r.tol == 1e-9
     assert r.scale == pytest.approx(max(path_norm_scale(p), path_norm_scale(q)))
-    # the symmetry reported maps p onto q
-    prev_perm, prev_s = np.arange(widths[0]), np.ones(widths[0])
-    for l, (perm, s) in enumerate(r.symmetry):
-        perm, s = np.array(perm), np.array(s)
-        W, b = p[l]
-        np.testing.assert_allclose(W[perm][:, prev_perm] / prev_s * s[:, None], q[l][0],
-                                   rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(b[perm] * s, q[l][1], rtol=1e-12, atol=1e-14)
-        prev_perm, prev_s = perm, s
+    # the symmetry reported (named transformations) maps p onto q
+    assert {s.name for s in r.symmetry} <= {"permutation", "scaling"}
+    for (W, b), (Wq, bq) in zip(apply_sequence(r.symmetry, p), q):
+        np.testing.assert_allclose(W, Wq, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(b, bq, rtol=1e-12, atol=1e-14)
     # exact mode: on all of R^d the rounded copy is a different function (on a smaller
     # domain the rounding may only touch neurons that never switch on there)
     if domain is not None:

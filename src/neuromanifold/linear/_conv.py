@@ -26,6 +26,11 @@ from ._base import LinearNetBase, finite_result
 __all__ = ["LinearConvNet", "correlate", "upsample"]
 
 
+#: the largest array (entries) a linear-network computation may allocate; beyond it the
+#: strides or filters are absurd for this machine and a clear error beats a MemoryError
+MAX_ENTRIES = 10**8
+
+
 def upsample(w: np.ndarray, stride: Sequence[int]) -> np.ndarray:
     """``up(w, S)``: insert ``S - 1`` zeros between consecutive entries along each axis.
 
@@ -46,6 +51,9 @@ def upsample(w: np.ndarray, stride: Sequence[int]) -> np.ndarray:
     if all(s == 1 for s in stride):
         return w
     shape = tuple((k - 1) * s + 1 for k, s in zip(w.shape, stride))
+    if math.prod(shape) > MAX_ENTRIES:
+        raise InputError(f"upsample would create {math.prod(shape)} entries (filter shape "
+                         f"{w.shape}, stride {stride}); the limit is {MAX_ENTRIES}")
     out = np.zeros(shape, dtype=w.dtype)
     out[tuple(slice(None, None, s) for s in stride)] = w
     return out
@@ -163,6 +171,11 @@ class LinearConvNet(LinearNetBase):
         self.end_to_end_shape: tuple[int, ...] = tuple(
             shapes[0][a] + sum((shapes[l][a] - 1) * cum[l][a] for l in range(1, L))
             for a in range(D))
+        if math.prod(self.end_to_end_shape) > MAX_ENTRIES:
+            raise ArchitectureError(
+                f"the end-to-end filter would have shape {self.end_to_end_shape}, more than "
+                f"{MAX_ENTRIES} entries (filter_shapes={short_repr(filter_shapes)}, "
+                f"strides={short_repr(strides)}); no computation on it could fit in memory")
 
     # ------------------------------------------------------------------ basics
     def __repr__(self) -> str:

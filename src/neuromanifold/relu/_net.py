@@ -15,7 +15,7 @@ import flint
 import numpy as np
 
 from .._errors import ArchitectureError, InputError, ParameterError, short_repr
-from .._validation import as_finite_array, as_seed_rng, check_positive_int
+from .._validation import as_finite_array, as_real_array, as_seed_rng, check_positive_int
 
 __all__ = ["ReLUNet", "forward", "check_params", "widths_of", "exact_params"]
 
@@ -25,30 +25,6 @@ Params = list[tuple[np.ndarray, np.ndarray]]
 def widths_of(params: Any) -> tuple[int, ...]:
     """The widths ``(n0, ..., nL)`` implied by the shapes of ``params``."""
     return ReLUNet.from_params(params).widths
-
-
-def _real_entries(value: Any, name: str) -> None:
-    """Reject complex, boolean, string and other non-real entries before any conversion
-    (numpy would silently drop an imaginary part, or parse ``"1.5"`` as a number)."""
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError) as exc:  # ragged nesting
-        raise ParameterError(f"{name} must be an array of real numbers; "
-                             f"got {short_repr(value)}") from exc
-    kind = arr.dtype.kind
-    if kind in "iuf":
-        return
-    if kind == "O":
-        bad = next((x for x in arr.ravel().tolist()
-                    if isinstance(x, (bool, np.bool_)) or not isinstance(
-                        x, (int, float, np.integer, np.floating, Fraction, flint.fmpq))), None)
-        if bad is None:
-            return
-        raise ParameterError(f"{name} must hold real numbers (int, float, Fraction); "
-                             f"got an entry {short_repr(bad)}")
-    what = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes"}.get(kind, str(arr.dtype))
-    raise ParameterError(f"{name} must be an array of real numbers, not {what}; "
-                         f"got {short_repr(value)}")
 
 
 def check_params(params: Any, widths: Sequence[int] | None = None) -> Params:
@@ -73,8 +49,8 @@ def check_params(params: Any, widths: Sequence[int] | None = None) -> Params:
         if not isinstance(layer, Sequence) or len(layer) != 2:
             raise ParameterError(
                 f"layer {l} must be a pair (W, b); got {short_repr(layer)}")
-        _real_entries(layer[0], f"W_{l}")
-        _real_entries(layer[1], f"b_{l}")
+        # the shared input rules first: no complex, boolean, string or other objects
+        # (numpy would drop an imaginary part or parse "1.5"); tensors detached
         W = as_finite_array(layer[0], f"W_{l}", ndim=2)
         b = as_finite_array(layer[1], f"b_{l}", ndim=1)
         if W.shape[0] == 0 or W.shape[1] == 0:
@@ -120,9 +96,9 @@ def exact_params(params: Any) -> list[tuple[flint.fmpq_mat, list[flint.fmpq]]]:
     (1/3, 1/2)
     """
     out = []
-    for W, b in params:
-        We = np.asarray(W, dtype=object)
-        be = np.asarray(b, dtype=object).reshape(-1)
+    for l, (W, b) in enumerate(params, start=1):
+        We = np.asarray(as_real_array(W, f"W_{l}", exact=True), dtype=object)
+        be = np.asarray(as_real_array(b, f"b_{l}", exact=True), dtype=object).reshape(-1)
         We = We.reshape(be.size, -1)
         m = flint.fmpq_mat(We.shape[0], We.shape[1])
         for i in range(We.shape[0]):
@@ -270,6 +246,8 @@ class ReLUNet:
         if X.shape[1] != self.input_dim:
             raise InputError(f"X must have shape (N, {self.input_dim}); got shape {X.shape}")
         N = X.shape[0]
+        if N == 0:  # no inputs, no rows
+            return np.zeros((0, self.num_params))
         # forward pass keeping activations and masks
         acts, masks = [X], []
         H = X

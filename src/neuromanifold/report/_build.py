@@ -60,7 +60,7 @@ def reproduction_section(title: str, rows: Sequence[Any], intro: Sequence[str] =
     return Section(title, lines, [table], figures)
 
 
-def flow_section(seed: int = 0) -> tuple[Section, dict]:
+def flow_section(*, seed: int = 0) -> tuple[Section, dict]:
     """Gradient flows of a square loss for a strided 1D network: loss, invariants and v(t),
     the parameter flow against the Riemannian flow in function space."""
     from ..flows import SquareLoss, gradient_flow, riemannian_flow
@@ -95,7 +95,7 @@ def flow_section(seed: int = 0) -> tuple[Section, dict]:
                            "Riemannian flow on M (dashed).", wide=True)]), record
 
 
-def relu_picture_section(seed: int = 0) -> tuple[Section, dict]:
+def relu_picture_section(*, seed: int = 0) -> tuple[Section, dict]:
     """A two-input ReLU network's linear regions and bent hyperplanes, visible and hidden."""
     from ..relu import ReLUNet, bent_hyperplanes, plot_arrangement
     from ._figures import _plt
