@@ -24,7 +24,7 @@ def files(tmp_path_factory):
     p = nm.ReLUNet([2, 3, 2, 1]).random_params(seed=3)
     nm.io.save(p, d / "a.npz")
     perm = [2, 0, 1]
-    q = [(p[0][0][perm] * 4.0, p[0][1][perm] * 4.0), (p[1][0][:, perm] / 4.0, p[1][1]), p[2]]
+    q = [(p[0][0][perm] * 3.0, p[0][1][perm] * 3.0), (p[1][0][:, perm] / 3.0, p[1][1]), p[2]]
     nm.io.save(q, d / "b.safetensors")
     r = [(W.copy(), b.copy()) for W, b in p]
     r[2][1][0] += 0.5
@@ -101,3 +101,41 @@ def test_bad_usage_exits_2(argv):
 def test_refused_computation_exits_1():
     out = run("linear", "dimension", "--filters", "2,2", "--strides", "1,1,1")
     assert out.returncode == 1 and "strides must have" in out.stderr
+
+
+@pytest.fixture(scope="module")
+def bottleneck(tmp_path_factory):
+    from neuromanifold.relu import symmetries as S
+    d = tmp_path_factory.mktemp("bottleneck")
+    p = nm.ReLUNet([4, 3, 4, 1]).random_params(seed=3)
+    nm.io.save(p, d / "p.npz")
+    q = S.apply_sequence([S.Permutation(1, (2, 0, 1)), S.Scaling(1, (0.3, 2.5, 1.7)),
+                          S.Permutation(2, (3, 1, 0, 2))], p)
+    nm.io.save(q, d / "q.safetensors")
+    return d, p, q
+
+
+def test_relu_identify_canonical_fiber(bottleneck, tmp_path):
+    d, p, q = bottleneck
+    out = run("relu", "identify", d / "p.npz", "--json", tmp_path / "i.json")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("identifiable=")
+    data = json.loads((tmp_path / "i.json").read_text())
+    assert data["identifiable"] == nm.relu.identifiability(p).identifiable
+    can = run("relu", "canonical", d / "q.safetensors", "--out", tmp_path / "c.npz")
+    assert can.returncode == 0, can.stderr
+    canon_q = nm.io.load(tmp_path / "c.npz").params
+    for (W, b), (W2, b2) in zip(canon_q, nm.relu.canonical_form(p)):   # same fiber, same form
+        np.testing.assert_allclose(W, W2, atol=1e-9)
+        np.testing.assert_allclose(b, b2, atol=1e-9)
+    fib = run("relu", "fiber", d / "p.npz")
+    assert fib.returncode == 0 and "fiber of dimension" in fib.stdout
+    assert run("relu", "canonical", d / "p.npz", "--out", tmp_path / "c.txt").returncode == 2
+    assert run("relu", "identify", d / "p.npz", "--tol", "2").returncode == 2
+
+
+def test_relu_equiv_reports_the_symmetry(bottleneck):
+    d, p, q = bottleneck
+    out = run("relu", "equiv", d / "p.npz", d / "q.safetensors")
+    assert out.returncode == 0 and out.stdout.startswith("EQUIVALENT")
+    assert "symmetry taking A to B: Permutation(layer=1, perm=(2, 0, 1))" in out.stdout

@@ -2,7 +2,12 @@
 state_dict files), analysed exactly.
 
   regions MODEL     every linear region on the domain, with its activation pattern
-  equiv A B         do A and B compute the same function on the domain? (a witness if not)
+  identify MODEL    three-layer bottleneck networks: dead, always-active and hiding neurons,
+                    hidden hyperplanes, flips, identifiability up to permutation and scaling
+  equiv A B         do A and B compute the same function on the domain? (a witness if not,
+                    the symmetry taking A to B if so)
+  canonical MODEL   one canonical representative of the network's fiber (written with --out)
+  fiber MODEL       the whole fiber of a generic bottleneck network, as semi-algebraic families
   plot MODEL        the linear regions and bent hyperplanes of a network on R^2, as a figure
 
 Domains: ``--domain whole`` (R^d, the default), ``orthant`` (x >= 0), or a box
@@ -15,6 +20,8 @@ import argparse
 
 import numpy as np
 
+from .._errors import NeuromanifoldError
+from .._tolerance import DEFAULT_TOL
 from ._common import add_common, emit, load_model, writable_path
 from ._table import format_table
 
@@ -34,6 +41,15 @@ def _domain(text: str):
         f"must be 'whole', 'orthant' or 'box:LO,HI' with LO < HI; got {text!r}")
 
 
+def _tol(text: str) -> float:
+    """argparse type for ``--tol``."""
+    from .._tolerance import check_tol
+    try:
+        return check_tol(float(text))
+    except (ValueError, NeuromanifoldError):
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1); got {text!r}") from None
+
+
 def _regions(args) -> int:
     from ..relu import regions
     model = load_model(args.model, "relu")
@@ -51,10 +67,45 @@ def _regions(args) -> int:
 def _equiv(args) -> int:
     from ..relu import equivalent
     a, b = load_model(args.model, "relu"), load_model(args.other, "relu")
-    res = equivalent(a.params, b.params, args.domain, method=args.method)
+    res = equivalent(a.params, b.params, args.domain, method=args.method, tol=args.tol)
     verdict = "EQUIVALENT" if res.equivalent else "NOT equivalent"
-    return emit(args, f"{verdict} on {args.domain or 'R^d'} (method {res.method}, "
-                f"certified={res.certified})\n{res!r}", res.to_dict())
+    lines = [f"{verdict} on {args.domain or 'R^d'} (method {res.method}, certified="
+             f"{res.certified}, tol {res.tol:g} relative to the path-norm scale {res.scale:.4g})",
+             res.note]
+    if res.symmetry:
+        lines.append("symmetry taking A to B: " + ", ".join(repr(s) for s in res.symmetry))
+    if res.witness is not None:
+        lines.append(f"witness input: {np.array2string(res.witness, precision=6)}; outputs "
+                     f"differ by {res.witness_difference:.6g}")
+    return emit(args, "\n".join(lines), res.to_dict())
+
+
+def _identify(args) -> int:
+    from ..relu import identifiability
+    model = load_model(args.model, "relu")
+    res = identifiability(model.params, tol=args.tol)
+    return emit(args, res.describe(), res.to_dict())
+
+
+def _canonical(args) -> int:
+    from .. import io
+    from ..relu import canonical_form
+    model = load_model(args.model, "relu")
+    canon = canonical_form(model.params, tol=args.tol)
+    text = "canonical form: " + "; ".join(
+        f"W{l} {np.array2string(W, precision=4, max_line_width=200)} b{l} "
+        f"{np.array2string(b, precision=4)}" for l, (W, b) in enumerate(canon, start=1))
+    if args.out:
+        io.save(canon, args.out)
+        text += f"\nwrote {args.out}"
+    return emit(args, text, {"canonical_form": canon, "model": model.describe()})
+
+
+def _fiber(args) -> int:
+    from ..relu import fiber
+    model = load_model(args.model, "relu")
+    res = fiber(model.params, tol=args.tol)
+    return emit(args, res.describe(), res.to_dict())
 
 
 def _plot(args) -> int:
@@ -75,7 +126,8 @@ def _plot(args) -> int:
     return emit(args, f"wrote {args.out}", {"figure": args.out, "model": model.describe()})
 
 
-_ACTIONS = {"regions": _regions, "equiv": _equiv, "plot": _plot}
+_ACTIONS = {"regions": _regions, "identify": _identify, "equiv": _equiv,
+            "canonical": _canonical, "fiber": _fiber, "plot": _plot}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
         args._parser.error("equiv needs two model files: relu equiv A B")
     if args.action != "equiv" and args.other:
         args._parser.error(f"{args.action} takes one model file; got a second: {args.other!r}")
+    if args.action == "canonical" and args.out and not args.out.endswith((".npz", ".safetensors")):
+        args._parser.error("canonical --out must end in .npz or .safetensors")
     if args.action == "plot" and not args.out:
         args._parser.error("plot needs --out FILE.png")
     return _ACTIONS[args.action](args)
@@ -99,7 +153,11 @@ def register(sub) -> None:
                    help="whole (default), orthant, or box:LO,HI")
     p.add_argument("--method", choices=["auto", "regions", "milp"], default="auto",
                    help="equiv: decision method (default auto)")
+    p.add_argument("--tol", type=_tol, default=DEFAULT_TOL,
+                   help="relative tolerance (default 1e-9; 0 = exact; 1e-5 for float32 weights)")
     p.add_argument("--show", type=int, default=20, help="regions: how many to list")
-    p.add_argument("--out", metavar="FILE", type=writable_path, help="plot: the figure's path (.png, .svg, .pdf)")
+    p.add_argument("--out", metavar="FILE", type=writable_path,
+                   help="plot: the figure (.png, .svg, .pdf); canonical: a model file "
+                        "(.npz, .safetensors)")
     add_common(p, seed=False)
     p.set_defaults(func=run, _parser=p)

@@ -161,7 +161,14 @@ class FiberFamily(Result):
         for l, (W, b) in enumerate(layers, start=1):
             lines.append(f"  W{l}' = {W.tolist()}")
             lines.append(f"  b{l}' = {list(b)}")
-        lines.append(f"  where {', '.join(str(c) for c in cons) or 'no constraints'}")
+        # constraints sympy already knows hold (e.g. s_0 > 0 for a positive symbol) print
+        # as True: say which symbols are positive instead
+        shown = [str(c) for c in cons if c is not True and str(c) != "True"]
+        free = sorted({str(x) for W, b in layers for e in list(W) + list(b)
+                       for x in getattr(e, "free_symbols", ()) if x.is_positive})
+        positive = f"{', '.join(free)} > 0" if free else ""
+        lines.append("  where " + (", ".join(filter(None, [positive] + shown))
+                                   or "no constraints"))
         return "\n".join(lines)
 
     # -- sampling -----------------------------------------------------------------------
