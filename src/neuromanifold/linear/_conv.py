@@ -310,7 +310,12 @@ class LinearConvNet(LinearNetBase):
         """The Jacobian computed exactly over the rationals from the (exact binary) float
         filters, as a ``flint.fmpq_mat``: column j of block l holds the coefficients of
         ``t^{j S_{l-1}} prod_{m != l} pi(w_m)(t^{S_{m-1}})`` (docs/concepts_linear.md §2)."""
-        polys = self.layer_polynomials(params)
+        return self._exact_jacobian_at(self.layer_polynomials(params))
+
+    def _exact_jacobian_at(self, polys: Sequence[flint.fmpq_mpoly]) -> flint.fmpq_mat:
+        """The exact Jacobian at the point whose layer polynomials (in the variables of
+        :meth:`polynomial_context`, already in ``t^{S_{l-1}}``) are ``polys``, as a
+        ``flint.fmpq_mat`` (used for fiber points known only as polynomials)."""
         vshape = self.end_to_end_shape
         J = flint.fmpq_mat(self.end_to_end_size, self.num_params)
         col = 0

@@ -214,23 +214,8 @@ def _exact_branches(net, points: list, target, max_groupings: int = 20000
 
 def _exact_jacobian(net, polys: list[flint.fmpq_mpoly]) -> flint.fmpq_mat:
     """The Jacobian at the point with layer polynomials ``polys`` (docs/concepts_linear.md
-    §2: column j of block l holds ``t^{j S_{l-1}} prod_{m != l} polys[m]``)."""
-    vshape = net.end_to_end_shape
-    J = flint.fmpq_mat(net.end_to_end_size, net.num_params)
-    col = 0
-    for l, (k, S) in enumerate(zip(net.filter_shapes, net.cumulative_strides)):
-        P = net.polynomial_context().from_dict({(0,) * net.ndim: 1})
-        for m, q in enumerate(polys):
-            if m != l:
-                P = P * q
-        terms = list(P.to_dict().items())
-        for j in np.ndindex(k):
-            shift = tuple(a * s for a, s in zip(j, S))
-            for exps, c in terms:
-                J[int(np.ravel_multi_index(tuple(int(e) + o for e, o in zip(exps, shift)),
-                                           vshape)), col] = c
-            col += 1
-    return J
+    §2), exactly."""
+    return net._exact_jacobian_at(polys)
 
 
 def _hstack(A: flint.fmpq_mat, B: flint.fmpq_mat) -> flint.fmpq_mat:
