@@ -41,7 +41,7 @@ def test_budget_ends_absurd_horizons():
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"t_final": -1.0}, "t_final"), ({"num_times": 1}, "num_times"), ({"rtol": 0.0}, "rtol"),
-    ({"params": []}, "non-empty list"), ({"params": [[np.ones(3)]]}, ""),
+    ({"params": []}, "non-empty list"), ({"params": [[np.ones(3)]]}, "W_1|filter|layer|shape"),
 ])
 def test_bad_input(kwargs, message):
     net = nm.LinearConvNet([2, 2], strides=[2])
