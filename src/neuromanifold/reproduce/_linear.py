@@ -626,7 +626,7 @@ def _balanced(case: Case, params: Any, dep: Any) -> tuple[bool, str]:
     """Every Delta_l vanishes, relative to the parameters' size (1e-10)."""
     from ..fibers import invariant_scale, invariant_vector
     inv = invariant_vector(case.model, params)
-    rel = float(np.abs(inv).max(initial=0.0)) / invariant_scale(np.zeros(1), params)
+    rel = float(np.abs(inv).max(initial=0.0)) / invariant_scale(np.zeros_like(inv), params)
     return rel <= 1e-10, f"max |Delta_l| / max ||W_l||^2 = {rel:.1e}"
 
 
