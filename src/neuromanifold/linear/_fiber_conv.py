@@ -791,10 +791,17 @@ def _numerical_fiber(net, v: np.ndarray, deltas: np.ndarray, deltas_q: list, *, 
     """Project v onto the neuromanifold by least squares, enumerate the fiber of the
     projected point exactly, and polish every point back to (v, delta). Uncertified."""
     rng = as_seed_rng(seed)
+    # the neuromanifold is a cone (v -> c^L v when every layer is scaled by c): project
+    # v rescaled by an exact power of two to norm ~1, so that tiny or huge filters do not
+    # under- or overflow in the least-squares solver, and scale the projection back
+    v_given = v
+    shift = -int(np.frexp(np.max(np.abs(v)))[1])
+    v = np.ldexp(v, shift)
     vn = np.linalg.norm(v)
     starts: list[np.ndarray] = []
     if start is not None:
-        starts.append(net.flatten(start))
+        c = 2.0 ** (shift / net.num_layers)
+        starts.append(net.flatten([np.asarray(w) * c for w in start]))
     while len(starts) < max(num_starts, 1):
         p = net.random_params(rng)
         scale = (vn / max(np.linalg.norm(net.end_to_end(p)), 1e-300)) ** (1.0 / net.num_layers)
@@ -829,7 +836,9 @@ def _numerical_fiber(net, v: np.ndarray, deltas: np.ndarray, deltas_q: list, *, 
             f"{best_r:.3g} (relative)")
     theta = net.unflatten(best)
     projected = net.polynomial(theta)
-    exact_v = net.coefficients(projected)
+    unshift = flint.fmpq(2) ** (-shift)
+    exact_v = np.vectorize(lambda x: x * unshift, otypes=[object])(net.coefficients(projected))
+    v = v_given
     inner = _exact_fiber(net, exact_v, np.vectorize(float, otypes=[float])(exact_v), deltas,
                          deltas_q)
     layers = [np.stack([pt[l] for pt in inner.points]) for l in range(net.num_layers)]
