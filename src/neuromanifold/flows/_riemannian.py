@@ -49,7 +49,7 @@ from .._errors import (ComputationLimitError, InputError, NotInNeuromanifoldErro
 from .._results import Result
 from .._tolerance import DEFAULT_TOL
 from .._validation import (as_finite_array, check_bool, check_positive_float,
-                           check_positive_int)
+                           check_options, check_positive_int)
 from ..fibers import invariant_scale, invariant_vector
 from ._gradient_flow import (DEFAULT_MAX_STEPS, Conv1DFastPath, GradientFlowResult, Stepper,
                              check_finite, check_flow_args, gradient_flow, parameter_velocity,
@@ -266,6 +266,8 @@ def _initial_lift(net: Any, v0: np.ndarray, delta: Any, lift: Any, lift_index: i
         return net.check_params(lift)
     if not hasattr(net, "fiber"):
         raise InputError(f"{net!r} has no fiber(); pass an initial lift with lift=...")
+    check_options(net.fiber, fiber_options, f"{type(net).__name__}.fiber (the initial lift's "
+                  f"**fiber_options)")
     fib = net.fiber(v0.reshape(net.end_to_end_shape), delta, **fiber_options)
     points = list(fib.points)
     if not points:
