@@ -40,7 +40,7 @@ from .._errors import (InputError, NotInNeuromanifoldError, UndecidedFactorizati
 from .._validation import as_seed_rng, check_positive_int
 from ..exact import to_fmpq
 from ..exact._factor import line_univariate, mpoly_dense, real_irreducible
-from ..exact._rescaling import rescaled_norms, rescaled_norms_exact
+from ..exact._rescaling import apply_rescaling, rescaled_norms_exact
 from ..exact._roots import certified_roots, isolate_factors, power_classes, working_precision
 from .._validation import check_bool, check_positive_float
 from ..fibers import Fiber
@@ -247,7 +247,11 @@ def _residuals(net, layers: list[np.ndarray], v_float: np.ndarray, deltas: np.nd
         return np.zeros(0)
     N = layers[0].shape[0]
     V = _batch_end_to_end(net, layers).reshape(N, -1)
-    rv = np.linalg.norm(V - v_float.reshape(1, -1), axis=1) / np.linalg.norm(v_float)
+    # both norms after an exact power-of-two shift: a tiny or huge v must not under- or
+    # overflow in the squares
+    shift = -int(np.frexp(np.max(np.abs(v_float)))[1])
+    rv = np.linalg.norm(np.ldexp(V - v_float.reshape(1, -1), shift), axis=1) \
+        / np.linalg.norm(np.ldexp(v_float, shift))
     norms = np.stack([np.sum(w.reshape(N, -1) ** 2, axis=1) for w in layers], axis=1)
     if norms.shape[1] > 1:
         rd = np.max(np.abs(np.diff(norms, axis=1) - deltas[None, :]), axis=1) / norms.max(axis=1)
@@ -530,14 +534,7 @@ def _fiber_1d(k: tuple[int, ...], S: tuple[int, ...], coeffs: list, deltas: np.n
 
 def _apply_rescaling(layers: list[np.ndarray], deltas: np.ndarray) -> None:
     """Scale each stacked layer by the unique positive rescaling (docs/concepts_linear.md §2), in place."""
-    N = layers[0].shape[0]
-    if len(layers) == 1:
-        return
-    norms = np.stack([np.sum(w.reshape(N, -1) ** 2, axis=1) for w in layers], axis=1)
-    t = rescaled_norms(norms, deltas)
-    lam = np.sqrt(t / norms)
-    for l, w in enumerate(layers):
-        w *= lam[:, l].reshape((N,) + (1,) * (w.ndim - 1))
+    apply_rescaling(layers, deltas)
 
 
 # ---------------------------------------------------------------------------- D >= 2
