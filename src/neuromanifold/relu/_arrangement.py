@@ -104,12 +104,19 @@ def _exact_layers(params: Any) -> tuple[list, list]:
                                  f"Fraction); got complex values in {short_repr(params)}") from exc
     exact = []
     for l, ((W, b), (Wf, bf)) in enumerate(zip(params, layers), start=1):
-        # the shared reader keeps exact entries exact and detaches tensors
-        We = np.asarray(as_real_array(W, f"W_{l}", exact=True), dtype=object).reshape(Wf.shape)
-        be = np.asarray(as_real_array(b, f"b_{l}", exact=True), dtype=object).reshape(bf.shape)
+        # entries as passed (a boolean among floats is refused by _frac); tensors detached
+        We = np.asarray(_detached(W, f"W_{l}"), dtype=object).reshape(Wf.shape)
+        be = np.asarray(_detached(b, f"b_{l}"), dtype=object).reshape(bf.shape)
         exact.append(([[_frac(x) for x in row] for row in We.tolist()],
                       [_frac(x) for x in be.tolist()]))
     return layers, exact
+
+
+def _detached(x: Any, name: str) -> Any:
+    """A tensor's values (detached, via the shared reader); anything else unchanged."""
+    if hasattr(x, "detach") and not isinstance(x, np.ndarray):
+        return as_real_array(x, name, exact=True)
+    return x
 
 
 def _rank(rows: Sequence[Sequence[Any]], ncols: int) -> int:
