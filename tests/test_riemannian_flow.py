@@ -425,3 +425,11 @@ def test_flow_sizes_are_capped_and_options_named():
         riemannian_flow(net, v, d, loss, 1.0, lift=theta, num_times=10**12)
     with pytest.raises(InputError, match=r"unknown option\(s\) \['bogus_option'\].*num_starts"):
         riemannian_flow(net, v, d, loss, 1.0, bogus_option=1)
+
+
+def test_flow_from_a_tiny_v0_is_not_called_singular():
+    """A layer of size 1e-300 gives Jacobian columns whose norms underflow when squared:
+    the singularity monitor normalizes them by their largest entry first."""
+    net, theta, v, d, loss = _conv_setup()
+    flow = riemannian_flow(net, v * 2.0 ** -1000, d, loss, 0.5, num_times=3)
+    assert np.all(np.isfinite(flow.end_to_end)) and flow.end_to_end.shape[0] == 3

@@ -302,11 +302,14 @@ class _SingularityWatch:
     def sigma(self, theta: np.ndarray) -> float:
         J = self.jacobian(theta)
         check_finite("the Jacobian", J, "along the Riemannian flow")
-        norms = np.linalg.norm(J, axis=0)
-        keep = norms > 0
+        # unit columns, normalized by their largest entry first: a column of size 1e-300
+        # (a tiny layer) has a norm that underflows when squared, yet is not zero
+        m = np.max(np.abs(J), axis=0)
+        keep = m > 0
         if keep.sum() < self.dim:
             return 0.0
-        s = np.linalg.svd(J[:, keep] / norms[keep], compute_uv=False)
+        Jk = J[:, keep] / m[keep]
+        s = np.linalg.svd(Jk / np.linalg.norm(Jk, axis=0), compute_uv=False)
         return float(s[self.dim - 1] / s[0]) if s.size >= self.dim and s[0] > 0 else 0.0
 
     def _slope(self, theta: np.ndarray, s: float) -> float:
