@@ -330,6 +330,11 @@ def _with(cases, **changes):
     return [(l, f, changes.get(l, m)) for l, f, m in cases]
 
 
+# one network or a list of networks (convergence_study): a list of junk is still invalid
+NETS_CASES = _with(OBJECT_CASES, list=False) + [
+    ("list_of_junk", lambda v: [v, "net"], True),
+    ("empty_list", lambda v: [], True),
+]
 # exact routines take integers of any size
 EXACT_ARRAY_CASES = _with(ARRAY_CASES, huge_int_entry=False)
 # counts where 0 is valid (walk_steps, margin)
@@ -353,7 +358,7 @@ KIND_CASES = {
     "cli_path": CLI_PATH_CASES, "cli_choice": CLI_CHOICE_CASES,
     "array": ARRAY_CASES, "count": COUNT_CASES, "real": REAL_CASES, "bool": BOOL_CASES,
     "seed": SEED_CASES, "choice": CHOICE_CASES, "object": OBJECT_CASES,
-    "params": PARAMS_CASES, "domain": DOMAIN_CASES,
+    "params": PARAMS_CASES, "domain": DOMAIN_CASES, "nets": NETS_CASES,
 }
 
 

@@ -124,3 +124,18 @@ def test_step_budget_ends_a_run_and_time_limit_raises():
         convergence_study(net, 3, seed=0, time_limit=1e-9)
     with pytest.raises(InputError, match="max_steps"):
         convergence_study(net, 1, max_steps=0)
+
+
+def test_sizes_are_capped_and_classes_refused():
+    net = LinearConvNet([2, 2], strides=[2])
+    with pytest.raises(InputError, match="at most"):
+        convergence_study(net, 10**12)
+    with pytest.raises(InputError, match="at most"):
+        convergence_study(net, 1, num_samples=10**12)
+    with pytest.raises(InputError, match="at most"):
+        random_regression_data(net, 0, num_samples=10**12)
+    X, Y = random_regression_data(net, 0)
+    with pytest.raises(InputError, match="LinearConvNet or LinearFCNet"):
+        SquareLoss.from_data(LinearConvNet, X, Y)
+    with pytest.raises(InputError):
+        convergence_study([net, "net"], 1)

@@ -292,3 +292,59 @@ def test_bad_options(options, error, match):
 def test_boolean_invariants_rejected():
     with pytest.raises(InputError, match="booleans"):
         LinearConvNet([2, 2]).fiber([1.0, -3.0, 2.0], [True])
+
+
+# --------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("scale", [2.0 ** -1000, 1e-300, 2.0 ** -600])
+def test_tiny_end_to_end_filter_has_its_fiber(scale):
+    """The numerical route projects a rescaled v and the rescaling works in log space:
+    a layer whose squared norm underflows float64 is still rescaled correctly."""
+    net = LinearConvNet([2, 2], strides=[2])
+    p = net.random_params(seed=0)
+    v, inv = net.end_to_end(p), net.invariants(p)
+    fib = net.fiber(v * scale, inv)
+    assert fib.points and fib.max_residual < 1e-10
+    for q in fib.points:
+        got = net.end_to_end(q)
+        assert np.linalg.norm((got - v * scale) / scale) <= 1e-10 * np.linalg.norm(v)
+        assert np.allclose(net.invariants(q), inv, rtol=1e-10)
+
+
+def test_log_space_rescaling_matches_the_float_one():
+    from neuromanifold.exact import rescaled_norms
+    from neuromanifold.exact._rescaling import apply_rescaling, log_rescaled_norms
+    n, d = np.array([[1.0, 4.0], [2.0, 0.5]]), np.array([3.0])
+    assert np.allclose(np.exp(log_rescaled_norms(np.log(n), d)), rescaled_norms(n, d))
+    # a first layer of size 1e-200 (squared norm 1e-400 underflows) and delta = 1
+    layers = [np.array([[1e-200, 0.0]]), np.array([[1.0, 0.0]])]
+    apply_rescaling(layers, np.array([1.0]))
+    assert layers[0][0, 0] > 0 and np.isclose(layers[0][0, 0] * layers[1][0, 0], 1e-200)
+    assert np.isclose(layers[1][0, 0] ** 2, 1.0)
+
+
+@pytest.mark.parametrize("invariants,params", [
+    (np.array([1 + 0j]), [np.ones(2), np.ones(2)]),
+    (np.array(["1.5"]), [np.ones(2), np.ones(2)]),
+    (np.array([np.nan]), [np.ones(2), np.ones(2)]),
+    ([[1.0, 2.0], [3.0]], [np.ones(2), np.ones(2)]),
+    (np.array([0.5]), [np.array([1.0, np.nan]), np.ones(2)]),
+    (np.array([0.5]), [np.ones(2)]),                   # one layer: no invariants
+    (np.array([0.5]), [np.ones(2)] * 3),               # three layers: two invariants
+    (np.array([0.5]), []),
+    (np.array([0.5]), None),
+    (np.array([0.5]), "params"),
+    (np.array([0.5]), [np.array([1e300, 1.0]), np.ones(2)]),   # the scale overflows
+])
+def test_invariant_scale_refuses_bad_input(invariants, params):
+    from neuromanifold import NeuromanifoldError
+    from neuromanifold.fibers import invariant_scale
+    with pytest.raises(NeuromanifoldError):
+        invariant_scale(invariants, params)
+
+
+def test_invariant_scale_reads_tensors_and_exact_entries():
+    torch = pytest.importorskip("torch")
+    from neuromanifold.fibers import invariant_scale
+    w = torch.tensor([3.0, 4.0], requires_grad=True)
+    assert invariant_scale([Fraction(1, 2)], [w, np.array([1.0])]) == 25.0
+    assert invariant_scale(np.zeros(0), [np.array([2.0])]) == 4.0

@@ -241,7 +241,7 @@ ENTRIES = [
     E("convergence_study", lambda: dict(net=_conv()[0], num_runs=1, t_final=1.0, seed=0,
                                         max_time=4.0),
       lambda net, num_runs, **kw: nm.convergence_study(net, num_runs, **kw),
-      {"net": "object", "num_runs": "count", "t_final": "real", "seed": "seed"}),
+      {"net": "nets", "num_runs": "count", "t_final": "real", "seed": "seed"}),
     E("random_regression_data", lambda: dict(net=_conv()[0], seed=0, num_samples=3),
       lambda net, seed, num_samples: linear.random_regression_data(
           net, seed, num_samples=num_samples),
@@ -402,86 +402,10 @@ def _cli(argv):
 
 
 # --------------------------------------------------------------------------- known leaks
-# ===== BEGIN KNOWN LEAKS (modules owned by other engineers; xfail, strict=False) =====
-# (entry, "arg=label") -> owner: what happens. Remove a line once its fix is merged.
-_FLOWS = "riemannian (flows/*, linear/_convergence.py)"
-_RELU = "relu-tol (relu/* except _arrangement.py)"
-_ARR = "arrangement (relu/_arrangement.py)"
-_REPRO = "reproduce (linear/_fiber_conv.py, ntk/*, reproduce/*, cli/_reproduce.py)"
-KNOWN: dict[tuple[str, str], str] = {
-    # a tiny end-to-end filter: scipy's least_squares raises ValueError("Residuals are
-    # not finite in the initial point") in the numerical fallback of conv_fiber
-    ("LinearConvNet.fiber", "v=scaled_2^-1000"): _REPRO,
-    ("LinearConvNet.fiber", "v=scaled_1e-300"): _REPRO,
-    ("ShallowReLUCNN.fiber", "rep=scaled_2^-1000"): _REPRO,
-    ("ShallowReLUCNN.fiber", "rep=scaled_1e-300"): _REPRO,
-    ("riemannian_flow", "v0=scaled_2^-1000"): _REPRO,
-    ("riemannian_flow", "v0=scaled_1e-300"): _REPRO,
-    # ntk_dependence(LinearConvNet, params): TypeError from net.exact_target()
-    ("ntk_dependence", "net=class"): _REPRO,
-    # losses and flows
-    ("QuadraticLoss.value", "v=scaled_2^1000"): _FLOWS,          # returns inf
-    ("QuadraticLoss.value", "v=scaled_1e300"): _FLOWS,
-    ("SquareLoss.from_data", "net=class"): _FLOWS,               # TypeError
-    ("gradient_flow", "params0=all.scaled_1e100"): _FLOWS,       # AttributeError: 'list' .T
-    ("gradient_flow", "t_final=huge"): _FLOWS,                   # t_final=1e300: hangs
-    ("gradient_flow", "num_times=huge"): _FLOWS,                 # MemoryError
-    ("riemannian_flow", "inv=scaled_2^1000"): _FLOWS,            # inf in the result
-    ("riemannian_flow", "inv=scaled_1e300"): _FLOWS,
-    ("riemannian_flow", "t_final=huge"): _FLOWS,                 # hangs
-    ("riemannian_flow", "num_times=huge"): _FLOWS,               # MemoryError
-    ("riemannian_flow", "**options=unknown_option"): _FLOWS,     # TypeError
-    ("lift_to_fiber", "v=scaled_2^1000"): _FLOWS,                # NaN residual
-    ("lift_to_fiber", "v=scaled_1e300"): _FLOWS,
-    ("lift_to_fiber", "inv=ragged"): _FLOWS,                     # LinAlgError
-    ("lift_to_fiber", "inv=empty"): _FLOWS,
-    ("lift_to_fiber", "inv=empty_2d"): _FLOWS,
-    ("lift_to_fiber", "inv=truncated"): _FLOWS,
-    ("lift_to_fiber", "start=all.scaled_2^500"): _FLOWS,         # inf residual
-    ("lift_to_fiber", "start=all.scaled_1e100"): _FLOWS,
-    ("convergence_study", "net=list"): _FLOWS,                   # [net] accepted
-    ("convergence_study", "num_runs=huge"): _FLOWS,              # hangs
-    ("convergence_study", "t_final=tiny"): _FLOWS,               # t_final=1e-300: hangs
-    ("random_regression_data", "num_samples=huge"): _FLOWS,      # MemoryError
-    # ReLU analyses: a layer scaled by 2^-1000 (the same function up to scale) crashes
-    # with ZeroDivisionError; tensors that require grad reach np.asarray; plot options
-    **{(f"relu.{f}", f"params=first.{m}"): _RELU
-       for f in ("regions", "bent_hyperplanes", "functional_dimension", "genericity",
-                 "plot_arrangement")
-       for m in ("scaled_2^-1000", "scaled_1e-300", "subnormal")},
-    ("relu.genericity", "params=first.tensor_requires_grad"): _RELU,
-    ("relu.genericity", "params=last.tensor_requires_grad"): _RELU,
-    **{("relu.plot_arrangement", f"alpha={m}"): _RELU
-       for m in ("str", "nan", "inf", "neg_inf", "complex", "bool", "object", "list", "array",
-                 "negative", "huge", "none")},
-    **{("relu.plot_arrangement", f"cmap={m}"): _RELU
-       for m in ("bogus", "upper", "int", "bytes", "list", "object")},
-    ("relu.weighted_arrangement", "params=first.tensor_requires_grad"): _ARR,
-    ("relu.weighted_arrangement", "params=last.tensor_requires_grad"): _ARR,
-    ("relu.orthant_fiber", "params=first.tensor_requires_grad"): _ARR,
-    ("relu.orthant_fiber", "params=last.tensor_requires_grad"): _ARR,
-    ("relu.arrangements_equal", "p=first.tensor_requires_grad"): _ARR,
-    ("relu.arrangements_equal", "p=last.tensor_requires_grad"): _ARR,
-    ("relu.arrangements_equal", "q=first.tensor_requires_grad"): _ARR,
-    ("relu.arrangements_equal", "q=last.tensor_requires_grad"): _ARR,
-    ("compare_with_parameter_flow", "t_final=huge"): _FLOWS,     # hangs
-    ("compare_with_parameter_flow", "num_times=huge"): _FLOWS,   # MemoryError
-    ("reproduce_linear", "num_instances=huge"): _REPRO,          # hangs
-    # fibers.invariant_scale reads its inputs with np.asarray(dtype=float): complex,
-    # strings, NaN accepted; objects, ragged nests and tensors leak; 1e300 gives inf
-    **{("fibers.invariant_scale", f"{arg}{m}"): _REPRO
-       for arg in ("invariants=", "params=first.", "params=last.")
-       for m in ("complex", "complex_imag", "str_dtype", "str_entry", "bool_dtype",
-                 "object_entry", "none_entry", "nan", "inf", "string", "bytes", "dict", "set",
-                 "object", "datetime", "huge_int_entry", "ragged", "tensor_requires_grad",
-                 "scaled_2^1000", "scaled_1e300", "none")
-          if (arg, m) not in (("invariants=", "scaled_2^1000"), ("invariants=", "scaled_1e300"),
-                           ("params=first.", "none"))},
-    ("fibers.invariant_scale", "invariants=generated"): _REPRO,
-    ("compare_with_parameter_flow", "params0=first.scaled_2^-1000"): _FLOWS,  # over 2 s
-    **{("fibers.invariant_scale", f"params={m}"): _REPRO
-       for m in ("missing_layer", "extra_layer", "empty_list", "none", "str", "dict", "number")},
-}
+# ===== BEGIN KNOWN LEAKS (xfail, strict=False) =====
+# (entry, "arg=label") -> who owns the fix and what happens. Empty: every case of every
+# entry point gives a finite result or a NeuromanifoldError within the time limit.
+KNOWN: dict[tuple[str, str], str] = {}
 # ===== END KNOWN LEAKS =====
 
 

@@ -155,3 +155,9 @@ def test_witnesses_are_classified_within_the_hypotheses_or_not():
 
     res = ntk_dependence(net, net.random_params(0), check_hypotheses=False)
     assert res.hypotheses == () and res.regular_point is None
+
+
+def test_a_class_instead_of_a_model_is_refused():
+    params = LinearConvNet([2, 2]).random_params(seed=0)
+    with pytest.raises(InputError, match="instance"):
+        ntk_dependence(LinearConvNet, params)

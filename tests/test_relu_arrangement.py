@@ -319,3 +319,20 @@ def test_bad_inputs_raise_errors_naming_the_rule():
             weighted_arrangement(good, domain)
     with pytest.raises(TypeError):  # options are keyword-only
         arrangements_equal(good, good, "orthant", 0.0)
+
+
+def test_tensors_that_require_grad_are_read_detached():
+    """The exact layers go through the shared reader: a tensor requiring grad gives the
+    same analysis as its numpy values (it is never differentiated through)."""
+    torch = pytest.importorskip("torch")
+    from neuromanifold import relu
+    params = [(np.array([[1.0, -0.5], [0.3, 0.8], [-0.7, 0.2]]), np.array([0.1, -0.2, 0.05])),
+              (np.array([[1.0, -2.0, 0.5]]), np.array([0.3]))]
+    tensors = [(torch.tensor(W, requires_grad=True), torch.tensor(b, requires_grad=True))
+               for W, b in params]
+    assert relu.arrangements_equal(tensors, params)
+    assert relu.arrangements_equal(params, tensors)
+    assert relu.weighted_arrangement(tensors).to_dict() == \
+        relu.weighted_arrangement(params).to_dict()
+    assert relu.genericity(tensors).to_dict() == relu.genericity(params).to_dict()
+    assert len(relu.orthant_fiber(tensors).to_dict()) > 0

@@ -397,3 +397,9 @@ def test_other_row_verdicts_recomputed_by_sampling(which):
     assert ("independent" if fast.independent else "dependent") == sampled
     if which == "relu_mlp_one_layer":
         assert path_lifting_check(params, model.inputs).independent and fast.independent
+
+
+def test_num_instances_is_capped():
+    from neuromanifold.reproduce import reproduce_linear
+    with pytest.raises(InputError, match="at most"):
+        reproduce_linear(num_instances=10**12)

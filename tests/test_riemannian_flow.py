@@ -388,3 +388,48 @@ def test_fast_path_matches_the_network(seed, arch):
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * max(1, np.abs(expected).max()))
     np.testing.assert_allclose(fast.jacobian(flat), net.jacobian(theta), rtol=0, atol=1e-13)
     np.testing.assert_allclose(fast.parts(flat)[0], net.end_to_end(theta), rtol=0, atol=1e-13)
+
+
+# --------------------------------------------------------------------------- bad input
+def _conv_setup():
+    net = LinearConvNet([2, 2], strides=[2])
+    theta = net.random_params(0)
+    v, d = net.end_to_end(theta), net.invariants(theta)
+    return net, theta, v, d, QuadraticLoss(np.eye(v.size), np.zeros(v.size))
+
+
+@pytest.mark.parametrize("inv", [np.zeros(0), np.zeros((0, 3)), [[1.0, 2.0], [3.0]],
+                                 np.zeros(2)])
+def test_lift_refuses_invariants_of_the_wrong_size(inv):
+    net, theta, v, _, _ = _conv_setup()
+    with pytest.raises(InputError, match="invariants must have 1 entries"):
+        lift_to_fiber(net, v, inv, theta)
+
+
+@pytest.mark.parametrize("which", ["v", "start"])
+def test_lift_overflow_is_a_parameter_error(which):
+    net, theta, v, d, _ = _conv_setup()
+    if which == "v":
+        v = v * 2.0 ** 1000
+    else:
+        theta = [w * 2.0 ** 500 for w in theta]
+    with pytest.raises(ParameterError, match="overflow"):
+        lift_to_fiber(net, v, d, theta)
+
+
+def test_flow_sizes_are_capped_and_options_named():
+    net, theta, v, d, loss = _conv_setup()
+    with pytest.raises(InputError, match="at most"):
+        gradient_flow(net, theta, loss, 1.0, num_times=10**12)
+    with pytest.raises(InputError, match="at most"):
+        riemannian_flow(net, v, d, loss, 1.0, lift=theta, num_times=10**12)
+    with pytest.raises(InputError, match=r"unknown option\(s\) \['bogus_option'\].*num_starts"):
+        riemannian_flow(net, v, d, loss, 1.0, bogus_option=1)
+
+
+def test_flow_from_a_tiny_v0_is_not_called_singular():
+    """A layer of size 1e-300 gives Jacobian columns whose norms underflow when squared:
+    the singularity monitor normalizes them by their largest entry first."""
+    net, theta, v, d, loss = _conv_setup()
+    flow = riemannian_flow(net, v * 2.0 ** -1000, d, loss, 0.5, num_times=3)
+    assert np.all(np.isfinite(flow.end_to_end)) and flow.end_to_end.shape[0] == 3

@@ -223,3 +223,12 @@ def test_path_lifting_rejects_a_zero_output_weight():
         path_lifting_check([B, a], rng.standard_normal((3, 2)))
     with pytest.raises(InputError, match="tol"):
         path_lifting_check([B, np.ones(2)], rng.standard_normal((3, 2)), tol="a")
+
+
+@pytest.mark.parametrize("scale", [2.0 ** -1000, 1e-300])
+def test_cnn_fiber_of_a_tiny_representative(scale):
+    """Layers whose squared norms underflow are rescaled in log space."""
+    net = ShallowReLUCNN.with_random_inputs([2, 2], [2], num_inputs=4, seed=0)
+    p = net.random_params(seed=1)
+    fib = net.fiber(net.end_to_end(p) * scale, net.invariants(p))
+    assert fib.points and fib.max_residual < 1e-10

@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import InputError, ParameterError, short_repr
 from .._results import Result
+from .._validation import as_finite_array, check_finite_result
 
 __all__ = ["Fiber", "invariant_vector", "invariant_scale"]
 
@@ -37,17 +39,32 @@ def invariant_scale(invariants: Any, params: Any) -> float:
     do not.
 
     Args:
-        invariants: the invariants (any shape; flattened).
-        params: the parameters, one array per layer.
+        invariants: the invariants (any shape; flattened): real and finite, with at
+            least one entry per pair of consecutive layers (none for a single layer).
+        params: the parameters, a non-empty list of real, finite arrays (one per layer).
 
     Returns:
-        The scale, a positive float.
+        The scale, a positive float. Invalid inputs raise :class:`ParameterError`
+        (``params``) or :class:`InputError` (``invariants``); a scale beyond the float64
+        range raises :class:`ParameterError`.
 
     >>> invariant_scale(np.array([0.0]), [np.array([3.0, 4.0]), np.array([1.0])])
     25.0
     """
-    return max(float(np.abs(np.asarray(invariants, dtype=float)).max(initial=0.0)),
-               max(float(np.sum(np.asarray(w, dtype=float) ** 2)) for w in params), 1e-300)
+    if not isinstance(params, (list, tuple)) or len(params) == 0:
+        raise ParameterError(f"params must be a non-empty list of arrays (one per layer); "
+                             f"got {short_repr(params)}")
+    layers = [as_finite_array(w, f"params[{l}]") for l, w in enumerate(params)]
+    inv = as_finite_array(invariants, "invariants", error=InputError)
+    pairs = len(layers) - 1
+    if (pairs == 0 and inv.size != 0) or inv.size < pairs:
+        raise InputError(f"invariants must have at least one entry per pair of consecutive "
+                         f"layers ({pairs} pair(s) for {len(layers)} layer(s), none for a "
+                         f"single layer); got {inv.size} entries: {short_repr(invariants)}")
+    with np.errstate(over="ignore"):
+        scale = max(float(np.abs(inv).max(initial=0.0)),
+                    max(float(np.sum(w ** 2)) for w in layers), 1e-300)
+    return check_finite_result(scale, "the invariant scale (max |delta|, max ||w_l||^2)")
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

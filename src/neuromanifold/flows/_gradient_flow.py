@@ -26,6 +26,8 @@ _SOLVER_CLASSES = {name: getattr(integrate, name) for name in SOLVERS}
 #: default step budget of every flow: an absurd horizon (``t_final=1e300``) raises a
 #: :class:`ComputationLimitError` after this many solver steps instead of running forever
 DEFAULT_MAX_STEPS = 10_000
+#: most sample times a flow records (every one stores the parameters and v)
+MAX_NUM_TIMES = 1_000_000
 #: steps after which a horizon out of reach of the budget (at the current step size) fails
 WARMUP_STEPS = 200
 #: consecutive steps without progress in t after which a solver counts as stalled
@@ -51,6 +53,7 @@ def check_flow_args(net: Any, loss: Any, t_final: Any, num_times: Any, method: A
     if isinstance(num_times, (bool, np.bool_)) or not isinstance(num_times, (int, np.integer)) \
             or num_times < 2:
         raise InputError(f"num_times must be an int >= 2; got {short_repr(num_times)}")
+    check_positive_int(num_times, "num_times", maximum=MAX_NUM_TIMES)
     if not isinstance(method, str) or method not in SOLVERS:
         raise InputError(f"method must be one of {list(SOLVERS)}; got {short_repr(method)}")
     check_positive_float(rtol, "rtol")

@@ -109,9 +109,9 @@ class SquareLoss(QuadraticLoss):
             X: the inputs, first axis = samples.
             Y: the targets, shape ``(N,) + output shape`` of the network on one input.
         """
-        if not callable(getattr(net, "end_to_end_operator", None)):
+        if isinstance(net, type) or not callable(getattr(net, "end_to_end_operator", None)):
             raise InputError(f"net must be a LinearConvNet or LinearFCNet (a network with "
-                             f"end_to_end_operator); got {type(net).__name__}")
+                             f"end_to_end_operator); got {short_repr(net)}")
         X = as_finite_array(X, "X", error=InputError)
         Y = as_finite_array(Y, "Y", error=InputError)
         if X.ndim == 0 or Y.ndim == 0 or X.shape[0] != Y.shape[0] or X.shape[0] == 0:

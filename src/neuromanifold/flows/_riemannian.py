@@ -44,11 +44,12 @@ from typing import Any
 import numpy as np
 
 from .._errors import (ComputationLimitError, InputError, NotInNeuromanifoldError,
+                       ParameterError,
                        SingularPointError, short_repr)
 from .._results import Result
 from .._tolerance import DEFAULT_TOL
 from .._validation import (as_finite_array, check_bool, check_positive_float,
-                           check_positive_int)
+                           check_options, check_positive_int)
 from ..fibers import invariant_scale, invariant_vector
 from ._gradient_flow import (DEFAULT_MAX_STEPS, Conv1DFastPath, GradientFlowResult, Stepper,
                              check_finite, check_flow_args, gradient_flow, parameter_velocity,
@@ -93,6 +94,13 @@ def _fiber_residual(net: Any, theta: np.ndarray, v: np.ndarray, delta: np.ndarra
     return params, np.concatenate([rv, rd]), rel
 
 
+def _check_lift_finite(rel: float, r: np.ndarray) -> None:
+    if not (np.isfinite(rel) and np.all(np.isfinite(r))):
+        raise ParameterError("overflow: the fiber residual at the start is not finite in "
+                             "float64 (v, the invariants or the start are too large in "
+                             "magnitude; rescale them)")
+
+
 @quiet_overflow
 def lift_to_fiber(net: Any, v: Any, invariants: Any, start: Any, *, tol: float = 1e-13,
                   max_iter: int = 50) -> FiberLift:
@@ -129,11 +137,15 @@ def lift_to_fiber(net: Any, v: Any, invariants: Any, start: Any, *, tol: float =
     max_iter = check_positive_int(max_iter, "max_iter")
     v = _as_end_to_end_vector(net, v, "v")
     delta = _as_invariant_vector(invariants)
-    theta = net.flatten(net.check_params(start))
-    params, r, rel = _fiber_residual(net, theta, v, delta)
-    if r.size - v.size != delta.size:
-        raise InputError(f"invariants must have {r.size - v.size} entries for {net!r}; "
-                         f"got {delta.size}")
+    start = net.check_params(start)
+    expected = invariant_vector(net, start).size
+    if delta.size != expected:
+        raise InputError(f"invariants must have {expected} entries for {net!r}; "
+                         f"got {delta.size}: {short_repr(invariants)}")
+    theta = net.flatten(start)
+    with np.errstate(over="ignore", invalid="ignore"):
+        params, r, rel = _fiber_residual(net, theta, v, delta)
+    _check_lift_finite(rel, r)
     best = (rel, theta)
     steps, stationary = 0, False
     while rel > tol and steps < max_iter:
@@ -142,7 +154,10 @@ def lift_to_fiber(net: Any, v: Any, invariants: Any, start: Any, *, tol: float =
         theta = theta + step
         steps += 1
         prev = rel
-        params, r, rel = _fiber_residual(net, theta, v, delta)
+        with np.errstate(over="ignore", invalid="ignore"):
+            params, r, rel = _fiber_residual(net, theta, v, delta)
+        if not (np.isfinite(rel) and np.all(np.isfinite(r))):
+            break   # the step overflowed: keep the best finite iterate
         if rel < best[0]:
             best = (rel, theta)
         # a vanishing step means a least-squares lift: v is off the neuromanifold by the
@@ -251,6 +266,8 @@ def _initial_lift(net: Any, v0: np.ndarray, delta: Any, lift: Any, lift_index: i
         return net.check_params(lift)
     if not hasattr(net, "fiber"):
         raise InputError(f"{net!r} has no fiber(); pass an initial lift with lift=...")
+    check_options(net.fiber, fiber_options, f"{type(net).__name__}.fiber (the initial lift's "
+                  f"**fiber_options)")
     fib = net.fiber(v0.reshape(net.end_to_end_shape), delta, **fiber_options)
     points = list(fib.points)
     if not points:
@@ -285,11 +302,14 @@ class _SingularityWatch:
     def sigma(self, theta: np.ndarray) -> float:
         J = self.jacobian(theta)
         check_finite("the Jacobian", J, "along the Riemannian flow")
-        norms = np.linalg.norm(J, axis=0)
-        keep = norms > 0
+        # unit columns, normalized by their largest entry first: a column of size 1e-300
+        # (a tiny layer) has a norm that underflows when squared, yet is not zero
+        m = np.max(np.abs(J), axis=0)
+        keep = m > 0
         if keep.sum() < self.dim:
             return 0.0
-        s = np.linalg.svd(J[:, keep] / norms[keep], compute_uv=False)
+        Jk = J[:, keep] / m[keep]
+        s = np.linalg.svd(Jk / np.linalg.norm(Jk, axis=0), compute_uv=False)
         return float(s[self.dim - 1] / s[0]) if s.size >= self.dim and s[0] > 0 else 0.0
 
     def _slope(self, theta: np.ndarray, s: float) -> float:

@@ -139,6 +139,12 @@ def _claim_applies(net: Any) -> bool:
         s[0] > 1 for s in net.strides)
 
 
+#: most samples per random data set (each is a full input signal and target)
+MAX_NUM_SAMPLES = 1_000_000
+#: most gradient flows per network in one convergence study
+MAX_NUM_RUNS = 100_000
+
+
 def random_regression_data(net: Any, seed: Any = None, num_samples: int | None = None, *,
                            rng: Any = None):
     """Random inputs and targets for ``net`` with enough samples for a positive definite
@@ -162,7 +168,7 @@ def random_regression_data(net: Any, seed: Any = None, num_samples: int | None =
         seed = rng
     rng = as_seed_rng(seed)
     if num_samples is not None:
-        num_samples = check_positive_int(num_samples, "num_samples")
+        num_samples = check_positive_int(num_samples, "num_samples", maximum=MAX_NUM_SAMPLES)
     if isinstance(net, LinearConvNet):
         shape = tuple(k + 2 * s for k, s in zip(net.end_to_end_shape, net.end_to_end_stride))
         outputs = int(np.prod([(n - k) // s + 1 for n, k, s in
@@ -230,7 +236,7 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
         nets = [net]
     if not nets:
         raise InputError("net must be a network or a non-empty list of networks")
-    num_runs = check_positive_int(num_runs, "num_runs")
+    num_runs = check_positive_int(num_runs, "num_runs", maximum=MAX_NUM_RUNS)
     exact = check_bool(exact, "exact")
     progress = check_bool(progress, "progress")
     for name, val in (("t_final", t_final), ("max_time", max_time), ("tol", tol),
@@ -242,7 +248,7 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
         time_limit = check_positive_float(time_limit, "time_limit")
     deadline = None if time_limit is None else time.monotonic() + time_limit
     if num_samples is not None:
-        num_samples = check_positive_int(num_samples, "num_samples")
+        num_samples = check_positive_int(num_samples, "num_samples", maximum=MAX_NUM_SAMPLES)
     if method not in SOLVERS:
         raise InputError(f"method must be one of {list(SOLVERS)}; got {method!r}")
     if max_time < t_final:

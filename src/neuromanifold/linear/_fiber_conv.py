@@ -40,7 +40,7 @@ from .._errors import (InputError, NotInNeuromanifoldError, UndecidedFactorizati
 from .._validation import as_seed_rng, check_positive_int
 from ..exact import to_fmpq
 from ..exact._factor import line_univariate, mpoly_dense, real_irreducible
-from ..exact._rescaling import rescaled_norms, rescaled_norms_exact
+from ..exact._rescaling import apply_rescaling, rescaled_norms_exact
 from ..exact._roots import certified_roots, isolate_factors, power_classes, working_precision
 from .._validation import check_bool, check_positive_float
 from ..fibers import Fiber
@@ -247,7 +247,11 @@ def _residuals(net, layers: list[np.ndarray], v_float: np.ndarray, deltas: np.nd
         return np.zeros(0)
     N = layers[0].shape[0]
     V = _batch_end_to_end(net, layers).reshape(N, -1)
-    rv = np.linalg.norm(V - v_float.reshape(1, -1), axis=1) / np.linalg.norm(v_float)
+    # both norms after an exact power-of-two shift: a tiny or huge v must not under- or
+    # overflow in the squares
+    shift = -int(np.frexp(np.max(np.abs(v_float)))[1])
+    rv = np.linalg.norm(np.ldexp(V - v_float.reshape(1, -1), shift), axis=1) \
+        / np.linalg.norm(np.ldexp(v_float, shift))
     norms = np.stack([np.sum(w.reshape(N, -1) ** 2, axis=1) for w in layers], axis=1)
     if norms.shape[1] > 1:
         rd = np.max(np.abs(np.diff(norms, axis=1) - deltas[None, :]), axis=1) / norms.max(axis=1)
@@ -530,14 +534,7 @@ def _fiber_1d(k: tuple[int, ...], S: tuple[int, ...], coeffs: list, deltas: np.n
 
 def _apply_rescaling(layers: list[np.ndarray], deltas: np.ndarray) -> None:
     """Scale each stacked layer by the unique positive rescaling (docs/concepts_linear.md §2), in place."""
-    N = layers[0].shape[0]
-    if len(layers) == 1:
-        return
-    norms = np.stack([np.sum(w.reshape(N, -1) ** 2, axis=1) for w in layers], axis=1)
-    t = rescaled_norms(norms, deltas)
-    lam = np.sqrt(t / norms)
-    for l, w in enumerate(layers):
-        w *= lam[:, l].reshape((N,) + (1,) * (w.ndim - 1))
+    apply_rescaling(layers, deltas)
 
 
 # ---------------------------------------------------------------------------- D >= 2
@@ -791,10 +788,17 @@ def _numerical_fiber(net, v: np.ndarray, deltas: np.ndarray, deltas_q: list, *, 
     """Project v onto the neuromanifold by least squares, enumerate the fiber of the
     projected point exactly, and polish every point back to (v, delta). Uncertified."""
     rng = as_seed_rng(seed)
+    # the neuromanifold is a cone (v -> c^L v when every layer is scaled by c): project
+    # v rescaled by an exact power of two to norm ~1, so that tiny or huge filters do not
+    # under- or overflow in the least-squares solver, and scale the projection back
+    v_given = v
+    shift = -int(np.frexp(np.max(np.abs(v)))[1])
+    v = np.ldexp(v, shift)
     vn = np.linalg.norm(v)
     starts: list[np.ndarray] = []
     if start is not None:
-        starts.append(net.flatten(start))
+        c = 2.0 ** (shift / net.num_layers)
+        starts.append(net.flatten([np.asarray(w) * c for w in start]))
     while len(starts) < max(num_starts, 1):
         p = net.random_params(rng)
         scale = (vn / max(np.linalg.norm(net.end_to_end(p)), 1e-300)) ** (1.0 / net.num_layers)
@@ -829,7 +833,9 @@ def _numerical_fiber(net, v: np.ndarray, deltas: np.ndarray, deltas_q: list, *, 
             f"{best_r:.3g} (relative)")
     theta = net.unflatten(best)
     projected = net.polynomial(theta)
-    exact_v = net.coefficients(projected)
+    unshift = flint.fmpq(2) ** (-shift)
+    exact_v = np.vectorize(lambda x: x * unshift, otypes=[object])(net.coefficients(projected))
+    v = v_given
     inner = _exact_fiber(net, exact_v, np.vectorize(float, otypes=[float])(exact_v), deltas,
                          deltas_q)
     layers = [np.stack([pt[l] for pt in inner.points]) for l in range(net.num_layers)]

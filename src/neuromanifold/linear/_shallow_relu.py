@@ -52,7 +52,7 @@ from .._errors import InputError, NotInNeuromanifoldError, ParameterError, short
 from .._results import Result
 from .._validation import (as_finite_array, as_seed_rng, check_finite_result,
                            check_nonnegative_int, check_positive_int)
-from ..exact import rescaled_norms
+from ..exact._rescaling import apply_rescaling
 from ..fibers import Fiber
 from .._validation import check_options, check_positive_float
 from ..fibers import invariant_scale, invariant_vector
@@ -304,10 +304,10 @@ class ShallowReLUCNN(_ShallowBase):
                       f"+ rescaling lemma with the output layer")
         points = []
         for lin in lin_points:
-            layers = self.linear.check_params(lin) + [a]
-            norms_f = np.array([float(np.sum(p * p)) for p in layers])
-            t = rescaled_norms(norms_f, inv)
-            points.append([p * math.sqrt(ti / ni) for p, ti, ni in zip(layers, t, norms_f)])
+            stacked = [np.array(p, dtype=float)[None] for p in self.linear.check_params(lin)
+                       + [a]]
+            apply_rescaling(stacked, inv)     # in log space: tiny layers do not underflow
+            points.append([p[0] for p in stacked])
         res = max((self._residual(p, rep, inv) for p in points), default=0.0)
         check_finite_result([res, points], f"the fiber of {self!r}")
         return Fiber(points=points, num_sign_patterns=signs, certified=certified,

@@ -171,6 +171,9 @@ def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, check_hypotheses
     """
     tol = check_positive_float(tol, "tol")
     check_hypotheses = check_bool(check_hypotheses, "check_hypotheses")
+    if isinstance(net, type):
+        raise InputError(f"ntk_dependence needs a model instance (e.g. LinearConvNet([2, 2])), "
+                         f"not the class {short_repr(net)}")
     for name in ("end_to_end", "invariants", "ntk", "fiber"):
         if not callable(getattr(net, name, None)):
             raise InputError(f"ntk_dependence needs a model with a method {name}(); "

@@ -38,7 +38,7 @@ import numpy as np
 from .._errors import ArchitectureError, InputError, ParameterError, short_repr
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
-from .._validation import as_finite_array
+from .._validation import as_finite_array, as_real_array
 from ..exact import _linalg
 from ..exact._rational import fmpq_to_fraction
 from ._domain import Domain, as_domain
@@ -103,12 +103,20 @@ def _exact_layers(params: Any) -> tuple[list, list]:
             raise ParameterError(f"parameter entries must be real numbers (float, int, "
                                  f"Fraction); got complex values in {short_repr(params)}") from exc
     exact = []
-    for (W, b), (Wf, bf) in zip(params, layers):
-        We = np.asarray(W, dtype=object).reshape(Wf.shape)
-        be = np.asarray(b, dtype=object).reshape(bf.shape)
+    for l, ((W, b), (Wf, bf)) in enumerate(zip(params, layers), start=1):
+        # entries as passed (a boolean among floats is refused by _frac); tensors detached
+        We = np.asarray(_detached(W, f"W_{l}"), dtype=object).reshape(Wf.shape)
+        be = np.asarray(_detached(b, f"b_{l}"), dtype=object).reshape(bf.shape)
         exact.append(([[_frac(x) for x in row] for row in We.tolist()],
                       [_frac(x) for x in be.tolist()]))
     return layers, exact
+
+
+def _detached(x: Any, name: str) -> Any:
+    """A tensor's values (detached, via the shared reader); anything else unchanged."""
+    if hasattr(x, "detach") and not isinstance(x, np.ndarray):
+        return as_real_array(x, name, exact=True)
+    return x
 
 
 def _rank(rows: Sequence[Sequence[Any]], ncols: int) -> int:

@@ -49,7 +49,10 @@ import numpy as np
 from .._errors import InputError, short_repr
 from .._results import Result, to_jsonable
 from .._validation import as_seed_rng
-from .._validation import check_bool, check_positive_float
+from .._validation import check_bool, check_positive_float, check_positive_int
+
+#: most random instances per architecture in one reproduction run
+MAX_NUM_INSTANCES = 10_000
 
 __all__ = ["reproduce_linear", "Row", "Claim", "Case", "Refinement", "Hypothesis",
            "default_linear_claims", "verify_witness", "verify_independence", "summarize",
@@ -561,8 +564,7 @@ def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = Fal
         raise InputError(f"claims must be a list of Claim; got {short_repr(claims)}")
     claims = list(default_linear_claims(quick=quick) if claims is None else claims)
     n = num_instances if num_instances is not None else (1 if quick else 5)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise InputError(f"num_instances must be a positive int; got {n!r}")
+    n = check_positive_int(n, "num_instances", maximum=MAX_NUM_INSTANCES)
     for claim in claims:
         if claim.paper_claim not in (INDEPENDENT, DEPENDENT):
             raise InputError(f"paper_claim must be {INDEPENDENT!r} or {DEPENDENT!r}; "
@@ -626,7 +628,7 @@ def _balanced(case: Case, params: Any, dep: Any) -> tuple[bool, str]:
     """Every Delta_l vanishes, relative to the parameters' size (1e-10)."""
     from ..fibers import invariant_scale, invariant_vector
     inv = invariant_vector(case.model, params)
-    rel = float(np.abs(inv).max(initial=0.0)) / invariant_scale(np.zeros(1), params)
+    rel = float(np.abs(inv).max(initial=0.0)) / invariant_scale(np.zeros_like(inv), params)
     return rel <= 1e-10, f"max |Delta_l| / max ||W_l||^2 = {rel:.1e}"
 
 
