@@ -252,9 +252,11 @@ def run(quick: bool = False, out_dir: str | None = None, fd_budget: float = 60.0
     dom = (0.0, 1.0) if fd_domain == "box" else None
     dname = "the box [0, 1]^64 (the pixel range)" if dom else "all of R^64"
     with T.step(f"functional dimension on {dname}"):
-        res = functional_dimension_capped(p, dom, fd_budget)
+        res = functional_dimension_capped(p, dom, fd_budget) if fd_budget > 0 else None
         rep["functional_dimension"] = res
-        if res is None:
+        if fd_budget <= 0:
+            print("   skipped (--fd-budget 0)")
+        elif res is None:
             print(f"   NOT FINISHED within {fd_budget:g} s (region enumeration); see "
                   f"examples/README.md")
         else:
@@ -287,7 +289,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="a small network (64-6-12-10)")
     ap.add_argument("--out", help="directory for the model files (default: a temp dir)")
     ap.add_argument("--fd-budget", type=float, default=60.0,
-                    help="seconds allowed for the functional dimension (default 60)")
+                    help="seconds allowed for the functional dimension (default 60; 0 skips it)")
     ap.add_argument("--fd-domain", choices=["box", "whole"], default="box",
                     help="domain of the functional dimension: box [0,1]^64 or R^64")
     args = ap.parse_args(argv)

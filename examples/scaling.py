@@ -47,7 +47,7 @@ def _worker(p, pf, name, queue):
         queue.put(f"{time.perf_counter() - t0:.2f}s{extra}")
     except Exception as exc:  # reported, not hidden
         queue.put(f"{type(exc).__name__} after {time.perf_counter() - t0:.2f}s: "
-                  f"{str(exc)[:90]}")
+                  f"{str(exc).split('here: ')[-1][:110]}")
 
 
 def timed(p, pf, name, cap):
@@ -68,7 +68,7 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cap", type=float, default=60.0, help="seconds per step (default 60)")
     ap.add_argument("--widths", nargs="*", help="hidden widths as n1,n2 (default: doubling)")
-    ap.add_argument("--max-iter", type=int, default=100, help="training iterations")
+    ap.add_argument("--max-iter", type=int, default=300, help="training iterations (as digits.py)")
     ap.add_argument("--skip", nargs="*", default=[], help="analyses not to run")
     args = ap.parse_args(argv)
     widths = ([tuple(int(v) for v in w.split(",")) for w in args.widths] if args.widths
