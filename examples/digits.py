@@ -257,7 +257,8 @@ def run(quick: bool = False, out_dir: str | None = None, fd_budget: float = 60.0
         if fd_budget <= 0:
             print("   skipped (--fd-budget 0)")
         elif res is None:
-            print(f"   NOT FINISHED within {fd_budget:g} s (region enumeration); see "
+            print(f"   NOT FINISHED within {fd_budget:g} s (regions, then exact Jacobian "
+                  f"rows per region); see "
                   f"examples/README.md")
         else:
             rank, bound, nreg, cert, _ = res
