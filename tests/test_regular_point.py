@@ -64,7 +64,8 @@ def test_generic_strided_points_are_regular(c):
     assume(c[1] != 0 and c[0] * c[2] * c[3] * c[4] != 0)
     smooth = net.is_smooth(p, exact=True)
     res = is_regular_point(net, net.polynomial(p))
-    assert res.num_branches == 1 and res.exact
+    # exact when the branch's rescaling is rational; otherwise principal angles decide
+    assert res.num_branches == 1 and res.certified == res.exact
     assert res.regular is (True if smooth else None)
     if smooth:
         assert is_regular_point(net, net.end_to_end(p)).regular is True
