@@ -98,11 +98,11 @@ def flow_section(*, seed: int = 0) -> tuple[Section, dict]:
 def relu_picture_section(*, seed: int = 0) -> tuple[Section, dict]:
     """A two-input ReLU network's linear regions and bent hyperplanes, visible and hidden."""
     from ..relu import ReLUNet, bent_hyperplanes, plot_arrangement
-    from ._figures import _plt
-    plt = _plt()
+    from ._figures import _figure
     params = ReLUNet([2, 4, 3, 1]).random_params(seed=seed)
     bent = bent_hyperplanes(params)
-    fig, ax = plt.subplots(figsize=(5.5, 5.5))
+    fig = _figure(figsize=(5.5, 5.5))
+    ax = fig.subplots()
     plot_arrangement(params, ax=ax)
     record = {"widths": [2, 4, 3, 1], "bent_hyperplanes": bent.to_dict()}
     text = (f"A random ReLU network 2-4-3-1: its linear regions (colors) and bent hyperplanes, "

@@ -14,20 +14,17 @@ import numpy as np
 __all__ = ["flow_figure", "ntk_difference_figure", "to_png"]
 
 
-def _plt():
-    import matplotlib
-    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
-        matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-    return plt
+def _figure(**kwargs: Any) -> Any:
+    """A matplotlib Figure not registered with pyplot: it draws with any backend (the
+    library never switches the user's backend) and needs no closing."""
+    from matplotlib.figure import Figure
+    return Figure(**kwargs)
 
 
 def to_png(fig: Any, dpi: int = 110) -> bytes:
-    """The figure as PNG bytes (and the figure closed)."""
-    plt = _plt()
+    """The figure as PNG bytes."""
     buf = _io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
     return buf.getvalue()
 
 
@@ -44,8 +41,8 @@ def flow_figure(flow: Any, riemannian: Any = None, *, title: str = "") -> Any:
     Returns:
         A matplotlib Figure.
     """
-    plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    fig = _figure(figsize=(13, 3.6))
+    axes = fig.subplots(1, 3)
     t = np.asarray(flow.times)
     axes[0].semilogy(t, np.maximum(np.asarray(flow.loss), 1e-300), color="#2855c5")
     axes[0].set(title="loss (decreasing)", xlabel="t")
@@ -55,7 +52,8 @@ def flow_figure(flow: Any, riemannian: Any = None, *, title: str = "") -> Any:
     axes[1].set(title="invariant drift |delta(t) - delta(0)|", xlabel="t")
     axes[1].ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
     v = np.asarray(flow.end_to_end).reshape(len(t), -1)
-    colors = plt.cm.viridis(np.linspace(0, 0.9, v.shape[1]))
+    from matplotlib import colormaps
+    colors = colormaps["viridis"](np.linspace(0, 0.9, v.shape[1]))
     for i in range(v.shape[1]):
         axes[2].plot(t, v[:, i], color=colors[i], lw=1.6)
     if riemannian is not None:
@@ -81,10 +79,10 @@ def ntk_difference_figure(net: Any, theta_a: Any, theta_b: Any, *, title: str = 
     Returns:
         A matplotlib Figure.
     """
-    plt = _plt()
     Ka, Kb = net.ntk(theta_a), net.ntk(theta_b)
     D = Ka - Kb
-    fig, axes = plt.subplots(1, 3, figsize=(10, 3.2))
+    fig = _figure(figsize=(10, 3.2))
+    axes = fig.subplots(1, 3)
     lim = max(np.abs(Ka).max(), np.abs(Kb).max())
     for ax, K, name in ((axes[0], Ka, "K at theta_a"), (axes[1], Kb, "K at theta_b")):
         im = ax.imshow(K, cmap="RdBu_r", vmin=-lim, vmax=lim)
