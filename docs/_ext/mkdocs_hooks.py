@@ -10,12 +10,16 @@
   ``neuromanifold.linear.LinearConvNet``), so every public name is documented once and
   listed wherever it is exported. Adding a name to an ``__all__`` needs no change here;
   adding a module needs one page (one line) and one nav entry.
+* **Command-line pages.** The ``--help`` blocks of ``docs/cli/*.md`` must equal the
+  parser's current help (``docs/_ext/cli_help.py`` regenerates them; ``make docs`` runs
+  it): a stale block is a warning, so ``mkdocs build --strict`` fails.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import logging
 import re
 import sys
 from pathlib import Path
@@ -23,6 +27,8 @@ from pathlib import Path
 MARKER = "<!-- include: README.md -->"
 _DOCS_LINK = re.compile(r"\]\(docs/")
 _DIRECTIVE = re.compile(r"^::: (neuromanifold(?:\.\w+)*)[ \t]*$", re.M)
+
+log = logging.getLogger("mkdocs.hooks.neuromanifold")
 
 # module name -> API page (src_uri), filled by on_files
 _API_PAGES: dict[str, str] = {}
@@ -81,9 +87,11 @@ def expand_directive(module: str, documented: list[str]) -> str:
 
 
 def on_config(config, **kwargs):
-    src = str(Path(config["config_file_path"]).parent / "src")
-    if src not in sys.path:  # document (and import) this checkout, like mkdocstrings' paths
-        sys.path.insert(0, src)
+    root = Path(config["config_file_path"]).parent
+    # document (and import) this checkout, like mkdocstrings' paths; find cli_help
+    for folder in (str(root / "src"), str(root / "docs" / "_ext")):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
     return config
 
 
@@ -105,4 +113,9 @@ def on_page_markdown(markdown: str, page, config, files, **kwargs) -> str:
     if page.file.src_uri.startswith("api/"):
         documented = sorted(_API_PAGES)
         return _DIRECTIVE.sub(lambda m: expand_directive(m.group(1), documented), markdown)
+    if page.file.src_uri.startswith("cli/"):
+        import cli_help
+        for command in cli_help.stale_blocks(markdown):
+            log.warning(f"{page.file.src_uri}: the help block of '{command}' is stale; "
+                            "run `python docs/_ext/cli_help.py` (or `make docs`)")
     return markdown
