@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench docs install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,12 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
+
+# The documentation site in site/ (open site/index.html); `$(VENV)/bin/mkdocs serve` serves
+# it with live reload. The --help blocks of docs/cli/ are regenerated first.
+docs: $(STAMP)
+	$(PY) docs/_ext/cli_help.py
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .hypothesis
