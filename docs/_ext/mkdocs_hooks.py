@@ -117,5 +117,5 @@ def on_page_markdown(markdown: str, page, config, files, **kwargs) -> str:
         import cli_help
         for command in cli_help.stale_blocks(markdown):
             log.warning(f"{page.file.src_uri}: the help block of '{command}' is stale; "
-                            "run `python docs/_ext/cli_help.py` (or `make docs`)")
+                        "run `python docs/_ext/cli_help.py` (or `make docs`)")
     return markdown
