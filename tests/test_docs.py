@@ -319,7 +319,8 @@ def test_site_builds_strict_and_documents_every_public_name(tmp_path):
                PYTHONPATH=os.pathsep.join([str(ROOT / "src")] + [
                    p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
+        # no --quiet: it hides the warnings from --strict's count
+        [sys.executable, "-m", "mkdocs", "build", "--strict",
          "--config-file", str(ROOT / "mkdocs.yml"), "--site-dir", str(site)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}"
