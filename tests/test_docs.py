@@ -353,7 +353,7 @@ def test_doctests_in_docstrings_are_fenced():
     examples = "Examples:\n    >>> 1\n    1\n"
     assert g.fence_doctests(examples) == examples
     assert g.markdown_docstring("See :func:`regions` and :class:`~a.B`.") == \
-        "See `regions` and `~a.B`."
+        "See `regions` and `B`."
 
 
 def test_readme_links_are_rewritten_for_the_site():

@@ -17,7 +17,7 @@ from typing import Any
 import griffe
 
 _EXAMPLES = re.compile(r"^Examples?:\s*$")
-_ROLE = re.compile(r":(?:func|class|mod|meth|attr|data|obj|exc):(`+)")
+_ROLE = re.compile(r":(?:func|class|mod|meth|attr|data|obj|exc):(`+)(~?)([\w.]*)")
 
 
 def fence_doctests(text: str) -> str:
@@ -51,9 +51,15 @@ def fence_doctests(text: str) -> str:
     return "\n".join(out)
 
 
+def _code_span(match: re.Match) -> str:
+    ticks, short, target = match.groups()
+    return ticks + (target.rsplit(".", 1)[-1] if short else target)
+
+
 def markdown_docstring(text: str) -> str:
-    """A docstring as the site shows it: roles reduced to code spans, doctests fenced."""
-    return fence_doctests(_ROLE.sub(r"\1", text))
+    """A docstring as the site shows it: roles reduced to code spans (``~a.b.C`` to ``C``,
+    as Sphinx shows it), doctests fenced."""
+    return fence_doctests(_ROLE.sub(_code_span, text))
 
 
 class MarkdownDocstrings(griffe.Extension):
