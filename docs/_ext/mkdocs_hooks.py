@@ -75,8 +75,10 @@ def expand_directive(module: str, documented: list[str]) -> str:
         where = home(module, name, documented)
         (own if where == module else elsewhere).append((name, where))
     lines = [f"::: {module}", "    options:"]
-    lines += ["      members:"] + [f"        - {name}" for name, _ in own] if own else \
-        ["      members: []"]
+    if own:
+        lines += ["      members:"] + [f"        - {name}" for name, _ in own]
+    else:
+        lines += ["      members: []"]
     if elsewhere:
         lines += ["", "## Also exported here", "",
                   f"`{module}` also exports these names, documented where they are defined:", ""]
