@@ -247,14 +247,20 @@ def _q(x: float) -> flint.fmpq:
     return to_fmpq(float(x))
 
 
-def _verify_point(p: list, q: list, tol: float) -> dict:
-    """``q`` equivalent to ``p`` by the exact region engine (at ``tol``; also whether it is
-    exactly equal) and its orbit distance."""
+def _verify_point(p: list, q: list, tol: float, exact: bool = True) -> dict:
+    """``q`` equivalent to ``p`` by the exact region engine (at ``tol``; with ``exact`` also
+    whether it is exactly equal, else ``exactly_equal`` is ``None``) and its orbit
+    distance."""
     from ._equivalence import equivalent
     eq = equivalent(p, q, method="regions", tol=tol)
-    exact = eq.equivalent and (tol == 0 or equivalent(p, q, method="regions", tol=0).equivalent)
+    if exact:
+        exact = eq.equivalent and (tol == 0 or equivalent(p, q, method="regions",
+                                                          tol=0).equivalent)
+    else:
+        exact = None
     dist = orbit_distance(p, q)
-    return {"equivalent": bool(eq.equivalent), "exactly_equal": bool(exact),
+    return {"equivalent": bool(eq.equivalent),
+            "exactly_equal": None if exact is None else bool(exact),
             "equivalence_certified": bool(eq.certified), "num_regions": eq.num_regions,
             "orbit_distance": float(dist), "off_orbit": bool(dist > OFF_ORBIT),
             "b3_change": float(np.max(np.abs(np.asarray(p[-1][1]) - np.asarray(q[-1][1])))),

@@ -300,7 +300,7 @@ def _witness_check(params: list, syms: Sequence, tol: float) -> dict | None:
             q = sym.apply(params, tol=tol)
         except NeuromanifoldError:
             continue
-        res = _verify_point(params, q, tol)
+        res = _verify_point(params, q, tol, exact=False)
         if res["verified"]:
             return {"symmetry": sym.name, "point": to_jsonable(q), **res}
     return None
@@ -514,7 +514,7 @@ def _symmetry_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
                    "within": bool(app.applies), "agree": False, "proof": False}
             if app.applies:
                 q = sym.apply(P, tol=ctx.tol)
-                chk = _verify_point(P, q, ctx.tol)
+                chk = _verify_point(P, q, ctx.tol, exact=False)
                 rec.update({"point": to_jsonable(q), "equivalent": chk["equivalent"],
                             "certified": chk["equivalence_certified"],
                             "orbit_distance": chk["orbit_distance"],
@@ -549,7 +549,7 @@ def _flip_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
     rows = []
     for n1 in (2, 3):
         records = []
-        for extra_dead in (False, True):
+        for extra_dead in ((False,) if ctx.quick else (False, True)):
             w = (n1, n1, 2 if extra_dead else 1, 1)
             P = ctx.draw(w, [("hiding", 0)] + (["dead"] if extra_dead else []))
             hyps = relu_hypotheses(P, tol=ctx.tol)
@@ -562,7 +562,7 @@ def _flip_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
             for k in range(n1):
                 for S in itertools.combinations(range(1, n1), k):
                     q = Flip(0, S).apply(P, tol=ctx.tol) if S else P
-                    chk = _verify_point(P, q, ctx.tol) if S else {"equivalent": True}
+                    chk = _verify_point(P, q, ctx.tol, exact=False) if S else {"equivalent": True}
                     checks.append({"flipped": list(S), "equivalent": chk["equivalent"]})
                     points.append(q)
             distinct = all(relu.orbit_distance(a, b) > OFF_ORBIT
