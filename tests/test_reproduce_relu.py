@@ -267,6 +267,7 @@ def test_cli_reproduce_all_quick(tmp_path, monkeypatch, capsys):
                  str(tmp_path / "rep")]) == 0
     text = capsys.readouterr().out
     assert text.index("docs/concepts_linear.md §3") < text.index("Paper B")
+    assert text.count("genuine disagreement") == 2 and "genuine" in text.splitlines()[-1]
     data = json.loads(out.read_text())
     assert set(data) == {"linear", "relu"} and len(data["linear"]) >= 1
     assert data["relu"][0]["condition"] == "f2 o f1 and f3 o f2 identifiable, the whole not"

@@ -35,7 +35,7 @@ def _print_table(title: str, rows) -> None:
              for r in rows]
     print(title + "\n")
     print(format_table(table, _HEADERS))
-    print("\n" + summary_line(summarize(rows)) + "\n")
+    print("\n" + summary_line(summarize(rows)))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
                      f"every row: docs/reproduction.md)", linear)
     if args.which in ("relu", "all"):
         relu_rows = reproduce_relu(seed=args.seed, quick=args.quick, progress=True)
+        if linear is not None:
+            print()
         _print_table(f"Paper B (three-layer ReLU networks): the claims, computed ({mode} run, "
                      f"seed {args.seed}; hypotheses of every row: docs/reproduction.md)",
                      relu_rows)

@@ -716,7 +716,8 @@ def reproduce_relu(*, seed: int = 0, quick: bool = False, progress: bool = False
 
     Args:
         seed: seed of every random draw.
-        quick: fewer architectures and instances (for tests; about 15 s).
+        quick: fewer architectures and instances (for tests; about 9 s of CPU, the
+            default run about 40 s).
         progress: a progress bar on stderr.
         claims: the claims to compute (default :func:`default_relu_claims`).
         tol: relative tolerance of the sign decisions and equivalence checks (ranks are
