@@ -19,7 +19,7 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/neuromanifold demo
-	$(VENV)/bin/neuromanifold reproduce linear --report out/report
+	$(VENV)/bin/neuromanifold reproduce all --report out/report
 	@echo "report: out/report/index.html"
 
 test: $(STAMP)

@@ -162,6 +162,8 @@ def results():
           (np.ones((1, 1)), np.zeros(1))]
     out.append(relu.identifiability(P4))   # with a hidden hyperplane
     out.append(relu.fiber(P4))
+    out.append(relu.nonlocalizable_example(kind="ramp"))
+    out.append(relu.search_nonlocalizable((1, 1, 1, 1), trials=1))
     return out
 
 

@@ -27,7 +27,7 @@ from .linear import (JacobianRank, LinearConvNet, LinearFCNet, ShallowReLUCNN, S
 from .linear import RegularPoint, is_regular_point
 from .ntk import Fiber, NTKDependence, ntk_dependence
 from .relu import ReLUNet
-from .reproduce import reproduce_linear
+from .reproduce import reproduce_linear, reproduce_relu
 from ._errors import ComputationLimitError, SingularPointError
 
 __version__ = "0.1.0"
@@ -69,6 +69,7 @@ __all__ = [
     "ntk_dependence",
     "NTKDependence",
     "reproduce_linear",
+    "reproduce_relu",
     "ReLUNet",
     "is_regular_point",
     "RegularPoint",

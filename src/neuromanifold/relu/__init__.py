@@ -2,7 +2,7 @@
 
 Networks and domains (docs/concepts_relu.md §1), linear regions and bent hyperplanes, ground-truth
 functional equivalence, functional dimension, one hidden layer on the orthant
-(docs/concepts_relu.md §2), genericity (docs/concepts_relu.md §3) and pictures.
+(docs/concepts_relu.md §2), genericity (docs/concepts_relu.md §3), non-localizability (§6) and pictures.
 """
 
 from ._arrangement import (ArrangementComparison, ArrangementHyperplane, WeightedArrangement,
@@ -16,6 +16,9 @@ from ._fundim import FunctionalDimension, functional_dimension
 from ._genericity import Genericity, GenericityFailure, genericity
 from ._identifiability import HiddenHyperplane, Identifiability, identifiability
 from ._net import ReLUNet, check_params, forward
+from ._nonlocal import (NonlocalizableSearch, Nonlocalizability, PartIdentifiability,
+                        nonlocalizability, nonlocalizable_example, orbit_distance,
+                        search_nonlocalizable)
 from ._orthant_fiber import FiberPiece, OrthantFiber, orthant_fiber
 from ._plot import plot_arrangement
 from ._regions import Region, Regions, activation_pattern, regions
@@ -41,4 +44,7 @@ __all__ = [
     # canonical form, polynomial-time equivalence, fiber search (docs/relu_equivalence.md)
     "canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",
     "search_symmetries", "SymmetrySearch", "SearchCluster",
+    # non-localizability of identifiability (docs/concepts_relu.md §6)
+    "nonlocalizability", "nonlocalizable_example", "search_nonlocalizable",
+    "Nonlocalizability", "PartIdentifiability", "NonlocalizableSearch", "orbit_distance",
 ]

@@ -47,8 +47,10 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError, short_repr
-from .._results import Result, to_jsonable
+from .._results import to_jsonable
 from .._validation import as_seed_rng
+from ._common import (AGREES, DISAGREES, INCONCLUSIVE, OUTCOMES, OUTSIDE,  # noqa: F401
+                      Row, summarize)
 from .._validation import check_bool, check_positive_float, check_positive_int
 
 #: most random instances per architecture in one reproduction run
@@ -58,9 +60,7 @@ __all__ = ["reproduce_linear", "Row", "Claim", "Case", "Refinement", "Hypothesis
            "default_linear_claims", "verify_witness", "verify_independence", "summarize",
            "architecture_hypothesis", "standing_hypothesis"]
 
-INDEPENDENT, DEPENDENT, MIXED, INCONCLUSIVE = "independent", "dependent", "mixed", "inconclusive"
-AGREES, DISAGREES, OUTSIDE = "agrees", "disagrees", "outside the hypotheses"
-OUTCOMES = (AGREES, DISAGREES, OUTSIDE, INCONCLUSIVE)
+INDEPENDENT, DEPENDENT, MIXED = "independent", "dependent", "mixed"
 
 #: labels of the standing hypotheses reported by :func:`neuromanifold.ntk.ntk_dependence`
 SIZES = "every filter has more than one entry"
@@ -186,59 +186,23 @@ class Claim:
     hypotheses: Sequence[Hypothesis] = ()
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
-class Row(Result):
-    """One row of the computed table.
-
-    Attributes:
-        architecture: the family.
-        condition: the condition (refined rows append the refining condition).
-        paper_claim: the paper's answer for this condition.
-        computed: the computed verdict over all instances: ``independent``,
-            ``dependent``, ``mixed`` or ``inconclusive``.
-        outcome: ``agrees``, ``disagrees``, ``outside the hypotheses`` or
-            ``inconclusive`` (module docs): the verdict judged within the claim's
-            hypotheses.
-        agrees: ``outcome == "agrees"``.
-        hypotheses: the labels of the hypotheses checked.
-        reason: why this outcome, in words (the failing hypotheses for ``outside``, the
-            counterexample for ``disagrees``).
-        evidence: largest NTK difference found, fiber sizes, whether every fiber was
-            certified, numbers of architectures and instances (and of instances meeting
-            every hypothesis), per-architecture verdicts, the hypotheses that failed and
-            how often, one re-verified witness (``witness``, with whether it meets every
-            hypothesis) and, for ``disagrees``, the counterexample (``counterexample``).
-    """
-
-    architecture: str
-    condition: str
-    paper_claim: str
-    computed: str
-    outcome: str
-    agrees: bool
-    hypotheses: tuple
-    reason: str
-    evidence: dict
-    #: the model of ``evidence["witness"]`` (for pictures; not part of ``to_dict``)
-    _witness_model: Any = dataclasses.field(default=None, repr=False, compare=False)
-
-    def summary(self) -> str:
-        """The evidence in one line, for the table."""
-        e = self.evidence
-        lo, hi = e["fiber_sizes"]
-        parts = [f"max dK/K {e['max_relative_difference']:.1e}",
-                 f"fiber {lo}" + (f"-{hi}" if hi != lo else "") + " pts",
-                 "certified" if e["certified"] else "not certified",
-                 f"{e['num_architectures']} arch, {e['num_instances']} inst"]
-        w = e.get("witness")
-        if w:
-            parts.append(f"witness {w['architecture']} (dK/K {w['ntk_relative_difference']:.2g})")
-        if "explained" in e and not e["explained"]:
-            parts.append("candidate conditions do NOT explain the split")
-        parts.append(f"{e['num_within']} inst within hypotheses")
-        if self.reason:
-            parts.append(self.reason)
-        return "; ".join(parts)
+def _ntk_summary(row: Row) -> str:
+    """The evidence of a linear row in one line, for the table."""
+    e = row.evidence
+    lo, hi = e["fiber_sizes"]
+    parts = [f"max dK/K {e['max_relative_difference']:.1e}",
+             f"fiber {lo}" + (f"-{hi}" if hi != lo else "") + " pts",
+             "certified" if e["certified"] else "not certified",
+             f"{e['num_architectures']} arch, {e['num_instances']} inst"]
+    w = e.get("witness")
+    if w:
+        parts.append(f"witness {w['architecture']} (dK/K {w['ntk_relative_difference']:.2g})")
+    if "explained" in e and not e["explained"]:
+        parts.append("candidate conditions do NOT explain the split")
+    parts.append(f"{e['num_within']} inst within hypotheses")
+    if row.reason:
+        parts.append(row.reason)
+    return "; ".join(parts)
 
 
 # --------------------------------------------------------------------------- witnesses
@@ -486,7 +450,7 @@ def _make_row(claim: Claim, condition: str, results: list[dict], refines: str | 
                agrees=outcome == AGREES, hypotheses=tuple(h.label for h in claim.hypotheses),
                reason=reason, evidence=ev,
                _witness_model=next((r["model"] for r in results if r["witness"] is not None),
-                                   None))
+                                   None), _summarizer=_ntk_summary)
 
 
 def _rows_for(claim: Claim, results: list[dict]) -> list[Row]:
@@ -509,24 +473,6 @@ def _rows_for(claim: Claim, results: list[dict]) -> list[Row]:
         rows.append(_make_row(claim, f"{claim.condition}; {label}", group,
                               refines=claim.condition))
     return rows
-
-
-def summarize(rows: Sequence[Row]) -> dict:
-    """Counts of the outcomes: every row, and the paper's rows (refined rows left out).
-
-    Args:
-        rows: the rows of :func:`reproduce_linear`.
-
-    Returns:
-        ``{"rows": {outcome: count}, "claims": {outcome: count}}`` over the four outcomes;
-        only ``disagrees`` counts as a disagreement with the paper.
-    """
-    out = {"rows": {o: 0 for o in OUTCOMES}, "claims": {o: 0 for o in OUTCOMES}}
-    for r in rows:
-        out["rows"][r.outcome] += 1
-        if "refines" not in r.evidence:
-            out["claims"][r.outcome] += 1
-    return out
 
 
 def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = False,
