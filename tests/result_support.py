@@ -40,13 +40,13 @@ def build_results():
     out.append(nm.convergence_study(conv, 1, seed=0, t_final=0.1, max_time=0.1))
     out.append(flows.gradient_flows(conv, [theta, conv.random_params(1)], loss, 0.2))
     out.append(nm.io.load([(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]))
-    from neuromanifold.sweep import load_config, run_sweep, tasks_of
+    from neuromanifold.sweep import SweepSummary, load_config, tasks_of
     folder = tempfile.mkdtemp()
     with open(os.path.join(folder, "s.toml"), "w") as fh:
         fh.write('[[grid]]\nanalysis = "linear_dimension"\narchitectures = [{filters = [2, 2]}]\n')
     out.append(tasks_of(load_config(os.path.join(folder, "s.toml")))[0])
-    out.append(run_sweep(os.path.join(folder, "s.toml"), os.path.join(folder, "o.jsonl"),
-                         workers=1))
+    # run_sweep's summary, built directly (a real sweep starts worker processes: seconds)
+    out.append(SweepSummary(os.path.join(folder, "o.jsonl"), 1, 0, 1, 0, 0.25))
     out.append(linear.path_lifting_check([np.array([[1.0, 2.0], [0.5, -1.0], [2.0, 1.0]]),
                                           np.array([1.0, -1.0, 2.0])],
                                          np.random.default_rng(0).standard_normal((5, 2))))

@@ -181,7 +181,7 @@ def test_every_result_class_loads_back_from_its_dict_and_json(klass, instances):
     assert klass in instances, f"no instance of {klass.__name__} to round-trip"
     for r in instances[klass]:
         d = r.to_dict()
-        for data in (d, _json_round_trip(r)):
+        for data in (d, json.loads(json.dumps(d, allow_nan=False))):
             back = klass.from_dict(data)
             assert type(back) is klass
             diff = same(r, back, klass.__name__)
