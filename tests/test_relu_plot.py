@@ -205,3 +205,27 @@ def test_window_overrides_and_bounds_is_its_former_name():
     # in the orthant the window starts at 0
     ax = plot_arrangement(params, "orthant", ax=_axes())
     assert _window(ax)[0].tolist() == [0.0, 0.0]
+
+
+def _color_at(ax, x):
+    from matplotlib.path import Path
+    owners = [p for p in ax.patches if Path(p.get_xy()).contains_point(x)]
+    return tuple(np.round(owners[0].get_facecolor(), 6)) if len(owners) == 1 else None
+
+
+def test_color_by_map_gives_equivalent_networks_the_same_picture():
+    from neuromanifold.relu import symmetries as S
+
+    p = ReLUNet([2, 4, 3, 1]).random_params(2)
+    q = S.apply_sequence([S.Permutation(1, (2, 0, 3, 1)), S.Scaling(1, (0.5, 2.0, 3.0, 0.25)),
+                          S.Scaling(2, (4.0, 0.5, 1.5))], p)
+    window = (-3.0, 3.0)
+    axes = [plot_arrangement(r, ax=_axes(), window=window, color_by="map") for r in (p, q)]
+    pts = np.random.default_rng(0).uniform(-2.9, 2.9, (200, 2))
+    same = [_color_at(axes[0], x) == _color_at(axes[1], x) for x in pts]
+    assert np.mean(same) > 0.97   # points on a region's edge may fall in no patch
+    # by region (the default), the permuted network's regions are enumerated differently
+    by_region = [plot_arrangement(r, ax=_axes(), window=window) for r in (p, q)]
+    assert np.mean([_color_at(by_region[0], x) == _color_at(by_region[1], x) for x in pts]) < 0.9
+    with pytest.raises(InputError, match="color_by"):
+        plot_arrangement(p, ax=_axes(), color_by="layer")

@@ -48,6 +48,19 @@ def test_files_and_self_contained(page):
     assert "Linear networks: the fiber of a function</h2>" in html
     assert "ReLU networks: a hidden hyperplane moves</h2>" in html
     assert html.count("<tr") > len(nm.reproduce_linear(seed=0, quick=True))
+    # the records say what the figures show
+    data = json.loads((folder / "results.json").read_text())
+    fib = data["fiber"]
+    # stride 1: the roots can change layers (two branches, NTK differs); stride 2: one branch
+    assert fib["stride_1"]["num_branches"] == 2 and max(fib["stride_1"]["ntk_relative_differences"]) > 0.01
+    assert fib["stride_2"]["num_branches"] == 1 and max(fib["stride_2"]["ntk_relative_differences"]) < 1e-9
+    hid = data["hiding_translation"]
+    assert hid["identifiable"] is False and hid["neuron"] in hid["hidden_hyperplanes"]
+    for t, ok, diff in zip(hid["ts"], hid["valid"], hid["max_difference"]):
+        lo, hi = (float(x) for x in hid["interval"])
+        assert ok == (lo <= t <= hi)
+        assert (diff < 1e-9) if ok else (diff > 1e-3)
+    assert sum(hid["valid"]) >= 3 and not all(hid["valid"])
 
 
 def test_report_folder_errors(tmp_path):
@@ -66,6 +79,7 @@ def test_renders_in_headless_chromium(page, tmp_path):
     images = re.search(r'data-images="(\d+)" data-images-loaded="(\d+)"', dom.stdout)
     assert images and images.group(1) == images.group(2) and int(images.group(1)) >= 5
     assert dom.stdout.count("<table") >= 1 and dom.stdout.count("<tr") > 5
+    assert "the fiber of a function" in dom.stdout and "a hidden hyperplane moves" in dom.stdout
     console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line]
     assert not console, console
     shot = tmp_path / "shot.png"
@@ -75,20 +89,8 @@ def test_renders_in_headless_chromium(page, tmp_path):
     assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 50_000
 
 
+
 # ------------------------------------------------------------------ the new sections
-def test_records_load_back_and_say_what_the_figures_show(page):
-    data = json.loads((page.parent / "results.json").read_text())
-    fib = data["fiber"]
-    # stride 1: the roots can change layers (two branches, NTK differs); stride 2: one branch
-    assert fib["stride_1"]["num_branches"] == 2 and max(fib["stride_1"]["ntk_relative_differences"]) > 0.01
-    assert fib["stride_2"]["num_branches"] == 1 and max(fib["stride_2"]["ntk_relative_differences"]) < 1e-9
-    hid = data["hiding_translation"]
-    assert hid["identifiable"] is False and hid["neuron"] in hid["hidden_hyperplanes"]
-    for t, ok, diff in zip(hid["ts"], hid["valid"], hid["max_difference"]):
-        lo, hi = (float(x) for x in hid["interval"])
-        assert ok == (lo <= t <= hi)
-        assert (diff < 1e-9) if ok else (diff > 1e-3)
-    assert sum(hid["valid"]) >= 3 and not all(hid["valid"])
 
 
 def test_hiding_family_against_exact_equivalence():

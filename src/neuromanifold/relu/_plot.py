@@ -194,7 +194,7 @@ def _check_style(ax: Any, cmap: Any, alpha: Any):
 def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window: Any = None,
                      show_hidden: bool = True, annotate: bool = False, cmap: Any = "tab20",
                      alpha: float = 0.35, legend: bool = True, tol: Any = DEFAULT_TOL,
-                     bounds: Any = None):
+                     color_by: str = "region", bounds: Any = None):
     """Draw the linear regions and bent hyperplanes of a network with input dimension 2.
 
     Regions are filled, one colour each; every hidden neuron's bent hyperplane is drawn
@@ -221,6 +221,11 @@ def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window:
         cmap, alpha: region colours (a colormap or its name; opacity in [0, 1]).
         legend: add a legend (below the axes).
         tol: relative tolerance of "visible" (``0``: any non-zero jump, in floats).
+        color_by: ``"region"`` (one colour per region, in enumeration order) or
+            ``"map"`` (the colour is a function of the region's affine map, its
+            coefficients rounded to 6 decimals: regions on which the network computes the
+            same map share a colour, also across pictures of equivalent networks;
+            different maps may share one of the colormap's colours).
         bounds: the former name of ``window``.
 
     Returns:
@@ -241,6 +246,8 @@ def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window:
     show_hidden = check_bool(show_hidden, "show_hidden")
     annotate = check_bool(annotate, "annotate")
     legend = check_bool(legend, "legend")
+    if color_by not in ("region", "map"):
+        raise InputError(f"color_by must be 'region' or 'map'; got {short_repr(color_by)}")
     layers = check_params(params)
     d = layers[0][0].shape[1]
     if d != 2:
@@ -283,7 +290,12 @@ def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window:
         poly = _region_polygon(reg.A, reg.c, clip_lo, hi)
         if len(poly) < 3:
             continue
-        ax.add_patch(Polygon(poly, closed=True, facecolor=colors(i % colors.N), alpha=alpha,
+        if color_by == "map":
+            coeffs = np.round(_output_map(layers, reg.pattern).ravel(), 6) + 0.0
+            index = hash(tuple(coeffs.tolist())) % colors.N
+        else:
+            index = i % colors.N
+        ax.add_patch(Polygon(poly, closed=True, facecolor=colors(index), alpha=alpha,
                              edgecolor="none"))
         if annotate:
             key = "|".join("".join("1" if v else "0" for v in p) for p in reg.pattern)

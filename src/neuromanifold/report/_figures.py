@@ -140,7 +140,7 @@ def fiber_figure(net: Any, params: Any, *, title: str = "") -> Any:
     >>> net = LinearConvNet([2, 2])
     >>> fig = fiber_figure(net, [np.array([1.0, -1.0]), np.array([1.0, -2.0])])
     >>> [ax.get_title() for ax in fig.axes]
-    ['first filter $w_1$', 'second filter $w_2$', 'invariant along each branch']
+    ['first filter w₁', 'second filter w₂', 'invariant along each branch']
     """
     from .._errors import ArchitectureError
 
@@ -158,7 +158,7 @@ def fiber_figure(net: Any, params: Any, *, title: str = "") -> Any:
     fig = _figure(figsize=(13, 4.8))
     axes = fig.subplots(1, 3)
     w1_0, w2_0 = (np.ravel(w) for w in params)
-    big = 0.0
+    big, norms = 0.0, []
     for k, point in enumerate(fib.points):
         color = _BRANCH_COLORS[k % len(_BRANCH_COLORS)]
         w1, w2 = (np.ravel(w) for w in point)
@@ -172,6 +172,7 @@ def fiber_figure(net: Any, params: Any, *, title: str = "") -> Any:
                     label=label if ax is axes[0] else None)
             ax.plot([w[0], -w[0]], [w[1], -w[1]], "o", color=color, ms=6)
         n1, n2 = float(np.sum(w1 ** 2)), float(np.sum(w2 ** 2))
+        norms.append((n1, n2))
         x = np.sqrt(n1) * np.geomspace(0.25, 4.0, 200)
         axes[2].plot(x, n1 * n2 / x ** 2 - x ** 2, color=color, lw=1.6)
         axes[2].plot([np.sqrt(n1)], [float(delta[0])], "o", color=color, ms=6)
@@ -184,16 +185,22 @@ def fiber_figure(net: Any, params: Any, *, title: str = "") -> Any:
         ax.set_aspect("equal", adjustable="box")
         ax.axhline(0, color="0.85", lw=0.8, zorder=0)
         ax.axvline(0, color="0.85", lw=0.8, zorder=0)
-    axes[0].set(title="first filter $w_1$", xlabel="$w_1[0]$", ylabel="$w_1[1]$")
-    axes[1].set(title="second filter $w_2$", xlabel="$w_2[0]$", ylabel="$w_2[1]$")
+    axes[0].set(title="first filter w₁", xlabel="w₁[0]", ylabel="w₁[1]")
+    axes[1].set(title="second filter w₂", xlabel="w₂[0]", ylabel="w₂[1]")
     axes[2].axhline(float(delta[0]), color="k", ls=(0, (4, 3)), lw=1,
-                    label=f"delta(params) = {float(delta[0]):.3g}")
+                    label=f"δ(params) = {float(delta[0]):.3g}")
     axes[2].plot([np.linalg.norm(w1_0)], [float(delta[0])], "*", color="k", ms=13, zorder=5)
     spread = max(abs(float(delta[0])), float(np.sum(w1_0 ** 2)), float(np.sum(w2_0 ** 2)))
     axes[2].set_ylim(float(delta[0]) - 3 * spread, float(delta[0]) + 3 * spread)
-    axes[2].set(title="invariant along each branch", xlabel="$||w_1||$ (rescaling $c$)",
-                ylabel="delta = $||w_2||^2 - ||w_1||^2$")
+    axes[2].set(title="invariant along each branch", xlabel="||w₁|| (rescaling c)",
+                ylabel="δ = ||w₂||² − ||w₁||²")
     axes[2].legend(loc="upper right", fontsize=8, frameon=False)
+    same = [k + 1 for k in range(len(norms)) if any(
+        j != k and np.allclose(norms[j], norms[k], rtol=1e-9) for j in range(len(norms)))]
+    if same:
+        axes[2].text(0.97, 0.82, f"branches {', '.join(map(str, same))}: same norms,\n"
+                     f"their curves coincide", transform=axes[2].transAxes, ha="right",
+                     va="top", fontsize=8, color="0.3")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.suptitle(title or f"fiber of v = {np.array2string(np.ravel(v), precision=3)} "
                           f"for {net!r}: {fib.num_points} branch"
@@ -290,7 +297,8 @@ def hiding_translation_figure(params: Any, neuron: int | None = None, *, ts: Any
     ``b2 -> b2 - t W2[:, i]`` keeps the function for every ``t`` in a closed interval.
     One panel per ``t`` (:func:`hiding_family` chooses them) shows the regions and bent
     hyperplanes of the translated network in one window: the dashed hidden hyperplane
-    moves, the solid bends of the function stay. Each panel's title gives
+    moves, the solid bends of the function stay, and the colours (one per affine map of
+    the function) stay too. Each panel's title gives
     ``max |f_t - f_0|`` measured on a grid over the window; a last-left panel with ``t``
     just outside the interval (red title) shows the function changing there.
 
@@ -319,7 +327,7 @@ def hiding_translation_figure(params: Any, neuron: int | None = None, *, ts: Any
     axes = np.atleast_1d(fig.subplots(1, n))
     for k, (ax, t, ok, pt, diff) in enumerate(zip(axes, fam["ts"], fam["valid"],
                                                   fam["params"], fam["max_difference"])):
-        plot_arrangement(pt, ax=ax, window=(lo, hi), legend=k == n - 1)
+        plot_arrangement(pt, ax=ax, window=(lo, hi), legend=k == n - 1, color_by="map")
         ax.set_title(f"t = {t:.3g}{'' if ok else ' (outside)'}\nmax |f_t - f_0| = {diff:.1e}",
                      fontsize=9, color="black" if ok else "#d2433a")
         if k:
