@@ -111,17 +111,20 @@ class Result:
         Every stored field is decoded by its type annotation: arrays from nested lists
         (``"inf"``/``"nan"`` strings back to floats, ``"p/q"`` strings to an object array
         of Fractions), ``Fraction`` from ``"p/q"``, tuples from lists, nested results from
-        their dicts. Where an annotation does not say more than ``list``, ``tuple``,
-        ``dict`` or ``Any``, a dict holding exactly the stored fields of one result class
-        becomes that result and everything else keeps its JSON form (lists stay lists).
-        Keys that are not fields (derived values a class adds to its ``to_dict``) are
-        ignored.
+        their dicts. Where an annotation says no more than ``list``, ``tuple`` or
+        ``Any``, a dict holding exactly the stored fields of one result class becomes that
+        result, a nested list a tuple and a string ``"p/q"`` a Fraction (what results
+        hold there); under a bare ``dict`` (a JSON-like record) lists and strings stay as
+        they are and integer keys come back as ints. Keys that are not fields (derived
+        values a class adds to its ``to_dict``) are ignored. A class whose fields hold
+        arrays in such places annotates them precisely (``list[np.ndarray]``,
+        ``list[tuple[np.ndarray, np.ndarray]]``, ...).
 
         Not stored, hence not restored: private fields (names starting with ``_``, e.g.
         exact or symbolic context kept for methods), which come back as ``None``; the
         dtype of float32 arrays (float64 on return) and the shape of empty arrays (one
-        dimension, length 0); the type of dict keys under a bare ``dict`` annotation
-        (strings).
+        dimension, length 0, unless the class restores it, as
+        :class:`~neuromanifold.relu.Domain` does).
 
         Args:
             data: a mapping as returned by ``to_dict`` (or read back from its JSON).
