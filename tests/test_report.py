@@ -96,7 +96,7 @@ def test_renders_in_headless_chromium(page, tmp_path):
 def test_hiding_family_against_exact_equivalence():
     """Ground truth: the translated networks are equivalent to the original on all of R^2
     (exact region-wise check) inside the interval, and not outside it."""
-    params = report.hiding_example(3)
+    params = report.hiding_example(seed=3)
     fam = report.hiding_family(params, num_panels=3)
     assert fam["ts"][1:] and 0.0 in fam["ts"]
     for t, ok, pt in zip(fam["ts"], fam["valid"], fam["params"]):
@@ -106,7 +106,7 @@ def test_hiding_family_against_exact_equivalence():
 
 
 def test_hiding_translation_figure_panels_and_errors():
-    params = report.hiding_example(1)
+    params = report.hiding_example(seed=1)
     fig = report.hiding_translation_figure(params, ts=[-5.0, 0.0, 0.25])
     titles = [ax.get_title() for ax in fig.axes]
     assert len(titles) == 3 and titles[0].startswith("t = -5 (outside)")

@@ -157,13 +157,13 @@ def fiber_section(*, seed: int = 0) -> tuple[Section, dict]:
                    figures), record
 
 
-def hiding_example(seed: int = 0) -> list:
+def hiding_example(*, seed: int = 0) -> list:
     """A random two-input three-layer ReLU network (widths 2-2-2-1) whose first-layer
     hyperplane 0 is hidden: both second-layer rows are positive in column 0 and negative
     elsewhere, biases included (docs/concepts_relu.md §4).
 
     >>> from neuromanifold.relu import identifiability
-    >>> [h.neuron for h in identifiability(hiding_example(0)).hidden_hyperplanes]
+    >>> [h.neuron for h in identifiability(hiding_example(seed=0)).hidden_hyperplanes]
     [0]
     """
     from .._validation import as_seed_rng
@@ -186,7 +186,7 @@ def hiding_translation_section(*, seed: int = 0) -> tuple[Section, dict]:
         (the network, the interval, the translations and ``max |f_t - f_0|`` for each).
     """
     from ..relu import identifiability
-    params = hiding_example(seed)
+    params = hiding_example(seed=seed)
     ident = identifiability(params)
     fam = hiding_family(params)
     fig = hiding_translation_figure(params, fam["neuron"], ts=fam["ts"], window=fam["window"])
