@@ -92,17 +92,20 @@ def _vertices(params, dom: Domain) -> tuple[np.ndarray, int]:
         norms = np.linalg.norm(A, axis=1)
         keep = norms > 0
         A, c = A[keep] / norms[keep, None], c[keep] / norms[keep]
-        for i in range(len(A)):
-            for j in range(i + 1, len(A)):
-                M = A[[i, j]]
-                if abs(M[0, 0] * M[1, 1] - M[0, 1] * M[1, 0]) < 1e-12:
-                    continue
-                x = np.linalg.solve(M, c[[i, j]])
-                if np.all(A @ x <= c + 1e-9 * (1.0 + np.abs(c) + np.abs(x).max())):
-                    pts.append(x)
+        i, j = np.triu_indices(len(A), 1)
+        det = A[i, 0] * A[j, 1] - A[i, 1] * A[j, 0]
+        ok = np.abs(det) >= 1e-12
+        i, j, det = i[ok], j[ok], det[ok]
+        # the corner of lines i and j (Cramer's rule), kept when every constraint holds
+        X = np.column_stack([(c[i] * A[j, 1] - c[j] * A[i, 1]) / det,
+                             (A[i, 0] * c[j] - A[j, 0] * c[i]) / det])
+        slack = 1e-9 * (1.0 + np.abs(c)[None, :] + np.abs(X).max(axis=1)[:, None])
+        inside = np.all(X @ A.T <= c[None, :] + slack, axis=1)
+        if inside.any():
+            pts.append(X[inside])
     if not pts:
         return np.zeros((0, 2)), R.num_regions
-    V = np.array(pts)
+    V = np.vstack(pts)
     V = V[np.all(np.isfinite(V), axis=1)]
     scale = 1e-9 * (1.0 + np.abs(V).max())
     return np.unique(np.round(V / scale) * scale, axis=0), R.num_regions
