@@ -213,7 +213,8 @@ def hiding_translation_section(*, seed: int = 0) -> tuple[Section, dict]:
         + (f"; outside it (t = {outside[0][0]:.3g}) the function changes by "
            f"{outside[0][1]:.2g}." if outside else ".")]
     caption = (f"The hidden hyperplane (dashed) moves with t; the bends of the function "
-               f"(solid) stay. max |f_t - f_0| on the grid: "
+               f"(solid) and the colours (one per affine piece of the function) stay; "
+               f"outside the interval (red title) both change. max |f_t - f_0| on the grid: "
                + ", ".join(f"t = {t:.3g}: {d:.1e}" for t, d in zip(fam["ts"],
                                                                   fam["max_difference"]))
                + ".")
