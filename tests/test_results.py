@@ -128,3 +128,151 @@ def test_size_caps_are_clear_errors():
     assert check_nonnegative_int(0, "walk_steps") == 0
     with pytest.raises(InputError, match="integer >= 0"):
         check_nonnegative_int(-1, "walk_steps")
+
+
+# ------------------------------------------------------------------ loading back
+import importlib  # noqa: E402
+import inspect  # noqa: E402
+import os  # noqa: E402
+import pkgutil  # noqa: E402
+import sys  # noqa: E402
+
+import neuromanifold as nm  # noqa: E402
+from neuromanifold import relu  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from result_support import build_results, more_results, nested_results, same  # noqa: E402
+
+
+def _result_classes():
+    """Every Result subclass defined in the package (all modules but the CLI entry)."""
+    found = set()
+    for info in pkgutil.walk_packages(nm.__path__, "neuromanifold."):
+        if info.name.endswith("__main__"):
+            continue
+        for obj in vars(importlib.import_module(info.name)).values():
+            if inspect.isclass(obj) and issubclass(obj, Result) and obj is not Result \
+                    and obj.__module__.startswith("neuromanifold") and dataclasses.fields(obj):
+                found.add(obj)
+    return sorted(found, key=lambda c: (c.__module__, c.__name__))
+
+
+@pytest.fixture(scope="module")
+def instances():
+    by_class = {}
+    for r in nested_results(build_results() + more_results()):
+        by_class.setdefault(type(r), []).append(r)
+    return by_class
+
+
+def _without_symbolic(d):
+    if isinstance(d, dict):
+        return {k: _without_symbolic(v) for k, v in d.items()
+                if k not in ("equations", "inequalities")}
+    return [_without_symbolic(v) for v in d] if isinstance(d, list) else d
+
+
+def _json_round_trip(r):
+    return json.loads(json.dumps(r.to_dict(), allow_nan=False))
+
+
+@pytest.mark.parametrize("klass", _result_classes(), ids=lambda c: c.__name__)
+def test_every_result_class_loads_back_from_its_dict_and_json(klass, instances):
+    assert klass in instances, f"no instance of {klass.__name__} to round-trip"
+    for r in instances[klass]:
+        d = r.to_dict()
+        for data in (d, json.loads(json.dumps(d, allow_nan=False))):
+            back = klass.from_dict(data)
+            assert type(back) is klass
+            diff = same(r, back, klass.__name__)
+            assert diff is None, diff
+            if klass in (relu.FiberPiece, relu.OrthantFiber):   # documented: no symbolic text
+                assert back.to_dict() == _without_symbolic(d)
+            else:
+                assert back.to_dict() == d
+        if not any(isinstance(getattr(r, f.name), np.ndarray) for f in dataclasses.fields(r)):
+            try:
+                equal = back == r
+            except ValueError:   # arrays deeper down: compared field by field above
+                continue
+            assert equal is True or klass.__dataclass_params__.eq is False
+
+
+def test_from_dict_restores_arrays_fractions_and_nonfinite_floats():
+    r = Toy(False, np.array([[1.5, -np.inf], [np.nan, 0.0]]), Fraction(-7, 3), float("-inf"))
+    back = Toy.from_dict(_json_round_trip(r))
+    assert back.witness.shape == (2, 2) and back.witness.dtype == np.float64
+    np.testing.assert_array_equal(back.witness, r.witness)
+    assert back.ratio == Fraction(-7, 3) and back.gap == -np.inf and back.verdict is False
+    exact = Toy(True, np.array([Fraction(1, 3), 2], dtype=object), Fraction(5), 0.0)
+    back = Toy.from_dict(_json_round_trip(exact))
+    assert back.witness.dtype == object and list(back.witness) == [Fraction(1, 3), 2]
+    assert back.ratio == 5 and isinstance(back.ratio, Fraction)
+    ints = Toy.from_dict({"verdict": True, "witness": [[1, 2]], "ratio": "1/2", "gap": 1})
+    assert ints.witness.dtype.kind == "i" and ints.gap == 1.0 and isinstance(ints.gap, float)
+
+
+@given(hnp.arrays(st.sampled_from([np.float64, np.int64, np.bool_]),
+                  hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=3)),
+       st.fractions(), st.floats())
+def test_toy_results_round_trip_for_all_values(arr, ratio, gap):
+    r = Toy(True, arr, ratio, gap)
+    back = Toy.from_dict(_json_round_trip(r))
+    assert same(r, back) is None
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Nest(Result):
+    inner: Toy
+    items: tuple[Toy, ...]
+    params: list[tuple[np.ndarray, np.ndarray]]
+    table: dict[int, float]
+    maybe: Fraction | None = None
+
+
+def test_nested_results_typed_containers_and_defaults():
+    t = Toy(True, np.zeros(2), Fraction(1, 2), 1.0)
+    r = Nest(t, (t, t), [(np.eye(2), np.ones(2))], {3: float("inf")})
+    back = Nest.from_dict(_json_round_trip(r))
+    assert same(r, back) is None and back.table == {3: np.inf} and back.maybe is None
+    assert Nest.from_dict({**r.to_dict(), "maybe": "2/4"}).maybe == Fraction(1, 2)
+
+
+@pytest.mark.parametrize("data, match", [
+    ([1, 2], "needs a dict"),
+    ({"verdict": True, "witness": [1.0], "ratio": "1/2"}, "'gap' is missing"),
+    ({"verdict": "yes", "witness": [1.0], "ratio": "1/2", "gap": 1.0}, r"Toy.verdict: expected true"),
+    ({"verdict": True, "witness": [[1.0], [2.0, 3.0]], "ratio": "1/2", "gap": 1.0},
+     r"Toy.witness: expected a rectangular"),
+    ({"verdict": True, "witness": ["a"], "ratio": "1/2", "gap": 1.0}, r"Toy.witness"),
+    ({"verdict": True, "witness": [1.0], "ratio": "one half", "gap": 1.0}, r"Toy.ratio: expected a rational"),
+    ({"verdict": True, "witness": [1.0], "ratio": "1/2", "gap": "big"}, r"Toy.gap: expected a number"),
+])
+def test_from_dict_errors_name_the_field(data, match):
+    with pytest.raises(InputError, match=match):
+        Toy.from_dict(data)
+
+
+def test_symmetry_rules_still_apply_when_loading():
+    with pytest.raises(InputError, match="scales must be positive"):
+        relu.symmetries.Scaling.from_dict({"layer": 1, "scales": [1.0, -2.0]})
+
+
+def test_domain_keeps_the_shape_of_an_empty_constraint_matrix():
+    whole = relu.Domain.whole(3)
+    back = relu.Domain.from_dict(_json_round_trip(whole))
+    assert back.A.shape == (0, 3) and same(whole, back) is None
+
+
+def test_a_loaded_orthant_fiber_has_no_symbolic_context():
+    p = relu.ReLUNet([2, 3, 1]).random_params(0)
+    fib = relu.orthant_fiber(p)
+    back = relu.OrthantFiber.from_dict(_json_round_trip(fib))
+    assert same(fib, back) is None
+    assert back.contains(p)   # needs only the stored arrangement
+    with pytest.raises(InputError, match="loaded with from_dict"):
+        back.sample(0)
+    with pytest.raises(InputError, match="loaded with from_dict"):
+        back.pieces[0].equations
+    d = back.pieces[0].to_dict()   # the stored fields, without the symbolic conditions
+    assert "equations" not in d and d.items() <= fib.pieces[0].to_dict().items()

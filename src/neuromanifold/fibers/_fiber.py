@@ -90,7 +90,7 @@ class Fiber(Result):
         notes: remarks on the computation (degenerate factors, fallbacks, ...).
     """
 
-    points: list
+    points: list[list[np.ndarray]]
     num_sign_patterns: int
     certified: bool
     method: str

@@ -62,7 +62,7 @@ class BatchedFlowResult(Result):
     end_to_end: np.ndarray
     loss: np.ndarray
     invariants: np.ndarray
-    final_params: list = dataclasses.field(repr=False)
+    final_params: list[list[np.ndarray]] = dataclasses.field(repr=False)
     max_invariant_drift: np.ndarray = None
     loss_monotone: np.ndarray = None
     success: np.ndarray = None

@@ -207,7 +207,7 @@ class GradientFlowResult(Result):
     """
 
     times: np.ndarray
-    params: list
+    params: list[list[np.ndarray]]
     end_to_end: np.ndarray
     loss: np.ndarray
     invariants: np.ndarray

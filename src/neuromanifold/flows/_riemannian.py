@@ -77,7 +77,7 @@ class FiberLift(Result):
         tol: the requested relative residual.
     """
 
-    params: list
+    params: list[np.ndarray]
     residual: float
     iterations: int
     converged: bool
@@ -234,9 +234,9 @@ class RiemannianFlowResult(Result):
     times: np.ndarray
     end_to_end: np.ndarray
     loss: np.ndarray
-    lifts: list = dataclasses.field(repr=False)
+    lifts: list[list[np.ndarray]] = dataclasses.field(repr=False)
     invariants: np.ndarray = dataclasses.field(repr=False)
-    initial_lift: list = dataclasses.field(repr=False)
+    initial_lift: list[np.ndarray] = dataclasses.field(repr=False)
     max_invariant_drift: float
     max_lift_residual: float
     max_lift_iterations: int = dataclasses.field(repr=False)
@@ -673,7 +673,7 @@ class LiftComparison(Result):
 
     times: np.ndarray
     trajectories: np.ndarray
-    lifts: list
+    lifts: list[list[np.ndarray]]
     initial_ntk_difference: float
     max_difference: float
     pair: tuple

@@ -46,7 +46,7 @@ class Model(Result):
     """
 
     kind: str
-    params: list = dataclasses.field(repr=False)
+    params: list[np.ndarray] | list[tuple[np.ndarray, np.ndarray]] = dataclasses.field(repr=False)
     architecture: tuple
     strides: tuple | None
     source: str

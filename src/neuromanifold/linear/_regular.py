@@ -83,7 +83,7 @@ class RegularPoint(Result):
     num_tangent_spaces: int
     num_symmetry_classes: int
     max_sine: float
-    witness: tuple | None
+    witness: tuple[list[np.ndarray], list[np.ndarray]] | None
     certified: bool
     exact: bool
     tol: float

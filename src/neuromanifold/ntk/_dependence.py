@@ -49,7 +49,7 @@ class NTKDependence(Result):
 
     independent: bool
     max_relative_difference: float
-    witnesses: tuple | None
+    witnesses: tuple[list[np.ndarray], list[np.ndarray]] | None
     certified: bool
     num_points: int
     tol: float

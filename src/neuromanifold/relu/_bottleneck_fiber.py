@@ -82,7 +82,7 @@ class FiberFamily(Result):
     """
 
     discrete: tuple
-    base: list = dataclasses.field(repr=False)
+    base: list[tuple[np.ndarray, np.ndarray]] = dataclasses.field(repr=False)
     dimension: int
     translations: dict
     dead: tuple
@@ -305,7 +305,7 @@ class BottleneckFiber(Result):
         tol: tolerance of the sign decisions.
     """
 
-    params: list = dataclasses.field(repr=False)
+    params: list[tuple[np.ndarray, np.ndarray]] = dataclasses.field(repr=False)
     families: tuple
     dimension: int
     num_pieces: int

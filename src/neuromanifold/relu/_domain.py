@@ -37,6 +37,13 @@ class Domain(Result):
     upper: np.ndarray | None = None
 
     @classmethod
+    def from_dict(cls, data: Any) -> "Domain":
+        """The domain whose :meth:`to_dict` is ``data`` (see :meth:`Result.from_dict`);
+        ``A`` keeps its shape ``(m, dim)`` also when it has no rows."""
+        d = super().from_dict(data)
+        return dataclasses.replace(d, A=np.asarray(d.A, dtype=float).reshape(-1, d.dim))
+
+    @classmethod
     def whole(cls, dim: int) -> "Domain":
         """All of R^dim."""
         dim = check_positive_int(dim, "domain dimension", DomainError)

@@ -477,6 +477,16 @@ def _piece_inequalities(ctx: _Context, t: _Type) -> tuple:
 # the pieces
 # ---------------------------------------------------------------------------------------
 
+def _context(obj: Any) -> Any:
+    """The symbolic context of a fiber or piece; an :class:`InputError` for one loaded with
+    ``from_dict`` (the context is not stored in ``to_dict``)."""
+    if obj._ctx is None:
+        raise InputError(f"this {type(obj).__name__} was loaded with from_dict: its symbolic "
+                         f"context (equations, sampling) is not stored; compute "
+                         f"orthant_fiber(params) again")
+    return obj._ctx
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class FiberPiece(Result):
     """One piece of the fiber (a semi-algebraic set), up to permuting hidden neurons.
@@ -499,6 +509,10 @@ class FiberPiece(Result):
         nonnegative_rank: least number of linear neurons that factor ``L`` alone
             (``L = C W`` with ``W >= 0``; 0, ``rank L`` or ``rank L + 1``).
         certified: the nonnegative-support computations were certified exactly.
+
+    ``FiberPiece.from_dict(piece.to_dict())`` restores the fields above but not the
+    symbolic context behind :attr:`equations`, :meth:`sample` and the checks (it is not
+    stored): on a loaded piece these raise an :class:`InputError`.
     """
 
     index: int
@@ -516,8 +530,11 @@ class FiberPiece(Result):
     _geo: Any = dataclasses.field(repr=False, compare=False, default=None)
 
     def to_dict(self) -> dict:
-        """The public fields, plus the defining equations and inequalities as text."""
+        """The public fields, plus the defining equations and inequalities as text (left
+        out for a piece loaded with ``from_dict``, which has no symbolic context)."""
         out = super().to_dict()
+        if self._ctx is None:
+            return out
         out["equations"] = [str(e) for e in self.equations]
         out["inequalities"] = [str(e) for e in self.inequalities]
         return out
@@ -526,10 +543,10 @@ class FiberPiece(Result):
     @property
     def symbols(self) -> tuple:
         """The parameter symbols, in :meth:`ReLUNet.flatten` order."""
-        return self._ctx.symbols
+        return _context(self).symbols
 
     def _polys(self) -> list:
-        return _piece_equations(self._ctx, self._type)
+        return _piece_equations(_context(self), self._type)
 
     @property
     def equations(self) -> tuple:
@@ -542,7 +559,7 @@ class FiberPiece(Result):
     @property
     def inequalities(self) -> tuple:
         """The defining inequalities (sympy relations, ``Or`` for disjunctions)."""
-        return _piece_inequalities(self._ctx, self._type)
+        return _piece_inequalities(_context(self), self._type)
 
     def condition(self):
         """The whole piece as one sympy boolean ``And(equations, inequalities)``."""
@@ -580,7 +597,7 @@ class FiberPiece(Result):
                 or int(stratum) not in qs:
             raise InputError(f"stratum must be one of {sorted(qs)} for this piece; got "
                              f"{short_repr(stratum)}")
-        x = _sample_piece(self._ctx, self._type, self._geo, int(stratum), rng)
+        x = _sample_piece(_context(self), self._type, self._geo, int(stratum), rng)
         return _to_params(self._ctx, x, exact)
 
     def local_dimension(self, params: Any) -> int:
@@ -588,7 +605,7 @@ class FiberPiece(Result):
         ``params`` (canonical neuron order), with the sign constraints that are tight at
         ``params`` (zero entries of linear rows) added as equations. At a generic point of
         the top stratum this equals :attr:`dimension` (the numerical check of the formula)."""
-        ctx = self._ctx
+        ctx = _context(self)
         x = _flatten_exact(ctx, params)
         rows = [_poly.poly_gradient(p, x) for p in self._polys()]
         for j, lab in enumerate(self._type.labels()):
@@ -603,7 +620,7 @@ class FiberPiece(Result):
 
     def residual(self, params: Any) -> float:
         """Largest absolute value of the defining equations at ``params`` (exact, as float)."""
-        x = _flatten_exact(self._ctx, params)
+        x = _flatten_exact(_context(self), params)
         return max((abs(float(_poly.poly_value(p, x))) for p in self._polys()), default=0.0)
 
 
@@ -819,11 +836,15 @@ class OrthantFiber(Result):
             permutation); ``num_types - len(pieces)`` of them are empty.
         certified: every piece's nonnegativity computations were certified exactly.
         method: how it was computed.
+
+    ``OrthantFiber.from_dict(fiber.to_dict())`` restores the fields above; the symbolic
+    context behind :meth:`sample`, :meth:`piece_of` and :attr:`symbols` is not stored, and
+    on a loaded fiber these raise an :class:`InputError` (:meth:`contains` works).
     """
 
     arrangement: WeightedArrangement
     widths: tuple
-    pieces: tuple
+    pieces: tuple[FiberPiece, ...]
     dimension: int
     num_types: int
     certified: bool
@@ -833,7 +854,7 @@ class OrthantFiber(Result):
     @property
     def symbols(self) -> tuple:
         """The parameter symbols, in :meth:`ReLUNet.flatten` order."""
-        return self._ctx.symbols
+        return _context(self).symbols
 
     @property
     def standard_pieces(self) -> tuple:
@@ -897,7 +918,7 @@ class OrthantFiber(Result):
         ``None`` when ``params`` is not in the fiber (exact test)."""
         if not self.contains(params, tol=0):
             return None
-        ctx = self._ctx
+        ctx = _context(self)
         _, exact = _exact_layers(params)
         (W, b), _ = exact
         keys = {(H.normal, H.offset): k for k, H in enumerate(ctx.H)}

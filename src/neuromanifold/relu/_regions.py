@@ -42,7 +42,7 @@ class Region(Result):
     """
 
     index: int
-    pattern: tuple
+    pattern: tuple[np.ndarray, ...]
     point: np.ndarray
     point_exact: tuple
     margin: float
@@ -87,7 +87,7 @@ class Regions(Result):
     widths: tuple
     domain: Domain
     certified: bool
-    params: list = dataclasses.field(repr=False)
+    params: list[tuple[np.ndarray, np.ndarray]] = dataclasses.field(repr=False)
 
     def __len__(self) -> int:
         return self.num_regions

@@ -69,7 +69,7 @@ class SearchCluster(Result):
     kind: str
     signature: str
     count: int
-    example: Any = dataclasses.field(repr=False)
+    example: list[tuple[np.ndarray, np.ndarray]] | None = dataclasses.field(repr=False)
     max_difference: float
 
 
@@ -92,7 +92,7 @@ class SymmetrySearch(Result):
     """
 
     widths: tuple[int, ...]
-    target: Any = dataclasses.field(repr=False)
+    target: list[tuple[np.ndarray, np.ndarray]] | None = dataclasses.field(repr=False)
     target_generic: bool
     starts: int
     candidates: int

@@ -79,7 +79,8 @@ tr.disagrees { background: #fff5f4; } tr.outside { background: #fffbea; }
 .caption { color: #555; font-size: 13px; margin-bottom: 14px; }
 .figs { display: flex; flex-wrap: wrap; gap: 18px; }
 figure { margin: 0; background: #fff; border: 1px solid #e3e6ee; border-radius: 8px; padding: 10px;
-         max-width: 560px; } figure.wide { max-width: 100%; }
+         box-sizing: border-box; flex: 0 1 auto; max-width: calc(50% - 9px); }
+figure.wide { flex-basis: 100%; max-width: 100%; }
 figure img { max-width: 100%; height: auto; display: block; }
 figcaption { font-size: 13px; color: #444; margin-top: 6px; }
 code { background: #eef1f7; padding: 1px 4px; border-radius: 3px; }
