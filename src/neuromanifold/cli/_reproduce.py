@@ -89,9 +89,15 @@ def run(args: argparse.Namespace) -> int:
             flows, flow_record = report.flow_section(seed=args.seed)
             sections.append(flows)
             record["flows"] = flow_record
+            fiber, record["fiber"] = report.fiber_section(seed=args.seed)
+            sections.append(fiber)
         relu, relu_record = report.relu_picture_section(seed=args.seed)
         sections.append(relu)
         record["relu"] = relu_record
+        if relu_rows is not None:
+            hiding, record["hiding_translation"] = report.hiding_translation_section(
+                seed=args.seed)
+            sections.append(hiding)
         page = report.write_report(args.report, "neuromanifold: the papers, computed",
                                    sections, record,
                                    subtitle=f"reproduce {args.which}, seed {args.seed}"
