@@ -26,6 +26,8 @@ polynomial, against the exponential region enumeration of the exact engine.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import math
 from typing import Any
 
 import numpy as np
@@ -67,7 +69,7 @@ def _analyze(params: Params, tol: float) -> _Info:
     """Classify the second layer and check the fast path's genericity conditions."""
     (W1, b1), (W2, b2), (W3, b3) = params
     n1, d = W1.shape
-    n3 = W3.shape[0]
+    n2, n3 = W2.shape[0], W3.shape[0]
     if tol == 0:
         raise _NotCovered("tol = 0 asks for a decision over the exact floats, which a "
                           "floating-point canonical form cannot give")
@@ -113,13 +115,29 @@ def _analyze(params: Params, tol: float) -> _Info:
             raise _NotCovered(f"always-active second-layer neuron {j} is constant on the "
                               f"orthant (its weights are within tol of zero)")
     block = None
-    if linear:
-        kA = len(linear)
-        if kA > min(2, n3):
-            block = (f"{kA} always-active second-layer neurons with n3 = {n3}: the canonical "
-                     f"form handles at most min(2, n3)")
-        elif numerical_rank(W2[linear].T, tol)[0] < kA or numerical_rank(W3[:, linear], tol)[0] < kA:
-            block = "the always-active block W3[:, A] W2[A] does not have full rank"
+    m = n2 - len(crossing)        # neurons available to the always-active block
+    hid0 = hidden_hyperplanes(S)
+    if crossing and not hid0 and _hiding_orientation(params, S, crossing, tol) is None \
+            and m < min(n3 + 1, n1):
+        # which crossing neurons can turn around (through the block) is a subset question
+        if len(crossing) > _MAX_ENUMERATED:
+            if m > 0:
+                block = (f"{len(crossing)} crossing second-layer neurons and only {m} "
+                         f"neurons for the always-active block (< min(n3 + 1, n1) = "
+                         f"{min(n3 + 1, n1)}): which of them can turn around is a subset "
+                         f"problem, not decided in polynomial time")
+            else:
+                terms = np.array([np.outer(W3[:, j], R[j, :-1]).ravel() for j in crossing])
+                if numerical_rank(terms.T, tol)[0] < len(crossing):
+                    block = ("the rank-one terms c_j a_j^T of the crossing second-layer "
+                             "neurons are linearly dependent: some of them might turn around "
+                             "together (not decided in polynomial time)")
+    if block is None and (linear or m):
+        r = min(n1, n3 + 1)
+        if math.comb(n1, max(r - 1, 0)) > _MAX_SUBSETS:
+            block = (f"the cone of the always-active block (dimension up to {r} in "
+                     f"R^{n1}) has too many candidate extreme rays to enumerate "
+                     f"({math.comb(n1, r - 1)} > {_MAX_SUBSETS})")
     hid = hidden_hyperplanes(S)
     hidden = next(iter(hid)) if hid else None
     SL = S[live]
@@ -158,21 +176,105 @@ def fast_path_reason(params: Any, *, tol: float = DEFAULT_TOL) -> str | None:
     return None
 
 
-def _cone_rays(rows: np.ndarray) -> np.ndarray:
-    """Unit extreme rays of ``span(rows) ∩ O`` for one or two nonnegative rows (sorted)."""
-    rows = np.maximum(rows, 0.0)
-    if rows.shape[0] == 1:
-        return rows / np.linalg.norm(rows)
-    r1, r2 = rows
-    phi = np.arctan2(r2, r1)[(r1 > 0) | (r2 > 0)]
-    rays = []
-    for theta in (np.max(phi) - np.pi / 2, np.min(phi) + np.pi / 2):
-        v = np.cos(theta) * r1 + np.sin(theta) * r2
-        v[np.abs(v) <= 1e-13 * np.max(np.abs(v))] = 0.0
-        v = np.maximum(v, 0.0)
-        rays.append(v / np.linalg.norm(v))
-    rays.sort(key=lambda v: tuple(v))
-    return np.array(rays)
+#: at most this many crossing neurons are tried for turning around one subset at a time
+_MAX_ENUMERATED = 8
+#: at most this many (dimension - 1)-subsets of the orthant's facets are tried for the
+#: extreme rays of the always-active block's cone
+_MAX_SUBSETS = 20000
+
+
+def _unit_rays(B: np.ndarray) -> np.ndarray:
+    """The unit extreme rays of the cone ``span(B) ∩ O`` (``B``: orthonormal rows), sorted
+    lexicographically, entries below ``1e-10`` of a ray's largest snapped to 0.
+
+    A ray of the pointed cone ``{y : B^T y >= 0}`` is where ``dim - 1`` independent facets
+    meet: every ``(dim - 1)``-subset of the ``n1`` facets is tried (at most
+    :data:`_MAX_SUBSETS`, checked by the caller)."""
+    r, n1 = B.shape
+    if r == 1:
+        cand = np.vstack([B[0], -B[0]])
+    else:
+        G = B.T                                   # facet normals in the basis coordinates
+        idx = np.array(list(itertools.combinations(range(n1), r - 1)))
+        Msub = G[idx]                             # (S, r - 1, r)
+        _, sv, Vt = np.linalg.svd(Msub)
+        ok = sv[:, -1] > 1e-9 * np.maximum(sv[:, 0], 1e-300)
+        Y = Vt[ok, -1, :]
+        cand = np.vstack([Y @ B, -(Y @ B)])
+    cand /= np.max(np.abs(cand), axis=1, keepdims=True)
+    cand[np.abs(cand) <= 1e-10] = 0.0
+    cand = cand[np.all(cand >= 0, axis=1)]
+    if len(cand) == 0:
+        return np.zeros((0, n1))
+    cand /= np.linalg.norm(cand, axis=1, keepdims=True)
+    order = np.lexsort(cand.T[::-1])
+    cand = cand[order]
+    keep = [0]
+    for a in range(1, len(cand)):
+        if np.max(np.abs(cand[a] - cand[keep[-1]])) > 1e-8:
+            keep.append(a)
+    return cand[keep]
+
+
+def _pick(rays: np.ndarray, k: int) -> np.ndarray:
+    """``k`` independent rays, greedily in their (lexicographic) order."""
+    out: list[np.ndarray] = []
+    for v in rays:
+        if np.linalg.matrix_rank(np.array(out + [v]), tol=1e-9) == len(out) + 1:
+            out.append(v)
+            if len(out) == k:
+                break
+    return np.array(out).reshape(-1, rays.shape[1])
+
+
+def _block_rows(L: np.ndarray, tol: float) -> np.ndarray:
+    """Canonical nonnegative unit rows ``A`` (``k x n1``, as few as possible) whose span
+    contains the rows of the linear map ``L`` (``n3 x n1``): a function of
+    ``V = rowspace(L)`` alone. When the cone ``V ∩ O`` spans ``V`` (``k = rank L``): its
+    extreme rays (the first independent ones in lexicographic order when it is not
+    simplicial); else (``k = rank L + 1``) those of ``(V + span(1)) ∩ O``, which spans
+    ``V + span(1)`` because it contains ``1``."""
+    n1 = L.shape[1]
+    if L.size == 0 or not np.any(L):
+        return np.zeros((0, n1))
+    _, sv, Vt = np.linalg.svd(L)
+    r = int(np.sum(sv > max(tol, 1e-12) * sv[0]))
+    V = Vt[:r]
+    A = _pick(_unit_rays(V), r)
+    if len(A) < r:
+        W = np.linalg.svd(np.vstack([V, np.full((1, n1), n1 ** -0.5)]))[2][:r + 1]
+        A = _pick(_unit_rays(W), r + 1)
+    return A
+
+
+def _hiding_orientation(params: Params, S: np.ndarray, crossing: list, tol: float):
+    """``(i, turned)`` when turning the crossing neurons ``turned`` (through the always-active
+    block) makes every live row hide first-layer hyperplane ``i`` and leaves the block with
+    no linear part (only then can every live row hide ``i``); else ``None``."""
+    (W1, b1), (W2, b2), (W3, b3) = params
+    n1 = W1.shape[0]
+    norms = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
+    lin = [j for j in range(S.shape[0]) if j not in crossing and np.any(S[j] > 0)]
+    if not lin or not crossing:
+        return None
+    scale = path_norm_scale(params)
+    for i in range(n1):
+        turned = []
+        for j in crossing:
+            rest = np.delete(S[j], i)
+            if S[j, i] > 0 and np.all(rest <= 0):
+                continue
+            if S[j, i] < 0 and np.all(rest >= 0):
+                turned.append(j)
+                continue
+            break
+        else:
+            if not turned:
+                continue
+            Lf = W3[:, lin] @ W2[lin] + sum(np.outer(W3[:, j], W2[j]) for j in turned)
+            if np.max(np.abs(Lf * norms)) <= tol * scale:
+                return i, tuple(turned)
+    return None
 
 
 def _orientation_key(w: np.ndarray) -> float:
@@ -185,13 +287,96 @@ def _step(path: list, before: list, cur: Params, sym: Symmetry, tol: float) -> P
     return sym.apply(cur, tol=tol)
 
 
+def _kinds(cur: Params, tol: float) -> tuple[list, list, list]:
+    """(crossing, linear, dead) second-layer neurons of ``cur``."""
+    S = row_signs(cur, tol)
+    crossing = [j for j in range(S.shape[0]) if np.any(S[j] > 0) and np.any(S[j] < 0)]
+    linear = [j for j in range(S.shape[0]) if np.any(S[j] > 0) and not np.any(S[j] < 0)]
+    dead = [j for j in range(S.shape[0]) if not np.any(S[j] > 0)]
+    return crossing, linear, dead
+
+
+def _reorient(path: list, before: list, cur: Params, turned: tuple, A: np.ndarray,
+              tol: float) -> Params:
+    """Turn the crossing neurons ``turned`` around and put the always-active block on the
+    rows ``A`` (zero biases, outgoing ``L A^+`` for its new linear map ``L``), the other
+    non-crossing neurons dead ``(0, ..., 0, -1)``: ``BlockRefactor`` (every non-crossing
+    neuron always active), ``SecondLayerFlip``, ``BlockRefactor``."""
+    crossing, linear, _ = _kinds(cur, tol)
+    (W1, b1), (W2, b2), (W3, b3) = cur
+    n1, n3 = W1.shape[0], W3.shape[0]
+    N = [j for j in range(W2.shape[0]) if j not in crossing]
+    L = W3[:, linear] @ W2[linear] + sum((np.outer(W3[:, j], W2[j]) for j in turned),
+                                         np.zeros((n3, n1)))
+    k = A.shape[0]
+    C = L @ np.linalg.pinv(A) if k else np.zeros((n3, 0))
+    if turned:
+        if any(j not in linear for j in N):
+            rows = [np.append(W2[j], b2[j]) if j in linear else np.append(np.ones(n1), 0.0)
+                    for j in N]
+            out = np.column_stack([W3[:, j] if j in linear else np.zeros(n3) for j in N])
+            cur = _step(path, before, cur, BlockRefactor(tuple(N), tuple(map(tuple, rows)),
+                                                         tuple(map(tuple, out))), tol)
+        pad = np.hstack([np.vstack([A, np.ones((len(N) - k, n1))]), np.zeros((len(N), 1))])
+        out = np.hstack([C, np.zeros((n3, len(N) - k))])
+        cur = _step(path, before, cur, SecondLayerFlip(tuple(turned), tuple(N),
+                                                       tuple(map(tuple, pad)),
+                                                       tuple(map(tuple, out))), tol)
+    rows = np.vstack([np.hstack([A, np.zeros((k, 1))]),
+                      np.tile(np.append(np.zeros(n1), -1.0), (len(N) - k, 1))])
+    out = np.hstack([C, np.zeros((n3, len(N) - k))])
+    (_, _), (W2, b2), (W3, _) = cur
+    now = np.hstack([W2[N], b2[N, None]])
+    if now.shape != rows.shape or np.max(np.abs(now - rows)) > 0 or \
+            np.max(np.abs(W3[:, N] - out)) > 0:
+        cur = _step(path, before, cur, BlockRefactor(tuple(N), tuple(map(tuple, rows)),
+                                                     tuple(map(tuple, out))), tol)
+        (_, _), (W2, b2), (W3, _) = cur   # snap rounding: the rows exactly as chosen
+        W2[N], b2[N] = rows[:, :-1], rows[:, -1]
+    return cur
+
+
+def _choose_turned(cur: Params, info: _Info, tol: float) -> tuple:
+    """The crossing neurons to turn around (canonical first layer and unit crossing rows):
+    the orientation with the fewest rows against the reference orientation (the largest
+    weight of ``a_j`` positive) among those whose linear part the available neurons can
+    carry; ties broken by the rows' order."""
+    crossing, linear, dead = _kinds(cur, tol)
+    (W1, _), (W2, _), (W3, _) = cur
+    n1, n3 = W1.shape[0], W3.shape[0]
+    m = len(linear) + len(dead)
+    against = [j for j in crossing if _orientation_key(W2[j]) < 0]
+    if m == 0:
+        return ()
+    if m >= min(n3 + 1, n1):          # every orientation is possible: the reference one
+        return tuple(against)
+    # few crossing rows (checked by _analyze): try the subsets, fewest changes first
+    ref = {j: (-W2[j] if j in against else W2[j]) for j in crossing}
+    order = sorted(crossing, key=lambda j: tuple(ref[j]))
+    L0 = W3[:, linear] @ W2[linear]
+    for size in range(len(order) + 1):
+        for sub in itertools.combinations(order, size):
+            # orientation: reference, except the rows in sub
+            turned = tuple(j for j in crossing if (j in against) != (j in sub))
+            L = L0 + sum((np.outer(W3[:, j], W2[j]) for j in turned), np.zeros((n3, n1)))
+            if _block_rows(L, tol).shape[0] <= m:
+                return turned
+    return ()   # pragma: no cover - the current orientation is always possible
+
+
 def _canonical(params: Params, tol: float) -> tuple[Params, list, list, _Info]:
     """Canonical representative, the path of symmetries to it, the parameters before each
     step, and the structure (of the canonical parameters' index order)."""
-    info = _analyze(params, tol)
     path: list[Symmetry] = []
     before: list[Params] = []
     cur = params
+    info = _analyze(cur, tol)
+    # 0. a hidden hyperplane reached by turning crossing rows around: turn them
+    if info.hidden is None and info.crossing and not info.block:
+        ho = _hiding_orientation(cur, row_signs(cur, tol), info.crossing, tol)
+        if ho is not None:
+            cur = _reorient(path, before, cur, ho[1], np.zeros((0, info.n1)), tol)
+            info = _analyze(cur, tol)
     n1, n3 = info.n1, info.n3
     i = info.hidden
     # 1. dead rows
@@ -218,38 +403,39 @@ def _canonical(params: Params, tol: float) -> tuple[Params, list, list, _Info]:
         live = info.crossing + info.linear
         lo = max(b2[j] / W2[j, i] for j in live)
         cur = _step(path, before, cur, HidingTranslation(i, lo + 1.0), tol)
-    # 5. second-layer norms and the linear block
-    W2, b2 = cur[1]
-    s2 = np.ones(W2.shape[0])
-    for j in info.crossing + (info.linear if info.block else []):
-        s2[j] = 1.0 / np.linalg.norm(np.append(W2[j], b2[j]))
-    cur = _step(path, before, cur, Scaling(2, tuple(s2)), tol)
-    if info.linear and not info.block:
-        A = info.linear
-        W2, b2 = cur[1]
-        T = _cone_rays(W2[A])
-        M = T @ np.linalg.pinv(W2[A])
-        cur = _step(path, before, cur, LinearBlockMixing(tuple(A), M, tuple(-(M @ b2[A]))), tol)
-        W2, b2 = cur[1]  # snap rounding: the mixed rows are the rays, biases exactly 0
-        W2[A], b2[A] = T, 0.0
-    # 6. order
+    # 5. first-layer order (the hidden neuron first)
     W1, b1 = cur[0]
     others = [k for k in range(n1) if k != i]
     others.sort(key=lambda k: tuple(W1[k]) + (b1[k],))
     perm1 = ([i] if i is not None else []) + others
     if perm1 != list(range(n1)):
         cur = _step(path, before, cur, Permutation(1, tuple(perm1)), tol)
+    # 6. second-layer norms, orientations and the always-active block
     W2, b2 = cur[1]
+    s2 = np.ones(W2.shape[0])
+    for j in info.crossing + (info.linear if info.block else []):
+        s2[j] = 1.0 / np.linalg.norm(np.append(W2[j], b2[j]))
+    cur = _step(path, before, cur, Scaling(2, tuple(s2)), tol)
+    if not info.block and (info.linear or info.dead):
+        turned = _choose_turned(cur, info, tol) if i is None else ()
+        (_, _), (W2, _), (W3, _) = cur
+        crossing, linear, _ = _kinds(cur, tol)
+        L = W3[:, linear] @ W2[linear] + sum((np.outer(W3[:, j], W2[j]) for j in turned),
+                                             np.zeros((n3, n1)))
+        cur = _reorient(path, before, cur, turned, _block_rows(L, tol), tol)
+    # 7. second-layer order
+    W2, b2 = cur[1]
+    crossing, linear, dead = _kinds(cur, tol)
 
     def key(j):
         return tuple(W2[j]) + (b2[j],)
-    perm2 = sorted(info.crossing, key=key) + sorted(info.linear, key=key) + info.dead
+    perm2 = sorted(crossing, key=key) + sorted(linear, key=key) + dead
     if perm2 != list(range(W2.shape[0])):
         cur = _step(path, before, cur, Permutation(2, tuple(perm2)), tol)
-    pos = {old: new for new, old in enumerate(perm2)}
     structure = _Info(n1, n3, 0 if i is not None else None,
-                      [pos[j] for j in info.crossing], [pos[j] for j in info.linear],
-                      [pos[j] for j in info.dead],
+                      list(range(len(crossing))),
+                      list(range(len(crossing), len(crossing) + len(linear))),
+                      list(range(len(crossing) + len(linear), len(perm2))),
                       sorted(perm1.index(k) for k in info.flippable), info.block)
     return cur, path, before, structure
 

@@ -724,7 +724,11 @@ class SecondLayerFlip(_ThreeLayer):
         norms = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
         target = (W3[:, J] @ W2[J] + sum(np.outer(W3[:, j], W2[j]) for j in F)) * norms
         got = (C @ R[:, :-1]) * norms
-        scale = max(float(np.max(np.abs(target))), float(np.max(np.abs(C) @ np.abs(R[:, :-1] * norms))))
+        # the scale of the terms (their sum may cancel to rounding level)
+        terms = (np.abs(W3[:, J]) @ np.abs(W2[J]) + sum((np.abs(np.outer(W3[:, j], W2[j]))
+                                                        for j in F), 0.0)) * norms
+        scale = max(float(np.max(terms, initial=0.0)),
+                    float(np.max(np.abs(C) @ np.abs(R[:, :-1] * norms), initial=0.0)))
         err = float(np.max(np.abs(got - target)))
         if err > tol * scale:
             return False, (f"outgoing @ rows does not factor the new linear part of the block "
@@ -812,7 +816,8 @@ class BlockRefactor(_ThreeLayer):
         norms = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
         target = (W3[:, old_lin] @ W2[old_lin]) * norms
         got = (C[:, new_lin] @ R[new_lin, :-1]) * norms
-        scale = max(float(np.max(np.abs(target), initial=0.0)),
+        scale = max(float(np.max((np.abs(W3[:, old_lin]) @ np.abs(W2[old_lin])) * norms,
+                                 initial=0.0)),
                     float(np.max(np.abs(C[:, new_lin]) @ np.abs(R[new_lin, :-1] * norms),
                                  initial=0.0)))
         err = float(np.max(np.abs(got - target), initial=0.0))
