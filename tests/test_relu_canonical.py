@@ -6,44 +6,21 @@ import zlib
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from canonical_support import block_rowspace_pair, dead_to_linear_pair, linear_block_flip_pair
 from support import load_benchmark
 from symmetry_support import bottleneck, ground_truth_equivalent, sampled_relative_difference
 
-from neuromanifold import InputError
+from neuromanifold import InputError, relu
 from neuromanifold._tolerance import path_norm_scale
 from neuromanifold.relu._canonical import canonical_form, equivalent_bottleneck, fast_path_reason
-from neuromanifold.relu.symmetries import (DeadNeuronMove, Flip, HidingTranslation,
-                                           LinearBlockMixing, Permutation, Scaling,
-                                           apply_sequence)
+from neuromanifold.relu.symmetries import apply_sequence, random_orbit_point
 
 
 def random_symmetry(rng, p):
-    """A random chain of named symmetries that apply to p (every kind that applies)."""
-    (W1, b1), (W2, b2), (W3, _) = p
-    n1, n2, n3 = W1.shape[0], W2.shape[0], W3.shape[0]
-    out = [Scaling(1, rng.uniform(0.3, 3.0, n1)), Scaling(2, rng.uniform(0.3, 3.0, n2))]
-    cur = apply_sequence(out, p)
-    S = np.hstack([cur[1][0], cur[1][1][:, None]])
-    for j in range(n2):
-        if np.all(S[j] <= 0):
-            out.append(DeadNeuronMove(j, -rng.uniform(0.1, 2, n1 + 1), rng.standard_normal(n3)))
-    lin = [j for j in range(n2) if np.all(S[j] >= 0)]
-    if lin:
-        M = np.eye(len(lin)) + rng.uniform(0, 0.3, (len(lin), len(lin)))
-        out.append(LinearBlockMixing(tuple(lin), M, tuple(rng.uniform(0, 1, len(lin)))))
-    cur = apply_sequence(out, p)
-    for i in range(n1):
-        tr = HidingTranslation(i, 0.0).applies(cur)
-        if tr.applies:
-            lo, hi = tr.valid_set
-            out.append(HidingTranslation(i, rng.uniform(lo, min(hi, lo + 3.0))))
-            cur = apply_sequence(out, p)
-            ks = tuple(k for k in range(n1) if k != i and rng.random() < 0.6)
-            if ks and Flip(i, ks).applies(cur).applies:
-                out.append(Flip(i, ks))
-    out += [Permutation(1, rng.permutation(n1)), Permutation(2, rng.permutation(n2))]
-    return out
+    """A random chain of named symmetries that apply to p (the public generator)."""
+    return random_orbit_point(p, seed=rng)[1]
 
 
 SHAPES = [
@@ -216,3 +193,62 @@ def test_bench_bottleneck_equivalence_quick(capsys):
     compared = [r for r in rows if "baseline" in r]
     assert compared and all(r["agree"] for r in compared)    # same verdicts as the exact engine
     assert "fitted growth" in capsys.readouterr().out
+
+
+# -- property tests: random and adversarial sign patterns ------------------------------------
+
+ROW_KINDS = ("mixed", "dead", "linear", ("hiding", 0))
+
+
+def _close_params(a, b, atol):
+    return all(np.allclose(Wa, Wb, atol=atol) and np.allclose(ba, bb, atol=atol)
+               for (Wa, ba), (Wb, bb) in zip(a, b))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n1=st.integers(2, 3), n3=st.integers(1, 2),
+       kinds=st.lists(st.sampled_from(ROW_KINDS), min_size=1, max_size=4) | st.none())
+def test_canonical_form_is_constant_on_random_orbits(seed, n1, n3, kinds):
+    """For every sign pattern drawn on purpose (or Gaussian rows): two random points of the
+    orbit (every named symmetry that applies, block refactors and second-layer flips
+    included) have the same canonical form, and the symmetry found takes p to q."""
+    rng = np.random.default_rng(seed)
+    n2 = len(kinds) if kinds else int(rng.integers(2, 5))
+    p = bottleneck(rng, (n1 + 1, n1, n2, n3), kinds)
+    assume(fast_path_reason(p) is None)
+    try:
+        c = canonical_form(p)
+    except InputError as exc:
+        assert "not decided in polynomial time" in str(exc) or "too many" in str(exc)
+        return
+    q, seq = random_orbit_point(p, seed=rng)
+    q2, _ = random_orbit_point(p, seed=rng)
+    scale = path_norm_scale(p)
+    for other in (q, q2):
+        assert _close_params(canonical_form(other), c, 1e-7 * max(scale, 1.0)), (seq, c)
+    r = equivalent_bottleneck(p, q)
+    assert r.applies and r.equivalent and r.certified, r
+    assert _close_params(apply_sequence(r.symmetry, p), q, 1e-9 * max(path_norm_scale(q), 1.0))
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1),
+       kinds=st.lists(st.sampled_from(ROW_KINDS), min_size=2, max_size=3) | st.none())
+def test_different_canonical_forms_have_a_witness(seed, kinds):
+    """Canonical forms that differ => the exact engine finds a witness (2 -> 2 -> n2 -> 1,
+    q a random orbit point of p with one weight moved)."""
+    rng = np.random.default_rng(seed)
+    n2 = len(kinds) if kinds else 2
+    p = bottleneck(rng, (2, 2, n2, 1), kinds)
+    assume(fast_path_reason(p) is None)
+    q, _ = random_orbit_point(p, seed=rng)
+    layer = int(rng.integers(0, 3))
+    W = q[layer][0]
+    W[tuple(int(rng.integers(0, k)) for k in W.shape)] += 0.05 * (1 + np.max(np.abs(W)))
+    try:
+        cp, cq = canonical_form(p), canonical_form(q)
+    except InputError:
+        return
+    assume(not _close_params(cp, cq, 1e-6))
+    r = relu.equivalent(p, q, method="regions")
+    assert not r.equivalent and r.witness is not None and r.certified

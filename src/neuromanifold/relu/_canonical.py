@@ -97,7 +97,7 @@ def _analyze(params: Params, tol: float) -> _Info:
     scale = path_norm_scale(params)
     norms1 = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
     R = np.hstack([W2 * norms1[None, :], b2[:, None]])
-    for j in live:
+    for j in crossing:   # (the always-active block is judged by its linear map alone)
         if np.sum(np.abs(W3[:, j])) * np.sum(np.abs(R[j])) <= tol * scale:
             raise _NotCovered(f"live second-layer neuron {j} has outgoing weights within tol "
                               f"of zero")
@@ -110,10 +110,6 @@ def _analyze(params: Params, tol: float) -> _Info:
             a, b = np.unravel_index(int(np.argmin(gap)), gap.shape)
             raise _NotCovered(f"second-layer rows {crossing[a]} and {crossing[b]} define "
                               f"the same hyperplane of the orthant")
-    for j in linear:
-        if not np.any(S[j, :-1] > 0):
-            raise _NotCovered(f"always-active second-layer neuron {j} is constant on the "
-                              f"orthant (its weights are within tol of zero)")
     block = None
     m = n2 - len(crossing)        # neurons available to the always-active block
     hid0 = hidden_hyperplanes(S)
@@ -227,18 +223,21 @@ def _pick(rays: np.ndarray, k: int) -> np.ndarray:
     return np.array(out).reshape(-1, rays.shape[1])
 
 
-def _block_rows(L: np.ndarray, tol: float) -> np.ndarray:
+def _block_rows(L: np.ndarray, tol: float, ref: float = 0.0) -> np.ndarray:
     """Canonical nonnegative unit rows ``A`` (``k x n1``, as few as possible) whose span
     contains the rows of the linear map ``L`` (``n3 x n1``): a function of
     ``V = rowspace(L)`` alone. When the cone ``V ∩ O`` spans ``V`` (``k = rank L``): its
     extreme rays (the first independent ones in lexicographic order when it is not
     simplicial); else (``k = rank L + 1``) those of ``(V + span(1)) ∩ O``, which spans
-    ``V + span(1)`` because it contains ``1``."""
+    ``V + span(1)`` because it contains ``1``. Singular values up to ``tol`` times
+    ``max(ref, largest)`` count as 0 (``ref``: the scale of the terms summed into ``L``)."""
     n1 = L.shape[1]
     if L.size == 0 or not np.any(L):
         return np.zeros((0, n1))
     _, sv, Vt = np.linalg.svd(L)
-    r = int(np.sum(sv > max(tol, 1e-12) * sv[0]))
+    r = int(np.sum(sv > max(tol, 1e-12) * max(sv[0], ref)))
+    if r == 0:
+        return np.zeros((0, n1))
     V = Vt[:r]
     A = _pick(_unit_rays(V), r)
     if len(A) < r:
@@ -249,8 +248,9 @@ def _block_rows(L: np.ndarray, tol: float) -> np.ndarray:
 
 def _hiding_orientation(params: Params, S: np.ndarray, crossing: list, tol: float):
     """``(i, turned)`` when turning the crossing neurons ``turned`` (through the always-active
-    block) makes every live row hide first-layer hyperplane ``i`` and leaves the block with
-    no linear part (only then can every live row hide ``i``); else ``None``."""
+    block; possibly none) makes every crossing row hide first-layer hyperplane ``i`` and
+    leaves the block with no linear part, so that its neurons can die and every live row
+    hides ``i``; else ``None`` (also when there is no always-active neuron)."""
     (W1, b1), (W2, b2), (W3, b3) = params
     n1 = W1.shape[0]
     norms = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
@@ -269,8 +269,6 @@ def _hiding_orientation(params: Params, S: np.ndarray, crossing: list, tol: floa
                 continue
             break
         else:
-            if not turned:
-                continue
             Lf = W3[:, lin] @ W2[lin] + sum(np.outer(W3[:, j], W2[j]) for j in turned)
             if np.max(np.abs(Lf * norms)) <= tol * scale:
                 return i, tuple(turned)
@@ -359,7 +357,7 @@ def _choose_turned(cur: Params, info: _Info, tol: float) -> tuple:
             # orientation: reference, except the rows in sub
             turned = tuple(j for j in crossing if (j in against) != (j in sub))
             L = L0 + sum((np.outer(W3[:, j], W2[j]) for j in turned), np.zeros((n3, n1)))
-            if _block_rows(L, tol).shape[0] <= m:
+            if _block_rows(L, tol, path_norm_scale(cur)).shape[0] <= m:
                 return turned
     return ()   # pragma: no cover - the current orientation is always possible
 
@@ -422,7 +420,8 @@ def _canonical(params: Params, tol: float) -> tuple[Params, list, list, _Info]:
         crossing, linear, _ = _kinds(cur, tol)
         L = W3[:, linear] @ W2[linear] + sum((np.outer(W3[:, j], W2[j]) for j in turned),
                                              np.zeros((n3, n1)))
-        cur = _reorient(path, before, cur, turned, _block_rows(L, tol), tol)
+        cur = _reorient(path, before, cur, turned, _block_rows(L, tol, path_norm_scale(cur)),
+                        tol)
     # 7. second-layer order
     W2, b2 = cur[1]
     crossing, linear, dead = _kinds(cur, tol)
