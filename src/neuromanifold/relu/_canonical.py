@@ -116,18 +116,14 @@ def _analyze(params: Params, tol: float) -> _Info:
     if crossing and not hid0 and _hiding_orientation(params, S, crossing, tol) is None \
             and m < min(n3 + 1, n1):
         # which crossing neurons can turn around (through the block) is a subset question
-        if len(crossing) > _MAX_ENUMERATED:
-            if m > 0:
-                block = (f"{len(crossing)} crossing second-layer neurons and only {m} "
-                         f"neurons for the always-active block (< min(n3 + 1, n1) = "
-                         f"{min(n3 + 1, n1)}): which of them can turn around is a subset "
-                         f"problem, not decided in polynomial time")
-            else:
-                terms = np.array([np.outer(W3[:, j], R[j, :-1]).ravel() for j in crossing])
-                if numerical_rank(terms.T, tol)[0] < len(crossing):
-                    block = ("the rank-one terms c_j a_j^T of the crossing second-layer "
-                             "neurons are linearly dependent: some of them might turn around "
-                             "together (not decided in polynomial time)")
+        # (with m = 0 no neuron can carry a linear part: nothing turns around)
+        if m > 0 and (len(crossing) > _MAX_ENUMERATED
+                      or 2 ** len(crossing) * n3 * n1 > _MAX_ENTRIES):
+            block = (f"{len(crossing)} crossing second-layer neurons and only {m} "
+                     f"neurons for the always-active block (< min(n3 + 1, n1) = "
+                     f"{min(n3 + 1, n1)}): which of them can turn around is a subset "
+                     f"problem, not decided in polynomial time (tried up to "
+                     f"{_MAX_ENUMERATED} crossing neurons)")
     if block is None and (linear or m):
         r = min(n1, n3 + 1)
         if math.comb(n1, max(r - 1, 0)) > _MAX_SUBSETS:
@@ -172,8 +168,10 @@ def fast_path_reason(params: Any, *, tol: float = DEFAULT_TOL) -> str | None:
     return None
 
 
-#: at most this many crossing neurons are tried for turning around one subset at a time
-_MAX_ENUMERATED = 8
+#: at most this many crossing neurons are tried for turning around (all subsets)
+_MAX_ENUMERATED = 16
+#: ... and the linear parts of all their orientations have at most this many entries
+_MAX_ENTRIES = 2 ** 25
 #: at most this many (dimension - 1)-subsets of the orthant's facets are tried for the
 #: extreme rays of the always-active block's cone
 _MAX_SUBSETS = 20000
@@ -348,17 +346,28 @@ def _choose_turned(cur: Params, info: _Info, tol: float) -> tuple:
         return ()
     if m >= min(n3 + 1, n1):          # every orientation is possible: the reference one
         return tuple(against)
-    # few crossing rows (checked by _analyze): try the subsets, fewest changes first
+    # few crossing rows (checked by _analyze): every orientation, screened at once by the
+    # rank of its linear part (at most m is necessary), then fewest changes first
     ref = {j: (-W2[j] if j in against else W2[j]) for j in crossing}
     order = sorted(crossing, key=lambda j: tuple(ref[j]))
+    nc = len(order)
     L0 = W3[:, linear] @ W2[linear]
-    for size in range(len(order) + 1):
-        for sub in itertools.combinations(order, size):
-            # orientation: reference, except the rows in sub
-            turned = tuple(j for j in crossing if (j in against) != (j in sub))
-            L = L0 + sum((np.outer(W3[:, j], W2[j]) for j in turned), np.zeros((n3, n1)))
-            if _block_rows(L, tol, path_norm_scale(cur)).shape[0] <= m:
-                return turned
+    terms = np.array([np.outer(W3[:, j], W2[j]).ravel() for j in order])
+    bits = (np.arange(2 ** nc)[:, None] >> np.arange(nc)[None, :]) & 1     # 1 = changed
+    turned = bits ^ np.array([j in against for j in order], dtype=int)[None, :]
+    ref_scale = path_norm_scale(cur)
+    ok = np.zeros(2 ** nc, dtype=bool)
+    for a in range(0, 2 ** nc, 4096):
+        Ls = (L0.ravel()[None, :] + turned[a:a + 4096] @ terms).reshape(-1, n3, n1)
+        sv = np.linalg.svd(Ls, compute_uv=False)
+        ok[a:a + 4096] = np.sum(sv > max(tol, 1e-12) * np.maximum(sv[:, :1], ref_scale),
+                                axis=1) <= m
+    cand = sorted(np.flatnonzero(ok), key=lambda c: (int(bits[c].sum()),
+                                                     tuple(np.flatnonzero(bits[c]))))
+    for c in cand:
+        L = (L0.ravel() + turned[c] @ terms).reshape(n3, n1)
+        if _block_rows(L, tol, ref_scale).shape[0] <= m:
+            return tuple(sorted(order[a] for a in np.flatnonzero(turned[c])))
     return ()   # pragma: no cover - the current orientation is always possible
 
 
