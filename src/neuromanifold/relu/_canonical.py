@@ -37,7 +37,8 @@ from .._errors import ArchitectureError, InputError, SymmetryError, short_repr
 from .._results import Result
 from .._tolerance import (DEFAULT_TOL, SYMMETRY_ROUNDING, check_tol, function_distance_bound,
                           numerical_rank, path_norm_scale)
-from ._bottleneck import hidden_hyperplanes, is_bottleneck, live_rows, row_kinds, row_signs, three_layer
+from ._bottleneck import (hidden_hyperplanes, is_bottleneck, live_rows, row_kinds, row_signs,
+                          three_layer, weighted_rows)
 from ._net import forward
 from ._symmetries import (BlockRefactor, DeadNeuronMove, Flip, HidingTranslation,
                           LinearBlockMixing, Permutation, Scaling, SecondLayerFlip, Symmetry,
@@ -63,6 +64,45 @@ class _Info:
     dead: list[int]
     flippable: list[int]
     block: str | None = None   # why the always-active block has no canonical form (or None)
+    snapped: int = 0           # entries of [W2 | b2] within tol of zero, set to 0
+    snap_bound: float = 0.0    # bound on the relative function change that caused
+
+
+def _snap(params: Params, tol: float) -> tuple[Params, int, float]:
+    """``params`` with every entry of ``[W2 | b2]`` that the sign decisions call zero (its
+    weighted magnitude at most ``tol`` times its row's largest, docs of
+    :mod:`neuromanifold.relu._bottleneck`) set to exactly 0, and every live second-layer
+    neuron whose path weight ``|W3[:, j]|_1 |R_j|_1`` is at most ``tol`` times the scale made
+    dead (row ``(0, ..., 0, -1)``, zero outgoing weights); the number of such entries and
+    neurons, and a bound on the relative function change
+    (:func:`neuromanifold._tolerance.function_distance_bound` over the path-norm scale).
+    Training with weight decay leaves many such entries (docs/relu_equivalence.md §1).
+    :class:`_NotCovered` when the bound exceeds ``tol``."""
+    R = weighted_rows(params)
+    big = np.max(np.abs(R), axis=1, keepdims=True)
+    mask = (np.abs(R) <= tol * big) & (R != 0)
+    (W1, b1), (W2, b2), (W3, b3) = params
+    # live neurons whose path weight is within tol of zero: made dead
+    scale = path_norm_scale(params)
+    faint = [j for j in range(W2.shape[0]) if np.any(R[j] > tol * big[j])
+             and np.any(W3[:, j]) and np.sum(np.abs(W3[:, j])) * np.sum(np.abs(R[j])) <= tol * scale]
+    count = int(np.sum(mask)) + len(faint)
+    if count == 0:
+        return params, 0, 0.0
+    W2, b2, W3 = W2.copy(), b2.copy(), W3.copy()
+    W2[mask[:, :-1]] = 0.0
+    b2[mask[:, -1]] = 0.0
+    for j in faint:
+        W2[j], b2[j], W3[:, j] = 0.0, -1.0, 0.0
+    new = [(W1, b1), (W2, b2), (W3, b3)]
+    bound = function_distance_bound(params, new) / max(path_norm_scale(params), 1e-300)
+    if bound + SYMMETRY_ROUNDING > tol:
+        raise _NotCovered(f"{count} entries of [W2 | b2] or second-layer neurons are within "
+                          f"tol of zero (non-generic: bent hyperplanes meeting faces of the "
+                          f"orthant non-transversally, invisible neurons), and setting them "
+                          f"to 0 could move the function by {bound:.3g} "
+                          f"relative, more than tol = {tol:g}")
+    return new, count, bound
 
 
 def _analyze(params: Params, tol: float) -> _Info:
@@ -89,11 +129,6 @@ def _analyze(params: Params, tol: float) -> _Info:
     linear = [j for j in live if kinds[j] == "linear"]
     crossing = [j for j in live if kinds[j] != "linear"]
     dead = [j for j in range(W2.shape[0]) if j not in live]
-    for j in crossing:
-        if np.any(S[j] == 0):
-            raise _NotCovered(f"second-layer row {j} crosses the orthant with an entry within "
-                              f"tol of zero (its hyperplane meets a face of the orthant "
-                              f"non-transversally)")
     scale = path_norm_scale(params)
     norms1 = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
     R = np.hstack([W2 * norms1[None, :], b2[:, None]])
@@ -162,7 +197,7 @@ def fast_path_reason(params: Any, *, tol: float = DEFAULT_TOL) -> str | None:
     tol = check_tol(tol)
     params = three_layer(params, "the bottleneck fast path")
     try:
-        _analyze(params, tol)
+        _analyze(_snap(params, tol)[0], tol)
     except _NotCovered as exc:
         return str(exc.args[0])
     return None
@@ -376,7 +411,10 @@ def _canonical(params: Params, tol: float) -> tuple[Params, list, list, _Info]:
     step, and the structure (of the canonical parameters' index order)."""
     path: list[Symmetry] = []
     before: list[Params] = []
-    cur = params
+    if tol > 0:
+        cur, snapped, snap_bound = _snap(params, tol)
+    else:
+        cur, snapped, snap_bound = params, 0, 0.0
     info = _analyze(cur, tol)
     # 0. a hidden hyperplane reached by turning crossing rows around: turn them
     if info.hidden is None and info.crossing and not info.block:
@@ -444,7 +482,8 @@ def _canonical(params: Params, tol: float) -> tuple[Params, list, list, _Info]:
                       list(range(len(crossing))),
                       list(range(len(crossing), len(crossing) + len(linear))),
                       list(range(len(crossing) + len(linear), len(perm2))),
-                      sorted(perm1.index(k) for k in info.flippable), info.block)
+                      sorted(perm1.index(k) for k in info.flippable), info.block,
+                      snapped, snap_bound)
     return cur, path, before, structure
 
 
@@ -688,13 +727,19 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
     def result(equiv, symmetry=None, mpd=None, witness=None, wd=None, md=None,
                certified=False, note=""):
         return BottleneckEquivalence(True, equiv, symmetry, mpd, witness, wd, md, certified,
-                                     tol, scale, "bottleneck", note)
+                                     tol, scale, "bottleneck", note + snap_note)
     try:
         cp, path_p, before_p, ip = _canonical(p, tol)
         cq, path_q, before_q, iq = _canonical(q, tol)
     except _NotCovered as exc:
         return BottleneckEquivalence(False, None, None, None, None, None, None, False, tol,
                                      scale, "none", f"fast path does not apply: {exc.args[0]}")
+    snapped = [(n, b) for n, b in ((ip.snapped, ip.snap_bound), (iq.snapped, iq.snap_bound)) if n]
+    snap_note = ("" if not snapped else
+                 f"; not generic: {' and '.join(str(n) for n, _ in snapped)} entries of "
+                 f"[W2 | b2] or second-layer neurons within tol of zero were set to 0 (moving "
+                 f"the function by at most "
+                 f"{max(b for _, b in snapped):.3g} relative)")
 
     def not_equivalent(why):
         x, wd, md = _witness(p, q, tol, scale)
