@@ -190,8 +190,11 @@ def test_bench_symmetry_recovery_quick(capsys):
 
 def test_bench_bottleneck_equivalence_quick(capsys):
     rows = load_benchmark("bench_bottleneck_equivalence").main(["--quick", "--repeat", "1"])
-    compared = [r for r in rows if "baseline" in r]
+    compared = [r for r in rows if "agree" in r]
     assert compared and all(r["agree"] for r in compared)    # same verdicts as the exact engine
+    assert any(r["block"] for r in compared)                 # the canonical block, too
+    suite = [r for r in rows if "task" in r]
+    assert len(suite) == len([r for r in rows if "block" in r]) and all(r["ours_s"] > 0 for r in suite)
     assert "fitted growth" in capsys.readouterr().out
 
 
@@ -252,3 +255,27 @@ def test_different_canonical_forms_have_a_witness(seed, kinds):
     assume(not _close_params(cp, cq, 1e-6))
     r = relu.equivalent(p, q, method="regions")
     assert not r.equivalent and r.witness is not None and r.certified
+
+
+def test_entries_within_tol_of_zero_are_set_to_zero_when_the_function_allows():
+    """A weight-decayed entry (1e-12 of its row) in a crossing row: the fast path treats it
+    as 0 (certified by the function-distance bound, reported in the note), canonical forms
+    of p and of a symmetric copy agree; entries just under tol on a neuron that carries the
+    whole function move it by more than tol: refused, with the bound."""
+    rng = np.random.default_rng(11)
+    p = draw(rng, (3, 2, 3, 1), ["mixed", "linear", "dead"])
+    p[1][0][0, 1] = 1e-12 * np.max(np.abs(p[1][0][0]))
+    q, _ = random_orbit_point(p, seed=3)
+    assert fast_path_reason(p) is None
+    r = equivalent_bottleneck(p, q)
+    assert r.applies and r.equivalent and r.certified and "within tol of zero" in r.note
+    assert _close_params(apply_sequence(r.symmetry, p), q, 1e-9 * path_norm_scale(q))
+    assert _close_params(canonical_form(p), canonical_form(q), 1e-8)
+    assert sampled_relative_difference(p, canonical_form(p)) <= 1e-9
+    # four entries at 0.9 tol of a row that carries the function: the bound exceeds tol
+    W1, b1 = np.eye(4)[:3], np.zeros(3)
+    bad = [(W1, b1), (np.array([[1.0, -0.9e-9, -0.9e-9]]), np.array([-0.9e-9])),
+           (np.array([[1.0]]), np.zeros(1))]
+    why = fast_path_reason(bad)
+    assert why is not None and "could move the function" in why
+    assert not equivalent_bottleneck(bad, bad).applies
