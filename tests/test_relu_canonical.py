@@ -171,8 +171,12 @@ def test_outside_the_fast_path():
     p = bottleneck(rng, (3, 2, 3, 1))
     assert "tol = 0" in fast_path_reason(p, tol=0)
     assert not equivalent_bottleneck(p, p, tol=0).applies
-    one = bottleneck(rng, (2, 1, 2, 1), ["ramp", "ramp"])
-    assert "n1 = 1" in fast_path_reason(one)
+    # n1 = 1, the first-layer kink cancelled by two ramps, no neuron to carry a linear part:
+    # relu(1 - u) - relu(2 - u) has slope 0 just above u = 0
+    one = [(np.array([[1.0, 0.5]]), np.zeros(1)),
+           (np.array([[-1.0], [-1.0]]), np.array([1.0, 2.0])),
+           (np.array([[1.0, -1.0]]), np.zeros(1))]
+    assert "kink of the first-layer neuron is cancelled" in fast_path_reason(one)
     dead = bottleneck(rng, (3, 2, 2, 1), ["dead", "dead"])
     assert "no live" in fast_path_reason(dead)
     wide = [(np.ones((3, 2)), np.zeros(3)), (np.ones((2, 3)), np.zeros(2)),
@@ -279,3 +283,39 @@ def test_entries_within_tol_of_zero_are_set_to_zero_when_the_function_allows():
     why = fast_path_reason(bad)
     assert why is not None and "could move the function" in why
     assert not equivalent_bottleneck(bad, bad).applies
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n3=st.integers(1, 2),
+       kinds=st.lists(st.sampled_from(("ramp", "dead", "linear", ("hiding", 0))), min_size=1,
+                      max_size=4) | st.none())
+def test_one_first_layer_neuron_canonical_form_is_constant_on_random_orbits(seed, n3, kinds):
+    """n1 = 1 (ramp flips turn the first-layer neuron around, second-layer flips turn ramps
+    into rising rows through the block): the canonical form is constant on random orbits
+    and the symmetry found takes p to q."""
+    rng = np.random.default_rng(seed)
+    n2 = len(kinds) if kinds else int(rng.integers(2, 5))
+    p = bottleneck(rng, (2, 1, n2, n3), kinds)
+    assume(fast_path_reason(p) is None)
+    c = canonical_form(p)
+    q, seq = random_orbit_point(p, seed=rng)
+    scale = path_norm_scale(p)
+    assert _close_params(canonical_form(q), c, 1e-7 * max(scale, 1.0)), seq
+    r = equivalent_bottleneck(p, q)
+    assert r.applies and r.equivalent and r.certified, r
+    assert _close_params(apply_sequence(r.symmetry, p), q, 1e-9 * max(path_norm_scale(q), 1.0))
+
+
+def test_a_ramp_flip_is_recovered():
+    """The two networks of docs/relu_symmetries.md (first-layer neuron turned around at a
+    ramp): same canonical form, and the symmetry found contains the ramp flip."""
+    p = [(np.array([[2.0, -1.0]]), np.array([0.5])), (np.array([[-1.5]]), np.array([3.0])),
+         (np.array([[2.0]]), np.array([0.7]))]
+    q = [(np.array([[-3.0, 1.5]]), np.array([2.25])), (np.array([[-1.0]]), np.array([3.0])),
+         (np.array([[-2.0]]), np.array([6.7]))]
+    assert ground_truth_equivalent(p, q)
+    assert _close_params(canonical_form(p), canonical_form(q), 1e-9)
+    r = equivalent_bottleneck(p, q)
+    assert r.applies and r.equivalent and r.certified
+    assert "ramp_flip" in [s.name for s in r.symmetry]
+    assert _close_params(apply_sequence(r.symmetry, p), q, 1e-9)

@@ -41,8 +41,8 @@ from ._bottleneck import (hidden_hyperplanes, is_bottleneck, live_rows, row_kind
                           three_layer, weighted_rows)
 from ._net import forward
 from ._symmetries import (BlockRefactor, DeadNeuronMove, Flip, HidingTranslation,
-                          LinearBlockMixing, Permutation, Scaling, SecondLayerFlip, Symmetry,
-                          apply_sequence)
+                          LinearBlockMixing, Permutation, RampFlip, Scaling, SecondLayerFlip,
+                          Symmetry, apply_sequence)
 
 __all__ = ["canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",
            "fast_path_reason"]
@@ -116,10 +116,6 @@ def _analyze(params: Params, tol: float) -> _Info:
     if n1 > d or not is_bottleneck(params, tol=tol):
         raise _NotCovered(f"not a bottleneck: needs n1 <= d and W1 of full row rank "
                           f"(n1 = {n1}, d = {d})")
-    if n1 == 1:
-        raise _NotCovered("n1 = 1: the first-layer neuron can turn around at a ramp, and its "
-                          "kink can be cancelled by the second layer (fiber points outside "
-                          "the canonical form)")
     S = row_signs(params, tol)
     kinds = row_kinds(S)
     live = live_rows(S)
@@ -129,6 +125,15 @@ def _analyze(params: Params, tol: float) -> _Info:
     linear = [j for j in live if kinds[j] == "linear"]
     crossing = [j for j in live if kinds[j] != "linear"]
     dead = [j for j in range(W2.shape[0]) if j not in live]
+    if n1 == 1 and np.any(S[:, 1] > 0) and \
+            _hiding_orientation(params, S, crossing, tol) is None:
+        # the first-layer kink (u = 0) must show: the masked product W3 D2 W2 over the rows
+        # active just above u = 0 must not vanish (maximal rank, docs/relu_equivalence.md §1)
+        act = [j for j in range(S.shape[0]) if S[j, 1] > 0 or (S[j, 1] == 0 and S[j, 0] > 0)]
+        jump = np.abs(W3[:, act] @ W2[act, 0]) * np.sqrt(np.sum(W1 ** 2) + b1[0] ** 2)
+        if np.max(jump, initial=0.0) <= tol * path_norm_scale(params):
+            raise _NotCovered("n1 = 1 and the kink of the first-layer neuron is cancelled by "
+                              "the second layer (W3 D2 W2 = 0 at its breakpoint): not generic")
     scale = path_norm_scale(params)
     norms1 = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
     R = np.hstack([W2 * norms1[None, :], b2[:, None]])
@@ -408,13 +413,52 @@ def _choose_turned(cur: Params, info: _Info, tol: float) -> tuple:
 
 def _canonical(params: Params, tol: float) -> tuple[Params, list, list, _Info]:
     """Canonical representative, the path of symmetries to it, the parameters before each
-    step, and the structure (of the canonical parameters' index order)."""
-    path: list[Symmetry] = []
-    before: list[Params] = []
+    step, and the structure (of the canonical parameters' index order).
+
+    For ``n1 = 1`` the first-layer neuron can turn around (``RampFlip``) when the function
+    is constant for large ``u``: then the second layer is first put in ramp form (every
+    crossing row a ramp, the block dead, through ``SecondLayerFlip``), both directions of
+    the first-layer neuron are brought to their canonical forms, and the one whose
+    ``w``'s largest entry is positive is kept."""
     if tol > 0:
         cur, snapped, snap_bound = _snap(params, tol)
     else:
         cur, snapped, snap_bound = params, 0, 0.0
+    info = _analyze(cur, tol)
+    if info.n1 == 1 and not info.block:
+        path: list[Symmetry] = []
+        before: list[Params] = []
+        (_, _), (W2, _), (W3, _) = cur
+        S = row_signs(cur, tol)
+        up = [j for j in range(S.shape[0]) if S[j, 0] > 0]      # active for large u
+        slope = W3[:, up] @ W2[up, 0] if up else np.zeros(W3.shape[0])
+        scale = path_norm_scale(cur) / max(float(np.sqrt(np.sum(cur[0][0] ** 2)
+                                                         + cur[0][1][0] ** 2)), 1e-300)
+        m = len(info.linear) + len(info.dead)
+        flat = np.max(np.abs(slope), initial=0.0) <= tol * scale
+        turned = tuple(j for j in info.crossing if S[j, 0] > 0)
+        if flat and info.crossing and (m >= 1 or not (turned or info.linear)):
+            if turned or info.linear:
+                cur = _reorient(path, before, cur, turned, np.zeros((0, 1)), tol)
+            S = row_signs(cur, tol)
+            ramps = [j for j in range(S.shape[0]) if S[j, 0] < 0 < S[j, 1]]
+            W2c, b2c = cur[1]
+            j = max(ramps, key=lambda r: b2c[r] / -W2c[r, 0])
+            flip = RampFlip(j)
+            if flip.applies(cur, tol=tol).applies:
+                a = _canonical_one(cur, tol, snapped, snap_bound)
+                b = _canonical_one(flip.apply(cur, tol=tol), tol, snapped, snap_bound)
+                if _orientation_key(a[0][0][0][0]) > 0:
+                    return a[0], path + a[1], before + a[2], a[3]
+                return b[0], path + [flip] + b[1], before + [cur] + b[2], b[3]
+            path, before = [], []   # pragma: no cover - the ramp form always flips
+    return _canonical_one(cur, tol, snapped, snap_bound)
+
+
+def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float):
+    """:func:`_canonical` with the first-layer direction kept (``cur`` already snapped)."""
+    path: list[Symmetry] = []
+    before: list[Params] = []
     info = _analyze(cur, tol)
     # 0. a hidden hyperplane reached by turning crossing rows around: turn them
     if info.hidden is None and info.crossing and not info.block:
