@@ -8,19 +8,29 @@ Algorithm, complexity and the cases the fast path covers are in
 one representative of their orbit under the named symmetries of
 :mod:`neuromanifold.relu.symmetries`, recording every step:
 
+0. entries of ``[W2 | b2]`` within ``tol`` of zero are set to 0 (only when the function
+   moves by at most ``tol``, bounded by ``function_distance_bound``); crossing rows that
+   can all hide one first-layer hyperplane once turned around are turned;
 1. dead second-layer rows become ``(0, ..., 0, -1)`` with zero outgoing weights;
 2. with a hidden first-layer hyperplane ``i`` whose live rows allow it, every flippable
    neuron ``k`` is turned so that the largest entry of ``w_k`` is positive;
 3. first-layer rows get unit norm (``||(w_k, b_k)|| = 1``; the hidden one ``||w_i|| = 1``);
 4. the hidden hyperplane is translated so that the first live row switches on at
    ``u_i = 1`` (``max_j b2_j / W2[j, i] = -1``);
-5. crossing second-layer rows get unit norm; the always-active (linear) block is mixed
-   onto the extreme rays of the cone ``rowspace(W2[A]) ∩ O`` with zero biases;
-6. neurons are sorted (hidden first-layer neuron first, then lexicographically; crossing
-   rows, then linear rows, then dead rows).
+5. first-layer neurons are sorted (the hidden one first);
+6. crossing second-layer rows get unit norm and a canonical orientation; the always-active
+   block is refactored onto the extreme rays of the cone ``rowspace(L) ∩ O`` (or of
+   ``(rowspace(L) + span(1)) ∩ O``) of its linear part ``L``, zero biases, the other
+   non-crossing neurons dead;
+7. second-layer rows are sorted (crossing, always-active, dead).
 
-Every step is O(n^2) to O(n^3) arithmetic (a few SVDs and sorts): the whole test is
-polynomial, against the exponential region enumeration of the exact engine.
+For ``n1 = 1`` both directions of the first-layer neuron (``RampFlip``) are tried and the
+one with positive ``w`` is kept.
+
+Every step is O(n^2) to O(n^3) arithmetic (a few SVDs and sorts) except two bounded
+enumerations (the extreme rays of the block's cone, and the orientations of at most 16
+crossing rows when few neurons can carry the block; docs/relu_equivalence.md §2), against
+the exponential region enumeration of the exact engine.
 """
 
 from __future__ import annotations
@@ -33,10 +43,10 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .._errors import ArchitectureError, InputError, SymmetryError, short_repr
+from .._errors import ArchitectureError, InputError, SymmetryError
 from .._results import Result
 from .._tolerance import (DEFAULT_TOL, SYMMETRY_ROUNDING, check_tol, function_distance_bound,
-                          numerical_rank, path_norm_scale)
+                          path_norm_scale)
 from ._bottleneck import (hidden_hyperplanes, is_bottleneck, live_rows, row_kinds, row_signs,
                           three_layer, weighted_rows)
 from ._net import forward
@@ -536,10 +546,15 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
 
     For a generic three-layer bottleneck network (``fast_path_reason(params) is None``):
     neurons normalized, ordered canonically, dead neurons set to ``(0, ..., 0, -1)`` with
-    zero outgoing weights, the always-active block merged onto the extreme rays of its
-    cone, the hidden hyperplane translated to a fixed position and flips turned to a fixed
-    orientation (module docs). Two such networks related by the symmetries of
-    :mod:`neuromanifold.relu.symmetries` have the same canonical form up to rounding.
+    zero outgoing weights, crossing second-layer neurons turned to a canonical orientation,
+    the always-active block refactored onto the extreme rays of the cone of its linear
+    part (any number of neurons), the hidden hyperplane translated to a fixed position and
+    flips turned to a fixed orientation (module docs); ``n1 = 1`` included. Two such
+    networks related by the symmetries of :mod:`neuromanifold.relu.symmetries` have the
+    same canonical form up to rounding. Entries of ``[W2 | b2]`` within ``tol`` of zero
+    (weight decay leaves many) are set to 0 first when that moves the function by at most
+    ``tol`` (docs/relu_equivalence.md §1); the result is then a point of the fiber of
+    that network, within ``tol`` of ``f_params``.
 
     Args:
         params: ``[(W1, b1), (W2, b2), (W3, b3)]`` with ``n1 <= d``.
