@@ -1,9 +1,9 @@
 """Symmetry recovery for three-layer bottleneck ReLU networks against Git Re-Basin.
 
-A generic bottleneck network ``p`` is transformed into ``q`` by a random symmetry:
-permutations of both hidden layers, positive rescalings (log-uniform in [1/4, 4]) and,
-where they apply, dead-neuron moves, mixing of the always-active block, a hiding
-translation and flips (the ``planted`` rows draw second-layer rows with those sign
+A generic bottleneck network ``p`` is transformed into ``q`` by a random symmetry
+(``neuromanifold.relu.symmetries.random_orbit_point``): permutations of both hidden layers,
+positive rescalings (log-uniform in [1/4, 4]) and, where they apply, dead-neuron moves,
+mixing of the always-active block, a hiding translation and flips (the ``planted`` rows draw second-layer rows with those sign
 patterns on purpose). Then the symmetry is recovered from ``(p, q)`` alone.
 
 * Ours: ``neuromanifold.relu._canonical.equivalent_bottleneck`` (canonical forms, polynomial
@@ -38,9 +38,7 @@ from scipy.optimize import linear_sum_assignment
 
 from neuromanifold._tolerance import path_norm_scale
 from neuromanifold.relu._canonical import equivalent_bottleneck, fast_path_reason
-from neuromanifold.relu.symmetries import (DeadNeuronMove, Flip, HidingTranslation,
-                                           LinearBlockMixing, Permutation, Scaling,
-                                           apply_sequence)
+from neuromanifold.relu.symmetries import apply_sequence, random_orbit_point
 
 
 def draw(rng, widths, planted: bool):
@@ -60,33 +58,20 @@ def draw(rng, widths, planted: bool):
             return p
 
 
+#: the moves of the random symmetry: those under which the true permutations stay meaningful
+#: for the Re-Basin baseline (turning second-layer neurons around and refactoring the
+#: always-active block change rows, which no permutation matches)
+MOVES = ("scaling", "dead_neuron_move", "linear_block_mixing", "hiding_translation", "flip",
+         "permutation")
+
+
 def transform(rng, p):
-    """A random symmetry (with the true permutations) and ``q``."""
-    (W1, b1), (W2, b2), (W3, _) = p
-    n1, n2, n3 = W1.shape[0], W2.shape[0], W3.shape[0]
-    syms = [Scaling(1, np.exp(rng.uniform(-np.log(4), np.log(4), n1))),
-            Scaling(2, np.exp(rng.uniform(-np.log(4), np.log(4), n2)))]
-    R = np.hstack([W2, b2[:, None]])
-    dead = [j for j in range(n2) if np.all(R[j] <= 0)]
-    for j in dead:
-        syms.append(DeadNeuronMove(j, -rng.uniform(0.1, 2, n1 + 1), rng.standard_normal(n3)))
-    lin = [j for j in range(n2) if np.all(R[j] >= 0)]
-    if lin:
-        M = np.eye(len(lin)) + rng.uniform(0, 0.3, (len(lin), len(lin)))
-        syms.append(LinearBlockMixing(tuple(lin), M, tuple(rng.uniform(0, 1, len(lin)))))
-    cur = apply_sequence(syms, p)
-    for i in range(n1):
-        tr = HidingTranslation(i, 0.0).applies(cur)
-        if tr.applies:
-            lo, hi = tr.valid_set
-            syms.append(HidingTranslation(i, rng.uniform(lo, min(hi, lo + 3.0))))
-            ks = tuple(k for k in range(n1) if k != i and rng.random() < 0.5)
-            if ks and Flip(i, ks).applies(apply_sequence(syms, p)).applies:
-                syms.append(Flip(i, ks))
-    perm1, perm2 = rng.permutation(n1), rng.permutation(n2)
-    syms += [Permutation(1, perm1), Permutation(2, perm2)]
-    live2 = [j for j in range(n2) if j not in dead]
-    return syms, apply_sequence(syms, p), perm1, perm2, live2
+    """A random symmetry (``random_orbit_point``, with the true permutations) and ``q``."""
+    q, syms = random_orbit_point(p, seed=rng, moves=MOVES)
+    perm1, perm2 = np.array(syms[-2].perm), np.array(syms[-1].perm)
+    R = np.hstack([p[1][0], p[1][1][:, None]])
+    live2 = [j for j in range(R.shape[0]) if not np.all(R[j] <= 0)]
+    return syms, q, perm1, perm2, live2
 
 
 def _normalized(params):

@@ -222,6 +222,12 @@ def run(quick: bool = False, out_dir: str | None = None, fd_budget: float = 60.0
         if C is not None:
             print(f"   canonical forms of p and the copy differ by "
                   f"{rep['canonical_copy_difference']:.3g}")
+        # the polynomial-time test of bottleneck networks (canonical forms), on its own
+        eb = relu.equivalent_bottleneck(p, q)
+        rep["bottleneck_copy"] = eb
+        print(f"   bottleneck fast path: applies={eb.applies}, equivalent={eb.equivalent}, "
+              f"certified={eb.certified}, {len(eb.symmetry or [])} named symmetries; "
+              f"{eb.note.split('; ', 1)[-1]}")
 
     with T.step("fine-tuned copy (3 partial_fit steps)"):
         ft = fine_tune(mlp)

@@ -78,6 +78,8 @@ def test_canonical_form_is_a_point_of_the_same_function(report):
     assert "canonical_refused" not in report
     assert report["canonical_function_difference"] < 1e-9
     assert report["canonical_copy_difference"] < 1e-9
+    eb = report["bottleneck_copy"]      # the polynomial-time test recovers the symmetry
+    assert eb.applies and eb.equivalent and eb.certified and eb.symmetry
 
 
 def test_permuted_copy_recognized_with_its_symmetry(report, nets):

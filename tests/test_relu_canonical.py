@@ -6,44 +6,21 @@ import zlib
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from canonical_support import block_rowspace_pair, dead_to_linear_pair, linear_block_flip_pair
 from support import load_benchmark
 from symmetry_support import bottleneck, ground_truth_equivalent, sampled_relative_difference
 
-from neuromanifold import InputError
+from neuromanifold import InputError, relu
 from neuromanifold._tolerance import path_norm_scale
 from neuromanifold.relu._canonical import canonical_form, equivalent_bottleneck, fast_path_reason
-from neuromanifold.relu.symmetries import (DeadNeuronMove, Flip, HidingTranslation,
-                                           LinearBlockMixing, Permutation, Scaling,
-                                           apply_sequence)
+from neuromanifold.relu.symmetries import apply_sequence, random_orbit_point
 
 
 def random_symmetry(rng, p):
-    """A random chain of named symmetries that apply to p (every kind that applies)."""
-    (W1, b1), (W2, b2), (W3, _) = p
-    n1, n2, n3 = W1.shape[0], W2.shape[0], W3.shape[0]
-    out = [Scaling(1, rng.uniform(0.3, 3.0, n1)), Scaling(2, rng.uniform(0.3, 3.0, n2))]
-    cur = apply_sequence(out, p)
-    S = np.hstack([cur[1][0], cur[1][1][:, None]])
-    for j in range(n2):
-        if np.all(S[j] <= 0):
-            out.append(DeadNeuronMove(j, -rng.uniform(0.1, 2, n1 + 1), rng.standard_normal(n3)))
-    lin = [j for j in range(n2) if np.all(S[j] >= 0)]
-    if lin:
-        M = np.eye(len(lin)) + rng.uniform(0, 0.3, (len(lin), len(lin)))
-        out.append(LinearBlockMixing(tuple(lin), M, tuple(rng.uniform(0, 1, len(lin)))))
-    cur = apply_sequence(out, p)
-    for i in range(n1):
-        tr = HidingTranslation(i, 0.0).applies(cur)
-        if tr.applies:
-            lo, hi = tr.valid_set
-            out.append(HidingTranslation(i, rng.uniform(lo, min(hi, lo + 3.0))))
-            cur = apply_sequence(out, p)
-            ks = tuple(k for k in range(n1) if k != i and rng.random() < 0.6)
-            if ks and Flip(i, ks).applies(cur).applies:
-                out.append(Flip(i, ks))
-    out += [Permutation(1, rng.permutation(n1)), Permutation(2, rng.permutation(n2))]
-    return out
+    """A random chain of named symmetries that apply to p (the public generator)."""
+    return random_orbit_point(p, seed=rng)[1]
 
 
 SHAPES = [
@@ -166,21 +143,27 @@ def test_a_dead_neuron_turned_always_active_is_recovered_by_block_refactor():
     assert not equivalent_bottleneck(p, q).equivalent
 
 
-def test_a_block_with_more_neurons_than_outputs_has_more_freedom_than_mixing():
+def test_a_block_with_more_neurons_than_outputs_has_a_canonical_form():
     """Two always-active neurons with n3 = 1 < 2: the row space of the block can turn
     around the linear part (equivalent by the exact engine, row spaces differ, so no mixing
-    connects them); the fast path decides and BlockRefactor connects; no canonical form."""
+    connects them). The canonical block depends on the linear part L alone (rank 1 with
+    entries of both signs here, so rank + 1 = 2 rows spanning rowspace(L) + span(1)): the
+    canonical forms agree and their paths connect."""
     p, q = block_rowspace_pair()
     assert np.linalg.matrix_rank(np.vstack([p[1][0][1:], q[1][0][1:]])) == 3
     assert ground_truth_equivalent(p, q)
-    r = equivalent_bottleneck(p, q)     # decided by the invariant; BlockRefactor connects
+    cp, cq = canonical_form(p), canonical_form(q)
+    for (Wa, ba), (Wb, bb) in zip(cp, cq):
+        assert np.allclose(Wa, Wb, atol=1e-9) and np.allclose(ba, bb, atol=1e-9)
+    L = p[2][0][:, 1:] @ p[1][0][1:]
+    assert np.any(L < 0) and np.any(L > 0)
+    assert np.sum(np.all(np.hstack([cp[1][0], cp[1][1][:, None]]) >= 0, axis=1)) == 2
+    r = equivalent_bottleneck(p, q)
     assert r.applies and r.equivalent and r.certified
-    assert [s.name for s in r.symmetry].count("block_refactor") == 1
+    assert r.max_parameter_difference < 1e-9
     q = [(W.copy(), b.copy()) for W, b in q]
     q[0][0][0, 0] += 1e-5
     assert not equivalent_bottleneck(p, q).equivalent
-    with pytest.raises(InputError, match="always-active"):
-        canonical_form(p)
 
 
 def test_outside_the_fast_path():
@@ -188,8 +171,12 @@ def test_outside_the_fast_path():
     p = bottleneck(rng, (3, 2, 3, 1))
     assert "tol = 0" in fast_path_reason(p, tol=0)
     assert not equivalent_bottleneck(p, p, tol=0).applies
-    one = bottleneck(rng, (2, 1, 2, 1), ["ramp", "ramp"])
-    assert "n1 = 1" in fast_path_reason(one)
+    # n1 = 1, the first-layer kink cancelled by two ramps, no neuron to carry a linear part:
+    # relu(1 - u) - relu(2 - u) has slope 0 just above u = 0
+    one = [(np.array([[1.0, 0.5]]), np.zeros(1)),
+           (np.array([[-1.0], [-1.0]]), np.array([1.0, 2.0])),
+           (np.array([[1.0, -1.0]]), np.zeros(1))]
+    assert "kink of the first-layer neuron is cancelled" in fast_path_reason(one)
     dead = bottleneck(rng, (3, 2, 2, 1), ["dead", "dead"])
     assert "no live" in fast_path_reason(dead)
     wide = [(np.ones((3, 2)), np.zeros(3)), (np.ones((2, 3)), np.zeros(2)),
@@ -207,6 +194,128 @@ def test_bench_symmetry_recovery_quick(capsys):
 
 def test_bench_bottleneck_equivalence_quick(capsys):
     rows = load_benchmark("bench_bottleneck_equivalence").main(["--quick", "--repeat", "1"])
-    compared = [r for r in rows if "baseline" in r]
+    compared = [r for r in rows if "agree" in r]
     assert compared and all(r["agree"] for r in compared)    # same verdicts as the exact engine
+    assert any(r["block"] for r in compared)                 # the canonical block, too
+    suite = [r for r in rows if "task" in r]
+    assert len(suite) == len([r for r in rows if "block" in r]) and all(r["ours_s"] > 0 for r in suite)
     assert "fitted growth" in capsys.readouterr().out
+
+
+# -- property tests: random and adversarial sign patterns ------------------------------------
+
+ROW_KINDS = ("mixed", "dead", "linear", ("hiding", 0))
+
+
+def _close_params(a, b, atol):
+    return all(np.allclose(Wa, Wb, atol=atol) and np.allclose(ba, bb, atol=atol)
+               for (Wa, ba), (Wb, bb) in zip(a, b))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n1=st.integers(2, 3), n3=st.integers(1, 2),
+       kinds=st.lists(st.sampled_from(ROW_KINDS), min_size=1, max_size=4) | st.none())
+def test_canonical_form_is_constant_on_random_orbits(seed, n1, n3, kinds):
+    """For every sign pattern drawn on purpose (or Gaussian rows): two random points of the
+    orbit (every named symmetry that applies, block refactors and second-layer flips
+    included) have the same canonical form, and the symmetry found takes p to q."""
+    rng = np.random.default_rng(seed)
+    n2 = len(kinds) if kinds else int(rng.integers(2, 5))
+    p = bottleneck(rng, (n1 + 1, n1, n2, n3), kinds)
+    assume(fast_path_reason(p) is None)
+    try:
+        c = canonical_form(p)
+    except InputError as exc:
+        assert "not decided in polynomial time" in str(exc) or "too many" in str(exc)
+        return
+    q, seq = random_orbit_point(p, seed=rng)
+    q2, _ = random_orbit_point(p, seed=rng)
+    scale = path_norm_scale(p)
+    for other in (q, q2):
+        assert _close_params(canonical_form(other), c, 1e-7 * max(scale, 1.0)), (seq, c)
+    r = equivalent_bottleneck(p, q)
+    assert r.applies and r.equivalent and r.certified, r
+    assert _close_params(apply_sequence(r.symmetry, p), q, 1e-9 * max(path_norm_scale(q), 1.0))
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1),
+       kinds=st.lists(st.sampled_from(ROW_KINDS), min_size=2, max_size=3) | st.none())
+def test_different_canonical_forms_have_a_witness(seed, kinds):
+    """Canonical forms that differ => the exact engine finds a witness (2 -> 2 -> n2 -> 1,
+    q a random orbit point of p with one weight moved)."""
+    rng = np.random.default_rng(seed)
+    n2 = len(kinds) if kinds else 2
+    p = bottleneck(rng, (2, 2, n2, 1), kinds)
+    assume(fast_path_reason(p) is None)
+    q, _ = random_orbit_point(p, seed=rng)
+    layer = int(rng.integers(0, 3))
+    W = q[layer][0]
+    W[tuple(int(rng.integers(0, k)) for k in W.shape)] += 0.05 * (1 + np.max(np.abs(W)))
+    try:
+        cp, cq = canonical_form(p), canonical_form(q)
+    except InputError:
+        return
+    assume(not _close_params(cp, cq, 1e-6))
+    r = relu.equivalent(p, q, method="regions")
+    assert not r.equivalent and r.witness is not None and r.certified
+
+
+def test_entries_within_tol_of_zero_are_set_to_zero_when_the_function_allows():
+    """A weight-decayed entry (1e-12 of its row) in a crossing row: the fast path treats it
+    as 0 (certified by the function-distance bound, reported in the note), canonical forms
+    of p and of a symmetric copy agree; entries just under tol on a neuron that carries the
+    whole function move it by more than tol: refused, with the bound."""
+    rng = np.random.default_rng(11)
+    p = draw(rng, (3, 2, 3, 1), ["mixed", "linear", "dead"])
+    p[1][0][0, 1] = 1e-12 * np.max(np.abs(p[1][0][0]))
+    q, _ = random_orbit_point(p, seed=3)
+    assert fast_path_reason(p) is None
+    r = equivalent_bottleneck(p, q)
+    assert r.applies and r.equivalent and r.certified and "within tol of zero" in r.note
+    assert _close_params(apply_sequence(r.symmetry, p), q, 1e-9 * path_norm_scale(q))
+    assert _close_params(canonical_form(p), canonical_form(q), 1e-8)
+    assert sampled_relative_difference(p, canonical_form(p)) <= 1e-9
+    # four entries at 0.9 tol of a row that carries the function: the bound exceeds tol
+    W1, b1 = np.eye(4)[:3], np.zeros(3)
+    bad = [(W1, b1), (np.array([[1.0, -0.9e-9, -0.9e-9]]), np.array([-0.9e-9])),
+           (np.array([[1.0]]), np.zeros(1))]
+    why = fast_path_reason(bad)
+    assert why is not None and "could move the function" in why
+    assert not equivalent_bottleneck(bad, bad).applies
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n3=st.integers(1, 2),
+       kinds=st.lists(st.sampled_from(("ramp", "dead", "linear", ("hiding", 0))), min_size=1,
+                      max_size=4) | st.none())
+def test_one_first_layer_neuron_canonical_form_is_constant_on_random_orbits(seed, n3, kinds):
+    """n1 = 1 (ramp flips turn the first-layer neuron around, second-layer flips turn ramps
+    into rising rows through the block): the canonical form is constant on random orbits
+    and the symmetry found takes p to q."""
+    rng = np.random.default_rng(seed)
+    n2 = len(kinds) if kinds else int(rng.integers(2, 5))
+    p = bottleneck(rng, (2, 1, n2, n3), kinds)
+    assume(fast_path_reason(p) is None)
+    c = canonical_form(p)
+    q, seq = random_orbit_point(p, seed=rng)
+    scale = path_norm_scale(p)
+    assert _close_params(canonical_form(q), c, 1e-7 * max(scale, 1.0)), seq
+    r = equivalent_bottleneck(p, q)
+    assert r.applies and r.equivalent and r.certified, r
+    assert _close_params(apply_sequence(r.symmetry, p), q, 1e-9 * max(path_norm_scale(q), 1.0))
+
+
+def test_a_ramp_flip_is_recovered():
+    """The two networks of docs/relu_symmetries.md (first-layer neuron turned around at a
+    ramp): same canonical form, and the symmetry found contains the ramp flip."""
+    p = [(np.array([[2.0, -1.0]]), np.array([0.5])), (np.array([[-1.5]]), np.array([3.0])),
+         (np.array([[2.0]]), np.array([0.7]))]
+    q = [(np.array([[-3.0, 1.5]]), np.array([2.25])), (np.array([[-1.0]]), np.array([3.0])),
+         (np.array([[-2.0]]), np.array([6.7]))]
+    assert ground_truth_equivalent(p, q)
+    assert _close_params(canonical_form(p), canonical_form(q), 1e-9)
+    r = equivalent_bottleneck(p, q)
+    assert r.applies and r.equivalent and r.certified
+    assert "ramp_flip" in [s.name for s in r.symmetry]
+    assert _close_params(apply_sequence(r.symmetry, p), q, 1e-9)

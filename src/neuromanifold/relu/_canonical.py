@@ -8,38 +8,51 @@ Algorithm, complexity and the cases the fast path covers are in
 one representative of their orbit under the named symmetries of
 :mod:`neuromanifold.relu.symmetries`, recording every step:
 
+0. entries of ``[W2 | b2]`` within ``tol`` of zero are set to 0 (only when the function
+   moves by at most ``tol``, bounded by ``function_distance_bound``); crossing rows that
+   can all hide one first-layer hyperplane once turned around are turned;
 1. dead second-layer rows become ``(0, ..., 0, -1)`` with zero outgoing weights;
 2. with a hidden first-layer hyperplane ``i`` whose live rows allow it, every flippable
    neuron ``k`` is turned so that the largest entry of ``w_k`` is positive;
 3. first-layer rows get unit norm (``||(w_k, b_k)|| = 1``; the hidden one ``||w_i|| = 1``);
 4. the hidden hyperplane is translated so that the first live row switches on at
    ``u_i = 1`` (``max_j b2_j / W2[j, i] = -1``);
-5. crossing second-layer rows get unit norm; the always-active (linear) block is mixed
-   onto the extreme rays of the cone ``rowspace(W2[A]) ∩ O`` with zero biases;
-6. neurons are sorted (hidden first-layer neuron first, then lexicographically; crossing
-   rows, then linear rows, then dead rows).
+5. first-layer neurons are sorted (the hidden one first);
+6. crossing second-layer rows get unit norm and a canonical orientation; the always-active
+   block is refactored onto the extreme rays of the cone ``rowspace(L) ∩ O`` (or of
+   ``(rowspace(L) + span(1)) ∩ O``) of its linear part ``L``, zero biases, the other
+   non-crossing neurons dead;
+7. second-layer rows are sorted (crossing, always-active, dead).
 
-Every step is O(n^2) to O(n^3) arithmetic (a few SVDs and sorts): the whole test is
-polynomial, against the exponential region enumeration of the exact engine.
+For ``n1 = 1`` both directions of the first-layer neuron (``RampFlip``) are tried and the
+one with positive ``w`` is kept.
+
+Every step is O(n^2) to O(n^3) arithmetic (a few SVDs and sorts) except two bounded
+enumerations (the extreme rays of the block's cone, and the orientations of at most 16
+crossing rows when few neurons can carry the block; docs/relu_equivalence.md §2), against
+the exponential region enumeration of the exact engine.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import math
 from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .._errors import ArchitectureError, InputError, SymmetryError, short_repr
+from .._errors import ArchitectureError, InputError, SymmetryError
 from .._results import Result
 from .._tolerance import (DEFAULT_TOL, SYMMETRY_ROUNDING, check_tol, function_distance_bound,
-                          numerical_rank, path_norm_scale)
-from ._bottleneck import hidden_hyperplanes, is_bottleneck, live_rows, row_kinds, row_signs, three_layer
+                          path_norm_scale)
+from ._bottleneck import (hidden_hyperplanes, is_bottleneck, live_rows, row_kinds, row_signs,
+                          three_layer, weighted_rows)
 from ._net import forward
 from ._symmetries import (BlockRefactor, DeadNeuronMove, Flip, HidingTranslation,
-                          LinearBlockMixing, Permutation, Scaling, SecondLayerFlip, Symmetry,
-                          apply_sequence)
+                          LinearBlockMixing, Permutation, RampFlip, Scaling, SecondLayerFlip,
+                          Symmetry, apply_sequence)
 
 __all__ = ["canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",
            "fast_path_reason"]
@@ -61,23 +74,58 @@ class _Info:
     dead: list[int]
     flippable: list[int]
     block: str | None = None   # why the always-active block has no canonical form (or None)
+    snapped: int = 0           # entries of [W2 | b2] within tol of zero, set to 0
+    snap_bound: float = 0.0    # bound on the relative function change that caused
+
+
+def _snap(params: Params, tol: float) -> tuple[Params, int, float]:
+    """``params`` with every entry of ``[W2 | b2]`` that the sign decisions call zero (its
+    weighted magnitude at most ``tol`` times its row's largest, docs of
+    :mod:`neuromanifold.relu._bottleneck`) set to exactly 0, and every live second-layer
+    neuron whose path weight ``|W3[:, j]|_1 |R_j|_1`` is at most ``tol`` times the scale made
+    dead (row ``(0, ..., 0, -1)``, zero outgoing weights); the number of such entries and
+    neurons, and a bound on the relative function change
+    (:func:`neuromanifold._tolerance.function_distance_bound` over the path-norm scale).
+    Training with weight decay leaves many such entries (docs/relu_equivalence.md §1).
+    :class:`_NotCovered` when the bound exceeds ``tol``."""
+    R = weighted_rows(params)
+    big = np.max(np.abs(R), axis=1, keepdims=True)
+    mask = (np.abs(R) <= tol * big) & (R != 0)
+    (W1, b1), (W2, b2), (W3, b3) = params
+    # live neurons whose path weight is within tol of zero: made dead
+    scale = path_norm_scale(params)
+    faint = [j for j in range(W2.shape[0]) if np.any(R[j] > tol * big[j])
+             and np.any(W3[:, j]) and np.sum(np.abs(W3[:, j])) * np.sum(np.abs(R[j])) <= tol * scale]
+    count = int(np.sum(mask)) + len(faint)
+    if count == 0:
+        return params, 0, 0.0
+    W2, b2, W3 = W2.copy(), b2.copy(), W3.copy()
+    W2[mask[:, :-1]] = 0.0
+    b2[mask[:, -1]] = 0.0
+    for j in faint:
+        W2[j], b2[j], W3[:, j] = 0.0, -1.0, 0.0
+    new = [(W1, b1), (W2, b2), (W3, b3)]
+    bound = function_distance_bound(params, new) / max(path_norm_scale(params), 1e-300)
+    if bound + SYMMETRY_ROUNDING > tol:
+        raise _NotCovered(f"{count} entries of [W2 | b2] or second-layer neurons are within "
+                          f"tol of zero (non-generic: bent hyperplanes meeting faces of the "
+                          f"orthant non-transversally, invisible neurons), and setting them "
+                          f"to 0 could move the function by {bound:.3g} "
+                          f"relative, more than tol = {tol:g}")
+    return new, count, bound
 
 
 def _analyze(params: Params, tol: float) -> _Info:
     """Classify the second layer and check the fast path's genericity conditions."""
     (W1, b1), (W2, b2), (W3, b3) = params
     n1, d = W1.shape
-    n3 = W3.shape[0]
+    n2, n3 = W2.shape[0], W3.shape[0]
     if tol == 0:
         raise _NotCovered("tol = 0 asks for a decision over the exact floats, which a "
                           "floating-point canonical form cannot give")
     if n1 > d or not is_bottleneck(params, tol=tol):
         raise _NotCovered(f"not a bottleneck: needs n1 <= d and W1 of full row rank "
                           f"(n1 = {n1}, d = {d})")
-    if n1 == 1:
-        raise _NotCovered("n1 = 1: the first-layer neuron can turn around at a ramp, and its "
-                          "kink can be cancelled by the second layer (fiber points outside "
-                          "the canonical form)")
     S = row_signs(params, tol)
     kinds = row_kinds(S)
     live = live_rows(S)
@@ -87,15 +135,19 @@ def _analyze(params: Params, tol: float) -> _Info:
     linear = [j for j in live if kinds[j] == "linear"]
     crossing = [j for j in live if kinds[j] != "linear"]
     dead = [j for j in range(W2.shape[0]) if j not in live]
-    for j in crossing:
-        if np.any(S[j] == 0):
-            raise _NotCovered(f"second-layer row {j} crosses the orthant with an entry within "
-                              f"tol of zero (its hyperplane meets a face of the orthant "
-                              f"non-transversally)")
+    if n1 == 1 and np.any(S[:, 1] > 0) and \
+            _hiding_orientation(params, S, crossing, tol) is None:
+        # the first-layer kink (u = 0) must show: the masked product W3 D2 W2 over the rows
+        # active just above u = 0 must not vanish (maximal rank, docs/relu_equivalence.md §1)
+        act = [j for j in range(S.shape[0]) if S[j, 1] > 0 or (S[j, 1] == 0 and S[j, 0] > 0)]
+        jump = np.abs(W3[:, act] @ W2[act, 0]) * np.sqrt(np.sum(W1 ** 2) + b1[0] ** 2)
+        if np.max(jump, initial=0.0) <= tol * path_norm_scale(params):
+            raise _NotCovered("n1 = 1 and the kink of the first-layer neuron is cancelled by "
+                              "the second layer (W3 D2 W2 = 0 at its breakpoint): not generic")
     scale = path_norm_scale(params)
     norms1 = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
     R = np.hstack([W2 * norms1[None, :], b2[:, None]])
-    for j in live:
+    for j in crossing:   # (the always-active block is judged by its linear map alone)
         if np.sum(np.abs(W3[:, j])) * np.sum(np.abs(R[j])) <= tol * scale:
             raise _NotCovered(f"live second-layer neuron {j} has outgoing weights within tol "
                               f"of zero")
@@ -108,18 +160,26 @@ def _analyze(params: Params, tol: float) -> _Info:
             a, b = np.unravel_index(int(np.argmin(gap)), gap.shape)
             raise _NotCovered(f"second-layer rows {crossing[a]} and {crossing[b]} define "
                               f"the same hyperplane of the orthant")
-    for j in linear:
-        if not np.any(S[j, :-1] > 0):
-            raise _NotCovered(f"always-active second-layer neuron {j} is constant on the "
-                              f"orthant (its weights are within tol of zero)")
     block = None
-    if linear:
-        kA = len(linear)
-        if kA > min(2, n3):
-            block = (f"{kA} always-active second-layer neurons with n3 = {n3}: the canonical "
-                     f"form handles at most min(2, n3)")
-        elif numerical_rank(W2[linear].T, tol)[0] < kA or numerical_rank(W3[:, linear], tol)[0] < kA:
-            block = "the always-active block W3[:, A] W2[A] does not have full rank"
+    m = n2 - len(crossing)        # neurons available to the always-active block
+    hid0 = hidden_hyperplanes(S)
+    if crossing and not hid0 and _hiding_orientation(params, S, crossing, tol) is None \
+            and m < min(n3 + 1, n1):
+        # which crossing neurons can turn around (through the block) is a subset question
+        # (with m = 0 no neuron can carry a linear part: nothing turns around)
+        if m > 0 and (len(crossing) > _MAX_ENUMERATED
+                      or 2 ** len(crossing) * n3 * n1 > _MAX_ENTRIES):
+            block = (f"{len(crossing)} crossing second-layer neurons and only {m} "
+                     f"neurons for the always-active block (< min(n3 + 1, n1) = "
+                     f"{min(n3 + 1, n1)}): which of them can turn around is a subset "
+                     f"problem, not decided in polynomial time (tried up to "
+                     f"{_MAX_ENUMERATED} crossing neurons)")
+    if block is None and (linear or m):
+        r = min(n1, n3 + 1)
+        if math.comb(n1, max(r - 1, 0)) > _MAX_SUBSETS:
+            block = (f"the cone of the always-active block (dimension up to {r} in "
+                     f"R^{n1}) has too many candidate extreme rays to enumerate "
+                     f"({math.comb(n1, r - 1)} > {_MAX_SUBSETS})")
     hid = hidden_hyperplanes(S)
     hidden = next(iter(hid)) if hid else None
     SL = S[live]
@@ -152,27 +212,115 @@ def fast_path_reason(params: Any, *, tol: float = DEFAULT_TOL) -> str | None:
     tol = check_tol(tol)
     params = three_layer(params, "the bottleneck fast path")
     try:
-        _analyze(params, tol)
+        _analyze(_snap(params, tol)[0], tol)
     except _NotCovered as exc:
         return str(exc.args[0])
     return None
 
 
-def _cone_rays(rows: np.ndarray) -> np.ndarray:
-    """Unit extreme rays of ``span(rows) ∩ O`` for one or two nonnegative rows (sorted)."""
-    rows = np.maximum(rows, 0.0)
-    if rows.shape[0] == 1:
-        return rows / np.linalg.norm(rows)
-    r1, r2 = rows
-    phi = np.arctan2(r2, r1)[(r1 > 0) | (r2 > 0)]
-    rays = []
-    for theta in (np.max(phi) - np.pi / 2, np.min(phi) + np.pi / 2):
-        v = np.cos(theta) * r1 + np.sin(theta) * r2
-        v[np.abs(v) <= 1e-13 * np.max(np.abs(v))] = 0.0
-        v = np.maximum(v, 0.0)
-        rays.append(v / np.linalg.norm(v))
-    rays.sort(key=lambda v: tuple(v))
-    return np.array(rays)
+#: at most this many crossing neurons are tried for turning around (all subsets)
+_MAX_ENUMERATED = 16
+#: ... and the linear parts of all their orientations have at most this many entries
+_MAX_ENTRIES = 2 ** 25
+#: at most this many (dimension - 1)-subsets of the orthant's facets are tried for the
+#: extreme rays of the always-active block's cone
+_MAX_SUBSETS = 20000
+
+
+def _unit_rays(B: np.ndarray) -> np.ndarray:
+    """The unit extreme rays of the cone ``span(B) ∩ O`` (``B``: orthonormal rows), sorted
+    lexicographically, entries below ``1e-10`` of a ray's largest snapped to 0.
+
+    A ray of the pointed cone ``{y : B^T y >= 0}`` is where ``dim - 1`` independent facets
+    meet: every ``(dim - 1)``-subset of the ``n1`` facets is tried (at most
+    :data:`_MAX_SUBSETS`, checked by the caller)."""
+    r, n1 = B.shape
+    if r == 1:
+        cand = np.vstack([B[0], -B[0]])
+    else:
+        G = B.T                                   # facet normals in the basis coordinates
+        idx = np.array(list(itertools.combinations(range(n1), r - 1)))
+        Msub = G[idx]                             # (S, r - 1, r)
+        _, sv, Vt = np.linalg.svd(Msub)
+        ok = sv[:, -1] > 1e-9 * np.maximum(sv[:, 0], 1e-300)
+        Y = Vt[ok, -1, :]
+        cand = np.vstack([Y @ B, -(Y @ B)])
+    cand /= np.max(np.abs(cand), axis=1, keepdims=True)
+    cand[np.abs(cand) <= 1e-10] = 0.0
+    cand = cand[np.all(cand >= 0, axis=1)]
+    if len(cand) == 0:
+        return np.zeros((0, n1))
+    cand /= np.linalg.norm(cand, axis=1, keepdims=True)
+    order = np.lexsort(cand.T[::-1])
+    cand = cand[order]
+    keep = [0]
+    for a in range(1, len(cand)):
+        if np.max(np.abs(cand[a] - cand[keep[-1]])) > 1e-8:
+            keep.append(a)
+    return cand[keep]
+
+
+def _pick(rays: np.ndarray, k: int) -> np.ndarray:
+    """``k`` independent rays, greedily in their (lexicographic) order."""
+    out: list[np.ndarray] = []
+    for v in rays:
+        if np.linalg.matrix_rank(np.array(out + [v]), tol=1e-9) == len(out) + 1:
+            out.append(v)
+            if len(out) == k:
+                break
+    return np.array(out).reshape(-1, rays.shape[1])
+
+
+def _block_rows(L: np.ndarray, tol: float, ref: float = 0.0) -> np.ndarray:
+    """Canonical nonnegative unit rows ``A`` (``k x n1``, as few as possible) whose span
+    contains the rows of the linear map ``L`` (``n3 x n1``): a function of
+    ``V = rowspace(L)`` alone. When the cone ``V ∩ O`` spans ``V`` (``k = rank L``): its
+    extreme rays (the first independent ones in lexicographic order when it is not
+    simplicial); else (``k = rank L + 1``) those of ``(V + span(1)) ∩ O``, which spans
+    ``V + span(1)`` because it contains ``1``. Singular values up to ``tol`` times
+    ``max(ref, largest)`` count as 0 (``ref``: the scale of the terms summed into ``L``)."""
+    n1 = L.shape[1]
+    if L.size == 0 or not np.any(L):
+        return np.zeros((0, n1))
+    _, sv, Vt = np.linalg.svd(L)
+    r = int(np.sum(sv > max(tol, 1e-12) * max(sv[0], ref)))
+    if r == 0:
+        return np.zeros((0, n1))
+    V = Vt[:r]
+    A = _pick(_unit_rays(V), r)
+    if len(A) < r:
+        W = np.linalg.svd(np.vstack([V, np.full((1, n1), n1 ** -0.5)]))[2][:r + 1]
+        A = _pick(_unit_rays(W), r + 1)
+    return A
+
+
+def _hiding_orientation(params: Params, S: np.ndarray, crossing: list, tol: float):
+    """``(i, turned)`` when turning the crossing neurons ``turned`` (through the always-active
+    block; possibly none) makes every crossing row hide first-layer hyperplane ``i`` and
+    leaves the block with no linear part, so that its neurons can die and every live row
+    hides ``i``; else ``None`` (also when there is no always-active neuron)."""
+    (W1, b1), (W2, b2), (W3, b3) = params
+    n1 = W1.shape[0]
+    norms = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
+    lin = [j for j in range(S.shape[0]) if j not in crossing and np.any(S[j] > 0)]
+    if not lin or not crossing:
+        return None
+    scale = path_norm_scale(params)
+    for i in range(n1):
+        turned = []
+        for j in crossing:
+            rest = np.delete(S[j], i)
+            if S[j, i] > 0 and np.all(rest <= 0):
+                continue
+            if S[j, i] < 0 and np.all(rest >= 0):
+                turned.append(j)
+                continue
+            break
+        else:
+            Lf = W3[:, lin] @ W2[lin] + sum(np.outer(W3[:, j], W2[j]) for j in turned)
+            if np.max(np.abs(Lf * norms)) <= tol * scale:
+                return i, tuple(turned)
+    return None
 
 
 def _orientation_key(w: np.ndarray) -> float:
@@ -185,13 +333,149 @@ def _step(path: list, before: list, cur: Params, sym: Symmetry, tol: float) -> P
     return sym.apply(cur, tol=tol)
 
 
+def _kinds(cur: Params, tol: float) -> tuple[list, list, list]:
+    """(crossing, linear, dead) second-layer neurons of ``cur``."""
+    S = row_signs(cur, tol)
+    crossing = [j for j in range(S.shape[0]) if np.any(S[j] > 0) and np.any(S[j] < 0)]
+    linear = [j for j in range(S.shape[0]) if np.any(S[j] > 0) and not np.any(S[j] < 0)]
+    dead = [j for j in range(S.shape[0]) if not np.any(S[j] > 0)]
+    return crossing, linear, dead
+
+
+def _reorient(path: list, before: list, cur: Params, turned: tuple, A: np.ndarray,
+              tol: float) -> Params:
+    """Turn the crossing neurons ``turned`` around and put the always-active block on the
+    rows ``A`` (zero biases, outgoing ``L A^+`` for its new linear map ``L``), the other
+    non-crossing neurons dead ``(0, ..., 0, -1)``: ``BlockRefactor`` (every non-crossing
+    neuron always active), ``SecondLayerFlip``, ``BlockRefactor``."""
+    crossing, linear, _ = _kinds(cur, tol)
+    (W1, b1), (W2, b2), (W3, b3) = cur
+    n1, n3 = W1.shape[0], W3.shape[0]
+    N = [j for j in range(W2.shape[0]) if j not in crossing]
+    L = W3[:, linear] @ W2[linear] + sum((np.outer(W3[:, j], W2[j]) for j in turned),
+                                         np.zeros((n3, n1)))
+    k = A.shape[0]
+    C = L @ np.linalg.pinv(A) if k else np.zeros((n3, 0))
+    if turned:
+        if any(j not in linear for j in N):
+            rows = [np.append(W2[j], b2[j]) if j in linear else np.append(np.ones(n1), 0.0)
+                    for j in N]
+            out = np.column_stack([W3[:, j] if j in linear else np.zeros(n3) for j in N])
+            cur = _step(path, before, cur, BlockRefactor(tuple(N), tuple(map(tuple, rows)),
+                                                         tuple(map(tuple, out))), tol)
+        pad = np.hstack([np.vstack([A, np.ones((len(N) - k, n1))]), np.zeros((len(N), 1))])
+        out = np.hstack([C, np.zeros((n3, len(N) - k))])
+        cur = _step(path, before, cur, SecondLayerFlip(tuple(turned), tuple(N),
+                                                       tuple(map(tuple, pad)),
+                                                       tuple(map(tuple, out))), tol)
+    rows = np.vstack([np.hstack([A, np.zeros((k, 1))]),
+                      np.tile(np.append(np.zeros(n1), -1.0), (len(N) - k, 1))])
+    out = np.hstack([C, np.zeros((n3, len(N) - k))])
+    (_, _), (W2, b2), (W3, _) = cur
+    now = np.hstack([W2[N], b2[N, None]])
+    if now.shape != rows.shape or np.max(np.abs(now - rows)) > 0 or \
+            np.max(np.abs(W3[:, N] - out)) > 0:
+        cur = _step(path, before, cur, BlockRefactor(tuple(N), tuple(map(tuple, rows)),
+                                                     tuple(map(tuple, out))), tol)
+        (_, _), (W2, b2), (W3, _) = cur   # snap rounding: the rows exactly as chosen
+        W2[N], b2[N] = rows[:, :-1], rows[:, -1]
+    return cur
+
+
+def _choose_turned(cur: Params, info: _Info, tol: float) -> tuple:
+    """The crossing neurons to turn around (canonical first layer and unit crossing rows):
+    the orientation with the fewest rows against the reference orientation (the largest
+    weight of ``a_j`` positive) among those whose linear part the available neurons can
+    carry; ties broken by the rows' order."""
+    crossing, linear, dead = _kinds(cur, tol)
+    (W1, _), (W2, _), (W3, _) = cur
+    n1, n3 = W1.shape[0], W3.shape[0]
+    m = len(linear) + len(dead)
+    against = [j for j in crossing if _orientation_key(W2[j]) < 0]
+    if m == 0:
+        return ()
+    if m >= min(n3 + 1, n1):          # every orientation is possible: the reference one
+        return tuple(against)
+    # few crossing rows (checked by _analyze): every orientation, screened at once by the
+    # rank of its linear part (at most m is necessary), then fewest changes first
+    ref = {j: (-W2[j] if j in against else W2[j]) for j in crossing}
+    order = sorted(crossing, key=lambda j: tuple(ref[j]))
+    nc = len(order)
+    L0 = W3[:, linear] @ W2[linear]
+    terms = np.array([np.outer(W3[:, j], W2[j]).ravel() for j in order])
+    bits = (np.arange(2 ** nc)[:, None] >> np.arange(nc)[None, :]) & 1     # 1 = changed
+    turned = bits ^ np.array([j in against for j in order], dtype=int)[None, :]
+    ref_scale = path_norm_scale(cur)
+    ok = np.zeros(2 ** nc, dtype=bool)
+    for a in range(0, 2 ** nc, 4096):
+        Ls = (L0.ravel()[None, :] + turned[a:a + 4096] @ terms).reshape(-1, n3, n1)
+        sv = np.linalg.svd(Ls, compute_uv=False)
+        ok[a:a + 4096] = np.sum(sv > max(tol, 1e-12) * np.maximum(sv[:, :1], ref_scale),
+                                axis=1) <= m
+    cand = sorted(np.flatnonzero(ok), key=lambda c: (int(bits[c].sum()),
+                                                     tuple(np.flatnonzero(bits[c]))))
+    for c in cand:
+        L = (L0.ravel() + turned[c] @ terms).reshape(n3, n1)
+        if _block_rows(L, tol, ref_scale).shape[0] <= m:
+            return tuple(sorted(order[a] for a in np.flatnonzero(turned[c])))
+    return ()   # pragma: no cover - the current orientation is always possible
+
+
 def _canonical(params: Params, tol: float) -> tuple[Params, list, list, _Info]:
     """Canonical representative, the path of symmetries to it, the parameters before each
-    step, and the structure (of the canonical parameters' index order)."""
-    info = _analyze(params, tol)
+    step, and the structure (of the canonical parameters' index order).
+
+    For ``n1 = 1`` the first-layer neuron can turn around (``RampFlip``) when the function
+    is constant for large ``u``: then the second layer is first put in ramp form (every
+    crossing row a ramp, the block dead, through ``SecondLayerFlip``), both directions of
+    the first-layer neuron are brought to their canonical forms, and the one whose
+    ``w``'s largest entry is positive is kept."""
+    if tol > 0:
+        cur, snapped, snap_bound = _snap(params, tol)
+    else:
+        cur, snapped, snap_bound = params, 0, 0.0
+    info = _analyze(cur, tol)
+    if info.n1 == 1 and not info.block:
+        path: list[Symmetry] = []
+        before: list[Params] = []
+        (_, _), (W2, _), (W3, _) = cur
+        S = row_signs(cur, tol)
+        up = [j for j in range(S.shape[0]) if S[j, 0] > 0]      # active for large u
+        slope = W3[:, up] @ W2[up, 0] if up else np.zeros(W3.shape[0])
+        scale = path_norm_scale(cur) / max(float(np.sqrt(np.sum(cur[0][0] ** 2)
+                                                         + cur[0][1][0] ** 2)), 1e-300)
+        m = len(info.linear) + len(info.dead)
+        flat = np.max(np.abs(slope), initial=0.0) <= tol * scale
+        turned = tuple(j for j in info.crossing if S[j, 0] > 0)
+        if flat and info.crossing and (m >= 1 or not (turned or info.linear)):
+            if turned or info.linear:
+                cur = _reorient(path, before, cur, turned, np.zeros((0, 1)), tol)
+            S = row_signs(cur, tol)
+            ramps = [j for j in range(S.shape[0]) if S[j, 0] < 0 < S[j, 1]]
+            W2c, b2c = cur[1]
+            j = max(ramps, key=lambda r: b2c[r] / -W2c[r, 0])
+            flip = RampFlip(j)
+            if flip.applies(cur, tol=tol).applies:
+                a = _canonical_one(cur, tol, snapped, snap_bound)
+                b = _canonical_one(flip.apply(cur, tol=tol), tol, snapped, snap_bound)
+                if _orientation_key(a[0][0][0][0]) > 0:
+                    return a[0], path + a[1], before + a[2], a[3]
+                return b[0], path + [flip] + b[1], before + [cur] + b[2], b[3]
+            path, before = [], []   # pragma: no cover - the ramp form always flips
+    return _canonical_one(cur, tol, snapped, snap_bound)
+
+
+def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float):
+    """:func:`_canonical` with the first-layer direction kept (``cur`` already snapped)."""
     path: list[Symmetry] = []
     before: list[Params] = []
-    cur = params
+    info = _analyze(cur, tol)
+    # 0. a hidden hyperplane reached by turning crossing rows around: turn them
+    if info.hidden is None and info.crossing and not info.block:
+        ho = _hiding_orientation(cur, row_signs(cur, tol), info.crossing, tol)
+        if ho is not None:
+            cur = _reorient(path, before, cur, ho[1], np.zeros((0, info.n1)), tol)
+            info = _analyze(cur, tol)
     n1, n3 = info.n1, info.n3
     i = info.hidden
     # 1. dead rows
@@ -218,39 +502,42 @@ def _canonical(params: Params, tol: float) -> tuple[Params, list, list, _Info]:
         live = info.crossing + info.linear
         lo = max(b2[j] / W2[j, i] for j in live)
         cur = _step(path, before, cur, HidingTranslation(i, lo + 1.0), tol)
-    # 5. second-layer norms and the linear block
-    W2, b2 = cur[1]
-    s2 = np.ones(W2.shape[0])
-    for j in info.crossing + (info.linear if info.block else []):
-        s2[j] = 1.0 / np.linalg.norm(np.append(W2[j], b2[j]))
-    cur = _step(path, before, cur, Scaling(2, tuple(s2)), tol)
-    if info.linear and not info.block:
-        A = info.linear
-        W2, b2 = cur[1]
-        T = _cone_rays(W2[A])
-        M = T @ np.linalg.pinv(W2[A])
-        cur = _step(path, before, cur, LinearBlockMixing(tuple(A), M, tuple(-(M @ b2[A]))), tol)
-        W2, b2 = cur[1]  # snap rounding: the mixed rows are the rays, biases exactly 0
-        W2[A], b2[A] = T, 0.0
-    # 6. order
+    # 5. first-layer order (the hidden neuron first)
     W1, b1 = cur[0]
     others = [k for k in range(n1) if k != i]
     others.sort(key=lambda k: tuple(W1[k]) + (b1[k],))
     perm1 = ([i] if i is not None else []) + others
     if perm1 != list(range(n1)):
         cur = _step(path, before, cur, Permutation(1, tuple(perm1)), tol)
+    # 6. second-layer norms, orientations and the always-active block
     W2, b2 = cur[1]
+    s2 = np.ones(W2.shape[0])
+    for j in info.crossing + (info.linear if info.block else []):
+        s2[j] = 1.0 / np.linalg.norm(np.append(W2[j], b2[j]))
+    cur = _step(path, before, cur, Scaling(2, tuple(s2)), tol)
+    if not info.block and (info.linear or info.dead):
+        turned = _choose_turned(cur, info, tol) if i is None else ()
+        (_, _), (W2, _), (W3, _) = cur
+        crossing, linear, _ = _kinds(cur, tol)
+        L = W3[:, linear] @ W2[linear] + sum((np.outer(W3[:, j], W2[j]) for j in turned),
+                                             np.zeros((n3, n1)))
+        cur = _reorient(path, before, cur, turned, _block_rows(L, tol, path_norm_scale(cur)),
+                        tol)
+    # 7. second-layer order
+    W2, b2 = cur[1]
+    crossing, linear, dead = _kinds(cur, tol)
 
     def key(j):
         return tuple(W2[j]) + (b2[j],)
-    perm2 = sorted(info.crossing, key=key) + sorted(info.linear, key=key) + info.dead
+    perm2 = sorted(crossing, key=key) + sorted(linear, key=key) + dead
     if perm2 != list(range(W2.shape[0])):
         cur = _step(path, before, cur, Permutation(2, tuple(perm2)), tol)
-    pos = {old: new for new, old in enumerate(perm2)}
     structure = _Info(n1, n3, 0 if i is not None else None,
-                      [pos[j] for j in info.crossing], [pos[j] for j in info.linear],
-                      [pos[j] for j in info.dead],
-                      sorted(perm1.index(k) for k in info.flippable), info.block)
+                      list(range(len(crossing))),
+                      list(range(len(crossing), len(crossing) + len(linear))),
+                      list(range(len(crossing) + len(linear), len(perm2))),
+                      sorted(perm1.index(k) for k in info.flippable), info.block,
+                      snapped, snap_bound)
     return cur, path, before, structure
 
 
@@ -259,10 +546,15 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
 
     For a generic three-layer bottleneck network (``fast_path_reason(params) is None``):
     neurons normalized, ordered canonically, dead neurons set to ``(0, ..., 0, -1)`` with
-    zero outgoing weights, the always-active block merged onto the extreme rays of its
-    cone, the hidden hyperplane translated to a fixed position and flips turned to a fixed
-    orientation (module docs). Two such networks related by the symmetries of
-    :mod:`neuromanifold.relu.symmetries` have the same canonical form up to rounding.
+    zero outgoing weights, crossing second-layer neurons turned to a canonical orientation,
+    the always-active block refactored onto the extreme rays of the cone of its linear
+    part (any number of neurons), the hidden hyperplane translated to a fixed position and
+    flips turned to a fixed orientation (module docs); ``n1 = 1`` included. Two such
+    networks related by the symmetries of :mod:`neuromanifold.relu.symmetries` have the
+    same canonical form up to rounding. Entries of ``[W2 | b2]`` within ``tol`` of zero
+    (weight decay leaves many) are set to 0 first when that moves the function by at most
+    ``tol`` (docs/relu_equivalence.md §1); the result is then a point of the fiber of
+    that network, within ``tol`` of ``f_params``.
 
     Args:
         params: ``[(W1, b1), (W2, b2), (W3, b3)]`` with ``n1 <= d``.
@@ -494,13 +786,19 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
     def result(equiv, symmetry=None, mpd=None, witness=None, wd=None, md=None,
                certified=False, note=""):
         return BottleneckEquivalence(True, equiv, symmetry, mpd, witness, wd, md, certified,
-                                     tol, scale, "bottleneck", note)
+                                     tol, scale, "bottleneck", note + snap_note)
     try:
         cp, path_p, before_p, ip = _canonical(p, tol)
         cq, path_q, before_q, iq = _canonical(q, tol)
     except _NotCovered as exc:
         return BottleneckEquivalence(False, None, None, None, None, None, None, False, tol,
                                      scale, "none", f"fast path does not apply: {exc.args[0]}")
+    snapped = [(n, b) for n, b in ((ip.snapped, ip.snap_bound), (iq.snapped, iq.snap_bound)) if n]
+    snap_note = ("" if not snapped else
+                 f"; not generic: {' and '.join(str(n) for n, _ in snapped)} entries of "
+                 f"[W2 | b2] or second-layer neurons within tol of zero were set to 0 (moving "
+                 f"the function by at most "
+                 f"{max(b for _, b in snapped):.3g} relative)")
 
     def not_equivalent(why):
         x, wd, md = _witness(p, q, tol, scale)

@@ -721,6 +721,8 @@ def _expr_bounds(expr, lb, ub) -> tuple[float, float]:
 # by MILP_FEAS. Through the big-M rows of a ReLU with pre-activation bounds [lo, hi] this
 # lets h be off by about _FEAS * (1 + max(|lo|, |hi|)), which later layers carry on.
 _FEAS = 2 * MILP_FEAS
+#: where the MILP's objective puts the equivalence threshold (module docs of _by_milp)
+_OBJ_TARGET = 1e-2
 
 
 def _encode_net(B: _MILPBuilder, params: list, inputs: list[int], s_var: int):
@@ -810,6 +812,12 @@ def _by_milp(pair: _Pair, dom: Domain) -> Equivalence | None:
     # by up to err_p + err_q
     noise = max(4 * MILP_FEAS * out_scale, 2.0 * max(ep + eq for ep, eq in zip(err_p, err_q)))
     base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
+    # The objective is the difference of two networks that nearly agree: its optimum is of
+    # the size of the threshold (1e-9 relative), far below the solver's reduced-cost
+    # tolerance (HiGHS: 1e-7), at which the simplex calls any vertex optimal, so a
+    # difference far out (at s = 0) was bounded by 0. Scaling the objective by K puts the
+    # threshold at 1e-2, well above that tolerance; values are divided by K again.
+    K = max(1.0, _OBJ_TARGET / max(pair.thr, noise, 1e-300))
     bound = 0.0
     best_val, witness = -np.inf, None
     for o in range(m):
@@ -822,11 +830,11 @@ def _by_milp(pair: _Pair, dom: Domain) -> Equivalence | None:
             g[v] -= c
         k = kp - kq
         for sign in (1.0, -1.0):
-            res = solve_milp(-sign * g, A, ubs, B.lb, B.ub, B.integer)
+            res = solve_milp(-sign * K * g, A, ubs, B.lb, B.ub, B.integer)
             if res.status != "optimal":
                 return None
-            val = -res.fun + sign * k
-            bound = max(bound, -res.dual_bound + sign * k, val)
+            val = -res.fun / K + sign * k
+            bound = max(bound, -res.dual_bound / K + sign * k, val)
             if val > best_val or witness is None:
                 for x in _milp_points(res.x, ys, s_var, dom):
                     if pair.exceeds(x):

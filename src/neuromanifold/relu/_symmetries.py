@@ -53,12 +53,13 @@ import numpy as np
 from .._errors import InputError, SymmetryError, short_repr
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol
+from .._validation import as_seed_rng
 from ._bottleneck import hides, live_rows, row_signs, three_layer
 from ._net import check_params
 
 __all__ = ["Applicability", "Symmetry", "Permutation", "Scaling", "DeadNeuronMove",
            "LinearBlockMixing", "HidingTranslation", "Flip", "RampFlip", "SecondLayerFlip",
-           "BlockRefactor", "apply_sequence"]
+           "BlockRefactor", "apply_sequence", "random_orbit_point", "ORBIT_MOVES"]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 
@@ -724,7 +725,11 @@ class SecondLayerFlip(_ThreeLayer):
         norms = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
         target = (W3[:, J] @ W2[J] + sum(np.outer(W3[:, j], W2[j]) for j in F)) * norms
         got = (C @ R[:, :-1]) * norms
-        scale = max(float(np.max(np.abs(target))), float(np.max(np.abs(C) @ np.abs(R[:, :-1] * norms))))
+        # the scale of the terms (their sum may cancel to rounding level)
+        terms = (np.abs(W3[:, J]) @ np.abs(W2[J]) + sum((np.abs(np.outer(W3[:, j], W2[j]))
+                                                        for j in F), 0.0)) * norms
+        scale = max(float(np.max(terms, initial=0.0)),
+                    float(np.max(np.abs(C) @ np.abs(R[:, :-1] * norms), initial=0.0)))
         err = float(np.max(np.abs(got - target)))
         if err > tol * scale:
             return False, (f"outgoing @ rows does not factor the new linear part of the block "
@@ -812,7 +817,8 @@ class BlockRefactor(_ThreeLayer):
         norms = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
         target = (W3[:, old_lin] @ W2[old_lin]) * norms
         got = (C[:, new_lin] @ R[new_lin, :-1]) * norms
-        scale = max(float(np.max(np.abs(target), initial=0.0)),
+        scale = max(float(np.max((np.abs(W3[:, old_lin]) @ np.abs(W2[old_lin])) * norms,
+                                 initial=0.0)),
                     float(np.max(np.abs(C[:, new_lin]) @ np.abs(R[new_lin, :-1] * norms),
                                  initial=0.0)))
         err = float(np.max(np.abs(got - target), initial=0.0))
@@ -866,3 +872,110 @@ def apply_sequence(symmetries: Sequence[Symmetry], params: Any, *,
         except SymmetryError as exc:
             raise SymmetryError(f"step {n} of the sequence: {exc}") from exc
     return out
+
+
+#: the kinds of moves :func:`random_orbit_point` draws from (symmetry names)
+ORBIT_MOVES = ("scaling", "dead_neuron_move", "linear_block_mixing", "block_refactor",
+               "second_layer_flip", "hiding_translation", "flip", "ramp_flip", "permutation")
+
+
+def random_orbit_point(params: Any, *, seed: Any = 0, moves: Sequence[str] | None = None,
+                       tol: float = DEFAULT_TOL) -> tuple[Params, list[Symmetry]]:
+    """A random point of the orbit of ``params`` under the named symmetries, and the chain
+    of symmetries that reaches it (each one applies to the result of the previous one).
+
+    In order, each where it applies (``moves`` restricts the kinds, by name; default
+    :data:`ORBIT_MOVES`): positive rescalings of both hidden layers (log-uniform in
+    ``[1/4, 4]``); every dead second-layer neuron moved to a random dead row with random
+    outgoing weights; some dead neurons made always active with random positive rows and
+    zero outgoing weights (``block_refactor``, so that the block's row space changes); a random
+    mixing ``I + U(0, 0.3)`` of the always-active block with a random bias shift; a random
+    crossing neuron turned around through the block (``SecondLayerFlip.construct``); for
+    every hidden first-layer hyperplane a translation drawn in its valid interval (at most
+    3 past its lower end) and flips of a random subset of the other neurons; a ramp flip
+    (``n1 = 1``); random permutations of both hidden layers (the last two steps).
+
+    Args:
+        params: ``[(W1, b1), (W2, b2), (W3, b3)]``.
+        seed: int, None or a numpy Generator.
+        moves: names of the kinds of moves to use (``None``: all).
+        tol: relative tolerance of the sign decisions.
+
+    Returns:
+        ``(new_params, sequence)`` with ``apply_sequence(sequence, params) == new_params``.
+
+    >>> P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0]]), np.array([-0.5])),
+    ...      (np.ones((1, 1)), np.zeros(1))]
+    >>> Q, seq = random_orbit_point(P, seed=1)
+    >>> [s.name for s in seq]
+    ['scaling', 'scaling', 'hiding_translation', 'flip', 'permutation', 'permutation']
+    >>> bool(np.allclose(apply_sequence(seq, P)[0][0], Q[0][0]))
+    True
+    """
+    tol = check_tol(tol)
+    rng = as_seed_rng(seed)
+    params = three_layer(params, "random_orbit_point")
+    use = set(ORBIT_MOVES if moves is None else moves)
+    unknown = use - set(ORBIT_MOVES)
+    if unknown:
+        raise InputError(f"moves must be names from {ORBIT_MOVES}; got {short_repr(sorted(unknown))}")
+    (W1, _), (W2, _), (W3, _) = params
+    n1, n2, n3 = W1.shape[0], W2.shape[0], W3.shape[0]
+    seq: list[Symmetry] = []
+    cur = params
+
+    def add(sym):
+        nonlocal cur
+        cur = sym.apply(cur, tol=tol)
+        seq.append(sym)
+
+    if "scaling" in use:
+        for layer, n in ((1, n1), (2, n2)):
+            add(Scaling(layer, tuple(np.exp(rng.uniform(-np.log(4), np.log(4), n)))))
+    S = row_signs(cur, tol)
+    dead = [j for j in range(n2) if not np.any(S[j] > 0)]
+    if "dead_neuron_move" in use:
+        for j in dead:
+            add(DeadNeuronMove(j, tuple(-rng.uniform(0.1, 2.0, n1 + 1)),
+                               tuple(rng.standard_normal(n3))))
+    lin = [j for j in range(n2) if np.any(S[j] > 0) and not np.any(S[j] < 0)]
+    if "block_refactor" in use and dead and rng.random() < 0.5:
+        new = [j for j in dead if rng.random() < 0.7] or dead[:1]
+        add(BlockRefactor(tuple(new), tuple(tuple(rng.uniform(0.3, 2.0, n1)) + (0.0,)
+                                            for _ in new),
+                          tuple((0.0,) * len(new) for _ in range(n3))))
+        lin = sorted(lin + new)
+    if "linear_block_mixing" in use and lin:
+        M = np.eye(len(lin)) + rng.uniform(0, 0.3, (len(lin), len(lin)))
+        add(LinearBlockMixing(tuple(lin), M, tuple(rng.uniform(0, 1, len(lin)))))
+    S = row_signs(cur, tol)
+    crossing = [j for j in range(n2) if np.any(S[j] > 0) and np.any(S[j] < 0)]
+    if "second_layer_flip" in use and crossing and lin and rng.random() < 0.7:
+        j = crossing[int(rng.integers(len(crossing)))]
+        flip = SecondLayerFlip.construct(cur, (j,), tol=tol)
+        if flip is not None:
+            add(flip)
+    for i in range(n1):
+        tr = HidingTranslation(i, 0.0).applies(cur, tol=tol)
+        if not tr.applies:
+            continue
+        if "hiding_translation" in use:
+            lo, hi = tr.valid_set
+            t = float(rng.uniform(lo, min(hi, lo + 3.0)))
+            if HidingTranslation(i, t).applies(cur, tol=tol).applies:
+                add(HidingTranslation(i, t))
+        ks = tuple(k for k in range(n1) if k != i and rng.random() < 0.6)
+        if "flip" in use and ks and Flip(i, ks).applies(cur, tol=tol).applies:
+            add(Flip(i, ks))
+    if "ramp_flip" in use and n1 == 1 and rng.random() < 0.5:
+        (_, _), (W2c, b2c), _ = cur
+        S = row_signs(cur, tol)
+        ramps = [j for j in range(n2) if S[j, 0] < 0 < S[j, 1]]
+        if ramps:
+            j = max(ramps, key=lambda m: b2c[m] / -W2c[m, 0])
+            if RampFlip(j).applies(cur, tol=tol).applies:
+                add(RampFlip(j))
+    if "permutation" in use:
+        add(Permutation(1, tuple(int(v) for v in rng.permutation(n1))))
+        add(Permutation(2, tuple(int(v) for v in rng.permutation(n2))))
+    return cur, seq

@@ -9,8 +9,8 @@ Public re-export of the symmetry objects; definitions and validity sets are in
 """
 
 from ._symmetries import (Applicability, BlockRefactor, DeadNeuronMove, Flip, HidingTranslation,
-                          LinearBlockMixing, Permutation, RampFlip, Scaling, SecondLayerFlip,
-                          Symmetry, apply_sequence)
+                          LinearBlockMixing, ORBIT_MOVES, Permutation, RampFlip, Scaling,
+                          SecondLayerFlip, Symmetry, apply_sequence, random_orbit_point)
 
 __all__ = ["Applicability", "Symmetry", "Permutation", "Scaling", "DeadNeuronMove",
-           "LinearBlockMixing", "HidingTranslation", "Flip", "RampFlip", "SecondLayerFlip", "BlockRefactor", "apply_sequence"]
+           "LinearBlockMixing", "HidingTranslation", "Flip", "RampFlip", "SecondLayerFlip", "BlockRefactor", "apply_sequence", "random_orbit_point", "ORBIT_MOVES"]
