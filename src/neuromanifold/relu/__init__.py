@@ -12,6 +12,7 @@ from ._bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
 from ._canonical import BottleneckEquivalence, canonical_form, equivalent_bottleneck
 from ._domain import Domain, as_domain
 from ._equivalence import Equivalence, equivalent
+from ._flow import ReLUFlowResult, active_blocks, block_law, gradient_flow
 from ._fundim import FunctionalDimension, functional_dimension
 from ._genericity import Genericity, GenericityFailure, genericity
 from ._identifiability import HiddenHyperplane, Identifiability, identifiability
@@ -41,4 +42,6 @@ __all__ = [
     # canonical form, polynomial-time equivalence, fiber search (docs/relu_equivalence.md)
     "canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",
     "search_symmetries", "SymmetrySearch", "SearchCluster",
+    # gradient flow and its conservation laws (docs/conservation.md)
+    "gradient_flow", "ReLUFlowResult", "block_law", "active_blocks",
 ]

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError, ParameterError, short_repr
+from .._errors import ComputationLimitError, InputError, ParameterError, short_repr
 from .._results import Result
 from .._validation import as_finite_array, check_bool, check_positive_float
 from ._net import ReLUNet, check_params
@@ -159,8 +159,8 @@ def block_law(params: Any, block: Sequence[int], *, layer: int | None = None) ->
     >>> W2, b2 = np.array([[1.0, 2.0], [3.0, 0.0]]), np.array([1.0, 1.0])
     >>> W3, b3 = np.array([[1.0, 1.0]]), np.zeros(1)
     >>> block_law([(W1, b1), (W2, b2), (W3, b3)], [0, 1])
-    array([[ 5.,  4.],
-           [ 4.,  9.]])
+    array([[5., 3.],
+           [3., 9.]])
     """
     params = check_params(params)
     widths = ReLUNet.from_params(params).widths
@@ -221,6 +221,10 @@ class ReLUFlowResult(Result):
             theta_j|`` over the law's terms (its size), shape ``(len(law_names),)``.
         max_law_drift: the largest drift of a rescaling law (0 for an exact flow).
         max_block_drift: the largest drift of a block law (None when none is tracked).
+        max_block_drift_while_active: the largest drift of a block law over the sample
+            times before ``blocks_leave_time`` (None when no block is tracked).
+        blocks_leave_time: the first sample time at which a neuron of a tracked block is
+            inactive at a data point (None if never, or no block is tracked).
         pattern_changes: per sample time after the first, the number of (data point,
             neuron) pairs whose activation differs from the previous sample time, shape
             ``(T - 1,)``.
@@ -241,6 +245,8 @@ class ReLUFlowResult(Result):
     law_drift: np.ndarray
     max_law_drift: float
     max_block_drift: float | None
+    max_block_drift_while_active: float | None
+    blocks_leave_time: float | None
     pattern_changes: np.ndarray
     first_change_time: float | None
     blocks: tuple
@@ -316,7 +322,9 @@ def gradient_flow(params: Any, X: Any, Y: Any, t_end: float, *, num_times: int =
         progress: show a progress bar on stderr.
 
     Returns:
-        A :class:`ReLUFlowResult`.
+        A :class:`ReLUFlowResult`. A :class:`neuromanifold.ComputationLimitError` (step
+        budget, time limit, or a step size that collapses, as in a sliding mode along a
+        kink) carries the result up to there as ``partial``.
 
     >>> rng = np.random.default_rng(0)
     >>> p = ReLUNet([2, 3, 3, 1]).random_params(seed=0)
@@ -355,37 +363,54 @@ def gradient_flow(params: Any, X: Any, Y: Any, t_end: float, *, num_times: int =
     velocity = _velocity(net, X, Y)
     times = np.linspace(0.0, float(t_end), int(num_times))
 
-    @quiet_overflow
-    def run():
-        stepper = Stepper(lambda t, th: velocity(th), theta0, times, method=method, rtol=rtol,
-                          atol=atol, max_steps=max_steps, time_limit=time_limit,
-                          what="ReLU gradient flow", progress=progress)
-        stepper.run()
-        return stepper
+    stepper = Stepper(lambda t, th: velocity(th), theta0, times, method=method, rtol=rtol,
+                      atol=atol, max_steps=max_steps, time_limit=time_limit,
+                      what="ReLU gradient flow", progress=progress)
+    try:
+        quiet_overflow(stepper.run)()
+    except ComputationLimitError as err:
+        # e.g. a sliding mode at a kink (the step size collapses): the samples so far
+        err.partial = _result(net, X, Y, times, stepper, tracked, num_rescaling, blocks,
+                              method, rtol, atol)
+        raise
+    return _result(net, X, Y, times, stepper, tracked, num_rescaling, blocks, method, rtol,
+                   atol)
 
-    stepper = run()
+
+def _result(net: ReLUNet, X: np.ndarray, Y: np.ndarray, times: np.ndarray, stepper: Any,
+            tracked: list, num_rescaling: int, blocks: list, method: str, rtol: float,
+            atol: float) -> ReLUFlowResult:
     thetas = np.array(stepper.samples)
     plist = [net.unflatten(th) for th in thetas]
-    losses, patterns = [], []
+    losses, patterns, block_active = [], [], []
     for p in plist:
         out = _forward(p, X)
         losses.append(0.5 * float(np.sum((out - Y) ** 2)))
-        patterns.append(np.concatenate([Z > 0 for Z in _preactivations(p, X)], axis=1)
-                        if len(p) > 1 else np.zeros((X.shape[0], 0), dtype=bool))
+        pre = _preactivations(p, X)
+        patterns.append(np.concatenate([Z > 0 for Z in pre], axis=1)
+                        if pre else np.zeros((X.shape[0], 0), dtype=bool))
+        block_active.append(all(bool(np.all(pre[layer - 1][:, A] > 0)) for layer, A in blocks))
     values = np.array([_law_values(tracked, th) for th in thetas]).reshape(len(thetas), -1)
     scales = np.array([_law_scales(tracked, th) for th in thetas]).reshape(len(thetas), -1)
     size = np.maximum(scales.max(axis=0, initial=0.0), 1e-300)
-    drift = np.abs(values - values[0]).max(axis=0, initial=0.0) / size if tracked else np.zeros(0)
+    dev = np.abs(values - values[0]) / size
+    drift = dev.max(axis=0, initial=0.0)
     changes = np.array([int(np.sum(a != b)) for a, b in zip(patterns[:-1], patterns[1:])])
     first = next((float(t) for t, pat in zip(times, patterns) if np.any(pat != patterns[0])), None)
+    exit_index = next((i for i, a in enumerate(block_active) if not a), len(block_active))
+    blocks_dev = dev[:exit_index, num_rescaling:]
     losses_arr = np.array(losses)
     monotone = bool(np.all(np.diff(losses_arr) <= 1e-12 * max(1.0, abs(losses_arr[0]))))
+    has_blocks = len(tracked) > num_rescaling
     return ReLUFlowResult(
         times=times[:len(plist)], params=plist, loss=losses_arr,
         law_names=tuple(name for name, _ in tracked), law_values=values, law_drift=drift,
         max_law_drift=float(drift[:num_rescaling].max(initial=0.0)),
-        max_block_drift=(float(drift[num_rescaling:].max()) if len(tracked) > num_rescaling
-                         else None),
+        max_block_drift=float(drift[num_rescaling:].max()) if has_blocks else None,
+        max_block_drift_while_active=(float(blocks_dev.max(initial=0.0)) if has_blocks
+                                      else None),
+        blocks_leave_time=(float(times[exit_index]) if has_blocks
+                           and exit_index < len(block_active) else None),
         pattern_changes=changes, first_change_time=first,
         blocks=tuple((layer, tuple(A)) for layer, A in blocks), loss_monotone=monotone,
         method=method, rtol=float(rtol), atol=float(atol), success=stepper.finished,
