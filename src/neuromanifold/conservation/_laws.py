@@ -161,12 +161,23 @@ def _exact_flat(arrays: list[Any], names: list[str]) -> tuple[list, bool]:
         if ex.dtype != object:
             if not np.all(np.isfinite(flat)):
                 raise ParameterError(f"{name} must be finite (no NaN or inf); got {short_repr(a)}")
-            had_float = had_float or ex.dtype.kind == "f"
+            # integer arrays come back as float64: look at what was passed
+            had_float = had_float or _input_kind(a) != "int"
         else:
             had_float = had_float or any(isinstance(x, (float, np.floating)) for x in flat)
         out += [to_fmpq(x.item() if hasattr(x, "item") and not isinstance(x, flint.fmpq) else x)
                 for x in flat]
     return out, had_float
+
+
+def _input_kind(a: Any) -> str:
+    """``"int"`` when ``a`` is an integer array (or nest of ints), else ``"float"``."""
+    if hasattr(a, "detach"):
+        return "float" if "float" in str(getattr(a, "dtype", "float")) else "int"
+    try:
+        return "int" if np.asarray(a).dtype.kind in "iu" else "float"
+    except (TypeError, ValueError):  # pragma: no cover - as_real_array refused it already
+        return "float"
 
 
 def _relu_model(params: Any, data: Any) -> _Model:
