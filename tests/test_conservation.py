@@ -253,3 +253,26 @@ def test_bad_params_are_parameter_errors():
         conservation_laws(LinearFCNet([1, 2, 1]), [np.ones((2, 1))])
     with pytest.raises(ParameterError):
         conservation_laws(ReLUNet([1, 2, 1]), ReLUNet([1, 3, 1]).random_params())
+
+
+# ------------------------------------------------------------------ sweep, benchmark
+def test_sweep_analysis_conservation():
+    from neuromanifold.sweep._analyses import architecture_of, run_analysis
+    assert architecture_of("conservation", {"widths": [2, 3, 1], "data_points": 5})
+    out = run_analysis("conservation", {"widths": [2, 3, 1]}, 0)
+    assert out["count"] == out["known_count"] == out["hidden"] == 3 and out["certified"]
+    with_data = run_analysis("conservation", {"widths": [2, 3, 1], "data_points": 40}, 0)
+    assert with_data["count"] >= 3
+    with pytest.raises(InputError, match="takes architectures"):
+        architecture_of("conservation", {"filters": [2]})
+    with pytest.raises(InputError, match="data_points"):
+        run_analysis("conservation", {"widths": [2, 1], "data_points": 0}, 0)
+
+
+def test_bench_conservation_quick(capsys):
+    from support import load_benchmark
+    rows = load_benchmark("bench_conservation").main(["--quick"])
+    per_arch = [r for r in rows if "widths" in r]
+    assert per_arch and all(r["count"] == r["hidden"] and r["certified"] for r in per_arch)
+    suite = [r for r in rows if "task" in r]
+    assert suite[-1]["baseline_s"] > 0 and "same counts: True" in suite[-1]["note"]
