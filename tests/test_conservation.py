@@ -276,3 +276,16 @@ def test_bench_conservation_quick(capsys):
     assert per_arch and all(r["count"] == r["hidden"] and r["certified"] for r in per_arch)
     suite = [r for r in rows if "task" in r]
     assert suite[-1]["baseline_s"] > 0 and "same counts: True" in suite[-1]["note"]
+
+
+def test_docs_conservation_tables_are_what_the_code_prints():
+    """docs/conservation.md: every python block (doctests) reproduces its shown output."""
+    from pathlib import Path
+
+    from test_readme import code_blocks, run_block
+    page = Path(__file__).resolve().parent.parent / "docs" / "conservation.md"
+    ns: dict = {"__name__": "conservation_doc"}
+    failures = []
+    for lineno, code in code_blocks(page.read_text(encoding="utf-8")):
+        failures += run_block(code, ns, "docs/conservation.md", lineno)
+    assert not failures, "\n".join(failures)
