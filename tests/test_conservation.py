@@ -170,6 +170,20 @@ def test_known_laws_are_callables_with_names():
     assert isinstance(law, KnownLaw) and "rescaling" in repr(law)
 
 
+def test_known_law_gradients_are_the_derivatives_of_their_values():
+    """For a quadratic the central difference with a unit step is the exact derivative."""
+    rng = np.random.default_rng(4)
+    p = [(rng.standard_normal((3, 2)), rng.standard_normal(3)),
+         (np.abs(rng.standard_normal((2, 3))), np.array([3.0, 3.0])),
+         (rng.standard_normal((1, 2)), np.zeros(1))]
+    laws = conservation_laws(p, data=rng.standard_normal((4, 2))).known_laws
+    assert {law.kind for law in laws} == {"rescaling", "block"}
+    theta = ReLUNet([2, 3, 2, 1]).flatten(p)
+    for law in laws:
+        fd = [(law(theta + e) - law(theta - e)) / 2 for e in np.eye(theta.size)]
+        assert np.allclose(law.gradient(list(theta)), fd, atol=1e-12)
+
+
 def test_fc_and_conv_known_laws_are_the_models_invariants():
     net = LinearFCNet([2, 3, 2])
     p = net.random_params(seed=0)
@@ -289,3 +303,20 @@ def test_docs_conservation_tables_are_what_the_code_prints():
     for lineno, code in code_blocks(page.read_text(encoding="utf-8")):
         failures += run_block(code, ns, "docs/conservation.md", lineno)
     assert not failures, "\n".join(failures)
+
+
+def test_the_identity_test_refuses_a_law_that_is_not_conserved():
+    from neuromanifold.conservation._laws import _model_of, _verify_laws
+    p = ReLUNet([2, 2, 1]).random_params(seed=0)
+    m = _model_of(p, None, None)
+    rng = np.random.default_rng(0)
+    real = [KnownLaw(n, k, t, m.flatten) for n, k, t in m.laws]
+    assert _verify_laws(m, real, rng)
+    fake = KnownLaw("w^2", "x", ((0, 0, 1),), m.flatten)      # one weight squared
+    assert not _verify_laws(m, real + [fake], rng)
+    # a block law of a block that is not active at the data is not conserved there
+    q = [(np.eye(2), np.zeros(2)), (np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
+    mq = _model_of(q, None, [[1.0, -1.0], [-1.0, 1.0]])
+    from neuromanifold.relu._flow import block_law_terms
+    (name, terms), = block_law_terms((2, 2, 2, 1), 2, [0, 1])
+    assert not _verify_laws(mq, [KnownLaw(name, "block", terms, mq.flatten)], rng)
