@@ -86,7 +86,8 @@ class ConservationLaws(Result):
 
     Attributes:
         count: ``dimension - lie_dimension``: the number of independent conservation
-            laws (exact when ``certified``; otherwise an upper bound, see ``reason``).
+            laws (exact when ``certified``; otherwise, for the exact methods, an upper
+            bound, see ``reason``).
         dimension: D, the number of parameters.
         lie_dimension: the rank found of ``Lie(V)(theta)`` (a lower bound of the true
             rank, equal to it when ``certified``).
