@@ -238,25 +238,25 @@ class ReLUFlowResult(Result):
     """
 
     times: np.ndarray
-    params: list
+    params: list = dataclasses.field(repr=False)
     loss: np.ndarray
-    law_names: tuple
-    law_values: np.ndarray
-    law_drift: np.ndarray
+    law_names: tuple = dataclasses.field(repr=False)
+    law_values: np.ndarray = dataclasses.field(repr=False)
+    law_drift: np.ndarray = dataclasses.field(repr=False)
     max_law_drift: float
     max_block_drift: float | None
     max_block_drift_while_active: float | None
     blocks_leave_time: float | None
-    pattern_changes: np.ndarray
+    pattern_changes: np.ndarray = dataclasses.field(repr=False)
     first_change_time: float | None
     blocks: tuple
     loss_monotone: bool
     method: str
-    rtol: float
-    atol: float
+    rtol: float = dataclasses.field(repr=False)
+    atol: float = dataclasses.field(repr=False)
     success: bool
     message: str
-    nfev: int
+    nfev: int = dataclasses.field(repr=False)
     num_steps: int
 
     @property
