@@ -162,6 +162,9 @@ def results():
           (np.ones((1, 1)), np.zeros(1))]
     out.append(relu.identifiability(P4))   # with a hidden hyperplane
     out.append(relu.fiber(P4))
+    out.append(nm.conservation_laws(P3))   # with its KnownLaw instances
+    out.append(relu.gradient_flow(P3, [[0.5, 1.0], [1.0, 0.2]], [[1.0], [0.0]], 0.1,
+                                  num_times=3))
     return out
 
 
