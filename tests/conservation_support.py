@@ -12,6 +12,17 @@ def torch_lie_trace(params, X=None, *, max_depth=4, seed=0, tol=1e-7):
     """Ranks of ``V_k(theta)`` (k = 0, 1, ...) from random right-nested brackets,
     stopping when a depth adds nothing; returns ``(trace, D)``."""
     import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)      # tiny tensors: threads only contend
+    try:
+        return _torch_lie_trace(params, X, max_depth, seed, tol)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _torch_lie_trace(params, X, max_depth, seed, tol):
+    import torch
     from torch.func import grad, jvp
 
     torch.manual_seed(seed)
