@@ -20,6 +20,8 @@ from ._errors import (
 )
 from ._results import Result
 from . import exact, fibers, flows, io, linear, ntk, relu, reproduce
+from . import conservation
+from .conservation import ConservationLaws, KnownLaw, conservation_laws
 from .flows import (GradientFlowResult, QuadraticLoss, SquareLoss, compare_lifts,
                     gradient_flow, riemannian_flow)
 from .linear import (JacobianRank, LinearConvNet, LinearFCNet, ShallowReLUCNN, ShallowReLUMLP,
@@ -75,3 +77,4 @@ __all__ = [
     "RegularPoint",
 ]
 __all__ += ["SingularPointError", "ComputationLimitError"]
+__all__ += ["conservation", "conservation_laws", "ConservationLaws", "KnownLaw"]

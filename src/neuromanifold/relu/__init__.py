@@ -12,6 +12,7 @@ from ._bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
 from ._canonical import BottleneckEquivalence, canonical_form, equivalent_bottleneck
 from ._domain import Domain, as_domain
 from ._equivalence import Equivalence, equivalent
+from ._flow import ReLUFlowResult, active_blocks, block_law, gradient_flow
 from ._fundim import FunctionalDimension, functional_dimension
 from ._genericity import Genericity, GenericityFailure, genericity
 from ._identifiability import HiddenHyperplane, Identifiability, identifiability
@@ -47,4 +48,6 @@ __all__ = [
     # non-localizability of identifiability (docs/concepts_relu.md §6)
     "nonlocalizability", "nonlocalizable_example", "search_nonlocalizable",
     "Nonlocalizability", "PartIdentifiability", "NonlocalizableSearch", "orbit_distance",
+    # gradient flow and its conservation laws (docs/conservation.md)
+    "gradient_flow", "ReLUFlowResult", "block_law", "active_blocks",
 ]

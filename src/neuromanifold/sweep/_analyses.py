@@ -61,16 +61,37 @@ def relu_regions(arch: dict, seed: int) -> dict:
     return {"num_regions": len(res.regions)}
 
 
+def conservation(arch: dict, seed: int) -> dict:
+    """Number of conservation laws of gradient flow at a random ReLU parameter
+    (docs/conservation.md): path-lifting, or the outputs at ``data_points`` random
+    Gaussian inputs; with the known laws' count and the number of hidden neurons."""
+    import numpy as np
+
+    from .._validation import check_positive_int
+    from ..conservation import conservation_laws
+    net = _relu(arch)
+    n = arch.get("data_points")
+    X = None if n is None else np.random.default_rng(seed).standard_normal(
+        (check_positive_int(n, "data_points", maximum=4096), net.input_dim))
+    res = conservation_laws(net, net.random_params(seed=seed), data=X, seed=seed)
+    return {"count": res.count, "known_count": res.known_count, "hidden": net.num_hidden,
+            "dimension": res.dimension, "lie_dimension": res.lie_dimension,
+            "lie_rank_trace": list(res.lie_rank_trace), "certified": res.certified,
+            "reason": res.reason}
+
+
 #: name -> function(architecture dict, seed) -> JSON-ready dict
 ANALYSES: dict[str, Callable[[dict, int], dict]] = {
     "linear_dimension": linear_dimension,
     "ntk_dependence": ntk_dependence,
     "relu_functional_dimension": relu_functional_dimension,
     "relu_regions": relu_regions,
+    "conservation": conservation,
 }
 
 _KEYS = {"linear_dimension": ("filters", "strides"), "ntk_dependence": ("filters", "strides"),
-         "relu_functional_dimension": ("widths", "domain"), "relu_regions": ("widths", "domain")}
+         "relu_functional_dimension": ("widths", "domain"), "relu_regions": ("widths", "domain"),
+         "conservation": ("widths", "data_points")}
 
 
 def architecture_of(analysis: str, arch: Any) -> dict:
