@@ -78,23 +78,12 @@ def build_results():
           (np.ones((1, 1)), np.zeros(1))]
     out.append(relu.identifiability(P4))   # with a hidden hyperplane
     out.append(relu.fiber(P4))
+    out.append(nm.conservation_laws(P3))   # with its KnownLaw instances
+    out.append(relu.gradient_flow(P3, [[0.5, 1.0], [1.0, 0.2]], [[1.0], [0.0]], 0.1,
+                                  num_times=3))
+    out.append(relu.nonlocalizable_example(kind="ramp"))   # with its PartIdentifiability
+    out.append(relu.search_nonlocalizable((1, 1, 1, 1), trials=1))
     return out
-
-
-def _nested(value, seen):
-    """Every Result reachable from ``value`` through fields, lists, tuples and dicts."""
-    if isinstance(value, Result):
-        if id(value) in seen:
-            return
-        seen[id(value)] = value
-        for f in dataclasses.fields(value):
-            _nested(getattr(value, f.name), seen)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _nested(v, seen)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _nested(v, seen)
 
 
 def more_results() -> list:

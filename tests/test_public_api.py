@@ -8,6 +8,7 @@ import os
 import inspect
 import json
 import pkgutil
+import sys
 
 import numpy as np
 import pytest
@@ -15,12 +16,16 @@ import pytest
 import neuromanifold as nm
 from neuromanifold import InputError, NeuromanifoldError, Result, flows, linear, relu
 from neuromanifold._validation import check_bool
-from neuromanifold.reproduce import Case, Claim, reproduce_linear
+from neuromanifold.reproduce import reproduce_linear
+
+sys.path.insert(0, os.path.dirname(__file__))
+from result_support import build_results, nested_results  # noqa: E402
 
 MODULES = ["neuromanifold", "neuromanifold.relu", "neuromanifold.linear",
            "neuromanifold.flows", "neuromanifold.ntk", "neuromanifold.fibers",
            "neuromanifold.exact", "neuromanifold.reproduce", "neuromanifold.io",
-           "neuromanifold.sweep", "neuromanifold.report"]
+           "neuromanifold.sweep", "neuromanifold.report", "neuromanifold.conservation",
+           "neuromanifold.relu.symmetries"]
 
 PUBLIC = sorted({(m, n) for m in MODULES for n in importlib.import_module(m).__all__})
 
@@ -102,96 +107,12 @@ def test_every_result_is_a_frozen_dataclass(klass):
 @pytest.fixture(scope="module")
 def results():
     """One real instance of every result type, from small real computations."""
-    out = []
-    conv = nm.LinearConvNet([2, 2], [2])
-    theta = conv.random_params(0)
-    v, delta = conv.end_to_end(theta), conv.invariants(theta)
-    loss = nm.QuadraticLoss(np.eye(4), [1.0, 0.5, -0.3, 0.2])
-    out.append(conv.rank(theta))
-    out.append(nm.gradient_flow(conv, theta, loss, 0.2, num_times=3))
-    out.append(conv.fiber(v, delta))
-    out.append(nm.ntk_dependence(conv, theta))
-    fc = nm.LinearFCNet([2, 2, 2])
-    tf = fc.random_params(0)
-    out.append(fc.fiber(fc.end_to_end(tf), fc.invariants(tf), num_starts=3, seed=0))
-    out.append(nm.riemannian_flow(conv, v, delta, loss, 0.2, lift=theta, num_times=3))
-    out.append(flows.lift_to_fiber(conv, v, delta, theta))
-    out.append(nm.compare_lifts(nm.LinearConvNet([2, 2]), [1.0, -3.0, 2.0], [1.0],
-                                nm.QuadraticLoss(np.eye(3), np.ones(3)), 0.2, num_times=3))
-    out.append(flows.compare_with_parameter_flow(conv, theta, loss, 0.2, lift=theta,
-                                                 num_times=3))
-    out.append(nm.convergence_study(conv, 1, seed=0, t_final=0.1, max_time=0.1))
-    out.append(flows.gradient_flows(conv, [theta, conv.random_params(1)], loss, 0.2))
-    out.append(nm.io.load([(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]))
-    from neuromanifold.sweep import load_config, run_sweep, tasks_of
-    import tempfile
-    folder = tempfile.mkdtemp()
-    with open(os.path.join(folder, "s.toml"), "w") as fh:
-        fh.write('[[grid]]\nanalysis = "linear_dimension"\narchitectures = [{filters = [2, 2]}]\n')
-    out.append(tasks_of(load_config(os.path.join(folder, "s.toml")))[0])
-    out.append(run_sweep(os.path.join(folder, "s.toml"), os.path.join(folder, "o.jsonl"),
-                         workers=1))
-    out.append(linear.path_lifting_check([np.array([[1.0, 2.0], [0.5, -1.0], [2.0, 1.0]]),
-                                          np.array([1.0, -1.0, 2.0])],
-                                         np.random.default_rng(0).standard_normal((5, 2))))
-    out.extend(reproduce_linear(claims=[
-        Claim("fully connected", "generic", "dependent",
-              [Case(fc, fc, fc.random_params, {"num_starts": 4, "seed": "instance"})]),
-        Claim("1D convolution", "strided", "independent", [Case(conv, conv,
-                                                               conv.random_params)])],
-        num_instances=1))
-    p = relu.ReLUNet([2, 3, 1]).random_params(0)
-    out.append(relu.regions(p))
-    out.append(relu.bent_hyperplanes(p))
-    out.append(relu.equivalent(p, p))
-    q = [(W.copy(), b.copy()) for W, b in p]
-    q[-1][1][0] += 1.0
-    out.append(relu.equivalent(p, q))
-    out.append(relu.functional_dimension(p))
-    out.append(relu.weighted_arrangement(p))
-    out.append(relu.arrangements_equal(p, p))
-    out.append(relu.orthant_fiber(p))
-    out.append(relu.genericity(p))
-    W1 = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
-    out.append(relu.genericity([(W1, [-1.0, -1.0, -2.0]), ([[1.0, 1.0, 1.0]], [0.0])]))
-    P3 = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -2.0]]), np.array([0.5])),
-          (np.ones((1, 1)), np.zeros(1))]
-    out.append(relu.equivalent_bottleneck(P3, P3))
-    out.append(relu.search_symmetries(P3, starts=0, initial=[P3]))
-    P4 = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0]]), np.array([-0.5])),
-          (np.ones((1, 1)), np.zeros(1))]
-    out.append(relu.identifiability(P4))   # with a hidden hyperplane
-    out.append(relu.fiber(P4))
-    out.append(relu.nonlocalizable_example(kind="ramp"))
-    out.append(relu.search_nonlocalizable((1, 1, 1, 1), trials=1))
-    out.append(nm.conservation_laws(P3))   # with its KnownLaw instances
-    out.append(relu.gradient_flow(P3, [[0.5, 1.0], [1.0, 0.2]], [[1.0], [0.0]], 0.1,
-                                  num_times=3))
-    return out
-
-
-def _nested(value, seen):
-    """Every Result reachable from ``value`` through fields, lists, tuples and dicts."""
-    if isinstance(value, Result):
-        if id(value) in seen:
-            return
-        seen[id(value)] = value
-        for f in dataclasses.fields(value):
-            _nested(getattr(value, f.name), seen)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _nested(v, seen)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _nested(v, seen)
+    return build_results()
 
 
 @pytest.fixture(scope="module")
 def all_instances(results):
-    seen = {}
-    for r in results:
-        _nested(r, seen)
-    return list(seen.values())
+    return nested_results(results)
 
 
 def test_every_public_result_type_has_an_instance(all_instances):
