@@ -3,8 +3,10 @@ JSON twin ``benchmarks/RESULTS.json``.
 
 Each ``bench_*.py`` exposes ``main(argv) -> rows``; rows carrying the suite's columns
 (``_timing.suite_row``: task, size, ours, baseline, ratio, spread, peak memory) go into
-the table. BLAS threads are pinned to the same number for both sides of every row (the
-environment variables below are set before numpy loads).
+the table. Studies that time nothing against a baseline (:data:`STUDIES`) are left to be
+run on their own. Threads are pinned to the same number for both sides of every row: the
+environment variables below are set before numpy loads (and XLA's flags before JAX
+does); ``_timing.pin_threads`` also limits torch.
 
     python benchmarks/run_all.py [--quick]
 """
@@ -23,6 +25,12 @@ from pathlib import Path
 
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
+if os.environ["OPENBLAS_NUM_THREADS"] == "1":
+    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                                       "intra_op_parallelism_threads=1")
+
+#: benchmarks that are studies (what exists, counted), not timings against a baseline
+STUDIES = {"bench_symmetry_search"}
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -36,12 +44,25 @@ def _fmt(x, unit=""):
     return f"{x:.3g}"
 
 
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="quick mode of every benchmark")
     args = parser.parse_args(argv)
     rows, started = [], time.time()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     for path in sorted(HERE.glob("bench_*.py")):
+        if path.stem in STUDIES:
+            continue
         module = importlib.import_module(path.stem)
         print(f"== {path.stem}", flush=True)
         t = time.perf_counter()
@@ -49,8 +70,9 @@ def main(argv=None) -> list[dict]:
         suite = [dict(r, benchmark=path.stem) for r in out if "task" in r]
         rows += suite
         print(f"   {len(suite)} suite rows in {time.perf_counter() - t:.1f} s", flush=True)
-    machine = (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-               f"BLAS threads {os.environ['OPENBLAS_NUM_THREADS']}")
+    machine = (f"{_cpu_name()} ({platform.machine()}), {os.cpu_count()} cores, Python "
+               f"{platform.python_version()}, threads per side {os.environ['OPENBLAS_NUM_THREADS']}, "
+               f"load average {load:.1f} at the start (shared machine)")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"# Benchmark results\n",
              f"Measured {stamp} on {machine}{' (quick mode)' if args.quick else ''}, in "
