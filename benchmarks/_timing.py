@@ -7,11 +7,37 @@ rows of the suite's common table (``benchmarks/run_all.py`` writes them to
 spread, peak memory. Both sides are timed in the same run, the median over repeats.
 """
 
+import os
 import statistics
+import sys
 import time
 import tracemalloc
 
 import numpy as np
+
+#: the BLAS threads of every side of every row (run_all.py sets the environment before
+#: numpy loads; :func:`pin_threads` also limits pools already loaded, and torch's and XLA's)
+THREADS_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def pin_threads() -> int:
+    """Pin the thread pools of numpy's BLAS, torch and JAX/XLA to the same number (the
+    ``OPENBLAS_NUM_THREADS`` environment variable, default 1), so that both sides of a row
+    get the same cores. Call before timing; returns the number."""
+    n = int(os.environ.get("OPENBLAS_NUM_THREADS", "1"))
+    for var in THREADS_ENV:
+        os.environ.setdefault(var, str(n))
+    if n == 1:   # XLA reads its flags when JAX first loads (imported lazily by the rows)
+        os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                                           "intra_op_parallelism_threads=1")
+    try:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(n)
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        pass
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(n)
+    return n
 
 
 def best_time(fn, repeat: int) -> tuple[float, object]:

@@ -13,7 +13,9 @@ point: 10! / 2!^5 = 113,400 points.
 Both produce the same list of points (checked: nearest-neighbour distance between the two
 sets). A second table times the D = 2 route (exact factorization over Q + grouping +
 exact rescaling) against sympy's ``factor_list`` of the same polynomial (factorization
-only). Prints tables with ratios; nothing is asserted on time.
+only: a lower bound on what a sympy user pays before grouping and rescaling). Prints
+tables with ratios and returns the suite's rows (medians of ``--repeat`` runs); nothing
+is asserted on time.
 
     python benchmarks/bench_fibers.py [--quick] [--repeat N]
 """
@@ -27,7 +29,7 @@ import numpy as np
 from scipy import optimize, spatial
 
 from neuromanifold import LinearConvNet
-from _timing import best_time
+from _timing import median_time, peak_memory_mb, pin_threads, suite_row
 
 
 def real_rooted_params(L: int, k: int, seed: int) -> list[np.ndarray]:
@@ -79,15 +81,19 @@ def _stack(points: list[list[np.ndarray]]) -> np.ndarray:
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="L = 3 (90 points) instead of L = 5")
-    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
+    pin_threads()
     rows = []
     L = 3 if args.quick else 5
     net = LinearConvNet([3] * L)
     params = real_rooted_params(L, 3, seed=0)
     v, deltas = net.end_to_end(params), net.invariants(params)
-    t_ours, fib = best_time(lambda: net.fiber(net.polynomial(params), deltas), args.repeat)
-    t_base, base = best_time(lambda: baseline_fiber(net, v, deltas), args.repeat)
+    t_ours, spread, fib = median_time(lambda: net.fiber(net.polynomial(params), deltas),
+                                      args.repeat)
+    t_base, _, base = median_time(lambda: baseline_fiber(net, v, deltas),
+                                  1 if not args.quick else args.repeat)
+    peak = peak_memory_mb(lambda: net.fiber(net.polynomial(params), deltas))
     A, B = _stack(fib.points), _stack(base)
     dist = float(max(spatial.cKDTree(A).query(B)[0].max(), spatial.cKDTree(B).query(A)[0].max()))
     rows.append({"case": f"1D stride 1, L={L}, k=3, real roots", "points": fib.num_points,
@@ -97,6 +103,10 @@ def main(argv=None) -> list[dict]:
     print(f"{'case':<36} {'points':>8} {'base pts':>8} {'ours s':>8} {'base s':>8} "
           f"{'ratio':>7} {'set dist':>9} {'residual':>9}")
     r = rows[-1]
+    rows.append(suite_row("fiber enumeration (1D, exact)",
+                          f"[3]*{L} stride 1, real roots: {fib.num_points} points", t_ours,
+                          "itertools + numpy.poly + brentq per point", t_base, spread, peak,
+                          f"same point set to {dist:.0e}; certified={fib.certified}"))
     print(f"{r['case']:<36} {r['points']:>8} {r['baseline_points']:>8} {r['ours']:>8.3f} "
           f"{r['baseline']:>8.3f} {r['ratio']:>6.1f}x {dist:>9.1e} {fib.max_residual:>9.1e}")
 
@@ -111,12 +121,18 @@ def main(argv=None) -> list[dict]:
         net2 = LinearConvNet(shapes, strides)
         p2 = net2.random_params(1)
         poly = net2.polynomial(p2)
-        t_fib, fib2 = best_time(lambda: net2.fiber(poly, net2.invariants(p2)), args.repeat)
+        t_fib, spread2, fib2 = median_time(lambda: net2.fiber(poly, net2.invariants(p2)),
+                                           args.repeat)
         t1, t2 = sympy.symbols("t1 t2")
         expr = sympy.sympify(str(poly).replace("^", "**"), locals={"t1": t1, "t2": t2})
-        t_sym, _ = best_time(lambda: sympy.factor_list(expr), args.repeat)
+        t_sym, _, _ = median_time(lambda: sympy.factor_list(expr), args.repeat)
+        peak2 = peak_memory_mb(lambda: net2.fiber(poly, net2.invariants(p2)))
         rows.append({"case": repr(net2), "points": fib2.num_points, "ours": t_fib,
                      "baseline": t_sym, "ratio": t_sym / t_fib, "certified": fib2.certified})
+        rows.append(suite_row("fiber (2D, exact)", f"{[k for k in shapes]}, strides "
+                              f"{strides or 1}: {fib2.num_points} points", t_fib,
+                              "sympy factor_list (factoring only)", t_sym, spread2, peak2,
+                              f"certified={fib2.certified}"))
         print(f"{repr(net2)[:70]:<70} {fib2.num_points:>6} {t_fib:>8.3f} {t_sym:>14.3f}")
     return rows
 

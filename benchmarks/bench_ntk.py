@@ -1,17 +1,29 @@
-"""Structured NTK of linear convolutional networks against a generic baseline.
+"""NTK of linear convolutional networks against the tools a user would pick.
 
-Baseline (measured in the same run): the Jacobian assembled column by column from the
-multilinear identity (column (l, j) = mu(w_1, ..., e_j, ..., w_L)), then ``J @ J.T``.
-Ours: ``LinearConvNet.ntk`` (J_l scattered from one partial product P_l per layer, then
-one symmetric rank-k update). Prints a table with the time ratio; no assertion on time.
+Ours: ``LinearConvNet.ntk`` (``J^T`` written from one flat partial product ``P_l`` per
+layer, 3L - 2 one-dimensional convolutions, then one symmetric rank-k update, BLAS syrk).
+Baselines, measured in the same run on the same parameters:
 
-What bounds the ratio: both methods end in the same Gram product ``J @ J.T``
-(|v|^2 P / 2 flops, BLAS syrk); ours removes only the per-column assembly. At about
-2,000 entries and 300 parameters that product dominates, so the ratio falls to about 4x
-(it peaks near 10x at a few hundred entries). A structured O(L |v|^2) recurrence along
-the diagonals of K exists (K_l[i, i'] - K_l[i - S, i' - S] is a rank-2 term), but
-written in numpy, or JIT-compiled with numba (tried), it was no faster than syrk at
-these sizes.
+* the floor: ``J @ J.T`` for a Jacobian already given (no method can skip this product
+  unless it avoids forming K through J);
+* the Jacobian assembled column by column from the multilinear identity (column (l, j) =
+  mu(w_1, ..., e_j, ..., w_L)), then ``J @ J.T``;
+* ``torch.func``: ``jacfwd`` (forward mode, vmapped over the parameters: the right mode
+  here, |theta| < |v|) of the end-to-end map written with torch convolutions, then
+  ``J @ J.T``; ``jacrev`` (vmapped over the outputs) up to |v| = 1,000, beyond which
+  it takes tens of seconds;
+* JAX: ``jax.jacfwd`` of the same map (``lax.conv_general_dilated``) and ``J @ J.T``,
+  together under ``jax.jit`` (compiled before timing; float64).
+
+Every side runs on the same number of threads (``_timing.pin_threads``). The peers are
+skipped with a note when torch or JAX is not installed. Sizes: |v| from about 300 to
+4,500 in 1D and 2D.
+
+What bounds the ratio to the floor: ours ends in the same Gram product, so from about
+1,000 entries on it is the floor plus a few percent; below, the fixed cost of a few
+dozen small numpy calls is comparable to the product. (A structured O(L |v|^2)
+recurrence along the diagonals of K exists, but written in numpy it streams several
+|v| x |v| arrays per layer and loses to syrk at these filter sizes.)
 
     python benchmarks/bench_ntk.py [--quick] [--repeat N]
 """
@@ -25,21 +37,24 @@ from scipy import signal
 
 from neuromanifold import LinearConvNet
 from neuromanifold.linear import upsample
-from _timing import best_time, median_time, peak_memory_mb, suite_row
+from _timing import median_time, peak_memory_mb, pin_threads, suite_row
 
-SIZES = [  # (filter_shapes, strides): growing to ~2,000 end-to-end entries, ~300 params
-    ([5, 5, 5], [2, 2]),
-    ([20, 20, 20, 20, 20], [2, 2, 1, 1]),
-    ([40, 40, 40, 40, 40], [2, 2, 2, 1]),
-    ([60, 60, 60, 60, 60], [2, 2, 2, 2]),
-    ([(3, 3)] * 3, [(2, 2), (1, 1)]),
-    ([(5, 5)] * 6, [(2, 2)] + [(1, 1)] * 4),
-    ([(7, 7)] * 6, [(2, 2)] + [(1, 1)] * 4),
+SIZES = [  # (filter_shapes, strides): |v| from ~300 to ~4,500, 1D then 2D
+    ([20] * 5, [2, 2, 1, 1]),                       # |v| = 286, P = 100
+    ([40] * 5, [2, 2, 2, 1]),                       # 898, 200
+    ([60] * 5, [2, 2, 2, 2]),                       # 1830, 300
+    ([70] * 6, [2] * 5),                            # 4348, 420
+    ([(3, 3)] * 5, [(2, 2)] + [(1, 1)] * 3),        # 361, 45
+    ([(5, 5)] * 4, [(2, 2)] + [(1, 1)] * 2),        # 841, 100
+    ([(5, 5)] * 6, [(2, 2)] + [(1, 1)] * 4),        # 2025, 150
+    ([(7, 7)] * 6, [(2, 2)] + [(1, 1)] * 4),        # 4489, 294
 ]
-QUICK = SIZES[:1] + SIZES[4:5]
+QUICK = [([5, 5, 5], [2, 2]), ([(3, 3)] * 2, [(2, 2)])]
+JACREV_MAX = 1000   # torch.func.jacrev beyond this |v| takes tens of seconds
 
 
 def baseline_ntk(net: LinearConvNet, params: list[np.ndarray]) -> np.ndarray:
+    """Column by column: column (l, j) of J is mu with w_l replaced by the unit e_j."""
     cols = []
     for l, w in enumerate(params):
         for j in np.ndindex(w.shape):
@@ -55,14 +70,15 @@ def baseline_ntk(net: LinearConvNet, params: list[np.ndarray]) -> np.ndarray:
     return J @ J.T
 
 
-def torch_ntk(net: LinearConvNet, params: list[np.ndarray]):
-    """The recipe users run today: torch.func.jacrev of the end-to-end map (convolutions
-    in torch), then J J^T. Returns None when torch is not installed."""
+def torch_ntk(net: LinearConvNet, params: list[np.ndarray], mode: str = "jacfwd"):
+    """``torch.func.<mode>`` of the end-to-end map (torch convolutions), then J J^T, as a
+    function of no arguments; None when torch is not installed."""
     try:
         import torch
-        from torch.func import jacrev
+        from torch import func
     except ImportError:
         return None
+    pin_threads()
     D = net.ndim
     conv = torch.nn.functional.conv1d if D == 1 else torch.nn.functional.conv2d
     sizes = [w.size for w in params]
@@ -71,66 +87,122 @@ def torch_ntk(net: LinearConvNet, params: list[np.ndarray]):
         ws = torch.split(theta, sizes)
         v = ws[0].view(net.filter_shapes[0])
         for w, k, S in zip(ws[1:], net.filter_shapes[1:], net.cumulative_strides[1:]):
-            up = torch.zeros(tuple((a - 1) * s + 1 for a, s in zip(k, S)), dtype=theta.dtype)
-            up[tuple(slice(None, None, s) for s in S)] = w.view(k)
-            kern = up.flip(tuple(range(D)))
+            kern = w.view(k).flip(tuple(range(D)))
+            # full convolution with up(w, S): correlation with the flipped, dilated kernel
             v = conv(v.view((1, 1) + v.shape), kern.view((1, 1) + kern.shape),
-                     padding=tuple(n - 1 for n in kern.shape)).view(
-                         tuple(a + b - 1 for a, b in zip(v.shape, kern.shape)))
+                     padding=tuple((a - 1) * s for a, s in zip(k, S)), dilation=S)[0, 0]
         return v.reshape(-1)
 
+    jac = getattr(func, mode)(mu)
     theta = torch.tensor(np.concatenate([w.ravel() for w in params]))
 
     def run():
-        J = jacrev(mu)(theta)
+        J = jac(theta)
         return (J @ J.T).numpy()
     return run
+
+
+def jax_ntk(net: LinearConvNet, params: list[np.ndarray]):
+    """``jax.jacfwd`` of the end-to-end map and J J^T under one ``jax.jit`` (compiled
+    here, before any timing), as a function of no arguments; None without JAX."""
+    pin_threads()          # XLA's flags must be in the environment before JAX loads
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    D = net.ndim
+    cuts = np.cumsum([w.size for w in params])[:-1].tolist()
+    dims = ("NCH", "OIH", "NCH") if D == 1 else ("NCHW", "OIHW", "NCHW")
+
+    def mu(theta):
+        ws = jnp.split(theta, cuts)
+        v = ws[0].reshape(net.filter_shapes[0])
+        for w, k, S in zip(ws[1:], net.filter_shapes[1:], net.cumulative_strides[1:]):
+            kern = jnp.flip(w.reshape(k), tuple(range(D)))
+            v = jax.lax.conv_general_dilated(
+                v[None, None], kern[None, None], window_strides=(1,) * D,
+                padding=[((a - 1) * s, (a - 1) * s) for a, s in zip(k, S)],
+                rhs_dilation=S, dimension_numbers=dims)[0, 0]
+        return v.reshape(-1)
+
+    @jax.jit
+    def ntk(theta):
+        J = jax.jacfwd(mu)(theta)
+        return J @ J.T
+
+    theta = jnp.asarray(np.concatenate([w.ravel() for w in params]))
+    ntk(theta).block_until_ready()   # compile
+
+    def run():
+        return np.asarray(ntk(theta).block_until_ready())
+    return run
+
+
+def _rel(A: np.ndarray, B: np.ndarray) -> float:
+    return float(np.abs(A - B).max() / np.abs(B).max())
 
 
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two small sizes only")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
+    threads = pin_threads()
     rows = []
-    print(f"{'network':<62} {'|v|':>6} {'P':>5} {'ours ms':>9} {'base ms':>9} {'ratio':>7} {'rel.diff':>9}")
+    print(f"{'network':<52} {'|v|':>5} {'P':>4} {'ours ms':>9} {'floor ms':>9} "
+          f"{'vs floor':>8}  peers (ms)")
     for shapes, strides in (QUICK if args.quick else SIZES):
         net = LinearConvNet(shapes, strides)
         params = net.random_params(0)
-        K = net.ntk(params)
-        K0 = baseline_ntk(net, params)
-        diff = float(np.abs(K - K0).max() / np.abs(K0).max())
-        t_ours, _ = best_time(lambda: net.ntk(params), args.repeat)
-        t_base, _ = best_time(lambda: baseline_ntk(net, params), args.repeat)
-        rows.append({"network": repr(net), "size": net.end_to_end_size, "params": net.num_params,
-                     "ours": t_ours, "baseline": t_base, "ratio": t_base / t_ours, "diff": diff})
-        # the suite's rows: against the floor (the bare Gram product of a given J), the
-        # column-by-column Jacobian, and torch.func; JAX when installed
-        size = f"{net!r}: |v|={net.end_to_end_size}, P={net.num_params}"
-        t_med, spread, _ = median_time(lambda: net.ntk(params), args.repeat)
+        big = net.end_to_end_size > 3000
+        rep = max(1, args.repeat // 2) if big else args.repeat
+        t_ours, spread, K = median_time(lambda: net.ntk(params), rep)
         peak = peak_memory_mb(lambda: net.ntk(params))
         J = net.jacobian(params)
-        t_floor, _, _ = median_time(lambda: J @ J.T, args.repeat)
-        rows.append(suite_row("NTK", size, t_med, "bare J @ J.T (floor, J given)", t_floor,
-                              spread, peak))
-        rows.append(suite_row("NTK", size, t_med, "column-by-column Jacobian", t_base, spread,
-                              peak))
-        run = torch_ntk(net, params)
+        t_floor, _, _ = median_time(lambda: J @ J.T, rep)
+        t_base, _, K0 = median_time(lambda: baseline_ntk(net, params), max(1, rep // 2))
+        diff = _rel(K, K0)
+        rows.append({"network": repr(net), "size": net.end_to_end_size,
+                     "params": net.num_params, "ours": t_ours, "baseline": t_base,
+                     "floor": t_floor, "ratio": t_base / t_ours, "diff": diff})
+        size = (f"{net.ndim}D {[k[0] if net.ndim == 1 else k for k in net.filter_shapes]}: "
+                f"|v|={net.end_to_end_size}, P={net.num_params}")
+        rows.append(suite_row("NTK", size, t_ours, "bare J @ J.T (floor, J given)", t_floor,
+                              spread, peak, f"{threads} thread(s) each side"))
+        rows.append(suite_row("NTK", size, t_ours, "column-by-column Jacobian", t_base,
+                              spread, peak, f"rel. diff {diff:.1e}"))
+        peers = {}
+        for mode in ("jacfwd", "jacrev"):
+            name = f"torch.func {mode} + vmap"
+            if mode == "jacrev" and net.end_to_end_size > JACREV_MAX:
+                rows.append(suite_row("NTK", size, t_ours, name, None, spread, peak,
+                                      f"not run above |v| = {JACREV_MAX} (tens of seconds)"))
+                continue
+            run = torch_ntk(net, params, mode)
+            if run is None:
+                rows.append(suite_row("NTK", size, t_ours, name, None, spread, peak,
+                                      "torch not installed: pip install 'neuromanifold[torch]'"))
+                continue
+            run()   # warm-up
+            t_t, _, K_t = median_time(run, rep)
+            peers[mode] = t_t
+            rows.append(suite_row("NTK", size, t_ours, name, t_t, spread, peak,
+                                  f"rel. diff {_rel(K_t, K):.1e}"))
+        run = jax_ntk(net, params)
         if run is None:
-            rows.append(suite_row("NTK", size, t_med, "torch.func jacrev", None, spread, peak,
-                                  "torch not installed: pip install 'neuromanifold[torch]'"))
+            rows.append(suite_row("NTK", size, t_ours, "JAX jacfwd (jit)", None, spread, peak,
+                                  "JAX not installed: pip install 'neuromanifold[jax]'"))
         else:
-            t_torch, _, K_t = median_time(run, args.repeat)
-            rows.append(suite_row("NTK", size, t_med, "torch.func jacrev", t_torch, spread, peak,
-                                  f"rel. diff {np.abs(K_t - K).max() / np.abs(K).max():.1e}"))
-        try:
-            import jax  # noqa: F401
-            note = "JAX installed but not wired yet"
-        except ImportError:
-            note = "JAX not installed: pip install jax"
-        rows.append(suite_row("NTK", size, t_med, "JAX jacfwd (jit)", None, spread, peak, note))
-        print(f"{repr(net)[:62]:<62} {net.end_to_end_size:>6} {net.num_params:>5} "
-              f"{1e3 * t_ours:>9.2f} {1e3 * t_base:>9.2f} {t_base / t_ours:>6.1f}x {diff:>9.1e}")
+            t_j, _, K_j = median_time(run, rep)
+            peers["jax"] = t_j
+            rows.append(suite_row("NTK", size, t_ours, "JAX jacfwd (jit)", t_j, spread, peak,
+                                  f"compiled before timing; rel. diff {_rel(K_j, K):.1e}"))
+        print(f"{repr(net)[13:65]:<52} {net.end_to_end_size:>5} {net.num_params:>4} "
+              f"{1e3 * t_ours:>9.2f} {1e3 * t_floor:>9.2f} {t_ours / t_floor:>7.2f}x  "
+              + ", ".join(f"{k} {1e3 * v:.1f}" for k, v in peers.items())
+              + f", columns {1e3 * t_base:.1f}", flush=True)
     return rows
 
 

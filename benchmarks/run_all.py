@@ -3,10 +3,12 @@ JSON twin ``benchmarks/RESULTS.json``.
 
 Each ``bench_*.py`` exposes ``main(argv) -> rows``; rows carrying the suite's columns
 (``_timing.suite_row``: task, size, ours, baseline, ratio, spread, peak memory) go into
-the table. BLAS threads are pinned to the same number for both sides of every row (the
-environment variables below are set before numpy loads).
+the table. Studies that time nothing against a baseline (:data:`STUDIES`) are left to be
+run on their own. Threads are pinned to the same number for both sides of every row: the
+environment variables below are set before numpy loads (and XLA's flags before JAX
+does); ``_timing.pin_threads`` also limits torch.
 
-    python benchmarks/run_all.py [--quick]
+    python benchmarks/run_all.py [--quick] [--render]
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ from pathlib import Path
 
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
+if os.environ["OPENBLAS_NUM_THREADS"] == "1":
+    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                                       "intra_op_parallelism_threads=1")
+
+#: benchmarks that are studies (what exists, counted), not timings against a baseline
+STUDIES = {"bench_symmetry_search"}
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -36,12 +44,54 @@ def _fmt(x, unit=""):
     return f"{x:.3g}"
 
 
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def _cell(x) -> str:
+    """A table cell: pipes escaped (sizes such as |v| and notes such as |v_a - v_b|)."""
+    return str(x).replace("|", "\\|")
+
+
+def render(report: dict) -> str:
+    """RESULTS.md from the JSON report (measured, machine, quick, elapsed_s, rows)."""
+    lines = ["# Benchmark results\n",
+             f"Measured {report['measured']} on {report['machine']}"
+             f"{' (quick mode)' if report['quick'] else ''}, in {report['elapsed_s']:.0f} s. "
+             f"Both sides of every row ran in the same run; times are medians over repeats; "
+             f"ratio = baseline / ours (> 1: ours is faster); spread = (max - min) / median "
+             f"of our repeats; peak = Python-heap peak of ours.\n",
+             "| task | size | ours | baseline | baseline time | ratio | spread | peak MB | note |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in report["rows"]:
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.1f}x"
+        lines.append(f"| {_cell(r['task'])} | {_cell(r['size'])} | {_fmt(r['ours_s'], 's')} | "
+                     f"{_cell(r['baseline'])} | {_fmt(r['baseline_s'], 's')} | {ratio} | "
+                     f"{_fmt(r['spread'])} | {_fmt(r['peak_mb'])} | {_cell(r['note'])} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="quick mode of every benchmark")
+    parser.add_argument("--render", action="store_true",
+                        help="only rewrite RESULTS.md from RESULTS.json")
     args = parser.parse_args(argv)
+    if args.render:
+        report = json.loads((HERE / "RESULTS.json").read_text())
+        (HERE / "RESULTS.md").write_text(render(report))
+        return report["rows"]
     rows, started = [], time.time()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     for path in sorted(HERE.glob("bench_*.py")):
+        if path.stem in STUDIES:
+            continue
         module = importlib.import_module(path.stem)
         print(f"== {path.stem}", flush=True)
         t = time.perf_counter()
@@ -49,24 +99,14 @@ def main(argv=None) -> list[dict]:
         suite = [dict(r, benchmark=path.stem) for r in out if "task" in r]
         rows += suite
         print(f"   {len(suite)} suite rows in {time.perf_counter() - t:.1f} s", flush=True)
-    machine = (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-               f"BLAS threads {os.environ['OPENBLAS_NUM_THREADS']}")
+    machine = (f"{_cpu_name()} ({platform.machine()}), {os.cpu_count()} cores, Python "
+               f"{platform.python_version()}, threads per side {os.environ['OPENBLAS_NUM_THREADS']}, "
+               f"load average {load:.1f} at the start (shared machine)")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [f"# Benchmark results\n",
-             f"Measured {stamp} on {machine}{' (quick mode)' if args.quick else ''}, in "
-             f"{time.time() - started:.0f} s. Both sides of every row ran in the same run; "
-             f"times are medians over repeats; ratio = baseline / ours (> 1: ours is faster); "
-             f"spread = (max - min) / median of our repeats; peak = Python-heap peak of ours.\n",
-             "| task | size | ours | baseline | baseline time | ratio | spread | peak MB | note |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.1f}x"
-        lines.append(f"| {r['task']} | {r['size']} | {_fmt(r['ours_s'], 's')} | {r['baseline']} "
-                     f"| {_fmt(r['baseline_s'], 's')} | {ratio} | {_fmt(r['spread'])} | "
-                     f"{_fmt(r['peak_mb'])} | {r['note']} |")
-    (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n")
-    (HERE / "RESULTS.json").write_text(json.dumps({"measured": stamp, "machine": machine,
-                                                   "quick": args.quick, "rows": rows}, indent=2))
+    report = {"measured": stamp, "machine": machine, "quick": args.quick,
+              "elapsed_s": time.time() - started, "rows": rows}
+    (HERE / "RESULTS.json").write_text(json.dumps(report, indent=2))
+    (HERE / "RESULTS.md").write_text(render(report))
     print(f"wrote {HERE / 'RESULTS.md'}")
     return rows
 

@@ -11,6 +11,8 @@ from neuromanifold import (ComputationLimitError, InputError, LinearConvNet, Lin
                            ParameterError, QuadraticLoss, SquareLoss, gradient_flow)
 from neuromanifold.flows._gradient_flow import parameter_velocity
 
+from support import conv_nets
+
 
 def _data(net, rng, n=6):
     if isinstance(net, LinearConvNet):
@@ -148,3 +150,49 @@ def test_overflow_is_an_error_not_nan():
     with pytest.raises(InputError, match="overflow: the loss value"):
         loss.value(np.full(4, 1e10))
     assert loss.value(np.full(4, 1e-10)) == pytest.approx(2e280)
+
+
+# ------------------------------------------------------------------ the monomial path
+@given(net=conv_nets(max_layers=4, max_k=4), seed=st.integers(0, 2**31),
+       zeros=st.integers(0, 2))
+def test_monomial_velocity_equals_the_vjp(net, seed, zeros):
+    """The monomial velocity is -J^T A (v - target) computed through net.vjp, to rounding,
+    on random architectures (1D to 3D) with exact zero weights."""
+    from neuromanifold.flows._gradient_flow import MonomialPath
+    if not MonomialPath.applies(net):
+        return
+    rng = np.random.default_rng(seed)
+    params = net.random_params(rng)
+    for _ in range(zeros):
+        l = int(rng.integers(len(params)))
+        params[l].flat[int(rng.integers(params[l].size))] = 0.0
+    n = net.end_to_end_size
+    M = rng.standard_normal((n, n))
+    loss = QuadraticLoss(M @ M.T, rng.standard_normal(n))
+    out = parameter_velocity(net, loss)(net.flatten(params))
+    g = loss.gradient(net.end_to_end(params))
+    ref = -np.concatenate([a.ravel() for a in net.vjp(params, g)])
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12 * max(1.0, np.abs(ref).max()))
+    np.testing.assert_allclose(out, parameter_velocity(net, loss, monomials=False)(
+        net.flatten(params)), rtol=0, atol=1e-12 * max(1.0, np.abs(ref).max()))
+
+
+def test_monomial_flow_is_the_convolution_flow(rng):
+    """Both velocity paths give the same flow and conserve the invariants; the monomial
+    path is not used beyond its size limit."""
+    from neuromanifold.flows._gradient_flow import MONOMIAL_MAX_TERMS, MonomialPath
+    net = LinearConvNet([3, 2, 2], strides=[2, 2])
+    loss = SquareLoss.from_data(net, *_data(net, rng))
+    theta0 = net.flatten(net.random_params(rng))
+    sols = [solve_ivp(lambda t, y, f=parameter_velocity(net, loss, monomials=m): f(y),
+                      (0, 3.0), theta0, method="DOP853", rtol=1e-11, atol=1e-13)
+            for m in (True, False)]
+    np.testing.assert_allclose(sols[0].y[:, -1], sols[1].y[:, -1], atol=1e-8)
+    flow = gradient_flow(net, net.unflatten(theta0), loss, 3.0, num_times=5)
+    assert flow.max_invariant_drift < 1e-10
+    assert not MonomialPath.applies(LinearConvNet([17, 16, 16]))   # 4352 > 4096 products
+    assert MONOMIAL_MAX_TERMS == 4096
+    big = [np.full(2, 1e160), np.full(2, 1e160)]
+    with pytest.raises(ParameterError, match="overflow"):
+        parameter_velocity(LinearConvNet([2, 2], strides=[2]),
+                           QuadraticLoss(np.eye(4), np.zeros(4)))(np.concatenate(big))

@@ -52,3 +52,25 @@ def test_bad_input(kwargs, message):
         gradient_flows(**args)
     with pytest.raises(nm.InputError, match="LinearConvNet"):
         gradient_flows(nm.LinearFCNet([2, 2]), [[np.eye(2)]], args["loss"], 1.0)
+
+
+@pytest.mark.parametrize("method", ["DOP853", "RK45"])
+@pytest.mark.parametrize("monomials", [True, False])
+def test_both_pairs_and_both_velocity_paths_are_the_single_flow(method, monomials,
+                                                               monkeypatch):
+    """DOP853 and RK45, with the batch's velocity from monomials or (limit set to 0)
+    from batched convolutions: each trajectory is the single flow."""
+    from neuromanifold.flows import _gradient_flow
+    if not monomials:
+        monkeypatch.setattr(_gradient_flow, "MONOMIAL_MAX_TERMS", 0)
+    net = nm.LinearConvNet([3, 2, 2], [2, 2])
+    loss = nm.SquareLoss.from_data(net, *random_regression_data(net, seed=1))
+    starts = [net.random_params(seed=s) for s in range(3)]
+    res = gradient_flows(net, starts, loss, 0.5, num_times=3, method=method)
+    assert res.success.all() and res.max_invariant_drift.max() < 1e-9
+    for i, p in enumerate(starts):
+        single = nm.gradient_flow(net, p, loss, 0.5, num_times=3)
+        scale = max(1.0, np.abs(single.end_to_end).max())
+        np.testing.assert_allclose(res.end_to_end[i], single.end_to_end, atol=1e-8 * scale)
+    with pytest.raises(nm.InputError, match="method"):
+        gradient_flows(net, starts, loss, 0.5, method="LSODA")

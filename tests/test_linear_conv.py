@@ -227,3 +227,56 @@ def test_exact_target_is_the_exact_rational_data(rng):
     exact = [sum(fmpq_to_fraction(to_fmpq(float(c))) ** 2 for c in w.ravel()) for w in params]
     assert [fmpq_to_fraction(d) for d in deltas] == [exact[1] - exact[0]]
     assert float(deltas[0]) == pytest.approx(net.invariants(params)[0], rel=1e-12)
+
+
+# ------------------------------------------------------------ the structured NTK fast path
+def _reference_ntk(net, params):
+    """The previous construction: J_l scattered from the D-dimensional P_l, J J^T."""
+    J = np.hstack(net._jacobian_blocks(net.check_params(params)))
+    return J, J @ J.T
+
+
+def _rel(a, b):
+    return np.abs(a - b).max() / max(np.abs(b).max(), 1e-300)
+
+
+@given(net=conv_nets(max_k=6), seed=st.integers(0, 2**31), zeros=st.integers(0, 3))
+def test_flat_jacobian_and_ntk_equal_the_reference(net, seed, zeros):
+    """J^T from flat partial products equals the D-dimensional construction, and the NTK
+    its Gram matrix to 1e-12 relative, also with exact zero filter entries."""
+    rng = np.random.default_rng(seed)
+    params = net.random_params(rng)
+    for _ in range(zeros):   # adversarial: exact zeros anywhere (also a whole filter)
+        l = int(rng.integers(len(params)))
+        params[l].flat[int(rng.integers(params[l].size))] = 0.0
+    J0, K0 = _reference_ntk(net, params)
+    J, K = net.jacobian(params), net.ntk(params)
+    assert J.flags.c_contiguous and J.shape == J0.shape
+    assert _rel(J, J0) <= 1e-12 and _rel(K, K0) <= 1e-12
+    assert np.array_equal(K, K.T)
+
+
+@pytest.mark.parametrize("shapes, strides", [
+    ([60] * 5, [2, 2, 2, 2]),                          # FFT convolutions in the flat form
+    ([(7, 7)] * 4, [(2, 2), (1, 1), (1, 1)]),          # long, sparse flat 2D filters
+    ([(3, 1, 2), (1, 4, 1), (2, 2, 2)], [(1, 3, 1), (2, 1, 2)]),
+    ([1, 1, 1], [5, 7]),                               # size-1 filters, strides beyond them
+    ([(1, 5), (4, 1)], [(3, 3)]),
+])
+def test_flat_ntk_on_larger_and_degenerate_nets(shapes, strides):
+    net = LinearConvNet(shapes, strides)
+    params = net.random_params(3)
+    J0, K0 = _reference_ntk(net, params)
+    assert _rel(net.jacobian(params), J0) <= 1e-12
+    assert _rel(net.ntk(params), K0) <= 1e-12
+
+
+def test_ntk_overflow_is_an_error_and_large_finite_kernels_are_not():
+    net = LinearConvNet([3, 2], strides=[2])
+    params = net.random_params(0)
+    with pytest.raises(ParameterError, match="overflow: the NTK"):
+        net.ntk([params[0] * 1e160, params[1] * 1e160])   # K ~ 1e320
+    big = [params[0] * 1e151, params[1] * 1e151]          # trace ~1e302: the full check runs
+    K = net.ntk(big)
+    assert np.isfinite(K).all() and np.trace(K) > 1e300
+    assert _rel(K, _reference_ntk(net, big)[1]) <= 1e-12

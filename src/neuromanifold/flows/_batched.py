@@ -1,5 +1,6 @@
-"""Many gradient flows at once: a vectorized Dormand-Prince 5(4) integrator with step
-control per trajectory, for linear convolutional networks.
+"""Many gradient flows at once: vectorized explicit Runge-Kutta integrators (``solve_ivp``'s
+DOP853 and Dormand-Prince 5(4) pairs) with step control per trajectory, for linear
+convolutional networks.
 
 A study of convergence or of NTK dependence needs hundreds or thousands of flows of one
 architecture from different initializations. Integrating them one by one with
@@ -138,6 +139,56 @@ class _BatchedConv:
         return np.concatenate(grads, axis=1)
 
 
+class _BatchedMonomial:
+    """The same map and velocity for a small network from its monomials (as
+    :class:`~neuromanifold.flows._gradient_flow.MonomialPath`, batched): ``v = m @ Pos``
+    and ``J^T g = (E * (g @ Pos^T)) @ Q`` with 0/1 matrices ``Pos`` (tuple -> entry of v)
+    and ``Q`` (layer and tuple -> parameter), so every step is a BLAS product over the
+    whole batch."""
+
+    def __init__(self, net: Any):
+        from ._gradient_flow import MonomialPath
+        mono = MonomialPath(net)
+        self.L, C = mono.pidx.shape
+        self.pidx = mono.pidx
+        self.Pos = np.zeros((C, mono.n))
+        self.Pos[np.arange(C), mono.pos] = 1.0
+        self.Q = np.zeros((self.L * C, mono.P))
+        self.Q[np.arange(self.L * C), mono.flat_pidx] = 1.0
+
+    @staticmethod
+    def applies(net: Any) -> bool:
+        from ._gradient_flow import MonomialPath
+        return MonomialPath.applies(net)
+
+    def products(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(E, m)``: per trajectory and tuple, the products without layer l, and of all."""
+        G = theta[:, self.pidx]                                  # (B, L, C)
+        L = self.L
+        E = np.empty_like(G)
+        if L == 1:
+            E[:, 0] = 1.0
+            return E, G[:, 0]
+        pre = [G[:, 0]]
+        for l in range(1, L - 1):
+            pre.append(pre[-1] * G[:, l])
+        suf = G[:, L - 1]
+        E[:, L - 1] = pre[L - 2]
+        for l in range(L - 2, 0, -1):
+            E[:, l] = pre[l - 1] * suf
+            suf = suf * G[:, l]
+        E[:, 0] = suf
+        return E, E[:, L - 1] * G[:, L - 1]
+
+    def end_to_end(self, theta: np.ndarray) -> np.ndarray:
+        return self.products(theta)[1] @ self.Pos
+
+    def velocity(self, theta: np.ndarray, A: np.ndarray, target: np.ndarray) -> np.ndarray:
+        E, m = self.products(theta)
+        g = (m @ self.Pos - target) @ A                          # A symmetric
+        return -((E * (g @ self.Pos.T)[:, None, :]).reshape(len(theta), -1) @ self.Q)
+
+
 def _stack_params(net: Any, params: Any) -> np.ndarray:
     if isinstance(params, np.ndarray) or not isinstance(params, Sequence) or len(params) == 0:
         raise InputError(f"params must be a non-empty list of parameter lists (one per flow); "
@@ -145,15 +196,46 @@ def _stack_params(net: Any, params: Any) -> np.ndarray:
     return np.stack([net.flatten(net.check_params(p)) for p in params])
 
 
+def _tableau(method: str) -> dict:
+    """Butcher tableau, error estimate and step-size exponent of an embedded pair."""
+    if method == "RK45":
+        return {"C": _C, "A": [np.array(r) for r in _A], "B": _B, "stages": 6,
+                "exponent": -1 / 5, "max_factor": 5.0}
+    from scipy.integrate._ivp import dop853_coefficients as d
+    n = d.N_STAGES
+    return {"C": d.C[:n], "A": [d.A[s, :s] for s in range(n)], "B": d.B, "stages": n,
+            "E3": d.E3, "E5": d.E5, "exponent": -1 / 8, "max_factor": 10.0}
+
+
+def _error_norm(tab: dict, K: np.ndarray, h: np.ndarray, sc: np.ndarray) -> np.ndarray:
+    """Per trajectory, the error norm of the step (solve_ivp's definitions): RK45's
+    RMS of ``h * K^T E / scale``; DOP853's combination of its 5th and 3rd order
+    estimates."""
+    P = K.shape[2]
+    if "E5" not in tab:
+        e = np.tensordot(_E, K, axes=1) * h[:, None] / sc
+        return np.sqrt(np.mean(e ** 2, axis=1))
+    e5 = np.sum((np.tensordot(tab["E5"], K, axes=1) / sc) ** 2, axis=1)
+    e3 = np.sum((np.tensordot(tab["E3"], K, axes=1) / sc) ** 2, axis=1)
+    denom = e5 + 0.01 * e3
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.abs(h) * e5 / np.sqrt(denom * P)
+    return np.where(denom == 0, 0.0, out)
+
+
 def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *,
-                   num_times: int = 21, rtol: float = 1e-10, atol: float = 1e-12,
-                   max_steps: int = 200_000, progress: bool = False) -> BatchedFlowResult:
+                   num_times: int = 21, method: str = "DOP853", rtol: float = 1e-10,
+                   atol: float = 1e-12, max_steps: int = 200_000,
+                   progress: bool = False) -> BatchedFlowResult:
     """Integrate ``theta' = -J^T grad l(mu(theta))`` from many initializations at once.
 
     The batched counterpart of :func:`neuromanifold.gradient_flow` for
-    :class:`neuromanifold.LinearConvNet` (any dimension): one vectorized Dormand-Prince
-    5(4) integration with error control, step size and acceptance per trajectory (the
-    tolerances mean what they mean in ``solve_ivp``).
+    :class:`neuromanifold.LinearConvNet` (any dimension): one vectorized explicit
+    Runge-Kutta integration (``solve_ivp``'s embedded pairs) with error control, step
+    size and acceptance per trajectory (the tolerances mean what they mean in
+    ``solve_ivp``). Small networks (at most 4,096 products of one entry per filter)
+    evaluate the velocity of the whole batch from their monomials with a few BLAS
+    products; larger ones with batched convolutions.
 
     Args:
         net: a :class:`neuromanifold.LinearConvNet`.
@@ -161,6 +243,8 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
         loss: a :class:`QuadraticLoss` on the end-to-end filter (e.g. a SquareLoss).
         t_final: the final time, > 0.
         num_times: number of sample times in ``[0, t_final]`` (>= 2).
+        method: ``"DOP853"`` (default, order 8, as :func:`neuromanifold.gradient_flow`)
+            or ``"RK45"`` (Dormand-Prince 5(4)).
         rtol, atol: the tolerances (per component, as in ``solve_ivp``).
         max_steps: a budget of accepted steps per trajectory; a trajectory that runs out
             stops there with ``success=False`` (an absurd horizon ends, it does not hang).
@@ -192,32 +276,49 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
     num_times = check_positive_int(num_times, "num_times")
     if num_times < 2:
         raise InputError(f"num_times must be at least 2; got {num_times}")
+    if method not in ("DOP853", "RK45"):
+        raise InputError(f"method must be 'DOP853' or 'RK45'; got {short_repr(method)}")
     rtol, atol = check_positive_float(rtol, "rtol"), check_positive_float(atol, "atol")
     max_steps = check_positive_int(max_steps, "max_steps")
     progress = check_bool(progress, "progress")
     theta = _stack_params(net, params)
-    ops = _BatchedConv(net)
     A, target = loss.A, loss.target
     vshape = net.end_to_end_shape
-    B = theta.shape[0]
+    B, L = theta.shape[0], len(net.filter_shapes)
+    if _BatchedMonomial.applies(net):
+        ops = _BatchedMonomial(net)
 
-    def rhs(th: np.ndarray) -> np.ndarray:
-        ws = ops.split(th)
-        v = ops.end_to_end(ws)
-        g = ((v.reshape(len(th), -1) - target) @ A).reshape(v.shape)  # A symmetric
-        return -ops.vjp(ws, g)
+        def rhs(th: np.ndarray) -> np.ndarray:
+            return ops.velocity(th, A, target)
+
+        def e2e(th: np.ndarray) -> np.ndarray:
+            return ops.end_to_end(th).reshape((len(th),) + vshape)
+    else:
+        conv = _BatchedConv(net)
+
+        def rhs(th: np.ndarray) -> np.ndarray:
+            ws = conv.split(th)
+            v = conv.end_to_end(ws)
+            g = ((v.reshape(len(th), -1) - target) @ A).reshape(v.shape)  # A symmetric
+            return -conv.vjp(ws, g)
+
+        def e2e(th: np.ndarray) -> np.ndarray:
+            return conv.end_to_end(conv.split(th))
+    cuts = np.cumsum([0] + [int(np.prod(k)) for k in net.filter_shapes])
 
     def observe(th: np.ndarray):
-        ws = ops.split(th)
-        v = ops.end_to_end(ws)
+        v = e2e(th)
         r = v.reshape(len(th), -1) - target
         losses = 0.5 * np.einsum("bi,ij,bj->b", r, A, r) + loss.offset
-        norms = np.stack([np.sum(w.reshape(len(th), -1) ** 2, axis=1) for w in ws], axis=1)
+        norms = np.stack([np.sum(th[:, a:b] ** 2, axis=1) for a, b in zip(cuts[:-1], cuts[1:])],
+                         axis=1)
         return v, losses, np.diff(norms, axis=1)
 
+    tab = _tableau(method)
+    n_st = tab["stages"]
     times = np.linspace(0.0, t_final, num_times)
     vs, losses, invs = [np.empty((B, num_times) + vshape), np.empty((B, num_times)),
-                        np.empty((B, num_times, len(net.filter_shapes) - 1))]
+                        np.empty((B, num_times, L - 1))]
     vs[:, 0], losses[:, 0], invs[:, 0] = observe(theta)
     t = np.zeros(B)
     f = rhs(theta)
@@ -242,26 +343,27 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
                     break
                 idx = np.flatnonzero(run)
                 hh = np.minimum(h[idx], t_next - t[idx])
-                y, f0 = theta[idx], f[idx]
-                K = [f0]
-                for s in range(1, 6):
-                    dy = sum(a * Kj for a, Kj in zip(_A[s], K))
-                    K.append(rhs(y + hh[:, None] * dy))
-                y_new = y + hh[:, None] * sum(b * Kj for b, Kj in zip(_B, K))
-                f_new = rhs(y_new)
-                K.append(f_new)
-                nfev += 6
-                err_vec = hh[:, None] * sum(e * Kj for e, Kj in zip(_E, K))
+                y = theta[idx]
+                K = np.empty((n_st + 1,) + y.shape)
+                K[0] = f[idx]
+                for s in range(1, n_st):
+                    dy = np.tensordot(tab["A"][s], K[:s], axes=1)
+                    K[s] = rhs(y + hh[:, None] * dy)
+                y_new = y + hh[:, None] * np.tensordot(tab["B"], K[:n_st], axes=1)
+                K[n_st] = rhs(y_new)
+                nfev += n_st
                 sc = atol + rtol * np.maximum(np.abs(y), np.abs(y_new))
-                err = np.sqrt(np.mean((err_vec / sc) ** 2, axis=1))
+                err = _error_norm(tab, K, hh, sc)
                 ok = np.isfinite(err) & (err <= 1.0)
                 acc = idx[ok]
-                theta[acc], f[acc], t[acc] = y_new[ok], f_new[ok], t[acc] + hh[ok]
+                theta[acc], f[acc], t[acc] = y_new[ok], K[n_st][ok], t[acc] + hh[ok]
                 steps[acc] += 1
                 rejected[idx[~ok]] += 1
-                factor = np.where(np.isfinite(err) & (err > 0),
-                                  0.9 * np.maximum(err, 1e-10) ** -0.2, 5.0)
-                factor = np.clip(factor, 0.2, 5.0)
+                with np.errstate(divide="ignore", over="ignore"):
+                    factor = np.where(np.isfinite(err) & (err > 0),
+                                      0.9 * np.maximum(err, 1e-10) ** tab["exponent"],
+                                      tab["max_factor"])
+                factor = np.clip(factor, 0.2, tab["max_factor"])
                 factor[~ok] = np.minimum(factor[~ok], 1.0)
                 # a clipped step (landing on a sample time) does not shrink the next one
                 h[idx] = np.where(ok, np.maximum(hh, h[idx]) * factor, hh * factor)
@@ -276,8 +378,8 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
         if bar is not None:
             bar.close()
     success = alive & np.isclose(t, t_final, rtol=1e-12, atol=1e-12)
-    norms0 = np.stack([np.sum(w.reshape(B, -1) ** 2, 1)
-                       for w in ops.split(_stack_params(net, params))], 1)
+    theta0 = _stack_params(net, params)
+    norms0 = np.stack([np.sum(theta0[:, a:b] ** 2, 1) for a, b in zip(cuts[:-1], cuts[1:])], 1)
     scale = np.maximum(np.abs(invs[:, 0]).max(axis=1, initial=0.0), norms0.max(axis=1))
     scale = np.where(scale > 0, scale, 1.0)
     drift = np.nanmax(np.abs(invs - invs[:, :1]).max(axis=2, initial=0.0), axis=1) / scale

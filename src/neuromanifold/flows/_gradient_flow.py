@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -229,23 +230,37 @@ class GradientFlowResult(Result):
         return self.params[-1]
 
 
-def parameter_velocity(net: Any, loss: QuadraticLoss) -> Callable:
+def parameter_velocity(net: Any, loss: QuadraticLoss, *, monomials: bool = True) -> Callable:
     """``theta -> -J^T grad l(mu(theta))`` on flat parameter vectors, raising a
     :class:`ParameterError` ("overflow: ...") instead of returning NaN or inf.
 
-    For 1D linear convolutional networks the velocity is computed directly with numpy's
-    1D convolution (the same formulas as ``net.end_to_end`` and ``net.vjp``: ``v`` is the
-    convolution of the upsampled filters, and the gradient of layer ``l`` correlates
-    ``grad l(v)`` with the product ``P_l`` of the other layers at stride ``S_{l-1}``),
-    several times faster than the general path; other networks use ``net.vjp``.
+    Linear convolutional networks with few monomials (``prod_l |w_l| <= 4096``, any D)
+    use :class:`MonomialPath` (a dozen numpy calls per evaluation) unless ``monomials``
+    is False; other 1D ones numpy's 1D convolution (the same formulas as
+    ``net.end_to_end`` and ``net.vjp``: ``v`` is the convolution of the upsampled
+    filters, and the gradient of layer ``l`` correlates ``grad l(v)`` with the product
+    ``P_l`` of the other layers at stride ``S_{l-1}``); other networks ``net.vjp``.
+
+    Args:
+        net: the network.
+        loss: the quadratic loss.
+        monomials: allow the monomial path. Its ``v`` agrees with ``net.end_to_end`` to
+            rounding, not bit for bit; a check that subtracts the two near a minimum
+            (the Riemannian flow's kernel check) asks for the convolution path.
     """
-    if Conv1DFastPath.applies(net):
+    fast = None
+    if monomials and MonomialPath.applies(net):
+        fast = MonomialPath(net)
+    elif Conv1DFastPath.applies(net):
         fast = Conv1DFastPath(net)
+    if fast is not None:
+        A, target = loss.A, loss.target
 
         def fast_velocity(theta: np.ndarray) -> np.ndarray:
-            _check_state(theta)
-            out = fast.velocity(theta, loss)
-            check_finite("the velocity -grad_theta l", out, theta)
+            out = fast.velocity(theta, A, target)
+            if not np.isfinite(out).all():      # one check in the common case
+                _check_state(theta)
+                check_finite("the velocity -grad_theta l", out, theta)
             return out
 
         return fast_velocity
@@ -268,6 +283,62 @@ def _check_state(theta: np.ndarray) -> None:
         raise ParameterError(
             f"overflow: the flow left the finite floats (theta={short_repr(theta)}); the "
             f"parameters or the loss are too large for float64 (rescale them)")
+
+
+#: most index combinations (products of one entry per filter) of the monomial path
+MONOMIAL_MAX_TERMS = 4096
+
+
+class MonomialPath:
+    """``mu`` and the flow's velocity of a small :class:`LinearConvNet` (any D) from its
+    monomials: every entry of v is a sum of products ``w_1[c_1] ... w_L[c_L]`` with
+    ``sum_l c_l S_{l-1} = i`` (docs/concepts_linear.md §1), so with the index tuples
+    ``c`` listed once per network, ``v`` is one gather, one product and one ``bincount``,
+    and the gradient of layer l sums ``g[i(c)] prod_{m != l} w_m[c_m]`` over the tuples
+    (prefix and suffix products along the layers, no division). A handful of numpy
+    calls on arrays of ``L * prod |w_l|`` entries, for networks with at most
+    :data:`MONOMIAL_MAX_TERMS` tuples; larger ones use the convolution path."""
+
+    def __init__(self, net: Any):
+        sizes = [int(np.prod(k)) for k in net.filter_shapes]
+        offsets = net._flat_plan()[0]
+        grids = np.indices(sizes).reshape(len(sizes), -1)        # (L, C): c_l per tuple
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        self.pidx = grids + starts[:, None]                       # index of w_l[c_l] in theta
+        self.flat_pidx = self.pidx.ravel()
+        self.pos = sum(o[c] for o, c in zip(offsets, grids))     # flat position in v
+        self.n, self.P, self.L = net.end_to_end_size, int(sum(sizes)), len(sizes)
+
+    @staticmethod
+    def applies(net: Any) -> bool:
+        """Whether ``net`` is a linear convolutional network with few monomials."""
+        shapes = getattr(net, "filter_shapes", None)
+        return hasattr(net, "_flat_plan") and shapes is not None and \
+            math.prod(math.prod(k) for k in shapes) <= MONOMIAL_MAX_TERMS
+
+    def velocity(self, theta: np.ndarray, A: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """``-J^T A (mu(theta) - target)``: minus the gradient of the quadratic loss."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            G = theta[self.pidx]                                  # (L, C)
+            L = self.L
+            E = np.empty_like(G)
+            if L == 1:
+                E[0], m = 1.0, G[0]
+            else:
+                # E[l] = prod_{m != l} G[m] from running products (L is small: a loop of
+                # 3L - 4 products beats cumprod's overhead)
+                pre = [G[0]]
+                for l in range(1, L - 1):
+                    pre.append(pre[-1] * G[l])
+                suf = G[L - 1]
+                E[L - 1] = pre[L - 2]
+                for l in range(L - 2, 0, -1):
+                    E[l] = pre[l - 1] * suf
+                    suf = suf * G[l]
+                E[0] = suf
+                m = E[L - 1] * G[L - 1]
+            g = A @ (np.bincount(self.pos, m, minlength=self.n) - target)
+            return -np.bincount(self.flat_pidx, (E * g[self.pos]).ravel(), minlength=self.P)
 
 
 class Conv1DFastPath:
@@ -318,11 +389,11 @@ class Conv1DFastPath:
                 col += 1
         return J
 
-    def velocity(self, theta: np.ndarray, loss: QuadraticLoss) -> np.ndarray:
-        """``-J^T grad l(mu(theta))``."""
+    def velocity(self, theta: np.ndarray, A: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """``-J^T A (mu(theta) - target)``: minus the gradient of the quadratic loss."""
         v, P = self.parts(theta)
         with np.errstate(over="ignore", invalid="ignore"):
-            g = loss.A @ (v - loss.target)
+            g = A @ (v - target)
             # d<g, v>/d w_l[j] = sum_i g[i + j S] P_l[i]
             return -np.concatenate([np.correlate(g, p, "valid")[::s][:k]
                                     for p, k, s in zip(P, self.sizes, self.strides)])

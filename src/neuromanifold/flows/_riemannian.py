@@ -524,7 +524,9 @@ def riemannian_flow(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_f
             f"{first.residual:.3g} > max_lift_residual={max_lift_residual:.1g}; "
             f"v0={short_repr(v0)}, delta={short_repr(delta)}")
 
-    velocity = parameter_velocity(net, loss)
+    # v(t) by the same convolutions as net.end_to_end: the kernel check compares
+    # J theta' with -K grad l(v) where grad l(v) = A (v - target) is a small difference
+    velocity = parameter_velocity(net, loss, monomials=False)
     theta0 = net.flatten(first.params)
     watch = _SingularityWatch(net, _generic_rank(net, first.params), singular_tol, velocity)
     times = np.linspace(0.0, float(t_final), int(num_times))

@@ -92,6 +92,12 @@ class LinearNetBase:
                 f"got {len(params)} arrays")
         out = []
         for l, (w, shape) in enumerate(zip(params, self.param_shapes), start=1):
+            if type(w) is np.ndarray and w.dtype == np.float64 and w.shape == shape \
+                    and np.isfinite(w).all():
+                # the common case, already valid: skip the general conversion's overhead
+                # (hot in flows and kernels on small networks)
+                out.append(w)
+                continue
             name = self._layer_name(l)
             arr = as_finite_array(w, name)
             if arr.shape != shape:

@@ -16,10 +16,12 @@ from typing import Any
 
 import flint
 import numpy as np
+from scipy import fft as sp_fft
 from scipy import signal
 
 from .._errors import ArchitectureError, InputError, short_repr
-from .._validation import as_finite_array, as_real_array, as_seed_rng, check_positive_int
+from .._validation import (as_finite_array, as_real_array, as_seed_rng, check_finite_result,
+                           check_positive_int)
 from ..exact import to_fmpq
 from ._base import LinearNetBase, finite_result
 
@@ -286,7 +288,11 @@ class LinearConvNet(LinearNetBase):
         return [signal.convolve(prefix[l], suffix[l]) for l in range(L)]
 
     def _jacobian_blocks(self, params: list[np.ndarray]) -> list[np.ndarray]:
-        """``J_l`` (|v| x |w_l|): column j is ``P_l`` shifted by ``j * S_{l-1}`` (docs/concepts_linear.md §2)."""
+        """``J_l`` (|v| x |w_l|): column j is ``P_l`` shifted by ``j * S_{l-1}`` (docs/concepts_linear.md §2).
+
+        The reference construction (one scatter per layer from the D-dimensional ``P_l``);
+        :meth:`jacobian` and :meth:`ntk` use the flat construction of
+        :meth:`_jacobian_transpose`, which tests check against this one."""
         vshape = self.end_to_end_shape
         blocks = []
         for P, k, S in zip(self._partial_products(params), self.filter_shapes,
@@ -300,12 +306,70 @@ class LinearConvNet(LinearNetBase):
             blocks.append(J)
         return blocks
 
+    def _flat_plan(self) -> tuple[list[np.ndarray], list[tuple[tuple, tuple]]]:
+        """Computed once per network: per layer, the flat (C-order) positions inside v of
+        the taps of ``up(w_l, S_{l-1})`` (entry ``j`` of ``w_l`` sits at
+        ``ravel(j * S_{l-1})``), and the shape and byte strides of the view of ``J^T``'s
+        rows of layer l in which ``P_l`` is written once (row ``j`` starts at its tap's
+        flat position)."""
+        if not hasattr(self, "_plan"):
+            vshape, n = self.end_to_end_shape, self.end_to_end_size
+            vstrides = [math.prod(vshape[a + 1:]) for a in range(self.ndim)]
+            offsets, views = [], []
+            for k, S in zip(self.filter_shapes, self.cumulative_strides):
+                o = np.ravel_multi_index(np.indices(k).reshape(self.ndim, -1)
+                                         * np.asarray(S)[:, None], vshape)
+                offsets.append(o)
+                # moving one tap along axis a: math.prod(k[a+1:]) rows down, S_a v-strides on
+                rows = [math.prod(k[a + 1:]) for a in range(self.ndim)]
+                views.append((tuple(k), tuple(8 * (r * n + s * vs)
+                                              for r, s, vs in zip(rows, S, vstrides))))
+            self._plan = (offsets, views)
+        return self._plan
+
+    def _flat_partial_products(self, params: list[np.ndarray]) -> list[np.ndarray]:
+        """``P_l`` in flat coordinates of v (C order, trailing zeros cut).
+
+        Every partial product fits inside v's box, and on that box the flat index is
+        linear and one-to-one, so a D-dimensional full convolution of arrays placed in
+        v's grid is the 1D full convolution of their flat forms: 1D convolutions only,
+        whatever D."""
+        ups = []
+        for w, o in zip(params, self._flat_plan()[0]):
+            u = np.zeros(int(o[-1]) + 1)
+            u[o] = w.ravel()
+            ups.append(u)
+        one = np.ones(1)
+        prefix = [one]
+        for u in ups[:-1]:
+            prefix.append(_conv1d(prefix[-1], u))
+        suffix = [one]
+        for u in ups[:0:-1]:
+            suffix.append(_conv1d(suffix[-1], u))
+        suffix = suffix[::-1]
+        return [_conv1d(a, b) for a, b in zip(prefix, suffix)]
+
+    def _jacobian_transpose(self, params: list[np.ndarray]) -> np.ndarray:
+        """``J^T`` (|theta| x |v|, C order): row ``(l, j)`` is the flat ``P_l`` shifted to
+        the flat position of ``j * S_{l-1}`` (docs/concepts_linear.md §2). The rows of a
+        layer form one strided view of the buffer, so ``P_l`` is written into all of them
+        by one broadcast assignment (no per-column work)."""
+        n = self.end_to_end_size
+        Jt = np.zeros((self.num_params, n))
+        row = 0
+        for P, (offsets, (k, strides)) in zip(self._flat_partial_products(params),
+                                              zip(*self._flat_plan())):
+            view = np.ndarray(k + (P.size,), dtype=np.float64, buffer=Jt,
+                              offset=8 * row * n, strides=strides + (8,))
+            view[...] = P
+            row += offsets.size
+        return Jt
+
     @finite_result("the Jacobian")
     def jacobian(self, params: Any) -> np.ndarray:
         """The Jacobian of mu: rows = entries of v (C order), columns = all filter entries
         layer by layer (each filter in C order)."""
-        return np.hstack(self._jacobian_blocks(self.check_params(params)))
-
+        return np.ascontiguousarray(self._jacobian_transpose(self.check_params(params)).T)
     def exact_jacobian(self, params: Any) -> flint.fmpq_mat:
         """The Jacobian computed exactly over the rationals from the (exact binary) float
         filters, as a ``flint.fmpq_mat``: column j of block l holds the coefficients of
@@ -333,16 +397,33 @@ class LinearConvNet(LinearNetBase):
                 col += 1
         return J
 
-    @finite_result("the NTK")
     def ntk(self, params: Any) -> np.ndarray:
         """The neural tangent kernel ``K = J J^T = sum_l J_l J_l^T`` (docs/concepts_linear.md §2).
 
-        Built from the structured blocks: ``J_l`` is scattered from the single array
-        ``P_l`` (2L convolutions in all, none per column), then one symmetric rank-k
-        update (BLAS syrk).
+        Built from the structure: ``J^T`` is gathered from one flat partial product
+        ``P_l`` per layer (3L - 2 one-dimensional convolutions in all, none per column),
+        then one symmetric rank-k update (BLAS syrk), which dominates from a few hundred
+        entries of v on.
+
+        Raises:
+            ParameterError: ("overflow: ...") when K is not finite in float64.
+
+        >>> net = LinearConvNet([2, 2])
+        >>> net.ntk([[1.0, 1.0], [1.0, 0.0]])
+        array([[1., 1., 0.],
+               [1., 2., 1.],
+               [0., 1., 1.]])
         """
-        J = self.jacobian(params)
-        return _gram(J)
+        params = self.check_params(params)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            Jt = self._jacobian_transpose(params)
+            K = _gram_rows(Jt)
+            # |K_ij| <= sqrt(K_ii K_jj) <= trace: a finite, moderate trace means every
+            # entry is finite (NaN or inf anywhere in J reaches the diagonal)
+            tr = float(np.trace(K))
+        if not (np.isfinite(tr) and tr < 1e300):
+            check_finite_result(K, f"the NTK of {self!r}")
+        return K
 
     @finite_result("the vector-Jacobian product")
     def vjp(self, params: Any, cotangent: Any) -> list[np.ndarray]:
@@ -531,6 +612,20 @@ def _real_or_exact(value: Any, name: str) -> np.ndarray:
     return arr
 
 
-def _gram(J: np.ndarray) -> np.ndarray:
-    """``J @ J.T``; numpy dispatches this to a symmetric rank-k update (exactly symmetric)."""
-    return J @ J.T
+def _gram_rows(Jt: np.ndarray) -> np.ndarray:
+    """``Jt.T @ Jt`` (one BLAS syrk, exactly symmetric)."""
+    return Jt.T @ Jt
+
+
+#: above this product of lengths a 1D convolution goes through the FFT
+_FFT_MIN_WORK = 1 << 15
+
+
+def _conv1d(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Full 1D convolution: direct for short inputs, FFT (scipy.fft, a fast length)
+    beyond :data:`_FFT_MIN_WORK` multiply-adds; both are accurate to rounding."""
+    if a.size * b.size <= _FFT_MIN_WORK or min(a.size, b.size) < 32:
+        return np.convolve(a, b)
+    m = a.size + b.size - 1
+    nfft = sp_fft.next_fast_len(m, real=True)
+    return sp_fft.irfft(sp_fft.rfft(a, nfft) * sp_fft.rfft(b, nfft), nfft)[:m]
