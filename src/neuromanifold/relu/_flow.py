@@ -238,7 +238,7 @@ class ReLUFlowResult(Result):
     """
 
     times: np.ndarray
-    params: list = dataclasses.field(repr=False)
+    params: list[list[tuple[np.ndarray, np.ndarray]]] = dataclasses.field(repr=False)
     loss: np.ndarray
     law_names: tuple = dataclasses.field(repr=False)
     law_values: np.ndarray = dataclasses.field(repr=False)

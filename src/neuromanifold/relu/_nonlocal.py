@@ -106,7 +106,7 @@ class PartIdentifiability(Result):
     scope: str
     certified: bool
     evidence: dict
-    witness: list | None = None
+    witness: list[tuple[np.ndarray, np.ndarray]] | None = None
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -128,7 +128,7 @@ class Nonlocalizability(Result):
         reason: the verdict in words.
     """
 
-    params: list = dataclasses.field(repr=False)
+    params: list[tuple[np.ndarray, np.ndarray]] = dataclasses.field(repr=False)
     widths: tuple
     first_two: PartIdentifiability
     last_two: PartIdentifiability
@@ -541,7 +541,7 @@ def search_nonlocalizable(widths: Any, *, trials: int = 50, seed: Any = 0,
                         example = [[W.tolist(), b.tolist()] for W, b in params]
                 if bar is not None:
                     bar.update(1)
-            out.append({"widths": w, "trials": trials, **counts,
+            out.append({"widths": list(w), "trials": trials, **counts,
                         "rate": counts["nonlocalizable"] / trials, "mechanisms": mech,
                         "example": example})
     finally:

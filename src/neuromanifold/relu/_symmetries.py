@@ -213,6 +213,8 @@ class Permutation(Symmetry):
         return params
 
     def inverse(self, params=None) -> "Permutation":
+        """The Permutation taking ``self.apply(params)`` back to ``params`` (``params``
+        is not needed)."""
         return Permutation(self.layer, tuple(int(v) for v in np.argsort(self.perm)))
 
 
@@ -250,6 +252,8 @@ class Scaling(Symmetry):
         return params
 
     def inverse(self, params=None) -> "Scaling":
+        """The Scaling taking ``self.apply(params)`` back to ``params`` (``params``
+        is not needed)."""
         return Scaling(self.layer, tuple(1.0 / v for v in self.scales))
 
 
@@ -305,6 +309,7 @@ class DeadNeuronMove(_ThreeLayer):
         return params
 
     def inverse(self, params) -> "DeadNeuronMove":
+        """The DeadNeuronMove taking ``self.apply(params)`` back to ``params``."""
         params = self._prepare(params)
         (_, _), (W2, b2), (W3, _) = params
         j = self.neuron
@@ -374,6 +379,8 @@ class LinearBlockMixing(_ThreeLayer):
         return [(W1, b1), (W2, b2), (W3, b3)]
 
     def inverse(self, params=None) -> "LinearBlockMixing":
+        """The LinearBlockMixing taking ``self.apply(params)`` back to ``params`` (``params``
+        is not needed)."""
         Minv = np.linalg.inv(self.matrix)
         return LinearBlockMixing(self.neurons, Minv, tuple(-(Minv @ np.array(self.shift))))
 
@@ -439,6 +446,8 @@ class HidingTranslation(_ThreeLayer):
         return [(W1, b1), (W2, b2), (W3, b3)]
 
     def inverse(self, params=None) -> "HidingTranslation":
+        """The HidingTranslation taking ``self.apply(params)`` back to ``params`` (``params``
+        is not needed)."""
         return HidingTranslation(self.neuron, -self.t)
 
 
@@ -511,6 +520,8 @@ class Flip(_ThreeLayer):
         return [(W1, b1), (W2, b2), (W3, b3)]
 
     def inverse(self, params=None) -> "Flip":
+        """The Flip taking ``self.apply(params)`` back to ``params`` (``params``
+        is not needed)."""
         return self
 
 
@@ -581,6 +592,8 @@ class RampFlip(_ThreeLayer):
         return [(-W1, C - b1), (W2, b2), (W3, b3)]
 
     def inverse(self, params=None) -> "RampFlip":
+        """The RampFlip taking ``self.apply(params)`` back to ``params`` (``params``
+        is not needed)."""
         return self
 
 
@@ -751,6 +764,7 @@ class SecondLayerFlip(_ThreeLayer):
         return [(W1, b1), (W2, b2), (W3, b3)]
 
     def inverse(self, params) -> "SecondLayerFlip":
+        """The SecondLayerFlip taking ``self.apply(params)`` back to ``params``."""
         params = self._prepare(params)
         (_, _), (W2, b2), (W3, _) = params
         J = list(self.linear)
@@ -843,6 +857,7 @@ class BlockRefactor(_ThreeLayer):
         return [(W1, b1), (W2, b2), (W3, b3)]
 
     def inverse(self, params) -> "BlockRefactor":
+        """The BlockRefactor taking ``self.apply(params)`` back to ``params``."""
         params = self._prepare(params)
         (_, _), (W2, b2), (W3, _) = params
         J = list(self.neurons)
