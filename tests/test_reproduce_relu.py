@@ -142,13 +142,62 @@ def check_equivalence_row(row):
             assert rec["agree"] == (rec["fast"] == same)
 
 
-CHECKS = {"identifiability": check_identifiability_row, "fiber": check_fiber_row,
+def _layers(params):
+    return [(np.asarray(W, float), np.asarray(b, float)) for W, b in params]
+
+
+def check_conservation_count_row(row):
+    """The count again by symbolic brackets (sympy), not the modular jets of the library."""
+    from neuromanifold.conservation._naive import naive_lie_trace
+    for rec in row["evidence"]["instances"]:
+        P = _layers(rec["params"])
+        assert rec["hidden"] == sum(W.shape[0] for W, _ in P[:-1])
+        if rec["within"]:
+            assert naive_lie_trace(P)["count"] == rec["count"]
+        assert rec["agree"] == (rec["count"] == rec["hidden"])
+
+
+def _rescaling_laws(P):
+    out = []
+    for (W, b), (V, _) in zip(P[:-1], P[1:]):
+        for i in range(W.shape[0]):
+            val = W[i] @ W[i] + b[i] ** 2 - V[:, i] @ V[:, i]
+            out.append((val, W[i] @ W[i] + b[i] ** 2 + V[:, i] @ V[:, i]))
+    return out
+
+
+def check_conservation_flow_row(row):
+    """Laws recomputed with numpy from the first and last parameters of each flow."""
+    for rec in row["evidence"]["instances"]:
+        P0, P1 = _layers(rec["params"]), _layers(rec["params_end"])
+        assert not np.allclose(P0[0][0], P1[0][0], rtol=0, atol=1e-12)   # the flow moved
+        if "block" in row["condition"]:
+            def law(P):
+                R = np.hstack([P[1][0], P[1][1][:, None]])[[0, 1]]
+                W3 = P[2][0][:, [0, 1]]
+                return R @ R.T - W3.T @ W3, np.abs(R) @ np.abs(R).T + np.abs(W3).T @ np.abs(W3)
+            (a, sa), (c, _) = law(P0), law(P1)
+            if rec["leave_time"] is None:
+                assert np.max(np.abs(c - a)) <= 1e-8 * np.max(sa)
+        else:
+            for (a, sa), (c, _) in zip(_rescaling_laws(P0), _rescaling_laws(P1)):
+                assert abs(c - a) <= 1e-8 * sa
+        assert rec["agree"]
+
+
+CHECKS = {"conservation count": check_conservation_count_row,
+          "conservation flow": check_conservation_flow_row,
+          "identifiability": check_identifiability_row, "fiber": check_fiber_row,
           "symmetry": check_symmetry_row, "flips": check_flip_row,
           "nonlocal": check_nonlocal_row, "equivalence": check_equivalence_row}
 
 
 def kind_of(row):
     claim = row["paper_claim"]
+    if "count = hidden neurons" in claim:
+        return "conservation count"
+    if "conserved along gradient flow" in claim:
+        return "conservation flow"
     if "identifiable iff" in claim:
         return "identifiability"
     if "fiber generated" in claim:
@@ -239,7 +288,7 @@ def test_one_more_claim_is_one_more_row():
     assert out[0].paper_claim == "an appended claim" and "a placeholder" in out[0].summary()
     assert summarize(out)["rows"]["inconclusive"] == 1
     assert [c.name for c in default_relu_claims(quick=True)][-1] == \
-        "polynomial-time equivalence"
+        "conservation laws: flows"
 
 
 def test_input_errors():

@@ -672,6 +672,138 @@ def _equivalence_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
         extra={"instances": records})]
 
 
+H_CERTIFIED = "the count is certified (exact ranks meeting the known laws' bound)"
+H_FLOW = ("the flow integrates (to t_end, or up to where it stalls along a kink: the "
+          "laws are judged on the part integrated)")
+DRIFT_TOL = 1e-8   # relative drift of a conserved law along a flow (docs/conservation.md)
+
+
+def _conservation_instances(ctx: ReLUContext) -> list[tuple[str, tuple, list]]:
+    """(condition, widths, params): Gaussian draws, and draws where every second-layer
+    row hides first-layer neuron 0 (hiding translations act)."""
+    out = []
+    per = 1 if ctx.quick else 2
+    for w in _archs(ctx.quick):
+        for _ in range(per):
+            out.append(("Gaussian parameters", w, ctx.draw(w)))
+            out.append(("a hidden first-layer hyperplane", w,
+                        ctx.draw(w, [("hiding", 0)] * w[2])))
+    return out
+
+
+def _conservation_count_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
+    from ..conservation import conservation_laws
+    groups: dict = {}
+    for condition, w, P in _conservation_instances(ctx):
+        res = conservation_laws(P, seed=ctx.rng)
+        hidden = int(sum(w[1:-1]))
+        groups.setdefault(condition, []).append({
+            "architecture": _arch(w), "params": to_jsonable(P),
+            "hypotheses": [[H_CERTIFIED, bool(res.certified), res.reason]],
+            "within": bool(res.certified), "count": res.count, "hidden": hidden,
+            "dimension": res.dimension, "lie_rank_trace": list(res.lie_rank_trace),
+            "known_count": res.known_count, "agree": res.count == hidden,
+            "proof": bool(res.certified and res.count != hidden)})
+        ctx.tick()
+    rows = []
+    for condition, records in groups.items():
+        within = [r for r in records if r["within"]]
+        agree = sum(r["agree"] for r in within)
+        rows.append(verdict_row(
+            claim, "three-layer bottleneck", condition, records,
+            computed=f"count = hidden neurons on {agree} of {len(within)} certified",
+            summary=(f"{len(records)} inst; counts "
+                     f"{sorted({(r['architecture'], r['count']) for r in records})}; "
+                     f"D - dim Lie(V)(theta), exact modular ranks"),
+            extra={"instances": records}))
+    return rows
+
+
+def _flow_data(ctx: ReLUContext, w: Sequence[int], n: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    return ctx.rng.standard_normal((n, w[0])), ctx.rng.standard_normal((n, w[-1]))
+
+
+def _run_flow(P: list, X: np.ndarray, Y: np.ndarray, t_end: float, laws: Any) -> tuple:
+    """The flow's result (the partial one if it stalls) and whether it reached t_end."""
+    from .. import relu
+    from .._errors import ComputationLimitError
+    try:
+        return relu.gradient_flow(P, X, Y, t_end, num_times=21, laws=laws), True
+    except ComputationLimitError as exc:
+        return getattr(exc, "partial", None), False
+
+
+def _conservation_flow_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
+    rows = []
+    per = 1 if ctx.quick else 2
+    # the rescaling laws, on Gaussian parameters
+    records, stalled = [], 0
+    for w in _archs(ctx.quick):
+        for _ in range(per):
+            P = ctx.draw(w)
+            X, Y = _flow_data(ctx, w)
+            flow, done = _run_flow(P, X, Y, 1.0, "rescaling")
+            ok = flow is not None and len(flow.times) >= 2
+            ctx.tick()
+            if not ok:          # stalled at t = 0: no evidence either way
+                stalled += 1
+                continue
+            drift = float(flow.max_law_drift) if ok else None
+            records.append({
+                "architecture": _arch(w), "params": to_jsonable(P),
+                "data": to_jsonable([X, Y]),
+                "hypotheses": [[H_FLOW, ok, "to t_end" if done else "stalled"]],
+                "within": ok, "drift": drift, "reached_end": done,
+                "t_reached": float(flow.times[-1]) if ok else 0.0,
+                "params_end": to_jsonable(flow.params[-1]),
+                "agree": drift is not None and drift <= DRIFT_TOL,
+                "proof": bool(ok and drift > DRIFT_TOL)})
+    worst = max((r["drift"] for r in records if r["drift"] is not None), default=None)
+    rows.append(verdict_row(
+        claim, "three-layer bottleneck", "rescaling laws along gradient flow", records,
+        computed=f"drift <= {DRIFT_TOL:g} on {sum(r['agree'] for r in records if r['within'])} "
+                 f"of {sum(r['within'] for r in records)}",
+        summary=f"square loss, 8 random points, t in [0, 1] ({sum(not r['reached_end'] for r in records)} "
+                f"stalled at a kink earlier, {stalled} at t = 0: left out); largest relative drift "
+                f"{worst if worst is None else f'{worst:.1e}'}",
+        extra={"instances": records}))
+    # the block law: the first two second-layer rows always active on the orthant
+    records, stalled = [], 0
+    for w in [x for x in _archs(ctx.quick) if x[2] >= 2]:
+        for _ in range(per):
+            P = ctx.draw(w, ["linear", "linear"] + ["mixed"] * (w[2] - 2))
+            X, Y = _flow_data(ctx, w)
+            flow, done = _run_flow(P, X, Y, 3.0, [(2, [0, 1])])
+            ok = flow is not None and len(flow.times) >= 2
+            ctx.tick()
+            if not ok:          # stalled at t = 0: no evidence either way
+                stalled += 1
+                continue
+            active = flow.max_block_drift_while_active if ok else None
+            records.append({
+                "architecture": _arch(w), "params": to_jsonable(P),
+                "data": to_jsonable([X, Y]),
+                "hypotheses": [[H_FLOW, ok, "to t_end" if done else "stalled"]],
+                "within": ok and active is not None, "drift_while_active": active,
+                "reached_end": done, "t_reached": float(flow.times[-1]) if ok else 0.0,
+                "params_end": to_jsonable(flow.params[-1]),
+                "drift": None if flow is None else flow.max_block_drift,
+                "leave_time": None if flow is None else flow.blocks_leave_time,
+                "agree": active is not None and active <= DRIFT_TOL,
+                "proof": bool(ok and active is not None and active > DRIFT_TOL)})
+    left = [r for r in records if r["leave_time"] is not None]
+    rows.append(verdict_row(
+        claim, "three-layer bottleneck", "an always-active block: its local law", records,
+        computed=f"conserved while active on {sum(r['agree'] for r in records if r['within'])} "
+                 f"of {sum(r['within'] for r in records)}",
+        summary=(f"block of 2 second-layer neurons, t in [0, 3] ({stalled} flows stalled at "
+                 f"t = 0: left out); the block left activity on "
+                 f"{len(left)} flows, after which the law drifted by up to "
+                 f"{max((r['drift'] for r in left), default=0.0):.1e}"),
+        extra={"instances": records}))
+    return rows
+
+
 def default_relu_claims(*, quick: bool = False) -> list[ReLUClaim]:
     """Paper B's claims as computed here (docs/reproduction.md lists their hypotheses).
 
@@ -710,6 +842,16 @@ def default_relu_claims(*, quick: bool = False) -> list[ReLUClaim]:
                   "is decided in polynomial time (canonical forms)",
                   (H_BOTTLENECK, H_RANK, H_GENERIC, "the fast path applies"),
                   _equivalence_rows, 5 if quick else 15),
+        ReLUClaim("conservation laws: count",
+                  "the conservation laws of gradient flow are the rescaling laws, one per "
+                  "hidden neuron; hiding translations give none (count = hidden neurons)",
+                  (H_CERTIFIED,), _conservation_count_rows, len(_archs(quick)) * (2 if quick
+                                                                                  else 4)),
+        ReLUClaim("conservation laws: flows",
+                  "the rescaling laws are conserved along gradient flow; an always-active "
+                  "block A gives the local law R_A R_A^T - W3[:, A]^T W3[:, A], conserved "
+                  "while A stays active", (H_FLOW,), _conservation_flow_rows,
+                  2 * len(_archs(quick)) * (1 if quick else 2)),
     ]
 
 
