@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench docs install clean
+.PHONY: demo test bench docs tables install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,3 +36,9 @@ docs: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .hypothesis
+
+# The reproduction tables of README.md and docs/reproduction.md: a full
+# `reproduce all --seed 0` (a few minutes) into docs/reproduction_last_run.json, then the
+# marked blocks rewritten from it.
+tables: $(STAMP)
+	$(PY) docs/_ext/reproduction_tables.py --run

@@ -370,3 +370,40 @@ def test_make_docs_target_and_ignored_site():
     test_extra = re.search(r"^test = \[(.*?)\]\s*$", pyproject, re.M | re.S).group(1)
     assert all(tool in test_extra for tool in ("mkdocs", "mkdocstrings[python]",
                                                "mkdocs-material"))
+
+
+# ------------------------------------------------------------------ reproduction tables
+import reproduction_tables  # noqa: E402  (docs/_ext)
+
+
+@pytest.mark.parametrize("page", reproduction_tables.PAGES, ids=lambda p: p.name)
+def test_reproduction_tables_are_rendered_from_the_last_run(page):
+    """The tables quoted in README.md and docs/reproduction.md are the committed run,
+    rendered by the script (never edited by hand); `make tables` refreshes them."""
+    text = page.read_text()
+    assert reproduction_tables.BLOCK.search(text), f"{page.name} quotes no table"
+    assert text == reproduction_tables.expected_page(text, reproduction_tables.load_last_run()), \
+        f"{page.name}: a table differs from docs/reproduction_last_run.json; run `make tables`"
+
+
+def test_the_last_run_has_the_rows_of_the_current_code():
+    """The committed run has the fields of today's Row and one row per claim family of
+    today's claims (a renamed or added claim needs `make tables`)."""
+    from neuromanifold.reproduce import Row, default_relu_claims
+    run = reproduction_tables.load_last_run()
+    fields = {f for f in Row.__dataclass_fields__ if not f.startswith("_")}
+    for row in run["linear"] + run["relu"]:
+        assert set(row) >= fields - {"evidence"} and row["outcome"] in (
+            "agrees", "disagrees", "outside the hypotheses", "inconclusive")
+    claims = {c.paper_claim for c in default_relu_claims()}
+    assert {r["paper_claim"] for r in run["relu"]} >= claims - {
+        "each move keeps the function"}   # the symmetry rows state the move itself
+
+
+def test_a_hand_edited_table_is_detected():
+    run = {"linear": [{"architecture": "a", "condition": "c", "paper_claim": "p",
+                       "computed": "x", "outcome": "agrees", "evidence": {}}], "relu": []}
+    page = "<!-- table: linear -->\n| stale |\n<!-- /table -->\n"
+    fresh = reproduction_tables.expected_page(page, run)
+    assert fresh != page and "| a | c | p | x | agrees |" in fresh
+    assert reproduction_tables.expected_page(fresh, run) == fresh
