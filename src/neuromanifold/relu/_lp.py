@@ -55,6 +55,10 @@ class LPCounter:
 _USE_CORE = _highs_core is not None
 
 
+#: Options of the LP solver object. The LPs are tiny (a few columns, tens of rows): one
+#: thread (HiGHS's worker pool costs more than the solve, ~10x on 2 shared cores) and no
+#: presolve (~1.5x; measured in benchmarks/bench_relu_regions.py).
+_LP_OPTIONS = (("threads", 1), ("presolve", "off"))
 _LOCAL = threading.local()  # one solver per thread: a Highs object is not thread-safe
 
 
@@ -66,6 +70,8 @@ def _solve_core(c, A_ub, b_ub, A_eq, b_eq, lb, ub) -> LPSolution:
         # banner on stdout when constructed
         solver = _LOCAL.solver = h._core._Highs()
         solver.setOptionValue("output_flag", False)
+        for name, value in _LP_OPTIONS:
+            solver.setOptionValue(name, value)
     n = c.size
     A = A_ub if A_eq is None else np.vstack([A_ub, A_eq])
     m = A.shape[0]
