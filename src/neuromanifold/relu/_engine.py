@@ -32,7 +32,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from ..exact._lp import dot, motzkin_certificate, strict_interior_point
+from ..exact._lp import _null_space_basis, dot, strict_interior_point
 from ..exact._rational import fmpq_matrix, to_fmpq
 from ._domain import Domain
 from ._lp import LPCounter, solve_lp
@@ -182,12 +182,14 @@ class Cell:
     radius: float
     maps_q: list
     patterns: list
+    #: some neuron processed so far has pre-activation identically 0 on the cell
+    zero_preact: bool = False
 
     def with_row(self, a_q, c_q, a_f, c_f, owner, center_f, center_q, radius) -> "Cell":
         return Cell(self.rows_q + [a_q], self.offs_q + [c_q],
                     np.vstack([self.rows_f, a_f[None, :]]), np.append(self.offs_f, c_f),
                     self.owners + [owner], center_f, center_q, radius,
-                    self.maps_q, self.patterns)
+                    self.maps_q, self.patterns, self.zero_preact)
 
 
 class Engine:
@@ -246,16 +248,16 @@ class Engine:
                 r = float(sol.x[d])
                 if not self.certify:
                     if r > LP_TOL:
-                        xq = [to_fmpq(float(v)) for v in sol.x[:d]]
+                        xq = [_fq(v) for v in sol.x[:d]]
                         if eq is not None:
                             xq = _project(xq, eq[0], eq[1])
                         return np.array([float(v) for v in xq]), xq, min(r, RADIUS_CAP)
                     return known
                 if r > 0:
-                    xq = [to_fmpq(float(v)) for v in sol.x[:d]]
+                    xq = [_fq(v) for v in sol.x[:d]]
                     if eq is not None:
                         xq = _project(xq, eq[0], eq[1])
-                    if self._inside(rows_q, offs_q, xq):
+                    if self._inside(rows_q, offs_q, xq, rows_f, offs_f):
                         return np.array([float(v) for v in xq]), xq, min(r, RADIUS_CAP)
                 if r <= LP_TOL and known is None:
                     # the exact rows scaled like their float copies (powers of two), so
@@ -268,8 +270,7 @@ class Engine:
                         Sq, sq, E, e = _scaled_system([rows_q[i] for i in sup],
                                                       [offs_q[i] for i in sup], eq, d)
                         mu = () if eq is None else [-float(sol.dual_eq[0]) / ne]
-                        if motzkin_certificate(Sq, sq, y[sup], E, e, mu,
-                                               rel=CERT_REL) is not None:
+                        if _motzkin(Sq, sq, y[sup], E, e, mu):
                             self.certificates += 1
                             return None
         elif not self.certify and k == 0:  # pragma: no cover - callers pass rows
@@ -291,11 +292,71 @@ class Engine:
         return pf, p, radius
 
     @staticmethod
-    def _inside(rows_q, offs_q, xq) -> bool:
-        for a, c in zip(rows_q, offs_q):
-            if not dot(a, xq) < c:
+    def _inside(rows_q, offs_q, xq, rows_f=None, offs_f=None) -> bool:
+        """Whether ``xq`` satisfies every row strictly, exactly. With the float copies of
+        the rows, a row whose float slack exceeds its rounding bound (see
+        :func:`float_signs`) is settled in floats; the others are checked exactly."""
+        todo = range(len(rows_q))
+        if rows_f is not None and len(rows_q):
+            xf = np.array([_float(v) for v in xq])
+            sign = float_signs(-rows_f, offs_f, xf)
+            if np.any(sign < 0):
+                return False
+            todo = np.nonzero(sign == 0)[0]
+        for i in todo:
+            if not dot(rows_q[i], xq) < offs_q[i]:
                 return False
         return True
+
+
+#: Relative rounding bound of a float evaluation ``a . x + c`` of an exact affine function
+#: whose coefficients and point are the floats nearest to exact values (each within
+#: 2**-53 relatively; d + 1 products summed): (2 d + 8) 2**-53 covers it; we use at least
+#: 1e-13 (see :func:`float_signs`).
+def _sign_rel(d: int) -> float:
+    return max(1e-13, (2 * d + 8) * 2.0 ** -52)
+
+
+def float_signs(A: np.ndarray, c: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Signs of the affine functions ``A[i] . x + c[i]`` where floating point decides them:
+    +1 / -1 when the float value exceeds the rounding bound ``_sign_rel(d) * (|A| |x| +
+    |c|)`` (plus 1e-300 for underflow), 0 when it does not (then the caller decides
+    exactly). Valid when every float is within a relative 2**-53 of the exact value it
+    stands for (the pow2-scaled rows and centers of the engine; clipped values, at or
+    above 1e300, are never trusted)."""
+    z = A @ x + c
+    s = np.abs(A) @ np.abs(x) + np.abs(c)
+    tau = _sign_rel(x.size) * s + 1e-300
+    out = (z > tau).astype(np.int8) - (z < -tau)
+    if not s.max(initial=0.0) < 1e300:  # clipped or non-finite values: decide exactly
+        out[~(s < 1e300)] = 0
+    return out
+
+
+def _motzkin(Sq, sq, y, E, e, mu) -> bool:
+    """Whether the multipliers ``y`` (on rows ``Sq x < sq``, all in the support) and ``mu``
+    (on ``E x = e``) round to an exact Motzkin certificate of emptiness: the same test as
+    :func:`neuromanifold.exact.motzkin_certificate` on rows that are already exact and
+    restricted to the support (so without its input checks)."""
+    cols = [list(a) for a in Sq] + [list(r) for r in E]
+    hint = [float(v) for v in y] + [float(v) for v in mu] + [0.0] * (len(E) - len(mu))
+    free, basis = _null_space_basis(cols, len(cols[0]) if cols else 0)
+    if not free:
+        return False
+    vec = [_ZERO] * len(cols)
+    for f, b in zip(free, basis):
+        w = _fq(hint[f])
+        if w != 0:
+            vec = [vi + w * bi for vi, bi in zip(vec, b)]
+    ys, mus = vec[:len(Sq)], vec[len(Sq):]
+    if any(v < 0 for v in ys) or all(v == 0 for v in ys):
+        return False
+    return not dot(ys, sq) + dot(mus, e) > 0
+
+
+def _fq(v: float) -> flint.fmpq:
+    """The exact value of a finite float."""
+    return flint.fmpq(*float(v).as_integer_ratio())
 
 
 def _float(v: flint.fmpq) -> float:
@@ -380,24 +441,36 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
     Zf = np.array([pow2_floats(ent[j * (d + 1): (j + 1) * (d + 1)], d)[0] for j in range(n)])
     bits0: list[bool | None] = [None] * n
     cand0 = []
+    zero = cell.zero_preact
     for j in range(n):
         if all(v == 0 for v in aq[j]):
             bits0[j] = bool(cq[j] > 0)  # constant on the cell; exactly 0 counts as inactive
+            zero = zero or cq[j] == 0
         else:
             cand0.append(j)
+    if zero != cell.zero_preact:
+        cell = dataclasses.replace(cell, zero_preact=zero)
+    Znorm = np.sqrt(np.einsum("ij,ij->i", Zf[:, :d], Zf[:, :d]))
     stack = [(cell, bits0, cand0)]
     while stack:
         geo, bits, cand = stack.pop()
         crossing = []  # (j, far_result or None when the ball is cut, near side or None)
-        for j in cand:
+        if cand:
+            ci = np.array(cand)
+            signs = float_signs(Zf[ci, :d], Zf[ci, d], geo.center_f)
+            dists = np.abs(Zf[ci, :d] @ geo.center_f + Zf[ci, d])
+        for t, j in enumerate(cand):
             af, cfl = Zf[j, :d], Zf[j, d]
-            zc = dot(aq[j], geo.center_q) + cq[j]
-            if zc == 0:
-                crossing.append((j, None, None))
-                continue
-            near = bool(zc > 0)
-            nrm = float(np.linalg.norm(af))
-            dist = abs(float(af @ geo.center_f + cfl)) / nrm if nrm > 0 else 0.0
+            if signs[t]:
+                near = bool(signs[t] > 0)
+            else:
+                zc = dot(aq[j], geo.center_q) + cq[j]
+                if zc == 0:
+                    crossing.append((j, None, None))
+                    continue
+                near = bool(zc > 0)
+            nrm = float(Znorm[j])
+            dist = float(dists[t]) / nrm if nrm > 0 else 0.0
             if dist < geo.radius * (1 + 1e-9):
                 crossing.append((j, None, near))
                 continue

@@ -29,14 +29,13 @@ import dataclasses
 from typing import Any
 
 import flint
-import numpy as np  # noqa: F401  (the doctests use it)
+import numpy as np
 
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, numerical_rank
-from ._domain import Domain
-from ._engine import binary_exponent, layer_maps, pow2_floats, progress_iter
-from ._lp import solve_lp
-from ._regions import _compute
+from .._validation import check_bool
+from ._domain import Domain, as_domain
+from ._engine import Engine, ExactNet, iter_cells, layer_maps, thickness
 
 __all__ = ["FunctionalDimension", "functional_dimension"]
 
@@ -139,54 +138,147 @@ def _region_rows(net, patterns, center_q) -> tuple[list[list[flint.fmpq]], bool]
     return rows, smooth
 
 
-def _thickness(cell, d: int) -> float:
-    """Largest ``r`` such that the cell contains a ball of radius ``r * max(1, ||x||_inf)``
-    around some ``x`` (homogenized: a ball of radius r around y in ``{a.y <= c s}``,
-    ``|y| <= 1``, ``0 <= s <= 1``); 1.0 when the LP cannot tell (the cell is kept)."""
-    k = cell.rows_f.shape[0]
-    if k == 0:
-        return 1.0
-    A = np.zeros((k, d + 2))
-    A[:, :d] = cell.rows_f
-    A[:, d] = -cell.offs_f
-    A[:, d + 1] = np.linalg.norm(cell.rows_f, axis=1)
-    c = np.zeros(d + 2)
-    c[d + 1] = -1.0
-    lb = np.concatenate([np.full(d, -1.0), [0.0, 0.0]])
-    ub = np.ones(d + 2)
-    sol = solve_lp(c, A, np.zeros(k), lb=lb, ub=ub)
-    if sol.status != "optimal":  # pragma: no cover - the cell is full-dimensional
-        return 1.0
-    return float(sol.x[d + 1])
+#: Prime modulus of the exact lower bound on the rank (tol = 0): the rank of the rows
+#: reduced modulo a prime never exceeds their rank over the rationals.
+_PRIME = (1 << 61) - 1
 
 
-def _scaled_floats(rows: list, P: int) -> np.ndarray:
-    """Float matrix of exact rows, columns then rows scaled by powers of two (exactly), so
-    that nothing under- or overflows and neuron rescalings by powers of two give the same
-    matrix."""
-    col_e = [None] * P
-    for row in rows:
-        for j, v in enumerate(row):
-            if v != 0:
-                e = binary_exponent(v)
-                if col_e[j] is None or e > col_e[j]:
-                    col_e[j] = e
-    f = [flint.fmpq(1) if e is None else (flint.fmpq(1, 2 ** e) if e >= 0 else flint.fmpq(2 ** -e))
-         for e in col_e]
-    return np.array([pow2_floats([v * f[j] for j, v in enumerate(row)])[0] for row in rows]
-                    ).reshape(len(rows), P)
+def _balanced(params: list) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Float copies of the layers with every hidden neuron rescaled by a power of two (its
+    incoming row and bias by ``2**-e``, its outgoing column by ``2**e``) so that its largest
+    incoming entry lies in ``[1/2, 1)``. The function is the same; Jacobian columns change
+    by exact powers of two only (so the column-normalized matrix is the same), and two
+    networks that differ by power-of-two rescalings balance to the same floats."""
+    Ws = [np.array(W, dtype=float) for W, _ in params]
+    bs = [np.array(b, dtype=float) for _, b in params]
+    for l in range(len(Ws) - 1):
+        aug = np.hstack([Ws[l], bs[l][:, None]])
+        peak = np.max(np.abs(aug), axis=1)
+        e = np.where(peak > 0, np.frexp(np.where(peak > 0, peak, 1.0))[1], 0)
+        Ws[l] = np.ldexp(Ws[l], -e[:, None])
+        bs[l] = np.ldexp(bs[l], -e)
+        Ws[l + 1] = np.ldexp(Ws[l + 1], e[None, :])
+    return Ws, bs
+
+
+def _float_rows(Ws: list, bs: list, patterns, c: np.ndarray) -> np.ndarray:
+    """The rows of :func:`_region_rows` in floats (same order: output, then point/direction;
+    columns in ``ReLUNet.flatten`` order), for the (balanced) float layers."""
+    d = c.size
+    L = len(Ws)
+    m = Ws[-1].shape[0]
+    U = np.zeros((d + 1, d + 1))
+    U[:d, 0] = c
+    U[:d, 1:] = np.eye(d)
+    U[d, 0] = 1.0
+    H = np.hstack([np.eye(d), np.zeros((d, 1))])
+    masks = [np.asarray(p, dtype=bool) for p in patterns]
+    V = []
+    for l in range(L):
+        V.append(H @ U)
+        if l < L - 1:
+            Z = Ws[l] @ H
+            Z[:, d] += bs[l]
+            H = Z * masks[l][:, None]
+    G = [None] * L
+    G[L - 1] = np.eye(m)
+    for l in range(L - 1, 0, -1):
+        G[l - 1] = (G[l] @ Ws[l]) * masks[l - 1][None, :]
+    blocks = []
+    for l in range(L):
+        blocks.append(np.einsum("oi,jt->otij", G[l], V[l]).reshape(m * (d + 1), -1))
+        blocks.append(np.einsum("oi,t->oti", G[l], U[d]).reshape(m * (d + 1), -1))
+    return np.hstack(blocks)
+
+
+def _row_scaled(rows: np.ndarray) -> np.ndarray:
+    """Each row times the power of two that brings its largest entry into ``[1/2, 1)``."""
+    peak = np.max(np.abs(rows), axis=1)
+    e = np.where(peak > 0, np.frexp(np.where(peak > 0, peak, 1.0))[1], 0)
+    return np.ldexp(rows, -e[:, None])
+
+
+class _FloatRank:
+    """Numerical rank at ``tol`` of a growing stack of rows, in memory bounded by the
+    number of columns: the stack is compressed to the triangular factor of its QR
+    decomposition (same Gram matrix, so the same column norms and the same singular
+    values after normalizing the columns, which is what :func:`numerical_rank` does)."""
+
+    def __init__(self, P: int, tol: float):
+        self.P, self.tol = P, tol
+        self.R = np.zeros((0, P))
+        self.buffer: list[np.ndarray] = []
+        self.pending = 0
+        self.rank, self.smallest, self.dropped = 0, None, None
+
+    def add(self, rows: np.ndarray) -> None:
+        self.buffer.append(rows)
+        self.pending += rows.shape[0]
+
+    def due(self) -> bool:
+        return self.pending >= max(self.P // 2, 8)
+
+    def update(self) -> int:
+        """Compress and recompute the rank; returns it."""
+        if self.buffer:
+            stack = np.vstack([self.R] + self.buffer)
+            self.buffer, self.pending = [], 0
+            self.R = np.linalg.qr(stack, mode="r") if stack.shape[0] > self.P else stack
+        if self.R.shape[0]:
+            self.rank, self.smallest, self.dropped = numerical_rank(self.R, self.tol)
+        return self.rank
+
+
+class _ModRank:
+    """Rank modulo :data:`_PRIME` of a growing stack of exact rows (a certified lower
+    bound of their rational rank), kept as a reduced basis of at most P rows."""
+
+    def __init__(self, P: int):
+        self.P = P
+        self.basis = None
+        self.buffer: list = []
+        self.pending = 0
+        self.rank = 0
+
+    def add(self, rows: list) -> None:
+        self.buffer.extend(rows)
+        self.pending += len(rows)
+
+    def due(self) -> bool:
+        return self.pending >= max(self.P // 2, 8)
+
+    def update(self) -> int:
+        if not self.buffer:
+            return self.rank
+        M = flint.fmpq_mat(len(self.buffer), self.P, [v for row in self.buffer for v in row])
+        num, _ = M.numer_denom()  # the rows times a common denominator: the same rank
+        new = flint.nmod_mat(num, _PRIME)
+        self.buffer, self.pending = [], 0
+        if self.basis is not None:
+            ent = self.basis.entries() + new.entries()
+            new = flint.nmod_mat(self.basis.nrows() + new.nrows(), self.P,
+                                 [int(v) for v in ent], _PRIME)
+        E, r = new.rref()
+        self.rank = int(r)
+        self.basis = flint.nmod_mat(r, self.P, [int(v) for v in E.entries()[:r * self.P]],
+                                    _PRIME) if r else None
+        return self.rank
 
 
 def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                          progress: bool = False) -> FunctionalDimension:
     """Functional dimension of a ReLU network on a domain, by exact or numerical rank.
 
+    The regions are streamed (:func:`~neuromanifold.relu.iter_regions`) and their Jacobian
+    rows stacked until the rank reaches the bound ``P - hidden`` (no region can add to it
+    then) or the regions run out.
+
     Args:
         params: list of ``(W, b)`` pairs, as for :func:`regions`.
         domain: the sample inputs range over this domain (accepted forms as for
             :func:`regions`); a smaller domain can only lower the rank.
-        tol: relative tolerance (see the module docs); ``0`` = exact rank over every region.
-        progress: progress bars on stderr (regions, then Jacobian rows).
+        tol: relative tolerance (see the module docs); ``0`` = exact rank.
+        progress: a progress bar on stderr (regions used, current rank).
 
     Returns:
         A :class:`FunctionalDimension` result: the rank, its gap and the bound P - hidden.
@@ -199,28 +291,58 @@ def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_
     7
     """
     tol = check_tol(tol)
-    R, cells, net, _ = _compute(params, domain, progress)
+    progress = check_bool(progress, "progress")
+    net = ExactNet.from_params(params)
+    dom = as_domain(domain, net.d)
+    engine = Engine(net.d)
     P = sum(W.size + b.size for W, b in net.params)
     hidden = sum(net.widths[1:-1])
-    all_rows: list = []
-    smooth = True
-    thin = 0
-    for cell in progress_iter(cells, progress, "jacobian rows", "region"):
-        if tol > 0 and _thickness(cell, net.d) <= tol:
+    bound = P - hidden
+    Ws, bs = _balanced(net.params)
+    tracker = _FloatRank(P, tol) if tol > 0 else _ModRank(P)
+    exact_rows: list = []  # tol == 0: every exact row, for the rational rank if needed
+    smooth, thin, used = True, 0, 0
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(desc="functional dimension", unit="region", leave=False)
+    for cell in iter_cells([net], dom, engine):
+        used += 1
+        if bar is not None:
+            bar.update(1)
+        if tol > 0 and thickness(cell, net.d) <= tol:
             thin += 1
             continue
-        rows, sm = _region_rows(net, cell.patterns[0], cell.center_q)
-        smooth = smooth and sm
-        all_rows.extend(rows)
-    rank, smallest, dropped = 0, None, None
-    if all_rows and tol == 0:
-        M = flint.fmpq_mat(len(all_rows), P, [v for row in all_rows for v in row])
-        rank = int(M.rank())
-    elif all_rows:
-        rank, smallest, dropped = numerical_rank(_scaled_floats(all_rows, P), tol)
-    # a rank at tol is a lower bound of the exact one (thin regions left out, singular values
-    # far above rounding counted), which never exceeds the bound: at the bound it is exact
-    certified = tol == 0 or (rank == P - hidden and smallest is not None and smallest > 1e-12)
-    return FunctionalDimension(rank, P - hidden, rank == P - hidden, P, hidden, len(cells),
-                               (len(cells) - thin) * (net.d + 1), smooth, certified, R.domain, tol,
+        smooth = smooth and not cell.zero_preact
+        if tol > 0:
+            tracker.add(_row_scaled(_float_rows(Ws, bs, cell.patterns[0], cell.center_f)))
+        else:
+            rows, _ = _region_rows(net, cell.patterns[0], cell.center_q)
+            tracker.add(rows)
+            exact_rows.extend(rows)
+        if tracker.due():
+            rank = tracker.update()
+            if bar is not None:
+                bar.set_postfix(rank=rank, bound=bound, refresh=False)
+            if rank >= bound:
+                break
+    if bar is not None:
+        bar.close()
+    rank = tracker.update()
+    smallest = dropped = None
+    if tol > 0:
+        smallest, dropped = tracker.smallest, tracker.dropped
+        # a rank at tol is a lower bound of the exact one (thin regions left out, singular
+        # values far above rounding counted), which never exceeds the bound: at the bound
+        # it is exact
+        certified = rank == bound and smallest is not None and smallest > 1e-12
+    else:
+        # the rank modulo a prime is a lower bound of the rational one; below the bound
+        # (every region used) the rational rank decides
+        if rank < bound and exact_rows:
+            rank = int(flint.fmpq_mat(len(exact_rows), P,
+                                      [v for row in exact_rows for v in row]).rank())
+        certified = True
+    return FunctionalDimension(rank, bound, rank == bound, P, hidden, used,
+                               (used - thin) * (net.d + 1), smooth, certified, dom, tol,
                                smallest, dropped, thin)
