@@ -35,7 +35,7 @@ from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, numerical_rank
 from .._validation import check_bool
 from ._domain import Domain, as_domain
-from ._engine import Engine, ExactNet, iter_cells, layer_maps, thickness
+from ._engine import Engine, ExactNet, exact_forward, iter_cells, layer_maps, thickness
 
 __all__ = ["FunctionalDimension", "functional_dimension"]
 
@@ -50,10 +50,11 @@ class FunctionalDimension(Result):
         bound: ``num_params - num_hidden`` (generic upper bound).
         at_bound: ``rank == bound``.
         num_params, num_hidden: P and the number of hidden neurons.
-        num_regions: regions used (all of them).
+        num_regions: regions used: the sampled ones, then (unless the bound was reached)
+            every region of the enumeration (a sampled region is then counted twice).
         num_points: sample points represented (``(num_regions - num_thin_regions) * (d + 1)``).
-        smooth: no neuron has pre-activation identically 0 on a region; if False, theta ->
-            f_theta(x) is not differentiable there and ReLU'(0) = 0 is used.
+        smooth: no neuron has pre-activation identically 0 on a region used; if False,
+            theta -> f_theta(x) is not differentiable there and ReLU'(0) = 0 is used.
         certified: the rank is exact rational arithmetic over an exact region list
             (``tol == 0``), or a rank at ``tol`` that reaches the bound (then it is the
             exact rank too); otherwise a rank at ``tol > 0`` is numerical.
@@ -63,6 +64,12 @@ class FunctionalDimension(Result):
             singular value counted and the largest one dropped, relative to the largest
             (``None`` when there is none, and when ``tol == 0``).
         num_thin_regions: regions left out as thinner than ``tol`` (0 when ``tol == 0``).
+        num_sampled_regions: regions reached first through random points of the domain
+            (seeded; a point counts when a ball around it of radius above
+            ``tol * max(1, ||x||_inf)`` lies in its region; exactly checked when
+            ``tol == 0``); included in ``num_regions``.
+        enumerated: the regions were enumerated (False: the sampled ones already
+            reached the bound, so no region can add to the rank).
     """
 
     rank: int
@@ -79,6 +86,8 @@ class FunctionalDimension(Result):
     smallest_counted: float | None = None
     largest_dropped: float | None = None
     num_thin_regions: int = 0
+    num_sampled_regions: int = 0
+    enumerated: bool = True
 
 
 def _region_rows(net, patterns, center_q) -> tuple[list[list[flint.fmpq]], bool]:
@@ -265,6 +274,77 @@ class _ModRank:
         return self.rank
 
 
+#: Random points tried before the regions are enumerated (seeded, so deterministic).
+_SAMPLES = 2000
+_SAMPLE_BATCH = 250
+
+
+def _sample_points(Ws, bs, dom, tol: float, rng) -> list:
+    """Random points of the domain, one per activation pattern, each with a ball around
+    it inside its region (and the domain) of radius ``> tol * max(1, ||x||_inf)`` and with
+    every pre-activation's sign clear of rounding; yields ``(x, patterns)`` in batches."""
+    from ._regions import _sample_domain
+    d = dom.dim
+    seen = set()
+    dom_norm = np.linalg.norm(dom.A, axis=1) if dom.A.shape[0] else None
+    for start in range(0, _SAMPLES, _SAMPLE_BATCH):
+        X = _sample_domain(dom, _SAMPLE_BATCH, rng)
+        batch = []
+        for x in X:
+            need = max(tol * max(1.0, float(np.max(np.abs(x)))), 0.0)
+            radius = np.inf
+            if dom_norm is not None:
+                slack = dom.c - dom.A @ x
+                radius = float(np.min(slack / dom_norm))
+            H = np.hstack([np.eye(d), np.zeros((d, 1))])
+            pats, ok = [], radius > need
+            for l in range(len(Ws) - 1):
+                if not ok:
+                    break
+                Z = Ws[l] @ H
+                Z[:, d] += bs[l]
+                z = Z[:, :d] @ x + Z[:, d]
+                g = np.linalg.norm(Z[:, :d], axis=1)
+                size = np.abs(Z[:, :d]) @ np.abs(x) + np.abs(Z[:, d])
+                live = g > 0
+                if np.any(~live & (z == 0)) or np.any(np.abs(z[live]) <= 1e-9 * size[live]):
+                    ok = False
+                    break
+                if np.any(live):
+                    radius = min(radius, float(np.min(np.abs(z[live]) / g[live])))
+                mask = z > 0
+                pats.append(mask)
+                H = Z * mask[:, None]
+            if not ok or not radius > need:
+                continue
+            key = b"".join(np.packbits(m).tobytes() for m in pats)
+            if key in seen:
+                continue
+            seen.add(key)
+            batch.append((x, pats))
+        yield batch
+
+
+class _Selector:
+    """Float Gram-Schmidt basis of the rows seen so far: tells which new rows add a
+    direction (used only to choose which points get exact rows; the exact rank decides)."""
+
+    def __init__(self, P: int):
+        self.Q = np.zeros((0, P))
+
+    def adds(self, rows: np.ndarray) -> bool:
+        ref = float(np.max(np.linalg.norm(rows, axis=1), initial=0.0))
+        if not ref > 0:
+            return False
+        R = rows - (rows @ self.Q.T) @ self.Q if self.Q.shape[0] else rows
+        q, r = np.linalg.qr(R.T)
+        new = np.abs(np.diag(r)) > 1e-8 * ref
+        if not np.any(new):
+            return False
+        self.Q = np.vstack([self.Q, q[:, new].T])
+        return True
+
+
 def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                          progress: bool = False) -> FunctionalDimension:
     """Functional dimension of a ReLU network on a domain, by exact or numerical rank.
@@ -306,7 +386,36 @@ def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_
     if progress:
         from tqdm.auto import tqdm
         bar = tqdm(desc="functional dimension", unit="region", leave=False)
-    for cell in iter_cells([net], dom, engine):
+    # 1. random points: their regions' rows, until the rank reaches the bound
+    sampled = 0
+    selector = _Selector(P)
+    rng = np.random.default_rng(0)
+    done = False
+    for batch in _sample_points(Ws, bs, dom, tol, rng):
+        for x, pats in batch:
+            rows_f = _float_rows(Ws, bs, pats, x)
+            if tol > 0:
+                tracker.add(_row_scaled(rows_f))
+                sampled += 1
+            elif selector.adds(rows_f):
+                xq = [flint.fmpq(*float(v).as_integer_ratio()) for v in x]
+                _, pre = exact_forward(net, xq)
+                if any(z == 0 for layer in pre for z in layer) or not all(
+                        (z > 0) == bool(m) for layer, ms in zip(pre, pats)
+                        for z, m in zip(layer, ms)):
+                    continue
+                rows, _ = _region_rows(net, pats, xq)
+                tracker.add(rows)
+                exact_rows.extend(rows)
+                sampled += 1
+        if tracker.pending and (tracker.due() or tol == 0):
+            if tracker.update() >= bound:
+                done = True
+                break
+    if bar is not None:
+        bar.set_postfix(rank=tracker.rank, bound=bound, refresh=False)
+    # 2. every region (the rows of the sampled ones are among theirs)
+    for cell in ([] if done else iter_cells([net], dom, engine)):
         used += 1
         if bar is not None:
             bar.update(1)
@@ -343,6 +452,7 @@ def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_
             rank = int(flint.fmpq_mat(len(exact_rows), P,
                                       [v for row in exact_rows for v in row]).rank())
         certified = True
+    used += sampled
     return FunctionalDimension(rank, bound, rank == bound, P, hidden, used,
                                (used - thin) * (net.d + 1), smooth, certified, dom, tol,
-                               smallest, dropped, thin)
+                               smallest, dropped, thin, sampled, not done)
