@@ -215,10 +215,12 @@ class RegionStream:
 
     @property
     def num_lps(self) -> int:
+        """Floating-point LPs solved so far."""
         return self._engine.counter.count
 
     @property
     def num_exact_fallbacks(self) -> int:
+        """Decisions so far that needed the exact rational simplex."""
         return self._engine.exact_fallbacks
 
     def __iter__(self):
