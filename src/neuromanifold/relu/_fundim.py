@@ -1,26 +1,40 @@
-"""Functional dimension of a ReLU network, certified by exact rational rank.
+"""Functional dimension of a ReLU network: the rank of the stacked parameter Jacobians.
 
 The functional dimension at theta (on a domain) is the rank of the Jacobian of
 ``theta -> (f_theta(x_1), ..., f_theta(x_N))`` maximized over finite sets of inputs where
 the map is differentiable. On a linear region R the parameter gradient of ``f_theta(x)`` is
 an affine function of x, so its span over R is spanned by its values at any d+1 affinely
-independent points of R, e.g. the region's interior point c and ``c + rho e_k`` for small
-``rho > 0``; since ``J(c + rho e_k) = J(c) + rho dJ/dx_k`` we use the rows ``J(c)`` and
-``dJ/dx_k`` directly, which gives the same rank without choosing rho. Taking every region
-attains the maximum; the rank is computed exactly (``fmpq_mat``), so it is certified.
+independent points of R, e.g. a point c of R and ``c + rho e_k`` for small ``rho > 0``;
+since ``J(c + rho e_k) = J(c) + rho dJ/dx_k`` we use the rows ``J(c)`` and ``dJ/dx_k``
+directly, which gives the same rank without choosing rho. Taking every region attains the
+maximum.
 
 Each hidden neuron's rescaling symmetry is a null direction of every such Jacobian, so
-``P - (number of hidden neurons)`` is the generic upper bound.
+``P - (number of hidden neurons)`` is an upper bound, and once the rows stacked so far
+reach it no region can add anything. So the regions are not all needed: rows are stacked
+first for the regions of random points of the domain (seeded), then, only if the bound is
+not reached, for every region of the streamed enumeration
+(:func:`neuromanifold.relu.iter_regions`); the rank is updated every P/2 rows and the
+computation stops at the bound (``docs/relu_arrangement.md`` §5).
+
+**Exactly** (``tol = 0``): a random point is used only if its pre-activations, computed
+exactly at its rational value, are all non-zero (it is then inside its region). Its rows
+are exact rationals; the rank of the rows reduced modulo the prime ``2**61 - 1`` is a
+certified lower bound of their rational rank, so reaching the bound proves the rank.
+Below the bound (every region used) the rational rank of all rows (``fmpq_mat``) decides.
 
 **At a tolerance** (``tol > 0``, ``docs/relu.md``, "Tolerances"): a region counts only if it
 is thicker than ``tol``, i.e. it contains a ball of radius ``> tol * max(1, ||x||_inf)``
-around some point ``x`` (an LP after homogenization). A region thinner than that, such as
-the sliver between two hyperplanes that coincide up to rounding, changes the function
-only on a set of relative width ``<= tol``. The stacked rows are scaled exactly by powers
-of two (columns, then rows) and the rank is
+around some point ``x`` (an LP after homogenization for enumerated regions; for a random
+point, the ball around the point itself). A region thinner than that, such as the sliver
+between two hyperplanes that coincide up to rounding, changes the function only on a set of
+relative width ``<= tol``. The rows are computed in floats on the network balanced by
+power-of-two neuron rescalings (the function is the same and the column-normalized matrix
+too), each row scaled by a power of two; the stack is compressed to its QR factor (same
+singular values after normalizing the columns) and the rank is
 :func:`neuromanifold._tolerance.numerical_rank`: singular values of the column-normalized
 matrix above ``tol`` times the largest, with the smallest one counted and the largest one
-dropped reported. ``tol = 0`` keeps every region and the exact rank.
+dropped reported.
 """
 
 from __future__ import annotations
