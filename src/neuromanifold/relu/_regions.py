@@ -331,7 +331,7 @@ def iter_regions(params: Any, domain: Any = None, *, tol: Any = 0.0, certify: bo
     >>> W1 = np.array([[1.0, 0.0], [0.0, 1.0]]); b1 = np.zeros(2)
     >>> it = iter_regions([(W1, b1), (np.ones((1, 2)), np.zeros(1))])
     >>> [str(r.linear[0, 0]) + "," + str(r.linear[0, 1]) for r in it]
-    ['1,1', '1,0', '0,1', '0,0']
+    ['0,0', '0,1', '1,0', '1,1']
     >>> it.finished, it.num_regions, it.counts
     (True, 4, [4])
     >>> it = iter_regions([(W1, b1), (np.ones((1, 2)), np.zeros(1))], max_regions=3)
