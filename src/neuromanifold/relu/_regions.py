@@ -335,10 +335,11 @@ def iter_regions(params: Any, domain: Any = None, *, tol: Any = 0.0, certify: bo
     >>> it.finished, it.num_regions, it.counts
     (True, 4, [4])
     >>> it = iter_regions([(W1, b1), (np.ones((1, 2)), np.zeros(1))], max_regions=3)
-    >>> sum(1 for _ in it)
-    Traceback (most recent call last):
-    ...
-    neuromanifold.ComputationLimitError: region enumeration stopped at the region limit (max_regions=3) after 3 regions ...
+    >>> try:
+    ...     sum(1 for _ in it)
+    ... except ComputationLimitError as err:
+    ...     print(err.num_regions, "regions, then:", str(err).split(" after")[0])
+    3 regions, then: region enumeration stopped at the region limit (max_regions=3)
     """
     tol, certify, max_regions, time_limit, progress = _check_options(
         tol, certify, max_regions, time_limit, progress)
