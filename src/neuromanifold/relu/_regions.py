@@ -437,7 +437,9 @@ class RegionEstimate(Result):
             with probability one).
         estimate: the Chao1 richness estimate from those samples,
             ``seen + f1^2 / (2 f2)`` (f1, f2: patterns seen once, twice), capped at
-            ``upper_bound``: a rough guess, not a bound.
+            ``upper_bound``: a rough guess, not a bound; small and far-out regions are
+            rarely hit, so it tends to be low (4-12-12-1 on R^4, seed 0: 5,689 from
+            100,000 points, against 13,689 regions).
         samples: the number of points drawn.
         widths, domain: the network's widths and the domain.
     """
