@@ -398,3 +398,28 @@ def test_thin_regions_are_left_out_at_a_tolerance():
     assert coarse.num_thin_regions > 0 and coarse.tol == 1e-9
     assert coarse.num_regions + coarse.num_thin_regions == exact.num_regions
     assert coarse.num_regions == 4          # two lines through general position
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), d=st.integers(1, 6), tiny=st.booleans(), huge=st.booleans())
+def test_float_signs_never_contradict_the_exact_sign(seed, d, tiny, huge):
+    """The float shortcut of the engine's exact checks: where it decides a sign, the exact
+    sign agrees, including entries that underflow, huge points and values at zero."""
+    from neuromanifold.relu._engine import float_signs, pow2_floats
+    from neuromanifold.exact import to_fmpq
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((8, d))
+    if tiny:
+        A[:, -1] *= 2.0 ** -1060          # underflows once the row is scaled
+    x = rng.standard_normal(d) * (1e250 if huge else 1.0)
+    Ax = A @ x                            # rows 0-3 vanish at x up to a few ulps
+    c = -Ax + np.spacing(np.abs(Ax)) * np.array([-1.0, 0.0, 1.0, 2.0] * 2)
+    c[4:] = rng.standard_normal(4)
+    rows_q = [[to_fmpq(float(v)) for v in row] + [to_fmpq(float(ci))] for row, ci in zip(A, c)]
+    xq = [to_fmpq(float(v)) for v in x]
+    fl = np.array([pow2_floats(r, d)[0] for r in rows_q])
+    sign = float_signs(fl[:, :d], fl[:, d], x)
+    for r, sg in zip(rows_q, sign):
+        z = sum(a * v for a, v in zip(r[:d], xq)) + r[d]
+        exact = (z > 0) - (z < 0)
+        assert sg == 0 or sg == exact

@@ -320,13 +320,16 @@ def _sign_rel(d: int) -> float:
 def float_signs(A: np.ndarray, c: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Signs of the affine functions ``A[i] . x + c[i]`` where floating point decides them:
     +1 / -1 when the float value exceeds the rounding bound ``_sign_rel(d) * (|A| |x| +
-    |c|)`` (plus 1e-300 for underflow), 0 when it does not (then the caller decides
-    exactly). Valid when every float is within a relative 2**-53 of the exact value it
+    |c|)`` (plus ``2**-1070 (1 + |x|_1)`` for entries that underflowed), 0 when it does not
+    (then the caller decides exactly). Valid when every float is within a relative 2**-53 of the exact value it
     stands for (the pow2-scaled rows and centers of the engine; clipped values, at or
     above 1e300, are never trusted)."""
     z = A @ x + c
-    s = np.abs(A) @ np.abs(x) + np.abs(c)
-    tau = _sign_rel(x.size) * s + 1e-300
+    ax = np.abs(x)
+    s = np.abs(A) @ ax + np.abs(c)
+    # relative rounding, plus the absolute error of entries that underflowed (at most
+    # 2**-1074 each) times the point's size
+    tau = _sign_rel(x.size) * s + 2.0 ** -1070 * (1.0 + float(ax.sum()))
     out = (z > tau).astype(np.int8) - (z < -tau)
     if not s.max(initial=0.0) < 1e300:  # clipped or non-finite values: decide exactly
         out[~(s < 1e300)] = 0
