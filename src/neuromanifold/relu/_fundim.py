@@ -301,41 +301,39 @@ def _sample_points(Ws, bs, dom, tol: float, rng) -> list:
     d = dom.dim
     seen = set()
     dom_norm = np.linalg.norm(dom.A, axis=1) if dom.A.shape[0] else None
-    for start in range(0, _SAMPLES, _SAMPLE_BATCH):
+    for _ in range(0, _SAMPLES, _SAMPLE_BATCH):
         X = _sample_domain(dom, _SAMPLE_BATCH, rng)
+        N = X.shape[0]
+        need = tol * np.maximum(1.0, np.max(np.abs(X), axis=1))
+        radius = np.full(N, np.inf)
+        if dom_norm is not None:
+            radius = np.min((dom.c[None, :] - X @ dom.A.T) / dom_norm[None, :], axis=1)
+        ok = radius > need
+        H = np.broadcast_to(np.hstack([np.eye(d), np.zeros((d, 1))]), (N, d, d + 1))
+        pats = []
+        for l in range(len(Ws) - 1):
+            Z = np.einsum("ij,njk->nik", Ws[l], H)
+            Z[:, :, d] += bs[l]
+            z = np.einsum("nik,nk->ni", Z[:, :, :d], X) + Z[:, :, d]
+            g = np.linalg.norm(Z[:, :, :d], axis=2)
+            size = np.einsum("nik,nk->ni", np.abs(Z[:, :, :d]), np.abs(X)) + np.abs(Z[:, :, d])
+            live = g > 0
+            ok &= ~np.any((~live & (z == 0)) | (live & (np.abs(z) <= 1e-9 * size)), axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = np.where(live, np.abs(z) / np.where(live, g, 1.0), np.inf)
+            radius = np.minimum(radius, np.min(r, axis=1, initial=np.inf))
+            mask = z > 0
+            pats.append(mask)
+            H = Z * mask[:, :, None]
+        ok &= radius > need
         batch = []
-        for x in X:
-            need = max(tol * max(1.0, float(np.max(np.abs(x)))), 0.0)
-            radius = np.inf
-            if dom_norm is not None:
-                slack = dom.c - dom.A @ x
-                radius = float(np.min(slack / dom_norm))
-            H = np.hstack([np.eye(d), np.zeros((d, 1))])
-            pats, ok = [], radius > need
-            for l in range(len(Ws) - 1):
-                if not ok:
-                    break
-                Z = Ws[l] @ H
-                Z[:, d] += bs[l]
-                z = Z[:, :d] @ x + Z[:, d]
-                g = np.linalg.norm(Z[:, :d], axis=1)
-                size = np.abs(Z[:, :d]) @ np.abs(x) + np.abs(Z[:, d])
-                live = g > 0
-                if np.any(~live & (z == 0)) or np.any(np.abs(z[live]) <= 1e-9 * size[live]):
-                    ok = False
-                    break
-                if np.any(live):
-                    radius = min(radius, float(np.min(np.abs(z[live]) / g[live])))
-                mask = z > 0
-                pats.append(mask)
-                H = Z * mask[:, None]
-            if not ok or not radius > need:
-                continue
-            key = b"".join(np.packbits(m).tobytes() for m in pats)
+        for i in np.nonzero(ok)[0]:
+            ps = [m[i] for m in pats]
+            key = b"".join(np.packbits(m).tobytes() for m in ps)
             if key in seen:
                 continue
             seen.add(key)
-            batch.append((x, pats))
+            batch.append((X[i], ps))
         yield batch
 
 
@@ -405,6 +403,7 @@ def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_
     selector = _Selector(P)
     rng = np.random.default_rng(0)
     done = False
+    stalled = 0
     for batch in _sample_points(Ws, bs, dom, tol, rng):
         for x, pats in batch:
             rows_f = _float_rows(Ws, bs, pats, x)
@@ -423,8 +422,13 @@ def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_
                 exact_rows.extend(rows)
                 sampled += 1
         if tracker.pending and (tracker.due() or tol == 0):
+            before = tracker.rank
             if tracker.update() >= bound:
                 done = True
+                break
+            # the sampled regions stopped adding rank: the enumeration takes over
+            stalled = stalled + 1 if tracker.rank == before else 0
+            if stalled >= 2:
                 break
     if bar is not None:
         bar.set_postfix(rank=tracker.rank, bound=bound, refresh=False)
