@@ -183,9 +183,11 @@ def main(argv=None) -> list[dict]:
             print(f"{w} {label}: {n} regions in {t:.1f} s ({n / t:.0f}/s, {lps / n:.2f} LPs/region)")
 
     # 5. functional dimension: sampled regions first, enumeration only below the bound
-    fds = [[2, 4, 4, 1]] if args.quick else [[3, 8, 8, 1], [4, 16, 16, 1]]
-    for w in fds:
-        p = ReLUNet(w).random_params(1)
+    fds = [([2, 4, 4, 1], 1)] if args.quick else [([3, 4, 4, 1], 0), ([3, 8, 8, 1], 1)]
+    if args.large:
+        fds.append(([4, 16, 16, 1], 0))   # below the bound: every region (minutes)
+    for w, seed in fds:
+        p = ReLUNet(w).random_params(seed)
         t, _, fd = median_time(lambda: functional_dimension(p), 1)
         peak = peak_memory_mb(lambda: functional_dimension(p)) if args.quick else None
         rows.append(suite_row("relu functional dimension (tol 1e-9)", "-".join(map(str, w)), t,
