@@ -58,6 +58,7 @@ def build_results():
         num_instances=1))
     p = relu.ReLUNet([2, 3, 1]).random_params(0)
     out.append(relu.regions(p))
+    out.append(relu.estimate_regions(p, samples=100))
     out.append(relu.bent_hyperplanes(p))
     out.append(relu.equivalent(p, p))
     q = [(W.copy(), b.copy()) for W, b in p]

@@ -9,6 +9,8 @@ from neuromanifold.relu import ReLUNet, bent_hyperplanes, functional_dimension
 from neuromanifold.relu._fundim import _region_rows
 from neuromanifold.relu._regions import _compute
 
+from relu_support import dyadic_net
+
 
 @settings(max_examples=20, deadline=None)
 @given(widths=st.lists(st.integers(1, 3), min_size=2, max_size=4), seed=st.integers(0, 10**6),
@@ -191,3 +193,65 @@ def test_extreme_magnitudes_give_the_same_functional_dimension():
             assert (a.rank, a.num_regions, a.num_thin_regions) == \
                    (b.rank, b.num_regions, b.num_thin_regions)
             assert (a.smallest_counted, a.largest_dropped) == (b.smallest_counted, b.largest_dropped)
+
+
+# -- the fast path: sampled regions first, stop at the bound -----------------------------
+
+def _exhaustive_rank(p, domain=None):
+    """The former computation: every region, exact rows, exact rational rank."""
+    import flint
+    R, cells, enet, _ = _compute(p, domain, False)
+    P = sum(np.size(W) + np.size(b) for W, b in p)
+    rows = [row for c in cells for row in _region_rows(enet, c.patterns[0], c.center_q)[0]]
+    return int(flint.fmpq_mat(len(rows), P, [v for r in rows for v in r]).rank())
+
+
+def _adversarial(kind, rng, widths):
+    p = ReLUNet(widths).random_params(int(rng.integers(10**6)))
+    p = [(W.copy(), b.copy()) for W, b in p]
+    if kind == "dead":          # a first-layer neuron inactive everywhere
+        p[0][0][0] = 0.0
+        p[0][1][0] = -1.0
+    elif kind == "parallel":    # two first-layer neurons on the same hyperplane, exactly
+        p[0][0][1], p[0][1][1] = 2.0 * p[0][0][0], 2.0 * p[0][1][0]
+    elif kind == "zero_out":    # a neuron whose outgoing weights vanish
+        p[1][0][:, 0] = 0.0
+    elif kind == "dyadic":
+        p = dyadic_net(rng, widths)
+    return p
+
+
+@settings(max_examples=14, deadline=None)
+@given(seed=st.integers(0, 10**6),
+       kind=st.sampled_from(["generic", "dead", "parallel", "zero_out", "dyadic"]),
+       widths=st.sampled_from([[2, 3, 2, 1], [2, 2, 1, 2], [1, 3, 1, 1], [2, 3, 1], [3, 2, 2, 1]]),
+       domain=st.sampled_from([None, "orthant", (-1, 1)]))
+def test_fast_rank_equals_the_exhaustive_exact_rank(seed, kind, widths, domain):
+    """Width-1 layers, dead, parallel and disconnected neurons, dyadic weights with exact
+    coincidences: the exact rank (tol=0) equals the rank over every region, whether the
+    sampled regions reached the bound or the enumeration ran to the end."""
+    p = _adversarial(kind, np.random.default_rng(seed), widths)
+    fd = functional_dimension(p, domain, tol=0)
+    assert fd.rank == _exhaustive_rank(p, domain)
+    assert fd.certified and fd.rank <= fd.bound
+    assert fd.enumerated or fd.rank == fd.bound    # stops early only at the bound
+
+
+def test_stops_at_the_bound_without_enumerating():
+    p = ReLUNet([3, 4, 4, 1]).random_params(0)
+    for tol in (1e-9, 0):
+        fd = functional_dimension(p, tol=tol)
+        assert fd.at_bound and fd.certified and not fd.enumerated
+        assert 0 < fd.num_sampled_regions == fd.num_regions
+    from neuromanifold.relu import regions
+    assert fd.num_regions < regions(p).num_regions
+
+
+def test_below_the_bound_every_region_is_used():
+    p = _adversarial("dead", np.random.default_rng(0), [2, 3, 2, 1])
+    from neuromanifold.relu import regions
+    n = regions(p).num_regions
+    for tol in (1e-9, 0):
+        fd = functional_dimension(p, tol=tol)
+        assert not fd.at_bound and fd.enumerated
+        assert fd.num_regions == n + fd.num_sampled_regions

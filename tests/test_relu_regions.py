@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from neuromanifold import ParameterError
 from neuromanifold.exact import fmpq_to_fraction
 from neuromanifold.exact._lp import strictly_satisfies
-from neuromanifold.relu import ReLUNet, forward, regions
+from neuromanifold.relu import ReLUNet, forward, iter_regions, regions
 from neuromanifold.relu import _lp as relu_lp
 from neuromanifold.relu._engine import ExactNet, exact_forward
 
@@ -258,3 +258,168 @@ def test_fraction_weights_stay_exact():
     for r in R:
         assert all(isinstance(v, Fraction) for v in r.linear.ravel())
     assert any(r.linear[0, 0] == Fraction(4, 3) for r in R)
+
+
+# -- streaming, budgets and estimates ---------------------------------------------------
+
+def _bfs_regions(p, domain):
+    """The former enumeration, breadth first: every cell of a layer, then the next layer
+    (the list version of each split), as exact (pattern, point, map) triples in order."""
+    from neuromanifold.relu._domain import as_domain
+    from neuromanifold.relu._engine import Engine, initial_cell, output_map, refine_stage
+    net = ExactNet.from_params(p)
+    engine = Engine(net.d)
+    cells = [initial_cell(as_domain(domain, net.d), engine, [net])]
+    for l in net.hidden_layers:
+        cells = [c2 for c in cells for c2 in refine_stage(c, 0, l, net, engine)]
+    return [(tuple(np.concatenate(c.patterns[0]).tolist()) if c.patterns[0] else (),
+             tuple(c.center_q), output_map(c, 0, net).entries()) for c in cells]
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10**6), domain=st.sampled_from([None, "orthant", (-1, 2)]),
+       widths=st.sampled_from([[2, 4, 3, 1], [3, 3, 2, 2], [1, 3, 2, 1], [2, 5, 1],
+                               [2, 2, 2, 2, 1]]),
+       dyadic=st.booleans())
+def test_streamed_regions_equal_the_breadth_first_list(seed, domain, widths, dyadic):
+    rng = np.random.default_rng(seed)
+    p = dyadic_net(rng, widths) if dyadic else ReLUNet(widths).random_params(seed)
+    ref = _bfs_regions(p, domain)
+    it = iter_regions(p, domain)
+    got = [(flat_pattern(r), r.point_exact, r) for r in it]
+    assert it.finished and it.num_regions == len(ref) == len(got)
+    for (pat, center, F), (gpat, gpoint, r) in zip(ref, got):
+        assert pat == gpat
+        assert tuple(fmpq_to_fraction(v) for v in center) == gpoint
+        exact = [fmpq_to_fraction(v) for v in F]
+        d = len(center)
+        assert exact == [v for o in range(r.linear.shape[0])
+                         for v in list(r.linear[o]) + [r.offset[o]]][:len(exact)] or \
+            exact == [x for o in range(r.linear.shape[0])
+                      for x in list(r.linear[o]) + [r.offset[o]]]
+        assert d == r.linear.shape[1]
+    R = regions(p, domain)  # the list is the stream collected
+    assert [flat_pattern(r) for r in R] == [g[0] for g in got]
+    assert R.certified and R.counts == tuple(it.counts) and R.num_lps == it.num_lps
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 4, 3, 1], [3, 3, 3, 1]]))
+def test_uncertified_mode_finds_the_same_regions_on_generic_nets(seed, widths):
+    p = ReLUNet(widths).random_params(seed)
+    exact, fast = regions(p), regions(p, certify=False)
+    assert [flat_pattern(r) for r in exact] == [flat_pattern(r) for r in fast]
+    assert exact.certified and not fast.certified and fast.num_exact_fallbacks == 0
+
+
+def test_max_regions_raises_with_counts_and_the_partial_list():
+    from neuromanifold import ComputationLimitError
+    p = ReLUNet([2, 5, 4, 1]).random_params(0)
+    n = regions(p).num_regions
+    assert regions(p, max_regions=n).num_regions == n          # exactly n: no error
+    it = iter_regions(p, max_regions=n - 3)
+    got = []
+    with pytest.raises(ComputationLimitError, match=rf"max_regions={n - 3}\) after {n - 3} regions"):
+        for r in it:
+            got.append(r)
+    assert len(got) == n - 3 and not it.finished
+    with pytest.raises(ComputationLimitError) as info:
+        regions(p, max_regions=5)
+    err = info.value
+    assert err.num_regions == 5 and err.num_lps > 0
+    assert err.partial.num_regions == 5 and not err.partial.certified
+    assert [flat_pattern(r) for r in err.partial] == [flat_pattern(r) for r in regions(p)][:5]
+
+
+def test_time_limit_raises():
+    from neuromanifold import ComputationLimitError
+    p = ReLUNet([2, 5, 4, 1]).random_params(0)
+    with pytest.raises(ComputationLimitError, match="time limit") as info:
+        regions(p, time_limit=1e-9)
+    assert info.value.partial is not None and not info.value.partial.certified
+    assert regions(p, time_limit=600.0).certified    # a generous limit changes nothing
+
+
+def test_bad_budget_options():
+    from neuromanifold import InputError
+    p = ReLUNet([2, 3, 1]).random_params(0)
+    for kw, match in [({"max_regions": 0}, "max_regions"), ({"time_limit": -1.0}, "time_limit"),
+                      ({"certify": "yes"}, "certify"), ({"tol": 2.0}, "tol")]:
+        with pytest.raises(InputError, match=match):
+            iter_regions(p, **kw)
+
+
+def test_streaming_memory_does_not_grow_with_the_number_of_regions():
+    """Python-heap peak while consuming 40 and then 200 regions of one stream (nothing
+    kept by the caller): a list of them would grow about 5x; the stream holds only its
+    path through the split tree. And no yielded region is kept alive by the stream."""
+    import gc
+    import itertools
+    import tracemalloc
+    import weakref
+    p = ReLUNet([2, 40, 1]).random_params(3)
+    peaks = []
+    for n in (40, 200):
+        it = iter_regions(p, certify=False)
+        tracemalloc.start()
+        try:
+            for _ in itertools.islice(it, n):
+                pass
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        assert it.num_regions == n
+    assert peaks[1] < 2.0 * peaks[0], peaks
+    it = iter_regions(p, certify=False)
+    refs = [weakref.ref(r) for r in itertools.islice(it, 30)]
+    gc.collect()
+    assert sum(r() is not None for r in refs) <= 1     # at most the current one
+
+
+@settings(max_examples=10, deadline=None)
+@given(d=st.integers(1, 3), widths=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+       seed=st.integers(0, 10**6))
+def test_estimate_bounds_the_count(d, widths, seed):
+    from neuromanifold.relu import estimate_regions
+    p = ReLUNet([d] + widths + [1]).random_params(seed)
+    n = regions(p).num_regions
+    e = estimate_regions(p, samples=2000, seed=seed)
+    assert e.sampled_patterns <= n <= e.upper_bound <= e.layer_bound
+    if len(widths) == 1:   # Zaslavsky: general position reaches the bound
+        assert n == e.upper_bound == sum(comb(widths[0], i) for i in range(d + 1))
+
+
+def test_thin_regions_are_left_out_at_a_tolerance():
+    rng = np.random.default_rng(1)
+    W1, b1 = rng.standard_normal((3, 2)), rng.standard_normal(3)
+    W1[2], b1[2] = W1[0] * 1.7, b1[0] * 1.7     # parallel up to rounding
+    p = [(W1, b1), (rng.standard_normal((1, 3)), np.zeros(1))]
+    exact, coarse = regions(p), regions(p, tol=1e-9)
+    assert coarse.num_thin_regions > 0 and coarse.tol == 1e-9
+    assert coarse.num_regions + coarse.num_thin_regions == exact.num_regions
+    assert coarse.num_regions == 4          # two lines through general position
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), d=st.integers(1, 6), tiny=st.booleans(), huge=st.booleans())
+def test_float_signs_never_contradict_the_exact_sign(seed, d, tiny, huge):
+    """The float shortcut of the engine's exact checks: where it decides a sign, the exact
+    sign agrees, including entries that underflow, huge points and values at zero."""
+    from neuromanifold.relu._engine import float_signs, pow2_floats
+    from neuromanifold.exact import to_fmpq
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((8, d))
+    if tiny:
+        A[:, -1] *= 2.0 ** -1060          # underflows once the row is scaled
+    x = rng.standard_normal(d) * (1e250 if huge else 1.0)
+    Ax = A @ x                            # rows 0-3 vanish at x up to a few ulps
+    c = -Ax + np.spacing(np.abs(Ax)) * np.array([-1.0, 0.0, 1.0, 2.0] * 2)
+    c[4:] = rng.standard_normal(4)
+    rows_q = [[to_fmpq(float(v)) for v in row] + [to_fmpq(float(ci))] for row, ci in zip(A, c)]
+    xq = [to_fmpq(float(v)) for v in x]
+    fl = np.array([pow2_floats(r, d)[0] for r in rows_q])
+    sign = float_signs(fl[:, :d], fl[:, d], x)
+    for r, sg in zip(rows_q, sign):
+        z = sum(a * v for a, v in zip(r[:d], xq)) + r[d]
+        exact = (z > 0) - (z < 0)
+        assert sg == 0 or sg == exact

@@ -22,7 +22,8 @@ from ._nonlocal import (NonlocalizableSearch, Nonlocalizability, PartIdentifiabi
                         search_nonlocalizable)
 from ._orthant_fiber import FiberPiece, OrthantFiber, orthant_fiber
 from ._plot import plot_arrangement
-from ._regions import Region, Regions, activation_pattern, regions
+from ._regions import (Region, RegionEstimate, Regions, RegionStream, activation_pattern,
+                       estimate_regions, iter_regions, regions)
 from ._symmetry_search import SearchCluster, SymmetrySearch, search_symmetries
 from . import symmetries
 
@@ -31,6 +32,7 @@ __all__ = [
     "ReLUNet", "forward", "check_params", "Domain", "as_domain",
     # regions, bent hyperplanes, equivalence, functional dimension
     "regions", "Region", "Regions", "activation_pattern",
+    "iter_regions", "RegionStream", "estimate_regions", "RegionEstimate",
     "bent_hyperplanes", "BentHyperplanes", "BentNeuron", "BentPiece",
     "equivalent", "Equivalence", "functional_dimension", "FunctionalDimension",
     # one hidden layer on the orthant

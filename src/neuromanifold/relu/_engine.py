@@ -25,26 +25,34 @@ simplex decides (:mod:`neuromanifold.exact._lp`). Affine maps are carried exactl
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import flint
 import numpy as np
 
-from ..exact._lp import dot, motzkin_certificate, strict_interior_point
+from ..exact._lp import _null_space_basis, dot, strict_interior_point
 from ..exact._rational import fmpq_matrix, to_fmpq
 from ._domain import Domain
 from ._lp import LPCounter, solve_lp
 from ._net import check_params, exact_params
 
-__all__ = ["ExactNet", "Cell", "Engine", "enumerate_cells", "exact_forward", "progress_iter",
-           "pow2_floats", "binary_exponent"]
+__all__ = ["ExactNet", "Cell", "Engine", "EngineDeadline", "enumerate_cells", "iter_cells",
+           "exact_forward", "progress_iter", "pow2_floats", "binary_exponent"]
 
 #: LP optimum above which a cell is taken as full-dimensional (then checked exactly);
 #: below it an exact emptiness certificate is attempted first.
 LP_TOL = 1e-7
 #: Cap on the Chebyshev radius, so that unbounded cells have a finite LP optimum.
 RADIUS_CAP = 1.0
+#: Relative size below which an LP multiplier is left out of a Motzkin certificate.
+CERT_REL = 1e-9
+
+
+class EngineDeadline(Exception):
+    """Internal: the engine's deadline passed (turned into ComputationLimitError by the
+    callers that set one)."""
 
 _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
@@ -174,22 +182,30 @@ class Cell:
     radius: float
     maps_q: list
     patterns: list
+    #: some neuron processed so far has pre-activation identically 0 on the cell
+    zero_preact: bool = False
 
     def with_row(self, a_q, c_q, a_f, c_f, owner, center_f, center_q, radius) -> "Cell":
         return Cell(self.rows_q + [a_q], self.offs_q + [c_q],
                     np.vstack([self.rows_f, a_f[None, :]]), np.append(self.offs_f, c_f),
                     self.owners + [owner], center_f, center_q, radius,
-                    self.maps_q, self.patterns)
+                    self.maps_q, self.patterns, self.zero_preact)
 
 
 class Engine:
     """Decisions about cells, with counters (LPs, exact fallbacks)."""
 
-    def __init__(self, d: int):
+    def __init__(self, d: int, *, certify: bool = True, deadline: float | None = None):
         self.d = d
         self.counter = LPCounter()
         self.exact_fallbacks = 0
         self.certificates = 0
+        #: False: trust the floating-point LP (radius above LP_TOL = non-empty, else
+        #: empty) without the exact checks; the interior points are then not verified
+        self.certify = certify
+        #: a ``time.monotonic()`` value after which :meth:`decide` raises
+        #: :class:`EngineDeadline` (None: no limit)
+        self.deadline = deadline
 
     # -- the one primitive: is the strict system non-empty, and where is a deep point --
     def decide(self, rows_q, offs_q, rows_f, offs_f, eq=None, known=None):
@@ -206,8 +222,10 @@ class Engine:
             or ``None`` when the set is certified empty.
         """
         d = self.d
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise EngineDeadline()
         k = rows_f.shape[0]
-        norms = np.linalg.norm(rows_f, axis=1)
+        norms = np.sqrt(np.einsum("ij,ij->i", rows_f, rows_f))
         if k and np.all(norms > 0) and np.all(np.isfinite(norms)):
             An = rows_f / norms[:, None]
             cn = offs_f / norms
@@ -228,21 +246,35 @@ class Engine:
             sol = solve_lp(obj, A_ub, b_ub, A_eq, b_eq, counter=self.counter)
             if sol.status == "optimal":
                 r = float(sol.x[d])
+                if not self.certify:
+                    if r > LP_TOL:
+                        xq = [_fq(v) for v in sol.x[:d]]
+                        if eq is not None:
+                            xq = _project(xq, eq[0], eq[1])
+                        return np.array([float(v) for v in xq]), xq, min(r, RADIUS_CAP)
+                    return known
                 if r > 0:
-                    xq = [to_fmpq(float(v)) for v in sol.x[:d]]
+                    xq = [_fq(v) for v in sol.x[:d]]
                     if eq is not None:
                         xq = _project(xq, eq[0], eq[1])
-                    if self._inside(rows_q, offs_q, xq):
+                    if self._inside(rows_q, offs_q, xq, rows_f, offs_f):
                         return np.array([float(v) for v in xq]), xq, min(r, RADIUS_CAP)
                 if r <= LP_TOL and known is None:
                     # the exact rows scaled like their float copies (powers of two), so
-                    # that the LP's multipliers fit them
-                    Sq, sq, E, e = _scaled_system(rows_q, offs_q, eq, d)
+                    # that the LP's multipliers fit them; only the rows in the support of
+                    # the multipliers take part (motzkin_certificate keeps the same ones)
                     y = -sol.dual_ub[:k] / norms
-                    mu = () if eq is None else [-float(sol.dual_eq[0]) / ne]
-                    if motzkin_certificate(Sq, sq, y, E, e, mu) is not None:
-                        self.certificates += 1
-                        return None
+                    ymax = float(np.max(y)) if k else 0.0
+                    if ymax > 0:
+                        sup = np.nonzero(y > CERT_REL * ymax)[0]
+                        Sq, sq, E, e = _scaled_system([rows_q[i] for i in sup],
+                                                      [offs_q[i] for i in sup], eq, d)
+                        mu = () if eq is None else [-float(sol.dual_eq[0]) / ne]
+                        if _motzkin(Sq, sq, y[sup], E, e, mu):
+                            self.certificates += 1
+                            return None
+        elif not self.certify and k == 0:  # pragma: no cover - callers pass rows
+            return known
         if known is not None:
             return known
         # ambiguous: decide exactly (on rows scaled by powers of two: the same set, and a
@@ -260,11 +292,74 @@ class Engine:
         return pf, p, radius
 
     @staticmethod
-    def _inside(rows_q, offs_q, xq) -> bool:
-        for a, c in zip(rows_q, offs_q):
-            if not dot(a, xq) < c:
+    def _inside(rows_q, offs_q, xq, rows_f=None, offs_f=None) -> bool:
+        """Whether ``xq`` satisfies every row strictly, exactly. With the float copies of
+        the rows, a row whose float slack exceeds its rounding bound (see
+        :func:`float_signs`) is settled in floats; the others are checked exactly."""
+        todo = range(len(rows_q))
+        if rows_f is not None and len(rows_q):
+            xf = np.array([_float(v) for v in xq])
+            sign = float_signs(-rows_f, offs_f, xf)
+            if np.any(sign < 0):
+                return False
+            todo = np.nonzero(sign == 0)[0]
+        for i in todo:
+            if not dot(rows_q[i], xq) < offs_q[i]:
                 return False
         return True
+
+
+#: Relative rounding bound of a float evaluation ``a . x + c`` of an exact affine function
+#: whose coefficients and point are the floats nearest to exact values (each within
+#: 2**-53 relatively; d + 1 products summed): (2 d + 8) 2**-53 covers it; we use at least
+#: 1e-13 (see :func:`float_signs`).
+def _sign_rel(d: int) -> float:
+    return max(1e-13, (2 * d + 8) * 2.0 ** -52)
+
+
+def float_signs(A: np.ndarray, c: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Signs of the affine functions ``A[i] . x + c[i]`` where floating point decides them:
+    +1 / -1 when the float value exceeds the rounding bound ``_sign_rel(d) * (|A| |x| +
+    |c|)`` (plus ``2**-1070 (1 + |x|_1)`` for entries that underflowed), 0 when it does not
+    (then the caller decides exactly). Valid when every float is within a relative 2**-53 of the exact value it
+    stands for (the pow2-scaled rows and centers of the engine; clipped values, at or
+    above 1e300, are never trusted)."""
+    z = A @ x + c
+    ax = np.abs(x)
+    s = np.abs(A) @ ax + np.abs(c)
+    # relative rounding, plus the absolute error of entries that underflowed (at most
+    # 2**-1074 each) times the point's size
+    tau = _sign_rel(x.size) * s + 2.0 ** -1070 * (1.0 + float(ax.sum()))
+    out = (z > tau).astype(np.int8) - (z < -tau)
+    if not s.max(initial=0.0) < 1e300:  # clipped or non-finite values: decide exactly
+        out[~(s < 1e300)] = 0
+    return out
+
+
+def _motzkin(Sq, sq, y, E, e, mu) -> bool:
+    """Whether the multipliers ``y`` (on rows ``Sq x < sq``, all in the support) and ``mu``
+    (on ``E x = e``) round to an exact Motzkin certificate of emptiness: the same test as
+    :func:`neuromanifold.exact.motzkin_certificate` on rows that are already exact and
+    restricted to the support (so without its input checks)."""
+    cols = [list(a) for a in Sq] + [list(r) for r in E]
+    hint = [float(v) for v in y] + [float(v) for v in mu] + [0.0] * (len(E) - len(mu))
+    free, basis = _null_space_basis(cols, len(cols[0]) if cols else 0)
+    if not free:
+        return False
+    vec = [_ZERO] * len(cols)
+    for f, b in zip(free, basis):
+        w = _fq(hint[f])
+        if w != 0:
+            vec = [vi + w * bi for vi, bi in zip(vec, b)]
+    ys, mus = vec[:len(Sq)], vec[len(Sq):]
+    if any(v < 0 for v in ys) or all(v == 0 for v in ys):
+        return False
+    return not dot(ys, sq) + dot(mus, e) > 0
+
+
+def _fq(v: float) -> flint.fmpq:
+    """The exact value of a finite float."""
+    return flint.fmpq(*float(v).as_integer_ratio())
 
 
 def _float(v: flint.fmpq) -> float:
@@ -331,6 +426,13 @@ def _side_row(aq, cq, af, cf, active: bool):
 
 def refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> list[Cell]:
     """Split ``cell`` by the neurons of hidden layer ``l`` of network ``k``."""
+    return list(iter_refine_stage(cell, k, l, net, engine))
+
+
+def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
+                      ) -> Iterator[Cell]:
+    """The cells of :func:`refine_stage`, one at a time, in the same order (depth first
+    over the binary space partition: at most one pending sibling per split level)."""
     d = engine.d
     Zq = net.Wq[l] * cell.maps_q[k] + net.Baugq[l]
     n = Zq.nrows()
@@ -342,25 +444,36 @@ def refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> l
     Zf = np.array([pow2_floats(ent[j * (d + 1): (j + 1) * (d + 1)], d)[0] for j in range(n)])
     bits0: list[bool | None] = [None] * n
     cand0 = []
+    zero = cell.zero_preact
     for j in range(n):
         if all(v == 0 for v in aq[j]):
             bits0[j] = bool(cq[j] > 0)  # constant on the cell; exactly 0 counts as inactive
+            zero = zero or cq[j] == 0
         else:
             cand0.append(j)
-    leaves: list[tuple[Cell, list]] = []
+    if zero != cell.zero_preact:
+        cell = dataclasses.replace(cell, zero_preact=zero)
+    Znorm = np.sqrt(np.einsum("ij,ij->i", Zf[:, :d], Zf[:, :d]))
     stack = [(cell, bits0, cand0)]
     while stack:
         geo, bits, cand = stack.pop()
         crossing = []  # (j, far_result or None when the ball is cut, near side or None)
-        for j in cand:
+        if cand:
+            ci = np.array(cand)
+            signs = float_signs(Zf[ci, :d], Zf[ci, d], geo.center_f)
+            dists = np.abs(Zf[ci, :d] @ geo.center_f + Zf[ci, d])
+        for t, j in enumerate(cand):
             af, cfl = Zf[j, :d], Zf[j, d]
-            zc = dot(aq[j], geo.center_q) + cq[j]
-            if zc == 0:
-                crossing.append((j, None, None))
-                continue
-            near = bool(zc > 0)
-            nrm = float(np.linalg.norm(af))
-            dist = abs(float(af @ geo.center_f + cfl)) / nrm if nrm > 0 else 0.0
+            if signs[t]:
+                near = bool(signs[t] > 0)
+            else:
+                zc = dot(aq[j], geo.center_q) + cq[j]
+                if zc == 0:
+                    crossing.append((j, None, None))
+                    continue
+                near = bool(zc > 0)
+            nrm = float(Znorm[j])
+            dist = float(dists[t]) / nrm if nrm > 0 else 0.0
             if dist < geo.radius * (1 + 1e-9):
                 crossing.append((j, None, near))
                 continue
@@ -372,7 +485,7 @@ def refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> l
             else:
                 crossing.append((j, res, near))
         if not crossing:
-            leaves.append((geo, bits))
+            yield _leaf(geo, bits, n, k, Zq)
             continue
         pick = next((c for c in crossing if c[1] is not None), crossing[0])
         j, far_res, near = pick
@@ -401,19 +514,41 @@ def refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> l
             b = list(bits)
             b[j] = side
             stack.append((child, b, rest))
-    out = []
-    for geo, bits in leaves:
-        mask = np.array(bits, dtype=bool)
-        D = flint.fmpq_mat(n, n)
-        for i in range(n):
-            if mask[i]:
-                D[i, i] = _ONE
-        maps_q = list(geo.maps_q)
-        maps_q[k] = D * Zq
-        patterns = [list(p) for p in geo.patterns]
-        patterns[k].append(mask)
-        out.append(dataclasses.replace(geo, maps_q=maps_q, patterns=patterns))
-    return out
+
+
+def _leaf(geo: Cell, bits: list, n: int, k: int, Zq) -> Cell:
+    """The cell ``geo`` with the layer's pattern ``bits`` and its exact map appended."""
+    mask = np.array(bits, dtype=bool)
+    D = flint.fmpq_mat(n, n)
+    for i in range(n):
+        if mask[i]:
+            D[i, i] = _ONE
+    maps_q = list(geo.maps_q)
+    maps_q[k] = D * Zq
+    patterns = [list(p) for p in geo.patterns]
+    patterns[k].append(mask)
+    return dataclasses.replace(geo, maps_q=maps_q, patterns=patterns)
+
+
+def thickness(cell: Cell, d: int) -> float:
+    """Largest ``r`` such that the cell contains a ball of radius ``r * max(1, ||x||_inf)``
+    around some ``x`` (homogenized: a ball of radius r around y in ``{a.y <= c s}``,
+    ``|y| <= 1``, ``0 <= s <= 1``); 1.0 when the LP cannot tell (the cell is kept)."""
+    k = cell.rows_f.shape[0]
+    if k == 0:
+        return 1.0
+    A = np.zeros((k, d + 2))
+    A[:, :d] = cell.rows_f
+    A[:, d] = -cell.offs_f
+    A[:, d + 1] = np.linalg.norm(cell.rows_f, axis=1)
+    c = np.zeros(d + 2)
+    c[d + 1] = -1.0
+    lb = np.concatenate([np.full(d, -1.0), [0.0, 0.0]])
+    ub = np.ones(d + 2)
+    sol = solve_lp(c, A, np.zeros(k), lb=lb, ub=ub)
+    if sol.status != "optimal":  # pragma: no cover - the cell is full-dimensional
+        return 1.0
+    return float(sol.x[d + 1])
 
 
 def progress_iter(items: Sequence, progress: bool, desc: str, unit: str = "it"):
@@ -425,6 +560,42 @@ def progress_iter(items: Sequence, progress: bool, desc: str, unit: str = "it"):
     return tqdm(items, total=len(items), desc=desc, unit=unit, leave=False)
 
 
+def iter_cells(nets: Sequence[ExactNet], domain: Domain, engine: Engine,
+               counts: list[int] | None = None) -> Iterator[Cell]:
+    """The full-dimensional cells of the joint pattern refinement of ``nets`` on ``domain``,
+    one at a time, depth first over the layer-by-layer split tree.
+
+    Nothing is kept of a finished sub-tree: the memory is that of one path of the tree (at
+    most one pending sibling per split level). The cells come in the order of
+    :func:`enumerate_cells` (which refines breadth first: both orders are the
+    lexicographic order of (first-stage leaf, second-stage leaf, ...)), with the same
+    decisions.
+
+    Args:
+        counts: if given, a list that receives the number of cells reached after each
+            stage so far (the final counts once the iterator is exhausted).
+    """
+    stages = [(k, l) for k, net in enumerate(nets) for l in net.hidden_layers]
+    if counts is not None:
+        counts[:] = [0] * len(stages)
+    root = initial_cell(domain, engine, nets)
+    if not stages:
+        yield root
+        return
+
+    def walk(cell: Cell, s: int) -> Iterator[Cell]:
+        k, l = stages[s]
+        for child in iter_refine_stage(cell, k, l, nets[k], engine):
+            if counts is not None:
+                counts[s] += 1
+            if s + 1 == len(stages):
+                yield child
+            else:
+                yield from walk(child, s + 1)
+
+    yield from walk(root, 0)
+
+
 def enumerate_cells(nets: Sequence[ExactNet], domain: Domain, engine: Engine,
                     progress: bool = False, desc: str = "regions") -> tuple[list[Cell], list[int]]:
     """All full-dimensional cells of the joint pattern refinement of ``nets`` on ``domain``.
@@ -433,22 +604,18 @@ def enumerate_cells(nets: Sequence[ExactNet], domain: Domain, engine: Engine,
         ``(cells, counts)``: the cells (with every hidden layer of every network processed)
         and the number of cells after each stage.
     """
-    cells = [initial_cell(domain, engine, nets)]
-    counts = []
-    stages = [(k, l) for k, net in enumerate(nets) for l in net.hidden_layers]
+    counts: list[int] = []
+    cells = []
     bar = None
     if progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=len(stages), desc=desc, unit="layer", leave=False)
-    for k, l in stages:
-        new = []
-        for c in cells:
-            new.extend(refine_stage(c, k, l, nets[k], engine))
-        cells = new
-        counts.append(len(cells))
+        bar = tqdm(desc=desc, unit="cell", leave=False)
+    for cell in iter_cells(nets, domain, engine, counts):
+        cells.append(cell)
         if bar is not None:
             bar.update(1)
-            bar.set_postfix(cells=len(cells), lps=engine.counter.count)
+            if len(cells) % 64 == 1:
+                bar.set_postfix(lps=engine.counter.count, refresh=False)
     if bar is not None:
         bar.close()
     return cells, counts
