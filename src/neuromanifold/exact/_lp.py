@@ -146,12 +146,33 @@ def motzkin_certificate(A: Sequence[Sequence[Any]], c: Sequence[Any], y_hint: Se
     if not ymax > 0:
         return None
     support = [i for i in range(m) if float(y_hint[i]) > rel * ymax]
-    d = len(A[0]) if m else (len(E[0]) if E else 0)
-    cols = [list(A[i]) for i in support]
-    cols += [list(row) for row in E]
-    hint = [float(y_hint[i]) for i in support] + [float(v) for v in mu_hint] + \
+    found = round_certificate([A[i] for i in support], [c[i] for i in support], E, e,
+                              [y_hint[i] for i in support], mu_hint)
+    if found is None:
+        return None
+    ys, mus = found
+    y_full = [_ZERO] * m
+    for i, v in zip(support, ys):
+        y_full[i] = v
+    return y_full, mus
+
+
+def round_certificate(rows: Sequence, c_rows: Sequence, E: Sequence, e: Sequence,
+                      y_hint: Sequence[float], mu_hint: Sequence[float]) -> tuple | None:
+    """Round float multipliers to an exact Motzkin certificate of emptiness, or ``None``.
+
+    ``rows`` (exact, ``rows x < c_rows``) are the support of the multipliers ``y_hint``;
+    ``E x = e`` carries ``mu_hint`` (missing entries are 0). The hints are rounded to an
+    exact vector of the null space of ``[rows; E]^T`` and kept when ``y >= 0``, ``y != 0``
+    and ``c_rows.y + e.mu <= 0``. No input checks: the callers pass exact rows.
+
+    Returns:
+        ``(y, mu)`` as lists of ``fmpq`` (``y`` on ``rows``), or ``None``.
+    """
+    cols = [list(a) for a in rows] + [list(r) for r in E]
+    hint = [float(v) for v in y_hint] + [float(v) for v in mu_hint] + \
         [0.0] * (len(E) - len(mu_hint))
-    free, basis = _null_space_basis(cols, d)
+    free, basis = _null_space_basis(cols, len(cols[0]) if cols else 0)
     if not free:
         return None
     vec = [_ZERO] * len(cols)
@@ -159,17 +180,12 @@ def motzkin_certificate(A: Sequence[Sequence[Any]], c: Sequence[Any], y_hint: Se
         w = to_fmpq(hint[f])
         if w != 0:
             vec = [vi + w * bi for vi, bi in zip(vec, b)]
-    ys = vec[:len(support)]
-    mus = vec[len(support):]
+    ys, mus = vec[:len(rows)], vec[len(rows):]
     if any(v < 0 for v in ys) or all(v == 0 for v in ys):
         return None
-    total = dot(ys, [c[i] for i in support]) + dot(mus, e)
-    if total > 0:
+    if dot(ys, list(c_rows)) + dot(mus, list(e)) > 0:
         return None
-    y_full = [_ZERO] * m
-    for i, v in zip(support, ys):
-        y_full[i] = v
-    return y_full, mus
+    return ys, mus
 
 
 def _pivot(T: list[list[flint.fmpq]], rhs: list[flint.fmpq], obj: list[flint.fmpq],

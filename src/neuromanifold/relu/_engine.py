@@ -32,7 +32,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from ..exact._lp import _null_space_basis, dot, strict_interior_point
+from ..exact._lp import dot, round_certificate, strict_interior_point
 from ..exact._rational import fmpq_matrix, to_fmpq
 from ._domain import Domain
 from ._lp import LPCounter, solve_lp
@@ -341,20 +341,7 @@ def _motzkin(Sq, sq, y, E, e, mu) -> bool:
     (on ``E x = e``) round to an exact Motzkin certificate of emptiness: the same test as
     :func:`neuromanifold.exact.motzkin_certificate` on rows that are already exact and
     restricted to the support (so without its input checks)."""
-    cols = [list(a) for a in Sq] + [list(r) for r in E]
-    hint = [float(v) for v in y] + [float(v) for v in mu] + [0.0] * (len(E) - len(mu))
-    free, basis = _null_space_basis(cols, len(cols[0]) if cols else 0)
-    if not free:
-        return False
-    vec = [_ZERO] * len(cols)
-    for f, b in zip(free, basis):
-        w = _fq(hint[f])
-        if w != 0:
-            vec = [vi + w * bi for vi, bi in zip(vec, b)]
-    ys, mus = vec[:len(Sq)], vec[len(Sq):]
-    if any(v < 0 for v in ys) or all(v == 0 for v in ys):
-        return False
-    return not dot(ys, sq) + dot(mus, e) > 0
+    return round_certificate(Sq, sq, E, e, y, mu) is not None
 
 
 def _fq(v: float) -> flint.fmpq:

@@ -55,7 +55,7 @@ from ._domain import Domain, as_domain
 from ._engine import ExactNet, Engine, binary_exponent, enumerate_cells, exact_forward, \
     output_map, pow2_floats
 from ._lp import MILP_FEAS, solve_lp, solve_milp
-from ._net import check_params, exact_params
+from ._net import _forward, check_params, exact_params
 
 __all__ = ["Equivalence", "equivalent"]
 
@@ -307,15 +307,6 @@ def _sample_points(dom: Domain, d: int, rng: np.random.Generator, n: int) -> np.
     s = rng.uniform(0.0, 1.0, n)
     s[: n // 4] = 10.0 ** -rng.uniform(0.0, 6.0, n // 4)
     return y / np.maximum(s, 1e-6)[:, None]
-
-
-def _forward(params, X):
-    H = X
-    for l, (W, b) in enumerate(params):
-        H = H @ W.T + b
-        if l < len(params) - 1:
-            H = np.maximum(H, 0.0)
-    return H
 
 
 def _by_sampling(pair: _Pair, dom: Domain, rng) -> Equivalence | None:

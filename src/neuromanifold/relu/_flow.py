@@ -30,7 +30,7 @@ import numpy as np
 from .._errors import ComputationLimitError, InputError, ParameterError, short_repr
 from .._results import Result
 from .._validation import as_finite_array, check_bool, check_positive_float
-from ._net import ReLUNet, check_params
+from ._net import ReLUNet, _forward, check_params
 
 __all__ = ["gradient_flow", "ReLUFlowResult", "block_law", "active_blocks",
            "rescaling_law_terms", "block_law_terms"]
@@ -415,15 +415,6 @@ def _result(net: ReLUNet, X: np.ndarray, Y: np.ndarray, times: np.ndarray, stepp
         blocks=tuple((layer, tuple(A)) for layer, A in blocks), loss_monotone=monotone,
         method=method, rtol=float(rtol), atol=float(atol), success=stepper.finished,
         message=stepper.message, nfev=int(stepper.solver.nfev), num_steps=stepper.steps)
-
-
-def _forward(params: list, X: np.ndarray) -> np.ndarray:
-    H = X
-    for l, (W, b) in enumerate(params):
-        H = H @ W.T + b
-        if l < len(params) - 1:
-            H = np.maximum(H, 0.0)
-    return H
 
 
 def _blocks_to_track(params: list, X: np.ndarray, laws: Any) -> list[tuple[int, list[int]]]:

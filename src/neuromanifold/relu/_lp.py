@@ -169,7 +169,9 @@ def solve_lp(c, A_ub, b_ub, A_eq=None, b_eq=None, lb=None, ub=None,
     if core and A_ub.shape[0] + (0 if A_eq is None else A_eq.shape[0]) > 0:
         try:
             return _solve_core(c, A_ub, b_ub, A_eq, b_eq, lb, ub)
-        except Exception:  # pragma: no cover - binding API changed: use linprog
+        except (AttributeError, TypeError):  # binding API changed: use linprog from now on
+            # (only these: a time limit or an interrupt raised inside the solve must not
+            # switch the fast path off for the rest of the process)
             _USE_CORE = False
     return _solve_linprog(c, A_ub, b_ub, A_eq, b_eq, lb, ub)
 

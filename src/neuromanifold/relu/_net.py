@@ -110,6 +110,16 @@ def exact_params(params: Any) -> list[tuple[flint.fmpq_mat, list[flint.fmpq]]]:
     return out
 
 
+def _forward(params: list, X: np.ndarray) -> np.ndarray:
+    """:func:`forward` without input checks, on a 2D batch (for checked internal callers)."""
+    H = X
+    for l, (W, b) in enumerate(params):
+        H = H @ W.T + b
+        if l < len(params) - 1:
+            H = np.maximum(H, 0.0)
+    return H
+
+
 def forward(params: Any, X: Any) -> np.ndarray:
     """Evaluate the network on a batch.
 
