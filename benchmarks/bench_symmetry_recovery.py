@@ -36,6 +36,8 @@ import time
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from _timing import suite_row
+
 from neuromanifold._tolerance import path_norm_scale
 from neuromanifold.relu._canonical import equivalent_bottleneck, fast_path_reason
 from neuromanifold.relu.symmetries import apply_sequence, random_orbit_point
@@ -154,7 +156,14 @@ def main(argv=None) -> list[dict]:
         row = {"widths": list(widths), "planted": planted, "trials": trials, "ours": ok,
                "rebasin": rb, "rebasin_normalized": rbn, "ours_ms": 1e3 * t_ours / trials,
                "rebasin_ms": 1e3 * t_rb / trials, "rebasin_normalized_ms": 1e3 * t_rbn / trials}
-        rows.append(row)
+        # the suite's row: time per recovery, and how often each side recovers the symmetry
+        # (Re-Basin is a local search: faster, but it recovers only a fraction)
+        rows.append({**row, **suite_row(
+            "symmetry recovery (exact) vs Git Re-Basin weight matching",
+            "-".join(map(str, widths)) + (" planted" if planted else ""),
+            t_ours / trials, "Re-Basin weight matching", t_rb / trials,
+            note=f"recovered: ours {ok}/{trials}, Re-Basin {rb}/{trials}, Re-Basin on "
+                 f"normalized weights {rbn}/{trials}")})
         print(f"{str(list(widths)):<18} {str(planted):>7} {ok:>3}/{trials:<3}{rb:>5}/{trials:<3}"
               f"{rbn:>10}/{trials:<3} {row['ours_ms']:>8.1f} {row['rebasin_ms']:>7.1f} "
               f"{row['rebasin_normalized_ms']:>7.1f}")

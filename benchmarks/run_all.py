@@ -8,7 +8,7 @@ run on their own. Threads are pinned to the same number for both sides of every 
 environment variables below are set before numpy loads (and XLA's flags before JAX
 does); ``_timing.pin_threads`` also limits torch.
 
-    python benchmarks/run_all.py [--quick] [--render]
+    python benchmarks/run_all.py [--quick] [--render] [--only bench_x,bench_y]
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ def render(report: dict) -> str:
              f"{' (quick mode)' if report['quick'] else ''}, in {report['elapsed_s']:.0f} s. "
              f"Both sides of every row ran in the same run; times are medians over repeats; "
              f"ratio = baseline / ours (> 1: ours is faster); spread = (max - min) / median "
-             f"of our repeats; peak = Python-heap peak of ours.\n",
+             f"of our repeats; peak = Python-heap peak of ours."
+             f"{(' Rows of ' + report['rerun'] + '.') if report.get('rerun') else ''}\n",
              "| task | size | ours | baseline | baseline time | ratio | spread | peak MB | note |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in report["rows"]:
@@ -82,15 +83,23 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--quick", action="store_true", help="quick mode of every benchmark")
     parser.add_argument("--render", action="store_true",
                         help="only rewrite RESULTS.md from RESULTS.json")
+    parser.add_argument("--only", metavar="NAMES",
+                        help="rerun these benchmarks (comma-separated stems) and keep the other "
+                             "rows of RESULTS.json; the note says which rows were rerun when")
     args = parser.parse_args(argv)
     if args.render:
         report = json.loads((HERE / "RESULTS.json").read_text())
         (HERE / "RESULTS.md").write_text(render(report))
         return report["rows"]
     rows, started = [], time.time()
+    only = set(args.only.split(",")) if args.only else None
+    previous = json.loads((HERE / "RESULTS.json").read_text()) if only else None
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     for path in sorted(HERE.glob("bench_*.py")):
         if path.stem in STUDIES:
+            continue
+        if only is not None and path.stem not in only:
+            rows += [r for r in previous["rows"] if r.get("benchmark") == path.stem]
             continue
         module = importlib.import_module(path.stem)
         print(f"== {path.stem}", flush=True)
@@ -105,6 +114,10 @@ def main(argv=None) -> list[dict]:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     report = {"measured": stamp, "machine": machine, "quick": args.quick,
               "elapsed_s": time.time() - started, "rows": rows}
+    if only is not None:   # a partial rerun: the rest was measured in the previous run
+        report.update(measured=previous["measured"], machine=previous["machine"],
+                      elapsed_s=previous["elapsed_s"],
+                      rerun=f"{', '.join(sorted(only))} rerun {stamp} ({machine})")
     (HERE / "RESULTS.json").write_text(json.dumps(report, indent=2))
     (HERE / "RESULTS.md").write_text(render(report))
     print(f"wrote {HERE / 'RESULTS.md'}")
