@@ -19,6 +19,7 @@ import importlib
 import json
 import os
 import platform
+import re
 import sys
 import time
 from pathlib import Path
@@ -78,6 +79,45 @@ def render(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+README = HERE.parent / "README.md"
+_README_BLOCK = re.compile(r"(<!-- bench: summary -->\n)(.*?)(<!-- /bench -->)", re.S)
+
+
+def summary(report: dict) -> str:
+    """The README's summary of RESULTS.json: one line per (task, baseline) with the sizes
+    measured, our time at the largest size and the range of the ratio (computed, never
+    edited by hand; tests/test_benchmarks.py checks the README against it)."""
+    groups: dict = {}
+    for r in report["rows"]:
+        groups.setdefault((r["task"], r["baseline"]), []).append(r)
+    lines = [f"Measured {report['measured']}, {report['machine']}, in "
+             f"{report['elapsed_s']:.0f} s (`benchmarks/RESULTS.md` has every row).\n",
+             "| task | baseline | sizes | ours, largest size | ratio (min - max) |",
+             "|---|---|---|---|---|"]
+    for (task, baseline), rows in groups.items():
+        ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
+        rng = "-" if not ratios else (f"{min(ratios):.3g}x" if len(ratios) == 1 else
+                                      f"{min(ratios):.3g}x - {max(ratios):.3g}x")
+        last = rows[-1]
+        sizes = _cell(last["size"]) if len(rows) == 1 else \
+            f"{len(rows)} ({_cell(rows[0]['size'])} to {_cell(last['size'])})"
+        lines.append(f"| {_cell(task)} | {_cell(baseline)} | {sizes} | "
+                     f"{_fmt(last['ours_s'], 's')} | {rng} |")
+    return "\n".join(lines) + "\n"
+
+
+def readme_with_summary(text: str, report: dict) -> str:
+    """``text`` (the README) with its marked benchmark block rewritten from ``report``."""
+    return _README_BLOCK.sub(lambda m: m.group(1) + summary(report) + m.group(3), text)
+
+
+def _write(report: dict) -> None:
+    (HERE / "RESULTS.md").write_text(render(report))
+    if README.exists():
+        text = README.read_text()
+        README.write_text(readme_with_summary(text, report))
+
+
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="quick mode of every benchmark")
@@ -89,7 +129,7 @@ def main(argv=None) -> list[dict]:
     args = parser.parse_args(argv)
     if args.render:
         report = json.loads((HERE / "RESULTS.json").read_text())
-        (HERE / "RESULTS.md").write_text(render(report))
+        _write(report)
         return report["rows"]
     rows, started = [], time.time()
     only = set(args.only.split(",")) if args.only else None
@@ -119,7 +159,10 @@ def main(argv=None) -> list[dict]:
                       elapsed_s=previous["elapsed_s"],
                       rerun=f"{', '.join(sorted(only))} rerun {stamp} ({machine})")
     (HERE / "RESULTS.json").write_text(json.dumps(report, indent=2))
-    (HERE / "RESULTS.md").write_text(render(report))
+    if not args.quick:
+        _write(report)
+    else:
+        (HERE / "RESULTS.md").write_text(render(report))
     print(f"wrote {HERE / 'RESULTS.md'}")
     return rows
 

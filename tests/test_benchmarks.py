@@ -44,3 +44,17 @@ def test_bench_flows_quick(capsys):
     one = rows[-1]
     assert one["task"] == "gradient flow, one"
     assert one["baseline_s"] is not None or "torch not installed" in one["note"]
+
+
+def test_readme_quotes_the_last_benchmark_run():
+    """The README's benchmark summary is rendered from benchmarks/RESULTS.json (never
+    edited by hand); `make bench` or `run_all.py --render` rewrites it."""
+    import json
+    run_all = load_benchmark("run_all")
+    report = json.loads((run_all.HERE / "RESULTS.json").read_text())
+    text = run_all.README.read_text()
+    assert "<!-- bench: summary -->" in text
+    assert run_all.readme_with_summary(text, report) == text, \
+        "README's benchmark summary differs from RESULTS.json: run benchmarks/run_all.py --render"
+    stale = text.replace("<!-- bench: summary -->\n", "<!-- bench: summary -->\n| stale |\n")
+    assert run_all.readme_with_summary(stale, report) == text
