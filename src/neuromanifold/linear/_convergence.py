@@ -34,6 +34,9 @@ MAX_ROUNDS = 40
 #: steps of the batched explicit pair per segment; a run whose step size cannot finish its
 #: segment within them (a stiff flow) is handed to the per-run solver
 BATCH_MAX_STEPS = 2_000
+#: fewest runs integrated together: the batched loop's cost per step pays off across many
+#: runs, so the last few unconverged runs continue one by one
+MIN_BATCH = 8
 
 __all__ = ["convergence_study", "ConvergenceStudy", "ConvergenceRun", "ConvergenceSummary",
            "random_regression_data"]
@@ -215,7 +218,8 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
     together, segment by segment, by :func:`neuromanifold.flows.gradient_flows` (DOP853,
     step control per run, one loss per run), with the same data, initializations and
     continuation rules; a run whose segment the explicit pair cannot finish within
-    :data:`BATCH_MAX_STEPS` steps (a stiff flow) continues alone with ``method``. Runs
+    :data:`BATCH_MAX_STEPS` steps (a stiff flow) continues alone with ``method``, and
+    so do the last runs when fewer than :data:`MIN_BATCH` are left. Runs
     of other networks, and every run with ``batched=False`` (the reference), are
     integrated one by one with ``method``. Both paths give the same verdicts up to the
     study's tolerances (the trajectories differ by the solvers' errors).
@@ -414,13 +418,14 @@ def _batched_runs(states: list, method, rtol, atol, max_time, max_steps, deadlin
     """Integrate the runs of one :class:`LinearConvNet` together, segment by segment
     (:func:`neuromanifold.flows.gradient_flows`'s explicit pairs, one loss per run); a
     run whose segment the explicit pair cannot finish within :data:`BATCH_MAX_STEPS`
-    steps (a stiff flow) is handed, from where it got, to ``method`` alone."""
+    steps (a stiff flow) is handed, from where it got, to ``method`` alone, and so are
+    the runs left when fewer than :data:`MIN_BATCH` remain."""
     net = states[0].net
     pair = method if method in ("DOP853", "RK45") else "DOP853"
     budget = min(max_steps, BATCH_MAX_STEPS)
     handed = []
     active = list(states)
-    while active:
+    while len(active) >= MIN_BATCH:
         # runs advance together: every active run has the same horizon (grouped anyway)
         groups: dict = {}
         for st in active:
@@ -469,7 +474,7 @@ def _batched_runs(states: list, method, rtol, atol, max_time, max_steps, deadlin
                     st.elapsed += reached
                     st.segment -= reached
                     handed.append(st)
-    for st in handed:
+    for st in handed + active:
         _continue_run(st, method, rtol, atol, max_time, max_steps, deadline, time_limit)
         if bar is not None:
             bar.update(1)
