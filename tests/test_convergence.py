@@ -159,9 +159,12 @@ def _agree(a, b, study):
         assert a.smooth == b.smooth and a.rank == b.rank
     assert a.final_loss == pytest.approx(b.final_loss, rel=1e-6, abs=1e-9)
     assert a.distance_from_zero == pytest.approx(b.distance_from_zero, rel=1e-5, abs=1e-8)
+    assert a.min_relative_distance_from_zero == pytest.approx(
+        b.min_relative_distance_from_zero, rel=1e-5, abs=1e-8)
     assert a.initial_loss == b.initial_loss and a.gradient_tol == b.gradient_tol
-    if a.flow_time != b.flow_time:   # only a gradient at the threshold may end a run later
-        assert min(a.gradient_norm, b.gradient_norm) <= 10 * a.gradient_tol
+    # the same continuation rounds (a gradient within the solvers' error of the threshold
+    # at the end of a segment could end one path a round later: measure zero)
+    assert a.flow_time == pytest.approx(b.flow_time, rel=1e-9)
     assert a.max_invariant_drift < 1e-6 and a.loss_monotone
 
 
