@@ -159,8 +159,13 @@ def _agree(a, b, study):
         assert a.smooth == b.smooth and a.rank == b.rank
     assert a.final_loss == pytest.approx(b.final_loss, rel=1e-6, abs=1e-9)
     assert a.distance_from_zero == pytest.approx(b.distance_from_zero, rel=1e-5, abs=1e-8)
-    assert a.min_relative_distance_from_zero == pytest.approx(
-        b.min_relative_distance_from_zero, rel=1e-5, abs=1e-8)
+    # the closest approach is a minimum over sample times: the same ones unless a run was
+    # handed over mid-segment (its samples are then those of both solvers)
+    if "+" in a.solver:
+        assert a.min_relative_distance_from_zero <= a.relative_distance_from_zero + 1e-12
+    else:
+        assert a.min_relative_distance_from_zero == pytest.approx(
+            b.min_relative_distance_from_zero, rel=1e-5, abs=1e-8)
     assert a.initial_loss == b.initial_loss and a.gradient_tol == b.gradient_tol
     # the same continuation rounds (a gradient within the solvers' error of the threshold
     # at the end of a segment could end one path a round later: measure zero)
