@@ -8,6 +8,10 @@ same ``solve_ivp`` driven by torch autograd.
   (``solve_ivp``'s DOP853 stepper with our fast velocity, same tolerances). The loop is
   timed on ``--loop`` flows and scaled to B (each flow is independent, so the loop is
   linear in B). Accuracy: the largest difference of the final end-to-end filters.
+* Convergence study: ``neuromanifold.convergence_study`` with its runs integrated in
+  batches (the default, one loss per run) against the same study run by run
+  (``batched=False``, LSODA per run, the reference): same data and initializations;
+  accuracy: the verdicts that differ and the largest relative difference of final losses.
 * Single flow: ``gradient_flow`` against ``solve_ivp`` (same method and tolerances)
   with the gradient from torch autograd on the same loss (skipped with a note when torch
   is not installed), torch pinned to the same thread count.
@@ -66,6 +70,31 @@ def torch_flow(net, loss, params, t_final):
     return solve_ivp(rhs, (0, t_final), theta0, method="DOP853", rtol=1e-10, atol=1e-12)
 
 
+def _study_row(args) -> dict:
+    """convergence_study batched against per run (one timing of the reference: it is
+    long and each run is independent of the others)."""
+    net = nm.LinearConvNet([2, 2], [2])
+    n = 20 if args.quick else 200
+    kw = dict(seed=0, max_time=80.0 if args.quick else 640.0)
+    t_ours, spread, fast = median_time(lambda: nm.convergence_study(net, n, **kw),
+                                       1 if args.quick else args.repeat)
+    t_ref, _, ref = median_time(lambda: nm.convergence_study(net, n, batched=False, **kw), 1)
+    verdicts = sum((a.converged, a.smooth, a.at_zero) != (b.converged, b.smooth, b.at_zero)
+                   for a, b in zip(fast.runs, ref.runs))
+    dloss = max(abs(a.final_loss - b.final_loss) / max(1.0, abs(b.final_loss))
+                for a, b in zip(fast.runs, ref.runs))
+    handed = sum("+" in r.solver for r in fast.runs)
+    peak = peak_memory_mb(lambda: nm.convergence_study(net, n, **kw))
+    print(f"convergence study, {n} runs: batched {t_ours:.2f} s, per run {t_ref:.2f} s, "
+          f"ratio {t_ref / t_ours:.1f}x, {verdicts} verdicts differ, final losses {dloss:.1e}")
+    return suite_row("convergence study, batched", f"{n} runs of {net!r}, max_time="
+                     f"{kw['max_time']:g}", t_ours, "same study run by run (LSODA, batched=False)",
+                     t_ref, spread, peak,
+                     f"verdicts differing = {verdicts}; max relative final-loss difference "
+                     f"{dloss:.1e}; {handed} stiff runs finished by LSODA; max drift "
+                     f"{max(r.max_invariant_drift for r in fast.runs):.1e}")
+
+
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small batch")
@@ -95,6 +124,7 @@ def main(argv=None) -> list[dict]:
                               f"{res.max_invariant_drift.max():.1e}"))
         print(f"{B:>5} flows: batched {t_ours:.2f} s, loop {t_base:.2f} s, "
               f"ratio {t_base / t_ours:.0f}x, agreement {err:.1e}")
+    rows.append(_study_row(args))
     # one flow: ours against solve_ivp + torch autograd
     p = net.random_params(seed=0)
     t_one, spread, flow = median_time(lambda: nm.gradient_flow(net, p, loss, t_final,

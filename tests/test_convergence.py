@@ -139,3 +139,88 @@ def test_sizes_are_capped_and_classes_refused():
         SquareLoss.from_data(LinearConvNet, X, Y)
     with pytest.raises(InputError):
         convergence_study([net, "net"], 1)
+
+
+# ------------------------------------------------------- batched path against per-run path
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from neuromanifold.linear import _convergence  # noqa: E402
+
+SMALL = [([2, 2], [2]), ([2, 2], [1]), ([3, 2], [2]), ([2, 2, 2], [2, 2]),
+         ([(2, 2), (2, 1)], [(2, 1)])]
+
+
+def _agree(a, b, study):
+    """Two records of one run (batched, per run) agree within the study's tolerances."""
+    assert a.converged == b.converged and a.at_zero == b.at_zero
+    assert a.limit_reached == b.limit_reached
+    border = min(a.relative_smallest_singular_value, b.relative_smallest_singular_value)
+    if not 0.1 * study.smooth_tol < border < 10 * study.smooth_tol:
+        assert a.smooth == b.smooth and a.rank == b.rank
+    assert a.final_loss == pytest.approx(b.final_loss, rel=1e-6, abs=1e-9)
+    assert a.distance_from_zero == pytest.approx(b.distance_from_zero, rel=1e-5, abs=1e-8)
+    # the closest approach is a minimum over sample times: the same ones unless a run was
+    # handed over mid-segment (its samples are then those of both solvers)
+    if "+" in a.solver:
+        assert a.min_relative_distance_from_zero <= a.relative_distance_from_zero + 1e-12
+    else:
+        assert a.min_relative_distance_from_zero == pytest.approx(
+            b.min_relative_distance_from_zero, rel=1e-5, abs=1e-8)
+    assert a.initial_loss == b.initial_loss and a.gradient_tol == b.gradient_tol
+    # the same continuation rounds (a gradient within the solvers' error of the threshold
+    # at the end of a segment could end one path a round later: measure zero)
+    assert a.flow_time == pytest.approx(b.flow_time, rel=1e-9)
+    assert a.max_invariant_drift < 1e-6 and a.loss_monotone
+
+
+@settings(max_examples=5, deadline=None)
+@given(arch=st.sampled_from(SMALL), seed=st.integers(0, 10**6))
+def test_batched_study_agrees_with_per_run_study(arch, seed):
+    net = LinearConvNet(*arch)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_convergence, "MIN_BATCH", 2)   # batch even a small study
+        fast = convergence_study(net, 4, seed=seed, max_time=160.0)
+    ref = convergence_study(net, 4, seed=seed, max_time=160.0, batched=False)
+    assert fast.batched and not ref.batched
+    assert all("batched" in r.solver for r in fast.runs)
+    assert all(r.solver == "LSODA" for r in ref.runs)
+    for a, b in zip(fast.runs, ref.runs):
+        _agree(a, b, ref)
+    assert [s.fraction_converged for s in fast.summaries] == \
+        [s.fraction_converged for s in ref.summaries]
+
+
+def test_stiff_runs_are_handed_to_the_per_run_solver(monkeypatch):
+    """With a tiny batch budget every run gives up on the explicit pair mid-segment and
+    finishes with LSODA; the records still agree with the per-run path."""
+    monkeypatch.setattr(_convergence, "MIN_BATCH", 2)
+    monkeypatch.setattr(_convergence, "BATCH_MAX_STEPS", 60)
+    net = LinearConvNet([3, 2], strides=[2])
+    fast = convergence_study(net, 3, seed=4)
+    ref = convergence_study(net, 3, seed=4, batched=False)
+    assert all(r.solver == "DOP853 batched + LSODA" for r in fast.runs)
+    for a, b in zip(fast.runs, ref.runs):
+        _agree(a, b, ref)
+
+
+def test_batched_step_budget_and_time_limit(monkeypatch):
+    monkeypatch.setattr(_convergence, "MIN_BATCH", 1)
+    net = LinearConvNet([2, 2], strides=[2])
+    study = convergence_study(net, 2, seed=0, max_steps=3)
+    for r in study.runs:
+        assert r.solver == "DOP853 batched"
+        assert r.limit_reached and not r.converged and 0 < r.flow_time < 20
+        assert r.final_loss < r.initial_loss and math.isfinite(r.gradient_norm)
+    with pytest.raises(ComputationLimitError, match="time limit.*runs 0..2"):
+        convergence_study(net, 3, seed=0, time_limit=1e-9)
+    tiny = convergence_study(net, 2, seed=0, t_final=1e-300)
+    assert all(r.converged and not r.limit_reached for r in tiny.runs)
+
+
+def test_fully_connected_runs_stay_on_the_per_run_path():
+    study = convergence_study([LinearFCNet([2, 2, 2]), LinearConvNet([2, 2], [2])], 8, seed=1,
+                              max_time=40.0)
+    assert {r.solver for r in study.runs[:8]} == {"LSODA"}
+    assert all(r.solver.startswith("DOP853 batched") for r in study.runs[8:])
+    with pytest.raises(InputError, match="batched"):
+        convergence_study(LinearConvNet([2, 2], [2]), 1, batched="yes")

@@ -74,3 +74,74 @@ def test_both_pairs_and_both_velocity_paths_are_the_single_flow(method, monomial
         np.testing.assert_allclose(res.end_to_end[i], single.end_to_end, atol=1e-8 * scale)
     with pytest.raises(nm.InputError, match="method"):
         gradient_flows(net, starts, loss, 0.5, method="LSODA")
+
+
+@settings(max_examples=6)
+@given(arch=st.sampled_from(ARCHS), seed=st.integers(0, 10**5))
+def test_one_loss_per_trajectory_is_each_flow_with_its_own_loss(arch, seed):
+    """Stacked per-trajectory losses (own data each) against each trajectory alone, with
+    its own loss as the shared one; the invariants are conserved per trajectory."""
+    net = nm.LinearConvNet(*arch)
+    rng = np.random.default_rng(seed)
+    losses = [nm.SquareLoss.from_data(net, *random_regression_data(net, seed=rng))
+              for _ in range(3)]
+    starts = [net.random_params(seed=rng) for _ in range(3)]
+    res = gradient_flows(net, starts, losses, 0.5, num_times=4)
+    assert res.success.all() and res.max_invariant_drift.max() < 1e-8
+    for i, (p, loss) in enumerate(zip(starts, losses)):
+        alone = gradient_flows(net, [p], loss, 0.5, num_times=4)
+        scale = max(1.0, np.abs(alone.end_to_end).max())
+        np.testing.assert_allclose(res.end_to_end[i], alone.end_to_end[0], atol=1e-9 * scale)
+        np.testing.assert_allclose(res.loss[i], alone.loss[0], rtol=1e-9, atol=1e-12)
+        single = nm.gradient_flow(net, p, loss, 0.5, num_times=4)
+        assert res.gradient_norm[i] == pytest.approx(single.gradient_norm, rel=1e-5, abs=1e-9)
+    np.testing.assert_allclose(res.final_time, 0.5)
+
+
+def test_per_trajectory_losses_differ_from_a_shared_one():
+    """The stack is used per trajectory: swapping the losses swaps the results."""
+    net = nm.LinearConvNet([2, 2], strides=[2])
+    p = net.random_params(seed=0)
+    a, b = nm.QuadraticLoss(np.eye(4), [1.0, 0.5, -0.3, 0.2]), \
+        nm.QuadraticLoss(2 * np.eye(4), np.zeros(4), offset=1.0)
+    ab = gradient_flows(net, [p, p], [a, b], 1.0, num_times=3)
+    ba = gradient_flows(net, [p, p], [b, a], 1.0, num_times=3)
+    np.testing.assert_allclose(ab.loss[0], ba.loss[1])
+    np.testing.assert_allclose(ab.loss[1], ba.loss[0])
+    assert abs(ab.loss[0, -1] - ab.loss[1, -1]) > 0.1 and ab.loss[1, 0] > 1.0
+
+
+def test_budget_reports_where_each_trajectory_stopped():
+    net = nm.LinearConvNet([2, 2], strides=[2])
+    loss = nm.QuadraticLoss(np.eye(4), [1.0, 0.5, -0.3, 0.2])
+    res = gradient_flows(net, [net.random_params(seed=0), net.random_params(seed=1)], loss,
+                         1e300, max_steps=20)
+    assert not res.success.any() and (0 < res.final_time).all() and (res.final_time < 1e3).all()
+    v = net.end_to_end(res.final_params[0]).ravel()
+    assert res.gradient_norm[0] == pytest.approx(
+        np.linalg.norm(net.flatten(net.vjp(res.final_params[0], loss.gradient(v)))))
+    with pytest.raises(nm.ComputationLimitError, match="time limit"):
+        gradient_flows(net, [net.random_params(seed=0)], loss, 1e300, time_limit=1e-9)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda a: [a], "one per flow"), (lambda a: [a, "x"], "QuadraticLoss"),
+    (lambda a: [a, nm.QuadraticLoss(np.eye(3), np.zeros(3))], "acts on 3 entries"),
+    (lambda a: "loss", "QuadraticLoss"),
+])
+def test_bad_loss_sequences(bad, message):
+    net = nm.LinearConvNet([2, 2], strides=[2])
+    loss = nm.QuadraticLoss(np.eye(4), np.zeros(4))
+    with pytest.raises(nm.InputError, match=message):
+        gradient_flows(net, [net.random_params(seed=0)] * 2, bad(loss), 1.0)
+
+
+def test_a_step_whose_stages_overflow_is_shrunk_not_retried():
+    """Parameters near the float64 limit make the first trial steps overflow (error NaN);
+    such a step must shrink (it used to be retried at the same size for ever)."""
+    net = nm.LinearConvNet([2, 2], strides=[2])
+    loss = nm.QuadraticLoss(np.eye(4), [1.0, 0.5, -0.3, 0.2])
+    p = [1e30 * np.array([1.0, -1.0]), np.array([1.0, 1.0]) / 1e30]
+    res = gradient_flows(net, [p], loss, 1.0, num_times=2, max_steps=50)
+    assert res.rejected[0] > 0 and res.steps[0] == 50
+    assert np.isfinite(net.flatten(res.final_params[0])).all()

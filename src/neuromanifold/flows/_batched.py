@@ -18,12 +18,13 @@ other layers.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from .._errors import InputError, short_repr
+from .._errors import ComputationLimitError, InputError, short_repr
 from .._results import Result
 from .._validation import check_bool, check_positive_float, check_positive_int
 from ._losses import QuadraticLoss
@@ -57,6 +58,10 @@ class BatchedFlowResult(Result):
         nfev: right-hand-side evaluations of the whole batch (each evaluates every
             trajectory still running).
         rtol, atol: the tolerances (as in ``solve_ivp``, per component).
+        final_time: per trajectory, the time it reached (``t_final`` on success, less when
+            the step budget ran out), shape ``(B,)``.
+        gradient_norm: per trajectory, ``||grad_theta l||`` at ``final_params``, shape
+            ``(B,)``.
     """
 
     times: np.ndarray
@@ -72,6 +77,8 @@ class BatchedFlowResult(Result):
     nfev: int = 0
     rtol: float = 0.0
     atol: float = 0.0
+    final_time: np.ndarray = None
+    gradient_norm: np.ndarray = None
 
 
 class _BatchedConv:
@@ -185,8 +192,41 @@ class _BatchedMonomial:
 
     def velocity(self, theta: np.ndarray, A: np.ndarray, target: np.ndarray) -> np.ndarray:
         E, m = self.products(theta)
-        g = (m @ self.Pos - target) @ A                          # A symmetric
+        g = _times_A(m @ self.Pos - target, A)
         return -((E * (g @ self.Pos.T)[:, None, :]).reshape(len(theta), -1) @ self.Q)
+
+
+def _times_A(r: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """``r_b^T A_b`` per trajectory (= ``A_b r_b``, A symmetric): one product with a
+    shared ``A`` of shape ``(n, n)``, a batched one with a stack of shape ``(b, n, n)``."""
+    if A.ndim == 2:
+        return r @ A
+    return np.matmul(r[:, None, :], A)[:, 0, :]
+
+
+def _stack_losses(loss: Any, B: int, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(A, target, offset)`` of one shared loss (``(n, n)``, ``(n,)``, scalar) or of a
+    sequence of B losses stacked (``(B, n, n)``, ``(B, n)``, ``(B,)``)."""
+    if isinstance(loss, QuadraticLoss):
+        losses = [loss]
+    elif isinstance(loss, Sequence) and not isinstance(loss, (str, bytes)):
+        losses = list(loss)
+        if len(losses) != B:
+            raise InputError(f"loss must be one QuadraticLoss or a sequence of one per flow "
+                             f"({B}); got a sequence of {len(losses)}")
+    else:
+        losses = [loss]
+    for one in losses:
+        if not isinstance(one, QuadraticLoss):
+            raise InputError(f"loss must be a QuadraticLoss or SquareLoss (or a sequence of "
+                             f"one per flow); got {short_repr(one)}")
+        if one.size != size:
+            raise InputError(f"loss acts on {one.size} entries but the end-to-end filter has "
+                             f"{size}")
+    if isinstance(loss, QuadraticLoss):
+        return loss.A, loss.target, np.float64(loss.offset)
+    return (np.stack([one.A for one in losses]), np.stack([one.target for one in losses]),
+            np.array([one.offset for one in losses]))
 
 
 def _stack_params(net: Any, params: Any) -> np.ndarray:
@@ -207,25 +247,33 @@ def _tableau(method: str) -> dict:
             "E3": d.E3, "E5": d.E5, "exponent": -1 / 8, "max_factor": 10.0}
 
 
+def _combine(coeffs: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """``sum_s coeffs[s] K[s]`` for stages ``K`` of shape ``(S, b, P)`` (``S >= len(coeffs)``):
+    one matrix-vector product, without ``tensordot``'s overhead."""
+    n = len(coeffs)
+    return (coeffs @ K[:n].reshape(n, -1)).reshape(K.shape[1:])
+
+
 def _error_norm(tab: dict, K: np.ndarray, h: np.ndarray, sc: np.ndarray) -> np.ndarray:
     """Per trajectory, the error norm of the step (solve_ivp's definitions): RK45's
     RMS of ``h * K^T E / scale``; DOP853's combination of its 5th and 3rd order
     estimates."""
     P = K.shape[2]
     if "E5" not in tab:
-        e = np.tensordot(_E, K, axes=1) * h[:, None] / sc
+        e = _combine(_E, K) * h[:, None] / sc
         return np.sqrt(np.mean(e ** 2, axis=1))
-    e5 = np.sum((np.tensordot(tab["E5"], K, axes=1) / sc) ** 2, axis=1)
-    e3 = np.sum((np.tensordot(tab["E3"], K, axes=1) / sc) ** 2, axis=1)
+    e5 = np.sum((_combine(tab["E5"], K) / sc) ** 2, axis=1)
+    e3 = np.sum((_combine(tab["E3"], K) / sc) ** 2, axis=1)
     denom = e5 + 0.01 * e3
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.abs(h) * e5 / np.sqrt(denom * P)
     return np.where(denom == 0, 0.0, out)
 
 
-def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *,
+def gradient_flows(net: Any, params: Any, loss: Any, t_final: float, *,
                    num_times: int = 21, method: str = "DOP853", rtol: float = 1e-10,
                    atol: float = 1e-12, max_steps: int = 200_000,
+                   time_limit: float | None = None,
                    progress: bool = False) -> BatchedFlowResult:
     """Integrate ``theta' = -J^T grad l(mu(theta))`` from many initializations at once.
 
@@ -235,12 +283,16 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
     size and acceptance per trajectory (the tolerances mean what they mean in
     ``solve_ivp``). Small networks (at most 4,096 products of one entry per filter)
     evaluate the velocity of the whole batch from their monomials with a few BLAS
-    products; larger ones with batched convolutions.
+    products; larger ones with batched convolutions. Each trajectory may have its own
+    loss (e.g. its own data): the B losses are stacked, so the velocity stays a few
+    batched products.
 
     Args:
         net: a :class:`neuromanifold.LinearConvNet`.
         params: a list of B parameter lists (the initializations).
-        loss: a :class:`QuadraticLoss` on the end-to-end filter (e.g. a SquareLoss).
+        loss: a :class:`QuadraticLoss` on the end-to-end filter (e.g. a SquareLoss) shared
+            by every trajectory, or a sequence of B of them (one per trajectory, each on
+            the end-to-end filter).
         t_final: the final time, > 0.
         num_times: number of sample times in ``[0, t_final]`` (>= 2).
         method: ``"DOP853"`` (default, order 8, as :func:`neuromanifold.gradient_flow`)
@@ -248,6 +300,8 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
         rtol, atol: the tolerances (per component, as in ``solve_ivp``).
         max_steps: a budget of accepted steps per trajectory; a trajectory that runs out
             stops there with ``success=False`` (an absurd horizon ends, it does not hang).
+        time_limit: an optional wall-clock budget in seconds; reaching it raises a
+            :class:`ComputationLimitError` (``kind="time"``, ``t`` the least time reached).
         progress: a progress bar in flow time (the slowest trajectory) on stderr.
 
     Returns:
@@ -262,16 +316,19 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
     (True, True)
     >>> bool(res.max_invariant_drift.max() < 1e-8)
     True
+
+    One loss per trajectory (here: the same start, two targets):
+
+    >>> two = [loss, QuadraticLoss(np.eye(4), np.zeros(4))]
+    >>> res = gradient_flows(net, [starts[0], starts[0]], two, 1.0)
+    >>> v = res.end_to_end[:, -1]
+    >>> bool(res.loss[1, -1] < res.loss[1, 0]), bool(np.abs(v[0] - v[1]).max() > 0.1)
+    (True, True)
     """
     from ..linear import LinearConvNet
     if not isinstance(net, LinearConvNet):
         raise InputError(f"gradient_flows integrates LinearConvNet flows; got "
                          f"{short_repr(net)} (use gradient_flow for other networks)")
-    if not isinstance(loss, QuadraticLoss):
-        raise InputError(f"loss must be a QuadraticLoss or SquareLoss; got {short_repr(loss)}")
-    if loss.size != net.end_to_end_size:
-        raise InputError(f"loss acts on {loss.size} entries but the end-to-end filter has "
-                         f"{net.end_to_end_size}")
     t_final = check_positive_float(t_final, "t_final")
     num_times = check_positive_int(num_times, "num_times")
     if num_times < 2:
@@ -280,15 +337,40 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
         raise InputError(f"method must be 'DOP853' or 'RK45'; got {short_repr(method)}")
     rtol, atol = check_positive_float(rtol, "rtol"), check_positive_float(atol, "atol")
     max_steps = check_positive_int(max_steps, "max_steps")
+    if time_limit is not None:
+        time_limit = check_positive_float(time_limit, "time_limit")
     progress = check_bool(progress, "progress")
     theta = _stack_params(net, params)
-    A, target = loss.A, loss.target
+    A, target, offset = _stack_losses(loss, len(theta), net.end_to_end_size)
+    return integrate_flows(net, theta, A, target, offset, t_final, num_times=num_times,
+                           method=method, rtol=rtol, atol=atol, max_steps=max_steps,
+                           time_limit=time_limit, progress=progress)
+
+
+#: accepted steps after which :func:`integrate_flows` may give up on a trajectory whose
+#: step size cannot reach ``t_final`` within its budget (``give_up=True``)
+GIVE_UP_AFTER = 50
+
+
+def integrate_flows(net: Any, theta: np.ndarray, A: np.ndarray, target: np.ndarray,
+                    offset: Any, t_final: float, *, num_times: int, method: str, rtol: float,
+                    atol: float, max_steps: int, time_limit: float | None = None,
+                    progress: bool = False, give_up: bool = False) -> BatchedFlowResult:
+    """The integration behind :func:`gradient_flows`, on checked input: flat parameters
+    ``theta`` of shape ``(B, P)`` (not modified) and the loss data as returned by
+    ``_stack_losses``. With ``give_up``, a trajectory whose step size, after
+    :data:`GIVE_UP_AFTER` accepted steps, would need more than its remaining budget to
+    reach ``t_final`` stops there (``success=False``) instead of spending the budget: a
+    caller that hands such (stiff) flows to an implicit solver loses little time."""
+    theta0 = theta
+    theta = np.array(theta, dtype=float)
+    shared = A.ndim == 2
     vshape = net.end_to_end_shape
     B, L = theta.shape[0], len(net.filter_shapes)
     if _BatchedMonomial.applies(net):
         ops = _BatchedMonomial(net)
 
-        def rhs(th: np.ndarray) -> np.ndarray:
+        def rhs(th: np.ndarray, A: np.ndarray, target: np.ndarray) -> np.ndarray:
             return ops.velocity(th, A, target)
 
         def e2e(th: np.ndarray) -> np.ndarray:
@@ -296,20 +378,25 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
     else:
         conv = _BatchedConv(net)
 
-        def rhs(th: np.ndarray) -> np.ndarray:
+        def rhs(th: np.ndarray, A: np.ndarray, target: np.ndarray) -> np.ndarray:
             ws = conv.split(th)
             v = conv.end_to_end(ws)
-            g = ((v.reshape(len(th), -1) - target) @ A).reshape(v.shape)  # A symmetric
+            g = _times_A(v.reshape(len(th), -1) - target, A).reshape(v.shape)  # A symmetric
             return -conv.vjp(ws, g)
 
         def e2e(th: np.ndarray) -> np.ndarray:
             return conv.end_to_end(conv.split(th))
     cuts = np.cumsum([0] + [int(np.prod(k)) for k in net.filter_shapes])
 
-    def observe(th: np.ndarray):
+    def part(idx: np.ndarray) -> tuple:
+        """The loss data of the trajectories ``idx`` (all of it when shared)."""
+        return (A, target, offset) if shared else (A[idx], target[idx], offset[idx])
+
+    def observe(th: np.ndarray, idx: np.ndarray):
         v = e2e(th)
-        r = v.reshape(len(th), -1) - target
-        losses = 0.5 * np.einsum("bi,ij,bj->b", r, A, r) + loss.offset
+        Ai, ti, oi = part(idx)
+        r = v.reshape(len(th), -1) - ti
+        losses = 0.5 * np.sum(_times_A(r, Ai) * r, axis=1) + oi
         norms = np.stack([np.sum(th[:, a:b] ** 2, axis=1) for a, b in zip(cuts[:-1], cuts[1:])],
                          axis=1)
         return v, losses, np.diff(norms, axis=1)
@@ -319,9 +406,10 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
     times = np.linspace(0.0, t_final, num_times)
     vs, losses, invs = [np.empty((B, num_times) + vshape), np.empty((B, num_times)),
                         np.empty((B, num_times, L - 1))]
-    vs[:, 0], losses[:, 0], invs[:, 0] = observe(theta)
+    everyone = np.arange(B)
+    vs[:, 0], losses[:, 0], invs[:, 0] = observe(theta, everyone)
     t = np.zeros(B)
-    f = rhs(theta)
+    f = rhs(theta, *part(everyone)[:2])
     scale0 = atol + rtol * np.abs(theta)
     d0, d1 = np.sqrt(np.mean((theta / scale0) ** 2, 1)), np.sqrt(np.mean((f / scale0) ** 2, 1))
     h = np.where((d0 < 1e-5) | (d1 < 1e-5), 1e-6, 0.01 * d0 / np.maximum(d1, 1e-300))
@@ -329,11 +417,16 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
     steps, rejected = np.zeros(B, dtype=int), np.zeros(B, dtype=int)
     alive = np.ones(B, dtype=bool)
     nfev = 1
+    start = time.monotonic()
     bar = None
     if progress:
         from tqdm import tqdm
         bar = tqdm(total=t_final, desc=f"{B} gradient flows", unit="t",
                    bar_format="{l_bar}{bar}| t={n:.3g}/{total:.3g}")
+    # a trial step far beyond the stability limit may overflow in its stages: its error
+    # norm is then not finite and the step is rejected (and shrunk)
+    errstate = np.errstate(over="ignore", invalid="ignore")
+    errstate.__enter__()
     try:
         for k in range(1, num_times):
             t_next = times[k]
@@ -341,16 +434,25 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
                 run = alive & (t < t_next - 1e-14 * max(1.0, t_next))
                 if not run.any():
                     break
+                if time_limit is not None and time.monotonic() - start > time_limit:
+                    err = ComputationLimitError(
+                        f"the batched gradient flows reached their time limit "
+                        f"time_limit={time_limit:g} s at t={t[run].min():.6g} of "
+                        f"t_final={t_final:.6g} (raise time_limit, shorten t_final or pass "
+                        f"fewer flows)")
+                    err.t, err.kind = float(t[run].min()), "time"
+                    raise err
                 idx = np.flatnonzero(run)
+                Ai, ti = part(idx)[:2]
                 hh = np.minimum(h[idx], t_next - t[idx])
                 y = theta[idx]
                 K = np.empty((n_st + 1,) + y.shape)
                 K[0] = f[idx]
                 for s in range(1, n_st):
-                    dy = np.tensordot(tab["A"][s], K[:s], axes=1)
-                    K[s] = rhs(y + hh[:, None] * dy)
-                y_new = y + hh[:, None] * np.tensordot(tab["B"], K[:n_st], axes=1)
-                K[n_st] = rhs(y_new)
+                    dy = _combine(tab["A"][s], K)
+                    K[s] = rhs(y + hh[:, None] * dy, Ai, ti)
+                y_new = y + hh[:, None] * _combine(tab["B"], K)
+                K[n_st] = rhs(y_new, Ai, ti)
                 nfev += n_st
                 sc = atol + rtol * np.maximum(np.abs(y), np.abs(y_new))
                 err = _error_norm(tab, K, hh, sc)
@@ -363,22 +465,27 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
                     factor = np.where(np.isfinite(err) & (err > 0),
                                       0.9 * np.maximum(err, 1e-10) ** tab["exponent"],
                                       tab["max_factor"])
-                factor = np.clip(factor, 0.2, tab["max_factor"])
+                # a step whose stages overflowed (error NaN or inf) shrinks by the most
+                factor = np.where(np.isfinite(err), np.clip(factor, 0.2, tab["max_factor"]), 0.2)
                 factor[~ok] = np.minimum(factor[~ok], 1.0)
                 # a clipped step (landing on a sample time) does not shrink the next one
                 h[idx] = np.where(ok, np.maximum(hh, h[idx]) * factor, hh * factor)
                 alive[idx] &= (steps[idx] < max_steps) & (h[idx] > 0)
+                if give_up:
+                    late = idx[steps[idx] >= GIVE_UP_AFTER]
+                    alive[late] &= (t_final - t[late]) <= h[late] * (max_steps - steps[late])
             done = alive
             if done.any():
-                vs[done, k], losses[done, k], invs[done, k] = observe(theta[done])
+                vs[done, k], losses[done, k], invs[done, k] = observe(theta[done],
+                                                                      np.flatnonzero(done))
             vs[~done, k], losses[~done, k], invs[~done, k] = np.nan, np.nan, np.nan
             if bar is not None:
                 bar.update(t_next - bar.n)
     finally:
+        errstate.__exit__(None, None, None)
         if bar is not None:
             bar.close()
     success = alive & np.isclose(t, t_final, rtol=1e-12, atol=1e-12)
-    theta0 = _stack_params(net, params)
     norms0 = np.stack([np.sum(theta0[:, a:b] ** 2, 1) for a, b in zip(cuts[:-1], cuts[1:])], 1)
     scale = np.maximum(np.abs(invs[:, 0]).max(axis=1, initial=0.0), norms0.max(axis=1))
     scale = np.where(scale > 0, scale, 1.0)
@@ -390,4 +497,5 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
         times=times, end_to_end=vs, loss=losses, invariants=invs,
         final_params=[net.unflatten(th) for th in theta], max_invariant_drift=drift,
         loss_monotone=monotone, success=success, steps=steps, rejected=rejected,
-        nfev=nfev, rtol=rtol, atol=atol)
+        nfev=nfev, rtol=rtol, atol=atol, final_time=t,
+        gradient_norm=np.linalg.norm(rhs(theta, *part(everyone)[:2]), axis=1))

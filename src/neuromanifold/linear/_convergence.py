@@ -15,21 +15,28 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 import time
+
+import numpy as np
 
 from .._errors import ComputationLimitError, InputError, short_repr
 from .._results import Result
 from .._validation import as_seed_rng, check_bool, check_positive_float, check_positive_int
 from ..flows import SquareLoss, gradient_flow
+from ..flows._batched import integrate_flows
 from ..flows._gradient_flow import DEFAULT_MAX_STEPS, SOLVERS
+from ._conv import LinearConvNet
+from ._fc import LinearFCNet
 
 #: continuation rounds of one run at most: the horizon grows by the factor that reaches
 #: ``max_time`` in this many rounds when doubling would take more (e.g. ``t_final=1e-300``)
 MAX_ROUNDS = 40
-from ._conv import LinearConvNet
-from ._fc import LinearFCNet
+#: steps of the batched explicit pair per segment; a run whose step size cannot finish its
+#: segment within them (a stiff flow) is handed to the per-run solver
+BATCH_MAX_STEPS = 2_000
+#: fewest runs integrated together: the batched loop's cost per step pays off across many
+#: runs, so the last few unconverged runs continue one by one
+MIN_BATCH = 8
 
 __all__ = ["convergence_study", "ConvergenceStudy", "ConvergenceRun", "ConvergenceSummary",
            "random_regression_data"]
@@ -63,6 +70,9 @@ class ConvergenceRun(Result):
         at_zero: ``relative_distance_from_zero <= zero_tol``.
         limit_reached: a flow segment used up its step budget (``max_steps``) before its
             horizon; the run stops there, unconverged unless the gradient is already small.
+        solver: what integrated the run: ``"LSODA"`` (or the ``method`` asked for) alone,
+            ``"DOP853 batched"`` (with the other runs), or ``"DOP853 batched + LSODA"``
+            (a stiff run handed over to the per-run solver).
     """
 
     architecture: str
@@ -85,6 +95,7 @@ class ConvergenceRun(Result):
     min_relative_distance_from_zero: float
     at_zero: bool
     limit_reached: bool = False
+    solver: str = ""
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -116,7 +127,8 @@ class ConvergenceSummary(Result):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class ConvergenceStudy(Result):
-    """Result of :func:`convergence_study`: every run and a summary per architecture."""
+    """Result of :func:`convergence_study`: every run and a summary per architecture
+    (``batched``: the runs of convolutional networks were integrated together)."""
 
     runs: list
     summaries: list
@@ -125,6 +137,7 @@ class ConvergenceStudy(Result):
     smooth_tol: float
     zero_tol: float
     method: str
+    batched: bool = False
 
     def table(self) -> list[list]:
         """Summary rows ``[architecture, runs, converged, smooth, at zero, claim]``."""
@@ -191,7 +204,7 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
                       zero_tol: float = 1e-6, num_samples: int | None = None,
                       method: str = "LSODA", rtol: float = 1e-9, atol: float = 1e-11,
                       exact: bool = False, max_steps: int = DEFAULT_MAX_STEPS,
-                      time_limit: float | None = None,
+                      time_limit: float | None = None, batched: bool = True,
                       progress: bool = False) -> ConvergenceStudy:
     """Run ``num_runs`` gradient flows per architecture from random data and initializations.
 
@@ -200,6 +213,16 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
     flow for ``t_final``; while the gradient norm is above the tolerance the flow is
     continued from where it stopped with the time horizon doubled, up to ``max_time``
     (in at most 40 continuations: from a tiny ``t_final`` the horizon grows faster).
+
+    With ``batched`` (the default) the runs of a :class:`LinearConvNet` are integrated
+    together, segment by segment, by :func:`neuromanifold.flows.gradient_flows` (DOP853,
+    step control per run, one loss per run), with the same data, initializations and
+    continuation rules; a run whose segment the explicit pair cannot finish within
+    :data:`BATCH_MAX_STEPS` steps (a stiff flow) continues alone with ``method``, and
+    so do the last runs when fewer than :data:`MIN_BATCH` are left. Runs
+    of other networks, and every run with ``batched=False`` (the reference), are
+    integrated one by one with ``method``. Both paths give the same verdicts up to the
+    study's tolerances (the trajectories differ by the solvers' errors).
 
     Args:
         net: one network or a list of networks (:class:`LinearConvNet`,
@@ -213,13 +236,16 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
         zero_tol: the limit is "at zero" when ``||v|| <= zero_tol * ||v*||``.
         num_samples: samples per data set (default: just enough for a positive definite
             loss).
-        method, rtol, atol: solver settings (the default LSODA switches to a stiff method
-            when the flow becomes stiff).
+        method, rtol, atol: solver settings of the per-run path (the default LSODA
+            switches to a stiff method when the flow becomes stiff); the batched path uses
+            ``method`` when it is ``"DOP853"`` or ``"RK45"``, else DOP853, with the same
+            tolerances.
         exact: also compute the exact rank of the Jacobian at the final parameters.
         max_steps: step budget of each flow segment; a segment that uses it up ends its
             run there (``limit_reached``), so an absurd ``max_time`` cannot hang.
         time_limit: an optional wall-clock budget in seconds for the whole study;
             reaching it raises a :class:`ComputationLimitError`.
+        batched: integrate the runs of a convolutional network together (see above).
         progress: show a progress bar over the runs on stderr.
 
     Returns:
@@ -239,6 +265,7 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
     num_runs = check_positive_int(num_runs, "num_runs", maximum=MAX_NUM_RUNS)
     exact = check_bool(exact, "exact")
     progress = check_bool(progress, "progress")
+    batched = check_bool(batched, "batched")
     for name, val in (("t_final", t_final), ("max_time", max_time), ("tol", tol),
                       ("smooth_tol", smooth_tol), ("zero_tol", zero_tol), ("rtol", rtol),
                       ("atol", atol)):
@@ -262,13 +289,22 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
     runs, summaries = [], []
     try:
         for net in nets:
-            net_runs = []
-            for i in range(num_runs):
-                net_runs.append(_one_run(net, i, rng, t_final, max_time, tol, smooth_tol,
-                                         zero_tol, num_samples, method, rtol, atol, exact,
-                                         max_steps, deadline, time_limit))
-                if bar is not None:
-                    bar.update(1)
+            if batched and isinstance(net, LinearConvNet):
+                # the same draws, in the same order, as the per-run path
+                states = [_RunState(net, i, rng, t_final, max_time, tol, num_samples)
+                          for i in range(num_runs)]
+                _batched_runs(states, method, rtol, atol, max_time, max_steps, deadline,
+                              time_limit, bar)
+            else:
+                states = []
+                for i in range(num_runs):
+                    st = _RunState(net, i, rng, t_final, max_time, tol, num_samples)
+                    _continue_run(st, method, rtol, atol, max_time, max_steps, deadline,
+                                  time_limit)
+                    states.append(st)
+                    if bar is not None:
+                        bar.update(1)
+            net_runs = [_finish(st, smooth_tol, zero_tol, exact) for st in states]
             runs.extend(net_runs)
             summaries.append(_summarize(net, net_runs))
     finally:
@@ -276,68 +312,178 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
             bar.close()
     return ConvergenceStudy(runs=runs, summaries=summaries,
                             seed=seed if not isinstance(seed, np.random.Generator) else None,
-                            tol=tol, smooth_tol=smooth_tol, zero_tol=zero_tol, method=method)
+                            tol=tol, smooth_tol=smooth_tol, zero_tol=zero_tol, method=method,
+                            batched=batched)
 
 
-def _one_run(net, index, rng, t_final, max_time, tol, smooth_tol, zero_tol, num_samples,
-             method, rtol, atol, exact, max_steps=DEFAULT_MAX_STEPS, deadline=None,
-             time_limit=None) -> ConvergenceRun:
-    X, Y = random_regression_data(net, rng, num_samples)
-    loss = SquareLoss.from_data(net, X, Y)
-    params = net.random_params(rng)
-    g0 = float(np.linalg.norm(np.concatenate(
-        [a.ravel() for a in net.vjp(params, loss.gradient(net.end_to_end(params)))])))
-    gtol = tol * max(1.0, g0)
-    scale = max(float(np.linalg.norm(loss.target)), 1e-300)
-    horizon, elapsed = float(t_final), 0.0
-    initial_loss = loss.value(net.end_to_end(params))
-    monotone, drift, min_dist = True, 0.0, np.inf
-    growth = max(2.0, (max_time / t_final) ** (1.0 / MAX_ROUNDS))
-    limit_reached = False
-    final_loss, rounds = initial_loss, 0
-    while True:
-        remaining = None
-        if deadline is not None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise ComputationLimitError(
-                    f"the convergence study reached its time limit time_limit={time_limit:g} s "
-                    f"(run {index} of {net!r}, flow time {elapsed:.6g}); raise time_limit or "
-                    f"ask for fewer runs")
+class _RunState:
+    """One run of the study between flow segments: its data, where its flow is, the
+    evidence gathered so far, and the next segment (``segment`` of the nominal
+    ``horizon``; the horizon grows by ``growth`` after each segment)."""
+
+    def __init__(self, net: Any, index: int, rng: Any, t_final: float, max_time: float,
+                 tol: float, num_samples: int | None):
+        self.net, self.index = net, index
+        X, Y = random_regression_data(net, rng, num_samples)
+        self.loss = loss = SquareLoss.from_data(net, X, Y)
+        self.params = params = net.random_params(rng)
+        self.initial_loss = loss.value(net.end_to_end(params))
+        self.gtol = tol * max(1.0, self.grad_norm())
+        self.scale = max(float(np.linalg.norm(loss.target)), 1e-300)
+        self.horizon = self.segment = float(t_final)
+        self.growth = max(2.0, (max_time / t_final) ** (1.0 / MAX_ROUNDS))
+        self.elapsed, self.rounds = 0.0, 0
+        self.monotone, self.drift, self.min_dist = True, 0.0, np.inf
+        self.limit_reached, self.done = False, False
+        self.grad, self.final_loss = None, self.initial_loss
+        self.solver = ""
+
+    def grad_norm(self) -> float:
+        """``||grad_theta l||`` at the current parameters."""
+        net, params = self.net, self.params
+        return float(np.linalg.norm(np.concatenate(
+            [a.ravel() for a in net.vjp(params, self.loss.gradient(net.end_to_end(params)))])))
+
+    def record(self, params, monotone: bool, drift: float, end_to_end: np.ndarray,
+               grad: float, final_loss: float, max_time: float) -> None:
+        """A segment reached its end: keep its evidence and plan the next one (or stop
+        when converged or at ``max_time``)."""
+        self.elapsed += self.segment
+        self.params = params
+        self.monotone &= bool(monotone)
+        self.drift = max(self.drift, float(drift))
+        norms = np.linalg.norm(end_to_end.reshape(len(end_to_end), -1), axis=1)
+        self.min_dist = min(self.min_dist, float(np.nanmin(norms)) / self.scale)
+        self.grad, self.final_loss = float(grad), float(final_loss)
+        self.rounds += 1
+        if self.grad <= self.gtol or self.elapsed >= max_time * (1 - 1e-12):
+            self.done = True
+        else:
+            self.horizon = self.segment = min(self.growth * self.horizon, max_time - self.elapsed)
+
+    def limit(self) -> None:
+        """A segment used up its step budget: the run ends where the solver got to."""
+        self.limit_reached, self.done = True, True
+        self.final_loss = self.loss.value(self.net.end_to_end(self.params))
+        self.grad = self.grad_norm()
+
+
+def _time_limit_error(time_limit, what, flow_time):
+    return ComputationLimitError(
+        f"the convergence study reached its time limit time_limit={time_limit:g} s "
+        f"({what}, flow time {flow_time:.6g}); raise time_limit or ask for fewer runs")
+
+
+def _remaining(deadline, time_limit, what, flow_time):
+    """Seconds left before ``deadline`` (None without one); raises once it is reached."""
+    if deadline is None:
+        return None
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise _time_limit_error(time_limit, what, flow_time)
+    return remaining
+
+
+def _continue_run(st: _RunState, method, rtol, atol, max_time, max_steps=DEFAULT_MAX_STEPS,
+                  deadline=None, time_limit=None) -> None:
+    """Integrate one run alone (``solve_ivp``'s ``method``), segment after segment, until
+    it converges, reaches ``max_time`` or uses up a segment's step budget."""
+    net, loss = st.net, st.loss
+    what = f"run {st.index} of {net!r}"
+    st.solver = f"{st.solver} + {method}" if st.solver else method
+    while not st.done:
+        remaining = _remaining(deadline, time_limit, what, st.elapsed)
         try:
-            flow = gradient_flow(net, params, loss, horizon, num_times=11, method=method,
-                                 rtol=rtol, atol=atol, max_steps=max_steps,
+            flow = gradient_flow(net, st.params, loss, st.segment, num_times=11,
+                                 method=method, rtol=rtol, atol=atol, max_steps=max_steps,
                                  time_limit=remaining)
         except ComputationLimitError as err:
             if err.kind == "time":
-                raise ComputationLimitError(
-                    f"the convergence study reached its time limit time_limit={time_limit:g} s "
-                    f"(run {index} of {net!r}, flow time {elapsed + err.t:.6g}); raise "
-                    f"time_limit or ask for fewer runs") from err
-            elapsed += err.t
-            params = net.unflatten(err.y)
-            rounds += 1
-            if err.kind == "stalled" and rounds <= MAX_ROUNDS + 5:
+                raise _time_limit_error(time_limit, what, st.elapsed + err.t) from err
+            st.elapsed += err.t
+            st.params = net.unflatten(err.y)
+            st.rounds += 1
+            if err.kind == "stalled" and st.rounds <= MAX_ROUNDS + 5:
                 # a horizon below the solver's resolution (t_final=1e-300): grow it
-                horizon = min(growth * horizon, max_time - elapsed)
+                st.horizon = st.segment = min(st.growth * st.horizon, max_time - st.elapsed)
                 continue
-            # the segment used up its step budget: the run ends where the solver got to
-            limit_reached = True
-            final_loss = loss.value(net.end_to_end(params))
-            grad = float(np.linalg.norm(np.concatenate(
-                [a.ravel() for a in net.vjp(params, loss.gradient(net.end_to_end(params)))])))
+            st.limit()
             break
-        elapsed += horizon
-        params = flow.final_params
-        monotone &= flow.loss_monotone
-        drift = max(drift, flow.max_invariant_drift)
-        min_dist = min(min_dist, float(np.linalg.norm(
-            flow.end_to_end.reshape(len(flow.times), -1), axis=1).min()) / scale)
-        grad, final_loss = flow.gradient_norm, float(flow.loss[-1])
-        rounds += 1
-        if grad <= gtol or elapsed >= max_time * (1 - 1e-12):
-            break
-        horizon = min(growth * horizon, max_time - elapsed)
+        st.record(flow.final_params, flow.loss_monotone, flow.max_invariant_drift,
+                  flow.end_to_end, flow.gradient_norm, flow.loss[-1], max_time)
+
+
+def _batched_runs(states: list, method, rtol, atol, max_time, max_steps, deadline,
+                  time_limit, bar=None) -> None:
+    """Integrate the runs of one :class:`LinearConvNet` together, segment by segment
+    (:func:`neuromanifold.flows.gradient_flows`'s explicit pairs, one loss per run); a
+    run whose segment the explicit pair cannot finish within :data:`BATCH_MAX_STEPS`
+    steps (a stiff flow) is handed, from where it got, to ``method`` alone, and so are
+    the runs left when fewer than :data:`MIN_BATCH` remain."""
+    net = states[0].net
+    pair = method if method in ("DOP853", "RK45") else "DOP853"
+    budget = min(max_steps, BATCH_MAX_STEPS)
+    handed = []
+    active = list(states)
+    while len(active) >= MIN_BATCH:
+        # runs advance together: every active run has the same horizon (grouped anyway)
+        groups: dict = {}
+        for st in active:
+            groups.setdefault(st.segment, []).append(st)
+        active = []
+        for segment, group in groups.items():
+            what = f"runs {group[0].index}..{group[-1].index} of {net!r}"
+            remaining = _remaining(deadline, time_limit, what, group[0].elapsed)
+            try:
+                res = integrate_flows(
+                    net, np.stack([net.flatten(st.params) for st in group]),
+                    np.stack([st.loss.A for st in group]),
+                    np.stack([st.loss.target for st in group]),
+                    np.array([st.loss.offset for st in group]), segment, num_times=11,
+                    method=pair, rtol=rtol, atol=atol, max_steps=budget,
+                    time_limit=remaining, give_up=max_steps > budget)
+            except ComputationLimitError as err:
+                raise _time_limit_error(time_limit, what, group[0].elapsed + err.t) from err
+            for j, st in enumerate(group):
+                st.solver = f"{pair} batched"
+                if res.success[j]:
+                    st.record(res.final_params[j], res.loss_monotone[j],
+                              res.max_invariant_drift[j], res.end_to_end[j],
+                              res.gradient_norm[j], res.loss[j, -1], max_time)
+                    if st.done:
+                        if bar is not None:
+                            bar.update(1)
+                    else:
+                        active.append(st)
+                    continue
+                # the explicit pair stopped early: keep the evidence of the part it did
+                st.params = res.final_params[j]
+                st.monotone &= bool(res.loss_monotone[j])
+                st.drift = max(st.drift, float(res.max_invariant_drift[j]))
+                norms = np.linalg.norm(res.end_to_end[j].reshape(11, -1), axis=1)
+                st.min_dist = min(st.min_dist, float(np.nanmin(norms)) / st.scale)
+                reached = float(res.final_time[j])
+                if max_steps <= budget:
+                    # the budget of the segment itself: the run ends, as on the per-run path
+                    st.elapsed += reached
+                    st.rounds += 1
+                    st.limit()
+                    if bar is not None:
+                        bar.update(1)
+                else:
+                    st.elapsed += reached
+                    st.segment -= reached
+                    handed.append(st)
+    for st in handed + active:
+        _continue_run(st, method, rtol, atol, max_time, max_steps, deadline, time_limit)
+        if bar is not None:
+            bar.update(1)
+
+
+def _finish(st: _RunState, smooth_tol, zero_tol, exact) -> ConvergenceRun:
+    """The record of a finished run: convergence, smoothness and distance from zero."""
+    net, params = st.net, st.params
+    grad, gtol, scale = st.grad, st.gtol, st.scale
     v = net.end_to_end(params)
     r = net.rank(params, tol=smooth_tol)
     sv = np.linalg.svd(net.jacobian(params), compute_uv=False)
@@ -345,15 +491,17 @@ def _one_run(net, index, rng, t_final, max_time, tol, smooth_tol, zero_tol, num_
     rel_sv = float(sv[dim - 1] / sv[0]) if 0 < dim <= sv.size and sv[0] > 0 else 0.0
     dist = float(np.linalg.norm(v))
     return ConvergenceRun(
-        architecture=repr(net), run=index, converged=bool(grad <= gtol),
-        gradient_norm=float(grad), gradient_tol=gtol, flow_time=elapsed,
-        initial_loss=float(initial_loss), final_loss=float(final_loss),
-        loss_monotone=bool(monotone), max_invariant_drift=float(drift), smooth=bool(r.is_smooth),
+        architecture=repr(net), run=st.index, converged=bool(grad <= gtol),
+        gradient_norm=float(grad), gradient_tol=gtol, flow_time=st.elapsed,
+        initial_loss=float(st.initial_loss), final_loss=float(st.final_loss),
+        loss_monotone=bool(st.monotone), max_invariant_drift=float(st.drift),
+        smooth=bool(r.is_smooth),
         rank=int(r.rank), dimension=int(dim), relative_smallest_singular_value=rel_sv,
         exact_rank=int(net.rank(params, exact=True).rank) if exact else None,
         distance_from_zero=dist, relative_distance_from_zero=dist / scale,
-        min_relative_distance_from_zero=float(min(min_dist, dist / scale)),
-        at_zero=bool(dist / scale <= zero_tol), limit_reached=limit_reached)
+        min_relative_distance_from_zero=float(min(st.min_dist, dist / scale)),
+        at_zero=bool(dist / scale <= zero_tol), limit_reached=st.limit_reached,
+        solver=st.solver)
 
 
 def _summarize(net, runs: list[ConvergenceRun]) -> ConvergenceSummary:
