@@ -499,7 +499,7 @@ MORE_ENTRIES = [
     E("KnownLaw.gradient",
       lambda: dict(law=nm.conservation_laws(_P3()).known_laws[0],
                    theta=nm.ReLUNet([2, 2, 1, 1]).flatten(_P3())),
-      lambda law, theta: law.gradient(theta), {"theta": "array"}),
+      lambda law, theta: law.gradient(theta), {"theta": "exact_array"}),
     E("QuadraticLoss.gradient", lambda: dict(loss=nm.QuadraticLoss(np.eye(2), np.ones(2)),
                                              v=np.array([0.5, 2.0])),
       lambda loss, v: loss.gradient(v), {"v": "array"}),
