@@ -465,9 +465,14 @@ def nonlocalizable_example(*, kind: str = "always-active", tol: Any = 0) -> Nonl
 
 
 def _widths_list(widths: Any) -> list[tuple[int, ...]]:
-    if isinstance(widths, (str, bytes)) or not hasattr(widths, "__len__") or len(widths) == 0:
+    given = widths
+    try:
+        widths = None if isinstance(widths, (str, bytes)) else list(widths)
+    except TypeError:
+        widths = None
+    if not widths:
         raise InputError(f"widths must be (d, n1, n2, n3) or a list of them; got "
-                         f"{short_repr(widths)}")
+                         f"{short_repr(given)}")
     items = [widths] if all(isinstance(w, (int, np.integer)) and not isinstance(w, bool)
                             for w in widths) else list(widths)
     out = []
@@ -475,7 +480,8 @@ def _widths_list(widths: Any) -> list[tuple[int, ...]]:
         if isinstance(w, (str, bytes)) or not hasattr(w, "__len__") or len(w) != 4:
             raise ArchitectureError(f"every architecture must be four widths (d, n1, n2, n3); "
                                     f"got {short_repr(w)}")
-        w = tuple(check_positive_int(v, "every width", ArchitectureError) for v in w)
+        w = tuple(check_positive_int(v, "every width", ArchitectureError, maximum=10_000)
+                  for v in w)
         if w[1] > w[0]:
             raise ArchitectureError(f"the search draws bottleneck networks, which need "
                                     f"n1 <= d; got widths {w}")
