@@ -273,7 +273,8 @@ def gradient_flows(net: Any, params: Any, loss: QuadraticLoss, t_final: float, *
         raise InputError(f"loss acts on {loss.size} entries but the end-to-end filter has "
                          f"{net.end_to_end_size}")
     t_final = check_positive_float(t_final, "t_final")
-    num_times = check_positive_int(num_times, "num_times")
+    from ._gradient_flow import MAX_NUM_TIMES
+    num_times = check_positive_int(num_times, "num_times", maximum=MAX_NUM_TIMES)
     if num_times < 2:
         raise InputError(f"num_times must be at least 2; got {num_times}")
     if method not in ("DOP853", "RK45"):
