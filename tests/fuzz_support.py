@@ -249,6 +249,17 @@ OBJECT_CASES = [
 ]
 
 
+def _extra_layer(v):
+    """One more layer that does not fit: for (W, b) pairs one whose input size differs
+    from the last layer's output size (repeating a square last layer would be valid)."""
+    v = list(v)
+    last = v[-1]
+    if isinstance(last, (tuple, list)) and len(last) == 2 and np.ndim(last[0]) == 2:
+        n = np.shape(last[0])[0]
+        return v + [(np.ones((1, n + 2)), np.zeros(1))]
+    return v + [last]
+
+
 def _params_cases():
     """Mutations of a list of per-layer arrays (or of (W, b) pairs): one layer's array
     mutated by an array case, and mutations of the list itself."""
@@ -299,7 +310,7 @@ def _params_cases():
         ("all.scaled_2^500", scale_all(2.0 ** 500), False),
         ("all.scaled_1e100", scale_all(1e100), False),
         ("missing_layer", lambda v: list(v)[:-1], True),
-        ("extra_layer", lambda v: list(v) + [list(v)[-1]], True),
+        ("extra_layer", _extra_layer, True),
         ("empty_list", lambda v: [], True),
         ("none", lambda v: None, True),
         ("str", lambda v: "params", True),

@@ -741,7 +741,8 @@ MORE_ENTRIES = [
       lambda source: nm.io.load(source), {"source": "path"}),
     E("io.load(strides)", lambda: dict(source=_conv()[1], strides=[2]),
       lambda source, strides: nm.io.load(source, strides=strides),
-      {"source": "params", "strides": "array"}),
+      {"source": "params", "strides": "array"},
+      skip=(("source", "missing_layer"),)),     # one filter with one stride is a network
     E("io.save", lambda: dict(model=_relu_params(),
                               path=os.path.join(_files()["folder"], "saved.npz")),
       lambda model, path: nm.io.save(model, path), {"model": "relu_params", "path": "out_path"}),
@@ -783,7 +784,8 @@ MORE_ENTRIES = [
           ["relu", which, model, "--domain", domain, "--tol", tol, "--show", show,
            "--json", json]),
       {"which": "cli_choice", "model": "cli_file", "domain": "cli_text", "tol": "cli_real",
-       "show": "cli_count", "json": "cli_path"}),
+       "show": "cli_count", "json": "cli_path"},
+      skip=(("show", "zero"),)),         # --show 0: list no region
     E("cli relu equiv", lambda: dict(other=_files()["relu"], method="auto"),
       lambda other, method: _cli(["relu", "equiv", _files()["relu"], other,
                                   "--method", method]),
@@ -806,14 +808,15 @@ def _plot(**kw):
 
 
 def _cli(argv):
-    """``neuromanifold argv`` in-process; bad usage must exit with status 2 (argparse)
-    and a library error with status 1, both with a message and no traceback."""
+    """``neuromanifold argv`` in-process; bad usage must exit with status 2 (argparse),
+    a library error with status 1 and a bad model file with status 3, each with a
+    message and no traceback."""
     argv = [str(a) for a in argv]
     try:
         status = cli_main(argv)
     except SystemExit as exc:
         status = exc.code
-    if status not in (0, 1, 2):
+    if status not in (0, 1, 2, 3):
         raise AssertionError(f"exit status {status!r}")
     if status:
         raise nm.InputError(f"exit status {status}")   # a clean refusal
