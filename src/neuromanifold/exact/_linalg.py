@@ -19,9 +19,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import flint
+import numpy as np
 
 from .._errors import InputError, short_repr
-from .._validation import check_nonnegative_int
+from .._validation import as_real_array, check_nonnegative_int
 from ._rational import to_fmpq
 
 __all__ = ["qmat", "qrows", "rational_rank", "rational_rref", "rational_nullspace",
@@ -38,7 +39,8 @@ def _q(x: Any) -> flint.fmpq:
 def _is_sequence(x: Any) -> bool:
     """A list, tuple, array or other ordered sized iterable (not a string, set or dict)."""
     return (hasattr(x, "__len__") and hasattr(x, "__iter__")
-            and not isinstance(x, (str, bytes, set, frozenset, dict)))
+            and not isinstance(x, (str, bytes, set, frozenset, dict, type))
+            and not (isinstance(x, np.ndarray) and x.ndim == 0))
 
 
 def qmat(rows: Sequence[Sequence[Any]], ncols: int) -> flint.fmpq_mat:
@@ -55,6 +57,8 @@ def qmat(rows: Sequence[Sequence[Any]], ncols: int) -> flint.fmpq_mat:
     [1, 1/2]
     """
     ncols = check_nonnegative_int(ncols, "ncols")
+    if isinstance(rows, np.ndarray):      # refuses boolean, complex, string dtypes
+        rows = as_real_array(rows, "rows", error=InputError, exact=True)
     if not _is_sequence(rows):
         raise InputError(f"rows must be a sequence of rows; got {short_repr(rows)}")
     flat = []
