@@ -122,7 +122,7 @@ def _check_layer_block(widths: tuple[int, ...], block: Any, layer: Any) -> tuple
                          f"got {short_repr(layer)}")
     layer = int(layer)
     if isinstance(block, (str, bytes)) or not isinstance(block, (Sequence, np.ndarray)) \
-            or len(block) == 0:
+            or np.ndim(block) != 1 or len(block) == 0:
         raise InputError(f"block must be a non-empty list of neuron indices; "
                          f"got {short_repr(block)}")
     out = []
