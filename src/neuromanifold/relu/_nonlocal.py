@@ -58,7 +58,7 @@ import numpy as np
 from .._errors import ArchitectureError, InputError, NeuromanifoldError, short_repr
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
-from .._validation import as_seed_rng, check_bool, check_positive_int
+from .._validation import as_seed_rng, check_bool, check_finite_result, check_positive_int
 from ._bottleneck import three_layer
 
 __all__ = ["PartIdentifiability", "Nonlocalizability", "NonlocalizableSearch",
@@ -201,7 +201,10 @@ def orbit_distance(p: Any, q: Any) -> float:
 
     def normalize(layers, l):
         W, c = layers[l]
-        s = np.sqrt(np.sum(W ** 2, axis=1) + c ** 2)
+        R = np.hstack([W, c[:, None]])
+        m = np.max(np.abs(R), axis=1)
+        m[m == 0] = 1.0
+        s = m * np.sqrt(np.sum((R / m[:, None]) ** 2, axis=1))   # no overflow in the squares
         s[s == 0] = 1.0
         Wn, cn = layers[l + 1]
         layers[l] = (W / s[:, None], c / s)
@@ -211,6 +214,7 @@ def orbit_distance(p: Any, q: Any) -> float:
     for l in range(len(a) - 1):
         normalize(a, l)
         normalize(b, l)
+        check_finite_result([a[l + 1], b[l + 1]], "orbit_distance's normalized parameters")
         Ra = np.hstack([a[l][0], a[l][1][:, None]])
         Rb = np.hstack([b[l][0], b[l][1][:, None]])
         cost = np.max(np.abs(Ra[:, None, :] - Rb[None, :, :]), axis=2)
