@@ -10,6 +10,11 @@ silently accepted, a result holding NaN/inf, or a call over the time limit fails
 
 Cases that still fail in modules owned by other engineers are listed in ``KNOWN``
 below (xfail, not strict): remove an entry once its module is fixed.
+
+Coverage: every public function and class in the ``__all__`` of the public modules is
+called by some Entry (its constructor or one of its methods; an Entry's name is the
+public name it calls, e.g. ``relu.Domain.box``) or listed in ``NOT_FUZZED`` with the
+reason; ``test_every_public_name_is_fuzzed`` fails on a new public name until then.
 """
 
 from __future__ import annotations
@@ -838,7 +843,23 @@ def _cli(argv):
 # (entry, "arg=label") -> who owns the fix and what happens; "arg=*" stands for every
 # case of that argument. Empty: every case of every entry point gives a finite result or
 # a NeuromanifoldError within the time limit.
-KNOWN: dict[tuple[str, str], str] = {}
+KNOWN: dict[tuple[str, str], str] = {
+    ("relu.search_symmetries", "params=all.scaled_2^500"):
+        "lead: weights ~2^500 overflow the least-squares residuals (scipy ValueError "
+        "'Residuals are not finite'); the fit would need the target rescaled first",
+    ("relu.nonlocalizability", "params=all.scaled_2^500"):
+        "lead: weights ~2^500 overflow inside the part-identifiability computation "
+        "(OverflowError: cannot convert float infinity to integer)",
+    ("flows.gradient_flows", "t_final=huge"):
+        "lead: t_final=1e300 integrates until max_steps=200000 per trajectory (well over "
+        "2 s); a smaller default step budget or a time_limit option is the owner's call",
+    # not library leaks: a valid sweep starts worker processes (~5 s, over the 2 s
+    # limit) and the alarm interrupting the pool surfaces as a bare RuntimeError
+    ("sweep.run_sweep", "config=no_suffix"): "lead: valid run, slower than the limit",
+    ("sweep.run_sweep", "workers=numpy_int"): "lead: valid run, slower than the limit",
+    ("sweep.run_sweep", "workers=none"): "lead: valid run, slower than the limit",
+    ("cli sweep", "config=no_suffix"): "lead: valid run, slower than the limit",
+}
 # ===== END KNOWN LEAKS =====
 
 
