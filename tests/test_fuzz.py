@@ -849,9 +849,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("relu.search_symmetries", "params=all.scaled_2^500"):
         "lead: weights ~2^500 overflow the least-squares residuals (scipy ValueError "
         "'Residuals are not finite'); the fit would need the target rescaled first",
-    ("relu.nonlocalizability", "params=all.scaled_2^500"):
-        "lead: weights ~2^500 overflow inside the part-identifiability computation "
-        "(OverflowError: cannot convert float infinity to integer)",
     ("flows.gradient_flows", "t_final=huge"):
         "lead: t_final=1e300 integrates until max_steps=200000 per trajectory (well over "
         "2 s); a smaller default step budget or a time_limit option is the owner's call",
