@@ -23,7 +23,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import os
 import signal
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -247,6 +249,17 @@ OBJECT_CASES = [
 ]
 
 
+def _extra_layer(v):
+    """One more layer that does not fit: for (W, b) pairs one whose input size differs
+    from the last layer's output size (repeating a square last layer would be valid)."""
+    v = list(v)
+    last = v[-1]
+    if isinstance(last, (tuple, list)) and len(last) == 2 and np.ndim(last[0]) == 2:
+        n = np.shape(last[0])[0]
+        return v + [(np.ones((1, n + 2)), np.zeros(1))]
+    return v + [last]
+
+
 def _params_cases():
     """Mutations of a list of per-layer arrays (or of (W, b) pairs): one layer's array
     mutated by an array case, and mutations of the list itself."""
@@ -297,7 +310,7 @@ def _params_cases():
         ("all.scaled_2^500", scale_all(2.0 ** 500), False),
         ("all.scaled_1e100", scale_all(1e100), False),
         ("missing_layer", lambda v: list(v)[:-1], True),
-        ("extra_layer", lambda v: list(v) + [list(v)[-1]], True),
+        ("extra_layer", _extra_layer, True),
         ("empty_list", lambda v: [], True),
         ("none", lambda v: None, True),
         ("str", lambda v: "params", True),
@@ -351,6 +364,85 @@ CLI_PATH_CASES = [(label, (lambda v, t=text: t), True) for label, text in [
     ("unwritable", "/proc/neuromanifold.json"), ("empty", "")]]
 CLI_CHOICE_CASES = [(label, (lambda v, t=text: t), True) for label, text in [
     ("bogus", "bogus"), ("upper", "LINEAR"), ("empty", ""), ("option_like", "--quick")]]
+# a numeric command-line option (--tol, --t-final): junk, non-finite and negative text
+CLI_REAL_CASES = [(label, (lambda v, t=text: t), True) for label, text in [
+    ("word", "abc"), ("empty", ""), ("nan", "nan"), ("inf", "inf"), ("negative", "-1"),
+    ("overflow", "1e400"), ("complex", "1j")]]
+# a count option (--show, --workers)
+CLI_COUNT_CASES = [(label, (lambda v, t=text: t), True) for label, text in [
+    ("zero", "0"), ("negative", "-1"), ("float", "1.5"), ("word", "abc"), ("empty", "")]]
+# free-form structured text (--filters, --strides, --domain)
+CLI_TEXT_CASES = [(label, (lambda v, t=text: t), True) for label, text in [
+    ("word", "bogus"), ("empty", ""), ("commas", ",,"), ("negative", "-1,2"),
+    ("zero", "0,2"), ("float", "1.5,2"), ("nan", "nan"), ("huge", "99999999999")]]
+
+
+def _scratch(name: str, content: bytes | None = None) -> str:
+    """A path in a scratch folder (with ``content`` written there, if given)."""
+    folder = os.path.join(tempfile.gettempdir(), "neuromanifold-fuzz")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, name)
+    if content is not None:
+        with open(path, "wb") as fh:
+            fh.write(content)
+    return path
+
+
+def _suffix(v) -> str:
+    return os.path.splitext(str(v))[1]
+
+
+# an input file read by the library or the CLI: missing, a directory, empty, garbage,
+# truncated, or not a path at all
+_FILE_CASES = [
+    ("missing", lambda v: _scratch("missing" + _suffix(v)) + ".gone/x" + _suffix(v), True),
+    ("directory", lambda v: os.path.dirname(_scratch("x")), True),
+    ("empty_file", lambda v: _scratch("empty" + _suffix(v), b""), True),
+    ("garbage", lambda v: _scratch("garbage" + _suffix(v), b"\x00\xffgarbage{[\n" * 8), True),
+    ("truncated", lambda v: _scratch("truncated" + _suffix(v),
+                                     open(v, "rb").read()[: max(1, len(open(v, "rb").read()) // 2)]),
+     True),
+    ("no_suffix", lambda v: _scratch("nosuffix", open(v, "rb").read()), False),
+]
+PATH_CASES = _FILE_CASES + [
+    ("empty_str", lambda v: "", True),
+    ("int", lambda v: 3, True),
+    ("object", lambda v: object(), True),
+    ("none", lambda v: None, True),
+]
+CLI_FILE_CASES = [(label, (lambda v, f=make: str(f(v))), must) for label, make, must in _FILE_CASES] \
+    + [("empty_str", lambda v: "", True)]
+
+# an output file written by the library
+OUT_PATH_CASES = [
+    ("missing_dir", lambda v: "/nonexistent-dir-neuromanifold/out" + _suffix(v), True),
+    ("directory", lambda v: os.path.dirname(_scratch("x")), True),
+    ("unwritable", lambda v: "/proc/neuromanifold" + _suffix(v), True),
+    ("bad_suffix", lambda v: _scratch("out.txt"), True),
+    ("empty_str", lambda v: "", True),
+    ("int", lambda v: 3, True),
+    ("object", lambda v: object(), True),
+]
+
+# a mapping (a configuration, a result's to_dict): not a mapping, empty, or one value broken
+def _dict_with(v, key_fn, value):
+    d = dict(v)
+    if d:
+        d[key_fn(d)] = value
+    return d
+
+
+MAPPING_CASES = [
+    ("str", lambda v: "config", True),
+    ("int", lambda v: 3, True),
+    ("list", lambda v: [v], True),
+    ("object", lambda v: object(), True),
+    ("empty", lambda v: {}, True),
+    ("first_value_object", lambda v: _dict_with(v, lambda d: next(iter(d)), object()), True),
+    ("first_value_nan_str", lambda v: _dict_with(v, lambda d: next(iter(d)), "nan"), False),
+    ("extra_key", lambda v: _dict_with(v, lambda d: "bogus_key", 1), False),
+]
+
 
 KIND_CASES = {
     "exact_array": EXACT_ARRAY_CASES, "count0": COUNT0_CASES,
@@ -359,6 +451,9 @@ KIND_CASES = {
     "array": ARRAY_CASES, "count": COUNT_CASES, "real": REAL_CASES, "bool": BOOL_CASES,
     "seed": SEED_CASES, "choice": CHOICE_CASES, "object": OBJECT_CASES,
     "params": PARAMS_CASES, "domain": DOMAIN_CASES, "nets": NETS_CASES,
+    "cli_real": CLI_REAL_CASES, "cli_count": CLI_COUNT_CASES, "cli_text": CLI_TEXT_CASES,
+    "cli_file": CLI_FILE_CASES, "path": PATH_CASES, "out_path": OUT_PATH_CASES,
+    "mapping": MAPPING_CASES,
 }
 
 
@@ -378,6 +473,7 @@ class Entry:
     optional: tuple = ()
     options: bool = False
     skip: tuple = ()          # (arg, label) pairs not to run (e.g. legitimately slow)
+    inf_ok: tuple = ()        # result keys where +-inf is a value (an interval's open end)
     _args: dict | None = None
 
     def args(self) -> dict:
@@ -409,17 +505,21 @@ class Outcome:
     BAD = ("leak", "accepted", "nonfinite", "timeout")
 
 
-def has_nonfinite(value: Any, _depth: int = 0) -> str | None:
+def has_nonfinite(value: Any, _depth: int = 0, allow: tuple = ()) -> str | None:
     """A path to a NaN or inf inside ``value`` (arrays, floats, containers, results and
-    their ``to_dict()``), or None."""
+    their ``to_dict()``), or None; under a key in ``allow`` an infinite float is fine
+    (e.g. the open end of an interval), a NaN is not."""
     if _depth > 12:
         return None
     from neuromanifold import Result
+    if allow:
+        return _nonfinite_allowing(value, _depth, allow)
     if isinstance(value, Result):
         return has_nonfinite(value.to_dict(), _depth + 1)
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "fc":
-            return None if np.all(np.isfinite(value)) else "array"
+            return None if np.all(np.isfinite(value)) else \
+                ("array.nan" if np.any(np.isnan(value)) else "array.inf")
         if value.dtype == object:
             return has_nonfinite(value.tolist(), _depth + 1)
         return None
@@ -445,6 +545,27 @@ def has_nonfinite(value: Any, _depth: int = 0) -> str | None:
     return None
 
 
+def _nonfinite_allowing(value, depth, allow):
+    from neuromanifold import Result
+    if depth > 12:
+        return None
+    if isinstance(value, Result):
+        value = value.to_dict()
+    if isinstance(value, dict):
+        for k, v in value.items():
+            p = _nonfinite_allowing(v, depth + 1, allow)
+            if p is not None and not (k in allow and "nan" not in p):
+                return f"{k}.{p}"
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            p = _nonfinite_allowing(v, depth + 1, allow)
+            if p is not None:
+                return f"[{i}].{p}"
+        return None
+    return has_nonfinite(value, depth + 1)
+
+
 def run_case(entry: Entry, case: Case, timeout: float = 3.0) -> tuple[str, str]:
     """Run one mutated call; returns ``(outcome, detail)``."""
     args = dict(entry.args())
@@ -465,7 +586,7 @@ def run_case(entry: Entry, case: Case, timeout: float = 3.0) -> tuple[str, str]:
         return Outcome.LEAK, f"{type(exc).__name__}: {exc}"[:300]
     if case.must_raise:
         return Outcome.ACCEPTED, f"returned {type(result).__name__}"
-    where = has_nonfinite(result)
+    where = has_nonfinite(result, allow=entry.inf_ok)
     if where is not None:
         return Outcome.NONFINITE, f"non-finite at {where}"
     return Outcome.OK, ""

@@ -10,10 +10,16 @@ silently accepted, a result holding NaN/inf, or a call over the time limit fails
 
 Cases that still fail in modules owned by other engineers are listed in ``KNOWN``
 below (xfail, not strict): remove an entry once its module is fixed.
+
+Coverage: every public function and class in the ``__all__`` of the public modules is
+called by some Entry (its constructor or one of its methods; an Entry's name is the
+public name it calls, e.g. ``relu.Domain.box``) or listed in ``NOT_FUZZED`` with the
+reason; ``test_every_public_name_is_fuzzed`` fails on a new public name until then.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from fractions import Fraction
@@ -28,8 +34,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import neuromanifold as nm
+import neuromanifold.sweep  # noqa: F401 - not imported by the package (optional Dask)
 from neuromanifold import exact, flows, linear, relu
 from neuromanifold.cli import main as cli_main
+from neuromanifold.relu import symmetries as S
 
 sys.path.insert(0, os.path.dirname(__file__))
 from fuzz_support import (Case, Entry, Outcome, cases_for, has_nonfinite,  # noqa: E402
@@ -378,6 +386,436 @@ ENTRIES = [
 ]
 
 
+# ---------------------------------------------------------------- the rest of the surface
+# Small bottleneck networks d -> n1 -> n2 -> n3 (paper B's setting).
+def _P3():
+    return [(np.eye(2), np.zeros(2)), (np.array([[1.0, -2.0]]), np.array([0.5])),
+            (np.ones((1, 1)), np.zeros(1))]
+
+
+def _P4():    # with a hidden first-layer hyperplane
+    return [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0]]), np.array([-0.5])),
+            (np.ones((1, 1)), np.zeros(1))]
+
+
+_ORBIT_BASES = (
+    [(np.array([[1.5, 0.5], [0.0, -1.0]]), np.array([-1.0, -2.0])),
+     (np.array([[1.5, 1.25], [0.75, 1.75], [0.25, 1.5]]), np.array([-0.25, 1.0, 1.5])),
+     (np.array([[1.5, -1.5, -2.0]]), np.array([1.5]))],
+    [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [-2.0, -1.0]]), np.array([-0.5, -1.0])),
+     (np.ones((1, 2)), np.zeros(1))],
+)
+
+
+@functools.cache
+def _move(cls_name):
+    """A symmetry of class ``cls_name`` and parameters it applies to (the first one met on
+    random orbits of fixed networks), as ``(fields, params)``."""
+    if cls_name == "RampFlip":   # n1 = 1: w1 = 2, b1 = 0.5; a ramp row (-1.5, 3)
+        P = [(np.array([[2.0, -1.0]]), np.array([0.5])), (np.array([[-1.5]]), np.array([3.0])),
+             (np.array([[2.0]]), np.array([0.7]))]
+        return {"neuron": 0}, P
+    for base in _ORBIT_BASES:
+        for seed in range(20):
+            cur = base
+            for move in S.random_orbit_point(base, seed=seed)[1]:
+                if type(move).__name__ == cls_name:
+                    return {f.name: getattr(move, f.name) for f in dataclasses.fields(move)}, cur
+                cur = move.apply(cur)
+    raise AssertionError(f"no {cls_name} on the orbits")   # pragma: no cover
+
+
+_FIELD_KINDS = {"layer": "count0", "neuron": "count0", "hidden": "count0", "t": "real",
+                "perm": "array", "scales": "array", "row": "array", "outgoing": "array",
+                "neurons": "array", "matrix": "array", "shift": "array", "flipped": "array",
+                "linear": "array", "rows": "array"}
+
+
+def _symmetry_entries():
+    out = []
+    for cls_name in ("Permutation", "Scaling", "DeadNeuronMove", "LinearBlockMixing",
+                     "HidingTranslation", "Flip", "RampFlip", "SecondLayerFlip",
+                     "BlockRefactor"):
+        fields = list(_move(cls_name)[0])
+        kinds = {f: _FIELD_KINDS[f] for f in fields}
+        for method in ("apply", "applies"):
+            def setup(c=cls_name):
+                fields, params = _move(c)
+                return dict(fields, params=params, tol=1e-9)
+
+            def call(c=cls_name, m=method, **kw):
+                params, tol = kw.pop("params"), kw.pop("tol")
+                return getattr(getattr(S, c)(**kw), m)(params, tol=tol)
+            # the constructor's arguments are fuzzed once (with apply)
+            out.append(E(f"relu.symmetries.{cls_name}.{method}", setup, call,
+                         dict(kinds if method == "apply" else {}, params="relu_params",
+                              tol="real"),
+                         inf_ok=("valid_set",)))
+    return out
+
+
+@functools.cache
+def _files():
+    """A ReLU model file (.npz), a convolutional one, and a sweep configuration."""
+    folder = tempfile.mkdtemp(prefix="neuromanifold-fuzz-")
+    relu_path, conv_path = os.path.join(folder, "relu.npz"), os.path.join(folder, "conv.npz")
+    nm.io.save(_relu_params(), relu_path)
+    nm.io.save(nm.io.load(_conv()[1], strides=[2]), conv_path)
+    toml = os.path.join(folder, "sweep.toml")
+    with open(toml, "w") as fh:
+        fh.write('output = "out.jsonl"\n[[grid]]\nanalysis = "linear_dimension"\n'
+                 'architectures = [{filters = [2, 2], strides = [1]}]\n')
+    return {"relu": relu_path, "conv": conv_path, "toml": toml, "folder": folder}
+
+
+@functools.cache
+def _orthant_fiber():
+    return relu.orthant_fiber(nm.ReLUNet([2, 3, 1]).random_params(0))
+
+
+@functools.cache
+def _rows():
+    return tuple(nm.reproduce_linear(claims=_tiny_claims(), num_instances=1))
+
+
+def _relu_record():
+    return {"within": True, "agree": True, "proof": None, "hypotheses": [],
+            "params": _P3(), "architecture": "2-2-1-1"}
+
+
+def _cheap_relu_claims():
+    """The cheapest quick claim of reproduce_relu (about 0.6 s)."""
+    return [c for c in nm.reproduce.default_relu_claims(quick=True)
+            if c.name.startswith("non-localizability")]
+
+
+def _sympy_symbols():
+    import sympy
+    return list(sympy.symbols("x y"))
+
+
+QM = [[1, 2, 0], [2, 4, 1]]     # a rational 2 x 3 matrix of rank 2
+
+MORE_ENTRIES = [
+    # ---------------------------------------------------------------- top level
+    E("compare_lifts",
+      lambda: dict(net=nm.LinearConvNet([2, 2]), v0=np.array([1.0, -3.0, 2.0]),
+                   inv=np.array([1.0]), loss=nm.QuadraticLoss(np.eye(3), np.ones(3)),
+                   t_final=0.2, num_times=3),
+      lambda net, v0, inv, loss, t_final, **kw: nm.compare_lifts(net, v0, inv, loss, t_final,
+                                                                **kw),
+      {"net": "object", "v0": "array", "inv": "array", "loss": "object", "t_final": "real",
+       "num_times": "count"}, options=True),
+    E("is_regular_point",
+      lambda: dict(net=nm.LinearConvNet([2, 2]), end_to_end=np.array([1.0, -3.0, 2.0]),
+                   tol=1e-9),
+      lambda net, end_to_end, tol: nm.is_regular_point(net, end_to_end, tol=tol),
+      {"net": "object", "end_to_end": "array", "tol": "real"}),
+    E("conservation_laws", lambda: dict(model=_P3(), tol=1e-9, seed=0, max_depth=6),
+      lambda model, **kw: nm.conservation_laws(model, **kw),
+      {"model": "relu_params", "tol": "real", "seed": "seed", "max_depth": "count0"}),
+    E("KnownLaw.gradient",
+      lambda: dict(law=nm.conservation_laws(_P3()).known_laws[0],
+                   theta=nm.ReLUNet([2, 2, 1, 1]).flatten(_P3())),
+      lambda law, theta: law.gradient(theta), {"theta": "exact_array"}),
+    E("QuadraticLoss.gradient", lambda: dict(loss=nm.QuadraticLoss(np.eye(2), np.ones(2)),
+                                             v=np.array([0.5, 2.0])),
+      lambda loss, v: loss.gradient(v), {"v": "array"}),
+    E("Result.from_dict", lambda: dict(data=_conv()[0].rank(_conv()[1]).to_dict()),
+      lambda data: nm.JacobianRank.from_dict(data), {"data": "mapping"}),
+    E("reproduce_relu", lambda: dict(seed=0, tol=1e-9),
+      lambda **kw: nm.reproduce_relu(claims=_cheap_relu_claims(), quick=True, **kw),
+      {"seed": "seed", "tol": "real"}),
+    E("LinearConvNet.exact_jacobian", _conv_args(),
+      lambda net, params: net.exact_jacobian(params), {"params": "params"}),
+    E("LinearConvNet.invariant_jacobian", _conv_args(),
+      lambda net, params: net.invariant_jacobian(params), {"params": "params"}),
+    E("LinearConvNet.exact_invariants", _conv_args(),
+      lambda net, params: net.exact_invariants(params), {"params": "params"}),
+    E("LinearConvNet.exact_target", _conv_args(),
+      lambda net, params: net.exact_target(params), {"params": "params"}),
+    E("LinearConvNet.layer_polynomials", _conv_args(),
+      lambda net, params: net.layer_polynomials(params), {"params": "params"}),
+    E("LinearFCNet.exact_jacobian", lambda: dict(net=_fc()[0], params=_fc()[1]),
+      lambda net, params: net.exact_jacobian(params), {"params": "params"}),
+    E("LinearFCNet.end_to_end_operator", lambda: dict(net=_fc()[0], x=np.ones(2)),
+      lambda net, x: net.end_to_end_operator(x), {"x": "array"}),
+    E("ShallowReLUMLP.invariants", lambda: dict(net=_mlp()[0], params=_mlp()[1]),
+      lambda net, params: net.invariants(params), {"params": "params"}),
+    E("ShallowReLUCNN.invariants", lambda: dict(net=_cnn()[0], params=_cnn()[1]),
+      lambda net, params: net.invariants(params), {"params": "params"}),
+    E("ReLUNet.from_params", lambda: dict(params=_relu_params()),
+      lambda params: nm.ReLUNet.from_params(params), {"params": "relu_params"}),
+    E("ReLUNet.random_params", lambda: dict(seed=0),
+      lambda seed: nm.ReLUNet([2, 3, 1]).random_params(seed), {"seed": "seed"}),
+    E("ReLUNet.forward", lambda: dict(params=_relu_params(), X=np.ones((2, 2))),
+      lambda params, X: nm.ReLUNet([2, 3, 1]).forward(params, X),
+      {"params": "params", "X": "array"}),
+    E("ReLUNet.flatten", lambda: dict(params=_relu_params()),
+      lambda params: nm.ReLUNet([2, 3, 1]).flatten(params), {"params": "params"}),
+    E("ReLUNet.unflatten", lambda: dict(theta=np.arange(13.0)),
+      lambda theta: nm.ReLUNet([2, 3, 1]).unflatten(theta), {"theta": "array"}),
+    # ---------------------------------------------------------------- relu
+    E("relu.Domain.box", lambda: dict(lower=[-1.0, 0.0], upper=[1.0, 2.0]),
+      lambda lower, upper: relu.Domain.box(lower, upper), {"lower": "array", "upper": "array"}),
+    E("relu.Domain.whole", lambda: dict(dim=2), lambda dim: relu.Domain.whole(dim),
+      {"dim": "count"}),
+    E("relu.Domain.orthant", lambda: dict(dim=2), lambda dim: relu.Domain.orthant(dim),
+      {"dim": "count"}),
+    E("relu.Domain.contains", lambda: dict(X=np.ones((3, 2)), tol=0.0),
+      lambda X, tol: relu.Domain.box(*BOX).contains(X, tol=tol), {"X": "array", "tol": "real"}),
+    E("relu.Domain.from_dict", lambda: dict(data=relu.Domain.box(*BOX).to_dict()),
+      lambda data: relu.Domain.from_dict(data), {"data": "mapping"}),
+    E("relu.Region.evaluate", lambda: dict(X=np.ones((3, 2))),
+      lambda X: relu.regions(_relu_params(), BOX).regions[0].evaluate(X), {"X": "array"}),
+    E("relu.Regions.locate", lambda: dict(x=np.array([0.3, 0.2])),
+      lambda x: relu.regions(_relu_params(), BOX).locate(x), {"x": "array"}),
+    E("relu.BentHyperplanes.neuron", lambda: dict(layer=1, index=1),
+      lambda layer, index: relu.bent_hyperplanes(_relu_params(), BOX).neuron(layer, index),
+      {"layer": "count0", "index": "count0"}),
+    E("relu.WeightedArrangement.evaluate", lambda: dict(Z=np.ones((3, 2))),
+      lambda Z: relu.weighted_arrangement(_relu_params()).evaluate(Z), {"Z": "array"}),
+    E("relu.WeightedArrangement.equals",
+      lambda: dict(other=relu.weighted_arrangement(_relu_params_b()), tol=1e-9),
+      lambda other, tol: relu.weighted_arrangement(_relu_params()).equals(other, tol=tol),
+      {"other": "object", "tol": "real"}),
+    E("relu.OrthantFiber.contains",
+      lambda: dict(params=nm.ReLUNet([2, 3, 1]).random_params(0), tol=1e-9),
+      lambda params, tol: _orthant_fiber().contains(params, tol=tol),
+      {"params": "relu_params", "tol": "real"}),
+    E("relu.OrthantFiber.piece_of", lambda: dict(params=nm.ReLUNet([2, 3, 1]).random_params(0)),
+      lambda params: _orthant_fiber().piece_of(params), {"params": "relu_params"}),
+    E("relu.OrthantFiber.sample", lambda: dict(seed=0, piece=0),
+      lambda seed, piece: _orthant_fiber().sample(seed, piece=piece),
+      {"seed": "seed", "piece": "count0"}, optional=("piece",)),
+    E("relu.FiberPiece.sample", lambda: dict(seed=0),
+      lambda seed: _orthant_fiber().pieces[0].sample(seed), {"seed": "seed"}),
+    E("relu.FiberPiece.residual", lambda: dict(params=nm.ReLUNet([2, 3, 1]).random_params(0)),
+      lambda params: _orthant_fiber().pieces[0].residual(params), {"params": "relu_params"}),
+    E("relu.FiberPiece.local_dimension",
+      lambda: dict(params=nm.ReLUNet([2, 3, 1]).random_params(0)),
+      lambda params: _orthant_fiber().pieces[0].local_dimension(params),
+      {"params": "relu_params"}),
+    E("relu.identifiability", lambda: dict(params=_P4(), tol=1e-9, exact_genericity=False),
+      lambda params, **kw: relu.identifiability(params, **kw),
+      {"params": "relu_params", "tol": "real", "exact_genericity": "bool"},
+      inf_ok=("interval",)),
+    E("relu.fiber", lambda: dict(params=_P4(), tol=1e-9),
+      lambda params, tol: relu.fiber(params, tol=tol), {"params": "relu_params", "tol": "real"}),
+    E("relu.BottleneckFiber.sample", lambda: dict(n=2, seed=0, dyadic=False),
+      lambda n, seed, dyadic: relu.fiber(_P4()).sample(n, seed, dyadic=dyadic),
+      {"n": "count", "seed": "seed", "dyadic": "bool"}),
+    E("relu.FiberFamily.sample_one", lambda: dict(dyadic=False),
+      lambda dyadic: relu.fiber(_P4()).families[0].sample_one(np.random.default_rng(0),
+                                                              dyadic=dyadic),
+      {"dyadic": "bool"}),
+    E("relu.canonical_form", lambda: dict(params=_P4(), tol=1e-9),
+      lambda params, tol: relu.canonical_form(params, tol=tol),
+      {"params": "relu_params", "tol": "real"}),
+    E("relu.equivalent_bottleneck", lambda: dict(p=_P3(), q=_P3(), tol=1e-9),
+      lambda p, q, tol: relu.equivalent_bottleneck(p, q, tol=tol),
+      {"p": "relu_params", "q": "relu_params", "tol": "real"}),
+    E("relu.search_symmetries", lambda: dict(params=_P3(), starts=0, initial=[_P3()], tol=1e-8,
+                                             seed=0),
+      lambda params, **kw: relu.search_symmetries(params, **kw),
+      {"params": "relu_params", "starts": "count0", "tol": "real", "seed": "seed"}),
+    E("relu.nonlocalizability", lambda: dict(params=relu.nonlocalizable_example(kind="ramp").params,
+                                             tol=1e-9),
+      lambda params, tol: relu.nonlocalizability(params, tol=tol),
+      {"params": "relu_params", "tol": "real"}),
+    E("relu.nonlocalizable_example", lambda: dict(kind="ramp", tol=0),
+      lambda kind, tol: relu.nonlocalizable_example(kind=kind, tol=tol),
+      {"kind": "choice", "tol": "real"}),
+    E("relu.search_nonlocalizable", lambda: dict(widths=(1, 1, 1, 1), trials=1, seed=0, tol=1e-9),
+      lambda widths, **kw: relu.search_nonlocalizable(widths, **kw),
+      {"widths": "array", "trials": "count", "seed": "seed", "tol": "real"}),
+    E("relu.orbit_distance", lambda: dict(p=_P3(), q=_P4()),
+      lambda p, q: relu.orbit_distance(p, q), {"p": "relu_params", "q": "relu_params"}),
+    E("relu.block_law", lambda: dict(params=_P3(), block=[0], layer=1),
+      lambda params, block, layer: relu.block_law(params, block, layer=layer),
+      {"params": "relu_params", "block": "array", "layer": "count0"}, optional=("layer",)),
+    E("relu.active_blocks", lambda: dict(params=_P3(), X=np.array([[0.5, 1.0], [1.0, 0.2]])),
+      lambda params, X: relu.active_blocks(params, X), {"params": "relu_params", "X": "array"}),
+    E("relu.gradient_flow",
+      lambda: dict(params=_P3(), X=np.array([[0.5, 1.0], [1.0, 0.2]]), Y=np.array([[1.0], [0.0]]),
+                   t_end=0.1, num_times=3),
+      lambda params, X, Y, t_end, **kw: relu.gradient_flow(params, X, Y, t_end, **kw),
+      {"params": "relu_params", "X": "array", "Y": "array", "t_end": "real",
+       "num_times": "count"}),
+    # ---------------------------------------------------------------- relu.symmetries
+    *_symmetry_entries(),
+    E("relu.symmetries.SecondLayerFlip.construct",
+      lambda: dict(params=_move("SecondLayerFlip")[1],
+                   neurons=list(_move("SecondLayerFlip")[0]["neurons"]),
+                   linear=list(_move("SecondLayerFlip")[0]["linear"]), tol=1e-9),
+      lambda params, neurons, linear, tol: S.SecondLayerFlip.construct(params, neurons, linear,
+                                                                       tol=tol),
+      {"params": "relu_params", "neurons": "array", "linear": "array", "tol": "real"},
+      optional=("linear",)),
+    E("relu.symmetries.apply_sequence",
+      lambda: dict(symmetries=[S.Permutation(1, (1, 0)), S.Scaling(1, (2.0, 0.5))], params=_P3(),
+                   tol=1e-9),
+      lambda symmetries, params, tol: S.apply_sequence(symmetries, params, tol=tol),
+      {"symmetries": "object", "params": "relu_params", "tol": "real"},
+      extra=[("symmetries", "list_of_junk", lambda v: [S.Permutation, "flip"], True)]),
+    E("relu.symmetries.random_orbit_point",
+      lambda: dict(params=_ORBIT_BASES[0], seed=0, moves=("scaling", "flip"), tol=1e-9),
+      lambda params, **kw: S.random_orbit_point(params, **kw),
+      {"params": "relu_params", "seed": "seed", "moves": "choice", "tol": "real"},
+      optional=("moves",)),
+    # ---------------------------------------------------------------- flows
+    E("flows.invariant_vector", _conv_args(),
+      lambda net, params: flows.invariant_vector(net, params),
+      {"net": "object", "params": "params"}),
+    E("flows.gradient_flows",
+      lambda: dict(net=_conv()[0], params=[_conv()[1], _conv()[0].random_params(1)],
+                   loss=_loss(*_conv()), t_final=0.2, num_times=3),
+      lambda net, params, loss, t_final, num_times: flows.gradient_flows(
+          net, params, loss, t_final, num_times=num_times),
+      {"net": "object", "params": "object", "loss": "object", "t_final": "real",
+       "num_times": "count"},
+      extra=[("params", "one_start.nan", lambda v: [[np.full(2, np.nan), np.ones(2)]], True),
+             ("params", "one_start.complex", lambda v: [[np.ones(2) * 1j, np.ones(2)]], True),
+             ("params", "empty", lambda v: [], True)]),
+    # ---------------------------------------------------------------- exact
+    E("exact.fmpq_to_fraction", lambda: dict(q=exact.to_fmpq(0.75)),
+      lambda q: exact.fmpq_to_fraction(q), {"q": "object"}),
+    E("exact.fmpq_matrix", lambda: dict(arr=np.array([[0.5, 2.0], [1.0, 3.0]])),
+      lambda arr: exact.fmpq_matrix(arr), {"arr": "exact_array"}),
+    E("exact.qmat", lambda: dict(rows=QM, ncols=3),
+      lambda rows, ncols: exact.qmat(rows, ncols), {"rows": "exact_array", "ncols": "count"}),
+    E("exact.qrows", lambda: dict(m=exact.qmat(QM, 3)), lambda m: exact.qrows(m),
+      {"m": "object"}),
+    E("exact.rational_rank", lambda: dict(rows=QM, ncols=3),
+      lambda rows, ncols: exact.rational_rank(rows, ncols),
+      {"rows": "exact_array", "ncols": "count"}, skip=(("ncols", "zero"),)),  # documented
+    E("exact.rational_rref", lambda: dict(rows=QM, ncols=3),
+      lambda rows, ncols: exact.rational_rref(rows, ncols),
+      {"rows": "exact_array", "ncols": "count"}, skip=(("ncols", "zero"),)),  # documented
+    E("exact.rational_nullspace", lambda: dict(rows=QM, ncols=3),
+      lambda rows, ncols: exact.rational_nullspace(rows, ncols),
+      {"rows": "exact_array", "ncols": "count"}, skip=(("ncols", "zero"),)),  # documented
+    E("exact.rational_combination", lambda: dict(coefs=[1, -2], vecs=QM, n=3),
+      lambda coefs, vecs, n: exact.rational_combination(coefs, vecs, n),
+      {"coefs": "exact_array", "vecs": "exact_array", "n": "count"}),
+    E("exact.rational_matmul", lambda: dict(A=QM, B=[[1], [0], [2]], inner=3, ncols=1),
+      lambda A, B, inner, ncols: exact.rational_matmul(A, B, inner, ncols),
+      {"A": "exact_array", "B": "exact_array", "inner": "count", "ncols": "count"}),
+    E("exact.rational_solve", lambda: dict(A=[[2, 1], [1, 3]], B=[[1], [2]], n=2, ncols=1),
+      lambda A, B, n, ncols: exact.rational_solve(A, B, n, ncols),
+      {"A": "exact_array", "B": "exact_array", "n": "count", "ncols": "count"}),
+    E("exact.polynomial_ring", lambda: dict(nvars=2), lambda nvars: exact.polynomial_ring(nvars),
+      {"nvars": "count"}),
+    E("exact.poly_value", lambda: dict(p=_mpoly(), x=[1, 2]),
+      lambda p, x: exact.poly_value(p, x), {"p": "object", "x": "exact_array"}),
+    E("exact.poly_gradient", lambda: dict(p=_mpoly(), x=[1, 2]),
+      lambda p, x: exact.poly_gradient(p, x), {"p": "object", "x": "exact_array"}),
+    E("exact.poly_to_sympy", lambda: dict(p=_mpoly(), symbols=_sympy_symbols()),
+      lambda p, symbols: exact.poly_to_sympy(p, symbols), {"p": "object", "symbols": "object"},
+      skip=(("symbols", "array"),)),   # numbers for symbols evaluate the polynomial
+    E("exact.RootIsolation.as_complex", lambda: dict(poly=[2, -3, 1]),
+      lambda poly: exact.certified_roots(poly).as_complex(), {"poly": "exact_array"}),
+    E("exact.real_irreducible_factors", lambda: dict(poly=_p4()),
+      lambda poly: exact.real_irreducible_factors(poly), {"poly": "object"}),
+    E("exact.line_univariate", lambda: dict(f=_mpoly()), lambda f: exact.line_univariate(f),
+      {"f": "object"}),
+    # ---------------------------------------------------------------- reproduce
+    E("reproduce.default_linear_claims", lambda: dict(quick=True),
+      lambda quick: nm.reproduce.default_linear_claims(quick=quick), {"quick": "bool"}),
+    E("reproduce.default_relu_claims", lambda: dict(quick=True),
+      lambda quick: nm.reproduce.default_relu_claims(quick=quick), {"quick": "bool"}),
+    E("reproduce.verify_independence", _conv_args(tol=1e-8),
+      lambda net, params, tol: nm.reproduce.verify_independence(net, params, tol=tol),
+      {"net": "object", "params": "params", "tol": "real"}),
+    E("reproduce.verify_witness",
+      lambda: dict(model=_conv()[0], witnesses=(_conv()[1], [w * 1.0 for w in _conv()[1]]),
+                   tol=1e-6),
+      lambda model, witnesses, tol: nm.reproduce.verify_witness(model, witnesses, tol=tol),
+      {"model": "object", "witnesses": "object", "tol": "real"}),
+    E("reproduce.summarize", lambda: dict(rows=list(_rows())),
+      lambda rows: nm.reproduce.summarize(rows), {"rows": "object"},
+      extra=[("rows", "list_of_junk", lambda v: [1, "row"], True)]),
+    E("reproduce.architecture_hypothesis", lambda: dict(label="n >= 1"),
+      lambda label: nm.reproduce.architecture_hypothesis(label, lambda net: True),
+      {"label": "object"}, skip=(("label", "str"),)),
+    E("reproduce.standing_hypothesis", lambda: dict(label="generic"),
+      lambda label: nm.reproduce.standing_hypothesis(label), {"label": "object"},
+      skip=(("label", "str"),)),
+    E("reproduce.relu_hypotheses", lambda: dict(params=_P3(), tol=1e-9),
+      lambda params, tol: nm.reproduce.relu_hypotheses(params, tol=tol),
+      {"params": "relu_params", "tol": "real"}),
+    E("reproduce.ReLUContext.draw", lambda: dict(seed=0, tol=1e-9, widths=[2, 2, 1, 1]),
+      lambda seed, tol, widths: nm.reproduce.ReLUContext(seed, True, tol).draw(widths),
+      {"seed": "seed", "tol": "real", "widths": "array"}),
+    E("reproduce.verdict_row", lambda: dict(records=[_relu_record()]),
+      lambda records: nm.reproduce.verdict_row(nm.reproduce.default_relu_claims(quick=True)[0],
+                                               "2-2-1-1", "generic", records,
+                                               computed="identifiable", summary="1 instance"),
+      {"records": "object"},
+      extra=[("records", "record_missing_keys", lambda v: [{"within": True}], True)]),
+    # ---------------------------------------------------------------- io
+    E("io.load", lambda: dict(source=_files()["relu"]),
+      lambda source: nm.io.load(source), {"source": "path"}),
+    E("io.load(strides)", lambda: dict(source=_conv()[1], strides=[2]),
+      lambda source, strides: nm.io.load(source, strides=strides),
+      {"source": "params", "strides": "array"},
+      skip=(("source", "missing_layer"),)),     # one filter with one stride is a network
+    E("io.save", lambda: dict(model=_relu_params(),
+                              path=os.path.join(_files()["folder"], "saved.npz")),
+      lambda model, path: nm.io.save(model, path), {"model": "relu_params", "path": "out_path"}),
+    E("io.Model.network", lambda: dict(source=_files()["conv"]),
+      lambda source: nm.io.load(source).network(), {"source": "path"}),
+    # ---------------------------------------------------------------- sweep
+    E("sweep.load_config", lambda: dict(path=_files()["toml"]),
+      lambda path: nm.sweep.load_config(path), {"path": "path"}),
+    E("sweep.tasks_of", lambda: dict(config=nm.sweep.load_config(_files()["toml"])),
+      lambda config: nm.sweep.tasks_of(config), {"config": "mapping"},
+      skip=(("config", "first_value_object"),),     # 'output' is read by run_sweep
+      extra=[("config", "grid_junk", lambda v: {"grid": [{"analysis": "bogus",
+                                                             "architectures": [1]}]}, True),
+             ("config", "seeds_negative", lambda v: dict(v, seeds=-1), True)]),
+    E("sweep.run_sweep",
+      lambda: dict(config=_files()["toml"], output=os.path.join(_files()["folder"], "o.jsonl"),
+                   workers=1),
+      lambda config, output, workers: nm.sweep.run_sweep(config, output, workers=workers),
+      {"config": "path", "output": "out_path", "workers": "count"},
+      optional=("output", "workers"), skip=(("output", "bad_suffix"),)),   # .txt is fine
+    # ---------------------------------------------------------------- CLI
+    E("cli linear", lambda: dict(which="dimension", filters="2,2", strides="1", seed="0",
+                                 json=_OUT),
+      lambda which, filters, strides, seed, json: _cli(
+          ["linear", which, "--filters", filters, "--strides", strides, "--seed", seed,
+           "--json", json]),
+      {"which": "cli_choice", "filters": "cli_text", "strides": "cli_text", "seed": "cli_seed",
+       "json": "cli_path"}),
+    E("cli linear --params", lambda: dict(which="ntk", params=_files()["conv"], t_final="1"),
+      lambda which, params, t_final: _cli(["linear", which, "--params", params,
+                                           "--t-final", t_final]),
+      {"params": "cli_file"}),
+    E("cli linear flow", lambda: dict(t_final="0.1"),
+      lambda t_final: _cli(["linear", "flow", "--filters", "2,2", "--t-final", t_final]),
+      {"t_final": "cli_real"}),
+    E("cli relu", lambda: dict(which="regions", model=_files()["relu"], domain="box:-1,1",
+                               tol="1e-9", show="3", json=_OUT),
+      lambda which, model, domain, tol, show, json: _cli(
+          ["relu", which, model, "--domain", domain, "--tol", tol, "--show", show,
+           "--json", json]),
+      {"which": "cli_choice", "model": "cli_file", "domain": "cli_text", "tol": "cli_real",
+       "show": "cli_count", "json": "cli_path"},
+      skip=(("show", "zero"),)),         # --show 0: list no region
+    E("cli relu equiv", lambda: dict(other=_files()["relu"], method="auto"),
+      lambda other, method: _cli(["relu", "equiv", _files()["relu"], other,
+                                  "--method", method]),
+      {"other": "cli_file", "method": "cli_choice"}),
+    E("cli sweep", lambda: dict(config=_files()["toml"], workers="1", json=_OUT),
+      lambda config, workers, json: _cli(["sweep", config, "--workers", workers,
+                                          "--out", os.path.join(_files()["folder"], "c.jsonl"),
+                                          "--json", json]),
+      {"config": "cli_file", "workers": "cli_count", "json": "cli_path"}),
+]
+ENTRIES += MORE_ENTRIES
+
+
 def _plot(**kw):
     import matplotlib.pyplot as plt
     try:
@@ -387,14 +825,15 @@ def _plot(**kw):
 
 
 def _cli(argv):
-    """``neuromanifold argv`` in-process; bad usage must exit with status 2 (argparse)
-    and a library error with status 1, both with a message and no traceback."""
+    """``neuromanifold argv`` in-process; bad usage must exit with status 2 (argparse),
+    a library error with status 1 and a bad model file with status 3, each with a
+    message and no traceback."""
     argv = [str(a) for a in argv]
     try:
         status = cli_main(argv)
     except SystemExit as exc:
         status = exc.code
-    if status not in (0, 1, 2):
+    if status not in (0, 1, 2, 3):
         raise AssertionError(f"exit status {status!r}")
     if status:
         raise nm.InputError(f"exit status {status}")   # a clean refusal
@@ -403,10 +842,30 @@ def _cli(argv):
 
 # --------------------------------------------------------------------------- known leaks
 # ===== BEGIN KNOWN LEAKS (xfail, strict=False) =====
-# (entry, "arg=label") -> who owns the fix and what happens. Empty: every case of every
-# entry point gives a finite result or a NeuromanifoldError within the time limit.
-KNOWN: dict[tuple[str, str], str] = {}
+# (entry, "arg=label") -> who owns the fix and what happens; "arg=*" stands for every
+# case of that argument. Empty: every case of every entry point gives a finite result or
+# a NeuromanifoldError within the time limit.
+KNOWN: dict[tuple[str, str], str] = {
+    ("relu.search_symmetries", "params=all.scaled_2^500"):
+        "lead: weights ~2^500 overflow the least-squares residuals (scipy ValueError "
+        "'Residuals are not finite'); the fit would need the target rescaled first",
+    ("flows.gradient_flows", "t_final=huge"):
+        "lead: t_final=1e300 integrates until max_steps=200000 per trajectory (well over "
+        "2 s); a smaller default step budget or a time_limit option is the owner's call",
+}
+# Not listed (they never run in the suite: HEAVY, valid values): in the exhaustive sweep
+# the valid sweep runs (sweep.run_sweep config=no_suffix, workers=none/numpy_int; cli
+# sweep config=no_suffix) start worker processes (~5 s, over the 2 s limit), and the
+# alarm interrupting the pool surfaces as a bare RuntimeError, not a library leak.
 # ===== END KNOWN LEAKS =====
+
+
+def _known(name: str, case) -> str | None:
+    """Who owns the fix of this known failing case, or None."""
+    for key in ((name, repr(case)[:-1]), (name, f"{case.arg}=*")):
+        if key in KNOWN:
+            return KNOWN[key]
+    return None
 
 
 # --------------------------------------------------------------------------- the tests
@@ -419,7 +878,15 @@ HEAVY = {"reproduce_linear", "compare_with_parameter_flow", "LinearConvNet.fiber
          "ShallowReLUMLP.fiber", "gradient_flow", "riemannian_flow", "lift_to_fiber",
          "convergence_study", "ntk_dependence", "relu.regions", "relu.bent_hyperplanes",
          "relu.equivalent", "relu.functional_dimension", "relu.genericity",
-         "relu.orthant_fiber", "relu.plot_arrangement"}
+         "relu.orthant_fiber", "relu.plot_arrangement",
+         "compare_lifts", "reproduce_relu", "is_regular_point", "relu.Region.evaluate",
+         "relu.Regions.locate", "relu.BentHyperplanes.neuron", "relu.OrthantFiber.piece_of",
+         "relu.fiber", "relu.BottleneckFiber.sample", "relu.search_symmetries",
+         "relu.nonlocalizability", "relu.nonlocalizable_example", "relu.search_nonlocalizable",
+         "relu.gradient_flow", "flows.gradient_flows", "exact.polynomial_ring",
+         "exact.poly_to_sympy", "reproduce.verify_independence", "reproduce.relu_hypotheses",
+         "relu.identifiability", "sweep.run_sweep", "cli linear", "cli linear --params",
+         "cli linear flow", "cli relu", "cli relu equiv", "cli sweep"}
 HEAVY_SAMPLE = {"scaled_2^-1000", "scaled_1e300", "first.scaled_2^-1000",
                 "first.scaled_1e300", "all.scaled_2^500", "tensor_requires_grad",
                 "first.tensor_requires_grad", "fractions", "first.fractions", "huge", "tiny"}
@@ -429,23 +896,24 @@ def _selected():
     out = []
     for entry in ENTRIES:
         for case in cases_for(entry):
-            key = (entry.name, repr(case)[:-1])
+            owner = _known(entry.name, case)
             if entry.name in HEAVY and not case.must_raise and case.label not in HEAVY_SAMPLE \
-                    and key not in KNOWN:
+                    and owner is None:
                 continue
-            marks = [pytest.mark.xfail(strict=False, reason=f"owned by {KNOWN[key]}")] \
-                if key in KNOWN else []
+            marks = [pytest.mark.xfail(strict=False, reason=f"owned by {owner}")] \
+                if owner is not None else []
             out.append(pytest.param(entry.name, case, id=f"{entry.name}:{case!r}", marks=marks))
     return out
 
 
-@pytest.mark.parametrize("name", [e.name for e in ENTRIES if not e.name.startswith("cli ")])
+@pytest.mark.parametrize("name", [e.name for e in ENTRIES if not e.name.startswith("cli ")
+                                  and e.name != "sweep.run_sweep"])
 def test_valid_call_is_clean(name):
     """The unmutated call gives a finite result (the fuzzer's baseline)."""
     entry = ENTRY_BY_NAME[name]
     with time_limit(10 * TIMEOUT):
         result = entry.call(**entry.args())
-    assert has_nonfinite(result) is None
+    assert has_nonfinite(result, allow=entry.inf_ok) is None
 
 
 @pytest.mark.parametrize("name,case", _selected())
@@ -453,9 +921,109 @@ def test_one_bad_argument(name, case):
     """One argument replaced by a bad value: a finite result or a NeuromanifoldError,
     within the time limit; an invalid value must raise."""
     entry = ENTRY_BY_NAME[name]
-    known = (name, repr(case)[:-1]) in KNOWN
+    known = _known(name, case) is not None
     outcome, detail = run_case(entry, case, KNOWN_TIMEOUT if known else TIMEOUT)
     assert outcome not in Outcome.BAD, f"{outcome}: {name}({case!r}): {detail}"
+
+
+# --------------------------------------------------------------------------- coverage
+# The public surface: the ``__all__`` of these modules.
+PUBLIC_MODULES = ("neuromanifold", "neuromanifold.relu", "neuromanifold.relu.symmetries",
+                  "neuromanifold.linear", "neuromanifold.flows", "neuromanifold.ntk",
+                  "neuromanifold.fibers", "neuromanifold.exact", "neuromanifold.reproduce",
+                  "neuromanifold.io", "neuromanifold.sweep", "neuromanifold.conservation")
+
+_RESULT = "result record (fields only), produced by a fuzzed entry point"
+#: public functions and classes no Entry calls, and why (a new public name fails
+#: test_every_public_name_is_fuzzed until it gets an Entry or a line here)
+NOT_FUZZED: dict[str, str] = {
+    **{f"neuromanifold.{n}": _RESULT for n in (
+        "JacobianRank", "GradientFlowResult", "Fiber", "NTKDependence", "RegularPoint",
+        "ConservationLaws")},
+    **{f"neuromanifold.relu.{n}": _RESULT for n in (
+        "BentNeuron", "BentPiece", "Equivalence", "FunctionalDimension",
+        "ArrangementComparison", "Genericity", "GenericityFailure", "Identifiability",
+        "HiddenHyperplane", "BottleneckEquivalence", "SymmetrySearch", "SearchCluster",
+        "Nonlocalizability", "PartIdentifiability", "NonlocalizableSearch",
+        "ReLUFlowResult")},
+    "neuromanifold.relu.ArrangementHyperplane": _RESULT + "; unit() takes no input",
+    "neuromanifold.relu.symmetries.Applicability": _RESULT,
+    "neuromanifold.relu.symmetries.Symmetry": "abstract base; apply/applies are fuzzed on "
+                                              "every subclass",
+    **{f"neuromanifold.linear.{n}": _RESULT for n in (
+        "PathLiftingCheck", "ConvergenceRun", "ConvergenceSummary")},
+    "neuromanifold.linear.ConvergenceStudy": _RESULT + "; table() takes no input",
+    **{f"neuromanifold.flows.{n}": _RESULT for n in (
+        "RiemannianFlowResult", "FiberLift", "LiftComparison", "LiftOutcome",
+        "FlowComparison", "BatchedFlowResult")},
+    "neuromanifold.reproduce.Row": _RESULT + "; summary() takes no input",
+    **{f"neuromanifold.reproduce.{n}": "claim specification record (fields and callables "
+                                       "written by code, not user data)"
+       for n in ("Claim", "Case", "Refinement", "Hypothesis", "ReLUClaim")},
+    **{f"neuromanifold.sweep.{n}": _RESULT for n in ("Task", "SweepSummary")},
+}
+
+
+def _public_names() -> dict:
+    """Qualified name -> object for every public function and class (error classes are
+    raised, never called with user data; constants and modules are not entry points)."""
+    import importlib
+    import inspect
+    out, seen = {}, set()
+    for modname in PUBLIC_MODULES:
+        mod = importlib.import_module(modname)
+        for n in mod.__all__:
+            obj = getattr(mod, n)
+            if inspect.ismodule(obj) or not callable(obj) or id(obj) in seen:
+                continue
+            if isinstance(obj, type) and issubclass(obj, BaseException):
+                continue
+            seen.add(id(obj))
+            out[f"{modname}.{n}"] = obj
+    return out
+
+
+def _entry_target(name: str):
+    """The public function or class an Entry's name points at (``relu.Domain.box`` ->
+    ``neuromanifold.relu.Domain``, ``upsample`` -> ``neuromanifold.linear.upsample``), or
+    None for CLI entries and names that resolve nowhere."""
+    import importlib
+    import inspect
+    if name.startswith("cli "):
+        return None
+    parts = name.split("(")[0].split(".")
+    for root in PUBLIC_MODULES:
+        obj = importlib.import_module(root)
+        for part in parts:
+            obj = getattr(obj, part, None)
+            if obj is None:
+                break
+            if not inspect.ismodule(obj):
+                return obj
+    return None
+
+
+def test_every_entry_name_resolves():
+    """Entry names are the public names they call (so that coverage can be checked)."""
+    bad = [e.name for e in ENTRIES if not e.name.startswith("cli ")
+           and _entry_target(e.name) is None]
+    assert not bad, bad
+
+
+def test_every_public_name_is_fuzzed():
+    """Every public function and class is called by some Entry (its constructor or one of
+    its methods) or exempted in NOT_FUZZED with a reason; NOT_FUZZED has no stale names."""
+    public = _public_names()
+    covered = {id(_entry_target(e.name)) for e in ENTRIES}
+    missing = sorted(q for q, obj in public.items() if id(obj) not in covered
+                     and q not in NOT_FUZZED)
+    assert not missing, f"public names without an Entry or a NOT_FUZZED reason: {missing}"
+    stale = sorted(q for q in NOT_FUZZED if q not in public)
+    assert not stale, f"NOT_FUZZED names that are not public: {stale}"
+    both = sorted(q for q in NOT_FUZZED if id(public[q]) in covered)
+    assert not both, f"NOT_FUZZED names that an Entry covers (drop them): {both}"
+    cli = {e.name.split()[1] for e in ENTRIES if e.name.startswith("cli ")}
+    assert {"demo", "reproduce", "linear", "relu", "sweep"} <= cli, cli
 
 
 # --------------------------------------------------------------------------- generated
@@ -504,7 +1072,7 @@ def test_generated_array_argument(name, arg, drawn):
     entry = ENTRY_BY_NAME[name]
     case = Case(arg, f"generated<{value.dtype}{value.shape}>", lambda v: value, must_raise)
     outcome, detail = run_case(entry, case, TIMEOUT)
-    if (name, f"{arg}=generated") in KNOWN:
+    if (name, f"{arg}=generated") in KNOWN or (name, f"{arg}=*") in KNOWN:
         return
     assert outcome not in Outcome.BAD, f"{outcome}: {name}({arg}={value!r}): {detail}"
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._errors import NeuromanifoldError
 from .._tolerance import DEFAULT_TOL
-from ._common import add_common, emit, load_model, writable_path
+from ._common import add_common, emit, load_model, nonnegative_int, writable_path
 from ._table import format_table
 
 
@@ -155,7 +155,7 @@ def register(sub) -> None:
                    help="equiv: decision method (default auto)")
     p.add_argument("--tol", type=_tol, default=DEFAULT_TOL,
                    help="relative tolerance (default 1e-9; 0 = exact; 1e-5 for float32 weights)")
-    p.add_argument("--show", type=int, default=20, help="regions: how many to list")
+    p.add_argument("--show", type=nonnegative_int, default=20, help="regions: how many to list")
     p.add_argument("--out", metavar="FILE", type=writable_path,
                    help="plot: the figure (.png, .svg, .pdf); canonical: a model file "
                         "(.npz, .safetensors)")

@@ -69,6 +69,15 @@ class KnownLaw(Result):
 
     def gradient(self, theta: Sequence[Any]) -> list:
         """The gradient at a flat parameter vector (same scalar type as ``theta``)."""
+        from .._validation import as_real_array
+        arr = as_real_array(theta, "theta", error=InputError, exact=True)
+        need = 1 + max((max(i, j) for i, j, _ in self._terms), default=-1)
+        if arr.ndim != 1 or len(arr) < max(need, 1) or (
+                arr.dtype != object and not np.all(np.isfinite(arr))):
+            raise InputError(f"theta must be a finite flat parameter vector of length >= "
+                             f"{max(need, 1)}; got {short_repr(theta)}")
+        if not isinstance(theta, (list, tuple)):
+            theta = list(arr)
         g = [0 * theta[0] for _ in theta]
         for i, j, c in self._terms:
             if i == j:

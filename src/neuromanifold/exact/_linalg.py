@@ -19,8 +19,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import flint
+import numpy as np
 
 from .._errors import InputError, short_repr
+from .._validation import as_real_array, check_nonnegative_int
 from ._rational import to_fmpq
 
 __all__ = ["qmat", "qrows", "rational_rank", "rational_rref", "rational_nullspace",
@@ -32,6 +34,13 @@ _Q1 = flint.fmpq(1)
 
 def _q(x: Any) -> flint.fmpq:
     return x if type(x) is flint.fmpq else to_fmpq(x)
+
+
+def _is_sequence(x: Any) -> bool:
+    """A list, tuple, array or other ordered sized iterable (not a string, set or dict)."""
+    return (hasattr(x, "__len__") and hasattr(x, "__iter__")
+            and not isinstance(x, (str, bytes, set, frozenset, dict, type))
+            and not (isinstance(x, np.ndarray) and x.ndim == 0))
 
 
 def qmat(rows: Sequence[Sequence[Any]], ncols: int) -> flint.fmpq_mat:
@@ -47,12 +56,18 @@ def qmat(rows: Sequence[Sequence[Any]], ncols: int) -> flint.fmpq_mat:
     >>> qmat([[1, 0.5]], 2)
     [1, 1/2]
     """
+    ncols = check_nonnegative_int(ncols, "ncols")
+    if isinstance(rows, np.ndarray):      # refuses boolean, complex, string dtypes
+        rows = as_real_array(rows, "rows", error=InputError, exact=True)
+    if not _is_sequence(rows):
+        raise InputError(f"rows must be a sequence of rows; got {short_repr(rows)}")
     flat = []
     for row in rows:
-        if len(row) != ncols:
-            raise InputError(f"every row must have {ncols} entries; got {short_repr(row)}")
+        if not _is_sequence(row) or len(row) != ncols:
+            raise InputError(f"every row must have {ncols} entries (a sequence); got "
+                             f"{short_repr(row)}")
         flat.extend(_q(x) for x in row)
-    return flint.fmpq_mat(len(rows), ncols, flat) if rows else flint.fmpq_mat(0, ncols)
+    return flint.fmpq_mat(len(rows), ncols, flat) if len(rows) else flint.fmpq_mat(0, ncols)
 
 
 def qrows(m: flint.fmpq_mat) -> list[list[flint.fmpq]]:
@@ -61,6 +76,8 @@ def qrows(m: flint.fmpq_mat) -> list[list[flint.fmpq]]:
     >>> qrows(qmat([[1, 2]], 2))
     [[1, 2]]
     """
+    if not isinstance(m, flint.fmpq_mat):
+        raise InputError(f"qrows needs a flint.fmpq_mat; got {short_repr(m)}")
     return [list(r) for r in m.tolist()]
 
 
@@ -70,9 +87,10 @@ def rational_rank(rows: Sequence[Sequence[Any]], ncols: int) -> int:
     >>> rational_rank([[1, 1], [1, 1]], 2), rational_rank([], 4)
     (1, 0)
     """
-    if not rows or ncols == 0:
+    if check_nonnegative_int(ncols, "ncols") == 0 and _is_sequence(rows):
         return 0
-    return int(qmat(rows, ncols).rank())
+    M = qmat(rows, ncols)
+    return 0 if M.nrows() == 0 else int(M.rank())
 
 
 def rational_rref(rows: Sequence[Sequence[Any]],
@@ -82,9 +100,12 @@ def rational_rref(rows: Sequence[Sequence[Any]],
     >>> rational_rref([[0, 2, 4], [1, 1, 1]], 3)
     ([[1, 0, -1], [0, 1, 2]], [0, 1])
     """
-    if not rows or ncols == 0:
+    if check_nonnegative_int(ncols, "ncols") == 0 and _is_sequence(rows):
         return [], []
-    R, r = qmat(rows, ncols).rref()
+    M = qmat(rows, ncols)
+    if M.nrows() == 0:
+        return [], []
+    R, r = M.rref()
     out = qrows(R)[: int(r)]
     pivots = [next(j for j, x in enumerate(row) if x != 0) for row in out]
     return out, pivots
@@ -118,9 +139,11 @@ def rational_combination(coefs: Sequence[Any], vecs: Sequence[Sequence[Any]],
     >>> rational_combination([2, -1], [[1, 0], [1, 1]], 2)
     [1, -1]
     """
-    if not vecs:
-        return [_Q0] * n
-    return qrows(qmat([list(coefs)], len(vecs)) * qmat(vecs, n))[0]
+    V = qmat(vecs, n)
+    c = qmat([coefs], V.nrows())
+    if V.nrows() == 0:
+        return [_Q0] * int(n)
+    return qrows(c * V)[0]
 
 
 def rational_matmul(A: Sequence[Sequence[Any]], B: Sequence[Sequence[Any]], inner: int,
@@ -132,11 +155,14 @@ def rational_matmul(A: Sequence[Sequence[Any]], B: Sequence[Sequence[Any]], inne
     >>> rational_matmul([[]], [], 0, 2)
     [[0, 0]]
     """
-    if not A:
+    MA, MB = qmat(A, inner), qmat(B, ncols)
+    if MB.nrows() != MA.ncols():
+        raise InputError(f"B must have inner = {MA.ncols()} rows; got {MB.nrows()}")
+    if MA.nrows() == 0:
         return []
-    if inner == 0:
-        return [[_Q0] * ncols for _ in A]
-    return qrows(qmat(A, inner) * qmat(B, ncols))
+    if MA.ncols() == 0:
+        return [[_Q0] * int(ncols) for _ in range(MA.nrows())]
+    return qrows(MA * MB)
 
 
 def rational_solve(A: Sequence[Sequence[Any]], B: Sequence[Sequence[Any]], n: int,
@@ -146,4 +172,11 @@ def rational_solve(A: Sequence[Sequence[Any]], B: Sequence[Sequence[Any]], n: in
     >>> rational_solve([[2, 0], [0, 4]], [[1], [1]], 2, 1)
     [[1/2], [1/4]]
     """
-    return qrows(qmat(A, n).solve(qmat(B, ncols)))
+    MA, MB = qmat(A, n), qmat(B, ncols)
+    if MA.nrows() != MA.ncols() or MB.nrows() != MA.ncols():
+        raise InputError(f"rational_solve needs an n x n matrix A and n = {MA.ncols()} rows "
+                         f"of B; got {MA.nrows()} and {MB.nrows()} rows")
+    try:
+        return qrows(MA.solve(MB))
+    except ZeroDivisionError:
+        raise InputError(f"A is singular: {short_repr(A)}") from None

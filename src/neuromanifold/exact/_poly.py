@@ -19,8 +19,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import flint
+import numpy as np
 
 from .._errors import InputError, short_repr
+from .._validation import as_real_array
 from ._rational import to_fmpq
 
 __all__ = ["polynomial_ring", "poly_value", "poly_gradient", "poly_to_sympy"]
@@ -35,15 +37,26 @@ def polynomial_ring(nvars: int) -> flint.fmpq_mpoly_ctx:
     >>> polynomial_ring(3).gens()
     (x0, x1, x2)
     """
-    if isinstance(nvars, bool) or not isinstance(nvars, int) or nvars < 1:
-        raise InputError(f"a polynomial ring needs nvars >= 1 variables; got {short_repr(nvars)}")
+    if isinstance(nvars, bool) or not isinstance(nvars, int) or not 1 <= nvars <= 100_000:
+        raise InputError(f"a polynomial ring needs nvars >= 1 variables (at most 100000); "
+                         f"got {short_repr(nvars)}")
     return flint.fmpq_mpoly_ctx.get(("x", nvars))
 
 
+def _check_poly(p: Any) -> None:
+    if not isinstance(p, flint.fmpq_mpoly):
+        raise InputError(f"expected a rational polynomial (flint.fmpq_mpoly); got {short_repr(p)}")
+
+
 def _point(p: flint.fmpq_mpoly, x: Sequence[Any]) -> list:
+    _check_poly(p)
     n = p.context().nvars()
-    if len(x) != n:
-        raise InputError(f"the point must have {n} coordinates; got {len(x)}")
+    if isinstance(x, (set, frozenset, dict)):
+        raise InputError(f"the point must be a sequence of {n} coordinates; got {short_repr(x)}")
+    if hasattr(x, "detach") or not hasattr(x, "__len__"):     # a tensor, or a scalar
+        x = as_real_array(x, "the point", error=InputError)
+    if (isinstance(x, np.ndarray) and x.ndim == 0) or len(x) != n:
+        raise InputError(f"the point must have {n} coordinates; got {short_repr(x)}")
     return [x_ if type(x_) is flint.fmpq else to_fmpq(x_) for x_ in x]
 
 
@@ -80,6 +93,11 @@ def poly_to_sympy(p: flint.fmpq_mpoly, symbols: Sequence[Any]):
     u/2 - v
     """
     import sympy
+    _check_poly(p)
+    if isinstance(symbols, (str, bytes, set, dict, type)) or not hasattr(symbols, "__len__") \
+            or len(symbols) != p.context().nvars():
+        raise InputError(f"symbols must be a sequence of {p.context().nvars()} symbols; got "
+                         f"{short_repr(symbols)}")
 
     terms = []
     for mono, c in p.terms():

@@ -93,6 +93,8 @@ def fmpq_rows(A: Any, name: str = "matrix", *, ncols: int | None = None,
 
 def fmpq_to_fraction(q: flint.fmpq) -> Fraction:
     """A ``flint.fmpq`` as a ``fractions.Fraction``."""
+    if not isinstance(q, flint.fmpq):
+        raise InputError(f"fmpq_to_fraction needs a flint.fmpq; got {short_repr(q)}")
     return Fraction(int(q.p), int(q.q))
 
 

@@ -26,6 +26,9 @@ def invariant_vector(net: Any, params: Any) -> np.ndarray:
 
     Returns:
         1D float array: ``net.invariants(params)`` flattened and concatenated."""
+    if isinstance(net, type) or not callable(getattr(net, "invariants", None)):
+        raise InputError(f"net must be a network instance with an invariants(params) method; "
+                         f"got {short_repr(net)}")
     inv = net.invariants(params)
     if isinstance(inv, list):
         return np.concatenate([np.ravel(d) for d in inv]) if inv else np.zeros(0)

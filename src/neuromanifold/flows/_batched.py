@@ -330,7 +330,8 @@ def gradient_flows(net: Any, params: Any, loss: Any, t_final: float, *,
         raise InputError(f"gradient_flows integrates LinearConvNet flows; got "
                          f"{short_repr(net)} (use gradient_flow for other networks)")
     t_final = check_positive_float(t_final, "t_final")
-    num_times = check_positive_int(num_times, "num_times")
+    from ._gradient_flow import MAX_NUM_TIMES
+    num_times = check_positive_int(num_times, "num_times", maximum=MAX_NUM_TIMES)
     if num_times < 2:
         raise InputError(f"num_times must be at least 2; got {num_times}")
     if method not in ("DOP853", "RK45"):

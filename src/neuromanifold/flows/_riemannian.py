@@ -720,9 +720,13 @@ def compare_lifts(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_fin
         if not hasattr(net, "fiber") or not hasattr(net, "end_to_end_shape"):
             raise InputError(f"{short_repr(net)} has no fiber(); pass the lifts to compare "
                              f"with lifts=...")
-        lifts = list(net.fiber(np.reshape(as_finite_array(v0, "v0", error=InputError),
-                                          net.end_to_end_shape),
-                               invariants, **fiber_options).points)
+        check_options(net.fiber, fiber_options, "compare_lifts (fiber options)")
+        v = as_finite_array(v0, "v0", error=InputError)
+        if v.size != math.prod(net.end_to_end_shape):
+            raise InputError(f"v0 must have {math.prod(net.end_to_end_shape)} entries (shape "
+                             f"{net.end_to_end_shape}); got {short_repr(v0)}")
+        lifts = list(net.fiber(v.reshape(net.end_to_end_shape), invariants,
+                               **fiber_options).points)
     if isinstance(lifts, (str, bytes, np.ndarray)) or not hasattr(lifts, "__len__") \
             or len(lifts) == 0:
         raise InputError(f"lifts must be a non-empty list of parameter lists; got "

@@ -31,7 +31,11 @@ def _to_numpy(value: Any) -> Any:
     """A tensor (torch, detached) or array-like as a numpy array, without importing torch."""
     if hasattr(value, "detach") and hasattr(value, "cpu"):
         return value.detach().cpu().numpy()
-    return np.asarray(value)
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError) as exc:     # a ragged nest, ...
+        raise ModelFileError(f"cannot read {short_repr(value)} as an array of numbers: "
+                             f"{exc}") from None
 
 
 def _read_npz(path: Path) -> dict[str, np.ndarray]:

@@ -48,6 +48,7 @@ import numpy as np
 from .._errors import InputError, short_repr
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, numerical_rank
+from .._validation import as_real_array
 
 __all__ = ["RegularPoint", "is_regular_point"]
 
@@ -133,8 +134,8 @@ def is_regular_point(net: Any, end_to_end: Any, *, tol: float = DEFAULT_TOL,
     if fiber is None:
         fiber = net.fiber(end_to_end, np.zeros(net.num_layers - 1), method="auto")
     points = [net.check_params(p) for p in fiber.points]
-    target = end_to_end if isinstance(end_to_end, flint.fmpq_mpoly) else \
-        _exact_target(net, end_to_end)
+    target = end_to_end if isinstance(end_to_end, flint.fmpq_mpoly) else _exact_target(
+        net, as_real_array(end_to_end, "end_to_end", error=InputError, exact=True))
     return classify_branches(net, points, certified=bool(fiber.certified), tol=tol,
                              target=target)
 

@@ -112,6 +112,9 @@ class BentHyperplanes(Result):
 
     def neuron(self, layer: int, index: int) -> BentNeuron:
         """The entry of neuron ``index`` in hidden layer ``layer`` (1-based)."""
+        if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))
+               for v in (layer, index)):
+            raise InputError(f"layer and index must be ints; got {short_repr((layer, index))}")
         for nu in self.neurons:
             if nu.layer == layer and nu.index == index:
                 return nu

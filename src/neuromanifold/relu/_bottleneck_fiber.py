@@ -176,6 +176,7 @@ class FiberFamily(Result):
         """One random point of the family (before permutation); with ``dyadic`` the
         continuous parameters are dyadic rationals (scalings powers of two), so a dyadic
         base point gives a sample exactly in the fiber in floating point."""
+        dyadic = check_bool(dyadic, "dyadic")
         p = _copy(self.base)
         (W1, b1), (W2, b2), (W3, b3) = p
         n1, d = W1.shape
@@ -338,7 +339,7 @@ class BottleneckFiber(Result):
         >>> len(fiber(P).sample(3, seed=1))
         3
         """
-        n = check_positive_int(n, "n")
+        n = check_positive_int(n, "n", maximum=1_000_000)
         rng = as_seed_rng(seed)
         dyadic = check_bool(dyadic, "dyadic")
         out = []

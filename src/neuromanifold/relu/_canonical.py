@@ -44,6 +44,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from .._errors import ArchitectureError, InputError, SymmetryError
+from .._validation import check_finite_result
 from .._results import Result
 from .._tolerance import (DEFAULT_TOL, SYMMETRY_ROUNDING, check_tol, function_distance_bound,
                           path_norm_scale)
@@ -781,7 +782,8 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
             f"networks must have the same input and output dimensions to be compared; got "
             f"(d, n3) = {(p[0][0].shape[1], p[2][0].shape[0])} and "
             f"{(q[0][0].shape[1], q[2][0].shape[0])}")
-    scale = max(path_norm_scale(p), path_norm_scale(q))
+    scale = check_finite_result(max(path_norm_scale(p), path_norm_scale(q)),
+                                "the networks' scale (path norm)")
 
     def result(equiv, symmetry=None, mpd=None, witness=None, wd=None, md=None,
                certified=False, note=""):

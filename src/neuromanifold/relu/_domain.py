@@ -41,6 +41,9 @@ class Domain(Result):
         """The domain whose :meth:`to_dict` is ``data`` (see :meth:`Result.from_dict`);
         ``A`` keeps its shape ``(m, dim)`` also when it has no rows."""
         d = super().from_dict(data)
+        if d.kind not in ("whole", "orthant", "box"):
+            raise DomainError(f"a domain's kind is 'whole', 'orthant' or 'box'; got "
+                              f"{short_repr(d.kind)}")
         return dataclasses.replace(d, A=np.asarray(d.A, dtype=float).reshape(-1, d.dim))
 
     @classmethod
@@ -52,7 +55,7 @@ class Domain(Result):
     @classmethod
     def orthant(cls, dim: int) -> "Domain":
         """The nonnegative orthant ``x >= 0``."""
-        dim = check_positive_int(dim, "domain dimension", DomainError)
+        dim = check_positive_int(dim, "domain dimension", DomainError, maximum=10_000)
         return cls("orthant", dim, -np.eye(dim), np.zeros(dim))
 
     @classmethod

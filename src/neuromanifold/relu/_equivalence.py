@@ -48,7 +48,7 @@ import numpy as np
 from .._errors import ArchitectureError, InputError, NeuromanifoldError, short_repr
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
-from .._validation import as_seed_rng, check_bool
+from .._validation import as_seed_rng, check_bool, check_finite_result
 from ..exact._lp import exact_lp_max
 from ..exact._rational import to_fmpq
 from ._domain import Domain, as_domain
@@ -136,7 +136,8 @@ class _Pair:
         self.q = ExactNet(q, exact_params(q_raw))
         self.d, self.m = dp, mp
         self.tol = tol
-        self.scale = max(path_norm_scale(p), path_norm_scale(q))
+        self.scale = check_finite_result(max(path_norm_scale(p), path_norm_scale(q)),
+                                         "the networks' scale (path norm)")
         self.E = int(math.floor(math.log2(self.scale))) if self.scale > 0 else 0
         self.bp, self.bq = _balanced(self.p, self.E), _balanced(self.q, self.E)
         self.fp, self.fq = self.bp.params, self.bq.params

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._errors import ComputationLimitError, InputError, ParameterError, short_repr
 from .._results import Result
-from .._validation import as_finite_array, check_bool, check_positive_float
+from .._validation import as_finite_array, check_bool, check_finite_result, check_positive_float
 from ._net import ReLUNet, _forward, check_params
 
 __all__ = ["gradient_flow", "ReLUFlowResult", "block_law", "active_blocks",
@@ -121,8 +121,12 @@ def _check_layer_block(widths: tuple[int, ...], block: Any, layer: Any) -> tuple
         raise InputError(f"layer must be a hidden layer, an int in [1, {L - 1}]; "
                          f"got {short_repr(layer)}")
     layer = int(layer)
+    try:
+        ndim = np.ndim(block)
+    except (ValueError, TypeError, RuntimeError):      # a ragged nest, a tensor
+        ndim = -1
     if isinstance(block, (str, bytes)) or not isinstance(block, (Sequence, np.ndarray)) \
-            or len(block) == 0:
+            or ndim != 1 or len(block) == 0:
         raise InputError(f"block must be a non-empty list of neuron indices; "
                          f"got {short_repr(block)}")
     out = []
@@ -168,7 +172,7 @@ def block_law(params: Any, block: Sequence[int], *, layer: int | None = None) ->
     W, b = params[layer - 1]
     R = np.concatenate([W[A], b[A, None]], axis=1)
     V = params[layer][0][:, A]
-    return R @ R.T - V.T @ V
+    return check_finite_result(R @ R.T - V.T @ V, "the block law")
 
 
 def _preactivations(params: list, X: np.ndarray) -> list[np.ndarray]:
@@ -399,7 +403,7 @@ def _result(net: ReLUNet, X: np.ndarray, Y: np.ndarray, times: np.ndarray, stepp
     first = next((float(t) for t, pat in zip(times, patterns) if np.any(pat != patterns[0])), None)
     exit_index = next((i for i, a in enumerate(block_active) if not a), len(block_active))
     blocks_dev = dev[:exit_index, num_rescaling:]
-    losses_arr = np.array(losses)
+    losses_arr = check_finite_result(np.array(losses), "the loss along the flow")
     monotone = bool(np.all(np.diff(losses_arr) <= 1e-12 * max(1.0, abs(losses_arr[0]))))
     has_blocks = len(tracked) > num_rescaling
     return ReLUFlowResult(

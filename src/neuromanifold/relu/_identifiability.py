@@ -140,6 +140,11 @@ def fast_genericity(params: Any, *, tol: float = DEFAULT_TOL) -> tuple[str, ...]
     """
     params = three_layer(params, "fast_genericity")
     tol = check_tol(tol)
+    # each condition is invariant under a positive rescaling of a layer: rescale every
+    # layer to entries of size <= 1, so that products of huge weights cannot overflow
+    params = [(W / m, b / m) if (m := max(np.max(np.abs(W), initial=0.0),
+                                          np.max(np.abs(b), initial=0.0))) > 0 else (W, b)
+              for W, b in params]
     out = []
     (W1, _), (W2, b2), (W3, _) = params
     n1, d = W1.shape

@@ -58,7 +58,7 @@ import numpy as np
 from .._errors import ArchitectureError, InputError, NeuromanifoldError, short_repr
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
-from .._validation import as_seed_rng, check_bool, check_positive_int
+from .._validation import as_seed_rng, check_bool, check_finite_result, check_positive_int
 from ._bottleneck import three_layer
 
 __all__ = ["PartIdentifiability", "Nonlocalizability", "NonlocalizableSearch",
@@ -201,7 +201,10 @@ def orbit_distance(p: Any, q: Any) -> float:
 
     def normalize(layers, l):
         W, c = layers[l]
-        s = np.sqrt(np.sum(W ** 2, axis=1) + c ** 2)
+        R = np.hstack([W, c[:, None]])
+        m = np.max(np.abs(R), axis=1)
+        m[m == 0] = 1.0
+        s = m * np.sqrt(np.sum((R / m[:, None]) ** 2, axis=1))   # no overflow in the squares
         s[s == 0] = 1.0
         Wn, cn = layers[l + 1]
         layers[l] = (W / s[:, None], c / s)
@@ -211,6 +214,7 @@ def orbit_distance(p: Any, q: Any) -> float:
     for l in range(len(a) - 1):
         normalize(a, l)
         normalize(b, l)
+        check_finite_result([a[l + 1], b[l + 1]], "orbit_distance's normalized parameters")
         Ra = np.hstack([a[l][0], a[l][1][:, None]])
         Rb = np.hstack([b[l][0], b[l][1][:, None]])
         cost = np.max(np.abs(Ra[:, None, :] - Rb[None, :, :]), axis=2)
@@ -465,9 +469,14 @@ def nonlocalizable_example(*, kind: str = "always-active", tol: Any = 0) -> Nonl
 
 
 def _widths_list(widths: Any) -> list[tuple[int, ...]]:
-    if isinstance(widths, (str, bytes)) or not hasattr(widths, "__len__") or len(widths) == 0:
+    given = widths
+    try:
+        widths = None if isinstance(widths, (str, bytes)) else list(widths)
+    except TypeError:
+        widths = None
+    if not widths:
         raise InputError(f"widths must be (d, n1, n2, n3) or a list of them; got "
-                         f"{short_repr(widths)}")
+                         f"{short_repr(given)}")
     items = [widths] if all(isinstance(w, (int, np.integer)) and not isinstance(w, bool)
                             for w in widths) else list(widths)
     out = []
@@ -475,7 +484,8 @@ def _widths_list(widths: Any) -> list[tuple[int, ...]]:
         if isinstance(w, (str, bytes)) or not hasattr(w, "__len__") or len(w) != 4:
             raise ArchitectureError(f"every architecture must be four widths (d, n1, n2, n3); "
                                     f"got {short_repr(w)}")
-        w = tuple(check_positive_int(v, "every width", ArchitectureError) for v in w)
+        w = tuple(check_positive_int(v, "every width", ArchitectureError, maximum=10_000)
+                  for v in w)
         if w[1] > w[0]:
             raise ArchitectureError(f"the search draws bottleneck networks, which need "
                                     f"n1 <= d; got widths {w}")

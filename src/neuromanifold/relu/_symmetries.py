@@ -53,7 +53,8 @@ import numpy as np
 from .._errors import InputError, SymmetryError, short_repr
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol
-from .._validation import as_seed_rng
+from .._validation import (as_finite_array, as_seed_rng, check_finite_result,
+                           check_nonnegative_int)
 from ._bottleneck import hides, live_rows, row_signs, three_layer
 from ._net import check_params
 
@@ -93,23 +94,23 @@ def _copy(params: Params) -> Params:
 
 
 def _int_tuple(value: Any, what: str) -> tuple[int, ...]:
-    try:
-        out = tuple(int(v) for v in value)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{what} must be a sequence of integers; got {short_repr(value)}") from exc
-    if any(int(v) != v for v in value):
+    arr = as_finite_array(value, what, error=InputError)
+    if arr.ndim != 1 or np.any(arr != np.round(arr)) or np.any(np.abs(arr) > 2 ** 53):
         raise InputError(f"{what} must be a sequence of integers; got {short_repr(value)}")
-    return out
+    return tuple(int(v) for v in arr)
 
 
 def _float_tuple(value: Any, what: str) -> tuple[float, ...]:
-    try:
-        arr = np.asarray(value, dtype=float).ravel()
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{what} must be a sequence of real numbers; got {short_repr(value)}") from exc
-    if not np.all(np.isfinite(arr)):
-        raise InputError(f"{what} must be finite; got {short_repr(value)}")
-    return tuple(float(v) for v in arr)
+    return tuple(float(v) for v in as_finite_array(value, what, error=InputError).ravel())
+
+
+def _index(value: Any, what: str) -> int:
+    """A neuron or layer index: a nonnegative int (not a bool, float or string)."""
+    return int(check_nonnegative_int(value, what))
+
+
+def _finite_matrix(value: Any, what: str) -> np.ndarray:
+    return np.array(as_finite_array(value, what, error=InputError), dtype=float)
 
 
 class Symmetry(Result):
@@ -158,7 +159,8 @@ class Symmetry(Result):
         ok, reason, _ = self._check(params, tol)
         if not ok:
             raise SymmetryError(f"{self!r} does not apply: {reason}")
-        return self._transform(_copy(params), tol)
+        return check_finite_result(self._transform(_copy(params), tol),
+                                   f"the parameters transformed by {self!r}")
 
     def inverse(self, params: Any) -> "Symmetry":
         """The symmetry taking ``self.apply(params)`` back to ``params``."""
@@ -189,7 +191,7 @@ class Permutation(Symmetry):
     _name = "permutation"
 
     def __post_init__(self):
-        object.__setattr__(self, "layer", int(self.layer))
+        object.__setattr__(self, "layer", _index(self.layer, "layer"))
         perm = _int_tuple(self.perm, "perm")
         if sorted(perm) != list(range(len(perm))):
             raise InputError(f"perm must be a permutation of 0..n-1; got {short_repr(self.perm)}")
@@ -228,7 +230,7 @@ class Scaling(Symmetry):
     _name = "scaling"
 
     def __post_init__(self):
-        object.__setattr__(self, "layer", int(self.layer))
+        object.__setattr__(self, "layer", _index(self.layer, "layer"))
         s = _float_tuple(self.scales, "scales")
         if any(v <= 0 for v in s):
             raise InputError(f"scales must be positive; got {short_repr(self.scales)}")
@@ -278,7 +280,7 @@ class DeadNeuronMove(_ThreeLayer):
     _name = "dead_neuron_move"
 
     def __post_init__(self):
-        object.__setattr__(self, "neuron", int(self.neuron))
+        object.__setattr__(self, "neuron", _index(self.neuron, "neuron"))
         object.__setattr__(self, "row", _float_tuple(self.row, "row"))
         object.__setattr__(self, "outgoing", _float_tuple(self.outgoing, "outgoing"))
 
@@ -335,7 +337,7 @@ class LinearBlockMixing(_ThreeLayer):
         J = _int_tuple(self.neurons, "neurons")
         if len(set(J)) != len(J) or not J:
             raise InputError(f"neurons must be distinct and non-empty; got {short_repr(self.neurons)}")
-        M = np.array(self.matrix, dtype=float)
+        M = _finite_matrix(self.matrix, "matrix")
         if M.shape != (len(J), len(J)) or not np.all(np.isfinite(M)):
             raise InputError(f"matrix must be a finite {len(J)}x{len(J)} array; "
                              f"got {short_repr(self.matrix)}")
@@ -415,10 +417,8 @@ class HidingTranslation(_ThreeLayer):
     _name = "hiding_translation"
 
     def __post_init__(self):
-        object.__setattr__(self, "neuron", int(self.neuron))
-        t = float(self.t)
-        if not math.isfinite(t):
-            raise InputError(f"t must be finite; got {short_repr(self.t)}")
+        object.__setattr__(self, "neuron", _index(self.neuron, "neuron"))
+        t = float(as_finite_array(self.t, "t", ndim=0, error=InputError))
         object.__setattr__(self, "t", t)
 
     def _check(self, params, tol):
@@ -471,7 +471,7 @@ class Flip(_ThreeLayer):
     _name = "flip"
 
     def __post_init__(self):
-        object.__setattr__(self, "hidden", int(self.hidden))
+        object.__setattr__(self, "hidden", _index(self.hidden, "hidden"))
         f = tuple(sorted(_int_tuple(self.flipped, "flipped")))
         if len(set(f)) != len(f):
             raise InputError(f"flipped must be distinct neurons; got {short_repr(self.flipped)}")
@@ -547,7 +547,7 @@ class RampFlip(_ThreeLayer):
     _name = "ramp_flip"
 
     def __post_init__(self):
-        object.__setattr__(self, "neuron", int(self.neuron))
+        object.__setattr__(self, "neuron", _index(self.neuron, "neuron"))
 
     def _check(self, params, tol):
         (W1, b1), (W2, b2), _ = params
@@ -667,11 +667,12 @@ class SecondLayerFlip(_ThreeLayer):
         if not Jf or len(set(Jf)) != len(Jf) or len(set(J)) != len(J) or set(Jf) & set(J):
             raise InputError(f"neurons must be distinct, non-empty and disjoint from linear; "
                              f"got {short_repr(self.neurons)} and {short_repr(self.linear)}")
-        R = np.array(self.rows, dtype=float).reshape(len(J), -1)
-        C = np.array(self.outgoing, dtype=float).reshape(-1, len(J)) if J else \
-            np.zeros((np.array(self.outgoing, dtype=float).size, 0))
-        if not (np.all(np.isfinite(R)) and np.all(np.isfinite(C))):
-            raise InputError("rows and outgoing must be finite")
+        R, C = _finite_matrix(self.rows, "rows"), _finite_matrix(self.outgoing, "outgoing")
+        if (R.size % len(J) or C.size % len(J)) if J else R.size:
+            raise InputError(f"rows and outgoing must have one row/column per linear neuron "
+                             f"{J}; got {short_repr(self.rows)} and {short_repr(self.outgoing)}")
+        R = R.reshape(len(J), -1)
+        C = C.reshape(-1, len(J)) if J else np.zeros((C.size, 0))
         object.__setattr__(self, "neurons", Jf)
         object.__setattr__(self, "linear", J)
         object.__setattr__(self, "rows", tuple(tuple(float(v) for v in r) for r in R))
@@ -695,6 +696,13 @@ class SecondLayerFlip(_ThreeLayer):
         tol = check_tol(tol)
         params = three_layer(params, "the second_layer_flip symmetry")
         (W1, b1), (W2, b2), (W3, b3) = params
+        n2 = W2.shape[0]
+        neurons = _int_tuple(neurons, "neurons")
+        if linear is not None:
+            linear = _int_tuple(linear, "linear")
+        if any(not 0 <= j < n2 for j in neurons + (linear or ())):
+            raise InputError(f"neurons and linear must be second-layer neurons 0..{n2 - 1}; "
+                             f"got {short_repr(neurons)} and {short_repr(linear)}")
         S = row_signs(params, tol)
         if linear is None:
             linear = [j for j in range(S.shape[0]) if not np.any(S[j] < 0)
@@ -798,10 +806,12 @@ class BlockRefactor(_ThreeLayer):
         J = _int_tuple(self.neurons, "neurons")
         if not J or len(set(J)) != len(J):
             raise InputError(f"neurons must be distinct and non-empty; got {short_repr(self.neurons)}")
-        R = np.array(self.rows, dtype=float).reshape(len(J), -1)
-        C = np.array(self.outgoing, dtype=float).reshape(-1, len(J))
-        if not (np.all(np.isfinite(R)) and np.all(np.isfinite(C))):
-            raise InputError("rows and outgoing must be finite")
+        R, C = _finite_matrix(self.rows, "rows"), _finite_matrix(self.outgoing, "outgoing")
+        if R.size % len(J) or C.size % len(J):
+            raise InputError(f"rows and outgoing must have one row/column per neuron {J}; "
+                             f"got {short_repr(self.rows)} and {short_repr(self.outgoing)}")
+        R = R.reshape(len(J), -1)
+        C = C.reshape(-1, len(J))
         object.__setattr__(self, "neurons", J)
         object.__setattr__(self, "rows", tuple(tuple(float(v) for v in r) for r in R))
         object.__setattr__(self, "outgoing", tuple(tuple(float(v) for v in r) for r in C))
@@ -879,6 +889,9 @@ def apply_sequence(symmetries: Sequence[Symmetry], params: Any, *,
         step when one does not apply.
     """
     out = check_params(params)
+    if isinstance(symmetries, (str, bytes, Symmetry)) or not isinstance(symmetries, Sequence):
+        raise InputError(f"symmetries must be a sequence of symmetry objects; got "
+                         f"{short_repr(symmetries)}")
     for n, s in enumerate(symmetries):
         if not isinstance(s, Symmetry):
             raise InputError(f"symmetries must be symmetry objects; item {n} is {short_repr(s)}")
@@ -930,6 +943,10 @@ def random_orbit_point(params: Any, *, seed: Any = 0, moves: Sequence[str] | Non
     tol = check_tol(tol)
     rng = as_seed_rng(seed)
     params = three_layer(params, "random_orbit_point")
+    if moves is not None and (isinstance(moves, (str, bytes))
+                              or not isinstance(moves, (Sequence, set, frozenset))):
+        raise InputError(f"moves must be a sequence of names from {ORBIT_MOVES}; got "
+                         f"{short_repr(moves)}")
     use = set(ORBIT_MOVES if moves is None else moves)
     unknown = use - set(ORBIT_MOVES)
     if unknown:

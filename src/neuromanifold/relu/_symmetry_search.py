@@ -39,8 +39,8 @@ from scipy.optimize import least_squares
 
 from .._errors import InputError, short_repr
 from .._results import Result
-from .._tolerance import path_norm_scale
-from .._validation import as_seed_rng, check_bool, check_positive_int
+from .._tolerance import check_tol, path_norm_scale
+from .._validation import as_seed_rng, check_bool, check_nonnegative_int, check_positive_int
 from ._bottleneck import row_kinds, row_signs, three_layer
 from ._canonical import (_analyze, _NotCovered, canonical_form, equivalent_bottleneck,
                          fast_path_reason)
@@ -248,14 +248,18 @@ def search_symmetries(params: Any = None, *, widths: Any = None, starts: int = 4
     (1, 'named')
     """
     progress = check_bool(progress, "progress")
+    tol, classify_tol = check_tol(tol), check_tol(classify_tol, "classify_tol")
     rng = as_seed_rng(seed)
     if params is None:
         if widths is None:
             raise InputError("search_symmetries needs params or widths (d, n1, n2, n3)")
         try:
-            d, n1, n2, n3 = (int(w) for w in widths)
-        except (TypeError, ValueError):
-            raise InputError(f"widths must be (d, n1, n2, n3); got {short_repr(widths)}") from None
+            ws = None if isinstance(widths, (str, bytes)) else list(widths)
+        except TypeError:
+            ws = None
+        if ws is None or len(ws) != 4:
+            raise InputError(f"widths must be (d, n1, n2, n3); got {short_repr(widths)}")
+        d, n1, n2, n3 = (check_positive_int(w, "every width", maximum=10_000) for w in ws)
         if not (1 <= n1 <= d and n2 >= 1 and n3 >= 1):
             raise InputError(f"widths must be a bottleneck d >= n1 >= 1, n2, n3 >= 1; got "
                              f"{short_repr(widths)}")
@@ -264,7 +268,7 @@ def search_symmetries(params: Any = None, *, widths: Any = None, starts: int = 4
                   (rng.standard_normal((n3, n2)), rng.standard_normal(n3))]
     p = three_layer(params, "search_symmetries")
     w = (p[0][0].shape[1], p[0][0].shape[0], p[1][0].shape[0], p[2][0].shape[0])
-    starts = 0 if starts == 0 else check_positive_int(starts, "starts")
+    starts = check_nonnegative_int(starts, "starts", maximum=10_000)
     X = _sample(p, rng, 60, 6)
     X = X[np.max(np.abs(X), axis=1) <= 100.0]
     Y = forward(p, X)

@@ -89,6 +89,11 @@ def summarize(rows: Sequence[Row]) -> dict:
     >>> summarize([])["rows"]
     {'agrees': 0, 'disagrees': 0, 'outside the hypotheses': 0, 'inconclusive': 0}
     """
+    from .._errors import InputError, short_repr
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence) \
+            or not all(isinstance(r, Row) for r in rows):
+        raise InputError(f"rows must be a sequence of reproduction rows (Row); got "
+                         f"{short_repr(rows)}")
     out = {"rows": {o: 0 for o in OUTCOMES}, "claims": {o: 0 for o in OUTCOMES}}
     for r in rows:
         out["rows"][r.outcome] += 1

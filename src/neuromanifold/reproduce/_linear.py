@@ -52,6 +52,15 @@ from .._validation import as_seed_rng
 from ._common import (AGREES, DISAGREES, INCONCLUSIVE, OUTCOMES, OUTSIDE,  # noqa: F401
                       Row, summarize)
 from .._validation import check_bool, check_positive_float, check_positive_int
+from .._tolerance import check_tol
+
+
+def _check_model(model: Any) -> None:
+    """A network or model object (with ``check_params``, ``end_to_end``, ``ntk``)."""
+    if isinstance(model, type) or not all(callable(getattr(model, m, None))
+                                          for m in ("check_params", "end_to_end", "ntk")):
+        raise InputError(f"model must be a network or model instance (e.g. LinearConvNet); "
+                         f"got {short_repr(model)}")
 
 #: most random instances per architecture in one reproduction run
 MAX_NUM_INSTANCES = 10_000
@@ -96,6 +105,11 @@ class Hypothesis:
     check: Callable[[Any, Any, Any], tuple]
 
 
+def _check_label(label: Any) -> None:
+    if not isinstance(label, str):
+        raise InputError(f"a hypothesis label must be a string; got {short_repr(label)}")
+
+
 def architecture_hypothesis(label: str, predicate: Callable[[Any], bool]) -> Hypothesis:
     """A hypothesis on the architecture: ``predicate(case.structure) -> bool``.
 
@@ -106,6 +120,7 @@ def architecture_hypothesis(label: str, predicate: Callable[[Any], bool]) -> Hyp
     Returns:
         A :class:`Hypothesis`.
     """
+    _check_label(label)
     return Hypothesis(label, lambda case, params, dep: (
         bool(predicate(case.structure)), case.label))
 
@@ -120,6 +135,8 @@ def standing_hypothesis(label: str) -> Hypothesis:
     Returns:
         A :class:`Hypothesis`.
     """
+    _check_label(label)
+
     def check(case, params, dep):
         for name, holds, detail in getattr(dep, "hypotheses", ()):
             if name == label:
@@ -227,7 +244,9 @@ def verify_witness(model: Any, witnesses: Any, *, tol: float = 1e-6,
     """
     from ..fibers import invariant_scale, invariant_vector
 
-    if isinstance(witnesses, (str, bytes)) or not hasattr(witnesses, "__len__") \
+    _check_model(model)
+    tol, fiber_tol = check_tol(tol), check_tol(fiber_tol, "fiber_tol")
+    if isinstance(witnesses, (str, bytes, type)) or not hasattr(witnesses, "__len__") \
             or len(witnesses) != 2:
         raise InputError(f"witnesses must be a pair of parameters; got {short_repr(witnesses)}")
     p, q = witnesses
@@ -259,6 +278,8 @@ def verify_independence(model: Any, params: Any, *, tol: float = 1e-8) -> dict:
     """
     from ..fibers import invariant_scale, invariant_vector
 
+    _check_model(model)
+    tol = check_tol(tol)
     params = model.check_params(params)
     if callable(getattr(model, "exact_target", None)):
         fib = model.fiber(*model.exact_target(params))

@@ -92,7 +92,8 @@ class ReLUContext:
     """
 
     def __init__(self, seed: int, quick: bool, tol: float, bar: Any = None):
-        self.seed, self.quick, self.tol, self.bar = seed, quick, tol, bar
+        self.seed, self.quick, self.tol, self.bar = seed, check_bool(quick, "quick"), \
+            check_tol(tol), bar
         self.rng = as_seed_rng(seed)
         self.cache: dict = {}
 
@@ -106,6 +107,16 @@ class ReLUContext:
         Gaussian entries, or with row ``j`` of ``[W2 | b2]`` of the sign kind ``kinds[j]``:
         ``"dead"``, ``"linear"``, ``("hiding", i)``, ``"ramp"`` (n1 = 1) or ``"mixed"``
         (magnitudes uniform in [0.3, 2])."""
+        try:
+            ws = None if isinstance(widths, (str, bytes)) else list(widths)
+        except TypeError:
+            ws = None
+        if ws is None or len(ws) != 4 or any(isinstance(w, (bool, np.bool_)) or not isinstance(
+                w, (int, np.integer)) or not 1 <= w <= 10_000 for w in ws):
+            raise InputError(f"widths must be four positive ints d, n1, n2, n3 (bottleneck "
+                             f"n1 <= d); got {short_repr(widths)}")
+        if widths[1] > widths[0]:
+            raise InputError(f"widths must be a bottleneck (n1 <= d); got {short_repr(widths)}")
         return _draw(self.rng, widths, kinds)
 
     def instances(self) -> list[dict]:
@@ -212,6 +223,11 @@ def verdict_row(claim: ReLUClaim, architecture: str, condition: str, records: li
     Returns:
         The :class:`Row`.
     """
+    keys = ("within", "agree", "proof", "hypotheses", "params", "architecture")
+    if isinstance(records, (str, bytes)) or not isinstance(records, Sequence) or not all(
+            isinstance(r, dict) and all(k in r for k in keys) for r in records):
+        raise InputError(f"records must be a list of dicts with keys {list(keys)}; got "
+                         f"{short_repr(records)}")
     ev: dict = {"summary": summary, "num_instances": len(records),
                 "num_within": sum(bool(r["within"]) for r in records),
                 "num_agree": sum(bool(r["agree"]) for r in records), **(extra or {})}

@@ -94,6 +94,9 @@ def load_config(path: Any) -> dict:
         The configuration as a dict (with ``output`` resolved); an :class:`InputError`
         naming the file and the problem otherwise.
     """
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise InputError(f"a sweep configuration must be a path to a TOML file; got "
+                         f"{short_repr(path)}")
     path = Path(path)
     try:
         config = tomllib.loads(path.read_text())
@@ -110,6 +113,9 @@ def load_config(path: Any) -> dict:
 
 def tasks_of(config: dict) -> list[Task]:
     """Every task of the grid, in a fixed order; bad entries raise an :class:`InputError`."""
+    if not isinstance(config, dict):
+        raise InputError(f"a sweep configuration must be a dict (see load_config); got "
+                         f"{short_repr(config)}")
     where = config.get("_source", "sweep configuration")
     grid = config.get("grid")
     if not isinstance(grid, list) or not grid:
@@ -223,20 +229,31 @@ def run_sweep(config: Any, output: Any = None, *, scheduler: Any = None,
     Returns:
         A :class:`SweepSummary`.
     """
-    from .._validation import check_bool
+    from .._validation import check_bool, check_positive_int
     progress = check_bool(progress, "progress")
     if not isinstance(config, dict):
         config = load_config(config)
     tasks = tasks_of(config)
-    out = Path(output or config.get("output") or "sweep.jsonl")
+    if output is not None and (not isinstance(output, (str, os.PathLike)) or not str(output)):
+        raise InputError(f"sweep output must be a path; got {short_repr(output)}")
+    out = output or config.get("output") or "sweep.jsonl"
+    if not isinstance(out, (str, os.PathLike)):
+        raise InputError(f"the configuration's output must be a path; got {short_repr(out)}")
+    out = Path(out)
     if not out.parent.is_dir():
         raise InputError(f"sweep output {str(out)!r}: folder does not exist")
+    if out.is_dir():
+        raise InputError(f"sweep output {str(out)!r} is a directory")
+    try:
+        open(out, "a").close()      # writable, checked before anything runs
+    except OSError as exc:
+        raise InputError(f"sweep output {str(out)!r} cannot be written: {exc}") from None
     done = _finished_keys(out)
     todo = [t for t in tasks if t.key not in done]
     if workers is None:
         workers = os.cpu_count() or 1
-    elif isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise InputError(f"workers must be a positive integer; got {short_repr(workers)}")
+    else:
+        workers = check_positive_int(workers, "workers", maximum=4096)
     start, failed, ran = time.perf_counter(), 0, 0
     bar = None
     if progress:
