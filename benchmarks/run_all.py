@@ -91,7 +91,9 @@ def summary(report: dict) -> str:
     for r in report["rows"]:
         groups.setdefault((r["task"], r["baseline"]), []).append(r)
     lines = [f"Measured {report['measured']}, {report['machine']}, in "
-             f"{report['elapsed_s']:.0f} s (`benchmarks/RESULTS.md` has every row).\n",
+             f"{report['elapsed_s']:.0f} s"
+             f"{('; rows of ' + report['rerun']) if report.get('rerun') else ''} "
+             f"(`benchmarks/RESULTS.md` has every row).\n",
              "| task | baseline | sizes | ours, largest size | ratio (min - max) |",
              "|---|---|---|---|---|"]
     for (task, baseline), rows in groups.items():
