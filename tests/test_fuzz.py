@@ -266,6 +266,18 @@ ENTRIES = [
     E("relu.regions", lambda: dict(params=_relu_params(), domain=BOX),
       lambda params, domain: relu.regions(params, domain),
       {"params": "relu_params", "domain": "domain"}, optional=("domain",)),
+    E("relu.iter_regions", lambda: dict(params=_relu_params(), domain=BOX, max_regions=50,
+                                        time_limit=5.0),
+      lambda params, domain, max_regions, time_limit: list(relu.iter_regions(
+          params, domain, max_regions=max_regions, time_limit=time_limit)),
+      {"params": "relu_params", "domain": "domain", "max_regions": "count",
+       "time_limit": "real"}, optional=("domain", "max_regions", "time_limit")),
+    E("relu.estimate_regions", lambda: dict(params=_relu_params(), domain=BOX, samples=200,
+                                            seed=0),
+      lambda params, domain, samples, seed: relu.estimate_regions(
+          params, domain, samples=samples, seed=seed),
+      {"params": "relu_params", "domain": "domain", "samples": "count", "seed": "seed"},
+      optional=("domain",)),
     E("relu.bent_hyperplanes", lambda: dict(params=_relu_params(), domain=BOX),
       lambda params, domain: relu.bent_hyperplanes(params, domain),
       {"params": "relu_params", "domain": "domain"}, optional=("domain",)),
@@ -945,7 +957,8 @@ NOT_FUZZED: dict[str, str] = {
         "ArrangementComparison", "Genericity", "GenericityFailure", "Identifiability",
         "HiddenHyperplane", "BottleneckEquivalence", "SymmetrySearch", "SearchCluster",
         "Nonlocalizability", "PartIdentifiability", "NonlocalizableSearch",
-        "ReLUFlowResult")},
+        "ReLUFlowResult", "RegionEstimate")},
+    "neuromanifold.relu.RegionStream": "the iterator iter_regions returns (fuzzed through it)",
     "neuromanifold.relu.ArrangementHyperplane": _RESULT + "; unit() takes no input",
     "neuromanifold.relu.symmetries.Applicability": _RESULT,
     "neuromanifold.relu.symmetries.Symmetry": "abstract base; apply/applies are fuzzed on "
