@@ -142,11 +142,7 @@ def forward(params: Any, X: Any) -> np.ndarray:
         X = X[None, :]
     if X.ndim != 2 or X.shape[1] != d:
         raise InputError(f"X must have shape (N, {d}) for input dimension {d}; got shape {X.shape}")
-    H = X
-    for l, (W, b) in enumerate(params):
-        H = H @ W.T + b
-        if l < len(params) - 1:
-            H = np.maximum(H, 0.0)
+    H = _forward(params, X)
     return H[0] if single else H
 
 

@@ -167,10 +167,16 @@ class Symmetry(Result):
         raise NotImplementedError
 
 
-def _check_layer(layer: Any, params: Params) -> str | None:
+def _check_layer(layer: Any, params: Params, per_neuron: tuple | None = None,
+                 name: str = "") -> str | None:
+    """Why ``layer`` is not a hidden layer of ``params`` (or why ``per_neuron``, one value
+    per neuron of it, has the wrong length), or ``None``."""
     if not 1 <= layer <= len(params) - 1:
         return (f"layer must be a hidden layer 1..{len(params) - 1} of this "
                 f"{len(params)}-layer network; got {layer}")
+    n = params[layer - 1][0].shape[0]
+    if per_neuron is not None and len(per_neuron) != n:
+        return f"hidden layer {layer} has {n} neurons, {name} has {len(per_neuron)}"
     return None
 
 
@@ -198,12 +204,9 @@ class Permutation(Symmetry):
         object.__setattr__(self, "perm", perm)
 
     def _check(self, params, tol):
-        bad = _check_layer(self.layer, params)
+        bad = _check_layer(self.layer, params, self.perm, "perm")
         if bad:
             return False, bad, None
-        n = params[self.layer - 1][0].shape[0]
-        if len(self.perm) != n:
-            return False, f"hidden layer {self.layer} has {n} neurons, perm has {len(self.perm)}", None
         return True, "a permutation of hidden neurons always applies", None
 
     def _transform(self, params, tol):
@@ -237,12 +240,9 @@ class Scaling(Symmetry):
         object.__setattr__(self, "scales", s)
 
     def _check(self, params, tol):
-        bad = _check_layer(self.layer, params)
+        bad = _check_layer(self.layer, params, self.scales, "scales")
         if bad:
             return False, bad, None
-        n = params[self.layer - 1][0].shape[0]
-        if len(self.scales) != n:
-            return False, f"hidden layer {self.layer} has {n} neurons, scales has {len(self.scales)}", None
         return True, "a positive rescaling of hidden neurons always applies", None
 
     def _transform(self, params, tol):
