@@ -749,32 +749,47 @@ def _run_flow(P: list, X: np.ndarray, Y: np.ndarray, t_end: float, laws: Any) ->
         return getattr(exc, "partial", None), False
 
 
-def _conservation_flow_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
-    rows = []
-    per = 1 if ctx.quick else 2
-    # the rescaling laws, on Gaussian parameters
+def _flow_records(ctx: ReLUContext, archs: list, kinds: Callable, t_end: float, laws: Any,
+                  judged: Callable) -> tuple[list[dict], int]:
+    """Flows from random parameters (``ctx.draw(w, kinds(w))``) on random data, one record
+    per flow: ``judged(flow) -> (drift, extra fields)``, the drift held against
+    ``DRIFT_TOL``. Flows that stall at t = 0 give no evidence and are only counted."""
     records, stalled = [], 0
-    for w in _archs(ctx.quick):
-        for _ in range(per):
-            P = ctx.draw(w)
+    for w in archs:
+        for _ in range(1 if ctx.quick else 2):
+            P = ctx.draw(w, kinds(w))
             X, Y = _flow_data(ctx, w)
-            flow, done = _run_flow(P, X, Y, 1.0, "rescaling")
-            ok = flow is not None and len(flow.times) >= 2
+            flow, done = _run_flow(P, X, Y, t_end, laws)
             ctx.tick()
-            if not ok:          # stalled at t = 0: no evidence either way
+            if flow is None or len(flow.times) < 2:
                 stalled += 1
                 continue
-            drift = float(flow.max_law_drift) if ok else None
+            drift, extra = judged(flow)
             records.append({
                 "architecture": _arch(w), "params": to_jsonable(P),
                 "data": to_jsonable([X, Y]),
-                "hypotheses": [[H_FLOW, ok, "to t_end" if done else "stalled"]],
-                "within": ok, "drift": drift, "reached_end": done,
-                "t_reached": float(flow.times[-1]) if ok else 0.0,
-                "params_end": to_jsonable(flow.params[-1]),
-                "agree": drift is not None and drift <= DRIFT_TOL,
-                "proof": bool(ok and drift > DRIFT_TOL)})
-    worst = max((r["drift"] for r in records if r["drift"] is not None), default=None)
+                "hypotheses": [[H_FLOW, True, "to t_end" if done else "stalled"]],
+                "within": drift is not None, "reached_end": done,
+                "t_reached": float(flow.times[-1]), "params_end": to_jsonable(flow.params[-1]),
+                **extra, "agree": drift is not None and drift <= DRIFT_TOL,
+                "proof": drift is not None and drift > DRIFT_TOL})
+    return records, stalled
+
+
+def _conservation_flow_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
+    def rescaling(flow):
+        return float(flow.max_law_drift), {"drift": float(flow.max_law_drift)}
+
+    def block(flow):
+        return flow.max_block_drift_while_active, {
+            "drift_while_active": flow.max_block_drift_while_active,
+            "drift": flow.max_block_drift, "leave_time": flow.blocks_leave_time}
+
+    rows = []
+    # the rescaling laws, on Gaussian parameters
+    records, stalled = _flow_records(ctx, _archs(ctx.quick), lambda w: None, 1.0, "rescaling",
+                                     rescaling)
+    worst = max((r["drift"] for r in records), default=None)
     rows.append(verdict_row(
         claim, "three-layer bottleneck", "rescaling laws along gradient flow", records,
         computed=f"drift <= {DRIFT_TOL:g} on {sum(r['agree'] for r in records if r['within'])} "
@@ -784,29 +799,9 @@ def _conservation_flow_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
                 f"{worst if worst is None else f'{worst:.1e}'}",
         extra={"instances": records}))
     # the block law: the first two second-layer rows always active on the orthant
-    records, stalled = [], 0
-    for w in [x for x in _archs(ctx.quick) if x[2] >= 2]:
-        for _ in range(per):
-            P = ctx.draw(w, ["linear", "linear"] + ["mixed"] * (w[2] - 2))
-            X, Y = _flow_data(ctx, w)
-            flow, done = _run_flow(P, X, Y, 3.0, [(2, [0, 1])])
-            ok = flow is not None and len(flow.times) >= 2
-            ctx.tick()
-            if not ok:          # stalled at t = 0: no evidence either way
-                stalled += 1
-                continue
-            active = flow.max_block_drift_while_active if ok else None
-            records.append({
-                "architecture": _arch(w), "params": to_jsonable(P),
-                "data": to_jsonable([X, Y]),
-                "hypotheses": [[H_FLOW, ok, "to t_end" if done else "stalled"]],
-                "within": ok and active is not None, "drift_while_active": active,
-                "reached_end": done, "t_reached": float(flow.times[-1]) if ok else 0.0,
-                "params_end": to_jsonable(flow.params[-1]),
-                "drift": None if flow is None else flow.max_block_drift,
-                "leave_time": None if flow is None else flow.blocks_leave_time,
-                "agree": active is not None and active <= DRIFT_TOL,
-                "proof": bool(ok and active is not None and active > DRIFT_TOL)})
+    records, stalled = _flow_records(
+        ctx, [x for x in _archs(ctx.quick) if x[2] >= 2],
+        lambda w: ["linear", "linear"] + ["mixed"] * (w[2] - 2), 3.0, [(2, [0, 1])], block)
     left = [r for r in records if r["leave_time"] is not None]
     rows.append(verdict_row(
         claim, "three-layer bottleneck", "an always-active block: its local law", records,
