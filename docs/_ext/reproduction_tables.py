@@ -67,13 +67,12 @@ def expected_page(text: str, run: dict) -> str:
 def slim(run: dict) -> dict:
     """The run without the per-instance evidence (megabytes): each row keeps its fields,
     its evidence summary and whether it refines another row."""
-    keep = ("summary", "refines", "counterexample")
     out = {}
     for table, rows in run.items():
         out[table] = []
         for r in rows:
             ev = r.get("evidence") or {}
-            r = dict(r, evidence={k: ev[k] for k in keep[:2] if k in ev})
+            r = dict(r, evidence={k: ev[k] for k in ("summary", "refines") if k in ev})
             if "counterexample" in ev:   # the witness's architecture and why, not its data
                 c = ev["counterexample"]
                 r["evidence"]["counterexample"] = {k: c[k] for k in ("architecture", "why")
