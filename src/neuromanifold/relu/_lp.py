@@ -178,9 +178,11 @@ def solve_lp(c, A_ub, b_ub, A_eq=None, b_eq=None, lb=None, ub=None,
 
 @dataclasses.dataclass
 class MILPSolution:
-    """Outcome of :func:`solve_milp`: ``status`` (``"optimal"`` or ``"error"``), the
-    solution ``x``, its objective ``fun`` and the solver's proven bound ``dual_bound`` on
-    the optimum (of the minimization; ``fun`` when not reported)."""
+    """Outcome of :func:`solve_milp`: ``status`` (``"optimal"``, ``"cutoff"``: no solution
+    with objective below ``objective_bound`` exists, ``"target"``: stopped at a solution
+    reaching ``objective_target``, or ``"error"``), the solution ``x``, its objective
+    ``fun`` and the solver's proven bound ``dual_bound`` on the optimum (of the
+    minimization; ``fun`` when not reported)."""
 
     status: str
     x: np.ndarray | None = None
@@ -217,16 +219,24 @@ def _stdout_silenced():
         os.close(null)
 
 
-def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None) -> MILPSolution:
+def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None, objective_bound=None,
+                     objective_target=None) -> MILPSolution:
     h = _highs_core
     solver = h._core._Highs()
-    for name, value in (("output_flag", False), ("log_to_console", False),
+    # one thread, as the LP solver: HiGHS's thread scheduler is process-wide and set by
+    # the first solver that runs, and a later solver asking for another thread count
+    # fails without solving (status "not set")
+    for name, value in (("output_flag", False), ("log_to_console", False), ("threads", 1),
                         ("mip_feasibility_tolerance", MILP_FEAS),
                         ("primal_feasibility_tolerance", MILP_FEAS),
                         ("mip_rel_gap", 1e-9), ("mip_abs_gap", MILP_FEAS)):
         solver.setOptionValue(name, value)
     if time_limit is not None:
         solver.setOptionValue("time_limit", float(max(time_limit, 1e-3)))
+    if objective_bound is not None:
+        solver.setOptionValue("objective_bound", float(objective_bound))
+    if objective_target is not None:
+        solver.setOptionValue("objective_target", float(objective_target))
     n = c.size
     m = A.shape[0]
     inf = h.kHighsInf
@@ -241,19 +251,34 @@ def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None) -> MILPSolu
                      np.asarray(integer, dtype=np.int32))
     with _stdout_silenced():
         solver.run()
-    if solver.getModelStatus() != h.HighsModelStatus.kOptimal:
-        return MILPSolution("error")
+    status = solver.getModelStatus()
     info = solver.getInfo()
+    if objective_bound is not None and status in (h.HighsModelStatus.kInfeasible,
+                                                  h.HighsModelStatus.kObjectiveBound):
+        # the model itself is feasible for our callers: nothing below the bound exists
+        return MILPSolution("cutoff", None, None, float(objective_bound))
+    if status == h.HighsModelStatus.kOptimal:
+        kind = "optimal"
+    elif (objective_target is not None and status == h.HighsModelStatus.kObjectiveTarget
+          and info.primal_solution_status == 2):
+        kind = "target"
+    else:
+        return MILPSolution("error")
     x = np.asarray(solver.getSolution().col_value, dtype=float)
     fun = float(info.objective_function_value)
     bound = float(getattr(info, "mip_dual_bound", fun))
-    return MILPSolution("optimal", x, fun, bound if np.isfinite(bound) else fun)
+    return MILPSolution(kind, x, fun, bound if np.isfinite(bound) else fun)
 
 
-def solve_milp(c, A, ub, lb_v, ub_v, integer, time_limit: float | None = None) -> MILPSolution:
+def solve_milp(c, A, ub, lb_v, ub_v, integer, time_limit: float | None = None,
+               objective_bound: float | None = None,
+               objective_target: float | None = None) -> MILPSolution:
     """Minimize ``c.x`` subject to ``A x <= ub``, ``lb_v <= x <= ub_v``, ``x_j`` integer
     where ``integer[j]``; HiGHS with tight feasibility tolerances (:data:`MILP_FEAS`),
     silent (nothing is printed). Past ``time_limit`` seconds the status is ``"error"``.
+    With ``objective_bound`` the search only looks below it (status ``"cutoff"`` when
+    nothing is there); with ``objective_target`` it stops at the first solution reaching
+    it (status ``"target"``). Both need the ``highspy`` binding (else they are ignored).
 
     >>> s = solve_milp(np.array([-1.0]), np.array([[2.0]]), np.array([3.0]), [0.0], [5.0], [1])
     >>> s.status, s.x
@@ -264,7 +289,7 @@ def solve_milp(c, A, ub, lb_v, ub_v, integer, time_limit: float | None = None) -
     if _USE_CORE:
         try:
             return _solve_milp_core(c, A, np.asarray(ub, float), lb_v, ub_v, integer,
-                                    time_limit)
+                                    time_limit, objective_bound, objective_target)
         except Exception:  # pragma: no cover - binding API changed: use scipy
             pass
     from scipy.optimize import Bounds, LinearConstraint, milp  # pragma: no cover
