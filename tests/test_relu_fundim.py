@@ -1,5 +1,7 @@
 """Functional dimension: exact rank, the bound P - hidden, and where it is reached."""
 
+import os
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -177,11 +179,14 @@ def test_neurons_parallel_up_to_rounding_count_once_at_the_default_tol():
     default tol they are thin and the two neurons act as one."""
     for seed in range(4):
         p = _parallel_up_to_rounding(seed)
-        num, ex = functional_dimension(p), functional_dimension(p, tol=0)
+        num, ex = functional_dimension(p, method="regions"), functional_dimension(p, tol=0)
         assert ex.rank == 10 == ex.bound and ex.certified and ex.largest_dropped is None
         assert num.rank == 7 and not num.certified and num.num_thin_regions > 0
         assert num.smallest_counted > 1e-3 and num.largest_dropped < 1e-12  # a clear gap
         assert num.tol == 1e-9 and num.num_points == (num.num_regions - num.num_thin_regions) * 3
+        # the MILP phase decides the same: the slivers are below its margin
+        fast = functional_dimension(p)
+        assert (fast.rank, fast.method, fast.certified) == (7, "milp", False)
 
 
 def test_extreme_magnitudes_give_the_same_functional_dimension():
@@ -252,6 +257,50 @@ def test_below_the_bound_every_region_is_used():
     from neuromanifold.relu import regions
     n = regions(p).num_regions
     for tol in (1e-9, 0):
-        fd = functional_dimension(p, tol=tol)
-        assert not fd.at_bound and fd.enumerated
+        fd = functional_dimension(p, tol=tol, method="regions")
+        assert not fd.at_bound and fd.enumerated and fd.method == "regions"
         assert fd.num_regions == n + fd.num_sampled_regions
+
+
+# -- the MILP phase: kernel directions decided without enumerating ------------------------
+
+@settings(max_examples=int(os.environ.get("NM_MILP_EXAMPLES", 16)), deadline=None)
+@given(seed=st.integers(0, 10**6),
+       kind=st.sampled_from(["generic", "dead", "parallel", "zero_out", "dyadic"]),
+       widths=st.sampled_from([[2, 3, 2, 1], [2, 2, 1, 2], [1, 3, 1, 1], [2, 3, 1], [3, 2, 2, 1],
+                               [2, 4, 3, 2]]),
+       domain=st.sampled_from([None, "orthant", (-1, 1), ([0.5, -2.0], [3.0, 4.0])]),
+       tol=st.sampled_from([1e-9, 0]))
+def test_milp_rank_equals_the_exhaustive_exact_rank(seed, kind, widths, domain, tol):
+    """The ground truth is the exact rank over every region; the MILP phase must reach it
+    on random and adversarial networks (dead, parallel, disconnected neurons, dyadic
+    weights with exact coincidences) without enumerating, or say why it handed over."""
+    if isinstance(domain, tuple) and np.ndim(domain[0]) and len(domain[0]) != widths[0]:
+        domain = (-1, 1)
+    p = _adversarial(kind, np.random.default_rng(seed), widths)
+    fd = functional_dimension(p, domain, tol=tol, method="milp")
+    assert fd.rank == _exhaustive_rank(p, domain)
+    assert fd.method in ("sampling", "milp", "regions")
+    if fd.method == "milp" and fd.rank < fd.bound:  # a floating-point bound decided the rest
+        assert not fd.certified
+    elif tol == 0:
+        assert fd.certified
+    assert fd.enumerated == (fd.method == "regions") and (fd.note != "") == fd.enumerated
+
+
+def test_milp_phase_finds_regions_that_sampling_misses():
+    """Two first-layer neurons active together only on a thin wedge far out: random
+    points miss it, the MILP finds it (and with it the full rank)."""
+    W1 = np.array([[1.0, 0.0], [-1.0, 1e-3], [0.0, 1.0]])
+    b1 = np.array([0.0, -1e4, 0.0])
+    p = [(W1, b1), (np.ones((1, 3)), np.zeros(1))]
+    fd = functional_dimension(p, method="milp")
+    assert fd.rank == _exhaustive_rank(p) == fd.bound and fd.method == "milp"
+    assert fd.num_milps > 0 and fd.certified
+
+
+def test_a_dead_neuron_is_decided_by_milp():
+    p = _adversarial("dead", np.random.default_rng(0), [2, 3, 2, 1])
+    fd = functional_dimension(p)
+    assert (fd.rank, fd.method, fd.certified, fd.enumerated) == (_exhaustive_rank(p), "milp",
+                                                                False, False)

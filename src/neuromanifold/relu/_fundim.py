@@ -12,10 +12,26 @@ maximum.
 Each hidden neuron's rescaling symmetry is a null direction of every such Jacobian, so
 ``P - (number of hidden neurons)`` is an upper bound, and once the rows stacked so far
 reach it no region can add anything. So the regions are not all needed: rows are stacked
-first for the regions of random points of the domain (seeded), then, only if the bound is
-not reached, for every region of the streamed enumeration
-(:func:`neuromanifold.relu.iter_regions`); the rank is updated every P/2 rows and the
-computation stops at the bound (``docs/relu_arrangement.md`` §5).
+first for the regions of random points of the domain (seeded); the rank is updated every
+P/2 rows and the computation stops at the bound (``docs/relu_arrangement.md`` §5).
+
+Below the bound, the rank can still be short because random points miss small regions,
+or because the network really has a smaller functional dimension (two neurons never
+active together, a dead neuron, ...). Two ways decide:
+
+* ``method="milp"`` (the default when ``tol > 0``): the kernel of the stacked rows,
+  modulo the rescaling directions and those already decided, gets a sparse basis; for
+  each direction ``delta`` a MILP (:mod:`neuromanifold.relu._tangent`) asks whether the
+  derivative ``d/dt f_{theta + t delta}`` exceeds the threshold anywhere in the domain.
+  If it does, the region where it does gets its rows stacked (the rank grows); if not,
+  the direction is decided. The threshold is ``tol`` times the direction's scale,
+  ``sum_i |delta_i| max_x |d f / d theta_i| / max(1, |x|_inf)`` (over the sampled
+  points), or the solver's resolution. The answer rests on the solver's floating-point
+  bounds, so it is certified only when it reaches the bound; when a step does not work
+  out (a MILP does not finish, a witness region does not add rank) the enumeration takes
+  over and ``note`` says why.
+* ``method="regions"`` (the default when ``tol == 0``): every region of the streamed
+  enumeration (:func:`neuromanifold.relu.iter_regions`), until the bound.
 
 **Exactly** (``tol = 0``): a random point is used only if its pre-activations, computed
 exactly at its rational value, are all non-zero (it is then inside its region). Its rows
@@ -40,16 +56,21 @@ dropped reported.
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 import flint
 import numpy as np
+import scipy.linalg
 
+from .._errors import ComputationLimitError, InputError, short_repr
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, numerical_rank
-from .._validation import check_bool
+from .._validation import check_bool, check_positive_float, check_positive_int
 from ._domain import Domain, as_domain
-from ._engine import Engine, ExactNet, exact_forward, iter_cells, layer_maps, thickness
+from ._engine import (Engine, EngineDeadline, ExactNet, exact_forward, iter_cells, layer_maps,
+                      thickness)
+from ._tangent import TangentMILP, interior_point
 
 __all__ = ["FunctionalDimension", "functional_dimension"]
 
@@ -83,7 +104,16 @@ class FunctionalDimension(Result):
             ``tol * max(1, ||x||_inf)`` lies in its region; exactly checked when
             ``tol == 0``); included in ``num_regions``.
         enumerated: the regions were enumerated (False: the sampled ones already
-            reached the bound, so no region can add to the rank).
+            reached the bound, so no region can add to the rank, or the MILP phase
+            decided the rest).
+        method: how the rank was decided: ``"sampling"`` (the sampled regions reached the
+            bound), ``"milp"`` (every direction left in the kernel of the stacked rows was
+            shown by a MILP to leave the function unchanged up to ``tol``: a
+            floating-point bound, so ``certified`` is False below the bound),
+            ``"regions"`` (every region used) or ``"incomplete"`` (a budget ran out; the
+            rank is a lower bound).
+        num_milps: MILPs solved; num_lps: LPs solved by the region enumeration.
+        note: why a MILP phase handed over to the enumeration, if it did.
     """
 
     rank: int
@@ -102,6 +132,10 @@ class FunctionalDimension(Result):
     num_thin_regions: int = 0
     num_sampled_regions: int = 0
     enumerated: bool = True
+    method: str = "regions"
+    num_milps: int = 0
+    num_lps: int = 0
+    note: str = ""
 
 
 def _region_rows(net, patterns, center_q) -> tuple[list[list[flint.fmpq]], bool]:
@@ -288,6 +322,9 @@ class _ModRank:
         return self.rank
 
 
+#: Rows a sampled region contributes at most (random combinations of its ``m (d + 1)``).
+_SKETCH_ROWS = 16
+
 #: Random points tried before the regions are enumerated (seeded, so deterministic).
 _SAMPLES = 2000
 _SAMPLE_BATCH = 250
@@ -357,120 +394,367 @@ class _Selector:
         return True
 
 
+def _rescalings(Ws: list, bs: list) -> np.ndarray:
+    """The rescaling direction of every hidden neuron (its incoming row and bias times
+    +1, its outgoing column times -1), as columns in ``ReLUNet.flatten`` order."""
+    P = sum(W.size + b.size for W, b in zip(Ws, bs))
+    offsets = np.cumsum([0] + [W.size + b.size for W, b in zip(Ws, bs)])
+    cols = []
+    for l in range(len(Ws) - 1):
+        n, n_in = Ws[l].shape
+        for i in range(n):
+            v = np.zeros(P)
+            o = offsets[l]
+            v[o + i * n_in:o + (i + 1) * n_in] = Ws[l][i]
+            v[o + Ws[l].size + i] = bs[l][i]
+            o2 = offsets[l + 1]
+            n_out = Ws[l + 1].shape[0]
+            v[o2 + np.arange(n_out) * n + i] = -Ws[l + 1][:, i]
+            cols.append(v)
+    return np.array(cols).T if cols else np.zeros((P, 0))
+
+
+def _split(v: np.ndarray, Ws: list, bs: list) -> tuple[list, list]:
+    """A flat parameter vector as ``(dWs, dbs)`` shaped like the layers."""
+    dWs, dbs, k = [], [], 0
+    for W, b in zip(Ws, bs):
+        dWs.append(v[k:k + W.size].reshape(W.shape))
+        k += W.size
+        dbs.append(v[k:k + b.size])
+        k += b.size
+    return dWs, dbs
+
+
+def _open_directions(R: np.ndarray, rank: int, known: np.ndarray, count: int
+                     ) -> np.ndarray | None:
+    """A sparse basis (columns) of the kernel of the stacked rows ``R`` modulo the known
+    null directions ``known``: the directions whose derivative is still to be decided.
+
+    The kernel is that of the column-normalized rows at their rank (zero columns are in
+    it); the known directions are eliminated on pivot coordinates, and the rest is put in
+    reduced echelon form on pivot coordinates, so a kernel direction along one parameter
+    (a pair of neurons never active together, say) comes out as that parameter alone.
+    ``None`` when the numbers do not fit (the known directions are not in the kernel).
+    """
+    P = R.shape[1]
+    norms = np.linalg.norm(R, axis=0)
+    nz = norms > 0
+    A = R[:, nz] / norms[nz]
+    _, _, Vt = np.linalg.svd(A)  # square Vt: its last rows span the kernel
+    k_nz = int(nz.sum()) - rank
+    if k_nz < 0:
+        return None
+    K = np.zeros((P, k_nz + int((~nz).sum())))
+    K[nz, :k_nz] = (Vt[A.shape[1] - k_nz:].T / norms[nz][:, None]) if k_nz else 0.0
+    K[np.nonzero(~nz)[0], k_nz + np.arange(int((~nz).sum()))] = 1.0
+    if known.shape[1]:
+        _, _, piv = scipy.linalg.qr(known.T, pivoting=True, mode="economic")
+        piv = piv[:known.shape[1]]
+        M = known[piv, :]
+        if np.linalg.cond(M) > 1e12:
+            return None
+        K = K - known @ np.linalg.solve(M, K[piv, :])
+    U, sv, _ = np.linalg.svd(K, full_matrices=False)
+    if count <= 0 or U.shape[1] < count or (sv.size > count and sv[count] > 1e-6 * sv[0]):
+        return None  # the kernel is not the known directions plus `count` more
+    U = U[:, :count]
+    _, _, piv = scipy.linalg.qr(U.T, pivoting=True, mode="economic")
+    B = U @ np.linalg.inv(U[piv[:count], :])
+    B[np.abs(B) < 1e-12 * np.max(np.abs(B), axis=0, keepdims=True)] = 0.0
+    order = np.argsort(np.count_nonzero(B, axis=0), kind="stable")
+    return B[:, order] / np.max(np.abs(B[:, order]), axis=0, keepdims=True)
+
+
+_FD_METHODS = ("auto", "milp", "regions")
+
+
 def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
+                         method: str = "auto", max_regions: int | None = None,
+                         time_limit: float | None = None,
                          progress: bool = False) -> FunctionalDimension:
     """Functional dimension of a ReLU network on a domain, by exact or numerical rank.
 
-    The regions are streamed (:func:`~neuromanifold.relu.iter_regions`) and their Jacobian
-    rows stacked until the rank reaches the bound ``P - hidden`` (no region can add to it
-    then) or the regions run out.
+    Rows of the parameter Jacobian are stacked for the regions of random points first;
+    if their rank stays below the bound ``P - hidden``, the directions still in their
+    kernel are decided by mixed-integer programs (``method="milp"``: does any region of
+    the domain move the function along them?) or by enumerating every region
+    (``method="regions"``); see ``docs/relu_arrangement.md`` §5.
 
     Args:
         params: list of ``(W, b)`` pairs, as for :func:`regions`.
         domain: the sample inputs range over this domain (accepted forms as for
             :func:`regions`); a smaller domain can only lower the rank.
         tol: relative tolerance (see the module docs); ``0`` = exact rank.
-        progress: a progress bar on stderr (regions used, current rank).
+        method: ``"auto"`` (``"milp"`` when ``tol > 0``; ``"regions"`` when ``tol == 0``,
+            which keeps the exact answer certified), ``"milp"`` or ``"regions"``.
+        max_regions: stop with a :class:`~neuromanifold.ComputationLimitError` when the
+            enumeration passes this many regions (its ``partial`` holds the rank so far,
+            a lower bound).
+        time_limit: the same after this many seconds.
+        progress: a progress bar on stderr (phase, regions, LPs, MILPs, current rank).
 
     Returns:
-        A :class:`FunctionalDimension` result: the rank, its gap and the bound P - hidden.
+        A :class:`FunctionalDimension` result: the rank, its gap and the bound P - hidden,
+        how it was decided (``method``) and whether that is certified.
 
     >>> W1 = np.array([[1.0, 0.0], [0.0, 1.0]]); W2 = np.ones((1, 2))
     >>> fd = functional_dimension([(W1, np.zeros(2)), (W2, np.zeros(1))])
-    >>> fd.rank, fd.bound, fd.largest_dropped is not None
-    (7, 7, True)
+    >>> fd.rank, fd.bound, fd.method, fd.largest_dropped is not None
+    (7, 7, 'sampling', True)
     >>> functional_dimension([(W1, np.zeros(2)), (W2, np.zeros(1))], tol=0).rank
     7
     """
     tol = check_tol(tol)
+    if not isinstance(method, str) or method not in _FD_METHODS:
+        raise InputError(f"method must be one of {_FD_METHODS}; got {short_repr(method)}")
+    if max_regions is not None:
+        max_regions = check_positive_int(max_regions, "max_regions")
+    if time_limit is not None:
+        time_limit = check_positive_float(time_limit, "time_limit")
     progress = check_bool(progress, "progress")
     net = ExactNet.from_params(params)
     dom = as_domain(domain, net.d)
-    engine = Engine(net.d)
-    P = sum(W.size + b.size for W, b in net.params)
-    hidden = sum(net.widths[1:-1])
-    bound = P - hidden
-    Ws, bs = _balanced(net.params)
-    tracker = _FloatRank(P, tol) if tol > 0 else _ModRank(P)
-    exact_rows: list = []  # tol == 0: every exact row, for the rational rank if needed
-    smooth, thin, used = True, 0, 0
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(desc="functional dimension", unit="region", leave=False)
-    # 1. random points: their regions' rows, until the rank reaches the bound
-    sampled = 0
-    selector = _Selector(P)
-    rng = np.random.default_rng(0)
-    done = False
-    stalled = 0
-    for batch in _sample_points(Ws, bs, dom, tol, rng):
-        for x, pats in batch:
-            rows_f = _float_rows(Ws, bs, pats, x)
-            if tol > 0:
-                tracker.add(_row_scaled(rows_f))
-                sampled += 1
-            elif selector.adds(rows_f):
-                xq = [flint.fmpq(*float(v).as_integer_ratio()) for v in x]
-                _, pre = exact_forward(net, xq)
-                if any(z == 0 for layer in pre for z in layer) or not all(
-                        (z > 0) == bool(m) for layer, ms in zip(pre, pats)
-                        for z, m in zip(layer, ms)):
+    if method == "auto":
+        method = "milp" if tol > 0 else "regions"
+    return _Run(net, dom, tol, max_regions, time_limit, progress).run(method)
+
+
+class _Run:
+    """The state of one functional-dimension computation: the rows stacked so far (exact
+    or float), a float copy for kernel directions, and the counts of the evidence."""
+
+    def __init__(self, net: ExactNet, dom: Domain, tol: float, max_regions, time_limit,
+                 progress: bool):
+        self.net, self.dom, self.tol = net, dom, tol
+        self.max_regions, self.time_limit = max_regions, time_limit
+        self.t0 = time.monotonic()
+        self.deadline = None if time_limit is None else self.t0 + time_limit
+        self.P = sum(W.size + b.size for W, b in net.params)
+        self.hidden = sum(net.widths[1:-1])
+        self.bound = self.P - self.hidden
+        self.Ws, self.bs = _balanced(net.params)
+        self.tracker = _FloatRank(self.P, tol) if tol > 0 else _ModRank(self.P)
+        # tol == 0: the float images of the exact rows, for kernel directions
+        self.shadow = self.tracker if tol > 0 else _FloatRank(self.P, 1e-9)
+        self.exact_rows: list = []
+        # largest |d f / d theta_i| / max(1, |x|_inf) seen: the scale of a direction
+        self.colmax = np.zeros(self.P)
+        self.smooth, self.thin, self.used, self.sampled = True, 0, 0, 0
+        self.num_milps, self.enumerated, self.note = 0, False, ""
+        self.engine = Engine(net.d)
+        self.rng = np.random.default_rng(1)  # the sketches of sampled regions (seeded)
+        self.bar = None
+        if progress:
+            from tqdm.auto import tqdm
+            self.bar = tqdm(desc="functional dimension", unit="region", leave=False)
+
+    # -- rows ----------------------------------------------------------------------------
+    def _add(self, patterns, x: np.ndarray, xq=None, sketch: bool = False) -> bool:
+        """Stack the rows of the region of ``patterns`` through its interior point ``x``
+        (exact point ``xq`` when ``tol == 0``; checked exactly to lie inside). With
+        ``sketch`` (sampled regions, ``tol > 0``), a region with more than
+        :data:`_SKETCH_ROWS` rows (many outputs or inputs) gives that many random
+        combinations of them instead: rows in their span, so the rank stays a lower
+        bound, at a fraction of the cost."""
+        net, d = self.net, self.net.d
+        rows_f = _float_rows(self.Ws, self.bs, patterns, x)
+        self.colmax = np.maximum(self.colmax, np.max(np.abs(rows_f[0::d + 1]), axis=0)
+                                 / max(1.0, float(np.max(np.abs(x), initial=0.0))))
+        if self.tol > 0:
+            if sketch and rows_f.shape[0] > _SKETCH_ROWS:
+                rows_f = self.rng.standard_normal((_SKETCH_ROWS, rows_f.shape[0])) @ \
+                    _row_scaled(rows_f)
+            self.tracker.add(_row_scaled(rows_f))
+            return True
+        if xq is None:
+            xq = [flint.fmpq(*float(v).as_integer_ratio()) for v in x]
+            _, pre = exact_forward(net, xq)
+            if any(z == 0 for layer in pre for z in layer) or not all(
+                    (z > 0) == bool(m) for layer, ms in zip(pre, patterns)
+                    for z, m in zip(layer, ms)):
+                return False
+        rows, _ = _region_rows(net, patterns, xq)
+        self.tracker.add(rows)
+        self.shadow.add(_row_scaled(rows_f))
+        self.exact_rows.extend(rows)
+        return True
+
+    def _rank(self) -> int:
+        rank = self.tracker.update()
+        if self.shadow is not self.tracker:
+            self.shadow.update()
+        if self.bar is not None:
+            self.bar.set_postfix(rank=rank, bound=self.bound, lps=self.engine.counter.count,
+                                 milps=self.num_milps, refresh=False)
+        return rank
+
+    # -- budgets -------------------------------------------------------------------------
+    def _remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def _limit(self, what: str) -> ComputationLimitError:
+        rank = self._rank()
+        elapsed = time.monotonic() - self.t0
+        err = ComputationLimitError(
+            f"functional dimension stopped at the {what} after {self.used + self.sampled} "
+            f"regions ({self.engine.counter.count} LPs, {self.num_milps} MILPs, "
+            f"{elapsed:.3g} s): rank so far {rank} (a lower bound) of the bound "
+            f"{self.bound}; raise the limit, or try method='milp' with tol > 0")
+        err.partial = self._result(rank, complete=False)
+        err.elapsed = elapsed
+        return err
+
+    # -- phases --------------------------------------------------------------------------
+    def run(self, method: str) -> FunctionalDimension:
+        try:
+            rank = self._sample()
+            if rank < self.bound and method == "milp":
+                outcome = self._milp()
+                if outcome == "certified":
+                    return self._result(self._rank(), method="milp")
+                self.note = (f"the MILP phase was inconclusive ({outcome}); every region "
+                             f"was enumerated")
+            if self._rank() < self.bound:
+                self._enumerate()
+            return self._result(self._rank(), method="regions" if self.enumerated
+                                else "sampling")
+        finally:
+            if self.bar is not None:
+                self.bar.close()
+
+    def _sample(self) -> int:
+        """Rows for the regions of random points, until the rank reaches the bound or
+        stops growing."""
+        selector = _Selector(self.P)
+        rng = np.random.default_rng(0)
+        stalled = 0
+        for batch in _sample_points(self.Ws, self.bs, self.dom, self.tol, rng):
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise self._limit(f"time limit ({self.time_limit:g} s)")
+            for x, pats in batch:
+                if self.deadline is not None and time.monotonic() > self.deadline:
+                    raise self._limit(f"time limit ({self.time_limit:g} s)")
+                if self.tol == 0 and not selector.adds(
+                        _float_rows(self.Ws, self.bs, pats, x)):
                     continue
-                rows, _ = _region_rows(net, pats, xq)
-                tracker.add(rows)
-                exact_rows.extend(rows)
-                sampled += 1
-        if tracker.pending and (tracker.due() or tol == 0):
-            before = tracker.rank
-            if tracker.update() >= bound:
-                done = True
+                if self._add(pats, x, sketch=True):
+                    self.sampled += 1
+                    if self.bar is not None:
+                        self.bar.update(1)
+            if self.tracker.pending and (self.tracker.due() or self.tol == 0):
+                before = self.tracker.rank
+                if self._rank() >= self.bound:
+                    break
+                stalled = stalled + 1 if self.tracker.rank == before else 0
+                if stalled >= 2:
+                    break
+        return self._rank()
+
+    def _milp(self) -> str:
+        """Decide the directions left in the kernel one by one: a MILP either finds a
+        region that moves the function along one (its rows are stacked, the rank grows)
+        or shows that none does. Returns ``"certified"`` or why it stopped."""
+        milp = TangentMILP(self.Ws, self.bs, self.dom)
+        known = _rescalings(self.Ws, self.bs)
+        zero: list[np.ndarray] = []  # directions shown to move nothing
+        try:
+            while True:
+                rank = self._rank()
+                if rank >= self.bound:
+                    return "certified"
+                count = self.bound - rank - len(zero)
+                if count <= 0:
+                    return "certified"
+                basis = _open_directions(self.shadow.R, rank,
+                                         np.column_stack([known] + zero) if zero else known,
+                                         count)
+                if basis is None:
+                    return "the kernel of the sampled rows did not split as expected"
+                grew = False
+                for k in range(basis.shape[1]):
+                    delta = basis[:, k]
+                    dWs, dbs = _split(delta, self.Ws, self.bs)
+                    thr = self.tol * float(np.abs(delta) @ self.colmax)
+                    left = self._remaining()
+                    if left is not None and left <= 0:
+                        raise self._limit(f"time limit ({self.time_limit:g} s)")
+                    witness = milp.exceeds(dWs, dbs, thr, time_limit=left)
+                    self.num_milps = milp.num_milps
+                    if witness is None:
+                        if left is not None and self._remaining() <= 0:
+                            raise self._limit(f"time limit ({self.time_limit:g} s)")
+                        return "a MILP did not finish"
+                    if not witness:
+                        zero.append(delta)
+                        continue
+                    found = interior_point(self.Ws, self.bs, witness.patterns, self.dom)
+                    if found is None or not found[1] > self.tol:
+                        return "a witness region was too thin to use"
+                    before = self.tracker.rank
+                    if not self._add(witness.patterns, found[0]) or self._rank() <= before:
+                        return "a witness region did not add to the rank"
+                    self.sampled += 1
+                    grew = True
+                    break
+                if not grew:
+                    return "certified"
+        finally:
+            self.num_milps = milp.num_milps
+
+    def _enumerate(self) -> None:
+        """Every region of the streamed enumeration (within the budgets)."""
+        self.enumerated = True
+        net, engine = self.net, self.engine
+        engine.deadline = self.deadline
+        cells = iter_cells([net], self.dom, engine)
+        while True:
+            try:
+                cell = next(cells)
+            except StopIteration:
                 break
-            # the sampled regions stopped adding rank: the enumeration takes over
-            stalled = stalled + 1 if tracker.rank == before else 0
-            if stalled >= 2:
+            except EngineDeadline:
+                raise self._limit(f"time limit ({self.time_limit:g} s)") from None
+            if self.max_regions is not None and self.used >= self.max_regions:
+                raise self._limit(f"region limit (max_regions={self.max_regions})")
+            self.used += 1
+            if self.bar is not None:
+                self.bar.update(1)
+            if self.tol > 0 and thickness(cell, net.d) <= self.tol:
+                self.thin += 1
+                continue
+            self.smooth = self.smooth and not cell.zero_preact
+            if self.tol > 0:
+                self.tracker.add(_row_scaled(_float_rows(self.Ws, self.bs, cell.patterns[0],
+                                                         cell.center_f)))
+            else:
+                rows, _ = _region_rows(net, cell.patterns[0], cell.center_q)
+                self.tracker.add(rows)
+                self.exact_rows.extend(rows)
+            if self.tracker.due() and self._rank() >= self.bound:
                 break
-    if bar is not None:
-        bar.set_postfix(rank=tracker.rank, bound=bound, refresh=False)
-    # 2. every region (the rows of the sampled ones are among theirs)
-    for cell in ([] if done else iter_cells([net], dom, engine)):
-        used += 1
-        if bar is not None:
-            bar.update(1)
-        if tol > 0 and thickness(cell, net.d) <= tol:
-            thin += 1
-            continue
-        smooth = smooth and not cell.zero_preact
-        if tol > 0:
-            tracker.add(_row_scaled(_float_rows(Ws, bs, cell.patterns[0], cell.center_f)))
+
+    def _result(self, rank: int, *, method: str = "regions",
+                complete: bool = True) -> FunctionalDimension:
+        smallest = dropped = None
+        if self.tol > 0:
+            smallest, dropped = self.tracker.smallest, self.tracker.dropped
+            # a rank at tol is a lower bound of the exact one (thin regions left out,
+            # singular values far above rounding counted), which never exceeds the bound:
+            # at the bound it is exact
+            certified = rank == self.bound and smallest is not None and smallest > 1e-12
         else:
-            rows, _ = _region_rows(net, cell.patterns[0], cell.center_q)
-            tracker.add(rows)
-            exact_rows.extend(rows)
-        if tracker.due():
-            rank = tracker.update()
-            if bar is not None:
-                bar.set_postfix(rank=rank, bound=bound, refresh=False)
-            if rank >= bound:
-                break
-    if bar is not None:
-        bar.close()
-    rank = tracker.update()
-    smallest = dropped = None
-    if tol > 0:
-        smallest, dropped = tracker.smallest, tracker.dropped
-        # a rank at tol is a lower bound of the exact one (thin regions left out, singular
-        # values far above rounding counted), which never exceeds the bound: at the bound
-        # it is exact
-        certified = rank == bound and smallest is not None and smallest > 1e-12
-    else:
-        # the rank modulo a prime is a lower bound of the rational one; below the bound
-        # (every region used) the rational rank decides
-        if rank < bound and exact_rows:
-            rank = int(flint.fmpq_mat(len(exact_rows), P,
-                                      [v for row in exact_rows for v in row]).rank())
-        certified = True
-    used += sampled
-    return FunctionalDimension(rank, bound, rank == bound, P, hidden, used,
-                               (used - thin) * (net.d + 1), smooth, certified, dom, tol,
-                               smallest, dropped, thin, sampled, not done)
+            # the rank modulo a prime is a lower bound of the rational one; below the
+            # bound with every region used, the rational rank decides
+            if (complete and rank < self.bound and self.exact_rows and method == "regions"
+                    and self.enumerated):
+                rank = int(flint.fmpq_mat(len(self.exact_rows), self.P,
+                                          [v for row in self.exact_rows for v in row]).rank())
+            certified = complete and (rank == self.bound or method == "regions")
+        if not complete:
+            method = "incomplete"
+        used = self.used + self.sampled
+        return FunctionalDimension(
+            rank, self.bound, rank == self.bound, self.P, self.hidden, used,
+            (used - self.thin) * (self.net.d + 1), self.smooth, certified, self.dom,
+            self.tol, smallest, dropped, self.thin, self.sampled, self.enumerated, method,
+            self.num_milps, self.engine.counter.count, self.note)

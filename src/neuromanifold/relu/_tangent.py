@@ -1,0 +1,283 @@
+"""Directional derivatives of a ReLU network in parameter space, bounded over a domain by
+mixed-integer programming (used by :func:`neuromanifold.relu.functional_dimension`).
+
+For a parameter direction ``delta = (dW_l, db_l)`` the derivative
+``g(x) = d/dt f_{theta + t delta}(x)`` at ``t = 0`` is, by forward-mode differentiation,
+
+    ``z_l = W_l h_l + b_l``,  ``dz_l = dW_l h_l + W_l dh_l + db_l``,
+    ``h_{l+1} = a_l * z_l``,  ``dh_{l+1} = a_l * dz_l``,  ``a_l = 1[z_l > 0]``,
+
+with ``h_0 = x``, ``dh_0 = 0`` and ``g = dz_L`` at the output: an affine function of x on
+each linear region of ``f_theta`` (``docs/relu_arrangement.md`` §5). Its rows ``J_R delta``
+over a region R vanish exactly when ``g`` vanishes on R, so ``delta`` lies in the kernel of
+the stacked Jacobians of every region iff ``g`` is zero on the whole domain.
+
+Whether it is, is one MILP: maximize ``|g_o|`` over outputs o and the domain, with one
+binary per hidden neuron whose sign is not fixed there, big-M rows from interval bounds
+for ``h = a z`` and ``dh = a dz``. Unbounded domains are handled by homogenizing,
+``x = y / s`` with ``|y_k| <= 1``, ``0 <= s <= 1`` (every expression above is then linear
+in ``(y, s)``, biases times ``s``): the MILP bounds ``s g(y / s) = g(x) / max(1, |x|_inf)``
+up to the normalization, the relative size used throughout (``docs/relu.md``,
+"Tolerances"). An optimum above the threshold comes with an activation pattern; an LP then
+finds a point deep inside that pattern's region, where the caller stacks new rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ._domain import Domain
+from ._lp import MILP_FEAS, solve_lp, solve_milp
+
+__all__ = ["TangentMILP", "TangentWitness", "interior_point", "MARGIN"]
+
+#: how far inside its region (relative to the pre-activation's range over the domain) a
+#: MILP point must be: well above the solver's feasibility tolerance, so that the binaries
+#: at a solution are the activation pattern of an actual full-dimensional region
+MARGIN = 1e-7
+#: relative to the interval bound of g, the size below which an optimum is solver noise
+NOISE = 1e-6
+#: where the objective is scaled to put the threshold: HiGHS calls a vertex optimal up to
+#: a reduced-cost tolerance of about 1e-7, so a threshold far below it must be scaled up
+_OBJ_TARGET = 1e-2
+
+
+@dataclasses.dataclass
+class TangentWitness:
+    """A point where ``sign * g_o`` exceeds the threshold: its value there and the
+    activation pattern (per hidden layer) of its region."""
+
+    value: float
+    patterns: list[np.ndarray]
+
+
+class TangentMILP:
+    """The homogenized network on a domain, ready to bound directional derivatives.
+
+    Args:
+        Ws, bs: float layers (the last one is the output layer).
+        domain: the domain (``"whole"``, ``"orthant"`` or ``"box"``).
+    """
+
+    def __init__(self, Ws: list[np.ndarray], bs: list[np.ndarray], domain: Domain):
+        self.Ws, self.bs, self.domain = Ws, bs, domain
+        self.d = Ws[0].shape[1]
+        self.num_milps = 0
+
+    def _input_bounds(self):
+        dom, d = self.domain, self.d
+        if dom.kind == "box":
+            lo = np.clip(np.asarray(dom.lower, float), -1.0, 0.0)
+            hi = np.clip(np.asarray(dom.upper, float), 0.0, 1.0)
+        else:
+            lo = np.full(d, 0.0 if dom.kind == "orthant" else -1.0)
+            hi = np.ones(d)
+        return lo, hi
+
+    def exceeds(self, dWs: list[np.ndarray], dbs: list[np.ndarray], threshold: float,
+                time_limit: float | None = None) -> TangentWitness | bool | None:
+        """Is ``|g_o(x)| > threshold`` for some output o and some x in the domain, for the
+        direction ``(dWs, dbs)``?
+
+        One MILP for all outputs and both signs: maximize ``t`` subject to
+        ``t <= sign * g_o`` for the one (output, sign) that binaries select. Only points at
+        least a margin inside their region count (every unfixed neuron's pre-activation at
+        least ``MARGIN`` times its range away from 0), so that the pattern of a witness is
+        that of a full-dimensional region. The search stops at the first solution above
+        the threshold.
+
+        Returns:
+            A :class:`TangentWitness`; ``False`` when the solver proves there is none (up
+            to its tolerances); ``None`` when it does not finish (time limit, numerical
+            trouble).
+        """
+        d = self.d
+        Ws, bs = self.Ws, self.bs
+        hidden = [W.shape[0] for W in Ws[:-1]]
+        m = Ws[-1].shape[0]
+        t_var = d + 1 + 3 * sum(hidden)
+        nv = t_var + 1 + 2 * m
+        lb, ub = np.zeros(nv), np.zeros(nv)
+        integer = np.zeros(nv, dtype=np.int32)
+        lo_in, hi_in = self._input_bounds()
+        lb[:d], ub[:d] = lo_in, hi_in
+        s = d
+        lb[s], ub[s] = 0.0, 1.0
+        rows: list[np.ndarray] = []
+        rhs: list[float] = []
+        if self.domain.kind == "box":  # lower s <= y <= upper s
+            for k in range(d):
+                _row(rows, rhs, nv, None, {s: float(self.domain.lower[k]), k: -1.0}, 0.0)
+                _row(rows, rhs, nv, None, {k: 1.0, s: -float(self.domain.upper[k])}, 0.0)
+        E = np.zeros((d, nv))
+        E[:, :d] = np.eye(d)
+        dE = np.zeros((d, nv))
+        nxt = s + 1
+        states = []  # per hidden layer: per neuron -1 (off), +1 (on) or the binary's index
+        for l, n in enumerate(hidden):
+            Z = Ws[l] @ E
+            Z[:, s] += bs[l]
+            dZ = dWs[l] @ E + Ws[l] @ dE
+            dZ[:, s] += dbs[l]
+            lo, hi = _bounds(Z, lb, ub)
+            dlo, dhi = _bounds(dZ, lb, ub)
+            E_new, dE_new = np.zeros((n, nv)), np.zeros((n, nv))
+            state = np.zeros(n, dtype=np.int64)
+            mgs = MARGIN * np.maximum(-lo, hi)
+            for i in range(n):
+                # a side that cannot hold with the margin is no side: fix the neuron
+                if hi[i] < mgs[i]:
+                    state[i] = -1
+                elif lo[i] > -mgs[i]:
+                    state[i] = 1
+                    E_new[i], dE_new[i] = Z[i], dZ[i]
+                else:
+                    h, a, dh = nxt, nxt + 1, nxt + 2
+                    nxt += 3
+                    lb[h], ub[h] = 0.0, hi[i]
+                    lb[a], ub[a], integer[a] = 0.0, 1.0, 1
+                    state[i] = a
+                    mg = mgs[i]
+                    _row(rows, rhs, nv, -Z[i], {a: mg - lo[i]}, -lo[i])         # a = 1: z >= mg
+                    _row(rows, rhs, nv, Z[i], {a: -(hi[i] + mg)}, -mg)          # a = 0: z <= -mg
+                    _row(rows, rhs, nv, Z[i], {h: -1.0}, 0.0)                    # z <= h
+                    _row(rows, rhs, nv, -Z[i], {h: 1.0, a: -lo[i]}, -lo[i])      # h <= z - lo (1-a)
+                    _row(rows, rhs, nv, None, {h: 1.0, a: -hi[i]}, 0.0)          # h <= hi a
+                    E_new[i, h] = 1.0
+                    if not np.any(dZ[i]):  # the direction does not reach this neuron: dh = 0
+                        continue
+                    lb[dh], ub[dh] = min(dlo[i], 0.0), max(dhi[i], 0.0)
+                    _row(rows, rhs, nv, None, {dh: 1.0, a: -dhi[i]}, 0.0)        # dh <= dhi a
+                    _row(rows, rhs, nv, None, {dh: -1.0, a: dlo[i]}, 0.0)        # dh >= dlo a
+                    _row(rows, rhs, nv, -dZ[i], {dh: 1.0, a: -dlo[i]}, -dlo[i])  # dh <= dz - dlo (1-a)
+                    _row(rows, rhs, nv, dZ[i], {dh: -1.0, a: dhi[i]}, dhi[i])    # dh >= dz - dhi (1-a)
+                    dE_new[i, dh] = 1.0
+            states.append(state)
+            E, dE = E_new, dE_new
+        G = dWs[-1] @ E + Ws[-1] @ dE
+        G[:, s] += dbs[-1]
+        g_lo, g_hi = _bounds(G, lb, ub)
+        size = np.maximum(np.abs(g_lo), np.abs(g_hi))
+        scale = float(np.max(size))
+        if scale <= threshold:  # |g| <= threshold on the whole domain by interval bounds
+            return False
+        # below this the solver's tolerances (MILP_FEAS on every row, through big-M
+        # constants up to the interval bounds) can move the optimum
+        threshold = max(threshold, NOISE * scale)
+        # t <= sign * g_o where u_(o, sign) = 1; at least one u is 1
+        lb[t_var], ub[t_var] = 0.0, scale
+        for o in range(m):
+            for j, sign in enumerate((1.0, -1.0)):
+                u = t_var + 1 + 2 * o + j
+                lb[u], ub[u], integer[u] = 0.0, 1.0, 1
+                big = scale + size[o]
+                _row(rows, rhs, nv, -sign * G[o], {t_var: 1.0, u: big}, big)
+        _row(rows, rhs, nv, None, {t_var + 1 + k: -1.0 for k in range(2 * m)}, -1.0)
+        K = float(np.clip(_OBJ_TARGET / max(threshold, MILP_FEAS * scale, 1e-300), 1.0, 1e8))
+        obj = np.zeros(nv)
+        obj[t_var] = -K
+        self.num_milps += 1
+        res = solve_milp(obj, np.array(rows), np.array(rhs), lb, ub, integer,
+                         time_limit=time_limit, objective_bound=-K * threshold,
+                         objective_target=-K * threshold)
+        if res.status == "cutoff":
+            return False
+        if res.status not in ("optimal", "target"):
+            return None
+        value = -res.fun / K
+        if not value > threshold:
+            return False
+        return TangentWitness(value, _patterns(states, res.x))
+
+
+def _bounds(Z: np.ndarray, lb: np.ndarray, ub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Interval bounds of the linear expressions ``Z v`` over the box ``lb <= v <= ub``,
+    padded by a relative 1e-9 against rounding."""
+    pos, neg = np.maximum(Z, 0.0), np.minimum(Z, 0.0)
+    lo = pos @ lb + neg @ ub
+    hi = pos @ ub + neg @ lb
+    pad = 1e-9 * (1.0 + np.maximum(np.abs(lo), np.abs(hi)))
+    return lo - pad, hi + pad
+
+
+def _row(rows: list, rhs: list, nv: int, expr, extra: dict, ub: float) -> None:
+    r = np.zeros(nv) if expr is None else np.array(expr, dtype=float)
+    for v, c in extra.items():
+        r[v] += c
+    rows.append(r)
+    rhs.append(ub)
+
+
+def _patterns(states: list[np.ndarray], x: np.ndarray | None) -> list[np.ndarray]:
+    out = []
+    for state in states:
+        p = state == 1
+        if x is not None:
+            idx = state > 1
+            p[idx] = x[state[idx]] > 0.5
+        out.append(p)
+    return out
+
+
+def interior_point(Ws: list[np.ndarray], bs: list[np.ndarray], patterns: list[np.ndarray],
+                   domain: Domain) -> tuple[np.ndarray, float] | None:
+    """A point deep inside the region of ``patterns`` in the domain, by one LP.
+
+    Maximizes the radius ``rho`` of a ball around ``x`` inside the region (and the
+    domain), after homogenizing (``x = y / s``, ``r = rho s``, ``|y| <= 1``,
+    ``r <= s <= 1``). Returns ``(x, r / max(s, |y|_inf))`` (the radius relative to
+    ``max(1, |x|_inf)``, the size that a tolerance compares with) or ``None`` when the
+    pattern has no full-dimensional region there.
+    """
+    d = Ws[0].shape[1]
+    nv = d + 2  # y, s, r
+    s, r = d, d + 1
+    A, ub = [], []
+    H = np.hstack([np.eye(d), np.zeros((d, 1))])
+    for l, mask in enumerate(patterns):
+        Z = Ws[l] @ H
+        Z[:, d] += bs[l]
+        for i, on in enumerate(mask):
+            a, c = Z[i, :d], Z[i, d]
+            sigma = 1.0 if on else -1.0
+            na = float(np.linalg.norm(a))
+            if na == 0.0:
+                if (on and not c > 0) or (not on and c > 0):
+                    return None
+                continue
+            row = np.zeros(nv)
+            row[:d], row[s], row[r] = -sigma * a / na, -sigma * c / na, 1.0
+            A.append(row)
+            ub.append(0.0)
+        H = Z * np.asarray(mask, dtype=float)[:, None]
+    dom = domain
+    for k in range(d):
+        if dom.kind == "box":
+            row = np.zeros(nv)
+            row[k], row[s], row[r] = -1.0, float(dom.lower[k]), 1.0
+            A.append(row)
+            ub.append(0.0)
+            row = np.zeros(nv)
+            row[k], row[s], row[r] = 1.0, -float(dom.upper[k]), 1.0
+            A.append(row)
+            ub.append(0.0)
+        elif dom.kind == "orthant":
+            row = np.zeros(nv)
+            row[k], row[r] = -1.0, 1.0
+            A.append(row)
+            ub.append(0.0)
+    row = np.zeros(nv)
+    row[r], row[s] = 1.0, -1.0  # r <= s
+    A.append(row)
+    ub.append(0.0)
+    lb = np.concatenate([-np.ones(d), [0.0, 0.0]])
+    ubv = np.ones(nv)
+    obj = np.zeros(nv)
+    obj[r] = -1.0
+    sol = solve_lp(obj, np.array(A), np.array(ub), lb=lb, ub=ubv)
+    if sol.status != "optimal" or not sol.x[r] > 1e-12:
+        return None
+    y, sv, rv = sol.x[:d], float(sol.x[s]), float(sol.x[r])
+    return y / sv, rv / max(sv, float(np.max(np.abs(y), initial=0.0)))
