@@ -22,8 +22,10 @@ demo: $(STAMP)
 	$(VENV)/bin/neuromanifold reproduce all --report out/report
 	@echo "report: out/report/index.html"
 
+# One BLAS thread per test worker: two workers on two cores, each with a multi-threaded
+# OpenBLAS, oversubscribe the cores and small factorizations get 10-200x slower.
 test: $(STAMP)
-	$(PY) -m pytest -n 2
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -n 2
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
