@@ -270,15 +270,20 @@ def test_below_the_bound_every_region_is_used():
        widths=st.sampled_from([[2, 3, 2, 1], [2, 2, 1, 2], [1, 3, 1, 1], [2, 3, 1], [3, 2, 2, 1],
                                [2, 4, 3, 2]]),
        domain=st.sampled_from([None, "orthant", (-1, 1), ([0.5, -2.0], [3.0, 4.0])]),
-       tol=st.sampled_from([1e-9, 0]))
-def test_milp_rank_equals_the_exhaustive_exact_rank(seed, kind, widths, domain, tol):
+       tol=st.sampled_from([1e-9, 0]), samples=st.sampled_from([2000, 8]))
+def test_milp_rank_equals_the_exhaustive_exact_rank(seed, kind, widths, domain, tol, samples):
     """The ground truth is the exact rank over every region; the MILP phase must reach it
     on random and adversarial networks (dead, parallel, disconnected neurons, dyadic
-    weights with exact coincidences) without enumerating, or say why it handed over."""
+    weights with exact coincidences) without enumerating, or say why it handed over. With
+    only 8 random points most of the rank is left to the MILPs to find."""
+    from unittest import mock
+    from neuromanifold.relu import _fundim
     if isinstance(domain, tuple) and np.ndim(domain[0]) and len(domain[0]) != widths[0]:
         domain = (-1, 1)
     p = _adversarial(kind, np.random.default_rng(seed), widths)
-    fd = functional_dimension(p, domain, tol=tol, method="milp")
+    with mock.patch.object(_fundim, "_SAMPLES", samples), \
+            mock.patch.object(_fundim, "_SAMPLE_BATCH", min(samples, 250)):
+        fd = functional_dimension(p, domain, tol=tol, method="milp")
     assert fd.rank == _exhaustive_rank(p, domain)
     assert fd.method in ("sampling", "milp", "regions")
     if fd.method == "milp" and fd.rank < fd.bound:  # a floating-point bound decided the rest
@@ -286,6 +291,10 @@ def test_milp_rank_equals_the_exhaustive_exact_rank(seed, kind, widths, domain, 
     elif tol == 0:
         assert fd.certified
     assert fd.enumerated == (fd.method == "regions") and (fd.note != "") == fd.enumerated
+    if kind in ("generic", "dead", "zero_out"):
+        # no exact coincidences: the MILP phase settles everything (a fallback here means
+        # a wrong derivative or a witness that was none)
+        assert not fd.enumerated, fd.note
 
 
 def test_milp_phase_finds_regions_that_sampling_misses():
@@ -304,3 +313,24 @@ def test_a_dead_neuron_is_decided_by_milp():
     fd = functional_dimension(p)
     assert (fd.rank, fd.method, fd.certified, fd.enumerated) == (_exhaustive_rank(p), "milp",
                                                                 False, False)
+
+
+# -- budgets -------------------------------------------------------------------------------
+
+def test_budgets_raise_with_a_partial_lower_bound():
+    import pytest
+    from neuromanifold import ComputationLimitError, InputError
+    p = _adversarial("dead", np.random.default_rng(0), [2, 3, 2, 1])
+    full = functional_dimension(p, method="regions")
+    with pytest.raises(ComputationLimitError, match="max_regions=2") as err:
+        functional_dimension(p, method="regions", max_regions=2)
+    part = err.value.partial
+    assert part.method == "incomplete" and not part.certified and part.rank <= full.rank
+    with pytest.raises(ComputationLimitError, match="time limit") as err:
+        functional_dimension(ReLUNet([3, 8, 8, 1]).random_params(0), time_limit=1e-6)
+    assert err.value.partial.rank <= err.value.partial.bound
+    with pytest.raises(InputError, match="method must be one of"):
+        functional_dimension(p, method="exact")
+    # a budget that is not reached changes nothing
+    assert functional_dimension(p, max_regions=10**6, time_limit=600.0).rank == \
+        functional_dimension(p).rank
