@@ -18,8 +18,8 @@ for ``h = a z`` and ``dh = a dz``. Unbounded domains are handled by homogenizing
 ``x = y / s`` with ``|y_k| <= 1``, ``0 <= s <= 1`` (every expression above is then linear
 in ``(y, s)``, biases times ``s``): the MILP bounds ``s g(y / s) = g(x) / max(1, |x|_inf)``
 up to the normalization, the relative size used throughout (``docs/relu.md``,
-"Tolerances"). An optimum above the threshold comes with an activation pattern; an LP then
-finds a point deep inside that pattern's region, where the caller stacks new rows.
+"Tolerances"). A box needs no homogenization (``s = 1``, ``x`` in the box). An optimum
+above the threshold comes with an activation pattern; an LP then finds a point deep inside that pattern's region, where the caller stacks new rows.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ __all__ = ["TangentMILP", "TangentWitness", "interior_point", "MARGIN"]
 #: MILP point must be: well above the solver's feasibility tolerance, so that the binaries
 #: at a solution are the activation pattern of an actual full-dimensional region
 MARGIN = 1e-7
-#: relative to the interval bound of g, the size below which an optimum is solver noise
+#: relative to the interval bounds (of g, and of the pre-activations times the output
+#: weights), the size below which an optimum is solver noise
 NOISE = 1e-6
 #: where the objective is scaled to put the threshold: HiGHS calls a vertex optimal up to
 #: a reduced-cost tolerance of about 1e-7, so a threshold far below it must be scaled up
@@ -67,14 +68,14 @@ class TangentMILP:
         self.num_milps = 0
 
     def _input_bounds(self):
+        """Bounds of the input variables and of ``s`` (fixed to 1 on a box: a bounded
+        domain needs no homogenization, and without the point ``s = 0`` the interval
+        bounds are those of the network on the box)."""
         dom, d = self.domain, self.d
         if dom.kind == "box":
-            lo = np.clip(np.asarray(dom.lower, float), -1.0, 0.0)
-            hi = np.clip(np.asarray(dom.upper, float), 0.0, 1.0)
-        else:
-            lo = np.full(d, 0.0 if dom.kind == "orthant" else -1.0)
-            hi = np.ones(d)
-        return lo, hi
+            return (np.asarray(dom.lower, float), np.asarray(dom.upper, float), 1.0)
+        lo = np.full(d, 0.0 if dom.kind == "orthant" else -1.0)
+        return lo, np.ones(d), 0.0
 
     def exceeds(self, dWs: list[np.ndarray], dbs: list[np.ndarray], threshold: float,
                 time_limit: float | None = None) -> TangentWitness | bool | None:
@@ -101,21 +102,18 @@ class TangentMILP:
         nv = t_var + 1 + 2 * m
         lb, ub = np.zeros(nv), np.zeros(nv)
         integer = np.zeros(nv, dtype=np.int32)
-        lo_in, hi_in = self._input_bounds()
+        lo_in, hi_in, s_lo = self._input_bounds()
         lb[:d], ub[:d] = lo_in, hi_in
         s = d
-        lb[s], ub[s] = 0.0, 1.0
+        lb[s], ub[s] = s_lo, 1.0
         rows: list[np.ndarray] = []
         rhs: list[float] = []
-        if self.domain.kind == "box":  # lower s <= y <= upper s
-            for k in range(d):
-                _row(rows, rhs, nv, None, {s: float(self.domain.lower[k]), k: -1.0}, 0.0)
-                _row(rows, rhs, nv, None, {k: 1.0, s: -float(self.domain.upper[k])}, 0.0)
         E = np.zeros((d, nv))
         E[:, :d] = np.eye(d)
         dE = np.zeros((d, nv))
         nxt = s + 1
         states = []  # per hidden layer: per neuron -1 (off), +1 (on) or the binary's index
+        big_m = 0.0  # the largest interval bound of a pre-activation or its derivative
         for l, n in enumerate(hidden):
             Z = Ws[l] @ E
             Z[:, s] += bs[l]
@@ -123,14 +121,18 @@ class TangentMILP:
             dZ[:, s] += dbs[l]
             lo, hi = _bounds(Z, lb, ub)
             dlo, dhi = _bounds(dZ, lb, ub)
+            big_m = max(big_m, float(np.max(np.abs(np.concatenate([lo, hi, dlo, dhi])),
+                                            initial=0.0)))
             E_new, dE_new = np.zeros((n, nv)), np.zeros((n, nv))
             state = np.zeros(n, dtype=np.int64)
             mgs = MARGIN * np.maximum(-lo, hi)
             for i in range(n):
-                # a side that cannot hold with the margin is no side: fix the neuron
+                # the active side needs the margin: without room for it the neuron is off;
+                # it is fixed on only when z >= margin everywhere (z may be identically 0
+                # on a region when lo is about 0, and ReLU'(0) = 0 makes it inactive there)
                 if hi[i] < mgs[i]:
                     state[i] = -1
-                elif lo[i] > -mgs[i]:
+                elif lo[i] >= mgs[i]:
                     state[i] = 1
                     E_new[i], dE_new[i] = Z[i], dZ[i]
                 else:
@@ -141,7 +143,7 @@ class TangentMILP:
                     state[i] = a
                     mg = mgs[i]
                     _row(rows, rhs, nv, -Z[i], {a: mg - lo[i]}, -lo[i])         # a = 1: z >= mg
-                    _row(rows, rhs, nv, Z[i], {a: -(hi[i] + mg)}, -mg)          # a = 0: z <= -mg
+                    _row(rows, rhs, nv, Z[i], {a: -hi[i]}, 0.0)                 # a = 0: z <= 0
                     _row(rows, rhs, nv, Z[i], {h: -1.0}, 0.0)                    # z <= h
                     _row(rows, rhs, nv, -Z[i], {h: 1.0, a: -lo[i]}, -lo[i])      # h <= z - lo (1-a)
                     _row(rows, rhs, nv, None, {h: 1.0, a: -hi[i]}, 0.0)          # h <= hi a
@@ -164,8 +166,10 @@ class TangentMILP:
         if scale <= threshold:  # |g| <= threshold on the whole domain by interval bounds
             return False
         # below this the solver's tolerances (MILP_FEAS on every row, through big-M
-        # constants up to the interval bounds) can move the optimum
-        threshold = max(threshold, NOISE * scale)
+        # constants up to the interval bounds, then the output weights) can move the
+        # optimum
+        w_out = max(1.0, float(np.max(np.abs(Ws[-1]), initial=0.0)))
+        threshold = max(threshold, NOISE * max(scale, big_m * w_out))
         # t <= sign * g_o where u_(o, sign) = 1; at least one u is 1
         lb[t_var], ub[t_var] = 0.0, scale
         for o in range(m):
