@@ -217,7 +217,7 @@ def _stdout_silenced():
         os.close(null)
 
 
-def _solve_milp_core(c, A, ub, lb_v, ub_v, integer) -> MILPSolution:
+def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None) -> MILPSolution:
     h = _highs_core
     solver = h._core._Highs()
     for name, value in (("output_flag", False), ("log_to_console", False),
@@ -225,6 +225,8 @@ def _solve_milp_core(c, A, ub, lb_v, ub_v, integer) -> MILPSolution:
                         ("primal_feasibility_tolerance", MILP_FEAS),
                         ("mip_rel_gap", 1e-9), ("mip_abs_gap", MILP_FEAS)):
         solver.setOptionValue(name, value)
+    if time_limit is not None:  # reached: a status other than optimal, i.e. "error"
+        solver.setOptionValue("time_limit", float(time_limit))
     n = c.size
     m = A.shape[0]
     inf = h.kHighsInf
@@ -248,10 +250,11 @@ def _solve_milp_core(c, A, ub, lb_v, ub_v, integer) -> MILPSolution:
     return MILPSolution("optimal", x, fun, bound if np.isfinite(bound) else fun)
 
 
-def solve_milp(c, A, ub, lb_v, ub_v, integer) -> MILPSolution:
+def solve_milp(c, A, ub, lb_v, ub_v, integer, time_limit=None) -> MILPSolution:
     """Minimize ``c.x`` subject to ``A x <= ub``, ``lb_v <= x <= ub_v``, ``x_j`` integer
     where ``integer[j]``; HiGHS with tight feasibility tolerances (:data:`MILP_FEAS`),
-    silent (nothing is printed).
+    silent (nothing is printed). ``time_limit`` (seconds): past it the status is
+    ``"error"``.
 
     >>> s = solve_milp(np.array([-1.0]), np.array([[2.0]]), np.array([3.0]), [0.0], [5.0], [1])
     >>> s.status, s.x
@@ -261,15 +264,19 @@ def solve_milp(c, A, ub, lb_v, ub_v, integer) -> MILPSolution:
     A = np.asarray(A, dtype=float).reshape(-1, c.size)
     if _USE_CORE:
         try:
-            return _solve_milp_core(c, A, np.asarray(ub, float), lb_v, ub_v, integer)
+            return _solve_milp_core(c, A, np.asarray(ub, float), lb_v, ub_v, integer,
+                                    time_limit)
         except Exception:  # pragma: no cover - binding API changed: use scipy
             pass
     from scipy.optimize import Bounds, LinearConstraint, milp  # pragma: no cover
 
     cons = [LinearConstraint(A, -np.inf, ub)] if A.shape[0] else []  # pragma: no cover
+    opts = {"mip_rel_gap": 1e-9}  # pragma: no cover
+    if time_limit is not None:  # pragma: no cover
+        opts["time_limit"] = float(time_limit)
     with _stdout_silenced():  # pragma: no cover
         res = milp(c, integrality=np.asarray(integer), bounds=Bounds(lb_v, ub_v),
-                   constraints=cons, options={"mip_rel_gap": 1e-9})
+                   constraints=cons, options=opts)
     if res.status != 0 or res.x is None:  # pragma: no cover
         return MILPSolution("error")
     dual = getattr(res, "mip_dual_bound", None)  # pragma: no cover
