@@ -47,7 +47,7 @@ from ._arrangement import _exact_layers, _frac, _open_range, _rank
 from ..exact._lp import dot, round_certificate
 from ._budget import Budget
 from ._domain import Domain, as_domain
-from ._engine import ExactNet, _pow2, _scaled_system, binary_exponent, pow2_floats
+from ._engine import ExactNet, _pow2, binary_exponent, pow2_floats
 from ._lp import solve_lp
 
 __all__ = ["GenericityFailure", "Genericity", "genericity"]
@@ -398,9 +398,10 @@ class _Checker:
                 blocked.append(frozenset(S))
 
 
-def _touching(pieces: list, sides: list, rows: list, offs: list, d: int, counter) -> list:
+def _touching(pieces: list, sides: list, cell, d: int, counter) -> list:
     """The pieces ``(label, normal, offset, layer)`` (hyperplanes ``normal . x = offset``)
-    that may meet the closed region ``{rows x <= offs}``; ``sides[i]`` is the sign ``s``
+    that may meet the closure of the region ``cell`` (an engine cell: its rows, exact and
+    as floats scaled by powers of two, cut out the region); ``sides[i]`` is the sign ``s``
     with ``s (normal . x - offset) <= 0`` on the region.
 
     A piece is left out only when an LP finds ``max s (normal . x - offset) < 0`` over the
@@ -408,13 +409,18 @@ def _touching(pieces: list, sides: list, rows: list, offs: list, d: int, counter
     certificate that ``{rows x <= offs, s normal . x >= s offset}`` is empty. Families of
     pieces that meet in the closure consist of pieces that meet it, so leaving out the
     others changes no verdict; for a generic network only the region's facets remain."""
-    if not rows or not pieces:
+    if not len(cell.rows_q) or not pieces:
         return pieces
-    rq = [[_fq(v) for v in a] for a in rows]
-    cq = [_fq(v) for v in offs]
-    Sq, sq, _, _ = _scaled_system(rq, cq, None, d)
-    Af = np.array([pow2_floats(list(a) + [c], d)[0] for a, c in zip(rq, cq)])
-    A, b = Af[:, :d], Af[:, d]
+    A, b = cell.rows_f, cell.offs_f
+    scaled: dict = {}
+
+    def row(i):  # the exact row i scaled like its float copy
+        if i not in scaled:
+            a, c = cell.rows_q[i], cell.offs_q[i]
+            f = _pow2(-pow2_floats(list(a) + [c], d)[1])
+            scaled[i] = ([v * f for v in a], c * f)
+        return scaled[i]
+
     out = []
     for piece, sign in zip(pieces, sides):
         # g . x <= g0 on the region, with (g, g0) = s (normal, offset), scaled by 2**-e
@@ -431,8 +437,8 @@ def _touching(pieces: list, sides: list, rows: list, offs: list, d: int, counter
                 f = _pow2(-e)
                 # Farkas: sum y_i S_i x <= y . s and -g x <= -g0 (multiplier 1) sum to
                 # 0 <= y . s - g0 < 0
-                c_rows = [sq[i] for i in sup] + [-g_q[d] * f]
-                cert = round_certificate([Sq[i] for i in sup] + [[-v * f for v in g_q[:d]]],
+                c_rows = [row(i)[1] for i in sup] + [-g_q[d] * f]
+                cert = round_certificate([row(i)[0] for i in sup] + [[-v * f for v in g_q[:d]]],
                                          c_rows, (), (), list(y[sup]) + [1.0], ())
                 if cert is not None and dot(cert[0], c_rows) < 0:
                     continue  # certified: the closure lies strictly on one side
@@ -637,7 +643,7 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
             pieces += [(f[0], f[1], f[2], 0) for f in facets]
             sides += [1] * len(facets)
             with budget.guard(partial, "the pieces of a region"):
-                pieces = _touching(pieces, sides, rows, offs, d, budget.engine.counter)
+                pieces = _touching(pieces, sides, cell, d, budget.engine.counter)
             must = [p[3] >= 2 for p in pieces]
             for S, kind, rN, exp, x, cert in checker.families(
                     pieces, range(2, d + 2), must, rows, offs, strong=False):
