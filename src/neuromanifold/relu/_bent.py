@@ -32,6 +32,10 @@ from ._regions import Regions, _key, _region_of
 
 __all__ = ["BentPiece", "BentNeuron", "BentHyperplanes", "bent_hyperplanes"]
 
+#: skip the LP of a neuron whose hyperplane bounds no side of the region (its piece there
+#: is empty); False only in tests, which compare with the unpruned search
+_PRUNE = True
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class BentPiece(Result):
@@ -280,7 +284,7 @@ def _region_pieces(cell, ri: int, net, engine, pieces: dict, thr, scale: float,
         own_row, own_off = [-v for v in a], c
         keep = [j for j, (row, off, ow) in enumerate(zip(cell.rows_q, cell.offs_q, cell.owners))
                 if ow is None or not _proportional_pos(row, off, own_row, own_off)]
-        if len(keep) == len(cell.rows_q):
+        if _PRUNE and len(keep) == len(cell.rows_q):
             # the hyperplane bounds no side of the region: the neuron is positive on the
             # open region, so its zero set meets no relative interior of a facet
             continue
