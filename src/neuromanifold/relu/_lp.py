@@ -225,8 +225,8 @@ def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None) -> MILPSolu
                         ("primal_feasibility_tolerance", MILP_FEAS),
                         ("mip_rel_gap", 1e-9), ("mip_abs_gap", MILP_FEAS)):
         solver.setOptionValue(name, value)
-    if time_limit is not None:  # reached: a status other than optimal, i.e. "error"
-        solver.setOptionValue("time_limit", float(time_limit))
+    if time_limit is not None:
+        solver.setOptionValue("time_limit", float(max(time_limit, 1e-3)))
     n = c.size
     m = A.shape[0]
     inf = h.kHighsInf
@@ -250,11 +250,10 @@ def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None) -> MILPSolu
     return MILPSolution("optimal", x, fun, bound if np.isfinite(bound) else fun)
 
 
-def solve_milp(c, A, ub, lb_v, ub_v, integer, time_limit=None) -> MILPSolution:
+def solve_milp(c, A, ub, lb_v, ub_v, integer, time_limit: float | None = None) -> MILPSolution:
     """Minimize ``c.x`` subject to ``A x <= ub``, ``lb_v <= x <= ub_v``, ``x_j`` integer
     where ``integer[j]``; HiGHS with tight feasibility tolerances (:data:`MILP_FEAS`),
-    silent (nothing is printed). ``time_limit`` (seconds): past it the status is
-    ``"error"``.
+    silent (nothing is printed). Past ``time_limit`` seconds the status is ``"error"``.
 
     >>> s = solve_milp(np.array([-1.0]), np.array([[2.0]]), np.array([3.0]), [0.0], [5.0], [1])
     >>> s.status, s.x
@@ -271,12 +270,10 @@ def solve_milp(c, A, ub, lb_v, ub_v, integer, time_limit=None) -> MILPSolution:
     from scipy.optimize import Bounds, LinearConstraint, milp  # pragma: no cover
 
     cons = [LinearConstraint(A, -np.inf, ub)] if A.shape[0] else []  # pragma: no cover
-    opts = {"mip_rel_gap": 1e-9}  # pragma: no cover
-    if time_limit is not None:  # pragma: no cover
-        opts["time_limit"] = float(time_limit)
     with _stdout_silenced():  # pragma: no cover
         res = milp(c, integrality=np.asarray(integer), bounds=Bounds(lb_v, ub_v),
-                   constraints=cons, options=opts)
+                   constraints=cons, options={"mip_rel_gap": 1e-9, **(
+                       {"time_limit": time_limit} if time_limit is not None else {})})
     if res.status != 0 or res.x is None:  # pragma: no cover
         return MILPSolution("error")
     dual = getattr(res, "mip_dual_bound", None)  # pragma: no cover
