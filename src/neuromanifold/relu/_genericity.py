@@ -329,10 +329,14 @@ class _Checker:
         # facet-only dependent families (e.g. opposite facets of a box) never fail
         facet_idx = [i for i, e in enumerate(elems) if e[3] == 0]
         for k in range(2, min(d + 1, len(facet_idx)) + 1):
-            for S in itertools.combinations(facet_idx, k):
-                if any(B <= frozenset(S) for B in blocked):
-                    continue
-                if _rank([elems[i][1] for i in S], d) < k:
+            subs = [S for S in itertools.combinations(facet_idx, k)
+                    if not any(B <= frozenset(S) for B in blocked)]
+            if self.check is not None:
+                self.check()
+            # certainly independent in floats: no exact rank needed
+            sure = _batch_independent(Nf, np.array(subs, dtype=int).reshape(len(subs), k))
+            for S, ok in zip(subs, sure):
+                if not ok and _rank([elems[i][1] for i in S], d) < k:
                     blocked.append(frozenset(S))
         for k in sizes:
             if k > len(elems):

@@ -1,0 +1,246 @@
+"""Practitioners' sizes (issue 11, part 5): the exact ReLU analyses on networks trained
+with scikit-learn, each bounded by a budget.
+
+Networks (``MLPRegressor``, ReLU, Adam, ``random_state=0``, loaded with
+``neuromanifold.io.load``): 4-16-16-1 trained on 4-D data (analysed on all of R^4),
+8-32-32-1 trained on 8-D data (analysed on the box [-1, 1]^8), 2-16-16-1 trained on 2-D
+data. Every row runs under a ``time_limit`` (or in a subprocess with a timeout) and says
+"did not finish within N s" when it runs out, with how far it got.
+
+Baselines: where it is cheap, a same-run baseline (``method="regions"`` against
+``method="auto"``); elsewhere the figure the issue quotes, measured before these changes on
+the reporter's networks, NOT in this run (column "issue-11 figure (before)"; a ratio
+against it compares different networks of the same widths and is only indicative).
+
+    python benchmarks/bench_practitioner.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+import tracemalloc
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from neuromanifold import ComputationLimitError, io, relu
+from _timing import suite_row
+
+ISSUE = "issue-11 figure (before; other run, other net)"
+SEED = 0
+
+
+def trained(d: int, hidden: tuple, n: int = 2000, max_iter: int = 300):
+    """``MLPRegressor(hidden)`` fitted on ``n`` points of a smooth target on [-1, 1]^d."""
+    from sklearn.neural_network import MLPRegressor
+    rng = np.random.default_rng(SEED)
+    X = rng.uniform(-1.0, 1.0, (n, d))
+    y = np.sin(X @ rng.standard_normal(d)) + 0.5 * np.cos(2 * X[:, 0]) * X[:, -1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # ConvergenceWarning at small max_iter
+        mlp = MLPRegressor(hidden_layer_sizes=hidden, random_state=SEED,
+                           max_iter=max_iter).fit(X, y)
+    return io.load(mlp).params
+
+
+def permuted_rescaled(p, seed: int = 1):
+    """A copy with every hidden layer permuted and rescaled by factors in [0.5, 2]."""
+    rng = np.random.default_rng(seed)
+    q = [(W.copy(), b.copy()) for W, b in p]
+    for l in range(len(q) - 1):
+        n = q[l][0].shape[0]
+        perm, s = rng.permutation(n), rng.uniform(0.5, 2.0, n)
+        (W, b), (W2, b2) = q[l], q[l + 1]
+        q[l] = (W[perm] * s[:, None], b[perm] * s)
+        q[l + 1] = (W2[:, perm] / s[None, :], b2)
+    return q
+
+
+def split_neuron(p, j: int = 3):
+    """``p`` with first-layer neuron ``j`` split into two (weights 3/4 and 1/4, both
+    feeding the next layer with its weights): the same function, one more neuron, so no
+    permutation or rescaling relates the two (the sampled and symmetry checks cannot
+    decide; before, ``auto`` then ran the MILP)."""
+    (W1, b1), (W2, b2), *rest = p
+    W1s, b1s = np.vstack([W1, 0.25 * W1[j:j + 1]]), np.append(b1, 0.25 * b1[j])
+    W1s[j] *= 0.75
+    b1s[j] *= 0.75
+    return [(W1s, b1s), (np.hstack([W2, W2[:, j:j + 1]]), b2), *rest]
+
+
+def budgeted(fn, memory: bool = False):
+    """Run ``fn`` (which takes a budget); ``(seconds, result or None, error or None, peak
+    MB or None)``: a ComputationLimitError is caught and returned."""
+    if memory:
+        tracemalloc.start()
+    t0 = time.perf_counter()
+    res = err = None
+    try:
+        res = fn()
+    except ComputationLimitError as exc:
+        err = exc
+    t = time.perf_counter() - t0
+    peak = None
+    if memory:
+        peak = tracemalloc.get_traced_memory()[1] / 2 ** 20
+        tracemalloc.stop()
+    return t, res, err, peak
+
+
+def _status(err, budget: float) -> str:
+    if err is None:
+        return "finished"
+    return (f"did not finish within {budget:g} s ({err.num_regions} regions, "
+            f"{err.num_lps} LPs)")
+
+
+FUNDIM_SCRIPT = """
+import pickle, sys, time
+from neuromanifold import relu
+p = pickle.load(open(sys.argv[1], "rb"))
+t = time.perf_counter()
+fd = relu.functional_dimension(p)
+print(time.perf_counter() - t, fd.rank, fd.bound, fd.num_regions, fd.enumerated)
+"""
+
+
+def main(argv=None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small networks, 2 s budgets")
+    args = parser.parse_args(argv)
+    q = args.quick
+    B = (lambda full: 2.0) if q else (lambda full: full)   # the budget of each row
+    h4, h8, h2 = ((6, 6), (8, 8), (6, 6)) if q else ((16, 16), (32, 32), (16, 16))
+    rows: list[dict] = []
+    t_train = time.perf_counter()
+    p4, p8, p2 = trained(4, h4), trained(8, h8), trained(2, h2)
+    print(f"trained 4-{h4[0]}-{h4[1]}-1, 8-{h8[0]}-{h8[1]}-1, 2-{h2[0]}-{h2[1]}-1 in "
+          f"{time.perf_counter() - t_train:.1f} s")
+    box8 = ([-1.0] * 8, [1.0] * 8)
+    s4 = f"4-{h4[0]}-{h4[1]}-1 on R^4"
+    s8 = f"8-{h8[0]}-{h8[1]}-1 on [-1,1]^8"
+    s2 = f"2-{h2[0]}-{h2[1]}-1 pair on R^2"
+
+    # the estimate before starting
+    t, _, _, _ = budgeted(lambda: relu.estimate_regions(p4))
+    est = relu.estimate_regions(p4)
+    print(f"estimate_regions {s4}: ~{est.estimate:.0f} ({est.sampled_patterns} sampled "
+          f"patterns), {t:.2f} s")
+    rows.append(suite_row("relu estimate_regions (before enumerating)", s4, t, "-", None,
+                          note=f"~{est.estimate:.0f} regions expected, {est.sampled_patterns} "
+                               f"patterns at {est.samples} points"))
+
+    # 1. regions of 4-16-16-1 on R^4
+    b = B(40.0)
+    t, R, err, _ = budgeted(lambda: relu.regions(p4, time_limit=b))
+    n = (R.num_regions if R is not None else err.num_regions)
+    print(f"regions {s4}: {n} regions in {t:.1f} s ({n / t:.0f}/s); {_status(err, b)}")
+    rows.append(suite_row("relu regions, certified (budget)", s4, t, ISSUE, 156.0,
+                          note=f"{_status(err, b)}; {n} regions, {n / t:.0f} regions/s "
+                               f"(before: 43,332 regions in 156 s, 278/s)"))
+
+    # 2. bent hyperplanes of 4-16-16-1 on R^4
+    b = B(30.0)
+    t, Bh, err, _ = budgeted(lambda: relu.bent_hyperplanes(p4, time_limit=b))
+    n = len(Bh.regions) if Bh is not None else err.num_regions
+    print(f"bent_hyperplanes {s4}: {n} regions in {t:.1f} s; {_status(err, b)}")
+    rows.append(suite_row("relu bent_hyperplanes (budget)", s4, t, ISSUE, 300.0,
+                          note=f"{_status(err, b)}; {n / t:.0f} regions/s (before: more "
+                               f"than 300 s, not finished)"))
+
+    # 3. bent hyperplanes and genericity of 8-32-32-1 on the box: memory stays bounded
+    for name, fn, before in (
+            ("bent_hyperplanes", lambda b: relu.bent_hyperplanes(p8, box8, time_limit=b),
+             "more than 180 s"),
+            ("genericity", lambda b: relu.genericity(p8, box8, time_limit=b),
+             "6 GB after 49 s")):
+        b = B(20.0)
+        t, res, err, peak = budgeted(lambda: fn(b), memory=True)
+        extra = ""
+        if err is not None and name == "genericity":
+            extra = f", {err.partial.num_subsets} families of S1 examined"
+        print(f"{name} {s8}: {_status(err, b)}{extra}; Python-heap peak {peak:.0f} MB")
+        rows.append(suite_row(f"relu {name} (budget, peak memory)", s8, t, ISSUE,
+                              49.0 if name == "genericity" else 180.0, peak_mb=peak,
+                              note=f"{_status(err, b)}{extra}; before: {before}"))
+
+    # 4. equivalence of a permuted and rescaled copy, 4-16-16-1 on R^4 (goal: < 60 s)
+    t, r, err, _ = budgeted(lambda: relu.equivalent(p4, permuted_rescaled(p4), time_limit=60))
+    ok = r is not None and r.equivalent
+    print(f"equivalent (permuted+rescaled copy) {s4}: {ok} by {r.method if r else '-'} in "
+          f"{t:.2f} s")
+    rows.append(suite_row("relu equivalent, permuted+rescaled copy", s4, t, ISSUE, 300.0,
+                          note=f"equivalent={ok}, method {r.method if r else '-'}, certified "
+                               f"{r.certified if r else '-'}; goal < 60 s (before: more "
+                               f"than 300 s)"))
+
+    # 5. auto against regions on a 2-16-16-1 pair that only the regions method settles
+    pq = split_neuron(p2)
+    b = B(60.0)
+    t_reg, r_reg, e_reg, _ = budgeted(
+        lambda: relu.equivalent(p2, pq, method="regions", time_limit=b))
+    t_auto, r_auto, e_auto, _ = budgeted(lambda: relu.equivalent(p2, pq, time_limit=b))
+    verdict = (f"auto: {r_auto.method}, equivalent={r_auto.equivalent}, "
+               f"{r_auto.num_regions} joint regions, {r_auto.num_milps} MILPs"
+               if r_auto is not None else _status(e_auto, b))
+    print(f"equivalent auto vs regions {s2}: {t_auto:.1f} s vs {t_reg:.1f} s; {verdict}")
+    rows.append(suite_row("relu equivalent auto (split-neuron copy)", s2, t_auto,
+                          'method="regions", same run', t_reg,
+                          note=f"{verdict}; regions: {_status(e_reg, b)}; before, auto ran "
+                               f"the MILP first: more than 300 s (issue 11)"))
+
+    # 6. regions streamed on 8-32-32-1 over the box, 30 s budget (goal: >= 1,000 regions/s)
+    for certify in (True, False):
+        b = B(30.0 if certify else 10.0)
+        it = relu.iter_regions(p8, box8, certify=certify, time_limit=b)
+        t0 = time.perf_counter()
+        err = None
+        try:
+            for _ in it:
+                pass
+        except ComputationLimitError as exc:
+            err = exc
+        t = time.perf_counter() - t0
+        rate = it.num_regions / t
+        label = "certified" if certify else "certify=False"
+        print(f"iter_regions {s8}, {label}: {it.num_regions} regions in {t:.1f} s "
+              f"({rate:.0f}/s, {it.num_lps / max(it.num_regions, 1):.1f} LPs/region)")
+        rows.append(suite_row(f"relu regions streamed, {label} (budget)", s8, t, ISSUE, None,
+                              note=f"{_status(err, b)}; {it.num_regions} regions, {rate:.0f} "
+                                   f"regions/s (goal >= 1,000/s); before: every analysis "
+                                   f"past 180 s"))
+
+    # 7. functional dimension (its own module; no budget keyword: a subprocess timeout)
+    import pickle
+    import tempfile
+    b = B(30.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "p4.pkl"
+        path.write_bytes(pickle.dumps(p4))
+        t0 = time.perf_counter()
+        try:
+            out = subprocess.run([sys.executable, "-c", FUNDIM_SCRIPT, str(path)],
+                                 capture_output=True, text=True, timeout=b)
+            t = time.perf_counter() - t0
+            if out.returncode == 0:
+                secs, rank, bound, nreg, enum = out.stdout.split()
+                note = (f"finished: rank {rank} / bound {bound}, {nreg} regions used, "
+                        f"enumerated {enum}")
+                t = float(secs)
+            else:
+                note = f"failed: {out.stderr.strip().splitlines()[-1][:120]}"
+        except subprocess.TimeoutExpired:
+            t = time.perf_counter() - t0
+            note = f"did not finish within {b:g} s (subprocess timeout)"
+    print(f"functional_dimension {s4}: {note} ({t:.1f} s)")
+    rows.append(suite_row("relu functional_dimension (timeout)", s4, t, ISSUE, 260.0,
+                          note=f"{note}; before: 260 s, 13.7 GB"))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
