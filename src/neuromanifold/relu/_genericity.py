@@ -646,8 +646,7 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                     sides.append(-1 if pattern[l][j] else 1)
             pieces += [(f[0], f[1], f[2], 0) for f in facets]
             sides += [1] * len(facets)
-            with budget.guard(partial, "the pieces of a region"):
-                pieces = _touching(pieces, sides, cell, d, budget.engine.counter)
+            pieces = _touching(pieces, sides, cell, d, budget.engine.counter)
             must = [p[3] >= 2 for p in pieces]
             for S, kind, rN, exp, x, cert in checker.families(
                     pieces, range(2, d + 2), must, rows, offs, strong=False):
