@@ -155,7 +155,10 @@ def test_genericity_closure_pruning_matches_all_pieces(seed, widths, dyadic, dom
         mp.setattr(_genericity, "_touching", lambda pieces, *a: pieces)
         slow = genericity(p, domain, tol=0)
     assert _failures(fast) == _failures(slow)
-    assert (fast.generic, fast.certified) == (slow.generic, slow.certified)
+    assert fast.generic == slow.generic
+    # a piece left out is certified to miss the closure exactly, where the unpruned search
+    # may have asked a float LP about a family containing it (then certified=False)
+    assert fast.certified or not slow.certified
     assert fast.num_subsets <= slow.num_subsets
 
 
