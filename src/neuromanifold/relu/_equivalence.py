@@ -29,8 +29,11 @@ Methods:
   domain; the largest differences are checked exactly), then a symmetry check (is q a
   permutation and positive rescaling of p's hidden neurons up to a parameter difference
   whose effect on the function, bounded exactly, is within ``tol``? then ``method`` says
-  ``"symmetry"``, the verdict is certified and ``symmetry`` holds the map), then the
-  polynomial-time test of generic three-layer bottleneck networks (on R^d), then, ordered
+  ``"symmetry"``, the verdict is certified and ``symmetry`` holds the map), then the same
+  check after reducing both networks (``"reduction"``: neurons without outgoing weights
+  removed, neurons with a zero incoming row folded into the next bias, positive multiples
+  of one row merged, each step exact, rows parallel up to ``tol`` moved onto each other
+  with the effect bounded), then the polynomial-time test of generic three-layer bottleneck networks (on R^d), then, ordered
   by their expected cost, the regions method (which certifies) when at most 50,000 joint
   regions are expected (distinct joint activation patterns at 20,000 random points,
   Chao1-corrected), else the MILP first (at most 60 s) and the regions method after it.
@@ -58,7 +61,7 @@ from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
 from .._validation import as_seed_rng, check_bool, check_finite_result
 from ..exact._lp import exact_lp_max
-from ..exact._rational import to_fmpq
+from ..exact._rational import fmpq_to_fraction, to_fmpq
 from ._domain import Domain, as_domain
 from ._budget import Budget
 from ._engine import ExactNet, Engine, binary_exponent, exact_forward, output_map, pow2_floats
@@ -98,8 +101,9 @@ class Equivalence(Result):
             the domain for ``"regions"`` and ``"milp"`` (where it is tiny, an upper bound),
             the largest sampled value for ``"sampling"``.
         method: the method that decided: ``"regions"``, ``"milp"``, ``"sampling"``,
-            ``"symmetry"`` or ``"bottleneck"`` (the polynomial-time test of
-            docs/relu_equivalence.md).
+            ``"symmetry"``, ``"reduction"`` (the symmetry check after dead, constant and
+            parallel hidden neurons are merged away) or ``"bottleneck"`` (the
+            polynomial-time test of docs/relu_equivalence.md).
         certified: the verdict is proved (exact arithmetic or an exactly checked witness).
         tol: the relative tolerance used (0.0 = exact).
         scale: the larger path norm of the two networks (``tol * scale`` is the absolute
@@ -310,6 +314,8 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     res = _by_sampling(pair, dom, rng)
     if res is None:
         res = _by_symmetry(pair, dom)
+    if res is None:
+        res = _by_reduction(pair, dom)
     if res is None and dom.kind == "whole":
         res = _by_bottleneck(pair, p, q, dom)
     if res is not None:
@@ -505,6 +511,174 @@ def _by_symmetry(pair: _Pair, dom: Domain) -> Equivalence | None:
                        f"a parameter difference that moves the function by at most "
                        f"{B / base:.3g} relative (Lipschitz bound in the parameters)")
     return dataclasses.replace(out, symmetry=tuple(sym))
+
+
+# -- a reduced form: dead, constant and parallel neurons merged away ----------------------
+
+def _reduce(net: ExactNet, tol: float):
+    """A smaller network computing (up to a bounded difference) the same function.
+
+    First, with ``tol > 0``, every hidden neuron whose row ``(W_j, b_j)`` is, up to ``tol``
+    (max-norm of the rows scaled to max-abs 1), a positive multiple of an earlier neuron's
+    row of the same layer is moved onto that exact multiple; the effect on the function is
+    bounded as in :func:`_by_symmetry` (exact differences, float products with a margin).
+    Then, exactly and until nothing changes: a neuron with no outgoing weight is removed;
+    a neuron with a zero incoming row computes the constant ``relu(b_j)``, folded into the
+    next layer's biases; a neuron whose row is a positive multiple ``lam`` of another's
+    (``relu(lam z) = lam relu(z)``) is merged into it (its outgoing column times ``lam``
+    added to the other's).
+
+    Returns:
+        ``(params, delta)``: the reduced parameters as ``(W, b)`` lists of Fractions and an
+        absolute bound ``delta`` on ``|f_net(x) - f_reduced(x)| / max(1, ||x||_inf)``
+        (0.0 when only exact steps were taken); ``None`` when nothing can be removed or a
+        hidden layer would be left empty.
+    """
+    L = net.num_layers
+    W = [[[net.Wq[l][i, j] for j in range(net.Wq[l].ncols())] for i in range(net.Wq[l].nrows())]
+         for l in range(L)]
+    b = [list(net.bq[l]) for l in range(L)]
+    delta = 0.0
+    if tol > 0:
+        W0, b0 = [[list(r) for r in Wl] for Wl in W], [list(bl) for bl in b]
+        snapped = False
+        for l in range(L - 1):
+            rows = [W[l][j] + [b[l][j]] for j in range(len(W[l]))]
+            big = [max((abs(v) for v in r), default=_ZERO) for r in rows]
+            U = np.array([[_float(v / m) if m != 0 else 0.0 for v in r]
+                          for r, m in zip(rows, big)]).reshape(len(rows), -1)
+            for j in range(len(rows)):
+                if big[j] == 0:
+                    continue
+                for i in range(j):
+                    if big[i] == 0 or not np.abs(U[j] - U[i]).max() <= tol:
+                        continue
+                    lam = big[j] / big[i]
+                    new = [lam * v for v in rows[i]]
+                    if new != rows[j]:
+                        W[l][j], b[l][j] = new[:-1], new[-1]
+                        snapped = True
+                    break
+        if snapped:
+            delta = _difference_bound(W0, b0, W, b)
+    changed, reduced = True, False
+    while changed:
+        changed = False
+        for l in range(L - 1):
+            drop: set = set()
+            keys: dict = {}
+            for j in range(len(W[l])):
+                if all(W[l + 1][k][j] == 0 for k in range(len(W[l + 1]))):
+                    drop.add(j)
+                    continue
+                if all(v == 0 for v in W[l][j]):
+                    if b[l][j] > 0:
+                        for k in range(len(W[l + 1])):
+                            b[l + 1][k] += W[l + 1][k][j] * b[l][j]
+                    drop.add(j)
+                    continue
+                row = W[l][j] + [b[l][j]]
+                piv = abs(next(v for v in row if v != 0))
+                key = tuple(v / piv for v in row)
+                i = keys.get(key)
+                if i is None:
+                    keys[key] = (j, piv)
+                    continue
+                i, piv_i = i
+                lam = piv / piv_i
+                for k in range(len(W[l + 1])):
+                    W[l + 1][k][i] += lam * W[l + 1][k][j]
+                drop.add(j)
+            if drop:
+                if len(drop) == len(W[l]):
+                    return None   # a constant function on every input: not this route
+                keep = [j for j in range(len(W[l])) if j not in drop]
+                W[l] = [W[l][j] for j in keep]
+                b[l] = [b[l][j] for j in keep]
+                W[l + 1] = [[r[j] for j in keep] for r in W[l + 1]]
+                changed = reduced = True
+    if not reduced:
+        return None
+    params = [(np.array([[fmpq_to_fraction(v) for v in r] for r in Wl], dtype=object),
+               np.array([fmpq_to_fraction(v) for v in bl], dtype=object)) for Wl, bl in zip(W, b)]
+    return params, delta
+
+
+def _difference_bound(Wa, ba, Wb, bb) -> float:
+    """The bound of :func:`neuromanifold._tolerance.function_distance_bound` for two exact
+    networks of the same widths (lists of fmpq), with the differences taken exactly."""
+    def aug(W, bias, fn):
+        n, m = len(W), len(W[0]) if W else 0
+        M = np.zeros((n + 1, m + 1))
+        for i in range(n):
+            for k in range(m):
+                M[i, k] = fn(W[i][k])
+            M[i, m] = fn(bias[i])
+        return M
+
+    absf = lambda v: abs(_float(v))  # noqa: E731
+    L = len(Wa)
+    Ma = [aug(Wa[l], ba[l], absf) for l in range(L)]
+    Mb = [aug(Wb[l], bb[l], absf) for l in range(L)]
+    for M in Ma + Mb:
+        M[-1, -1] = 1.0
+    D = [aug([[x - y for x, y in zip(ra, rb)] for ra, rb in zip(Wa[l], Wb[l])],
+             [x - y for x, y in zip(ba[l], bb[l])], absf) for l in range(L)]
+    total = None
+    for l in range(L):
+        right = np.eye(Ma[0].shape[1])
+        for k in range(l):
+            right = Ma[k] @ right
+        left = np.eye(D[l].shape[0])
+        for k in range(l + 1, L):
+            left = Mb[k] @ left
+        term = left @ D[l] @ right
+        total = term if total is None else total + term
+    return float(total[:-1].sum(axis=1).max()) * (1.0 + 1e-9)
+
+
+def _by_reduction(pair: _Pair, dom: Domain) -> Equivalence | None:
+    """Remove dead and constant neurons and merge (nearly) parallel ones in both networks
+    (:func:`_reduce`), then the symmetry check on the reduced pair; the three differences
+    (p to its reduction, the reductions, q's reduction to q) add up within ``tol``.
+    ``None`` when nothing reduces or the reduced pair is not related by a symmetry."""
+    rp, rq = _reduce(pair.p, pair.tol), _reduce(pair.q, pair.tol)
+    if rp is None and rq is None:
+        return None
+    (pp, dp), (qq, dq) = (rp or (_fraction_params(pair.p), 0.0)), \
+        (rq or (_fraction_params(pair.q), 0.0))
+    budget = pair.tol * pair.scale - dp - dq
+    if budget < 0 or (pair.tol == 0 and (dp or dq)):
+        return None
+    try:
+        probe = _Pair(pp, qq, 0.0)
+    except NeuromanifoldError:
+        return None
+    sub_tol = 0.0 if pair.tol == 0 else (
+        min(budget / probe.scale, 0.5) if probe.scale > 0 else 0.0)
+    sub = _Pair(pp, qq, sub_tol)
+    res = _by_symmetry(sub, dom)
+    if res is None:
+        return None
+    total = dp + dq + res.max_difference * sub.scale
+    rel = total / pair.scale if pair.scale > 0 else (0.0 if total == 0 else math.inf)
+    if rel > pair.tol:
+        return None
+    widths = lambda ps: "-".join(str(W.shape[0]) for W, _ in ps[:-1])  # noqa: E731
+    return _result(pair, dom, equivalent=True, max_difference=rel, method="reduction",
+                   certified=True,
+                   note=f"with dead, constant and parallel hidden neurons merged (hidden widths "
+                        f"{widths(pair.p.params)} -> {widths(pp)} and "
+                        f"{widths(pair.q.params)} -> {widths(qq)}), q is a permutation and "
+                        f"positive rescaling of p; the differences add up to at most "
+                        f"{rel:.3g} relative")
+
+
+def _fraction_params(net: ExactNet) -> list:
+    return [(np.array([[fmpq_to_fraction(W[i, j]) for j in range(W.ncols())]
+                       for i in range(W.nrows())], dtype=object),
+             np.array([fmpq_to_fraction(v) for v in bl], dtype=object))
+            for W, bl in zip(net.Wq, net.bq)]
 
 
 def _by_bottleneck(pair: _Pair, p: Any, q: Any, dom: Domain) -> Equivalence | None:
