@@ -307,6 +307,7 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         res = _by_milp(pair, dom, budget)
         if res is not None:
             return res
+        budget.check_time(stage="the MILP")
         out = _by_regions(pair, dom, budget)
         return dataclasses.replace(out, num_milps=2 * pair.m,
                                    note=f"the MILP was inconclusive; {out.note}")
