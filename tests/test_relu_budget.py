@@ -31,6 +31,17 @@ def _split(p, j=0, share=0.25):
     return [(W1s, b1s), (np.hstack([W2, W2[:, j:j + 1]]), b2), *rest]
 
 
+def _dead_on_box(p, seed=2):
+    """``p`` with one more first-layer neuron, inactive on the box [-1, 1]^d, with random
+    outgoing weights: the same function on the box only (no symmetry or reduction)."""
+    rng = np.random.default_rng(seed)
+    (W1, b1), (W2, b2), *rest = p
+    w = rng.standard_normal(W1.shape[1])
+    return [(np.vstack([W1, w]), np.append(b1, -(np.abs(w).sum() + 0.5))),
+            (np.hstack([W2, rng.standard_normal((W2.shape[0], 1))]), b2), *rest]
+
+
+BOX = (-1.0, 1.0)
 NET = ReLUNet([2, 4, 3, 1]).random_params(5)
 
 
@@ -174,20 +185,20 @@ def test_closure_pruning_keeps_a_piece_through_a_vertex():
 
 def test_auto_runs_regions_before_the_milp_on_few_regions(monkeypatch):
     p = ReLUNet([2, 4, 4, 1]).random_params(1)
-    q = _split(p)
+    q = _dead_on_box(p)
 
     def no_milp(*a, **kw):
         raise AssertionError("the MILP ran although few joint regions were expected")
 
     monkeypatch.setattr(_equivalence, "_by_milp", no_milp)
-    r = equivalent(p, q)
+    r = equivalent(p, q, BOX)
     assert r.equivalent and r.method == "regions" and r.certified and r.num_milps == 0
     assert "regions first" in r.note
 
 
 def test_auto_runs_the_milp_first_on_many_regions(monkeypatch):
     p = ReLUNet([2, 4, 4, 1]).random_params(1)
-    q = _split(p)
+    q = _dead_on_box(p)
     calls = []
     real = _equivalence._by_milp
 
@@ -197,7 +208,7 @@ def test_auto_runs_the_milp_first_on_many_regions(monkeypatch):
 
     monkeypatch.setattr(_equivalence, "_REGIONS_FIRST", 0)
     monkeypatch.setattr(_equivalence, "_by_milp", counted)
-    r = equivalent(p, q)
+    r = equivalent(p, q, BOX)
     assert r.equivalent and r.method == "regions" and calls == [_equivalence._MILP_SHARE]
     assert "the MILP first" in r.note and r.num_milps == 2
 
