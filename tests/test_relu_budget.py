@@ -263,3 +263,12 @@ def test_no_analysis_writes_to_stdout(capfd):
         run()
         out = capfd.readouterr().out
         assert out == "", f"{run.__code__.co_firstlineno}: wrote {out[:200]!r} to stdout"
+
+
+def test_budget_after_the_milp_keeps_its_verdict_as_partial(monkeypatch):
+    p = ReLUNet([2, 4, 4, 1]).random_params(1)
+    monkeypatch.setattr(_equivalence, "_REGIONS_FIRST", 0)
+    with pytest.raises(ComputationLimitError, match="max_regions=1") as info:
+        equivalent(p, _dead_on_box(p), BOX, max_regions=1)
+    part = info.value.partial
+    assert part.method == "milp" and part.equivalent and not part.certified

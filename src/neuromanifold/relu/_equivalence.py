@@ -56,7 +56,8 @@ from typing import Any
 import flint
 import numpy as np
 
-from .._errors import ArchitectureError, InputError, NeuromanifoldError, short_repr
+from .._errors import (ArchitectureError, ComputationLimitError, InputError,
+                       NeuromanifoldError, short_repr)
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
 from .._validation import as_seed_rng, check_bool, check_finite_result
@@ -279,7 +280,8 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         time_limit: stop with a :class:`~neuromanifold.ComputationLimitError` after this
             many seconds (the whole call; the MILP gets what is left). The error's
             ``num_regions``, ``num_lps`` and ``elapsed`` say how far it got; ``partial`` is
-            ``None`` (no verdict was reached).
+            the MILP's uncertified "equivalent" when ``auto`` ran it first and the regions
+            method then ran out, else ``None`` (no verdict was reached).
 
     Returns:
         An :class:`Equivalence` result.
@@ -333,8 +335,12 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                    else min(_MILP_SHARE, left))
     if res is not None and not res.equivalent:
         return res
-    budget.check_time(stage="the MILP")
-    out = _by_regions(pair, dom, budget)
+    try:
+        budget.check_time(stage="the MILP")
+        out = _by_regions(pair, dom, budget)
+    except ComputationLimitError as err:
+        err.partial = res   # the MILP's floating-point "equivalent" (certified=False), if any
+        raise
     why += (f"; about {expected:.0f} joint regions expected: the MILP first, which "
             + ("found no confirmed difference" if res is not None else
                "was inconclusive (or reached its time share)"))
