@@ -139,3 +139,29 @@ def test_relu_equiv_reports_the_symmetry(bottleneck):
     out = run("relu", "equiv", d / "p.npz", d / "q.safetensors")
     assert out.returncode == 0 and out.stdout.startswith("EQUIVALENT")
     assert "symmetry taking A to B: Permutation(layer=1, perm=(2, 0, 1))" in out.stdout
+
+
+def test_relu_budgets(files, tmp_path, capsys):
+    from neuromanifold.cli import main
+    n = len(nm.relu.regions(nm.io.load(files / "a.npz").params).regions)
+    out = run("relu", "regions", files / "a.npz", "--max-regions", 2, "--json", tmp_path / "r.json")
+    assert out.returncode == 1
+    assert out.stdout.startswith("INCOMPLETE: 2 linear regions")
+    assert "max_regions=2" in out.stderr and "expect about" in out.stderr
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert len(data["regions"]) == 2 and data["certified"] is False
+    capsys.readouterr()
+    assert main(["relu", "regions", str(files / "a.npz"), "--max-regions", str(n),
+                 "--time-limit", "600"]) == 0
+    assert f"{n} linear regions" in capsys.readouterr().out
+    assert main(["relu", "equiv", str(files / "a.npz"), str(files / "c.npz"), "--method",
+                 "regions", "--max-regions", "1"]) == 1
+    cap = capsys.readouterr()
+    assert "max_regions=1" in cap.err and cap.out == ""
+    assert main(["relu", "plot", str(files / "a.npz"), "--out", str(tmp_path / "p.png"),
+                 "--max-regions", "1"]) == 1
+    assert "max_regions=1" in capsys.readouterr().err
+    for bad in (["--max-regions", "0"], ["--time-limit", "0"], ["--time-limit", "soon"]):
+        with pytest.raises(SystemExit) as info:
+            main(["relu", "regions", str(files / "a.npz"), *bad])
+        assert info.value.code == 2

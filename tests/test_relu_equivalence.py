@@ -382,3 +382,83 @@ def test_milp_finds_a_difference_reached_only_far_out():
     r = equivalent(p, q, domain="orthant", method="milp")
     assert r.method == "milp" and not r.equivalent and r.certified
     _confirmed(p, q, r)
+
+
+# -- the reduction: dead, constant and parallel neurons merged away ---------------------------
+
+def _grown(p, rng, l=0, share=0.25, dead=True, constant=True):
+    """``p`` with, in hidden layer ``l``: neuron 0 split into two positive multiples
+    (``1 - share`` and ``share``), a neuron without outgoing weights and a neuron with a
+    zero row and a positive bias (its constant folded out of the next layer's bias)."""
+    q = [(np.array(W, float), np.array(b, float)) for W, b in p]
+    (W, b), (Wn, bn) = q[l], q[l + 1]
+    rows, bias, cols = [W, share * W[:1]], [b, share * b[:1]], [Wn, Wn[:, :1]]
+    W = W.copy()
+    W[0] *= 1 - share
+    rows[0], bias[0] = W, np.append(b[:1] * (1 - share), b[1:])
+    if dead:
+        rows.append(rng.standard_normal((1, W.shape[1])))
+        bias.append(rng.standard_normal(1))
+        cols.append(np.zeros((Wn.shape[0], 1)))
+    bn = bn.copy()
+    if constant:
+        rows.append(np.zeros((1, W.shape[1])))
+        bias.append(np.array([2.0]))
+        col = rng.standard_normal((Wn.shape[0], 1))
+        cols.append(col)
+        bn = bn - 2.0 * col[:, 0]
+    q[l] = (np.vstack(rows), np.concatenate(bias))
+    q[l + 1] = (np.hstack(cols), bn)
+    return q
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 3, 3, 1], [3, 4, 2, 2],
+                                                           [2, 3, 2, 2, 1]]),
+       share=st.sampled_from([0.25, 0.5, 0.3]), layer=st.integers(0, 1),
+       domain=st.sampled_from([None, "orthant", (-1.0, 1.0)]))
+def test_reduction_recognizes_split_dead_and_constant_neurons(seed, widths, share, layer, domain):
+    from neuromanifold.relu import _equivalence
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(widths).random_params(seed)
+    q = permuted_rescaled(_grown(p, rng, layer, share), rng)
+    r = equivalent(p, q, domain)
+    assert r.equivalent and r.certified and r.method == "reduction", r.note
+    assert r.max_difference <= 1e-9
+    # the same verdict from the certified regions method
+    assert equivalent(p, q, domain, method="regions").equivalent
+    # the reduction is sound: a change of one live weight is never absorbed
+    bad = [(W.copy(), b.copy()) for W, b in q]
+    bad[-1][1][0] += 1e-3 * path_norm_scale(p)
+    pair = _equivalence._Pair(p, bad, 1e-9)
+    assert _equivalence._by_reduction(pair, pair_domain(domain, pair.d)) is None
+
+
+def pair_domain(domain, d):
+    from neuromanifold.relu import as_domain
+    return as_domain(domain, d)
+
+
+def test_reduction_is_exact_at_tol_zero_with_exact_shares():
+    from neuromanifold.relu import _equivalence
+    rng = np.random.default_rng(3)
+    p = dyadic_net(rng, [2, 3, 3, 1])
+    p = [(W + 0.125, b + 0.25) for W, b in p]   # no zero rows, distinct directions
+    q = _grown(p, rng, 0, share=0.5, dead=True, constant=False)
+    r = equivalent(p, q, tol=0)
+    assert r.equivalent and r.method == "reduction" and r.max_difference == 0
+    assert _equivalence._reduce(ExactNet.from_params(p), 0.0) is None  # nothing to remove
+
+
+def test_reduction_never_merges_opposite_neurons():
+    from neuromanifold.relu import _equivalence
+    p = ReLUNet([2, 3, 2, 1]).random_params(4)
+    W, b = p[0]
+    W[2], b[2] = -2.0 * W[0], -2.0 * b[0]          # relu(-2 z) is not -2 relu(z)
+    (W2, b2) = p[1]
+    q = [(W[:2].copy(), b[:2].copy()), (W2[:, :2].copy(), b2.copy()), p[2]]
+    q[1][0][:, 0] += -2.0 * W2[:, 2]                # what merging them as multiples would give
+    pair = _equivalence._Pair(p, q, 1e-9)
+    assert _equivalence._by_reduction(pair, pair_domain(None, 2)) is None
+    assert _equivalence._reduce(pair.p, 1e-9) is None
+    assert not equivalent(p, q).equivalent

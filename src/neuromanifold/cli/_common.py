@@ -15,8 +15,8 @@ from typing import Any
 from .._errors import InputError, short_repr
 from .._results import to_jsonable
 
-__all__ = ["add_common", "add_seed", "nonnegative_int", "parse_shapes", "positive_float",
-           "writable_path", "write_json", "emit", "load_model"]
+__all__ = ["add_common", "add_seed", "nonnegative_int", "positive_int", "parse_shapes",
+           "positive_float", "writable_path", "write_json", "emit", "load_model"]
 
 
 def add_seed(p: argparse.ArgumentParser) -> None:
@@ -41,6 +41,15 @@ def nonnegative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type of budgets such as ``--max-regions``: an int >= 1 (else a usage
+    error, exit status 2)."""
+    value = nonnegative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1; got {text!r}")
     return value
 
 

@@ -12,17 +12,24 @@ state_dict files), analysed exactly.
 
 Domains: ``--domain whole`` (R^d, the default), ``orthant`` (x >= 0), or a box
 ``box:LO,HI`` (the same bounds on every axis).
+
+Budgets: regions, equiv and plot enumerate linear regions, whose number grows
+exponentially with the widths. ``--max-regions N`` and ``--time-limit SECONDS`` stop them
+with a message saying how far they got (exit status 1); ``regions`` first lists the
+regions found. ``regions`` also prints an estimate of their number before it starts.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 import numpy as np
 
 from .._errors import NeuromanifoldError
 from .._tolerance import DEFAULT_TOL
-from ._common import add_common, emit, load_model, nonnegative_int, writable_path
+from ._common import (add_common, emit, load_model, nonnegative_int, positive_float,
+                      positive_int, writable_path)
 from ._table import format_table
 
 
@@ -50,10 +57,28 @@ def _tol(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a number in [0, 1); got {text!r}") from None
 
 
+def _budget(args) -> dict:
+    return {"max_regions": args.max_regions, "time_limit": args.time_limit}
+
+
 def _regions(args) -> int:
-    from ..relu import regions
+    from .._errors import ComputationLimitError
+    from ..relu import estimate_regions, regions
     model = load_model(args.model, "relu")
-    res = regions(model.params, args.domain, progress=True)
+    est = estimate_regions(model.params, args.domain, samples=5000)
+    print(f"expect about {est.estimate:.0f} linear regions ({est.sampled_patterns} patterns "
+          f"seen at {est.samples} random points; at most {est.upper_bound})", file=sys.stderr)
+    try:
+        res = regions(model.params, args.domain, progress=True, **_budget(args))
+    except ComputationLimitError as err:
+        if err.partial is not None:   # list what was found, then report the budget
+            emit(args, "INCOMPLETE: " + _regions_text(args, err.partial, model),
+                 err.partial.to_dict())
+        raise
+    return emit(args, _regions_text(args, res, model), res.to_dict())
+
+
+def _regions_text(args, res, model) -> str:
     shown = [[i, "".join("".join("1" if b else "0" for b in layer) + " "
                          for layer in r.pattern).strip(), np.round(r.point, 4)]
              for i, r in enumerate(res.regions[:args.show])]
@@ -61,13 +86,14 @@ def _regions(args) -> int:
             + format_table(shown, ["region", "activation pattern", "interior point"]))
     if len(res.regions) > args.show:
         text += f"\n... {len(res.regions) - args.show} more (--show N, or --json PATH for all)"
-    return emit(args, text, res.to_dict())
+    return text
 
 
 def _equiv(args) -> int:
     from ..relu import equivalent
     a, b = load_model(args.model, "relu"), load_model(args.other, "relu")
-    res = equivalent(a.params, b.params, args.domain, method=args.method, tol=args.tol)
+    res = equivalent(a.params, b.params, args.domain, method=args.method, tol=args.tol,
+                     progress=True, **_budget(args))
     verdict = "EQUIVALENT" if res.equivalent else "NOT equivalent"
     lines = [f"{verdict} on {args.domain or 'R^d'} (method {res.method}, certified="
              f"{res.certified}, tol {res.tol:g} relative to the path-norm scale {res.scale:.4g})",
@@ -116,7 +142,11 @@ def _plot(args) -> int:
     from ..relu import plot_arrangement
     model = load_model(args.model, "relu")
     fig, ax = plt.subplots(figsize=(6, 6))
-    plot_arrangement(model.params, args.domain, ax=ax)
+    try:
+        plot_arrangement(model.params, args.domain, ax=ax, **_budget(args))
+    except NeuromanifoldError:
+        plt.close(fig)
+        raise
     try:
         fig.savefig(args.out, dpi=120, bbox_inches="tight")
     except (OSError, ValueError) as exc:
@@ -156,6 +186,12 @@ def register(sub) -> None:
     p.add_argument("--tol", type=_tol, default=DEFAULT_TOL,
                    help="relative tolerance (default 1e-9; 0 = exact; 1e-5 for float32 weights)")
     p.add_argument("--show", type=nonnegative_int, default=20, help="regions: how many to list")
+    p.add_argument("--max-regions", metavar="N", type=positive_int, default=None,
+                   help="regions, equiv, plot: stop after N (joint) regions (default: no "
+                        "limit)")
+    p.add_argument("--time-limit", metavar="SECONDS", type=positive_float, default=None,
+                   help="regions, equiv, plot: stop after this many seconds (default: no "
+                        "limit)")
     p.add_argument("--out", metavar="FILE", type=writable_path,
                    help="plot: the figure (.png, .svg, .pdf); canonical: a model file "
                         "(.npz, .safetensors)")

@@ -29,8 +29,18 @@ Methods:
   domain; the largest differences are checked exactly), then a symmetry check (is q a
   permutation and positive rescaling of p's hidden neurons up to a parameter difference
   whose effect on the function, bounded exactly, is within ``tol``? then ``method`` says
-  ``"symmetry"``, the verdict is certified and ``symmetry`` holds the map), then the MILP
-  (fast at finding witnesses), then the regions method, which certifies.
+  ``"symmetry"``, the verdict is certified and ``symmetry`` holds the map), then the same
+  check after reducing both networks (``"reduction"``: neurons without outgoing weights
+  removed, neurons with a zero incoming row folded into the next bias, positive multiples
+  of one row merged, each step exact, rows parallel up to ``tol`` moved onto each other
+  with the effect bounded), then the polynomial-time test of generic three-layer bottleneck networks (on R^d), then, ordered
+  by their expected cost, the regions method (which certifies) when at most 50,000 joint
+  regions are expected (distinct joint activation patterns at 20,000 random points,
+  Chao1-corrected), else the MILP first (at most 60 s) and the regions method after it.
+  Between two networks that agree the MILP has no bound to prune with: on a trained
+  2-16-16-1 pair it ran for more than 300 s where the regions method took 9 s.
+
+``max_regions`` and ``time_limit`` bound the whole call (the same semantics as for :func:`~neuromanifold.relu.regions`).
 
 Every "not equivalent" result carries a witness ``x`` in the domain at which the exact
 relative difference exceeds ``tol`` (exceeds 0 when ``tol = 0``).
@@ -40,20 +50,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from typing import Any
 
 import flint
 import numpy as np
 
-from .._errors import ArchitectureError, InputError, NeuromanifoldError, short_repr
+from .._errors import (ArchitectureError, ComputationLimitError, InputError,
+                       NeuromanifoldError, short_repr)
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
 from .._validation import as_seed_rng, check_bool, check_finite_result
 from ..exact._lp import exact_lp_max
-from ..exact._rational import to_fmpq
+from ..exact._rational import fmpq_to_fraction, to_fmpq
 from ._domain import Domain, as_domain
-from ._engine import ExactNet, Engine, binary_exponent, enumerate_cells, exact_forward, \
-    output_map, pow2_floats
+from ._budget import Budget
+from ._engine import ExactNet, Engine, binary_exponent, exact_forward, output_map, pow2_floats
 from ._lp import MILP_FEAS, solve_lp, solve_milp
 from ._net import _forward, check_params, exact_params
 
@@ -62,6 +74,14 @@ __all__ = ["Equivalence", "equivalent"]
 _METHODS = ("auto", "regions", "milp")
 #: points evaluated by the sampled check of ``method="auto"``
 _NUM_SAMPLES = 2048
+#: points whose joint activation patterns estimate the number of joint regions (auto)
+_NUM_ESTIMATE = 20000
+#: ``method="auto"`` runs the regions method before the MILP when at most this many joint
+#: regions are expected (about 10-20 ms each; the MILP of two networks that agree has no
+#: bound to prune with and took over 300 s on a 2-16-16-1 pair the regions settle in 9 s)
+_REGIONS_FIRST = 50_000
+#: seconds the MILP may take in ``method="auto"`` before the regions method decides
+_MILP_SHARE = 60.0
 _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
 
@@ -82,8 +102,9 @@ class Equivalence(Result):
             the domain for ``"regions"`` and ``"milp"`` (where it is tiny, an upper bound),
             the largest sampled value for ``"sampling"``.
         method: the method that decided: ``"regions"``, ``"milp"``, ``"sampling"``,
-            ``"symmetry"`` or ``"bottleneck"`` (the polynomial-time test of
-            docs/relu_equivalence.md).
+            ``"symmetry"``, ``"reduction"`` (the symmetry check after dead, constant and
+            parallel hidden neurons are merged away) or ``"bottleneck"`` (the
+            polynomial-time test of docs/relu_equivalence.md).
         certified: the verdict is proved (exact arithmetic or an exactly checked witness).
         tol: the relative tolerance used (0.0 = exact).
         scale: the larger path norm of the two networks (``tol * scale`` is the absolute
@@ -240,7 +261,8 @@ def _result(pair: _Pair, dom: Domain, *, equivalent: bool, witness=None, max_dif
 
 
 def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
-               method: str = "auto", seed: Any = 0, progress: bool = False) -> Equivalence:
+               method: str = "auto", seed: Any = 0, progress: bool = False,
+               max_regions: int | None = None, time_limit: float | None = None) -> Equivalence:
     """Decide whether two ReLU networks compute the same function on a domain, up to ``tol``.
 
     Args:
@@ -252,7 +274,14 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
             ``0`` decides exact equality.
         method: ``"auto"``, ``"regions"`` (certified) or ``"milp"`` (see the module docs).
         seed: seed of the sampled check of ``"auto"`` (int, None or a numpy Generator).
-        progress: show a progress bar on stderr.
+        progress: a progress bar on stderr counting joint regions and LPs.
+        max_regions: stop with a :class:`~neuromanifold.ComputationLimitError` when the
+            regions method meets more joint regions than this.
+        time_limit: stop with a :class:`~neuromanifold.ComputationLimitError` after this
+            many seconds (the whole call; the MILP gets what is left). The error's
+            ``num_regions``, ``num_lps`` and ``elapsed`` say how far it got; ``partial`` is
+            the MILP's uncertified "equivalent" when ``auto`` ran it first and the regions
+            method then ran out, else ``None`` (no verdict was reached).
 
     Returns:
         An :class:`Equivalence` result.
@@ -272,27 +301,73 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     rng = as_seed_rng(seed)
     pair = _Pair(p, q, tol)
     dom = as_domain(domain, pair.d)
+    budget = Budget("equivalent", pair.d, max_regions=max_regions, time_limit=time_limit,
+                    progress=progress, unit="joint region")
     if method == "regions":
-        return _by_regions(pair, dom, progress)
-    if method == "auto":
-        res = _by_sampling(pair, dom, rng)
-        if res is None:
-            res = _by_symmetry(pair, dom)
-        if res is None and dom.kind == "whole":
-            res = _by_bottleneck(pair, p, q, dom)
+        return _by_regions(pair, dom, budget)
+    if method == "milp":
+        res = _by_milp(pair, dom, budget)
         if res is not None:
             return res
-    res = _by_milp(pair, dom)
-    if method == "milp" and res is not None:
+        budget.check_time(stage="the MILP")
+        out = _by_regions(pair, dom, budget)
+        return dataclasses.replace(out, num_milps=2 * pair.m,
+                                   note=f"the MILP was inconclusive; {out.note}")
+    # auto: the cheap checks first, then regions or the MILP by the expected cost
+    res = _by_sampling(pair, dom, rng)
+    if res is None:
+        res = _by_symmetry(pair, dom)
+    if res is None:
+        res = _by_reduction(pair, dom)
+    if res is None and dom.kind == "whole":
+        res = _by_bottleneck(pair, p, q, dom)
+    if res is not None:
         return res
+    budget.check_time(stage="the sampled and symmetry checks")
+    expected = _expected_joint_regions(pair, dom, rng)
+    why = "sampling found no difference above tol"
+    if expected <= _REGIONS_FIRST:
+        out = _by_regions(pair, dom, budget)
+        why += f"; about {expected:.0f} joint regions expected: regions first"
+        return dataclasses.replace(out, note=f"{why}; {out.note}")
+    left = budget.remaining()
+    res = _by_milp(pair, dom, budget, time_limit=_MILP_SHARE if left is None
+                   else min(_MILP_SHARE, left))
     if res is not None and not res.equivalent:
         return res
-    out = _by_regions(pair, dom, progress)
-    why = ("the MILP found no confirmed difference" if res is not None
-           else "the MILP was inconclusive")
-    if method == "auto":
-        why = f"sampling found no difference above tol; {why}"
+    try:
+        budget.check_time(stage="the MILP")
+        out = _by_regions(pair, dom, budget)
+    except ComputationLimitError as err:
+        err.partial = res   # the MILP's floating-point "equivalent" (certified=False), if any
+        raise
+    why += (f"; about {expected:.0f} joint regions expected: the MILP first, which "
+            + ("found no confirmed difference" if res is not None else
+               "was inconclusive (or reached its time share)"))
     return dataclasses.replace(out, num_milps=2 * pair.m, note=f"{why}; {out.note}")
+
+
+def _expected_joint_regions(pair: _Pair, dom: Domain, rng) -> float:
+    """A rough count of the joint regions (distinct joint activation patterns at random
+    points, Chao1-corrected as in :func:`~neuromanifold.relu.estimate_regions`), to order
+    the expensive methods; a few milliseconds."""
+    from collections import Counter
+    X = _sample_points(dom, pair.d, rng, _NUM_ESTIMATE)
+    pats = []
+    for net in (pair.fp, pair.fq):
+        H = X
+        for W, b in net[:-1]:
+            with np.errstate(all="ignore"):
+                Z = H @ W.T + b
+            pats.append(Z > 0)
+            H = np.maximum(Z, 0.0)
+    if not pats:
+        return 1.0
+    P = np.packbits(np.hstack(pats), axis=1)
+    keys = Counter(P[i].tobytes() for i in range(P.shape[0]))
+    f1 = sum(1 for v in keys.values() if v == 1)
+    f2 = sum(1 for v in keys.values() if v == 2)
+    return len(keys) + (f1 * f1 / (2.0 * f2) if f2 else f1 * (f1 - 1) / 2.0)
 
 
 # -- sampled check -------------------------------------------------------------------------
@@ -445,6 +520,174 @@ def _by_symmetry(pair: _Pair, dom: Domain) -> Equivalence | None:
     return dataclasses.replace(out, symmetry=tuple(sym))
 
 
+# -- a reduced form: dead, constant and parallel neurons merged away ----------------------
+
+def _reduce(net: ExactNet, tol: float):
+    """A smaller network computing (up to a bounded difference) the same function.
+
+    First, with ``tol > 0``, every hidden neuron whose row ``(W_j, b_j)`` is, up to ``tol``
+    (max-norm of the rows scaled to max-abs 1), a positive multiple of an earlier neuron's
+    row of the same layer is moved onto that exact multiple; the effect on the function is
+    bounded as in :func:`_by_symmetry` (exact differences, float products with a margin).
+    Then, exactly and until nothing changes: a neuron with no outgoing weight is removed;
+    a neuron with a zero incoming row computes the constant ``relu(b_j)``, folded into the
+    next layer's biases; a neuron whose row is a positive multiple ``lam`` of another's
+    (``relu(lam z) = lam relu(z)``) is merged into it (its outgoing column times ``lam``
+    added to the other's).
+
+    Returns:
+        ``(params, delta)``: the reduced parameters as ``(W, b)`` lists of Fractions and an
+        absolute bound ``delta`` on ``|f_net(x) - f_reduced(x)| / max(1, ||x||_inf)``
+        (0.0 when only exact steps were taken); ``None`` when nothing can be removed or a
+        hidden layer would be left empty.
+    """
+    L = net.num_layers
+    W = [[[net.Wq[l][i, j] for j in range(net.Wq[l].ncols())] for i in range(net.Wq[l].nrows())]
+         for l in range(L)]
+    b = [list(net.bq[l]) for l in range(L)]
+    delta = 0.0
+    if tol > 0:
+        W0, b0 = [[list(r) for r in Wl] for Wl in W], [list(bl) for bl in b]
+        snapped = False
+        for l in range(L - 1):
+            rows = [W[l][j] + [b[l][j]] for j in range(len(W[l]))]
+            big = [max((abs(v) for v in r), default=_ZERO) for r in rows]
+            U = np.array([[_float(v / m) if m != 0 else 0.0 for v in r]
+                          for r, m in zip(rows, big)]).reshape(len(rows), -1)
+            for j in range(len(rows)):
+                if big[j] == 0:
+                    continue
+                for i in range(j):
+                    if big[i] == 0 or not np.abs(U[j] - U[i]).max() <= tol:
+                        continue
+                    lam = big[j] / big[i]
+                    new = [lam * v for v in rows[i]]
+                    if new != rows[j]:
+                        W[l][j], b[l][j] = new[:-1], new[-1]
+                        snapped = True
+                    break
+        if snapped:
+            delta = _difference_bound(W0, b0, W, b)
+    changed, reduced = True, False
+    while changed:
+        changed = False
+        for l in range(L - 1):
+            drop: set = set()
+            keys: dict = {}
+            for j in range(len(W[l])):
+                if all(W[l + 1][k][j] == 0 for k in range(len(W[l + 1]))):
+                    drop.add(j)
+                    continue
+                if all(v == 0 for v in W[l][j]):
+                    if b[l][j] > 0:
+                        for k in range(len(W[l + 1])):
+                            b[l + 1][k] += W[l + 1][k][j] * b[l][j]
+                    drop.add(j)
+                    continue
+                row = W[l][j] + [b[l][j]]
+                piv = abs(next(v for v in row if v != 0))
+                key = tuple(v / piv for v in row)
+                i = keys.get(key)
+                if i is None:
+                    keys[key] = (j, piv)
+                    continue
+                i, piv_i = i
+                lam = piv / piv_i
+                for k in range(len(W[l + 1])):
+                    W[l + 1][k][i] += lam * W[l + 1][k][j]
+                drop.add(j)
+            if drop:
+                if len(drop) == len(W[l]):
+                    return None   # a constant function on every input: not this route
+                keep = [j for j in range(len(W[l])) if j not in drop]
+                W[l] = [W[l][j] for j in keep]
+                b[l] = [b[l][j] for j in keep]
+                W[l + 1] = [[r[j] for j in keep] for r in W[l + 1]]
+                changed = reduced = True
+    if not reduced:
+        return None
+    params = [(np.array([[fmpq_to_fraction(v) for v in r] for r in Wl], dtype=object),
+               np.array([fmpq_to_fraction(v) for v in bl], dtype=object)) for Wl, bl in zip(W, b)]
+    return params, delta
+
+
+def _difference_bound(Wa, ba, Wb, bb) -> float:
+    """The bound of :func:`neuromanifold._tolerance.function_distance_bound` for two exact
+    networks of the same widths (lists of fmpq), with the differences taken exactly."""
+    def aug(W, bias, fn):
+        n, m = len(W), len(W[0]) if W else 0
+        M = np.zeros((n + 1, m + 1))
+        for i in range(n):
+            for k in range(m):
+                M[i, k] = fn(W[i][k])
+            M[i, m] = fn(bias[i])
+        return M
+
+    absf = lambda v: abs(_float(v))  # noqa: E731
+    L = len(Wa)
+    Ma = [aug(Wa[l], ba[l], absf) for l in range(L)]
+    Mb = [aug(Wb[l], bb[l], absf) for l in range(L)]
+    for M in Ma + Mb:
+        M[-1, -1] = 1.0
+    D = [aug([[x - y for x, y in zip(ra, rb)] for ra, rb in zip(Wa[l], Wb[l])],
+             [x - y for x, y in zip(ba[l], bb[l])], absf) for l in range(L)]
+    total = None
+    for l in range(L):
+        right = np.eye(Ma[0].shape[1])
+        for k in range(l):
+            right = Ma[k] @ right
+        left = np.eye(D[l].shape[0])
+        for k in range(l + 1, L):
+            left = Mb[k] @ left
+        term = left @ D[l] @ right
+        total = term if total is None else total + term
+    return float(total[:-1].sum(axis=1).max()) * (1.0 + 1e-9)
+
+
+def _by_reduction(pair: _Pair, dom: Domain) -> Equivalence | None:
+    """Remove dead and constant neurons and merge (nearly) parallel ones in both networks
+    (:func:`_reduce`), then the symmetry check on the reduced pair; the three differences
+    (p to its reduction, the reductions, q's reduction to q) add up within ``tol``.
+    ``None`` when nothing reduces or the reduced pair is not related by a symmetry."""
+    rp, rq = _reduce(pair.p, pair.tol), _reduce(pair.q, pair.tol)
+    if rp is None and rq is None:
+        return None
+    (pp, dp), (qq, dq) = (rp or (_fraction_params(pair.p), 0.0)), \
+        (rq or (_fraction_params(pair.q), 0.0))
+    budget = pair.tol * pair.scale - dp - dq
+    if budget < 0 or (pair.tol == 0 and (dp or dq)):
+        return None
+    try:
+        probe = _Pair(pp, qq, 0.0)
+    except NeuromanifoldError:
+        return None
+    sub_tol = 0.0 if pair.tol == 0 else (
+        min(budget / probe.scale, 0.5) if probe.scale > 0 else 0.0)
+    sub = _Pair(pp, qq, sub_tol)
+    res = _by_symmetry(sub, dom)
+    if res is None:
+        return None
+    total = dp + dq + res.max_difference * sub.scale
+    rel = total / pair.scale if pair.scale > 0 else (0.0 if total == 0 else math.inf)
+    if rel > pair.tol:
+        return None
+    widths = lambda ps: "-".join(str(W.shape[0]) for W, _ in ps[:-1])  # noqa: E731
+    return _result(pair, dom, equivalent=True, max_difference=rel, method="reduction",
+                   certified=True,
+                   note=f"with dead, constant and parallel hidden neurons merged (hidden widths "
+                        f"{widths(pair.p.params)} -> {widths(pp)} and "
+                        f"{widths(pair.q.params)} -> {widths(qq)}), q is a permutation and "
+                        f"positive rescaling of p; the differences add up to at most "
+                        f"{rel:.3g} relative")
+
+
+def _fraction_params(net: ExactNet) -> list:
+    return [(np.array([[fmpq_to_fraction(W[i, j]) for j in range(W.ncols())]
+                       for i in range(W.nrows())], dtype=object),
+             np.array([fmpq_to_fraction(v) for v in bl], dtype=object))
+            for W, bl in zip(net.Wq, net.bq)]
+
+
 def _by_bottleneck(pair: _Pair, p: Any, q: Any, dom: Domain) -> Equivalence | None:
     """The polynomial-time test of generic three-layer bottleneck networks (canonical forms
     and the named symmetries, docs/relu_equivalence.md); ``None`` when it does not apply or
@@ -592,16 +835,19 @@ def _exact_candidates(v, d: int):
         yield [yi / t for yi in y]
 
 
-def _by_regions(pair: _Pair, dom: Domain, progress: bool) -> Equivalence:
-    engine = Engine(pair.d)
-    cells, _ = enumerate_cells([pair.bp, pair.bq], dom, engine, progress=progress,
-                               desc="joint regions")
+def _by_regions(pair: _Pair, dom: Domain, budget: Budget) -> Equivalence:
+    """The regions method, streamed: only the joint regions where the maps differ by more
+    than ``tol`` (by their bound) are kept, to look for a witness at the end."""
+    engine = budget.engine
     d, m = pair.d, pair.m
     base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
     sup = 0.0
     suspects = []  # (value, cell, hom, h, lp point)
     differing = 0
+    n_cells = 0
+    cells = budget.cells([pair.bp, pair.bq], dom)
     for cell in cells:
+        n_cells += 1
         Fp = output_map(cell, 0, pair.bp)
         Fq = output_map(cell, 1, pair.bq)
         if Fp == Fq:
@@ -621,13 +867,13 @@ def _by_regions(pair: _Pair, dom: Domain, progress: bool) -> Equivalence:
                 hom = _Hom(cell, d)
             for sign in (1, -1):
                 h = [sign * v for v in row]
-                val, pt, bound = _cell_sup(hom, h, d, engine)
+                with budget.guard(stage="the maximum of a difference"):
+                    val, pt, bound = _cell_sup(hom, h, d, engine)
                 if val is not None:
                     sup = max(sup, min(val, _float(bound)) / base)
                 if bound <= pair.thr_q:
                     continue
                 suspects.append((-math.inf if val is None else val, cell, hom, h, pt))
-    n_cells = len(cells)
     if not suspects:
         what = ("have identical exact affine maps" if differing == 0 else
                 f"differ by at most tol ({differing} of them not identically)")
@@ -652,6 +898,7 @@ def _by_regions(pair: _Pair, dom: Domain, progress: bool) -> Equivalence:
     # no float candidate confirmed: decide each suspect with the exact simplex
     fallback = None
     for _, cell, hom, h, _ in suspects:
+        budget.check_time(stage="the exact maxima")
         val, v = _exact_sup(hom, h, d)
         if val is None or val <= pair.thr_q:
             continue
@@ -772,8 +1019,13 @@ def _encode_net(B: _MILPBuilder, params: list, inputs: list[int], s_var: int):
     return prev  # pragma: no cover
 
 
-def _by_milp(pair: _Pair, dom: Domain) -> Equivalence | None:
-    """The MILP method on the homogenized networks; ``None`` when inconclusive."""
+def _by_milp(pair: _Pair, dom: Domain, budget: Budget,
+             time_limit: float | None = None) -> Equivalence | None:
+    """The MILP method on the homogenized networks; ``None`` when inconclusive (or when
+    ``time_limit`` seconds, or the budget's time, ran out)."""
+    t_end = None if time_limit is None else time.monotonic() + time_limit
+    if budget.deadline is not None:
+        t_end = budget.deadline if t_end is None else min(t_end, budget.deadline)
     d, m = pair.d, pair.m
     B = _MILPBuilder()
     if dom.kind == "box":
@@ -822,7 +1074,10 @@ def _by_milp(pair: _Pair, dom: Domain) -> Equivalence | None:
             g[v] -= c
         k = kp - kq
         for sign in (1.0, -1.0):
-            res = solve_milp(-sign * K * g, A, ubs, B.lb, B.ub, B.integer)
+            left = None if t_end is None else t_end - time.monotonic()
+            if left is not None and left <= 0:
+                return None
+            res = solve_milp(-sign * K * g, A, ubs, B.lb, B.ub, B.integer, time_limit=left)
             if res.status != "optimal":
                 return None
             val = -res.fun / K + sign * k

@@ -44,8 +44,11 @@ from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, numerical_rank
 from .._validation import check_bool
 from ._arrangement import _exact_layers, _frac, _open_range, _rank
+from ..exact._lp import dot, round_certificate
+from ._budget import Budget
 from ._domain import Domain, as_domain
-from ._engine import binary_exponent, pow2_floats, progress_iter
+from ._engine import ExactNet, _pow2, binary_exponent, pow2_floats
+from ._lp import solve_lp
 
 __all__ = ["GenericityFailure", "Genericity", "genericity"]
 
@@ -53,6 +56,11 @@ _ZERO = Fraction(0)
 #: smallest singular value (rows normalized) above which a family is independent without
 #: an exact check; float errors are ~1e-15 here, so this never misjudges.
 _SV_TOL = 1e-7
+#: families examined per batch (bounded memory however many there are)
+_CHUNK = 1 << 15
+#: relative slack above which a piece is tested for missing a region's closure (below
+#: it, the piece is kept: it meets the closure or nearly)
+_APART = 1e-9
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -114,6 +122,10 @@ class Genericity(Result):
         smallest_counted: the smallest singular value counted by any rank decided at
             ``tol`` (relative; ``None`` if none), and ``largest_dropped`` the largest one
             dropped: close to ``tol``, the verdict is fragile.
+        complete: everything was examined. False only for the ``partial`` report of a
+            :class:`~neuromanifold.ComputationLimitError`: its failures are real, but
+            ``generic``, ``supertransversal`` and ``maximal_rank`` then only say that no
+            failure was found in what was examined (and ``certified`` is False).
     """
 
     generic: bool
@@ -129,12 +141,15 @@ class Genericity(Result):
     tol: float = 0.0
     smallest_counted: float | None = None
     largest_dropped: float | None = None
+    complete: bool = True
 
     def describe(self) -> str:
         """A readable multi-line description of the verdict and of every failure."""
         head = (f"generic={self.generic} (supertransversal={self.supertransversal}, "
                 f"maximal_rank={self.maximal_rank}); {self.num_regions} regions, "
                 f"{self.num_subsets} families, {self.num_products} masked products")
+        if not self.complete:
+            head = "INCOMPLETE (stopped by a budget): " + head
         return "\n".join([head] + ["  " + f.message for f in self.failures])
 
 
@@ -292,6 +307,8 @@ class _Checker:
         self.fail_gaps: dict = {}
         self.count = 0
         self.uncertain = False  # some "does not meet" rested on a float LP
+        #: called before each chunk of families (the budget's clock)
+        self.check = None
 
     def families(self, elems: list, sizes, must, rows, offs, strong: bool):
         """Minimal failing families among ``elems`` (label, normal, offset, layer) of the
@@ -312,62 +329,125 @@ class _Checker:
         # facet-only dependent families (e.g. opposite facets of a box) never fail
         facet_idx = [i for i, e in enumerate(elems) if e[3] == 0]
         for k in range(2, min(d + 1, len(facet_idx)) + 1):
-            for S in itertools.combinations(facet_idx, k):
-                if any(B <= frozenset(S) for B in blocked):
-                    continue
-                if _rank([elems[i][1] for i in S], d) < k:
+            subs = [S for S in itertools.combinations(facet_idx, k)
+                    if not any(B <= frozenset(S) for B in blocked)]
+            if self.check is not None:
+                self.check()
+            # certainly independent in floats: no exact rank needed
+            sure = _batch_independent(Nf, np.array(subs, dtype=int).reshape(len(subs), k))
+            for S, ok in zip(subs, sure):
+                if not ok and _rank([elems[i][1] for i in S], d) < k:
                     blocked.append(frozenset(S))
         for k in sizes:
             if k > len(elems):
                 continue
-            subs = [S for S in itertools.combinations(range(len(elems)), k)
-                    if any(must[i] for i in S)
-                    and not any(B <= frozenset(S) for B in blocked)]
-            if not subs:
-                continue
-            self.count += len(subs)
-            arr = np.array(subs, dtype=int)
-            if strong and k <= d:
-                ok = _batch_independent(Nf, arr, max(_SV_TOL, 2.0 * k * self.tol))
-            else:
-                ok = _batch_independent(Af, arr)  # augmented rows independent: fine
-            for S, good in zip(subs, ok):
-                if good:
-                    continue
-                N = [elems[i][1] for i in S]
-                c = [elems[i][2] for i in S]
-                rN = _rank(N, d)
-                if strong and k <= d:
-                    cert = True
-                    if rN == k and self.tol > 0:  # independent, but perhaps only by rounding
-                        unit = np.array([pow2_floats([_fq(x) for x in n])[0] for n in N]).T
-                        rN, small, dropped = numerical_rank(unit, self.tol)
-                        self.gaps.append((small, dropped))
-                        self.fail_gaps[frozenset(S)] = (small, dropped)
-                        cert = False
-                    if rN < k:
-                        fails.append((S, "dependent normals", rN, k, None, cert))
-                        blocked.append(frozenset(S))
-                    continue
-                rA = _rank([list(n) + [cc] for n, cc in zip(N, c)], d + 1)
-                if rA > rN:
-                    continue  # no common point
-                if rN == k:
-                    continue  # independent normals: codimension k
-                if rN == d:
-                    x = _solve_point(N, c, d)
-                    if x is not None and _in_closed(x, rows, offs):
-                        fails.append((S, "common point", rN, min(k, d), tuple(x), True))
-                        blocked.append(frozenset(S))
-                    continue
-                meets, x = _lp_meets(N, c, rows, offs, d)
-                if not meets:
-                    self.uncertain = True
-                if meets:
-                    fails.append((S, "dependent normals", rN, k,
-                                  None if x is None else tuple(x), x is not None))
-                    blocked.append(frozenset(S))
+            combos = itertools.combinations(range(len(elems)), k)
+            while True:
+                # in chunks: the families of 48 elements of size 9 alone are 1.7e9
+                raw = list(itertools.islice(combos, _CHUNK))
+                if not raw:
+                    break
+                if self.check is not None:
+                    self.check()
+                subs = [S for S in raw if any(must[i] for i in S)
+                        and not any(B <= frozenset(S) for B in blocked)]
+                if subs:
+                    self.count += len(subs)
+                    self._chunk(subs, k, elems, Nf, Af, strong, fails, blocked, rows, offs)
         return fails
+
+    def _chunk(self, subs, k, elems, Nf, Af, strong, fails, blocked, rows, offs):
+        """Examine the families ``subs`` of size ``k`` (see :meth:`families`)."""
+        d = self.d
+        arr = np.array(subs, dtype=int)
+        if strong and k <= d:
+            ok = _batch_independent(Nf, arr, max(_SV_TOL, 2.0 * k * self.tol))
+        else:
+            ok = _batch_independent(Af, arr)  # augmented rows independent: fine
+        for S, good in zip(subs, ok):
+            if good:
+                continue
+            N = [elems[i][1] for i in S]
+            c = [elems[i][2] for i in S]
+            rN = _rank(N, d)
+            if strong and k <= d:
+                cert = True
+                if rN == k and self.tol > 0:  # independent, but perhaps only by rounding
+                    unit = np.array([pow2_floats([_fq(x) for x in n])[0] for n in N]).T
+                    rN, small, dropped = numerical_rank(unit, self.tol)
+                    self.gaps.append((small, dropped))
+                    self.fail_gaps[frozenset(S)] = (small, dropped)
+                    cert = False
+                if rN < k:
+                    fails.append((S, "dependent normals", rN, k, None, cert))
+                    blocked.append(frozenset(S))
+                continue
+            rA = _rank([list(n) + [cc] for n, cc in zip(N, c)], d + 1)
+            if rA > rN:
+                continue  # no common point
+            if rN == k:
+                continue  # independent normals: codimension k
+            if rN == d:
+                x = _solve_point(N, c, d)
+                if x is not None and _in_closed(x, rows, offs):
+                    fails.append((S, "common point", rN, min(k, d), tuple(x), True))
+                    blocked.append(frozenset(S))
+                continue
+            meets, x = _lp_meets(N, c, rows, offs, d)
+            if not meets:
+                self.uncertain = True
+            if meets:
+                fails.append((S, "dependent normals", rN, k,
+                              None if x is None else tuple(x), x is not None))
+                blocked.append(frozenset(S))
+
+
+def _touching(pieces: list, sides: list, cell, d: int, counter) -> list:
+    """The pieces ``(label, normal, offset, layer)`` (hyperplanes ``normal . x = offset``)
+    that may meet the closure of the region ``cell`` (an engine cell: its rows, exact and
+    as floats scaled by powers of two, cut out the region); ``sides[i]`` is the sign ``s``
+    with ``s (normal . x - offset) <= 0`` on the region.
+
+    A piece is left out only when an LP finds ``max s (normal . x - offset) < 0`` over the
+    closure by a clear margin and the LP's multipliers round to an exact Farkas
+    certificate that ``{rows x <= offs, s normal . x >= s offset}`` is empty. Families of
+    pieces that meet in the closure consist of pieces that meet it, so leaving out the
+    others changes no verdict; for a generic network only the region's facets remain."""
+    if not len(cell.rows_q) or not pieces:
+        return pieces
+    A, b = cell.rows_f, cell.offs_f
+    scaled: dict = {}
+
+    def row(i):  # the exact row i scaled like its float copy
+        if i not in scaled:
+            a, c = cell.rows_q[i], cell.offs_q[i]
+            f = _pow2(-pow2_floats(list(a) + [c], d)[1])
+            scaled[i] = ([v * f for v in a], c * f)
+        return scaled[i]
+
+    out = []
+    for piece, sign in zip(pieces, sides):
+        # g . x <= g0 on the region, with (g, g0) = s (normal, offset), scaled by 2**-e
+        g_q = [sign * _fq(v) for v in piece[1]] + [sign * _fq(piece[2])]
+        gf, e = pow2_floats(g_q, d)
+        sol = solve_lp(-gf[:d], A, b, counter=counter)
+        if sol.status == "optimal":
+            value = -sol.fun - gf[d]   # max g . x - g0 over the closure (scaled)
+            size = float(np.abs(gf).sum()) * (1.0 + float(np.abs(sol.x).max(initial=0.0)))
+            y = -np.asarray(sol.dual_ub, float)
+            ymax = float(y.max(initial=0.0))
+            if value < -_APART * size and ymax > 0:
+                sup = np.nonzero(y > 1e-9 * ymax)[0]
+                f = _pow2(-e)
+                # Farkas: sum y_i S_i x <= y . s and -g x <= -g0 (multiplier 1) sum to
+                # 0 <= y . s - g0 < 0
+                c_rows = [row(i)[1] for i in sup] + [-g_q[d] * f]
+                cert = round_certificate([row(i)[0] for i in sup] + [[-v * f for v in g_q[:d]]],
+                                         c_rows, (), (), list(y[sup]) + [1.0], ())
+                if cert is not None and dot(cert[0], c_rows) < 0:
+                    continue  # certified: the closure lies strictly on one side
+        out.append(piece)
+    return out
 
 
 def _g(v) -> str:
@@ -419,7 +499,8 @@ def _exact_preacts(Wq, bq, pattern, d):
 
 
 def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
-               progress: bool = False) -> Genericity:
+               progress: bool = False, max_regions: int | None = None,
+               time_limit: float | None = None) -> Genericity:
     """Check the genericity conditions of docs/concepts_relu.md §3 (definitions in the module docstring).
 
     Args:
@@ -427,7 +508,18 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         domain: ``None`` (all of R^d), ``"orthant"``, a ``(lower, upper)`` box or a Domain.
         tol: relative tolerance of the rank decisions (see the module docstring); ``0`` =
             exact.
-        progress: show progress bars on stderr.
+        progress: a progress bar on stderr counting regions and LPs.
+        max_regions: stop with a :class:`~neuromanifold.ComputationLimitError` when the
+            domain has more regions than this.
+        time_limit: stop with a :class:`~neuromanifold.ComputationLimitError` after this
+            many seconds (the whole analysis). The error's ``partial`` is the
+            :class:`Genericity` report of what was examined (``complete=False``); its
+            ``num_regions``, ``num_lps`` and ``elapsed`` say how far it got.
+
+    The families of condition S1 are examined in batches (memory bounded however many
+    there are: ``C(n + 2d, d + 1)`` with n first-layer neurons and a box); for S2 only the
+    pieces that meet the region's closure take part (a piece is left out when an exact
+    Farkas certificate, rounded from an LP's multipliers, shows it misses the closure).
 
     Returns:
         A :class:`Genericity` report with ``.generic``, ``.supertransversal``,
@@ -437,8 +529,6 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     >>> genericity([(W1, [-1.0, -1.0, -2.0]), ([[1.0, 1.0, 1.0]], [0.0])]).failures[0].kind
     'common point'
     """
-    from ._regions import regions as _regions
-
     tol = check_tol(tol)
     progress = check_bool(progress, "progress")
     layers, exact = _exact_layers(params)
@@ -446,9 +536,35 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     dom = as_domain(domain, d)
     L = len(layers)
     widths = (d,) + tuple(W.shape[0] for W, _ in layers)
+    budget = Budget("genericity", d, max_regions=max_regions, time_limit=time_limit,
+                    progress=progress)
     failures: list[GenericityFailure] = []
     checker = _Checker(d, tol)
     certified = True
+    products: dict = {}
+
+    def report(complete: bool) -> Genericity:
+        st = not any(f.condition in ("S0", "S1", "S2") for f in failures)
+        mr = not any(f.condition == "rank" for f in failures)
+        cert = certified and not checker.uncertain and complete
+        if failures:
+            cert = any(f.certified for f in failures)
+        counted = [g[0] for g in checker.gaps if g[0] is not None]
+        dropped = [g[1] for g in checker.gaps if g[1] is not None]
+        return Genericity(
+            generic=st and mr, supertransversal=st, maximal_rank=mr, failures=tuple(failures),
+            num_regions=budget.num_regions, num_subsets=checker.count,
+            num_products=len(products), domain=dom, certified=bool(cert),
+            method=("exact ranks and points (python-flint) over the certified regions"
+                    if tol == 0 else f"ranks at tol={tol:g} (numerical, with their gaps), "
+                                     "exact points, over the certified regions")
+            + ("" if complete else "; INCOMPLETE: stopped by a budget (only the failures "
+                                   "found so far are listed)"),
+            tol=tol, smallest_counted=min(counted) if counted else None,
+            largest_dropped=max(dropped) if dropped else None, complete=complete)
+
+    partial = lambda: report(False)  # noqa: E731
+    checker.check = lambda: budget.check_time(partial, "the families of hyperplanes")
 
     def lab(l, j):
         return f"neuron ({l + 1}, {j + 1})"
@@ -494,22 +610,20 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                    f"largest dropped {_g(gap[1])})"
         failures.append(GenericityFailure("S1", kind, labels, None, None, rN, exp, x, cert, msg,
                                           *gap))
-    # regions (exact engine): S2 and masked products
-    R = _regions(params, dom, progress=progress)
-    certified &= bool(R.certified)
+    # regions (exact engine, streamed): S2 and masked products
+    net = ExactNet.from_params(params)
     Wq = [flint.fmpq_mat(len(W), len(W[0]), [_fq(x) for row in W for x in row])
           for W, _ in exact]
     bq = [list(b) for _, b in exact]
     seen: set = set()
-    products: dict = {}
-    for reg in progress_iter(R.regions, progress, "genericity: regions", "region"):
-        pattern = [np.asarray(p, dtype=bool) for p in reg.pattern]
+    for cell in budget.cells([net], dom, partial=partial):
+        pattern = [np.asarray(p, dtype=bool) for p in cell.patterns[0]]
         key = _pattern_key(pattern)
         pre = _exact_preacts(Wq, bq, pattern, d)
         if L > 2:
             # closed region: every hidden neuron on its side, and the domain
             rows, offs = list(dom_rows), list(dom_offs)
-            pieces = []
+            pieces, sides = [], []
             for l, layer in enumerate(pre):
                 for j, (alpha, beta) in enumerate(layer):
                     if pattern[l][j]:
@@ -529,7 +643,10 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                                     f"region with pattern {key}"))
                         continue
                     pieces.append((lab(l, j), alpha, -beta, l + 1))
+                    sides.append(-1 if pattern[l][j] else 1)
             pieces += [(f[0], f[1], f[2], 0) for f in facets]
+            sides += [1] * len(facets)
+            pieces = _touching(pieces, sides, cell, d, budget.engine.counter)
             must = [p[3] >= 2 for p in pieces]
             for S, kind, rN, exp, x, cert in checker.families(
                     pieces, range(2, d + 2), must, rows, offs, strong=False):
@@ -587,19 +704,4 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                         "rank", "rank deficient", (name,), key, (a, b), rank, expected, None,
                         tol == 0, f"rank: {name} has rank {rank} < {expected} on the region "
                         f"with pattern {key}{at}", *gap))
-    st = not any(f.condition in ("S0", "S1", "S2") for f in failures)
-    mr = not any(f.condition == "rank" for f in failures)
-    certified &= not checker.uncertain
-    if failures:
-        certified = any(f.certified for f in failures)
-    counted = [g[0] for g in checker.gaps if g[0] is not None]
-    dropped = [g[1] for g in checker.gaps if g[1] is not None]
-    return Genericity(
-        generic=st and mr, supertransversal=st, maximal_rank=mr, failures=tuple(failures),
-        num_regions=len(R), num_subsets=checker.count, num_products=len(products), domain=dom,
-        certified=bool(certified),
-        method=("exact ranks and points (python-flint) over the certified regions" if tol == 0
-                else f"ranks at tol={tol:g} (numerical, with their gaps), exact points, over "
-                     "the certified regions"),
-        tol=tol, smallest_counted=min(counted) if counted else None,
-        largest_dropped=max(dropped) if dropped else None)
+    return report(True)

@@ -246,7 +246,8 @@ def _nudge(lo: float, hi: float) -> float:
 
 
 def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
-                    exact_genericity: bool = False) -> Identifiability:
+                    exact_genericity: bool = False, max_regions: int | None = None,
+                    time_limit: float | None = None) -> Identifiability:
     """Is a three-layer bottleneck parameter identifiable up to permutation and scaling?
 
     Args:
@@ -254,6 +255,9 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
         tol: relative tolerance of the sign decisions on ``[W2 | b2]`` (``0`` exact).
         exact_genericity: also run the exact (exponential) genericity test
             :func:`neuromanifold.relu.genericity` on all of R^d.
+        max_regions, time_limit: the budget of that exact test (as for
+            :func:`~neuromanifold.relu.genericity`; reaching it raises its
+            :class:`~neuromanifold.ComputationLimitError`).
 
     Returns:
         An :class:`Identifiability` result: the verdict, the dead and linear neurons, the
@@ -272,6 +276,8 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
     params = three_layer(params, "identifiability")
     tol = check_tol(tol)
     exact_genericity = check_bool(exact_genericity, "exact_genericity")
+    from ._budget import check_budget
+    max_regions, time_limit = check_budget(max_regions, time_limit)
     (W1, b1), (W2, b2), (W3, b3) = params
     n1 = W1.shape[0]
     S = row_signs(params, tol)
@@ -285,7 +291,7 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
             method += f"; visible kinks sampled (not every region) on faces {sampled}"
     if exact_genericity:
         from ._genericity import genericity
-        g = genericity(params)
+        g = genericity(params, max_regions=max_regions, time_limit=time_limit)
         failures.extend(f"exact genericity: {f.message}" for f in g.failures)
         method += " + exact genericity"
     reasons, witnesses, flips = [], [], []

@@ -78,14 +78,14 @@ def _check_window(window: Any) -> tuple[np.ndarray, np.ndarray]:
     return b[0].astype(float), b[1].astype(float)
 
 
-def _vertices(params, dom: Domain) -> tuple[np.ndarray, int]:
+def _vertices(params, dom: Domain, budget: dict | None = None) -> tuple[np.ndarray, int]:
     """The vertices of the arrangement in the domain (corners of the linear regions:
     where bent hyperplanes cross or bend, or meet the domain's boundary) and the number
     of regions. Each region is ``{A x <= c}``; its corners are the points where two of
     its constraint lines meet and every constraint holds."""
     from ._regions import regions as _regions
 
-    R = _regions(params, dom)
+    R = _regions(params, dom, **_left(budget))
     pts = []
     for reg in R:
         A, c = np.asarray(reg.A, float), np.asarray(reg.c, float)
@@ -111,7 +111,18 @@ def _vertices(params, dom: Domain) -> tuple[np.ndarray, int]:
     return np.unique(np.round(V / scale) * scale, axis=0), R.num_regions
 
 
-def _default_window(params, dom: Domain) -> tuple[np.ndarray, np.ndarray, int, int]:
+def _left(budget: dict | None) -> dict:
+    """The keywords ``max_regions``/``time_limit`` for the next enumeration of a plot with
+    budget ``{"max_regions", "end"}`` (``end``: a ``time.monotonic()`` deadline or None)."""
+    if budget is None:
+        return {}
+    import time
+    left = None if budget["end"] is None else max(budget["end"] - time.monotonic(), 1e-3)
+    return {"max_regions": budget["max_regions"], "time_limit": left}
+
+
+def _default_window(params, dom: Domain, budget: dict | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """The default window: where the bent hyperplanes cross, and the origin.
 
     The candidates are the arrangement's vertices, the origin and the foot of every
@@ -125,7 +136,7 @@ def _default_window(params, dom: Domain) -> tuple[np.ndarray, np.ndarray, int, i
     Returns:
         ``(lower, upper, vertices outside the window, regions of the whole domain)``.
     """
-    V, total = _vertices(params, dom)
+    V, total = _vertices(params, dom, budget)
     W1, b1 = params[0]
     feet = -(b1[:, None] * W1) / np.maximum((W1 ** 2).sum(axis=1), 1e-300)[:, None]
     if dom.kind == "orthant":
@@ -197,7 +208,8 @@ def _check_style(ax: Any, cmap: Any, alpha: Any):
 def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window: Any = None,
                      show_hidden: bool = True, annotate: bool = False, cmap: Any = "tab20",
                      alpha: float = 0.35, legend: bool = True, tol: Any = DEFAULT_TOL,
-                     color_by: str = "region", bounds: Any = None):
+                     color_by: str = "region", bounds: Any = None,
+                     max_regions: int | None = None, time_limit: float | None = None):
     """Draw the linear regions and bent hyperplanes of a network with input dimension 2.
 
     Regions are filled, one colour each; every hidden neuron's bent hyperplane is drawn
@@ -230,6 +242,9 @@ def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window:
             same map share a colour, also across pictures of equivalent networks;
             different maps may share one of the colormap's colours).
         bounds: the former name of ``window``.
+        max_regions, time_limit: the budget of the region enumerations (see
+            :func:`regions`; the time limit counts for the whole call): reaching it
+            raises a :class:`~neuromanifold.ComputationLimitError`.
 
     Returns:
         The matplotlib Axes (its figure is ``ax.figure``).
@@ -242,8 +257,14 @@ def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window:
     >>> [float(x) for x in plot_arrangement(p, ax=Figure().subplots(), window=(-1, 3)).get_xlim()]
     [-1.0, 3.0]
     """
+    import time
+
+    from ._budget import check_budget
     from ._regions import regions as _regions
 
+    max_regions, time_limit = check_budget(max_regions, time_limit)
+    budget = {"max_regions": max_regions,
+              "end": None if time_limit is None else time.monotonic() + time_limit}
     colors, alpha = _check_style(ax, cmap, alpha)
     tol = check_tol(tol)
     show_hidden = check_bool(show_hidden, "show_hidden")
@@ -266,7 +287,7 @@ def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window:
     elif dom.kind == "box":
         lo, hi = np.asarray(dom.lower, float), np.asarray(dom.upper, float)
     else:
-        lo, hi, outside, total = _default_window(layers, dom)
+        lo, hi, outside, total = _default_window(layers, dom, budget)
     if dom.kind == "box":
         lo, hi = np.maximum(lo, dom.lower), np.minimum(hi, dom.upper)
     if not np.all(lo < hi):
@@ -276,7 +297,7 @@ def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window:
         if not np.all(lo < hi):
             raise InputError(f"the window {lo}..{hi} does not meet the orthant")
     clip_lo = lo
-    R = _regions(layers, Domain.box(clip_lo, hi))
+    R = _regions(layers, Domain.box(clip_lo, hi), **_left(budget))
     from matplotlib.lines import Line2D
     from matplotlib.patches import Polygon
 
