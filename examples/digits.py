@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import warnings
 
 import numpy as np
 
-from neuromanifold import NeuromanifoldError, io, relu
+from neuromanifold import ComputationLimitError, NeuromanifoldError, io, relu
 from neuromanifold.relu import symmetries as sym
 
 #: widths (n1, n2) of the hidden layers, and training iterations
@@ -106,27 +105,6 @@ def param_distance(p, q) -> float:
     """Largest entrywise difference of two parameter lists of the same shapes."""
     return max(max(float(np.abs(Wp - Wq).max()), float(np.abs(bp - bq).max()))
                for (Wp, bp), (Wq, bq) in zip(p, q))
-
-
-def _fd_worker(params, domain, queue):
-    t0 = time.perf_counter()
-    fd = relu.functional_dimension(params, domain)
-    queue.put((fd.rank, fd.bound, fd.num_regions, fd.certified, time.perf_counter() - t0))
-
-
-def functional_dimension_capped(params, domain, budget):
-    """``relu.functional_dimension`` in a child process stopped after ``budget`` seconds;
-    returns (rank, bound, num_regions, certified, seconds) or None on timeout."""
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_fd_worker, args=(params, domain, queue))
-    proc.start()
-    proc.join(budget)
-    if proc.is_alive():
-        proc.terminate()
-        proc.join()
-        return None
-    return queue.get() if not queue.empty() else None
 
 
 def cli(*args) -> tuple[int, str, dict | None]:
@@ -258,18 +236,20 @@ def run(quick: bool = False, out_dir: str | None = None, fd_budget: float = 60.0
     dom = (0.0, 1.0) if fd_domain == "box" else None
     dname = "the box [0, 1]^64 (the pixel range)" if dom else "all of R^64"
     with T.step(f"functional dimension on {dname}"):
-        res = functional_dimension_capped(p, dom, fd_budget) if fd_budget > 0 else None
-        rep["functional_dimension"] = res
         if fd_budget <= 0:
+            rep["functional_dimension"] = None
             print("   skipped (--fd-budget 0)")
-        elif res is None:
-            print(f"   NOT FINISHED within {fd_budget:g} s (regions, then exact Jacobian "
-                  f"rows per region); see "
-                  f"examples/README.md")
         else:
-            rank, bound, nreg, cert, _ = res
-            print(f"   rank {rank} (generic bound P - hidden = {bound}) over {nreg} linear "
-                  f"regions, certified={cert}")
+            try:
+                fd = relu.functional_dimension(p, dom, time_limit=fd_budget)
+                rep["functional_dimension"] = (fd.rank, fd.bound, fd.method, fd.num_milps,
+                                               fd.certified)
+                print(f"   rank {fd.rank} (generic bound P - hidden = {fd.bound}), decided by "
+                      f"{fd.method} ({fd.num_sampled_regions} sampled regions, "
+                      f"{fd.num_milps} MILPs), certified={fd.certified}")
+            except ComputationLimitError as err:
+                rep["functional_dimension"] = None
+                print(f"   NOT FINISHED within {fd_budget:g} s: {err}")
 
     with T.step("command line: neuromanifold relu equiv"):
         qpath, fpath = os.path.join(out_dir, "copy.npz"), os.path.join(out_dir, "finetuned.npz")

@@ -29,10 +29,8 @@ def example():
 
 @pytest.fixture(scope="module")
 def report(example, tmp_path_factory):
-    # the functional dimension is skipped: it does not finish within a minute even on the
-    # quick network (examples/README.md)
     return example.run(quick=True, out_dir=str(tmp_path_factory.mktemp("digits")),
-                       fd_budget=0)
+                       fd_budget=300)
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +101,10 @@ def test_finetuned_copy_not_equivalent_with_witness(report, nets):
     assert diff == pytest.approx(eq.witness_difference, rel=1e-6)
     assert diff > eq.tol * eq.scale * max(1.0, float(np.abs(w).max()))
     assert report["cli_finetuned"]["equivalent"] is False
+
+
+def test_functional_dimension_of_the_trained_network(report):
+    # sampled regions and MILPs, no enumeration (examples/README.md)
+    rank, bound, method, milps, certified = report["functional_dimension"]
+    assert 0 < rank <= bound and method in ("sampling", "milp")
+    assert certified == (rank == bound)

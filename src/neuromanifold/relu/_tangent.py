@@ -18,8 +18,9 @@ for ``h = a z`` and ``dh = a dz``. Unbounded domains are handled by homogenizing
 ``x = y / s`` with ``|y_k| <= 1``, ``0 <= s <= 1`` (every expression above is then linear
 in ``(y, s)``, biases times ``s``): the MILP bounds ``s g(y / s) = g(x) / max(1, |x|_inf)``
 up to the normalization, the relative size used throughout (``docs/relu.md``,
-"Tolerances"). A box needs no homogenization (``s = 1``, ``x`` in the box). An optimum
-above the threshold comes with an activation pattern; an LP then finds a point deep inside that pattern's region, where the caller stacks new rows.
+"Tolerances"); a box is ``lower s <= y <= upper s``. An optimum above the threshold
+comes with an activation pattern; an LP then finds a point deep inside that pattern's
+region, where the caller stacks new rows.
 """
 
 from __future__ import annotations
@@ -67,16 +68,6 @@ class TangentMILP:
         self.d = Ws[0].shape[1]
         self.num_milps = 0
 
-    def _input_bounds(self):
-        """Bounds of the input variables and of ``s`` (fixed to 1 on a box: a bounded
-        domain needs no homogenization, and without the point ``s = 0`` the interval
-        bounds are those of the network on the box)."""
-        dom, d = self.domain, self.d
-        if dom.kind == "box":
-            return (np.asarray(dom.lower, float), np.asarray(dom.upper, float), 1.0)
-        lo = np.full(d, 0.0 if dom.kind == "orthant" else -1.0)
-        return lo, np.ones(d), 0.0
-
     def exceeds(self, dWs: list[np.ndarray], dbs: list[np.ndarray], threshold: float,
                 time_limit: float | None = None) -> TangentWitness | bool | None:
         """Is ``|g_o(x)| > threshold`` for some output o and some x in the domain, for the
@@ -102,12 +93,20 @@ class TangentMILP:
         nv = t_var + 1 + 2 * m
         lb, ub = np.zeros(nv), np.zeros(nv)
         integer = np.zeros(nv, dtype=np.int32)
-        lo_in, hi_in, s_lo = self._input_bounds()
-        lb[:d], ub[:d] = lo_in, hi_in
         s = d
-        lb[s], ub[s] = s_lo, 1.0
+        lb[s], ub[s] = 0.0, 1.0
         rows: list[np.ndarray] = []
         rhs: list[float] = []
+        dom = self.domain
+        if dom.kind == "box":  # lower s <= y <= upper s
+            lb[:d] = np.clip(np.asarray(dom.lower, float), -1.0, 0.0)
+            ub[:d] = np.clip(np.asarray(dom.upper, float), 0.0, 1.0)
+            for k in range(d):
+                _row(rows, rhs, nv, None, {s: float(dom.lower[k]), k: -1.0}, 0.0)
+                _row(rows, rhs, nv, None, {k: 1.0, s: -float(dom.upper[k])}, 0.0)
+        else:
+            lb[:d] = 0.0 if dom.kind == "orthant" else -1.0
+            ub[:d] = 1.0
         E = np.zeros((d, nv))
         E[:, :d] = np.eye(d)
         dE = np.zeros((d, nv))
@@ -127,12 +126,13 @@ class TangentMILP:
             state = np.zeros(n, dtype=np.int64)
             mgs = MARGIN * np.maximum(-lo, hi)
             for i in range(n):
-                # the active side needs the margin: without room for it the neuron is off;
-                # it is fixed on only when z >= margin everywhere (z may be identically 0
-                # on a region when lo is about 0, and ReLU'(0) = 0 makes it inactive there)
+                # the active side needs the margin: without room for it the neuron is off.
+                # A later layer's neuron is fixed on only when z >= margin everywhere: its z
+                # may be identically 0 on a region (lo about 0), where ReLU'(0) = 0 makes it
+                # inactive; a first-layer z is affine in x, never 0 on an open set
                 if hi[i] < mgs[i]:
                     state[i] = -1
-                elif lo[i] >= mgs[i]:
+                elif lo[i] >= (-mgs[i] if l == 0 else mgs[i]):
                     state[i] = 1
                     E_new[i], dE_new[i] = Z[i], dZ[i]
                 else:
@@ -143,7 +143,10 @@ class TangentMILP:
                     state[i] = a
                     mg = mgs[i]
                     _row(rows, rhs, nv, -Z[i], {a: mg - lo[i]}, -lo[i])         # a = 1: z >= mg
-                    _row(rows, rhs, nv, Z[i], {a: -hi[i]}, 0.0)                 # a = 0: z <= 0
+                    # a = 0: z <= -margin in the first layer, z <= 0 later (a later
+                    # neuron's z can be identically 0 on a region, where it is inactive)
+                    off = mg if l == 0 else 0.0
+                    _row(rows, rhs, nv, Z[i], {a: -(hi[i] + off)}, -off)
                     _row(rows, rhs, nv, Z[i], {h: -1.0}, 0.0)                    # z <= h
                     _row(rows, rhs, nv, -Z[i], {h: 1.0, a: -lo[i]}, -lo[i])      # h <= z - lo (1-a)
                     _row(rows, rhs, nv, None, {h: 1.0, a: -hi[i]}, 0.0)          # h <= hi a
