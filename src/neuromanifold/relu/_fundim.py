@@ -592,8 +592,13 @@ class _Run:
     def _remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
+    def _check_time(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise self._limit(f"time limit ({self.time_limit:g} s)")
+
     def _limit(self, what: str) -> ComputationLimitError:
-        rank = self._rank()
+        # the rank of the last update (a lower bound; no new factorization past a budget)
+        rank = self.tracker.rank
         elapsed = time.monotonic() - self.t0
         err = ComputationLimitError(
             f"functional dimension stopped at the {what} after {self.used + self.sampled} "
@@ -629,11 +634,9 @@ class _Run:
         rng = np.random.default_rng(0)
         stalled = 0
         for batch in _sample_points(self.Ws, self.bs, self.dom, self.tol, rng):
-            if self.deadline is not None and time.monotonic() > self.deadline:
-                raise self._limit(f"time limit ({self.time_limit:g} s)")
+            self._check_time()
             for x, pats in batch:
-                if self.deadline is not None and time.monotonic() > self.deadline:
-                    raise self._limit(f"time limit ({self.time_limit:g} s)")
+                self._check_time()
                 if self.tol == 0 and not selector.adds(
                         _float_rows(self.Ws, self.bs, pats, x)):
                     continue
@@ -645,6 +648,7 @@ class _Run:
                 before = self.tracker.rank
                 if self._rank() >= self.bound:
                     break
+                self._check_time()
                 stalled = stalled + 1 if self.tracker.rank == before else 0
                 if stalled >= 2:
                     break
@@ -665,6 +669,7 @@ class _Run:
                 count = self.bound - rank - len(zero)
                 if count <= 0:
                     return "certified"
+                self._check_time()
                 basis = _open_directions(self.shadow.R, rank,
                                          np.column_stack([known] + zero) if zero else known,
                                          count)
@@ -675,9 +680,8 @@ class _Run:
                     delta = basis[:, k]
                     dWs, dbs = _split(delta, self.Ws, self.bs)
                     thr = self.tol * float(np.abs(delta) @ self.colmax)
+                    self._check_time()
                     left = self._remaining()
-                    if left is not None and left <= 0:
-                        raise self._limit(f"time limit ({self.time_limit:g} s)")
                     witness = milp.exceeds(dWs, dbs, thr, time_limit=left)
                     self.num_milps = milp.num_milps
                     if witness is None:
