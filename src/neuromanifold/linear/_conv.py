@@ -10,6 +10,7 @@ convolution and ``up(w, S)`` spreads ``w`` on the lattice ``S Z^D``; equivalentl
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -327,6 +328,14 @@ class LinearConvNet(LinearNetBase):
             self._plan = (offsets, views)
         return self._plan
 
+    def _gram_plan(self) -> "_GramPlan":
+        """The per-architecture constants of :meth:`_jacobian_transpose` (built once per
+        architecture, shared by equal networks)."""
+        plan = self.__dict__.get("_gram")
+        if plan is None:
+            plan = self._gram = _gram_plan(self)
+        return plan
+
     def _flat_partial_products(self, params: list[np.ndarray]) -> list[np.ndarray]:
         """``P_l`` in flat coordinates of v (C order, trailing zeros cut).
 
@@ -334,42 +343,37 @@ class LinearConvNet(LinearNetBase):
         linear and one-to-one, so a D-dimensional full convolution of arrays placed in
         v's grid is the 1D full convolution of their flat forms: 1D convolutions only,
         whatever D."""
-        ups = []
-        for w, o in zip(params, self._flat_plan()[0]):
-            u = np.zeros(int(o[-1]) + 1)
-            u[o] = w.ravel()
-            ups.append(u)
-        one = np.ones(1)
-        prefix = [one]
-        for u in ups[:-1]:
-            prefix.append(_conv1d(prefix[-1], u))
-        suffix = [one]
-        for u in ups[:0:-1]:
-            suffix.append(_conv1d(suffix[-1], u))
-        suffix = suffix[::-1]
-        return [_conv1d(a, b) for a, b in zip(prefix, suffix)]
+        return self._gram_plan().partial_products(_concat(params))
 
     def _jacobian_transpose(self, params: list[np.ndarray]) -> np.ndarray:
         """``J^T`` (|theta| x |v|, C order): row ``(l, j)`` is the flat ``P_l`` shifted to
         the flat position of ``j * S_{l-1}`` (docs/concepts_linear.md §2). The rows of a
         layer form one strided view of the buffer, so ``P_l`` is written into all of them
         by one broadcast assignment (no per-column work)."""
-        n = self.end_to_end_size
-        Jt = np.zeros((self.num_params, n))
-        row = 0
-        for P, (offsets, (k, strides)) in zip(self._flat_partial_products(params),
-                                              zip(*self._flat_plan())):
-            view = np.ndarray(k + (P.size,), dtype=np.float64, buffer=Jt,
-                              offset=8 * row * n, strides=strides + (8,))
-            view[...] = P
-            row += offsets.size
-        return Jt
+        return self._gram_plan().jacobian_transpose(_concat(params))
+
+    def _checked_theta(self, params: Any) -> np.ndarray:
+        """``params`` validated as :meth:`check_params` does, flattened into one vector.
+
+        The common case (a list of float64 arrays of the right shapes) is checked in one
+        pass: shapes and types per layer, finiteness once on the flattened vector; anything
+        else, or a non-finite entry, goes through :meth:`check_params`, which converts or
+        raises with its message naming the layer."""
+        shapes = self.filter_shapes
+        if type(params) in (list, tuple) and len(params) == len(shapes) and all(
+                type(w) is np.ndarray and w.dtype == np.float64 and w.shape == k
+                for w, k in zip(params, shapes)):
+            theta = _concat(params)
+            if np.isfinite(theta).all():
+                return theta
+        return _concat(self.check_params(params))
 
     @finite_result("the Jacobian")
     def jacobian(self, params: Any) -> np.ndarray:
         """The Jacobian of mu: rows = entries of v (C order), columns = all filter entries
         layer by layer (each filter in C order)."""
-        return np.ascontiguousarray(self._jacobian_transpose(self.check_params(params)).T)
+        return np.ascontiguousarray(
+            self._gram_plan().jacobian_transpose(self._checked_theta(params)).T)
     def exact_jacobian(self, params: Any) -> flint.fmpq_mat:
         """The Jacobian computed exactly over the rationals from the (exact binary) float
         filters, as a ``flint.fmpq_mat``: column j of block l holds the coefficients of
@@ -400,13 +404,14 @@ class LinearConvNet(LinearNetBase):
     def ntk(self, params: Any) -> np.ndarray:
         """The neural tangent kernel ``K = J J^T = sum_l J_l J_l^T`` (docs/concepts_linear.md §2).
 
-        Built from the structure: ``J^T`` is gathered from one flat partial product
-        ``P_l`` per layer (3L - 2 one-dimensional convolutions in all, none per column),
-        then one symmetric rank-k update (BLAS syrk), which dominates from a few hundred
-        entries of v on.
+        Built from the structure: ``J^T`` is written from one flat partial product ``P_l``
+        per layer (3L - 6 one-dimensional convolutions in all, none per column, from
+        index arrays computed once per architecture), then one symmetric rank-k update
+        (BLAS syrk), which dominates from a few hundred entries of v on.
 
         Raises:
-            ParameterError: ("overflow: ...") when K is not finite in float64.
+            ParameterError: a filter of the wrong shape or not finite (as
+                :meth:`check_params`), or ("overflow: ...") K not finite in float64.
 
         >>> net = LinearConvNet([2, 2])
         >>> net.ntk([[1.0, 1.0], [1.0, 0.0]])
@@ -414,9 +419,9 @@ class LinearConvNet(LinearNetBase):
                [1., 2., 1.],
                [0., 1., 1.]])
         """
-        params = self.check_params(params)
+        theta = self._checked_theta(params)
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            Jt = self._jacobian_transpose(params)
+            Jt = self._gram_plan().jacobian_transpose(theta)
             K = _gram_rows(Jt)
             # |K_ij| <= sqrt(K_ii K_jj) <= trace: a finite, moderate trace means every
             # entry is finite (NaN or inf anywhere in J reaches the diagonal)
@@ -629,3 +634,68 @@ def _conv1d(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     m = a.size + b.size - 1
     nfft = sp_fft.next_fast_len(m, real=True)
     return sp_fft.irfft(sp_fft.rfft(a, nfft) * sp_fft.rfft(b, nfft), nfft)[:m]
+
+
+def _concat(params: Sequence[np.ndarray]) -> np.ndarray:
+    """The filters as one float64 vector, layer by layer (each in C order)."""
+    return np.concatenate([w.ravel() for w in params]).astype(np.float64, copy=False)
+
+
+class _GramPlan:
+    """What the flat construction of ``J^T`` needs of an architecture, computed once:
+    where each filter entry sits in the rows of the upsampled filters (``rows``,
+    ``cols``), each row's length, and per layer the first row of ``J^T`` and the shape and
+    byte strides of the view in which ``P_l`` is written (:meth:`LinearConvNet._flat_plan`)."""
+
+    __slots__ = ("L", "n", "P", "rows", "cols", "starts", "lengths", "width")
+
+    def __init__(self, net: LinearConvNet):
+        offsets = net._flat_plan()[0]
+        self.L, self.n, self.P = net.num_layers, net.end_to_end_size, net.num_params
+        self.rows = np.repeat(np.arange(self.L), [o.size for o in offsets])
+        self.cols = np.concatenate(offsets)
+        self.lengths = [int(o[-1]) + 1 for o in offsets]
+        self.width = max(self.lengths)
+        self.starts = self.n - self.cols
+
+    def upsampled(self, theta: np.ndarray) -> list[np.ndarray]:
+        """The flat ``up(w_l, S_{l-1})`` of every layer (one scatter for all layers)."""
+        U = np.zeros((self.L, self.width))
+        U[self.rows, self.cols] = theta
+        return [U[l, :m] for l, m in enumerate(self.lengths)]
+
+    def partial_products(self, theta: np.ndarray) -> list[np.ndarray]:
+        """The flat ``P_l = conv_{m != l} up(w_m)`` from prefix and suffix products: for
+        L >= 2, 3L - 6 convolutions (``P_1`` and ``P_L`` are the outer products
+        themselves, no convolution with a unit)."""
+        ups = self.upsampled(theta)
+        L = self.L
+        if L == 1:
+            return [np.ones(1)]
+        pre = [ups[0]]                  # pre[i] = up_0 * ... * up_i, i <= L - 2
+        for u in ups[1:L - 1]:
+            pre.append(_conv1d(pre[-1], u))
+        suf = [ups[L - 1]]              # suf[i] = up_{L-1-i} * ... * up_{L-1}
+        for u in ups[L - 2:0:-1]:
+            suf.append(_conv1d(suf[-1], u))
+        suf = suf[::-1]                 # now suf[i] = up_{i+1} * ... * up_{L-1}
+        return [suf[0]] + [_conv1d(pre[l - 1], suf[l]) for l in range(1, L - 1)] + [pre[L - 2]]
+
+    def jacobian_transpose(self, theta: np.ndarray) -> np.ndarray:
+        """``J^T`` (|theta| x |v|) at the flat parameter vector ``theta``: ``P_l`` is
+        placed after ``n`` zeros in row l of a small buffer ``Z``, and row ``(l, j)`` of
+        ``J^T`` is the window of ``Z``'s row l starting ``offset_j`` before ``P_l``; all
+        rows are gathered by one fancy index of the (strided) view of those windows."""
+        n, L = self.n, self.L
+        Z = np.zeros((L, 2 * n))
+        for l, P in enumerate(self.partial_products(theta)):
+            Z[l, n:n + P.size] = P
+        windows = np.ndarray((L, n + 1, n), dtype=np.float64, buffer=Z,
+                             strides=(16 * n, 8, 8))
+        return windows[self.rows, self.starts]
+
+@functools.lru_cache(maxsize=256)
+def _gram_plan(net: LinearConvNet) -> _GramPlan:
+    """One :class:`_GramPlan` per architecture (networks compare and hash by filter shapes
+    and strides)."""
+    return _GramPlan(net)
