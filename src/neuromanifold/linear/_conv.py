@@ -372,8 +372,11 @@ class LinearConvNet(LinearNetBase):
     def jacobian(self, params: Any) -> np.ndarray:
         """The Jacobian of mu: rows = entries of v (C order), columns = all filter entries
         layer by layer (each filter in C order)."""
-        return np.ascontiguousarray(
-            self._gram_plan().jacobian_transpose(self._checked_theta(params)).T)
+        theta, plan = self._checked_theta(params), self._gram_plan()
+        Jt = plan.jacobian_transpose(theta)
+        if plan.nfft and not np.isfinite(Jt).all():
+            Jt = plan.jacobian_transpose(theta, direct=True)   # spectra overflowed
+        return np.ascontiguousarray(Jt.T)
     def exact_jacobian(self, params: Any) -> flint.fmpq_mat:
         """The Jacobian computed exactly over the rationals from the (exact binary) float
         filters, as a ``flint.fmpq_mat``: column j of block l holds the coefficients of
@@ -404,10 +407,11 @@ class LinearConvNet(LinearNetBase):
     def ntk(self, params: Any) -> np.ndarray:
         """The neural tangent kernel ``K = J J^T = sum_l J_l J_l^T`` (docs/concepts_linear.md §2).
 
-        Built from the structure: ``J^T`` is written from one flat partial product ``P_l``
-        per layer (3L - 6 one-dimensional convolutions in all, none per column, from
-        index arrays computed once per architecture), then one symmetric rank-k update
-        (BLAS syrk), which dominates from a few hundred entries of v on.
+        Built from the structure: ``J^T`` is gathered from one flat partial product
+        ``P_l`` per layer (by 3L - 6 direct one-dimensional convolutions for small
+        networks, by one batched FFT beyond; none per column; index arrays computed once
+        per architecture), then one symmetric rank-k update (BLAS syrk), which dominates
+        from a few hundred entries of v on.
 
         Raises:
             ParameterError: a filter of the wrong shape or not finite (as
@@ -420,12 +424,17 @@ class LinearConvNet(LinearNetBase):
                [0., 1., 1.]])
         """
         theta = self._checked_theta(params)
+        plan = self._gram_plan()
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            Jt = self._gram_plan().jacobian_transpose(theta)
-            K = _gram_rows(Jt)
+            K = _gram_rows(plan.jacobian_transpose(theta))
             # |K_ij| <= sqrt(K_ii K_jj) <= trace: a finite, moderate trace means every
             # entry is finite (NaN or inf anywhere in J reaches the diagonal)
             tr = float(np.trace(K))
+            if not (np.isfinite(tr) and tr < 1e300) and plan.nfft:
+                # near the float64 range the spectra may overflow where the direct
+                # convolutions do not: decide on the direct route
+                K = _gram_rows(plan.jacobian_transpose(theta, direct=True))
+                tr = float(np.trace(K))
         if not (np.isfinite(tr) and tr < 1e300):
             check_finite_result(K, f"the NTK of {self!r}")
         return K
@@ -622,20 +631,6 @@ def _gram_rows(Jt: np.ndarray) -> np.ndarray:
     return Jt.T @ Jt
 
 
-#: above this product of lengths a 1D convolution goes through the FFT
-_FFT_MIN_WORK = 1 << 15
-
-
-def _conv1d(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Full 1D convolution: direct for short inputs, FFT (scipy.fft, a fast length)
-    beyond :data:`_FFT_MIN_WORK` multiply-adds; both are accurate to rounding."""
-    if a.size * b.size <= _FFT_MIN_WORK or min(a.size, b.size) < 32:
-        return np.convolve(a, b)
-    m = a.size + b.size - 1
-    nfft = sp_fft.next_fast_len(m, real=True)
-    return sp_fft.irfft(sp_fft.rfft(a, nfft) * sp_fft.rfft(b, nfft), nfft)[:m]
-
-
 def _concat(params: Sequence[np.ndarray]) -> np.ndarray:
     """The filters as one float64 vector, layer by layer (each in C order)."""
     return np.concatenate([w.ravel() for w in params]).astype(np.float64, copy=False)
@@ -643,11 +638,22 @@ def _concat(params: Sequence[np.ndarray]) -> np.ndarray:
 
 class _GramPlan:
     """What the flat construction of ``J^T`` needs of an architecture, computed once:
-    where each filter entry sits in the rows of the upsampled filters (``rows``,
-    ``cols``), each row's length, and per layer the first row of ``J^T`` and the shape and
-    byte strides of the view in which ``P_l`` is written (:meth:`LinearConvNet._flat_plan`)."""
+    where each filter entry sits in the rows of the upsampled filters (``rows``, ``cols``),
+    each row's length, the start of each row of ``J^T`` in the padded buffer of the
+    ``P_l`` (``starts``), and how the ``P_l`` are computed.
 
-    __slots__ = ("L", "n", "P", "rows", "cols", "starts", "lengths", "width")
+    Two ways to the flat partial products ``P_l``, chosen once by size: direct
+    convolutions (3L - 6 of them, exact for integer filters) when their multiply-adds
+    are few (at most :data:`_BATCH_FFT_MIN_WORK`), else all layers at once in the
+    frequency domain: one batched real FFT of the upsampled filters, the products of all
+    spectra but one from running prefix and suffix products (no division), one batched
+    inverse FFT. The FFT leaves rounding noise (about 1e-16 of the largest entry) where
+    ``P_l`` is zero; ``support`` (computed once, by the same FFT of 0/1 filters, whose
+    products count index tuples) zeroes it outside the structural support of ``P_l``, so
+    that ``J`` has the same zero pattern as by direct convolution."""
+
+    __slots__ = ("L", "n", "P", "rows", "cols", "starts", "lengths", "width", "nfft",
+                 "support")
 
     def __init__(self, net: LinearConvNet):
         offsets = net._flat_plan()[0]
@@ -657,6 +663,11 @@ class _GramPlan:
         self.lengths = [int(o[-1]) + 1 for o in offsets]
         self.width = max(self.lengths)
         self.starts = self.n - self.cols
+        self.nfft, self.support = 0, None
+        if self.L >= 3 and _direct_work(self.lengths) > _BATCH_FFT_MIN_WORK:
+            self.nfft = sp_fft.next_fast_len(self.n, real=True)
+            counts = self._fft_partial_products(np.ones(self.P))
+            self.support = (counts > 0.5).astype(np.float64)
 
     def upsampled(self, theta: np.ndarray) -> list[np.ndarray]:
         """The flat ``up(w_l, S_{l-1})`` of every layer (one scatter for all layers)."""
@@ -664,35 +675,91 @@ class _GramPlan:
         U[self.rows, self.cols] = theta
         return [U[l, :m] for l, m in enumerate(self.lengths)]
 
-    def partial_products(self, theta: np.ndarray) -> list[np.ndarray]:
-        """The flat ``P_l = conv_{m != l} up(w_m)`` from prefix and suffix products: for
-        L >= 2, 3L - 6 convolutions (``P_1`` and ``P_L`` are the outer products
-        themselves, no convolution with a unit)."""
+    def partial_products(self, theta: np.ndarray, *, direct: bool = False) -> list[np.ndarray]:
+        """The flat ``P_l = conv_{m != l} up(w_m)``, each of length ``n - len(up(w_l)) + 1``
+        (by FFT when the plan says so and ``direct`` is False)."""
+        if self.nfft and not direct:
+            R = self._fft_partial_products(theta) * self.support
+            return [R[l, :self.n - m + 1] for l, m in enumerate(self.lengths)]
+        return self._direct_partial_products(theta)
+
+    def _direct_partial_products(self, theta: np.ndarray) -> list[np.ndarray]:
+        """Prefix and suffix products by direct convolution (``numpy.convolve``: exact
+        on small integers): for L >= 2, 3L - 6 convolutions (``P_1`` and ``P_L`` are the
+        outer products themselves, no convolution with a unit)."""
         ups = self.upsampled(theta)
         L = self.L
         if L == 1:
             return [np.ones(1)]
         pre = [ups[0]]                  # pre[i] = up_0 * ... * up_i, i <= L - 2
         for u in ups[1:L - 1]:
-            pre.append(_conv1d(pre[-1], u))
+            pre.append(np.convolve(pre[-1], u))
         suf = [ups[L - 1]]              # suf[i] = up_{L-1-i} * ... * up_{L-1}
         for u in ups[L - 2:0:-1]:
-            suf.append(_conv1d(suf[-1], u))
+            suf.append(np.convolve(suf[-1], u))
         suf = suf[::-1]                 # now suf[i] = up_{i+1} * ... * up_{L-1}
-        return [suf[0]] + [_conv1d(pre[l - 1], suf[l]) for l in range(1, L - 1)] + [pre[L - 2]]
+        return [suf[0]] + [np.convolve(pre[l - 1], suf[l]) for l in range(1, L - 1)] + [pre[L - 2]]
 
-    def jacobian_transpose(self, theta: np.ndarray) -> np.ndarray:
+    def _fft_partial_products(self, theta: np.ndarray) -> np.ndarray:
+        """All ``P_l`` as the rows of one (L, nfft) array (L >= 3; nfft >= n, so the
+        cyclic convolutions do not wrap), zeros past each ``P_l`` up to rounding."""
+        L, nfft = self.L, self.nfft
+        U = np.zeros((L, nfft))
+        U[self.rows, self.cols] = theta
+        F = sp_fft.rfft(U, axis=1)
+        out = np.empty_like(F)
+        acc = F[0].copy()               # out[l] = F_0 ... F_{l-1}, then times F_{l+1} ... F_{L-1}
+        for l in range(1, L):
+            out[l] = acc
+            if l < L - 1:
+                acc *= F[l]
+        acc = F[L - 1].copy()
+        for l in range(L - 2, 0, -1):
+            out[l] *= acc
+            acc *= F[l]
+        out[0] = acc
+        return sp_fft.irfft(out, nfft, axis=1)
+
+    def jacobian_transpose(self, theta: np.ndarray, *, direct: bool = False) -> np.ndarray:
         """``J^T`` (|theta| x |v|) at the flat parameter vector ``theta``: ``P_l`` is
         placed after ``n`` zeros in row l of a small buffer ``Z``, and row ``(l, j)`` of
         ``J^T`` is the window of ``Z``'s row l starting ``offset_j`` before ``P_l``; all
         rows are gathered by one fancy index of the (strided) view of those windows."""
         n, L = self.n, self.L
-        Z = np.zeros((L, 2 * n))
-        for l, P in enumerate(self.partial_products(theta)):
-            Z[l, n:n + P.size] = P
-        windows = np.ndarray((L, n + 1, n), dtype=np.float64, buffer=Z,
-                             strides=(16 * n, 8, 8))
+        if self.nfft and not direct:
+            width = n + self.nfft
+            Z = np.zeros((L, width))
+            np.multiply(self._fft_partial_products(theta), self.support, out=Z[:, n:])
+        else:
+            width = 2 * n
+            Z = np.zeros((L, width))
+            for l, P in enumerate(self._direct_partial_products(theta)):
+                Z[l, n:n + P.size] = P
+        windows = np.ndarray((L, width - n + 1, n), dtype=np.float64, buffer=Z,
+                             strides=(8 * width, 8, 8))
         return windows[self.rows, self.starts]
+
+
+def _direct_work(lengths: Sequence[int]) -> int:
+    """Multiply-adds of the 3L - 6 direct convolutions of :class:`_GramPlan` for flat
+    upsampled filters of these lengths."""
+    L = len(lengths)
+    pre = [lengths[0]]
+    for m in lengths[1:L - 1]:
+        pre.append(pre[-1] + m - 1)
+    suf = [lengths[-1]]
+    for m in lengths[L - 2:0:-1]:
+        suf.append(suf[-1] + m - 1)
+    suf = suf[::-1]
+    work = sum(a * m for a, m in zip(pre[:-1], lengths[1:L - 1]))
+    work += sum(a * m for a, m in zip(suf[1:], lengths[1:L - 1]))
+    return work + sum(pre[l - 1] * suf[l] for l in range(1, L - 1))
+
+
+#: above this many multiply-adds of direct convolutions, :class:`_GramPlan` computes the
+#: partial products by one batched FFT
+_BATCH_FFT_MIN_WORK = 1 << 16
+
 
 @functools.lru_cache(maxsize=256)
 def _gram_plan(net: LinearConvNet) -> _GramPlan:
