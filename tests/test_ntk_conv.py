@@ -165,8 +165,9 @@ def test_both_routes_equal_the_previous_path_and_the_reference(net, seed, kind):
 
 
 @pytest.mark.parametrize("shapes, strides", [
-    ([20] * 5, [2, 2, 1, 1]),                           # |v| = 286: FFT route
-    ([(3, 3)] * 5, [(2, 2)] + [(1, 1)] * 3),            # |v| = 361, 2D: FFT route
+    ([20] * 5, [2, 2, 1, 1]),                           # |v| = 286
+    ([(3, 3)] * 5, [(2, 2)] + [(1, 1)] * 3),            # |v| = 361, 2D
+    ([(5, 5)] * 5, [(2, 2)] + [(1, 1)] * 3),            # |v| = 1369: FFT route
     ([(5, 5)] * 4, [(2, 2)] + [(1, 1)] * 2),            # |v| = 841
     ([(3, 1, 2), (1, 4, 1), (2, 2, 2)], [(1, 3, 1), (2, 1, 2)]),   # 3D
     ([1, 1, 1], [5, 7]),                                # size-1 filters, sparse P_l
@@ -174,6 +175,7 @@ def test_both_routes_equal_the_previous_path_and_the_reference(net, seed, kind):
 ])
 def test_benchmark_like_sizes_equal_the_previous_path(shapes, strides):
     net = LinearConvNet(shapes, strides)
+    assert bool(net._gram_plan().nfft) == (net.end_to_end_size == 1369)
     params = net.random_params(7)
     J_prev, K_prev = previous_flat_ntk(net, params)
     assert rel(net.ntk(params), K_prev) <= 1e-12
@@ -181,10 +183,11 @@ def test_benchmark_like_sizes_equal_the_previous_path(shapes, strides):
 
 
 def test_the_route_is_chosen_by_size():
-    small, large = LinearConvNet([5, 5, 5], [2, 2]), LinearConvNet([20] * 5, [2, 2, 1, 1])
+    small, large = LinearConvNet([20] * 5, [2, 2, 1, 1]), LinearConvNet([60] * 5, [2] * 4)
     assert small._gram_plan().nfft == 0
     assert _direct_work(small._gram_plan().lengths) <= _conv._BATCH_FFT_MIN_WORK
     assert large._gram_plan().nfft >= large.end_to_end_size
+    assert _direct_work(large._gram_plan().lengths) > _conv._BATCH_FFT_MIN_WORK
     # the direct route is exact on integer filters (the doctest prints them)
     net = LinearConvNet([2, 3, 2], [2, 1])
     params = [np.array([1.0, -2.0]), np.array([3.0, 0.0, 1.0]), np.array([1.0, 1.0])]
@@ -273,8 +276,15 @@ def test_the_one_pass_check_accepts_what_check_params_accepts():
 
 
 # ----------------------------------------------------------------- overflow
-def test_overflow_is_an_error_on_the_fft_route_too():
+def fft_net(monkeypatch):
+    """|v| = 286 with its plan forced onto the FFT route."""
     net = LinearConvNet([20] * 5, [2, 2, 1, 1])
+    net._gram = forced_plan(net, monkeypatch, True)
+    return net
+
+
+def test_overflow_is_an_error_on_the_fft_route_too(monkeypatch):
+    net = fft_net(monkeypatch)
     assert net._gram_plan().nfft
     params = net.random_params(0)
     with pytest.raises(ParameterError, match="overflow: the NTK"):
@@ -288,7 +298,7 @@ def test_overflow_is_an_error_on_the_fft_route_too():
 def test_overflowing_spectra_fall_back_to_the_direct_route(monkeypatch):
     """When the FFT route gives a non-finite J (spectra can overflow a little before the
     convolutions do), ntk and jacobian decide on the direct route."""
-    net = LinearConvNet([20] * 5, [2, 2, 1, 1])
+    net = fft_net(monkeypatch)
     params = net.random_params(3)
     K_prev = previous_flat_ntk(net, params)[1]
     plan = net._gram_plan()
