@@ -1,7 +1,9 @@
 """NTK of linear convolutional networks against the tools a user would pick.
 
-Ours: ``LinearConvNet.ntk`` (``J^T`` written from one flat partial product ``P_l`` per
-layer, 3L - 2 one-dimensional convolutions, then one symmetric rank-k update, BLAS syrk).
+Ours: ``LinearConvNet.ntk`` (``J^T`` gathered by one fancy index from one flat partial
+product ``P_l`` per layer, from index arrays built once per architecture; the ``P_l`` by
+3L - 6 direct one-dimensional convolutions, or one batched FFT for large networks; then
+one symmetric rank-k update, BLAS syrk).
 Baselines, measured in the same run on the same parameters:
 
 * the floor: ``J @ J.T`` for a Jacobian already given (no method can skip this product
@@ -26,10 +28,13 @@ blocks of warm calls (:func:`alternating_medians`), so that a change of the mach
 load (it is shared) affects every ratio's two sides alike.
 
 What bounds the ratio to the floor: ours ends in the same Gram product, so from about
-1,000 entries on it is the floor plus a few percent; below, the fixed cost of a few
-dozen small numpy calls is comparable to the product. (A structured O(L |v|^2)
-recurrence along the diagonals of K exists, but written in numpy it streams several
-|v| x |v| arrays per layer and loses to syrk at these filter sizes.)
+1,000 entries on it is the floor plus a few percent; below, the fixed cost of about
+twenty small numpy calls (the partial products, ~50 us at |v| = 300) is a fraction of
+the product, and the product itself runs slower after them than the floor's, which
+repeats on a J kept in cache (measured 2026-11-30: 1.6 - 1.7x the floor at |v| = 286
+and 361, load 3 - 4 on 2 cores). (A structured O(L |v|^2) recurrence along the
+diagonals of K exists, but written in numpy it streams several |v| x |v| arrays per
+layer and loses to syrk at these filter sizes.)
 
     python benchmarks/bench_ntk.py [--quick] [--repeat N] [--budget SECONDS]
 """
@@ -205,11 +210,8 @@ def main(argv=None) -> list[dict]:
     for shapes, strides in (QUICK if args.quick else SIZES):
         net = LinearConvNet(shapes, strides)
         params = net.random_params(0)
-        big = net.end_to_end_size > 3000
-        least = max(1, args.repeat // 2) if big else args.repeat
-
         def reps(fn):
-            return _repeats(fn, least, args.budget)
+            return _repeats(fn, args.repeat, args.budget)
 
         J = net.jacobian(params)
         fns = {"ours": lambda: net.ntk(params), "floor": lambda: J @ J.T,

@@ -311,8 +311,9 @@ class LinearConvNet(LinearNetBase):
         """Computed once per network: per layer, the flat (C-order) positions inside v of
         the taps of ``up(w_l, S_{l-1})`` (entry ``j`` of ``w_l`` sits at
         ``ravel(j * S_{l-1})``), and the shape and byte strides of the view of ``J^T``'s
-        rows of layer l in which ``P_l`` is written once (row ``j`` starts at its tap's
-        flat position)."""
+        rows of layer l in which ``P_l`` can be written once (row ``j`` starts at its
+        tap's flat position; the layer-by-layer construction the tests keep as a
+        reference, :class:`_GramPlan` gathers instead)."""
         if not hasattr(self, "_plan"):
             vshape, n = self.end_to_end_shape, self.end_to_end_size
             vstrides = [math.prod(vshape[a + 1:]) for a in range(self.ndim)]
@@ -347,9 +348,8 @@ class LinearConvNet(LinearNetBase):
 
     def _jacobian_transpose(self, params: list[np.ndarray]) -> np.ndarray:
         """``J^T`` (|theta| x |v|, C order): row ``(l, j)`` is the flat ``P_l`` shifted to
-        the flat position of ``j * S_{l-1}`` (docs/concepts_linear.md §2). The rows of a
-        layer form one strided view of the buffer, so ``P_l`` is written into all of them
-        by one broadcast assignment (no per-column work)."""
+        the flat position of ``j * S_{l-1}`` (docs/concepts_linear.md §2), all rows
+        gathered at once (:meth:`_GramPlan.jacobian_transpose`; no per-column work)."""
         return self._gram_plan().jacobian_transpose(_concat(params))
 
     def _checked_theta(self, params: Any) -> np.ndarray:
@@ -650,9 +650,9 @@ class _GramPlan:
     frequency domain: one batched real FFT of the upsampled filters, the products of all
     spectra but one from running prefix and suffix products (no division), one batched
     inverse FFT. The FFT leaves rounding noise (about 1e-16 of the largest entry) where
-    ``P_l`` is zero; ``support`` (computed once, by the same FFT of 0/1 filters, whose
-    products count index tuples) zeroes it outside the structural support of ``P_l``, so
-    that ``J`` has the same zero pattern as by direct convolution."""
+    ``P_l`` is zero; ``support`` (computed once, by direct convolutions of 0/1 filters,
+    clipped to 0/1 after each one, so exact) zeroes it outside the structural support of
+    ``P_l``, so that ``J`` has the same zero pattern as by direct convolution."""
 
     __slots__ = ("L", "n", "P", "rows", "cols", "starts", "lengths", "width", "nfft",
                  "support")
@@ -668,8 +668,9 @@ class _GramPlan:
         self.nfft, self.support = 0, None
         if self.L >= 3 and _direct_work(self.lengths) > _BATCH_FFT_MIN_WORK:
             self.nfft = sp_fft.next_fast_len(self.n, real=True)
-            counts = self._fft_partial_products(np.ones(self.P))
-            self.support = (counts > 0.5).astype(np.float64)
+            self.support = np.zeros((self.L, self.nfft))
+            for l, S in enumerate(self._direct_partial_products(np.ones(self.P), clip=True)):
+                self.support[l, :S.size] = S
 
     def upsampled(self, theta: np.ndarray) -> list[np.ndarray]:
         """The flat ``up(w_l, S_{l-1})`` of every layer (one scatter for all layers)."""
@@ -685,22 +686,29 @@ class _GramPlan:
             return [R[l, :self.n - m + 1] for l, m in enumerate(self.lengths)]
         return self._direct_partial_products(theta)
 
-    def _direct_partial_products(self, theta: np.ndarray) -> list[np.ndarray]:
+    def _direct_partial_products(self, theta: np.ndarray, *,
+                                 clip: bool = False) -> list[np.ndarray]:
         """Prefix and suffix products by direct convolution (``numpy.convolve``: exact
         on small integers): for L >= 2, 3L - 6 convolutions (``P_1`` and ``P_L`` are the
-        outer products themselves, no convolution with a unit)."""
+        outer products themselves, no convolution with a unit). With ``clip`` (for 0/1
+        filters) every product is clipped to 1: the supports, exactly."""
         ups = self.upsampled(theta)
         L = self.L
         if L == 1:
             return [np.ones(1)]
+
+        def conv(a, b):
+            c = np.convolve(a, b)
+            return np.minimum(c, 1.0, out=c) if clip else c
+
         pre = [ups[0]]                  # pre[i] = up_0 * ... * up_i, i <= L - 2
         for u in ups[1:L - 1]:
-            pre.append(np.convolve(pre[-1], u))
+            pre.append(conv(pre[-1], u))
         suf = [ups[L - 1]]              # suf[i] = up_{L-1-i} * ... * up_{L-1}
         for u in ups[L - 2:0:-1]:
-            suf.append(np.convolve(suf[-1], u))
+            suf.append(conv(suf[-1], u))
         suf = suf[::-1]                 # now suf[i] = up_{i+1} * ... * up_{L-1}
-        return [suf[0]] + [np.convolve(pre[l - 1], suf[l]) for l in range(1, L - 1)] + [pre[L - 2]]
+        return [suf[0]] + [conv(pre[l - 1], suf[l]) for l in range(1, L - 1)] + [pre[L - 2]]
 
     def _fft_partial_products(self, theta: np.ndarray) -> np.ndarray:
         """All ``P_l`` as the rows of one (L, nfft) array (L >= 3; nfft >= n, so the
