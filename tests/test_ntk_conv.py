@@ -11,7 +11,7 @@ whatever the size the examples happen to have.
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from neuromanifold import LinearConvNet, ParameterError
 from neuromanifold.linear import _conv
@@ -129,6 +129,7 @@ KINDS = ["gaussian", "zeros", "scales", "decades", "integers"]
 
 
 # ----------------------------------------------------------------- equal to the previous path
+@settings(max_examples=80)      # cheap (small nets): more architectures than the default
 @given(net=ntk_nets(), seed=st.integers(0, 2**31), kind=st.sampled_from(KINDS))
 def test_both_routes_equal_the_previous_path_and_the_reference(net, seed, kind):
     """On random 1D/2D architectures with strides, every route to J and K (the default
