@@ -293,7 +293,7 @@ class LinearConvNet(LinearNetBase):
 
         The reference construction (one scatter per layer from the D-dimensional ``P_l``);
         :meth:`jacobian` and :meth:`ntk` use the flat construction of
-        :meth:`_jacobian_transpose`, which tests check against this one."""
+        :meth:`_GramPlan.jacobian_transpose`, which tests check against this one."""
         vshape = self.end_to_end_shape
         blocks = []
         for P, k, S in zip(self._partial_products(params), self.filter_shapes,
@@ -330,27 +330,12 @@ class LinearConvNet(LinearNetBase):
         return self._plan
 
     def _gram_plan(self) -> "_GramPlan":
-        """The per-architecture constants of :meth:`_jacobian_transpose` (built once per
-        architecture, shared by equal networks)."""
+        """The per-architecture constants of the flat construction of ``J^T`` (built once
+        per architecture, shared by equal networks)."""
         plan = self.__dict__.get("_gram")
         if plan is None:
             plan = self._gram = _gram_plan(self)
         return plan
-
-    def _flat_partial_products(self, params: list[np.ndarray]) -> list[np.ndarray]:
-        """``P_l`` in flat coordinates of v (C order, trailing zeros cut).
-
-        Every partial product fits inside v's box, and on that box the flat index is
-        linear and one-to-one, so a D-dimensional full convolution of arrays placed in
-        v's grid is the 1D full convolution of their flat forms: 1D convolutions only,
-        whatever D."""
-        return self._gram_plan().partial_products(_concat(params))
-
-    def _jacobian_transpose(self, params: list[np.ndarray]) -> np.ndarray:
-        """``J^T`` (|theta| x |v|, C order): row ``(l, j)`` is the flat ``P_l`` shifted to
-        the flat position of ``j * S_{l-1}`` (docs/concepts_linear.md §2), all rows
-        gathered at once (:meth:`_GramPlan.jacobian_transpose`; no per-column work)."""
-        return self._gram_plan().jacobian_transpose(_concat(params))
 
     def _checked_theta(self, params: Any) -> np.ndarray:
         """``params`` validated as :meth:`check_params` does, flattened into one vector.
@@ -643,6 +628,13 @@ class _GramPlan:
     where each filter entry sits in the rows of the upsampled filters (``rows``, ``cols``),
     each row's length, the start of each row of ``J^T`` in the padded buffer of the
     ``P_l`` (``starts``), and how the ``P_l`` are computed.
+
+    Row ``(l, j)`` of ``J^T`` is the partial product ``P_l`` (the convolution of every
+    upsampled filter but layer l's) shifted to the flat position of ``j * S_{l-1}``
+    (docs/concepts_linear.md §2). Every partial product fits inside v's box, and on that
+    box the flat (C-order) index is linear and one-to-one, so a D-dimensional full
+    convolution of arrays placed in v's grid is the 1D full convolution of their flat
+    forms: 1D convolutions only, whatever D.
 
     Two ways to the flat partial products ``P_l``, chosen once by size: direct
     convolutions (3L - 6 of them, exact for integer filters) when their multiply-adds
