@@ -10,6 +10,7 @@ convolution and ``up(w, S)`` spreads ``w`` on the lattice ``S Z^D``; equivalentl
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -292,7 +293,7 @@ class LinearConvNet(LinearNetBase):
 
         The reference construction (one scatter per layer from the D-dimensional ``P_l``);
         :meth:`jacobian` and :meth:`ntk` use the flat construction of
-        :meth:`_jacobian_transpose`, which tests check against this one."""
+        :meth:`_GramPlan.jacobian_transpose`, which tests check against this one."""
         vshape = self.end_to_end_shape
         blocks = []
         for P, k, S in zip(self._partial_products(params), self.filter_shapes,
@@ -310,8 +311,9 @@ class LinearConvNet(LinearNetBase):
         """Computed once per network: per layer, the flat (C-order) positions inside v of
         the taps of ``up(w_l, S_{l-1})`` (entry ``j`` of ``w_l`` sits at
         ``ravel(j * S_{l-1})``), and the shape and byte strides of the view of ``J^T``'s
-        rows of layer l in which ``P_l`` is written once (row ``j`` starts at its tap's
-        flat position)."""
+        rows of layer l in which ``P_l`` can be written once (row ``j`` starts at its
+        tap's flat position; the layer-by-layer construction the tests keep as a
+        reference, :class:`_GramPlan` gathers instead)."""
         if not hasattr(self, "_plan"):
             vshape, n = self.end_to_end_shape, self.end_to_end_size
             vstrides = [math.prod(vshape[a + 1:]) for a in range(self.ndim)]
@@ -327,49 +329,41 @@ class LinearConvNet(LinearNetBase):
             self._plan = (offsets, views)
         return self._plan
 
-    def _flat_partial_products(self, params: list[np.ndarray]) -> list[np.ndarray]:
-        """``P_l`` in flat coordinates of v (C order, trailing zeros cut).
+    def _gram_plan(self) -> "_GramPlan":
+        """The per-architecture constants of the flat construction of ``J^T`` (built once
+        per architecture, shared by equal networks)."""
+        plan = self.__dict__.get("_gram")
+        if plan is None:
+            plan = self._gram = _gram_plan(self)
+        return plan
 
-        Every partial product fits inside v's box, and on that box the flat index is
-        linear and one-to-one, so a D-dimensional full convolution of arrays placed in
-        v's grid is the 1D full convolution of their flat forms: 1D convolutions only,
-        whatever D."""
-        ups = []
-        for w, o in zip(params, self._flat_plan()[0]):
-            u = np.zeros(int(o[-1]) + 1)
-            u[o] = w.ravel()
-            ups.append(u)
-        one = np.ones(1)
-        prefix = [one]
-        for u in ups[:-1]:
-            prefix.append(_conv1d(prefix[-1], u))
-        suffix = [one]
-        for u in ups[:0:-1]:
-            suffix.append(_conv1d(suffix[-1], u))
-        suffix = suffix[::-1]
-        return [_conv1d(a, b) for a, b in zip(prefix, suffix)]
+    def _checked_theta(self, params: Any) -> np.ndarray:
+        """``params`` validated as :meth:`check_params` does, flattened into one vector.
 
-    def _jacobian_transpose(self, params: list[np.ndarray]) -> np.ndarray:
-        """``J^T`` (|theta| x |v|, C order): row ``(l, j)`` is the flat ``P_l`` shifted to
-        the flat position of ``j * S_{l-1}`` (docs/concepts_linear.md §2). The rows of a
-        layer form one strided view of the buffer, so ``P_l`` is written into all of them
-        by one broadcast assignment (no per-column work)."""
-        n = self.end_to_end_size
-        Jt = np.zeros((self.num_params, n))
-        row = 0
-        for P, (offsets, (k, strides)) in zip(self._flat_partial_products(params),
-                                              zip(*self._flat_plan())):
-            view = np.ndarray(k + (P.size,), dtype=np.float64, buffer=Jt,
-                              offset=8 * row * n, strides=strides + (8,))
-            view[...] = P
-            row += offsets.size
-        return Jt
+        The common case (a list of float64 arrays of the right shapes) is checked in one
+        pass: shapes and types per layer, finiteness once on the flattened vector; anything
+        else, or a non-finite entry, goes through :meth:`check_params`, which converts or
+        raises with its message naming the layer."""
+        shapes = self.filter_shapes
+        if type(params) in (list, tuple) and len(params) == len(shapes):
+            for w, k in zip(params, shapes):
+                if type(w) is not np.ndarray or w.dtype != np.float64 or w.shape != k:
+                    break
+            else:
+                theta = np.concatenate([w.ravel() for w in params])
+                if np.isfinite(theta).all():
+                    return theta
+        return _concat(self.check_params(params))
 
     @finite_result("the Jacobian")
     def jacobian(self, params: Any) -> np.ndarray:
         """The Jacobian of mu: rows = entries of v (C order), columns = all filter entries
         layer by layer (each filter in C order)."""
-        return np.ascontiguousarray(self._jacobian_transpose(self.check_params(params)).T)
+        theta, plan = self._checked_theta(params), self._gram_plan()
+        Jt = plan.jacobian_transpose(theta)
+        if plan.nfft and not np.isfinite(Jt).all():
+            Jt = plan.jacobian_transpose(theta, direct=True)   # spectra overflowed
+        return np.ascontiguousarray(Jt.T)
     def exact_jacobian(self, params: Any) -> flint.fmpq_mat:
         """The Jacobian computed exactly over the rationals from the (exact binary) float
         filters, as a ``flint.fmpq_mat``: column j of block l holds the coefficients of
@@ -401,12 +395,14 @@ class LinearConvNet(LinearNetBase):
         """The neural tangent kernel ``K = J J^T = sum_l J_l J_l^T`` (docs/concepts_linear.md §2).
 
         Built from the structure: ``J^T`` is gathered from one flat partial product
-        ``P_l`` per layer (3L - 2 one-dimensional convolutions in all, none per column),
-        then one symmetric rank-k update (BLAS syrk), which dominates from a few hundred
-        entries of v on.
+        ``P_l`` per layer (by 3L - 6 direct one-dimensional convolutions for small
+        networks, by one batched FFT beyond; none per column; index arrays computed once
+        per architecture), then one symmetric rank-k update (BLAS syrk), which dominates
+        from a few hundred entries of v on.
 
         Raises:
-            ParameterError: ("overflow: ...") when K is not finite in float64.
+            ParameterError: a filter of the wrong shape or not finite (as
+                :meth:`check_params`), or ("overflow: ...") K not finite in float64.
 
         >>> net = LinearConvNet([2, 2])
         >>> net.ntk([[1.0, 1.0], [1.0, 0.0]])
@@ -414,13 +410,18 @@ class LinearConvNet(LinearNetBase):
                [1., 2., 1.],
                [0., 1., 1.]])
         """
-        params = self.check_params(params)
+        theta = self._checked_theta(params)
+        plan = self._gram_plan()
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            Jt = self._jacobian_transpose(params)
-            K = _gram_rows(Jt)
+            K = _gram_rows(plan.jacobian_transpose(theta))
             # |K_ij| <= sqrt(K_ii K_jj) <= trace: a finite, moderate trace means every
             # entry is finite (NaN or inf anywhere in J reaches the diagonal)
             tr = float(np.trace(K))
+            if not (np.isfinite(tr) and tr < 1e300) and plan.nfft:
+                # near the float64 range the spectra may overflow where the direct
+                # convolutions do not: decide on the direct route
+                K = _gram_rows(plan.jacobian_transpose(theta, direct=True))
+                tr = float(np.trace(K))
         if not (np.isfinite(tr) and tr < 1e300):
             check_finite_result(K, f"the NTK of {self!r}")
         return K
@@ -617,15 +618,156 @@ def _gram_rows(Jt: np.ndarray) -> np.ndarray:
     return Jt.T @ Jt
 
 
-#: above this product of lengths a 1D convolution goes through the FFT
-_FFT_MIN_WORK = 1 << 15
+def _concat(params: Sequence[np.ndarray]) -> np.ndarray:
+    """The filters as one float64 vector, layer by layer (each in C order)."""
+    return np.concatenate([w.ravel() for w in params]).astype(np.float64, copy=False)
 
 
-def _conv1d(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Full 1D convolution: direct for short inputs, FFT (scipy.fft, a fast length)
-    beyond :data:`_FFT_MIN_WORK` multiply-adds; both are accurate to rounding."""
-    if a.size * b.size <= _FFT_MIN_WORK or min(a.size, b.size) < 32:
-        return np.convolve(a, b)
-    m = a.size + b.size - 1
-    nfft = sp_fft.next_fast_len(m, real=True)
-    return sp_fft.irfft(sp_fft.rfft(a, nfft) * sp_fft.rfft(b, nfft), nfft)[:m]
+class _GramPlan:
+    """What the flat construction of ``J^T`` needs of an architecture, computed once:
+    where each filter entry sits in the rows of the upsampled filters (``rows``, ``cols``),
+    each row's length, the start of each row of ``J^T`` in the padded buffer of the
+    ``P_l`` (``starts``), and how the ``P_l`` are computed.
+
+    Row ``(l, j)`` of ``J^T`` is the partial product ``P_l`` (the convolution of every
+    upsampled filter but layer l's) shifted to the flat position of ``j * S_{l-1}``
+    (docs/concepts_linear.md §2). Every partial product fits inside v's box, and on that
+    box the flat (C-order) index is linear and one-to-one, so a D-dimensional full
+    convolution of arrays placed in v's grid is the 1D full convolution of their flat
+    forms: 1D convolutions only, whatever D.
+
+    Two ways to the flat partial products ``P_l``, chosen once by size: direct
+    convolutions (3L - 6 of them, exact for integer filters) when their multiply-adds
+    are few (at most :data:`_BATCH_FFT_MIN_WORK`), else all layers at once in the
+    frequency domain: one batched real FFT of the upsampled filters, the products of all
+    spectra but one from running prefix and suffix products (no division), one batched
+    inverse FFT. The FFT leaves rounding noise (about 1e-16 of the largest entry) where
+    ``P_l`` is zero; ``support`` (computed once, by direct convolutions of 0/1 filters,
+    clipped to 0/1 after each one, so exact) zeroes it outside the structural support of
+    ``P_l``, so that ``J`` has the same zero pattern as by direct convolution."""
+
+    __slots__ = ("L", "n", "P", "rows", "cols", "starts", "lengths", "width", "nfft",
+                 "support")
+
+    def __init__(self, net: LinearConvNet):
+        offsets = net._flat_plan()[0]
+        self.L, self.n, self.P = net.num_layers, net.end_to_end_size, net.num_params
+        self.rows = np.repeat(np.arange(self.L), [o.size for o in offsets])
+        self.cols = np.concatenate(offsets)
+        self.lengths = [int(o[-1]) + 1 for o in offsets]
+        self.width = max(self.lengths)
+        self.starts = self.n - self.cols
+        self.nfft, self.support = 0, None
+        if self.L >= 3 and _direct_work(self.lengths) > _BATCH_FFT_MIN_WORK:
+            self.nfft = sp_fft.next_fast_len(self.n, real=True)
+            self.support = np.zeros((self.L, self.nfft))
+            for l, S in enumerate(self._direct_partial_products(np.ones(self.P), clip=True)):
+                self.support[l, :S.size] = S
+
+    def upsampled(self, theta: np.ndarray) -> list[np.ndarray]:
+        """The flat ``up(w_l, S_{l-1})`` of every layer (one scatter for all layers)."""
+        U = np.zeros((self.L, self.width))
+        U[self.rows, self.cols] = theta
+        return [U[l, :m] for l, m in enumerate(self.lengths)]
+
+    def partial_products(self, theta: np.ndarray, *, direct: bool = False) -> list[np.ndarray]:
+        """The flat ``P_l = conv_{m != l} up(w_m)``, each of length ``n - len(up(w_l)) + 1``
+        (by FFT when the plan says so and ``direct`` is False)."""
+        if self.nfft and not direct:
+            R = self._fft_partial_products(theta) * self.support
+            return [R[l, :self.n - m + 1] for l, m in enumerate(self.lengths)]
+        return self._direct_partial_products(theta)
+
+    def _direct_partial_products(self, theta: np.ndarray, *,
+                                 clip: bool = False) -> list[np.ndarray]:
+        """Prefix and suffix products by direct convolution (``numpy.convolve``: exact
+        on small integers): for L >= 2, 3L - 6 convolutions (``P_1`` and ``P_L`` are the
+        outer products themselves, no convolution with a unit). With ``clip`` (for 0/1
+        filters) every product is clipped to 1: the supports, exactly."""
+        ups = self.upsampled(theta)
+        L = self.L
+        if L == 1:
+            return [np.ones(1)]
+
+        def conv(a, b):
+            c = np.convolve(a, b)
+            return np.minimum(c, 1.0, out=c) if clip else c
+
+        pre = [ups[0]]                  # pre[i] = up_0 * ... * up_i, i <= L - 2
+        for u in ups[1:L - 1]:
+            pre.append(conv(pre[-1], u))
+        suf = [ups[L - 1]]              # suf[i] = up_{L-1-i} * ... * up_{L-1}
+        for u in ups[L - 2:0:-1]:
+            suf.append(conv(suf[-1], u))
+        suf = suf[::-1]                 # now suf[i] = up_{i+1} * ... * up_{L-1}
+        return [suf[0]] + [conv(pre[l - 1], suf[l]) for l in range(1, L - 1)] + [pre[L - 2]]
+
+    def _fft_partial_products(self, theta: np.ndarray) -> np.ndarray:
+        """All ``P_l`` as the rows of one (L, nfft) array (L >= 3; nfft >= n, so the
+        cyclic convolutions do not wrap), zeros past each ``P_l`` up to rounding."""
+        L, nfft = self.L, self.nfft
+        U = np.zeros((L, nfft))
+        U[self.rows, self.cols] = theta
+        F = sp_fft.rfft(U, axis=1)
+        out = np.empty_like(F)
+        acc = F[0].copy()               # out[l] = F_0 ... F_{l-1}, then times F_{l+1} ... F_{L-1}
+        for l in range(1, L):
+            out[l] = acc
+            if l < L - 1:
+                acc *= F[l]
+        acc = F[L - 1].copy()
+        for l in range(L - 2, 0, -1):
+            out[l] *= acc
+            acc *= F[l]
+        out[0] = acc
+        return sp_fft.irfft(out, nfft, axis=1)
+
+    def jacobian_transpose(self, theta: np.ndarray, *, direct: bool = False) -> np.ndarray:
+        """``J^T`` (|theta| x |v|) at the flat parameter vector ``theta``: ``P_l`` is
+        placed after ``n`` zeros in row l of a small buffer ``Z``, and row ``(l, j)`` of
+        ``J^T`` is the window of ``Z``'s row l starting ``offset_j`` before ``P_l``; all
+        rows are gathered by one fancy index of the (strided) view of those windows."""
+        n, L = self.n, self.L
+        if self.nfft and not direct:
+            width = n + self.nfft
+            Z = np.zeros((L, width))
+            np.multiply(self._fft_partial_products(theta), self.support, out=Z[:, n:])
+        else:
+            width = 2 * n
+            Z = np.zeros((L, width))
+            for l, P in enumerate(self._direct_partial_products(theta)):
+                Z[l, n:n + P.size] = P
+        windows = np.ndarray((L, width - n + 1, n), dtype=np.float64, buffer=Z,
+                             strides=(8 * width, 8, 8))
+        return windows[self.rows, self.starts]
+
+
+def _direct_work(lengths: Sequence[int]) -> int:
+    """Multiply-adds of the 3L - 6 direct convolutions of :class:`_GramPlan` for flat
+    upsampled filters of these lengths."""
+    L = len(lengths)
+    pre = [lengths[0]]
+    for m in lengths[1:L - 1]:
+        pre.append(pre[-1] + m - 1)
+    suf = [lengths[-1]]
+    for m in lengths[L - 2:0:-1]:
+        suf.append(suf[-1] + m - 1)
+    suf = suf[::-1]
+    work = sum(a * m for a, m in zip(pre[:-1], lengths[1:L - 1]))
+    work += sum(a * m for a, m in zip(suf[1:], lengths[1:L - 1]))
+    return work + sum(pre[l - 1] * suf[l] for l in range(1, L - 1))
+
+
+#: above this many multiply-adds of direct convolutions, :class:`_GramPlan` computes the
+#: partial products by one batched FFT. Measured inside the NTK (partial products, then
+#: the Gram product), the direct route is the faster one up to about a million: the FFT
+#: route alone is quicker from ~1e5 on, but leaves the Gram product that follows it
+#: slower by more than it saves (|v| of 300 to 500: ~35 us slower in all).
+_BATCH_FFT_MIN_WORK = 1 << 20
+
+
+@functools.lru_cache(maxsize=256)
+def _gram_plan(net: LinearConvNet) -> _GramPlan:
+    """One :class:`_GramPlan` per architecture (networks compare and hash by filter shapes
+    and strides)."""
+    return _GramPlan(net)
