@@ -161,8 +161,10 @@ def test_lp_paths_agree():
 
 
 def test_broken_highspy_binding_falls_back_to_linprog(monkeypatch):
+    from neuromanifold.relu import _engine
     p = ReLUNet([2, 4, 3, 1]).random_params(2)
     ref = {flat_pattern(r) for r in regions(p)}
+    monkeypatch.setattr(_engine, "_ascent", lambda *a, **k: None)   # every decision by LP
 
     def broken(*args, **kwargs):
         raise AttributeError("highspy API changed")
@@ -192,9 +194,42 @@ def test_floating_point_decisions_are_certified_not_trusted(monkeypatch):
 
     from neuromanifold.relu import _engine
     monkeypatch.setattr(_engine, "solve_lp", lying)
+    monkeypatch.setattr(_engine, "_ascent", lambda *a, **k: None)   # every decision by LP
     R = regions(p)
     assert {flat_pattern(r) for r in R} == ref
     assert R.num_exact_fallbacks > 0 and R.certified
+
+
+@pytest.mark.parametrize("lie", ["max", "cross", "both"])
+def test_lying_walks_are_caught_by_the_exact_checks(monkeypatch, lie):
+    """The float walk across a cell only proposes: a bogus emptiness certificate (nonsense
+    multipliers) or a bogus far point (outside the cell, or on the near side) must be
+    rejected exactly, and an LP then decides; no region may be lost or invented."""
+    from neuromanifold.relu import _engine
+    rng = np.random.default_rng(3)
+    calls = []
+
+    def lying(A, c, x0, g, target, max_iter):
+        calls.append(1)
+        kind = lie if lie != "both" else ("max", "cross")[len(calls) % 2]
+        if kind == "max":
+            k = min(len(A), 2)
+            return "max", list(range(k)), np.ones(k)
+        return "cross", x0 + rng.standard_normal(x0.size) * 10.0 ** rng.integers(-12, 2)
+
+    for widths, domain in [([2, 4, 3, 1], None), ([3, 5, 4, 1], (-1, 1)), ([2, 3, 3, 2], "orthant")]:
+        p = ReLUNet(widths).random_params(4)
+        ref = {flat_pattern(r) for r in regions(p, domain)}
+        with monkeypatch.context() as m:
+            m.setattr(_engine, "_ascent", lying)
+            R = regions(p, domain)
+        assert {flat_pattern(r) for r in R} == ref and R.certified and R.num_lps > 0
+        net = ExactNet(p)
+        for r in R:   # every point still has its region's pattern, strictly
+            _, pre = exact_forward(net, r.point_exact)
+            assert all((z > 0) == bool(a) and z != 0
+                       for zs, mask in zip(pre, r.pattern) for z, a in zip(zs, mask))
+    assert calls
 
 
 def test_region_evaluate_rejects_bad_inputs():
@@ -329,7 +364,7 @@ def test_max_regions_raises_with_counts_and_the_partial_list():
     with pytest.raises(ComputationLimitError) as info:
         regions(p, max_regions=5)
     err = info.value
-    assert err.num_regions == 5 and err.num_lps > 0
+    assert err.num_regions == 5 and err.num_lps + err.num_walks > 0
     assert err.partial.num_regions == 5 and not err.partial.certified
     assert [flat_pattern(r) for r in err.partial] == [flat_pattern(r) for r in regions(p)][:5]
 

@@ -25,6 +25,7 @@ simplex decides (:mod:`neuromanifold.exact._lp`). Affine maps are carried exactl
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -212,6 +213,10 @@ class Engine:
         self.counter = LPCounter()
         self.exact_fallbacks = 0
         self.certificates = 0
+        #: float active-set walks of the refinement (each in place of an LP), and the
+        #: emptiness certificates they gave (checked exactly)
+        self.walks = 0
+        self.walk_proofs = 0
         #: False: trust the floating-point LP (radius above LP_TOL = non-empty, else
         #: empty) without the exact checks; the interior points are then not verified
         self.certify = certify
@@ -535,6 +540,70 @@ def _reach(cell: "Cell", X: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.clip((slack / rate[up][:, None]).min(axis=0), 0.0, None)
 
 
+def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target: float,
+            max_iter: int):
+    """Maximize ``g . x`` over ``{x : A x <= c}`` (rows of unit length) by an active-set
+    walk in floats from ``x0`` (strictly inside), stopping as soon as ``g . x > target``.
+
+    Returns:
+        ``("cross", x)``: ``x`` in the closed cell with ``g . x > target`` (float);
+        ``("max", W, lam)``: a maximizer at which the rows ``W`` are active with
+        ``g = A[W]^T lam``, ``lam >= 0`` and ``g . x <= target`` (the multipliers of an
+        emptiness certificate, checked exactly by the caller);
+        ``None``: no decision in ``max_iter`` steps (then an LP decides).
+    """
+    x = x0.copy()
+    W: list[int] = []
+    gn = math.sqrt(float(g @ g))
+    lam = None
+    for _ in range(max_iter):
+        if W:
+            AW = A[W]
+            try:
+                lam = np.linalg.solve(AW @ AW.T, AW @ g)
+            except np.linalg.LinAlgError:  # dependent walls (degenerate): an LP decides
+                return None
+            u = g - lam @ AW
+        else:
+            u = g
+        un = math.sqrt(float(u @ u))
+        if un <= 1e-11 * gn:
+            i = int(np.argmin(lam))
+            if lam[i] >= -1e-12 * gn:
+                if float(g @ x) > target:  # pragma: no cover - the walk stops before
+                    return "cross", x
+                return "max", list(W), np.maximum(lam, 0.0)
+            del W[i]
+            continue
+        gu = float(g @ u)
+        if not gu > 0:  # pragma: no cover - u is a projection of g
+            return None
+        need = (target - float(g @ x)) / gu
+        rate = A @ u
+        if W:
+            rate[W] = 0.0
+        up = np.nonzero(rate > 1e-13 * un)[0]
+        if not up.size:
+            return "cross", x + (2.0 * max(need, 0.0) + 1.0) * u
+        steps = np.maximum(c[up] - A[up] @ x, 0.0) / rate[up]
+        i = int(np.argmin(steps))
+        t = float(steps[i])
+        if need < t:
+            return "cross", x + 0.5 * (max(need, 0.0) + t) * u
+        x = x + t * u
+        W.append(int(up[i]))
+        if len(W) > A.shape[1]:
+            return None
+    return None
+
+
+def _unit_rows(cell: "Cell") -> tuple:
+    """The cell's float rows and offsets divided by the rows' norms, and ``1 / norms``."""
+    nrm = np.sqrt(np.einsum("ij,ij->i", cell.rows_f, cell.rows_f))
+    inv = 1.0 / nrm
+    return cell.rows_f * inv[:, None], cell.offs_f * inv, inv
+
+
 def refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> list[Cell]:
     """Split ``cell`` by the neurons of hidden layer ``l`` of network ``k``."""
     return list(iter_refine_stage(cell, k, l, net, engine))
@@ -609,6 +678,8 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
 
     stack = [(cell, bits0, cand0)]
     while stack:
+        if engine.deadline is not None and time.monotonic() > engine.deadline:
+            raise EngineDeadline()
         geo, bits, cand = stack.pop()
         Pf, Pq, Pr = geo.pool()
         m0 = len(Pq)
@@ -616,6 +687,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
         newq: list = []
         newr: list = []
         crossing: list[int] = []
+        geo_n = None
         if cand:
             ci = np.array(cand)
             S, Z = float_signs_at(Zf[ci, :d], Zf[ci, d], Pf)
@@ -650,23 +722,47 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
                 crossing.append(j)
                 continue
             near = pos
-            # walk from the pool points straight across the hyperplane (along its normal)
-            # as far as the cell allows: a point past it settles the crossing without LP
+            # walk from the pool point with the most room across the hyperplane: straight
+            # along its normal, then along the cell's walls (an active-set ascent in
+            # floats). Past the hyperplane: a far point (checked exactly). Stuck below it:
+            # the active walls' multipliers, checked exactly as an emptiness certificate.
+            ra, rc, rfa, rfc = side_row(j, not near)
             dist = np.abs(Z[t]) / nrm
             direc = -unit if near else unit
             reach = _reach(geo, Pf, direc)
-            room = reach - dist
-            i = int(np.argmax(room))
-            if room[i] > 1e-9 * max(dist[i], 1e-300):
-                step = 0.5 * (dist[i] + min(reach[i], dist[i] + 2.0 * RADIUS_CAP))
-                xf = Pf[i] + step * direc
-                xq = admit(geo, [side_row(j, not near)], xf)
+            i = int(np.argmax(reach - dist))
+            if geo_n is None:
+                geo_n = _unit_rows(geo)
+            engine.walks += 1
+            out = _ascent(geo_n[0], geo_n[1], Pf[i], -rfa / float(np.linalg.norm(rfa)),
+                          -rfc / float(np.linalg.norm(rfa)), 3 * d + 6)
+            if out is not None and out[0] == "cross":
+                xb = out[1]
+                x0 = Pf[i]
+                fb, f0 = float(rfa @ xb - rfc), float(rfa @ x0 - rfc)
+                lam = 0.5 * fb / (fb - f0) if fb < 0 and f0 > fb else 0.0
+                xf = xb + lam * (x0 - xb)
+                xq = admit(geo, [(ra, rc, rfa, rfc)], xf) if lam > 0 else None
                 if xq is not None:
                     newf.append(xf), newq.append(xq)
                     newr.append(float(_radii(geo, xf[None, :])[0]))
                     crossing.append(j)
                     continue
-            ra, rc, rfa, rfc = side_row(j, not near)
+            elif out is not None and certify:
+                W, lamW = out[1], out[2]
+                keep = [w for w, v in zip(W, lamW) if v > 0]
+                y = [float(v) * geo_n[2][w] for w, v in zip(W, lamW) if v > 0]
+                Sq = [geo.rows_q[w] for w in keep] + [ra]
+                sq = [geo.offs_q[w] for w in keep] + [rc]
+                if keep and _motzkin(Sq, sq, np.array(y + [1.0 / float(np.linalg.norm(rfa))]),
+                                     (), (), ()):
+                    engine.certificates += 1
+                    engine.walk_proofs += 1
+                    bits[j] = near
+                    continue
+            elif out is not None:  # certify=False: the float walk decides
+                bits[j] = near
+                continue
             res = engine.decide(geo.rows_q + [ra], geo.offs_q + [rc],
                                 np.vstack([geo.rows_f, rfa[None, :]]), np.append(geo.offs_f, rfc),
                                 scaled=True)
