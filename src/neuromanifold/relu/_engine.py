@@ -363,6 +363,28 @@ def _motzkin(Sq, sq, y, E, e, mu) -> bool:
     return round_certificate(Sq, sq, E, e, y, mu) is not None
 
 
+def _square_certificate(Sq: list, sq: list) -> bool | None:
+    """Whether ``d + 1`` exact rows ``Sq x < sq`` in R^d, the first d independent, carry a
+    Motzkin certificate of emptiness with multiplier 1 on the last row: the unique ``y``
+    with ``sum_i y_i Sq[i] = -Sq[d]`` (solved exactly) has ``y >= 0`` and
+    ``sum_i y_i sq[i] + sq[d] <= 0``. The same test as :func:`_motzkin` when the first d
+    rows are independent (the null space is then one-dimensional), by one exact solve;
+    ``None`` when they are dependent."""
+    d = len(Sq) - 1
+    M = flint.fmpq_mat(d, d, [Sq[k][i] for i in range(d) for k in range(d)])
+    try:
+        y = M.solve(flint.fmpq_mat(d, 1, [-v for v in Sq[d]])).entries()
+    except ZeroDivisionError:  # dependent rows: the general rounding decides
+        return None
+    if any(v < 0 for v in y):
+        return False
+    tot = sq[d]
+    for v, c in zip(y, sq):
+        if v != 0:
+            tot += v * c
+    return tot <= 0
+
+
 def _fq(v: float) -> flint.fmpq:
     """The exact value of a finite float."""
     return flint.fmpq(*float(v).as_integer_ratio())
@@ -552,35 +574,33 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
         emptiness certificate, checked exactly by the caller);
         ``None``: no decision in ``max_iter`` steps (then an LP decides).
     """
+    d = A.shape[1]
     x = x0.copy()
     W: list[int] = []
+    Q = np.zeros((d, d))   # orthonormal basis of the active walls' normals: Q[:len(W)]
+    m = 0
     gn = math.sqrt(float(g @ g))
-    lam = None
+    gx = float(g @ x)
     for _ in range(max_iter):
-        if W:
-            AW = A[W]
-            try:
-                lam = np.linalg.solve(AW @ AW.T, AW @ g)
-            except np.linalg.LinAlgError:  # dependent walls (degenerate): an LP decides
-                return None
-            u = g - lam @ AW
-        else:
-            u = g
-        un = math.sqrt(float(u @ u))
-        if un <= 1e-11 * gn:
+        u = g - (Q[:m] @ g) @ Q[:m] if m else g
+        gu = float(u @ u)         # = g . u, as u is the projection of g
+        if gu <= (1e-11 * gn) ** 2:
+            # g is a combination of the active walls: the multipliers decide
+            lam = np.linalg.lstsq(A[W].T, g, rcond=None)[0]
             i = int(np.argmin(lam))
             if lam[i] >= -1e-12 * gn:
-                if float(g @ x) > target:  # pragma: no cover - the walk stops before
+                if gx > target:  # pragma: no cover - the walk stops before
                     return "cross", x
                 return "max", list(W), np.maximum(lam, 0.0)
             del W[i]
+            m = len(W)
+            if m:
+                Q[:m] = np.linalg.qr(A[W].T)[0].T
             continue
-        gu = float(g @ u)
-        if not gu > 0:  # pragma: no cover - u is a projection of g
-            return None
-        need = (target - float(g @ x)) / gu
+        un = math.sqrt(gu)
+        need = (target - gx) / gu
         rate = A @ u
-        if W:
+        if m:
             rate[W] = 0.0
         up = np.nonzero(rate > 1e-13 * un)[0]
         if not up.size:
@@ -591,9 +611,20 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
         if need < t:
             return "cross", x + 0.5 * (max(need, 0.0) + t) * u
         x = x + t * u
-        W.append(int(up[i]))
-        if len(W) > A.shape[1]:
+        gx += t * gu
+        r = int(up[i])
+        if m == d:  # pragma: no cover - d independent walls leave no direction
             return None
+        a = A[r]
+        for _ in range(2):   # Gram-Schmidt, twice for orthogonality in floats
+            if m:
+                a = a - (Q[:m] @ a) @ Q[:m]
+        na = math.sqrt(float(a @ a))
+        if not na > 1e-9:   # a wall dependent on the active ones (degenerate): an LP decides
+            return None
+        Q[m] = a / na
+        W.append(r)
+        m += 1
     return None
 
 
@@ -754,8 +785,11 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
                 y = [float(v) * geo_n[2][w] for w, v in zip(W, lamW) if v > 0]
                 Sq = [geo.rows_q[w] for w in keep] + [ra]
                 sq = [geo.offs_q[w] for w in keep] + [rc]
-                if keep and _motzkin(Sq, sq, np.array(y + [1.0 / float(np.linalg.norm(rfa))]),
-                                     (), (), ()):
+                ok = _square_certificate(Sq, sq) if len(keep) == d else None
+                if ok is None and keep:
+                    ok = _motzkin(Sq, sq, np.array(y + [1.0 / float(np.linalg.norm(rfa))]),
+                                  (), (), ())
+                if ok:
                     engine.certificates += 1
                     engine.walk_proofs += 1
                     bits[j] = near
