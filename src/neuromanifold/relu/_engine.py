@@ -628,6 +628,15 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
     return None
 
 
+def _reach_from(An: np.ndarray, slack: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """:func:`_reach` from unit rows ``An`` and the slacks ``slack`` (rows x points)."""
+    rate = An @ u
+    up = rate > 0
+    if not up.any():
+        return np.full(slack.shape[1], np.inf)
+    return np.clip((slack[up] / rate[up][:, None]).min(axis=0), 0.0, None)
+
+
 def _unit_rows(cell: "Cell") -> tuple:
     """The cell's float rows and offsets divided by the rows' norms, and ``1 / norms``."""
     nrm = np.sqrt(np.einsum("ij,ij->i", cell.rows_f, cell.rows_f))
@@ -699,13 +708,15 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
         xq = [_fq(v) for v in xf]
         if not np.all(np.isfinite(xf)):
             return None
-        rq = geo.rows_q + [r[0] for r in rows]
-        oq = geo.offs_q + [r[1] for r in rows]
-        rf = np.vstack([geo.rows_f] + [r[2][None, :] for r in rows])
-        of = np.concatenate([geo.offs_f, [r[3] for r in rows]])
-        if certify:
-            return xq if engine._inside(rq, oq, xq, rf, of) else None
-        return xq if bool(np.all(rf @ xf < of)) else None
+        if not certify:
+            ok = bool(np.all(geo.rows_f @ xf < geo.offs_f)) and \
+                all(float(r[2] @ xf) < r[3] for r in rows)
+            return xq if ok else None
+        for r in rows:   # the new rows first: they are the likely ones to fail
+            if not engine._inside([r[0]], [r[1]], xq, r[2][None, :], np.array([r[3]])):
+                return None
+        return xq if engine._inside(geo.rows_q, geo.offs_q, xq, geo.rows_f, geo.offs_f) \
+            else None
 
     stack = [(cell, bits0, cand0)]
     while stack:
@@ -760,13 +771,12 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             ra, rc, rfa, rfc = side_row(j, not near)
             dist = np.abs(Z[t]) / nrm
             direc = -unit if near else unit
-            reach = _reach(geo, Pf, direc)
-            i = int(np.argmax(reach - dist))
             if geo_n is None:
                 geo_n = _unit_rows(geo)
+                slack_n = geo_n[1][:, None] - geo_n[0] @ Pf.T   # (rows, pool points)
+            i = int(np.argmax(_reach_from(geo_n[0], slack_n, direc) - dist))
             engine.walks += 1
-            out = _ascent(geo_n[0], geo_n[1], Pf[i], -rfa / float(np.linalg.norm(rfa)),
-                          -rfc / float(np.linalg.norm(rfa)), 3 * d + 6)
+            out = _ascent(geo_n[0], geo_n[1], Pf[i], -rfa / nrm, -rfc / nrm, 3 * d + 6)
             if out is not None and out[0] == "cross":
                 xb = out[1]
                 x0 = Pf[i]
@@ -787,8 +797,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
                 sq = [geo.offs_q[w] for w in keep] + [rc]
                 ok = _square_certificate(Sq, sq) if len(keep) == d else None
                 if ok is None and keep:
-                    ok = _motzkin(Sq, sq, np.array(y + [1.0 / float(np.linalg.norm(rfa))]),
-                                  (), (), ())
+                    ok = _motzkin(Sq, sq, np.array(y + [1.0 / nrm]), (), (), ())
                 if ok:
                     engine.certificates += 1
                     engine.walk_proofs += 1
