@@ -461,3 +461,62 @@ def test_float_signs_never_contradict_the_exact_sign(seed, d, tiny, huge):
         z = sum(a * v for a, v in zip(r[:d], xq)) + r[d]
         exact = (z > 0) - (z < 0)
         assert sg == 0 or sg == exact
+
+
+# -- the refinement with interior-point pools and walks against two references ---------
+
+@st.composite
+def _adversarial_net(draw, widths):
+    """A network of the given widths: Gaussian, or one of the degenerate families the
+    exact engine must survive (dyadic weights: dead, parallel, repeated neurons; every
+    first-layer hyperplane through one vertex; a duplicated and a negated neuron; one
+    layer rescaled by 2**-900)."""
+    kind = draw(st.sampled_from(["gauss", "dyadic", "vertex", "dup", "tiny"]))
+    seed = draw(st.integers(0, 10**6))
+    rng = np.random.default_rng(seed)
+    if kind == "dyadic":
+        return kind, dyadic_net(rng, widths)
+    p = [(W.copy(), b.copy()) for W, b in ReLUNet(widths).random_params(seed)]
+    if kind == "vertex":           # all first-layer hyperplanes through one point
+        x0 = rng.integers(-2, 3, widths[0]) / 2.0
+        p[0] = (p[0][0], -(p[0][0] @ x0))
+    elif kind == "dup" and widths[1] >= 2:
+        W, b = p[0]
+        W[1], b[1] = -2.0 * W[0], -2.0 * b[0]     # the same hyperplane, other side
+        if widths[1] >= 3:
+            W[2], b[2] = W[0], b[0]               # repeated
+    elif kind == "tiny":
+        p[0] = (p[0][0] * 2.0 ** -900, p[0][1] * 2.0 ** -900)
+    return kind, p
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), domain=st.sampled_from([None, "orthant", (-1, 1)]),
+       widths=st.sampled_from([[1, 3, 2, 1], [2, 3, 2, 1], [2, 2, 3, 1], [3, 3, 2, 1]]))
+def test_regions_equal_the_all_patterns_ground_truth(data, domain, widths):
+    """Every activation pattern of a full-dimensional set, by trying all 2^n patterns with
+    the exact simplex, is exactly the set of regions found (and certified)."""
+    kind, p = data.draw(_adversarial_net(widths))
+    R = regions(p, domain)
+    assert R.certified
+    assert {flat_pattern(r) for r in R} == brute_force_patterns(p, domain), kind
+    net = ExactNet(p)
+    for r in R:   # each point is strictly inside its region (exact pre-activations)
+        _, pre = exact_forward(net, r.point_exact)
+        assert all((z > 0) == bool(a) and z != 0
+                   for zs, mask in zip(pre, r.pattern) for z, a in zip(zs, mask)), kind
+        assert R.domain.contains(r.point[None, :])[0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), domain=st.sampled_from([None, "orthant", (-1, 1)]),
+       widths=st.sampled_from([[2, 5, 4, 1], [3, 4, 4, 1], [4, 4, 3, 2], [2, 3, 3, 3, 1]]))
+def test_regions_equal_the_former_refinement(data, domain, widths):
+    """The same regions as the former refinement (one LP per undecided hyperplane, no
+    pools, no walks), on larger random and degenerate networks; and the walks replace
+    almost every LP."""
+    from regions_reference import reference_patterns
+    kind, p = data.draw(_adversarial_net(widths))
+    R = regions(p, domain)
+    assert R.certified
+    assert {flat_pattern(r) for r in R} == reference_patterns(p, domain), kind
