@@ -13,7 +13,9 @@ from neuromanifold.exact import fmpq_to_fraction
 from neuromanifold.exact._lp import strictly_satisfies
 from neuromanifold.relu import ReLUNet, forward, iter_regions, regions
 from neuromanifold.relu import _lp as relu_lp
-from neuromanifold.relu._engine import ExactNet, exact_forward
+from neuromanifold.relu import as_domain
+from neuromanifold.relu._engine import (Engine, ExactNet, exact_forward, initial_cell,
+                                        iter_cells, refine_stage)
 
 from relu_support import brute_force_patterns, dyadic_net, flat_pattern
 
@@ -501,11 +503,24 @@ def test_regions_equal_the_all_patterns_ground_truth(data, domain, widths):
     assert R.certified
     assert {flat_pattern(r) for r in R} == brute_force_patterns(p, domain), kind
     net = ExactNet(p)
-    for r in R:   # each point is strictly inside its region (exact pre-activations)
+    for r in R:   # each point is strictly inside its region: the exact pre-activations
+        # have the pattern's signs (0 only for a neuron constant 0 on the region), and the
+        # point satisfies the region's exact inequalities strictly
         _, pre = exact_forward(net, r.point_exact)
-        assert all((z > 0) == bool(a) and z != 0
-                   for zs, mask in zip(pre, r.pattern) for z, a in zip(zs, mask)), kind
+        assert all((z > 0) == bool(a) for zs, mask in zip(pre, r.pattern)
+                   for z, a in zip(zs, mask)), kind
         assert R.domain.contains(r.point[None, :])[0]
+    cells = list(iter_cells([net], as_domain(domain, net.d), Engine(net.d)))
+    for c in cells:
+        assert strictly_satisfies(c.rows_q, c.offs_q, c.center_q), kind
+    # the pools of interior points handed down the first layer's split tree
+    engine = Engine(net.d)
+    root = initial_cell(as_domain(domain, net.d), engine, [net])
+    for c in refine_stage(root, 0, 0, net, engine):
+        _, pts, radii = c.pool()
+        assert len(pts) == len(radii) >= 1
+        for x in pts:
+            assert strictly_satisfies(c.rows_q, c.offs_q, x), kind
 
 
 @settings(max_examples=25, deadline=None)
