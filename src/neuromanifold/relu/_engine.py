@@ -9,16 +9,20 @@ each cell is split by that layer's hyperplanes with a binary space partition:
 
 * a neuron whose affine function is constant on the cell fixes its bit without an LP
   (exactly zero counts as inactive, the derivative convention of ReLU'(0) = 0);
-* if the hyperplane cuts the cell's inscribed ball, both sides are non-empty; otherwise
-  one LP on the far side decides whether the hyperplane crosses the cell at all;
+* every cell carries a pool of points certified strictly inside it: a hyperplane with
+  pool points on both sides crosses the cell (no solve); otherwise a float walk across
+  the cell (:func:`_ascent`) proposes a far-side point or an emptiness certificate, and
+  one LP on the far side decides when the proposal fails its exact check;
 * neurons that do not cross a cell are fixed for the whole sub-tree and never tested
-  again; crossing ones split the cell and are re-tested only on the children.
+  again; crossing ones split the cell (each side inherits the pool points on its side,
+  so a split needs no solve) and are re-tested only on the children.
 
 No decision rests on floating point: every cell is certified non-empty by an interior
 point that satisfies its strict inequalities in exact rational arithmetic, and every
-discarded side is certified empty by an exact Motzkin certificate rounded from the LP
-duals. When either check fails (ambiguous, nearly degenerate cases) an exact rational
-simplex decides (:mod:`neuromanifold.exact._lp`). Affine maps are carried exactly
+discarded side is certified empty by an exact Motzkin certificate (from the walk's active
+walls, or rounded from the LP duals). When either check fails (ambiguous, nearly
+degenerate cases) an exact rational simplex decides (:mod:`neuromanifold.exact._lp`).
+See ``docs/relu_arrangement.md`` §5. Affine maps are carried exactly
 (``fmpq_mat``, augmented ``[linear | offset]``) next to float copies used for the LPs.
 """
 
@@ -163,7 +167,8 @@ def exact_forward(net: ExactNet, x: Sequence[Any]) -> tuple[list[flint.fmpq], li
 class Cell:
     """A full-dimensional cell with fixed patterns (internal; see module docstring).
 
-    ``rows_q``/``offs_q``: exact inequalities ``a . x <= c`` (strict in the interior);
+    ``rows_q``/``offs_q``: exact inequalities ``a . x <= c`` (strict in the interior), each
+    scaled by a power of two like its float copy (for the domain's and the neurons' rows);
     ``rows_f``/``offs_f``: float copies; ``owners[i]`` is ``(net, layer, neuron)`` for a
     neuron's inequality, ``None`` for a domain inequality. ``center_q`` is an exact point
     verified to satisfy every inequality strictly, ``center_f`` its float value and

@@ -1,7 +1,7 @@
 """Linear regions of a ReLU network: every activation pattern on a full-dimensional set.
 
-See :mod:`neuromanifold.relu._engine` for the algorithm (layer-by-layer refinement with
-one LP per candidate, certified exactly) and ``docs/relu.md`` for the definitions.
+See :mod:`neuromanifold.relu._engine` for the algorithm (layer-by-layer refinement; a
+float walk or an LP per undecided hyperplane, certified exactly) and ``docs/relu.md`` for the definitions.
 :func:`iter_regions` streams the regions depth first (memory independent of their
 number, with budgets); :func:`regions` collects them; :func:`estimate_regions` bounds and
 estimates their number before any enumeration (``docs/relu_arrangement.md`` §5).
@@ -41,8 +41,9 @@ class Region(Result):
         point: a point strictly inside the region (floats; see ``point_exact``).
         point_exact: the same point as exact rationals; it is verified in exact arithmetic
             to satisfy every inequality of the region strictly.
-        margin: radius of a ball around ``point`` inside the region (the Chebyshev radius
-            as computed by the LP, capped at 1 for unbounded regions).
+        margin: radius of a ball around ``point`` inside the region (computed in floats,
+            capped at 1; the point is the interior point found during the enumeration
+            with the largest such ball, not necessarily the Chebyshev centre).
         linear, offset: the network on the region is ``x -> linear @ x + offset``, exactly
             (object arrays of ``Fraction``, shapes ``(n_L, d)`` and ``(n_L,)``).
         A, c: the region is ``{x : A x <= c}`` (float copies of the exact inequalities,
@@ -327,8 +328,9 @@ def iter_regions(params: Any, domain: Any = None, *, tol: Any = 0.0, certify: bo
             a ball of radius ``> tol * max(1, ||x||_inf)`` around some x; slivers between
             neurons that coincide up to rounding are thinner than that.
         certify: ``True`` (default): every region and every discarded side is certified
-            exactly. ``False``: the floating-point LP decides (radius above 1e-7: non-empty,
-            else empty); faster, numerically checked only (``certified`` is False).
+            exactly. ``False``: the floating-point walks and LPs decide (an LP: radius
+            above 1e-7 non-empty, else empty); faster, numerically checked only
+            (``certified`` is False).
         max_regions: stop with a :class:`~neuromanifold.ComputationLimitError` when the
             network has more than this many regions (after yielding that many).
         time_limit: stop with a :class:`~neuromanifold.ComputationLimitError` after this
