@@ -583,6 +583,7 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
     x = x0.copy()
     W: list[int] = []
     Q = np.zeros((d, d))   # orthonormal basis of the active walls' normals: Q[:len(W)]
+    L = np.zeros((d, d))   # A[W] = L[:m, :m] @ Q[:m] (lower triangular)
     m = 0
     gn = math.sqrt(float(g @ g))
     gx = float(g @ x)
@@ -591,7 +592,11 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
         gu = float(u @ u)         # = g . u, as u is the projection of g
         if gu <= (1e-11 * gn) ** 2:
             # g is a combination of the active walls: the multipliers decide
-            lam = np.linalg.lstsq(A[W].T, g, rcond=None)[0]
+            # (g = A[W]^T lam = Q^T L^T lam)
+            try:
+                lam = np.linalg.solve(L[:m, :m].T, Q[:m] @ g)
+            except np.linalg.LinAlgError:  # pragma: no cover - L has a positive diagonal
+                return None
             i = int(np.argmin(lam))
             if lam[i] >= -1e-12 * gn:
                 if gx > target:  # pragma: no cover - the walk stops before
@@ -600,7 +605,8 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
             del W[i]
             m = len(W)
             if m:
-                Q[:m] = np.linalg.qr(A[W].T)[0].T
+                q, r = np.linalg.qr(A[W].T)
+                Q[:m], L[:m, :m] = q.T, r.T
             continue
         un = math.sqrt(gu)
         need = (target - gx) / gu
@@ -621,13 +627,18 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
         if m == d:  # pragma: no cover - d independent walls leave no direction
             return None
         a = A[r]
+        coef = np.zeros(m)
         for _ in range(2):   # Gram-Schmidt, twice for orthogonality in floats
             if m:
-                a = a - (Q[:m] @ a) @ Q[:m]
+                h = Q[:m] @ a
+                coef += h
+                a = a - h @ Q[:m]
         na = math.sqrt(float(a @ a))
         if not na > 1e-9:   # a wall dependent on the active ones (degenerate): an LP decides
             return None
         Q[m] = a / na
+        L[m, :m] = coef
+        L[m, m] = na
         W.append(r)
         m += 1
     return None
