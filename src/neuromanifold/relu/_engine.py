@@ -587,6 +587,7 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
     m = 0
     gn = math.sqrt(float(g @ g))
     gx = float(g @ x)
+    slack = c - A @ x   # updated along the walk
     for _ in range(max_iter):
         u = g - (Q[:m] @ g) @ Q[:m] if m else g
         gu = float(u @ u)         # = g . u, as u is the projection of g
@@ -613,17 +614,18 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
         rate = A @ u
         if m:
             rate[W] = 0.0
-        up = np.nonzero(rate > 1e-13 * un)[0]
-        if not up.size:
+        up = rate > 1e-13 * un
+        steps = np.where(up, slack, np.inf) / np.where(up, rate, 1.0)
+        r = int(np.argmin(steps)) if steps.size else -1
+        t = float(steps[r]) if steps.size else np.inf
+        if t == np.inf:
             return "cross", x + (2.0 * max(need, 0.0) + 1.0) * u
-        steps = np.maximum(c[up] - A[up] @ x, 0.0) / rate[up]
-        i = int(np.argmin(steps))
-        t = float(steps[i])
+        t = max(t, 0.0)
         if need < t:
             return "cross", x + 0.5 * (max(need, 0.0) + t) * u
         x = x + t * u
+        slack -= t * rate
         gx += t * gu
-        r = int(up[i])
         if m == d:  # pragma: no cover - d independent walls leave no direction
             return None
         a = A[r]
@@ -749,12 +751,14 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
         if cand:
             ci = np.array(cand)
             S, Z = float_signs_at(Zf[ci, :d], Zf[ci, d], Pf)
-            for t, i in zip(*np.nonzero(S == 0)):
+            zs = np.nonzero(S == 0)
+            for t, i in zip(*zs):
                 S[t, i] = exact_sign(cand[t], Pq[i])
+            has_pos = (S > 0).any(axis=1).tolist()
+            has_neg = (S < 0).any(axis=1).tolist()
+            has_zero = (S == 0).any(axis=1).tolist() if zs[0].size else [False] * len(cand)
         for t, j in enumerate(cand):
-            srow = S[t]
-            pos, neg = bool((srow > 0).any()), bool((srow < 0).any())
-            through = bool((srow == 0).any())
+            pos, neg, through = has_pos[t], has_neg[t], has_zero[t]
             for xf, xq in zip(newf, newq):
                 s = sign_at(j, xf, xq)
                 pos, neg, through = pos or s > 0, neg or s < 0, through or s == 0
@@ -766,7 +770,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             if through:
                 # the hyperplane passes through a point strictly inside: it crosses; a step
                 # along the normal each way gives the sides their points
-                i = int(np.nonzero(srow == 0)[0][0]) if (srow == 0).any() else None
+                i = int(np.nonzero(S[t] == 0)[0][0]) if has_zero[t] else None
                 if i is not None:
                     step = 0.5 * float(Pr[i])
                     for sgn, want in ((1.0, pos), (-1.0, neg)):
