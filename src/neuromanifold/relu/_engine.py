@@ -723,15 +723,16 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
     def admit(geo: Cell, rows, xf: np.ndarray):
         """``xf`` as an exact point if it is strictly inside ``geo`` and the extra
         ``rows`` (exact check when certifying), else None."""
-        xq = [_fq(v) for v in xf]
         if not np.all(np.isfinite(xf)):
             return None
+        xq = [_fq(v) for v in xf]
         if not certify:
             ok = bool(np.all(geo.rows_f @ xf < geo.offs_f)) and \
                 all(float(r[2] @ xf) < r[3] for r in rows)
             return xq if ok else None
         for r in rows:   # the new rows first: they are the likely ones to fail
-            if not engine._inside([r[0]], [r[1]], xq, r[2][None, :], np.array([r[3]])):
+            sg = int(float_signs(r[2][None, :], np.array([-r[3]]), xf)[0])
+            if sg > 0 or (sg == 0 and not dot(r[0], xq) < r[1]):
                 return None
         return xq if engine._inside(geo.rows_q, geo.offs_q, xq, geo.rows_f, geo.offs_f) \
             else None
