@@ -222,8 +222,9 @@ class Engine:
         #: emptiness certificates they gave (checked exactly)
         self.walks = 0
         self.walk_proofs = 0
-        #: False: trust the floating-point LP (radius above LP_TOL = non-empty, else
-        #: empty) without the exact checks; the interior points are then not verified
+        #: False: trust the floating-point walks and LPs (an LP: radius above LP_TOL =
+        #: non-empty, else empty) without the exact checks; the interior points are then
+        #: not verified
         self.certify = certify
         #: a ``time.monotonic()`` value after which :meth:`decide` raises
         #: :class:`EngineDeadline` (None: no limit)
