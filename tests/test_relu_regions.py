@@ -206,13 +206,16 @@ def test_floating_point_decisions_are_certified_not_trusted(monkeypatch):
 def test_lying_walks_are_caught_by_the_exact_checks(monkeypatch, lie):
     """The float walk across a cell only proposes: a bogus emptiness certificate (nonsense
     multipliers) or a bogus far point (outside the cell, or on the near side) must be
-    rejected exactly, and an LP then decides; no region may be lost or invented."""
+    rejected exactly, and an LP then decides; no region may be lost or invented; a bogus
+    re-centered point is refused (every point stays strictly inside its region)."""
     from neuromanifold.relu import _engine
     rng = np.random.default_rng(3)
     calls = []
 
-    def lying(A, c, x0, g, target, max_iter):
+    def lying(A, c, x0, g, target, max_iter, trace=None):
         calls.append(1)
+        if trace is not None:   # the re-centering walk: a point anywhere, often outside
+            trace[:] = [x0 + rng.standard_normal(x0.size) * 10.0 ** rng.integers(-12, 2)]
         kind = lie if lie != "both" else ("max", "cross")[len(calls) % 2]
         if kind == "max":
             k = min(len(A), 2)

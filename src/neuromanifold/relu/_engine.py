@@ -569,7 +569,7 @@ def _reach(cell: "Cell", X: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target: float,
-            max_iter: int):
+            max_iter: int, trace: list | None = None):
     """Maximize ``g . x`` over ``{x : A x <= c}`` (rows of unit length) by an active-set
     walk in floats from ``x0`` (strictly inside), stopping as soon as ``g . x > target``.
 
@@ -579,6 +579,7 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
         ``g = A[W]^T lam``, ``lam >= 0`` and ``g . x <= target`` (the multipliers of an
         emptiness certificate, checked exactly by the caller);
         ``None``: no decision in ``max_iter`` steps (then an LP decides).
+        ``trace``, if given, holds the last point reached (whatever the outcome).
     """
     d = A.shape[1]
     x = x0.copy()
@@ -627,6 +628,8 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
         x = x + t * u
         slack -= t * rate
         gx += t * gu
+        if trace is not None:
+            trace[:] = [x]
         if m == d:  # pragma: no cover - d independent walls leave no direction
             return None
         a = A[r]
@@ -838,7 +841,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
                 newr.append(float(_radii(geo, res[0][None, :])[0]))
                 crossing.append(j)
         if not crossing:
-            yield _leaf(geo, bits, n, k, Zq)
+            yield _leaf(_recenter(geo, engine), bits, n, k, Zq)
             continue
         if newq:
             Pf = np.vstack([Pf, np.array(newf)])
@@ -870,6 +873,41 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             b = list(bits)
             b[j] = side
             stack.append((child, b, rest))
+
+
+def _recenter(geo: Cell, engine: Engine) -> Cell:
+    """``geo`` with a deeper center: a float walk from its best pool point towards the
+    Chebyshev centre (the largest inscribed ball; at most ``d + 3`` steps of
+    :func:`_ascent` on ``max r : a_i . x + |a_i| r <= c_i, r <= RADIUS_CAP``). The point
+    reached is kept (and pooled) when its ball is larger and it passes the exact check."""
+    d = engine.d
+    k = geo.rows_f.shape[0]
+    Pf, Pq, Pr = geo.pool()
+    i = int(np.argmax(Pr))
+    r0 = float(Pr[i])
+    if k == 0 or not 0 < r0 < RADIUS_CAP:
+        return geo
+    An, cn, _ = _unit_rows(geo)
+    A2 = np.zeros((k + 1, d + 1))
+    A2[:k, :d] = An
+    A2[:k, d] = 1.0
+    A2[k, d] = 1.0
+    c2 = np.append(cn, RADIUS_CAP)
+    g = np.zeros(d + 1)
+    g[d] = 1.0
+    trace: list = []
+    _ascent(A2, c2, np.append(Pf[i], 0.5 * r0), g, np.inf, d + 3, trace)
+    if not trace:
+        return geo
+    x = trace[0][:d]
+    r = float(_radii(geo, x[None, :])[0])
+    if not (r > r0 * (1.0 + 1e-6) and np.all(np.isfinite(x))):
+        return geo
+    xq = [_fq(v) for v in x]
+    if engine.certify and not engine._inside(geo.rows_q, geo.offs_q, xq, geo.rows_f, geo.offs_f):
+        return geo
+    pts = (np.vstack([Pf, x[None, :]]), Pq + [xq], np.append(Pr, r))
+    return dataclasses.replace(geo, center_f=x, center_q=xq, radius=r, points=pts)
 
 
 def _leaf(geo: Cell, bits: list, n: int, k: int, Zq) -> Cell:

@@ -42,8 +42,8 @@ class Region(Result):
         point_exact: the same point as exact rationals; it is verified in exact arithmetic
             to satisfy every inequality of the region strictly.
         margin: radius of a ball around ``point`` inside the region (computed in floats,
-            capped at 1; the point is the interior point found during the enumeration
-            with the largest such ball, not necessarily the Chebyshev centre).
+            capped at 1; the point is moved towards the Chebyshev centre by a short float
+            walk and usually reaches it).
         linear, offset: the network on the region is ``x -> linear @ x + offset``, exactly
             (object arrays of ``Fraction``, shapes ``(n_L, d)`` and ``(n_L,)``).
         A, c: the region is ``{x : A x <= c}`` (float copies of the exact inequalities,
