@@ -896,7 +896,7 @@ def _recenter(geo: Cell, engine: Engine) -> Cell:
     g = np.zeros(d + 1)
     g[d] = 1.0
     trace: list = []
-    _ascent(A2, c2, np.append(Pf[i], 0.5 * r0), g, np.inf, d + 3, trace)
+    _ascent(A2, c2, np.append(Pf[i], r0 * (1.0 - 1e-6)), g, np.inf, d + 3, trace)
     if not trace:
         return geo
     x = trace[0][:d]
