@@ -555,19 +555,6 @@ def _radii(cell: "Cell", X: np.ndarray) -> np.ndarray:
     return np.clip(np.minimum(slack.min(axis=0), RADIUS_CAP), 0.0, None)
 
 
-def _reach(cell: "Cell", X: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """How far each row of ``X`` can move along the direction ``u`` inside the cell (float;
-    ``inf`` when no row of the cell blocks it)."""
-    if cell.rows_f.shape[0] == 0:
-        return np.full(X.shape[0], np.inf)
-    rate = cell.rows_f @ u
-    up = rate > 0
-    if not up.any():
-        return np.full(X.shape[0], np.inf)
-    slack = cell.offs_f[up][:, None] - cell.rows_f[up] @ X.T
-    return np.clip((slack / rate[up][:, None]).min(axis=0), 0.0, None)
-
-
 def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target: float,
             max_iter: int, trace: list | None = None):
     """Maximize ``g . x`` over ``{x : A x <= c}`` (rows of unit length) by an active-set
@@ -651,7 +638,9 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
 
 
 def _reach_from(An: np.ndarray, slack: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """:func:`_reach` from unit rows ``An`` and the slacks ``slack`` (rows x points)."""
+    """How far each point can move along the direction ``u`` inside the cell (float;
+    ``inf`` when no wall blocks it), from the unit rows ``An`` and the points' slacks
+    ``slack`` (rows x points)."""
     rate = An @ u
     up = rate > 0
     if not up.any():
@@ -747,7 +736,6 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             raise EngineDeadline()
         geo, bits, cand = stack.pop()
         Pf, Pq, Pr = geo.pool()
-        m0 = len(Pq)
         newf: list = []   # points found at this node: floats, exact, radius in geo
         newq: list = []
         newr: list = []
