@@ -1,32 +1,43 @@
 """Linear-region enumeration of ReLU networks against the naive all-patterns baseline.
 
 * Ours: ``neuromanifold.relu.iter_regions`` / ``regions`` (layer-by-layer refinement, a
-  binary space partition per layer, streamed depth first; non-crossing hyperplanes
-  dropped from a sub-tree after one LP; every region and every discarded side certified
-  in exact rational arithmetic). ``certify=False`` rows trust the floating-point LP
-  instead (numerically checked regions, same HiGHS LPs).
+  binary space partition per layer, streamed depth first; each cell carries a pool of
+  interior points, a hyperplane with points on both sides crosses without any solve, the
+  others are decided by a float walk across the cell (an active-set ascent) whose far
+  point or emptiness certificate is checked exactly, with an LP only when that fails;
+  non-crossing hyperplanes dropped from a sub-tree; every region and every discarded side
+  certified in exact rational arithmetic). ``certify=False`` rows trust the floating-point
+  walks and LPs instead (numerically checked regions). "LPs" counts HiGHS solves, "walks"
+  the float walks that replace them.
 * Baseline (same run): what a naive user runs, one Chebyshev-center LP (same HiGHS
   binding, floats only, no certification) for each of the 2^n activation patterns; the
   pattern is a region iff the LP radius exceeds 1e-7. Where 2^n is too large to run,
   its time is extrapolated from the measured time per LP (the note says so).
 
 Rows: ours vs the baseline (same set of patterns, checked); growth with the width
-(2-w-w-1) and with the depth; streaming a large network; the functional dimension.
+(2-w-w-1) and with the depth; throughput when streaming a ~10^5-region network
+(4-20-20-1 on R^4, 87,698 regions; 90 s budget certified, 30 s with ``certify=False``: the rate over what
+was streamed when the budget ends first) and 8-32-32-1 on the box [-1, 1]^8 (30 s budget),
+with the process's peak resident memory after the first 2,000 regions and at the end
+(flat: the stream keeps one path of the split tree); the functional dimension.
 Suite rows go to ``benchmarks/RESULTS.md``. Nothing is asserted on time.
 
     python benchmarks/bench_relu_regions.py [--quick] [--large] [--repeat N]
 
-``--large`` adds 4-12-12-1 (13,689 regions) and 4-20-20-1 (~10^5 regions; many minutes).
+``--large`` adds 4-12-12-1 (13,689 regions) streamed in full and 4-16-16-1's functional
+dimension.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import resource
 import time
 
 import numpy as np
 
+from neuromanifold import ComputationLimitError
 from neuromanifold.relu import ReLUNet, functional_dimension, iter_regions, regions
 from neuromanifold.relu._engine import LP_TOL, RADIUS_CAP
 from neuromanifold.relu._lp import LPCounter, solve_lp
@@ -90,7 +101,34 @@ def naive_regions(params, limit: int | None = None) -> tuple[set, int, float]:
 def _stream(p, certify=True):
     it = iter_regions(p, certify=certify)
     n = sum(1 for _ in it)
-    return n, it.num_lps, it.num_exact_fallbacks
+    return n, it.num_lps, it.num_exact_fallbacks, it.num_walks
+
+
+def _rss_mb() -> float:
+    """Peak resident memory of this process so far (MB; Linux reports KB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def stream_rate(p, domain, certify: bool, budget: float) -> dict:
+    """Stream the regions of ``p`` for at most ``budget`` seconds: regions, rate, LPs and
+    walks per region, whether it finished, and the peak resident memory after 2,000
+    regions and at the end."""
+    it = iter_regions(p, domain, certify=certify, time_limit=budget)
+    rss_early = None
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        for _ in it:
+            if it.num_regions == 2000:
+                rss_early = _rss_mb()
+    except ComputationLimitError:
+        pass
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    n = max(it.num_regions, 1)
+    return {"regions": it.num_regions, "finished": it.finished, "seconds": wall,
+            "rate": it.num_regions / wall, "cpu_rate": it.num_regions / max(cpu, 1e-9),
+            "lps_per_region": it.num_lps / n,
+            "walks_per_region": it.num_walks / n, "exact_fallbacks": it.num_exact_fallbacks,
+            "rss_early_mb": rss_early, "rss_end_mb": _rss_mb()}
 
 
 def main(argv=None) -> list[dict]:
@@ -112,13 +150,13 @@ def main(argv=None) -> list[dict]:
         t_naive, _, (found, n_lps, _) = median_time(lambda: naive_regions(p), 1)
         ours = {tuple(bool(v) for v in np.concatenate(r.pattern)) for r in R}
         row = {"widths": w, "patterns": 2 ** sum(w[1:-1]), "regions": R.num_regions,
-               "same": ours == found, "lps_ours": R.num_lps, "lps_naive": n_lps,
-               "ours_s": t_ours, "baseline_s": t_naive}
+               "same": ours == found, "lps_ours": R.num_lps, "walks_ours": R.num_walks,
+               "lps_naive": n_lps, "ours_s": t_ours, "baseline_s": t_naive}
         rows.append(row)
         rows.append(suite_row("relu regions, certified", "-".join(map(str, w)), t_ours,
                               BASELINE, t_naive, spread,
                               note=f"{R.num_regions} regions, same set: {row['same']}; "
-                                   f"LPs {R.num_lps} vs {n_lps}"))
+                                   f"LPs {R.num_lps} (+ {R.num_walks} walks) vs {n_lps}"))
         print(f"{str(w):<16} {row['patterns']:>7} {R.num_regions:>8} {str(row['same']):>5} "
               f"{R.num_lps:>9} {n_lps:>10} {t_ours:>8.3f} {t_naive:>8.3f} "
               f"{t_naive / t_ours:>6.1f}x")
@@ -130,30 +168,31 @@ def main(argv=None) -> list[dict]:
     print()
     print("growth: certified and certify=False; the naive baseline extrapolated from "
           "512 of its LPs")
-    print(f"{'widths':<18} {'regions':>8} {'LP/reg':>7} {'ms/reg':>7} {'ms/reg unc':>10} "
-          f"{'naive est s':>12}")
+    print(f"{'widths':<18} {'regions':>8} {'LP/reg':>7} {'walk/reg':>7} {'ms/reg':>7} "
+          f"{'ms/reg unc':>10} {'naive est s':>12}")
     for w in widths:
         p = ReLUNet(w).random_params(0)
-        t, spread, (n, lps, fb) = median_time(lambda: _stream(p), args.repeat)
-        t_u, _, (n_u, lps_u, _) = median_time(lambda: _stream(p, False), 1)
+        t, spread, (n, lps, fb, walks) = median_time(lambda: _stream(p), args.repeat)
+        t_u, _, (n_u, lps_u, _, walks_u) = median_time(lambda: _stream(p, False), 1)
         _, _, per_lp = naive_regions(p, limit=512)
         hidden = sum(w[1:-1])
         naive_est = per_lp * 2.0 ** hidden
-        rows.append({"widths": w, "regions": n, "lps_ours": lps, "ours_s": t,
-                     "uncertified_s": t_u, "same_count_uncertified": n == n_u,
+        rows.append({"widths": w, "regions": n, "lps_ours": lps, "walks_ours": walks,
+                     "ours_s": t, "uncertified_s": t_u, "same_count_uncertified": n == n_u,
                      "exact_fallbacks": fb, "baseline_est_s": naive_est})
         size = "-".join(map(str, w))
         rows.append(suite_row("relu regions, certified", size, t, BASELINE + " (extrapolated)",
                               naive_est, spread,
-                              note=f"{n} regions, {lps / n:.2f} LPs/region, "
-                                   f"{1e3 * t / n:.2f} ms/region; baseline: 2^{hidden} LPs "
-                                   f"at {1e6 * per_lp:.0f} us (measured on 512)"))
+                              note=f"{n} regions, {lps / n:.3f} LPs + {walks / n:.2f} "
+                                   f"walks/region, {1e3 * t / n:.2f} ms/region; baseline: "
+                                   f"2^{hidden} LPs at {1e6 * per_lp:.0f} us (measured on 512)"))
         rows.append(suite_row("relu regions, certify=False", size, t_u,
                               BASELINE + " (extrapolated)", naive_est,
-                              note=f"{n_u} regions, {lps_u / n_u:.2f} LPs/region, "
-                                   f"{1e3 * t_u / n_u:.2f} ms/region (numerically checked)"))
-        print(f"{size:<18} {n:>8} {lps / n:>7.2f} {1e3 * t / n:>7.2f} {1e3 * t_u / n_u:>10.2f} "
-              f"{naive_est:>12.3g}")
+                              note=f"{n_u} regions, {lps_u / n_u:.3f} LPs + {walks_u / n_u:.2f} "
+                                   f"walks/region, {1e3 * t_u / n_u:.2f} ms/region "
+                                   f"(numerically checked)"))
+        print(f"{size:<18} {n:>8} {lps / n:>7.3f} {walks / n:>7.2f} {1e3 * t / n:>7.2f} "
+              f"{1e3 * t_u / n_u:>10.2f} {naive_est:>12.3g}")
 
     # 3. streaming memory: peak while streaming vs collecting the list
     w = [2, 8, 8, 1] if args.quick else [4, 8, 8, 1]
@@ -164,23 +203,34 @@ def main(argv=None) -> list[dict]:
     print(f"\nPython-heap peak, {w}: streamed {peak_stream:.2f} MB, as a list "
           f"{peak_list:.2f} MB")
 
-    # 4. larger networks, streamed (~10^3 regions; --large: ~1.4 10^4 and ~10^5)
-    big = [] if args.quick else [[3, 8, 8, 1]]
+    # 4. throughput, streamed under a time budget: a ~10^5-region network on R^4 and
+    # 8-32-32-1 on the box [-1, 1]^8 (--large adds 4-12-12-1 streamed in full)
+    runs = [([3, 6, 6, 1], None, True, 5.0), ([3, 6, 6, 1], None, False, 5.0)] if args.quick \
+        else [([4, 20, 20, 1], None, True, 90.0), ([4, 20, 20, 1], None, False, 30.0),
+              ([8, 32, 32, 1], (-1.0, 1.0), True, 30.0)]
     if args.large:
-        big += [[4, 12, 12, 1], [4, 20, 20, 1]]
-    for w in big:
+        runs += [([4, 12, 12, 1], None, True, 600.0), ([4, 12, 12, 1], None, False, 600.0)]
+    for w, domain, certify, budget in runs:
         p = ReLUNet(w).random_params(0)
-        for certify in (True, False):
-            t0 = time.perf_counter()
-            n, lps, fb = _stream(p, certify)
-            t = time.perf_counter() - t0
-            label = "certified" if certify else "certify=False"
-            rows.append(suite_row(f"relu regions streamed, {label}", "-".join(map(str, w)), t,
-                                  BASELINE, None,
-                                  note=f"{n} regions, {n / t:.0f} regions/s, "
-                                       f"{lps / n:.2f} LPs/region; baseline: 2^{sum(w[1:-1])} "
-                                       f"LPs, not run"))
-            print(f"{w} {label}: {n} regions in {t:.1f} s ({n / t:.0f}/s, {lps / n:.2f} LPs/region)")
+        res = stream_rate(p, domain, certify, budget)
+        label = "certified" if certify else "certify=False"
+        where = "R^%d" % w[0] if domain is None else "[-1, 1]^%d" % w[0]
+        done = ("all" if res["finished"] else f"first (budget {budget:g} s)")
+        mem = (f"; peak RSS {res['rss_early_mb']:.0f} MB after 2,000 regions, "
+               f"{res['rss_end_mb']:.0f} MB at the end" if res["rss_early_mb"] else "")
+        rows.append(dict(res, widths=w, domain=where, certify=certify, budget_s=budget))
+        rows.append(suite_row(f"relu regions streamed, {label}",
+                              "-".join(map(str, w)) + (f" on {where}" if domain else ""),
+                              res["seconds"], BASELINE, None,
+                              note=f"{done} {res['regions']} regions, {res['rate']:.0f} "
+                                   f"regions/s ({res['cpu_rate']:.0f} per CPU second), "
+                                   f"{res['lps_per_region']:.4f} LPs + "
+                                   f"{res['walks_per_region']:.2f} walks/region{mem}; "
+                                   f"baseline: 2^{sum(w[1:-1])} LPs, not run"))
+        print(f"{w} on {where} {label}: {done} {res['regions']} regions in "
+              f"{res['seconds']:.1f} s ({res['rate']:.0f}/s, {res['cpu_rate']:.0f} per CPU "
+              f"second, {res['lps_per_region']:.4f} LPs + "
+              f"{res['walks_per_region']:.2f} walks per region){mem}")
 
     # 5. functional dimension: sampled regions first, enumeration only below the bound
     fds = [([2, 4, 4, 1], 1)] if args.quick else [([3, 4, 4, 1], 0), ([3, 8, 8, 1], 1)]

@@ -13,7 +13,9 @@ from neuromanifold.exact import fmpq_to_fraction
 from neuromanifold.exact._lp import strictly_satisfies
 from neuromanifold.relu import ReLUNet, forward, iter_regions, regions
 from neuromanifold.relu import _lp as relu_lp
-from neuromanifold.relu._engine import ExactNet, exact_forward
+from neuromanifold.relu import as_domain
+from neuromanifold.relu._engine import (Engine, ExactNet, exact_forward, initial_cell,
+                                        iter_cells, refine_stage)
 
 from relu_support import brute_force_patterns, dyadic_net, flat_pattern
 
@@ -107,9 +109,12 @@ def test_unbounded_regions_and_margin_cap():
     p = [(np.array([[1.0, 0.0], [0.0, 1.0]]), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
     R = regions(p)
     assert R.num_regions == 4
-    assert all(r.margin == pytest.approx(1.0) for r in R)  # capped, all four are unbounded
     Rb = regions(p, domain=(-0.5, 2.0))
-    assert Rb.num_regions == 4 and max(r.margin for r in Rb) <= 1.0 + 1e-9
+    assert Rb.num_regions == 4
+    for r in list(R) + list(Rb):   # a ball of radius margin around the point is inside
+        assert 0 < r.margin <= 1.0
+        slack = (r.c - r.A @ r.point) / np.linalg.norm(r.A, axis=1)
+        assert np.all(slack >= r.margin * (1 - 1e-9))
 
 
 def test_orthant_and_box_restrict():
@@ -158,8 +163,10 @@ def test_lp_paths_agree():
 
 
 def test_broken_highspy_binding_falls_back_to_linprog(monkeypatch):
+    from neuromanifold.relu import _engine
     p = ReLUNet([2, 4, 3, 1]).random_params(2)
     ref = {flat_pattern(r) for r in regions(p)}
+    monkeypatch.setattr(_engine, "_ascent", lambda *a, **k: None)   # every decision by LP
 
     def broken(*args, **kwargs):
         raise AttributeError("highspy API changed")
@@ -189,9 +196,45 @@ def test_floating_point_decisions_are_certified_not_trusted(monkeypatch):
 
     from neuromanifold.relu import _engine
     monkeypatch.setattr(_engine, "solve_lp", lying)
+    monkeypatch.setattr(_engine, "_ascent", lambda *a, **k: None)   # every decision by LP
     R = regions(p)
     assert {flat_pattern(r) for r in R} == ref
     assert R.num_exact_fallbacks > 0 and R.certified
+
+
+@pytest.mark.parametrize("lie", ["max", "cross", "both"])
+def test_lying_walks_are_caught_by_the_exact_checks(monkeypatch, lie):
+    """The float walk across a cell only proposes: a bogus emptiness certificate (nonsense
+    multipliers) or a bogus far point (outside the cell, or on the near side) must be
+    rejected exactly, and an LP then decides; no region may be lost or invented; a bogus
+    re-centered point is refused (every point stays strictly inside its region)."""
+    from neuromanifold.relu import _engine
+    rng = np.random.default_rng(3)
+    calls = []
+
+    def lying(A, c, x0, g, target, max_iter, trace=None):
+        calls.append(1)
+        if trace is not None:   # the re-centering walk: a point anywhere, often outside
+            trace[:] = [x0 + rng.standard_normal(x0.size) * 10.0 ** rng.integers(-12, 2)]
+        kind = lie if lie != "both" else ("max", "cross")[len(calls) % 2]
+        if kind == "max":
+            k = min(len(A), 2)
+            return "max", list(range(k)), np.ones(k)
+        return "cross", x0 + rng.standard_normal(x0.size) * 10.0 ** rng.integers(-12, 2)
+
+    for widths, domain in [([2, 4, 3, 1], None), ([3, 5, 4, 1], (-1, 1)), ([2, 3, 3, 2], "orthant")]:
+        p = ReLUNet(widths).random_params(4)
+        ref = {flat_pattern(r) for r in regions(p, domain)}
+        with monkeypatch.context() as m:
+            m.setattr(_engine, "_ascent", lying)
+            R = regions(p, domain)
+        assert {flat_pattern(r) for r in R} == ref and R.certified and R.num_lps > 0
+        net = ExactNet(p)
+        for r in R:   # every point still has its region's pattern, strictly
+            _, pre = exact_forward(net, r.point_exact)
+            assert all((z > 0) == bool(a) and z != 0
+                       for zs, mask in zip(pre, r.pattern) for z, a in zip(zs, mask))
+    assert calls
 
 
 def test_region_evaluate_rejects_bad_inputs():
@@ -326,7 +369,7 @@ def test_max_regions_raises_with_counts_and_the_partial_list():
     with pytest.raises(ComputationLimitError) as info:
         regions(p, max_regions=5)
     err = info.value
-    assert err.num_regions == 5 and err.num_lps > 0
+    assert err.num_regions == 5 and err.num_lps + err.num_walks > 0
     assert err.partial.num_regions == 5 and not err.partial.certified
     assert [flat_pattern(r) for r in err.partial] == [flat_pattern(r) for r in regions(p)][:5]
 
@@ -423,3 +466,75 @@ def test_float_signs_never_contradict_the_exact_sign(seed, d, tiny, huge):
         z = sum(a * v for a, v in zip(r[:d], xq)) + r[d]
         exact = (z > 0) - (z < 0)
         assert sg == 0 or sg == exact
+
+
+# -- the refinement with interior-point pools and walks against two references ---------
+
+@st.composite
+def _adversarial_net(draw, widths):
+    """A network of the given widths: Gaussian, or one of the degenerate families the
+    exact engine must survive (dyadic weights: dead, parallel, repeated neurons; every
+    first-layer hyperplane through one vertex; a duplicated and a negated neuron; one
+    layer rescaled by 2**-900)."""
+    kind = draw(st.sampled_from(["gauss", "dyadic", "vertex", "dup", "tiny"]))
+    seed = draw(st.integers(0, 10**6))
+    rng = np.random.default_rng(seed)
+    if kind == "dyadic":
+        return kind, dyadic_net(rng, widths)
+    p = [(W.copy(), b.copy()) for W, b in ReLUNet(widths).random_params(seed)]
+    if kind == "vertex":           # all first-layer hyperplanes through one point
+        x0 = rng.integers(-2, 3, widths[0]) / 2.0
+        p[0] = (p[0][0], -(p[0][0] @ x0))
+    elif kind == "dup" and widths[1] >= 2:
+        W, b = p[0]
+        W[1], b[1] = -2.0 * W[0], -2.0 * b[0]     # the same hyperplane, other side
+        if widths[1] >= 3:
+            W[2], b[2] = W[0], b[0]               # repeated
+    elif kind == "tiny":
+        p[0] = (p[0][0] * 2.0 ** -900, p[0][1] * 2.0 ** -900)
+    return kind, p
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), domain=st.sampled_from([None, "orthant", (-1, 1)]),
+       widths=st.sampled_from([[1, 3, 2, 1], [2, 3, 2, 1], [2, 2, 3, 1], [3, 3, 2, 1]]))
+def test_regions_equal_the_all_patterns_ground_truth(data, domain, widths):
+    """Every activation pattern of a full-dimensional set, by trying all 2^n patterns with
+    the exact simplex, is exactly the set of regions found (and certified)."""
+    kind, p = data.draw(_adversarial_net(widths))
+    R = regions(p, domain)
+    assert R.certified
+    assert {flat_pattern(r) for r in R} == brute_force_patterns(p, domain), kind
+    net = ExactNet(p)
+    for r in R:   # each point is strictly inside its region: the exact pre-activations
+        # have the pattern's signs (0 only for a neuron constant 0 on the region), and the
+        # point satisfies the region's exact inequalities strictly
+        _, pre = exact_forward(net, r.point_exact)
+        assert all((z > 0) == bool(a) for zs, mask in zip(pre, r.pattern)
+                   for z, a in zip(zs, mask)), kind
+        assert R.domain.contains(r.point[None, :])[0]
+    cells = list(iter_cells([net], as_domain(domain, net.d), Engine(net.d)))
+    for c in cells:
+        assert strictly_satisfies(c.rows_q, c.offs_q, c.center_q), kind
+    # the pools of interior points handed down the first layer's split tree
+    engine = Engine(net.d)
+    root = initial_cell(as_domain(domain, net.d), engine, [net])
+    for c in refine_stage(root, 0, 0, net, engine):
+        _, pts, radii = c.pool()
+        assert len(pts) == len(radii) >= 1
+        for x in pts:
+            assert strictly_satisfies(c.rows_q, c.offs_q, x), kind
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), domain=st.sampled_from([None, "orthant", (-1, 1)]),
+       widths=st.sampled_from([[2, 5, 4, 1], [3, 4, 4, 1], [4, 4, 3, 2], [2, 3, 3, 3, 1]]))
+def test_regions_equal_the_former_refinement(data, domain, widths):
+    """The same regions as the former refinement (one LP per undecided hyperplane, no
+    pools, no walks), on larger random and degenerate networks; and the walks replace
+    almost every LP."""
+    from regions_reference import reference_patterns
+    kind, p = data.draw(_adversarial_net(widths))
+    R = regions(p, domain)
+    assert R.certified
+    assert {flat_pattern(r) for r in R} == reference_patterns(p, domain), kind

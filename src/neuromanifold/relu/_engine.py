@@ -9,22 +9,27 @@ each cell is split by that layer's hyperplanes with a binary space partition:
 
 * a neuron whose affine function is constant on the cell fixes its bit without an LP
   (exactly zero counts as inactive, the derivative convention of ReLU'(0) = 0);
-* if the hyperplane cuts the cell's inscribed ball, both sides are non-empty; otherwise
-  one LP on the far side decides whether the hyperplane crosses the cell at all;
+* every cell carries a pool of points certified strictly inside it: a hyperplane with
+  pool points on both sides crosses the cell (no solve); otherwise a float walk across
+  the cell (:func:`_ascent`) proposes a far-side point or an emptiness certificate, and
+  one LP on the far side decides when the proposal fails its exact check;
 * neurons that do not cross a cell are fixed for the whole sub-tree and never tested
-  again; crossing ones split the cell and are re-tested only on the children.
+  again; crossing ones split the cell (each side inherits the pool points on its side,
+  so a split needs no solve) and are re-tested only on the children.
 
 No decision rests on floating point: every cell is certified non-empty by an interior
 point that satisfies its strict inequalities in exact rational arithmetic, and every
-discarded side is certified empty by an exact Motzkin certificate rounded from the LP
-duals. When either check fails (ambiguous, nearly degenerate cases) an exact rational
-simplex decides (:mod:`neuromanifold.exact._lp`). Affine maps are carried exactly
+discarded side is certified empty by an exact Motzkin certificate (from the walk's active
+walls, or rounded from the LP duals). When either check fails (ambiguous, nearly
+degenerate cases) an exact rational simplex decides (:mod:`neuromanifold.exact._lp`).
+See ``docs/relu_arrangement.md`` §5. Affine maps are carried exactly
 (``fmpq_mat``, augmented ``[linear | offset]``) next to float copies used for the LPs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -162,7 +167,8 @@ def exact_forward(net: ExactNet, x: Sequence[Any]) -> tuple[list[flint.fmpq], li
 class Cell:
     """A full-dimensional cell with fixed patterns (internal; see module docstring).
 
-    ``rows_q``/``offs_q``: exact inequalities ``a . x <= c`` (strict in the interior);
+    ``rows_q``/``offs_q``: exact inequalities ``a . x <= c`` (strict in the interior), each
+    scaled by a power of two like its float copy (for the domain's and the neurons' rows);
     ``rows_f``/``offs_f``: float copies; ``owners[i]`` is ``(net, layer, neuron)`` for a
     neuron's inequality, ``None`` for a domain inequality. ``center_q`` is an exact point
     verified to satisfy every inequality strictly, ``center_f`` its float value and
@@ -184,12 +190,24 @@ class Cell:
     patterns: list
     #: some neuron processed so far has pre-activation identically 0 on the cell
     zero_preact: bool = False
+    #: points known to be strictly inside (certified like ``center_q`` when certifying):
+    #: ``(floats (m, d), exact points, radii (m,))``, the radius of a ball around each
+    #: point inside the cell; ``None``: only the center
+    points: tuple | None = None
 
-    def with_row(self, a_q, c_q, a_f, c_f, owner, center_f, center_q, radius) -> "Cell":
+    def with_row(self, a_q, c_q, a_f, c_f, owner, center_f, center_q, radius,
+                 points: tuple | None = None) -> "Cell":
         return Cell(self.rows_q + [a_q], self.offs_q + [c_q],
                     np.vstack([self.rows_f, a_f[None, :]]), np.append(self.offs_f, c_f),
                     self.owners + [owner], center_f, center_q, radius,
-                    self.maps_q, self.patterns, self.zero_preact)
+                    self.maps_q, self.patterns, self.zero_preact, points)
+
+    def pool(self) -> tuple:
+        """The known interior points ``(floats, exact, radii)`` (at least the center)."""
+        if self.points is not None:
+            return self.points
+        return (np.asarray(self.center_f, dtype=float)[None, :], [self.center_q],
+                np.array([float(self.radius)]))
 
 
 class Engine:
@@ -200,15 +218,20 @@ class Engine:
         self.counter = LPCounter()
         self.exact_fallbacks = 0
         self.certificates = 0
-        #: False: trust the floating-point LP (radius above LP_TOL = non-empty, else
-        #: empty) without the exact checks; the interior points are then not verified
+        #: float active-set walks of the refinement (each in place of an LP), and the
+        #: emptiness certificates they gave (checked exactly)
+        self.walks = 0
+        self.walk_proofs = 0
+        #: False: trust the floating-point walks and LPs (an LP: radius above LP_TOL =
+        #: non-empty, else empty) without the exact checks; the interior points are then
+        #: not verified
         self.certify = certify
         #: a ``time.monotonic()`` value after which :meth:`decide` raises
         #: :class:`EngineDeadline` (None: no limit)
         self.deadline = deadline
 
     # -- the one primitive: is the strict system non-empty, and where is a deep point --
-    def decide(self, rows_q, offs_q, rows_f, offs_f, eq=None, known=None):
+    def decide(self, rows_q, offs_q, rows_f, offs_f, eq=None, known=None, scaled=False):
         """Decide whether ``{x : rows x < offs}`` (and ``eq``) has a point, exactly.
 
         Args:
@@ -216,6 +239,8 @@ class Engine:
             known: optional ``(center_f, center_q, radius)`` of a point already known to
                 be strictly inside (then the LP only re-centers, and failure falls back
                 to it instead of the exact simplex).
+            scaled: the exact rows are already scaled like their float copies (the
+                engine's cells store them so): skip rescaling them.
 
         Returns:
             ``(center_f, center_q, radius)`` with ``center_q`` certified strictly inside,
@@ -268,7 +293,7 @@ class Engine:
                     if ymax > 0:
                         sup = np.nonzero(y > CERT_REL * ymax)[0]
                         Sq, sq, E, e = _scaled_system([rows_q[i] for i in sup],
-                                                      [offs_q[i] for i in sup], eq, d)
+                                                      [offs_q[i] for i in sup], eq, d, scaled)
                         mu = () if eq is None else [-float(sol.dual_eq[0]) / ne]
                         if _motzkin(Sq, sq, y[sup], E, e, mu):
                             self.certificates += 1
@@ -280,7 +305,7 @@ class Engine:
         # ambiguous: decide exactly (on rows scaled by powers of two: the same set, and a
         # point of moderate size)
         self.exact_fallbacks += 1
-        Sq, sq, E, e = _scaled_system(rows_q, offs_q, eq, d)
+        Sq, sq, E, e = _scaled_system(rows_q, offs_q, eq, d, scaled)
         p = strict_interior_point(Sq, sq, E, e, dim=d)
         if p is None:
             return None
@@ -344,6 +369,28 @@ def _motzkin(Sq, sq, y, E, e, mu) -> bool:
     return round_certificate(Sq, sq, E, e, y, mu) is not None
 
 
+def _square_certificate(Sq: list, sq: list) -> bool | None:
+    """Whether ``d + 1`` exact rows ``Sq x < sq`` in R^d, the first d independent, carry a
+    Motzkin certificate of emptiness with multiplier 1 on the last row: the unique ``y``
+    with ``sum_i y_i Sq[i] = -Sq[d]`` (solved exactly) has ``y >= 0`` and
+    ``sum_i y_i sq[i] + sq[d] <= 0``. The same test as :func:`_motzkin` when the first d
+    rows are independent (the null space is then one-dimensional), by one exact solve;
+    ``None`` when they are dependent."""
+    d = len(Sq) - 1
+    M = flint.fmpq_mat(d, d, [Sq[k][i] for i in range(d) for k in range(d)])
+    try:
+        y = M.solve(flint.fmpq_mat(d, 1, [-v for v in Sq[d]])).entries()
+    except ZeroDivisionError:  # dependent rows: the general rounding decides
+        return None
+    if any(v < 0 for v in y):
+        return False
+    tot = sq[d]
+    for v, c in zip(y, sq):
+        if v != 0:
+            tot += v * c
+    return tot <= 0
+
+
 def _fq(v: float) -> flint.fmpq:
     """The exact value of a finite float."""
     return flint.fmpq(*float(v).as_integer_ratio())
@@ -361,11 +408,14 @@ def _pow2(e: int) -> flint.fmpq:
     return flint.fmpq(2 ** e) if e >= 0 else flint.fmpq(1, 2 ** -e)
 
 
-def _scaled_system(rows_q, offs_q, eq, d: int):
+def _scaled_system(rows_q, offs_q, eq, d: int, scaled: bool = False):
     """The inequalities (and the equation) each multiplied by the power of two that
-    :func:`pow2_floats` uses for its float copy: exactly the same sets."""
+    :func:`pow2_floats` uses for its float copy: exactly the same sets. ``scaled``: the
+    inequalities are already scaled like their float copies (kept as they are)."""
     Sq, sq = [], []
-    for a, c in zip(rows_q, offs_q):
+    if scaled:
+        Sq, sq = [list(a) for a in rows_q], list(offs_q)
+    for a, c in zip(() if scaled else rows_q, () if scaled else offs_q):
         f = _pow2(-pow2_floats(list(a) + [c], d)[1])
         Sq.append([v * f for v in a])
         sq.append(c * f)
@@ -385,16 +435,21 @@ def _project(xq, a, c):
 
 def initial_cell(domain: Domain, engine: Engine, nets: Sequence[ExactNet]) -> Cell:
     d = domain.dim
-    rows_q = [[to_fmpq(float(v)) for v in row] for row in domain.A]
-    offs_q = [to_fmpq(float(v)) for v in domain.c]
-    fl = [pow2_floats(list(a) + [c], d)[0] for a, c in zip(rows_q, offs_q)]
+    rows_q, offs_q, fl = [], [], []
+    for row, off in zip(domain.A, domain.c):
+        a = [to_fmpq(float(v)) for v in row] + [to_fmpq(float(off))]
+        f, e = pow2_floats(a, d)
+        a = [v * _pow2q(-e) for v in a]   # stored scaled like the float copy
+        rows_q.append(a[:d])
+        offs_q.append(a[d])
+        fl.append(f)
     rows_f = np.array([f[:d] for f in fl]).reshape(-1, d)
     offs_f = np.array([f[d] for f in fl])
     maps_q = []
     for _ in nets:
         maps_q.append(fmpq_matrix(np.hstack([np.eye(d), np.zeros((d, 1))])))
     if rows_q:
-        res = engine.decide(rows_q, offs_q, rows_f, offs_f)
+        res = engine.decide(rows_q, offs_q, rows_f, offs_f, scaled=True)
         if res is None:  # pragma: no cover - domains are full-dimensional by construction
             raise RuntimeError("the domain has empty interior")
         cf, cq, r = res
@@ -411,6 +466,195 @@ def _side_row(aq, cq, af, cf, active: bool):
     return list(aq), -cq, af.copy(), -cf
 
 
+#: Float magnitudes inside which scaling by a power of two is exact (normal range, with a
+#: margin); outside it :func:`pow2_floats` converts entry by entry.
+_SAFE_LO, _SAFE_HI = 2.0 ** -960, 2.0 ** 960
+
+
+def _pow2_rows(ent: Sequence[flint.fmpq], n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Float copies of the ``n`` augmented rows ``ent`` (row-major, ``d + 1`` per row), each
+    row scaled by ``2**-e`` with ``e`` the binary exponent of its largest linear entry (of
+    its largest entry when the linear part is zero).
+
+    Every float is the correctly rounded value of the exact scaled entry (``float`` of an
+    ``fmpq`` rounds correctly; scaling a normal float by a power of two that keeps it
+    normal is exact). Rows with entries near the float range limits are converted by
+    :func:`pow2_floats` instead (the same guarantee, entry by entry).
+
+    Returns:
+        ``(floats, e)``: shape ``(n, d + 1)`` and the exponents, shape ``(n,)``.
+    """
+    out = np.zeros((n, d + 1))
+    ex = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return out, ex
+    try:
+        F = np.array([float(v) for v in ent]).reshape(n, d + 1)
+    except OverflowError:
+        F = None
+    for j in range(n):
+        row = None if F is None else F[j]
+        if row is not None:
+            lin = np.abs(row[:d])
+            m = float(lin.max()) if lin.size else 0.0
+            if m == 0.0:
+                m = float(np.abs(row).max())
+            a = np.abs(row)
+            nz = a[a > 0]
+            zeros = np.nonzero(a == 0)[0]
+            ok = m > 0 and bool(np.all(nz > _SAFE_LO)) and bool(np.all(nz < _SAFE_HI)) and \
+                all(ent[j * (d + 1) + i] == 0 for i in zeros)
+            if ok:
+                e = int(np.frexp(m)[1]) - 1
+                scaled = np.ldexp(row, -e)
+                sz = np.abs(scaled)
+                if bool(np.all(sz[sz > 0] > _SAFE_LO)):
+                    out[j] = scaled
+                    ex[j] = e
+                    continue
+            elif m == 0 and all(v == 0 for v in ent[j * (d + 1): (j + 1) * (d + 1)]):
+                continue
+        out[j], ex[j] = pow2_floats(ent[j * (d + 1): (j + 1) * (d + 1)], d)
+    return out, ex
+
+
+_POW2_CACHE: dict = {}
+
+
+def _pow2q(e: int) -> flint.fmpq:
+    """``2**e`` as an fmpq (cached)."""
+    v = _POW2_CACHE.get(e)
+    if v is None:
+        if len(_POW2_CACHE) > 4096:
+            _POW2_CACHE.clear()
+        v = _POW2_CACHE[e] = _pow2(e)
+    return v
+
+
+def float_signs_at(A: np.ndarray, c: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`float_signs` of the affine functions ``A[i] . x + c[i]`` at every row ``x`` of
+    ``X`` at once: ``(signs, values)``, both of shape ``(len(A), len(X))``; a sign is 0
+    where floating point does not decide it (then the caller decides exactly)."""
+    Z = A @ X.T + c[:, None]
+    aX = np.abs(X)
+    S = np.abs(A) @ aX.T + np.abs(c)[:, None]
+    tau = _sign_rel(X.shape[1]) * S + 2.0 ** -1070 * (1.0 + aX.sum(axis=1))[None, :]
+    out = (Z > tau).astype(np.int8) - (Z < -tau)
+    if not S.max(initial=0.0) < 1e300:
+        out[~(S < 1e300)] = 0
+    return out, Z
+
+
+def _radii(cell: "Cell", X: np.ndarray) -> np.ndarray:
+    """Float radius of the largest ball around each row of ``X`` inside the cell (capped at
+    :data:`RADIUS_CAP`; 0 where rounding makes a point look outside)."""
+    if cell.rows_f.shape[0] == 0:
+        return np.full(X.shape[0], RADIUS_CAP)
+    nrm = np.sqrt(np.einsum("ij,ij->i", cell.rows_f, cell.rows_f))
+    slack = (cell.offs_f[:, None] - cell.rows_f @ X.T) / nrm[:, None]
+    return np.clip(np.minimum(slack.min(axis=0), RADIUS_CAP), 0.0, None)
+
+
+def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target: float,
+            max_iter: int, trace: list | None = None):
+    """Maximize ``g . x`` over ``{x : A x <= c}`` (rows of unit length) by an active-set
+    walk in floats from ``x0`` (strictly inside), stopping as soon as ``g . x > target``.
+
+    Returns:
+        ``("cross", x)``: ``x`` in the closed cell with ``g . x > target`` (float);
+        ``("max", W, lam)``: a maximizer at which the rows ``W`` are active with
+        ``g = A[W]^T lam``, ``lam >= 0`` and ``g . x <= target`` (the multipliers of an
+        emptiness certificate, checked exactly by the caller);
+        ``None``: no decision in ``max_iter`` steps (then an LP decides).
+        ``trace``, if given, holds the last point reached (whatever the outcome).
+    """
+    d = A.shape[1]
+    x = x0.copy()
+    W: list[int] = []
+    Q = np.zeros((d, d))   # orthonormal basis of the active walls' normals: Q[:len(W)]
+    L = np.zeros((d, d))   # A[W] = L[:m, :m] @ Q[:m] (lower triangular)
+    m = 0
+    gn = math.sqrt(float(g @ g))
+    gx = float(g @ x)
+    slack = c - A @ x   # updated along the walk
+    for _ in range(max_iter):
+        u = g - (Q[:m] @ g) @ Q[:m] if m else g
+        gu = float(u @ u)         # = g . u, as u is the projection of g
+        if gu <= (1e-11 * gn) ** 2:
+            # g is a combination of the active walls: the multipliers decide
+            # (g = A[W]^T lam = Q^T L^T lam)
+            try:
+                lam = np.linalg.solve(L[:m, :m].T, Q[:m] @ g)
+            except np.linalg.LinAlgError:  # pragma: no cover - L has a positive diagonal
+                return None
+            i = int(np.argmin(lam))
+            if lam[i] >= -1e-12 * gn:
+                if gx > target:  # pragma: no cover - the walk stops before
+                    return "cross", x
+                return "max", list(W), np.maximum(lam, 0.0)
+            del W[i]
+            m = len(W)
+            if m:
+                q, r = np.linalg.qr(A[W].T)
+                Q[:m], L[:m, :m] = q.T, r.T
+            continue
+        un = math.sqrt(gu)
+        need = (target - gx) / gu
+        rate = A @ u
+        if m:
+            rate[W] = 0.0
+        up = rate > 1e-13 * un
+        steps = np.where(up, slack, np.inf) / np.where(up, rate, 1.0)
+        r = int(np.argmin(steps)) if steps.size else -1
+        t = float(steps[r]) if steps.size else np.inf
+        if t == np.inf:
+            return "cross", x + (2.0 * max(need, 0.0) + 1.0) * u
+        t = max(t, 0.0)
+        if need < t:
+            return "cross", x + 0.5 * (max(need, 0.0) + t) * u
+        x = x + t * u
+        slack -= t * rate
+        gx += t * gu
+        if trace is not None:
+            trace[:] = [x]
+        if m == d:  # pragma: no cover - d independent walls leave no direction
+            return None
+        a = A[r]
+        coef = np.zeros(m)
+        for _ in range(2):   # Gram-Schmidt, twice for orthogonality in floats
+            if m:
+                h = Q[:m] @ a
+                coef += h
+                a = a - h @ Q[:m]
+        na = math.sqrt(float(a @ a))
+        if not na > 1e-9:   # a wall dependent on the active ones (degenerate): an LP decides
+            return None
+        Q[m] = a / na
+        L[m, :m] = coef
+        L[m, m] = na
+        W.append(r)
+        m += 1
+    return None
+
+
+def _reach_from(An: np.ndarray, slack: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """How far each point can move along the direction ``u`` inside the cell (float;
+    ``inf`` when no wall blocks it), from the unit rows ``An`` and the points' slacks
+    ``slack`` (rows x points)."""
+    rate = An @ u
+    up = rate > 0
+    if not up.any():
+        return np.full(slack.shape[1], np.inf)
+    return np.clip((slack[up] / rate[up][:, None]).min(axis=0), 0.0, None)
+
+
+def _unit_rows(cell: "Cell") -> tuple:
+    """The cell's float rows and offsets divided by the rows' norms, and ``1 / norms``."""
+    nrm = np.sqrt(np.einsum("ij,ij->i", cell.rows_f, cell.rows_f))
+    inv = 1.0 / nrm
+    return cell.rows_f * inv[:, None], cell.offs_f * inv, inv
+
+
 def refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> list[Cell]:
     """Split ``cell`` by the neurons of hidden layer ``l`` of network ``k``."""
     return list(iter_refine_stage(cell, k, l, net, engine))
@@ -419,16 +663,26 @@ def refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> l
 def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
                       ) -> Iterator[Cell]:
     """The cells of :func:`refine_stage`, one at a time, in the same order (depth first
-    over the binary space partition: at most one pending sibling per split level)."""
+    over the binary space partition: at most one pending sibling per split level).
+
+    Each cell carries a pool of points certified strictly inside it (``Cell.points``). A
+    hyperplane with pool points strictly on both sides crosses the cell (no LP). A
+    one-sided hyperplane that passes within a pool point's ball gets a point on its far
+    side by a step across it (checked exactly; no LP). Only the remaining one-sided
+    hyperplanes need an LP on the far side: empty (certified) fixes the neuron's bit for
+    the sub-tree, non-empty adds the LP's point to the pool. A split hands each side the
+    pool points on that side, so a split itself never needs an LP.
+    """
     d = engine.d
+    certify = engine.certify
     Zq = net.Wq[l] * cell.maps_q[k] + net.Baugq[l]
     n = Zq.nrows()
     ent = Zq.entries()
     aq = [ent[j * (d + 1): j * (d + 1) + d] for j in range(n)]
     cq = [ent[j * (d + 1) + d] for j in range(n)]
     # float copies, each row scaled by a power of two (exact data stay exact; the floats
-    # only steer the LPs)
-    Zf = np.array([pow2_floats(ent[j * (d + 1): (j + 1) * (d + 1)], d)[0] for j in range(n)])
+    # steer the LPs and decide signs only beyond their rounding bound)
+    Zf, Ze = _pow2_rows(ent, n, d)
     bits0: list[bool | None] = [None] * n
     cand0 = []
     zero = cell.zero_preact
@@ -441,77 +695,218 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
     if zero != cell.zero_preact:
         cell = dataclasses.replace(cell, zero_preact=zero)
     Znorm = np.sqrt(np.einsum("ij,ij->i", Zf[:, :d], Zf[:, :d]))
+    scaled: dict = {}
+
+    def side_row(j: int, active: bool):
+        """The exact and float rows of the side ``active`` of neuron j, scaled alike."""
+        s = scaled.get(j)
+        if s is None:
+            f = _pow2q(-int(Ze[j]))
+            s = scaled[j] = ([v * f for v in aq[j]], cq[j] * f)
+        return _side_row(s[0], s[1], Zf[j, :d], Zf[j, d], active)
+
+    def exact_sign(j: int, xq) -> int:
+        z = dot(aq[j], xq) + cq[j]
+        return (z > 0) - (z < 0)
+
+    def sign_at(j: int, xf: np.ndarray, xq) -> int:
+        s = int(float_signs(Zf[j:j + 1, :d], Zf[j:j + 1, d], xf)[0])
+        return s if s else exact_sign(j, xq)
+
+    def admit(geo: Cell, rows, xf: np.ndarray):
+        """``xf`` as an exact point if it is strictly inside ``geo`` and the extra
+        ``rows`` (exact check when certifying), else None."""
+        if not np.all(np.isfinite(xf)):
+            return None
+        xq = [_fq(v) for v in xf]
+        if not certify:
+            ok = bool(np.all(geo.rows_f @ xf < geo.offs_f)) and \
+                all(float(r[2] @ xf) < r[3] for r in rows)
+            return xq if ok else None
+        for r in rows:   # the new rows first: they are the likely ones to fail
+            sg = int(float_signs(r[2][None, :], np.array([-r[3]]), xf)[0])
+            if sg > 0 or (sg == 0 and not dot(r[0], xq) < r[1]):
+                return None
+        return xq if engine._inside(geo.rows_q, geo.offs_q, xq, geo.rows_f, geo.offs_f) \
+            else None
+
     stack = [(cell, bits0, cand0)]
     while stack:
+        if engine.deadline is not None and time.monotonic() > engine.deadline:
+            raise EngineDeadline()
         geo, bits, cand = stack.pop()
-        crossing = []  # (j, far_result or None when the ball is cut, near side or None)
+        Pf, Pq, Pr = geo.pool()
+        newf: list = []   # points found at this node: floats, exact, radius in geo
+        newq: list = []
+        newr: list = []
+        crossing: list[int] = []
+        geo_n = None
         if cand:
             ci = np.array(cand)
-            signs = float_signs(Zf[ci, :d], Zf[ci, d], geo.center_f)
-            dists = np.abs(Zf[ci, :d] @ geo.center_f + Zf[ci, d])
+            S, Z = float_signs_at(Zf[ci, :d], Zf[ci, d], Pf)
+            zs = np.nonzero(S == 0)
+            for t, i in zip(*zs):
+                S[t, i] = exact_sign(cand[t], Pq[i])
+            has_pos = (S > 0).any(axis=1).tolist()
+            has_neg = (S < 0).any(axis=1).tolist()
+            has_zero = (S == 0).any(axis=1).tolist() if zs[0].size else [False] * len(cand)
         for t, j in enumerate(cand):
-            af, cfl = Zf[j, :d], Zf[j, d]
-            if signs[t]:
-                near = bool(signs[t] > 0)
-            else:
-                zc = dot(aq[j], geo.center_q) + cq[j]
-                if zc == 0:
-                    crossing.append((j, None, None))
-                    continue
-                near = bool(zc > 0)
-            nrm = float(Znorm[j])
-            dist = float(dists[t]) / nrm if nrm > 0 else 0.0
-            if dist < geo.radius * (1 + 1e-9):
-                crossing.append((j, None, near))
+            pos, neg, through = has_pos[t], has_neg[t], has_zero[t]
+            for xf, xq in zip(newf, newq):
+                s = sign_at(j, xf, xq)
+                pos, neg, through = pos or s > 0, neg or s < 0, through or s == 0
+            if pos and neg:
+                crossing.append(j)
                 continue
-            ra, rc, rfa, rfc = _side_row(aq[j], cq[j], af, cfl, not near)
+            nrm = float(Znorm[j])
+            unit = Zf[j, :d] / nrm
+            if through:
+                # the hyperplane passes through a point strictly inside: it crosses; a step
+                # along the normal each way gives the sides their points
+                i = int(np.nonzero(S[t] == 0)[0][0]) if has_zero[t] else None
+                if i is not None:
+                    step = 0.5 * float(Pr[i])
+                    for sgn, want in ((1.0, pos), (-1.0, neg)):
+                        if want:
+                            continue
+                        xf = Pf[i] + sgn * step * unit
+                        xq = admit(geo, [side_row(j, sgn > 0)], xf) if step > 0 else None
+                        if xq is not None:
+                            newf.append(xf), newq.append(xq)
+                            newr.append(float(_radii(geo, xf[None, :])[0]))
+                crossing.append(j)
+                continue
+            near = pos
+            # walk from the pool point with the most room across the hyperplane: straight
+            # along its normal, then along the cell's walls (an active-set ascent in
+            # floats). Past the hyperplane: a far point (checked exactly). Stuck below it:
+            # the active walls' multipliers, checked exactly as an emptiness certificate.
+            ra, rc, rfa, rfc = side_row(j, not near)
+            dist = np.abs(Z[t]) / nrm
+            direc = -unit if near else unit
+            if geo_n is None:
+                geo_n = _unit_rows(geo)
+                slack_n = geo_n[1][:, None] - geo_n[0] @ Pf.T   # (rows, pool points)
+            i = int(np.argmax(_reach_from(geo_n[0], slack_n, direc) - dist))
+            engine.walks += 1
+            out = _ascent(geo_n[0], geo_n[1], Pf[i], -rfa / nrm, -rfc / nrm, 3 * d + 6)
+            if out is not None and out[0] == "cross":
+                xb = out[1]
+                x0 = Pf[i]
+                fb, f0 = float(rfa @ xb - rfc), float(rfa @ x0 - rfc)
+                lam = 0.5 * fb / (fb - f0) if fb < 0 and f0 > fb else 0.0
+                xf = xb + lam * (x0 - xb)
+                xq = admit(geo, [(ra, rc, rfa, rfc)], xf) if lam > 0 else None
+                if xq is not None:
+                    newf.append(xf), newq.append(xq)
+                    newr.append(float(_radii(geo, xf[None, :])[0]))
+                    crossing.append(j)
+                    continue
+            elif out is not None and certify:
+                W, lamW = out[1], out[2]
+                keep = [w for w, v in zip(W, lamW) if v > 0]
+                y = [float(v) * geo_n[2][w] for w, v in zip(W, lamW) if v > 0]
+                Sq = [geo.rows_q[w] for w in keep] + [ra]
+                sq = [geo.offs_q[w] for w in keep] + [rc]
+                ok = _square_certificate(Sq, sq) if len(keep) == d else None
+                if ok is None and keep:
+                    ok = _motzkin(Sq, sq, np.array(y + [1.0 / nrm]), (), (), ())
+                if ok:
+                    engine.certificates += 1
+                    engine.walk_proofs += 1
+                    bits[j] = near
+                    continue
+            elif out is not None:  # certify=False: the float walk decides
+                bits[j] = near
+                continue
             res = engine.decide(geo.rows_q + [ra], geo.offs_q + [rc],
-                                np.vstack([geo.rows_f, rfa[None, :]]), np.append(geo.offs_f, rfc))
+                                np.vstack([geo.rows_f, rfa[None, :]]), np.append(geo.offs_f, rfc),
+                                scaled=True)
             if res is None:
                 bits[j] = near
             else:
-                crossing.append((j, res, near))
+                newf.append(res[0]), newq.append(res[1])
+                newr.append(float(_radii(geo, res[0][None, :])[0]))
+                crossing.append(j)
         if not crossing:
-            yield _leaf(geo, bits, n, k, Zq)
+            yield _leaf(_recenter(geo, engine), bits, n, k, Zq)
             continue
-        pick = next((c for c in crossing if c[1] is not None), crossing[0])
-        j, far_res, near = pick
-        rest = [c[0] for c in crossing if c[0] != j]
-        af, cfl = Zf[j, :d], Zf[j, d]
+        if newq:
+            Pf = np.vstack([Pf, np.array(newf)])
+            Pq = Pq + newq
+            Pr = np.concatenate([Pr, newr])
+        j = crossing[0]
+        rest = crossing[1:]
+        sv, zj = float_signs_at(Zf[j:j + 1, :d], Zf[j:j + 1, d], Pf)
+        sv, zj = sv[0].astype(np.int64), zj[0]
+        for i in np.nonzero(sv == 0)[0]:
+            sv[i] = exact_sign(j, Pq[i])
+        dj = np.abs(zj) / float(Znorm[j])
         owner = (k, l, j)
         for side in (True, False):
-            ra, rc, rfa, rfc = _side_row(aq[j], cq[j], af, cfl, side)
-            if far_res is not None:
-                if side == near:
-                    res = (geo.center_f, geo.center_q, geo.radius)
-                else:
-                    res = far_res
-            else:
-                known = None
-                nrm = float(np.linalg.norm(af))
-                if near is not None and side == near and nrm > 0:
-                    dist = abs(float(af @ geo.center_f + cfl)) / nrm
-                    known = (geo.center_f, geo.center_q, min(geo.radius, dist))
+            ra, rc, rfa, rfc = side_row(j, side)
+            sel = np.nonzero(sv > 0 if side else sv < 0)[0]
+            if sel.size:
+                pts = (Pf[sel], [Pq[i] for i in sel], np.minimum(Pr[sel], dj[sel]))
+            else:  # no point on this side (a step was refused): an LP decides
                 res = engine.decide(geo.rows_q + [ra], geo.offs_q + [rc],
                                     np.vstack([geo.rows_f, rfa[None, :]]),
-                                    np.append(geo.offs_f, rfc), known=known)
-            if res is None:
-                continue
-            child = geo.with_row(ra, rc, rfa, rfc, owner, *res)
+                                    np.append(geo.offs_f, rfc), scaled=True)
+                if res is None:
+                    continue
+                pts = (res[0][None, :], [res[1]], np.array([res[2]]))
+            best = int(np.argmax(pts[2]))
+            child = geo.with_row(ra, rc, rfa, rfc, owner, pts[0][best], pts[1][best],
+                                 float(pts[2][best]), points=pts)
             b = list(bits)
             b[j] = side
             stack.append((child, b, rest))
 
 
+def _recenter(geo: Cell, engine: Engine) -> Cell:
+    """``geo`` with a deeper center: a float walk from its best pool point towards the
+    Chebyshev centre (the largest inscribed ball; at most ``d + 3`` steps of
+    :func:`_ascent` on ``max r : a_i . x + |a_i| r <= c_i, r <= RADIUS_CAP``). The point
+    reached is kept (and pooled) when its ball is larger and it passes the exact check."""
+    d = engine.d
+    k = geo.rows_f.shape[0]
+    Pf, Pq, Pr = geo.pool()
+    i = int(np.argmax(Pr))
+    r0 = float(Pr[i])
+    if k == 0 or not 0 < r0 < RADIUS_CAP:
+        return geo
+    An, cn, _ = _unit_rows(geo)
+    A2 = np.zeros((k + 1, d + 1))
+    A2[:k, :d] = An
+    A2[:k, d] = 1.0
+    A2[k, d] = 1.0
+    c2 = np.append(cn, RADIUS_CAP)
+    g = np.zeros(d + 1)
+    g[d] = 1.0
+    trace: list = []
+    _ascent(A2, c2, np.append(Pf[i], r0 * (1.0 - 1e-6)), g, np.inf, d + 3, trace)
+    if not trace:
+        return geo
+    x = trace[0][:d]
+    r = float(_radii(geo, x[None, :])[0])
+    if not (r > r0 * (1.0 + 1e-6) and np.all(np.isfinite(x))):
+        return geo
+    xq = [_fq(v) for v in x]
+    if engine.certify and not engine._inside(geo.rows_q, geo.offs_q, xq, geo.rows_f, geo.offs_f):
+        return geo
+    pts = (np.vstack([Pf, x[None, :]]), Pq + [xq], np.append(Pr, r))
+    return dataclasses.replace(geo, center_f=x, center_q=xq, radius=r, points=pts)
+
+
 def _leaf(geo: Cell, bits: list, n: int, k: int, Zq) -> Cell:
     """The cell ``geo`` with the layer's pattern ``bits`` and its exact map appended."""
     mask = np.array(bits, dtype=bool)
-    D = flint.fmpq_mat(n, n)
-    for i in range(n):
-        if mask[i]:
-            D[i, i] = _ONE
+    w = Zq.ncols()
+    ent = Zq.entries()
+    for i in np.nonzero(~mask)[0]:
+        ent[i * w: (i + 1) * w] = [_ZERO] * w
     maps_q = list(geo.maps_q)
-    maps_q[k] = D * Zq
+    maps_q[k] = flint.fmpq_mat(n, w, ent)
     patterns = [list(p) for p in geo.patterns]
     patterns[k].append(mask)
     return dataclasses.replace(geo, maps_q=maps_q, patterns=patterns)
@@ -576,6 +971,7 @@ def iter_cells(nets: Sequence[ExactNet], domain: Domain, engine: Engine,
             if counts is not None:
                 counts[s] += 1
             if s + 1 == len(stages):
+                child.points = None  # the pool only serves the refinement
                 yield child
             else:
                 yield from walk(child, s + 1)

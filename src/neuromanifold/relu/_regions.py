@@ -1,7 +1,7 @@
 """Linear regions of a ReLU network: every activation pattern on a full-dimensional set.
 
-See :mod:`neuromanifold.relu._engine` for the algorithm (layer-by-layer refinement with
-one LP per candidate, certified exactly) and ``docs/relu.md`` for the definitions.
+See :mod:`neuromanifold.relu._engine` for the algorithm (layer-by-layer refinement; a
+float walk or an LP per undecided hyperplane, certified exactly) and ``docs/relu.md`` for the definitions.
 :func:`iter_regions` streams the regions depth first (memory independent of their
 number, with budgets); :func:`regions` collects them; :func:`estimate_regions` bounds and
 estimates their number before any enumeration (``docs/relu_arrangement.md`` §5).
@@ -41,8 +41,9 @@ class Region(Result):
         point: a point strictly inside the region (floats; see ``point_exact``).
         point_exact: the same point as exact rationals; it is verified in exact arithmetic
             to satisfy every inequality of the region strictly.
-        margin: radius of a ball around ``point`` inside the region (the Chebyshev radius
-            as computed by the LP, capped at 1 for unbounded regions).
+        margin: radius of a ball around ``point`` inside the region (computed in floats,
+            capped at 1; the point is moved towards the Chebyshev centre by a short float
+            walk and usually reaches it).
         linear, offset: the network on the region is ``x -> linear @ x + offset``, exactly
             (object arrays of ``Fraction``, shapes ``(n_L, d)`` and ``(n_L,)``).
         A, c: the region is ``{x : A x <= c}`` (float copies of the exact inequalities,
@@ -90,6 +91,8 @@ class Regions(Result):
         params: the network's parameters (float64 copies).
         tol: regions thinner than ``tol`` were left out (0.0: none; see :func:`iter_regions`).
         num_thin_regions: how many were left out.
+        num_walks: floating-point walks across a cell (each decides a hyperplane in place
+            of an LP, with the same exact checks; see ``docs/relu_arrangement.md`` §5).
     """
 
     regions: list
@@ -103,6 +106,7 @@ class Regions(Result):
     params: list[tuple[np.ndarray, np.ndarray]] = dataclasses.field(repr=False)
     tol: float = 0.0
     num_thin_regions: int = 0
+    num_walks: int = 0
 
     def __len__(self) -> int:
         return self.num_regions
@@ -192,6 +196,7 @@ class RegionStream:
         num_regions: regions yielded so far.
         num_thin_regions: regions left out as thinner than ``tol``.
         num_lps: floating-point LPs solved so far.
+        num_walks: floating-point walks across a cell so far (each in place of an LP).
         num_exact_fallbacks: decisions that needed the exact rational simplex.
         counts: cells reached after each hidden layer so far (lists the final
             per-layer counts of :class:`Regions` once finished).
@@ -219,6 +224,11 @@ class RegionStream:
         return self._engine.counter.count
 
     @property
+    def num_walks(self) -> int:
+        """Floating-point walks across a cell so far (each in place of an LP)."""
+        return self._engine.walks
+
+    @property
     def num_exact_fallbacks(self) -> int:
         """Decisions so far that needed the exact rational simplex."""
         return self._engine.exact_fallbacks
@@ -232,15 +242,18 @@ class RegionStream:
     def __repr__(self) -> str:
         state = "finished" if self.finished else "running"
         return (f"RegionStream(widths={self.widths}, {state}, num_regions={self.num_regions}, "
-                f"num_lps={self.num_lps}, elapsed={self.elapsed:.3g} s)")
+                f"num_lps={self.num_lps}, num_walks={self.num_walks}, "
+                f"elapsed={self.elapsed:.3g} s)")
 
     def _limit(self, what: str) -> ComputationLimitError:
         err = ComputationLimitError(
             f"region enumeration stopped at the {what} after {self.num_regions} regions "
-            f"({self.num_lps} LPs, {self.elapsed:.3g} s; cells per layer so far "
+            f"({self.num_lps} LPs, {self.num_walks} walks, {self.elapsed:.3g} s; cells "
+            f"per layer so far "
             f"{tuple(self.counts)}); raise the limit, or see estimate_regions for the "
             f"expected count")
         err.num_regions, err.num_lps, err.elapsed = self.num_regions, self.num_lps, self.elapsed
+        err.num_walks = self.num_walks
         err.partial = None
         return err
 
@@ -315,8 +328,9 @@ def iter_regions(params: Any, domain: Any = None, *, tol: Any = 0.0, certify: bo
             a ball of radius ``> tol * max(1, ||x||_inf)`` around some x; slivers between
             neurons that coincide up to rounding are thinner than that.
         certify: ``True`` (default): every region and every discarded side is certified
-            exactly. ``False``: the floating-point LP decides (radius above 1e-7: non-empty,
-            else empty); faster, numerically checked only (``certified`` is False).
+            exactly. ``False``: the floating-point walks and LPs decide (an LP: radius
+            above 1e-7 non-empty, else empty); faster, numerically checked only
+            (``certified`` is False).
         max_regions: stop with a :class:`~neuromanifold.ComputationLimitError` when the
             network has more than this many regions (after yielding that many).
         time_limit: stop with a :class:`~neuromanifold.ComputationLimitError` after this
@@ -326,7 +340,8 @@ def iter_regions(params: Any, domain: Any = None, *, tol: Any = 0.0, certify: bo
 
     Returns:
         A :class:`RegionStream` (an iterator of :class:`Region`) with running counts. The
-        error raised by a budget has attributes ``num_regions``, ``num_lps``, ``elapsed``.
+        error raised by a budget has attributes ``num_regions``, ``num_lps``,
+        ``num_walks``, ``elapsed``.
 
     >>> W1 = np.array([[1.0, 0.0], [0.0, 1.0]]); b1 = np.zeros(2)
     >>> it = iter_regions([(W1, b1), (np.ones((1, 2)), np.zeros(1))])
@@ -392,7 +407,7 @@ def regions(params: Any, domain: Any = None, *, progress: bool = False, tol: Any
 def _collect(it: RegionStream, out: list, complete: bool) -> Regions:
     return Regions(out, len(out), it.num_lps, it.num_exact_fallbacks, tuple(it.counts),
                    it.widths, it.domain, complete and it.certified, it.net.params, it.tol,
-                   it.num_thin_regions)
+                   it.num_thin_regions, it.num_walks)
 
 
 def _compute(params: Any, domain: Any, progress: bool):
@@ -415,7 +430,8 @@ def _compute(params: Any, domain: Any, progress: bool):
     if bar is not None:
         bar.close()
     result = Regions(out, len(out), engine.counter.count, engine.exact_fallbacks,
-                     tuple(counts), net.widths, dom, True, net.params)
+                     tuple(counts), net.widths, dom, True, net.params,
+                     num_walks=engine.walks)
     return result, cells, net, engine
 
 
