@@ -308,6 +308,17 @@ def test_milp_phase_finds_regions_that_sampling_misses():
     assert fd.num_milps > 0 and fd.certified
 
 
+def test_a_corner_region_found_by_milp():
+    # HiGHS's objective_bound option made the MILP report a wrong optimum here (the
+    # region where only the width-1 neuron is active is a small corner of the box)
+    from unittest import mock
+    from neuromanifold.relu import _fundim
+    p = _adversarial("generic", np.random.default_rng(29786), [2, 2, 1, 2])
+    with mock.patch.object(_fundim, "_SAMPLES", 8), mock.patch.object(_fundim, "_SAMPLE_BATCH", 8):
+        fd = functional_dimension(p, (-1, 1), method="milp")
+    assert fd.rank == _exhaustive_rank(p, (-1, 1)) == 7 and fd.method == "milp"
+
+
 def test_a_dead_neuron_is_decided_by_milp():
     p = _adversarial("dead", np.random.default_rng(0), [2, 3, 2, 1])
     fd = functional_dimension(p)

@@ -26,12 +26,14 @@ def test_lp_after_milp_in_a_fresh_process():
     assert out.stdout.split() == ["optimal", "optimal", "optimal"], out.stderr
 
 
-def test_milp_objective_bound_and_target():
+def test_milp_infeasible_target_and_time_limit():
     assert solve_milp(*_MILP).fun == -1.0
-    # nothing below -1.5: cut off
-    assert solve_milp(*_MILP, objective_bound=-1.5).status == "cutoff"
-    below = solve_milp(*_MILP, objective_bound=-0.5, objective_target=-0.5)
-    assert below.status in ("optimal", "target") and below.fun <= -0.5
+    c, A, ub, lb, ubv, integer = _MILP
+    # x + y >= 1.75 and x + y <= 1.5: no solution
+    assert solve_milp(c, np.vstack([A, -A]), np.append(ub, -1.75), lb, ubv,
+                      integer).status == "infeasible"
+    first = solve_milp(*_MILP, objective_target=-0.5)
+    assert first.status in ("optimal", "target") and first.fun <= -0.5
     assert solve_milp(*_MILP, time_limit=10.0).status == "optimal"
 
 

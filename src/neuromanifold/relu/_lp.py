@@ -178,9 +178,9 @@ def solve_lp(c, A_ub, b_ub, A_eq=None, b_eq=None, lb=None, ub=None,
 
 @dataclasses.dataclass
 class MILPSolution:
-    """Outcome of :func:`solve_milp`: ``status`` (``"optimal"``, ``"cutoff"``: no solution
-    with objective below ``objective_bound`` exists, ``"target"``: stopped at a solution
-    reaching ``objective_target``, or ``"error"``), the solution ``x``, its objective
+    """Outcome of :func:`solve_milp`: ``status`` (``"optimal"``, ``"infeasible"``,
+    ``"target"``: stopped at a solution reaching ``objective_target``, or ``"error"``),
+    the solution ``x``, its objective
     ``fun`` and the solver's proven bound ``dual_bound`` on the optimum (of the
     minimization; ``fun`` when not reported)."""
 
@@ -219,7 +219,7 @@ def _stdout_silenced():
         os.close(null)
 
 
-def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None, objective_bound=None,
+def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None,
                      objective_target=None) -> MILPSolution:
     h = _highs_core
     solver = h._core._Highs()
@@ -233,8 +233,6 @@ def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None, objective_b
         solver.setOptionValue(name, value)
     if time_limit is not None:
         solver.setOptionValue("time_limit", float(max(time_limit, 1e-3)))
-    if objective_bound is not None:
-        solver.setOptionValue("objective_bound", float(objective_bound))
     if objective_target is not None:
         solver.setOptionValue("objective_target", float(objective_target))
     n = c.size
@@ -253,10 +251,8 @@ def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None, objective_b
         solver.run()
     status = solver.getModelStatus()
     info = solver.getInfo()
-    if objective_bound is not None and status in (h.HighsModelStatus.kInfeasible,
-                                                  h.HighsModelStatus.kObjectiveBound):
-        # the model itself is feasible for our callers: nothing below the bound exists
-        return MILPSolution("cutoff", None, None, float(objective_bound))
+    if status == h.HighsModelStatus.kInfeasible:
+        return MILPSolution("infeasible")
     if status == h.HighsModelStatus.kOptimal:
         kind = "optimal"
     elif (objective_target is not None and status == h.HighsModelStatus.kObjectiveTarget
@@ -271,14 +267,14 @@ def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None, objective_b
 
 
 def solve_milp(c, A, ub, lb_v, ub_v, integer, time_limit: float | None = None,
-               objective_bound: float | None = None,
                objective_target: float | None = None) -> MILPSolution:
     """Minimize ``c.x`` subject to ``A x <= ub``, ``lb_v <= x <= ub_v``, ``x_j`` integer
     where ``integer[j]``; HiGHS with tight feasibility tolerances (:data:`MILP_FEAS`),
     silent (nothing is printed). Past ``time_limit`` seconds the status is ``"error"``.
-    With ``objective_bound`` the search only looks below it (status ``"cutoff"`` when
-    nothing is there); with ``objective_target`` it stops at the first solution reaching
-    it (status ``"target"``). Both need the ``highspy`` binding (else they are ignored).
+    With ``objective_target`` it stops at the first solution reaching it (status
+    ``"target"``; needs the ``highspy`` binding, else it is ignored). HiGHS's
+    ``objective_bound`` option is not offered: with presolve on, HiGHS 1.16 reported a wrong
+    optimum under it; bound a variable instead.
 
     >>> s = solve_milp(np.array([-1.0]), np.array([[2.0]]), np.array([3.0]), [0.0], [5.0], [1])
     >>> s.status, s.x
@@ -289,7 +285,7 @@ def solve_milp(c, A, ub, lb_v, ub_v, integer, time_limit: float | None = None,
     if _USE_CORE:
         try:
             return _solve_milp_core(c, A, np.asarray(ub, float), lb_v, ub_v, integer,
-                                    time_limit, objective_bound, objective_target)
+                                    time_limit, objective_target)
         except Exception:  # pragma: no cover - binding API changed: use scipy
             pass
     from scipy.optimize import Bounds, LinearConstraint, milp  # pragma: no cover

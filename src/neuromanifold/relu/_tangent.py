@@ -26,6 +26,7 @@ region, where the caller stacks new rows.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 
@@ -38,6 +39,8 @@ __all__ = ["TangentMILP", "TangentWitness", "interior_point", "MARGIN"]
 #: MILP point must be: well above the solver's feasibility tolerance, so that the binaries
 #: at a solution are the activation pattern of an actual full-dimensional region
 MARGIN = 1e-7
+#: seconds the first form of a MILP (maximize t) gets before the second (t >= threshold)
+_SEARCH_SECONDS = 2.0
 #: relative to the interval bounds (of g, and of the pre-activations times the output
 #: weights), the size below which an optimum is solver noise
 NOISE = 1e-6
@@ -174,7 +177,7 @@ class TangentMILP:
         w_out = max(1.0, float(np.max(np.abs(Ws[-1]), initial=0.0)))
         threshold = max(threshold, NOISE * max(scale, big_m * w_out))
         # t <= sign * g_o where u_(o, sign) = 1; at least one u is 1
-        lb[t_var], ub[t_var] = 0.0, scale
+        ub[t_var] = scale
         for o in range(m):
             for j, sign in enumerate((1.0, -1.0)):
                 u = t_var + 1 + 2 * o + j
@@ -185,18 +188,34 @@ class TangentMILP:
         K = float(np.clip(_OBJ_TARGET / max(threshold, MILP_FEAS * scale, 1e-300), 1.0, 1e8))
         obj = np.zeros(nv)
         obj[t_var] = -K
-        self.num_milps += 1
-        res = solve_milp(obj, np.array(rows), np.array(rhs), lb, ub, integer,
-                         time_limit=time_limit, objective_bound=-K * threshold,
-                         objective_target=-K * threshold)
-        if res.status == "cutoff":
-            return False
-        if res.status not in ("optimal", "target"):
-            return None
-        value = -res.fun / K
-        if not value > threshold:
-            return False
-        return TangentWitness(value, _patterns(states, res.x))
+        A, rhs_a = np.array(rows), np.array(rhs)
+        # Two forms of the same question. First maximize t >= 0, stopping at a solution
+        # above the threshold: quick when a witness exists (the search has an incumbent
+        # from the start). If that does not settle it within a short time, require
+        # t >= threshold: "no witness" is then an infeasible program, which the solver
+        # often proves much faster than it bounds the optimum. (HiGHS's objective_bound
+        # option would express the same but gave wrong optima with presolve on.)
+        for t_lo, cap in ((0.0, _SEARCH_SECONDS), (threshold, None)):
+            left = time_limit if cap is None else (
+                cap if time_limit is None else min(cap, time_limit))
+            lb[t_var] = t_lo
+            self.num_milps += 1
+            t0 = time.monotonic()
+            res = solve_milp(obj, A, rhs_a, lb, ub, integer, time_limit=left,
+                             objective_target=-K * threshold)
+            if time_limit is not None:
+                time_limit -= time.monotonic() - t0
+            if res.status == "infeasible" and t_lo > 0:
+                return False
+            if res.status in ("optimal", "target"):
+                value = -res.fun / K
+                if value > threshold:
+                    return TangentWitness(value, _patterns(states, res.x))
+                if res.status == "optimal":
+                    return False
+            if time_limit is not None and time_limit <= 0:
+                return None
+        return None
 
 
 def _bounds(Z: np.ndarray, lb: np.ndarray, ub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
