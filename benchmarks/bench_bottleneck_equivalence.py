@@ -12,7 +12,7 @@ neurons turned around through it), so the canonical block is exercised.
 * Ours: ``neuromanifold.relu._canonical.equivalent_bottleneck`` (canonical forms).
 * Baseline (same run): ``neuromanifold.relu.equivalent(p, q, method="regions")``, the
   exact region enumeration of the joint network. It runs in a child process and is
-  stopped after ``--budget`` seconds (default 60); once it is stopped, larger sizes are
+  stopped after ``--budget`` seconds (default 45); once it is stopped, larger sizes are
   not tried.
 
 Both must agree where both finish (checked). Growth: the slope of ``log(time)`` against
@@ -109,7 +109,7 @@ def slope(ns, ts):
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes only (for tests)")
-    parser.add_argument("--budget", type=float, default=60.0)
+    parser.add_argument("--budget", type=float, default=45.0)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     sizes = ([(3, 2, 3, 1), (4, 3, 3, 1)] if args.quick else

@@ -189,7 +189,7 @@ def main(argv=None) -> list[dict]:
                                f"patterns at {est.samples} points"))
 
     # 1. regions of 4-16-16-1 on R^4
-    b = B(30.0)
+    b = B(15.0)
     t, R, err = budgeted(lambda: relu.regions(p4, time_limit=b))
     n = (R.num_regions if R is not None else err.num_regions)
     print(f"regions {s4}: {n} regions in {t:.1f} s ({n / t:.0f}/s); {_status(err, b)}")
@@ -198,7 +198,7 @@ def main(argv=None) -> list[dict]:
                                f"(before: 43,332 regions in 156 s, 278/s)"))
 
     # 2. bent hyperplanes of 4-16-16-1 on R^4
-    b = B(20.0)
+    b = B(10.0)
     t, Bh, err = budgeted(lambda: relu.bent_hyperplanes(p4, time_limit=b))
     n = len(Bh.regions) if Bh is not None else err.num_regions
     print(f"bent_hyperplanes {s4}: {n} regions in {t:.1f} s; {_status(err, b)}")
@@ -249,7 +249,7 @@ def main(argv=None) -> list[dict]:
 
     # 6. regions streamed on 8-32-32-1 over the box, 30 s budget (goal: >= 1,000 regions/s)
     for certify in (True, False):
-        b = B(30.0 if certify else 10.0)
+        b = B(15.0 if certify else 10.0)
         it = relu.iter_regions(p8, box8, certify=certify, time_limit=b)
         t0 = time.perf_counter()
         err = None
