@@ -27,7 +27,7 @@ from ..exact._lp import dot
 from ..exact._rational import fmpq_to_fraction, to_fmpq
 from ._budget import Budget
 from ._domain import Domain, as_domain
-from ._engine import ExactNet, pow2_floats
+from ._engine import ExactNet, layer_maps, pow2_floats
 from ._regions import Regions, _key, _region_of
 
 __all__ = ["BentPiece", "BentNeuron", "BentHyperplanes", "bent_hyperplanes"]
@@ -261,29 +261,6 @@ def bent_hyperplanes(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     return result(True)
 
 
-def _layer_maps(net, patterns) -> list:
-    """:func:`~neuromanifold.relu._engine.layer_maps` with the input map ``[I | 0]`` built
-    once per network (exact; it was a tenth of the time of this analysis)."""
-    H = getattr(net, "_bent_h0", None)
-    if H is None:
-        d = net.d
-        H = net._bent_h0 = flint.fmpq_mat(
-            d, d + 1, [1 if k == j else 0 for j in range(d) for k in range(d + 1)])
-    out = []
-    for l in range(net.num_layers):
-        Z = net.Wq[l] * H + net.Baugq[l]
-        out.append(Z)
-        if l < net.num_layers - 1:
-            mask = patterns[l]
-            n = len(mask)
-            D = flint.fmpq_mat(n, n)
-            for i in range(n):
-                if mask[i]:
-                    D[i, i] = 1
-            H = D * Z
-    return out
-
-
 def _candidate_rows(cell, d: int) -> np.ndarray:
     """Unit float copies of the region's rows ``(a, c)`` (for a first, inexact test of
     proportionality; the exact test follows)."""
@@ -298,7 +275,7 @@ def _region_pieces(cell, ri: int, net, engine, pieces: dict, thr, scale: float,
     neighbor left unresolved: ``neighbor=-1`` and the neighbor's pattern key kept)."""
     d = net.d
     pattern = cell.patterns[0]
-    Zs = _layer_maps(net, pattern)
+    Zs = layer_maps(net, pattern)
     units = _candidate_rows(cell, d)
     ents = [Z.entries() for Z in Zs[:-1]]
 
@@ -357,7 +334,7 @@ def _region_pieces(cell, ri: int, net, engine, pieces: dict, thr, scale: float,
             H = D * Z
         if new_pat[l][i]:
             continue  # nu touches 0 here without switching
-        lin_N = _layer_maps(net, new_pat)[-1]
+        lin_N = layer_maps(net, new_pat)[-1]
         m = lin_R.nrows()
         jump = np.empty((m, d), dtype=object)
         size = flint.fmpq(0)
