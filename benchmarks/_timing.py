@@ -79,3 +79,18 @@ def suite_row(task: str, size: str, ours: float, baseline_name: str, baseline: f
     return {"task": task, "size": size, "ours_s": ours, "baseline": baseline_name,
             "baseline_s": baseline, "ratio": (baseline / ours) if baseline and ours else None,
             "spread": spread, "peak_mb": peak_mb, "note": note}
+
+
+def memory_mb(field: str = "VmHWM") -> float | None:
+    """This process's resident memory in MB from ``/proc/self/status``: ``"VmHWM"`` (the
+    peak) or ``"VmRSS"`` (now). Unlike ``getrusage``'s ``ru_maxrss``, which a child keeps
+    from its parent across fork and exec, these belong to the process's own address space.
+    ``None`` where /proc is missing."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:  # pragma: no cover - not Linux
+        return None
+    return None  # pragma: no cover

@@ -104,7 +104,7 @@ def _status(err, budget: float) -> str:
 
 #: one analysis in a fresh process under a time limit; prints JSON with the peak RSS
 CHILD = """
-import json, pickle, resource, sys, time
+import json, pickle, sys, time
 from neuromanifold import ComputationLimitError, relu
 name, path, budget = sys.argv[1], sys.argv[2], float(sys.argv[3])
 p, dom = pickle.load(open(path, "rb"))
@@ -122,7 +122,10 @@ except ComputationLimitError as e:
     out.update(finished=False, regions=e.num_regions, lps=e.num_lps,
                families=getattr(e.partial, "num_subsets", None))
 out["seconds"] = time.perf_counter() - t
-out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# the peak of this process's own address space (getrusage's ru_maxrss keeps the parent's
+# peak across fork and exec: 2 GB after the other benchmarks of run_all.py)
+out["rss_mb"] = next(int(line.split()[1]) / 1024 for line in open("/proc/self/status")
+                     if line.startswith("VmHWM:"))
 print(json.dumps(out))
 """
 

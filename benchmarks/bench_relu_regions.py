@@ -18,7 +18,7 @@ Rows: ours vs the baseline (same set of patterns, checked); growth with the widt
 (2-w-w-1) and with the depth; throughput when streaming a ~10^5-region network
 (4-20-20-1 on R^4, 87,698 regions; 60 s budget certified, 20 s with ``certify=False``: the rate over what
 was streamed when the budget ends first) and 8-32-32-1 on the box [-1, 1]^8 (20 s budget),
-with the process's peak resident memory after the first 2,000 regions and at the end
+with the process's resident memory after the first 2,000 regions and at the end
 (flat: the stream keeps one path of the split tree); the functional dimension.
 Suite rows go to ``benchmarks/RESULTS.md``. Nothing is asserted on time.
 
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import resource
 import time
 
 import numpy as np
@@ -40,7 +39,7 @@ from neuromanifold import ComputationLimitError
 from neuromanifold.relu import ReLUNet, functional_dimension, iter_regions, regions
 from neuromanifold.relu._engine import LP_TOL, RADIUS_CAP
 from neuromanifold.relu._lp import LPCounter, solve_lp
-from _timing import median_time, peak_memory_mb, suite_row
+from _timing import median_time, memory_mb, peak_memory_mb, suite_row
 
 BASELINE = "all 2^n patterns, one LP each"
 
@@ -103,15 +102,16 @@ def _stream(p, certify=True):
     return n, it.num_lps, it.num_exact_fallbacks, it.num_walks
 
 
-def _rss_mb() -> float:
-    """Peak resident memory of this process so far (MB; Linux reports KB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+def _rss_mb() -> float | None:
+    """Resident memory of this process now (MB): flat while streaming means the stream
+    holds nothing per region (the peak would carry earlier benchmarks of the same run)."""
+    return memory_mb("VmRSS")
 
 
 def stream_rate(p, domain, certify: bool, budget: float) -> dict:
     """Stream the regions of ``p`` for at most ``budget`` seconds: regions, rate, LPs and
-    walks per region, whether it finished, and the peak resident memory after 2,000
-    regions and at the end."""
+    walks per region, whether it finished, and the resident memory after 2,000 regions
+    and at the end."""
     it = iter_regions(p, domain, certify=certify, time_limit=budget)
     rss_early = None
     t0, c0 = time.perf_counter(), time.process_time()
@@ -215,7 +215,7 @@ def main(argv=None) -> list[dict]:
         label = "certified" if certify else "certify=False"
         where = "R^%d" % w[0] if domain is None else "[-1, 1]^%d" % w[0]
         done = ("all" if res["finished"] else f"first (budget {budget:g} s)")
-        mem = (f"; peak RSS {res['rss_early_mb']:.0f} MB after 2,000 regions, "
+        mem = (f"; resident {res['rss_early_mb']:.0f} MB after 2,000 regions, "
                f"{res['rss_end_mb']:.0f} MB at the end" if res["rss_early_mb"] else "")
         rows.append(dict(res, widths=w, domain=where, certify=certify, budget_s=budget))
         rows.append(suite_row(f"relu regions streamed, {label}",
