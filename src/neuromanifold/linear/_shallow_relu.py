@@ -60,6 +60,8 @@ from ._base import LinearNetBase, finite_result
 
 #: Largest number of input entries a model with random inputs may allocate.
 _MAX_INPUT_ENTRIES = 10 ** 7
+#: Weighted (relative) residual below which a Levenberg-Marquardt run counts as a fiber point.
+_ACCEPT = 1e-10
 from ._conv import LinearConvNet
 from ._fc import LinearFCNet
 
@@ -453,19 +455,22 @@ class ShallowReLUMLP(_ShallowBase):
                          num_assignments=1, max_residual=self._residual(point, rep, flat_inv))
         scale = (float(np.linalg.norm(P)) / math.sqrt(P.shape[0])) ** (
             1.0 / (self.linear.num_layers + 1))
+        weights = self._equation_weights(P, flat_inv)
         points, residuals, nullities = [], [], []
         if start is not None:
             if self._residual(start, rep, flat_inv) <= 1e-10:
                 points.append(start)
                 residuals.append(self._residual(start, rep, flat_inv))
-                F = self._constraints(self.flatten(start), P, flat_inv)[1]
+                F = self._constraints(self.flatten(start), P, flat_inv, weights)[1]
                 sv = np.linalg.svd(F, compute_uv=False)
                 nullities.append(int(F.shape[1] - np.sum(sv > 1e-8 * sv[0])))
+        best = math.inf
         for _ in range(num_starts):
             theta0 = rng.standard_normal(self.num_params) * max(scale, 1e-3) / math.sqrt(
                 max(self.linear.widths))
-            theta, rel, F = self._solve(theta0, P, flat_inv, max_iter)
-            if rel > 1e-10:
+            theta, rel, F = self._solve(theta0, P, flat_inv, max_iter, weights)
+            best = min(best, rel)
+            if rel > _ACCEPT:
                 continue
             params = self.unflatten(theta)
             flip = np.sign(params[-1]) != signs
@@ -477,47 +482,100 @@ class ShallowReLUMLP(_ShallowBase):
             nullities.append(int(F.shape[1] - np.sum(sv > 1e-8 * sv[0])))
         if not points:
             raise NotInNeuromanifoldError(
-                f"no parameter found with this function and these invariants from {num_starts} "
-                f"starts (the function may not be realizable with these invariants)")
+                f"no parameter found with this function and these invariants: "
+                f"Levenberg-Marquardt from {num_starts} random start(s) of at most {max_iter} "
+                f"iterations each reached a best relative residual of {best:.1e} (a point "
+                f"needs <= {_ACCEPT:.0e}). The search is numerical and can miss a non-empty "
+                f"fiber: try more starts (num_starts), another seed or more iterations "
+                f"(max_iter), or pass start= parameters that realize the function")
         return Fiber(points=points, num_sign_patterns=1, certified=False,
                      method=f"Levenberg-Marquardt from {num_starts} random starts",
                      dimension=max(nullities), num_assignments=num_starts,
                      max_residual=max(residuals))
 
-    def _constraints(self, theta: np.ndarray, P: np.ndarray, inv: np.ndarray):
-        """Residual of ``diag(a) W = P`` and the invariants, and its Jacobian."""
-        params = self.unflatten(theta)
+    def _equation_weights(self, P: np.ndarray, inv: np.ndarray) -> tuple[np.ndarray, float]:
+        """Row weights that make every equation relative: ``1 / ||P_j||`` for unit j's
+        equations ``a_j W_j = P_j`` and ``1 / s`` for the invariants, with ``s`` the larger
+        of ``||inv||`` and the squared parameter scale ``||P||^(2 / (L + 1))``.
+
+        Unweighted, a unit with a small ``P_j`` (e.g. a tiny output weight next to O(1)
+        invariants) contributes almost nothing to the cost, and Levenberg-Marquardt stalls
+        with that unit unfitted (relative residual ~1e-4, seen on realizable instances).
+        """
+        norms = np.linalg.norm(P, axis=1)
+        floor = 1e-8 * float(norms.max(initial=0.0))
+        w = 1.0 / np.maximum(norms, max(floor, 1e-300))
+        s = max(float(np.linalg.norm(P)) ** (2.0 / (self.linear.num_layers + 1)),
+                float(np.linalg.norm(inv)), 1e-300)
+        return w, s
+
+    def _constraints(self, theta: np.ndarray, P: np.ndarray, inv: np.ndarray, weights):
+        """Weighted residual of ``diag(a) W = P`` and the invariants, and its Jacobian
+        (``weights`` from :meth:`_equation_weights`). Unvalidated and analytic (this is
+        the solver's inner loop); ``tests/test_shallow_relu.py`` checks it against
+        ``invariants`` and ``invariant_jacobian``."""
+        w, s = weights
+        params, pos = [], 0
+        for shape in self.param_shapes:
+            n = math.prod(shape)
+            params.append(theta[pos:pos + n].reshape(shape))
+            pos += n
         lin, a = params[:-1], params[-1]
-        W = self.linear.end_to_end(lin)
-        r = np.concatenate([(a[:, None] * W - P).ravel(), invariant_vector(self, params) - inv])
+        outer_inner = self.linear._outer_inner(lin)
+        W = lin[-1] @ outer_inner[-1][1]
+        offsets = np.cumsum([0] + [math.prod(shape) for shape in self.param_shapes])
+        # invariants Delta_l = A^T A - B B^T (A = W_{l+1}, B = W_l) and a_j^2 - ||W_L[j]||^2
+        values, rows = [], []
+        for l in range(len(lin) - 1):
+            A, B = lin[l + 1], lin[l]
+            d = B.shape[0]
+            values.append((A.T @ A - B @ B.T).ravel())
+            I = np.eye(d)
+            dA = (np.einsum("jp,iq->pqij", I, A) + np.einsum("ip,jq->pqij", A, I))
+            dB = -(np.einsum("ip,qj->pqij", I, B) + np.einsum("pj,iq->pqij", B, I))
+            block = np.zeros((d * d, theta.size))
+            block[:, offsets[l + 1]:offsets[l + 2]] = dA.reshape(d * d, -1)
+            block[:, offsets[l]:offsets[l + 1]] = dB.reshape(d * d, -1)
+            rows.append(block)
+        WL = lin[-1]
+        values.append(a * a - np.sum(WL * WL, axis=1))
+        block = np.zeros((a.size, theta.size))
+        block[:, offsets[-3]:offsets[-2]] = -2 * (np.eye(a.size)[:, :, None] * WL[None]
+                                                  ).reshape(a.size, -1)
+        block[:, offsets[-2]:] = 2 * np.diag(a)
+        rows.append(block)
+        r = np.concatenate([(w[:, None] * (a[:, None] * W - P)).ravel(),
+                            (np.concatenate(values) - inv) / s])
         # d(diag(a) W)/d W_l = (diag(a) A_l) kron B_l^T ; d/d a_j = e_j (x) W_j
-        blocks = [np.kron(a[:, None] * A, B.T) for A, B in self.linear._outer_inner(lin)]
+        blocks = [np.kron((w * a)[:, None] * A, B.T) for A, B in outer_inner]
         da = np.zeros((P.size, a.size))
         for j in range(a.size):
-            da[j * P.shape[1]:(j + 1) * P.shape[1], j] = W[j]
-        F = np.vstack([np.hstack(blocks + [da]), self.invariant_jacobian(params)])
+            da[j * P.shape[1]:(j + 1) * P.shape[1], j] = w[j] * W[j]
+        F = np.vstack([np.hstack(blocks + [da]), np.vstack(rows) / s])
         return r, F
 
-    def _solve(self, theta: np.ndarray, P: np.ndarray, inv: np.ndarray, max_iter: int):
-        """Levenberg-Marquardt, then Gauss-Newton (minimal-norm) polishing."""
-        scale = max(float(np.linalg.norm(P)), float(np.linalg.norm(inv)), 1e-300)
-        r, F = self._constraints(theta, P, inv)
+    def _solve(self, theta: np.ndarray, P: np.ndarray, inv: np.ndarray, max_iter: int,
+               weights):
+        """Levenberg-Marquardt on the weighted (relative) equations, then Gauss-Newton
+        (minimal-norm) polishing. Returns the point, its weighted residual norm and the
+        Jacobian there."""
+        r, F = self._constraints(theta, P, inv, weights)
         lam = 1e-2 * max(float(np.linalg.norm(F)) ** 2, 1e-12)
         cost = float(r @ r)
         for _ in range(max_iter):
-            if math.sqrt(cost) <= 1e-14 * scale:
+            if math.sqrt(cost) <= 1e-14:
                 break
             g = F.T @ r
             step = np.linalg.solve(F.T @ F + lam * np.eye(theta.size), -g)
-            r2, F2 = self._constraints(theta + step, P, inv)
+            r2, F2 = self._constraints(theta + step, P, inv, weights)
             c2 = float(r2 @ r2)
             if c2 < cost:
                 theta, r, F, cost = theta + step, r2, F2, c2
                 lam = max(lam / 5, 1e-15)
-                if math.sqrt(cost) < 1e-6 * scale:   # close: switch to Gauss-Newton
+                if math.sqrt(cost) < 1e-6:   # close: switch to Gauss-Newton
                     for _ in range(8):
                         s, *_ = np.linalg.lstsq(F, -r, rcond=None)
-                        r2, F2 = self._constraints(theta + s, P, inv)
+                        r2, F2 = self._constraints(theta + s, P, inv, weights)
                         if float(r2 @ r2) >= cost:
                             break
                         theta, r, F, cost = theta + s, r2, F2, float(r2 @ r2)
@@ -525,7 +583,7 @@ class ShallowReLUMLP(_ShallowBase):
                 lam *= 4
                 if lam > 1e20:
                     break
-        return theta, math.sqrt(cost) / scale, F
+        return theta, math.sqrt(cost), F
 
 
 # --------------------------------------------------------------------------- path lifting
