@@ -425,9 +425,35 @@ class ShallowReLUMLP(_ShallowBase):
         function's), ``b_j = z_j / a_j``: one point, certified.
         L >= 2: Levenberg-Marquardt from ``num_starts`` random starts on
         ``diag(a) W_L ... W_1 = P`` and the invariants, then the sign of each ``a_j`` set
-        to the function's by flipping ``(a_j, row j of W_L)``; not certified. A ``start``
-        (parameters, as ``ntk_dependence`` passes them) that lies on the fiber is kept as
-        the first point.
+        to the function's by flipping ``(a_j, row j of W_L)``; not certified. Every
+        equation is relative (unit j's divided by ``||P_j||``, the invariants by their
+        size), so a unit with a small output weight counts as much as the others; the
+        starts are Gaussian layers with the squared norms whose differences the traces of
+        the invariants prescribe. A ``start`` (parameters, as ``ntk_dependence`` passes
+        them) that lies on the fiber is kept as the first point.
+
+        Args:
+            end_to_end: the function representative (see :meth:`end_to_end`).
+            invariants: the L - 1 matrices and the per-unit vector (see :meth:`invariants`).
+            num_starts: random starts of the search (L >= 2; at most 10000).
+            seed: seed of the starts (int, None or a numpy Generator).
+            max_iter: iterations per start (at most 100000).
+            start: parameters to keep as a point when they lie on the fiber.
+
+        Returns:
+            A :class:`~neuromanifold.ntk.Fiber`.
+
+        Raises:
+            NotInNeuromanifoldError: a zero hidden unit, or (L >= 2) no start converged.
+                The message gives the starts, the iterations and the best residual reached;
+                a failed search does not show that the fiber is empty (more starts, another
+                seed or a ``start`` are the remedies).
+
+        >>> net = ShallowReLUMLP.with_random_inputs([3, 2, 2], seed=2)
+        >>> p = net.random_params(782)
+        >>> fib = net.fiber(net.end_to_end(p), net.invariants(p), num_starts=3, seed=0)
+        >>> len(fib.points), fib.max_residual < 1e-10, fib.certified
+        (3, True, False)
         """
         rep, inv = self._check_fiber_args(end_to_end, invariants)
         max_iter = check_positive_int(max_iter, "max_iter", maximum=100_000)
@@ -453,8 +479,7 @@ class ShallowReLUMLP(_ShallowBase):
             return Fiber(points=[point], num_sign_patterns=1, certified=True,
                          method="path-lifting closed form (docs/concepts_linear.md §6)", dimension=0,
                          num_assignments=1, max_residual=self._residual(point, rep, flat_inv))
-        scale = (float(np.linalg.norm(P)) / math.sqrt(P.shape[0])) ** (
-            1.0 / (self.linear.num_layers + 1))
+        norms = self._start_norms(P, inv)
         weights = self._equation_weights(P, flat_inv)
         points, residuals, nullities = [], [], []
         if start is not None:
@@ -466,8 +491,7 @@ class ShallowReLUMLP(_ShallowBase):
                 nullities.append(int(F.shape[1] - np.sum(sv > 1e-8 * sv[0])))
         best = math.inf
         for _ in range(num_starts):
-            theta0 = rng.standard_normal(self.num_params) * max(scale, 1e-3) / math.sqrt(
-                max(self.linear.widths))
+            theta0 = self._random_start(rng, norms)
             theta, rel, F = self._solve(theta0, P, flat_inv, max_iter, weights)
             best = min(best, rel)
             if rel > _ACCEPT:
@@ -492,6 +516,43 @@ class ShallowReLUMLP(_ShallowBase):
                      method=f"Levenberg-Marquardt from {num_starts} random starts",
                      dimension=max(nullities), num_assignments=num_starts,
                      max_residual=max(residuals))
+
+    def _start_norms(self, P: np.ndarray, inv: list) -> np.ndarray:
+        """Squared layer norms ``n_1..n_{L+1}`` (the last for ``a``) for the random starts.
+
+        The traces of the invariants fix their differences, ``n_{l+1} - n_l = tr Delta_l``
+        and ``n_{L+1} - n_L = sum_j delta_j``; the free offset is chosen so that a product
+        of Gaussian layers with these norms has the size of ``P`` (``E ||A B||^2 =
+        ||A||^2 ||B||^2 / d`` for Gaussian ``A``, ``B`` with inner width ``d``):
+        ``prod_l n_l = ||P||^2 prod_{l=1..L} d_l``. Starts on the scale of ``P`` alone
+        miss a fiber whose layers are much larger than ``||P||^(1 / (L + 1))`` (large
+        invariants): there Levenberg-Marquardt mostly ends in local minima.
+        """
+        C = np.concatenate([[0.0], np.cumsum([float(np.trace(d)) for d in inv[:-1]]
+                                             + [float(np.sum(inv[-1]))])])
+        C -= C.min()
+        target = 2 * math.log(max(float(np.linalg.norm(P)), 1e-300)) + sum(
+            math.log(d) for d in self.linear.widths[1:])
+        # sum_l log(C_l + c) is increasing in c >= 0: bisect in log(c)
+        lo, hi = -700.0, 700.0
+        for _ in range(100):
+            mid = (lo + hi) / 2
+            if float(np.sum(np.log(C + math.exp(mid)))) < target:
+                lo = mid
+            else:
+                hi = mid
+        return C + math.exp(hi)
+
+    def _random_start(self, rng: np.random.Generator, norms: np.ndarray) -> np.ndarray:
+        """Gaussian parameters, each layer rescaled to the squared norm ``norms[l]``."""
+        theta = rng.standard_normal(self.num_params)
+        pos = 0
+        for shape, n in zip(self.param_shapes, norms):
+            k = math.prod(shape)
+            block = theta[pos:pos + k]
+            block *= math.sqrt(n) / max(float(np.linalg.norm(block)), 1e-300)
+            pos += k
+        return theta
 
     def _equation_weights(self, P: np.ndarray, inv: np.ndarray) -> tuple[np.ndarray, float]:
         """Row weights that make every equation relative: ``1 / ||P_j||`` for unit j's
@@ -556,17 +617,20 @@ class ShallowReLUMLP(_ShallowBase):
 
     def _solve(self, theta: np.ndarray, P: np.ndarray, inv: np.ndarray, max_iter: int,
                weights):
-        """Levenberg-Marquardt on the weighted (relative) equations, then Gauss-Newton
-        (minimal-norm) polishing. Returns the point, its weighted residual norm and the
-        Jacobian there."""
+        """Levenberg-Marquardt on the weighted (relative) equations, damped with the
+        diagonal of ``F^T F`` (Marquardt's scaling: layers of very different sizes), then
+        Gauss-Newton (minimal-norm) polishing. Returns the point, its weighted residual
+        norm and the Jacobian there."""
         r, F = self._constraints(theta, P, inv, weights)
-        lam = 1e-2 * max(float(np.linalg.norm(F)) ** 2, 1e-12)
+        lam = 1e-2
         cost = float(r @ r)
         for _ in range(max_iter):
             if math.sqrt(cost) <= 1e-14:
                 break
             g = F.T @ r
-            step = np.linalg.solve(F.T @ F + lam * np.eye(theta.size), -g)
+            FtF = F.T @ F
+            D = np.maximum(np.diag(FtF), 1e-12 * max(float(np.trace(FtF)), 1e-300))
+            step = np.linalg.solve(FtF + lam * np.diag(D), -g)
             r2, F2 = self._constraints(theta + step, P, inv, weights)
             c2 = float(r2 @ r2)
             if c2 < cost:
