@@ -122,6 +122,109 @@ def test_mlp_fiber_points_realize_the_function(arch, seed):
             np.testing.assert_allclose(a, b, atol=1e-12 * max(1, np.abs(b).max()))
 
 
+def _check_mlp_fiber(model, params, fib):
+    assert fib.points and fib.max_residual < 1e-9
+    f0, inv0 = model.apply(params), invariant_vector(model, params)
+    for p in fib.points:
+        np.testing.assert_allclose(model.apply(p), f0, atol=1e-8 * max(1, np.abs(f0).max()))
+        np.testing.assert_allclose(invariant_vector(model, p), inv0,
+                                   atol=1e-8 * max(1, np.abs(inv0).max()))
+
+
+@given(arch=st.sampled_from(MLP_ARCHS[1:]), seed=st.integers(0, 10 ** 6),
+       tiny=st.floats(0.0, 4.0), layer=st.integers(0, 2), grow=st.floats(-1.0, 1.0))
+@settings(max_examples=12)
+def test_mlp_fiber_search_finds_realizable_instances(arch, seed, tiny, layer, grow):
+    """With the default num_starts, a function and invariants computed from parameters
+    always yield fiber points, also when one output weight is up to 1e4 times smaller than
+    the others (the unit barely enters an unweighted least-squares cost) and one linear
+    layer is up to 10 times larger or smaller (large invariants)."""
+    model = ShallowReLUMLP.with_random_inputs(arch, seed=seed % 5)
+    params = model.random_params(seed)
+    params[-1][seed % params[-1].size] *= 10.0 ** -tiny
+    params[min(layer, len(params) - 2)] *= 10.0 ** grow
+    _check_mlp_fiber(model, params, model.fiber(model.end_to_end(params),
+                                                model.invariants(params), seed=seed))
+
+
+@pytest.mark.parametrize("num_starts", [1, 20])
+def test_mlp_fiber_regression_seed_782(num_starts):
+    """hypothesis found it: output weights (-8e-4, 6e-3) next to O(1) invariants. The
+    unweighted Levenberg-Marquardt stalled at relative residual ~1e-4 from every start
+    (NotInNeuromanifoldError even with 20 starts)."""
+    model = ShallowReLUMLP.with_random_inputs([3, 2, 2], seed=782 % 5)
+    params = model.random_params(782)
+    fib = model.fiber(model.end_to_end(params), model.invariants(params),
+                      num_starts=num_starts, seed=782)
+    _check_mlp_fiber(model, params, fib)
+
+
+def test_mlp_fiber_search_failure_says_what_was_tried():
+    """A search that fails says so (starts, iterations, best residual) and what to try;
+    it does not blame the function."""
+    model = ShallowReLUMLP.with_random_inputs([3, 2, 2], seed=0)
+    params = model.random_params(0)
+    rep, inv = model.end_to_end(params), model.invariants(params)
+    with pytest.raises(NotInNeuromanifoldError) as err:
+        model.fiber(rep, inv, num_starts=2, max_iter=1)
+    msg = str(err.value)
+    for part in ("2 random start(s)", "at most 1 iterations", "best relative residual",
+                 "num_starts", "start="):
+        assert part in msg
+    assert "may not be realizable" not in msg
+    # the same instance with a start on the fiber: that point, no search needed to succeed
+    fib = model.fiber(rep, inv, num_starts=1, max_iter=1, start=params)
+    assert len(fib.points) == 1 and fib.max_residual < 1e-12
+
+
+@given(arch=st.sampled_from(MLP_ARCHS[1:] + [[2, 3, 4, 2]]), seed=st.integers(0, 10 ** 6))
+@settings(max_examples=10)
+def test_mlp_fiber_constraints_match_the_model(arch, seed):
+    """The solver's analytic inner loop against the validated model: the residual of
+    ``diag(a) W = P`` and the invariants, and the invariant Jacobian (finite differences of
+    a quadratic, exact)."""
+    model = ShallowReLUMLP.with_random_inputs(arch, seed=seed % 5)
+    p, q = model.random_params(seed), model.random_params(seed + 1)
+    rep = model.end_to_end(q)
+    P, inv = rep[:, :-1] * rep[:, -1:], invariant_vector(model, q)
+    w = np.random.default_rng(seed).uniform(0.5, 2.0, P.shape[0])
+    r, F = model._constraints(model.flatten(p), P, inv, (w, 1.7))
+    W = model.linear.end_to_end(p[:-1])
+    expected = np.concatenate([(w[:, None] * (p[-1][:, None] * W - P)).ravel(),
+                               (invariant_vector(model, p) - inv) / 1.7])
+    np.testing.assert_allclose(r, expected, atol=1e-12 * max(1, np.abs(expected).max()))
+    np.testing.assert_allclose(F[P.size:], model.invariant_jacobian(p) / 1.7, atol=1e-12)
+    eps = 1e-6     # the product part: central differences
+    theta = model.flatten(p)
+    for i in range(0, theta.size, 3):
+        e = np.zeros_like(theta)
+        e[i] = eps
+        col = (model._constraints(theta + e, P, inv, (w, 1.7))[0][:P.size]
+               - model._constraints(theta - e, P, inv, (w, 1.7))[0][:P.size]) / (2 * eps)
+        np.testing.assert_allclose(F[:P.size, i], col, atol=1e-7)
+
+
+@given(arch=st.sampled_from(MLP_ARCHS[1:]), seed=st.integers(0, 10 ** 6), grow=st.floats(-1, 1))
+@settings(max_examples=10)
+def test_mlp_fiber_starts_have_the_layer_norms_the_invariants_allow(arch, seed, grow):
+    """Squared norms of the random starts: consecutive differences are the traces of the
+    invariants (as on the fiber), and a product of Gaussian layers with them has about the
+    size of the function."""
+    model = ShallowReLUMLP.with_random_inputs(arch, seed=0)
+    params = model.random_params(seed)
+    params[seed % (len(params) - 1)] *= 10.0 ** grow
+    rep, inv = model.end_to_end(params), model.invariants(params)
+    P = rep[:, :-1] * rep[:, -1:]
+    n = model._start_norms(P, inv)
+    traces = [np.trace(d) for d in inv[:-1]] + [np.sum(inv[-1])]
+    np.testing.assert_allclose(np.diff(n), traces, atol=1e-9 * max(1, np.abs(n).max()))
+    assert n.min() > 0
+    np.testing.assert_allclose(np.prod(n), np.linalg.norm(P) ** 2 * np.prod(arch[1:]),
+                               rtol=1e-9)
+    theta = model._random_start(np.random.default_rng(seed), n)
+    np.testing.assert_allclose([np.sum(w * w) for w in model.unflatten(theta)], n, rtol=1e-12)
+
+
 # ---------------------------------------------------------------------------- dependence
 @pytest.mark.parametrize("arch", [([2, 2], [2]), ([(2, 2), (2, 3)], None)], ids=str)
 def test_relu_cnn_independent_when_linear_fiber_is_a_point(arch):
