@@ -601,11 +601,15 @@ class _Run:
         rank = self.tracker.rank
         elapsed = time.monotonic() - self.t0
         err = ComputationLimitError(
-            f"functional dimension stopped at the {what} after {self.used + self.sampled} "
-            f"regions ({self.engine.counter.count} LPs, {self.num_milps} MILPs, "
+            f"functional dimension stopped at the {what} after {self.sampled} sampled and "
+            f"{self.used} enumerated regions ({self.engine.counter.count} LPs, "
+            f"{self.num_milps} MILPs, "
             f"{elapsed:.3g} s): rank so far {rank} (a lower bound) of the bound "
-            f"{self.bound}; raise the limit, or try method='milp' with tol > 0")
+            f"{self.bound}; raise the limit"
+            + ("; method='milp' (with tol > 0) decides the rest without enumerating every "
+               "region" if self.enumerated else ""))
         err.partial = self._result(rank, complete=False)
+        err.num_regions, err.num_lps = self.used + self.sampled, self.engine.counter.count
         err.elapsed = elapsed
         return err
 
