@@ -276,12 +276,11 @@ class _FloatRank:
         return self.pending >= max(self.P // 2, 8)
 
     def update(self) -> int:
-        """Compress and recompute the rank; returns it."""
+        """Compress and recompute the rank (only when rows came in since); returns it."""
         if self.buffer:
             stack = np.vstack([self.R] + self.buffer)
             self.buffer, self.pending = [], 0
             self.R = np.linalg.qr(stack, mode="r") if stack.shape[0] > self.P else stack
-        if self.R.shape[0]:
             self.rank, self.smallest, self.dropped = numerical_rank(self.R, self.tol)
         return self.rank
 
@@ -549,7 +548,8 @@ class _Run:
             self.bar = tqdm(desc="functional dimension", unit="region", leave=False)
 
     # -- rows ----------------------------------------------------------------------------
-    def _add(self, patterns, x: np.ndarray, xq=None, sketch: bool = False) -> bool:
+    def _add(self, patterns, x: np.ndarray, xq=None, sketch: bool = False,
+             rows_f: np.ndarray | None = None) -> bool:
         """Stack the rows of the region of ``patterns`` through its interior point ``x``
         (exact point ``xq`` when ``tol == 0``; checked exactly to lie inside). With
         ``sketch`` (sampled regions, ``tol > 0``), a region with more than
@@ -557,7 +557,8 @@ class _Run:
         combinations of them instead: rows in their span, so the rank stays a lower
         bound, at a fraction of the cost."""
         net, d = self.net, self.net.d
-        rows_f = _float_rows(self.Ws, self.bs, patterns, x)
+        if rows_f is None:
+            rows_f = _float_rows(self.Ws, self.bs, patterns, x)
         self.colmax = np.maximum(self.colmax, np.max(np.abs(rows_f[0::d + 1]), axis=0)
                                  / max(1.0, float(np.max(np.abs(x), initial=0.0))))
         if self.tol > 0:
@@ -641,10 +642,10 @@ class _Run:
             self._check_time()
             for x, pats in batch:
                 self._check_time()
-                if self.tol == 0 and not selector.adds(
-                        _float_rows(self.Ws, self.bs, pats, x)):
+                rows_f = _float_rows(self.Ws, self.bs, pats, x)
+                if self.tol == 0 and not selector.adds(rows_f):
                     continue
-                if self._add(pats, x, sketch=True):
+                if self._add(pats, x, sketch=True, rows_f=rows_f):
                     self.sampled += 1
                     if self.bar is not None:
                         self.bar.update(1)
