@@ -46,11 +46,13 @@ class Budget:
         max_regions, time_limit: the budget (validated with :func:`check_budget`).
         progress: show a progress bar.
         unit: what one enumerated cell is called (``"region"``, ``"joint region"``).
+        detail: optional callable giving words for the error messages (how far the
+            analysis got beyond the regions, e.g. a rank so far).
     """
 
     def __init__(self, what: str, d: int, *, max_regions: int | None, time_limit: float | None,
-                 progress: Any, unit: str = "region"):
-        self.what, self.unit = what, unit
+                 progress: Any, unit: str = "region", detail=None):
+        self.what, self.unit, self.detail = what, unit, detail
         self.max_regions, self.time_limit = check_budget(max_regions, time_limit)
         self.progress = check_bool(progress, "progress")
         self.t0 = time.monotonic()
@@ -77,10 +79,11 @@ class Budget:
     def error(self, reason: str, partial: Any = None, stage: str = "") -> ComputationLimitError:
         """The :class:`ComputationLimitError` for reaching ``reason`` (the budget, in words)."""
         where = f" during {stage}" if stage else ""
+        extra = f"; {self.detail()}" if self.detail is not None else ""
         err = ComputationLimitError(
             f"{self.what} stopped at the {reason}{where} after {self.num_regions} "
-            f"{self.unit}s ({self.num_lps} LPs, {self.elapsed:.3g} s); raise the limit, or "
-            f"see estimate_regions for the expected number of regions")
+            f"{self.unit}s ({self.num_lps} LPs, {self.elapsed:.3g} s){extra}; raise the "
+            f"limit, or see estimate_regions for the expected number of regions")
         err.num_regions, err.num_lps, err.elapsed = self.num_regions, self.num_lps, self.elapsed
         err.partial = partial
         return err

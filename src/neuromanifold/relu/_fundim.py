@@ -56,20 +56,19 @@ dropped reported.
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Any
 
 import flint
 import numpy as np
 import scipy.linalg
 
-from .._errors import ComputationLimitError, InputError, short_repr
+from .._errors import InputError, short_repr
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, numerical_rank
-from .._validation import check_bool, check_positive_float, check_positive_int
+from .._validation import check_bool
+from ._budget import Budget, check_budget
 from ._domain import Domain, as_domain
-from ._engine import (Engine, EngineDeadline, ExactNet, exact_forward, iter_cells, layer_maps,
-                      thickness)
+from ._engine import ExactNet, exact_forward, layer_maps, thickness
 from ._tangent import TangentMILP, interior_point
 
 __all__ = ["FunctionalDimension", "functional_dimension"]
@@ -506,10 +505,7 @@ def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_
     tol = check_tol(tol)
     if not isinstance(method, str) or method not in _FD_METHODS:
         raise InputError(f"method must be one of {_FD_METHODS}; got {short_repr(method)}")
-    if max_regions is not None:
-        max_regions = check_positive_int(max_regions, "max_regions")
-    if time_limit is not None:
-        time_limit = check_positive_float(time_limit, "time_limit")
+    max_regions, time_limit = check_budget(max_regions, time_limit)
     progress = check_bool(progress, "progress")
     net = ExactNet.from_params(params)
     dom = as_domain(domain, net.d)
@@ -525,9 +521,9 @@ class _Run:
     def __init__(self, net: ExactNet, dom: Domain, tol: float, max_regions, time_limit,
                  progress: bool):
         self.net, self.dom, self.tol = net, dom, tol
-        self.max_regions, self.time_limit = max_regions, time_limit
-        self.t0 = time.monotonic()
-        self.deadline = None if time_limit is None else self.t0 + time_limit
+        # the clock, the region count and the engine (whose LPs stop at the deadline)
+        self.budget = Budget("functional_dimension", net.d, max_regions=max_regions,
+                             time_limit=time_limit, progress=False, detail=self._detail)
         self.P = sum(W.size + b.size for W, b in net.params)
         self.hidden = sum(net.widths[1:-1])
         self.bound = self.P - self.hidden
@@ -538,9 +534,9 @@ class _Run:
         self.exact_rows: list = []
         # largest |d f / d theta_i| / max(1, |x|_inf) seen: the scale of a direction
         self.colmax = np.zeros(self.P)
-        self.smooth, self.thin, self.used, self.sampled = True, 0, 0, 0
+        self.smooth, self.thin, self.sampled = True, 0, 0
         self.num_milps, self.enumerated, self.note = 0, False, ""
-        self.engine = Engine(net.d)
+        self.engine = self.budget.engine
         self.rng = np.random.default_rng(1)  # the sketches of sampled regions (seeded)
         self.bar = None
         if progress:
@@ -590,29 +586,18 @@ class _Run:
         return rank
 
     # -- budgets -------------------------------------------------------------------------
-    def _remaining(self) -> float | None:
-        return None if self.deadline is None else self.deadline - time.monotonic()
+    def _detail(self) -> str:
+        # the rank of the last update (a lower bound; no new factorization past a budget)
+        return (f"{self.sampled} sampled regions, {self.num_milps} MILPs, rank so far "
+                f"{self.tracker.rank} (a lower bound) of the bound {self.bound}"
+                + ("; method='milp' (with tol > 0) decides the rest without enumerating "
+                   "every region" if self.enumerated else ""))
+
+    def _partial(self) -> FunctionalDimension:
+        return self._result(self.tracker.rank, complete=False)
 
     def _check_time(self) -> None:
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise self._limit(f"time limit ({self.time_limit:g} s)")
-
-    def _limit(self, what: str) -> ComputationLimitError:
-        # the rank of the last update (a lower bound; no new factorization past a budget)
-        rank = self.tracker.rank
-        elapsed = time.monotonic() - self.t0
-        err = ComputationLimitError(
-            f"functional dimension stopped at the {what} after {self.sampled} sampled and "
-            f"{self.used} enumerated regions ({self.engine.counter.count} LPs, "
-            f"{self.num_milps} MILPs, "
-            f"{elapsed:.3g} s): rank so far {rank} (a lower bound) of the bound "
-            f"{self.bound}; raise the limit"
-            + ("; method='milp' (with tol > 0) decides the rest without enumerating every "
-               "region" if self.enumerated else ""))
-        err.partial = self._result(rank, complete=False)
-        err.num_regions, err.num_lps = self.used + self.sampled, self.engine.counter.count
-        err.elapsed = elapsed
-        return err
+        self.budget.check_time(self._partial)
 
     # -- phases --------------------------------------------------------------------------
     def run(self, method: str) -> FunctionalDimension:
@@ -686,12 +671,11 @@ class _Run:
                     dWs, dbs = _split(delta, self.Ws, self.bs)
                     thr = self.tol * float(np.abs(delta) @ self.colmax)
                     self._check_time()
-                    left = self._remaining()
+                    left = self.budget.remaining()
                     witness = milp.exceeds(dWs, dbs, thr, time_limit=left)
                     self.num_milps = milp.num_milps
                     if witness is None:
-                        if left is not None and self._remaining() <= 0:
-                            raise self._limit(f"time limit ({self.time_limit:g} s)")
+                        self._check_time()
                         return "a MILP did not finish"
                     if not witness:
                         zero.append(delta)
@@ -713,19 +697,8 @@ class _Run:
     def _enumerate(self) -> None:
         """Every region of the streamed enumeration (within the budgets)."""
         self.enumerated = True
-        net, engine = self.net, self.engine
-        engine.deadline = self.deadline
-        cells = iter_cells([net], self.dom, engine)
-        while True:
-            try:
-                cell = next(cells)
-            except StopIteration:
-                break
-            except EngineDeadline:
-                raise self._limit(f"time limit ({self.time_limit:g} s)") from None
-            if self.max_regions is not None and self.used >= self.max_regions:
-                raise self._limit(f"region limit (max_regions={self.max_regions})")
-            self.used += 1
+        net = self.net
+        for cell in self.budget.cells([net], self.dom, self._partial):
             if self.bar is not None:
                 self.bar.update(1)
             if self.tol > 0 and thickness(cell, net.d) <= self.tol:
@@ -761,7 +734,7 @@ class _Run:
             certified = complete and (rank == self.bound or method == "regions")
         if not complete:
             method = "incomplete"
-        used = self.used + self.sampled
+        used = self.budget.num_regions + self.sampled
         return FunctionalDimension(
             rank, self.bound, rank == self.bound, self.P, self.hidden, used,
             (used - self.thin) * (self.net.d + 1), self.smooth, certified, self.dom,
