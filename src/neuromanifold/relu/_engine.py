@@ -559,7 +559,8 @@ def _radii(cell: "Cell", X: np.ndarray) -> np.ndarray:
 def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target: float,
             max_iter: int, trace: list | None = None):
     """Maximize ``g . x`` over ``{x : A x <= c}`` (rows of unit length) by an active-set
-    walk in floats from ``x0`` (strictly inside), stopping as soon as ``g . x > target``.
+    walk in floats from ``x0`` (strictly inside), stopping as soon as ``g . x > target``
+    (compiled: :func:`neuromanifold.relu._walk.ascent_kernel`).
 
     Returns:
         ``("cross", x)``: ``x`` in the closed cell with ``g . x > target`` (float);
@@ -567,74 +568,21 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
         ``g = A[W]^T lam``, ``lam >= 0`` and ``g . x <= target`` (the multipliers of an
         emptiness certificate, checked exactly by the caller);
         ``None``: no decision in ``max_iter`` steps (then an LP decides).
-        ``trace``, if given, holds the last point reached (whatever the outcome).
+        ``trace``, if given, holds the last point reached (``x0`` if the walk did not
+        move), whatever the outcome.
     """
-    d = A.shape[1]
-    x = x0.copy()
-    W: list[int] = []
-    Q = np.zeros((d, d))   # orthonormal basis of the active walls' normals: Q[:len(W)]
-    L = np.zeros((d, d))   # A[W] = L[:m, :m] @ Q[:m] (lower triangular)
-    m = 0
-    gn = math.sqrt(float(g @ g))
-    gx = float(g @ x)
-    slack = c - A @ x   # updated along the walk
-    for _ in range(max_iter):
-        u = g - (Q[:m] @ g) @ Q[:m] if m else g
-        gu = float(u @ u)         # = g . u, as u is the projection of g
-        if gu <= (1e-11 * gn) ** 2:
-            # g is a combination of the active walls: the multipliers decide
-            # (g = A[W]^T lam = Q^T L^T lam)
-            try:
-                lam = np.linalg.solve(L[:m, :m].T, Q[:m] @ g)
-            except np.linalg.LinAlgError:  # pragma: no cover - L has a positive diagonal
-                return None
-            i = int(np.argmin(lam))
-            if lam[i] >= -1e-12 * gn:
-                if gx > target:  # pragma: no cover - the walk stops before
-                    return "cross", x
-                return "max", list(W), np.maximum(lam, 0.0)
-            del W[i]
-            m = len(W)
-            if m:
-                q, r = np.linalg.qr(A[W].T)
-                Q[:m], L[:m, :m] = q.T, r.T
-            continue
-        un = math.sqrt(gu)
-        need = (target - gx) / gu
-        rate = A @ u
-        if m:
-            rate[W] = 0.0
-        up = rate > 1e-13 * un
-        steps = np.where(up, slack, np.inf) / np.where(up, rate, 1.0)
-        r = int(np.argmin(steps)) if steps.size else -1
-        t = float(steps[r]) if steps.size else np.inf
-        if t == np.inf:
-            return "cross", x + (2.0 * max(need, 0.0) + 1.0) * u
-        t = max(t, 0.0)
-        if need < t:
-            return "cross", x + 0.5 * (max(need, 0.0) + t) * u
-        x = x + t * u
-        slack -= t * rate
-        gx += t * gu
-        if trace is not None:
-            trace[:] = [x]
-        if m == d:  # pragma: no cover - d independent walls leave no direction
-            return None
-        a = A[r]
-        coef = np.zeros(m)
-        for _ in range(2):   # Gram-Schmidt, twice for orthogonality in floats
-            if m:
-                h = Q[:m] @ a
-                coef += h
-                a = a - h @ Q[:m]
-        na = math.sqrt(float(a @ a))
-        if not na > 1e-9:   # a wall dependent on the active ones (degenerate): an LP decides
-            return None
-        Q[m] = a / na
-        L[m, :m] = coef
-        L[m, m] = na
-        W.append(r)
-        m += 1
+    from . import _walk
+
+    code, x, last, W, lam = _walk.ascent_kernel(
+        np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(c, dtype=float),
+        np.ascontiguousarray(x0, dtype=float), np.ascontiguousarray(g, dtype=float),
+        float(target), int(max_iter))
+    if trace is not None:
+        trace[:] = [last]
+    if code == _walk.CROSS:
+        return "cross", x
+    if code == _walk.MAX:
+        return "max", W.tolist(), lam
     return None
 
 
