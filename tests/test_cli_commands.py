@@ -153,7 +153,10 @@ def test_relu_budgets(files, tmp_path, capsys):
     capsys.readouterr()
     assert main(["relu", "regions", str(files / "a.npz"), "--max-regions", str(n),
                  "--time-limit", "600"]) == 0
-    assert f"{n} linear regions" in capsys.readouterr().out
+    serial = capsys.readouterr().out
+    assert f"{n} linear regions" in serial
+    assert main(["relu", "regions", str(files / "a.npz"), "--workers", "2"]) == 0
+    assert capsys.readouterr().out == serial   # the same list, from worker processes
     assert main(["relu", "equiv", str(files / "a.npz"), str(files / "c.npz"), "--method",
                  "regions", "--max-regions", "1"]) == 1
     cap = capsys.readouterr()
@@ -161,7 +164,8 @@ def test_relu_budgets(files, tmp_path, capsys):
     assert main(["relu", "plot", str(files / "a.npz"), "--out", str(tmp_path / "p.png"),
                  "--max-regions", "1"]) == 1
     assert "max_regions=1" in capsys.readouterr().err
-    for bad in (["--max-regions", "0"], ["--time-limit", "0"], ["--time-limit", "soon"]):
+    for bad in (["--max-regions", "0"], ["--time-limit", "0"], ["--time-limit", "soon"],
+                ["--workers", "0"]):
         with pytest.raises(SystemExit) as info:
             main(["relu", "regions", str(files / "a.npz"), *bad])
         assert info.value.code == 2

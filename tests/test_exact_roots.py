@@ -139,3 +139,10 @@ def test_rescaled_norms_exact_takes_floats_exactly():
     t = rescaled_norms_exact([0.5, 1.5], [0.25])
     assert abs(float(t[1]) - float(t[0]) - 0.25) < 1e-15
     assert abs(float(t[0]) * float(t[1]) - 0.75) < 1e-15
+
+
+def test_as_complex_refuses_roots_beyond_the_float_range():
+    iso = certified_roots([28.0, 1.50669191e-307])   # the root -28 / 1.5e-307 overflows
+    with pytest.raises(InputError, match="beyond the float64 range"):
+        iso.as_complex()
+    assert iso.values[0].real < -1e308   # the exact ball still holds it

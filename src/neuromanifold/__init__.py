@@ -30,7 +30,7 @@ from .linear import RegularPoint, is_regular_point
 from .ntk import Fiber, NTKDependence, ntk_dependence
 from .relu import ReLUNet
 from .reproduce import reproduce_linear, reproduce_relu
-from ._errors import ComputationLimitError, SingularPointError
+from ._errors import ComputationLimitError, SingularPointError, WorkerError
 
 __version__ = "0.1.0"
 
@@ -76,5 +76,5 @@ __all__ = [
     "is_regular_point",
     "RegularPoint",
 ]
-__all__ += ["SingularPointError", "ComputationLimitError"]
+__all__ += ["SingularPointError", "ComputationLimitError", "WorkerError"]
 __all__ += ["conservation", "conservation_laws", "ConservationLaws", "KnownLaw"]

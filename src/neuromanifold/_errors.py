@@ -93,5 +93,12 @@ class ComputationLimitError(NeuromanifoldError, RuntimeError):
     got; ``partial`` holds the result computed up to there (when there is one)."""
 
 
-__all__ += ["SingularPointError", "ComputationLimitError"]
+class WorkerError(NeuromanifoldError, RuntimeError):
+    """A worker process of a parallel computation (``workers > 1``) died before it
+    finished its task (killed, out of memory, or unable to start); the message says what
+    is known and how to run without workers."""
+
+
+__all__ += ["SingularPointError", "ComputationLimitError", "WorkerError"]
 SingularPointError.__module__ = ComputationLimitError.__module__ = "neuromanifold"
+WorkerError.__module__ = "neuromanifold"

@@ -69,7 +69,8 @@ def _regions(args) -> int:
     print(f"expect about {est.estimate:.0f} linear regions ({est.sampled_patterns} patterns "
           f"seen at {est.samples} random points; at most {est.upper_bound})", file=sys.stderr)
     try:
-        res = regions(model.params, args.domain, progress=True, **_budget(args))
+        res = regions(model.params, args.domain, progress=True, workers=args.workers,
+                      **_budget(args))
     except ComputationLimitError as err:
         if err.partial is not None:   # list what was found, then report the budget
             emit(args, "INCOMPLETE: " + _regions_text(args, err.partial, model),
@@ -192,6 +193,9 @@ def register(sub) -> None:
     p.add_argument("--time-limit", metavar="SECONDS", type=positive_float, default=None,
                    help="regions, equiv, plot: stop after this many seconds (default: no "
                         "limit)")
+    p.add_argument("--workers", metavar="N", type=positive_int, default=1,
+                   help="regions: processes that enumerate (default 1; worth it from some "
+                        "thousands of regions on)")
     p.add_argument("--out", metavar="FILE", type=writable_path,
                    help="plot: the figure (.png, .svg, .pdf); canonical: a model file "
                         "(.npz, .safetensors)")

@@ -63,9 +63,19 @@ class RootIsolation:
         return len(self.values)
 
     def as_complex(self) -> np.ndarray:
-        """Midpoints of the balls as complex128 (real roots get imaginary part 0.0)."""
-        return np.array([complex(float(z.real.mid()), 0.0 if r else float(z.imag.mid()))
-                         for z, r in zip(self.values, self.is_real)], dtype=complex)
+        """Midpoints of the balls as complex128 (real roots get imaginary part 0.0).
+
+        Raises:
+            InputError: a root lies beyond the float64 range (the balls in ``values``
+                still hold it exactly).
+        """
+        out = np.array([complex(float(z.real.mid()), 0.0 if r else float(z.imag.mid()))
+                        for z, r in zip(self.values, self.is_real)], dtype=complex)
+        if not np.all(np.isfinite(out)):
+            big = self.values[int(np.nonzero(~np.isfinite(out))[0][0])]
+            raise InputError(f"a root lies beyond the float64 range (|z| > 1.8e308): "
+                             f"{short_repr(big)}; its certified ball is in .values")
+        return out
 
 
 def _isolate(poly: flint.fmpq_poly, prec: int) -> RootIsolation | None:

@@ -44,6 +44,7 @@ from ._lp import LPCounter, solve_lp
 from ._net import check_params, exact_params
 
 __all__ = ["ExactNet", "Cell", "Engine", "EngineDeadline", "enumerate_cells", "iter_cells",
+           "iter_subtree", "stages_of",
            "exact_forward", "progress_iter", "pow2_floats", "binary_exponent"]
 
 #: LP optimum above which a cell is taken as full-dimensional (then checked exactly);
@@ -906,26 +907,37 @@ def iter_cells(nets: Sequence[ExactNet], domain: Domain, engine: Engine,
         counts: if given, a list that receives the number of cells reached after each
             stage so far (the final counts once the iterator is exhausted).
     """
-    stages = [(k, l) for k, net in enumerate(nets) for l in net.hidden_layers]
+    stages = stages_of(nets)
     if counts is not None:
         counts[:] = [0] * len(stages)
     root = initial_cell(domain, engine, nets)
     if not stages:
         yield root
         return
+    yield from iter_subtree(root, 0, nets, engine, counts)
 
-    def walk(cell: Cell, s: int) -> Iterator[Cell]:
-        k, l = stages[s]
-        for child in iter_refine_stage(cell, k, l, nets[k], engine):
-            if counts is not None:
-                counts[s] += 1
-            if s + 1 == len(stages):
-                child.points = None  # the pool only serves the refinement
-                yield child
-            else:
-                yield from walk(child, s + 1)
 
-    yield from walk(root, 0)
+def stages_of(nets: Sequence[ExactNet]) -> list[tuple[int, int]]:
+    """The refinement stages ``(network, hidden layer)``, in the order they are processed."""
+    return [(k, l) for k, net in enumerate(nets) for l in net.hidden_layers]
+
+
+def iter_subtree(cell: Cell, s: int, nets: Sequence[ExactNet], engine: Engine,
+                 counts: list[int] | None = None) -> Iterator[Cell]:
+    """The final cells below ``cell``, a cell that has gone through the stages before
+    stage ``s``: stage ``s`` splits it, then every later stage splits each piece, depth
+    first (see :func:`iter_cells`). ``counts[t]`` is incremented for each cell reached
+    after stage ``t``."""
+    stages = stages_of(nets)
+    k, l = stages[s]
+    for child in iter_refine_stage(cell, k, l, nets[k], engine):
+        if counts is not None:
+            counts[s] += 1
+        if s + 1 == len(stages):
+            child.points = None  # the pool only serves the refinement
+            yield child
+        else:
+            yield from iter_subtree(child, s + 1, nets, engine, counts)
 
 
 def enumerate_cells(nets: Sequence[ExactNet], domain: Domain, engine: Engine,
