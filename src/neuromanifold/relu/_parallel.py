@@ -39,8 +39,11 @@ __all__ = ["iter_leaves", "resolve_workers"]
 
 #: final cells a task should hold, roughly (the first-stage cells per task adapt to it)
 _TASK_LEAVES = 64
-#: tasks in flight per worker
+#: tasks submitted and not finished, per worker (one running, the others queued)
 _IN_FLIGHT = 3
+#: tasks held per worker, finished ones included: a long task at the head of the stream
+#: does not stop the other workers, whose results wait (bounded) for their turn
+_WINDOW = 32
 
 
 def resolve_workers(workers: Any) -> int:
@@ -165,7 +168,7 @@ def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[i
     pool = concurrent.futures.ProcessPoolExecutor(
         workers, mp_context=_context(), initializer=_init_worker,
         initargs=([_pack_net(n) for n in nets], engine.certify, leaf, leaf_args))
-    pending: collections.deque = collections.deque()
+    window: collections.deque = collections.deque()   # (cells, future), submission order
     done_cells = done_leaves = 0
     exhausted = False
 
@@ -185,20 +188,30 @@ def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[i
         if not batch:
             return False
         counts[0] += len(batch)
-        pending.append((len(batch), pool.submit(_run_task, [_pack_cell(c) for c in batch])))
+        window.append((len(batch), pool.submit(_run_task, [_pack_cell(c) for c in batch])))
         return True
 
+    def top_up() -> None:
+        busy = sum(1 for _, f in window if not f.done())
+        while len(window) < _WINDOW * workers and busy < _IN_FLIGHT * workers and submit():
+            busy += 1
+
     try:
-        while len(pending) < _IN_FLIGHT * workers and submit():
-            pass
-        while pending:
-            ncells, fut = pending.popleft()
-            timeout = None if engine.deadline is None else \
-                max(0.0, engine.deadline - time.monotonic())
+        top_up()
+        while window:
+            ncells, fut = window[0]
+            while not fut.done():   # meanwhile, keep the workers fed
+                timeout = None if engine.deadline is None else \
+                    max(0.0, engine.deadline - time.monotonic())
+                concurrent.futures.wait([f for _, f in window if not f.done()], timeout,
+                                        return_when=concurrent.futures.FIRST_COMPLETED)
+                if engine.deadline is not None and time.monotonic() >= engine.deadline \
+                        and not fut.done():
+                    raise EngineDeadline()
+                top_up()
+            window.popleft()
             try:
-                results, sub_counts, stats = fut.result(timeout)
-            except concurrent.futures.TimeoutError:
-                raise EngineDeadline() from None
+                results, sub_counts, stats = fut.result()
             except concurrent.futures.process.BrokenProcessPool as exc:
                 raise WorkerError(
                     f"a worker process of the region enumeration (workers={workers}) "
@@ -206,8 +219,7 @@ def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[i
                     f"were running, the workers need the script's code under "
                     f"`if __name__ == '__main__':`. workers=1 runs in this process."
                 ) from None
-            while len(pending) < _IN_FLIGHT * workers and submit():
-                pass
+            top_up()
             done_cells += ncells
             done_leaves += len(results)
             for s in range(1, len(stages)):
