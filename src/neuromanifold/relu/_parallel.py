@@ -210,15 +210,7 @@ def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[i
                     raise EngineDeadline()
                 top_up()
             window.popleft()
-            try:
-                results, sub_counts, stats = fut.result()
-            except concurrent.futures.process.BrokenProcessPool as exc:
-                raise WorkerError(
-                    f"a worker process of the region enumeration (workers={workers}) "
-                    f"died ({exc}). Out of memory? Started from a script while threads "
-                    f"were running, the workers need the script's code under "
-                    f"`if __name__ == '__main__':`. workers=1 runs in this process."
-                ) from None
+            results, sub_counts, stats = fut.result()
             top_up()
             done_cells += ncells
             done_leaves += len(results)
@@ -226,5 +218,11 @@ def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[i
                 counts[s] += sub_counts[s]
             _add_counters(engine, stats)
             yield from results
+    except concurrent.futures.process.BrokenProcessPool as exc:
+        raise WorkerError(
+            f"a worker process of the region enumeration (workers={workers}) died "
+            f"({exc}). Out of memory? Started from a script while threads were running, "
+            f"the workers need the script's code under `if __name__ == '__main__':`. "
+            f"workers=1 runs in this process.") from None
     finally:
         _stop(pool)
