@@ -15,11 +15,13 @@
   its time is extrapolated from the measured time per LP (the note says so).
 
 Rows: ours vs the baseline (same set of patterns, checked); growth with the width
-(2-w-w-1) and with the depth; throughput when streaming a ~10^5-region network
-(4-20-20-1 on R^4, 87,698 regions; 60 s budget certified, 20 s with ``certify=False``: the rate over what
-was streamed when the budget ends first) and 8-32-32-1 on the box [-1, 1]^8 (20 s budget),
-with the process's resident memory after the first 2,000 regions and at the end
-(flat: the stream keeps one path of the split tree); the functional dimension.
+(2-w-w-1) and with the depth; throughput when streaming ~10^5-region networks in one
+process (4-20-20-1 on R^4, 87,698 regions; 30 s budget certified, 20 s with
+``certify=False``: the rate over what was streamed when the budget ends first) and on two
+worker processes (4-21-21-1 on R^4, 120,438 regions, in full), and 8-32-32-1 on the box
+[-1, 1]^8 (20 s budget, one process and two workers), with the process's resident memory
+after the first 2,000 regions and at the end (flat: the stream keeps one path of the split
+tree); the functional dimension.
 Suite rows go to ``benchmarks/RESULTS.md``. Nothing is asserted on time.
 
     python benchmarks/bench_relu_regions.py [--quick] [--large] [--repeat N]
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import time
 
 import numpy as np
@@ -108,20 +111,27 @@ def _rss_mb() -> float | None:
     return memory_mb("VmRSS")
 
 
-def stream_rate(p, domain, certify: bool, budget: float) -> dict:
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished children (the workers, once the
+    stream has stopped and joined them)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def stream_rate(p, domain, certify: bool, budget: float, workers: int = 1) -> dict:
     """Stream the regions of ``p`` for at most ``budget`` seconds: regions, rate, LPs and
     walks per region, whether it finished, and the resident memory after 2,000 regions
-    and at the end."""
-    it = iter_regions(p, domain, certify=certify, time_limit=budget)
+    and at the end (of this process: the workers' memory is their own)."""
+    it = iter_regions(p, domain, certify=certify, time_limit=budget, workers=workers)
     rss_early = None
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0 = time.perf_counter(), _cpu()
     try:
         for _ in it:
             if it.num_regions == 2000:
                 rss_early = _rss_mb()
     except ComputationLimitError:
         pass
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    wall, cpu = time.perf_counter() - t0, _cpu() - c0
     n = max(it.num_regions, 1)
     return {"regions": it.num_regions, "finished": it.finished, "seconds": wall,
             "rate": it.num_regions / wall, "cpu_rate": it.num_regions / max(cpu, 1e-9),
@@ -202,33 +212,39 @@ def main(argv=None) -> list[dict]:
     print(f"\nPython-heap peak, {w}: streamed {peak_stream:.2f} MB, as a list "
           f"{peak_list:.2f} MB")
 
-    # 4. throughput, streamed under a time budget: a ~10^5-region network on R^4 and
-    # 8-32-32-1 on the box [-1, 1]^8 (--large adds 4-12-12-1 streamed in full)
-    runs = [([3, 6, 6, 1], None, True, 5.0), ([3, 6, 6, 1], None, False, 5.0)] if args.quick \
-        else [([4, 20, 20, 1], None, True, 60.0), ([4, 20, 20, 1], None, False, 20.0),
-              ([8, 32, 32, 1], (-1.0, 1.0), True, 20.0)]
+    # 4. throughput, streamed under a time budget: ~10^5-region networks on R^4 and
+    # 8-32-32-1 on the box [-1, 1]^8, in one process and on two worker processes
+    # (--large adds 4-12-12-1 streamed in full)
+    runs = [([3, 6, 6, 1], None, True, 5.0, 1), ([3, 6, 6, 1], None, False, 5.0, 1),
+            ([3, 8, 8, 1], None, True, 5.0, 2)] if args.quick \
+        else [([4, 20, 20, 1], None, True, 30.0, 1), ([4, 20, 20, 1], None, False, 20.0, 1),
+              ([4, 21, 21, 1], None, True, 120.0, 2),
+              ([8, 32, 32, 1], (-1.0, 1.0), True, 20.0, 1),
+              ([8, 32, 32, 1], (-1.0, 1.0), True, 20.0, 2)]
     if args.large:
-        runs += [([4, 12, 12, 1], None, True, 600.0), ([4, 12, 12, 1], None, False, 600.0)]
-    for w, domain, certify, budget in runs:
+        runs += [([4, 12, 12, 1], None, True, 600.0, 1), ([4, 12, 12, 1], None, False, 600.0, 1)]
+    for w, domain, certify, budget, workers in runs:
         p = ReLUNet(w).random_params(0)
-        res = stream_rate(p, domain, certify, budget)
-        label = "certified" if certify else "certify=False"
+        res = stream_rate(p, domain, certify, budget, workers)
+        label = ("certified" if certify else "certify=False") + \
+            ("" if workers == 1 else f", {workers} workers")
         where = "R^%d" % w[0] if domain is None else "[-1, 1]^%d" % w[0]
         done = ("all" if res["finished"] else f"first (budget {budget:g} s)")
         mem = (f"; resident {res['rss_early_mb']:.0f} MB after 2,000 regions, "
                f"{res['rss_end_mb']:.0f} MB at the end" if res["rss_early_mb"] else "")
-        rows.append(dict(res, widths=w, domain=where, certify=certify, budget_s=budget))
+        rows.append(dict(res, widths=w, domain=where, certify=certify, budget_s=budget,
+                         workers=workers))
         rows.append(suite_row(f"relu regions streamed, {label}",
                               "-".join(map(str, w)) + (f" on {where}" if domain else ""),
                               res["seconds"], BASELINE, None,
                               note=f"{done} {res['regions']} regions, {res['rate']:.0f} "
-                                   f"regions/s ({res['cpu_rate']:.0f} per CPU second), "
-                                   f"{res['lps_per_region']:.4f} LPs + "
+                                   f"regions/s ({res['cpu_rate']:.0f} per CPU second, "
+                                   f"workers included), {res['lps_per_region']:.4f} LPs + "
                                    f"{res['walks_per_region']:.2f} walks/region{mem}; "
                                    f"baseline: 2^{sum(w[1:-1])} LPs, not run"))
         print(f"{w} on {where} {label}: {done} {res['regions']} regions in "
               f"{res['seconds']:.1f} s ({res['rate']:.0f}/s, {res['cpu_rate']:.0f} per CPU "
-              f"second, {res['lps_per_region']:.4f} LPs + "
+              f"second, workers included, {res['lps_per_region']:.4f} LPs + "
               f"{res['walks_per_region']:.2f} walks per region){mem}")
 
     # 5. functional dimension: sampled regions first, then a MILP per open kernel direction

@@ -268,9 +268,6 @@ class RegionStream:
     def _run(self):
         engine, net = self._engine, self.net
         bar = None
-        if self.progress:
-            from tqdm.auto import tqdm
-            bar = tqdm(desc="regions", unit="region", leave=False)
         t0 = time.monotonic()
         if self.time_limit is not None:
             engine.deadline = t0 + self.time_limit
@@ -293,6 +290,11 @@ class RegionStream:
                     raise self._limit(f"region limit (max_regions={self.max_regions})")
                 region = dataclasses.replace(region, index=self.num_regions)
                 self.num_regions += 1
+                if bar is None and self.progress:
+                    # made once the workers run: its monitor thread would make them
+                    # start by forkserver instead of fork (see relu/_parallel.py)
+                    from tqdm.auto import tqdm
+                    bar = tqdm(desc="regions", unit="region", leave=False)
                 if bar is not None:
                     bar.update(1)
                     if self.num_regions % 64 == 1:
