@@ -138,6 +138,8 @@ def _stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
             proc.terminate()
     for proc in procs.values():
         proc.join(timeout=5)
+    # the pool's manager thread sees its workers gone, releases its queues and exits
+    pool.shutdown(wait=True)
 
 
 def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[int], *,
@@ -163,6 +165,13 @@ def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[i
         for cell in iter_subtree(root, 0, nets, engine, counts):
             yield leaf(cell, nets, *leaf_args)
         return
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        # a forkserver/spawn worker re-running the caller's script (no main guard): stop
+        # here rather than run the script's work once more per worker
+        raise WorkerError("a worker process started to run the calling script again; "
+                          "with threads running, workers are started by forkserver, "
+                          "which needs the script's code under "
+                          "`if __name__ == '__main__':`")
     k0, l0 = stages[0]
     first = iter_refine_stage(root, k0, l0, nets[k0], engine)
     pool = concurrent.futures.ProcessPoolExecutor(
@@ -218,6 +227,7 @@ def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[i
                 counts[s] += sub_counts[s]
             _add_counters(engine, stats)
             yield from results
+        pool.shutdown(wait=True)   # every task done: the workers exit by themselves
     except concurrent.futures.process.BrokenProcessPool as exc:
         raise WorkerError(
             f"a worker process of the region enumeration (workers={workers}) died "
