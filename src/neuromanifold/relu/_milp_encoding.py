@@ -39,6 +39,7 @@ without room for the margin on its active side is fixed inactive.
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 import numpy as np
 
@@ -184,7 +185,8 @@ class ReLULayer:
 
 
 def relu_layer(B: MILPBuilder, Z: np.ndarray, *, margin: float | None = None,
-               both_sides: bool = False) -> ReLULayer:
+               both_sides: bool = False,
+               each: Callable[[int, int], None] | None = None) -> ReLULayer:
     """Encode ``h = relu(Z)`` (module docs): bounds, the fixed neurons, and for each other
     neuron ``h``, a binary ``a`` and its rows.
 
@@ -198,6 +200,9 @@ def relu_layer(B: MILPBuilder, Z: np.ndarray, *, margin: float | None = None,
         both_sides: with a margin, ``a = 0`` forces ``z <= -mg`` and a neuron with
             ``lo >= -mg`` is fixed active (for a first layer, whose ``z`` is affine in the
             input and never ``0`` on an open set).
+        each: called as ``each(i, a)`` right after the rows of each neuron ``i`` with a
+            binary ``a``, to add variables and rows that belong to it (a caller's
+            variables then sit next to the neuron's, as the solver has always seen them).
     """
     lo, hi = B.bounds(Z)
     n = Z.shape[0]
@@ -224,6 +229,8 @@ def relu_layer(B: MILPBuilder, Z: np.ndarray, *, margin: float | None = None,
             B.row(z, {h: -1.0}, 0.0)                           # z <= h
             B.row(-z, {h: 1.0, a: -l_i}, -l_i)                 # h <= z - lo (1 - a)
             B.row(None, {h: 1.0, a: -h_i}, 0.0)                # h <= hi a
+            if each is not None:
+                each(i, a)
     H = np.zeros((n, B.num_vars))
     on = state == 1
     H[on, :Z.shape[1]] = Z[on]

@@ -106,21 +106,23 @@ class TangentMILP:
             # A later layer's neuron is fixed on only when z >= margin everywhere: its z
             # may be identically 0 on a region (lo about 0), where ReLU'(0) = 0 makes it
             # inactive; a first-layer z is affine in x, never 0 on an open set
-            layer = relu_layer(B, Z, margin=MARGIN, both_sides=l == 0)
-            layers.append(layer)
-            big_m = max(big_m, float(np.max(np.abs(np.concatenate(
-                [layer.lo, layer.hi, dlo, dhi])), initial=0.0)))
-            # dh = a dz: dz on the fixed active neurons, a big-M variable on the others
-            dhs = {}
-            for i in np.flatnonzero(layer.state == 0):
+            dhs: dict[int, int] = {}
+
+            def tangent_rows(i: int, a: int, dZ=dZ, dlo=dlo, dhi=dhi, dhs=dhs) -> None:
+                # dh = a dz for a neuron with a binary, by the same big-M rows
                 if not np.any(dZ[i]):  # the direction does not reach this neuron: dh = 0
-                    continue
-                a = int(layer.a[i])
+                    return
                 dh = dhs[i] = B.var(min(dlo[i], 0.0), max(dhi[i], 0.0))
                 B.row(None, {dh: 1.0, a: -dhi[i]}, 0.0)           # dh <= dhi a
                 B.row(None, {dh: -1.0, a: dlo[i]}, 0.0)           # dh >= dlo a
                 B.row(-dZ[i], {dh: 1.0, a: -dlo[i]}, -dlo[i])     # dh <= dz - dlo (1-a)
                 B.row(dZ[i], {dh: -1.0, a: dhi[i]}, dhi[i])       # dh >= dz - dhi (1-a)
+
+            layer = relu_layer(B, Z, margin=MARGIN, both_sides=l == 0, each=tangent_rows)
+            layers.append(layer)
+            big_m = max(big_m, float(np.max(np.abs(np.concatenate(
+                [layer.lo, layer.hi, dlo, dhi])), initial=0.0)))
+            # dh: dz on the fixed active neurons, the variables above on the others
             dE = np.zeros((Z.shape[0], B.num_vars))
             on = layer.state == 1
             dE[on, :dZ.shape[1]] = dZ[on]
