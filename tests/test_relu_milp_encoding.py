@@ -158,10 +158,23 @@ def test_fixed_shortcuts_and_the_margin_rule():
     later = relu_layer(B, affine(B, np.array([[1.0], [-1.0]]), np.zeros(2), first.H, s),
                        margin=1e-7)
     assert first.state.tolist() == [1] and later.state.tolist() == [0, -1]
-    A, rhs, _, _, _ = B.problem()
-    a = int(later.a[0])
-    off_row = np.flatnonzero((A[:, a] < 0) & (rhs == 0.0) & np.any(A[:, :3] > 0, axis=1))
-    assert off_row.size == 1   # z - hi a <= 0
+    # at a point on a first-layer kink no binary fits (|z| >= margin both ways); on a later
+    # layer's kink a = 0 fits (z <= 0)
+    net = [(np.array([[1.0, -1.0]]), np.zeros(1)), (np.array([[1.0], [-1.0]]), np.zeros(2)),
+           (np.ones((1, 2)), np.zeros(1))]
+    B, ys, s, layers, _ = _encode(net, as_domain(None, 2), 1e-7)
+    assert [ly.state.tolist() for ly in layers] == [[0], [0, -1]]
+    assert _solve_at(B, ys, s, np.array([0.5, 0.5]))[1].status == "infeasible"
+    assert _solve_at(B, ys, s, np.array([0.5, 0.25]))[1].status == "optimal"
+    net[0] = (np.array([[1.0, -1.0], [0.0, 1.0]]), np.zeros(2))
+    net[1] = (np.array([[1.0, -1.0], [-1.0, 1.0]]), np.zeros(2))
+    B, ys, s, layers, _ = _encode(net, as_domain(None, 2), 1e-7)
+    sv, res = _solve_at(B, ys, s, np.array([0.75, 0.5]))    # z2 = (-0.25, 0.25)
+    assert res.status == "optimal" and layers[1].pattern(res.x).tolist() == [False, True]
+    sv, res = _solve_at(B, ys, s, np.array([0.75, 0.75]))   # z1 = (0, 0.75): first kink
+    assert res.status == "infeasible"
+    sv, res = _solve_at(B, ys, s, np.array([1.0, 0.5]))     # z2 = (0, 0): later kinks
+    assert res.status == "optimal" and layers[1].pattern(res.x).tolist() == [False, False]
 
 
 def test_builder_pads_rows_to_the_final_variables():
@@ -194,10 +207,19 @@ def test_homogenized_input_rows(kind):
         v = np.append(sv * x, sv)
         assert np.all(lb - 1e-15 <= v) and np.all(v <= ub + 1e-15)
         assert np.all(A @ v <= rhs + 1e-12)
-    if kind != "whole":   # and a point outside has none at s = 1
-        x = dom.lower - 0.5 if kind == "box" else -np.ones(3)
-        v = np.append(np.clip(x, lb[:3], ub[:3]), 1.0)
-        assert np.any(A @ v > rhs + 1e-12) or np.any(v[:3] != x)
+    if kind == "whole":
+        return
+    for _ in range(40):   # a point outside (one coordinate pushed out) has no (y, s)
+        x = _points(dom, rng, 1)[0]
+        k = int(rng.integers(3))
+        below = kind == "orthant" or rng.random() < 0.5
+        if below:
+            x[k] = (0.0 if kind == "orthant" else dom.lower[k]) - rng.uniform(0.1, 3)
+        else:
+            x[k] = dom.upper[k] + rng.uniform(0.1, 3)
+        sv = 1.0 / max(1.0, float(np.max(np.abs(x))))
+        v = np.append(sv * x, sv)
+        assert np.any(v < lb) or np.any(v > ub) or np.any(A @ v > rhs + 1e-12)
 
 
 @pytest.mark.xfail(strict=True, reason="HiGHS 1.16's presolve at 1e-9 feasibility "
