@@ -6,9 +6,9 @@
 The network is encoded on the *homogenized* domain: ``x = y / s`` with ``|y_k| <= 1`` and
 ``0 <= s <= 1`` (``0 <= y`` on the orthant, ``lower s <= y <= upper s`` on a box), every
 bias multiplied by ``s``. Every pre-activation ``z`` is then a linear expression in the
-variables, ``s z(y / s)`` (``docs/relu_arrangement.md`` §5 for the affine pieces); the
-homogenized network bounds ``f(x) / max(1, |x|_inf)`` up to the normalization, the
-relative size that tolerances compare with (``docs/relu.md``, "Tolerances").
+variables, ``s z(y / s)``; the homogenized network bounds ``f(x) / max(1, |x|_inf)`` up
+to the normalization, the relative size that tolerances compare with (``docs/relu.md``,
+"Tolerances", and the ``"milp"`` method there).
 
 An expression is a dense row of coefficients over the variables that existed when it was
 made (a later variable has coefficient 0); a layer of them is a matrix. For

@@ -14,7 +14,8 @@ the stacked Jacobians of every region iff ``g`` is zero on the whole domain.
 
 Whether it is, is one MILP: maximize ``|g_o|`` over outputs o and the domain, with one
 binary per hidden neuron whose sign is not fixed there, big-M rows from interval bounds
-for ``h = a z`` and ``dh = a dz``. Unbounded domains are handled by homogenizing,
+for ``h = a z`` (the shared encoding, :mod:`neuromanifold.relu._milp_encoding`, with its
+margin rule) and the same for ``dh = a dz``. Unbounded domains are handled by homogenizing,
 ``x = y / s`` with ``|y_k| <= 1``, ``0 <= s <= 1`` (every expression above is then linear
 in ``(y, s)``, biases times ``s``): the MILP bounds ``s g(y / s) = g(x) / max(1, |x|_inf)``
 up to the normalization, the relative size used throughout (``docs/relu.md``,
