@@ -25,6 +25,12 @@ sign of ``z`` with room to spare: ``a = 1`` forces ``z >= mg`` and ``a = 0`` for
 binaries of a solution are the activation pattern of a full-dimensional region; a neuron
 without room for the margin on its active side is fixed inactive.
 
+Every variable's box contains 0 (``y = s = 0``, where every expression vanishes), so
+padded bounds always have ``lo < 0 < hi``: the fixed shortcuts take effect only through
+the margin. A neuron with ``z >= 0`` on the whole domain then has ``lo`` of the size of the
+padding and a big-M coefficient of about ``1e-9`` on its binary, which HiGHS's presolve
+at our feasibility tolerances may misjudge (``tests/test_relu_milp_encoding.py``).
+
 >>> from neuromanifold.relu._domain import Domain
 >>> W1, b1 = np.array([[1.0], [-1.0]]), np.array([0.0, 0.5])
 >>> B = MILPBuilder()
