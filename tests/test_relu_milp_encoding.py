@@ -74,7 +74,7 @@ def _solve_at(B, ys, s, x, extra_rows=()):
     return sv, solve_milp(np.zeros(B.num_vars), A, rhs, lb, ub, integer)
 
 
-@settings(max_examples=40)
+@settings(max_examples=100)
 @given(widths=st.lists(st.integers(1, 4), min_size=2, max_size=4), seed=st.integers(0, 10**6),
        kind=_DOMAINS, dyadic=st.booleans(), margin=st.sampled_from([None, 1e-7]))
 def test_fixed_inputs_give_back_the_network_exactly(widths, seed, kind, dyadic, margin):
@@ -108,7 +108,7 @@ def test_fixed_inputs_give_back_the_network_exactly(widths, seed, kind, dyadic, 
     assert res.status == "infeasible"
 
 
-@settings(max_examples=30)
+@settings(max_examples=60)
 @given(widths=st.lists(st.integers(1, 5), min_size=2, max_size=4), seed=st.integers(0, 10**6),
        kind=_DOMAINS, dyadic=st.booleans(), margin=st.sampled_from([None, 1e-7]))
 def test_bounds_contain_the_pre_activations_on_the_domain(widths, seed, kind, dyadic, margin):
