@@ -67,6 +67,7 @@ from ._domain import Domain, as_domain
 from ._budget import Budget
 from ._engine import ExactNet, Engine, binary_exponent, exact_forward, output_map, pow2_floats
 from ._lp import MILP_FEAS, solve_lp, solve_milp
+from ._milp_encoding import MILPBuilder, encode_network, homogenized_input
 from ._net import _forward, check_params, exact_params
 
 __all__ = ["Equivalence", "equivalent"]
@@ -927,35 +928,6 @@ def _by_regions(pair: _Pair, dom: Domain, budget: Budget) -> Equivalence:
 
 # -- mixed-integer programming -------------------------------------------------------------
 
-class _MILPBuilder:
-    """Variables with bounds/integrality and rows ``coef . v <= ub``."""
-
-    def __init__(self):
-        self.lb: list[float] = []
-        self.ub: list[float] = []
-        self.integer: list[int] = []
-        self.rows: list[tuple[dict, float]] = []
-
-    def var(self, lo: float, hi: float, integer: bool = False) -> int:
-        self.lb.append(lo)
-        self.ub.append(hi)
-        self.integer.append(1 if integer else 0)
-        return len(self.lb) - 1
-
-    def row(self, coef: dict, ub: float) -> None:
-        self.rows.append((coef, ub))
-
-
-def _expr_bounds(expr, lb, ub) -> tuple[float, float]:
-    coef, const = expr
-    lo = hi = const
-    for v, w in coef.items():
-        a, b = w * lb[v], w * ub[v]
-        lo += min(a, b)
-        hi += max(a, b)
-    return lo, hi
-
-
 # HiGHS's tolerances: a binary may sit MILP_FEAS off its integer and a row may be violated
 # by MILP_FEAS. Through the big-M rows of a ReLU with pre-activation bounds [lo, hi] this
 # lets h be off by about _FEAS * (1 + max(|lo|, |hi|)), which later layers carry on.
@@ -964,59 +936,17 @@ _FEAS = 2 * MILP_FEAS
 _OBJ_TARGET = 1e-2
 
 
-def _encode_net(B: _MILPBuilder, params: list, inputs: list[int], s_var: int):
-    """Encode ``net`` on input variables; return the output expressions
-    ``(coef dict, const)`` and, per output, a bound on how far the solver's tolerances can
-    move it from the true network output."""
-    prev = [({v: 1.0}, 0.0) for v in inputs]
-    errs = [_FEAS] * len(inputs)
-    for l in range(len(params)):
-        W, b = params[l]
-        exprs, pre_errs = [], []
-        for i in range(W.shape[0]):
-            coef: dict[int, float] = {}
-            const = 0.0
-            err = 0.0
-            for j, (pc, pk) in enumerate(prev):
-                w = float(W[i, j])
-                if w == 0.0:
-                    continue
-                err += abs(w) * errs[j]
-                for v, c in pc.items():
-                    coef[v] = coef.get(v, 0.0) + w * c
-                const += w * pk
-            if b[i] != 0:
-                coef[s_var] = coef.get(s_var, 0.0) + float(b[i])
-            exprs.append((coef, const))
-            pre_errs.append(err)
-        if l == len(params) - 1:
-            return exprs, pre_errs
-        nxt, errs = [], []
-        for (coef, const), err in zip(exprs, pre_errs):
-            lo, hi = _expr_bounds((coef, const), B.lb, B.ub)
-            pad = 1e-9 * (1.0 + max(abs(lo), abs(hi)))
-            lo, hi = lo - pad, hi + pad
-            if hi <= 0:
-                nxt.append(({}, 0.0))
-                errs.append(0.0)
-            elif lo >= 0:
-                nxt.append((coef, const))
-                errs.append(err)
-            else:
-                h = B.var(0.0, hi)
-                a = B.var(0.0, 1.0, integer=True)
-                r1 = {v: c for v, c in coef.items()}
-                r1[h] = r1.get(h, 0.0) - 1.0
-                B.row(r1, -const)                          # z <= h
-                r2 = {v: -c for v, c in coef.items()}
-                r2[h] = r2.get(h, 0.0) + 1.0
-                r2[a] = r2.get(a, 0.0) - lo
-                B.row(r2, const - lo)                       # h <= z - lo (1 - a)
-                B.row({h: 1.0, a: -hi}, 0.0)                # h <= hi a
-                nxt.append(({h: 1.0}, 0.0))
-                errs.append(err + _FEAS * (1.0 + max(abs(lo), abs(hi))))
-        prev = nxt
-    return prev  # pragma: no cover
+def _encode_net(B: MILPBuilder, params: list, ys: list[int], s_var: int):
+    """Encode a network on the input variables (:mod:`neuromanifold.relu._milp_encoding`);
+    return the expressions of its outputs and, per output, a bound on how far the solver's
+    tolerances can move it from the true network output."""
+    layers, out = encode_network(B, params, B.inputs(ys), s_var)
+    errs = np.full(len(ys), _FEAS)
+    for (W, _), layer in zip(params, layers):
+        pre = np.abs(np.asarray(W, dtype=float)) @ errs
+        free = pre + _FEAS * (1.0 + np.maximum(np.abs(layer.lo), np.abs(layer.hi)))
+        errs = np.where(layer.state == -1, 0.0, np.where(layer.state == 1, pre, free))
+    return out, np.abs(np.asarray(params[-1][0], dtype=float)) @ errs
 
 
 def _by_milp(pair: _Pair, dom: Domain, budget: Budget,
@@ -1026,35 +956,17 @@ def _by_milp(pair: _Pair, dom: Domain, budget: Budget,
     t_end = None if time_limit is None else time.monotonic() + time_limit
     if budget.deadline is not None:
         t_end = budget.deadline if t_end is None else min(t_end, budget.deadline)
-    d, m = pair.d, pair.m
-    B = _MILPBuilder()
-    if dom.kind == "box":
-        ys = [B.var(max(-1.0, min(0.0, float(lo))), min(1.0, max(0.0, float(hi))))
-              for lo, hi in zip(dom.lower, dom.upper)]
-    else:
-        lo = 0.0 if dom.kind == "orthant" else -1.0
-        ys = [B.var(lo, 1.0) for _ in range(d)]
-    s_var = B.var(0.0, 1.0)
-    if dom.kind == "box":  # lower s <= y <= upper s: x = y / s in the box
-        for i, (lo, hi) in enumerate(zip(dom.lower, dom.upper)):
-            B.row({s_var: float(lo), ys[i]: -1.0}, 0.0)
-            B.row({ys[i]: 1.0, s_var: -float(hi)}, 0.0)
+    m = pair.m
+    B = MILPBuilder()
+    ys, s_var = homogenized_input(B, dom)
     out_p, err_p = _encode_net(B, pair.fp, ys, s_var)
     out_q, err_q = _encode_net(B, pair.fq, ys, s_var)
-    nv = len(B.lb)
-    A = np.zeros((len(B.rows), nv))
-    ubs = np.zeros(len(B.rows))
-    for r, (coef, ub) in enumerate(B.rows):
-        for v, c in coef.items():
-            A[r, v] += c
-        ubs[r] = ub
-    out_scale = 1.0
-    for e in out_p + out_q:
-        lo, hi = _expr_bounds(e, B.lb, B.ub)
-        out_scale = max(out_scale, abs(lo), abs(hi))
+    A, ubs, lbv, ubv, integer = B.problem()
+    out_lo, out_hi = B.bounds(np.vstack([B.widen(out_p), B.widen(out_q)]), pad=False)
+    out_scale = max(1.0, float(np.max(np.abs(out_lo))), float(np.max(np.abs(out_hi))))
     # below this the MILP's answer is solver noise: its tolerances can move each output
     # by up to err_p + err_q
-    noise = max(4 * MILP_FEAS * out_scale, 2.0 * max(ep + eq for ep, eq in zip(err_p, err_q)))
+    noise = max(4 * MILP_FEAS * out_scale, 2.0 * float(np.max(err_p + err_q)))
     base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
     # The objective is the difference of two networks that nearly agree: its optimum is of
     # the size of the threshold (1e-9 relative), far below the solver's reduced-cost
@@ -1064,24 +976,18 @@ def _by_milp(pair: _Pair, dom: Domain, budget: Budget,
     K = max(1.0, _OBJ_TARGET / max(pair.thr, noise, 1e-300))
     bound = 0.0
     best_val, witness = -np.inf, None
+    diff = B.widen(out_p) - B.widen(out_q)
     for o in range(m):
-        cp, kp = out_p[o]
-        cq, kq = out_q[o]
-        g = np.zeros(nv)
-        for v, c in cp.items():
-            g[v] += c
-        for v, c in cq.items():
-            g[v] -= c
-        k = kp - kq
+        g = diff[o]
         for sign in (1.0, -1.0):
             left = None if t_end is None else t_end - time.monotonic()
             if left is not None and left <= 0:
                 return None
-            res = solve_milp(-sign * K * g, A, ubs, B.lb, B.ub, B.integer, time_limit=left)
+            res = solve_milp(-sign * K * g, A, ubs, lbv, ubv, integer, time_limit=left)
             if res.status != "optimal":
                 return None
-            val = -res.fun / K + sign * k
-            bound = max(bound, -res.dual_bound / K + sign * k, val)
+            val = -res.fun / K
+            bound = max(bound, -res.dual_bound / K, val)
             if val > best_val or witness is None:
                 for x in _milp_points(res.x, ys, s_var, dom):
                     if pair.exceeds(x):

@@ -14,7 +14,8 @@ the stacked Jacobians of every region iff ``g`` is zero on the whole domain.
 
 Whether it is, is one MILP: maximize ``|g_o|`` over outputs o and the domain, with one
 binary per hidden neuron whose sign is not fixed there, big-M rows from interval bounds
-for ``h = a z`` and ``dh = a dz``. Unbounded domains are handled by homogenizing,
+for ``h = a z`` (the shared encoding, :mod:`neuromanifold.relu._milp_encoding`, with its
+margin rule) and the same for ``dh = a dz``. Unbounded domains are handled by homogenizing,
 ``x = y / s`` with ``|y_k| <= 1``, ``0 <= s <= 1`` (every expression above is then linear
 in ``(y, s)``, biases times ``s``): the MILP bounds ``s g(y / s) = g(x) / max(1, |x|_inf)``
 up to the normalization, the relative size used throughout (``docs/relu.md``,
@@ -32,6 +33,7 @@ import numpy as np
 
 from ._domain import Domain
 from ._lp import MILP_FEAS, solve_lp, solve_milp
+from ._milp_encoding import MILPBuilder, affine, homogenized_input, relu_layer
 
 __all__ = ["TangentMILP", "TangentWitness", "interior_point", "MARGIN"]
 
@@ -88,85 +90,49 @@ class TangentMILP:
             to its tolerances); ``None`` when it does not finish (time limit, numerical
             trouble).
         """
-        d = self.d
         Ws, bs = self.Ws, self.bs
-        hidden = [W.shape[0] for W in Ws[:-1]]
         m = Ws[-1].shape[0]
-        t_var = d + 1 + 3 * sum(hidden)
-        nv = t_var + 1 + 2 * m
-        lb, ub = np.zeros(nv), np.zeros(nv)
-        integer = np.zeros(nv, dtype=np.int32)
-        s = d
-        lb[s], ub[s] = 0.0, 1.0
-        rows: list[np.ndarray] = []
-        rhs: list[float] = []
-        dom = self.domain
-        if dom.kind == "box":  # lower s <= y <= upper s
-            lb[:d] = np.clip(np.asarray(dom.lower, float), -1.0, 0.0)
-            ub[:d] = np.clip(np.asarray(dom.upper, float), 0.0, 1.0)
-            for k in range(d):
-                _row(rows, rhs, nv, None, {s: float(dom.lower[k]), k: -1.0}, 0.0)
-                _row(rows, rhs, nv, None, {k: 1.0, s: -float(dom.upper[k])}, 0.0)
-        else:
-            lb[:d] = 0.0 if dom.kind == "orthant" else -1.0
-            ub[:d] = 1.0
-        E = np.zeros((d, nv))
-        E[:, :d] = np.eye(d)
-        dE = np.zeros((d, nv))
-        nxt = s + 1
-        states = []  # per hidden layer: per neuron -1 (off), +1 (on) or the binary's index
+        B = MILPBuilder()
+        ys, s = homogenized_input(B, self.domain)
+        E = B.inputs(ys)
+        dE = np.zeros_like(E)
+        layers = []
         big_m = 0.0  # the largest interval bound of a pre-activation or its derivative
-        for l, n in enumerate(hidden):
-            Z = Ws[l] @ E
-            Z[:, s] += bs[l]
+        for l in range(len(Ws) - 1):
+            Z = affine(B, Ws[l], bs[l], E, s)
             dZ = dWs[l] @ E + Ws[l] @ dE
             dZ[:, s] += dbs[l]
-            lo, hi = _bounds(Z, lb, ub)
-            dlo, dhi = _bounds(dZ, lb, ub)
-            big_m = max(big_m, float(np.max(np.abs(np.concatenate([lo, hi, dlo, dhi])),
-                                            initial=0.0)))
-            E_new, dE_new = np.zeros((n, nv)), np.zeros((n, nv))
-            state = np.zeros(n, dtype=np.int64)
-            mgs = MARGIN * np.maximum(-lo, hi)
-            for i in range(n):
-                # the active side needs the margin: without room for it the neuron is off.
-                # A later layer's neuron is fixed on only when z >= margin everywhere: its z
-                # may be identically 0 on a region (lo about 0), where ReLU'(0) = 0 makes it
-                # inactive; a first-layer z is affine in x, never 0 on an open set
-                if hi[i] < mgs[i]:
-                    state[i] = -1
-                elif lo[i] >= (-mgs[i] if l == 0 else mgs[i]):
-                    state[i] = 1
-                    E_new[i], dE_new[i] = Z[i], dZ[i]
-                else:
-                    h, a, dh = nxt, nxt + 1, nxt + 2
-                    nxt += 3
-                    lb[h], ub[h] = 0.0, hi[i]
-                    lb[a], ub[a], integer[a] = 0.0, 1.0, 1
-                    state[i] = a
-                    mg = mgs[i]
-                    _row(rows, rhs, nv, -Z[i], {a: mg - lo[i]}, -lo[i])         # a = 1: z >= mg
-                    # a = 0: z <= -margin in the first layer, z <= 0 later (a later
-                    # neuron's z can be identically 0 on a region, where it is inactive)
-                    off = mg if l == 0 else 0.0
-                    _row(rows, rhs, nv, Z[i], {a: -(hi[i] + off)}, -off)
-                    _row(rows, rhs, nv, Z[i], {h: -1.0}, 0.0)                    # z <= h
-                    _row(rows, rhs, nv, -Z[i], {h: 1.0, a: -lo[i]}, -lo[i])      # h <= z - lo (1-a)
-                    _row(rows, rhs, nv, None, {h: 1.0, a: -hi[i]}, 0.0)          # h <= hi a
-                    E_new[i, h] = 1.0
-                    if not np.any(dZ[i]):  # the direction does not reach this neuron: dh = 0
-                        continue
-                    lb[dh], ub[dh] = min(dlo[i], 0.0), max(dhi[i], 0.0)
-                    _row(rows, rhs, nv, None, {dh: 1.0, a: -dhi[i]}, 0.0)        # dh <= dhi a
-                    _row(rows, rhs, nv, None, {dh: -1.0, a: dlo[i]}, 0.0)        # dh >= dlo a
-                    _row(rows, rhs, nv, -dZ[i], {dh: 1.0, a: -dlo[i]}, -dlo[i])  # dh <= dz - dlo (1-a)
-                    _row(rows, rhs, nv, dZ[i], {dh: -1.0, a: dhi[i]}, dhi[i])    # dh >= dz - dhi (1-a)
-                    dE_new[i, dh] = 1.0
-            states.append(state)
-            E, dE = E_new, dE_new
+            dlo, dhi = B.bounds(dZ)
+            # the active side needs the margin: without room for it the neuron is off.
+            # A later layer's neuron is fixed on only when z >= margin everywhere: its z
+            # may be identically 0 on a region (lo about 0), where ReLU'(0) = 0 makes it
+            # inactive; a first-layer z is affine in x, never 0 on an open set
+            dhs: dict[int, int] = {}
+
+            def tangent_rows(i: int, a: int, dZ=dZ, dlo=dlo, dhi=dhi, dhs=dhs) -> None:
+                # dh = a dz for a neuron with a binary, by the same big-M rows
+                if not np.any(dZ[i]):  # the direction does not reach this neuron: dh = 0
+                    return
+                dh = dhs[i] = B.var(min(dlo[i], 0.0), max(dhi[i], 0.0))
+                B.row(None, {dh: 1.0, a: -dhi[i]}, 0.0)           # dh <= dhi a
+                B.row(None, {dh: -1.0, a: dlo[i]}, 0.0)           # dh >= dlo a
+                B.row(-dZ[i], {dh: 1.0, a: -dlo[i]}, -dlo[i])     # dh <= dz - dlo (1-a)
+                B.row(dZ[i], {dh: -1.0, a: dhi[i]}, dhi[i])       # dh >= dz - dhi (1-a)
+
+            layer = relu_layer(B, Z, margin=MARGIN, both_sides=l == 0, each=tangent_rows)
+            layers.append(layer)
+            big_m = max(big_m, float(np.max(np.abs(np.concatenate(
+                [layer.lo, layer.hi, dlo, dhi])), initial=0.0)))
+            # dh: dz on the fixed active neurons, the variables above on the others
+            dE = np.zeros((Z.shape[0], B.num_vars))
+            on = layer.state == 1
+            dE[on, :dZ.shape[1]] = dZ[on]
+            for i, dh in dhs.items():
+                dE[i, dh] = 1.0
+            E = B.widen(layer.H)
         G = dWs[-1] @ E + Ws[-1] @ dE
         G[:, s] += dbs[-1]
-        g_lo, g_hi = _bounds(G, lb, ub)
+        g_lo, g_hi = B.bounds(G)
         size = np.maximum(np.abs(g_lo), np.abs(g_hi))
         scale = float(np.max(size))
         if scale <= threshold:  # |g| <= threshold on the whole domain by interval bounds
@@ -177,18 +143,19 @@ class TangentMILP:
         w_out = max(1.0, float(np.max(np.abs(Ws[-1]), initial=0.0)))
         threshold = max(threshold, NOISE * max(scale, big_m * w_out))
         # t <= sign * g_o where u_(o, sign) = 1; at least one u is 1
-        ub[t_var] = scale
+        t_var = B.var(0.0, scale)
+        us = []
         for o in range(m):
-            for j, sign in enumerate((1.0, -1.0)):
-                u = t_var + 1 + 2 * o + j
-                lb[u], ub[u], integer[u] = 0.0, 1.0, 1
+            for sign in (1.0, -1.0):
+                u = B.var(0.0, 1.0, integer=True)
+                us.append(u)
                 big = scale + size[o]
-                _row(rows, rhs, nv, -sign * G[o], {t_var: 1.0, u: big}, big)
-        _row(rows, rhs, nv, None, {t_var + 1 + k: -1.0 for k in range(2 * m)}, -1.0)
+                B.row(-sign * G[o], {t_var: 1.0, u: big}, big)
+        B.row(None, {u: -1.0 for u in us}, -1.0)
+        A, rhs_a, lb, ub, integer = B.problem()
         K = float(np.clip(_OBJ_TARGET / max(threshold, MILP_FEAS * scale, 1e-300), 1.0, 1e8))
-        obj = np.zeros(nv)
+        obj = np.zeros(B.num_vars)
         obj[t_var] = -K
-        A, rhs_a = np.array(rows), np.array(rhs)
         # Two forms of the same question. First maximize t >= 0, stopping at a solution
         # above the threshold: quick when a witness exists (the search has an incumbent
         # from the start). If that does not settle it within a short time, require
@@ -210,41 +177,12 @@ class TangentMILP:
             if res.status in ("optimal", "target"):
                 value = -res.fun / K
                 if value > threshold:
-                    return TangentWitness(value, _patterns(states, res.x))
+                    return TangentWitness(value, [ly.pattern(res.x) for ly in layers])
                 if res.status == "optimal":
                     return False
             if time_limit is not None and time_limit <= 0:
                 return None
         return None
-
-
-def _bounds(Z: np.ndarray, lb: np.ndarray, ub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Interval bounds of the linear expressions ``Z v`` over the box ``lb <= v <= ub``,
-    padded by a relative 1e-9 against rounding."""
-    pos, neg = np.maximum(Z, 0.0), np.minimum(Z, 0.0)
-    lo = pos @ lb + neg @ ub
-    hi = pos @ ub + neg @ lb
-    pad = 1e-9 * (1.0 + np.maximum(np.abs(lo), np.abs(hi)))
-    return lo - pad, hi + pad
-
-
-def _row(rows: list, rhs: list, nv: int, expr, extra: dict, ub: float) -> None:
-    r = np.zeros(nv) if expr is None else np.array(expr, dtype=float)
-    for v, c in extra.items():
-        r[v] += c
-    rows.append(r)
-    rhs.append(ub)
-
-
-def _patterns(states: list[np.ndarray], x: np.ndarray | None) -> list[np.ndarray]:
-    out = []
-    for state in states:
-        p = state == 1
-        if x is not None:
-            idx = state > 1
-            p[idx] = x[state[idx]] > 0.5
-        out.append(p)
-    return out
 
 
 def interior_point(Ws: list[np.ndarray], bs: list[np.ndarray], patterns: list[np.ndarray],
