@@ -28,8 +28,11 @@ without room for the margin on its active side is fixed inactive.
 Every variable's box contains 0 (``y = s = 0``, where every expression vanishes), so
 padded bounds always have ``lo < 0 < hi``: the fixed shortcuts take effect only through
 the margin. A neuron with ``z >= 0`` on the whole domain then has ``lo`` of the size of the
-padding and a big-M coefficient of about ``1e-9`` on its binary, which HiGHS's presolve
-at our feasibility tolerances may misjudge (``tests/test_relu_milp_encoding.py``).
+padding, a big-M coefficient of about ``1e-9`` on its binary, which HiGHS's presolve at our
+feasibility tolerances misjudged (it called feasible programs infeasible;
+``tests/test_relu_milp_encoding.py``). The big-M constants are bounds, so any looser one
+is as exact: :func:`relu_layer` makes each at least :data:`BIG_M_FLOOR` of the neuron's
+largest bound.
 
 >>> from neuromanifold.relu._domain import Domain
 >>> W1, b1 = np.array([[1.0], [-1.0]]), np.array([0.0, 0.5])
@@ -190,6 +193,10 @@ class ReLULayer:
         return p
 
 
+#: smallest big-M constant, relative to the neuron's largest bound (see relu_layer)
+BIG_M_FLOOR = 1e-6
+
+
 def relu_layer(B: MILPBuilder, Z: np.ndarray, *, margin: float | None = None,
                both_sides: bool = False,
                each: Callable[[int, int], None] | None = None) -> ReLULayer:
@@ -223,7 +230,12 @@ def relu_layer(B: MILPBuilder, Z: np.ndarray, *, margin: float | None = None,
         elif lo[i] >= on_at[i]:
             state[i] = 1
         else:
-            z, l_i, h_i = Z[i], float(lo[i]), float(hi[i])
+            # the big-M constants are bounds, so any looser value is as exact; one at
+            # least BIG_M_FLOOR of the neuron's scale keeps a coefficient of ~1e-9 (a
+            # padded bound of a neuron that is >= 0 on the domain) away from HiGHS,
+            # whose presolve then declared feasible programs infeasible
+            floor = BIG_M_FLOOR * max(-float(lo[i]), float(hi[i]))
+            z, l_i, h_i = Z[i], min(float(lo[i]), -floor), max(float(hi[i]), floor)
             h = B.var(0.0, h_i)
             a = B.var(0.0, 1.0, integer=True)
             h_idx[i], a_idx[i] = h, a
