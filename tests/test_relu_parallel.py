@@ -116,3 +116,26 @@ def test_bad_workers(bad):
 
 def test_workers_none_means_every_core():
     assert resolve_workers(None) == len(os.sched_getaffinity(0)) and resolve_workers(3) == 3
+
+
+def _fail(cell, nets):
+    raise ValueError("boom in a worker")
+
+
+def test_an_error_in_a_worker_is_raised_here():
+    net = ExactNet(ReLUNet([2, 4, 4, 1]).random_params(0))
+    with pytest.raises(ValueError, match="boom in a worker"):
+        list(iter_leaves([net], as_domain(None, 2), Engine(2), [], workers=2, leaf=_fail))
+    assert _no_workers_left()
+
+
+def test_a_time_limit_stops_workers_busy_with_large_tasks():
+    # workers killed while sending large results must not leave anything waiting on a
+    # half-written message (a former pool hung there)
+    p = ReLUNet([8, 16, 16, 1]).random_params(0)
+    it = iter_regions(p, (-1.0, 1.0), time_limit=1.0, workers=2)
+    t0 = time.monotonic()
+    with pytest.raises(ComputationLimitError, match="time limit"):
+        for _ in it:
+            pass
+    assert time.monotonic() - t0 < 30 and _no_workers_left()

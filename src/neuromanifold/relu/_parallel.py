@@ -8,7 +8,8 @@ its cells a few at a time to worker processes. A worker enumerates their sub-tre
 the same engine (the same exact checks: a worker's region is certified like a serial
 one), applies a function to every final cell (building a :class:`Region`, say) and sends
 the results back. They are yielded in task order, so the stream is the serial stream,
-item for item. At most a few tasks per worker are in flight: memory stays bounded.
+item for item. Each worker runs one task at a time; finished tasks wait for their turn,
+at most ``_WINDOW`` per worker: memory stays bounded.
 
 Workers are forked when the calling process runs no other thread, and started by the
 ``forkserver`` method otherwise (forking a threaded process can deadlock the child;
@@ -18,9 +19,8 @@ closed, or a budget is reached.
 
 from __future__ import annotations
 
-import collections
-import concurrent.futures
 import dataclasses
+import itertools
 import multiprocessing
 import os
 import threading
@@ -28,10 +28,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from multiprocessing import connection as mp_connection
+
 import flint
 
 from .._errors import WorkerError
-
 from ._engine import (Cell, Engine, EngineDeadline, ExactNet, initial_cell, iter_refine_stage,
                       iter_subtree, stages_of)
 
@@ -39,8 +40,6 @@ __all__ = ["iter_leaves", "resolve_workers"]
 
 #: final cells a task should hold, roughly (the first-stage cells per task adapt to it)
 _TASK_LEAVES = 64
-#: tasks submitted and not finished, per worker (one running, the others queued)
-_IN_FLIGHT = 3
 #: tasks held per worker, finished ones included: a long task at the head of the stream
 #: does not stop the other workers, whose results wait (bounded) for their turn
 _WINDOW = 32
@@ -104,6 +103,27 @@ def _run_task(cells: list[Cell]) -> tuple[list, list[int], tuple[int, ...]]:
                          engine.exact_fallbacks, engine.certificates)
 
 
+def _worker_main(conn, init_args: tuple) -> None:
+    """A worker's loop: a task in, ``("ok", result)`` or ``("error", exception)`` out,
+    until the pipe closes or ``None`` arrives."""
+    _init_worker(*init_args)
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        try:
+            reply = ("ok", _run_task(task))
+        except BaseException as exc:   # noqa: BLE001 - handed to the caller, raised there
+            reply = ("error", exc)
+        try:
+            conn.send(reply)
+        except Exception:   # the exception does not pickle: its text does
+            conn.send(("error", RuntimeError(f"{type(reply[1]).__name__}: {reply[1]}")))
+
+
 def _add_counters(engine: Engine, stats: tuple[int, ...]) -> None:
     lps, walks, proofs, fallbacks, certificates = stats
     engine.counter.count += lps
@@ -129,17 +149,84 @@ def _context():
     return ctx
 
 
-def _stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
-    """Stop the workers now (running tasks included): nothing of theirs is wanted."""
-    procs = dict(getattr(pool, "_processes", None) or {})
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in procs.values():
-        if proc.is_alive():
-            proc.terminate()
-    for proc in procs.values():
-        proc.join(timeout=5)
-    # the pool's manager thread sees its workers gone, releases its queues and exits
-    pool.shutdown(wait=True)
+class _Workers:
+    """Worker processes, each with its own pipe and at most one task at a time.
+
+    One pipe per worker and no shared queue or manager thread: a worker can be killed at
+    any moment (a budget reached, the stream closed) without leaving a half-written
+    message where another process or thread waits for it. A worker is sent a task only
+    when it is idle, so the two ends never block each other on full pipes.
+    """
+
+    def __init__(self, n: int, init_args: tuple):
+        ctx = _context()
+        self.procs, self.conns = [], []
+        self.task: dict[int, int] = {}   # worker -> id of the task it runs
+        for _ in range(n):
+            here, there = ctx.Pipe()
+            proc = ctx.Process(target=_worker_main, args=(there, init_args), daemon=True)
+            proc.start()
+            there.close()
+            self.procs.append(proc)
+            self.conns.append(here)
+
+    def idle(self) -> list[int]:
+        return [i for i in range(len(self.procs)) if i not in self.task]
+
+    def send(self, i: int, task_id: int, payload: Any) -> None:
+        try:
+            self.conns[i].send(payload)
+        except OSError:   # the worker is gone (a broken pipe)
+            self.procs[i].join(timeout=5)
+            raise self._died(i) from None
+        self.task[i] = task_id
+
+    def _died(self, i: int) -> WorkerError:
+        return WorkerError(
+            f"a worker process of the region enumeration died (exit code "
+            f"{self.procs[i].exitcode}). Out of memory? Started from a script while "
+            f"threads were running, the workers need the script's code under "
+            f"`if __name__ == '__main__':`. workers=1 runs in this process.")
+
+    def receive(self, timeout: float | None) -> list[tuple[int, Any]]:
+        """``(task id, result)`` of the tasks finished within ``timeout`` (at least one,
+        unless the time ran out). Raises :class:`WorkerError` if a busy worker died and
+        re-raises a task's exception."""
+        busy = list(self.task)
+        ready = set(mp_connection.wait([self.conns[i] for i in busy] +
+                                       [self.procs[i].sentinel for i in busy], timeout))
+        out = []
+        for i in busy:
+            conn = self.conns[i]
+            if conn in ready or (self.procs[i].sentinel in ready and conn.poll()):
+                try:
+                    kind, value = conn.recv()
+                except (EOFError, OSError):
+                    kind, value = "died", None
+            elif self.procs[i].sentinel in ready:
+                kind, value = "died", None
+            else:
+                continue
+            if kind == "died":
+                self.procs[i].join(timeout=5)
+                raise self._died(i)
+            if kind == "error":
+                raise value
+            out.append((self.task.pop(i), value))
+        return out
+
+    def stop(self) -> None:
+        """Stop every worker now (a running task included) and release the pipes."""
+        for proc in self.procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in self.procs:
+            proc.join(timeout=5)
+            if proc.is_alive():  # pragma: no cover - SIGTERM ignored
+                proc.kill()
+                proc.join(timeout=5)
+        for conn in self.conns:
+            conn.close()
 
 
 def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[int], *,
@@ -174,65 +261,50 @@ def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[i
                           "`if __name__ == '__main__':`")
     k0, l0 = stages[0]
     first = iter_refine_stage(root, k0, l0, nets[k0], engine)
-    pool = concurrent.futures.ProcessPoolExecutor(
-        workers, mp_context=_context(), initializer=_init_worker,
-        initargs=([_pack_net(n) for n in nets], engine.certify, leaf, leaf_args))
-    window: collections.deque = collections.deque()   # (cells, future), submission order
+    pool = _Workers(workers, ([_pack_net(n) for n in nets], engine.certify, leaf, leaf_args))
+    sizes: dict[int, int] = {}     # task id -> first-stage cells in it
+    results: dict[int, Any] = {}   # finished tasks waiting for their turn
+    next_id = turn = 0
     done_cells = done_leaves = 0
     exhausted = False
 
-    def submit() -> bool:
-        nonlocal exhausted
-        if exhausted:
-            return False
-        per_cell = done_leaves / done_cells if done_cells else _TASK_LEAVES
-        size = max(1, min(256, round(_TASK_LEAVES / max(per_cell, 1.0))))
-        batch = []
-        for cell in first:
-            batch.append(cell)
-            if len(batch) == size:
-                break
-        if len(batch) < size:
-            exhausted = True
-        if not batch:
-            return False
-        counts[0] += len(batch)
-        window.append((len(batch), pool.submit(_run_task, [_pack_cell(c) for c in batch])))
-        return True
-
-    def top_up() -> None:
-        busy = sum(1 for _, f in window if not f.done())
-        while len(window) < _WINDOW * workers and busy < _IN_FLIGHT * workers and submit():
-            busy += 1
+    def dispatch() -> None:
+        nonlocal next_id, exhausted
+        for i in pool.idle():
+            if exhausted or next_id - turn >= _WINDOW * workers:
+                return
+            per_cell = done_leaves / done_cells if done_cells else _TASK_LEAVES
+            size = max(1, min(256, round(_TASK_LEAVES / max(per_cell, 1.0))))
+            batch = list(itertools.islice(first, size))
+            if len(batch) < size:
+                exhausted = True
+            if not batch:
+                return
+            counts[0] += len(batch)
+            sizes[next_id] = len(batch)
+            pool.send(i, next_id, [_pack_cell(c) for c in batch])
+            next_id += 1
 
     try:
-        top_up()
-        while window:
-            ncells, fut = window[0]
-            while not fut.done():   # meanwhile, keep the workers fed
+        dispatch()
+        while turn < next_id:
+            while turn not in results:
                 timeout = None if engine.deadline is None else \
                     max(0.0, engine.deadline - time.monotonic())
-                concurrent.futures.wait([f for _, f in window if not f.done()], timeout,
-                                        return_when=concurrent.futures.FIRST_COMPLETED)
-                if engine.deadline is not None and time.monotonic() >= engine.deadline \
-                        and not fut.done():
+                for task_id, value in pool.receive(timeout):
+                    results[task_id] = value
+                if turn not in results and engine.deadline is not None and \
+                        time.monotonic() >= engine.deadline:
                     raise EngineDeadline()
-                top_up()
-            window.popleft()
-            results, sub_counts, stats = fut.result()
-            top_up()
-            done_cells += ncells
-            done_leaves += len(results)
+                dispatch()   # keep the workers fed while the head task runs
+            out, sub_counts, stats = results.pop(turn)
+            done_cells += sizes.pop(turn)
+            done_leaves += len(out)
+            turn += 1
+            dispatch()
             for s in range(1, len(stages)):
                 counts[s] += sub_counts[s]
             _add_counters(engine, stats)
-            yield from results
-        pool.shutdown(wait=True)   # every task done: the workers exit by themselves
-    except concurrent.futures.process.BrokenProcessPool as exc:
-        raise WorkerError(
-            f"a worker process of the region enumeration (workers={workers}) died "
-            f"({exc}). Out of memory? Started from a script while threads were running, "
-            f"the workers need the script's code under `if __name__ == '__main__':`. "
-            f"workers=1 runs in this process.") from None
+            yield from out
     finally:
-        _stop(pool)
+        pool.stop()
