@@ -318,13 +318,15 @@ class Engine:
         return pf, p, radius
 
     @staticmethod
-    def _inside(rows_q, offs_q, xq, rows_f=None, offs_f=None) -> bool:
+    def _inside(rows_q, offs_q, xq, rows_f=None, offs_f=None, xf=None) -> bool:
         """Whether ``xq`` satisfies every row strictly, exactly. With the float copies of
         the rows, a row whose float slack exceeds its rounding bound (see
-        :func:`float_signs`) is settled in floats; the others are checked exactly."""
+        :func:`float_signs`) is settled in floats; the others are checked exactly.
+        ``xf``: the floats nearest to ``xq`` when the caller has them (else computed)."""
         todo = range(len(rows_q))
         if rows_f is not None and len(rows_q):
-            xf = np.array([_float(v) for v in xq])
+            if xf is None:
+                xf = np.array([_float(v) for v in xq])
             sign = float_signs(-rows_f, offs_f, xf)
             if np.any(sign < 0):
                 return False
@@ -658,10 +660,6 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
         z = dot(aq[j], xq) + cq[j]
         return (z > 0) - (z < 0)
 
-    def sign_at(j: int, xf: np.ndarray, xq) -> int:
-        s = int(float_signs(Zf[j:j + 1, :d], Zf[j:j + 1, d], xf)[0])
-        return s if s else exact_sign(j, xq)
-
     def admit(geo: Cell, rows, xf: np.ndarray):
         """``xf`` as an exact point if it is strictly inside ``geo`` and the extra
         ``rows`` (exact check when certifying), else None."""
@@ -672,12 +670,18 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             ok = bool(np.all(geo.rows_f @ xf < geo.offs_f)) and \
                 all(float(r[2] @ xf) < r[3] for r in rows)
             return xq if ok else None
-        for r in rows:   # the new rows first: they are the likely ones to fail
-            sg = int(float_signs(r[2][None, :], np.array([-r[3]]), xf)[0])
-            if sg > 0 or (sg == 0 and not dot(r[0], xq) < r[1]):
+        # one float check of the new rows and the cell's rows (xq is exactly xf); the
+        # rows it leaves undecided are checked exactly, the new ones first
+        sg = float_signs(-np.vstack([np.array([r[2] for r in rows]), geo.rows_f]),
+                         np.concatenate([[r[3] for r in rows], geo.offs_f]), xf)
+        if np.any(sg < 0):
+            return None
+        m = len(rows)
+        for i in np.nonzero(sg == 0)[0].tolist():
+            a, c = (rows[i][0], rows[i][1]) if i < m else (geo.rows_q[i - m], geo.offs_q[i - m])
+            if not dot(a, xq) < c:
                 return None
-        return xq if engine._inside(geo.rows_q, geo.offs_q, xq, geo.rows_f, geo.offs_f) \
-            else None
+        return xq
 
     stack = [(cell, bits0, cand0)]
     while stack:
@@ -688,6 +692,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
         newf: list = []   # points found at this node: floats, exact, radius in geo
         newq: list = []
         newr: list = []
+        news: list = []   # float signs of every candidate at each new point (0: undecided)
         crossing: list[int] = []
         geo_n = None
         if cand:
@@ -699,10 +704,14 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             has_pos = (S > 0).any(axis=1).tolist()
             has_neg = (S < 0).any(axis=1).tolist()
             has_zero = (S == 0).any(axis=1).tolist() if zs[0].size else [False] * len(cand)
+            Zc = (Zf[ci, :d], Zf[ci, d])
+
+            def cand_signs(xf: np.ndarray) -> np.ndarray:
+                return float_signs(Zc[0], Zc[1], xf)
         for t, j in enumerate(cand):
             pos, neg, through = has_pos[t], has_neg[t], has_zero[t]
-            for xf, xq in zip(newf, newq):
-                s = sign_at(j, xf, xq)
+            for sg, xq in zip(news, newq):
+                s = int(sg[t]) or exact_sign(j, xq)
                 pos, neg, through = pos or s > 0, neg or s < 0, through or s == 0
             if pos and neg:
                 crossing.append(j)
@@ -721,7 +730,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
                         xf = Pf[i] + sgn * step * unit
                         xq = admit(geo, [side_row(j, sgn > 0)], xf) if step > 0 else None
                         if xq is not None:
-                            newf.append(xf), newq.append(xq)
+                            newf.append(xf), newq.append(xq), news.append(cand_signs(xf))
                             newr.append(float(_radii(geo, xf[None, :])[0]))
                 crossing.append(j)
                 continue
@@ -747,7 +756,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
                 xf = xb + lam * (x0 - xb)
                 xq = admit(geo, [(ra, rc, rfa, rfc)], xf) if lam > 0 else None
                 if xq is not None:
-                    newf.append(xf), newq.append(xq)
+                    newf.append(xf), newq.append(xq), news.append(cand_signs(xf))
                     newr.append(float(_radii(geo, xf[None, :])[0]))
                     crossing.append(j)
                     continue
@@ -774,7 +783,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             if res is None:
                 bits[j] = near
             else:
-                newf.append(res[0]), newq.append(res[1])
+                newf.append(res[0]), newq.append(res[1]), news.append(cand_signs(res[0]))
                 newr.append(float(_radii(geo, res[0][None, :])[0]))
                 crossing.append(j)
         if not crossing:
@@ -815,8 +824,11 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
 def _recenter(geo: Cell, engine: Engine) -> Cell:
     """``geo`` with a deeper center: a float walk from its best pool point towards the
     Chebyshev centre (the largest inscribed ball; at most ``d + 3`` steps of
-    :func:`_ascent` on ``max r : a_i . x + |a_i| r <= c_i, r <= RADIUS_CAP``). The point
-    reached is kept (and pooled) when its ball is larger and it passes the exact check."""
+    :func:`_ascent` on ``max r : a_i . x + |a_i| r <= c_i, r <= RADIUS_CAP``, compiled as
+    :func:`neuromanifold.relu._walk.center_kernel`). The point reached is kept (and
+    pooled) when its ball is larger and it passes the exact check."""
+    from . import _walk
+
     d = engine.d
     k = geo.rows_f.shape[0]
     Pf, Pq, Pr = geo.pool()
@@ -824,38 +836,32 @@ def _recenter(geo: Cell, engine: Engine) -> Cell:
     r0 = float(Pr[i])
     if k == 0 or not 0 < r0 < RADIUS_CAP:
         return geo
-    An, cn, _ = _unit_rows(geo)
-    A2 = np.zeros((k + 1, d + 1))
-    A2[:k, :d] = An
-    A2[:k, d] = 1.0
-    A2[k, d] = 1.0
-    c2 = np.append(cn, RADIUS_CAP)
-    g = np.zeros(d + 1)
-    g[d] = 1.0
-    trace: list = []
-    _ascent(A2, c2, np.append(Pf[i], r0 * (1.0 - 1e-6)), g, np.inf, d + 3, trace)
-    if not trace:
-        return geo
-    x = trace[0][:d]
-    r = float(_radii(geo, x[None, :])[0])
+    x, r = _walk.center_kernel(np.ascontiguousarray(geo.rows_f, dtype=float),
+                               np.ascontiguousarray(geo.offs_f, dtype=float),
+                               np.ascontiguousarray(Pf[i], dtype=float), r0, RADIUS_CAP, d + 3)
     if not (r > r0 * (1.0 + 1e-6) and np.all(np.isfinite(x))):
         return geo
     xq = [_fq(v) for v in x]
-    if engine.certify and not engine._inside(geo.rows_q, geo.offs_q, xq, geo.rows_f, geo.offs_f):
+    if engine.certify and not engine._inside(geo.rows_q, geo.offs_q, xq, geo.rows_f,
+                                             geo.offs_f, xf=x):
         return geo
     pts = (np.vstack([Pf, x[None, :]]), Pq + [xq], np.append(Pr, r))
     return dataclasses.replace(geo, center_f=x, center_q=xq, radius=r, points=pts)
 
 
 def _leaf(geo: Cell, bits: list, n: int, k: int, Zq) -> Cell:
-    """The cell ``geo`` with the layer's pattern ``bits`` and its exact map appended."""
+    """The cell ``geo`` with the layer's pattern ``bits`` and its exact map appended (a
+    copy of ``Zq`` with the rows of the inactive neurons set to zero: copying the flint
+    matrix and zeroing entries is about three times cheaper than building it from a list
+    of its entries)."""
     mask = np.array(bits, dtype=bool)
     w = Zq.ncols()
-    ent = Zq.entries()
-    for i in np.nonzero(~mask)[0]:
-        ent[i * w: (i + 1) * w] = [_ZERO] * w
+    M = flint.fmpq_mat(Zq)
+    for i in np.nonzero(~mask)[0].tolist():
+        for c in range(w):
+            M[i, c] = _ZERO
     maps_q = list(geo.maps_q)
-    maps_q[k] = flint.fmpq_mat(n, w, ent)
+    maps_q[k] = M
     patterns = [list(p) for p in geo.patterns]
     patterns[k].append(mask)
     return dataclasses.replace(geo, maps_q=maps_q, patterns=patterns)

@@ -137,3 +137,58 @@ def ascent_kernel(A, c, x0, g, target, max_iter):
         W[m] = r
         m += 1
     return NONE, x, x, no_w, no_lam
+
+
+@njit(cache=True)
+def ball_radius(A, c, x, cap):
+    """Float radius of the largest ball around ``x`` inside ``{y : A y <= c}``: the least
+    ``(c_i - A_i . x) / |A_i|`` (rows with a zero norm are skipped), capped at ``cap`` and
+    at least 0 (0 where rounding makes ``x`` look outside)."""
+    k, d = A.shape
+    r = cap
+    for i in range(k):
+        nn = 0.0
+        ax = 0.0
+        for j in range(d):
+            nn += A[i, j] * A[i, j]
+            ax += A[i, j] * x[j]
+        if nn > 0.0:
+            s = (c[i] - ax) / math.sqrt(nn)
+            if s < r:
+                r = s
+    return max(r, 0.0)
+
+
+@njit(cache=True)
+def center_kernel(A, c, x0, r0, cap, max_iter):
+    """A float walk from ``x0`` (strictly inside ``{x : A x <= c}``, with a ball of radius
+    ``r0`` around it) towards the Chebyshev centre: :func:`ascent_kernel` on
+    ``max r : A_i . x + |A_i| r <= c_i, r <= cap`` (rows scaled to unit length) for at most
+    ``max_iter`` steps, started at ``(x0, r0 (1 - 1e-6))``.
+
+    Returns:
+        ``(x, r)``: the last point the walk reached and the radius of its ball in the
+        cell (:func:`ball_radius`); ``(x0, r0)``-like values when the walk did not move.
+    """
+    k, d = A.shape
+    A2 = np.zeros((k + 1, d + 1))
+    c2 = np.empty(k + 1)
+    for i in range(k):
+        nn = 0.0
+        for j in range(d):
+            nn += A[i, j] * A[i, j]
+        inv = 1.0 / math.sqrt(nn)
+        for j in range(d):
+            A2[i, j] = A[i, j] * inv
+        A2[i, d] = 1.0
+        c2[i] = c[i] * inv
+    A2[k, d] = 1.0
+    c2[k] = cap
+    g = np.zeros(d + 1)
+    g[d] = 1.0
+    y0 = np.empty(d + 1)
+    y0[:d] = x0
+    y0[d] = r0 * (1.0 - 1e-6)
+    _, _, last, _, _ = ascent_kernel(A2, c2, y0, g, np.inf, max_iter)
+    x = last[:d].copy()
+    return x, ball_radius(A, c, x, cap)
