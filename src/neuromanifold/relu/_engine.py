@@ -352,16 +352,13 @@ def float_signs(A: np.ndarray, c: np.ndarray, x: np.ndarray) -> np.ndarray:
     (then the caller decides exactly). Valid when every float is within a relative 2**-53 of the exact value it
     stands for (the pow2-scaled rows and centers of the engine; clipped values, at or
     above 1e300, are never trusted)."""
-    z = A @ x + c
-    ax = np.abs(x)
-    s = np.abs(A) @ ax + np.abs(c)
-    # relative rounding, plus the absolute error of entries that underflowed (at most
-    # 2**-1074 each) times the point's size
-    tau = _sign_rel(x.size) * s + 2.0 ** -1070 * (1.0 + float(ax.sum()))
-    out = (z > tau).astype(np.int8) - (z < -tau)
-    if not s.max(initial=0.0) < 1e300:  # clipped or non-finite values: decide exactly
-        out[~(s < 1e300)] = 0
-    return out
+    from . import _walk
+
+    S, _ = _walk.signs_kernel(np.ascontiguousarray(A, dtype=float),
+                              np.ascontiguousarray(c, dtype=float),
+                              np.ascontiguousarray(x, dtype=float).reshape(1, -1),
+                              _sign_rel(x.size))
+    return S[:, 0]
 
 
 def _motzkin(Sq, sq, y, E, e, mu) -> bool:
@@ -538,14 +535,11 @@ def float_signs_at(A: np.ndarray, c: np.ndarray, X: np.ndarray) -> tuple[np.ndar
     """:func:`float_signs` of the affine functions ``A[i] . x + c[i]`` at every row ``x`` of
     ``X`` at once: ``(signs, values)``, both of shape ``(len(A), len(X))``; a sign is 0
     where floating point does not decide it (then the caller decides exactly)."""
-    Z = A @ X.T + c[:, None]
-    aX = np.abs(X)
-    S = np.abs(A) @ aX.T + np.abs(c)[:, None]
-    tau = _sign_rel(X.shape[1]) * S + 2.0 ** -1070 * (1.0 + aX.sum(axis=1))[None, :]
-    out = (Z > tau).astype(np.int8) - (Z < -tau)
-    if not S.max(initial=0.0) < 1e300:
-        out[~(S < 1e300)] = 0
-    return out, Z
+    from . import _walk
+
+    return _walk.signs_kernel(np.ascontiguousarray(A, dtype=float),
+                              np.ascontiguousarray(c, dtype=float),
+                              np.ascontiguousarray(X, dtype=float), _sign_rel(X.shape[1]))
 
 
 def _radii(cell: "Cell", X: np.ndarray) -> np.ndarray:

@@ -192,3 +192,41 @@ def center_kernel(A, c, x0, r0, cap, max_iter):
     _, _, last, _, _ = ascent_kernel(A2, c2, y0, g, np.inf, max_iter)
     x = last[:d].copy()
     return x, ball_radius(A, c, x, cap)
+
+
+@njit(cache=True)
+def signs_kernel(A, c, X, rel):
+    """Float values and trusted signs of the affine functions ``A[i] . x + c[i]`` at every
+    row ``x`` of ``X``: the compiled body of
+    :func:`neuromanifold.relu._engine.float_signs_at` (see there for the rounding bound
+    ``rel * (|A| |x| + |c|) + 2**-1070 (1 + |x|_1)``; a sign is 0 where the value does
+    not exceed it, or where ``|A| |x| + |c|`` is not below 1e300).
+
+    Returns:
+        ``(signs, values)``, int8 and float arrays of shape ``(len(A), len(X))``.
+    """
+    m, d = A.shape
+    n = X.shape[0]
+    S = np.zeros((m, n), np.int8)
+    Z = np.empty((m, n))
+    for p in range(n):
+        ax1 = 0.0
+        for j in range(d):
+            ax1 += abs(X[p, j])
+        floor = 2.0 ** -1070 * (1.0 + ax1)
+        for i in range(m):
+            z = 0.0
+            s = 0.0
+            for j in range(d):
+                z += A[i, j] * X[p, j]
+                s += abs(A[i, j]) * abs(X[p, j])
+            z += c[i]
+            s += abs(c[i])
+            Z[i, p] = z
+            if s < 1e300:
+                tau = rel * s + floor
+                if z > tau:
+                    S[i, p] = 1
+                elif z < -tau:
+                    S[i, p] = -1
+    return S, Z
