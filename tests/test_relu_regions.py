@@ -538,3 +538,57 @@ def test_regions_equal_the_former_refinement(data, domain, widths):
     R = regions(p, domain)
     assert R.certified
     assert {flat_pattern(r) for r in R} == reference_patterns(p, domain), kind
+
+
+def _square_reference(S, s):
+    """The certificate test of ``_square_certificate`` by a Fraction solve: ``y`` with
+    ``sum_i y_i S[i] = -S[d]`` (None when the first d rows are dependent)."""
+    from fractions import Fraction
+    d = len(S) - 1
+    M = [[Fraction(S[k][i]) for k in range(d)] + [-Fraction(S[d][i])] for i in range(d)]
+    for col in range(d):
+        piv = next((r for r in range(col, d) if M[r][col] != 0), None)
+        if piv is None:
+            return None
+        M[col], M[piv] = M[piv], M[col]
+        for r in range(d):
+            if r != col and M[r][col] != 0:
+                f = M[r][col] / M[col][col]
+                M[r] = [a - f * b for a, b in zip(M[r], M[col])]
+    y = [M[i][d] / M[i][i] for i in range(d)]
+    if any(v < 0 for v in y):
+        return False
+    return sum(v * Fraction(c) for v, c in zip(y, s)) + Fraction(s[d]) <= 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 10**6), d=st.integers(1, 8),
+       kind=st.sampled_from(["random", "combination", "touching", "dependent", "zero_y"]))
+def test_square_certificate_equals_a_rational_solve(seed, d, kind):
+    """The exact emptiness test of d + 1 rows (the walk's active walls and the far side)
+    agrees with a plain rational solve, on random dyadic rows and on the boundary cases:
+    the last row a non-negative combination of the others (certificate or not by the
+    offsets), the certificate's sum exactly 0 (the strict system is then empty), dependent
+    walls, and multipliers exactly 0."""
+    from neuromanifold.exact import to_fmpq
+    from neuromanifold.relu._engine import _square_certificate
+    rng = np.random.default_rng(seed)
+    S = rng.integers(-8, 9, (d + 1, d)) / 4.0
+    if kind in ("random", "dependent"):   # rows of very different sizes
+        S = S * 2.0 ** rng.integers(-40, 40, (d + 1, 1))
+    s = rng.integers(-8, 9, d + 1) / 8.0
+    if kind in ("combination", "touching", "zero_y"):
+        y = rng.integers(0, 4, d) / 2.0
+        if kind == "zero_y":
+            y[0] = 0.0
+        S[d] = -(y @ S[:d])                # exact: small dyadic numbers
+        if kind == "touching":
+            s[d] = -(y @ s[:d])            # sum y_i s_i + s_d == 0 exactly
+    elif kind == "dependent" and d >= 2:
+        S[1] = 3.0 * S[0]
+    Sq = [[to_fmpq(float(v)) for v in row] for row in S]
+    sq = [to_fmpq(float(v)) for v in s]
+    got = _square_certificate(Sq, sq)
+    assert got == _square_reference(S.tolist(), s.tolist())
+    if kind == "touching" and got is not None:
+        assert got
