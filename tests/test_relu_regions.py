@@ -592,3 +592,22 @@ def test_square_certificate_equals_a_rational_solve(seed, d, kind):
     assert got == _square_reference(S.tolist(), s.tolist())
     if kind == "touching" and got is not None:
         assert got
+
+
+@settings(max_examples=100, deadline=None)
+@given(p=st.integers(-10**40, 10**40), q=st.integers(1, 10**40))
+def test_region_fractions_equal_the_checked_conversion(p, q):
+    """The regions' fast fmpq -> Fraction conversion (no gcd: flint's values are in lowest
+    terms) gives the same Fraction as the checked one: value, terms, hash, arithmetic."""
+    import flint
+    from fractions import Fraction
+    from neuromanifold.exact import fmpq_to_fraction
+    from neuromanifold.relu._regions import _fraction, _fractions
+    v = flint.fmpq(p, q)
+    f, ref = _fraction(v), fmpq_to_fraction(v)
+    assert (f.numerator, f.denominator) == (ref.numerator, ref.denominator) == (Fraction(p, q).numerator, Fraction(p, q).denominator)
+    assert f == ref and hash(f) == hash(ref) and f + 1 == ref + 1
+    M = flint.fmpq_mat(2, 2, [v, 0, -v, 1])
+    F = _fractions(M)
+    assert F.shape == (2, 2) and F.dtype == object
+    assert F.tolist() == [[ref, 0], [-ref, 1]]
