@@ -150,3 +150,42 @@ def test_center_walk_reaches_the_chebyshev_centre_of_a_box():
     assert r == pytest.approx(1.0) and abs(x[1]) < 1e-12 and -1e-12 <= x[0] - 0.0 <= 2.0 + 1e-12
     # the cap bounds the radius reported
     assert center_kernel(A, c, np.array([2.5, 0.5]), 0.5, 0.75, 5)[1] == pytest.approx(0.75)
+
+
+# -- the compiled choice of the walk's start and the ball radius ------------------------------
+
+def _reach_reference(An, slack, u):
+    rate = An @ u
+    up = rate > 0
+    if not up.any():
+        return np.full(slack.shape[1], np.inf)
+    return np.clip((slack[up] / rate[up][:, None]).min(axis=0), 0.0, None)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), d=st.integers(1, 6), k=st.integers(0, 12),
+       m=st.integers(1, 6), ties=st.booleans())
+def test_best_start_is_the_point_with_the_most_room(seed, d, k, m, ties):
+    from neuromanifold.relu._walk import best_start
+    rng = np.random.default_rng(seed)
+    An = rng.standard_normal((k, d))
+    An /= np.maximum(np.linalg.norm(An, axis=1), 1e-300)[:, None]
+    slack = rng.random((k, m)) * (rng.random((k, m)) > 0.2)   # some points on a wall
+    u = rng.standard_normal(d)
+    dist = rng.random(m)
+    if ties:
+        slack[:, -1], dist[-1] = slack[:, 0], dist[0]   # the first of equal points wins
+    ref = int(np.argmax(_reach_reference(An, slack, u) - dist))
+    assert best_start(An, slack, u, dist) == ref
+
+
+def test_ball_radius_matches_the_slack_formula_and_caps():
+    from neuromanifold.relu._walk import ball_radius
+    A = np.array([[2.0, 0.0], [0.0, -1.0], [-1.0, -1.0]])
+    c = np.array([4.0, 1.0, 3.0])
+    x = np.array([1.0, 0.5])
+    ref = float(np.min((c - A @ x) / np.linalg.norm(A, axis=1)))
+    assert ball_radius(A, c, x, 10.0) == pytest.approx(ref, rel=1e-15)
+    assert ball_radius(A, c, x, 0.25) == 0.25
+    assert ball_radius(A, c, np.array([5.0, 0.0]), 10.0) == 0.0   # outside: 0
+    assert ball_radius(np.zeros((0, 2)), np.zeros(0), x, 0.5) == 0.5   # no wall: the cap

@@ -560,6 +560,15 @@ def _radii(cell: "Cell", X: np.ndarray) -> np.ndarray:
     return np.clip(np.minimum(slack.min(axis=0), RADIUS_CAP), 0.0, None)
 
 
+def _radius(cell: "Cell", x: np.ndarray) -> float:
+    """:func:`_radii` of one point (compiled: :func:`neuromanifold.relu._walk.ball_radius`)."""
+    from . import _walk
+
+    return float(_walk.ball_radius(np.ascontiguousarray(cell.rows_f, dtype=float),
+                                   np.ascontiguousarray(cell.offs_f, dtype=float),
+                                   np.ascontiguousarray(x, dtype=float), RADIUS_CAP))
+
+
 def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target: float,
             max_iter: int, trace: list | None = None):
     """Maximize ``g . x`` over ``{x : A x <= c}`` (rows of unit length) by an active-set
@@ -590,17 +599,6 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
     return None
 
 
-def _reach_from(An: np.ndarray, slack: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """How far each point can move along the direction ``u`` inside the cell (float;
-    ``inf`` when no wall blocks it), from the unit rows ``An`` and the points' slacks
-    ``slack`` (rows x points)."""
-    rate = An @ u
-    up = rate > 0
-    if not up.any():
-        return np.full(slack.shape[1], np.inf)
-    return np.clip((slack[up] / rate[up][:, None]).min(axis=0), 0.0, None)
-
-
 def _unit_rows(cell: "Cell") -> tuple:
     """The cell's float rows and offsets divided by the rows' norms, and ``1 / norms``."""
     nrm = np.sqrt(np.einsum("ij,ij->i", cell.rows_f, cell.rows_f))
@@ -626,6 +624,8 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
     the sub-tree, non-empty adds the LP's point to the pool. A split hands each side the
     pool points on that side, so a split itself never needs an LP.
     """
+    from . import _walk
+
     d = engine.d
     certify = engine.certify
     Zq = net.Wq[l] * cell.maps_q[k] + net.Baugq[l]
@@ -733,7 +733,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
                         xq = admit(geo, [side_row(j, sgn > 0)], xf) if step > 0 else None
                         if xq is not None:
                             newf.append(xf), newq.append(xq), news.append(cand_signs(xf))
-                            newr.append(float(_radii(geo, xf[None, :])[0]))
+                            newr.append(_radius(geo, xf))
                 crossing.append(j)
                 continue
             near = pos
@@ -747,7 +747,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             if geo_n is None:
                 geo_n = _unit_rows(geo)
                 slack_n = geo_n[1][:, None] - geo_n[0] @ Pf.T   # (rows, pool points)
-            i = int(np.argmax(_reach_from(geo_n[0], slack_n, direc) - dist))
+            i = int(_walk.best_start(geo_n[0], slack_n, direc, dist))
             engine.walks += 1
             out = _ascent(geo_n[0], geo_n[1], Pf[i], -rfa / nrm, -rfc / nrm, 3 * d + 6)
             if out is not None and out[0] == "cross":
@@ -759,7 +759,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
                 xq = admit(geo, [(ra, rc, rfa, rfc)], xf) if lam > 0 else None
                 if xq is not None:
                     newf.append(xf), newq.append(xq), news.append(cand_signs(xf))
-                    newr.append(float(_radii(geo, xf[None, :])[0]))
+                    newr.append(_radius(geo, xf))
                     crossing.append(j)
                     continue
             elif out is not None and certify:
@@ -786,7 +786,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
                 bits[j] = near
             else:
                 newf.append(res[0]), newq.append(res[1]), news.append(cand_signs(res[0]))
-                newr.append(float(_radii(geo, res[0][None, :])[0]))
+                newr.append(_radius(geo, res[0]))
                 crossing.append(j)
         if not crossing:
             yield _leaf(_recenter(geo, engine), bits, n, k, Zq)

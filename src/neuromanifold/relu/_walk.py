@@ -230,3 +230,38 @@ def signs_kernel(A, c, X, rel):
                 elif z < -tau:
                     S[i, p] = -1
     return S, Z
+
+
+@njit(cache=True)
+def best_start(An, slack, u, dist):
+    """The pool point with the most room along ``u`` past its distance ``dist`` to the
+    hyperplane: ``argmax_p (reach_p - dist_p)``, where ``reach_p`` is how far point p can
+    move along ``u`` inside the cell (``min slack[i, p] / (An[i] . u)`` over the rows
+    with ``An[i] . u > 0``, at least 0; ``inf`` when no row blocks it). ``An``: the unit
+    rows, ``slack``: rows by points. The first maximum (or the first NaN) wins, like
+    ``numpy.argmax``."""
+    k, d = An.shape
+    n = slack.shape[1]
+    rate = np.empty(k)
+    for i in range(k):
+        t = 0.0
+        for j in range(d):
+            t += An[i, j] * u[j]
+        rate[i] = t
+    best = 0
+    bv = -np.inf
+    for p in range(n):
+        reach = np.inf
+        for i in range(k):
+            if rate[i] > 0.0:
+                v = slack[i, p] / rate[i]
+                if v < reach:
+                    reach = v
+        if reach < 0.0:
+            reach = 0.0
+        val = reach - dist[p]
+        if np.isnan(val):
+            return p
+        if p == 0 or val > bv:
+            best, bv = p, val
+    return best
