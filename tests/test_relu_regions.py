@@ -611,3 +611,44 @@ def test_region_fractions_equal_the_checked_conversion(p, q):
     F = _fractions(M)
     assert F.shape == (2, 2) and F.dtype == object
     assert F.tolist() == [[ref, 0], [-ref, 1]]
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(0, 6), d=st.integers(1, 5))
+def test_pow2_rows_are_the_rounded_scaled_exact_rows(seed, n, d):
+    """The float copies of a layer's exact rows (all rows at once, entry by entry for the
+    rows near the float range limits): each float is the correctly rounded exact entry
+    times 2**-e, e the binary exponent of the row's largest linear entry (of its largest
+    entry when the linear part is 0); exact zero rows stay 0."""
+    import flint
+    from neuromanifold.relu._engine import _pow2_rows
+    rng = np.random.default_rng(seed)
+    ent = []
+    for _ in range(n):
+        scale = flint.fmpq(2) ** int(rng.choice([0, 0, -1000, 1000, -1070, 1060, 500, -500]))
+        for _ in range(d + 1):
+            r = rng.random()
+            v = 0 if r < 0.2 else (flint.fmpq(int(rng.integers(-9, 10)), 3) if r < 0.4 else
+                                   flint.fmpq(*float(rng.standard_normal()).as_integer_ratio()))
+            ent.append(flint.fmpq(v) * scale)
+        if rng.random() < 0.2:
+            ent[-(d + 1):-1] = [flint.fmpq(0)] * d       # linear part 0: the offset leads
+        if rng.random() < 0.3:   # an entry that underflows on its own, not once scaled
+            ent[-1 - int(rng.integers(0, d + 1))] = flint.fmpq(1, 3) * flint.fmpq(2) ** -1100
+    out, ex = _pow2_rows(ent, n, d)
+    assert out.shape == (n, d + 1) and ex.shape == (n,)
+    for j in range(n):
+        row = ent[j * (d + 1): (j + 1) * (d + 1)]
+        if all(v == 0 for v in row):
+            assert not out[j].any()
+            continue
+        f = flint.fmpq(2) ** -int(ex[j])
+        for v, got in zip(row, out[j]):
+            x = v * f
+            try:
+                ref = int(x.p) / int(x.q)    # correctly rounded
+            except OverflowError:
+                ref = 1e300 if x > 0 else -1e300
+            assert got == ref
+        lead = [abs(v * f) for v in (row[:d] if any(v != 0 for v in row[:d]) else row)]
+        assert flint.fmpq(1, 2) <= max(lead) < 2   # e is the leading exponent (within one)

@@ -500,28 +500,27 @@ def _pow2_rows(ent: Sequence[flint.fmpq], n: int, d: int) -> tuple[np.ndarray, n
         F = np.array([float(v) for v in ent]).reshape(n, d + 1)
     except OverflowError:
         F = None
-    for j in range(n):
-        row = None if F is None else F[j]
-        if row is not None:
-            lin = np.abs(row[:d])
-            m = float(lin.max()) if lin.size else 0.0
-            if m == 0.0:
-                m = float(np.abs(row).max())
-            a = np.abs(row)
-            nz = a[a > 0]
-            zeros = np.nonzero(a == 0)[0]
-            ok = m > 0 and bool(np.all(nz > _SAFE_LO)) and bool(np.all(nz < _SAFE_HI)) and \
-                all(ent[j * (d + 1) + i] == 0 for i in zeros)
-            if ok:
-                e = int(np.frexp(m)[1]) - 1
-                scaled = np.ldexp(row, -e)
-                sz = np.abs(scaled)
-                if bool(np.all(sz[sz > 0] > _SAFE_LO)):
-                    out[j] = scaled
-                    ex[j] = e
-                    continue
-            elif m == 0 and all(v == 0 for v in ent[j * (d + 1): (j + 1) * (d + 1)]):
-                continue
+    if F is None:
+        rest = range(n)
+    else:   # every row at once; the rows that fail a check go entry by entry below
+        A = np.abs(F)
+        m = A[:, :d].max(axis=1)
+        m = np.where(m == 0.0, A.max(axis=1), m)
+        pos = A > 0
+        ok = (m > 0) & np.all(~pos | ((A > _SAFE_LO) & (A < _SAFE_HI)), axis=1)
+        for j, i in zip(*np.nonzero(~pos & ok[:, None])):   # a float 0 must be an exact 0
+            if ent[j * (d + 1) + i] != 0:
+                ok[j] = False
+        e = np.frexp(m)[1].astype(np.int64) - 1
+        with np.errstate(over="ignore"):   # rows out of range are not used
+            scaled = np.ldexp(F, -e[:, None])
+        sz = np.abs(scaled)
+        ok &= np.all((sz == 0) | (sz > _SAFE_LO), axis=1)
+        out[ok] = scaled[ok]
+        ex[ok] = e[ok]
+        rest = [j for j in np.nonzero(~ok)[0].tolist()
+                if not (m[j] == 0 and all(v == 0 for v in ent[j * (d + 1): (j + 1) * (d + 1)]))]
+    for j in rest:
         out[j], ex[j] = pow2_floats(ent[j * (d + 1): (j + 1) * (d + 1)], d)
     return out, ex
 
