@@ -214,7 +214,7 @@ def test_lying_walks_are_caught_by_the_exact_checks(monkeypatch, lie):
 
     def lying(A, c, x0, g, target, max_iter, trace=None):
         calls.append(1)
-        if trace is not None:   # the re-centering walk: a point anywhere, often outside
+        if trace is not None:
             trace[:] = [x0 + rng.standard_normal(x0.size) * 10.0 ** rng.integers(-12, 2)]
         kind = lie if lie != "both" else ("max", "cross")[len(calls) % 2]
         if kind == "max":
@@ -222,11 +222,17 @@ def test_lying_walks_are_caught_by_the_exact_checks(monkeypatch, lie):
             return "max", list(range(k)), np.ones(k)
         return "cross", x0 + rng.standard_normal(x0.size) * 10.0 ** rng.integers(-12, 2)
 
+    def lying_center(A, c, x0, r0, max_iter):
+        # the re-centering walk: a point anywhere, often outside, with a bogus large ball
+        calls.append(2)
+        return x0 + rng.standard_normal(x0.size) * 10.0 ** rng.integers(-12, 2), 10.0
+
     for widths, domain in [([2, 4, 3, 1], None), ([3, 5, 4, 1], (-1, 1)), ([2, 3, 3, 2], "orthant")]:
         p = ReLUNet(widths).random_params(4)
         ref = {flat_pattern(r) for r in regions(p, domain)}
         with monkeypatch.context() as m:
             m.setattr(_engine, "_ascent", lying)
+            m.setattr(_engine, "_center_walk", lying_center)
             R = regions(p, domain)
         assert {flat_pattern(r) for r in R} == ref and R.certified and R.num_lps > 0
         net = ExactNet(p)
@@ -234,7 +240,7 @@ def test_lying_walks_are_caught_by_the_exact_checks(monkeypatch, lie):
             _, pre = exact_forward(net, r.point_exact)
             assert all((z > 0) == bool(a) and z != 0
                        for zs, mask in zip(pre, r.pattern) for z, a in zip(zs, mask))
-    assert calls
+    assert 1 in calls and 2 in calls
 
 
 def test_region_evaluate_rejects_bad_inputs():

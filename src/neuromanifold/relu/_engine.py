@@ -822,14 +822,27 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             stack.append((child, b, rest))
 
 
+def _center_walk(A: np.ndarray, c: np.ndarray, x0: np.ndarray, r0: float,
+                 max_iter: int) -> tuple[np.ndarray, float]:
+    """The float walk of :func:`_recenter` (compiled:
+    :func:`neuromanifold.relu._walk.center_kernel`): the point reached from ``x0`` and the
+    float radius of its ball in ``{x : A x <= c}``. A proposal only: the point is kept
+    when it passes the exact check."""
+    from . import _walk
+
+    x, r = _walk.center_kernel(np.ascontiguousarray(A, dtype=float),
+                               np.ascontiguousarray(c, dtype=float),
+                               np.ascontiguousarray(x0, dtype=float), float(r0), RADIUS_CAP,
+                               int(max_iter))
+    return x, float(r)
+
+
 def _recenter(geo: Cell, engine: Engine) -> Cell:
     """``geo`` with a deeper center: a float walk from its best pool point towards the
     Chebyshev centre (the largest inscribed ball; at most ``d + 3`` steps of
     :func:`_ascent` on ``max r : a_i . x + |a_i| r <= c_i, r <= RADIUS_CAP``, compiled as
     :func:`neuromanifold.relu._walk.center_kernel`). The point reached is kept (and
     pooled) when its ball is larger and it passes the exact check."""
-    from . import _walk
-
     d = engine.d
     k = geo.rows_f.shape[0]
     Pf, Pq, Pr = geo.pool()
@@ -837,9 +850,7 @@ def _recenter(geo: Cell, engine: Engine) -> Cell:
     r0 = float(Pr[i])
     if k == 0 or not 0 < r0 < RADIUS_CAP:
         return geo
-    x, r = _walk.center_kernel(np.ascontiguousarray(geo.rows_f, dtype=float),
-                               np.ascontiguousarray(geo.offs_f, dtype=float),
-                               np.ascontiguousarray(Pf[i], dtype=float), r0, RADIUS_CAP, d + 3)
+    x, r = _center_walk(geo.rows_f, geo.offs_f, Pf[i], r0, d + 3)
     if not (r > r0 * (1.0 + 1e-6) and np.all(np.isfinite(x))):
         return geo
     xq = [_fq(v) for v in x]
