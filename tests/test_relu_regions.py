@@ -658,3 +658,28 @@ def test_pow2_rows_are_the_rounded_scaled_exact_rows(seed, n, d):
             assert got == ref
         lead = [abs(v * f) for v in (row[:d] if any(v != 0 for v in row[:d]) else row)]
         assert flint.fmpq(1, 2) <= max(lead) < 2   # e is the leading exponent (within one)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 9), w=st.integers(1, 5),
+       with_entries=st.booleans())
+def test_leaf_map_is_the_masked_stage_map(seed, n, w, with_entries):
+    """A leaf's exact map is diag(pattern) times the stage's map, whichever rows are
+    written (few active neurons: into a zero matrix; many: zeros into a copy), and the
+    stage's map is left as it was."""
+    import flint
+    from neuromanifold.relu._engine import Cell, _leaf
+    rng = np.random.default_rng(seed)
+    Zq = flint.fmpq_mat(n, w, [flint.fmpq(int(v), int(q)) for v, q in
+                               zip(rng.integers(-50, 50, n * w), rng.integers(1, 9, n * w))])
+    before = flint.fmpq_mat(Zq)
+    bits = (rng.random(n) < rng.random()).tolist()
+    geo = Cell([], [], np.zeros((0, w - 1)), np.zeros(0), [], np.zeros(w - 1), [], 1.0,
+               [None], [[]])
+    leaf = _leaf(geo, bits, n, 0, Zq, Zq.entries() if with_entries else None)
+    D = flint.fmpq_mat(n, n)
+    for i, b in enumerate(bits):
+        if b:
+            D[i, i] = 1
+    assert leaf.maps_q[0] == D * Zq and Zq == before
+    assert leaf.patterns[0][0].tolist() == bits and geo.maps_q == [None]

@@ -788,7 +788,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
                 newr.append(_radius(geo, res[0]))
                 crossing.append(j)
         if not crossing:
-            yield _leaf(_recenter(geo, engine), bits, n, k, Zq)
+            yield _leaf(_recenter(geo, engine), bits, n, k, Zq, ent)
             continue
         if newq:
             Pf = np.vstack([Pf, np.array(newf)])
@@ -861,17 +861,25 @@ def _recenter(geo: Cell, engine: Engine) -> Cell:
     return dataclasses.replace(geo, center_f=x, center_q=xq, radius=r, points=pts)
 
 
-def _leaf(geo: Cell, bits: list, n: int, k: int, Zq) -> Cell:
-    """The cell ``geo`` with the layer's pattern ``bits`` and its exact map appended (a
-    copy of ``Zq`` with the rows of the inactive neurons set to zero: copying the flint
-    matrix and zeroing entries is about three times cheaper than building it from a list
-    of its entries)."""
+def _leaf(geo: Cell, bits: list, n: int, k: int, Zq, ent: list | None = None) -> Cell:
+    """The cell ``geo`` with the layer's pattern ``bits`` and its exact map appended: ``Zq``
+    with the rows of the inactive neurons set to zero (``ent``: the entries of ``Zq``, row
+    major, when the caller has them). The fewer rows are written: the inactive ones to 0
+    in a copy of ``Zq``, or the active ones into a zero matrix (setting entries of a flint
+    matrix is some three times cheaper than building it from the list of its entries)."""
     mask = np.array(bits, dtype=bool)
     w = Zq.ncols()
-    M = flint.fmpq_mat(Zq)
-    for i in np.nonzero(~mask)[0].tolist():
-        for c in range(w):
-            M[i, c] = _ZERO
+    on = np.nonzero(mask)[0].tolist()
+    if ent is not None and 2 * len(on) < n:
+        M = flint.fmpq_mat(n, w)
+        for i in on:
+            for c in range(w):
+                M[i, c] = ent[i * w + c]
+    else:
+        M = flint.fmpq_mat(Zq)
+        for i in np.nonzero(~mask)[0].tolist():
+            for c in range(w):
+                M[i, c] = _ZERO
     maps_q = list(geo.maps_q)
     maps_q[k] = M
     patterns = [list(p) for p in geo.patterns]
