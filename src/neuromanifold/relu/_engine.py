@@ -199,7 +199,7 @@ class Cell:
     def with_row(self, a_q, c_q, a_f, c_f, owner, center_f, center_q, radius,
                  points: tuple | None = None) -> "Cell":
         return Cell(self.rows_q + [a_q], self.offs_q + [c_q],
-                    np.vstack([self.rows_f, a_f[None, :]]), np.append(self.offs_f, c_f),
+                    _append_row(self.rows_f, a_f), _append_row(self.offs_f, c_f),
                     self.owners + [owner], center_f, center_q, radius,
                     self.maps_q, self.patterns, self.zero_preact, points)
 
@@ -209,6 +209,15 @@ class Cell:
             return self.points
         return (np.asarray(self.center_f, dtype=float)[None, :], [self.center_q],
                 np.array([float(self.radius)]))
+
+
+def _append_row(A: np.ndarray, row) -> np.ndarray:
+    """``A`` (k rows, or k entries) with ``row`` appended as a new float array (what
+    ``np.vstack`` / ``np.append`` give, without their dispatch on tiny arrays)."""
+    out = np.empty((A.shape[0] + 1,) + A.shape[1:])
+    out[:-1] = A
+    out[-1] = row
+    return out
 
 
 class Engine:
@@ -857,7 +866,7 @@ def _recenter(geo: Cell, engine: Engine) -> Cell:
     if engine.certify and not engine._inside(geo.rows_q, geo.offs_q, xq, geo.rows_f,
                                              geo.offs_f, xf=x):
         return geo
-    pts = (np.vstack([Pf, x[None, :]]), Pq + [xq], np.append(Pr, r))
+    pts = (_append_row(Pf, x), Pq + [xq], _append_row(Pr, r))
     return dataclasses.replace(geo, center_f=x, center_q=xq, radius=r, points=pts)
 
 
