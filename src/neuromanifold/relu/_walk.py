@@ -1,12 +1,21 @@
-"""The float active-set walk across a cell, compiled (numba).
+"""The float kernels of the region engine, compiled (numba).
 
-The region engine (:mod:`neuromanifold.relu._engine`) calls it about three times per
-region: to decide whether a hyperplane crosses a cell, and to move a region's point
-towards its Chebyshev centre. In numpy each walk is some hundred small array operations
-(about 0.2 ms, most of it call overhead); compiled it takes a few microseconds. The walk
-only *proposes* (a far point, or the multipliers of an emptiness certificate): the engine
-checks every proposal in exact arithmetic, so compiling it changes no decision's
-guarantee.
+* :func:`ascent_kernel`, the active-set walk across a cell. The region engine
+  (:mod:`neuromanifold.relu._engine`) calls it about three times per region: to decide
+  whether a hyperplane crosses a cell, and (as :func:`center_kernel`) to move a region's
+  point towards its Chebyshev centre. In numpy each walk is some hundred small array
+  operations (about 0.2 ms, most of it call overhead); compiled it takes a few
+  microseconds. The walk only *proposes* (a far point, or the multipliers of an emptiness
+  certificate): the engine checks every proposal in exact arithmetic, so compiling it
+  changes no decision's guarantee.
+* :func:`signs_kernel`, the float signs of affine functions where a rounding bound lets
+  floating point decide them (the engine's shortcut before an exact check; the bound is
+  the one documented at :func:`neuromanifold.relu._engine.float_signs`).
+* :func:`best_start` and :func:`ball_radius`: the walk's start point and the radius of a
+  point's ball in a cell (float heuristics and margins; no decision rests on them).
+
+On the arrays of a few rows the engine handles, each kernel replaces some ten numpy
+calls whose dispatch, not their arithmetic, was the cost.
 
 numba compiles on the first call of a process and caches the machine code next to this
 file (``cache=True``), so later processes load it in a fraction of a second.
