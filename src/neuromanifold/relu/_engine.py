@@ -336,10 +336,10 @@ class Engine:
         if rows_f is not None and len(rows_q):
             if xf is None:
                 xf = np.array([_float(v) for v in xq])
-            sign = float_signs(-rows_f, offs_f, xf)
-            if np.any(sign < 0):
+            sign = float_signs(-rows_f, offs_f, xf).tolist()   # lists: a few rows
+            if -1 in sign:
                 return False
-            todo = np.nonzero(sign == 0)[0]
+            todo = [i for i, v in enumerate(sign) if v == 0]
         for i in todo:
             if not dot(rows_q[i], xq) < offs_q[i]:
                 return False
@@ -406,6 +406,11 @@ def _square_certificate(Sq: list, sq: list) -> bool | None:
         if v != 0:
             tot += v * c
     return tot <= 0
+
+
+def _finite(x: np.ndarray) -> bool:
+    """Whether every entry of the float vector ``x`` is finite."""
+    return all(map(math.isfinite, x.tolist()))
 
 
 def _fq(v: float) -> flint.fmpq:
@@ -673,7 +678,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
     def admit(geo: Cell, rows, xf: np.ndarray):
         """``xf`` as an exact point if it is strictly inside ``geo`` and the extra
         ``rows`` (exact check when certifying), else None."""
-        if not np.all(np.isfinite(xf)):
+        if not _finite(xf):
             return None
         xq = [_fq(v) for v in xf]
         if not certify:
@@ -684,10 +689,11 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
         # rows it leaves undecided are checked exactly, the new ones first
         sg = float_signs(-np.vstack([np.array([r[2] for r in rows]), geo.rows_f]),
                          np.concatenate([[r[3] for r in rows], geo.offs_f]), xf)
-        if np.any(sg < 0):
+        sg = sg.tolist()
+        if -1 in sg:
             return None
         m = len(rows)
-        for i in np.nonzero(sg == 0)[0].tolist():
+        for i in [i for i, v in enumerate(sg) if v == 0]:
             a, c = (rows[i][0], rows[i][1]) if i < m else (geo.rows_q[i - m], geo.offs_q[i - m])
             if not dot(a, xq) < c:
                 return None
@@ -860,7 +866,7 @@ def _recenter(geo: Cell, engine: Engine) -> Cell:
     if k == 0 or not 0 < r0 < RADIUS_CAP:
         return geo
     x, r = _center_walk(geo.rows_f, geo.offs_f, Pf[i], r0, d + 3)
-    if not (r > r0 * (1.0 + 1e-6) and np.all(np.isfinite(x))):
+    if not (r > r0 * (1.0 + 1e-6) and _finite(x)):
         return geo
     xq = [_fq(v) for v in x]
     if engine.certify and not engine._inside(geo.rows_q, geo.offs_q, xq, geo.rows_f,
