@@ -812,15 +812,13 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
         j = crossing[0]
         rest = crossing[1:]
         sv, zj = float_signs_at(Zf[j:j + 1, :d], Zf[j:j + 1, d], Pf)
-        sv, zj = sv[0].astype(np.int64), zj[0]
-        for i in np.nonzero(sv == 0)[0]:
-            sv[i] = exact_sign(j, Pq[i])
-        dj = np.abs(zj) / float(Znorm[j])
+        sv = [v if v else exact_sign(j, Pq[i]) for i, v in enumerate(sv[0].tolist())]
+        dj = np.abs(zj[0]) / float(Znorm[j])
         owner = (k, l, j)
         for side in (True, False):
             ra, rc, rfa, rfc = side_row(j, side)
-            sel = np.nonzero(sv > 0 if side else sv < 0)[0]
-            if sel.size:
+            sel = [i for i, v in enumerate(sv) if (v > 0 if side else v < 0)]
+            if sel:
                 pts = (Pf[sel], [Pq[i] for i in sel], np.minimum(Pr[sel], dj[sel]))
             else:  # no point on this side (a step was refused): an LP decides
                 res = engine.decide(geo.rows_q + [ra], geo.offs_q + [rc],
@@ -884,7 +882,7 @@ def _leaf(geo: Cell, bits: list, n: int, k: int, Zq, ent: list | None = None) ->
     matrix is some three times cheaper than building it from the list of its entries)."""
     mask = np.array(bits, dtype=bool)
     w = Zq.ncols()
-    on = np.nonzero(mask)[0].tolist()
+    on = [i for i, b in enumerate(bits) if b]
     if ent is not None and 2 * len(on) < n:
         M = flint.fmpq_mat(n, w)
         for i in on:
@@ -892,7 +890,7 @@ def _leaf(geo: Cell, bits: list, n: int, k: int, Zq, ent: list | None = None) ->
                 M[i, c] = ent[i * w + c]
     else:
         M = flint.fmpq_mat(Zq)
-        for i in np.nonzero(~mask)[0].tolist():
+        for i in [i for i, b in enumerate(bits) if not b]:
             for c in range(w):
                 M[i, c] = _ZERO
     maps_q = list(geo.maps_q)
