@@ -714,12 +714,13 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
         if cand:
             ci = np.array(cand)
             S, Z = float_signs_at(Zf[ci, :d], Zf[ci, d], Pf)
-            zs = np.nonzero(S == 0)
-            for t, i in zip(*zs):
-                S[t, i] = exact_sign(cand[t], Pq[i])
-            has_pos = (S > 0).any(axis=1).tolist()
-            has_neg = (S < 0).any(axis=1).tolist()
-            has_zero = (S == 0).any(axis=1).tolist() if zs[0].size else [False] * len(cand)
+            S = S.tolist()   # lists: a few candidates by a few points
+            for t, row in enumerate(S):
+                if 0 in row:
+                    S[t] = [v if v else exact_sign(cand[t], Pq[i]) for i, v in enumerate(row)]
+            has_pos = [1 in row for row in S]
+            has_neg = [-1 in row for row in S]
+            has_zero = [0 in row for row in S]
             Zc = (Zf[ci, :d], Zf[ci, d])
 
             def cand_signs(xf: np.ndarray) -> np.ndarray:
@@ -737,7 +738,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             if through:
                 # the hyperplane passes through a point strictly inside: it crosses; a step
                 # along the normal each way gives the sides their points
-                i = int(np.nonzero(S[t] == 0)[0][0]) if has_zero[t] else None
+                i = S[t].index(0) if has_zero[t] else None
                 if i is not None:
                     step = 0.5 * float(Pr[i])
                     for sgn, want in ((1.0, pos), (-1.0, neg)):
