@@ -214,7 +214,7 @@ def test_lying_walks_are_caught_by_the_exact_checks(monkeypatch, lie):
 
     def lying(A, c, x0, g, target, max_iter, trace=None):
         calls.append(1)
-        if trace is not None:   # the re-centering walk: a point anywhere, often outside
+        if trace is not None:
             trace[:] = [x0 + rng.standard_normal(x0.size) * 10.0 ** rng.integers(-12, 2)]
         kind = lie if lie != "both" else ("max", "cross")[len(calls) % 2]
         if kind == "max":
@@ -222,11 +222,17 @@ def test_lying_walks_are_caught_by_the_exact_checks(monkeypatch, lie):
             return "max", list(range(k)), np.ones(k)
         return "cross", x0 + rng.standard_normal(x0.size) * 10.0 ** rng.integers(-12, 2)
 
+    def lying_center(A, c, x0, r0, max_iter):
+        # the re-centering walk: a point anywhere, often outside, with a bogus large ball
+        calls.append(2)
+        return x0 + rng.standard_normal(x0.size) * 10.0 ** rng.integers(-12, 2), 10.0
+
     for widths, domain in [([2, 4, 3, 1], None), ([3, 5, 4, 1], (-1, 1)), ([2, 3, 3, 2], "orthant")]:
         p = ReLUNet(widths).random_params(4)
         ref = {flat_pattern(r) for r in regions(p, domain)}
         with monkeypatch.context() as m:
             m.setattr(_engine, "_ascent", lying)
+            m.setattr(_engine, "_center_walk", lying_center)
             R = regions(p, domain)
         assert {flat_pattern(r) for r in R} == ref and R.certified and R.num_lps > 0
         net = ExactNet(p)
@@ -234,7 +240,7 @@ def test_lying_walks_are_caught_by_the_exact_checks(monkeypatch, lie):
             _, pre = exact_forward(net, r.point_exact)
             assert all((z > 0) == bool(a) and z != 0
                        for zs, mask in zip(pre, r.pattern) for z, a in zip(zs, mask))
-    assert calls
+    assert 1 in calls and 2 in calls
 
 
 def test_region_evaluate_rejects_bad_inputs():
@@ -538,3 +544,142 @@ def test_regions_equal_the_former_refinement(data, domain, widths):
     R = regions(p, domain)
     assert R.certified
     assert {flat_pattern(r) for r in R} == reference_patterns(p, domain), kind
+
+
+def _square_reference(S, s):
+    """The certificate test of ``_square_certificate`` by a Fraction solve: ``y`` with
+    ``sum_i y_i S[i] = -S[d]`` (None when the first d rows are dependent)."""
+    from fractions import Fraction
+    d = len(S) - 1
+    M = [[Fraction(S[k][i]) for k in range(d)] + [-Fraction(S[d][i])] for i in range(d)]
+    for col in range(d):
+        piv = next((r for r in range(col, d) if M[r][col] != 0), None)
+        if piv is None:
+            return None
+        M[col], M[piv] = M[piv], M[col]
+        for r in range(d):
+            if r != col and M[r][col] != 0:
+                f = M[r][col] / M[col][col]
+                M[r] = [a - f * b for a, b in zip(M[r], M[col])]
+    y = [M[i][d] / M[i][i] for i in range(d)]
+    if any(v < 0 for v in y):
+        return False
+    return sum(v * Fraction(c) for v, c in zip(y, s)) + Fraction(s[d]) <= 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 10**6), d=st.integers(1, 8),
+       kind=st.sampled_from(["random", "combination", "touching", "dependent", "zero_y"]))
+def test_square_certificate_equals_a_rational_solve(seed, d, kind):
+    """The exact emptiness test of d + 1 rows (the walk's active walls and the far side)
+    agrees with a plain rational solve, on random dyadic rows and on the boundary cases:
+    the last row a non-negative combination of the others (certificate or not by the
+    offsets), the certificate's sum exactly 0 (the strict system is then empty), dependent
+    walls, and multipliers exactly 0."""
+    from neuromanifold.exact import to_fmpq
+    from neuromanifold.relu._engine import _square_certificate
+    rng = np.random.default_rng(seed)
+    S = rng.integers(-8, 9, (d + 1, d)) / 4.0
+    if kind in ("random", "dependent"):   # rows of very different sizes
+        S = S * 2.0 ** rng.integers(-40, 40, (d + 1, 1))
+    s = rng.integers(-8, 9, d + 1) / 8.0
+    if kind in ("combination", "touching", "zero_y"):
+        y = rng.integers(0, 4, d) / 2.0
+        if kind == "zero_y":
+            y[0] = 0.0
+        S[d] = -(y @ S[:d])                # exact: small dyadic numbers
+        if kind == "touching":
+            s[d] = -(y @ s[:d])            # sum y_i s_i + s_d == 0 exactly
+    elif kind == "dependent" and d >= 2:
+        S[1] = 3.0 * S[0]
+    Sq = [[to_fmpq(float(v)) for v in row] for row in S]
+    sq = [to_fmpq(float(v)) for v in s]
+    got = _square_certificate(Sq, sq)
+    assert got == _square_reference(S.tolist(), s.tolist())
+    if kind == "touching" and got is not None:
+        assert got
+
+
+@settings(max_examples=100, deadline=None)
+@given(p=st.integers(-10**40, 10**40), q=st.integers(1, 10**40))
+def test_region_fractions_equal_the_checked_conversion(p, q):
+    """The regions' fast fmpq -> Fraction conversion (no gcd: flint's values are in lowest
+    terms) gives the same Fraction as the checked one: value, terms, hash, arithmetic."""
+    import flint
+    from fractions import Fraction
+    from neuromanifold.exact import fmpq_to_fraction
+    from neuromanifold.relu._regions import _fraction, _fractions
+    v = flint.fmpq(p, q)
+    f, ref = _fraction(v), fmpq_to_fraction(v)
+    assert (f.numerator, f.denominator) == (ref.numerator, ref.denominator) == (Fraction(p, q).numerator, Fraction(p, q).denominator)
+    assert f == ref and hash(f) == hash(ref) and f + 1 == ref + 1
+    M = flint.fmpq_mat(2, 2, [v, 0, -v, 1])
+    F = _fractions(M)
+    assert F.shape == (2, 2) and F.dtype == object
+    assert F.tolist() == [[ref, 0], [-ref, 1]]
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(0, 6), d=st.integers(1, 5))
+def test_pow2_rows_are_the_rounded_scaled_exact_rows(seed, n, d):
+    """The float copies of a layer's exact rows (all rows at once, entry by entry for the
+    rows near the float range limits): each float is the correctly rounded exact entry
+    times 2**-e, e the binary exponent of the row's largest linear entry (of its largest
+    entry when the linear part is 0); exact zero rows stay 0."""
+    import flint
+    from neuromanifold.relu._engine import _pow2_rows
+    rng = np.random.default_rng(seed)
+    ent = []
+    for _ in range(n):
+        scale = flint.fmpq(2) ** int(rng.choice([0, 0, -1000, 1000, -1070, 1060, 500, -500]))
+        for _ in range(d + 1):
+            r = rng.random()
+            v = 0 if r < 0.2 else (flint.fmpq(int(rng.integers(-9, 10)), 3) if r < 0.4 else
+                                   flint.fmpq(*float(rng.standard_normal()).as_integer_ratio()))
+            ent.append(flint.fmpq(v) * scale)
+        if rng.random() < 0.2:
+            ent[-(d + 1):-1] = [flint.fmpq(0)] * d       # linear part 0: the offset leads
+        if rng.random() < 0.3:   # an entry that underflows on its own, not once scaled
+            ent[-1 - int(rng.integers(0, d + 1))] = flint.fmpq(1, 3) * flint.fmpq(2) ** -1100
+    out, ex = _pow2_rows(ent, n, d)
+    assert out.shape == (n, d + 1) and ex.shape == (n,)
+    for j in range(n):
+        row = ent[j * (d + 1): (j + 1) * (d + 1)]
+        if all(v == 0 for v in row):
+            assert not out[j].any()
+            continue
+        f = flint.fmpq(2) ** -int(ex[j])
+        for v, got in zip(row, out[j]):
+            x = v * f
+            try:
+                ref = int(x.p) / int(x.q)    # correctly rounded
+            except OverflowError:
+                ref = 1e300 if x > 0 else -1e300
+            assert got == ref
+        lead = [abs(v * f) for v in (row[:d] if any(v != 0 for v in row[:d]) else row)]
+        assert flint.fmpq(1, 2) <= max(lead) < 2   # e is the leading exponent (within one)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 9), w=st.integers(1, 5),
+       with_entries=st.booleans())
+def test_leaf_map_is_the_masked_stage_map(seed, n, w, with_entries):
+    """A leaf's exact map is diag(pattern) times the stage's map, whichever rows are
+    written (few active neurons: into a zero matrix; many: zeros into a copy), and the
+    stage's map is left as it was."""
+    import flint
+    from neuromanifold.relu._engine import Cell, _leaf
+    rng = np.random.default_rng(seed)
+    Zq = flint.fmpq_mat(n, w, [flint.fmpq(int(v), int(q)) for v, q in
+                               zip(rng.integers(-50, 50, n * w), rng.integers(1, 9, n * w))])
+    before = flint.fmpq_mat(Zq)
+    bits = (rng.random(n) < rng.random()).tolist()
+    geo = Cell([], [], np.zeros((0, w - 1)), np.zeros(0), [], np.zeros(w - 1), [], 1.0,
+               [None], [[]])
+    leaf = _leaf(geo, bits, n, 0, Zq, Zq.entries() if with_entries else None)
+    D = flint.fmpq_mat(n, n)
+    for i, b in enumerate(bits):
+        if b:
+            D[i, i] = 1
+    assert leaf.maps_q[0] == D * Zq and Zq == before
+    assert leaf.patterns[0][0].tolist() == bits and geo.maps_q == [None]

@@ -200,7 +200,7 @@ class Cell:
     def with_row(self, a_q, c_q, a_f, c_f, owner, center_f, center_q, radius,
                  points: tuple | None = None) -> "Cell":
         return Cell(self.rows_q + [a_q], self.offs_q + [c_q],
-                    np.vstack([self.rows_f, a_f[None, :]]), np.append(self.offs_f, c_f),
+                    _append_row(self.rows_f, a_f), _append_row(self.offs_f, c_f),
                     self.owners + [owner], center_f, center_q, radius,
                     self.maps_q, self.patterns, self.zero_preact, points)
 
@@ -210,6 +210,15 @@ class Cell:
             return self.points
         return (np.asarray(self.center_f, dtype=float)[None, :], [self.center_q],
                 np.array([float(self.radius)]))
+
+
+def _append_row(A: np.ndarray, row) -> np.ndarray:
+    """``A`` (k rows, or k entries) with ``row`` appended as a new float array (what
+    ``np.vstack`` / ``np.append`` give, without their dispatch on tiny arrays)."""
+    out = np.empty((A.shape[0] + 1,) + A.shape[1:])
+    out[:-1] = A
+    out[-1] = row
+    return out
 
 
 class Engine:
@@ -319,17 +328,19 @@ class Engine:
         return pf, p, radius
 
     @staticmethod
-    def _inside(rows_q, offs_q, xq, rows_f=None, offs_f=None) -> bool:
+    def _inside(rows_q, offs_q, xq, rows_f=None, offs_f=None, xf=None) -> bool:
         """Whether ``xq`` satisfies every row strictly, exactly. With the float copies of
         the rows, a row whose float slack exceeds its rounding bound (see
-        :func:`float_signs`) is settled in floats; the others are checked exactly."""
+        :func:`float_signs`) is settled in floats; the others are checked exactly.
+        ``xf``: the floats nearest to ``xq`` when the caller has them (else computed)."""
         todo = range(len(rows_q))
         if rows_f is not None and len(rows_q):
-            xf = np.array([_float(v) for v in xq])
-            sign = float_signs(-rows_f, offs_f, xf)
-            if np.any(sign < 0):
+            if xf is None:
+                xf = np.array([_float(v) for v in xq])
+            sign = float_signs(-rows_f, offs_f, xf).tolist()   # lists: a few rows
+            if -1 in sign:
                 return False
-            todo = np.nonzero(sign == 0)[0]
+            todo = [i for i, v in enumerate(sign) if v == 0]
         for i in todo:
             if not dot(rows_q[i], xq) < offs_q[i]:
                 return False
@@ -351,16 +362,13 @@ def float_signs(A: np.ndarray, c: np.ndarray, x: np.ndarray) -> np.ndarray:
     (then the caller decides exactly). Valid when every float is within a relative 2**-53 of the exact value it
     stands for (the pow2-scaled rows and centers of the engine; clipped values, at or
     above 1e300, are never trusted)."""
-    z = A @ x + c
-    ax = np.abs(x)
-    s = np.abs(A) @ ax + np.abs(c)
-    # relative rounding, plus the absolute error of entries that underflowed (at most
-    # 2**-1074 each) times the point's size
-    tau = _sign_rel(x.size) * s + 2.0 ** -1070 * (1.0 + float(ax.sum()))
-    out = (z > tau).astype(np.int8) - (z < -tau)
-    if not s.max(initial=0.0) < 1e300:  # clipped or non-finite values: decide exactly
-        out[~(s < 1e300)] = 0
-    return out
+    from . import _walk
+
+    S, _ = _walk.signs_kernel(np.ascontiguousarray(A, dtype=float),
+                              np.ascontiguousarray(c, dtype=float),
+                              np.ascontiguousarray(x, dtype=float).reshape(1, -1),
+                              _sign_rel(x.size))
+    return S[:, 0]
 
 
 def _motzkin(Sq, sq, y, E, e, mu) -> bool:
@@ -374,23 +382,36 @@ def _motzkin(Sq, sq, y, E, e, mu) -> bool:
 def _square_certificate(Sq: list, sq: list) -> bool | None:
     """Whether ``d + 1`` exact rows ``Sq x < sq`` in R^d, the first d independent, carry a
     Motzkin certificate of emptiness with multiplier 1 on the last row: the unique ``y``
-    with ``sum_i y_i Sq[i] = -Sq[d]`` (solved exactly) has ``y >= 0`` and
-    ``sum_i y_i sq[i] + sq[d] <= 0``. The same test as :func:`_motzkin` when the first d
-    rows are independent (the null space is then one-dimensional), by one exact solve;
-    ``None`` when they are dependent."""
+    with ``sum_i y_i Sq[i] = -Sq[d]`` has ``y >= 0`` and ``sum_i y_i sq[i] + sq[d] <= 0``.
+    The same test as :func:`_motzkin` when the first d rows are independent (the null
+    space is then one-dimensional); ``None`` when they are dependent.
+
+    One exact integer computation: the rows times a common denominator form the integer
+    matrix ``N`` (d by d + 1, one column per row), whose null space (fraction-free, in
+    flint) is spanned by ``z = z_d (y, 1)``; the signs of ``z`` and of ``sum_i z_i sq[i]``
+    decide (about half the cost of a rational solve)."""
     d = len(Sq) - 1
-    M = flint.fmpq_mat(d, d, [Sq[k][i] for i in range(d) for k in range(d)])
-    try:
-        y = M.solve(flint.fmpq_mat(d, 1, [-v for v in Sq[d]])).entries()
-    except ZeroDivisionError:  # dependent rows: the general rounding decides
+    N, _ = flint.fmpq_mat(d + 1, d, [v for row in Sq for v in row]).transpose().numer_denom()
+    X, nullity = N.nullspace()
+    if nullity != 1:   # dependent rows: the general rounding decides
         return None
-    if any(v < 0 for v in y):
+    z = [X[i, 0] for i in range(d + 1)]
+    if z[d] == 0:      # the first d rows are dependent
+        return None
+    if z[d] < 0:
+        z = [-v for v in z]
+    if any(v < 0 for v in z):
         return False
-    tot = sq[d]
-    for v, c in zip(y, sq):
+    tot = _ZERO
+    for v, c in zip(z, sq):
         if v != 0:
             tot += v * c
     return tot <= 0
+
+
+def _finite(x: np.ndarray) -> bool:
+    """Whether every entry of the float vector ``x`` is finite."""
+    return all(map(math.isfinite, x.tolist()))
 
 
 def _fq(v: float) -> flint.fmpq:
@@ -494,28 +515,27 @@ def _pow2_rows(ent: Sequence[flint.fmpq], n: int, d: int) -> tuple[np.ndarray, n
         F = np.array([float(v) for v in ent]).reshape(n, d + 1)
     except OverflowError:
         F = None
-    for j in range(n):
-        row = None if F is None else F[j]
-        if row is not None:
-            lin = np.abs(row[:d])
-            m = float(lin.max()) if lin.size else 0.0
-            if m == 0.0:
-                m = float(np.abs(row).max())
-            a = np.abs(row)
-            nz = a[a > 0]
-            zeros = np.nonzero(a == 0)[0]
-            ok = m > 0 and bool(np.all(nz > _SAFE_LO)) and bool(np.all(nz < _SAFE_HI)) and \
-                all(ent[j * (d + 1) + i] == 0 for i in zeros)
-            if ok:
-                e = int(np.frexp(m)[1]) - 1
-                scaled = np.ldexp(row, -e)
-                sz = np.abs(scaled)
-                if bool(np.all(sz[sz > 0] > _SAFE_LO)):
-                    out[j] = scaled
-                    ex[j] = e
-                    continue
-            elif m == 0 and all(v == 0 for v in ent[j * (d + 1): (j + 1) * (d + 1)]):
-                continue
+    if F is None:
+        rest = range(n)
+    else:   # every row at once; the rows that fail a check go entry by entry below
+        A = np.abs(F)
+        m = A[:, :d].max(axis=1)
+        m = np.where(m == 0.0, A.max(axis=1), m)
+        pos = A > 0
+        ok = (m > 0) & np.all(~pos | ((A > _SAFE_LO) & (A < _SAFE_HI)), axis=1)
+        for j, i in zip(*np.nonzero(~pos & ok[:, None])):   # a float 0 must be an exact 0
+            if ent[j * (d + 1) + i] != 0:
+                ok[j] = False
+        e = np.frexp(m)[1].astype(np.int64) - 1
+        with np.errstate(over="ignore"):   # rows out of range are not used
+            scaled = np.ldexp(F, -e[:, None])
+        sz = np.abs(scaled)
+        ok &= np.all((sz == 0) | (sz > _SAFE_LO), axis=1)
+        out[ok] = scaled[ok]
+        ex[ok] = e[ok]
+        rest = [j for j in np.nonzero(~ok)[0].tolist()
+                if not (m[j] == 0 and all(v == 0 for v in ent[j * (d + 1): (j + 1) * (d + 1)]))]
+    for j in rest:
         out[j], ex[j] = pow2_floats(ent[j * (d + 1): (j + 1) * (d + 1)], d)
     return out, ex
 
@@ -537,14 +557,11 @@ def float_signs_at(A: np.ndarray, c: np.ndarray, X: np.ndarray) -> tuple[np.ndar
     """:func:`float_signs` of the affine functions ``A[i] . x + c[i]`` at every row ``x`` of
     ``X`` at once: ``(signs, values)``, both of shape ``(len(A), len(X))``; a sign is 0
     where floating point does not decide it (then the caller decides exactly)."""
-    Z = A @ X.T + c[:, None]
-    aX = np.abs(X)
-    S = np.abs(A) @ aX.T + np.abs(c)[:, None]
-    tau = _sign_rel(X.shape[1]) * S + 2.0 ** -1070 * (1.0 + aX.sum(axis=1))[None, :]
-    out = (Z > tau).astype(np.int8) - (Z < -tau)
-    if not S.max(initial=0.0) < 1e300:
-        out[~(S < 1e300)] = 0
-    return out, Z
+    from . import _walk
+
+    return _walk.signs_kernel(np.ascontiguousarray(A, dtype=float),
+                              np.ascontiguousarray(c, dtype=float),
+                              np.ascontiguousarray(X, dtype=float), _sign_rel(X.shape[1]))
 
 
 def _radii(cell: "Cell", X: np.ndarray) -> np.ndarray:
@@ -555,6 +572,15 @@ def _radii(cell: "Cell", X: np.ndarray) -> np.ndarray:
     nrm = np.sqrt(np.einsum("ij,ij->i", cell.rows_f, cell.rows_f))
     slack = (cell.offs_f[:, None] - cell.rows_f @ X.T) / nrm[:, None]
     return np.clip(np.minimum(slack.min(axis=0), RADIUS_CAP), 0.0, None)
+
+
+def _radius(cell: "Cell", x: np.ndarray) -> float:
+    """:func:`_radii` of one point (compiled: :func:`neuromanifold.relu._walk.ball_radius`)."""
+    from . import _walk
+
+    return float(_walk.ball_radius(np.ascontiguousarray(cell.rows_f, dtype=float),
+                                   np.ascontiguousarray(cell.offs_f, dtype=float),
+                                   np.ascontiguousarray(x, dtype=float), RADIUS_CAP))
 
 
 def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target: float,
@@ -587,17 +613,6 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
     return None
 
 
-def _reach_from(An: np.ndarray, slack: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """How far each point can move along the direction ``u`` inside the cell (float;
-    ``inf`` when no wall blocks it), from the unit rows ``An`` and the points' slacks
-    ``slack`` (rows x points)."""
-    rate = An @ u
-    up = rate > 0
-    if not up.any():
-        return np.full(slack.shape[1], np.inf)
-    return np.clip((slack[up] / rate[up][:, None]).min(axis=0), 0.0, None)
-
-
 def _unit_rows(cell: "Cell") -> tuple:
     """The cell's float rows and offsets divided by the rows' norms, and ``1 / norms``."""
     nrm = np.sqrt(np.einsum("ij,ij->i", cell.rows_f, cell.rows_f))
@@ -623,6 +638,8 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
     the sub-tree, non-empty adds the LP's point to the pool. A split hands each side the
     pool points on that side, so a split itself never needs an LP.
     """
+    from . import _walk
+
     d = engine.d
     certify = engine.certify
     Zq = net.Wq[l] * cell.maps_q[k] + net.Baugq[l]
@@ -659,26 +676,29 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
         z = dot(aq[j], xq) + cq[j]
         return (z > 0) - (z < 0)
 
-    def sign_at(j: int, xf: np.ndarray, xq) -> int:
-        s = int(float_signs(Zf[j:j + 1, :d], Zf[j:j + 1, d], xf)[0])
-        return s if s else exact_sign(j, xq)
-
     def admit(geo: Cell, rows, xf: np.ndarray):
         """``xf`` as an exact point if it is strictly inside ``geo`` and the extra
         ``rows`` (exact check when certifying), else None."""
-        if not np.all(np.isfinite(xf)):
+        if not _finite(xf):
             return None
         xq = [_fq(v) for v in xf]
         if not certify:
             ok = bool(np.all(geo.rows_f @ xf < geo.offs_f)) and \
                 all(float(r[2] @ xf) < r[3] for r in rows)
             return xq if ok else None
-        for r in rows:   # the new rows first: they are the likely ones to fail
-            sg = int(float_signs(r[2][None, :], np.array([-r[3]]), xf)[0])
-            if sg > 0 or (sg == 0 and not dot(r[0], xq) < r[1]):
+        # one float check of the new rows and the cell's rows (xq is exactly xf); the
+        # rows it leaves undecided are checked exactly, the new ones first
+        sg = float_signs(-np.vstack([np.array([r[2] for r in rows]), geo.rows_f]),
+                         np.concatenate([[r[3] for r in rows], geo.offs_f]), xf)
+        sg = sg.tolist()
+        if -1 in sg:
+            return None
+        m = len(rows)
+        for i in [i for i, v in enumerate(sg) if v == 0]:
+            a, c = (rows[i][0], rows[i][1]) if i < m else (geo.rows_q[i - m], geo.offs_q[i - m])
+            if not dot(a, xq) < c:
                 return None
-        return xq if engine._inside(geo.rows_q, geo.offs_q, xq, geo.rows_f, geo.offs_f) \
-            else None
+        return xq
 
     stack = [(cell, bits0, cand0)]
     while stack:
@@ -689,21 +709,27 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
         newf: list = []   # points found at this node: floats, exact, radius in geo
         newq: list = []
         newr: list = []
+        news: list = []   # float signs of every candidate at each new point (0: undecided)
         crossing: list[int] = []
         geo_n = None
         if cand:
             ci = np.array(cand)
             S, Z = float_signs_at(Zf[ci, :d], Zf[ci, d], Pf)
-            zs = np.nonzero(S == 0)
-            for t, i in zip(*zs):
-                S[t, i] = exact_sign(cand[t], Pq[i])
-            has_pos = (S > 0).any(axis=1).tolist()
-            has_neg = (S < 0).any(axis=1).tolist()
-            has_zero = (S == 0).any(axis=1).tolist() if zs[0].size else [False] * len(cand)
+            S = S.tolist()   # lists: a few candidates by a few points
+            for t, row in enumerate(S):
+                if 0 in row:
+                    S[t] = [v if v else exact_sign(cand[t], Pq[i]) for i, v in enumerate(row)]
+            has_pos = [1 in row for row in S]
+            has_neg = [-1 in row for row in S]
+            has_zero = [0 in row for row in S]
+            Zc = (Zf[ci, :d], Zf[ci, d])
+
+            def cand_signs(xf: np.ndarray) -> np.ndarray:
+                return float_signs(Zc[0], Zc[1], xf)
         for t, j in enumerate(cand):
             pos, neg, through = has_pos[t], has_neg[t], has_zero[t]
-            for xf, xq in zip(newf, newq):
-                s = sign_at(j, xf, xq)
+            for sg, xq in zip(news, newq):
+                s = int(sg[t]) or exact_sign(j, xq)
                 pos, neg, through = pos or s > 0, neg or s < 0, through or s == 0
             if pos and neg:
                 crossing.append(j)
@@ -713,7 +739,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             if through:
                 # the hyperplane passes through a point strictly inside: it crosses; a step
                 # along the normal each way gives the sides their points
-                i = int(np.nonzero(S[t] == 0)[0][0]) if has_zero[t] else None
+                i = S[t].index(0) if has_zero[t] else None
                 if i is not None:
                     step = 0.5 * float(Pr[i])
                     for sgn, want in ((1.0, pos), (-1.0, neg)):
@@ -722,8 +748,8 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
                         xf = Pf[i] + sgn * step * unit
                         xq = admit(geo, [side_row(j, sgn > 0)], xf) if step > 0 else None
                         if xq is not None:
-                            newf.append(xf), newq.append(xq)
-                            newr.append(float(_radii(geo, xf[None, :])[0]))
+                            newf.append(xf), newq.append(xq), news.append(cand_signs(xf))
+                            newr.append(_radius(geo, xf))
                 crossing.append(j)
                 continue
             near = pos
@@ -737,7 +763,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             if geo_n is None:
                 geo_n = _unit_rows(geo)
                 slack_n = geo_n[1][:, None] - geo_n[0] @ Pf.T   # (rows, pool points)
-            i = int(np.argmax(_reach_from(geo_n[0], slack_n, direc) - dist))
+            i = int(_walk.best_start(geo_n[0], slack_n, direc, dist))
             engine.walks += 1
             out = _ascent(geo_n[0], geo_n[1], Pf[i], -rfa / nrm, -rfc / nrm, 3 * d + 6)
             if out is not None and out[0] == "cross":
@@ -748,8 +774,8 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
                 xf = xb + lam * (x0 - xb)
                 xq = admit(geo, [(ra, rc, rfa, rfc)], xf) if lam > 0 else None
                 if xq is not None:
-                    newf.append(xf), newq.append(xq)
-                    newr.append(float(_radii(geo, xf[None, :])[0]))
+                    newf.append(xf), newq.append(xq), news.append(cand_signs(xf))
+                    newr.append(_radius(geo, xf))
                     crossing.append(j)
                     continue
             elif out is not None and certify:
@@ -775,11 +801,11 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             if res is None:
                 bits[j] = near
             else:
-                newf.append(res[0]), newq.append(res[1])
-                newr.append(float(_radii(geo, res[0][None, :])[0]))
+                newf.append(res[0]), newq.append(res[1]), news.append(cand_signs(res[0]))
+                newr.append(_radius(geo, res[0]))
                 crossing.append(j)
         if not crossing:
-            yield _leaf(_recenter(geo, engine), bits, n, k, Zq)
+            yield _leaf(_recenter(geo, engine), bits, n, k, Zq, ent)
             continue
         if newq:
             Pf = np.vstack([Pf, np.array(newf)])
@@ -788,15 +814,13 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
         j = crossing[0]
         rest = crossing[1:]
         sv, zj = float_signs_at(Zf[j:j + 1, :d], Zf[j:j + 1, d], Pf)
-        sv, zj = sv[0].astype(np.int64), zj[0]
-        for i in np.nonzero(sv == 0)[0]:
-            sv[i] = exact_sign(j, Pq[i])
-        dj = np.abs(zj) / float(Znorm[j])
+        sv = [v if v else exact_sign(j, Pq[i]) for i, v in enumerate(sv[0].tolist())]
+        dj = np.abs(zj[0]) / float(Znorm[j])
         owner = (k, l, j)
         for side in (True, False):
             ra, rc, rfa, rfc = side_row(j, side)
-            sel = np.nonzero(sv > 0 if side else sv < 0)[0]
-            if sel.size:
+            sel = [i for i, v in enumerate(sv) if (v > 0 if side else v < 0)]
+            if sel:
                 pts = (Pf[sel], [Pq[i] for i in sel], np.minimum(Pr[sel], dj[sel]))
             else:  # no point on this side (a step was refused): an LP decides
                 res = engine.decide(geo.rows_q + [ra], geo.offs_q + [rc],
@@ -813,11 +837,27 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             stack.append((child, b, rest))
 
 
+def _center_walk(A: np.ndarray, c: np.ndarray, x0: np.ndarray, r0: float,
+                 max_iter: int) -> tuple[np.ndarray, float]:
+    """The float walk of :func:`_recenter` (compiled:
+    :func:`neuromanifold.relu._walk.center_kernel`): the point reached from ``x0`` and the
+    float radius of its ball in ``{x : A x <= c}``. A proposal only: the point is kept
+    when it passes the exact check."""
+    from . import _walk
+
+    x, r = _walk.center_kernel(np.ascontiguousarray(A, dtype=float),
+                               np.ascontiguousarray(c, dtype=float),
+                               np.ascontiguousarray(x0, dtype=float), float(r0), RADIUS_CAP,
+                               int(max_iter))
+    return x, float(r)
+
+
 def _recenter(geo: Cell, engine: Engine) -> Cell:
     """``geo`` with a deeper center: a float walk from its best pool point towards the
     Chebyshev centre (the largest inscribed ball; at most ``d + 3`` steps of
-    :func:`_ascent` on ``max r : a_i . x + |a_i| r <= c_i, r <= RADIUS_CAP``). The point
-    reached is kept (and pooled) when its ball is larger and it passes the exact check."""
+    :func:`_ascent` on ``max r : a_i . x + |a_i| r <= c_i, r <= RADIUS_CAP``, compiled as
+    :func:`neuromanifold.relu._walk.center_kernel`). The point reached is kept (and
+    pooled) when its ball is larger and it passes the exact check."""
     d = engine.d
     k = geo.rows_f.shape[0]
     Pf, Pq, Pr = geo.pool()
@@ -825,38 +865,38 @@ def _recenter(geo: Cell, engine: Engine) -> Cell:
     r0 = float(Pr[i])
     if k == 0 or not 0 < r0 < RADIUS_CAP:
         return geo
-    An, cn, _ = _unit_rows(geo)
-    A2 = np.zeros((k + 1, d + 1))
-    A2[:k, :d] = An
-    A2[:k, d] = 1.0
-    A2[k, d] = 1.0
-    c2 = np.append(cn, RADIUS_CAP)
-    g = np.zeros(d + 1)
-    g[d] = 1.0
-    trace: list = []
-    _ascent(A2, c2, np.append(Pf[i], r0 * (1.0 - 1e-6)), g, np.inf, d + 3, trace)
-    if not trace:
-        return geo
-    x = trace[0][:d]
-    r = float(_radii(geo, x[None, :])[0])
-    if not (r > r0 * (1.0 + 1e-6) and np.all(np.isfinite(x))):
+    x, r = _center_walk(geo.rows_f, geo.offs_f, Pf[i], r0, d + 3)
+    if not (r > r0 * (1.0 + 1e-6) and _finite(x)):
         return geo
     xq = [_fq(v) for v in x]
-    if engine.certify and not engine._inside(geo.rows_q, geo.offs_q, xq, geo.rows_f, geo.offs_f):
+    if engine.certify and not engine._inside(geo.rows_q, geo.offs_q, xq, geo.rows_f,
+                                             geo.offs_f, xf=x):
         return geo
-    pts = (np.vstack([Pf, x[None, :]]), Pq + [xq], np.append(Pr, r))
+    pts = (_append_row(Pf, x), Pq + [xq], _append_row(Pr, r))
     return dataclasses.replace(geo, center_f=x, center_q=xq, radius=r, points=pts)
 
 
-def _leaf(geo: Cell, bits: list, n: int, k: int, Zq) -> Cell:
-    """The cell ``geo`` with the layer's pattern ``bits`` and its exact map appended."""
+def _leaf(geo: Cell, bits: list, n: int, k: int, Zq, ent: list | None = None) -> Cell:
+    """The cell ``geo`` with the layer's pattern ``bits`` and its exact map appended: ``Zq``
+    with the rows of the inactive neurons set to zero (``ent``: the entries of ``Zq``, row
+    major, when the caller has them). The fewer rows are written: the inactive ones to 0
+    in a copy of ``Zq``, or the active ones into a zero matrix (setting entries of a flint
+    matrix is some three times cheaper than building it from the list of its entries)."""
     mask = np.array(bits, dtype=bool)
     w = Zq.ncols()
-    ent = Zq.entries()
-    for i in np.nonzero(~mask)[0]:
-        ent[i * w: (i + 1) * w] = [_ZERO] * w
+    on = [i for i, b in enumerate(bits) if b]
+    if ent is not None and 2 * len(on) < n:
+        M = flint.fmpq_mat(n, w)
+        for i in on:
+            for c in range(w):
+                M[i, c] = ent[i * w + c]
+    else:
+        M = flint.fmpq_mat(Zq)
+        for i in [i for i, b in enumerate(bits) if not b]:
+            for c in range(w):
+                M[i, c] = _ZERO
     maps_q = list(geo.maps_q)
-    maps_q[k] = flint.fmpq_mat(n, w, ent)
+    maps_q[k] = M
     patterns = [list(p) for p in geo.patterns]
     patterns[k].append(mask)
     return dataclasses.replace(geo, maps_q=maps_q, patterns=patterns)

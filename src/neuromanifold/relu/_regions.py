@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
+from fractions import Fraction
 from math import comb
 from typing import Any
 
@@ -22,7 +23,6 @@ from .._tolerance import check_tol
 from .._validation import (as_finite_array, as_seed_rng, check_bool, check_positive_float,
                            check_positive_int)
 from .._errors import ComputationLimitError, InputError
-from ..exact._rational import fmpq_to_fraction
 from ._domain import Domain, as_domain
 from ._engine import Engine, EngineDeadline, ExactNet, iter_cells, output_map, thickness
 from ._parallel import iter_leaves, resolve_workers
@@ -165,13 +165,30 @@ def activation_pattern(params: Any, x: Any) -> list[np.ndarray]:
     return _pattern_at(params, x)
 
 
+def _coprime_fraction():
+    """A maker of ``Fraction(p, q)`` for ``p, q`` already in lowest terms with ``q > 0`` (as
+    flint keeps them) that skips the gcd of ``Fraction``; plain ``Fraction`` where the
+    Python version offers no such shortcut."""
+    try:
+        Fraction(1, 2, _normalize=False)   # Python <= 3.11
+        return lambda p, q: Fraction(p, q, _normalize=False)
+    except TypeError:
+        return getattr(Fraction, "_from_coprime_ints", Fraction)   # Python >= 3.12
+
+
+_coprime = _coprime_fraction()
+
+
+def _fraction(v) -> Fraction:
+    """An ``fmpq`` as a ``Fraction`` (the value of ``fmpq_to_fraction``, without its
+    checks and gcd: the engine's entries are canonical ``fmpq``)."""
+    return _coprime(int(v.p), int(v.q))
+
+
 def _fractions(M) -> np.ndarray:
-    rows, cols = M.nrows(), M.ncols()
-    out = np.empty((rows, cols), dtype=object)
-    for i in range(rows):
-        for j in range(cols):
-            out[i, j] = fmpq_to_fraction(M[i, j])
-    return out
+    out = np.empty(M.nrows() * M.ncols(), dtype=object)
+    out[:] = [_fraction(v) for v in M.entries()]
+    return out.reshape(M.nrows(), M.ncols())
 
 
 def _region_of(cell, i: int, net: ExactNet) -> Region:
@@ -180,7 +197,7 @@ def _region_of(cell, i: int, net: ExactNet) -> Region:
         index=i,
         pattern=tuple(cell.patterns[0]),
         point=np.array(cell.center_f, dtype=float),
-        point_exact=tuple(fmpq_to_fraction(v) for v in cell.center_q),
+        point_exact=tuple(_fraction(v) for v in cell.center_q),
         margin=float(cell.radius),
         linear=F[:, :net.d],
         offset=F[:, net.d],

@@ -1,12 +1,21 @@
-"""The float active-set walk across a cell, compiled (numba).
+"""The float kernels of the region engine, compiled (numba).
 
-The region engine (:mod:`neuromanifold.relu._engine`) calls it about three times per
-region: to decide whether a hyperplane crosses a cell, and to move a region's point
-towards its Chebyshev centre. In numpy each walk is some hundred small array operations
-(about 0.2 ms, most of it call overhead); compiled it takes a few microseconds. The walk
-only *proposes* (a far point, or the multipliers of an emptiness certificate): the engine
-checks every proposal in exact arithmetic, so compiling it changes no decision's
-guarantee.
+* :func:`ascent_kernel`, the active-set walk across a cell. The region engine
+  (:mod:`neuromanifold.relu._engine`) calls it about three times per region: to decide
+  whether a hyperplane crosses a cell, and (as :func:`center_kernel`) to move a region's
+  point towards its Chebyshev centre. In numpy each walk is some hundred small array
+  operations (about 0.2 ms, most of it call overhead); compiled it takes a few
+  microseconds. The walk only *proposes* (a far point, or the multipliers of an emptiness
+  certificate): the engine checks every proposal in exact arithmetic, so compiling it
+  changes no decision's guarantee.
+* :func:`signs_kernel`, the float signs of affine functions where a rounding bound lets
+  floating point decide them (the engine's shortcut before an exact check; the bound is
+  the one documented at :func:`neuromanifold.relu._engine.float_signs`).
+* :func:`best_start` and :func:`ball_radius`: the walk's start point and the radius of a
+  point's ball in a cell (float heuristics and margins; no decision rests on them).
+
+On the arrays of a few rows the engine handles, each kernel replaces some ten numpy
+calls whose dispatch, not their arithmetic, was the cost.
 
 numba compiles on the first call of a process and caches the machine code next to this
 file (``cache=True``), so later processes load it in a fraction of a second.
@@ -137,3 +146,131 @@ def ascent_kernel(A, c, x0, g, target, max_iter):
         W[m] = r
         m += 1
     return NONE, x, x, no_w, no_lam
+
+
+@njit(cache=True)
+def ball_radius(A, c, x, cap):
+    """Float radius of the largest ball around ``x`` inside ``{y : A y <= c}``: the least
+    ``(c_i - A_i . x) / |A_i|`` (rows with a zero norm are skipped), capped at ``cap`` and
+    at least 0 (0 where rounding makes ``x`` look outside)."""
+    k, d = A.shape
+    r = cap
+    for i in range(k):
+        nn = 0.0
+        ax = 0.0
+        for j in range(d):
+            nn += A[i, j] * A[i, j]
+            ax += A[i, j] * x[j]
+        if nn > 0.0:
+            s = (c[i] - ax) / math.sqrt(nn)
+            if s < r:
+                r = s
+    return max(r, 0.0)
+
+
+@njit(cache=True)
+def center_kernel(A, c, x0, r0, cap, max_iter):
+    """A float walk from ``x0`` (strictly inside ``{x : A x <= c}``, with a ball of radius
+    ``r0`` around it) towards the Chebyshev centre: :func:`ascent_kernel` on
+    ``max r : A_i . x + |A_i| r <= c_i, r <= cap`` (rows scaled to unit length) for at most
+    ``max_iter`` steps, started at ``(x0, r0 (1 - 1e-6))``.
+
+    Returns:
+        ``(x, r)``: the last point the walk reached and the radius of its ball in the
+        cell (:func:`ball_radius`); ``(x0, r0)``-like values when the walk did not move.
+    """
+    k, d = A.shape
+    A2 = np.zeros((k + 1, d + 1))
+    c2 = np.empty(k + 1)
+    for i in range(k):
+        nn = 0.0
+        for j in range(d):
+            nn += A[i, j] * A[i, j]
+        inv = 1.0 / math.sqrt(nn)
+        for j in range(d):
+            A2[i, j] = A[i, j] * inv
+        A2[i, d] = 1.0
+        c2[i] = c[i] * inv
+    A2[k, d] = 1.0
+    c2[k] = cap
+    g = np.zeros(d + 1)
+    g[d] = 1.0
+    y0 = np.empty(d + 1)
+    y0[:d] = x0
+    y0[d] = r0 * (1.0 - 1e-6)
+    _, _, last, _, _ = ascent_kernel(A2, c2, y0, g, np.inf, max_iter)
+    x = last[:d].copy()
+    return x, ball_radius(A, c, x, cap)
+
+
+@njit(cache=True)
+def signs_kernel(A, c, X, rel):
+    """Float values and trusted signs of the affine functions ``A[i] . x + c[i]`` at every
+    row ``x`` of ``X``: the compiled body of
+    :func:`neuromanifold.relu._engine.float_signs_at` (see there for the rounding bound
+    ``rel * (|A| |x| + |c|) + 2**-1070 (1 + |x|_1)``; a sign is 0 where the value does
+    not exceed it, or where ``|A| |x| + |c|`` is not below 1e300).
+
+    Returns:
+        ``(signs, values)``, int8 and float arrays of shape ``(len(A), len(X))``.
+    """
+    m, d = A.shape
+    n = X.shape[0]
+    S = np.zeros((m, n), np.int8)
+    Z = np.empty((m, n))
+    for p in range(n):
+        ax1 = 0.0
+        for j in range(d):
+            ax1 += abs(X[p, j])
+        floor = 2.0 ** -1070 * (1.0 + ax1)
+        for i in range(m):
+            z = 0.0
+            s = 0.0
+            for j in range(d):
+                z += A[i, j] * X[p, j]
+                s += abs(A[i, j]) * abs(X[p, j])
+            z += c[i]
+            s += abs(c[i])
+            Z[i, p] = z
+            if s < 1e300:
+                tau = rel * s + floor
+                if z > tau:
+                    S[i, p] = 1
+                elif z < -tau:
+                    S[i, p] = -1
+    return S, Z
+
+
+@njit(cache=True)
+def best_start(An, slack, u, dist):
+    """The pool point with the most room along ``u`` past its distance ``dist`` to the
+    hyperplane: ``argmax_p (reach_p - dist_p)``, where ``reach_p`` is how far point p can
+    move along ``u`` inside the cell (``min slack[i, p] / (An[i] . u)`` over the rows
+    with ``An[i] . u > 0``, at least 0; ``inf`` when no row blocks it). ``An``: the unit
+    rows, ``slack``: rows by points. The first maximum (or the first NaN) wins, like
+    ``numpy.argmax``."""
+    k, d = An.shape
+    n = slack.shape[1]
+    rate = np.empty(k)
+    for i in range(k):
+        t = 0.0
+        for j in range(d):
+            t += An[i, j] * u[j]
+        rate[i] = t
+    best = 0
+    bv = -np.inf
+    for p in range(n):
+        reach = np.inf
+        for i in range(k):
+            if rate[i] > 0.0:
+                v = slack[i, p] / rate[i]
+                if v < reach:
+                    reach = v
+        if reach < 0.0:
+            reach = 0.0
+        val = reach - dist[p]
+        if np.isnan(val):
+            return p
+        if p == 0 or val > bv:
+            best, bv = p, val
+    return best
