@@ -17,6 +17,13 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
 
 
+def pytest_sessionstart(session):
+    # compile the engine's numba kernels (or load them from their cache) before any test:
+    # in a fresh checkout that takes seconds, which a timed test must not pay
+    from neuromanifold.relu._walk import warm_up
+    warm_up()
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261130)

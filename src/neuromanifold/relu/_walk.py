@@ -274,3 +274,16 @@ def best_start(An, slack, u, dist):
         if p == 0 or val > bv:
             best, bv = p, val
     return best
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) every kernel with the argument types the engine
+    passes, by enumerating the regions of two small networks. Compiling takes several
+    seconds in a fresh checkout; ``make install`` and the test session call this first
+    so that no timed call pays it."""
+    from ._net import ReLUNet
+    from ._regions import regions
+
+    p = ReLUNet([3, 4, 4, 1]).random_params(0)
+    regions(p)
+    regions(p, (-1.0, 1.0))
