@@ -56,6 +56,20 @@ RADIUS_CAP = 1.0
 CERT_REL = 1e-9
 
 
+_WALK = None
+
+
+def _kernels():
+    """:mod:`neuromanifold.relu._walk`, imported on first use (importing numba takes
+    ~0.4 s, which ``import neuromanifold`` need not pay; a function-level import on every
+    call cost ~5 us, a few percent of a region)."""
+    global _WALK
+    if _WALK is None:
+        from . import _walk
+        _WALK = _walk
+    return _WALK
+
+
 class EngineDeadline(Exception):
     """Internal: the engine's deadline passed (turned into ComputationLimitError by the
     callers that set one)."""
@@ -203,6 +217,14 @@ class Cell:
                     _append_row(self.rows_f, a_f), _append_row(self.offs_f, c_f),
                     self.owners + [owner], center_f, center_q, radius,
                     self.maps_q, self.patterns, self.zero_preact, points)
+
+    def evolve(self, **changes) -> "Cell":
+        """A copy with some fields changed (``dataclasses.replace`` without its
+        per-call introspection, which cost ~10 us on every leaf)."""
+        new = object.__new__(Cell)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
 
     def pool(self) -> tuple:
         """The known interior points ``(floats, exact, radii)`` (at least the center)."""
@@ -362,7 +384,7 @@ def float_signs(A: np.ndarray, c: np.ndarray, x: np.ndarray) -> np.ndarray:
     (then the caller decides exactly). Valid when every float is within a relative 2**-53 of the exact value it
     stands for (the pow2-scaled rows and centers of the engine; clipped values, at or
     above 1e300, are never trusted)."""
-    from . import _walk
+    _walk = _kernels()
 
     S, _ = _walk.signs_kernel(np.ascontiguousarray(A, dtype=float),
                               np.ascontiguousarray(c, dtype=float),
@@ -557,7 +579,7 @@ def float_signs_at(A: np.ndarray, c: np.ndarray, X: np.ndarray) -> tuple[np.ndar
     """:func:`float_signs` of the affine functions ``A[i] . x + c[i]`` at every row ``x`` of
     ``X`` at once: ``(signs, values)``, both of shape ``(len(A), len(X))``; a sign is 0
     where floating point does not decide it (then the caller decides exactly)."""
-    from . import _walk
+    _walk = _kernels()
 
     return _walk.signs_kernel(np.ascontiguousarray(A, dtype=float),
                               np.ascontiguousarray(c, dtype=float),
@@ -576,7 +598,7 @@ def _radii(cell: "Cell", X: np.ndarray) -> np.ndarray:
 
 def _radius(cell: "Cell", x: np.ndarray) -> float:
     """:func:`_radii` of one point (compiled: :func:`neuromanifold.relu._walk.ball_radius`)."""
-    from . import _walk
+    _walk = _kernels()
 
     return float(_walk.ball_radius(np.ascontiguousarray(cell.rows_f, dtype=float),
                                    np.ascontiguousarray(cell.offs_f, dtype=float),
@@ -598,7 +620,7 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
         ``trace``, if given, holds the last point reached (``x0`` if the walk did not
         move), whatever the outcome.
     """
-    from . import _walk
+    _walk = _kernels()
 
     code, x, last, W, lam = _walk.ascent_kernel(
         np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(c, dtype=float),
@@ -638,7 +660,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
     the sub-tree, non-empty adds the LP's point to the pool. A split hands each side the
     pool points on that side, so a split itself never needs an LP.
     """
-    from . import _walk
+    _walk = _kernels()
 
     d = engine.d
     certify = engine.certify
@@ -660,7 +682,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
         else:
             cand0.append(j)
     if zero != cell.zero_preact:
-        cell = dataclasses.replace(cell, zero_preact=zero)
+        cell = cell.evolve(zero_preact=zero)
     Znorm = np.sqrt(np.einsum("ij,ij->i", Zf[:, :d], Zf[:, :d]))
     scaled: dict = {}
 
@@ -843,7 +865,7 @@ def _center_walk(A: np.ndarray, c: np.ndarray, x0: np.ndarray, r0: float,
     :func:`neuromanifold.relu._walk.center_kernel`): the point reached from ``x0`` and the
     float radius of its ball in ``{x : A x <= c}``. A proposal only: the point is kept
     when it passes the exact check."""
-    from . import _walk
+    _walk = _kernels()
 
     x, r = _walk.center_kernel(np.ascontiguousarray(A, dtype=float),
                                np.ascontiguousarray(c, dtype=float),
@@ -873,7 +895,7 @@ def _recenter(geo: Cell, engine: Engine) -> Cell:
                                              geo.offs_f, xf=x):
         return geo
     pts = (_append_row(Pf, x), Pq + [xq], _append_row(Pr, r))
-    return dataclasses.replace(geo, center_f=x, center_q=xq, radius=r, points=pts)
+    return geo.evolve(center_f=x, center_q=xq, radius=r, points=pts)
 
 
 def _leaf(geo: Cell, bits: list, n: int, k: int, Zq, ent: list | None = None) -> Cell:
@@ -899,7 +921,7 @@ def _leaf(geo: Cell, bits: list, n: int, k: int, Zq, ent: list | None = None) ->
     maps_q[k] = M
     patterns = [list(p) for p in geo.patterns]
     patterns[k].append(mask)
-    return dataclasses.replace(geo, maps_q=maps_q, patterns=patterns)
+    return geo.evolve(maps_q=maps_q, patterns=patterns)
 
 
 def thickness(cell: Cell, d: int) -> float:

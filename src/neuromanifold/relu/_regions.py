@@ -305,7 +305,9 @@ class RegionStream:
                 if self.max_regions is not None and self.num_regions >= self.max_regions:
                     self.elapsed = time.monotonic() - t0
                     raise self._limit(f"region limit (max_regions={self.max_regions})")
-                region = dataclasses.replace(region, index=self.num_regions)
+                # the region was just made for this stream (here or in a worker) and is
+                # seen nowhere else yet: numbering it in place spares a copy per region
+                object.__setattr__(region, "index", self.num_regions)
                 self.num_regions += 1
                 if bar is None and self.progress:
                     # made once the workers run: its monitor thread would make them
