@@ -23,6 +23,7 @@ import dataclasses
 import itertools
 import multiprocessing
 import os
+import pickle
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -149,6 +150,14 @@ def _context():
     return ctx
 
 
+def _reply(raw: bytes) -> Any:
+    """A worker's result from its pickled reply; a task's exception is raised here."""
+    kind, value = pickle.loads(raw)
+    if kind == "error":
+        raise value
+    return value
+
+
 class _Workers:
     """Worker processes, each with its own pipe and at most one task at a time.
 
@@ -188,31 +197,27 @@ class _Workers:
             f"threads were running, the workers need the script's code under "
             f"`if __name__ == '__main__':`. workers=1 runs in this process.")
 
-    def receive(self, timeout: float | None) -> list[tuple[int, Any]]:
-        """``(task id, result)`` of the tasks finished within ``timeout`` (at least one,
-        unless the time ran out). Raises :class:`WorkerError` if a busy worker died and
-        re-raises a task's exception."""
+    def receive(self, timeout: float | None) -> list[tuple[int, bytes]]:
+        """``(task id, pickled reply)`` of the tasks finished within ``timeout`` (at least
+        one, unless the time ran out); their workers are idle again. The replies are
+        left pickled so that the caller can hand the workers new tasks before spending
+        time on unpickling (:func:`_reply`). Raises :class:`WorkerError` if a busy worker
+        died."""
         busy = list(self.task)
         ready = set(mp_connection.wait([self.conns[i] for i in busy] +
                                        [self.procs[i].sentinel for i in busy], timeout))
         out = []
         for i in busy:
-            conn = self.conns[i]
-            if conn in ready or (self.procs[i].sentinel in ready and conn.poll()):
+            conn, died = self.conns[i], self.procs[i].sentinel in ready
+            if conn in ready or (died and conn.poll()):
                 try:
-                    kind, value = conn.recv()
+                    out.append((self.task.pop(i), conn.recv_bytes()))
+                    continue
                 except (EOFError, OSError):
-                    kind, value = "died", None
-            elif self.procs[i].sentinel in ready:
-                kind, value = "died", None
-            else:
-                continue
-            if kind == "died":
+                    died = True
+            if died:
                 self.procs[i].join(timeout=5)
                 raise self._died(i)
-            if kind == "error":
-                raise value
-            out.append((self.task.pop(i), value))
         return out
 
     def stop(self) -> None:
@@ -268,22 +273,36 @@ def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[i
     done_cells = done_leaves = 0
     exhausted = False
 
+    prepared: list = []   # (cells, payload): the next tasks, packed before a worker asks
+
+    def prepare() -> bool:
+        nonlocal exhausted
+        if exhausted:
+            return False
+        per_cell = done_leaves / done_cells if done_cells else _TASK_LEAVES
+        size = max(1, min(256, round(_TASK_LEAVES / max(per_cell, 1.0))))
+        batch = list(itertools.islice(first, size))
+        if len(batch) < size:
+            exhausted = True
+        if not batch:
+            return False
+        counts[0] += len(batch)
+        prepared.append((len(batch), [_pack_cell(c) for c in batch]))
+        return True
+
     def dispatch() -> None:
-        nonlocal next_id, exhausted
+        nonlocal next_id
         for i in pool.idle():
-            if exhausted or next_id - turn >= _WINDOW * workers:
-                return
-            per_cell = done_leaves / done_cells if done_cells else _TASK_LEAVES
-            size = max(1, min(256, round(_TASK_LEAVES / max(per_cell, 1.0))))
-            batch = list(itertools.islice(first, size))
-            if len(batch) < size:
-                exhausted = True
-            if not batch:
-                return
-            counts[0] += len(batch)
-            sizes[next_id] = len(batch)
-            pool.send(i, next_id, [_pack_cell(c) for c in batch])
+            if next_id - turn >= _WINDOW * workers or not (prepared or prepare()):
+                break
+            ncells, payload = prepared.pop(0)
+            sizes[next_id] = ncells
+            pool.send(i, next_id, payload)
             next_id += 1
+        # the first layer's next cells are enumerated while the workers run, not while
+        # one of them waits for its next task
+        while len(prepared) < workers and prepare():
+            pass
 
     try:
         dispatch()
@@ -291,12 +310,13 @@ def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[i
             while turn not in results:
                 timeout = None if engine.deadline is None else \
                     max(0.0, engine.deadline - time.monotonic())
-                for task_id, value in pool.receive(timeout):
-                    results[task_id] = value
+                replies = pool.receive(timeout)
+                dispatch()   # the idle workers get new tasks before the replies are read
+                for task_id, raw in replies:
+                    results[task_id] = _reply(raw)
                 if turn not in results and engine.deadline is not None and \
                         time.monotonic() >= engine.deadline:
                     raise EngineDeadline()
-                dispatch()   # keep the workers fed while the head task runs
             out, sub_counts, stats = results.pop(turn)
             done_cells += sizes.pop(turn)
             done_leaves += len(out)
