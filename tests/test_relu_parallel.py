@@ -12,7 +12,8 @@ from neuromanifold import ComputationLimitError, InputError, WorkerError
 from neuromanifold.relu import ReLUNet, iter_regions, regions
 from neuromanifold.relu._domain import as_domain
 from neuromanifold.relu._engine import Engine, ExactNet
-from neuromanifold.relu._parallel import iter_leaves, resolve_workers
+from neuromanifold._validation import check_workers
+from neuromanifold.relu._parallel import iter_leaves
 
 from relu_support import dyadic_net, flat_pattern
 
@@ -115,7 +116,7 @@ def test_bad_workers(bad):
 
 
 def test_workers_none_means_every_core():
-    assert resolve_workers(None) == len(os.sched_getaffinity(0)) and resolve_workers(3) == 3
+    assert check_workers(None) == len(os.sched_getaffinity(0)) and check_workers(3) == 3
 
 
 def _fail(cell, nets):

@@ -12,6 +12,7 @@ value is a clear error rather than a hang or a ``MemoryError``.
 from __future__ import annotations
 
 import inspect
+import os
 import warnings
 from collections.abc import Callable
 from fractions import Fraction
@@ -21,7 +22,7 @@ import numpy as np
 
 from ._errors import InputError, ParameterError, short_repr
 
-__all__ = ["as_real_array", "as_finite_array", "check_finite_result", "as_seed_rng",
+__all__ = ["check_workers", "as_real_array", "as_finite_array", "check_finite_result", "as_seed_rng",
            "check_bool", "check_positive_int", "check_nonnegative_int", "check_positive_float",
            "check_nonnegative_float", "check_options"]
 
@@ -314,3 +315,18 @@ def check_options(func: Callable, options: dict, what: str) -> None:
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise InputError(f"{what} got unknown option(s) {unknown}; it accepts {accepted}")
+
+
+def check_workers(workers: Any) -> int:
+    """The number of processes ``workers`` asks for: a positive int (at most 4096), or
+    ``None`` for every core available to this process.
+
+    >>> check_workers(3)
+    3
+    """
+    if workers is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - not on Linux
+            return os.cpu_count() or 1
+    return check_positive_int(workers, "workers", maximum=4096)

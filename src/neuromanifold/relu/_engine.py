@@ -384,13 +384,7 @@ def float_signs(A: np.ndarray, c: np.ndarray, x: np.ndarray) -> np.ndarray:
     (then the caller decides exactly). Valid when every float is within a relative 2**-53 of the exact value it
     stands for (the pow2-scaled rows and centers of the engine; clipped values, at or
     above 1e300, are never trusted)."""
-    _walk = _kernels()
-
-    S, _ = _walk.signs_kernel(np.ascontiguousarray(A, dtype=float),
-                              np.ascontiguousarray(c, dtype=float),
-                              np.ascontiguousarray(x, dtype=float).reshape(1, -1),
-                              _sign_rel(x.size))
-    return S[:, 0]
+    return float_signs_at(A, c, np.asarray(x, dtype=float).reshape(1, -1))[0][:, 0]
 
 
 def _motzkin(Sq, sq, y, E, e, mu) -> bool:
@@ -586,18 +580,10 @@ def float_signs_at(A: np.ndarray, c: np.ndarray, X: np.ndarray) -> tuple[np.ndar
                               np.ascontiguousarray(X, dtype=float), _sign_rel(X.shape[1]))
 
 
-def _radii(cell: "Cell", X: np.ndarray) -> np.ndarray:
-    """Float radius of the largest ball around each row of ``X`` inside the cell (capped at
-    :data:`RADIUS_CAP`; 0 where rounding makes a point look outside)."""
-    if cell.rows_f.shape[0] == 0:
-        return np.full(X.shape[0], RADIUS_CAP)
-    nrm = np.sqrt(np.einsum("ij,ij->i", cell.rows_f, cell.rows_f))
-    slack = (cell.offs_f[:, None] - cell.rows_f @ X.T) / nrm[:, None]
-    return np.clip(np.minimum(slack.min(axis=0), RADIUS_CAP), 0.0, None)
-
-
 def _radius(cell: "Cell", x: np.ndarray) -> float:
-    """:func:`_radii` of one point (compiled: :func:`neuromanifold.relu._walk.ball_radius`)."""
+    """Float radius of the largest ball around ``x`` inside the cell (capped at
+    :data:`RADIUS_CAP`; 0 where rounding makes the point look outside; compiled:
+    :func:`neuromanifold.relu._walk.ball_radius`)."""
     _walk = _kernels()
 
     return float(_walk.ball_radius(np.ascontiguousarray(cell.rows_f, dtype=float),
@@ -991,15 +977,19 @@ def iter_subtree(cell: Cell, s: int, nets: Sequence[ExactNet], engine: Engine,
     first (see :func:`iter_cells`). ``counts[t]`` is incremented for each cell reached
     after stage ``t``."""
     stages = stages_of(nets)
-    k, l = stages[s]
-    for child in iter_refine_stage(cell, k, l, nets[k], engine):
-        if counts is not None:
-            counts[s] += 1
-        if s + 1 == len(stages):
-            child.points = None  # the pool only serves the refinement
-            yield child
-        else:
-            yield from iter_subtree(child, s + 1, nets, engine, counts)
+
+    def walk(cell: Cell, s: int) -> Iterator[Cell]:
+        k, l = stages[s]
+        for child in iter_refine_stage(cell, k, l, nets[k], engine):
+            if counts is not None:
+                counts[s] += 1
+            if s + 1 == len(stages):
+                child.points = None  # the pool only serves the refinement
+                yield child
+            else:
+                yield from walk(child, s + 1)
+
+    yield from walk(cell, s)
 
 
 def enumerate_cells(nets: Sequence[ExactNet], domain: Domain, engine: Engine,

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import multiprocessing
-import os
 import pickle
 import threading
 import time
@@ -37,26 +36,13 @@ from .._errors import WorkerError
 from ._engine import (Cell, Engine, EngineDeadline, ExactNet, initial_cell, iter_refine_stage,
                       iter_subtree, stages_of)
 
-__all__ = ["iter_leaves", "resolve_workers"]
+__all__ = ["iter_leaves"]
 
 #: final cells a task should hold, roughly (the first-stage cells per task adapt to it)
 _TASK_LEAVES = 64
 #: tasks held per worker, finished ones included: a long task at the head of the stream
 #: does not stop the other workers, whose results wait (bounded) for their turn
 _WINDOW = 32
-
-
-def resolve_workers(workers: Any) -> int:
-    """The number of processes ``workers`` asks for: a positive int, or ``None`` for
-    every core available to this process."""
-    from .._validation import check_positive_int
-
-    if workers is None:
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # pragma: no cover - not on Linux
-            return os.cpu_count() or 1
-    return check_positive_int(workers, "workers", maximum=4096)
 
 
 # -- what crosses the process boundary ---------------------------------------------------

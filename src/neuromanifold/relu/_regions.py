@@ -21,11 +21,11 @@ import numpy as np
 from .._results import Result
 from .._tolerance import check_tol
 from .._validation import (as_finite_array, as_seed_rng, check_bool, check_positive_float,
-                           check_positive_int)
+                           check_positive_int, check_workers)
 from .._errors import ComputationLimitError, InputError
 from ._domain import Domain, as_domain
 from ._engine import Engine, EngineDeadline, ExactNet, iter_cells, output_map, thickness
-from ._parallel import iter_leaves, resolve_workers
+from ._parallel import iter_leaves
 from ._net import check_params  # noqa: F401  (re-exported for callers)
 
 __all__ = ["Region", "Regions", "RegionStream", "RegionEstimate", "regions", "iter_regions",
@@ -342,7 +342,7 @@ def _region_leaf(cell, nets, tol: float) -> Region | None:
 
 
 def _check_options(tol, certify, max_regions, time_limit, progress, workers):
-    workers = resolve_workers(workers)
+    workers = check_workers(workers)
     tol = check_tol(tol)
     certify = check_bool(certify, "certify")
     if max_regions is not None:

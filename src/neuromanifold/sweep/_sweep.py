@@ -229,7 +229,7 @@ def run_sweep(config: Any, output: Any = None, *, scheduler: Any = None,
     Returns:
         A :class:`SweepSummary`.
     """
-    from .._validation import check_bool, check_positive_int
+    from .._validation import check_bool, check_workers
     progress = check_bool(progress, "progress")
     if not isinstance(config, dict):
         config = load_config(config)
@@ -250,10 +250,7 @@ def run_sweep(config: Any, output: Any = None, *, scheduler: Any = None,
         raise InputError(f"sweep output {str(out)!r} cannot be written: {exc}") from None
     done = _finished_keys(out)
     todo = [t for t in tasks if t.key not in done]
-    if workers is None:
-        workers = os.cpu_count() or 1
-    else:
-        workers = check_positive_int(workers, "workers", maximum=4096)
+    workers = check_workers(workers)
     start, failed, ran = time.perf_counter(), 0, 0
     bar = None
     if progress:
