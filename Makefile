@@ -13,7 +13,7 @@ $(PY):
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
-	$(PY) -c "from neuromanifold.relu._walk import warm_up; warm_up()"  # numba's kernel cache
+	$(PY) -c "import neuromanifold.relu; neuromanifold.relu.warm_up()"  # numba's kernel cache
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -27,7 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from neuromanifold import ComputationLimitError, io, relu
+from neuromanifold import ComputationLimitError
+from neuromanifold import io
+from neuromanifold import relu
 from _timing import suite_row
 
 ISSUE = "issue-11 figure (before; other run, other net)"

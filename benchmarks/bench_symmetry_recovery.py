@@ -6,7 +6,7 @@ positive rescalings (log-uniform in [1/4, 4]) and, where they apply, dead-neuron
 mixing of the always-active block, a hiding translation and flips (the ``planted`` rows draw second-layer rows with those sign
 patterns on purpose). Then the symmetry is recovered from ``(p, q)`` alone.
 
-* Ours: ``neuromanifold.relu._canonical.equivalent_bottleneck`` (canonical forms, polynomial
+* Ours: ``neuromanifold.relu._bottleneck.canonical.equivalent_bottleneck`` (canonical forms, polynomial
   time). Recovered iff the returned list of named symmetries, applied to ``p``, gives ``q``
   up to ``1e-9`` times the path-norm scale.
 * Baseline (same run): Git Re-Basin weight matching (Ainsworth et al. 2022): coordinate
@@ -39,7 +39,7 @@ from scipy.optimize import linear_sum_assignment
 from _timing import suite_row
 
 from neuromanifold._tolerance import path_norm_scale
-from neuromanifold.relu._canonical import equivalent_bottleneck, fast_path_reason
+from neuromanifold.relu._bottleneck.canonical import equivalent_bottleneck, fast_path_reason
 from neuromanifold.relu.symmetries import apply_sequence, random_orbit_point
 
 

@@ -20,8 +20,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 def pytest_sessionstart(session):
     # compile the engine's numba kernels (or load them from their cache) before any test:
     # in a fresh checkout that takes seconds, which a timed test must not pay
-    from neuromanifold.relu._walk import warm_up
-    warm_up()
+    from neuromanifold import relu
+    relu.warm_up()
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import dataclasses
 import numpy as np
 
 from neuromanifold.exact._lp import dot
-from neuromanifold.relu._domain import as_domain
-from neuromanifold.relu._engine import (Engine, ExactNet, _leaf, _side_row, float_signs,
+from neuromanifold.relu._core.domain import as_domain
+from neuromanifold.relu._engine.cells import (Engine, ExactNet, _leaf, _side_row, float_signs,
                                         initial_cell, pow2_floats)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from neuromanifold.exact import to_fmpq
 from neuromanifold.exact._lp import strict_interior_point
 from neuromanifold.relu import as_domain
-from neuromanifold.relu._engine import ExactNet
+from neuromanifold.relu._engine.cells import ExactNet
 
 
 def dyadic_net(rng, widths, scale=2):

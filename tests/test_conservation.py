@@ -306,9 +306,9 @@ def test_docs_conservation_tables_are_what_the_code_prints():
 
 
 def test_the_identity_test_refuses_a_law_that_is_not_conserved():
-    from neuromanifold.conservation._laws import _model_of, _verify_laws
+    from neuromanifold.conservation._laws import model_of, _verify_laws
     p = ReLUNet([2, 2, 1]).random_params(seed=0)
-    m = _model_of(p, None, None)
+    m = model_of(p, None, None)
     rng = np.random.default_rng(0)
     real = [KnownLaw(n, k, t, m.flatten) for n, k, t in m.laws]
     assert _verify_laws(m, real, rng)
@@ -316,7 +316,7 @@ def test_the_identity_test_refuses_a_law_that_is_not_conserved():
     assert not _verify_laws(m, real + [fake], rng)
     # a block law of a block that is not active at the data is not conserved there
     q = [(np.eye(2), np.zeros(2)), (np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
-    mq = _model_of(q, None, [[1.0, -1.0], [-1.0, 1.0]])
-    from neuromanifold.relu._flow import block_law_terms
+    mq = model_of(q, None, [[1.0, -1.0], [-1.0, 1.0]])
+    from neuromanifold.relu._analysis.flow import block_law_terms
     (name, terms), = block_law_terms((2, 2, 2, 1), 2, [0, 1])
     assert not _verify_laws(mq, [KnownLaw(name, "block", terms, mq.flatten)], rng)

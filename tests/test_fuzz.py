@@ -35,7 +35,10 @@ from hypothesis.extra import numpy as hnp
 
 import neuromanifold as nm
 import neuromanifold.sweep  # noqa: F401 - not imported by the package (optional Dask)
-from neuromanifold import exact, flows, linear, relu
+from neuromanifold import exact
+from neuromanifold import flows
+from neuromanifold import linear
+from neuromanifold import relu
 from neuromanifold.cli import main as cli_main
 from neuromanifold.relu import symmetries as S
 
@@ -975,6 +978,7 @@ NOT_FUZZED: dict[str, str] = {
         "HiddenHyperplane", "BottleneckEquivalence", "SymmetrySearch", "SearchCluster",
         "Nonlocalizability", "PartIdentifiability", "NonlocalizableSearch",
         "ReLUFlowResult", "RegionEstimate")},
+    "neuromanifold.relu.warm_up": "takes no input (compiles the engine's kernels)",
     "neuromanifold.relu.RegionStream": "the iterator iter_regions returns (fuzzed through it)",
     "neuromanifold.relu.ArrangementHyperplane": _RESULT + "; unit() takes no input",
     "neuromanifold.relu.symmetries.Applicability": _RESULT,

@@ -14,7 +14,10 @@ import numpy as np
 import pytest
 
 import neuromanifold as nm
-from neuromanifold import InputError, NeuromanifoldError, Result, flows, linear, relu
+from neuromanifold import InputError, NeuromanifoldError, Result
+from neuromanifold import flows
+from neuromanifold import linear
+from neuromanifold import relu
 from neuromanifold._validation import check_bool
 from neuromanifold.relu import symmetries as S
 from neuromanifold.reproduce import reproduce_linear

@@ -9,7 +9,8 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuromanifold import InputError, relu
+from neuromanifold import InputError
+from neuromanifold import relu
 from neuromanifold.relu import fiber
 
 from symmetry_support import (bottleneck, exactly_equivalent, ground_truth_equivalent,

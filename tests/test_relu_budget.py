@@ -15,7 +15,10 @@ from neuromanifold import ComputationLimitError, InputError
 from neuromanifold import relu
 from neuromanifold.relu import (ReLUNet, bent_hyperplanes, equivalent, genericity,
                                 identifiability, plot_arrangement)
-from neuromanifold.relu import _bent, _equivalence, _genericity
+from neuromanifold.relu._analysis import bent as _bent
+from neuromanifold.relu._compare import equivalence as _equivalence
+from neuromanifold.relu._analysis import joint_regions as _joint
+from neuromanifold.relu._analysis import genericity as _genericity
 
 from relu_support import dyadic_net
 
@@ -190,7 +193,7 @@ def test_auto_runs_regions_before_the_milp_on_few_regions(monkeypatch):
     def no_milp(*a, **kw):
         raise AssertionError("the MILP ran although few joint regions were expected")
 
-    monkeypatch.setattr(_equivalence, "_by_milp", no_milp)
+    monkeypatch.setattr(_equivalence, "by_milp", no_milp)
     r = equivalent(p, q, BOX)
     assert r.equivalent and r.method == "regions" and r.certified and r.num_milps == 0
     assert "regions first" in r.note
@@ -200,14 +203,14 @@ def test_auto_runs_the_milp_first_on_many_regions(monkeypatch):
     p = ReLUNet([2, 4, 4, 1]).random_params(1)
     q = _dead_on_box(p)
     calls = []
-    real = _equivalence._by_milp
+    real = _equivalence.by_milp
 
     def counted(*a, **kw):
         calls.append(kw.get("time_limit"))
         return real(*a, **kw)
 
     monkeypatch.setattr(_equivalence, "_REGIONS_FIRST", 0)
-    monkeypatch.setattr(_equivalence, "_by_milp", counted)
+    monkeypatch.setattr(_equivalence, "by_milp", counted)
     r = equivalent(p, q, BOX)
     assert r.equivalent and r.method == "regions" and calls == [_equivalence._MILP_SHARE]
     assert "the MILP first" in r.note and r.num_milps == 2
@@ -217,8 +220,8 @@ def test_auto_finds_a_witness_by_sampling_before_anything_else(monkeypatch):
     p = ReLUNet([2, 4, 4, 1]).random_params(1)
     q = [(W.copy(), b.copy()) for W, b in p]
     q[-1][1][0] += 0.25
-    monkeypatch.setattr(_equivalence, "_by_milp", lambda *a, **kw: 1 / 0)
-    monkeypatch.setattr(_equivalence, "_by_regions", lambda *a, **kw: 1 / 0)
+    monkeypatch.setattr(_equivalence, "by_milp", lambda *a, **kw: 1 / 0)
+    monkeypatch.setattr(_equivalence, "by_regions", lambda *a, **kw: 1 / 0)
     r = equivalent(p, q)
     assert not r.equivalent and r.method == "sampling" and r.certified
 
@@ -226,13 +229,13 @@ def test_auto_finds_a_witness_by_sampling_before_anything_else(monkeypatch):
 def test_milp_time_share_is_respected(monkeypatch):
     p = ReLUNet([2, 4, 4, 1]).random_params(1)
     seen = []
-    real = _equivalence.solve_milp
+    real = _joint.solve_milp
 
     def spy(*a, time_limit=None, **kw):
         seen.append(time_limit)
         return real(*a, time_limit=time_limit, **kw)
 
-    monkeypatch.setattr(_equivalence, "solve_milp", spy)
+    monkeypatch.setattr(_joint, "solve_milp", spy)
     equivalent(p, _split(p), method="milp", time_limit=50.0)
     assert seen and all(t is not None and 0 < t <= 50.0 for t in seen)
 

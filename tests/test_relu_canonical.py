@@ -12,9 +12,10 @@ from canonical_support import block_rowspace_pair, dead_to_linear_pair, linear_b
 from support import load_benchmark
 from symmetry_support import bottleneck, ground_truth_equivalent, sampled_relative_difference
 
-from neuromanifold import InputError, relu
+from neuromanifold import InputError
+from neuromanifold import relu
 from neuromanifold._tolerance import path_norm_scale
-from neuromanifold.relu._canonical import canonical_form, equivalent_bottleneck, fast_path_reason
+from neuromanifold.relu._bottleneck.canonical import canonical_form, equivalent_bottleneck, fast_path_reason
 from neuromanifold.relu.symmetries import apply_sequence, random_orbit_point
 
 

@@ -13,7 +13,7 @@ from neuromanifold import ArchitectureError, InputError, ParameterError
 from neuromanifold._tolerance import path_norm_scale
 from neuromanifold.exact import to_fmpq
 from neuromanifold.relu import ReLUNet, equivalent, forward, regions
-from neuromanifold.relu._engine import ExactNet, exact_forward
+from neuromanifold.relu._engine.cells import ExactNet, exact_forward
 from neuromanifold.relu.symmetries import apply_sequence
 
 from relu_support import (dyadic_net, float_permuted_rescaled, live_output_weight,
@@ -310,7 +310,7 @@ def test_extreme_magnitudes_give_the_same_answers():
 def test_solvers_print_nothing_on_stdout(capfd):
     """HiGHS's MIP code writes some diagnostics with C printf, past its output_flag: the
     MILP runs with file descriptor 1 redirected to the null device."""
-    from neuromanifold.relu._lp import _stdout_silenced
+    from neuromanifold.relu._engine.lp import _stdout_silenced
 
     with _stdout_silenced():
         os.write(1, b"from C code\n")
@@ -347,7 +347,8 @@ def test_symmetry_check_bounds_the_parameter_difference():
     """The symmetry check accepts a rounded copy and rejects one with a hidden weight changed
     by a relative 1e-6 (its Lipschitz bound exceeds tol), whatever the sampled check says."""
     from neuromanifold.relu import as_domain
-    from neuromanifold.relu._equivalence import _by_symmetry, _Pair
+    from neuromanifold.relu._compare.equivalence import _by_symmetry
+    from neuromanifold.relu._analysis.joint_regions import Pair as _Pair
 
     rng = np.random.default_rng(2)
     p = ReLUNet([3, 8, 8, 1]).random_params(2)
@@ -418,7 +419,8 @@ def _grown(p, rng, l=0, share=0.25, dead=True, constant=True):
        share=st.sampled_from([0.25, 0.5, 0.3]), layer=st.integers(0, 1),
        domain=st.sampled_from([None, "orthant", (-1.0, 1.0)]))
 def test_reduction_recognizes_split_dead_and_constant_neurons(seed, widths, share, layer, domain):
-    from neuromanifold.relu import _equivalence
+    from neuromanifold.relu._compare import equivalence as _equivalence
+    from neuromanifold.relu._analysis import joint_regions as _joint
     rng = np.random.default_rng(seed)
     p = ReLUNet(widths).random_params(seed)
     q = permuted_rescaled(_grown(p, rng, layer, share), rng)
@@ -430,7 +432,7 @@ def test_reduction_recognizes_split_dead_and_constant_neurons(seed, widths, shar
     # the reduction is sound: a change of one live weight is never absorbed
     bad = [(W.copy(), b.copy()) for W, b in q]
     bad[-1][1][0] += 1e-3 * path_norm_scale(p)
-    pair = _equivalence._Pair(p, bad, 1e-9)
+    pair = _joint.Pair(p, bad, 1e-9)
     assert _equivalence._by_reduction(pair, pair_domain(domain, pair.d)) is None
 
 
@@ -440,7 +442,8 @@ def pair_domain(domain, d):
 
 
 def test_reduction_is_exact_at_tol_zero_with_exact_shares():
-    from neuromanifold.relu import _equivalence
+    from neuromanifold.relu._compare import equivalence as _equivalence
+    from neuromanifold.relu._analysis import joint_regions as _joint
     rng = np.random.default_rng(3)
     p = dyadic_net(rng, [2, 3, 3, 1])
     p = [(W + 0.125, b + 0.25) for W, b in p]   # no zero rows, distinct directions
@@ -451,14 +454,15 @@ def test_reduction_is_exact_at_tol_zero_with_exact_shares():
 
 
 def test_reduction_never_merges_opposite_neurons():
-    from neuromanifold.relu import _equivalence
+    from neuromanifold.relu._compare import equivalence as _equivalence
+    from neuromanifold.relu._analysis import joint_regions as _joint
     p = ReLUNet([2, 3, 2, 1]).random_params(4)
     W, b = p[0]
     W[2], b[2] = -2.0 * W[0], -2.0 * b[0]          # relu(-2 z) is not -2 relu(z)
     (W2, b2) = p[1]
     q = [(W[:2].copy(), b[:2].copy()), (W2[:, :2].copy(), b2.copy()), p[2]]
     q[1][0][:, 0] += -2.0 * W2[:, 2]                # what merging them as multiples would give
-    pair = _equivalence._Pair(p, q, 1e-9)
+    pair = _joint.Pair(p, q, 1e-9)
     assert _equivalence._by_reduction(pair, pair_domain(None, 2)) is None
     assert _equivalence._reduce(pair.p, 1e-9) is None
     assert not equivalent(p, q).equivalent

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from neuromanifold import ComputationLimitError, InputError
 from neuromanifold.relu import ReLUNet, active_blocks, block_law, gradient_flow
-from neuromanifold.relu._flow import _velocity, rescaling_law_terms
+from neuromanifold.relu._analysis.flow import _velocity, rescaling_law_terms
 
 
 def _flow_or_partial(*args, **kwargs):

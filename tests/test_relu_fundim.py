@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from neuromanifold.exact import exact_rank
 from neuromanifold.relu import ReLUNet, bent_hyperplanes, functional_dimension
-from neuromanifold.relu._fundim import _region_rows
-from neuromanifold.relu._regions import _compute
+from neuromanifold.relu._analysis.fundim import region_rows
+from neuromanifold.relu._analysis.regions import compute_regions
 
 from relu_support import dyadic_net
 
@@ -43,9 +43,9 @@ def test_never_exceeds_bound_and_dominates_sampled_rank(widths, seed, domain):
 def test_exact_rows_match_the_float_jacobian():
     net = ReLUNet([3, 4, 4, 2])
     p = net.random_params(0)
-    R, cells, enet, _ = _compute(p, None, False)
+    R, cells, enet, _ = compute_regions(p, None, False)
     for cell in cells[:8]:
-        rows, smooth = _region_rows(enet, cell.patterns[0], cell.center_q)
+        rows, smooth = region_rows(enet, cell.patterns[0], cell.center_q)
         assert smooth
         d, m = 3, 2
         J = net.jacobian(p, cell.center_f[None, :])
@@ -205,9 +205,9 @@ def test_extreme_magnitudes_give_the_same_functional_dimension():
 def _exhaustive_rank(p, domain=None):
     """The former computation: every region, exact rows, exact rational rank."""
     import flint
-    R, cells, enet, _ = _compute(p, domain, False)
+    R, cells, enet, _ = compute_regions(p, domain, False)
     P = sum(np.size(W) + np.size(b) for W, b in p)
-    rows = [row for c in cells for row in _region_rows(enet, c.patterns[0], c.center_q)[0]]
+    rows = [row for c in cells for row in region_rows(enet, c.patterns[0], c.center_q)[0]]
     return int(flint.fmpq_mat(len(rows), P, [v for r in rows for v in r]).rank())
 
 
@@ -277,7 +277,7 @@ def test_milp_rank_equals_the_exhaustive_exact_rank(seed, kind, widths, domain, 
     weights with exact coincidences) without enumerating, or say why it handed over. With
     only 8 random points most of the rank is left to the MILPs to find."""
     from unittest import mock
-    from neuromanifold.relu import _fundim
+    from neuromanifold.relu._analysis import fundim as _fundim
     if isinstance(domain, tuple) and np.ndim(domain[0]) and len(domain[0]) != widths[0]:
         domain = (-1, 1)
     p = _adversarial(kind, np.random.default_rng(seed), widths)
@@ -312,7 +312,7 @@ def test_a_corner_region_found_by_milp():
     # HiGHS's objective_bound option made the MILP report a wrong optimum here (the
     # region where only the width-1 neuron is active is a small corner of the box)
     from unittest import mock
-    from neuromanifold.relu import _fundim
+    from neuromanifold.relu._analysis import fundim as _fundim
     p = _adversarial("generic", np.random.default_rng(29786), [2, 2, 1, 2])
     with mock.patch.object(_fundim, "_SAMPLES", 8), mock.patch.object(_fundim, "_SAMPLE_BATCH", 8):
         fd = functional_dimension(p, (-1, 1), method="milp")

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuromanifold import ArchitectureError, InputError, relu
+from neuromanifold import ArchitectureError, InputError
+from neuromanifold import relu
 from neuromanifold.relu import identifiability
 from neuromanifold.relu.symmetries import Flip, HidingTranslation, RampFlip
 

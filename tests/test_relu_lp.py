@@ -5,7 +5,7 @@ import sys
 
 import numpy as np
 
-from neuromanifold.relu._lp import solve_lp, solve_milp
+from neuromanifold.relu._engine.lp import solve_lp, solve_milp
 
 # max x + y over binaries with x + y <= 1.5: optimum 1
 _MILP = (np.array([-1.0, -1.0]), np.array([[1.0, 1.0]]), np.array([1.5]), [0.0, 0.0],
@@ -16,7 +16,7 @@ def test_lp_after_milp_in_a_fresh_process():
     # HiGHS's thread scheduler is process-wide: a MILP solver that set it up with another
     # thread count made every later LP fail without solving
     code = ("import numpy as np\n"
-            "from neuromanifold.relu._lp import solve_lp, solve_milp\n"
+            "from neuromanifold.relu._engine.lp import solve_lp, solve_milp\n"
             "m = solve_milp(np.array([-1.0]), np.array([[2.0]]), np.array([3.0]), [0.0], [5.0], [1])\n"
             "l = solve_lp(np.array([-1.0]), np.array([[1.0]]), np.array([2.0]), lb=[0.0], ub=[5.0])\n"
             "m2 = solve_milp(np.array([-1.0]), np.array([[2.0]]), np.array([3.0]), [0.0], [5.0], [1])\n"

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuromanifold.relu import ReLUNet, as_domain
-from neuromanifold.relu._lp import solve_milp
-from neuromanifold.relu._milp_encoding import (MILPBuilder, affine, encode_network,
+from neuromanifold.relu._engine.lp import solve_milp
+from neuromanifold.relu._engine.milp import (MILPBuilder, affine, encode_network,
                                                homogenized_input, relu_layer)
 
 from relu_support import dyadic_net
@@ -238,7 +238,7 @@ def test_big_m_constants_are_never_tiny():
     # z = s >= 0 on the homogenized domain: its padded bounds would put ~1e-9 on the
     # binary, which HiGHS's presolve mishandles (test above); the encoder loosens the
     # constant to BIG_M_FLOOR of the neuron's scale, and the program stays feasible
-    from neuromanifold.relu._milp_encoding import BIG_M_FLOOR
+    from neuromanifold.relu._engine.milp import BIG_M_FLOOR
     B = MILPBuilder()
     ys, s = homogenized_input(B, as_domain(None, 1))
     layer = relu_layer(B, affine(B, np.zeros((1, 1)), np.ones(1), B.inputs(ys), s))

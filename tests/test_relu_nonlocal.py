@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuromanifold import ArchitectureError, InputError, relu
+from neuromanifold import ArchitectureError, InputError
+from neuromanifold import relu
 from neuromanifold.relu.symmetries import Permutation, Scaling, apply_sequence
 
 from nonlocal_support import cancelling, halves, sampled_rank
@@ -165,9 +166,9 @@ def test_input_errors():
 
 
 def test_a_permuted_rescaled_copy_is_no_witness():
-    from neuromanifold.relu._nonlocal import _verify_point
+    from neuromanifold.relu._bottleneck.nonlocalizability import verify_point
     p = relu.nonlocalizable_example().params
     q = apply_sequence([Permutation(1, (1, 0)), Scaling(2, (2.0, 0.5))], p)
-    check = _verify_point(p, q, 0.0)
+    check = verify_point(p, q, 0.0)
     assert check["equivalent"] and check["exactly_equal"]
     assert not check["off_orbit"] and not check["verified"]

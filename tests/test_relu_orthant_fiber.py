@@ -236,7 +236,7 @@ def test_piece_copies_count_every_labelled_assignment(n, r):
     group (groups: set partitions, orientations relative within a group)."""
     import itertools
 
-    from neuromanifold.relu._orthant_fiber import _enumerate_types
+    from neuromanifold.relu._orthant.fiber import _enumerate_types
 
     labels = [("H", k, s) for k in range(r) for s in (1, -1)] + ["L", "D", "E"]
     brute = 0
@@ -284,7 +284,7 @@ def test_description_is_exactly_the_piece(rng):
     """The sympy condition of a piece holds at a point (canonical order) iff the point is in
     that piece (ground truth: the exact arrangement and the neuron classification), for
     samples and for samples with one entry changed or negated."""
-    from neuromanifold.relu._orthant_fiber import _to_params
+    from neuromanifold.relu._orthant.fiber import _to_params
 
     truths = {True: 0, False: 0}
     for trial in range(10):
@@ -315,7 +315,7 @@ def test_piece_dimension_is_attained_by_newton_moves(rng):
     a manifold of that dimension there), and the point reached realizes the target
     (checked by evaluation). `local_dimension` (the upper bound) equals the formula."""
     from neuromanifold.exact import poly_gradient, poly_value
-    from neuromanifold.relu._orthant_fiber import _to_params
+    from neuromanifold.relu._orthant.fiber import _to_params
 
     def val(polys, x):
         xf = [Fraction(float(v)) for v in x]
@@ -360,7 +360,7 @@ def test_piece_dimension_is_attained_by_newton_moves(rng):
 
 
 def test_type_count_and_size_bound():
-    from neuromanifold.relu._orthant_fiber import _count_types, _enumerate_types
+    from neuromanifold.relu._orthant.fiber import _count_types, _enumerate_types
 
     for n in range(7):
         for r in range(n + 1):

@@ -10,10 +10,10 @@ import pytest
 
 from neuromanifold import ComputationLimitError, InputError, WorkerError
 from neuromanifold.relu import ReLUNet, iter_regions, regions
-from neuromanifold.relu._domain import as_domain
-from neuromanifold.relu._engine import Engine, ExactNet
+from neuromanifold.relu._core.domain import as_domain
+from neuromanifold.relu._engine.cells import Engine, ExactNet
 from neuromanifold._validation import check_workers
-from neuromanifold.relu._parallel import iter_leaves
+from neuromanifold.relu._engine.parallel import iter_leaves
 
 from relu_support import dyadic_net, flat_pattern
 

@@ -12,9 +12,9 @@ from neuromanifold import ParameterError
 from neuromanifold.exact import fmpq_to_fraction
 from neuromanifold.exact._lp import strictly_satisfies
 from neuromanifold.relu import ReLUNet, forward, iter_regions, regions
-from neuromanifold.relu import _lp as relu_lp
+from neuromanifold.relu._engine import lp as relu_lp
 from neuromanifold.relu import as_domain
-from neuromanifold.relu._engine import (Engine, ExactNet, exact_forward, initial_cell,
+from neuromanifold.relu._engine.cells import (Engine, ExactNet, exact_forward, initial_cell,
                                         iter_cells, refine_stage)
 
 from relu_support import brute_force_patterns, dyadic_net, flat_pattern
@@ -163,7 +163,7 @@ def test_lp_paths_agree():
 
 
 def test_broken_highspy_binding_falls_back_to_linprog(monkeypatch):
-    from neuromanifold.relu import _engine
+    from neuromanifold.relu._engine import cells as _engine
     p = ReLUNet([2, 4, 3, 1]).random_params(2)
     ref = {flat_pattern(r) for r in regions(p)}
     monkeypatch.setattr(_engine, "_ascent", lambda *a, **k: None)   # every decision by LP
@@ -194,7 +194,7 @@ def test_floating_point_decisions_are_certified_not_trusted(monkeypatch):
                                       None if A_eq is None else np.zeros(len(b_eq)))
         return sol
 
-    from neuromanifold.relu import _engine
+    from neuromanifold.relu._engine import cells as _engine
     monkeypatch.setattr(_engine, "solve_lp", lying)
     monkeypatch.setattr(_engine, "_ascent", lambda *a, **k: None)   # every decision by LP
     R = regions(p)
@@ -208,7 +208,7 @@ def test_lying_walks_are_caught_by_the_exact_checks(monkeypatch, lie):
     multipliers) or a bogus far point (outside the cell, or on the near side) must be
     rejected exactly, and an LP then decides; no region may be lost or invented; a bogus
     re-centered point is refused (every point stays strictly inside its region)."""
-    from neuromanifold.relu import _engine
+    from neuromanifold.relu._engine import cells as _engine
     rng = np.random.default_rng(3)
     calls = []
 
@@ -314,8 +314,8 @@ def test_fraction_weights_stay_exact():
 def _bfs_regions(p, domain):
     """The former enumeration, breadth first: every cell of a layer, then the next layer
     (the list version of each split), as exact (pattern, point, map) triples in order."""
-    from neuromanifold.relu._domain import as_domain
-    from neuromanifold.relu._engine import Engine, initial_cell, output_map, refine_stage
+    from neuromanifold.relu._core.domain import as_domain
+    from neuromanifold.relu._engine.cells import Engine, initial_cell, output_map, refine_stage
     net = ExactNet.from_params(p)
     engine = Engine(net.d)
     cells = [initial_cell(as_domain(domain, net.d), engine, [net])]
@@ -454,7 +454,7 @@ def test_thin_regions_are_left_out_at_a_tolerance():
 def test_float_signs_never_contradict_the_exact_sign(seed, d, tiny, huge):
     """The float shortcut of the engine's exact checks: where it decides a sign, the exact
     sign agrees, including entries that underflow, huge points and values at zero."""
-    from neuromanifold.relu._engine import float_signs, pow2_floats
+    from neuromanifold.relu._engine.cells import float_signs, pow2_floats
     from neuromanifold.exact import to_fmpq
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((8, d))
@@ -577,7 +577,7 @@ def test_square_certificate_equals_a_rational_solve(seed, d, kind):
     offsets), the certificate's sum exactly 0 (the strict system is then empty), dependent
     walls, and multipliers exactly 0."""
     from neuromanifold.exact import to_fmpq
-    from neuromanifold.relu._engine import _square_certificate
+    from neuromanifold.relu._engine.cells import _square_certificate
     rng = np.random.default_rng(seed)
     S = rng.integers(-8, 9, (d + 1, d)) / 4.0
     if kind in ("random", "dependent"):   # rows of very different sizes
@@ -608,7 +608,7 @@ def test_region_fractions_equal_the_checked_conversion(p, q):
     import flint
     from fractions import Fraction
     from neuromanifold.exact import fmpq_to_fraction
-    from neuromanifold.relu._regions import _fraction, _fractions
+    from neuromanifold.relu._analysis.regions import _fraction, _fractions
     v = flint.fmpq(p, q)
     f, ref = _fraction(v), fmpq_to_fraction(v)
     assert (f.numerator, f.denominator) == (ref.numerator, ref.denominator) == (Fraction(p, q).numerator, Fraction(p, q).denominator)
@@ -627,7 +627,7 @@ def test_pow2_rows_are_the_rounded_scaled_exact_rows(seed, n, d):
     times 2**-e, e the binary exponent of the row's largest linear entry (of its largest
     entry when the linear part is 0); exact zero rows stay 0."""
     import flint
-    from neuromanifold.relu._engine import _pow2_rows
+    from neuromanifold.relu._engine.cells import _pow2_rows
     rng = np.random.default_rng(seed)
     ent = []
     for _ in range(n):
@@ -668,7 +668,7 @@ def test_leaf_map_is_the_masked_stage_map(seed, n, w, with_entries):
     written (few active neurons: into a zero matrix; many: zeros into a copy), and the
     stage's map is left as it was."""
     import flint
-    from neuromanifold.relu._engine import Cell, _leaf
+    from neuromanifold.relu._engine.cells import Cell, _leaf
     rng = np.random.default_rng(seed)
     Zq = flint.fmpq_mat(n, w, [flint.fmpq(int(v), int(q)) for v, q in
                                zip(rng.integers(-50, 50, n * w), rng.integers(1, 9, n * w))])

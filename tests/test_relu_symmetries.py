@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neuromanifold as nm
-from neuromanifold import InputError, SymmetryError, relu
+from neuromanifold import InputError, SymmetryError
+from neuromanifold import relu
 from neuromanifold.relu.symmetries import (Applicability, DeadNeuronMove, Flip,
                                            HidingTranslation, LinearBlockMixing, Permutation,
                                            RampFlip, Scaling, apply_sequence)

@@ -7,7 +7,7 @@ from canonical_support import dead_to_linear_pair, linear_block_flip_pair
 from support import load_benchmark
 
 from neuromanifold import InputError
-from neuromanifold.relu._symmetry_search import _residual_and_jacobian, search_symmetries
+from neuromanifold.relu._bottleneck.search import _residual_and_jacobian, search_symmetries
 from neuromanifold.relu.symmetries import Permutation, RampFlip, Scaling, apply_sequence
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from neuromanifold.relu._walk import CROSS, MAX, NONE, ascent_kernel
+from neuromanifold.relu._engine.kernels import CROSS, MAX, NONE, ascent_kernel
 
 
 def _polytope(rng, k, d, parallel=False):
@@ -83,8 +83,8 @@ def _exact_values(A, c, X):
        n=st.integers(1, 4), scale=st.sampled_from([1e-300, 1e-30, 1.0, 1e30, 1e250]),
        on_plane=st.booleans())
 def test_sign_kernel_never_contradicts_the_exact_sign(seed, d, m, n, scale, on_plane):
-    from neuromanifold.relu._engine import _sign_rel
-    from neuromanifold.relu._walk import signs_kernel
+    from neuromanifold.relu._engine.cells import _sign_rel
+    from neuromanifold.relu._engine.kernels import signs_kernel
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((m, d)) * scale
     X = rng.standard_normal((n, d))
@@ -116,7 +116,7 @@ def test_sign_kernel_never_contradicts_the_exact_sign(seed, d, m, n, scale, on_p
 
 
 def test_sign_kernel_never_trusts_clipped_or_non_finite_values():
-    from neuromanifold.relu._walk import signs_kernel
+    from neuromanifold.relu._engine.kernels import signs_kernel
     A = np.array([[1e300, 0.0], [1.0, 1.0], [np.nan, 1.0], [np.inf, 0.0]])
     S, _ = signs_kernel(A, np.array([0.0, 1.0, 0.0, 0.0]), np.array([[1.0, 1.0]]), 1e-13)
     assert S[:, 0].tolist() == [0, 1, 0, 0]
@@ -128,7 +128,7 @@ def test_sign_kernel_never_trusts_clipped_or_non_finite_values():
 @given(seed=st.integers(0, 2**32 - 1), d=st.integers(1, 8), extra=st.integers(0, 20),
        parallel=st.booleans())
 def test_center_walk_deepens_the_ball_and_reports_its_radius(seed, d, extra, parallel):
-    from neuromanifold.relu._walk import ball_radius, center_kernel
+    from neuromanifold.relu._engine.kernels import ball_radius, center_kernel
     rng = np.random.default_rng(seed)
     A, c = _polytope(rng, d + 1 + extra, d, parallel)
     A = A * rng.uniform(0.5, 4.0, (A.shape[0], 1))   # rows of any length
@@ -143,7 +143,7 @@ def test_center_walk_deepens_the_ball_and_reports_its_radius(seed, d, extra, par
 
 
 def test_center_walk_reaches_the_chebyshev_centre_of_a_box():
-    from neuromanifold.relu._walk import center_kernel
+    from neuromanifold.relu._engine.kernels import center_kernel
     A = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 2.0], [0.0, -2.0]])
     c = np.array([3.0, 1.0, 2.0, 2.0])   # [-1, 3] x [-1, 1]: the largest ball has radius 1
     x, r = center_kernel(A, c, np.array([2.5, 0.5]), 0.5, 10.0, 5)
@@ -166,7 +166,7 @@ def _reach_reference(An, slack, u):
 @given(seed=st.integers(0, 2**32 - 1), d=st.integers(1, 6), k=st.integers(0, 12),
        m=st.integers(1, 6), ties=st.booleans())
 def test_best_start_is_the_point_with_the_most_room(seed, d, k, m, ties):
-    from neuromanifold.relu._walk import best_start
+    from neuromanifold.relu._engine.kernels import best_start
     rng = np.random.default_rng(seed)
     An = rng.standard_normal((k, d))
     An /= np.maximum(np.linalg.norm(An, axis=1), 1e-300)[:, None]
@@ -180,7 +180,7 @@ def test_best_start_is_the_point_with_the_most_room(seed, d, k, m, ties):
 
 
 def test_ball_radius_matches_the_slack_formula_and_caps():
-    from neuromanifold.relu._walk import ball_radius
+    from neuromanifold.relu._engine.kernels import ball_radius
     A = np.array([[2.0, 0.0], [0.0, -1.0], [-1.0, -1.0]])
     c = np.array([4.0, 1.0, 3.0])
     x = np.array([1.0, 0.5])

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import neuromanifold as nm
-from neuromanifold import InputError, relu
+from neuromanifold import InputError
+from neuromanifold import relu
 from neuromanifold.cli._main import main
 from neuromanifold.reproduce import (OUTCOMES, ReLUClaim, Row, default_relu_claims,
                                      reproduce_relu, summarize, verdict_row)

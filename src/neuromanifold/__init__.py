@@ -19,6 +19,7 @@ from ._errors import (
     UndecidedFactorizationError,
 )
 from ._results import Result
+from ._version import __version__
 from . import exact, fibers, flows, io, linear, ntk, relu, reproduce
 from . import conservation
 from .conservation import ConservationLaws, KnownLaw, conservation_laws
@@ -32,7 +33,6 @@ from .relu import ReLUNet
 from .reproduce import reproduce_linear, reproduce_relu
 from ._errors import ComputationLimitError, SingularPointError, WorkerError
 
-__version__ = "0.1.0"
 
 __all__ = [
     "NeuromanifoldError",

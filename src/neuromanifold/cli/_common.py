@@ -115,8 +115,8 @@ def emit(args: argparse.Namespace, text: str, payload: Any) -> int:
 def load_model(path: str, kind: str | None = None, strides: Any = None):
     """Read a model file through :func:`neuromanifold.io.load` and print its architecture
     on stderr; ``kind`` ("relu" / "linear_conv") is checked."""
-    from .. import io
-    from .._errors import ModelFileError
+    from .. import io  # start-up: loaded when the subcommand runs
+    from .._errors import ModelFileError  # start-up: loaded when the subcommand runs
     model = io.load(path, strides=strides)
     if kind is not None and model.kind != kind:
         raise ModelFileError(f"{path}: holds a {model.kind} model; this command needs {kind}")

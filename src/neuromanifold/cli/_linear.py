@@ -24,7 +24,7 @@ from ._table import format_table
 
 def _network(args: argparse.Namespace):
     """(net, params) from --params FILE or from --filters/--strides and --seed."""
-    from ..linear import LinearConvNet
+    from ..linear import LinearConvNet  # start-up: loaded when the subcommand runs
     if args.params:
         model = load_model(args.params, "linear_conv", strides=args.strides)
         return model.network(), model.params
@@ -39,8 +39,8 @@ def _fmt(x):
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import SquareLoss, gradient_flow, ntk_dependence
-    from ..linear import random_regression_data
+    from .. import SquareLoss, gradient_flow, ntk_dependence  # start-up: loaded when the subcommand runs
+    from ..linear import random_regression_data  # start-up: loaded when the subcommand runs
     net, params = _network(args)
     head = f"{net}\n"
     if args.action == "dimension":

@@ -7,7 +7,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .. import ModelFileError, NeuromanifoldError, __version__
+from .._errors import ModelFileError, NeuromanifoldError
+from .._version import __version__
 
 # Each command module exposes ``register(subparsers)``, which adds its parser and sets
 # ``func`` (taking the parsed args, returning an exit code).

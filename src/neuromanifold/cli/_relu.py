@@ -50,7 +50,7 @@ def _domain(text: str):
 
 def _tol(text: str) -> float:
     """argparse type for ``--tol``."""
-    from .._tolerance import check_tol
+    from .._tolerance import check_tol  # start-up: loaded when the subcommand runs
     try:
         return check_tol(float(text))
     except (ValueError, NeuromanifoldError):
@@ -62,8 +62,8 @@ def _budget(args) -> dict:
 
 
 def _regions(args) -> int:
-    from .._errors import ComputationLimitError
-    from ..relu import estimate_regions, regions
+    from .._errors import ComputationLimitError  # start-up: loaded when the subcommand runs
+    from ..relu import estimate_regions, regions  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
     est = estimate_regions(model.params, args.domain, samples=5000)
     print(f"expect about {est.estimate:.0f} linear regions ({est.sampled_patterns} patterns "
@@ -91,7 +91,7 @@ def _regions_text(args, res, model) -> str:
 
 
 def _equiv(args) -> int:
-    from ..relu import equivalent
+    from ..relu import equivalent  # start-up: loaded when the subcommand runs
     a, b = load_model(args.model, "relu"), load_model(args.other, "relu")
     res = equivalent(a.params, b.params, args.domain, method=args.method, tol=args.tol,
                      progress=True, **_budget(args))
@@ -108,15 +108,15 @@ def _equiv(args) -> int:
 
 
 def _identify(args) -> int:
-    from ..relu import identifiability
+    from ..relu import identifiability  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
     res = identifiability(model.params, tol=args.tol)
     return emit(args, res.describe(), res.to_dict())
 
 
 def _canonical(args) -> int:
-    from .. import io
-    from ..relu import canonical_form
+    from .. import io  # start-up: loaded when the subcommand runs
+    from ..relu import canonical_form  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
     canon = canonical_form(model.params, tol=args.tol)
     text = "canonical form: " + "; ".join(
@@ -129,7 +129,7 @@ def _canonical(args) -> int:
 
 
 def _fiber(args) -> int:
-    from ..relu import fiber
+    from ..relu import fiber  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
     res = fiber(model.params, tol=args.tol)
     return emit(args, res.describe(), res.to_dict())
@@ -139,8 +139,8 @@ def _plot(args) -> int:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from .._errors import InputError
-    from ..relu import plot_arrangement
+    from .._errors import InputError  # start-up: loaded when the subcommand runs
+    from ..relu import plot_arrangement  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
     fig, ax = plt.subplots(figsize=(6, 6))
     try:

@@ -30,7 +30,7 @@ _HEADERS = ["architecture", "condition", "paper's claim", "computed", "outcome",
 
 
 def _print_table(title: str, rows) -> None:
-    from ..reproduce import summarize
+    from ..reproduce import summarize  # start-up: loaded when the subcommand runs
     table = [[r.architecture, r.condition, r.paper_claim, r.computed, r.outcome, r.summary()]
              for r in rows]
     print(title + "\n")
@@ -39,7 +39,7 @@ def _print_table(title: str, rows) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..reproduce import reproduce_linear, reproduce_relu
+    from ..reproduce import reproduce_linear, reproduce_relu  # start-up: loaded when the subcommand runs
 
     mode = "quick" if args.quick else "full"
     linear = relu_rows = None
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             write_json(args.json, [r.to_dict() for r in (linear or relu_rows)])
     if args.report:
-        from .. import report
+        from .. import report  # start-up: loaded when the subcommand runs
         print("computing the report's figures ...", file=sys.stderr)
         sections, record = [], {}
         if linear is not None:

@@ -24,7 +24,7 @@ from ._common import emit
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..sweep import load_config, run_sweep
+    from ..sweep import load_config, run_sweep  # start-up: loaded when the subcommand runs
     config = load_config(args.config)
     summary = run_sweep(config, args.out, scheduler=args.scheduler, workers=args.workers,
                         progress=True)

@@ -28,6 +28,8 @@ from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol
 from .._validation import as_real_array, as_seed_rng, check_positive_int
 from ..exact import to_fmpq
+from ..linear import LinearConvNet, LinearFCNet
+from ..relu import ReLUNet, block_law_terms, check_params, rescaling_law_terms
 from ._field import MAX_INNER, Field
 from ._lie import lie_rank
 from ._programs import ConvProgram, DenseProgram
@@ -69,7 +71,6 @@ class KnownLaw(Result):
 
     def gradient(self, theta: Sequence[Any]) -> list:
         """The gradient at a flat parameter vector (same scalar type as ``theta``)."""
-        from .._validation import as_real_array
         arr = as_real_array(theta, "theta", error=InputError, exact=True)
         need = 1 + max((max(i, j) for i, j, _ in self._terms), default=-1)
         if arr.ndim != 1 or len(arr) < max(need, 1) or (
@@ -191,8 +192,6 @@ def _input_kind(a: Any) -> str:
 
 
 def _relu_model(params: Any, data: Any) -> _Model:
-    from ..relu._flow import block_law_terms, rescaling_law_terms
-    from ..relu._net import ReLUNet, check_params
 
     checked = check_params(params)
     net = ReLUNet.from_params(checked)
@@ -202,9 +201,9 @@ def _relu_model(params: Any, data: Any) -> _Model:
     laws = [(n, "rescaling", t) for n, t in rescaling_law_terms(widths)]
     X = None
     if data is not None:
-        X, x_float = _data_rows(data, widths[0])
+        X, x_float = data_rows(data, widths[0])
         had_float = had_float or x_float
-        masks = _exact_masks(checked, theta, widths, X)
+        masks = exact_masks(checked, theta, widths, X)
         for l, mask in enumerate(masks, start=1):
             A = [j for j in range(widths[l]) if all(row[j] for row in mask)]
             if len(A) >= 2:
@@ -225,7 +224,7 @@ def _relu_model(params: Any, data: Any) -> _Model:
                   None if X is None else len(X))
 
 
-def _data_rows(data: Any, d: int) -> tuple[list[list], bool]:
+def data_rows(data: Any, d: int) -> tuple[list[list], bool]:
     arr = as_real_array(data, "data", error=InputError, exact=True)
     if arr.ndim != 2 or arr.shape[1] != d or arr.shape[0] == 0:
         raise InputError(f"data must be inputs of shape (N, {d}) with N >= 1; got shape "
@@ -235,7 +234,7 @@ def _data_rows(data: Any, d: int) -> tuple[list[list], bool]:
     return [rows[i * d:(i + 1) * d] for i in range(arr.shape[0])], had_float
 
 
-def _exact_masks(params: list, theta: list, widths: tuple, X: list) -> list[list[list[bool]]]:
+def exact_masks(params: list, theta: list, widths: tuple, X: list) -> list[list[list[bool]]]:
     """Exact activation masks (pre-activation > 0) of every hidden layer at the data."""
     H = flint.fmpq_mat([list(row) for row in X])
     masks, pos = [], 0
@@ -273,7 +272,7 @@ def _fc_model(net: Any, params: Any, data: Any) -> _Model:
                 laws.append((f"Delta_{l}[{a}, {b}]", "linear", tuple(terms)))
     X = None
     if data is not None:
-        X, x_float = _data_rows(data, widths[0])
+        X, x_float = data_rows(data, widths[0])
         had_float = had_float or x_float
 
     def build(field: Field) -> DenseProgram:
@@ -313,9 +312,7 @@ def _conv_model(net: Any, params: Any, data: Any) -> _Model:
                   lambda field: ConvProgram(field, net), "end-to-end filter", None)
 
 
-def _model_of(model: Any, params: Any, data: Any) -> _Model:
-    from ..linear import LinearConvNet, LinearFCNet
-    from ..relu import ReLUNet
+def model_of(model: Any, params: Any, data: Any) -> _Model:
 
     if isinstance(model, ReLUNet):
         if params is None:
@@ -421,7 +418,7 @@ def conservation_laws(model: Any, params: Any = None, *, data: Any = None,
             or not 0 <= max_depth <= MAX_DEPTH:
         raise InputError(f"max_depth must be an int in [0, {MAX_DEPTH}]; got "
                          f"{short_repr(max_depth)}")
-    m = _model_of(model, params, data)
+    m = model_of(model, params, data)
     if m.D > MAX_PARAMS:
         raise InputError(f"the model has {m.D} parameters, more than {MAX_PARAMS} (a size limit)")
     laws = [KnownLaw(name, k, terms, m.flatten) for name, k, terms in m.laws]

@@ -19,6 +19,9 @@ from typing import Any
 import flint
 import numpy as np
 
+from ..relu import ReLUNet, check_params
+from ._laws import data_rows, exact_masks, model_of
+
 __all__ = ["naive_lie_trace", "generator_polynomials"]
 
 
@@ -32,14 +35,12 @@ def generator_polynomials(model: Any, params: Any = None, data: Any = None):
     the flattened parameters, and the exact point."""
     import sympy
 
-    from ._laws import _exact_masks, _model_of
 
-    m = _model_of(model, params, data)
+    m = model_of(model, params, data)
     syms = sympy.symbols(f"t0:{m.D}")
     theta = [_rat(q) for q in m.theta]
     polys = []
     if _is_relu(model):
-        from ..relu._net import ReLUNet, check_params
         p = check_params(model if params is None else params)
         widths = ReLUNet.from_params(p).widths
         Ws, bs, pos = [], [], 0
@@ -51,9 +52,8 @@ def generator_polynomials(model: Any, params: Any = None, data: Any = None):
         if data is None:
             polys = _paths(Ws, bs)
         else:
-            from ._laws import _data_rows
-            X, _ = _data_rows(data, widths[0])
-            masks = _exact_masks(p, m.theta, widths, X)
+            X, _ = data_rows(data, widths[0])
+            masks = exact_masks(p, m.theta, widths, X)
             for k_, x in enumerate(X):
                 h = sympy.Matrix([_rat(v) for v in x])
                 for l in range(len(Ws)):
@@ -73,8 +73,7 @@ def generator_polynomials(model: Any, params: Any = None, data: Any = None):
         if data is None:
             polys = [sympy.expand(v) for v in W]
         else:
-            from ._laws import _data_rows
-            X, _ = _data_rows(data, widths[0])
+            X, _ = data_rows(data, widths[0])
             for x in X:
                 polys += [sympy.expand(v) for v in W * sympy.Matrix([_rat(v) for v in x])]
     else:  # end-to-end filter of a LinearConvNet
@@ -97,13 +96,13 @@ def generator_polynomials(model: Any, params: Any = None, data: Any = None):
 
 
 def _is_relu(model: Any) -> bool:
-    from ..relu import ReLUNet
     return isinstance(model, (ReLUNet, list, tuple))
 
 
 def _paths(Ws: list, bs: list) -> list:
     """Every path monomial of a ReLU network (from an input or a bias to an output)."""
     import sympy
+
     # paths[l][j]: the monomials of the paths ending at neuron j of layer l
     n0 = Ws[0].shape[1]
     ends = [[sympy.Integer(1)] for _ in range(n0)]   # an input starts a path with factor 1

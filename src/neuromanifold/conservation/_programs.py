@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import ArchitectureError
 from ._field import Field
 
 __all__ = ["DenseProgram", "ConvProgram"]
@@ -156,7 +157,6 @@ class ConvProgram:
         self.field = field
         sizes = [math.prod(k) for k in net.filter_shapes]
         if math.prod(sizes) > MAX_CONV_TERMS:
-            from .._errors import ArchitectureError
             raise ArchitectureError(
                 f"the end-to-end filter of {net!r} is a sum of {math.prod(sizes)} products "
                 f"of filter entries, more than {MAX_CONV_TERMS}")

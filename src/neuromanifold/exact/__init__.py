@@ -17,3 +17,9 @@ __all__ = ["to_fmpq", "fmpq_to_fraction", "fmpq_array", "fmpq_matrix", "exact_ra
            "rescaled_norms", "rescaled_norms_exact", "absolute_factor_count",
            "line_univariate", "support_line", "real_irreducible",
            "exact_lp_max", "motzkin_certificate", "strict_interior_point", "strictly_satisfies"]
+
+# For the library's other packages (not public, not in __all__): the one door into exact.
+from ._factor import mpoly_dense
+from ._lp import dot, round_certificate
+from ._rescaling import apply_rescaling
+from ._roots import isolate_factors, working_precision

@@ -28,6 +28,7 @@ import numpy as np
 
 from .._errors import InputError, short_repr
 from .._validation import as_seed_rng
+from ._roots import certified_roots, working_precision
 
 __all__ = ["support_line", "line_univariate", "absolute_factor_count", "real_irreducible",
            "mpoly_dense"]
@@ -225,7 +226,6 @@ def _lambda_structure(f: flint.fmpq_mpoly, x: int, y: int, *, seed: int = 0
     (the conjugate of a lambda is a lambda; if its ball meets only its own group, it is
     real).
     """
-    from ._roots import certified_roots, working_precision
 
     system = _gao_system(f, x, y)
     if system is None:

@@ -12,3 +12,7 @@ __all__ = ["QuadraticLoss", "SquareLoss", "gradient_flow", "GradientFlowResult",
            "FiberLift", "compare_lifts", "LiftComparison", "LiftOutcome",
            "compare_with_parameter_flow", "FlowComparison", "gradient_flows",
            "BatchedFlowResult"]
+
+# For the library's other packages (not public, not in __all__): the one door into flows.
+from ._batched import integrate_flows
+from ._gradient_flow import DEFAULT_MAX_STEPS, SOLVERS, Stepper, check_finite, quiet_overflow

@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 
 from .._errors import ComputationLimitError, InputError, short_repr
+from .._progress import progress_bar
 from .._results import Result
 from .._validation import check_bool, check_positive_float, check_positive_int
+from ._gradient_flow import MAX_NUM_TIMES, MonomialPath
 from ._losses import QuadraticLoss
 
 __all__ = ["BatchedFlowResult", "gradient_flows"]
@@ -154,7 +156,6 @@ class _BatchedMonomial:
     whole batch."""
 
     def __init__(self, net: Any):
-        from ._gradient_flow import MonomialPath
         mono = MonomialPath(net)
         self.L, C = mono.pidx.shape
         self.pidx = mono.pidx
@@ -165,7 +166,6 @@ class _BatchedMonomial:
 
     @staticmethod
     def applies(net: Any) -> bool:
-        from ._gradient_flow import MonomialPath
         return MonomialPath.applies(net)
 
     def products(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -325,12 +325,12 @@ def gradient_flows(net: Any, params: Any, loss: Any, t_final: float, *,
     >>> bool(res.loss[1, -1] < res.loss[1, 0]), bool(np.abs(v[0] - v[1]).max() > 0.1)
     (True, True)
     """
-    from ..linear import LinearConvNet
-    if not isinstance(net, LinearConvNet):
+    # a network of stacked strided correlations (LinearConvNet): this mechanism knows only
+    # the structure it integrates, not the domain class that provides it
+    if not all(hasattr(net, a) for a in ("filter_shapes", "cumulative_strides", "ndim")):
         raise InputError(f"gradient_flows integrates LinearConvNet flows; got "
                          f"{short_repr(net)} (use gradient_flow for other networks)")
     t_final = check_positive_float(t_final, "t_final")
-    from ._gradient_flow import MAX_NUM_TIMES
     num_times = check_positive_int(num_times, "num_times", maximum=MAX_NUM_TIMES)
     if num_times < 2:
         raise InputError(f"num_times must be at least 2; got {num_times}")
@@ -421,8 +421,7 @@ def integrate_flows(net: Any, theta: np.ndarray, A: np.ndarray, target: np.ndarr
     start = time.monotonic()
     bar = None
     if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=t_final, desc=f"{B} gradient flows", unit="t",
+        bar = progress_bar(total=t_final, desc=f"{B} gradient flows", unit="t",
                    bar_format="{l_bar}{bar}| t={n:.3g}/{total:.3g}")
     # a trial step far beyond the stability limit may overflow in its stages: its error
     # norm is then not finite and the step is rejected (and shrunk)

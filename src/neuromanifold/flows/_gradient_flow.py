@@ -13,6 +13,7 @@ import numpy as np
 from scipy import integrate
 
 from .._errors import ComputationLimitError, InputError, ParameterError, short_repr
+from .._progress import progress_bar
 from .._results import Result
 from .._validation import check_bool, check_positive_float, check_positive_int
 from ..fibers import invariant_scale, invariant_vector
@@ -121,8 +122,7 @@ class Stepper:
         start = time.monotonic()
         bar = None
         if self.progress:
-            from tqdm import tqdm
-            bar = tqdm(total=float(times[-1]), desc=self.what, unit="t",
+            bar = progress_bar(total=float(times[-1]), desc=self.what, unit="t",
                        bar_format="{l_bar}{bar}| t={n:.3g}/{total:.3g}")
         i = 1
         stalled = 0

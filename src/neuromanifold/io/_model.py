@@ -19,6 +19,8 @@ import numpy as np
 
 from .._errors import ModelFileError, short_repr
 from .._results import Result
+from ..linear import LinearConvNet
+from ..relu import ReLUNet
 
 __all__ = ["Model", "model_from_arrays", "STRIDES_KEY"]
 
@@ -56,9 +58,7 @@ class Model(Result):
         """The architecture object: a :class:`neuromanifold.ReLUNet` or a
         :class:`neuromanifold.LinearConvNet`."""
         if self.kind == "relu":
-            from ..relu import ReLUNet
             return ReLUNet(self.architecture)
-        from ..linear import LinearConvNet
         return LinearConvNet(list(self.architecture), strides=list(self.strides))
 
     def describe(self) -> str:
@@ -171,7 +171,6 @@ def model_from_arrays(arrays: dict[str, Any], source: str,
         if strides is None:
             raw = np.asarray(stored_strides)
             strides = [tuple(int(s) for s in np.atleast_1d(row)) for row in raw]
-        from ..linear import LinearConvNet
         try:
             net = LinearConvNet([f.shape for f in filters], strides=list(strides))
         except Exception as exc:  # an ArchitectureError: say which file

@@ -17,14 +17,14 @@ from typing import Any
 
 import flint
 import numpy as np
-from scipy import fft as sp_fft
-from scipy import signal
+from scipy import fft as sp_fft, signal
 
 from .._errors import ArchitectureError, InputError, short_repr
 from .._validation import (as_finite_array, as_real_array, as_seed_rng, check_finite_result,
                            check_positive_int)
 from ..exact import to_fmpq
 from ._base import LinearNetBase, finite_result
+from ._fiber_conv import conv_fiber
 
 __all__ = ["LinearConvNet", "correlate", "upsample"]
 
@@ -591,7 +591,6 @@ class LinearConvNet(LinearNetBase):
         >>> fib.num_points, fib.certified, fib.num_sign_patterns
         (2, True, 2)
         """
-        from ._fiber_conv import conv_fiber
         if not isinstance(v, flint.fmpq_mpoly):
             v = _real_or_exact(v, "end-to-end filter v")
         invariants = _real_or_exact(invariants, "invariants")

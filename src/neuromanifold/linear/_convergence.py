@@ -12,19 +12,17 @@ the zero function; then summarizes per architecture.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 from typing import Any
-
-import time
 
 import numpy as np
 
 from .._errors import ComputationLimitError, InputError, short_repr
+from .._progress import progress_bar
 from .._results import Result
 from .._validation import as_seed_rng, check_bool, check_positive_float, check_positive_int
-from ..flows import SquareLoss, gradient_flow
-from ..flows._batched import integrate_flows
-from ..flows._gradient_flow import DEFAULT_MAX_STEPS, SOLVERS
+from ..flows import DEFAULT_MAX_STEPS, SOLVERS, SquareLoss, gradient_flow, integrate_flows
 from ._conv import LinearConvNet
 from ._fc import LinearFCNet
 
@@ -284,8 +282,7 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
 
     bar = None
     if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=len(nets) * num_runs, desc="convergence study", unit="flow")
+        bar = progress_bar(total=len(nets) * num_runs, desc="convergence study", unit="flow")
     runs, summaries = [], []
     try:
         for net in nets:

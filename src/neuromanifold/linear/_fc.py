@@ -18,6 +18,7 @@ from .._validation import (as_finite_array, as_seed_rng, check_finite_result,
                            check_nonnegative_int, check_positive_int)
 from ..exact import fmpq_matrix
 from ._base import LinearNetBase, finite_result
+from ._fiber_fc import fc_fiber
 
 __all__ = ["LinearFCNet", "balanced_ntk_operator"]
 
@@ -288,6 +289,5 @@ class LinearFCNet(LinearNetBase):
         >>> fib.dimension, fib.certified
         (1, False)
         """
-        from ._fiber_fc import fc_fiber
         return fc_fiber(self, W, invariants, num_starts=num_starts, seed=seed, start=start,
                         walk_steps=walk_steps, tol=tol, progress=progress)

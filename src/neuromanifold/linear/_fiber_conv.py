@@ -37,12 +37,11 @@ from scipy import optimize, signal
 
 from .._errors import (InputError, NotInNeuromanifoldError, UndecidedFactorizationError,
                        short_repr)
-from .._validation import as_seed_rng, check_positive_int
-from ..exact import to_fmpq
-from ..exact._factor import line_univariate, mpoly_dense, real_irreducible
-from ..exact._rescaling import apply_rescaling, rescaled_norms_exact
-from ..exact._roots import certified_roots, isolate_factors, power_classes, working_precision
-from .._validation import check_bool, check_positive_float
+from .._progress import progress_bar
+from .._validation import as_seed_rng, check_bool, check_positive_float, check_positive_int
+from ..exact import (apply_rescaling, certified_roots, isolate_factors, line_univariate,
+                     mpoly_dense, power_classes, real_irreducible, rescaled_norms_exact,
+                     to_fmpq, working_precision)
 from ..fibers import Fiber
 
 __all__ = ["conv_fiber", "Fiber"]
@@ -703,8 +702,7 @@ def _fiber_nd(shapes: list[tuple[int, ...]], S: list[tuple[int, ...]], exact_v: 
     points_exact: list[tuple[list, bool]] = []
     iterator = leaves
     if progress:
-        from tqdm.auto import tqdm
-        iterator = tqdm(leaves, desc="groupings")
+        iterator = progress_bar(leaves, desc="groupings")
     for leaf in iterator:
         filters, exact_ok, ok = [], True, True
         for l in range(L):
@@ -813,8 +811,7 @@ def _numerical_fiber(net, v: np.ndarray, deltas: np.ndarray, deltas_q: list, *, 
     best, best_r = None, np.inf
     iterator = starts
     if progress:
-        from tqdm.auto import tqdm
-        iterator = tqdm(starts, desc="projecting v onto the neuromanifold", file=None)
+        iterator = progress_bar(starts, desc="projecting v onto the neuromanifold", file=None)
     for x0 in iterator:
         # "lm" needs at least as many residuals as unknowns; "trf" handles the rest
         lsq = "lm" if net.end_to_end_size >= net.num_params else "trf"

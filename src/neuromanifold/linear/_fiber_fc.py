@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError, NotInNeuromanifoldError, short_repr
+from .._progress import progress_bar
 from .._validation import (as_finite_array, as_seed_rng, check_finite_result,
                            check_nonnegative_int, check_positive_int)
 from .._validation import check_bool, check_positive_float
@@ -179,8 +180,7 @@ def _fc_fiber(net, W, deltas, *, num_starts, seed, walk_steps, tol, start, progr
         starts.append(net.flatten([M * scale for M in p]))
     iterator = starts
     if progress:
-        from tqdm.auto import tqdm
-        iterator = tqdm(starts, desc="sampling the fiber")
+        iterator = progress_bar(starts, desc="sampling the fiber")
     found: list[np.ndarray] = []
     for x0 in iterator:
         theta, nr = C.solve(x0, tol)

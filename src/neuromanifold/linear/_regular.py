@@ -49,6 +49,8 @@ from .._errors import InputError, short_repr
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol, numerical_rank
 from .._validation import as_real_array
+from ..exact import to_fmpq
+from ._conv import LinearConvNet
 
 __all__ = ["RegularPoint", "is_regular_point"]
 
@@ -123,7 +125,6 @@ def is_regular_point(net: Any, end_to_end: Any, *, tol: float = DEFAULT_TOL,
     >>> is_regular_point(net, net.polynomial([[1.0, 2.0, -4.0], [1.0, -9.0]])).regular
     True
     """
-    from ._conv import LinearConvNet
 
     if not isinstance(net, LinearConvNet):
         raise InputError(f"is_regular_point needs a LinearConvNet; got {short_repr(net)}")
@@ -142,7 +143,6 @@ def is_regular_point(net: Any, end_to_end: Any, *, tol: float = DEFAULT_TOL,
 
 def _exact_target(net, v: Any) -> flint.fmpq_mpoly | None:
     """pi(v) exactly, from an array of floats or rationals (None when not representable)."""
-    from ..exact import to_fmpq
     try:
         arr = np.asarray(v, dtype=object).reshape(net.end_to_end_shape)
         terms = {tuple(int(i) for i in idx): to_fmpq(c) for idx, c in np.ndenumerate(arr)

@@ -51,11 +51,10 @@ import numpy as np
 from .._errors import InputError, NotInNeuromanifoldError, ParameterError, short_repr
 from .._results import Result
 from .._validation import (as_finite_array, as_seed_rng, check_finite_result,
-                           check_nonnegative_int, check_positive_int)
-from ..exact._rescaling import apply_rescaling
-from ..fibers import Fiber
-from .._validation import check_options, check_positive_float
-from ..fibers import invariant_scale, invariant_vector
+                           check_nonnegative_int, check_options, check_positive_float,
+                           check_positive_int)
+from ..exact import apply_rescaling
+from ..fibers import Fiber, invariant_scale, invariant_vector
 from ._base import LinearNetBase, finite_result
 
 #: Largest number of input entries a model with random inputs may allocate.

@@ -12,6 +12,7 @@ from .._errors import InputError, short_repr
 from .._results import Result
 from .._tolerance import DEFAULT_TOL
 from .._validation import check_bool, check_options, check_positive_float
+from ..linear import LinearConvNet, classify_branches
 
 __all__ = ["NTKDependence", "ntk_dependence"]
 
@@ -95,8 +96,6 @@ def _pairwise_max(Ks: np.ndarray, exact_limit: int = 1500) -> tuple[float, int, 
 def _standing_hypotheses(net: Any, params: Any, fib: Any) -> tuple[tuple, bool | None, Any]:
     """Paper A's standing hypotheses at ``params`` for a linear convolutional network or a
     shallow model built on one (``net.linear``); ``((), None, None)`` otherwise."""
-    from ..linear import LinearConvNet
-    from ..linear._regular import classify_branches
 
     if isinstance(net, LinearConvNet):
         lin, lin_params, strip = net, params, False

@@ -5,26 +5,27 @@ functional equivalence, functional dimension, one hidden layer on the orthant
 (docs/concepts_relu.md §2), genericity (docs/concepts_relu.md §3), non-localizability (§6) and pictures.
 """
 
-from ._arrangement import (ArrangementComparison, ArrangementHyperplane, WeightedArrangement,
+from ._orthant.arrangement import (ArrangementComparison, ArrangementHyperplane, WeightedArrangement,
                            arrangements_equal, weighted_arrangement)
-from ._bottleneck_fiber import BottleneckFiber, FiberFamily, fiber
-from ._bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
-from ._canonical import BottleneckEquivalence, canonical_form, equivalent_bottleneck
-from ._domain import Domain, as_domain
-from ._equivalence import Equivalence, equivalent
-from ._flow import ReLUFlowResult, active_blocks, block_law, gradient_flow
-from ._fundim import FunctionalDimension, functional_dimension
-from ._genericity import Genericity, GenericityFailure, genericity
-from ._identifiability import HiddenHyperplane, Identifiability, identifiability
-from ._net import ReLUNet, check_params, forward
-from ._nonlocal import (NonlocalizableSearch, Nonlocalizability, PartIdentifiability,
+from ._bottleneck.fiber import BottleneckFiber, FiberFamily, fiber
+from ._analysis.bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
+from ._bottleneck.canonical import BottleneckEquivalence, canonical_form, equivalent_bottleneck
+from ._core.domain import Domain, as_domain
+from ._compare.equivalence import Equivalence, equivalent
+from ._analysis.flow import ReLUFlowResult, active_blocks, block_law, gradient_flow
+from ._analysis.fundim import FunctionalDimension, functional_dimension
+from ._analysis.genericity import Genericity, GenericityFailure, genericity
+from ._bottleneck.identifiability import HiddenHyperplane, Identifiability, identifiability
+from ._core.net import ReLUNet, check_params, forward
+from ._bottleneck.nonlocalizability import (NonlocalizableSearch, Nonlocalizability, PartIdentifiability,
                         nonlocalizability, nonlocalizable_example, orbit_distance,
                         search_nonlocalizable)
-from ._orthant_fiber import FiberPiece, OrthantFiber, orthant_fiber
-from ._plot import plot_arrangement
-from ._regions import (Region, RegionEstimate, Regions, RegionStream, activation_pattern,
+from ._orthant.fiber import FiberPiece, OrthantFiber, orthant_fiber
+from ._analysis.plot import plot_arrangement
+from ._analysis.regions import (Region, RegionEstimate, Regions, RegionStream, activation_pattern,
+                                warm_up,
                        estimate_regions, iter_regions, regions)
-from ._symmetry_search import SearchCluster, SymmetrySearch, search_symmetries
+from ._bottleneck.search import SearchCluster, SymmetrySearch, search_symmetries
 from . import symmetries
 
 __all__ = [
@@ -32,7 +33,7 @@ __all__ = [
     "ReLUNet", "forward", "check_params", "Domain", "as_domain",
     # regions, bent hyperplanes, equivalence, functional dimension
     "regions", "Region", "Regions", "activation_pattern",
-    "iter_regions", "RegionStream", "estimate_regions", "RegionEstimate",
+    "iter_regions", "RegionStream", "estimate_regions", "RegionEstimate", "warm_up",
     "bent_hyperplanes", "BentHyperplanes", "BentNeuron", "BentPiece",
     "equivalent", "Equivalence", "functional_dimension", "FunctionalDimension",
     # one hidden layer on the orthant
@@ -53,3 +54,9 @@ __all__ = [
     # gradient flow and its conservation laws (docs/conservation.md)
     "gradient_flow", "ReLUFlowResult", "block_law", "active_blocks",
 ]
+
+# For the library's other packages (not public, not in __all__): the one door into relu.
+from ._analysis.flow import block_law_terms, rescaling_law_terms
+from ._bottleneck.identifiability import fast_genericity
+from ._bottleneck.nonlocalizability import OFF_ORBIT, verify_point
+from ._bottleneck.shape import is_bottleneck, three_layer

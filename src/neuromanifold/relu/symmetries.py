@@ -8,9 +8,10 @@ Public re-export of the symmetry objects; definitions and validity sets are in
 'permutation'
 """
 
-from ._symmetries import (Applicability, BlockRefactor, DeadNeuronMove, Flip, HidingTranslation,
-                          LinearBlockMixing, ORBIT_MOVES, Permutation, RampFlip, Scaling,
-                          SecondLayerFlip, Symmetry, apply_sequence, random_orbit_point)
+from ._bottleneck.symmetries import (ORBIT_MOVES, Applicability, BlockRefactor, DeadNeuronMove,
+                                     Flip, HidingTranslation, LinearBlockMixing, Permutation,
+                                     RampFlip, Scaling, SecondLayerFlip, Symmetry,
+                                     apply_sequence, random_orbit_point)
 
 __all__ = ["Applicability", "Symmetry", "Permutation", "Scaling", "DeadNeuronMove",
            "LinearBlockMixing", "HidingTranslation", "Flip", "RampFlip", "SecondLayerFlip", "BlockRefactor", "apply_sequence", "random_orbit_point", "ORBIT_MOVES"]

@@ -10,8 +10,12 @@ from typing import Any
 import numpy as np
 
 from .._errors import NeuromanifoldError
-from ._figures import (fiber_figure, flow_figure, hiding_family, hiding_translation_figure,
-                       ntk_difference_figure, to_png)
+from .._validation import as_seed_rng
+from ..flows import SquareLoss, gradient_flow, riemannian_flow
+from ..linear import LinearConvNet, random_regression_data
+from ..relu import ReLUNet, bent_hyperplanes, identifiability, plot_arrangement
+from ._figures import (new_figure, fiber_figure, flow_figure, hiding_family,
+                       hiding_translation_figure, ntk_difference_figure, to_png)
 from ._html import Figure, Section, Table
 
 __all__ = ["reproduction_section", "flow_section", "relu_picture_section", "fiber_section",
@@ -65,8 +69,6 @@ def reproduction_section(title: str, rows: Sequence[Any], intro: Sequence[str] =
 def flow_section(*, seed: int = 0) -> tuple[Section, dict]:
     """Gradient flows of a square loss for a strided 1D network: loss, invariants and v(t),
     the parameter flow against the Riemannian flow in function space."""
-    from ..flows import SquareLoss, gradient_flow, riemannian_flow
-    from ..linear import LinearConvNet, random_regression_data
     net = LinearConvNet([3, 2, 2], strides=[2, 2])
     params = net.random_params(seed=seed)
     X, Y = random_regression_data(net, seed=seed)
@@ -99,11 +101,9 @@ def flow_section(*, seed: int = 0) -> tuple[Section, dict]:
 
 def relu_picture_section(*, seed: int = 0) -> tuple[Section, dict]:
     """A two-input ReLU network's linear regions and bent hyperplanes, visible and hidden."""
-    from ..relu import ReLUNet, bent_hyperplanes, plot_arrangement
-    from ._figures import _figure
     params = ReLUNet([2, 4, 3, 1]).random_params(seed=seed)
     bent = bent_hyperplanes(params)
-    fig = _figure(figsize=(5.5, 5.5))
+    fig = new_figure(figsize=(5.5, 5.5))
     ax = fig.subplots()
     plot_arrangement(params, ax=ax)
     record = {"widths": [2, 4, 3, 1], "bent_hyperplanes": bent.to_dict()}
@@ -123,7 +123,6 @@ def fiber_section(*, seed: int = 0) -> tuple[Section, dict]:
         ``(Section, record)``: the section (text and two figures) and a JSON-ready dict of
         what was computed (per network: v, delta, branches, NTK differences, certified).
     """
-    from ..linear import LinearConvNet
     figures, record, lines = [], {}, []
     for name, net in (("stride_1", LinearConvNet([2, 2])),
                       ("stride_2", LinearConvNet([2, 2], strides=[2]))):
@@ -166,7 +165,6 @@ def hiding_example(*, seed: int = 0) -> list:
     >>> [h.neuron for h in identifiability(hiding_example(seed=0)).hidden_hyperplanes]
     [0]
     """
-    from .._validation import as_seed_rng
     rng = as_seed_rng(seed)
     angles = np.array([0.0, 0.5 * np.pi]) + rng.uniform(-0.35, 0.35, 2) * np.pi
     W1 = np.column_stack([np.cos(angles), np.sin(angles)]) * rng.uniform(0.8, 1.5, (2, 1))
@@ -185,7 +183,6 @@ def hiding_translation_section(*, seed: int = 0) -> tuple[Section, dict]:
         ``(Section, record)``: the section (text and one figure) and a JSON-ready dict
         (the network, the interval, the translations and ``max |f_t - f_0|`` for each).
     """
-    from ..relu import identifiability
     params = hiding_example(seed=seed)
     ident = identifiability(params)
     fam = hiding_family(params)

@@ -12,6 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import ArchitectureError, InputError
+from .._validation import check_positive_int
+from ..linear import LinearConvNet
+from ..relu import forward, identifiability, plot_arrangement
+from ..relu.symmetries import HidingTranslation
+
 __all__ = ["flow_figure", "ntk_difference_figure", "fiber_figure", "hiding_translation_figure",
            "hiding_family", "to_png"]
 
@@ -19,7 +25,7 @@ _BRANCH_COLORS = ["#2855c5", "#d2433a", "#2e9e5b", "#c9a227", "#8e44ad", "#17a2b
                   "#e67e22", "#555555"]
 
 
-def _figure(**kwargs: Any) -> Any:
+def new_figure(**kwargs: Any) -> Any:
     """A matplotlib Figure not registered with pyplot: it draws with any backend (the
     library never switches the user's backend) and needs no closing."""
     from matplotlib.figure import Figure
@@ -46,7 +52,7 @@ def flow_figure(flow: Any, riemannian: Any = None, *, title: str = "") -> Any:
     Returns:
         A matplotlib Figure.
     """
-    fig = _figure(figsize=(13, 3.6))
+    fig = new_figure(figsize=(13, 3.6))
     axes = fig.subplots(1, 3)
     t = np.asarray(flow.times)
     axes[0].semilogy(t, np.maximum(np.asarray(flow.loss), 1e-300), color="#2855c5")
@@ -86,7 +92,7 @@ def ntk_difference_figure(net: Any, theta_a: Any, theta_b: Any, *, title: str = 
     """
     Ka, Kb = net.ntk(theta_a), net.ntk(theta_b)
     D = Ka - Kb
-    fig = _figure(figsize=(10, 3.2))
+    fig = new_figure(figsize=(10, 3.2))
     axes = fig.subplots(1, 3)
     lim = max(np.abs(Ka).max(), np.abs(Kb).max())
     for ax, K, name in ((axes[0], Ka, "K at theta_a"), (axes[1], Kb, "K at theta_b")):
@@ -142,9 +148,7 @@ def fiber_figure(net: Any, params: Any, *, title: str = "") -> Any:
     >>> [ax.get_title() for ax in fig.axes]
     ['first filter w₁', 'second filter w₂', 'invariant along each branch']
     """
-    from .._errors import ArchitectureError
 
-    from ..linear import LinearConvNet
 
     if not isinstance(net, LinearConvNet) or net.num_layers != 2 \
             or any(int(np.prod(k)) < 2 for k in net.filter_shapes):
@@ -155,7 +159,7 @@ def fiber_figure(net: Any, params: Any, *, title: str = "") -> Any:
     v, delta = net.end_to_end(params), net.invariants(params)
     fib = net.fiber(v, delta)
     K0 = net.ntk(params)
-    fig = _figure(figsize=(13, 4.8))
+    fig = new_figure(figsize=(13, 4.8))
     axes = fig.subplots(1, 3)
     w1_0, w2_0 = (np.ravel(w) for w in params)
     big, norms = 0.0, []
@@ -235,10 +239,6 @@ def hiding_family(params: Any, neuron: int | None = None, *, ts: Any = None,
         ``ts``, ``valid`` (per ``t``), ``params`` (per ``t``) and ``max_difference`` (per
         ``t``, ``max |f_t - f_0|`` on the grid).
     """
-    from .._errors import InputError
-    from .._validation import check_positive_int
-    from ..relu import forward, identifiability, plot_arrangement
-    from ..relu.symmetries import HidingTranslation
 
     num_panels = check_positive_int(num_panels, "num_panels", maximum=12)
     grid = check_positive_int(grid, "grid", maximum=1001)
@@ -317,13 +317,12 @@ def hiding_translation_figure(params: Any, neuron: int | None = None, *, ts: Any
     >>> [ax.get_title().splitlines()[0] for ax in fig.axes]
     ['t = -1 (outside)', 't = -0.187', 't = 0', 't = 0.187']
     """
-    from ..relu import plot_arrangement
 
     fam = hiding_family(params, neuron, ts=ts, num_panels=num_panels, window=window)
     n = len(fam["ts"])
     lo, hi = fam["window"]
     aspect = float((hi - lo)[1] / (hi - lo)[0])
-    fig = _figure(figsize=(2.9 * n, min(2.7 * aspect, 5.0) + 1.2), layout="constrained")
+    fig = new_figure(figsize=(2.9 * n, min(2.7 * aspect, 5.0) + 1.2), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, n))
     for k, (ax, t, ok, pt, diff) in enumerate(zip(axes, fam["ts"], fam["valid"],
                                                   fam["params"], fam["max_difference"])):

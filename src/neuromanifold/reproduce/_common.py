@@ -20,6 +20,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._errors import InputError, short_repr
 from .._results import Result
 
 __all__ = ["AGREES", "DISAGREES", "OUTSIDE", "INCONCLUSIVE", "OUTCOMES", "Row", "summarize"]
@@ -89,7 +90,6 @@ def summarize(rows: Sequence[Row]) -> dict:
     >>> summarize([])["rows"]
     {'agrees': 0, 'disagrees': 0, 'outside the hypotheses': 0, 'inconclusive': 0}
     """
-    from .._errors import InputError, short_repr
     if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence) \
             or not all(isinstance(r, Row) for r in rows):
         raise InputError(f"rows must be a sequence of reproduction rows (Row); got "

@@ -47,12 +47,15 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError, short_repr
+from .._progress import progress_bar
 from .._results import to_jsonable
-from .._validation import as_seed_rng
-from ._common import (AGREES, DISAGREES, INCONCLUSIVE, OUTCOMES, OUTSIDE,  # noqa: F401
-                      Row, summarize)
-from .._validation import check_bool, check_positive_float, check_positive_int
 from .._tolerance import check_tol
+from .._validation import as_seed_rng, check_bool, check_positive_float, check_positive_int
+from ..fibers import invariant_scale, invariant_vector
+from ..linear import LinearConvNet, LinearFCNet, ShallowReLUCNN, ShallowReLUMLP
+from ..ntk import ntk_dependence
+from ._common import (AGREES, DISAGREES, INCONCLUSIVE, OUTCOMES, OUTSIDE, Row,  # noqa: F401
+                      summarize)
 
 
 def _check_model(model: Any) -> None:
@@ -242,7 +245,6 @@ def verify_witness(model: Any, witnesses: Any, *, tol: float = 1e-6,
         A dict with ``function_residual``, ``invariant_residual``,
         ``ntk_relative_difference`` and ``verified``.
     """
-    from ..fibers import invariant_scale, invariant_vector
 
     _check_model(model)
     tol, fiber_tol = check_tol(tol), check_tol(fiber_tol, "fiber_tol")
@@ -276,7 +278,6 @@ def verify_independence(model: Any, params: Any, *, tol: float = 1e-8) -> dict:
         A dict with ``certified``, ``num_points``, ``max_relative_difference``,
         ``max_residual`` and ``verified``.
     """
-    from ..fibers import invariant_scale, invariant_vector
 
     _check_model(model)
     tol = check_tol(tol)
@@ -310,7 +311,6 @@ def _check_hypotheses(claim: Claim, case: Case, params: Any, dep: Any) -> list:
 
 def _run_case(claim: Claim, case: Case, num_instances: int, rng: np.random.Generator,
               tol: float, bar: Any) -> dict:
-    from ..ntk import ntk_dependence
 
     instances, witness = [], None
     for _ in range(num_instances):
@@ -543,8 +543,7 @@ def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = Fal
     rng = as_seed_rng(int(seed))
     bar = None
     if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=n * sum(len(c.cases) for c in claims), desc="reproduce linear",
+        bar = progress_bar(total=n * sum(len(c.cases) for c in claims), desc="reproduce linear",
                    unit="instance")
     rows: list[Row] = []
     try:
@@ -593,7 +592,6 @@ def _fc_finite(net: Any) -> bool:
 
 def _balanced(case: Case, params: Any, dep: Any) -> tuple[bool, str]:
     """Every Delta_l vanishes, relative to the parameters' size (1e-10)."""
-    from ..fibers import invariant_scale, invariant_vector
     inv = invariant_vector(case.model, params)
     rel = float(np.abs(inv).max(initial=0.0)) / invariant_scale(np.zeros_like(inv), params)
     return rel <= 1e-10, f"max |Delta_l| / max ||W_l||^2 = {rel:.1e}"
@@ -638,7 +636,6 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
     Returns:
         A list of :class:`Claim`, one per row of docs/concepts_linear.md §3.
     """
-    from ..linear import LinearConvNet, LinearFCNet, ShallowReLUCNN, ShallowReLUMLP
     quick = check_bool(quick, "quick")
 
     def conv(shapes, strides=None):

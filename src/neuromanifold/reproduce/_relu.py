@@ -38,10 +38,17 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError, NeuromanifoldError, short_repr
+from .. import relu
+from .._errors import ComputationLimitError, InputError, NeuromanifoldError, short_repr
+from .._progress import progress_bar
 from .._results import to_jsonable
 from .._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
 from .._validation import as_seed_rng, check_bool
+from ..conservation import conservation_laws
+from ..relu import (OFF_ORBIT, fast_genericity, genericity, identifiability, is_bottleneck,
+                    three_layer, verify_point)
+from ..relu.symmetries import (DeadNeuronMove, Flip, HidingTranslation, LinearBlockMixing,
+                               Permutation, RampFlip, Scaling, SecondLayerFlip)
 from ._common import AGREES, DISAGREES, INCONCLUSIVE, OUTSIDE, Row
 
 __all__ = ["reproduce_relu", "ReLUClaim", "ReLUContext", "default_relu_claims",
@@ -182,8 +189,6 @@ def relu_hypotheses(params: Any, *, tol: float = DEFAULT_TOL) -> list:
     >>> [h[1] for h in relu_hypotheses(P)]
     [True, True, True]
     """
-    from ..relu._bottleneck import is_bottleneck, three_layer
-    from ..relu._identifiability import fast_genericity
     params = three_layer(params, "relu_hypotheses")
     n1, d = params[0][0].shape
     fails = list(fast_genericity(params, tol=tol))
@@ -193,7 +198,6 @@ def relu_hypotheses(params: Any, *, tol: float = DEFAULT_TOL) -> list:
 
 
 def _exactly_generic(params: list) -> tuple[bool, str]:
-    from ..relu import genericity
     g = genericity(params, tol=0)
     return bool(g.generic), ("generic (exact)" if g.generic else
                              "; ".join(f.kind for f in g.failures[:3]))
@@ -310,20 +314,18 @@ def _pattern_draws(widths: tuple, quick: bool, rng: np.random.Generator) -> list
 
 
 def _witness_check(params: list, syms: Sequence, tol: float) -> dict | None:
-    from ..relu._nonlocal import _verify_point
     for sym in syms:
         try:
             q = sym.apply(params, tol=tol)
         except NeuromanifoldError:
             continue
-        res = _verify_point(params, q, tol, exact=False)
+        res = verify_point(params, q, tol, exact=False)
         if res["verified"]:
             return {"symmetry": sym.name, "point": to_jsonable(q), **res}
     return None
 
 
 def _identifiability_instances(ctx: ReLUContext) -> list[dict]:
-    from .. import relu
     out = []
     for widths in _archs(ctx.quick):
         for label, kinds in _pattern_draws(widths, ctx.quick, ctx.rng):
@@ -456,9 +458,6 @@ _SYMMETRY_CLAIMS = {
 
 def _symmetry_cases(ctx: ReLUContext, name: str, n: int) -> list[tuple[list, Any]]:
     """``n`` (parameter, symmetry) pairs for the symmetry ``name``, drawn on purpose."""
-    from ..relu import identifiability
-    from ..relu.symmetries import (DeadNeuronMove, Flip, HidingTranslation, LinearBlockMixing,
-                                   Permutation, RampFlip, Scaling, SecondLayerFlip)
     rng = ctx.rng
     out: list = []
     archs2 = [(2, 2, 2, 1), (3, 2, 3, 1), (3, 3, 2, 2)]
@@ -519,8 +518,6 @@ def _symmetry_cases(ctx: ReLUContext, name: str, n: int) -> list[tuple[list, Any
 
 
 def _symmetry_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
-    from .. import relu
-    from ..relu._nonlocal import _verify_point
     n = 2 if ctx.quick else 5
     rows = []
     for name, words in _SYMMETRY_CLAIMS.items():
@@ -534,7 +531,7 @@ def _symmetry_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
                    "within": bool(app.applies), "agree": False, "proof": False}
             if app.applies:
                 q = sym.apply(P, tol=ctx.tol)
-                chk = _verify_point(P, q, ctx.tol, exact=False)
+                chk = verify_point(P, q, ctx.tol, exact=False)
                 rec.update({"point": to_jsonable(q), "equivalent": chk["equivalent"],
                             "certified": chk["equivalence_certified"],
                             "orbit_distance": chk["orbit_distance"],
@@ -563,9 +560,6 @@ def _symmetry_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
 
 
 def _flip_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
-    from .. import relu
-    from ..relu._nonlocal import OFF_ORBIT, _verify_point
-    from ..relu.symmetries import Flip
     rows = []
     for n1 in (2, 3):
         records = []
@@ -582,7 +576,7 @@ def _flip_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
             for k in range(n1):
                 for S in itertools.combinations(range(1, n1), k):
                     q = Flip(0, S).apply(P, tol=ctx.tol) if S else P
-                    chk = _verify_point(P, q, ctx.tol, exact=False) if S else {"equivalent": True}
+                    chk = verify_point(P, q, ctx.tol, exact=False) if S else {"equivalent": True}
                     checks.append({"flipped": list(S), "equivalent": chk["equivalent"]})
                     points.append(q)
             distinct = all(relu.orbit_distance(a, b) > OFF_ORBIT
@@ -615,7 +609,6 @@ def _flip_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
 
 
 def _nonlocal_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
-    from .. import relu
     records = []
     for kind in ("always-active", "ramp"):
         r = relu.nonlocalizable_example(kind=kind)
@@ -644,7 +637,6 @@ def _nonlocal_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
 
 
 def _equivalence_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
-    from .. import relu
     records = []
     pool = [i for i in ctx.instances() if i["within"]]
     step = max(1, len(pool) // (4 if ctx.quick else 14))
@@ -708,7 +700,6 @@ def _conservation_instances(ctx: ReLUContext) -> list[tuple[str, tuple, list]]:
 
 
 def _conservation_count_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
-    from ..conservation import conservation_laws
     groups: dict = {}
     for condition, w, P in _conservation_instances(ctx):
         res = conservation_laws(P, seed=ctx.rng)
@@ -741,8 +732,6 @@ def _flow_data(ctx: ReLUContext, w: Sequence[int], n: int = 8) -> tuple[np.ndarr
 
 def _run_flow(P: list, X: np.ndarray, Y: np.ndarray, t_end: float, laws: Any) -> tuple:
     """The flow's result (the partial one if it stalls) and whether it reached t_end."""
-    from .. import relu
-    from .._errors import ComputationLimitError
     try:
         return relu.gradient_flow(P, X, Y, t_end, num_times=21, laws=laws), True
     except ComputationLimitError as exc:
@@ -899,8 +888,7 @@ def reproduce_relu(*, seed: int = 0, quick: bool = False, progress: bool = False
     claims = list(default_relu_claims(quick=quick) if claims is None else claims)
     bar = None
     if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=sum(c.units for c in claims), desc="reproduce relu", unit="step")
+        bar = progress_bar(total=sum(c.units for c in claims), desc="reproduce relu", unit="step")
     ctx = ReLUContext(int(seed), quick, tol, bar)
     rows: list[Row] = []
     try:

@@ -12,17 +12,20 @@ from typing import Any
 
 from .._errors import InputError, short_repr
 from .._results import to_jsonable
+from .._validation import check_positive_int
+from ..conservation import conservation_laws
+from ..linear import LinearConvNet
+from ..ntk import ntk_dependence as dependence
+from ..relu import ReLUNet, functional_dimension, regions
 
 __all__ = ["ANALYSES", "run_analysis", "architecture_of"]
 
 
 def _conv(arch: dict):
-    from ..linear import LinearConvNet
     return LinearConvNet(arch["filters"], strides=arch.get("strides"))
 
 
 def _relu(arch: dict):
-    from ..relu import ReLUNet
     return ReLUNet(arch["widths"])
 
 
@@ -36,7 +39,6 @@ def linear_dimension(arch: dict, seed: int) -> dict:
 def ntk_dependence(arch: dict, seed: int) -> dict:
     """Is the NTK the same at every parameter with the same end-to-end filter and
     invariants? (one random parameter of a linear convolutional network)"""
-    from ..ntk import ntk_dependence as dependence
     net = _conv(arch)
     dep = dependence(net, net.random_params(seed=seed))
     return {"independent": dep.independent, "max_relative_difference":
@@ -46,7 +48,6 @@ def ntk_dependence(arch: dict, seed: int) -> dict:
 
 def relu_functional_dimension(arch: dict, seed: int) -> dict:
     """Functional dimension of a random ReLU network against the bound P - #hidden."""
-    from ..relu import functional_dimension
     net = _relu(arch)
     res = functional_dimension(net.random_params(seed=seed), arch.get("domain"))
     return {key: value for key, value in res.to_dict().items()
@@ -55,7 +56,6 @@ def relu_functional_dimension(arch: dict, seed: int) -> dict:
 
 def relu_regions(arch: dict, seed: int) -> dict:
     """Number of linear regions of a random ReLU network on its domain."""
-    from ..relu import regions
     net = _relu(arch)
     res = regions(net.random_params(seed=seed), arch.get("domain"))
     return {"num_regions": len(res.regions)}
@@ -67,8 +67,6 @@ def conservation(arch: dict, seed: int) -> dict:
     Gaussian inputs; with the known laws' count and the number of hidden neurons."""
     import numpy as np
 
-    from .._validation import check_positive_int
-    from ..conservation import conservation_laws
     net = _relu(arch)
     n = arch.get("data_points")
     X = None if n is None else np.random.default_rng(seed).standard_normal(

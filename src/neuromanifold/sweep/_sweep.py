@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import InputError, short_repr
+from .._progress import progress_bar
 from .._results import Result
+from .._validation import check_bool, check_workers
 from ._analyses import architecture_of, run_analysis
 
 __all__ = ["Task", "SweepSummary", "load_config", "tasks_of", "run_sweep"]
@@ -229,7 +231,6 @@ def run_sweep(config: Any, output: Any = None, *, scheduler: Any = None,
     Returns:
         A :class:`SweepSummary`.
     """
-    from .._validation import check_bool, check_workers
     progress = check_bool(progress, "progress")
     if not isinstance(config, dict):
         config = load_config(config)
@@ -254,8 +255,7 @@ def run_sweep(config: Any, output: Any = None, *, scheduler: Any = None,
     start, failed, ran = time.perf_counter(), 0, 0
     bar = None
     if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="task",
+        bar = progress_bar(total=len(tasks), initial=len(tasks) - len(todo), unit="task",
                    desc="sweep", leave=True)
     source = _dask(todo, scheduler) if scheduler is not None else _local(todo, workers) \
         if todo else iter(())

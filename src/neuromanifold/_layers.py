@@ -1,0 +1,98 @@
+"""The floor plan as data: which part of the package may import which.
+
+Each tier lists parts of the package; a part may import itself and any part of a lower
+tier (later in the list), never one of its own tier or a higher one. So the domains
+(``linear``, ``relu``) never import each other, the shared mechanisms never import a
+domain, and nothing imports an outer layer. Inside ``relu`` the rooms have a table of
+their own, read the same way. ``tests/test_architecture.py`` checks every import of the
+package against these tables (function-level ones included), and
+``docs/architecture.md`` is checked against them.
+
+A module belongs to the longest part that is a prefix of its name.
+"""
+
+#: (part, what it holds), outermost first; a part imports only from later tiers.
+TIERS: tuple[tuple[tuple[str, str], ...], ...] = (
+    (("neuromanifold.__main__", "`python -m neuromanifold`"),),
+    (("neuromanifold.cli", "the command line: argument parsing, tables, exit codes"),),
+    (("neuromanifold", "the public facade: the names a user imports"),),
+    (("neuromanifold.sweep", "many analyses over a grid of configurations, optionally on dask"),
+     ("neuromanifold.reproduce", "the papers' claims recomputed row by row")),
+    (("neuromanifold.report", "the HTML report and its figures"),),
+    (("neuromanifold.io", "model files: safetensors, npz, torch, scikit-learn"),),
+    (("neuromanifold.ntk", "the NTK dependence test (is the NTK a function of the "
+                           "end-to-end map and the invariants?)"),
+     ("neuromanifold.conservation", "conservation laws of gradient flow, for both domains")),
+    (("neuromanifold.linear", "domain: linear convolutional and fully connected networks"),
+     ("neuromanifold.relu", "domain: ReLU networks")),
+    (("neuromanifold.flows", "shared: losses, gradient and Riemannian flows, integrators"),),
+    (("neuromanifold.fibers", "shared: the fiber result and invariant vectors"),),
+    (("neuromanifold.exact", "shared: exact arithmetic (flint): rationals, polynomials, "
+                             "roots, exact LP"),),
+    (("neuromanifold._results", "the frozen result base class"),
+     ("neuromanifold._tolerance", "the tolerance contract"),
+     ("neuromanifold._validation", "input checks, one per rule"),
+     ("neuromanifold._progress", "the one progress-bar helper"),
+     ("neuromanifold._version", "the version string"),
+     ("neuromanifold._layers", "this table")),
+    (("neuromanifold._errors", "the one exception family"),),
+)
+
+#: The rooms of a domain, read like :data:`TIERS`.
+ROOMS: dict[str, tuple[tuple[tuple[str, str], ...], ...]] = {
+    "neuromanifold.relu": (
+        (("neuromanifold.relu", "the public facade: the names of `neuromanifold.relu`"),),
+        (("neuromanifold.relu.symmetries", "the public facade of the named symmetries"),),
+        (("neuromanifold.relu._compare", "deciding equivalence: sampling, symmetry "
+                                         "matching, reduction, the bottleneck fast path, "
+                                         "then the exact engine"),),
+        (("neuromanifold.relu._bottleneck", "the three-layer theory: shape, symmetries, "
+                                            "canonical form, identifiability, fibers, "
+                                            "symmetry search, non-localizability"),),
+        (("neuromanifold.relu._orthant", "one hidden layer on the orthant: weighted "
+                                         "arrangements and their fibers"),),
+        (("neuromanifold.relu._analysis", "ground-truth analyses on the engine: regions, "
+                                          "bent hyperplanes, joint regions of two networks, "
+                                          "functional dimension, genericity, flows, plots"),),
+        (("neuromanifold.relu._engine", "the exact region engine: cells, compiled float "
+                                        "kernels, LP, MILP encoding, workers, budgets"),),
+        (("neuromanifold.relu._core", "networks, domains, the one exact and the one float "
+                                      "conversion"),),
+    ),
+}
+
+#: Third-party packages a module may import only inside a function (optional extras).
+OPTIONAL = ("torch", "sklearn", "dask", "distributed", "onnx", "jax", "mkdocs")
+
+
+def parts(tiers) -> dict[str, int]:
+    """``{part: tier index}`` of a table."""
+    return {name: i for i, tier in enumerate(tiers) for name, _ in tier}
+
+
+def markdown() -> str:
+    """The tables as Markdown: one row per part, its tier (1 = outermost) and what it holds
+    (the block between the ``layers`` markers of ``docs/architecture.md``)."""
+    out = []
+    for title, table in (("The package", TIERS),
+                         *((f"The rooms of `{d.rpartition('.')[2]}/`", t)
+                           for d, t in ROOMS.items())):
+        out += [f"**{title}** (a part imports only from parts of a larger tier number):", "",
+                "| tier | part | what it holds |", "|---|---|---|"]
+        for i, tier in enumerate(table, start=1):
+            for name, what in tier:
+                out.append(f"| {i} | `{_path(name, facade=name in ROOMS and table is not TIERS)}` | {what} |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _path(name: str, facade: bool = False) -> str:
+    """A part's place under ``src/``: a folder ``a/b/``, a module ``a/b.py``, or (``facade``)
+    a package's ``__init__.py``."""
+    rel = name.replace(".", "/")
+    if name == "neuromanifold" or facade:
+        return rel + "/__init__.py"
+    if name in ("neuromanifold.__main__", "neuromanifold.relu.symmetries") or \
+            name.rpartition(".")[2].startswith("_") and name.count(".") == 1:
+        return rel + ".py"
+    return rel + "/"

@@ -1,0 +1,543 @@
+"""Functional equivalence of two ReLU networks on a domain, up to a relative tolerance.
+
+The question (``docs/relu.md``, section "Tolerances"): with ``scale`` the larger path norm
+of the two networks (:func:`neuromanifold._tolerance.path_norm_scale`), do ``f_p`` and
+``f_q`` agree up to ``tol``, i.e. is
+
+    ``sup_x max_o |f_p(x)_o - f_q(x)_o| / max(1, ||x||_inf)  <=  tol * scale``
+
+over the domain? ``tol = 0`` asks for exact equality of the functions defined by the given
+numbers (floats are exact binary rationals; ``Fraction``/integer entries stay exact). The
+left side divided by ``scale`` is the *relative difference*.
+
+Methods:
+
+* ``"regions"``: enumerate the regions of the *joint* network (the activation patterns of
+  both networks at once, :mod:`neuromanifold.relu._engine.cells`); on each joint region both
+  networks are affine. Where the exact affine maps differ, the supremum of the relative
+  difference over the region is a linear program after homogenization (``x = y / s``:
+  maximize ``+-(g . y + k s)`` over ``{a_i . y <= c_i s, -1 <= y <= 1, 0 <= s <= 1}``); it
+  is bounded exactly (the l1 norm of the difference map, or an exact LP-duality bound
+  built from the solver's multipliers, or an exact rational simplex when both are too
+  weak). Both verdicts are certified.
+* ``"milp"``: the same supremum over the whole domain by one mixed-integer program per
+  output and sign on the homogenized networks ``G(y, s) = s f(y / s)`` (scipy/HiGHS,
+  big-M constants from interval bounds). "Not equivalent" is certified by an exactly
+  checked witness; "equivalent" rests on the solver's floating-point bound
+  (``certified=False``), with a resolution limited by its feasibility tolerances.
+* ``"auto"``: a cheap sampled check first (both networks on a few thousand points of the
+  domain; the largest differences are checked exactly), then a symmetry check (is q a
+  permutation and positive rescaling of p's hidden neurons up to a parameter difference
+  whose effect on the function, bounded exactly, is within ``tol``? then ``method`` says
+  ``"symmetry"``, the verdict is certified and ``symmetry`` holds the map), then the same
+  check after reducing both networks (``"reduction"``: neurons without outgoing weights
+  removed, neurons with a zero incoming row folded into the next bias, positive multiples
+  of one row merged, each step exact, rows parallel up to ``tol`` moved onto each other
+  with the effect bounded), then the polynomial-time test of generic three-layer bottleneck networks (on R^d), then, ordered
+  by their expected cost, the regions method (which certifies) when at most 50,000 joint
+  regions are expected (distinct joint activation patterns at 20,000 random points,
+  Chao1-corrected), else the MILP first (at most 60 s) and the regions method after it.
+  Between two networks that agree the MILP has no bound to prune with: on a trained
+  2-16-16-1 pair it ran for more than 300 s where the regions method took 9 s.
+
+``max_regions`` and ``time_limit`` bound the whole call (the same semantics as for :func:`~neuromanifold.relu.regions`).
+
+Every "not equivalent" result carries a witness ``x`` in the domain at which the exact
+relative difference exceeds ``tol`` (exceeds 0 when ``tol = 0``).
+"""
+
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import flint
+import numpy as np
+
+from ..._errors import ComputationLimitError, InputError, NeuromanifoldError, short_repr
+from ..._tolerance import DEFAULT_TOL, check_tol
+from ..._validation import as_seed_rng, check_bool
+from ...exact import fmpq_to_fraction, to_fmpq
+from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions,
+                                       equivalence_result)
+from .._bottleneck.canonical import equivalent_bottleneck
+from .._bottleneck.symmetries import Permutation, Scaling
+from .._core.domain import Domain, as_domain
+from .._core.net import forward_unchecked
+from .._core.numbers import to_float
+from .._engine.budget import Budget
+from .._engine.cells import ExactNet
+
+__all__ = ["Equivalence", "equivalent"]
+
+
+_METHODS = ("auto", "regions", "milp")
+#: points evaluated by the sampled check of ``method="auto"``
+_NUM_SAMPLES = 2048
+#: points whose joint activation patterns estimate the number of joint regions (auto)
+_NUM_ESTIMATE = 20000
+#: ``method="auto"`` runs the regions method before the MILP when at most this many joint
+#: regions are expected (about 10-20 ms each; the MILP of two networks that agree has no
+#: bound to prune with and took over 300 s on a 2-16-16-1 pair the regions settle in 9 s)
+_REGIONS_FIRST = 50_000
+#: seconds the MILP may take in ``method="auto"`` before the regions method decides
+_MILP_SHARE = 60.0
+_ZERO = flint.fmpq(0)
+_ONE = flint.fmpq(1)
+
+
+def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
+               method: str = "auto", seed: Any = 0, progress: bool = False,
+               max_regions: int | None = None, time_limit: float | None = None) -> Equivalence:
+    """Decide whether two ReLU networks compute the same function on a domain, up to ``tol``.
+
+    Args:
+        p, q: parameters (lists of ``(W, b)``) with the same input and output dimensions;
+            the architectures may differ otherwise. Entries may be floats, integers or
+            ``Fraction``s (kept exact).
+        domain: ``None`` (all of R^d), ``"orthant"``, a ``(lower, upper)`` box or a Domain.
+        tol: relative tolerance (see the module docs and ``docs/relu.md``, "Tolerances");
+            ``0`` decides exact equality.
+        method: ``"auto"``, ``"regions"`` (certified) or ``"milp"`` (see the module docs).
+        seed: seed of the sampled check of ``"auto"`` (int, None or a numpy Generator).
+        progress: a progress bar on stderr counting joint regions and LPs.
+        max_regions: stop with a :class:`~neuromanifold.ComputationLimitError` when the
+            regions method meets more joint regions than this.
+        time_limit: stop with a :class:`~neuromanifold.ComputationLimitError` after this
+            many seconds (the whole call; the MILP gets what is left). The error's
+            ``num_regions``, ``num_lps`` and ``elapsed`` say how far it got; ``partial`` is
+            the MILP's uncertified "equivalent" when ``auto`` ran it first and the regions
+            method then ran out, else ``None`` (no verdict was reached).
+
+    Returns:
+        An :class:`Equivalence` result.
+
+    >>> one = [(np.array([[1.0]]), np.zeros(1)), (np.array([[1.0]]), np.zeros(1))]
+    >>> three = [(np.array([[3.0]]), np.zeros(1)), (np.array([[1 / 3]]), np.zeros(1))]
+    >>> equivalent(one, three).equivalent, equivalent(one, three, tol=0).equivalent
+    (True, False)
+    >>> r = equivalent(one, [(np.array([[1.0]]), np.zeros(1)), (np.array([[1.0]]), np.ones(1))])
+    >>> r.equivalent, r.witness_difference
+    (False, 1.0)
+    """
+    tol = check_tol(tol)
+    progress = check_bool(progress, "progress")
+    if not isinstance(method, str) or method not in _METHODS:
+        raise InputError(f"method must be one of {_METHODS}; got {short_repr(method)}")
+    rng = as_seed_rng(seed)
+    pair = Pair(p, q, tol)
+    dom = as_domain(domain, pair.d)
+    budget = Budget("equivalent", pair.d, max_regions=max_regions, time_limit=time_limit,
+                    progress=progress, unit="joint region")
+    if method == "regions":
+        return by_regions(pair, dom, budget)
+    if method == "milp":
+        res = by_milp(pair, dom, budget)
+        if res is not None:
+            return res
+        budget.check_time(stage="the MILP")
+        out = by_regions(pair, dom, budget)
+        return dataclasses.replace(out, num_milps=2 * pair.m,
+                                   note=f"the MILP was inconclusive; {out.note}")
+    # auto: the cheap checks first, then regions or the MILP by the expected cost
+    res = _by_sampling(pair, dom, rng)
+    if res is None:
+        res = _by_symmetry(pair, dom)
+    if res is None:
+        res = _by_reduction(pair, dom)
+    if res is None and dom.kind == "whole":
+        res = _by_bottleneck(pair, p, q, dom)
+    if res is not None:
+        return res
+    budget.check_time(stage="the sampled and symmetry checks")
+    expected = _expected_joint_regions(pair, dom, rng)
+    why = "sampling found no difference above tol"
+    if expected <= _REGIONS_FIRST:
+        out = by_regions(pair, dom, budget)
+        why += f"; about {expected:.0f} joint regions expected: regions first"
+        return dataclasses.replace(out, note=f"{why}; {out.note}")
+    left = budget.remaining()
+    res = by_milp(pair, dom, budget, time_limit=_MILP_SHARE if left is None
+                   else min(_MILP_SHARE, left))
+    if res is not None and not res.equivalent:
+        return res
+    try:
+        budget.check_time(stage="the MILP")
+        out = by_regions(pair, dom, budget)
+    except ComputationLimitError as err:
+        err.partial = res   # the MILP's floating-point "equivalent" (certified=False), if any
+        raise
+    why += (f"; about {expected:.0f} joint regions expected: the MILP first, which "
+            + ("found no confirmed difference" if res is not None else
+               "was inconclusive (or reached its time share)"))
+    return dataclasses.replace(out, num_milps=2 * pair.m, note=f"{why}; {out.note}")
+
+
+def _expected_joint_regions(pair: Pair, dom: Domain, rng) -> float:
+    """A rough count of the joint regions (distinct joint activation patterns at random
+    points, Chao1-corrected as in :func:`~neuromanifold.relu.estimate_regions`), to order
+    the expensive methods; a few milliseconds."""
+    from collections import Counter
+    X = _sample_points(dom, pair.d, rng, _NUM_ESTIMATE)
+    pats = []
+    for net in (pair.fp, pair.fq):
+        H = X
+        for W, b in net[:-1]:
+            with np.errstate(all="ignore"):
+                Z = H @ W.T + b
+            pats.append(Z > 0)
+            H = np.maximum(Z, 0.0)
+    if not pats:
+        return 1.0
+    P = np.packbits(np.hstack(pats), axis=1)
+    keys = Counter(P[i].tobytes() for i in range(P.shape[0]))
+    f1 = sum(1 for v in keys.values() if v == 1)
+    f2 = sum(1 for v in keys.values() if v == 2)
+    return len(keys) + (f1 * f1 / (2.0 * f2) if f2 else f1 * (f1 - 1) / 2.0)
+
+
+# -- sampled check -------------------------------------------------------------------------
+
+def _sample_points(dom: Domain, d: int, rng: np.random.Generator, n: int) -> np.ndarray:
+    if dom.kind == "box":
+        return dom.lower + (dom.upper - dom.lower) * rng.random((n, d))
+    # homogeneous sampling x = y / s, the measure of the relative difference; a quarter of
+    # the points far out (s down to 1e-6) for differences at infinity
+    y = rng.uniform(-1.0, 1.0, (n, d))
+    if dom.kind == "orthant":
+        y = np.abs(y)
+    s = rng.uniform(0.0, 1.0, n)
+    s[: n // 4] = 10.0 ** -rng.uniform(0.0, 6.0, n // 4)
+    return y / np.maximum(s, 1e-6)[:, None]
+
+
+def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
+    """Evaluate both (balanced) networks on sample points; confirm the largest relative
+    differences exactly. ``None`` when no sample confirms a difference."""
+    X = _sample_points(dom, pair.d, rng, _NUM_SAMPLES)
+    with np.errstate(all="ignore"):
+        diff = np.abs(forward_unchecked(pair.fp, X) - forward_unchecked(pair.fq, X)).max(axis=1)
+        rel = diff / np.maximum(1.0, np.abs(X).max(axis=1))
+    rel = np.where(np.isfinite(rel), rel, 0.0)
+    order = np.argsort(-rel)[:8]
+    base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
+    for i in order:
+        # float rounding of the forward pass is far below tol; with tol = 0 any sample may
+        # show an exact difference
+        if pair.tol > 0 and not rel[i] > pair.thr:
+            break
+        if pair.exceeds(X[i]):
+            return equivalence_result(pair, dom, equivalent=False, witness=X[i],
+                           max_difference=max(float(rel[order[0]]) / base, pair.rel_value(X[i])),
+                           method="sampling", certified=True,
+                           note=f"sampled check: the largest of {_NUM_SAMPLES} sampled "
+                                "differences exceeds tol, confirmed in exact arithmetic")
+    return None
+
+
+# -- a permutation and rescaling of hidden neurons ----------------------------------------
+
+def _by_symmetry(pair: Pair, dom: Domain) -> Equivalence | None:
+    """Match every hidden neuron of q to a positive multiple of one of p (layer by layer,
+    an assignment on the directions of the incoming rows), build the exactly equivalent
+    copy ``p'`` of p, and bound ``|f_q(x) - f_p'(x)|`` by
+    ``B max(1, ||x||_inf)`` with ``B`` the largest output row sum of
+    ``sum_l |M^q_L| ... |M^q_{l+1}| |M^q_l - M^p'_l| |M^p'_{l-1}| ... |M^p'_1|`` (augmented
+    layer matrices; ReLU is 1-Lipschitz). ``None`` unless a matching exists and
+    ``B <= tol * scale`` (with tol = 0: ``B = 0``, an exact symmetry)."""
+    from scipy.optimize import linear_sum_assignment
+
+    bp, bq = pair.bp, pair.bq
+    if bp.widths != bq.widths:
+        return None
+    L = bp.num_layers
+    perm_prev = list(range(pair.d))
+    s_prev = [_ONE] * pair.d
+    Wn, bn = [], []  # p' exactly
+    found = []
+    for l in range(L):
+        Wp, bpl = bp.Wq[l], bp.bq[l]
+        n, m_in = Wp.nrows(), Wp.ncols()
+        # p's layer in q's coordinates of the previous layer (exact)
+        A = flint.fmpq_mat(n, m_in)
+        for i in range(n):
+            for k in range(m_in):
+                v = Wp[i, perm_prev[k]]
+                if v != 0:
+                    A[i, k] = v / s_prev[k]
+        if l == L - 1:
+            Wn.append(A)
+            bn.append(list(bpl))
+            break
+        Rp = np.array([[to_float(A[i, k]) for k in range(m_in)] + [to_float(bpl[i])] for i in range(n)])
+        Rq = np.hstack([bq.params[l][0], bq.params[l][1][:, None]])
+        np_, nq_ = np.abs(Rp).max(axis=1), np.abs(Rq).max(axis=1)
+        if np.any(np_ == 0) or np.any(nq_ == 0):
+            return None
+        Up, Uq = Rp / np_[:, None], Rq / nq_[:, None]
+        cost = np.abs(Uq[:, None, :] - Up[None, :, :]).max(axis=2)
+        rows, cols = linear_sum_assignment(cost)
+        if cost[rows, cols].max() > 1e-6:
+            return None
+        perm = [int(c) for c in cols]  # q's neuron i ~ s_i * p's neuron perm[i]
+        s = [to_fmpq(float(nq_[i] / np_[perm[i]])) for i in range(n)]
+        W2 = flint.fmpq_mat(n, m_in)
+        b2 = []
+        for i in range(n):
+            for k in range(m_in):
+                W2[i, k] = s[i] * A[perm[i], k]
+            b2.append(s[i] * bpl[perm[i]])
+        Wn.append(W2)
+        bn.append(b2)
+        found.append((perm, s))
+        perm_prev, s_prev = perm, s
+    # the bound, in floats: nonnegative matrices, so float rounding only loses a relative
+    # n * 2**-53 per product, covered by the factor (1 + 1e-9)
+    def aug(W, b, exact):
+        n, m_in = (W.nrows(), W.ncols()) if exact else W.shape
+        M = np.zeros((n + 1, m_in + 1))
+        if exact:
+            M[:n, :m_in] = [[abs(to_float(W[i, k])) for k in range(m_in)] for i in range(n)]
+            M[:n, m_in] = [abs(to_float(v)) for v in b]
+        else:
+            M[:n, :m_in], M[:n, m_in] = np.abs(W), np.abs(b)
+        M[n, m_in] = 1.0
+        return M
+
+    Mq = [aug(W, b, False) for W, b in bq.params]
+    Mp = [aug(W, b, True) for W, b in zip(Wn, bn)]
+    D = []
+    for l in range(L):
+        W, b = Wn[l], bn[l]
+        Wq_, bq_ = bq.Wq[l], bq.bq[l]
+        n, m_in = W.nrows(), W.ncols()
+        Dl = np.zeros((n + 1, m_in + 1))
+        for i in range(n):
+            for k in range(m_in):
+                Dl[i, k] = abs(to_float(Wq_[i, k] - W[i, k]))
+            Dl[i, m_in] = abs(to_float(bq_[i] - b[i]))
+        D.append(Dl)
+    total = None
+    for l in range(L):
+        right = np.eye(pair.d + 1)  # |M^p'_{l-1}| ... |M^p'_1|
+        for k in range(l):
+            right = Mp[k] @ right
+        left = np.eye(D[l].shape[0])   # |M^q_L| ... |M^q_{l+1}|
+        for k in range(l + 1, L):
+            left = Mq[k] @ left
+        term = left @ D[l] @ right
+        total = term if total is None else total + term
+    B = float(total[:-1].sum(axis=1).max()) * (1.0 + 1e-9)
+    if not B <= pair.thr:
+        return None
+    base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
+    sym = []
+    for l, (perm, s) in enumerate(found):
+        # named transformations of the networks as given (the balancing powers of two undone)
+        sym.append(Permutation(l + 1, tuple(perm)))
+        sym.append(Scaling(l + 1, tuple(
+            math.ldexp(to_float(s[i]), bq.exps[l][i] - bp.exps[l][perm[i]]) for i in range(len(perm)))))
+    out = equivalence_result(pair, dom, equivalent=True, max_difference=B / base, method="symmetry",
+                  certified=True,
+                  note="q is a permutation and positive rescaling of p's hidden neurons up to "
+                       f"a parameter difference that moves the function by at most "
+                       f"{B / base:.3g} relative (Lipschitz bound in the parameters)")
+    return dataclasses.replace(out, symmetry=tuple(sym))
+
+
+# -- a reduced form: dead, constant and parallel neurons merged away ----------------------
+
+def _reduce(net: ExactNet, tol: float):
+    """A smaller network computing (up to a bounded difference) the same function.
+
+    First, with ``tol > 0``, every hidden neuron whose row ``(W_j, b_j)`` is, up to ``tol``
+    (max-norm of the rows scaled to max-abs 1), a positive multiple of an earlier neuron's
+    row of the same layer is moved onto that exact multiple; the effect on the function is
+    bounded as in :func:`_by_symmetry` (exact differences, float products with a margin).
+    Then, exactly and until nothing changes: a neuron with no outgoing weight is removed;
+    a neuron with a zero incoming row computes the constant ``relu(b_j)``, folded into the
+    next layer's biases; a neuron whose row is a positive multiple ``lam`` of another's
+    (``relu(lam z) = lam relu(z)``) is merged into it (its outgoing column times ``lam``
+    added to the other's).
+
+    Returns:
+        ``(params, delta)``: the reduced parameters as ``(W, b)`` lists of Fractions and an
+        absolute bound ``delta`` on ``|f_net(x) - f_reduced(x)| / max(1, ||x||_inf)``
+        (0.0 when only exact steps were taken); ``None`` when nothing can be removed or a
+        hidden layer would be left empty.
+    """
+    L = net.num_layers
+    W = [[[net.Wq[l][i, j] for j in range(net.Wq[l].ncols())] for i in range(net.Wq[l].nrows())]
+         for l in range(L)]
+    b = [list(net.bq[l]) for l in range(L)]
+    delta = 0.0
+    if tol > 0:
+        W0, b0 = [[list(r) for r in Wl] for Wl in W], [list(bl) for bl in b]
+        snapped = False
+        for l in range(L - 1):
+            rows = [W[l][j] + [b[l][j]] for j in range(len(W[l]))]
+            big = [max((abs(v) for v in r), default=_ZERO) for r in rows]
+            U = np.array([[to_float(v / m) if m != 0 else 0.0 for v in r]
+                          for r, m in zip(rows, big)]).reshape(len(rows), -1)
+            for j in range(len(rows)):
+                if big[j] == 0:
+                    continue
+                for i in range(j):
+                    if big[i] == 0 or not np.abs(U[j] - U[i]).max() <= tol:
+                        continue
+                    lam = big[j] / big[i]
+                    new = [lam * v for v in rows[i]]
+                    if new != rows[j]:
+                        W[l][j], b[l][j] = new[:-1], new[-1]
+                        snapped = True
+                    break
+        if snapped:
+            delta = _difference_bound(W0, b0, W, b)
+    changed, reduced = True, False
+    while changed:
+        changed = False
+        for l in range(L - 1):
+            drop: set = set()
+            keys: dict = {}
+            for j in range(len(W[l])):
+                if all(W[l + 1][k][j] == 0 for k in range(len(W[l + 1]))):
+                    drop.add(j)
+                    continue
+                if all(v == 0 for v in W[l][j]):
+                    if b[l][j] > 0:
+                        for k in range(len(W[l + 1])):
+                            b[l + 1][k] += W[l + 1][k][j] * b[l][j]
+                    drop.add(j)
+                    continue
+                row = W[l][j] + [b[l][j]]
+                piv = abs(next(v for v in row if v != 0))
+                key = tuple(v / piv for v in row)
+                i = keys.get(key)
+                if i is None:
+                    keys[key] = (j, piv)
+                    continue
+                i, piv_i = i
+                lam = piv / piv_i
+                for k in range(len(W[l + 1])):
+                    W[l + 1][k][i] += lam * W[l + 1][k][j]
+                drop.add(j)
+            if drop:
+                if len(drop) == len(W[l]):
+                    return None   # a constant function on every input: not this route
+                keep = [j for j in range(len(W[l])) if j not in drop]
+                W[l] = [W[l][j] for j in keep]
+                b[l] = [b[l][j] for j in keep]
+                W[l + 1] = [[r[j] for j in keep] for r in W[l + 1]]
+                changed = reduced = True
+    if not reduced:
+        return None
+    params = [(np.array([[fmpq_to_fraction(v) for v in r] for r in Wl], dtype=object),
+               np.array([fmpq_to_fraction(v) for v in bl], dtype=object)) for Wl, bl in zip(W, b)]
+    return params, delta
+
+
+def _difference_bound(Wa, ba, Wb, bb) -> float:
+    """The bound of :func:`neuromanifold._tolerance.function_distance_bound` for two exact
+    networks of the same widths (lists of fmpq), with the differences taken exactly."""
+    def aug(W, bias, fn):
+        n, m = len(W), len(W[0]) if W else 0
+        M = np.zeros((n + 1, m + 1))
+        for i in range(n):
+            for k in range(m):
+                M[i, k] = fn(W[i][k])
+            M[i, m] = fn(bias[i])
+        return M
+
+    absf = lambda v: abs(to_float(v))  # noqa: E731
+    L = len(Wa)
+    Ma = [aug(Wa[l], ba[l], absf) for l in range(L)]
+    Mb = [aug(Wb[l], bb[l], absf) for l in range(L)]
+    for M in Ma + Mb:
+        M[-1, -1] = 1.0
+    D = [aug([[x - y for x, y in zip(ra, rb)] for ra, rb in zip(Wa[l], Wb[l])],
+             [x - y for x, y in zip(ba[l], bb[l])], absf) for l in range(L)]
+    total = None
+    for l in range(L):
+        right = np.eye(Ma[0].shape[1])
+        for k in range(l):
+            right = Ma[k] @ right
+        left = np.eye(D[l].shape[0])
+        for k in range(l + 1, L):
+            left = Mb[k] @ left
+        term = left @ D[l] @ right
+        total = term if total is None else total + term
+    return float(total[:-1].sum(axis=1).max()) * (1.0 + 1e-9)
+
+
+def _by_reduction(pair: Pair, dom: Domain) -> Equivalence | None:
+    """Remove dead and constant neurons and merge (nearly) parallel ones in both networks
+    (:func:`_reduce`), then the symmetry check on the reduced pair; the three differences
+    (p to its reduction, the reductions, q's reduction to q) add up within ``tol``.
+    ``None`` when nothing reduces or the reduced pair is not related by a symmetry."""
+    rp, rq = _reduce(pair.p, pair.tol), _reduce(pair.q, pair.tol)
+    if rp is None and rq is None:
+        return None
+    (pp, dp), (qq, dq) = (rp or (_fraction_params(pair.p), 0.0)), \
+        (rq or (_fraction_params(pair.q), 0.0))
+    budget = pair.tol * pair.scale - dp - dq
+    if budget < 0 or (pair.tol == 0 and (dp or dq)):
+        return None
+    try:
+        probe = Pair(pp, qq, 0.0)
+    except NeuromanifoldError:
+        return None
+    sub_tol = 0.0 if pair.tol == 0 else (
+        min(budget / probe.scale, 0.5) if probe.scale > 0 else 0.0)
+    sub = Pair(pp, qq, sub_tol)
+    res = _by_symmetry(sub, dom)
+    if res is None:
+        return None
+    total = dp + dq + res.max_difference * sub.scale
+    rel = total / pair.scale if pair.scale > 0 else (0.0 if total == 0 else math.inf)
+    if rel > pair.tol:
+        return None
+    widths = lambda ps: "-".join(str(W.shape[0]) for W, _ in ps[:-1])  # noqa: E731
+    return equivalence_result(pair, dom, equivalent=True, max_difference=rel, method="reduction",
+                   certified=True,
+                   note=f"with dead, constant and parallel hidden neurons merged (hidden widths "
+                        f"{widths(pair.p.params)} -> {widths(pp)} and "
+                        f"{widths(pair.q.params)} -> {widths(qq)}), q is a permutation and "
+                        f"positive rescaling of p; the differences add up to at most "
+                        f"{rel:.3g} relative")
+
+
+def _fraction_params(net: ExactNet) -> list:
+    return [(np.array([[fmpq_to_fraction(W[i, j]) for j in range(W.ncols())]
+                       for i in range(W.nrows())], dtype=object),
+             np.array([fmpq_to_fraction(v) for v in bl], dtype=object))
+            for W, bl in zip(net.Wq, net.bq)]
+
+
+def _by_bottleneck(pair: Pair, p: Any, q: Any, dom: Domain) -> Equivalence | None:
+    """The polynomial-time test of generic three-layer bottleneck networks (canonical forms
+    and the named symmetries, docs/relu_equivalence.md); ``None`` when it does not apply or
+    cannot certify its verdict (then the exact engine decides)."""
+    if pair.tol == 0 or len(pair.p.params) != 3 or len(pair.q.params) != 3:
+        return None
+    try:
+        res = equivalent_bottleneck(pair.p.params, pair.q.params, tol=pair.tol)
+    except NeuromanifoldError:
+        return None
+    if not res.applies or not res.certified:
+        return None
+    if res.equivalent:
+        if not res.symmetry:
+            return None  # decided by an invariant, not by named symmetries
+        out = equivalence_result(pair, dom, equivalent=True, max_difference=res.max_difference,
+                      method="bottleneck", certified=True,
+                      note=f"generic bottleneck networks: {res.note}")
+        return dataclasses.replace(out, symmetry=tuple(res.symmetry))
+    if res.witness is None:
+        return None
+    out = equivalence_result(pair, dom, equivalent=False, witness=res.witness,
+                  max_difference=res.max_difference, method="bottleneck", certified=True,
+                  note=f"generic bottleneck networks: {res.note}")
+    # the witness is confirmed exactly like every other witness
+    return out if pair.exceeds(res.witness) else None

@@ -1,0 +1,138 @@
+"""Input domains of ReLU analyses: all of R^d, a box, or the nonnegative orthant.
+
+A domain is the polyhedron ``{x : A x <= c}`` (no rows for R^d). Every analysis
+takes a ``domain`` argument, accepted in any form :func:`as_domain` understands.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..._errors import DomainError, short_repr
+from ..._results import Result
+from ..._validation import as_finite_array, check_nonnegative_float, check_positive_int
+
+__all__ = ["Domain", "as_domain"]
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Domain(Result):
+    """A polyhedral input domain ``{x in R^dim : A x <= c}``.
+
+    Attributes:
+        kind: ``"whole"``, ``"box"`` or ``"orthant"``.
+        dim: the input dimension.
+        A, c: the inequality description (``A`` of shape ``(m, dim)``).
+        lower, upper: the box bounds (``None`` unless ``kind == "box"``).
+    """
+
+    kind: str
+    dim: int
+    A: np.ndarray
+    c: np.ndarray
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Domain":
+        """The domain whose :meth:`to_dict` is ``data`` (see :meth:`Result.from_dict`);
+        ``A`` keeps its shape ``(m, dim)`` also when it has no rows."""
+        d = super().from_dict(data)
+        if d.kind not in ("whole", "orthant", "box"):
+            raise DomainError(f"a domain's kind is 'whole', 'orthant' or 'box'; got "
+                              f"{short_repr(d.kind)}")
+        return dataclasses.replace(d, A=np.asarray(d.A, dtype=float).reshape(-1, d.dim))
+
+    @classmethod
+    def whole(cls, dim: int) -> "Domain":
+        """All of R^dim."""
+        dim = check_positive_int(dim, "domain dimension", DomainError)
+        return cls("whole", dim, np.zeros((0, dim)), np.zeros(0))
+
+    @classmethod
+    def orthant(cls, dim: int) -> "Domain":
+        """The nonnegative orthant ``x >= 0``."""
+        dim = check_positive_int(dim, "domain dimension", DomainError, maximum=10_000)
+        return cls("orthant", dim, -np.eye(dim), np.zeros(dim))
+
+    @classmethod
+    def box(cls, lower: Any, upper: Any) -> "Domain":
+        """The box ``lower <= x <= upper`` (each bound a vector, or scalars with ``dim``)."""
+        lo = as_finite_array(lower, "box lower bound", ndim=1, error=DomainError)
+        hi = as_finite_array(upper, "box upper bound", ndim=1, error=DomainError)
+        if lo.shape != hi.shape:
+            raise DomainError(f"box bounds must have the same shape; got {lo.shape} and {hi.shape}")
+        if not np.all(lo < hi):
+            raise DomainError(
+                f"box must satisfy lower < upper in every coordinate; got lower={lo}, upper={hi}")
+        d = lo.size
+        return cls("box", d, np.vstack([np.eye(d), -np.eye(d)]), np.concatenate([hi, -lo]), lo, hi)
+
+    @property
+    def is_bounded(self) -> bool:
+        """Whether the domain is bounded (a box)."""
+        return self.kind == "box"
+
+    def contains(self, X: Any, *, tol: float = 0.0) -> np.ndarray:
+        """Which points lie in the domain.
+
+        Args:
+            X: points, shape ``(N, dim)`` (or one point of shape ``(dim,)``).
+            tol: absolute slack allowed on every inequality (>= 0; 0 = exact membership
+                of the float points).
+
+        Returns:
+            Boolean array of shape ``(N,)``.
+        """
+        tol = check_nonnegative_float(tol, "tol")
+        X = np.atleast_2d(as_finite_array(X, "X", error=DomainError))
+        if X.ndim != 2 or X.shape[1] != self.dim:
+            raise DomainError(f"X must have shape (N, {self.dim}) for this domain; "
+                              f"got shape {X.shape}")
+        return np.all(X @ self.A.T <= self.c + tol, axis=1)
+
+
+def as_domain(domain: Any, dim: int) -> Domain:
+    """Interpret ``domain`` for input dimension ``dim``.
+
+    Args:
+        domain: ``None``, ``"whole"`` or ``"R^d"`` (all of R^dim); ``"orthant"``;
+            a pair ``(lower, upper)`` of scalars or vectors (a box); a :class:`Domain`.
+        dim: the input dimension the domain must have.
+
+    Returns:
+        A :class:`Domain` of dimension ``dim`` (a :class:`DomainError` otherwise).
+
+    >>> as_domain("orthant", 2).kind
+    'orthant'
+    >>> as_domain((-1, 1), 3).upper
+    array([1., 1., 1.])
+    """
+    dim = check_positive_int(dim, "domain dimension", DomainError)
+    if domain is None or (isinstance(domain, str) and domain.lower() in {"whole", "r^d", "rd"}):
+        return Domain.whole(dim)
+    if isinstance(domain, str):
+        if domain.lower() == "orthant":
+            return Domain.orthant(dim)
+        raise DomainError(
+            f"domain must be None, 'whole', 'orthant', a (lower, upper) box or a Domain; "
+            f"got {domain!r}")
+    if isinstance(domain, Domain):
+        if domain.dim != dim:
+            raise DomainError(
+                f"domain has dimension {domain.dim} but the network's input dimension is {dim}")
+        return domain
+    if isinstance(domain, (tuple, list)) and len(domain) == 2:
+        lo, hi = (np.broadcast_to(as_finite_array(v, "box bound", error=DomainError), (dim,))
+                  if np.ndim(v) == 0 else v for v in domain)
+        box = Domain.box(lo, hi)
+        if box.dim != dim:
+            raise DomainError(
+                f"box has dimension {box.dim} but the network's input dimension is {dim}")
+        return box
+    raise DomainError(
+        f"domain must be None, 'whole', 'orthant', a (lower, upper) box or a Domain; "
+        f"got {short_repr(domain)}")

@@ -1,0 +1,227 @@
+"""The layering rule of ``neuromanifold._layers``, checked over every import of the package
+(function-level ones included), and a test of the test: upward, cross-domain, cyclic and
+private imports planted in a copy are caught."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from neuromanifold import _layers
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+STDLIB = set(sys.stdlib_module_names)
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str        # the importing module
+    target: str        # the imported module (a name inside a module counts as the module)
+    names: tuple       # the names imported (``from X import a, b``)
+    line: int
+    function_level: bool
+    comment: str       # the comment on the import's line, if any
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def read_imports(sources: dict[str, tuple[str, bool]]) -> list[Import]:
+    """Every import of ``sources`` (``{module: (text, is_package)}``) that names a module of
+    ``sources`` or a third-party package; ``from X import y`` with ``X.y`` a module of
+    ``sources`` counts as an import of ``X.y``."""
+    out = []
+    for mod, (text, is_pkg) in sources.items():
+        pkg = mod if is_pkg else mod.rpartition(".")[0]
+        lines = text.splitlines()
+        tree = ast.parse(text)
+        top_level = {id(n) for n in tree.body}
+        # imports under `if`/`try` at module level are still module-level
+        for n in tree.body:
+            if isinstance(n, (ast.If, ast.Try)):
+                top_level.update(id(m) for m in ast.walk(n))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                if node.module == "__future__":
+                    continue
+                if node.level:
+                    base = pkg.split(".")[:len(pkg.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module
+                targets = [(target, tuple(a.name for a in node.names))]
+                subs = [a.name for a in node.names if f"{target}.{a.name}" in sources]
+                if subs:
+                    targets = [(f"{target}.{s}", ()) for s in subs]
+                    rest = tuple(a.name for a in node.names if a.name not in subs)
+                    if rest:
+                        targets.append((target, rest))
+            elif isinstance(node, ast.Import):
+                targets = [(a.name, ()) for a in node.names]
+            else:
+                continue
+            line = lines[node.lineno - 1]
+            comment = line.split("#", 1)[1].strip() if "#" in line else ""
+            for target, names in targets:
+                out.append(Import(mod, target, names, node.lineno,
+                                  id(node) not in top_level, comment))
+    return out
+
+
+def part_of(module: str, table) -> str | None:
+    best = None
+    for name in _layers.parts(table):
+        if (module == name or module.startswith(name + ".")) and (
+                best is None or len(name) > len(best)):
+            best = name
+    return best
+
+
+def violations(sources: dict[str, tuple[str, bool]], root: str = "neuromanifold") -> list[str]:
+    """What breaks the layering rule, one line each (empty when the rule holds)."""
+    tiers = _layers.parts(_layers.TIERS)
+    found = []
+    graph: dict[str, set[str]] = {m: set() for m in sources}
+    for imp in read_imports(sources):
+        where = f"{imp.module}:{imp.line}"
+        top = imp.target.split(".")[0]
+        if top != root:
+            if top in _layers.OPTIONAL and not imp.function_level:
+                found.append(f"{where}: the optional extra {top!r} imported at module level")
+            continue
+        target = imp.target
+        if target not in sources:
+            # `from neuromanifold.x import name`: the module itself
+            target = imp.target
+        graph[imp.module].add(target)
+        a, b = part_of(imp.module, _layers.TIERS), part_of(target, _layers.TIERS)
+        if a is None or b is None:
+            found.append(f"{where}: {imp.module if a is None else target} is in no part of "
+                         f"the table")
+            continue
+        if a != b and tiers[b] <= tiers[a]:
+            kind = "within one tier (cross-domain)" if tiers[a] == tiers[b] else "upward"
+            found.append(f"{where}: {a} imports {b}: {kind}")
+        if a == b and a in _layers.ROOMS:
+            rooms = _layers.parts(_layers.ROOMS[a])
+            ra, rb = part_of(imp.module, _layers.ROOMS[a]), part_of(target, _layers.ROOMS[a])
+            if ra != rb and rooms[rb] <= rooms[ra]:
+                kind = "within one tier" if rooms[ra] == rooms[rb] else "upward"
+                found.append(f"{where}: {ra} imports {rb}: {kind}")
+        if a != b and any(p.startswith("_") for p in target[len(b):].split(".") if p):
+            found.append(f"{where}: {target} is private to {b}; import from {b}")
+        private = [n for n in imp.names if n.startswith("_") and not n.startswith("__")]
+        if private:
+            found.append(f"{where}: private name(s) {private} taken from {target}")
+        if imp.function_level and not imp.comment:
+            found.append(f"{where}: a function-level import of {target} without a "
+                         f"one-line reason")
+    found.extend(f"import cycle: {' -> '.join(c)}" for c in cycles(graph))
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def package_sources() -> dict[str, tuple[str, bool]]:
+    return {module_name(p, SRC): (p.read_text(), p.name == "__init__.py")
+            for p in sorted((SRC / "neuromanifold").rglob("*.py"))}
+
+
+def test_the_package_keeps_the_layering_rule():
+    assert violations(package_sources()) == []
+
+
+def test_every_module_is_in_a_part_of_the_table():
+    for mod in package_sources():
+        assert part_of(mod, _layers.TIERS) is not None, mod
+        top = part_of(mod, _layers.TIERS)
+        if top in _layers.ROOMS:
+            assert part_of(mod, _layers.ROOMS[top]) is not None, mod
+
+
+# -- a test of the test: each planted breach is caught --------------------------------------
+
+PLANTED = {
+    "upward": ("neuromanifold.exact._lp", "from ..relu import ReLUNet\n", "upward"),
+    "upward room": ("neuromanifold.relu._engine.lp",
+                    "from .._analysis.regions import regions\n", "upward"),
+    "cross-domain": ("neuromanifold.linear._fc", "from ..relu import forward\n",
+                     "cross-domain"),
+    "function level": ("neuromanifold.flows._losses",
+                       "def f():\n    from ..linear import LinearConvNet\n", "upward"),
+    "private module": ("neuromanifold.relu._core.net", "from ...exact._lp import dot\n",
+                       "private to"),
+    "private name": ("neuromanifold.relu._analysis.bent",
+                     "from .regions import _sample_x\n", "private name"),
+    "no reason": ("neuromanifold.relu._analysis.bent",
+                  "def f():\n    from .regions import regions\n", "without a one-line"),
+    "optional extra": ("neuromanifold.io._formats", "import torch\n", "optional extra"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLANTED))
+def test_a_planted_breach_is_caught(case):
+    module, code, expected = PLANTED[case]
+    sources = package_sources()
+    text, is_pkg = sources[module]
+    sources[module] = (text + "\n" + code, is_pkg)
+    found = violations(sources)
+    assert any(expected in line and module in line for line in found), found
+
+
+def test_a_planted_cycle_is_caught():
+    sources = package_sources()
+    a, b = "neuromanifold.relu._core.net", "neuromanifold.relu._core.domain"
+    for m, other in ((a, "domain"), (b, "net")):
+        text, is_pkg = sources[m]
+        sources[m] = (text + f"\nfrom . import {other}  # planted\n", is_pkg)
+    assert any(line.startswith("import cycle") and a in line and b in line
+               for line in violations(sources))
+
+
+def test_the_architecture_page_shows_the_table():
+    page = (SRC.parent / "docs" / "architecture.md").read_text()
+    block = page.split("<!-- layers -->\n", 1)[1].split("<!-- /layers -->", 1)[0]
+    assert block == _layers.markdown()
