@@ -1,5 +1,5 @@
 """Timing shared by the benchmark scripts (importable because a script's folder is on
-``sys.path`` when it runs, and ``tests/support.load_benchmark`` puts it there too).
+``sys.path`` when it runs, and ``tests/support/common.load_benchmark`` puts it there too).
 
 Every benchmark's ``main(argv)`` returns its own rows and, through :func:`suite_row`,
 rows of the suite's common table (``benchmarks/run_all.py`` writes them to

@@ -77,10 +77,10 @@ def main(argv=None) -> list[dict]:
         for k in range(targets):
             if how == "generic":
                 target = None
-                S = search_symmetries(widths=widths, starts=starts, seed=rng)
+                S = search_symmetries(widths=widths, num_starts=starts, seed=rng)
             else:
                 target = planted(rng, widths, pattern)
-                S = search_symmetries(target, starts=starts, seed=rng)
+                S = search_symmetries(target, num_starts=starts, seed=rng)
             conf += S.confirmed
             for c in S.clusters:
                 key = (c.kind, c.signature)

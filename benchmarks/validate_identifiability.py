@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package
 
-from symmetry_support import bottleneck, ground_truth_equivalent, same_orbit  # noqa: E402
+from tests.support.symmetry import bottleneck, ground_truth_equivalent, same_orbit  # noqa: E402
 
 from neuromanifold import relu  # noqa: E402
 

@@ -1,7 +1,7 @@
 """The benchmarks run (quick mode), so they cannot rot, and agree with their baselines;
 their timings are not asserted."""
 
-from support import load_benchmark
+from tests.support.common import load_benchmark
 
 
 def test_bench_ntk_quick(capsys):

@@ -42,8 +42,7 @@ from neuromanifold import relu
 from neuromanifold.cli import main as cli_main
 from neuromanifold.relu import symmetries as S
 
-sys.path.insert(0, os.path.dirname(__file__))
-from fuzz_support import (Case, Entry, Outcome, cases_for, has_nonfinite,  # noqa: E402
+from tests.support.fuzz import (Case, Entry, Outcome, cases_for, has_nonfinite,  # noqa: E402
                           run_case, time_limit)
 
 _OUT = os.path.join(tempfile.gettempdir(), "neuromanifold-fuzz-out.json")
@@ -665,7 +664,7 @@ MORE_ENTRIES = [
       lambda params, X: relu.active_blocks(params, X), {"params": "relu_params", "X": "array"}),
     E("relu.gradient_flow",
       lambda: dict(params=_P3(), X=np.array([[0.5, 1.0], [1.0, 0.2]]), Y=np.array([[1.0], [0.0]]),
-                   t_end=0.1, num_times=3),
+                   t_final=0.1, num_times=3),
       lambda params, X, Y, t_end, **kw: relu.gradient_flow(params, X, Y, t_end, **kw),
       {"params": "relu_params", "X": "array", "Y": "array", "t_end": "real",
        "num_times": "count"}),

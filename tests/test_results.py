@@ -140,8 +140,7 @@ import sys  # noqa: E402
 import neuromanifold as nm  # noqa: E402
 from neuromanifold import relu  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(__file__))
-from result_support import build_results, more_results, nested_results, same  # noqa: E402
+from tests.support.results import build_results, more_results, nested_results, same  # noqa: E402
 
 
 def _result_classes():

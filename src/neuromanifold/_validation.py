@@ -330,3 +330,26 @@ def check_workers(workers: Any) -> int:
         except AttributeError:  # pragma: no cover - not on Linux
             return os.cpu_count() or 1
     return check_positive_int(workers, "workers", maximum=4096)
+
+
+def renamed_keywords(**old_to_new: str) -> Callable:
+    """A decorator: the keyword arguments ``old`` keep working for one release as aliases of
+    ``new``, with a ``DeprecationWarning`` that names the new keyword; passing both is an
+    :class:`InputError`. The decorated function keeps its own signature."""
+    import functools
+
+    def wrap(func: Callable) -> Callable:
+        @functools.wraps(func)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise InputError(f"{func.__name__}: pass {new}= only ({old}= is its "
+                                         f"deprecated old name); got both")
+                    warnings.warn(f"{func.__name__}: the keyword {old}= is deprecated; use "
+                                  f"{new}=", DeprecationWarning, stacklevel=2)
+                    kwargs[new] = kwargs.pop(old)
+            return func(*args, **kwargs)
+        inner.renamed_keywords = dict(old_to_new)
+        return inner
+    return wrap

@@ -65,7 +65,7 @@ def _regions(args) -> int:
     from .._errors import ComputationLimitError  # start-up: loaded when the subcommand runs
     from ..relu import estimate_regions, regions  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
-    est = estimate_regions(model.params, args.domain, samples=5000)
+    est = estimate_regions(model.params, args.domain, num_samples=5000)
     print(f"expect about {est.estimate:.0f} linear regions ({est.sampled_patterns} patterns "
           f"seen at {est.samples} random points; at most {est.upper_bound})", file=sys.stderr)
     try:

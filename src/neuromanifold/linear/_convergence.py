@@ -21,7 +21,7 @@ import numpy as np
 from .._errors import ComputationLimitError, InputError, short_repr
 from .._progress import progress_bar
 from .._results import Result
-from .._validation import as_seed_rng, check_bool, check_positive_float, check_positive_int
+from .._validation import renamed_keywords, as_seed_rng, check_bool, check_positive_float, check_positive_int
 from ..flows import DEFAULT_MAX_STEPS, SOLVERS, SquareLoss, gradient_flow, integrate_flows
 from ._conv import LinearConvNet
 from ._fc import LinearFCNet
@@ -156,8 +156,8 @@ MAX_NUM_SAMPLES = 1_000_000
 MAX_NUM_RUNS = 100_000
 
 
-def random_regression_data(net: Any, seed: Any = None, num_samples: int | None = None, *,
-                           rng: Any = None):
+@renamed_keywords(rng="seed")
+def random_regression_data(net: Any, seed: Any = 0, *, num_samples: int | None = None):
     """Random inputs and targets for ``net`` with enough samples for a positive definite
     square loss: Gaussian signals (conv: spatial size the end-to-end filter plus
     two strides per axis) or vectors (fully connected), and Gaussian targets.
@@ -167,16 +167,10 @@ def random_regression_data(net: Any, seed: Any = None, num_samples: int | None =
         seed: int, None or a numpy Generator (the library-wide name).
         num_samples: number of samples (default: just enough for a positive definite
             loss).
-        rng: former name of ``seed``, still accepted.
 
     Returns:
         ``(X, Y)`` to pass to :meth:`SquareLoss.from_data`.
     """
-    if rng is not None:
-        if seed is not None:
-            raise InputError("pass the random source once, as seed= (rng= is its former "
-                             f"name); got seed={short_repr(seed)} and rng={short_repr(rng)}")
-        seed = rng
     rng = as_seed_rng(seed)
     if num_samples is not None:
         num_samples = check_positive_int(num_samples, "num_samples", maximum=MAX_NUM_SAMPLES)
@@ -321,7 +315,7 @@ class _RunState:
     def __init__(self, net: Any, index: int, rng: Any, t_final: float, max_time: float,
                  tol: float, num_samples: int | None):
         self.net, self.index = net, index
-        X, Y = random_regression_data(net, rng, num_samples)
+        X, Y = random_regression_data(net, rng, num_samples=num_samples)
         self.loss = loss = SquareLoss.from_data(net, X, Y)
         self.params = params = net.random_params(rng)
         self.initial_loss = loss.value(net.end_to_end(params))

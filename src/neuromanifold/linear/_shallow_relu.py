@@ -572,7 +572,7 @@ class ShallowReLUMLP(_ShallowBase):
     def _constraints(self, theta: np.ndarray, P: np.ndarray, inv: np.ndarray, weights):
         """Weighted residual of ``diag(a) W = P`` and the invariants, and its Jacobian
         (``weights`` from :meth:`_equation_weights`). Unvalidated and analytic (this is
-        the solver's inner loop); ``tests/test_shallow_relu.py`` checks it against
+        the solver's inner loop); ``tests/linear/test_shallow_relu.py`` checks it against
         ``invariants`` and ``invariant_jacobian``."""
         w, s = weights
         params, pos = [], 0

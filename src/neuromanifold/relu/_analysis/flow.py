@@ -29,7 +29,7 @@ import numpy as np
 
 from ..._errors import ComputationLimitError, InputError, ParameterError, short_repr
 from ..._results import Result
-from ..._validation import (as_finite_array, check_bool, check_finite_result,
+from ..._validation import (renamed_keywords, as_finite_array, check_bool, check_finite_result,
                             check_positive_float)
 from ...flows import SOLVERS, Stepper, check_finite, quiet_overflow
 from .._core.net import ReLUNet, forward_unchecked, check_params
@@ -302,7 +302,8 @@ def _velocity(net: ReLUNet, X: np.ndarray, Y: np.ndarray):
     return velocity
 
 
-def gradient_flow(params: Any, X: Any, Y: Any, t_end: float, *, num_times: int = 101,
+@renamed_keywords(t_end="t_final")
+def gradient_flow(params: Any, X: Any, Y: Any, t_final: float, *, num_times: int = 101,
                   laws: Any = "auto", method: str = "DOP853", rtol: float = 1e-10,
                   atol: float = 1e-12, max_steps: int = 10_000,
                   time_limit: float | None = None, progress: bool = False) -> ReLUFlowResult:
@@ -313,8 +314,8 @@ def gradient_flow(params: Any, X: Any, Y: Any, t_end: float, *, num_times: int =
         params: the initial ReLU network, list of ``(W, b)``.
         X: inputs, shape ``(N, d)``.
         Y: targets, shape ``(N, n_L)`` (or ``(N,)`` for one output).
-        t_end: the final time, > 0.
-        num_times: number of sample times in ``[0, t_end]`` (>= 2).
+        t_final: the final time, > 0.
+        num_times: number of sample times in ``[0, t_final]`` (>= 2).
         laws: ``"auto"``: the rescaling law of every hidden neuron and the block laws of
             the blocks active at every data point at t=0 (per hidden layer, when at least
             two neurons are); ``"rescaling"``: the rescaling laws only; or a list of
@@ -348,7 +349,7 @@ def gradient_flow(params: Any, X: Any, Y: Any, t_end: float, *, num_times: int =
     if Y.shape != (X.shape[0], net.widths[-1]):
         raise InputError(f"Y must have shape ({X.shape[0]}, {net.widths[-1]}) (one target per "
                          f"input); got shape {Y.shape}")
-    check_positive_float(t_end, "t_end")
+    check_positive_float(t_final, "t_final")
     if isinstance(num_times, (bool, np.bool_)) or not isinstance(num_times, (int, np.integer)) \
             or not 2 <= num_times <= 100_000:
         raise InputError(f"num_times must be an int in [2, 100000]; got {short_repr(num_times)}")
@@ -365,7 +366,7 @@ def gradient_flow(params: Any, X: Any, Y: Any, t_end: float, *, num_times: int =
 
     theta0 = net.flatten(params)
     velocity = _velocity(net, X, Y)
-    times = np.linspace(0.0, float(t_end), int(num_times))
+    times = np.linspace(0.0, float(t_final), int(num_times))
 
     stepper = Stepper(lambda t, th: velocity(th), theta0, times, method=method, rtol=rtol,
                       atol=atol, max_steps=max_steps, time_limit=time_limit,

@@ -22,7 +22,7 @@ from ..._errors import ComputationLimitError, InputError
 from ..._progress import progress_bar
 from ..._results import Result
 from ..._tolerance import check_tol
-from ..._validation import (as_finite_array, as_seed_rng, check_bool, check_positive_float,
+from ..._validation import (renamed_keywords, as_finite_array, as_seed_rng, check_bool, check_positive_float,
                             check_positive_int, check_workers)
 from .._core.domain import Domain, as_domain
 from .._core.net import (ReLUNet,  # noqa: F401  (check_params re-exported for callers)
@@ -353,7 +353,9 @@ def _check_options(tol, certify, max_regions, time_limit, progress, workers):
     return tol, certify, max_regions, time_limit, check_bool(progress, "progress"), workers
 
 
-def iter_regions(params: Any, domain: Any = None, *, tol: Any = 0.0, certify: bool = True,
+@renamed_keywords(tol="min_thickness")
+def iter_regions(params: Any, domain: Any = None, *, min_thickness: Any = 0.0,
+                 certify: bool = True,
                  max_regions: int | None = None, time_limit: float | None = None,
                  progress: bool = False, workers: int | None = 1) -> RegionStream:
     """Stream the linear regions of a ReLU network on a domain, one at a time.
@@ -365,9 +367,9 @@ def iter_regions(params: Any, domain: Any = None, *, tol: Any = 0.0, certify: bo
     Args:
         params: list of ``(W, b)`` pairs.
         domain: ``None`` (all of R^d), ``"orthant"``, a ``(lower, upper)`` box or a Domain.
-        tol: relative thickness below which a region is left out (``0``, the default: every
+        min_thickness: relative thickness below which a region is left out (``0``, the default: every
             region; see ``docs/relu_arrangement.md`` §5). A region counts when it contains
-            a ball of radius ``> tol * max(1, ||x||_inf)`` around some x; slivers between
+            a ball of radius ``> min_thickness * max(1, ||x||_inf)`` around some x; slivers between
             neurons that coincide up to rounding are thinner than that.
         certify: ``True`` (default): every region and every discarded side is certified
             exactly. ``False``: the floating-point walks and LPs decide (an LP: radius
@@ -404,14 +406,16 @@ def iter_regions(params: Any, domain: Any = None, *, tol: Any = 0.0, certify: bo
     3 regions, then: region enumeration stopped at the region limit (max_regions=3)
     """
     tol, certify, max_regions, time_limit, progress, workers = _check_options(
-        tol, certify, max_regions, time_limit, progress, workers)
+        min_thickness, certify, max_regions, time_limit, progress, workers)
     net = ExactNet.from_params(params)
     dom = as_domain(domain, net.d)
     return RegionStream(net, dom, tol=tol, certify=certify, max_regions=max_regions,
                         time_limit=time_limit, progress=progress, workers=workers)
 
 
-def regions(params: Any, domain: Any = None, *, progress: bool = False, tol: Any = 0.0,
+@renamed_keywords(tol="min_thickness")
+def regions(params: Any, domain: Any = None, *, progress: bool = False,
+            min_thickness: Any = 0.0,
             certify: bool = True, max_regions: int | None = None,
             time_limit: float | None = None, workers: int | None = 1) -> Regions:
     """Enumerate the linear regions of a ReLU network on a domain, exactly.
@@ -425,7 +429,7 @@ def regions(params: Any, domain: Any = None, *, progress: bool = False, tol: Any
         params: list of ``(W, b)`` pairs.
         domain: ``None`` (all of R^d), ``"orthant"``, a ``(lower, upper)`` box or a Domain.
         progress: show a progress bar on stderr.
-        tol, certify, max_regions, time_limit, workers: as for :func:`iter_regions`; on a budget
+        min_thickness, certify, max_regions, time_limit, workers: as for :func:`iter_regions`; on a budget
             the :class:`~neuromanifold.ComputationLimitError` carries the regions found so
             far as ``partial`` (a :class:`Regions` with ``certified=False``).
 
@@ -439,7 +443,8 @@ def regions(params: Any, domain: Any = None, *, progress: bool = False, tol: Any
     >>> sorted(str(r.linear[0, 0]) + "," + str(r.linear[0, 1]) for r in R)
     ['0,0', '0,1', '1,0', '1,1']
     """
-    it = iter_regions(params, domain, tol=tol, certify=certify, max_regions=max_regions,
+    it = iter_regions(params, domain, min_thickness=min_thickness, certify=certify,
+                      max_regions=max_regions,
                       time_limit=time_limit, progress=progress, workers=workers)
     out: list[Region] = []
     try:
@@ -544,7 +549,8 @@ def sample_domain(dom: Domain, n: int, rng: np.random.Generator) -> np.ndarray:
     return np.abs(X) if dom.kind == "orthant" else X
 
 
-def estimate_regions(params: Any, domain: Any = None, *, samples: int = 20000,
+@renamed_keywords(samples="num_samples")
+def estimate_regions(params: Any, domain: Any = None, *, num_samples: int = 20000,
                      seed: Any = 0) -> RegionEstimate:
     """How many linear regions to expect, before enumerating them.
 
@@ -552,25 +558,25 @@ def estimate_regions(params: Any, domain: Any = None, *, samples: int = 20000,
         params: list of ``(W, b)`` pairs.
         domain: as for :func:`regions`. Points are drawn uniformly from a box, and from
             Gaussians at scales ``e^-2 .. e^4`` on R^d and the orthant.
-        samples: number of random points (at most 10^7).
+        num_samples: number of random points (at most 10^7).
         seed: int, None or a numpy Generator.
 
     Returns:
         A :class:`RegionEstimate`: a proven upper bound for the widths, the number of
-        distinct patterns seen at the samples, and a Chao1 estimate.
+        distinct patterns seen at the sampled points, and a Chao1 estimate.
 
     >>> W1 = np.array([[1.0, 0.0], [0.0, 1.0]]); b1 = np.zeros(2)
-    >>> e = estimate_regions([(W1, b1), (np.ones((1, 2)), np.zeros(1))], samples=1000)
+    >>> e = estimate_regions([(W1, b1), (np.ones((1, 2)), np.zeros(1))], num_samples=1000)
     >>> e.upper_bound, e.sampled_patterns
     (4, 4)
     """
-    samples = check_positive_int(samples, "samples", maximum=10**7)
+    num_samples = check_positive_int(num_samples, "num_samples", maximum=10**7)
     rng = as_seed_rng(seed)
     net = ExactNet.from_params(params)
     dom = as_domain(domain, net.d)
     keys: Counter = Counter()
-    for start in range(0, samples, 50000):
-        X = sample_domain(dom, min(50000, samples - start), rng)
+    for start in range(0, num_samples, 50000):
+        X = sample_domain(dom, min(50000, num_samples - start), rng)
         H, pats = X, []
         for W, b in net.params[:-1]:
             Z = H @ W.T + b
@@ -587,7 +593,7 @@ def estimate_regions(params: Any, domain: Any = None, *, samples: int = 20000,
     chao = seen + (f1 * f1 / (2.0 * f2) if f2 else f1 * (f1 - 1) / 2.0)
     upper = _serra_bound(net.widths)
     return RegionEstimate(upper, _layer_bound(net.widths), seen, float(min(chao, upper)),
-                          samples, net.widths, dom)
+                          num_samples, net.widths, dom)
 
 
 def warm_up() -> None:
@@ -595,9 +601,6 @@ def warm_up() -> None:
     the argument types the engine passes, by enumerating the regions of two small
     networks. Compiling takes several seconds in a fresh checkout; ``make install`` and
     the test session call this first so that no timed call pays it.
-
-    Args:
-        (none)
 
     Returns:
         ``None``; a second call in one process costs a few milliseconds.

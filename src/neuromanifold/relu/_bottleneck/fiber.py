@@ -50,7 +50,7 @@ import numpy as np
 from ..._errors import InputError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
-from ..._validation import as_seed_rng, check_bool, check_positive_int
+from ..._validation import renamed_keywords, as_seed_rng, check_bool, check_positive_int
 from .identifiability import identifiability
 from .shape import three_layer
 from .symmetries import (Flip, HidingTranslation, LinearBlockMixing, Permutation,
@@ -172,11 +172,21 @@ class FiberFamily(Result):
         return "\n".join(lines)
 
     # -- sampling -----------------------------------------------------------------------
-    def sample_one(self, rng: np.random.Generator, dyadic: bool = False) -> Params:
+    @renamed_keywords(rng="seed")
+    def sample_one(self, seed: Any = 0, dyadic: bool = False) -> Params:
         """One random point of the family (before permutation); with ``dyadic`` the
         continuous parameters are dyadic rationals (scalings powers of two), so a dyadic
-        base point gives a sample exactly in the fiber in floating point."""
+        base point gives a sample exactly in the fiber in floating point.
+
+        Args:
+            seed: an int, None or a numpy Generator (the draws continue it).
+            dyadic: dyadic continuous parameters (see above).
+
+        Returns:
+            The parameters, as a list of ``(W, b)``.
+        """
         dyadic = check_bool(dyadic, "dyadic")
+        rng = as_seed_rng(seed)
         p = _copy(self.base)
         (W1, b1), (W2, b2), (W3, b3) = p
         n1, d = W1.shape

@@ -40,7 +40,7 @@ from scipy.optimize import least_squares
 from ..._errors import InputError, short_repr
 from ..._results import Result
 from ..._tolerance import check_tol, path_norm_scale
-from ..._validation import as_seed_rng, check_bool, check_nonnegative_int, check_positive_int
+from ..._validation import renamed_keywords, as_seed_rng, check_bool, check_nonnegative_int, check_positive_int
 from .._analysis.regions import regions
 from .._core.net import forward
 from .canonical import (analyze_bottleneck, NotCovered, canonical_form, equivalent_bottleneck,
@@ -220,7 +220,8 @@ def _classify(p: Params, q: Params, classify_tol: float) -> tuple[str, str]:
     return "unexplained", r.note
 
 
-def search_symmetries(params: Any = None, *, widths: Any = None, starts: int = 40,
+@renamed_keywords(starts="num_starts")
+def search_symmetries(params: Any = None, *, widths: Any = None, num_starts: int = 40,
                       initial: Any = None, tol: float = 1e-8, classify_tol: float = 1e-6,
                       seed: Any = 0, progress: bool = False) -> SymmetrySearch:
     """Search the fiber of a three-layer bottleneck network for points not explained by the
@@ -230,7 +231,7 @@ def search_symmetries(params: Any = None, *, widths: Any = None, starts: int = 4
         params: the target ``[(W1, b1), (W2, b2), (W3, b3)]``; default: Gaussian
             parameters of ``widths``.
         widths: ``(d, n1, n2, n3)`` with ``n1 <= d`` (needed when ``params`` is None).
-        starts: number of random starts (Gaussian parameters).
+        num_starts: number of random starts (Gaussian parameters).
         initial: optional extra starting parameters (a list of parameter lists).
         tol: a candidate is confirmed when its relative difference from the target on a
             dense sample is at most ``tol``.
@@ -243,7 +244,7 @@ def search_symmetries(params: Any = None, *, widths: Any = None, starts: int = 4
 
     >>> P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -2.0]]), np.array([0.5])),
     ...      (np.ones((1, 1)), np.zeros(1))]
-    >>> S = search_symmetries(P, starts=0, initial=[P])
+    >>> S = search_symmetries(P, num_starts=0, initial=[P])
     >>> S.confirmed, S.clusters[0].kind
     (1, 'named')
     """
@@ -268,7 +269,7 @@ def search_symmetries(params: Any = None, *, widths: Any = None, starts: int = 4
                   (rng.standard_normal((n3, n2)), rng.standard_normal(n3))]
     p = three_layer(params, "search_symmetries")
     w = (p[0][0].shape[1], p[0][0].shape[0], p[1][0].shape[0], p[2][0].shape[0])
-    starts = check_nonnegative_int(starts, "starts", maximum=10_000)
+    num_starts = check_nonnegative_int(num_starts, "num_starts", maximum=10_000)
     X = _sample(p, rng, 60, 6)
     X = X[np.max(np.abs(X), axis=1) <= 100.0]
     Y = forward(p, X)
@@ -276,7 +277,7 @@ def search_symmetries(params: Any = None, *, widths: Any = None, starts: int = 4
     scale = max(path_norm_scale(p), 1e-300)
     inits = [_flatten(three_layer(q, "initial")) for q in (initial or [])]
     n_hidden = w[1] + w[2]
-    for k in range(starts):
+    for k in range(num_starts):
         if k % 3 == 0:   # a random point
             inits.append(rng.standard_normal(len(_flatten(p))))
             continue

@@ -30,7 +30,7 @@ padded bounds always have ``lo < 0 < hi``: the fixed shortcuts take effect only 
 the margin. A neuron with ``z >= 0`` on the whole domain then has ``lo`` of the size of the
 padding, a big-M coefficient of about ``1e-9`` on its binary, which HiGHS's presolve at our
 feasibility tolerances misjudged (it called feasible programs infeasible;
-``tests/test_relu_milp_encoding.py``). The big-M constants are bounds, so any looser one
+``tests/relu/engine/test_milp.py``). The big-M constants are bounds, so any looser one
 is as exact: :func:`relu_layer` makes each at least :data:`BIG_M_FLOOR` of the neuron's
 largest bound.
 

@@ -579,7 +579,7 @@ class FiberPiece(Result):
         return "\n".join(lines)
 
     # -- sampling and checks ------------------------------------------------------------
-    def sample(self, seed: Any = None, *, stratum: int | None = None, exact: bool = False):
+    def sample(self, seed: Any = 0, *, stratum: int | None = None, exact: bool = False):
         """Parameters in this piece (canonical neuron order).
 
         Args:
@@ -885,7 +885,7 @@ class OrthantFiber(Result):
             == tuple(self.widths)
         return same and A.equals(self.arrangement, tol=tol)
 
-    def sample(self, seed: Any = None, *, piece: int | None = None, exact: bool = False,
+    def sample(self, seed: Any = 0, *, piece: int | None = None, exact: bool = False,
                permute: bool = True):
         """Parameters in the fiber.
 
