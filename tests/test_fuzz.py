@@ -665,8 +665,8 @@ MORE_ENTRIES = [
     E("relu.gradient_flow",
       lambda: dict(params=_P3(), X=np.array([[0.5, 1.0], [1.0, 0.2]]), Y=np.array([[1.0], [0.0]]),
                    t_final=0.1, num_times=3),
-      lambda params, X, Y, t_end, **kw: relu.gradient_flow(params, X, Y, t_end, **kw),
-      {"params": "relu_params", "X": "array", "Y": "array", "t_end": "real",
+      lambda params, X, Y, t_final, **kw: relu.gradient_flow(params, X, Y, t_final, **kw),
+      {"params": "relu_params", "X": "array", "Y": "array", "t_final": "real",
        "num_times": "count"}),
     # ---------------------------------------------------------------- relu.symmetries
     *_symmetry_entries(),

@@ -89,7 +89,7 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class Result:
     """Mixin for frozen result dataclasses: compact ``repr`` and JSON-ready ``to_dict``."""
 

@@ -312,13 +312,13 @@ def test_the_identity_test_refuses_a_law_that_is_not_conserved():
     p = ReLUNet([2, 2, 1]).random_params(seed=0)
     m = model_of(p, None, None)
     rng = np.random.default_rng(0)
-    real = [KnownLaw(n, k, t, m.flatten) for n, k, t in m.laws]
+    real = [KnownLaw(name=n, kind=k, _terms=t, _flatten=m.flatten) for n, k, t in m.laws]
     assert _verify_laws(m, real, rng)
-    fake = KnownLaw("w^2", "x", ((0, 0, 1),), m.flatten)      # one weight squared
+    fake = KnownLaw(name="w^2", kind="x", _terms=((0, 0, 1),), _flatten=m.flatten)      # one weight squared
     assert not _verify_laws(m, real + [fake], rng)
     # a block law of a block that is not active at the data is not conserved there
     q = [(np.eye(2), np.zeros(2)), (np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
     mq = model_of(q, None, [[1.0, -1.0], [-1.0, 1.0]])
     from neuromanifold.relu._analysis.flow import block_law_terms
     (name, terms), = block_law_terms((2, 2, 2, 1), 2, [0, 1])
-    assert not _verify_laws(mq, [KnownLaw(name, "block", terms, mq.flatten)], rng)
+    assert not _verify_laws(mq, [KnownLaw(name=name, kind="block", _terms=terms, _flatten=mq.flatten)], rng)

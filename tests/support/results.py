@@ -49,7 +49,7 @@ def build_results():
         fh.write('[[grid]]\nanalysis = "linear_dimension"\narchitectures = [{filters = [2, 2]}]\n')
     out.append(tasks_of(load_config(os.path.join(folder, "s.toml")))[0])
     # run_sweep's summary, built directly (a real sweep starts worker processes: seconds)
-    out.append(SweepSummary(os.path.join(folder, "o.jsonl"), 1, 0, 1, 0, 0.25))
+    out.append(SweepSummary(output=os.path.join(folder, "o.jsonl"), total=1, skipped=0, ran=1, failed=0, seconds=0.25))
     out.append(linear.path_lifting_check([np.array([[1.0, 2.0], [0.5, -1.0], [2.0, 1.0]]),
                                           np.array([1.0, -1.0, 2.0])],
                                          np.random.default_rng(0).standard_normal((5, 2))))

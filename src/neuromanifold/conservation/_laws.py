@@ -45,7 +45,7 @@ DEFAULT_MAX_DEPTH = 6
 MAX_DEPTH = 10
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class KnownLaw(Result):
     """A conservation law in closed form: a quadratic form in the parameters.
 
@@ -89,7 +89,7 @@ class KnownLaw(Result):
         return g
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class ConservationLaws(Result):
     """How many independent quantities the gradient flow conserves near ``theta``, and
     whether the known closed-form laws account for them.
@@ -421,7 +421,7 @@ def conservation_laws(model: Any, params: Any = None, *, data: Any = None,
     m = model_of(model, params, data)
     if m.D > MAX_PARAMS:
         raise InputError(f"the model has {m.D} parameters, more than {MAX_PARAMS} (a size limit)")
-    laws = [KnownLaw(name, k, terms, m.flatten) for name, k, terms in m.laws]
+    laws = [KnownLaw(name=name, kind=k, _terms=terms, _flatten=m.flatten) for name, k, terms in m.laws]
     verified = _verify_laws(m, laws, rng)
 
     if kind == "modular":

@@ -70,7 +70,7 @@ def invariant_scale(invariants: Any, params: Any) -> float:
     return check_finite_result(scale, "the invariant scale (max |delta|, max ||w_l||^2)")
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class Fiber(Result):
     """Parameters realizing one function with given conserved invariants.
 

@@ -185,7 +185,7 @@ class Stepper:
         raise err
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class GradientFlowResult(Result):
     """A parameter-space gradient flow, sampled at ``times``.
 

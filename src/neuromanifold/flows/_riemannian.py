@@ -62,7 +62,7 @@ __all__ = ["riemannian_flow", "RiemannianFlowResult", "lift_to_fiber", "FiberLif
 
 
 # --------------------------------------------------------------------------- lifting
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class FiberLift(Result):
     """A point of the fiber over ``(v, delta)`` found by Gauss-Newton continuation.
 
@@ -168,7 +168,7 @@ def lift_to_fiber(net: Any, v: Any, invariants: Any, start: Any, *, tol: float =
             stationary = True
             break
     rel, theta = best
-    return FiberLift(net.unflatten(theta), float(rel), steps, bool(rel <= tol or stationary), tol)
+    return FiberLift(params=net.unflatten(theta), residual=float(rel), iterations=steps, converged=bool(rel <= tol or stationary), tol=tol)
 
 
 def _as_end_to_end_vector(net: Any, v: Any, name: str) -> np.ndarray:
@@ -190,7 +190,7 @@ def _as_invariant_vector(invariants: Any) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- the flow
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class RiemannianFlowResult(Result):
     """A Riemannian gradient flow in function space, sampled at ``times`` (docs/concepts_linear.md §5).
 
@@ -558,7 +558,7 @@ def riemannian_flow(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_f
 
 
 # --------------------------------------------------------------------------- comparisons
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class FlowComparison(Result):
     """The Riemannian flow from ``(mu(theta0), delta(theta0))`` against the parameter flow.
 
@@ -626,7 +626,7 @@ def compare_with_parameter_flow(net: Any, params0: Any, loss: QuadraticLoss, t_f
                           parameter=par)
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class LiftOutcome(Result):
     """How the Riemannian flow from one initial lift ended (in :func:`compare_lifts`).
 
@@ -655,7 +655,7 @@ class LiftOutcome(Result):
     message: str = dataclasses.field(repr=False)
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class LiftComparison(Result):
     """Riemannian flows from one ``(v0, delta)`` started at different lifts.
 

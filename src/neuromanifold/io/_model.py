@@ -29,7 +29,7 @@ __all__ = ["Model", "model_from_arrays", "STRIDES_KEY"]
 STRIDES_KEY = "neuromanifold.strides"
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class Model(Result):
     """A network read by :func:`neuromanifold.io.load`.
 
@@ -151,7 +151,7 @@ def model_from_arrays(arrays: dict[str, Any], source: str,
                     f"columns but the previous layer has {params[-1][0].shape[0]} outputs")
             params.append((W, b))
         widths = (params[0][0].shape[1],) + tuple(W.shape[0] for W, _ in params)
-        return Model("relu", params, widths, None, source, converted)
+        return Model(kind="relu", params=params, architecture=widths, strides=None, source=source, converted_from=converted)
     if ndims <= {3, 4} and len(ndims) == 1:
         filters = []
         for p, w in zip(order, weights):
@@ -179,8 +179,8 @@ def model_from_arrays(arrays: dict[str, Any], source: str,
         if len(strides) == len(filters):  # keep the last stride too: nothing is lost
             last = strides[-1]
             kept += (tuple(int(v) for v in last) if np.ndim(last) else (int(last),) * net.ndim,)
-        return Model("linear_conv", filters, tuple(tuple(f.shape) for f in filters),
-                     kept, source, converted)
+        return Model(kind="linear_conv", params=filters, architecture=tuple(tuple(f.shape) for f in filters),
+                     strides=kept, source=source, converted_from=converted)
     shapes = {p: tuple(np.shape(layers[p]["weight"])) for p in order}
     raise ModelFileError(
         f"{source}: cannot infer a model from weight shapes {short_repr(shapes)}: expected "

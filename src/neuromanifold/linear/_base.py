@@ -38,7 +38,7 @@ def finite_result(what: str):
     return deco
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class JacobianRank(Result):
     """Rank of the Jacobian at one parameter, and whether that point is smooth.
 
@@ -157,7 +157,7 @@ class LinearNetBase:
         dim = self.dimension
         if exact:
             r = self.exact_jacobian(params).rank()
-            return JacobianRank(r, dim, r == dim, True)
+            return JacobianRank(rank=r, dimension=dim, is_smooth=r == dim, certified=True)
         J = self.jacobian(params)
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             sv = np.linalg.svd(J, compute_uv=False)
@@ -165,7 +165,7 @@ class LinearNetBase:
         rel = tol if tol is not None else max(J.shape) * np.finfo(float).eps
         r = int(np.sum(sv > rel * sv[0])) if sv.size and sv[0] > 0 else 0
         smallest = float(sv[dim - 1]) if 0 < dim <= sv.size else None
-        return JacobianRank(r, dim, r == dim, False, smallest, rel)
+        return JacobianRank(rank=r, dimension=dim, is_smooth=r == dim, certified=False, smallest_singular_value=smallest, tol=rel)
 
     def is_smooth(self, params: Any, *, exact: bool = False) -> bool:
         """Whether ``params`` is a smooth point: the Jacobian has the generic rank."""

@@ -40,7 +40,7 @@ __all__ = ["convergence_study", "ConvergenceStudy", "ConvergenceRun", "Convergen
            "random_regression_data"]
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class ConvergenceRun(Result):
     """One gradient flow of the study.
 
@@ -96,7 +96,7 @@ class ConvergenceRun(Result):
     solver: str = ""
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class ConvergenceSummary(Result):
     """Per-architecture summary of a :func:`convergence_study`.
 
@@ -123,7 +123,7 @@ class ConvergenceSummary(Result):
     consistent_with_claim: bool
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class ConvergenceStudy(Result):
     """Result of :func:`convergence_study`: every run and a summary per architecture
     (``batched``: the runs of convolutional networks were integrated together)."""

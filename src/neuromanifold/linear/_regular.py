@@ -55,7 +55,7 @@ from ._conv import LinearConvNet
 __all__ = ["RegularPoint", "is_regular_point"]
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class RegularPoint(Result):
     """Verdict of :func:`is_regular_point`, with its evidence.
 

@@ -660,7 +660,7 @@ class ShallowReLUMLP(_ShallowBase):
 
 
 # --------------------------------------------------------------------------- path lifting
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class PathLiftingCheck(Result):
     """The path-lifting reading of docs/concepts_linear.md §6, computed.
 

@@ -17,7 +17,7 @@ from ..linear import LinearConvNet, classify_branches
 __all__ = ["NTKDependence", "ntk_dependence"]
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class NTKDependence(Result):
     """Verdict of :func:`ntk_dependence`, with its evidence.
 

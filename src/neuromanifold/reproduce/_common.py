@@ -30,7 +30,7 @@ AGREES, DISAGREES, OUTSIDE, INCONCLUSIVE = ("agrees", "disagrees", "outside the 
 OUTCOMES = (AGREES, DISAGREES, OUTSIDE, INCONCLUSIVE)
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class Row(Result):
     """One row of a computed table.
 

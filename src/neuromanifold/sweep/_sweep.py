@@ -33,7 +33,7 @@ from ._analyses import architecture_of, run_analysis
 __all__ = ["Task", "SweepSummary", "load_config", "tasks_of", "run_sweep"]
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class Task(Result):
     """One unit of a sweep: an analysis of one architecture at one seed."""
 
@@ -48,7 +48,7 @@ class Task(Result):
         return f"{self.analysis} {arch} seed={self.seed}"
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class SweepSummary(Result):
     """What a call of :func:`run_sweep` did.
 
@@ -142,7 +142,7 @@ def tasks_of(config: dict) -> list[Task]:
             except Exception as exc:  # a NeuromanifoldError from the network's constructor
                 raise InputError(f"{here}: {exc}") from None
             for seed in seeds:
-                task = Task(entry["analysis"], arch, seed)
+                task = Task(analysis=entry["analysis"], architecture=arch, seed=seed)
                 if task.key not in seen:
                     seen.add(task.key)
                     tasks.append(task)
@@ -279,5 +279,5 @@ def run_sweep(config: Any, output: Any = None, *, scheduler: Any = None,
     finally:
         if bar is not None:
             bar.close()
-    return SweepSummary(str(out), len(tasks), len(tasks) - len(todo), ran, failed,
-                        time.perf_counter() - start)
+    return SweepSummary(output=str(out), total=len(tasks), skipped=len(tasks) - len(todo), ran=ran, failed=failed,
+                        seconds=time.perf_counter() - start)

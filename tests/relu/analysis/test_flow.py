@@ -126,7 +126,7 @@ def test_block_law_formula():
     (lambda p: block_law(p[:1], [0]), "need a hidden layer"),
     (lambda p: gradient_flow(p, np.ones((3, 3)), np.ones((3, 1)), 1.0), "X must have shape"),
     (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones((2, 1)), 1.0), "Y must have shape"),
-    (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), -1.0), "t_end"),
+    (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), -1.0), "t_final"),
     (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, num_times=1), "num_times"),
     (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, method="Euler"), "method"),
     (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, laws="all"), "laws must"),

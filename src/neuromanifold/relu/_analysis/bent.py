@@ -36,7 +36,7 @@ __all__ = ["BentPiece", "BentNeuron", "BentHyperplanes", "bent_hyperplanes"]
 _PRUNE = True
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class BentPiece(Result):
     """One piece of a neuron's bent hyperplane.
 
@@ -72,7 +72,7 @@ class BentPiece(Result):
     _neighbor_key: tuple = dataclasses.field(default=None, repr=False, compare=False)
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class BentNeuron(Result):
     """A hidden neuron (``layer`` is 1-based like ``W_l``; ``index`` 0-based) and its pieces.
 
@@ -90,7 +90,7 @@ class BentNeuron(Result):
     pieces: list = dataclasses.field(repr=False)
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class BentHyperplanes(Result):
     """The bent hyperplanes of every hidden neuron on a domain.
 
@@ -227,13 +227,13 @@ def bent_hyperplanes(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                 status = "dead"
             else:  # pragma: no cover - switching without a facet is impossible
                 status = "hidden"
-            neurons.append(BentNeuron(l + 1, i, status, nvis > 0, len(ps), nvis, ps))
-        R = Regions(out, len(out), engine.counter.count - piece_lps[0], engine.exact_fallbacks,
-                    tuple(budget.counts), net.widths, dom, complete, net.params)
+            neurons.append(BentNeuron(layer=l + 1, index=i, status=status, visible=nvis > 0, num_pieces=len(ps), num_visible_pieces=nvis, pieces=ps))
+        R = Regions(regions=out, num_regions=len(out), num_lps=engine.counter.count - piece_lps[0], num_exact_fallbacks=engine.exact_fallbacks,
+                    counts=tuple(budget.counts), widths=net.widths, domain=dom, certified=complete, params=net.params)
         num_vis = sum(n.status == "visible" for n in neurons)
         num_hid = sum(n.status == "hidden" for n in neurons)
-        return BentHyperplanes(neurons, num_vis, num_hid, num_vis == len(neurons), R,
-                               engine.counter.count, complete, dom, tol, float(scale), complete)
+        return BentHyperplanes(neurons=neurons, num_visible=num_vis, num_hidden=num_hid, all_visible=num_vis == len(neurons), regions=R,
+                               num_lps=engine.counter.count, certified=complete, domain=dom, tol=tol, scale=float(scale), complete=complete)
 
     partial = lambda: result(False)  # noqa: E731
     for cell in budget.cells([net], dom, partial=partial):

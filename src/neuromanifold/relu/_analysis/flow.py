@@ -213,7 +213,7 @@ def _check_inputs(X: Any, d: int, name: str) -> np.ndarray:
     return X
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class ReLUFlowResult(Result):
     """A gradient flow of a ReLU network on the square loss, sampled at ``times``.
 

@@ -76,7 +76,7 @@ from .tangent import TangentMILP, interior_point
 __all__ = ["FunctionalDimension", "functional_dimension"]
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class FunctionalDimension(Result):
     """The functional dimension and its evidence.
 
@@ -736,7 +736,7 @@ class _Run:
             method = "incomplete"
         used = self.budget.num_regions + self.sampled
         return FunctionalDimension(
-            rank, self.bound, rank == self.bound, self.P, self.hidden, used,
-            (used - self.thin) * (self.net.d + 1), self.smooth, certified, self.dom,
-            self.tol, smallest, dropped, self.thin, self.sampled, self.enumerated, method,
-            self.num_milps, self.engine.counter.count, self.note)
+            rank=rank, bound=self.bound, at_bound=rank == self.bound, num_params=self.P, num_hidden=self.hidden, num_regions=used,
+            num_points=(used - self.thin) * (self.net.d + 1), smooth=self.smooth, certified=certified, domain=self.dom,
+            tol=self.tol, smallest_counted=smallest, largest_dropped=dropped, num_thin_regions=self.thin, num_sampled_regions=self.sampled, enumerated=self.enumerated, method=method,
+            num_milps=self.num_milps, num_lps=self.engine.counter.count, note=self.note)

@@ -64,7 +64,7 @@ _CHUNK = 1 << 15
 _APART = 1e-9
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class GenericityFailure(Result):
     """One violated genericity condition.
 
@@ -102,7 +102,7 @@ class GenericityFailure(Result):
     largest_dropped: float | None = None
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class Genericity(Result):
     """Genericity report of a ReLU network on a domain (see the module docstring).
 
@@ -572,8 +572,8 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         for j, row in enumerate(W):
             if all(x == 0 for x in row):
                 failures.append(GenericityFailure(
-                    "S0", "zero row", (lab(l, j),), None, None, 0, 1, None, True,
-                    f"S0: {lab(l, j)} has an all-zero weight row (no hyperplane)"))
+                    condition="S0", kind="zero row", elements=(lab(l, j),), pattern=None, layers=None, measured=0, expected=1, point=None, certified=True,
+                    message=f"S0: {lab(l, j)} has an all-zero weight row (no hyperplane)"))
     facets = _facets(dom)
     dom_rows = [f[1] for f in facets]
     dom_offs = [f[2] for f in facets]
@@ -605,8 +605,10 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         if gap[0] is not None or gap[1] is not None:
             msg += f" at tol={tol:g} (smallest singular value counted {_g(gap[0])}, " \
                    f"largest dropped {_g(gap[1])})"
-        failures.append(GenericityFailure("S1", kind, labels, None, None, rN, exp, x, cert, msg,
-                                          *gap))
+        failures.append(GenericityFailure(
+            condition="S1", kind=kind, elements=labels, pattern=None, layers=None, measured=rN,
+            expected=exp, point=x, certified=cert, message=msg, smallest_counted=gap[0],
+            largest_dropped=gap[1]))
     # regions (exact engine, streamed): S2 and masked products
     net = ExactNet.from_params(params)
     Wq = [flint.fmpq_mat(len(W), len(W[0]), [fraction_to_fmpq(x) for row in W for x in row])
@@ -635,8 +637,8 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                             if fk not in seen:
                                 seen.add(fk)
                                 failures.append(GenericityFailure(
-                                    "S2", "degenerate piece", (lab(l, j),), key, None, 0, 1,
-                                    None, True, f"S2: {lab(l, j)} is identically zero on the "
+                                    condition="S2", kind="degenerate piece", elements=(lab(l, j),), pattern=key, layers=None, measured=0, expected=1,
+                                    point=None, certified=True, message=f"S2: {lab(l, j)} is identically zero on the "
                                     f"region with pattern {key}"))
                         continue
                     pieces.append((lab(l, j), alpha, -beta, l + 1))
@@ -660,7 +662,7 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                           f"({len(S)} > d = {d}) share the point "
                           f"{tuple(float(v) for v in x)}"))
                 failures.append(GenericityFailure(
-                    "S2", kind, labels, key, None, rN, exp, x, cert, msg))
+                    condition="S2", kind=kind, elements=labels, pattern=key, layers=None, measured=rN, expected=exp, point=x, certified=cert, message=msg))
         # maximal rank of the masked products D_b W_b ... D_a W_a (D_L = I)
         for a in range(1, L + 1):
             P = None
@@ -698,7 +700,10 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                           f" at tol={tol:g} (smallest singular value counted {_g(gap[0])}, "
                           f"largest dropped {_g(gap[1])})")
                     failures.append(GenericityFailure(
-                        "rank", "rank deficient", (name,), key, (a, b), rank, expected, None,
-                        tol == 0, f"rank: {name} has rank {rank} < {expected} on the region "
-                        f"with pattern {key}{at}", *gap))
+                        condition="rank", kind="rank deficient", elements=(name,), pattern=key,
+                        layers=(a, b), measured=rank, expected=expected, point=None,
+                        certified=tol == 0,
+                        message=f"rank: {name} has rank {rank} < {expected} on the region "
+                                f"with pattern {key}{at}",
+                        smallest_counted=gap[0], largest_dropped=gap[1]))
     return report(True)

@@ -46,7 +46,7 @@ _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class Equivalence(Result):
     """Verdict on ``f_p == f_q`` (up to ``tol``) on a domain, with its evidence.
 
@@ -203,10 +203,10 @@ def equivalence_result(pair: Pair, dom: Domain, *, equivalent: bool, witness=Non
             method: str, certified: bool, num_regions=None, num_lps=0, num_milps=0,
             note: str) -> Equivalence:
     wdiff = None if witness is None else pair.witness_difference(witness)
-    return Equivalence(bool(equivalent), None if witness is None else np.asarray(witness, float),
-                       wdiff, None if max_difference is None else float(max_difference),
-                       method, bool(certified), pair.tol, float(pair.scale), num_regions,
-                       int(num_lps), int(num_milps), dom, note)
+    return Equivalence(equivalent=bool(equivalent), witness=None if witness is None else np.asarray(witness, float),
+                       witness_difference=wdiff, max_difference=None if max_difference is None else float(max_difference),
+                       method=method, certified=bool(certified), tol=pair.tol, scale=float(pair.scale), num_regions=num_regions,
+                       num_lps=int(num_lps), num_milps=int(num_milps), domain=dom, note=note)
 
 
 # -- regions of the joint network ---------------------------------------------------------

@@ -34,7 +34,7 @@ __all__ = ["warm_up", "Region", "Regions", "RegionStream", "RegionEstimate", "re
            "estimate_regions", "activation_pattern"]
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class Region(Result):
     """One linear region: a full-dimensional set where the activation pattern is fixed.
 
@@ -74,7 +74,7 @@ class Region(Result):
         return X @ self.linear.astype(float).T + self.offset.astype(float)
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class Regions(Result):
     """All linear regions of a network on a domain.
 
@@ -457,9 +457,9 @@ def regions(params: Any, domain: Any = None, *, progress: bool = False,
 
 
 def _collect(it: RegionStream, out: list, complete: bool) -> Regions:
-    return Regions(out, len(out), it.num_lps, it.num_exact_fallbacks, tuple(it.counts),
-                   it.widths, it.domain, complete and it.certified, it.net.params, it.tol,
-                   it.num_thin_regions, it.num_walks)
+    return Regions(regions=out, num_regions=len(out), num_lps=it.num_lps, num_exact_fallbacks=it.num_exact_fallbacks, counts=tuple(it.counts),
+                   widths=it.widths, domain=it.domain, certified=complete and it.certified, params=it.net.params, tol=it.tol,
+                   num_thin_regions=it.num_thin_regions, num_walks=it.num_walks)
 
 
 def compute_regions(params: Any, domain: Any, progress: bool):
@@ -480,15 +480,15 @@ def compute_regions(params: Any, domain: Any, progress: bool):
             bar.update(1)
     if bar is not None:
         bar.close()
-    result = Regions(out, len(out), engine.counter.count, engine.exact_fallbacks,
-                     tuple(counts), net.widths, dom, True, net.params,
+    result = Regions(regions=out, num_regions=len(out), num_lps=engine.counter.count, num_exact_fallbacks=engine.exact_fallbacks,
+                     counts=tuple(counts), widths=net.widths, domain=dom, certified=True, params=net.params,
                      num_walks=engine.walks)
     return result, cells, net, engine
 
 
 # -- how many regions to expect ---------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class RegionEstimate(Result):
     """What :func:`estimate_regions` says about the number of linear regions.
 
@@ -592,8 +592,8 @@ def estimate_regions(params: Any, domain: Any = None, *, num_samples: int = 2000
     f2 = sum(1 for v in keys.values() if v == 2)
     chao = seen + (f1 * f1 / (2.0 * f2) if f2 else f1 * (f1 - 1) / 2.0)
     upper = _serra_bound(net.widths)
-    return RegionEstimate(upper, _layer_bound(net.widths), seen, float(min(chao, upper)),
-                          num_samples, net.widths, dom)
+    return RegionEstimate(upper_bound=upper, layer_bound=_layer_bound(net.widths), sampled_patterns=seen, estimate=float(min(chao, upper)),
+                          samples=num_samples, widths=net.widths, domain=dom)
 
 
 def warm_up() -> None:

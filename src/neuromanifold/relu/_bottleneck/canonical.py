@@ -588,7 +588,7 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
                      f"(docs/relu_equivalence.md); here: {reason}")
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class BottleneckEquivalence(Result):
     """Verdict of the polynomial-time equivalence test for bottleneck networks.
 
@@ -787,14 +787,14 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
 
     def result(equiv, symmetry=None, mpd=None, witness=None, wd=None, md=None,
                certified=False, note=""):
-        return BottleneckEquivalence(True, equiv, symmetry, mpd, witness, wd, md, certified,
-                                     tol, scale, "bottleneck", note + snap_note)
+        return BottleneckEquivalence(applies=True, equivalent=equiv, symmetry=symmetry, max_parameter_difference=mpd, witness=witness, witness_difference=wd, max_difference=md, certified=certified,
+                                     tol=tol, scale=scale, method="bottleneck", note=note + snap_note)
     try:
         cp, path_p, before_p, ip = _canonical(p, tol)
         cq, path_q, before_q, iq = _canonical(q, tol)
     except NotCovered as exc:
-        return BottleneckEquivalence(False, None, None, None, None, None, None, False, tol,
-                                     scale, "none", f"fast path does not apply: {exc.args[0]}")
+        return BottleneckEquivalence(applies=False, equivalent=None, symmetry=None, max_parameter_difference=None, witness=None, witness_difference=None, max_difference=None, certified=False, tol=tol,
+                                     scale=scale, method="none", note=f"fast path does not apply: {exc.args[0]}")
     snapped = [(n, b) for n, b in ((ip.snapped, ip.snap_bound), (iq.snapped, iq.snap_bound)) if n]
     snap_note = ("" if not snapped else
                  f"; not generic: {' and '.join(str(n) for n, _ in snapped)} entries of "

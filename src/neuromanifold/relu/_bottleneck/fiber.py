@@ -65,7 +65,7 @@ def _copy(p: Params) -> Params:
     return [(W.copy(), b.copy()) for W, b in p]
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class FiberFamily(Result):
     """One continuous family ``C(delta theta)`` of the fiber (module docstring), up to
     permutations of the hidden neurons.
@@ -297,7 +297,7 @@ def _mixing_cone_dimension(C: np.ndarray, A: np.ndarray, tol: float) -> int:
     return k * n3 + k * n1 - rank
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class BottleneckFiber(Result):
     """The fiber of a three-layer bottleneck parameter (module docstring).
 
@@ -384,7 +384,7 @@ def _family(base: Params, delta: tuple, tol: float) -> FiberFamily:
         lin_dim = _mixing_cone_dimension(W3[:, J], W2[J], tol) + len(J)
     first = n1 * d + n1 if all_dead else n1 + len(trans)
     dim = first + len(live) + (n1 + 1 + n3) * len(dead) + lin_dim
-    return FiberFamily(delta, base, dim, trans, dead, linear, live, all_dead)
+    return FiberFamily(discrete=delta, base=base, dimension=dim, translations=trans, dead=dead, linear=linear, live=live, all_dead=all_dead)
 
 
 def fiber(params: Any, *, tol: float = DEFAULT_TOL) -> BottleneckFiber:
@@ -459,5 +459,5 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL) -> BottleneckFiber:
     for f in families:
         perms = math.factorial(n2) // (math.factorial(len(f.dead)) * math.factorial(len(f.linear)))
         pieces += perms * (1 if f.all_dead else math.factorial(n1))
-    return BottleneckFiber(params, tuple(families), dim, pieces, ident.generic,
-                           ident.identifiable, tol)
+    return BottleneckFiber(params=params, families=tuple(families), dimension=dim, num_pieces=pieces, generic=ident.generic,
+                           identifiable=ident.identifiable, tol=tol)

@@ -79,7 +79,7 @@ MAX_TRIALS = 100_000
 
 
 # --------------------------------------------------------------------------- results
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class PartIdentifiability(Result):
     """Identifiability of one part of ``f3 o f2 o f1`` (module docs).
 
@@ -116,7 +116,7 @@ class PartIdentifiability(Result):
     witness: list[tuple[np.ndarray, np.ndarray]] | None = None
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class Nonlocalizability(Result):
     """The three identifiability facts of a three-layer parameter (module docs).
 
@@ -147,7 +147,7 @@ class Nonlocalizability(Result):
     reason: str
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class NonlocalizableSearch(Result):
     """How often non-localizability occurs among random parameters.
 
@@ -282,9 +282,9 @@ def _first_two(params: list) -> PartIdentifiability:
     rank, nreg = _exact_rank(N, P12)
     bound = P12 - n1
     return PartIdentifiability(
-        "f2 o f1", "x -> relu(W2 relu(W1 x + b1) + b2) on R^d (outputs observed)", P12, n1,
-        rank, bound, rank == bound, "local", True,
-        {"method": "exact rank of the Jacobian of (W1, b1, W2, b2) -> f2 o f1 over all "
+        part="f2 o f1", formula="x -> relu(W2 relu(W1 x + b1) + b2) on R^d (outputs observed)", num_params=P12, num_scalings=n1,
+        rank=rank, bound=bound, identifiable=rank == bound, scope="local", certified=True,
+        evidence={"method": "exact rank of the Jacobian of (W1, b1, W2, b2) -> f2 o f1 over all "
                    f"{nreg} linear regions of R^d",
          "num_regions": nreg, "rank_deficit": bound - rank})
 
@@ -344,8 +344,8 @@ def _last_two(params: list, tol: float) -> PartIdentifiability:
             ev["witness_check"] = verify_point(g, witness, tol)
             ident = False if ev["witness_check"]["verified"] else None
     return PartIdentifiability(
-        "f3 o f2", "z -> W3 relu(W2 z + b2) + b3 on R^{n1}", fd.num_params, n2, fd.rank,
-        fd.bound, ident, "global", ident is not None, ev, witness)
+        part="f3 o f2", formula="z -> W3 relu(W2 z + b2) + b3 on R^{n1}", num_params=fd.num_params, num_scalings=n2, rank=fd.rank,
+        bound=fd.bound, identifiable=ident, scope="global", certified=ident is not None, evidence=ev, witness=witness)
 
 
 def _whole(params: list, tol: float) -> tuple[PartIdentifiability, str | None]:
@@ -379,8 +379,8 @@ def _whole(params: list, tol: float) -> tuple[PartIdentifiability, str | None]:
         ev["why"] = "no witness: locally identifiable (exact rank at the bound) and the fast " \
                     "path finds no symmetry; global identifiability is not proved here"
     return PartIdentifiability(
-        "f3 o f2 o f1", "x -> W3 relu(W2 relu(W1 x + b1) + b2) + b3 on R^d", P, n1 + n2, rank,
-        bound, verdict, "global", witness is not None, ev, witness), mechanism
+        part="f3 o f2 o f1", formula="x -> W3 relu(W2 relu(W1 x + b1) + b2) + b3 on R^d", num_params=P, num_scalings=n1 + n2, rank=rank,
+        bound=bound, identifiable=verdict, scope="global", certified=witness is not None, evidence=ev, witness=witness), mechanism
 
 
 def nonlocalizability(params: Any, *, tol: Any = DEFAULT_TOL) -> Nonlocalizability:
@@ -418,8 +418,8 @@ def nonlocalizability(params: Any, *, tol: Any = DEFAULT_TOL) -> Nonlocalizabili
         bad = [x.part for x in (first, last) if not x.identifiable]
         reason = ("not nonlocalizable: " + (f"{', '.join(bad)} not identifiable" if bad else
                   "no fiber point of the whole off the orbit was found"))
-    return Nonlocalizability(params, widths, first, last, whole, nonloc, bool(certified),
-                             mechanism, tol, reason)
+    return Nonlocalizability(params=params, widths=widths, first_two=first, last_two=last, whole=whole, nonlocalizable=nonloc, certified=bool(certified),
+                             mechanism=mechanism, tol=tol, reason=reason)
 
 
 _KINDS = ("always-active", "ramp")
@@ -555,7 +555,7 @@ def search_nonlocalizable(widths: Any, *, trials: int = 50, seed: Any = 0,
     finally:
         if bar is not None:
             bar.close()
-    return NonlocalizableSearch(tuple(out), trials * len(archs),
-                                sum(a["nonlocalizable"] for a in out),
-                                seed if not isinstance(seed, np.random.Generator) else "generator",
-                                tol, "Gaussian entries (standard normal), W1 of full row rank")
+    return NonlocalizableSearch(architectures=tuple(out), total_trials=trials * len(archs),
+                                total_nonlocalizable=sum(a["nonlocalizable"] for a in out),
+                                seed=seed if not isinstance(seed, np.random.Generator) else "generator",
+                                tol=tol, draw="Gaussian entries (standard normal), W1 of full row rank")

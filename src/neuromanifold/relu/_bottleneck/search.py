@@ -53,7 +53,7 @@ __all__ = ["search_symmetries", "SymmetrySearch", "SearchCluster"]
 Params = list[tuple[np.ndarray, np.ndarray]]
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class SearchCluster(Result):
     """Confirmed fiber points of one class and signature.
 
@@ -74,7 +74,7 @@ class SearchCluster(Result):
     max_difference: float
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class SymmetrySearch(Result):
     """Outcome of :func:`search_symmetries`.
 
@@ -312,9 +312,9 @@ def search_symmetries(params: Any = None, *, widths: Any = None, num_starts: int
     groups: dict[tuple[str, str], list] = {}
     for kind, sig, q, diff in confirmed:
         groups.setdefault((kind, sig), []).append((q, diff))
-    clusters = [SearchCluster(k, s, len(v), v[0][0], max(x[1] for x in v))
+    clusters = [SearchCluster(kind=k, signature=s, count=len(v), example=v[0][0], max_difference=max(x[1] for x in v))
                 for (k, s), v in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
     beyond = any(c.kind in ("unnamed", "unexplained") for c in clusters)
-    return SymmetrySearch(w, p, fast_path_reason(p, tol=classify_tol) is None, len(inits),
-                          candidates, len(confirmed), clusters, beyond, float(tol),
-                          float(classify_tol))
+    return SymmetrySearch(widths=w, target=p, target_generic=fast_path_reason(p, tol=classify_tol) is None, starts=len(inits),
+                          candidates=candidates, confirmed=len(confirmed), clusters=clusters, beyond_named=beyond, tol=float(tol),
+                          classify_tol=float(classify_tol))

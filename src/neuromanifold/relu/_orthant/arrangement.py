@@ -161,7 +161,7 @@ def _vstr(v: Sequence[Fraction]) -> str:
     return "(" + ", ".join(_fstr(x) for x in v) + ")"
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class ArrangementHyperplane(Result):
     """One visible hyperplane ``{z : <normal, z> + offset = 0}`` of a weighted arrangement.
 
@@ -206,7 +206,7 @@ class ArrangementHyperplane(Result):
         return f"H: {_vstr(self.normal)}.z + {_fstr(self.offset)} = 0, weight {_vstr(self.weight)}"
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class WeightedArrangement(Result):
     """The canonical weighted arrangement of a one-hidden-layer network on a domain.
 
@@ -290,7 +290,7 @@ class WeightedArrangement(Result):
         return "\n".join(lines)
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class ArrangementComparison(Result):
     """Outcome of :func:`arrangements_equal`.
 
@@ -496,7 +496,7 @@ def weighted_arrangement(params: Any, domain: Any = "orthant", *,
             continue
         order = sorted(range(len(members)), key=lambda i: members[i])
         hyperplanes.append(ArrangementHyperplane(
-            normal, offset, w, tuple(members[i] for i in order), tuple(lams[i] for i in order)))
+            normal=normal, offset=offset, weight=w, neurons=tuple(members[i] for i in order), scales=tuple(lams[i] for i in order)))
     # affine part (M | v) = (0 | gamma) + sum over affine-acting neurons C[:, j] (W[j] | b[j])
     aff = sorted(active + affine_neurons)
     Mv = rational_matmul([[C[o][j] for j in aff] for o in range(m)],

@@ -490,7 +490,7 @@ def _context(obj: Any) -> Any:
     return obj._ctx
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class FiberPiece(Result):
     """One piece of the fiber (a semi-algebraic set), up to permuting hidden neurons.
 
@@ -824,7 +824,7 @@ def _to_params(ctx: _Context, x: Sequence[Any], exact: bool) -> list:
 # the fiber
 # ---------------------------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True, repr=False)
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class OrthantFiber(Result):
     """The fiber of a one-hidden-layer network on the orthant: all parameters of the same
     architecture realizing the same function on ``z >= 0``, as a disjoint union of
