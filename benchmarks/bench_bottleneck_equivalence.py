@@ -38,12 +38,12 @@ import multiprocessing as mp
 import time
 
 import numpy as np
+from _timing import median_time, peak_memory_mb, suite_row
 
 from neuromanifold._tolerance import path_norm_scale
 from neuromanifold.relu import equivalent
 from neuromanifold.relu._bottleneck.canonical import equivalent_bottleneck, fast_path_reason
 from neuromanifold.relu.symmetries import random_orbit_point
-from _timing import median_time, peak_memory_mb, suite_row
 
 
 def make_pair(widths, seed, block=False):

@@ -26,11 +26,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-
-from neuromanifold import ComputationLimitError
-from neuromanifold import io
-from neuromanifold import relu
 from _timing import suite_row
+
+from neuromanifold import ComputationLimitError, io, relu
 
 ISSUE = "issue-11 figure (before; other run, other net)"
 SEED = 0
@@ -282,7 +280,8 @@ def main(argv=None) -> list[dict]:
             if r.get("finished") else _child_note(r, b))
     print(f"functional_dimension {s4}: {note} ({r['seconds']:.1f} s)")
     rows.append(suite_row("relu functional_dimension (own process)", s4, r["seconds"], ISSUE,
-                          260.0, peak_mb=r.get("rss_mb"), note=f"{note}; before: 260 s, 13.7 GB"))
+                          260.0, peak_mb=r.get("rss_mb"),
+                          note=f"{note}; before: 260 s, 13.7 GB"))
     return rows
 
 

@@ -37,12 +37,12 @@ import os
 import time
 
 import numpy as np
+from _timing import median_time, memory_mb, peak_memory_mb, suite_row
 
 from neuromanifold import ComputationLimitError
 from neuromanifold.relu import ReLUNet, functional_dimension, iter_regions, regions
 from neuromanifold.relu._engine.cells import LP_TOL, RADIUS_CAP
 from neuromanifold.relu._engine.lp import LPCounter, solve_lp
-from _timing import median_time, memory_mb, peak_memory_mb, suite_row
 
 BASELINE = "all 2^n patterns, one LP each"
 

@@ -34,9 +34,8 @@ import argparse
 import time
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
-
 from _timing import suite_row
+from scipy.optimize import linear_sum_assignment
 
 from neuromanifold._tolerance import path_norm_scale
 from neuromanifold.relu._bottleneck.canonical import equivalent_bottleneck, fast_path_reason
@@ -143,7 +142,8 @@ def main(argv=None) -> list[dict]:
                           for (Wa, ba), (Wb, bb) in zip(got, q) for a, b in ((Wa, Wb), (ba, bb)))
             for norm in (False, True):
                 t = time.perf_counter()
-                P = weight_matching(_normalized(p), _normalized(q)) if norm else weight_matching(p, q)
+                P = weight_matching(_normalized(p), _normalized(q)) if norm else weight_matching(p,
+                                                                                                 q)
                 dt = time.perf_counter() - t
                 hit = np.array_equal(P[0], perm1) and all(
                     P[1][j] == perm2[j] for j in range(len(perm2)) if perm2[j] in live2)

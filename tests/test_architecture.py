@@ -99,9 +99,6 @@ def violations(sources: dict[str, tuple[str, bool]], root: str = "neuromanifold"
                 found.append(f"{where}: the optional extra {top!r} imported at module level")
             continue
         target = imp.target
-        if target not in sources:
-            # `from neuromanifold.x import name`: the module itself
-            target = imp.target
         graph[imp.module].add(target)
         a, b = part_of(imp.module, _layers.TIERS), part_of(target, _layers.TIERS)
         if a is None or b is None:

@@ -11,6 +11,7 @@ value is a clear error rather than a hang or a ``MemoryError``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import warnings
@@ -260,8 +261,7 @@ def as_seed_rng(seed: Any) -> np.random.Generator:
         return seed
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
                              or seed < 0):
-        raise InputError(
-            f"seed must be a nonnegative int, None or a numpy Generator; got {short_repr(seed)}")
+        raise InputError(f"seed must be a nonnegative int, None or a numpy Generator; got {short_repr(seed)}")
     return np.random.default_rng(seed)
 
 
@@ -336,8 +336,6 @@ def renamed_keywords(**old_to_new: str) -> Callable:
     """A decorator: the keyword arguments ``old`` keep working for one release as aliases of
     ``new``, with a ``DeprecationWarning`` that names the new keyword; passing both is an
     :class:`InputError`. The decorated function keeps its own signature."""
-    import functools
-
     def wrap(func: Callable) -> Callable:
         @functools.wraps(func)
         def inner(*args: Any, **kwargs: Any) -> Any:

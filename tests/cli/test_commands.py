@@ -43,7 +43,8 @@ def test_relu_regions(files, tmp_path):
 
 
 def test_relu_equiv(files, tmp_path):
-    same = run("relu", "equiv", files / "a.npz", files / "b.safetensors", "--json", tmp_path / "e.json")
+    same = run("relu", "equiv", files / "a.npz", files / "b.safetensors", "--json",
+               tmp_path / "e.json")
     assert same.returncode == 0, same.stderr
     assert same.stdout.startswith("EQUIVALENT")
     assert json.loads((tmp_path / "e.json").read_text())["equivalent"] is True
@@ -144,7 +145,8 @@ def test_relu_equiv_reports_the_symmetry(bottleneck):
 def test_relu_budgets(files, tmp_path, capsys):
     from neuromanifold.cli import main
     n = len(nm.relu.regions(nm.io.load(files / "a.npz").params).regions)
-    out = run("relu", "regions", files / "a.npz", "--max-regions", 2, "--json", tmp_path / "r.json")
+    out = run("relu", "regions", files / "a.npz", "--max-regions", 2, "--json",
+              tmp_path / "r.json")
     assert out.returncode == 1
     assert out.stdout.startswith("INCOMPLETE: 2 linear regions")
     assert "max_regions=2" in out.stderr and "expect about" in out.stderr

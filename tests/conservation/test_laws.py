@@ -321,4 +321,6 @@ def test_the_identity_test_refuses_a_law_that_is_not_conserved():
     mq = model_of(q, None, [[1.0, -1.0], [-1.0, 1.0]])
     from neuromanifold.relu._analysis.flow import block_law_terms
     (name, terms), = block_law_terms((2, 2, 2, 1), 2, [0, 1])
-    assert not _verify_laws(mq, [KnownLaw(name=name, kind="block", _terms=terms, _flatten=mq.flatten)], rng)
+    assert not _verify_laws(mq,
+                            [KnownLaw(name=name, kind="block", _terms=terms, _flatten=mq.flatten)],
+                            rng)

@@ -116,7 +116,8 @@ def test_relative_links_resolve():
 
 
 def _sections(page: Path) -> set[int]:
-    return {int(m) for m in re.findall(r"^## (\d+)\. ", page.read_text(encoding="utf-8"), re.M)}
+    return {int(m) for m in re.findall(r"^## (\d+)\. ", page.read_text(encoding="utf-8"),
+                                       re.M)}
 
 
 @pytest.mark.parametrize("page", ["concepts_linear.md", "concepts_relu.md"])

@@ -382,7 +382,8 @@ def test_reproduction_tables_are_rendered_from_the_last_run(page):
     rendered by the script (never edited by hand); `make tables` refreshes them."""
     text = page.read_text()
     assert reproduction_tables.BLOCK.search(text), f"{page.name} quotes no table"
-    assert text == reproduction_tables.expected_page(text, reproduction_tables.load_last_run()), \
+    assert text == reproduction_tables.expected_page(text,
+                                                     reproduction_tables.load_last_run()), \
         f"{page.name}: a table differs from docs/reproduction_last_run.json; run `make tables`"
 
 

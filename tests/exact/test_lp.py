@@ -12,7 +12,8 @@ from neuromanifold.exact._lp import (dot, exact_lp_max, motzkin_certificate,
 
 
 @settings(max_examples=50, deadline=None)
-@given(seed=st.integers(0, 10**6), n=st.integers(1, 4), m=st.integers(0, 8), k=st.integers(0, 2))
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 4), m=st.integers(0, 8),
+       k=st.integers(0, 2))
 def test_exact_lp_matches_highs(seed, n, m, k):
     rng = np.random.default_rng(seed)
     G = rng.integers(-3, 4, (m, n)).astype(float)

@@ -83,7 +83,8 @@ def test_rescaled_norms_solve_the_lemma(norms, data):
 def test_rescaled_norms_exact_agrees_with_float():
     n, d = [flint.fmpq(1, 3), 2, flint.fmpq(7, 5)], [flint.fmpq(-1, 2), 3]
     exact = rescaled_norms_exact(n, d)
-    approx = rescaled_norms(np.array([[float(x) for x in n]]), np.array([float(x) for x in d]))[0]
+    approx = rescaled_norms(np.array([[float(x) for x in n]]),
+                            np.array([float(x) for x in d]))[0]
     assert [float(x) for x in exact] == pytest.approx(approx, rel=1e-14)
     for x, y in zip(exact[1:], exact[:-1]):
         assert (x - y).contains(flint.arb(0)) is False

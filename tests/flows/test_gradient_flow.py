@@ -40,7 +40,8 @@ def test_square_loss_reduction(net, rng):
         assert abs(loss.value(net.end_to_end(params)) - direct) <= 1e-9 * max(1, direct)
         # gradient = M^T (M v - y)
         v = net.end_to_end(params).ravel()
-        np.testing.assert_allclose(loss.gradient(v), loss.design.T @ (loss.design @ v - loss.targets),
+        np.testing.assert_allclose(loss.gradient(v),
+                                   loss.design.T @ (loss.design @ v - loss.targets),
                                    atol=1e-9)
 
 

@@ -63,8 +63,8 @@ def test_lift_on_positive_dimensional_fiber(seed):
     lift = lift_to_fiber(net, net.end_to_end(theta), net.invariants(theta), start)
     assert lift.converged and lift.residual < 1e-12
     np.testing.assert_allclose(net.end_to_end(lift.params), net.end_to_end(theta), atol=1e-11)
-    np.testing.assert_allclose(invariant_vector(net, lift.params), invariant_vector(net, theta),
-                               atol=1e-11)
+    np.testing.assert_allclose(invariant_vector(net, lift.params),
+                               invariant_vector(net, theta), atol=1e-11)
 
 
 @pytest.mark.parametrize("net", [LinearConvNet([3, 2], [2]), LinearFCNet([2, 3, 2])], ids=repr)
@@ -141,8 +141,8 @@ def test_strided_lifts_agree_with_each_other(rng):
     net = LinearConvNet([3, 2], strides=[2])
     theta = net.random_params(rng)
     flipped = [-theta[0], -theta[1]]
-    cmp = compare_lifts(net, net.end_to_end(theta), net.invariants(theta), _loss(net, rng), 0.5,
-                        lifts=[theta, flipped], num_times=5)
+    cmp = compare_lifts(net, net.end_to_end(theta), net.invariants(theta), _loss(net, rng),
+                        0.5, lifts=[theta, flipped], num_times=5)
     assert cmp.max_difference < 1e-9 and cmp.initial_ntk_difference < 1e-12
 
 
@@ -385,7 +385,8 @@ def test_fast_path_matches_the_network(seed, arch):
     expected = -np.concatenate([a.ravel() for a in net.vjp(theta, loss.gradient(
         net.end_to_end(theta)))])
     got = parameter_velocity(net, loss)(flat)
-    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * max(1, np.abs(expected).max()))
+    np.testing.assert_allclose(got, expected, rtol=0,
+                               atol=1e-12 * max(1, np.abs(expected).max()))
     np.testing.assert_allclose(fast.jacobian(flat), net.jacobian(theta), rtol=0, atol=1e-13)
     np.testing.assert_allclose(fast.parts(flat)[0], net.end_to_end(theta), rtol=0, atol=1e-13)
 
@@ -423,7 +424,8 @@ def test_flow_sizes_are_capped_and_options_named():
         gradient_flow(net, theta, loss, 1.0, num_times=10**12)
     with pytest.raises(InputError, match="at most"):
         riemannian_flow(net, v, d, loss, 1.0, lift=theta, num_times=10**12)
-    with pytest.raises(InputError, match=r"unknown option\(s\) \['bogus_option'\].*num_starts"):
+    with pytest.raises(InputError,
+                       match=r"unknown option\(s\) \['bogus_option'\].*num_starts"):
         riemannian_flow(net, v, d, loss, 1.0, bogus_option=1)
 
 

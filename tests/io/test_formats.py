@@ -133,7 +133,8 @@ def test_bad_files(tmp_path):
     (tmp_path / "trunc.npz").write_bytes(good.read_bytes()[:40])
     (tmp_path / "trunc.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{")
     np.savez(tmp_path / "obj.npz", w=np.array([{"a": 1}], dtype=object))
-    np.savez(tmp_path / "shapes.npz", **{"0.weight": np.ones((3, 2)), "2.weight": np.ones((1, 4))})
+    np.savez(tmp_path / "shapes.npz",
+             **{"0.weight": np.ones((3, 2)), "2.weight": np.ones((1, 4))})
     np.savez(tmp_path / "names.npz", **{"0.weight": np.ones((3, 2)), "0.scale": np.ones(3)})
     np.savez(tmp_path / "nan.npz", **{"0.weight": np.full((3, 2), np.nan)})
     np.savez(tmp_path / "conv.npz", **{"0.weight": np.ones((1, 1, 3))})

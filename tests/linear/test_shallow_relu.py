@@ -50,7 +50,8 @@ def test_ntk_jacobian_matches_finite_differences(kind_arch, seed):
     if np.abs(H).min() < 1e-4:   # a kink within the finite-difference step: resample
         params = model.random_params(seed + 1)
     J = model.jacobian(params)
-    np.testing.assert_allclose(J, _fd_jacobian(model, params), atol=1e-6 * max(1, np.abs(J).max()))
+    np.testing.assert_allclose(J, _fd_jacobian(model, params),
+                               atol=1e-6 * max(1, np.abs(J).max()))
     K = model.ntk(params)
     np.testing.assert_allclose(K, J @ J.T)
     assert K.shape == (model.num_inputs, model.num_inputs)
@@ -204,7 +205,8 @@ def test_mlp_fiber_constraints_match_the_model(arch, seed):
         np.testing.assert_allclose(F[:P.size, i], col, atol=1e-7)
 
 
-@given(arch=st.sampled_from(MLP_ARCHS[1:]), seed=st.integers(0, 10 ** 6), grow=st.floats(-1, 1))
+@given(arch=st.sampled_from(MLP_ARCHS[1:]), seed=st.integers(0, 10 ** 6),
+       grow=st.floats(-1, 1))
 @settings(max_examples=10)
 def test_mlp_fiber_starts_have_the_layer_norms_the_invariants_allow(arch, seed, grow):
     """Squared norms of the random starts: consecutive differences are the traces of the

@@ -138,6 +138,8 @@ def test_fiber_figure_draws_every_branch_and_refuses_other_nets():
             assert np.min(np.abs(dots + w).sum(axis=1)) < 1e-9
     assert any(abs(line.get_ydata()[0] - 3.0) < 1e-12 for line in a3.get_lines())  # delta = 3
     with pytest.raises(nm.ArchitectureError, match="two-layer"):
-        report.fiber_figure(nm.LinearConvNet([2, 2, 2]), nm.LinearConvNet([2, 2, 2]).random_params(0))
+        report.fiber_figure(nm.LinearConvNet([2, 2, 2]),
+                            nm.LinearConvNet([2, 2, 2]).random_params(0))
     with pytest.raises(nm.ArchitectureError, match="two-layer"):
-        report.fiber_figure(nm.LinearFCNet([2, 2, 2]), nm.LinearFCNet([2, 2, 2]).random_params(0))
+        report.fiber_figure(nm.LinearFCNet([2, 2, 2]),
+                            nm.LinearFCNet([2, 2, 2]).random_params(0))

@@ -68,7 +68,8 @@ def test_witnesses_reverified_independently(rows):
             continue
         model = models[w["architecture"]]
         p, q = ([np.asarray(a) for a in pts] for pts in w["params"])
-        np.testing.assert_allclose(np.asarray(model.end_to_end(p)), np.asarray(model.end_to_end(q)),
+        np.testing.assert_allclose(np.asarray(model.end_to_end(p)),
+                                   np.asarray(model.end_to_end(q)),
                                    atol=1e-8 * max(1, np.abs(model.end_to_end(p)).max()))
         Kp, Kq = model.ntk(p), model.ntk(q)
         assert np.linalg.norm(Kp - Kq) > 1e-6 * np.linalg.norm(Kp)

@@ -64,7 +64,8 @@ def reference_refine_stage(cell, k: int, l: int, net: ExactNet, engine: Engine):
                 continue
             ra, rc, rfa, rfc = _side_row(aq[j], cq[j], af, cfl, not near)
             res = engine.decide(geo.rows_q + [ra], geo.offs_q + [rc],
-                                np.vstack([geo.rows_f, rfa[None, :]]), np.append(geo.offs_f, rfc))
+                                np.vstack([geo.rows_f, rfa[None, :]]),
+                                np.append(geo.offs_f, rfc))
             if res is None:
                 bits[j] = near
             else:

@@ -48,7 +48,8 @@ def brute_force_patterns(params, domain=None) -> set:
     for bits in itertools.product([False, True], repeat=sum(sizes)):
         rows = [[to_fmpq(float(v)) for v in r] for r in dom.A]
         offs = [to_fmpq(float(v)) for v in dom.c]
-        H = flint.fmpq_mat(d, d + 1, [1 if j == i else 0 for i in range(d) for j in range(d + 1)])
+        H = flint.fmpq_mat(d, d + 1,
+                           [1 if j == i else 0 for i in range(d) for j in range(d + 1)])
         pos, ok = 0, True
         for l in net.hidden_layers:
             Z = net.Wq[l] * H + net.Baugq[l]

@@ -147,5 +147,6 @@ def orbit_normal_form(params, decimals=9):
 def same_orbit(p, q, atol=1e-7) -> bool:
     """Whether ``q`` is a permutation-and-rescaling of ``p`` (numerically)."""
     a, b = orbit_normal_form(p), orbit_normal_form(q)
-    return all(A.shape == B.shape and np.allclose(A, B, atol=atol) and np.allclose(x, y, atol=atol)
+    return all(A.shape == B.shape and np.allclose(A, B, atol=atol) and np.allclose(x, y,
+                                                                                   atol=atol)
                for (A, x), (B, y) in zip(a, b))

@@ -96,7 +96,8 @@ def test_dask_cluster_survives_a_killed_worker(tmp_path):
                 client.run(os._exit, 1, workers=[victim], wait=False, on_error="ignore")
                 killed.append(victim)
 
-        summary = run_sweep(path, tmp_path / "dask.jsonl", scheduler=client, on_result=kill_one)
+        summary = run_sweep(path, tmp_path / "dask.jsonl", scheduler=client,
+                            on_result=kill_one)
     assert killed
     records = _records(tmp_path / "dask.jsonl")
     keys = [r["task"] for r in records]

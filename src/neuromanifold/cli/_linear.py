@@ -18,7 +18,8 @@ import argparse
 
 import numpy as np
 
-from ._common import add_common, emit, load_model, parse_shapes, positive_float as _positive_float
+from ._common import (add_common, emit, load_model, parse_shapes,
+                      positive_float as _positive_float)
 from ._table import format_table
 
 
@@ -39,7 +40,8 @@ def _fmt(x):
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import SquareLoss, gradient_flow, ntk_dependence  # start-up: loaded when the subcommand runs
+    from .. import (SquareLoss, gradient_flow,  # start-up: loaded when the subcommand runs
+                    ntk_dependence)
     from ..linear import random_regression_data  # start-up: loaded when the subcommand runs
     net, params = _network(args)
     head = f"{net}\n"
@@ -89,7 +91,8 @@ def register(sub) -> None:
                    help="filter sizes, e.g. 3,2,4 (1D) or 2x2,3x3 (2D)")
     p.add_argument("--strides", type=lambda s: parse_shapes(s, "strides"),
                    help="strides, one per layer but the last, e.g. 2,3 or 1x1")
-    p.add_argument("--params", metavar="FILE", help="read filters (and strides) from a model file")
+    p.add_argument("--params", metavar="FILE",
+                   help="read filters (and strides) from a model file")
     p.add_argument("--t-final", type=_positive_float, default=5.0,
                    help="flow: time horizon (default 5)")
     add_common(p)

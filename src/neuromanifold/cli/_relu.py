@@ -139,6 +139,7 @@ def _plot(args) -> int:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     from .._errors import InputError  # start-up: loaded when the subcommand runs
     from ..relu import plot_arrangement  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
@@ -186,7 +187,8 @@ def register(sub) -> None:
                    help="equiv: decision method (default auto)")
     p.add_argument("--tol", type=_tol, default=DEFAULT_TOL,
                    help="relative tolerance (default 1e-9; 0 = exact; 1e-5 for float32 weights)")
-    p.add_argument("--show", type=nonnegative_int, default=20, help="regions: how many to list")
+    p.add_argument("--show", type=nonnegative_int, default=20,
+                   help="regions: how many to list")
     p.add_argument("--max-regions", metavar="N", type=positive_int, default=None,
                    help="regions, equiv, plot: stop after N (joint) regions (default: no "
                         "limit)")

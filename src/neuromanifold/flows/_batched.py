@@ -466,7 +466,8 @@ def integrate_flows(net: Any, theta: np.ndarray, A: np.ndarray, target: np.ndarr
                                       0.9 * np.maximum(err, 1e-10) ** tab["exponent"],
                                       tab["max_factor"])
                 # a step whose stages overflowed (error NaN or inf) shrinks by the most
-                factor = np.where(np.isfinite(err), np.clip(factor, 0.2, tab["max_factor"]), 0.2)
+                factor = np.where(np.isfinite(err), np.clip(factor, 0.2, tab["max_factor"]),
+                                  0.2)
                 factor[~ok] = np.minimum(factor[~ok], 1.0)
                 # a clipped step (landing on a sample time) does not shrink the next one
                 h[idx] = np.where(ok, np.maximum(hh, h[idx]) * factor, hh * factor)

@@ -44,12 +44,11 @@ from typing import Any
 import numpy as np
 
 from .._errors import (ComputationLimitError, InputError, NotInNeuromanifoldError,
-                       ParameterError,
-                       SingularPointError, short_repr)
+                       ParameterError, SingularPointError, short_repr)
 from .._results import Result
 from .._tolerance import DEFAULT_TOL
-from .._validation import (as_finite_array, check_bool, check_positive_float,
-                           check_options, check_positive_int)
+from .._validation import (as_finite_array, check_bool, check_options, check_positive_float,
+                           check_positive_int)
 from ..fibers import invariant_scale, invariant_vector
 from ._gradient_flow import (DEFAULT_MAX_STEPS, Conv1DFastPath, GradientFlowResult, Stepper,
                              check_finite, check_flow_args, gradient_flow, parameter_velocity,
@@ -168,7 +167,8 @@ def lift_to_fiber(net: Any, v: Any, invariants: Any, start: Any, *, tol: float =
             stationary = True
             break
     rel, theta = best
-    return FiberLift(params=net.unflatten(theta), residual=float(rel), iterations=steps, converged=bool(rel <= tol or stationary), tol=tol)
+    return FiberLift(params=net.unflatten(theta), residual=float(rel), iterations=steps,
+                     converged=bool(rel <= tol or stationary), tol=tol)
 
 
 def _as_end_to_end_vector(net: Any, v: Any, name: str) -> np.ndarray:
@@ -273,7 +273,8 @@ def _initial_lift(net: Any, v0: np.ndarray, delta: Any, lift: Any, lift_index: i
     if not points:
         raise NotInNeuromanifoldError(
             f"the fiber over v0={short_repr(v0)} with invariants {short_repr(delta)} is empty")
-    if isinstance(lift_index, (bool, np.bool_)) or not isinstance(lift_index, (int, np.integer)) \
+    if isinstance(lift_index, (bool, np.bool_)) or not isinstance(lift_index,
+                                                                  (int, np.integer)) \
             or not -len(points) <= lift_index < len(points):
         raise InputError(f"lift_index must be an int in [0, {len(points)}) (the fiber has "
                          f"{len(points)} points); got {short_repr(lift_index)}")
@@ -419,7 +420,8 @@ def _assemble(net: Any, loss: QuadraticLoss, delta: np.ndarray, first: FiberLift
             vdot = net.jacobian(p) @ velocity(theta)
             K = net.ntk(fl.params)
             kg = K @ g
-            check_finite("the velocity", np.concatenate([vdot, kg]), "along the Riemannian flow")
+            check_finite("the velocity", np.concatenate([vdot, kg]),
+                         "along the Riemannian flow")
             scale = float(np.linalg.norm(K, 2) * np.linalg.norm(g))
             check_finite("the size of K grad l", scale, "along the Riemannian flow")
             err = float(np.linalg.norm(vdot + kg))

@@ -151,7 +151,8 @@ def model_from_arrays(arrays: dict[str, Any], source: str,
                     f"columns but the previous layer has {params[-1][0].shape[0]} outputs")
             params.append((W, b))
         widths = (params[0][0].shape[1],) + tuple(W.shape[0] for W, _ in params)
-        return Model(kind="relu", params=params, architecture=widths, strides=None, source=source, converted_from=converted)
+        return Model(kind="relu", params=params, architecture=widths, strides=None,
+                     source=source, converted_from=converted)
     if ndims <= {3, 4} and len(ndims) == 1:
         filters = []
         for p, w in zip(order, weights):
@@ -179,8 +180,9 @@ def model_from_arrays(arrays: dict[str, Any], source: str,
         if len(strides) == len(filters):  # keep the last stride too: nothing is lost
             last = strides[-1]
             kept += (tuple(int(v) for v in last) if np.ndim(last) else (int(last),) * net.ndim,)
-        return Model(kind="linear_conv", params=filters, architecture=tuple(tuple(f.shape) for f in filters),
-                     strides=kept, source=source, converted_from=converted)
+        return Model(kind="linear_conv", params=filters,
+                     architecture=tuple(tuple(f.shape) for f in filters), strides=kept,
+                     source=source, converted_from=converted)
     shapes = {p: tuple(np.shape(layers[p]["weight"])) for p in order}
     raise ModelFileError(
         f"{source}: cannot infer a model from weight shapes {short_repr(shapes)}: expected "

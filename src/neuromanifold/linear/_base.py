@@ -16,9 +16,9 @@ import numpy as np
 
 from .._errors import ParameterError, short_repr
 from .._results import Result
-from ..fibers import invariant_vector
 from .._validation import (as_finite_array, check_bool, check_finite_result,
                            check_positive_float)
+from ..fibers import invariant_vector
 
 __all__ = ["JacobianRank", "LinearNetBase", "finite_result"]
 
@@ -165,7 +165,8 @@ class LinearNetBase:
         rel = tol if tol is not None else max(J.shape) * np.finfo(float).eps
         r = int(np.sum(sv > rel * sv[0])) if sv.size and sv[0] > 0 else 0
         smallest = float(sv[dim - 1]) if 0 < dim <= sv.size else None
-        return JacobianRank(rank=r, dimension=dim, is_smooth=r == dim, certified=False, smallest_singular_value=smallest, tol=rel)
+        return JacobianRank(rank=r, dimension=dim, is_smooth=r == dim, certified=False,
+                            smallest_singular_value=smallest, tol=rel)
 
     def is_smooth(self, params: Any, *, exact: bool = False) -> bool:
         """Whether ``params`` is a smooth point: the Jacobian has the generic rank."""

@@ -141,8 +141,7 @@ class LinearConvNet(LinearNetBase):
         D = 1 if isinstance(first, (int, np.integer)) else (
             len(first) if isinstance(first, Sequence) else 0)
         if D == 0:
-            raise ArchitectureError(
-                f"filter_shapes must be a list of ints (1D) or of D-tuples; got {short_repr(filter_shapes)}")
+            raise ArchitectureError(f"filter_shapes must be a list of ints (1D) or of D-tuples; got {short_repr(filter_shapes)}")
         shapes = []
         for l, k in enumerate(filter_shapes, start=1):
             try:
@@ -433,8 +432,7 @@ class LinearConvNet(LinearNetBase):
         params = self.check_params(params)
         g = as_finite_array(cotangent, "cotangent", error=InputError)
         if g.shape != self.end_to_end_shape and g.shape != (self.end_to_end_size,):
-            raise InputError(
-                f"cotangent must have the end-to-end shape {self.end_to_end_shape}; got {g.shape}")
+            raise InputError(f"cotangent must have the end-to-end shape {self.end_to_end_shape}; got {g.shape}")
         g = g.reshape(self.end_to_end_shape)
         out = []
         for P, S, k in zip(self._partial_products(params), self.cumulative_strides,

@@ -21,7 +21,8 @@ import numpy as np
 from .._errors import ComputationLimitError, InputError, short_repr
 from .._progress import progress_bar
 from .._results import Result
-from .._validation import renamed_keywords, as_seed_rng, check_bool, check_positive_float, check_positive_int
+from .._validation import (as_seed_rng, check_bool, check_positive_float, check_positive_int,
+                           renamed_keywords)
 from ..flows import DEFAULT_MAX_STEPS, SOLVERS, SquareLoss, gradient_flow, integrate_flows
 from ._conv import LinearConvNet
 from ._fc import LinearFCNet
@@ -350,7 +351,8 @@ class _RunState:
         if self.grad <= self.gtol or self.elapsed >= max_time * (1 - 1e-12):
             self.done = True
         else:
-            self.horizon = self.segment = min(self.growth * self.horizon, max_time - self.elapsed)
+            self.horizon = self.segment = min(self.growth * self.horizon,
+                                              max_time - self.elapsed)
 
     def limit(self) -> None:
         """A segment used up its step budget: the run ends where the solver got to."""

@@ -28,7 +28,8 @@ def _psd_power(M: np.ndarray, p: float) -> np.ndarray:
     lam, U = np.linalg.eigh((M + M.T) / 2)
     # eigenvalues at rounding level are zeros of a singular M: a fractional power would
     # blow them up (1e-17 ** (1/3) ~ 2e-6), so they are set to exactly zero
-    cutoff = max(M.shape) * np.finfo(float).eps * max(float(np.abs(lam).max(initial=0.0)), 1e-300)
+    cutoff = max(M.shape) * np.finfo(float).eps * max(float(np.abs(lam).max(initial=0.0)),
+                                                      1e-300)
     lam = np.where(lam > cutoff, lam, 0.0)
     if p == 0:
         return U @ U.T
@@ -171,8 +172,7 @@ class LinearFCNet(LinearNetBase):
         U, s, Vt = np.linalg.svd(W, full_matrices=False)
         tol = max(W.shape) * np.finfo(float).eps * (s[0] if s.size else 0.0)
         if np.sum(s > tol) > r:
-            raise ParameterError(
-                f"end_to_end has rank {int(np.sum(s > tol))} but {self!r} realizes rank <= {r}")
+            raise ParameterError(f"end_to_end has rank {int(np.sum(s > tol))} but {self!r} realizes rank <= {r}")
         U, s, V = U[:, :r], s[:r], Vt[:r].T
         frames = [V] + [np.linalg.qr(rng.standard_normal((d, r)))[0] for d in self.widths[1:-1]] + [U]
         with np.errstate(divide="ignore"):

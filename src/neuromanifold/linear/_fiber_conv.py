@@ -61,7 +61,8 @@ def _parse_target(net, v: Any) -> tuple[np.ndarray, np.ndarray, bool]:
         return exact, np.vectorize(float, otypes=[float])(exact), True
     arr = np.asarray(v, dtype=object) if not isinstance(v, np.ndarray) else v
     exact_input = arr.dtype == object and arr.size > 0 and all(
-        isinstance(x, (Fraction, flint.fmpq, flint.fmpz, int, np.integer)) and not isinstance(x, bool)
+        isinstance(x, (Fraction, flint.fmpq, flint.fmpz, int, np.integer)) and not isinstance(x,
+                                                                                              bool)
         for x in arr.ravel())
     if exact_input:
         if arr.shape != shape and not (net.ndim == 1 and arr.shape == (math.prod(shape),)):
@@ -210,8 +211,8 @@ def _package(net, layers: list[np.ndarray], v_float: np.ndarray, deltas: np.ndar
         notes = notes + [f"{bad.size} point(s) polished by Gauss-Newton"]
     # list(arr) makes the row views in C; zip regroups them per point
     points = list(map(list, zip(*[list(arr) for arr in layers])))
-    return Fiber(points=points, num_sign_patterns=2 ** (net.num_layers - 1), certified=certified,
-                 method=method, dimension=0, num_assignments=int(count),
+    return Fiber(points=points, num_sign_patterns=2 ** (net.num_layers - 1),
+                 certified=certified, method=method, dimension=0, num_assignments=int(count),
                  max_residual=float(res.max()) if N else 0.0, notes=tuple(notes))
 
 

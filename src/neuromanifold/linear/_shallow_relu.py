@@ -206,7 +206,8 @@ class ShallowReLUCNN(_ShallowBase):
     def _check_inputs(self, x: Any, batch_only: bool = False) -> np.ndarray:
         x = as_finite_array(x, "inputs", error=InputError)
         D = self.linear.ndim
-        if x.ndim != D + 1 or any(n < k for n, k in zip(x.shape[1:], self.linear.end_to_end_shape)):
+        if x.ndim != D + 1 or any(n < k for n, k in zip(x.shape[1:],
+                                                        self.linear.end_to_end_shape)):
             raise InputError(
                 f"inputs must have shape (N, n_1..n_{D}) with n_a >= the end-to-end filter "
                 f"size {self.linear.end_to_end_shape}; got shape {x.shape}")
@@ -476,8 +477,9 @@ class ShallowReLUMLP(_ShallowBase):
             a = signs * np.sqrt(a2)
             point = [P / a[:, None], a]
             return Fiber(points=[point], num_sign_patterns=1, certified=True,
-                         method="path-lifting closed form (docs/concepts_linear.md §6)", dimension=0,
-                         num_assignments=1, max_residual=self._residual(point, rep, flat_inv))
+                         method="path-lifting closed form (docs/concepts_linear.md §6)",
+                         dimension=0, num_assignments=1,
+                         max_residual=self._residual(point, rep, flat_inv))
         norms = self._start_norms(P, inv)
         weights = self._equation_weights(P, flat_inv)
         points, residuals, nullities = [], [], []

@@ -5,8 +5,9 @@ functional equivalence, functional dimension, one hidden layer on the orthant
 (docs/concepts_relu.md §2), genericity (docs/concepts_relu.md §3), non-localizability (§6) and pictures.
 """
 
-from ._orthant.arrangement import (ArrangementComparison, ArrangementHyperplane, WeightedArrangement,
-                           arrangements_equal, weighted_arrangement)
+from ._orthant.arrangement import (ArrangementComparison, ArrangementHyperplane,
+                                   WeightedArrangement, arrangements_equal,
+                                   weighted_arrangement)
 from ._bottleneck.fiber import BottleneckFiber, FiberFamily, fiber
 from ._analysis.bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
 from ._bottleneck.canonical import BottleneckEquivalence, canonical_form, equivalent_bottleneck
@@ -17,14 +18,15 @@ from ._analysis.fundim import FunctionalDimension, functional_dimension
 from ._analysis.genericity import Genericity, GenericityFailure, genericity
 from ._bottleneck.identifiability import HiddenHyperplane, Identifiability, identifiability
 from ._core.net import ReLUNet, check_params, forward
-from ._bottleneck.nonlocalizability import (NonlocalizableSearch, Nonlocalizability, PartIdentifiability,
-                        nonlocalizability, nonlocalizable_example, orbit_distance,
-                        search_nonlocalizable)
+from ._bottleneck.nonlocalizability import (NonlocalizableSearch, Nonlocalizability,
+                                            PartIdentifiability, nonlocalizability,
+                                            nonlocalizable_example, orbit_distance,
+                                            search_nonlocalizable)
 from ._orthant.fiber import FiberPiece, OrthantFiber, orthant_fiber
 from ._analysis.plot import plot_arrangement
-from ._analysis.regions import (Region, RegionEstimate, Regions, RegionStream, activation_pattern,
-                                warm_up,
-                       estimate_regions, iter_regions, regions)
+from ._analysis.regions import (Region, RegionEstimate, Regions, RegionStream,
+                                activation_pattern, estimate_regions, iter_regions, regions,
+                                warm_up)
 from ._bottleneck.search import SearchCluster, SymmetrySearch, search_symmetries
 from . import symmetries
 

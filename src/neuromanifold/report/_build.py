@@ -14,8 +14,8 @@ from .._validation import as_seed_rng
 from ..flows import SquareLoss, gradient_flow, riemannian_flow
 from ..linear import LinearConvNet, random_regression_data
 from ..relu import ReLUNet, bent_hyperplanes, identifiability, plot_arrangement
-from ._figures import (new_figure, fiber_figure, flow_figure, hiding_family,
-                       hiding_translation_figure, ntk_difference_figure, to_png)
+from ._figures import (fiber_figure, flow_figure, hiding_family, hiding_translation_figure,
+                       new_figure, ntk_difference_figure, to_png)
 from ._html import Figure, Section, Table
 
 __all__ = ["reproduction_section", "flow_section", "relu_picture_section", "fiber_section",

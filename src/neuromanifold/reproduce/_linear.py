@@ -253,7 +253,8 @@ def verify_witness(model: Any, witnesses: Any, *, tol: float = 1e-6,
         raise InputError(f"witnesses must be a pair of parameters; got {short_repr(witnesses)}")
     p, q = witnesses
     p, q = model.check_params(p), model.check_params(q)
-    fres = _rel(np.asarray(model.end_to_end(p)).ravel(), np.asarray(model.end_to_end(q)).ravel())
+    fres = _rel(np.asarray(model.end_to_end(p)).ravel(),
+                np.asarray(model.end_to_end(q)).ravel())
     ip, iq = invariant_vector(model, p), invariant_vector(model, q)
     ires = float(np.abs(ip - iq).max(initial=0.0)) / invariant_scale(ip, p)
     kdiff = _rel(model.ntk(p), model.ntk(q))
@@ -526,7 +527,8 @@ def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = Fal
     tol = check_positive_float(tol, "tol")
     quick = check_bool(quick, "quick")
     progress = check_bool(progress, "progress")
-    if claims is not None and (isinstance(claims, (str, bytes)) or not isinstance(claims, Sequence)
+    if claims is not None and (isinstance(claims, (str, bytes)) or not isinstance(claims,
+                                                                                  Sequence)
                                or not all(isinstance(c, Claim) for c in claims)):
         raise InputError(f"claims must be a list of Claim; got {short_repr(claims)}")
     claims = list(default_linear_claims(quick=quick) if claims is None else claims)
@@ -543,8 +545,8 @@ def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = Fal
     rng = as_seed_rng(int(seed))
     bar = None
     if progress:
-        bar = progress_bar(total=n * sum(len(c.cases) for c in claims), desc="reproduce linear",
-                   unit="instance")
+        bar = progress_bar(total=n * sum(len(c.cases) for c in claims),
+                           desc="reproduce linear", unit="instance")
     rows: list[Row] = []
     try:
         for claim in claims:
@@ -692,11 +694,14 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
         c1_special = [conv_special([3, 2], [2]), conv_special([5, 3], [2]),
                       conv_special([4, 2], [3]), conv_special([5, 2, 2], [2, 2]),
                       conv_special([3, 3], [2])]
-        c1_stride1 = [conv([2, 2], [1]), conv([3, 3], [1]), conv([2, 3], [1]), conv([2, 4], [1]),
+        c1_stride1 = [conv([2, 2], [1]), conv([3, 3], [1]), conv([2, 3], [1]), conv([2, 4],
+                                                                                    [1]),
                       conv([2, 2, 2], [1, 2]), conv([2, 2, 2], [2, 1]),
-                      conv([2, 1, 2], [1, 2]), conv([3, 1, 2], [1, 3]), conv([3, 3, 3], [1, 1])]
+                      conv([2, 1, 2], [1, 2]), conv([3, 1, 2], [1, 3]), conv([3, 3, 3],
+                                                                             [1, 1])]
         c2 = [conv([(2, 2), (3, 2)]), conv([(2, 2), (2, 3)], [(2, 1)]),
-              conv([(2, 2), (2, 2)], [(2, 2)]), conv([(3, 2), (2, 2), (2, 2)], [(2, 2), (1, 1)]),
+              conv([(2, 2), (2, 2)], [(2, 2)]), conv([(3, 2), (2, 2), (2, 2)],
+                                                     [(2, 2), (1, 1)]),
               conv([(2, 2), (2, 2)]), conv([(2, 3), (2, 3)], [(1, 1)]),
               conv([(2, 1), (3, 1)]), conv([(2, 1), (4, 1)]), conv([(2, 1), (1, 2)]),
               conv([(2, 1), (2, 2)]),
@@ -715,9 +720,8 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
                                     lambda net: any(s[0] == 1 for s in net.strides))
     d2 = architecture_hypothesis("D >= 2", lambda net: isinstance(net, LinearConvNet)
                                  and net.ndim >= 2)
-    relu_lin = architecture_hypothesis(
-        "the linear part meets paper A's theorem: D >= 2, or 1D with all strides > 1",
-        lambda net: isinstance(net, LinearConvNet) and (net.ndim >= 2 or _all_strides_gt1(net)))
+    relu_lin = architecture_hypothesis("the linear part meets paper A's theorem: D >= 2, or 1D with all strides > 1",
+                                       lambda net: isinstance(net, LinearConvNet) and (net.ndim >= 2 or _all_strides_gt1(net)))
     sizes, regular = standing_hypothesis(SIZES), standing_hypothesis(REGULAR)
 
     return [

@@ -882,13 +882,15 @@ def reproduce_relu(*, seed: int = 0, quick: bool = False, progress: bool = False
     quick = check_bool(quick, "quick")
     progress = check_bool(progress, "progress")
     tol = check_tol(tol)
-    if claims is not None and (isinstance(claims, (str, bytes)) or not isinstance(claims, Sequence)
+    if claims is not None and (isinstance(claims, (str, bytes)) or not isinstance(claims,
+                                                                                  Sequence)
                                or not all(isinstance(c, ReLUClaim) for c in claims)):
         raise InputError(f"claims must be a list of ReLUClaim; got {short_repr(claims)}")
     claims = list(default_relu_claims(quick=quick) if claims is None else claims)
     bar = None
     if progress:
-        bar = progress_bar(total=sum(c.units for c in claims), desc="reproduce relu", unit="step")
+        bar = progress_bar(total=sum(c.units for c in claims), desc="reproduce relu",
+                           unit="step")
     ctx = ReLUContext(int(seed), quick, tol, bar)
     rows: list[Row] = []
     try:

@@ -279,5 +279,5 @@ def run_sweep(config: Any, output: Any = None, *, scheduler: Any = None,
     finally:
         if bar is not None:
             bar.close()
-    return SweepSummary(output=str(out), total=len(tasks), skipped=len(tasks) - len(todo), ran=ran, failed=failed,
-                        seconds=time.perf_counter() - start)
+    return SweepSummary(output=str(out), total=len(tasks), skipped=len(tasks) - len(todo),
+                        ran=ran, failed=failed, seconds=time.perf_counter() - start)

@@ -91,7 +91,8 @@ def test_pieces_lie_on_hyperplanes_and_jumps_match_forward(seed, domain):
                 return np.array([(forward(p, x + e * ek) - forward(p, x - e * ek))[0] / (2 * e)
                                  for ek in np.eye(2)])
             g_plus, g_minus = grad(piece.point + h * nrm), grad(piece.point - h * nrm)
-            np.testing.assert_allclose(g_plus - g_minus, piece.jump[0].astype(float), atol=1e-5)
+            np.testing.assert_allclose(g_plus - g_minus, piece.jump[0].astype(float),
+                                       atol=1e-5)
 
 
 def test_result_serializes():

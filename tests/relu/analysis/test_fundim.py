@@ -314,7 +314,8 @@ def test_a_corner_region_found_by_milp():
     from unittest import mock
     from neuromanifold.relu._analysis import fundim as _fundim
     p = _adversarial("generic", np.random.default_rng(29786), [2, 2, 1, 2])
-    with mock.patch.object(_fundim, "_SAMPLES", 8), mock.patch.object(_fundim, "_SAMPLE_BATCH", 8):
+    with mock.patch.object(_fundim, "_SAMPLES", 8), mock.patch.object(_fundim,
+                                                                      "_SAMPLE_BATCH", 8):
         fd = functional_dimension(p, (-1, 1), method="milp")
     assert fd.rank == _exhaustive_rank(p, (-1, 1)) == 7 and fd.method == "milp"
 

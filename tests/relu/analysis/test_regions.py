@@ -44,7 +44,8 @@ def _grid_patterns(p, lo, hi, k=241):
 
 
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 4, 3, 1], [2, 5, 1], [2, 3, 3, 3, 2]]))
+@given(seed=st.integers(0, 10**6),
+       widths=st.sampled_from([[2, 4, 3, 1], [2, 5, 1], [2, 3, 3, 3, 2]]))
 def test_dense_grid_finds_no_missed_pattern_and_maps_match(seed, widths):
     p = ReLUNet(widths).random_params(seed)
     R = regions(p, domain=(-3, 3))
@@ -368,7 +369,8 @@ def test_max_regions_raises_with_counts_and_the_partial_list():
     assert regions(p, max_regions=n).num_regions == n          # exactly n: no error
     it = iter_regions(p, max_regions=n - 3)
     got = []
-    with pytest.raises(ComputationLimitError, match=rf"max_regions={n - 3}\) after {n - 3} regions"):
+    with pytest.raises(ComputationLimitError,
+                       match=rf"max_regions={n - 3}\) after {n - 3} regions"):
         for r in it:
             got.append(r)
     assert len(got) == n - 3 and not it.finished
@@ -611,7 +613,8 @@ def test_region_fractions_equal_the_checked_conversion(p, q):
     from neuromanifold.relu._analysis.regions import _fraction, _fractions
     v = flint.fmpq(p, q)
     f, ref = _fraction(v), fmpq_to_fraction(v)
-    assert (f.numerator, f.denominator) == (ref.numerator, ref.denominator) == (Fraction(p, q).numerator, Fraction(p, q).denominator)
+    assert (f.numerator, f.denominator) == (ref.numerator, ref.denominator) == (Fraction(p, q).numerator, Fraction(p,
+                                                                                                                   q).denominator)
     assert f == ref and hash(f) == hash(ref) and f + 1 == ref + 1
     M = flint.fmpq_mat(2, 2, [v, 0, -v, 1])
     F = _fractions(M)

@@ -43,11 +43,13 @@ def test_second_layer_flips_are_classified():
     """Turning a crossing neuron around through the always-active block is named
     (second_layer_flip), also when a dead neuron joins the block for it (block_refactor)."""
     p, q = linear_block_flip_pair()
-    S = search_symmetries(p, num_starts=0, initial=[perturbed(q, np.random.default_rng(2), 0.02)])
+    S = search_symmetries(p, num_starts=0,
+                          initial=[perturbed(q, np.random.default_rng(2), 0.02)])
     assert S.confirmed == 1 and not S.beyond_named
     assert S.clusters[0].kind == "named" and "second_layer_flip" in S.clusters[0].signature
     p, q = dead_to_linear_pair()
-    S = search_symmetries(p, num_starts=0, initial=[perturbed(q, np.random.default_rng(2), 0.02)])
+    S = search_symmetries(p, num_starts=0,
+                          initial=[perturbed(q, np.random.default_rng(2), 0.02)])
     assert S.confirmed == 1 and not S.beyond_named
     assert S.clusters[0].kind == "named" and "block_refactor" in S.clusters[0].signature
 
@@ -57,7 +59,8 @@ def test_one_neuron_ramp_flip_is_recognized():
          (np.array([[2.0, -1.0]]), np.array([0.7]))]
     assert RampFlip(0).applies(p).applies
     q = RampFlip(0).apply(p)
-    S = search_symmetries(p, num_starts=0, initial=[perturbed(q, np.random.default_rng(3), 0.02)])
+    S = search_symmetries(p, num_starts=0,
+                          initial=[perturbed(q, np.random.default_rng(3), 0.02)])
     assert S.confirmed == 1
     assert S.clusters[0].kind == "n1 = 1" and "turned around" in S.clusters[0].signature
 

@@ -279,8 +279,11 @@ def test_errors_and_results(rng):
     assert "Scaling(layer=1" in repr(Scaling(1, (1.0, 2.0)))
     with pytest.raises(dataclasses.FrozenInstanceError):
         Scaling(1, (1.0,)).layer = 2
-    names = {s.name for s in [Permutation(1, (0,)), Scaling(1, (1.0,)), DeadNeuronMove(0, (0,), ()),
-                              LinearBlockMixing((0,), np.eye(1), (0,)), HidingTranslation(0, 0),
+    names = {s.name for s in [Permutation(1, (0,)), Scaling(1, (1.0,)), DeadNeuronMove(0,
+                                                                                       (0,),
+                                                                                       ()),
+                              LinearBlockMixing((0,), np.eye(1), (0,)), HidingTranslation(0,
+                                                                                          0),
                               Flip(0, ()), RampFlip(0)]}
     assert names == {"permutation", "scaling", "dead_neuron_move", "linear_block_mixing",
                      "hiding_translation", "flip", "ramp_flip"}
@@ -294,14 +297,16 @@ def test_second_layer_flip_through_the_linear_block(rng):
     from neuromanifold.relu.symmetries import SecondLayerFlip
     # >= n1 always-active neurons: the current block absorbs the linear part (exact example)
     P = _net([[1.0, 0.5, 0.0], [0.25, -1.0, 1.0]], [0.5, -0.25],
-             [[1.0, -2.0], [1.0, 0.0], [0.0, 1.0]], [0.5, 1.0, 2.0], [[1.5, 1.0, -1.0]], [0.125])
+             [[1.0, -2.0], [1.0, 0.0], [0.0, 1.0]], [0.5, 1.0, 2.0], [[1.5, 1.0, -1.0]],
+             [0.125])
     f = SecondLayerFlip.construct(P, (0,), tol=0)
     assert f is not None and f.linear == (1, 2) and f.applies(P, tol=0)
     Q = f.apply(P, tol=0)
     assert np.array_equal(Q[1][0][0], [-1.0, 2.0])
     assert exactly_equivalent(P, Q) and not same_orbit(P, Q)
     back = f.inverse(P).apply(Q, tol=0)
-    assert all(np.array_equal(a, b) and np.array_equal(c, e) for (a, c), (b, e) in zip(P, back))
+    assert all(np.array_equal(a, b) and np.array_equal(c, e) for (a, c), (b, e) in zip(P,
+                                                                                       back))
     # random floats: fewer linear neurons than n1, rank deficit (k >= rank + 1), n1 = 1
     for widths, kinds in [((3, 3, 3, 1), ["mixed", "linear", "linear"]),
                           ((2, 1, 2, 1), ["ramp", "linear"]),
@@ -313,7 +318,8 @@ def test_second_layer_flip_through_the_linear_block(rng):
     # just outside: one linear neuron cannot absorb a rank-2 linear part (n3 = 2)
     P = bottleneck(rng, (3, 2, 3, 2), kinds=["mixed", "linear", "mixed"])
     assert SecondLayerFlip.construct(P, (0,)) is None
-    naive = SecondLayerFlip((0,), (1,), (tuple(P[1][0][1]) + (P[1][1][1],),), tuple(map(tuple, P[2][0][:, [1]])))
+    naive = SecondLayerFlip((0,), (1,), (tuple(P[1][0][1]) + (P[1][1][1],),),
+                            tuple(map(tuple, P[2][0][:, [1]])))
     app = naive.applies(P)
     assert not app.applies and "does not factor" in app.reason
     assert not ground_truth_equivalent(P, _unchecked(naive, P))
@@ -326,14 +332,16 @@ def test_second_layer_flip_through_the_linear_block(rng):
 def test_block_refactor_grows_and_shrinks_the_block():
     from neuromanifold.relu.symmetries import BlockRefactor
     P = _net([[1.0, 0.5, 0.0], [0.25, -1.0, 1.0]], [0.5, -0.25],
-             [[1.0, -2.0], [1.0, 0.5], [-1.0, -0.5]], [0.5, 1.0, -2.0], [[1.5, -2.0, 3.0]], [0.125])
+             [[1.0, -2.0], [1.0, 0.5], [-1.0, -0.5]], [0.5, 1.0, -2.0], [[1.5, -2.0, 3.0]],
+             [0.125])
     # the dead neuron 2 joins the block: each of 1, 2 carries half of the linear map
     grow = BlockRefactor((1, 2), ((0.5, 0.25, 1.0), (0.5, 0.25, 0.5)), ((-2.0, -2.0),))
     assert grow.applies(P, tol=0)
     Q = grow.apply(P, tol=0)
     assert exactly_equivalent(P, Q) and not same_orbit(P, Q)
     back = grow.inverse(P).apply(Q, tol=0)
-    assert all(np.array_equal(a, b) and np.array_equal(c, e) for (a, c), (b, e) in zip(P, back))
+    assert all(np.array_equal(a, b) and np.array_equal(c, e) for (a, c), (b, e) in zip(P,
+                                                                                       back))
     # neuron 1 leaves the block (it becomes dead), neuron 2 carries the map alone
     shrink = BlockRefactor((1, 2), ((-1.0, 0.0, -0.25), (1.0, 0.5, 0.25)), ((7.0, -2.0),))
     assert shrink.applies(Q, tol=0)

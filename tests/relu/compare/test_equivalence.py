@@ -28,7 +28,8 @@ def _confirmed(p, q, r):
 
 
 @settings(max_examples=8, deadline=None)
-@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 3, 2, 1], [3, 3, 2], [1, 2, 2, 2]]),
+@given(seed=st.integers(0, 10**6),
+       widths=st.sampled_from([[2, 3, 2, 1], [3, 3, 2], [1, 2, 2, 2]]),
        domain=st.sampled_from([None, "orthant", (-1, 2)]))
 def test_permuted_rescaled_copies_are_equivalent(seed, widths, domain):
     rng = np.random.default_rng(seed)
@@ -244,7 +245,8 @@ def test_relative_perturbation_of_one_live_weight_is_not_equivalent(seed, widths
 
 
 @settings(max_examples=5, deadline=None)
-@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 3, 2, 1], [1, 3, 3, 1], [2, 4, 1]]),
+@given(seed=st.integers(0, 10**6),
+       widths=st.sampled_from([[2, 3, 2, 1], [1, 3, 3, 1], [2, 4, 1]]),
        domain=st.sampled_from([None, "orthant", (-1, 2)]))
 def test_regions_and_milp_give_the_same_verdict_under_tol(seed, widths, domain):
     rng = np.random.default_rng(seed)

@@ -112,7 +112,8 @@ def test_sign_kernel_never_contradicts_the_exact_sign(seed, d, m, n, scale, on_p
             bound = _sign_rel(d) * (np.abs(A[i]) @ np.abs(X[p]) + abs(c[i]))
             if abs(float(exact[i][p])) > 2 * bound + 1e-300 and bound < 1e299:
                 assert S[i, p] == e
-            np.testing.assert_allclose(Z[i, p], float(exact[i][p]), rtol=0, atol=4 * bound + 1e-300)
+            np.testing.assert_allclose(Z[i, p], float(exact[i][p]), rtol=0,
+                                       atol=4 * bound + 1e-300)
 
 
 def test_sign_kernel_never_trusts_clipped_or_non_finite_values():

@@ -297,7 +297,8 @@ def test_description_is_exactly_the_piece(rng):
                 y = list(x)
                 if k:
                     i = int(rng.integers(len(y)))
-                    y[i] = -y[i] if k == 3 else y[i] + Fraction(int(rng.choice([-3, -1, 1, 2])), 4)
+                    y[i] = -y[i] if k == 3 else y[i] + Fraction(int(rng.choice([-3, -1, 1, 2])),
+                                                                4)
                 c = cond.subs({s: sympy.Rational(v.numerator, v.denominator)
                                for s, v in zip(P.symbols, y)})
                 found = F.piece_of(_to_params(P._ctx, y, True))

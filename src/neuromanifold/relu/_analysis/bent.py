@@ -227,13 +227,18 @@ def bent_hyperplanes(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                 status = "dead"
             else:  # pragma: no cover - switching without a facet is impossible
                 status = "hidden"
-            neurons.append(BentNeuron(layer=l + 1, index=i, status=status, visible=nvis > 0, num_pieces=len(ps), num_visible_pieces=nvis, pieces=ps))
-        R = Regions(regions=out, num_regions=len(out), num_lps=engine.counter.count - piece_lps[0], num_exact_fallbacks=engine.exact_fallbacks,
-                    counts=tuple(budget.counts), widths=net.widths, domain=dom, certified=complete, params=net.params)
+            neurons.append(BentNeuron(layer=l + 1, index=i, status=status, visible=nvis > 0,
+                                      num_pieces=len(ps), num_visible_pieces=nvis, pieces=ps))
+        R = Regions(regions=out, num_regions=len(out),
+                    num_lps=engine.counter.count - piece_lps[0],
+                    num_exact_fallbacks=engine.exact_fallbacks, counts=tuple(budget.counts),
+                    widths=net.widths, domain=dom, certified=complete, params=net.params)
         num_vis = sum(n.status == "visible" for n in neurons)
         num_hid = sum(n.status == "hidden" for n in neurons)
-        return BentHyperplanes(neurons=neurons, num_visible=num_vis, num_hidden=num_hid, all_visible=num_vis == len(neurons), regions=R,
-                               num_lps=engine.counter.count, certified=complete, domain=dom, tol=tol, scale=float(scale), complete=complete)
+        return BentHyperplanes(neurons=neurons, num_visible=num_vis, num_hidden=num_hid,
+                               all_visible=num_vis == len(neurons), regions=R,
+                               num_lps=engine.counter.count, certified=complete, domain=dom,
+                               tol=tol, scale=float(scale), complete=complete)
 
     partial = lambda: result(False)  # noqa: E731
     for cell in budget.cells([net], dom, partial=partial):
@@ -296,7 +301,8 @@ def _region_pieces(cell, ri: int, net, engine, pieces: dict, thr, scale: float,
         own_f = own_f / max(float(np.linalg.norm(own_f)), 1e-300)
         near = np.abs(units - own_f[None, :]).max(axis=1) <= 1e-6
         keep = [j for j, (row, off, ow) in enumerate(zip(cell.rows_q, cell.offs_q, cell.owners))
-                if ow is None or not near[j] or not _proportional_pos(row, off, own_row, own_off)]
+                if ow is None or not near[j] or not _proportional_pos(row, off, own_row,
+                                                                      own_off)]
         if _PRUNE and len(keep) == len(cell.rows_q):
             # the hyperplane bounds no side of the region: the neuron is positive on the
             # open region, so its zero set meets no relative interior of a facet
@@ -313,7 +319,8 @@ def _region_pieces(cell, ri: int, net, engine, pieces: dict, thr, scale: float,
         # the pattern across the piece, layer by layer (see module docstring)
         new_pat = [m.copy() for m in pattern]
         coincident = []
-        H = flint.fmpq_mat(d, d + 1, [1 if k == j else 0 for j in range(d) for k in range(d + 1)])
+        H = flint.fmpq_mat(d, d + 1,
+                           [1 if k == j else 0 for j in range(d) for k in range(d + 1)])
         for ll in net.hidden_layers:
             Z = net.Wq[ll] * H + net.Baugq[ll]
             e2 = Z.entries()

@@ -29,10 +29,10 @@ import numpy as np
 
 from ..._errors import ComputationLimitError, InputError, ParameterError, short_repr
 from ..._results import Result
-from ..._validation import (renamed_keywords, as_finite_array, check_bool, check_finite_result,
-                            check_positive_float)
+from ..._validation import (as_finite_array, check_bool, check_finite_result,
+                            check_positive_float, renamed_keywords)
 from ...flows import SOLVERS, Stepper, check_finite, quiet_overflow
-from .._core.net import ReLUNet, forward_unchecked, check_params
+from .._core.net import ReLUNet, check_params, forward_unchecked
 
 __all__ = ["gradient_flow", "ReLUFlowResult", "block_law", "active_blocks",
            "rescaling_law_terms", "block_law_terms"]

@@ -146,7 +146,8 @@ def region_rows(net, patterns, center_q) -> tuple[list[list[flint.fmpq]], bool]:
     Zs = layer_maps(net, patterns)
     smooth = True
     # augmented output maps of every layer's input: Hin[l] is the input map of layer l
-    Hin = [flint.fmpq_mat(d, d + 1, [1 if k == j else 0 for j in range(d) for k in range(d + 1)])]
+    Hin = [flint.fmpq_mat(d, d + 1,
+                          [1 if k == j else 0 for j in range(d) for k in range(d + 1)])]
     for l in range(L - 1):
         n = len(patterns[l])
         ent = Zs[l].entries()
@@ -735,8 +736,14 @@ class _Run:
         if not complete:
             method = "incomplete"
         used = self.budget.num_regions + self.sampled
-        return FunctionalDimension(
-            rank=rank, bound=self.bound, at_bound=rank == self.bound, num_params=self.P, num_hidden=self.hidden, num_regions=used,
-            num_points=(used - self.thin) * (self.net.d + 1), smooth=self.smooth, certified=certified, domain=self.dom,
-            tol=self.tol, smallest_counted=smallest, largest_dropped=dropped, num_thin_regions=self.thin, num_sampled_regions=self.sampled, enumerated=self.enumerated, method=method,
-            num_milps=self.num_milps, num_lps=self.engine.counter.count, note=self.note)
+        return FunctionalDimension(rank=rank, bound=self.bound, at_bound=rank == self.bound,
+                                   num_params=self.P, num_hidden=self.hidden,
+                                   num_regions=used,
+                                   num_points=(used - self.thin) * (self.net.d + 1),
+                                   smooth=self.smooth, certified=certified, domain=self.dom,
+                                   tol=self.tol, smallest_counted=smallest,
+                                   largest_dropped=dropped, num_thin_regions=self.thin,
+                                   num_sampled_regions=self.sampled,
+                                   enumerated=self.enumerated, method=method,
+                                   num_milps=self.num_milps,
+                                   num_lps=self.engine.counter.count, note=self.note)

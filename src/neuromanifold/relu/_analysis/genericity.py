@@ -268,7 +268,8 @@ def _lp_meets(N: list, c: list, rows: list, offs: list, d: int) -> tuple[bool, l
         tight = [i for i in range(len(rows)) if slack[i] < 1e-7]
         N2 = list(N) + [rows[i] for i in tight]
         c2 = list(c) + [offs[i] for i in tight]
-        if rational_rank([list(n) + [cc] for n, cc in zip(N2, c2)], d + 1) == rational_rank(N2, d):
+        if rational_rank([list(n) + [cc] for n, cc in zip(N2, c2)], d + 1) == rational_rank(N2,
+                                                                                            d):
             xp = _project(x, N2, c2, d)
             if _in_closed(xp, rows_all, offs_all):
                 return True, xp
@@ -571,9 +572,11 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         W, _ = exact[l]
         for j, row in enumerate(W):
             if all(x == 0 for x in row):
-                failures.append(GenericityFailure(
-                    condition="S0", kind="zero row", elements=(lab(l, j),), pattern=None, layers=None, measured=0, expected=1, point=None, certified=True,
-                    message=f"S0: {lab(l, j)} has an all-zero weight row (no hyperplane)"))
+                failures.append(GenericityFailure(condition="S0", kind="zero row",
+                                                  elements=(lab(l, j),), pattern=None,
+                                                  layers=None, measured=0, expected=1,
+                                                  point=None, certified=True,
+                                                  message=f"S0: {lab(l, j)} has an all-zero weight row (no hyperplane)"))
     facets = _facets(dom)
     dom_rows = [f[1] for f in facets]
     dom_offs = [f[2] for f in facets]
@@ -637,7 +640,8 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                             if fk not in seen:
                                 seen.add(fk)
                                 failures.append(GenericityFailure(
-                                    condition="S2", kind="degenerate piece", elements=(lab(l, j),), pattern=key, layers=None, measured=0, expected=1,
+                                    condition="S2", kind="degenerate piece", elements=(lab(l,
+                                                                                           j),), pattern=key, layers=None, measured=0, expected=1,
                                     point=None, certified=True, message=f"S2: {lab(l, j)} is identically zero on the "
                                     f"region with pattern {key}"))
                         continue
@@ -661,8 +665,10 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                           if kind == "dependent normals" else
                           f"({len(S)} > d = {d}) share the point "
                           f"{tuple(float(v) for v in x)}"))
-                failures.append(GenericityFailure(
-                    condition="S2", kind=kind, elements=labels, pattern=key, layers=None, measured=rN, expected=exp, point=x, certified=cert, message=msg))
+                failures.append(GenericityFailure(condition="S2", kind=kind, elements=labels,
+                                                  pattern=key, layers=None, measured=rN,
+                                                  expected=exp, point=x, certified=cert,
+                                                  message=msg))
         # maximal rank of the masked products D_b W_b ... D_a W_a (D_L = I)
         for a in range(1, L + 1):
             P = None
@@ -688,7 +694,8 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                 else:
                     rank, *gap = numerical_rank(_scaled_matrix(P), tol)
                     checker.gaps.append(tuple(gap))
-                sizes = [widths[a - 1]] + [sum(key[l - 1]) for l in range(a, min(b, L - 1) + 1)]
+                sizes = [widths[a - 1]] + [sum(key[l - 1]) for l in range(a,
+                                                                          min(b, L - 1) + 1)]
                 if b == L:
                     sizes.append(widths[L])
                 expected = min(sizes)

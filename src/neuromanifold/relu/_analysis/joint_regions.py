@@ -108,11 +108,9 @@ class Pair:
         dp, dq = p[0][0].shape[1], q[0][0].shape[1]
         mp, mq = p[-1][0].shape[0], q[-1][0].shape[0]
         if dp != dq:
-            raise ArchitectureError(
-                f"networks must have the same input dimension to be compared; got {dp} and {dq}")
+            raise ArchitectureError(f"networks must have the same input dimension to be compared; got {dp} and {dq}")
         if mp != mq:
-            raise ArchitectureError(
-                f"networks must have the same output dimension to be compared; got {mp} and {mq}")
+            raise ArchitectureError(f"networks must have the same output dimension to be compared; got {mp} and {mq}")
         self.p = ExactNet(p, exact_params(p_raw))
         self.q = ExactNet(q, exact_params(q_raw))
         self.d, self.m = dp, mp
@@ -203,10 +201,13 @@ def equivalence_result(pair: Pair, dom: Domain, *, equivalent: bool, witness=Non
             method: str, certified: bool, num_regions=None, num_lps=0, num_milps=0,
             note: str) -> Equivalence:
     wdiff = None if witness is None else pair.witness_difference(witness)
-    return Equivalence(equivalent=bool(equivalent), witness=None if witness is None else np.asarray(witness, float),
-                       witness_difference=wdiff, max_difference=None if max_difference is None else float(max_difference),
-                       method=method, certified=bool(certified), tol=pair.tol, scale=float(pair.scale), num_regions=num_regions,
-                       num_lps=int(num_lps), num_milps=int(num_milps), domain=dom, note=note)
+    return Equivalence(equivalent=bool(equivalent),
+                       witness=None if witness is None else np.asarray(witness, float),
+                       witness_difference=wdiff,
+                       max_difference=None if max_difference is None else float(max_difference),
+                       method=method, certified=bool(certified), tol=pair.tol,
+                       scale=float(pair.scale), num_regions=num_regions, num_lps=int(num_lps),
+                       num_milps=int(num_milps), domain=dom, note=note)
 
 
 # -- regions of the joint network ---------------------------------------------------------
@@ -369,9 +370,10 @@ def by_regions(pair: Pair, dom: Domain, budget: Budget) -> Equivalence:
     if not suspects:
         what = ("have identical exact affine maps" if differing == 0 else
                 f"differ by at most tol ({differing} of them not identically)")
-        return equivalence_result(pair, dom, equivalent=True, max_difference=sup, method="regions",
-                       certified=True, num_regions=n_cells, num_lps=engine.counter.count,
-                       note=f"all {n_cells} joint regions {what}")
+        return equivalence_result(pair, dom, equivalent=True, max_difference=sup,
+                                  method="regions", certified=True, num_regions=n_cells,
+                                  num_lps=engine.counter.count,
+                                  note=f"all {n_cells} joint regions {what}")
     suspects.sort(key=lambda t: -t[0])
     note = (f"{len(suspects)} (region, output, sign) maxima of {n_cells} joint regions "
             f"exceed tol by their bound")

@@ -22,11 +22,11 @@ from ..._errors import ComputationLimitError, InputError
 from ..._progress import progress_bar
 from ..._results import Result
 from ..._tolerance import check_tol
-from ..._validation import (renamed_keywords, as_finite_array, as_seed_rng, check_bool, check_positive_float,
-                            check_positive_int, check_workers)
+from ..._validation import (as_finite_array, as_seed_rng, check_bool, check_positive_float,
+                            check_positive_int, check_workers, renamed_keywords)
 from .._core.domain import Domain, as_domain
-from .._core.net import (ReLUNet,  # noqa: F401  (check_params re-exported for callers)
-                         check_params)
+from .._core.net import ReLUNet  # noqa: F401  (check_params re-exported for callers)
+from .._core.net import check_params
 from .._engine.cells import Engine, EngineDeadline, ExactNet, iter_cells, output_map, thickness
 from .._engine.parallel import iter_leaves
 
@@ -457,9 +457,11 @@ def regions(params: Any, domain: Any = None, *, progress: bool = False,
 
 
 def _collect(it: RegionStream, out: list, complete: bool) -> Regions:
-    return Regions(regions=out, num_regions=len(out), num_lps=it.num_lps, num_exact_fallbacks=it.num_exact_fallbacks, counts=tuple(it.counts),
-                   widths=it.widths, domain=it.domain, certified=complete and it.certified, params=it.net.params, tol=it.tol,
-                   num_thin_regions=it.num_thin_regions, num_walks=it.num_walks)
+    return Regions(regions=out, num_regions=len(out), num_lps=it.num_lps,
+                   num_exact_fallbacks=it.num_exact_fallbacks, counts=tuple(it.counts),
+                   widths=it.widths, domain=it.domain, certified=complete and it.certified,
+                   params=it.net.params, tol=it.tol, num_thin_regions=it.num_thin_regions,
+                   num_walks=it.num_walks)
 
 
 def compute_regions(params: Any, domain: Any, progress: bool):
@@ -480,8 +482,9 @@ def compute_regions(params: Any, domain: Any, progress: bool):
             bar.update(1)
     if bar is not None:
         bar.close()
-    result = Regions(regions=out, num_regions=len(out), num_lps=engine.counter.count, num_exact_fallbacks=engine.exact_fallbacks,
-                     counts=tuple(counts), widths=net.widths, domain=dom, certified=True, params=net.params,
+    result = Regions(regions=out, num_regions=len(out), num_lps=engine.counter.count,
+                     num_exact_fallbacks=engine.exact_fallbacks, counts=tuple(counts),
+                     widths=net.widths, domain=dom, certified=True, params=net.params,
                      num_walks=engine.walks)
     return result, cells, net, engine
 
@@ -592,7 +595,8 @@ def estimate_regions(params: Any, domain: Any = None, *, num_samples: int = 2000
     f2 = sum(1 for v in keys.values() if v == 2)
     chao = seen + (f1 * f1 / (2.0 * f2) if f2 else f1 * (f1 - 1) / 2.0)
     upper = _serra_bound(net.widths)
-    return RegionEstimate(upper_bound=upper, layer_bound=_layer_bound(net.widths), sampled_patterns=seen, estimate=float(min(chao, upper)),
+    return RegionEstimate(upper_bound=upper, layer_bound=_layer_bound(net.widths),
+                          sampled_patterns=seen, estimate=float(min(chao, upper)),
                           samples=num_samples, widths=net.widths, domain=dom)
 
 

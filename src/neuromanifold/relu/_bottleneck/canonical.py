@@ -727,7 +727,8 @@ def _refactor_attempt(cur: Params, cq: Params, ip: BottleneckInfo, iq: Bottlenec
             for a, j in enumerate(qlin):
                 out[:, N.index(j)] = X[:, a]
         if N:
-            refactor = BlockRefactor(tuple(N), tuple(map(tuple, Rq[N])), tuple(map(tuple, out)))
+            refactor = BlockRefactor(tuple(N), tuple(map(tuple, Rq[N])),
+                                     tuple(map(tuple, out)))
             cur = refactor.apply(cur, tol=tol)
             steps.append(refactor)
         if turned:
@@ -787,14 +788,20 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
 
     def result(equiv, symmetry=None, mpd=None, witness=None, wd=None, md=None,
                certified=False, note=""):
-        return BottleneckEquivalence(applies=True, equivalent=equiv, symmetry=symmetry, max_parameter_difference=mpd, witness=witness, witness_difference=wd, max_difference=md, certified=certified,
-                                     tol=tol, scale=scale, method="bottleneck", note=note + snap_note)
+        return BottleneckEquivalence(applies=True, equivalent=equiv, symmetry=symmetry,
+                                     max_parameter_difference=mpd, witness=witness,
+                                     witness_difference=wd, max_difference=md,
+                                     certified=certified, tol=tol, scale=scale,
+                                     method="bottleneck", note=note + snap_note)
     try:
         cp, path_p, before_p, ip = _canonical(p, tol)
         cq, path_q, before_q, iq = _canonical(q, tol)
     except NotCovered as exc:
-        return BottleneckEquivalence(applies=False, equivalent=None, symmetry=None, max_parameter_difference=None, witness=None, witness_difference=None, max_difference=None, certified=False, tol=tol,
-                                     scale=scale, method="none", note=f"fast path does not apply: {exc.args[0]}")
+        return BottleneckEquivalence(applies=False, equivalent=None, symmetry=None,
+                                     max_parameter_difference=None, witness=None,
+                                     witness_difference=None, max_difference=None,
+                                     certified=False, tol=tol, scale=scale, method="none",
+                                     note=f"fast path does not apply: {exc.args[0]}")
     snapped = [(n, b) for n, b in ((ip.snapped, ip.snap_bound), (iq.snapped, iq.snap_bound)) if n]
     snap_note = ("" if not snapped else
                  f"; not generic: {' and '.join(str(n) for n, _ in snapped)} entries of "

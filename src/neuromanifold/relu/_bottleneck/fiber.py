@@ -50,7 +50,7 @@ import numpy as np
 from ..._errors import InputError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
-from ..._validation import renamed_keywords, as_seed_rng, check_bool, check_positive_int
+from ..._validation import as_seed_rng, check_bool, check_positive_int, renamed_keywords
 from .identifiability import identifiability
 from .shape import three_layer
 from .symmetries import (Flip, HidingTranslation, LinearBlockMixing, Permutation,
@@ -384,7 +384,8 @@ def _family(base: Params, delta: tuple, tol: float) -> FiberFamily:
         lin_dim = _mixing_cone_dimension(W3[:, J], W2[J], tol) + len(J)
     first = n1 * d + n1 if all_dead else n1 + len(trans)
     dim = first + len(live) + (n1 + 1 + n3) * len(dead) + lin_dim
-    return FiberFamily(discrete=delta, base=base, dimension=dim, translations=trans, dead=dead, linear=linear, live=live, all_dead=all_dead)
+    return FiberFamily(discrete=delta, base=base, dimension=dim, translations=trans,
+                       dead=dead, linear=linear, live=live, all_dead=all_dead)
 
 
 def fiber(params: Any, *, tol: float = DEFAULT_TOL) -> BottleneckFiber:
@@ -459,5 +460,6 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL) -> BottleneckFiber:
     for f in families:
         perms = math.factorial(n2) // (math.factorial(len(f.dead)) * math.factorial(len(f.linear)))
         pieces += perms * (1 if f.all_dead else math.factorial(n1))
-    return BottleneckFiber(params=params, families=tuple(families), dimension=dim, num_pieces=pieces, generic=ident.generic,
+    return BottleneckFiber(params=params, families=tuple(families), dimension=dim,
+                           num_pieces=pieces, generic=ident.generic,
                            identifiable=ident.identifiable, tol=tol)

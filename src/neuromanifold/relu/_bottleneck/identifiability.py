@@ -324,7 +324,8 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
         lo, hi = translation_interval(params, i, S)
         flippable = tuple(k for k in range(n1) if k != i and rows
                           and Flip(i, (k,)).applies(params, tol=tol).applies)
-        hidden.append(HiddenHyperplane(neuron=i, hiding=rows, interval=(lo, hi), flippable=flippable))
+        hidden.append(HiddenHyperplane(neuron=i, hiding=rows, interval=(lo, hi),
+                                       flippable=flippable))
         flips.extend(Flip(i, (k,)) for k in flippable)
         t = _nudge(lo, hi)
         if t != 0.0:
@@ -357,6 +358,10 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
                        "for the symmetries found, not for identifiability")
     certified = (not identifiable) and all(
         w.applies(params, tol=0).applies for w in witnesses) and bool(witnesses)
-    return Identifiability(identifiable=identifiable, bottleneck=bottleneck, generic=not failures, genericity_failures=tuple(failures), dead_neurons=dead, linear_neurons=linear,
-                           hidden_hyperplanes=tuple(hidden), flips=tuple(flips), witnesses=tuple(witnesses), row_kinds=tuple(kinds), sign_patterns=S,
-                           reasons=tuple(reasons), certified=certified, tol=tol, method=method)
+    return Identifiability(identifiable=identifiable, bottleneck=bottleneck,
+                           generic=not failures, genericity_failures=tuple(failures),
+                           dead_neurons=dead, linear_neurons=linear,
+                           hidden_hyperplanes=tuple(hidden), flips=tuple(flips),
+                           witnesses=tuple(witnesses), row_kinds=tuple(kinds),
+                           sign_patterns=S, reasons=tuple(reasons), certified=certified,
+                           tol=tol, method=method)

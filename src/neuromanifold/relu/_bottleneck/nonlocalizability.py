@@ -61,7 +61,7 @@ from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
 from ..._validation import as_seed_rng, check_bool, check_finite_result, check_positive_int
 from ...exact import to_fmpq
-from .._analysis.fundim import region_rows, functional_dimension
+from .._analysis.fundim import functional_dimension, region_rows
 from .._analysis.joint_regions import equivalent_by_regions
 from .._analysis.regions import compute_regions
 from .._core.net import check_params
@@ -343,9 +343,11 @@ def _last_two(params: list, tol: float) -> PartIdentifiability:
             witness = [(W2f, b2f), (W3.copy(), b3 + W3[:, S] @ b2[S])]
             ev["witness_check"] = verify_point(g, witness, tol)
             ident = False if ev["witness_check"]["verified"] else None
-    return PartIdentifiability(
-        part="f3 o f2", formula="z -> W3 relu(W2 z + b2) + b3 on R^{n1}", num_params=fd.num_params, num_scalings=n2, rank=fd.rank,
-        bound=fd.bound, identifiable=ident, scope="global", certified=ident is not None, evidence=ev, witness=witness)
+    return PartIdentifiability(part="f3 o f2",
+                               formula="z -> W3 relu(W2 z + b2) + b3 on R^{n1}",
+                               num_params=fd.num_params, num_scalings=n2, rank=fd.rank,
+                               bound=fd.bound, identifiable=ident, scope="global",
+                               certified=ident is not None, evidence=ev, witness=witness)
 
 
 def _whole(params: list, tol: float) -> tuple[PartIdentifiability, str | None]:
@@ -378,9 +380,11 @@ def _whole(params: list, tol: float) -> tuple[PartIdentifiability, str | None]:
     if verdict is None and rank == bound and ident.identifiable:
         ev["why"] = "no witness: locally identifiable (exact rank at the bound) and the fast " \
                     "path finds no symmetry; global identifiability is not proved here"
-    return PartIdentifiability(
-        part="f3 o f2 o f1", formula="x -> W3 relu(W2 relu(W1 x + b1) + b2) + b3 on R^d", num_params=P, num_scalings=n1 + n2, rank=rank,
-        bound=bound, identifiable=verdict, scope="global", certified=witness is not None, evidence=ev, witness=witness), mechanism
+    return PartIdentifiability(part="f3 o f2 o f1",
+                               formula="x -> W3 relu(W2 relu(W1 x + b1) + b2) + b3 on R^d",
+                               num_params=P, num_scalings=n1 + n2, rank=rank, bound=bound,
+                               identifiable=verdict, scope="global",
+                               certified=witness is not None, evidence=ev, witness=witness), mechanism
 
 
 def nonlocalizability(params: Any, *, tol: Any = DEFAULT_TOL) -> Nonlocalizability:
@@ -418,7 +422,8 @@ def nonlocalizability(params: Any, *, tol: Any = DEFAULT_TOL) -> Nonlocalizabili
         bad = [x.part for x in (first, last) if not x.identifiable]
         reason = ("not nonlocalizable: " + (f"{', '.join(bad)} not identifiable" if bad else
                   "no fiber point of the whole off the orbit was found"))
-    return Nonlocalizability(params=params, widths=widths, first_two=first, last_two=last, whole=whole, nonlocalizable=nonloc, certified=bool(certified),
+    return Nonlocalizability(params=params, widths=widths, first_two=first, last_two=last,
+                             whole=whole, nonlocalizable=nonloc, certified=bool(certified),
                              mechanism=mechanism, tol=tol, reason=reason)
 
 
@@ -520,7 +525,8 @@ def search_nonlocalizable(widths: Any, *, trials: int = 50, seed: Any = 0,
     rng = as_seed_rng(seed)
     bar = None
     if progress:
-        bar = progress_bar(total=trials * len(archs), desc="non-localizability", unit="parameter")
+        bar = progress_bar(total=trials * len(archs), desc="non-localizability",
+                           unit="parameter")
     out = []
     try:
         for w in archs:
@@ -558,4 +564,5 @@ def search_nonlocalizable(widths: Any, *, trials: int = 50, seed: Any = 0,
     return NonlocalizableSearch(architectures=tuple(out), total_trials=trials * len(archs),
                                 total_nonlocalizable=sum(a["nonlocalizable"] for a in out),
                                 seed=seed if not isinstance(seed, np.random.Generator) else "generator",
-                                tol=tol, draw="Gaussian entries (standard normal), W1 of full row rank")
+                                tol=tol,
+                                draw="Gaussian entries (standard normal), W1 of full row rank")

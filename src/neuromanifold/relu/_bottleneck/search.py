@@ -40,10 +40,11 @@ from scipy.optimize import least_squares
 from ..._errors import InputError, short_repr
 from ..._results import Result
 from ..._tolerance import check_tol, path_norm_scale
-from ..._validation import renamed_keywords, as_seed_rng, check_bool, check_nonnegative_int, check_positive_int
+from ..._validation import (as_seed_rng, check_bool, check_nonnegative_int, check_positive_int,
+                            renamed_keywords)
 from .._analysis.regions import regions
 from .._core.net import forward
-from .canonical import (analyze_bottleneck, NotCovered, canonical_form, equivalent_bottleneck,
+from .canonical import (NotCovered, analyze_bottleneck, canonical_form, equivalent_bottleneck,
                         fast_path_reason)
 from .shape import row_kinds, row_signs, three_layer
 from .symmetries import HidingTranslation, RampFlip
@@ -312,9 +313,12 @@ def search_symmetries(params: Any = None, *, widths: Any = None, num_starts: int
     groups: dict[tuple[str, str], list] = {}
     for kind, sig, q, diff in confirmed:
         groups.setdefault((kind, sig), []).append((q, diff))
-    clusters = [SearchCluster(kind=k, signature=s, count=len(v), example=v[0][0], max_difference=max(x[1] for x in v))
+    clusters = [SearchCluster(kind=k, signature=s, count=len(v), example=v[0][0],
+                              max_difference=max(x[1] for x in v))
                 for (k, s), v in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
     beyond = any(c.kind in ("unnamed", "unexplained") for c in clusters)
-    return SymmetrySearch(widths=w, target=p, target_generic=fast_path_reason(p, tol=classify_tol) is None, starts=len(inits),
-                          candidates=candidates, confirmed=len(confirmed), clusters=clusters, beyond_named=beyond, tol=float(tol),
+    return SymmetrySearch(widths=w, target=p,
+                          target_generic=fast_path_reason(p, tol=classify_tol) is None,
+                          starts=len(inits), candidates=candidates, confirmed=len(confirmed),
+                          clusters=clusters, beyond_named=beyond, tol=float(tol),
                           classify_tol=float(classify_tol))

@@ -74,7 +74,8 @@ def is_bottleneck(params: Any, *, tol: float = DEFAULT_TOL) -> bool:
     if tol == 0:
         import flint
 
-        M = flint.fmpq_mat(d, n1, [to_fmpq(float(W1[i, k])) for k in range(d) for i in range(n1)])
+        M = flint.fmpq_mat(d, n1,
+                           [to_fmpq(float(W1[i, k])) for k in range(d) for i in range(n1)])
         return int(M.rank()) == n1
     return numerical_rank(W1.T, tol)[0] == n1
 

@@ -230,7 +230,8 @@ def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
             break
         if pair.exceeds(X[i]):
             return equivalence_result(pair, dom, equivalent=False, witness=X[i],
-                           max_difference=max(float(rel[order[0]]) / base, pair.rel_value(X[i])),
+                           max_difference=max(float(rel[order[0]]) / base,
+                                              pair.rel_value(X[i])),
                            method="sampling", certified=True,
                            note=f"sampled check: the largest of {_NUM_SAMPLES} sampled "
                                 "differences exceeds tol, confirmed in exact arithmetic")
@@ -434,7 +435,8 @@ def _reduce(net: ExactNet, tol: float):
     if not reduced:
         return None
     params = [(np.array([[fmpq_to_fraction(v) for v in r] for r in Wl], dtype=object),
-               np.array([fmpq_to_fraction(v) for v in bl], dtype=object)) for Wl, bl in zip(W, b)]
+               np.array([fmpq_to_fraction(v) for v in bl], dtype=object)) for Wl, bl in zip(W,
+                                                                                            b)]
     return params, delta
 
 

@@ -66,10 +66,10 @@ class Domain(Result):
         if lo.shape != hi.shape:
             raise DomainError(f"box bounds must have the same shape; got {lo.shape} and {hi.shape}")
         if not np.all(lo < hi):
-            raise DomainError(
-                f"box must satisfy lower < upper in every coordinate; got lower={lo}, upper={hi}")
+            raise DomainError(f"box must satisfy lower < upper in every coordinate; got lower={lo}, upper={hi}")
         d = lo.size
-        return cls("box", d, np.vstack([np.eye(d), -np.eye(d)]), np.concatenate([hi, -lo]), lo, hi)
+        return cls("box", d, np.vstack([np.eye(d), -np.eye(d)]), np.concatenate([hi, -lo]),
+                   lo, hi)
 
     @property
     def is_bounded(self) -> bool:
@@ -122,8 +122,7 @@ def as_domain(domain: Any, dim: int) -> Domain:
             f"got {domain!r}")
     if isinstance(domain, Domain):
         if domain.dim != dim:
-            raise DomainError(
-                f"domain has dimension {domain.dim} but the network's input dimension is {dim}")
+            raise DomainError(f"domain has dimension {domain.dim} but the network's input dimension is {dim}")
         return domain
     if isinstance(domain, (tuple, list)) and len(domain) == 2:
         lo, hi = (np.broadcast_to(as_finite_array(v, "box bound", error=DomainError), (dim,))

@@ -42,8 +42,7 @@ def check_params(params: Any, widths: Sequence[int] | None = None) -> Params:
         :class:`ArchitectureError` naming the rule otherwise.
     """
     if isinstance(params, np.ndarray) or not isinstance(params, Sequence) or len(params) == 0:
-        raise ParameterError(
-            f"ReLU parameters must be a non-empty list of (W, b) pairs; got {short_repr(params)}")
+        raise ParameterError(f"ReLU parameters must be a non-empty list of (W, b) pairs; got {short_repr(params)}")
     out: Params = []
     for l, layer in enumerate(params, start=1):
         if not isinstance(layer, Sequence) or len(layer) != 2:
@@ -56,8 +55,7 @@ def check_params(params: Any, widths: Sequence[int] | None = None) -> Params:
         if W.shape[0] == 0 or W.shape[1] == 0:
             raise ParameterError(f"W_{l} must have at least one row and column; got shape {W.shape}")
         if b.shape[0] != W.shape[0]:
-            raise ParameterError(
-                f"b_{l} must have one entry per row of W_{l} ({W.shape[0]}); got shape {b.shape}")
+            raise ParameterError(f"b_{l} must have one entry per row of W_{l} ({W.shape[0]}); got shape {b.shape}")
         if out and W.shape[1] != out[-1][0].shape[0]:
             raise ParameterError(
                 f"W_{l} must have {out[-1][0].shape[0]} columns (the width of layer {l - 1}); "

@@ -37,8 +37,8 @@ from typing import Any
 import flint
 import numpy as np
 
-from ...exact import dot, fmpq_matrix, round_certificate, strict_interior_point, to_fmpq
 from ..._progress import progress_bar
+from ...exact import dot, fmpq_matrix, round_certificate, strict_interior_point, to_fmpq
 from .._core.domain import Domain
 from .._core.net import check_params, exact_params
 from .._core.numbers import binary_exponent, clipped_float, float_to_fmpq, pow2
@@ -783,8 +783,8 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
                 bits[j] = near
                 continue
             res = engine.decide(geo.rows_q + [ra], geo.offs_q + [rc],
-                                np.vstack([geo.rows_f, rfa[None, :]]), np.append(geo.offs_f, rfc),
-                                scaled=True)
+                                np.vstack([geo.rows_f, rfa[None, :]]),
+                                np.append(geo.offs_f, rfc), scaled=True)
             if res is None:
                 bits[j] = near
             else:

@@ -298,5 +298,5 @@ def solve_milp(c, A, ub, lb_v, ub_v, integer, time_limit: float | None = None,
     if res.status != 0 or res.x is None:  # pragma: no cover
         return MILPSolution("error")
     dual = getattr(res, "mip_dual_bound", None)  # pragma: no cover
-    return MILPSolution("optimal", np.asarray(res.x), float(res.fun),  # pragma: no cover
+    return MILPSolution("optimal", np.asarray(res.x), float(res.fun),
                         float(dual) if dual is not None and np.isfinite(dual) else float(res.fun))

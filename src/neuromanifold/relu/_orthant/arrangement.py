@@ -140,7 +140,8 @@ def _jump_norm(weight: Sequence[Fraction], ext: Sequence[Fraction]) -> float:
 
 def _jump(weight: Sequence[Fraction], ext: Sequence[Fraction]) -> np.ndarray:
     """The extended jump ``w (n, t)^T`` (m x (d+1)) as floats."""
-    return np.array([[float(w * x) for x in ext] for w in weight]).reshape(len(weight), len(ext))
+    return np.array([[float(w * x) for x in ext] for w in weight]).reshape(len(weight),
+                                                                           len(ext))
 
 
 def _qopnorm(X: flint.fmpq_mat) -> float:
@@ -495,8 +496,9 @@ def weighted_arrangement(params: Any, domain: Any = "orthant", *,
             exact = False
             continue
         order = sorted(range(len(members)), key=lambda i: members[i])
-        hyperplanes.append(ArrangementHyperplane(
-            normal=normal, offset=offset, weight=w, neurons=tuple(members[i] for i in order), scales=tuple(lams[i] for i in order)))
+        hyperplanes.append(ArrangementHyperplane(normal=normal, offset=offset, weight=w,
+                                                 neurons=tuple(members[i] for i in order),
+                                                 scales=tuple(lams[i] for i in order)))
     # affine part (M | v) = (0 | gamma) + sum over affine-acting neurons C[:, j] (W[j] | b[j])
     aff = sorted(active + affine_neurons)
     Mv = rational_matmul([[C[o][j] for j in aff] for o in range(m)],

@@ -36,6 +36,7 @@ import flint
 import numpy as np
 
 from ..._errors import DomainError, InputError, ParameterError, short_repr
+from ..._progress import progress_iter
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_positive_int
@@ -46,7 +47,6 @@ from ...exact import (fmpq_to_fraction, poly_gradient, poly_to_sympy, poly_value
 from .._core.domain import as_domain
 from .._core.net import check_params
 from .._core.numbers import exact_layers
-from ..._progress import progress_iter
 from .arrangement import (WeightedArrangement, canonical_hyperplane, one_hidden_layer,
                           weighted_arrangement)
 
@@ -196,7 +196,8 @@ class _Geometry:
         J = [i for i in range(d) if i not in self.I]
         # S_c = R' ∩ {x_J = 0}: combinations y of the basis rows with (y^T Rp)_J = 0
         if self.rho:
-            Y = rational_nullspace([[self.Rp[k][j] for k in range(self.rho)] for j in J], self.rho)
+            Y = rational_nullspace([[self.Rp[k][j] for k in range(self.rho)] for j in J],
+                                   self.rho)
             self.Sc = [rational_combination(y, self.Rp, d) for y in Y]
         else:
             self.Sc = []
