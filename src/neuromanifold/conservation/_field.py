@@ -30,6 +30,9 @@ from .._tolerance import numerical_rank
 
 __all__ = ["Field", "PRIME"]
 
+#: relative agreement of two float terms below which their difference is taken as 0
+CANCELLATION = 1e-12
+
 #: the prime of the modular field: products of two residues stay below 2**50, so a
 #: matrix product of inner size up to 2**13 fits in int64 before it is reduced
 PRIME = 33554393
@@ -197,7 +200,14 @@ class Field:
         return a[a.shape[0] // 2:]
 
     def sub(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """``a - b`` in the field."""
+        """``a - b`` in the field. In floats, an entry where ``a`` and ``b`` agree to
+        :data:`CANCELLATION` relative to the larger of them is set to 0: a bracket whose
+        two terms cancel is zero, and its rounding residue (about 1e-17 on terms of size
+        1) would otherwise count as a new direction once the rank normalizes its columns."""
+        if self.kind == "float":
+            d = a - b
+            return np.where(np.abs(d) <= CANCELLATION * np.maximum(np.abs(a), np.abs(b)),
+                            0.0, d)
         return self.reduce(a - b)
 
 
