@@ -395,7 +395,8 @@ def test_bad_budget_options():
     from neuromanifold import InputError
     p = ReLUNet([2, 3, 1]).random_params(0)
     for kw, match in [({"max_regions": 0}, "max_regions"), ({"time_limit": -1.0}, "time_limit"),
-                      ({"certify": "yes"}, "certify"), ({"tol": 2.0}, "tol")]:
+                      ({"certify": "yes"}, "certify"),
+                      ({"min_thickness": 2.0}, "min_thickness")]:
         with pytest.raises(InputError, match=match):
             iter_regions(p, **kw)
 
@@ -445,7 +446,7 @@ def test_thin_regions_are_left_out_at_a_tolerance():
     W1, b1 = rng.standard_normal((3, 2)), rng.standard_normal(3)
     W1[2], b1[2] = W1[0] * 1.7, b1[0] * 1.7     # parallel up to rounding
     p = [(W1, b1), (rng.standard_normal((1, 3)), np.zeros(1))]
-    exact, coarse = regions(p), regions(p, tol=1e-9)
+    exact, coarse = regions(p), regions(p, min_thickness=1e-9)
     assert coarse.num_thin_regions > 0 and coarse.tol == 1e-9
     assert coarse.num_regions + coarse.num_thin_regions == exact.num_regions
     assert coarse.num_regions == 4          # two lines through general position

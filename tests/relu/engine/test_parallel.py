@@ -33,7 +33,7 @@ def _same(a, b):
     ([3, 6, 5, 1], None, {}),
     ([2, 5, 4, 3, 1], (-1.0, 1.0), {}),                 # three stages
     ([3, 6, 5, 2], "orthant", {"certify": False}),
-    ([2, 6, 6, 1], None, {"tol": 1e-3}),                 # thin regions left out
+    ([2, 6, 6, 1], None, {"min_thickness": 1e-3}),                 # thin regions left out
 ])
 def test_workers_give_the_serial_stream(widths, domain, kw):
     p = ReLUNet(widths).random_params(3)

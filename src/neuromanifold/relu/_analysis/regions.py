@@ -344,7 +344,7 @@ def _region_leaf(cell, nets, tol: float) -> Region | None:
 
 def _check_options(tol, certify, max_regions, time_limit, progress, workers):
     workers = check_workers(workers)
-    tol = check_tol(tol)
+    tol = check_tol(tol, "min_thickness")
     certify = check_bool(certify, "certify")
     if max_regions is not None:
         max_regions = check_positive_int(max_regions, "max_regions")
