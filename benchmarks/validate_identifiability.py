@@ -75,8 +75,8 @@ def main(argv=None):
                    failures=tuple(sorted({f.split(":")[0] if not f.startswith("exact")
                                           else "exact " + f.split(":")[1].split()[0]
                                           for f in r.genericity_failures})),
-                   discrete_only=(not r.identifiable) and not cont_fast, witness=None)
-        if r.generic and not r.identifiable and rng.random() < args.witness_fraction:
+                   discrete_only=r.identifiable is False and not cont_fast, witness=None)
+        if r.generic and r.identifiable is False and rng.random() < args.witness_fraction:
             Q = r.witnesses[int(rng.integers(len(r.witnesses)))].apply(P)
             row["witness"] = ground_truth_equivalent(P, Q) and not same_orbit(P, Q)
         rows.append(row)

@@ -120,7 +120,7 @@ def test_relu_identify_canonical_fiber(bottleneck, tmp_path):
     d, p, q = bottleneck
     out = run("relu", "identify", d / "p.npz", "--json", tmp_path / "i.json")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("identifiable=")
+    assert out.stdout.startswith(nm.relu.identifiability(p).verdict + " (bottleneck=")
     data = json.loads((tmp_path / "i.json").read_text())
     assert data["identifiable"] == nm.relu.identifiability(p).identifiable
     can = run("relu", "canonical", d / "q.safetensors", "--out", tmp_path / "c.npz")
@@ -171,3 +171,16 @@ def test_relu_budgets(files, tmp_path, capsys):
         with pytest.raises(SystemExit) as info:
             main(["relu", "regions", str(files / "a.npz"), *bad])
         assert info.value.code == 2
+
+
+def test_relu_identify_says_undecided_on_a_non_bottleneck(tmp_path):
+    """A 2-16-16-1 regressor is not a bottleneck: the sign-pattern test is only
+    sufficient there, so the command says undecided and why, never identifiable."""
+    p = nm.ReLUNet([2, 16, 16, 1]).random_params(seed=0)
+    nm.io.save(p, tmp_path / "p.safetensors")
+    out = run("relu", "identify", tmp_path / "p.safetensors", "--json", tmp_path / "i.json")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("undecided (bottleneck=False")
+    assert "undecided: " in out.stdout and "not a bottleneck" in out.stdout
+    data = json.loads((tmp_path / "i.json").read_text())
+    assert data["identifiable"] is None and "not a bottleneck" in data["undecided_reason"]

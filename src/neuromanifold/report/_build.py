@@ -202,7 +202,7 @@ def hiding_translation_section(*, seed: int = 0) -> tuple[Section, dict]:
         f"first-layer neuron {i} is: every row of [W2 | b2] is positive in column {i} and "
         f"negative elsewhere. Its hyperplane is hidden (the function does not bend there; "
         f"drawn dashed), and the network is "
-        f"{'identifiable' if ident.identifiable else 'not identifiable'}: the hiding "
+        f"{ident.verdict}: the hiding "
         f"translation b1[{i}] -> b1[{i}] + t, b2 -> b2 - t W2[:, {i}] keeps the function for "
         f"every t in [{lo:.3g}, {hi:.3g}] (Gegenfurtner, Grillo, Montufar, arXiv 2605.18319).",
         f"Checked on a 101 x 101 grid over the window: max |f_t - f_0| = {max(inside):.1e} "

@@ -348,7 +348,7 @@ def _identifiability_instances(ctx: ReLUContext) -> list[dict]:
                 "within": all(h[1] is True for h in hyps),
                 "row_kinds": list(ident.row_kinds),
                 "dead": bool(ident.dead_neurons), "linear": bool(ident.linear_neurons),
-                "hidden": hidden, "fast_path": bool(ident.identifiable),
+                "hidden": hidden, "fast_path": ident.identifiable,
                 "rank": int(fd.rank), "bound": int(fd.bound), "num_params": int(fd.num_params),
                 "num_hidden": int(fd.num_hidden), "witness": wit,
                 "ground_truth": "identifiable" if gt_ident else "not identifiable",
@@ -386,15 +386,18 @@ def _identifiability_rows(ctx: ReLUContext, claim: ReLUClaim, predicate: Callabl
             records.append(rec)
         within = [r for r in records if r["within"]]
         agree = sum(r["agree"] for r in within)
-        fast = sum(i["fast_path"] == (i["ground_truth"] == "identifiable") for i in inst)
+        decided = [i for i in inst if i["fast_path"] is not None]
+        fast = sum(i["fast_path"] == (i["ground_truth"] == "identifiable") for i in decided)
         gt_ident = sum(i["ground_truth"] == "identifiable" for i in inst)
         computed = f"holds on {agree} of {len(within)} within the hypotheses"
         summary = (f"{len(inst)} inst ({len(within)} within); ground truth: {gt_ident} "
                    f"identifiable (exact rank at the bound, no witness), "
-                   f"{len(inst) - gt_ident} not; library fast path agrees on {fast}/{len(inst)}")
+                   f"{len(inst) - gt_ident} not; library fast path agrees on {fast}/{len(decided)} "
+                   f"it decides ({len(inst) - len(decided)} undecided)")
         rows.append(verdict_row(claim, f"three-layer bottleneck, {group}", claim.name.split(
             ": ", 1)[-1], records, computed=computed, summary=summary,
-            extra={"fast_path_agreement": [fast, len(inst)],
+            extra={"fast_path_agreement": [fast, len(decided)],
+                   "fast_path_undecided": len(inst) - len(decided),
                    "architectures": sorted({i["architecture"] for i in inst}),
                    "instances": records}, refines=refines))
     return rows

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import neuromanifold as nm
 from neuromanifold import ArchitectureError, InputError
 from neuromanifold import relu
 from neuromanifold.relu import identifiability
@@ -133,7 +134,7 @@ def test_tolerance_and_errors(rng):
     assert "exact genericity" in r.method
     d = r.to_dict()
     assert d["identifiable"] == r.identifiable and isinstance(d["sign_patterns"], list)
-    assert r.describe().startswith("identifiable=")
+    assert r.describe().startswith(f"{r.verdict} (bottleneck=")
     assert "Identifiability(identifiable=" in repr(r)
 
 
@@ -152,8 +153,48 @@ def test_wide_faces_are_sampled(rng):
     P[2][0][0, :10] = np.abs(P[2][0][0, :10])
     P[2][0][0, 10:] = -np.abs(P[2][0][0, 10:])   # jumps of both signs: no shortcut
     r = identifiability(P)
-    assert r.generic and r.identifiable and "visible kinks sampled" in r.method
+    # a genericity condition only sampled is not proven: undecided, never True
+    assert r.generic and r.identifiable is None and "visible kinks sampled" in r.method
+    assert "only sampled" in r.undecided_reason
     # same signs everywhere: a functional separates the jumps, nothing to enumerate
     P[2][0][0] = np.abs(P[2][0][0])
     P[1][0][:] = np.abs(P[1][0]) * np.array([1.0, -1.0, 1.0, -1.0, 1.0])  # signed columns
     assert "sampled" not in identifiability(P).method
+
+
+def test_a_non_bottleneck_without_a_symmetry_is_undecided():
+    p = nm.ReLUNet([2, 16, 16, 1]).random_params(seed=0)
+    r = identifiability(p)
+    assert r.identifiable is None and not r.bottleneck and not r.certified
+    assert "not a bottleneck" in r.undecided_reason and r.verdict == "undecided"
+    assert not any("permutation-scaling orbit" in x for x in r.reasons)
+
+
+def test_the_reason_never_denies_a_hiding_row_it_lists():
+    """net3 of the README has a row of the hiding kind whose hyperplane another row sees;
+    the reason speaks of hidden hyperplanes, not of hiding rows."""
+    r = identifiability(nm.ReLUNet([4, 3, 4, 1]).random_params(seed=3))
+    assert "hiding" in r.row_kinds and r.identifiable is True
+    assert not r.hidden_hyperplanes and not any("hiding" in x for x in r.reasons)
+
+
+@settings(max_examples=40)
+@given(widths=st.sampled_from([(2, 2, 2, 1), (3, 2, 3, 1), (2, 3, 2, 1), (3, 3, 4, 2),
+                               (1, 2, 2, 1), (2, 4, 3, 1)]),
+       seed=st.integers(0, 10_000))
+def test_true_only_where_the_characterization_applies_false_only_with_a_witness(widths, seed):
+    """The three-valued rule: True needs a bottleneck with every genericity condition
+    checked and holding (and then the exact functional dimension is at its bound, the
+    ground truth of local identifiability); False needs a witness that applies; None
+    carries its reason."""
+    p = nm.ReLUNet(list(widths)).random_params(seed=seed)
+    r = identifiability(p)
+    if r.identifiable is True:
+        assert r.bottleneck and r.generic and "sampled" not in r.method
+        fd = nm.relu.functional_dimension(p, tol=0)
+        assert fd.rank == fd.bound
+    elif r.identifiable is False:
+        assert any(w.applies(p, tol=r.tol).applies for w in r.witnesses)
+        assert r.undecided_reason is None
+    else:
+        assert r.undecided_reason and not r.certified

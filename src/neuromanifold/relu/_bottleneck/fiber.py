@@ -311,7 +311,8 @@ class BottleneckFiber(Result):
         generic: the parameter passes the genericity conditions of
             :func:`~neuromanifold.relu.identifiability` (otherwise the description is
             what the symmetries generate, and may miss parts of the fiber).
-        identifiable: the fiber is the permutation-scaling orbit.
+        identifiable: the verdict of :func:`~neuromanifold.relu.identifiability`
+            (``True``, ``False`` or ``None`` = undecided).
         tol: tolerance of the sign decisions.
     """
 
@@ -320,7 +321,7 @@ class BottleneckFiber(Result):
     dimension: int
     num_pieces: int
     generic: bool
-    identifiable: bool
+    identifiable: bool | None
     tol: float
 
     def describe(self) -> str:

@@ -13,9 +13,10 @@ The fast path decides it from the sign patterns of the rows of ``[W2 | b2]``
 * ``n1 = 1`` and every live row is a **ramp** (the ramp flip reverses the first layer).
 
 Each reason comes with a witness: a symmetry of :mod:`neuromanifold.relu.symmetries`
-that moves the parameter off its permutation-scaling orbit. Otherwise, for parameters
-that pass the genericity conditions below, the parameter is identifiable; this rests on
-the completeness of the symmetry list for generic bottleneck parameters (paper B,
+that moves the parameter off its permutation-scaling orbit, re-checked at ``tol``: then
+the verdict is ``False``. Otherwise, for bottleneck parameters that pass every genericity
+condition below (each checked exhaustively), the verdict is ``True``; this rests on the
+completeness of the symmetry list for generic bottleneck parameters (paper B,
 "The Symmetries of Three-Layer ReLU Networks", arXiv 2605.18319) and is tested against
 the exact functional dimension and the exact equivalence engine
 (``docs/relu_symmetries.md``).
@@ -37,6 +38,11 @@ the exact functional dimension and the exact equivalence engine
   when ``n1 = 1``) when that arrangement is small (``n1 <= 2``, ``n2 <= 10``, or ``n1 = 3``
   and ``n2 <= 24``), else from a sample of 2000 face points at scales ``1e-3 .. 1e3`` (then
   ``method`` says so: the condition is sampled, not exhaustive).
+
+Everywhere else (not a bottleneck, a genericity condition failing or only sampled) no
+symmetry found does not prove identifiability, since the sign-pattern test is only
+sufficient there: the verdict is ``None`` (undecided), and ``undecided_reason`` says why
+and what would decide it.
 
 ``exact_genericity=True`` adds the exact supertransversality and masked-product rank
 conditions of :func:`neuromanifold.relu.genericity` (exponential: region enumeration).
@@ -86,8 +92,12 @@ class Identifiability(Result):
     """Identifiability verdict of a three-layer parameter, with its evidence.
 
     Attributes:
-        identifiable: the fiber is the permutation-scaling orbit (fast path; see
-            ``certified``).
+        identifiable: ``True`` (the fiber is the permutation-scaling orbit: a generic
+            bottleneck parameter without any of the reasons below, where the
+            characterization applies), ``False`` (a symmetry in ``witnesses``, re-checked
+            at ``tol``, moves the parameter off its orbit) or ``None``: undecided, because
+            the characterization does not apply and no witness was found
+            (``undecided_reason`` says why and what would decide it).
         bottleneck: ``n1 <= d`` and ``W1`` has full row rank.
         generic: every genericity condition checked holds (module docstring).
         genericity_failures: the conditions that failed, in words (empty when generic).
@@ -108,9 +118,11 @@ class Identifiability(Result):
             list for generic parameters, so it is not certified.
         tol: the relative tolerance of the sign decisions.
         method: how the verdict was reached.
+        undecided_reason: for ``identifiable=None``, why the verdict is open and what
+            would decide it; ``None`` otherwise.
     """
 
-    identifiable: bool
+    identifiable: bool | None
     bottleneck: bool
     generic: bool
     genericity_failures: tuple
@@ -125,12 +137,21 @@ class Identifiability(Result):
     certified: bool
     tol: float
     method: str
+    undecided_reason: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        """``"identifiable"``, ``"not identifiable"`` or ``"undecided"``."""
+        return {True: "identifiable", False: "not identifiable",
+                None: "undecided"}[self.identifiable]
 
     def describe(self) -> str:
         """The verdict and its reasons, one per line."""
-        head = (f"identifiable={self.identifiable} (bottleneck={self.bottleneck}, "
-                f"generic={self.generic})")
-        return "\n".join([head] + ["  " + r for r in self.reasons])
+        head = f"{self.verdict} (bottleneck={self.bottleneck}, generic={self.generic})"
+        lines = [head] + ["  " + r for r in self.reasons]
+        if self.undecided_reason:
+            lines.append("  undecided: " + self.undecided_reason)
+        return "\n".join(lines)
 
 
 def fast_genericity(params: Any, *, tol: float = DEFAULT_TOL) -> tuple[str, ...]:
@@ -286,10 +307,9 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
     bottleneck = is_bottleneck(params, tol=tol)
     failures = list(fast_genericity(params, tol=tol))
     method = "sign patterns of [W2 | b2]"
-    if not _exhaustive(n1, params[1][0].shape[0]):
-        sampled = _face_jumps(params, S, tol)[1]
-        if sampled:
-            method += f"; visible kinks sampled (not every region) on faces {sampled}"
+    sampled = [] if _exhaustive(n1, params[1][0].shape[0]) else _face_jumps(params, S, tol)[1]
+    if sampled:
+        method += f"; visible kinks sampled (not every region) on faces {sampled}"
     if exact_genericity:
         g = genericity(params, max_regions=max_regions, time_limit=time_limit)
         failures.extend(f"exact genericity: {f.message}" for f in g.failures)
@@ -346,22 +366,52 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
                 witnesses.append(rf)
                 reasons.append(f"n1 = 1 and every live second-layer row is a ramp or a constant: "
                                f"the ramp flip around row {top} reverses the first layer")
-    identifiable = not reasons
-    if identifiable:
-        reasons.append("no dead, linear or hiding second-layer neuron and no ramp flip: "
-                       "the fiber is the permutation-scaling orbit"
-                       + ("" if not failures else " (but the parameter is not generic, so "
-                          "this is not guaranteed)"))
+    identifiable, undecided = _verdict(params, reasons, witnesses, bottleneck, failures,
+                                       bool(sampled), tol)
+    if not reasons:
+        reasons.append("no dead or always-active second-layer neuron, no hidden first-layer "
+                       "hyperplane and no ramp flip"
+                       + (": the fiber is the permutation-scaling orbit" if identifiable else ""))
     if not bottleneck:
         reasons.append("not a bottleneck (n1 > d or W1 rank-deficient): the first layer does "
-                       "not cover the orthant, so the sign-pattern test is only sufficient "
-                       "for the symmetries found, not for identifiability")
-    certified = (not identifiable) and all(
-        w.applies(params, tol=0).applies for w in witnesses) and bool(witnesses)
+                       "not cover the orthant")
+    certified = identifiable is False and all(
+        w.applies(params, tol=0).applies for w in witnesses)
     return Identifiability(identifiable=identifiable, bottleneck=bottleneck,
                            generic=not failures, genericity_failures=tuple(failures),
                            dead_neurons=dead, linear_neurons=linear,
                            hidden_hyperplanes=tuple(hidden), flips=tuple(flips),
                            witnesses=tuple(witnesses), row_kinds=tuple(kinds),
                            sign_patterns=S, reasons=tuple(reasons), certified=certified,
-                           tol=tol, method=method)
+                           tol=tol, method=method, undecided_reason=undecided)
+
+
+def _verdict(params, reasons: list, witnesses: list, bottleneck: bool, failures: list,
+             sampled: bool, tol: float) -> tuple[bool | None, str | None]:
+    """``(identifiable, undecided_reason)``: ``False`` only with a witness that applies
+    (re-checked at ``tol``), ``True`` only where the characterization applies (a
+    bottleneck, every genericity condition checked exhaustively and holding, no reason
+    found), else ``None`` with the reason in words."""
+    if reasons:
+        if any(w.applies(params, tol=tol).applies for w in witnesses):
+            return False, None
+        return None, ("the sign patterns suggest symmetries, but none of their witnesses "
+                      "applies at this tolerance (re-checked); a verified fiber point off the "
+                      "orbit (relu.search_symmetries) would decide 'not identifiable'")
+    missing = []
+    if not bottleneck:
+        missing.append("it is not a bottleneck (n1 > d or W1 rank-deficient)")
+    failed = [f for f in failures if not f.startswith("bottleneck")]  # said just above
+    if failed:
+        missing.append("genericity fails (" + "; ".join(failed) + ")")
+    if sampled:
+        missing.append("the visible-kinks condition was only sampled, not checked on every "
+                       "region of the faces")
+    if not missing:
+        return True, None
+    return None, ("no symmetry moves it off its orbit, but the characterization (generic "
+                  "three-layer bottleneck networks) does not apply: " + "; ".join(missing)
+                  + ". The sign-pattern test is only sufficient here; a verified fiber point "
+                  "off the orbit (relu.search_symmetries) would decide 'not identifiable', "
+                  "and nothing in the library proves 'identifiable' outside the "
+                  "characterization yet")
