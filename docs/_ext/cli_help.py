@@ -9,7 +9,7 @@ A page marks each help block as::
 
 ``python docs/_ext/cli_help.py`` (run by ``make docs``) rewrites every marked block with the
 parser's current help, formatted at 80 columns. The MkDocs hook refuses to build a page
-whose block is stale, and tests/test_docs.py fails on one, so the pages cannot drift.
+whose block is stale, and tests/docs/test_site.py fails on one, so the pages cannot drift.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ _ROLE = re.compile(r":(?:func|class|mod|meth|attr|data|obj|exc):(`+)(~?)([\w.]*)
 def fence_doctests(text: str) -> str:
     """Wrap every doctest block of a (dedented) docstring in a ```` ```pycon ```` fence.
 
-    Lines inside an existing fence are left alone (tests/test_docs.py checks both).
+    Lines inside an existing fence are left alone (tests/docs/test_site.py checks both).
     """
     lines = text.split("\n")
     out: list[str] = []

@@ -7,7 +7,7 @@
 * then rewrites every block marked ``<!-- table: linear -->`` or ``<!-- table: relu -->``
   (up to ``<!-- /table -->``) in README.md and docs/reproduction.md from that JSON.
 
-The tables are never edited by hand: tests/test_docs.py renders the committed JSON again
+The tables are never edited by hand: tests/docs/test_site.py renders the committed JSON again
 and fails when a block differs, and checks that the JSON's rows still have the fields the
 current ``Row`` has.
 """

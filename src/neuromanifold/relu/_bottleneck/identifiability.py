@@ -300,72 +300,28 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
     tol = check_tol(tol)
     exact_genericity = check_bool(exact_genericity, "exact_genericity")
     max_regions, time_limit = check_budget(max_regions, time_limit)
-    (W1, b1), (W2, b2), (W3, b3) = params
-    n1 = W1.shape[0]
+    n1, n2 = params[0][0].shape[0], params[1][0].shape[0]
     S = row_signs(params, tol)
     kinds = row_kinds(S)
     bottleneck = is_bottleneck(params, tol=tol)
     failures = list(fast_genericity(params, tol=tol))
     method = "sign patterns of [W2 | b2]"
-    sampled = [] if _exhaustive(n1, params[1][0].shape[0]) else _face_jumps(params, S, tol)[1]
+    sampled = [] if _exhaustive(n1, n2) else _face_jumps(params, S, tol)[1]
     if sampled:
         method += f"; visible kinks sampled (not every region) on faces {sampled}"
     if exact_genericity:
         g = genericity(params, max_regions=max_regions, time_limit=time_limit)
         failures.extend(f"exact genericity: {f.message}" for f in g.failures)
         method += " + exact genericity"
-    reasons, witnesses, flips = [], [], []
     dead = tuple(j for j, k in enumerate(kinds) if k == "dead")
     linear = tuple(j for j, k in enumerate(kinds) if k == "linear")
-    for j in dead:
-        row = tuple(W2[j]) + (float(b2[j]),)
-        witnesses.append(DeadNeuronMove(j, row, tuple(W3[:, j] + 1.0)))
-        reasons.append(f"second-layer neuron {j} is dead on the orthant (no positive entry in "
-                       f"its row of [W2 | b2]): its weights are free")
-    if linear:
-        scale = float(np.max(np.abs(np.hstack([W2[list(linear)], b2[list(linear), None]]))))
-        for j in linear:
-            witnesses.append(LinearBlockMixing((j,), np.eye(1), (max(scale, 1.0),)))
-        what = ("is always active" if len(linear) == 1
-                else "are always active and can be mixed by invertible matrices")
-        turn = []
-        for j, kind in enumerate(kinds):
-            if kind not in ("dead", "linear"):
-                flip = SecondLayerFlip.construct(params, (j,), linear, tol=tol)
-                if flip is not None:
-                    flips.append(flip)
-                    turn.append(j)
-        reasons.append(f"second-layer neuron(s) {list(linear)} {what} (no negative entry): "
-                       f"their biases shift into b3"
-                       + (f"; crossing neurons {turn} can turn around, the always-active block "
-                          f"absorbing their linear parts" if turn else ""))
-    hidden = []
-    for i, rows in hidden_hyperplanes(S).items():
-        lo, hi = translation_interval(params, i, S)
-        flippable = tuple(k for k in range(n1) if k != i and rows
-                          and Flip(i, (k,)).applies(params, tol=tol).applies)
-        hidden.append(HiddenHyperplane(neuron=i, hiding=rows, interval=(lo, hi),
-                                       flippable=flippable))
-        flips.extend(Flip(i, (k,)) for k in flippable)
-        t = _nudge(lo, hi)
-        if t != 0.0:
-            witnesses.append(HidingTranslation(i, t))
-        reasons.append(
-            f"first-layer hyperplane {i} is hidden (every second-layer row has a "
-            f"nonpositive bias and nonpositive weights outside column {i}"
-            + (f"; live rows {list(rows)} hide it" if rows else "; no live row sees it")
-            + f"): it translates for t in [{lo:.6g}, {hi:.6g}]"
-            + (f"; neurons {list(flippable)} can flip around it" if flippable else ""))
-    if n1 == 1:
-        ramps = [j for j, k in enumerate(kinds) if k == "ramp"]
-        if ramps:
-            top = max(ramps, key=lambda j: b2[j] / -W2[j, 0])
-            rf = RampFlip(top)
-            if rf.applies(params, tol=tol).applies:
-                flips.append(rf)
-                witnesses.append(rf)
-                reasons.append(f"n1 = 1 and every live second-layer row is a ramp or a constant: "
-                               f"the ramp flip around row {top} reverses the first layer")
+    *hiding, hidden = _hidden_hyperplanes(params, S, tol)
+    reasons, witnesses, flips = [], [], []
+    for part in (_dead_rows(params, dead), _always_active_block(params, kinds, linear, tol),
+                 hiding, _ramp_flip(params, kinds, tol)):   # the order of the reasons
+        reasons += part[0]
+        witnesses += part[1]
+        flips += part[2]
     identifiable, undecided = _verdict(params, reasons, witnesses, bottleneck, failures,
                                        bool(sampled), tol)
     if not reasons:
@@ -384,6 +340,80 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
                            witnesses=tuple(witnesses), row_kinds=tuple(kinds),
                            sign_patterns=S, reasons=tuple(reasons), certified=certified,
                            tol=tol, method=method, undecided_reason=undecided)
+
+
+def _dead_rows(params, dead: tuple) -> tuple[list, list, list]:
+    """Reasons and witnesses of the dead second-layer neurons (their weights are free)."""
+    (_, _), (W2, b2), (W3, _) = params
+    reasons, witnesses = [], []
+    for j in dead:
+        row = tuple(W2[j]) + (float(b2[j]),)
+        witnesses.append(DeadNeuronMove(j, row, tuple(W3[:, j] + 1.0)))
+        reasons.append(f"second-layer neuron {j} is dead on the orthant (no positive entry in "
+                       f"its row of [W2 | b2]): its weights are free")
+    return reasons, witnesses, []
+
+
+def _always_active_block(params, kinds: list, linear: tuple,
+                         tol: float) -> tuple[list, list, list]:
+    """Reasons, witnesses and second-layer flips of the always-active block."""
+    if not linear:
+        return [], [], []
+    W2, b2 = params[1]
+    scale = float(np.max(np.abs(np.hstack([W2[list(linear)], b2[list(linear), None]]))))
+    witnesses = [LinearBlockMixing((j,), np.eye(1), (max(scale, 1.0),)) for j in linear]
+    what = ("is always active" if len(linear) == 1
+            else "are always active and can be mixed by invertible matrices")
+    flips, turn = [], []
+    for j, kind in enumerate(kinds):
+        if kind not in ("dead", "linear"):
+            flip = SecondLayerFlip.construct(params, (j,), linear, tol=tol)
+            if flip is not None:
+                flips.append(flip)
+                turn.append(j)
+    reason = (f"second-layer neuron(s) {list(linear)} {what} (no negative entry): their "
+              f"biases shift into b3"
+              + (f"; crossing neurons {turn} can turn around, the always-active block "
+                 f"absorbing their linear parts" if turn else ""))
+    return [reason], witnesses, flips
+
+
+def _hidden_hyperplanes(params, S: np.ndarray, tol: float) -> tuple[list, list, list, tuple]:
+    """Reasons, witnesses (hiding translations) and flips of the hidden first-layer
+    hyperplanes, and their :class:`HiddenHyperplane` records."""
+    n1 = params[0][0].shape[0]
+    reasons, witnesses, flips, hidden = [], [], [], []
+    for i, rows in hidden_hyperplanes(S).items():
+        lo, hi = translation_interval(params, i, S)
+        flippable = tuple(k for k in range(n1) if k != i and rows
+                          and Flip(i, (k,)).applies(params, tol=tol).applies)
+        hidden.append(HiddenHyperplane(neuron=i, hiding=rows, interval=(lo, hi),
+                                       flippable=flippable))
+        flips.extend(Flip(i, (k,)) for k in flippable)
+        t = _nudge(lo, hi)
+        if t != 0.0:
+            witnesses.append(HidingTranslation(i, t))
+        reasons.append(
+            f"first-layer hyperplane {i} is hidden (every second-layer row has a "
+            f"nonpositive bias and nonpositive weights outside column {i}"
+            + (f"; live rows {list(rows)} hide it" if rows else "; no live row sees it")
+            + f"): it translates for t in [{lo:.6g}, {hi:.6g}]"
+            + (f"; neurons {list(flippable)} can flip around it" if flippable else ""))
+    return reasons, witnesses, flips, tuple(hidden)
+
+
+def _ramp_flip(params, kinds: list, tol: float) -> tuple[list, list, list]:
+    """With ``n1 = 1`` and every live row a ramp: the ramp flip (a reason and a witness)."""
+    (W1, b1), (W2, b2), _ = params
+    ramps = [j for j, k in enumerate(kinds) if k == "ramp"]
+    if W1.shape[0] != 1 or not ramps:
+        return [], [], []
+    top = max(ramps, key=lambda j: b2[j] / -W2[j, 0])
+    rf = RampFlip(top)
+    if not rf.applies(params, tol=tol).applies:
+        return [], [], []
+    return ([f"n1 = 1 and every live second-layer row is a ramp or a constant: the ramp flip "
+             f"around row {top} reverses the first layer"], [rf], [rf])
 
 
 def _verdict(params, reasons: list, witnesses: list, bottleneck: bool, failures: list,
