@@ -563,27 +563,51 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
 
     partial = lambda: report(False)  # noqa: E731
     checker.check = lambda: budget.check_time(partial, "the families of hyperplanes")
-
-    def lab(l, j):
-        return f"neuron ({l + 1}, {j + 1})"
-
-    # S0: zero weight rows of hidden neurons
-    for l in range(L - 1):
-        W, _ = exact[l]
-        for j, row in enumerate(W):
-            if all(x == 0 for x in row):
-                failures.append(GenericityFailure(condition="S0", kind="zero row",
-                                                  elements=(lab(l, j),), pattern=None,
-                                                  layers=None, measured=0, expected=1,
-                                                  point=None, certified=True,
-                                                  message=f"S0: {lab(l, j)} has an all-zero weight row (no hyperplane)"))
+    # the helpers append to failures: a budget's partial report lists what was found
+    failures += _zero_rows(exact)
     facets = _facets(dom)
-    dom_rows = [f[1] for f in facets]
-    dom_offs = [f[2] for f in facets]
-    # S1: first-layer hyperplanes meeting the closed domain, with the domain's facets (a
-    # network without hidden layer is affine: its first layer is the output, no hyperplanes)
-    W1, b1 = exact[0] if L > 1 else ([], [])
-    elems = []
+    elems, certified = _first_layer_elements(exact, dom, facets)
+    _first_layer_families(elems, dom, facets, checker, tol, failures)
+    # regions (exact engine, streamed): S2 and masked products
+    net = ExactNet.from_params(params)
+    Wq = [flint.fmpq_mat(len(W), len(W[0]), [fraction_to_fmpq(x) for row in W for x in row])
+          for W, _ in exact]
+    bq = [list(b) for _, b in exact]
+    seen: set = set()
+    for cell in budget.cells([net], dom, partial=partial):
+        pattern = [np.asarray(p, dtype=bool) for p in cell.patterns[0]]
+        key = _pattern_key(pattern)
+        if L > 2:
+            _piece_families(exact, _exact_preacts(Wq, bq, pattern, d), pattern, key, facets,
+                            cell, d, checker, budget, seen, failures)
+        _masked_products(Wq, widths, key, tol, checker, products, failures)
+    return report(True)
+
+
+def _label(l: int, j: int) -> str:
+    return f"neuron ({l + 1}, {j + 1})"
+
+
+def _zero_rows(exact: list) -> list[GenericityFailure]:
+    """S0: hidden neurons with an all-zero weight row (no hyperplane)."""
+    return [GenericityFailure(condition="S0", kind="zero row", elements=(_label(l, j),),
+                              pattern=None, layers=None, measured=0, expected=1, point=None,
+                              certified=True,
+                              message=f"S0: {_label(l, j)} has an all-zero weight row "
+                                      f"(no hyperplane)")
+            for l in range(len(exact) - 1) for j, row in enumerate(exact[l][0])
+            if all(x == 0 for x in row)]
+
+
+def _first_layer_elements(exact: list, dom: Domain, facets: list) -> tuple[list, bool]:
+    """The first-layer hyperplanes meeting the closed domain and the domain's facets (the
+    elements of S1), and whether every "meets the domain" was decided exactly (a general
+    polyhedral domain decides it by LP). A network without hidden layer is affine: its
+    first layer is the output, no hyperplanes."""
+    d = dom.dim
+    dom_rows, dom_offs = [f[1] for f in facets], [f[2] for f in facets]
+    W1, b1 = exact[0] if len(exact) > 1 else ([], [])
+    elems, certified = [], True
     for j, (a, beta) in enumerate(zip(W1, b1)):
         if all(x == 0 for x in a):
             continue
@@ -594,8 +618,16 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         else:
             meets = rng[0] <= -beta <= rng[1]
         if meets:
-            elems.append((lab(0, j), list(a), -beta, 1))
+            elems.append((_label(0, j), list(a), -beta, 1))
     elems += [(f[0], f[1], f[2], 0) for f in facets]
+    return elems, certified
+
+
+def _first_layer_families(elems: list, dom: Domain, facets: list, checker: "_Checker",
+                          tol: float, out: list) -> None:
+    """S1: families of ``elems`` in non-general position, appended to ``out``."""
+    d = dom.dim
+    dom_rows, dom_offs = [f[1] for f in facets], [f[2] for f in facets]
     must = [e[3] == 1 for e in elems]
     for S, kind, rN, exp, x, cert in checker.families(
             elems, range(2, d + 2), must, dom_rows, dom_offs, strong=True):
@@ -608,109 +640,110 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         if gap[0] is not None or gap[1] is not None:
             msg += f" at tol={tol:g} (smallest singular value counted {_g(gap[0])}, " \
                    f"largest dropped {_g(gap[1])})"
-        failures.append(GenericityFailure(
+        out.append(GenericityFailure(
             condition="S1", kind=kind, elements=labels, pattern=None, layers=None, measured=rN,
             expected=exp, point=x, certified=cert, message=msg, smallest_counted=gap[0],
             largest_dropped=gap[1]))
-    # regions (exact engine, streamed): S2 and masked products
-    net = ExactNet.from_params(params)
-    Wq = [flint.fmpq_mat(len(W), len(W[0]), [fraction_to_fmpq(x) for row in W for x in row])
-          for W, _ in exact]
-    bq = [list(b) for _, b in exact]
-    seen: set = set()
-    for cell in budget.cells([net], dom, partial=partial):
-        pattern = [np.asarray(p, dtype=bool) for p in cell.patterns[0]]
-        key = _pattern_key(pattern)
-        pre = _exact_preacts(Wq, bq, pattern, d)
-        if L > 2:
+
+
+def _piece_families(exact: list, pre: list, pattern: list, key: tuple, facets: list, cell,
+                    d: int, checker: "_Checker", budget: Budget, seen: set,
+                    out: list) -> None:
+    """S2 on one region: the pieces of the deeper neurons (and the domain's facets) that
+    touch the closed region, in non-general position, appended to ``out``; ``seen`` keeps
+    each failure once across regions."""
+    rows, offs = [f[1] for f in facets], [f[2] for f in facets]
+    pieces, sides = [], []
+    for l, layer in enumerate(pre):
+        for j, (alpha, beta) in enumerate(layer):
             # closed region: every hidden neuron on its side, and the domain
-            rows, offs = list(dom_rows), list(dom_offs)
-            pieces, sides = [], []
-            for l, layer in enumerate(pre):
-                for j, (alpha, beta) in enumerate(layer):
-                    if pattern[l][j]:
-                        rows.append([-x for x in alpha])
-                        offs.append(beta)
-                    else:
-                        rows.append(list(alpha))
-                        offs.append(-beta)
-                    if all(x == 0 for x in alpha):
-                        if l >= 1 and beta == 0 and any(x != 0 for x in exact[l][0][j]):
-                            fk = ("degenerate", lab(l, j), key)
-                            if fk not in seen:
-                                seen.add(fk)
-                                failures.append(GenericityFailure(
-                                    condition="S2", kind="degenerate piece", elements=(lab(l,
-                                                                                           j),), pattern=key, layers=None, measured=0, expected=1,
-                                    point=None, certified=True, message=f"S2: {lab(l, j)} is identically zero on the "
-                                    f"region with pattern {key}"))
-                        continue
-                    pieces.append((lab(l, j), alpha, -beta, l + 1))
-                    sides.append(-1 if pattern[l][j] else 1)
-            pieces += [(f[0], f[1], f[2], 0) for f in facets]
-            sides += [1] * len(facets)
-            pieces = _touching(pieces, sides, cell, d, budget.engine.counter)
-            must = [p[3] >= 2 for p in pieces]
-            for S, kind, rN, exp, x, cert in checker.families(
-                    pieces, range(2, d + 2), must, rows, offs, strong=False):
-                labels = tuple(pieces[i][0] for i in S)
-                fk = (frozenset(labels), x if x is not None else key)
-                if fk in seen:
-                    continue
-                seen.add(fk)
-                where = (f"at the point {tuple(float(v) for v in x)}" if x is not None
-                         else "along a common subspace")
-                msg = (f"S2: pieces of {', '.join(labels)} in the region with pattern {key} "
-                       + (f"meet {where} with dependent normals (rank {rN} < {exp})"
-                          if kind == "dependent normals" else
-                          f"({len(S)} > d = {d}) share the point "
-                          f"{tuple(float(v) for v in x)}"))
-                failures.append(GenericityFailure(condition="S2", kind=kind, elements=labels,
-                                                  pattern=key, layers=None, measured=rN,
-                                                  expected=exp, point=x, certified=cert,
-                                                  message=msg))
-        # maximal rank of the masked products D_b W_b ... D_a W_a (D_L = I)
-        for a in range(1, L + 1):
-            P = None
-            for b in range(a, L + 1):
-                masks = tuple(key[l - 1] for l in range(a, min(b, L - 1) + 1))
-                pk = (a, b, masks)
-                W = Wq[b - 1]
-                P = W if P is None else W * P
-                if b < L:
-                    mask = key[b - 1]
-                    Dm = flint.fmpq_mat(len(mask), len(mask))
-                    for j, v in enumerate(mask):
-                        if v:
-                            Dm[j, j] = 1
-                    P = Dm * P
-                if pk in products:
-                    continue
-                gap = (None, None)
-                if not (P.nrows() and P.ncols()):
-                    rank = 0
-                elif tol == 0:
-                    rank = int(P.rank())
-                else:
-                    rank, *gap = numerical_rank(_scaled_matrix(P), tol)
-                    checker.gaps.append(tuple(gap))
-                sizes = [widths[a - 1]] + [sum(key[l - 1]) for l in range(a,
-                                                                          min(b, L - 1) + 1)]
-                if b == L:
-                    sizes.append(widths[L])
-                expected = min(sizes)
-                products[pk] = (rank, expected)
-                if rank < expected:
-                    name = " ".join(
-                        (f"W{l}" if l == L else f"D{l} W{l}") for l in range(b, a - 1, -1))
-                    at = ("" if tol == 0 else
-                          f" at tol={tol:g} (smallest singular value counted {_g(gap[0])}, "
-                          f"largest dropped {_g(gap[1])})")
-                    failures.append(GenericityFailure(
-                        condition="rank", kind="rank deficient", elements=(name,), pattern=key,
-                        layers=(a, b), measured=rank, expected=expected, point=None,
-                        certified=tol == 0,
-                        message=f"rank: {name} has rank {rank} < {expected} on the region "
-                                f"with pattern {key}{at}",
-                        smallest_counted=gap[0], largest_dropped=gap[1]))
-    return report(True)
+            if pattern[l][j]:
+                rows.append([-x for x in alpha])
+                offs.append(beta)
+            else:
+                rows.append(list(alpha))
+                offs.append(-beta)
+            if all(x == 0 for x in alpha):
+                if l >= 1 and beta == 0 and any(x != 0 for x in exact[l][0][j]):
+                    fk = ("degenerate", _label(l, j), key)
+                    if fk not in seen:
+                        seen.add(fk)
+                        out.append(GenericityFailure(
+                            condition="S2", kind="degenerate piece", elements=(_label(l, j),),
+                            pattern=key, layers=None, measured=0, expected=1, point=None,
+                            certified=True,
+                            message=f"S2: {_label(l, j)} is identically zero on the region "
+                                    f"with pattern {key}"))
+                continue
+            pieces.append((_label(l, j), alpha, -beta, l + 1))
+            sides.append(-1 if pattern[l][j] else 1)
+    pieces += [(f[0], f[1], f[2], 0) for f in facets]
+    sides += [1] * len(facets)
+    pieces = _touching(pieces, sides, cell, d, budget.engine.counter)
+    must = [p[3] >= 2 for p in pieces]
+    for S, kind, rN, exp, x, cert in checker.families(
+            pieces, range(2, d + 2), must, rows, offs, strong=False):
+        labels = tuple(pieces[i][0] for i in S)
+        fk = (frozenset(labels), x if x is not None else key)
+        if fk in seen:
+            continue
+        seen.add(fk)
+        where = (f"at the point {tuple(float(v) for v in x)}" if x is not None
+                 else "along a common subspace")
+        msg = (f"S2: pieces of {', '.join(labels)} in the region with pattern {key} "
+               + (f"meet {where} with dependent normals (rank {rN} < {exp})"
+                  if kind == "dependent normals" else
+                  f"({len(S)} > d = {d}) share the point {tuple(float(v) for v in x)}"))
+        out.append(GenericityFailure(condition="S2", kind=kind, elements=labels, pattern=key,
+                                     layers=None, measured=rN, expected=exp, point=x,
+                                     certified=cert, message=msg))
+
+
+def _masked_products(Wq: list, widths: tuple, key: tuple, tol: float, checker: "_Checker",
+                     products: dict, out: list) -> None:
+    """Maximal rank of the masked products ``D_b W_b ... D_a W_a`` (``D_L = I``) on the
+    region with pattern ``key``, failures appended to ``out``; ``products`` keeps each
+    product (by its masks) once."""
+    L = len(Wq)
+    for a in range(1, L + 1):
+        P = None
+        for b in range(a, L + 1):
+            masks = tuple(key[l - 1] for l in range(a, min(b, L - 1) + 1))
+            pk = (a, b, masks)
+            W = Wq[b - 1]
+            P = W if P is None else W * P
+            if b < L:
+                mask = key[b - 1]
+                Dm = flint.fmpq_mat(len(mask), len(mask))
+                for j, v in enumerate(mask):
+                    if v:
+                        Dm[j, j] = 1
+                P = Dm * P
+            if pk in products:
+                continue
+            gap = (None, None)
+            if not (P.nrows() and P.ncols()):
+                rank = 0
+            elif tol == 0:
+                rank = int(P.rank())
+            else:
+                rank, *gap = numerical_rank(_scaled_matrix(P), tol)
+                checker.gaps.append(tuple(gap))
+            sizes = [widths[a - 1]] + [sum(key[l - 1]) for l in range(a, min(b, L - 1) + 1)]
+            if b == L:
+                sizes.append(widths[L])
+            expected = min(sizes)
+            products[pk] = (rank, expected)
+            if rank < expected:
+                name = " ".join((f"W{l}" if l == L else f"D{l} W{l}")
+                                for l in range(b, a - 1, -1))
+                at = ("" if tol == 0 else
+                      f" at tol={tol:g} (smallest singular value counted {_g(gap[0])}, "
+                      f"largest dropped {_g(gap[1])})")
+                out.append(GenericityFailure(
+                    condition="rank", kind="rank deficient", elements=(name,), pattern=key,
+                    layers=(a, b), measured=rank, expected=expected, point=None,
+                    certified=tol == 0,
+                    message=f"rank: {name} has rank {rank} < {expected} on the region "
+                            f"with pattern {key}{at}",
+                    smallest_counted=gap[0], largest_dropped=gap[1]))
