@@ -6,12 +6,13 @@ import zlib
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from tests.support.canonical import block_rowspace_pair, dead_to_linear_pair, linear_block_flip_pair
 from tests.support.common import load_benchmark
 from tests.support.symmetry import bottleneck, ground_truth_equivalent, sampled_relative_difference
 
+import neuromanifold as nm
 from neuromanifold import InputError
 from neuromanifold import relu
 from neuromanifold._tolerance import path_norm_scale
@@ -320,3 +321,23 @@ def test_a_ramp_flip_is_recovered():
     assert r.applies and r.equivalent and r.certified
     assert "ramp_flip" in [s.name for s in r.symmetry]
     assert _close_params(apply_sequence(r.symmetry, p), q, 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(widths=st.sampled_from([(3, 1, 3, 1), (2, 1, 2, 1), (3, 2, 3, 1), (2, 2, 3, 2),
+                               (4, 3, 4, 1), (3, 1, 1, 1)]),
+       seed=st.integers(0, 10_000))
+@example(widths=(3, 1, 3, 1), seed=7)
+def test_a_network_is_equivalent_to_its_own_canonical_form(widths, seed):
+    """ReLUNet([3, 1, 3, 1]) seed 7 crashed here (an empty block of non-crossing rows)."""
+    p = nm.ReLUNet(list(widths)).random_params(seed=seed)
+    try:
+        c = canonical_form(p)
+    except nm.NeuromanifoldError:
+        return  # a refusal with its reason (outside the fast path)
+    assert nm.relu.equivalent(p, c).equivalent
+    try:
+        cc = canonical_form(c)
+    except nm.NeuromanifoldError:
+        return
+    assert nm.relu.equivalent(p, cc).equivalent

@@ -374,8 +374,9 @@ def _reorient(path: list, before: list, cur: Params, turned: tuple, A: np.ndarra
     out = np.hstack([C, np.zeros((n3, len(N) - k))])
     (_, _), (W2, b2), (W3, _) = cur
     now = np.hstack([W2[N], b2[N, None]])
-    if now.shape != rows.shape or np.max(np.abs(now - rows)) > 0 or \
-            np.max(np.abs(W3[:, N] - out)) > 0:
+    # no non-crossing neuron left (a canonical form passed again): nothing to put in place
+    if N and (now.shape != rows.shape or np.max(np.abs(now - rows)) > 0
+              or np.max(np.abs(W3[:, N] - out)) > 0):
         cur = _step(path, before, cur, BlockRefactor(tuple(N), tuple(map(tuple, rows)),
                                                      tuple(map(tuple, out))), tol)
         (_, _), (W2, b2), (W3, _) = cur   # snap rounding: the rows exactly as chosen
