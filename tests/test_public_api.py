@@ -418,3 +418,16 @@ def test_relu_gradient_flow_takes_t_final_like_every_other_flow():
     with pytest.warns(DeprecationWarning, match="t_end=.*use t_final="):
         old = relu.gradient_flow(p, X, Y, t_end=0.1, num_times=3)
     assert np.array_equal(new.loss, old.loss)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nm.ReLUNet([2, 10**9, 1]), lambda: nm.ReLUNet([2, 10**30, 1]),
+    lambda: nm.LinearFCNet([10**9, 2]), lambda: nm.LinearConvNet([10**8, 2]),
+])
+def test_a_network_too_large_to_allocate_is_refused_with_the_limit(make):
+    with pytest.raises(nm.ArchitectureError, match="more than the limit of 100,000,000"):
+        make()
+
+
+def test_mnist_scale_widths_are_accepted():
+    assert nm.ReLUNet([784, 256, 128, 10]).widths == (784, 256, 128, 10)

@@ -15,13 +15,13 @@ import functools
 import inspect
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from ._errors import InputError, ParameterError, short_repr
+from ._errors import ArchitectureError, InputError, ParameterError, short_repr
 
 __all__ = ["check_workers", "as_real_array", "as_finite_array", "check_finite_result", "as_seed_rng",
            "check_bool", "check_positive_int", "check_nonnegative_int", "check_positive_float",
@@ -351,3 +351,30 @@ def renamed_keywords(**old_to_new: str) -> Callable:
         inner.renamed_keywords = dict(old_to_new)
         return inner
     return wrap
+
+
+#: the most entries a network's weights may have (1e8 float64 entries take 800 MB): a
+#: width of 10^9 is a typo, not a network, and must not reach an allocation
+MAX_PARAMS = 10**8
+
+
+def check_widths(widths: Any, what: str) -> tuple[int, ...]:
+    """Layer widths ``(n_0, ..., n_L)``: at least two positive ints whose weight matrices
+    have at most :data:`MAX_PARAMS` entries in all, else an :class:`ArchitectureError`
+    naming the rule (``what`` names the network kind in the message)."""
+    if isinstance(widths, (str, bytes)) or not isinstance(widths, Sequence) or len(widths) < 2:
+        raise ArchitectureError(
+            f"{what} widths must be a list of at least two positive integers "
+            f"(n0, ..., nL); got {short_repr(widths)}")
+    out = tuple(check_positive_int(w, "every width", ArchitectureError) for w in widths)
+    check_param_count(sum(a * b for a, b in zip(out, out[1:])), f"widths {list(out)}")
+    return out
+
+
+def check_param_count(count: int, what: str) -> int:
+    """``count`` (a network's number of weight entries) when at most :data:`MAX_PARAMS`,
+    else an :class:`ArchitectureError` stating the limit."""
+    if count > MAX_PARAMS:
+        raise ArchitectureError(f"{what}: {count:,} weight entries, more than the limit of "
+                                f"{MAX_PARAMS:,} (800 MB of float64)")
+    return count

@@ -21,7 +21,7 @@ from scipy import fft as sp_fft, signal
 
 from .._errors import ArchitectureError, InputError, short_repr
 from .._validation import (as_finite_array, as_real_array, as_seed_rng, check_finite_result,
-                           check_positive_int)
+                           check_param_count, check_positive_int)
 from ..exact import to_fmpq
 from ._base import LinearNetBase, finite_result
 from ._fiber_conv import conv_fiber
@@ -151,6 +151,7 @@ class LinearConvNet(LinearNetBase):
                 raise ArchitectureError(
                     f"{exc} (all filters must have the same number of axes D={D}; "
                     f"filter_shapes={short_repr(filter_shapes)})") from None
+        check_param_count(sum(math.prod(k) for k in shapes), "filter shapes")
         L = len(shapes)
         if strides is None:
             strides = [1] * (L - 1)

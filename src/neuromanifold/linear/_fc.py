@@ -13,9 +13,9 @@ from typing import Any
 import flint
 import numpy as np
 
-from .._errors import ArchitectureError, InputError, ParameterError, short_repr
+from .._errors import InputError, ParameterError
 from .._validation import (as_finite_array, as_seed_rng, check_finite_result,
-                           check_nonnegative_int, check_positive_int)
+                           check_positive_int, check_widths)
 from ..exact import fmpq_matrix
 from ._base import LinearNetBase, finite_result
 from ._fiber_fc import fc_fiber
@@ -90,11 +90,7 @@ class LinearFCNet(LinearNetBase):
     """
 
     def __init__(self, widths: Sequence[int]):
-        if isinstance(widths, (str, bytes)) or not isinstance(widths, Sequence) or len(widths) < 2:
-            raise ArchitectureError(
-                f"widths must be a list of at least two positive ints (d_0, ..., d_N); "
-                f"got {short_repr(widths)}")
-        self.widths = tuple(check_positive_int(w, "every width", ArchitectureError) for w in widths)
+        self.widths = check_widths(widths, "LinearFCNet")
 
     def __repr__(self) -> str:
         return f"LinearFCNet(widths={list(self.widths)})"

@@ -14,8 +14,8 @@ from typing import Any
 import flint
 import numpy as np
 
-from ..._errors import ArchitectureError, InputError, ParameterError, short_repr
-from ..._validation import as_finite_array, as_real_array, as_seed_rng, check_positive_int
+from ..._errors import InputError, ParameterError, short_repr
+from ..._validation import as_finite_array, as_real_array, as_seed_rng, check_widths
 
 __all__ = ["ReLUNet", "forward", "check_params", "widths_of", "exact_params"]
 
@@ -156,11 +156,7 @@ class ReLUNet:
     """
 
     def __init__(self, widths: Sequence[int]):
-        if isinstance(widths, (str, bytes)) or not isinstance(widths, Sequence) or len(widths) < 2:
-            raise ArchitectureError(
-                f"widths must be a list of at least two positive integers (n0, ..., nL); "
-                f"got {short_repr(widths)}")
-        self.widths = tuple(check_positive_int(w, "every width", ArchitectureError) for w in widths)
+        self.widths = check_widths(widths, "ReLUNet")
 
     @classmethod
     def from_params(cls, params: Any) -> "ReLUNet":
