@@ -153,3 +153,104 @@ def test_bad_files(tmp_path):
         save(nm.ReLUNet([2, 1]).random_params(), tmp_path / "a.pt")
     with pytest.raises(nm.ModelFileError, match="cannot read a model"):
         load(42)
+
+
+# -- bad input that reached numpy, zlib or safetensors: each is a ModelFileError ----------
+
+def _npz_with_header(path, shape):
+    """An npz whose one member declares ``shape`` but holds 16 bytes of data."""
+    import io as _io
+    import zipfile
+    buf = _io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False,
+                                               "shape": shape})
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("0.weight.npy", buf.getvalue() + b"\0" * 16)
+    return path
+
+
+@pytest.mark.parametrize("shape", [(2**20, 2**20), (2**40,), (4, 4)])
+def test_an_npy_header_declaring_more_than_the_file_holds_is_refused(tmp_path, shape):
+    path = _npz_with_header(tmp_path / "big.npz", shape)
+    with pytest.raises(nm.ModelFileError, match="declares shape"):
+        load(path)
+
+
+def test_a_corrupted_compressed_npz_is_refused(tmp_path):
+    path = tmp_path / "c.npz"
+    np.savez_compressed(path, **{"0.weight": np.random.default_rng(0).standard_normal((40, 40)),
+                                 "0.bias": np.zeros(40)})
+    data = bytearray(path.read_bytes())
+    for i in range(200, 400):
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+    with pytest.raises(nm.ModelFileError, match="not a valid .npz"):
+        load(path)
+
+
+def _safetensors(path, dtype, nbytes, meta=None):
+    header = {"0.weight": {"dtype": dtype, "shape": [2, 2], "data_offsets": [0, nbytes]}}
+    if meta is not None:
+        header["__metadata__"] = meta
+    raw = json.dumps(header).encode()
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + b"\0" * nbytes)
+    return path
+
+
+@pytest.mark.parametrize("dtype", ["F8_E4M3", "F8_E5M2"])
+def test_a_float8_safetensors_file_is_refused(tmp_path, dtype):
+    with pytest.raises(nm.ModelFileError, match="dtype"):
+        load(_safetensors(tmp_path / "f8.safetensors", dtype, 4))
+
+
+@pytest.mark.parametrize("strides", ["NaN", '"two"', "5", "[[1e400]]", "[1.5]", "[true]",
+                                     '["1+2j"]', "[0]", "[]", "{"])
+def test_malformed_stored_strides_are_refused_not_cast(tmp_path, strides):
+    path = tmp_path / "s.safetensors"
+    from safetensors.numpy import save_file
+    save_file({"0.weight": np.ones((1, 1, 2)), "1.weight": np.ones((1, 1, 2))}, str(path),
+              metadata={"neuromanifold.strides": strides})
+    with pytest.raises(nm.ModelFileError, match="strides"):
+        load(path)
+
+
+def test_well_formed_stored_strides_still_load(tmp_path):
+    path = tmp_path / "s.safetensors"
+    save([np.ones(2), np.ones(3)], path, strides=[2, 1])
+    assert load(path).strides == ((2,), (1,))
+
+
+@pytest.mark.parametrize("arrays", [
+    {"0.weight": np.zeros((0, 2)), "0.bias": np.zeros(0), "2.weight": np.zeros((1, 0))},
+    {"0.weight": np.zeros((3, 0)), "2.weight": np.ones((1, 3))},
+])
+def test_a_zero_width_layer_is_refused_when_loading(arrays):
+    with pytest.raises(nm.ModelFileError, match="zero-length axis"):
+        load(arrays)
+
+
+def test_two_arrays_naming_one_layer_are_refused():
+    with pytest.raises(nm.ModelFileError, match="two arrays name '0.weight'"):
+        load({"0.weight": np.ones((2, 2)), "module.0.weight": np.ones((2, 2)),
+              "2.weight": np.ones((1, 2))})
+
+
+@pytest.mark.parametrize("broken", ["coefs_none", "no_intercepts"])
+def test_a_broken_sklearn_model_is_refused(broken):
+    sklearn = pytest.importorskip("sklearn.neural_network")
+    m = sklearn.MLPRegressor(hidden_layer_sizes=(3,), max_iter=5).fit(
+        np.random.default_rng(0).standard_normal((20, 2)), np.zeros(20))
+    if broken == "coefs_none":
+        m.coefs_ = None
+    else:
+        del m.intercepts_
+    with pytest.raises(nm.ModelFileError, match="not fitted"):
+        load(m)
+
+
+def test_saving_into_a_missing_folder_or_a_file_is_refused(tmp_path):
+    p = [(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
+    (tmp_path / "file").write_text("x")
+    for target in (tmp_path / "missing" / "m.safetensors", tmp_path / "file" / "m.npz"):
+        with pytest.raises(nm.ModelFileError, match="cannot write"):
+            save(p, target)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from .._errors import ModelFileError, NeuromanifoldError, short_repr
-from ._model import STRIDES_KEY, Model, model_from_arrays
+from .._validation import MAX_PARAMS
+from ._model import STRIDES_KEY, Model, model_from_arrays, stored_strides_list
 
 __all__ = ["load", "save", "SUFFIXES"]
 
@@ -38,8 +40,33 @@ def _to_numpy(value: Any) -> Any:
                              f"{exc}") from None
 
 
+def _check_npz_headers(path: Path) -> None:
+    """Read every member's ``.npy`` header before any array: a header that declares more
+    than :data:`~neuromanifold._validation.MAX_PARAMS` entries, or more bytes than the
+    member holds, is refused before numpy allocates for it."""
+    with zipfile.ZipFile(path) as zf:
+        for info in zf.infolist():
+            if not info.filename.endswith(".npy"):
+                continue
+            with zf.open(info) as fh:
+                version = np.lib.format.read_magic(fh)
+                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0)
+                shape, _, dtype = read(fh)
+                data_bytes = info.file_size - fh.tell()
+            count = int(np.prod(shape, dtype=object))
+            too_big = not dtype.hasobject and count * dtype.itemsize > data_bytes
+            if count > MAX_PARAMS or too_big:  # (object arrays are refused by np.load)
+                raise ModelFileError(
+                    f"{path}: array {info.filename[:-4]!r} declares shape {shape} "
+                    f"({count:,} entries), more than "
+                    + (f"the limit of {MAX_PARAMS:,}" if count > MAX_PARAMS
+                       else f"the {data_bytes:,} bytes of data the file holds for it"))
+
+
 def _read_npz(path: Path) -> dict[str, np.ndarray]:
     try:
+        _check_npz_headers(path)
         with np.load(path, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
     except ValueError as exc:
@@ -47,7 +74,7 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
             raise ModelFileError(f"{path}: holds Python objects that would have to be "
                                  f"unpickled; refused (only numeric arrays are read)") from None
         raise ModelFileError(f"{path}: not a valid .npz file ({exc})") from None
-    except (zipfile.BadZipFile, EOFError, OSError, KeyError) as exc:
+    except (zipfile.BadZipFile, EOFError, OSError, KeyError, zlib.error) as exc:
         raise ModelFileError(f"{path}: not a valid .npz file, truncated or corrupted "
                              f"({type(exc).__name__}: {exc})") from None
 
@@ -61,12 +88,15 @@ def _read_safetensors(path: Path) -> dict[str, Any]:
     except (SafetensorError, OSError, ValueError, TypeError) as exc:
         raise ModelFileError(f"{path}: not a valid .safetensors file, truncated or corrupted "
                              f"({exc})") from None
+    except AttributeError as exc:  # a dtype numpy has no type for (F8_E4M3, F8_E5M2)
+        raise ModelFileError(f"{path}: holds a dtype numpy cannot represent ({exc}); save "
+                             f"the weights as float32 or float64") from None
     if STRIDES_KEY in meta:
         try:
-            arrays[STRIDES_KEY] = np.asarray(json.loads(meta[STRIDES_KEY]), dtype=int)
-        except (ValueError, TypeError):
-            raise ModelFileError(f"{path}: metadata {STRIDES_KEY!r} is not a list of "
-                                 f"strides: {short_repr(meta[STRIDES_KEY])}") from None
+            raw = json.loads(meta[STRIDES_KEY])
+        except ValueError:
+            raw = meta[STRIDES_KEY]
+        arrays[STRIDES_KEY] = stored_strides_list(raw, str(path))
     return arrays
 
 
@@ -134,8 +164,12 @@ def _from_sklearn(obj: Any) -> Model:
     if getattr(obj, "activation", None) != "relu":
         raise ModelFileError(f"{source}: activation must be 'relu'; got "
                              f"{short_repr(getattr(obj, 'activation', None))}")
-    if not hasattr(obj, "coefs_"):
-        raise ModelFileError(f"{source}: the model is not fitted (no coefs_)")
+    coefs, intercepts = getattr(obj, "coefs_", None), getattr(obj, "intercepts_", None)
+    if not isinstance(coefs, Sequence) or not isinstance(intercepts, Sequence) \
+            or len(coefs) != len(intercepts) or not coefs:
+        raise ModelFileError(f"{source}: the model is not fitted (coefs_ and intercepts_ "
+                             f"must be lists of one array per layer; got "
+                             f"{short_repr(coefs)} and {short_repr(intercepts)})")
     arrays = {}
     for l, (C, c) in enumerate(zip(obj.coefs_, obj.intercepts_)):
         arrays[f"{l}.weight"] = np.asarray(C).T
@@ -249,6 +283,8 @@ def save(model: Any, path: Any, *, strides: Any = None) -> None:
     if not isinstance(path, (str, os.PathLike)):
         raise ModelFileError(f"path must be a file path; got {short_repr(path)}")
     path = Path(path)
+    if not path.parent.is_dir():
+        raise ModelFileError(f"{path}: cannot write (no folder {str(path.parent)!r})")
     arrays = _named_arrays(model)
     suffix = path.suffix.lower()
     try:

@@ -74,6 +74,26 @@ class Model(Result):
         return f"{arch}{note} from {self.source}"
 
 
+def stored_strides_list(value: Any, source: str) -> list[tuple[int, ...]]:
+    """Strides as a file stores them (a list of positive ints, or of lists of positive ints
+    for D >= 2), checked entry by entry: a float, bool, string, NaN or a nested scalar is
+    refused, never rounded to an int."""
+    def ints(row: Any) -> tuple[int, ...] | None:
+        items = row.tolist() if isinstance(row, np.ndarray) else row
+        items = items if isinstance(items, (list, tuple)) else [items]
+        good = all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                   and v >= 1 for v in items) and items
+        return tuple(int(v) for v in items) if good else None
+
+    rows = value.tolist() if isinstance(value, np.ndarray) else value
+    out = [ints(r) for r in rows] if isinstance(rows, (list, tuple)) and rows else [None]
+    if any(r is None for r in out):
+        raise ModelFileError(f"{source}: the stored strides must be a list of positive "
+                             f"integers (one per layer, or one tuple per layer for D >= 2); "
+                             f"got {short_repr(value)}")
+    return out
+
+
 def _natural_key(name: str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
@@ -83,6 +103,9 @@ def _float64(array: Any, name: str, source: str) -> np.ndarray:
     if arr.dtype.kind not in "fiu" or arr.dtype.kind == "b":
         raise ModelFileError(f"{source}: array {name!r} must hold real numbers; "
                              f"got dtype {arr.dtype}")
+    if 0 in arr.shape:
+        raise ModelFileError(f"{source}: array {name!r} has a zero-length axis (shape "
+                             f"{arr.shape}); every layer has at least one neuron and input")
     arr = arr.astype(np.float64)
     if not np.all(np.isfinite(arr)):
         raise ModelFileError(f"{source}: array {name!r} holds NaN or inf")
@@ -126,7 +149,10 @@ def model_from_arrays(arrays: dict[str, Any], source: str,
             raise ModelFileError(
                 f"{source}: entry {name!r} is neither a weight nor a bias; a model file "
                 f"holds '<layer>.weight' and '<layer>.bias' arrays only")
-        layers.setdefault(prefix, {})[leaf] = value
+        if leaf in layers.setdefault(prefix, {}):
+            raise ModelFileError(f"{source}: two arrays name {key!r} (one of them is "
+                                 f"{name!r}); which one is the layer is ambiguous")
+        layers[prefix][leaf] = value
     if not layers:
         raise ModelFileError(f"{source}: holds no weight arrays")
     order = sorted(layers, key=_natural_key)
@@ -170,8 +196,7 @@ def model_from_arrays(arrays: dict[str, Any], source: str,
                 f"{source}: holds convolution kernels but no strides; weights alone do not "
                 f"say them: pass strides=[...] (one per layer)")
         if strides is None:
-            raw = np.asarray(stored_strides)
-            strides = [tuple(int(s) for s in np.atleast_1d(row)) for row in raw]
+            strides = stored_strides_list(stored_strides, source)
         try:
             net = LinearConvNet([f.shape for f in filters], strides=list(strides))
         except Exception as exc:  # an ArchitectureError: say which file
