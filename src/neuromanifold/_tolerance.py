@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import InputError, short_repr
+from ._errors import InputError, ParameterError, short_repr
 
 __all__ = ["DEFAULT_TOL", "SYMMETRY_ROUNDING", "check_tol", "path_norm_scale",
            "function_distance_bound", "numerical_rank"]
@@ -77,7 +77,8 @@ def path_norm_scale(params: Sequence[tuple[Any, Any]]) -> float:
 
     Returns:
         The largest row sum of ``|M_L| ... |M_1|`` (outputs only) with ``M_l = [[W_l, b_l], [0, 1]]``, as a
-        float (0.0 for the zero network). Computed in float64 with the exponent factored
+        float (0.0 for the zero network); a :class:`ParameterError` when it exceeds the
+        float range. Computed in float64 with the exponent factored
         out layer by layer, so networks scaled by ``2**-1000`` or ``2**1000`` neither
         underflow nor overflow.
 
@@ -100,7 +101,15 @@ def path_norm_scale(params: Sequence[tuple[Any, Any]]) -> float:
             log2 += e
     if prod is None:
         return 0.0
-    return float(np.ldexp(float(np.max(prod[:-1].sum(axis=1))), log2))
+    with np.errstate(over="ignore"):
+        scale = float(np.ldexp(float(np.max(prod[:-1].sum(axis=1))), log2))
+    if not np.isfinite(scale):
+        raise ParameterError(
+            f"the network's scale (its l1 path norm with biases, about 2**{log2}) is beyond "
+            f"the float range (1.8e308); the tolerances are relative to it, so it must be "
+            f"finite: divide a layer's weights and biases by a power of two (or the "
+            f"outputs' scale) to bring it into range")
+    return scale
 
 
 #: relative float64 rounding allowed when a sequence of symmetries is applied in floats

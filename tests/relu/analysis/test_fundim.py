@@ -6,6 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import pytest
+
+from neuromanifold import ParameterError
 from neuromanifold.exact import exact_rank
 from neuromanifold.relu import ReLUNet, bent_hyperplanes, functional_dimension
 from neuromanifold.relu._analysis.fundim import region_rows
@@ -346,3 +349,19 @@ def test_budgets_raise_with_a_partial_lower_bound():
     # a budget that is not reached changes nothing
     assert functional_dimension(p, max_regions=10**6, time_limit=600.0).rank == \
         functional_dimension(p).rank
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e300])
+def test_a_scale_beyond_the_float_range_is_refused_with_the_limit(scale):
+    p = [(W * scale, b * scale) for W, b in ReLUNet([2, 3, 1]).random_params(seed=0)]
+    for tol in (1e-9, 0):
+        with pytest.raises(ParameterError, match="beyond the float range"):
+            functional_dimension(p, tol=tol)
+
+
+def test_a_large_output_scale_keeps_the_rank():
+    """The output layer is brought into range by a power of two (the rank does not
+    change): at 1e150 the float rows used to lose a rank."""
+    p = ReLUNet([2, 3, 1]).random_params(seed=0)
+    q = [(W * 1e150, b * 1e150) for W, b in p]
+    assert functional_dimension(q).rank == functional_dimension(p).rank == 10

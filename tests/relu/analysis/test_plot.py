@@ -229,3 +229,12 @@ def test_color_by_map_gives_equivalent_networks_the_same_picture():
     assert np.mean([_color_at(by_region[0], x) == _color_at(by_region[1], x) for x in pts]) < 0.9
     with pytest.raises(InputError, match="color_by"):
         plot_arrangement(p, ax=_axes(), color_by="layer")
+
+
+def test_weights_near_the_float_range_draw_or_are_refused_with_the_limit():
+    import neuromanifold as nm
+    p = nm.ReLUNet([2, 3, 1]).random_params(seed=0)
+    fig = nm.relu.plot_arrangement([(W * 1e150, b * 1e150) for W, b in p])
+    assert fig is not None
+    with pytest.raises(nm.ParameterError, match="beyond the float range"):
+        nm.relu.plot_arrangement([(W * 1e300, b * 1e300) for W, b in p])

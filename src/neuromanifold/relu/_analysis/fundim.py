@@ -65,7 +65,7 @@ import scipy.linalg
 from ..._errors import InputError, short_repr
 from ..._progress import progress_bar
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
+from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank, path_norm_scale
 from ..._validation import check_bool
 from .._core.domain import Domain, as_domain
 from .._engine.budget import Budget, check_budget
@@ -205,9 +205,12 @@ _PRIME = (1 << 61) - 1
 def _balanced(params: list) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Float copies of the layers with every hidden neuron rescaled by a power of two (its
     incoming row and bias by ``2**-e``, its outgoing column by ``2**e``) so that its largest
-    incoming entry lies in ``[1/2, 1)``. The function is the same; Jacobian columns change
-    by exact powers of two only (so the column-normalized matrix is the same), and two
-    networks that differ by power-of-two rescalings balance to the same floats."""
+    incoming entry lies in ``[1/2, 1)``, and the output layer divided by the power of two
+    that brings its largest entry into ``[1/2, 1)``. The function is the same up to that
+    constant factor, so the rank is: Jacobian columns change by exact powers of two only
+    (the column-normalized matrix is the same), and two networks that differ by
+    power-of-two rescalings balance to the same floats. Without the last step a network
+    scaled by 1e150 put ~1e300 into its output layer and its float rows lost rank."""
     Ws = [np.array(W, dtype=float) for W, _ in params]
     bs = [np.array(b, dtype=float) for _, b in params]
     for l in range(len(Ws) - 1):
@@ -217,6 +220,10 @@ def _balanced(params: list) -> tuple[list[np.ndarray], list[np.ndarray]]:
         Ws[l] = np.ldexp(Ws[l], -e[:, None])
         bs[l] = np.ldexp(bs[l], -e)
         Ws[l + 1] = np.ldexp(Ws[l + 1], e[None, :])
+    peak = float(np.max(np.abs(np.hstack([Ws[-1], bs[-1][:, None]]))))
+    if peak > 0:
+        E = int(np.frexp(peak)[1])
+        Ws[-1], bs[-1] = np.ldexp(Ws[-1], -E), np.ldexp(bs[-1], -E)
     return Ws, bs
 
 
@@ -513,6 +520,9 @@ def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_
     dom = as_domain(domain, net.d)
     if method == "auto":
         method = "milp" if tol > 0 else "regions"
+    # the float rows (a shadow of the exact ones with tol=0) and the tolerance are
+    # relative to the scale: it must be finite
+    path_norm_scale(net.params)
     return _Run(net, dom, tol, max_regions, time_limit, progress).run(method)
 
 

@@ -139,6 +139,10 @@ def _default_window(params, dom: Domain, budget: dict | None = None
     """
     V, total = _vertices(params, dom, budget)
     W1, b1 = params[0]
+    # each row divided by its largest entry first: the foot is the same, and no square
+    # of a weight near the float range overflows
+    peak = np.maximum(np.max(np.abs(np.hstack([W1, b1[:, None]])), axis=1), 1e-300)
+    W1, b1 = W1 / peak[:, None], b1 / peak
     feet = -(b1[:, None] * W1) / np.maximum((W1 ** 2).sum(axis=1), 1e-300)[:, None]
     if dom.kind == "orthant":
         feet = np.maximum(feet, 0.0)
