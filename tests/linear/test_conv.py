@@ -280,3 +280,11 @@ def test_ntk_overflow_is_an_error_and_large_finite_kernels_are_not():
     K = net.ntk(big)
     assert np.isfinite(K).all() and np.trace(K) > 1e300
     assert _rel(K, _reference_ntk(net, big)[1]) <= 1e-12
+
+
+def test_correlation_near_the_float_range_is_exact_or_refused():
+    import neuromanifold as nm
+    y = nm.correlate(np.array([[1.7e308, -1.7e308, 1.0]]), np.array([1.0, 1.0]), 1)
+    assert y.tolist() == [[0.0, -1.7e308]]
+    with pytest.raises(nm.ParameterError, match="correlation is not finite"):
+        nm.correlate(np.array([[1.7e308, 1.7e308, 1.0]]), np.array([1.0, 1.0]), 1)

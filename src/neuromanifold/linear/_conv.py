@@ -90,9 +90,24 @@ def correlate(x: Any, filt: Any, stride: int | Sequence[int] = 1) -> np.ndarray:
         raise InputError(
             f"signal of spatial shape {spatial} is shorter than the filter {filt.shape}")
     axes = tuple(range(x.ndim - D, x.ndim))
+    # entries beyond 2**500 are scaled by a power of two first (exact), so that a sum of
+    # products near the float range is formed in range; the result is checked, not inf
+    ex = _big_exponent(x)
+    ef = _big_exponent(filt)
+    x, filt = np.ldexp(x, -ex), np.ldexp(filt, -ef)
     windows = np.lib.stride_tricks.sliding_window_view(x, filt.shape, axis=axes)
     windows = windows[(Ellipsis,) + tuple(slice(None, None, s) for s in stride) + (slice(None),) * D]
-    return np.tensordot(windows, filt, axes=D)
+    out = np.tensordot(windows, filt, axes=D)
+    if ex or ef:
+        with np.errstate(over="ignore"):
+            out = check_finite_result(np.ldexp(out, ex + ef), "the correlation")
+    return out
+
+
+def _big_exponent(a: np.ndarray) -> int:
+    """The binary exponent of ``max |a|`` when it exceeds ``2**500``, else 0."""
+    peak = float(np.max(np.abs(a))) if a.size else 0.0
+    return int(np.frexp(peak)[1]) if peak > 2.0 ** 500 else 0
 
 
 def _as_tuple(value: Any, D: int, name: str, error: type[Exception],

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import neuromanifold as nm
 from neuromanifold import InputError, SymmetryError
+from neuromanifold.relu.symmetries import random_orbit_point
 from neuromanifold import relu
 from neuromanifold.relu.symmetries import (Applicability, DeadNeuronMove, Flip,
                                            HidingTranslation, LinearBlockMixing, Permutation,
@@ -354,3 +355,14 @@ def test_block_refactor_grows_and_shrinks_the_block():
     # a mixed neuron is not part of the block, nor may a new row be mixed
     assert not BlockRefactor((0,), ((1.0, 1.0, 1.0),), ((1.5,),)).applies(P)
     assert not BlockRefactor((2,), ((1.0, -1.0, 0.0),), ((3.0,),)).applies(P)
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e150, 0.0])
+def test_random_orbit_point_of_extreme_parameters_moves_or_refuses_with_the_limit(scale):
+    P = [(W * scale, b * scale) for W, b in nm.ReLUNet([2, 3, 2, 1]).random_params(seed=0)]
+    try:
+        Q, _ = random_orbit_point(P)
+    except nm.ParameterError as exc:
+        assert "float" in str(exc)
+    else:
+        assert all(np.all(np.isfinite(W)) and np.all(np.isfinite(b)) for W, b in Q)

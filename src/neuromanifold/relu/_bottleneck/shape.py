@@ -33,6 +33,7 @@ import numpy as np
 
 from ..._errors import ArchitectureError
 from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
+from ..._validation import check_finite_result
 from ...exact import to_fmpq
 from .._core.net import check_params
 
@@ -84,8 +85,14 @@ def weighted_rows(params: Params) -> np.ndarray:
     """The rows of ``[W2 | b2]`` with column ``k < n1`` multiplied by ``||(W1[k], b1[k])||``
     (shape ``(n2, n1 + 1)``): the scale-invariant magnitudes used for signs."""
     (W1, b1), (W2, b2) = params[0], params[1]
-    norms = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
-    return np.hstack([W2 * norms[None, :], b2[:, None]])
+    rows = np.hstack([W1, b1[:, None]])
+    peak = np.max(np.abs(rows), axis=1)
+    safe = np.where(peak > 0, peak, 1.0)
+    norms = peak * np.sqrt(np.sum((rows / safe[:, None]) ** 2, axis=1))  # no square overflows
+    with np.errstate(over="ignore"):
+        R = np.hstack([W2 * norms[None, :], b2[:, None]])
+    return check_finite_result(R, "the second-layer rows weighted by the first layer's "
+                                  "row norms")
 
 
 def row_signs(params: Params, tol: float = DEFAULT_TOL) -> np.ndarray:
