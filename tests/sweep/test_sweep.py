@@ -66,6 +66,10 @@ def test_local_sweep_resume_and_failures(config, tmp_path):
     ('[[grid]]\nanalysis = "relu_regions"\narchitectures = [{widths = [0, 1]}]', "grid entry 1"),
     ('seeds = -1\n[[grid]]\nanalysis = "relu_regions"\narchitectures = [{widths = [2, 1]}]', "seeds"),
     ("this is not toml [", "not a readable TOML"),
+    ('seeds = 1000000000000\n[[grid]]\nanalysis = "relu_regions"\narchitectures = [{widths = [2, 1]}]',
+     "count from 1 to 100,000"),
+    ('output = 5\n[[grid]]\nanalysis = "relu_regions"\narchitectures = [{widths = [2, 1]}]',
+     "output must be a file name"),
 ])
 def test_bad_configurations(tmp_path, text, message):
     path = tmp_path / "bad.toml"
@@ -78,6 +82,22 @@ def test_refuses_to_append_to_a_foreign_file(config, tmp_path):
     (tmp_path / "out.jsonl").write_text("hello\n")
     with pytest.raises(nm.InputError, match="not a sweep record"):
         run_sweep(config)
+    (tmp_path / "out.jsonl").write_bytes(b"\xff\xfe\x00 not text\n")
+    with pytest.raises(nm.InputError, match="not UTF-8"):
+        run_sweep(config)
+
+
+@pytest.mark.parametrize("scheduler, message", [
+    ("notaurl", "an address like"), (5, "an address like"),
+    ("tcp://127.0.0.1:1", "cannot reach the Dask scheduler"),   # nothing listens there
+])
+def test_a_bad_or_unreachable_scheduler_is_an_input_error(config, scheduler, message):
+    pytest.importorskip("distributed")
+    import time
+    start = time.perf_counter()
+    with pytest.raises(nm.InputError, match=message):
+        run_sweep(config, scheduler=scheduler)
+    assert time.perf_counter() - start < 30   # not the 32 s of distributed's own timeout
 
 
 def test_dask_cluster_survives_a_killed_worker(tmp_path):

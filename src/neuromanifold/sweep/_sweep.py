@@ -68,14 +68,20 @@ class SweepSummary(Result):
     seconds: float
 
 
+#: the most seeds one grid entry may ask for (each is a task and a line of output)
+MAX_SEEDS = 100_000
+#: seconds to wait for a Dask scheduler to answer before saying it cannot be reached
+CONNECT_TIMEOUT = 5.0
+
+
 def _seeds(value: Any, where: str) -> list[int]:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_SEEDS:
         return list(range(value))
-    if isinstance(value, list) and value and all(
+    if isinstance(value, list) and value and len(value) <= MAX_SEEDS and all(
             isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value):
         return list(value)
-    raise InputError(f"{where}: seeds must be a positive count or a list of nonnegative "
-                     f"ints; got {short_repr(value)}")
+    raise InputError(f"{where}: seeds must be a count from 1 to {MAX_SEEDS:,} or a list of "
+                     f"at most {MAX_SEEDS:,} nonnegative ints; got {short_repr(value)}")
 
 
 def load_config(path: Any) -> dict:
@@ -107,6 +113,9 @@ def load_config(path: Any) -> dict:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(f"{path}: not a readable TOML sweep configuration ({exc})") from None
     if "output" in config:
+        if not isinstance(config["output"], str) or not config["output"]:
+            raise InputError(f"{path}: output must be a file name (a string); got "
+                             f"{short_repr(config['output'])}")
         config["output"] = str(path.parent / config["output"])
     config["_source"] = str(path)
     tasks_of(config)  # validate everything before anything runs
@@ -158,7 +167,12 @@ def _finished_keys(output: Path) -> set[str]:
         data = data[: data.rfind(b"\n") + 1]
         output.write_bytes(data)
     keys = set()
-    for line in data.decode().splitlines():
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        raise InputError(f"{output}: not a sweep's output (not UTF-8 text); refusing to "
+                         f"append to it") from None
+    for line in text.splitlines():
         try:
             keys.add(json.loads(line)["task"])
         except (ValueError, KeyError, TypeError):
@@ -196,7 +210,17 @@ def _dask(tasks: list[Task], scheduler: Any):
         from distributed import Client, as_completed
     except ImportError:
         raise InputError("a Dask scheduler needs dask: pip install 'neuromanifold[dask]'") from None
-    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    if isinstance(scheduler, Client):
+        client = scheduler
+    elif not isinstance(scheduler, str) or "://" not in scheduler:
+        raise InputError(f"a Dask scheduler is an address like 'tcp://host:8786' or a "
+                         f"distributed.Client; got {short_repr(scheduler)}")
+    else:
+        try:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except (OSError, ValueError, TypeError) as exc:  # TimeoutError is an OSError
+            raise InputError(f"cannot reach the Dask scheduler at {scheduler!r} within "
+                             f"{CONNECT_TIMEOUT:g} s ({type(exc).__name__}: {exc})") from None
     try:
         keys = {"nm-" + hashlib.sha1(t.key.encode()).hexdigest(): t for t in tasks}
         futures = [client.submit(_execute, t, key=k, pure=False) for k, t in keys.items()]
