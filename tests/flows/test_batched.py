@@ -145,3 +145,17 @@ def test_a_step_whose_stages_overflow_is_shrunk_not_retried():
     res = gradient_flows(net, [p], loss, 1.0, num_times=2, max_steps=50)
     assert res.rejected[0] > 0 and res.steps[0] == 50
     assert np.isfinite(net.flatten(res.final_params[0])).all()
+
+
+def test_an_out_of_reach_horizon_stops_at_once_and_marks_what_was_reached():
+    """t_final = 1e300 ends after a few dozen steps (as one flow does), not after the whole
+    budget; the samples it did not reach are NaN, and ``reached`` says which."""
+    net = nm.LinearConvNet([2, 2], strides=[2])
+    loss = nm.QuadraticLoss(np.eye(4), [1.0, 0.5, -0.3, 0.2])
+    res = gradient_flows(net, [net.random_params(seed=0), net.random_params(seed=1)], loss,
+                         1e300, num_times=3)
+    assert not res.success.any() and res.steps.max() < 1000   # the budget is 200,000
+    assert res.reached[:, 0].all() and not res.reached[:, -1].any()
+    assert np.isfinite(res.loss[res.reached]).all() and np.isnan(res.loss[~res.reached]).all()
+    ok = gradient_flows(net, [net.random_params(seed=0)], loss, 1.0, num_times=3)
+    assert ok.success.all() and ok.reached.all()

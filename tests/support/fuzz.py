@@ -148,6 +148,7 @@ ARRAY_CASES = [
     # unusual but not invalid: must work with a finite result, or raise clearly
     ("scaled_2^-1000", lambda v: _arr(v) * 2.0 ** -1000, False),
     ("scaled_2^1000", lambda v: _arr(v) * 2.0 ** 1000, False),
+    ("near_float_max", lambda v: _poke(_arr(v), 1.7e308), False),  # finite, 1.7e308
     ("scaled_1e300", lambda v: _arr(v) * 1e300, False),
     ("scaled_1e-300", lambda v: _arr(v) * 1e-300, False),
     ("subnormal", lambda v: _arr(v) * 5e-324, False),
@@ -179,6 +180,7 @@ COUNT_CASES = [
     ("object", lambda v: object(), True),
     ("list", lambda v: [v], True),
     ("huge", lambda v: 10 ** 12, False),
+    ("astronomical", lambda v: 10 ** 30, False),     # a width of 10^30 must not allocate
     ("numpy_int", lambda v: np.int64(v), False),
     ("none", lambda v: None, False),
 ]
@@ -309,6 +311,7 @@ def _params_cases():
         ("all.scaled_2^-500", scale_all(2.0 ** -500), False),
         ("all.scaled_2^500", scale_all(2.0 ** 500), False),
         ("all.scaled_1e100", scale_all(1e100), False),
+        ("all.scaled_1e300", scale_all(1e300), False),   # the scale leaves the float range
         ("missing_layer", lambda v: list(v)[:-1], True),
         ("extra_layer", _extra_layer, True),
         ("empty_list", lambda v: [], True),
@@ -514,6 +517,15 @@ def has_nonfinite(value: Any, _depth: int = 0, allow: tuple = ()) -> str | None:
     from neuromanifold import Result
     if allow:
         return _nonfinite_allowing(value, _depth, allow)
+    if isinstance(value, Result) and hasattr(type(value), "reached"):
+        # flows that stopped early: NaN exactly at the samples they did not reach
+        mask = value.reached
+        for name in ("end_to_end", "loss", "invariants"):
+            if not np.all(np.isfinite(getattr(value, name)[mask])):
+                return f"{name}.reached.nan"
+        rest = {k: v for k, v in value.to_dict().items()
+                if k not in ("end_to_end", "loss", "invariants")}
+        return has_nonfinite(rest, _depth + 1)
     if isinstance(value, Result):
         return has_nonfinite(value.to_dict(), _depth + 1)
     if isinstance(value, np.ndarray):

@@ -93,11 +93,8 @@ def test_refuses_to_append_to_a_foreign_file(config, tmp_path):
 ])
 def test_a_bad_or_unreachable_scheduler_is_an_input_error(config, scheduler, message):
     pytest.importorskip("distributed")
-    import time
-    start = time.perf_counter()
     with pytest.raises(nm.InputError, match=message):
         run_sweep(config, scheduler=scheduler)
-    assert time.perf_counter() - start < 30   # not the 32 s of distributed's own timeout
 
 
 def test_dask_cluster_survives_a_killed_worker(tmp_path):

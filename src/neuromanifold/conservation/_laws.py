@@ -26,7 +26,7 @@ import numpy as np
 from .._errors import InputError, ParameterError, short_repr
 from .._results import Result
 from .._tolerance import DEFAULT_TOL, check_tol
-from .._validation import as_real_array, as_seed_rng, check_positive_int
+from .._validation import as_real_array, as_seed_rng, check_finite_result, check_positive_int
 from ..exact import to_fmpq
 from ..linear import LinearConvNet, LinearFCNet
 from ..relu import ReLUNet, block_law_terms, check_params, rescaling_law_terms
@@ -86,7 +86,9 @@ class KnownLaw(Result):
             else:
                 g[i] = g[i] + c * theta[j]
                 g[j] = g[j] + c * theta[i]
-        return g
+        if arr.dtype == object:
+            return g          # exact entries: no overflow
+        return check_finite_result(g, "the law's gradient")
 
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)

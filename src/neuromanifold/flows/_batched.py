@@ -28,7 +28,7 @@ from .._errors import ComputationLimitError, InputError, short_repr
 from .._progress import progress_bar
 from .._results import Result
 from .._validation import check_bool, check_positive_float, check_positive_int
-from ._gradient_flow import MAX_NUM_TIMES, MonomialPath
+from ._gradient_flow import MAX_NUM_TIMES, OUT_OF_REACH, MonomialPath
 from ._losses import QuadraticLoss
 
 __all__ = ["BatchedFlowResult", "gradient_flows"]
@@ -45,6 +45,10 @@ _E = np.array([71 / 57600, 0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525,
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class BatchedFlowResult(Result):
     """Gradient flows of one network from many initializations, sampled at ``times``.
+
+    A trajectory that stops before ``t_final`` (its step budget ran out, or ``t_final`` is
+    out of reach at its step size: ``success`` is False) has NaN at the sample times it did
+    not reach; :attr:`reached` marks the samples that hold values.
 
     Attributes:
         times: sample times, shape ``(T,)``.
@@ -81,6 +85,12 @@ class BatchedFlowResult(Result):
     atol: float = 0.0
     final_time: np.ndarray = None
     gradient_norm: np.ndarray = None
+
+    @property
+    def reached(self) -> np.ndarray:
+        """Which samples hold values, shape ``(B, T)``: ``times <= final_time`` of each
+        trajectory (all of them on success)."""
+        return self.times[None, :] <= self.final_time[:, None] * (1 + 1e-12)
 
 
 class _BatchedConv:
@@ -472,9 +482,11 @@ def integrate_flows(net: Any, theta: np.ndarray, A: np.ndarray, target: np.ndarr
                 # a clipped step (landing on a sample time) does not shrink the next one
                 h[idx] = np.where(ok, np.maximum(hh, h[idx]) * factor, hh * factor)
                 alive[idx] &= (steps[idx] < max_steps) & (h[idx] > 0)
+                late = idx[steps[idx] >= GIVE_UP_AFTER]
                 if give_up:
-                    late = idx[steps[idx] >= GIVE_UP_AFTER]
                     alive[late] &= (t_final - t[late]) <= h[late] * (max_steps - steps[late])
+                else:  # out of reach, as for one flow: 100 budgets at this step size
+                    alive[late] &= (t_final - t[late]) <= h[late] * OUT_OF_REACH * max_steps
             done = alive
             if done.any():
                 vs[done, k], losses[done, k], invs[done, k] = observe(theta[done],

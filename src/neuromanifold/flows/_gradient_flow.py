@@ -25,6 +25,10 @@ __all__ = ["gradient_flow", "GradientFlowResult", "invariant_vector"]
 SOLVERS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")
 _SOLVER_CLASSES = {name: getattr(integrate, name) for name in SOLVERS}
 
+#: a flow that, at its current step size, would need more than this many step budgets to
+#: reach t_final stops (one flow raises, a batched trajectory ends with success=False):
+#: an absurd horizon such as ``t_final=1e300`` ends at once, not after the whole budget
+OUT_OF_REACH = 100
 #: default step budget of every flow: an absurd horizon (``t_final=1e300``) raises a
 #: :class:`ComputationLimitError` after this many solver steps instead of running forever
 DEFAULT_MAX_STEPS = 10_000
@@ -140,7 +144,7 @@ class Stepper:
                     # the horizon is out of reach: at the current step size, t_final needs
                     # far more steps than the budget (100 times) - fail now, not in minutes
                     need = (float(times[-1]) - solver.t) / max(solver.step_size, 1e-300)
-                    if need > 100 * self.max_steps:
+                    if need > OUT_OF_REACH * self.max_steps:
                         self._limit(f"cannot reach t_final within max_steps={self.max_steps}: "
                                     f"after {self.steps} steps the step size is "
                                     f"{solver.step_size:.3g}, ~{need:.3g} more steps")

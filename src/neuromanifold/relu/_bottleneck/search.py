@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from ..._errors import InputError, short_repr
+from ..._errors import InputError, ParameterError, short_repr
 from ..._results import Result
 from ..._tolerance import check_tol, path_norm_scale
 from ..._validation import (as_seed_rng, check_bool, check_nonnegative_int, check_positive_int,
@@ -52,6 +52,10 @@ from .symmetries import HidingTranslation, RampFlip
 __all__ = ["search_symmetries", "SymmetrySearch", "SearchCluster"]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
+
+#: the binary orders of magnitude of the target's scale the float fit handles (squared
+#: residuals of a network of scale 2**500 overflow)
+FIT_RANGE = 200
 
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
@@ -276,6 +280,11 @@ def search_symmetries(params: Any = None, *, widths: Any = None, num_starts: int
     Y = forward(p, X)
     wt = 1.0 / np.maximum(1.0, np.max(np.abs(X), axis=1))
     scale = max(path_norm_scale(p), 1e-300)
+    if not 2.0 ** -FIT_RANGE <= scale <= 2.0 ** FIT_RANGE:
+        raise ParameterError(
+            f"search_symmetries fits networks in floats (least squares on squared "
+            f"residuals): the target's scale (path norm {scale:.3g}) must lie within "
+            f"2**-{FIT_RANGE} .. 2**{FIT_RANGE}; rescale the network first")
     inits = [_flatten(three_layer(q, "initial")) for q in (initial or [])]
     n_hidden = w[1] + w[2]
     for k in range(num_starts):

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..._errors import DomainError, short_repr
 from ..._results import Result
-from ..._validation import as_finite_array, check_nonnegative_float, check_positive_int
+from ..._validation import (MAX_PARAMS, as_finite_array, check_nonnegative_float,
+                             check_positive_int)
 
 __all__ = ["Domain", "as_domain"]
 
@@ -49,7 +50,7 @@ class Domain(Result):
     @classmethod
     def whole(cls, dim: int) -> "Domain":
         """All of R^dim."""
-        dim = check_positive_int(dim, "domain dimension", DomainError)
+        dim = check_positive_int(dim, "domain dimension", DomainError, maximum=MAX_PARAMS)
         return cls("whole", dim, np.zeros((0, dim)), np.zeros(0))
 
     @classmethod

@@ -15,7 +15,8 @@ import flint
 import numpy as np
 
 from ..._errors import InputError, ParameterError, short_repr
-from ..._validation import as_finite_array, as_real_array, as_seed_rng, check_widths
+from ..._validation import (as_finite_array, as_real_array, as_seed_rng, check_finite_result,
+                             check_widths)
 
 __all__ = ["ReLUNet", "forward", "check_params", "widths_of", "exact_params"]
 
@@ -140,7 +141,8 @@ def forward(params: Any, X: Any) -> np.ndarray:
         X = X[None, :]
     if X.ndim != 2 or X.shape[1] != d:
         raise InputError(f"X must have shape (N, {d}) for input dimension {d}; got shape {X.shape}")
-    H = forward_unchecked(params, X)
+    with np.errstate(over="ignore", invalid="ignore"):
+        H = check_finite_result(forward_unchecked(params, X), "the network's output")
     return H[0] if single else H
 
 
@@ -248,27 +250,33 @@ class ReLUNet:
         N = X.shape[0]
         if N == 0:  # no inputs, no rows
             return np.zeros((0, self.num_params))
-        # forward pass keeping activations and masks
-        acts, masks = [X], []
-        H = X
-        for l, (W, b) in enumerate(params):
-            Z = H @ W.T + b
-            if l < len(params) - 1:
-                masks.append((Z > 0).astype(float))
-                H = Z * masks[-1]
-            else:
-                H = Z
-            acts.append(H)
-        nL = self.widths[-1]
-        # backward: G has shape (N, nL, n_l) = d out / d pre-activation of layer l
-        G = np.broadcast_to(np.eye(nL), (N, nL, nL)).copy()
-        blocks = []
-        for l in range(len(params) - 1, -1, -1):
-            W, _ = params[l]
-            inp = acts[l]  # (N, n_{l-1})
-            dW = G[:, :, :, None] * inp[:, None, None, :]  # (N, nL, n_l, n_{l-1})
-            blocks.append(np.concatenate([dW.reshape(N, nL, -1), G], axis=2))
-            if l > 0:
-                G = (G @ W) * masks[l - 1][:, None, :]
-        J = np.concatenate(blocks[::-1], axis=2)
-        return J.reshape(N * nL, -1)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked after
+            J = _jacobian(params, X, self.widths[-1])
+        return check_finite_result(J, "the Jacobian")
+
+
+def _jacobian(params: Params, X: np.ndarray, nL: int) -> np.ndarray:
+    """The rows of :meth:`ReLUNet.jacobian` on checked input."""
+    N = X.shape[0]
+    # forward pass keeping activations and masks
+    acts, masks = [X], []
+    H = X
+    for l, (W, b) in enumerate(params):
+        Z = H @ W.T + b
+        if l < len(params) - 1:
+            masks.append((Z > 0).astype(float))
+            H = Z * masks[-1]
+        else:
+            H = Z
+        acts.append(H)
+    # backward: G has shape (N, nL, n_l) = d out / d pre-activation of layer l
+    G = np.broadcast_to(np.eye(nL), (N, nL, nL)).copy()
+    blocks = []
+    for l in range(len(params) - 1, -1, -1):
+        W, _ = params[l]
+        inp = acts[l]  # (N, n_{l-1})
+        dW = G[:, :, :, None] * inp[:, None, None, :]  # (N, nL, n_l, n_{l-1})
+        blocks.append(np.concatenate([dW.reshape(N, nL, -1), G], axis=2))
+        if l > 0:
+            G = (G @ W) * masks[l - 1][:, None, :]
+    return np.concatenate(blocks[::-1], axis=2).reshape(N * nL, -1)

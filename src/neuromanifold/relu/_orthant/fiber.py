@@ -39,14 +39,14 @@ from ..._errors import DomainError, InputError, ParameterError, short_repr
 from ..._progress import progress_iter
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
-from ..._validation import as_seed_rng, check_bool, check_positive_int
+from ..._validation import as_seed_rng, check_bool, check_finite_result, check_positive_int
 from ...exact import (fmpq_to_fraction, poly_gradient, poly_to_sympy, poly_value,
                       polynomial_ring, rational_combination, rational_matmul,
                       rational_nullspace, rational_rank, rational_rref, rational_solve,
                       to_fmpq)
 from .._core.domain import as_domain
 from .._core.net import check_params
-from .._core.numbers import exact_layers
+from .._core.numbers import exact_layers, to_float
 from .arrangement import (WeightedArrangement, canonical_hyperplane, one_hidden_layer,
                           weighted_arrangement)
 
@@ -625,7 +625,8 @@ class FiberPiece(Result):
     def residual(self, params: Any) -> float:
         """Largest absolute value of the defining equations at ``params`` (exact, as float)."""
         x = _flatten_exact(_context(self), params)
-        return max((abs(float(poly_value(p, x))) for p in self._polys()), default=0.0)
+        worst = max((abs(poly_value(p, x)) for p in self._polys()), default=flint.fmpq(0))
+        return check_finite_result(to_float(worst), "the fiber's residual")
 
 
 def _flatten_exact(ctx: _Context, params: Any) -> list[flint.fmpq]:
