@@ -366,3 +366,14 @@ def test_random_orbit_point_of_extreme_parameters_moves_or_refuses_with_the_limi
         assert "float" in str(exc)
     else:
         assert all(np.all(np.isfinite(W)) and np.all(np.isfinite(b)) for W, b in Q)
+
+
+@pytest.mark.parametrize("t", [1e10, 1e300])
+def test_a_translation_too_large_for_float64_is_refused(t):
+    """A hidden hyperplane translates for every t >= -0.5 here, exactly; but in floats
+    b1 + t and b2 - t W2 round away the function (by 2.2 at t = 1e300)."""
+    P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0]]), np.array([-0.5])),
+         (np.array([[1.0]]), np.zeros(1))]
+    assert HidingTranslation(0, 1.0).applies(P).applies
+    r = HidingTranslation(0, t).applies(P)
+    assert not r.applies and "float64 rounding" in r.reason

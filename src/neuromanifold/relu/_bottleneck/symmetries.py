@@ -52,7 +52,7 @@ import numpy as np
 
 from ..._errors import InputError, SymmetryError, short_repr
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, check_tol
+from ..._tolerance import DEFAULT_TOL, SYMMETRY_ROUNDING, check_tol, path_norm_scale
 from ..._validation import (as_finite_array, as_seed_rng, check_finite_result,
                             check_nonnegative_int)
 from .._core.net import check_params
@@ -436,6 +436,16 @@ class HidingTranslation(_ThreeLayer):
         if not hides(row_signs(new, tol), i):
             return False, (f"t = {self.t!r} is outside the valid interval {list(valid)}: "
                            f"a second-layer bias would become positive"), valid
+        # the move is exact in real numbers, not in floats: b1_i + t and b2 - t W2[:, i]
+        # are rounded, by about 2**-52 of their size, which must stay within tol
+        (_, _), (W2, b2), (W3, _) = new
+        with np.errstate(over="ignore"):   # an infinite loss is refused below
+            lost = 2.0 ** -52 * (abs(new[0][1][i]) * np.max(np.abs(W2[:, i]))
+                                 + np.max(np.abs(b2))) * np.max(np.abs(W3))
+        if lost > max(tol, SYMMETRY_ROUNDING) * max(path_norm_scale(params), 1e-300):
+            return False, (f"t = {self.t!r} is so large that the translated biases lose the "
+                           f"function in float64 rounding (by up to {lost:.3g}, beyond tol "
+                           f"{tol:g} of the network's scale)"), valid
         return True, f"first-layer hyperplane {i} is hidden and t lies in {list(valid)}", valid
 
     def _transform(self, params, tol):
