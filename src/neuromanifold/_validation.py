@@ -367,14 +367,15 @@ def check_widths(widths: Any, what: str) -> tuple[int, ...]:
             f"{what} widths must be a list of at least two positive integers "
             f"(n0, ..., nL); got {short_repr(widths)}")
     out = tuple(check_positive_int(w, "every width", ArchitectureError) for w in widths)
-    check_param_count(sum(a * b for a, b in zip(out, out[1:])), f"widths {list(out)}")
+    check_param_count(sum(a * b for a, b in zip(out, out[1:])),
+                      f"widths {list(out)} (their weight matrices)")
     return out
 
 
 def check_param_count(count: int, what: str) -> int:
-    """``count`` (a network's number of weight entries) when at most :data:`MAX_PARAMS`,
-    else an :class:`ArchitectureError` stating the limit."""
+    """``count`` (the entries of an array to allocate: a network's weights, its Jacobian)
+    when at most :data:`MAX_PARAMS`, else an :class:`ArchitectureError` stating the limit."""
     if count > MAX_PARAMS:
-        raise ArchitectureError(f"{what}: {count:,} weight entries, more than the limit of "
+        raise ArchitectureError(f"{what}: {count:,} entries, more than the limit of "
                                 f"{MAX_PARAMS:,} (800 MB of float64)")
     return count

@@ -288,3 +288,10 @@ def test_correlation_near_the_float_range_is_exact_or_refused():
     assert y.tolist() == [[0.0, -1.7e308]]
     with pytest.raises(nm.ParameterError, match="correlation is not finite"):
         nm.correlate(np.array([[1.7e308, 1.7e308, 1.0]]), np.array([1.0, 1.0]), 1)
+
+
+def test_an_ntk_too_large_to_allocate_is_refused_with_the_limit():
+    import neuromanifold as nm
+    net = nm.LinearConvNet([6000, 6000])       # v has 11,999 entries: K would be 1.4e8
+    with pytest.raises(nm.ArchitectureError, match="Jacobian and NTK: .* more than the limit"):
+        net.ntk(net.random_params(seed=0))

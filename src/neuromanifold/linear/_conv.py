@@ -166,7 +166,7 @@ class LinearConvNet(LinearNetBase):
                 raise ArchitectureError(
                     f"{exc} (all filters must have the same number of axes D={D}; "
                     f"filter_shapes={short_repr(filter_shapes)})") from None
-        check_param_count(sum(math.prod(k) for k in shapes), "filter shapes")
+        check_param_count(sum(math.prod(k) for k in shapes), "filter shapes (their weights)")
         L = len(shapes)
         if strides is None:
             strides = [1] * (L - 1)
@@ -349,6 +349,8 @@ class LinearConvNet(LinearNetBase):
         per architecture, shared by equal networks)."""
         plan = self.__dict__.get("_gram")
         if plan is None:
+            n = self.end_to_end_size
+            check_param_count(n * max(n, self.num_params), f"{self!r}: its Jacobian and NTK")
             plan = self._gram = _gram_plan(self)
         return plan
 
