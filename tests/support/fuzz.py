@@ -395,8 +395,52 @@ def _suffix(v) -> str:
     return os.path.splitext(str(v))[1]
 
 
+def _hostile(v) -> str:
+    """A file of ``v``'s format whose header asks for too much: an npz member declaring
+    2**40 entries, a safetensors tensor of float8 (no numpy dtype), a sweep configuration
+    with 10^12 seeds; any other format gets garbage."""
+    import io as _io
+    import json
+    import zipfile
+    suffix = _suffix(v)
+    path = _scratch("hostile" + suffix)
+    if suffix == ".npz":
+        buf = _io.BytesIO()
+        np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False,
+                                                   "shape": (2 ** 40,)})
+        with zipfile.ZipFile(path, "w") as zf:
+            zf.writestr("0.weight.npy", buf.getvalue() + b"\0" * 16)
+    elif suffix == ".safetensors":
+        raw = json.dumps({"0.weight": {"dtype": "F8_E4M3", "shape": [2, 2],
+                                       "data_offsets": [0, 4]}}).encode()
+        _scratch("hostile" + suffix, len(raw).to_bytes(8, "little") + raw + b"\0" * 4)
+    elif suffix == ".toml":
+        _scratch("hostile" + suffix, b'seeds = 1000000000000\n[[grid]]\nanalysis = '
+                                     b'"relu_regions"\narchitectures = [{widths = [2, 1]}]\n')
+    else:
+        _scratch("hostile" + suffix, b"\x00\xff" * 64)
+    return path
+
+
+def _corrupted(v) -> str:
+    """``v``'s bytes with a stretch in the middle flipped (for a compressed npz: a
+    corrupted deflate stream)."""
+    data = bytearray(open(v, "rb").read())
+    if _suffix(v) == ".npz":
+        import io as _io
+        with np.load(v, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        buf = _io.BytesIO()
+        np.savez_compressed(buf, **arrays)
+        data = bytearray(buf.getvalue())
+    lo, hi = len(data) // 3, 2 * len(data) // 3
+    for i in range(lo, hi):
+        data[i] ^= 0x5A
+    return _scratch("corrupted" + _suffix(v), bytes(data))
+
+
 # an input file read by the library or the CLI: missing, a directory, empty, garbage,
-# truncated, or not a path at all
+# truncated, hostile, corrupted, or not a path at all
 _FILE_CASES = [
     ("missing", lambda v: _scratch("missing" + _suffix(v)) + ".gone/x" + _suffix(v), True),
     ("directory", lambda v: os.path.dirname(_scratch("x")), True),
@@ -406,6 +450,8 @@ _FILE_CASES = [
                                      open(v, "rb").read()[: max(1, len(open(v, "rb").read()) // 2)]),
      True),
     ("no_suffix", lambda v: _scratch("nosuffix", open(v, "rb").read()), False),
+    ("hostile_header", _hostile, True),
+    ("corrupted", _corrupted, True),
 ]
 PATH_CASES = _FILE_CASES + [
     ("empty_str", lambda v: "", True),
