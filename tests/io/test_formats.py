@@ -254,3 +254,79 @@ def test_saving_into_a_missing_folder_or_a_file_is_refused(tmp_path):
     for target in (tmp_path / "missing" / "m.safetensors", tmp_path / "file" / "m.npz"):
         with pytest.raises(nm.ModelFileError, match="cannot write"):
             save(p, target)
+
+
+# -- layer order, checkpoints, prefixes and what the reading assumed ---------------------
+
+def _chain(names, widths=(2, 3, 4, 1)):
+    rng = np.random.default_rng(0)
+    arrays = {}
+    for name, (a, b) in zip(names, zip(widths, widths[1:])):
+        arrays[f"{name}.weight"] = rng.standard_normal((b, a))
+        arrays[f"{name}.bias"] = rng.standard_normal(b)
+    return arrays
+
+
+@pytest.mark.parametrize("ext", [".npz", ".safetensors", None])
+@pytest.mark.parametrize("names", [("input", "hidden", "output"), ("encoder", "middle", "decoder")])
+def test_layers_are_ordered_by_the_chain_their_shapes_allow(tmp_path, ext, names):
+    arrays = _chain(names)
+    # the order a reader may see: sorted names (safetensors sorts them)
+    shuffled = {k: arrays[k] for k in sorted(arrays)}
+    if ext is None:
+        m = load(shuffled)
+    else:
+        path = tmp_path / f"m{ext}"
+        if ext == ".npz":
+            np.savez(path, **shuffled)
+        else:
+            from safetensors.numpy import save_file
+            save_file(shuffled, str(path))
+        m = load(path)
+    assert m.architecture == (2, 3, 4, 1)
+    for (W, b), name in zip(m.params, names):
+        assert np.array_equal(W, arrays[f"{name}.weight"])
+    assert any("the one chain their shapes allow" in n for n in m.notes)
+
+
+def test_an_ambiguous_layer_order_is_refused():
+    rng = np.random.default_rng(1)
+    shapes = {"0": (1, 3), "1": (3, 3), "2": (3, 3), "3": (3, 2)}   # 3 -> {1, 2} -> 0
+    arrays = {f"{k}.weight": rng.standard_normal(s) for k, s in shapes.items()}
+    with pytest.raises(nm.ModelFileError, match="ambiguous"):
+        load(arrays)
+
+
+def test_inconsistent_shapes_are_refused_with_the_shapes():
+    with pytest.raises(nm.ModelFileError, match="inconsistent layer shapes"):
+        load({"a.weight": np.ones((3, 2)), "b.weight": np.ones((1, 4))})
+
+
+@pytest.mark.parametrize("key", ["model_state_dict", "state_dict", "model"])
+def test_training_checkpoints_are_unwrapped_and_say_which_key(key):
+    sd = _chain(("0", "2", "4"))
+    m = load({key: sd, "optimizer_state_dict": {"lr": 0.1}, "epoch": 3})
+    assert m.architecture == (2, 3, 4, 1)
+    assert any(repr(key) in n for n in m.notes)
+
+
+@pytest.mark.parametrize("prefix", ["module.", "model."])
+def test_a_wrapper_prefix_on_every_name_is_stripped(prefix):
+    sd = {prefix + k: v for k, v in _chain(("0", "2", "4")).items()}
+    m = load(sd)
+    assert m.architecture == (2, 3, 4, 1) and any(repr(prefix) in n for n in m.notes)
+
+
+def test_a_weights_only_file_says_relu_is_assumed(tmp_path):
+    p = [(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
+    save(p, tmp_path / "m.npz")
+    assert any("ReLU assumed" in n for n in load(tmp_path / "m.npz").notes)
+    assert not any("ReLU assumed" in n for n in load(p).notes)   # our own format: ReLU
+
+
+def test_random_bytes_with_a_torch_suffix_are_not_a_pytorch_file(tmp_path):
+    pytest.importorskip("torch")
+    path = tmp_path / "junk.pt"
+    path.write_bytes(np.random.default_rng(0).bytes(256))
+    with pytest.raises(nm.ModelFileError, match="not a PyTorch file"):
+        load(path)

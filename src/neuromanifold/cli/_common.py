@@ -121,4 +121,6 @@ def load_model(path: str, kind: str | None = None, strides: Any = None):
     if kind is not None and model.kind != kind:
         raise ModelFileError(f"{path}: holds a {model.kind} model; this command needs {kind}")
     print(f"read {model.describe()}", file=sys.stderr)
+    for note in model.notes:
+        print(f"  {note}", file=sys.stderr)
     return model

@@ -100,7 +100,24 @@ def _read_safetensors(path: Path) -> dict[str, Any]:
     return arrays
 
 
-def _read_torch(path: Path) -> dict[str, Any]:
+#: keys under which training checkpoints keep the model's state_dict, tried in order
+CHECKPOINT_KEYS = ("model_state_dict", "state_dict", "model")
+
+
+def _unwrap_checkpoint(obj: Any) -> tuple[Any, tuple[str, ...]]:
+    """A training checkpoint's state_dict (``{"model_state_dict": ...,
+    "optimizer_state_dict": ...}``, ``{"state_dict": ...}``, ``{"model": ...}``) and a
+    note saying which key was read; anything else as it is."""
+    if isinstance(obj, dict) and not all(hasattr(v, "shape") for v in obj.values()):
+        for key in CHECKPOINT_KEYS:
+            if isinstance(obj.get(key), dict):
+                others = sorted(str(k) for k in obj if k != key)
+                return obj[key], (f"read the checkpoint's {key!r}"
+                                  + (f" (not {', '.join(others)})" if others else ""),)
+    return obj, ()
+
+
+def _read_torch(path: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
     try:
         import torch
     except ImportError:
@@ -108,18 +125,27 @@ def _read_torch(path: Path) -> dict[str, Any]:
     try:
         obj = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types; none of them may escape
+        if not zipfile.is_zipfile(path) and not _legacy_torch_magic(path):
+            raise ModelFileError(f"{path}: not a PyTorch file (neither the zip archive "
+                                 f"torch.save writes nor its legacy format)") from None
         if "weights_only" in str(exc) or "Unpickl" in type(exc).__name__:
             raise ModelFileError(
                 f"{path}: holds Python objects beyond tensors, which would have to be "
                 f"unpickled; refused (save the model's state_dict instead)") from None
         raise ModelFileError(f"{path}: not a readable PyTorch file, truncated or corrupted "
                              f"({type(exc).__name__}: {exc})") from None
-    if isinstance(obj, dict) and isinstance(obj.get("state_dict"), dict):
-        obj = obj["state_dict"]
+    obj, notes = _unwrap_checkpoint(obj)
     if not isinstance(obj, dict) or not all(hasattr(v, "detach") for v in obj.values()):
-        raise ModelFileError(f"{path}: expected a state_dict (a mapping of names to tensors); "
+        raise ModelFileError(f"{path}: expected a state_dict (a mapping of names to tensors, "
+                             f"or a checkpoint holding one under {', '.join(CHECKPOINT_KEYS)}); "
                              f"got {type(obj).__name__}")
-    return {k: _to_numpy(v) for k, v in obj.items()}
+    return {k: _to_numpy(v) for k, v in obj.items()}, notes
+
+
+def _legacy_torch_magic(path: Path) -> bool:
+    """Whether the file starts like a legacy (pre-1.6, pickle-based) torch.save file."""
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x80\x02"
 
 
 def _from_torch_module(obj: Any, strides: Any) -> Model:
@@ -145,7 +171,7 @@ def _from_torch_module(obj: Any, strides: Any) -> Model:
             if m.bias is not None:
                 arrays[f"{i}.bias"] = _to_numpy(m.bias)
         given = [tuple(int(s) for s in m.stride) for m in convs] if strides is None else strides
-        return model_from_arrays(arrays, source, strides=given)
+        return model_from_arrays(arrays, source, strides=given, weights_only=False)
     for i, m in enumerate(mods):
         expected = tnn.Linear if i % 2 == 0 else tnn.ReLU
         if not isinstance(m, expected) or (i == len(mods) - 1 and not isinstance(m, tnn.Linear)):
@@ -156,7 +182,7 @@ def _from_torch_module(obj: Any, strides: Any) -> Model:
             arrays[f"{i}.weight"] = _to_numpy(m.weight)
             if m.bias is not None:
                 arrays[f"{i}.bias"] = _to_numpy(m.bias)
-    return model_from_arrays(arrays, source)
+    return model_from_arrays(arrays, source, weights_only=False)
 
 
 def _from_sklearn(obj: Any) -> Model:
@@ -174,7 +200,7 @@ def _from_sklearn(obj: Any) -> Model:
     for l, (C, c) in enumerate(zip(obj.coefs_, obj.intercepts_)):
         arrays[f"{l}.weight"] = np.asarray(C).T
         arrays[f"{l}.bias"] = np.asarray(c)
-    return model_from_arrays(arrays, source)
+    return model_from_arrays(arrays, source, weights_only=False)
 
 
 def load(source: Any, *, strides: Any = None) -> Model:
@@ -211,30 +237,32 @@ def load(source: Any, *, strides: Any = None) -> Model:
         if not path.is_file():
             raise ModelFileError(f"{path}: no such file")
         suffix = path.suffix.lower()
+        notes: tuple[str, ...] = ()
         if suffix == ".npz":
             arrays = _read_npz(path)
         elif suffix == ".safetensors":
             arrays = _read_safetensors(path)
         elif suffix in (".pt", ".pth", ".bin"):
-            arrays = _read_torch(path)
+            arrays, notes = _read_torch(path)
         else:
             raise ModelFileError(f"{path}: unknown model format {suffix!r}; "
                                  f"readable: {', '.join(SUFFIXES)}")
-        return model_from_arrays(arrays, str(path), strides=strides)
+        return model_from_arrays(arrays, str(path), strides=strides, notes=notes)
     module = type(source).__module__ or ""
     if module.startswith("torch"):
         return _from_torch_module(source, strides)
     if module.startswith("sklearn"):
         return _from_sklearn(source)
     if isinstance(source, dict):
+        source, notes = _unwrap_checkpoint(source)
         return model_from_arrays({str(k): _to_numpy(v) for k, v in source.items()},
-                                 "dict of arrays", strides=strides)
+                                 "dict of arrays", strides=strides, notes=notes)
     if isinstance(source, Sequence) and not isinstance(source, (str, bytes)) and source \
             and all(isinstance(p, Sequence) and len(p) == 2 for p in source):
         arrays = {}
         for l, (W, b) in enumerate(source):
             arrays[f"{2 * l}.weight"], arrays[f"{2 * l}.bias"] = _to_numpy(W), _to_numpy(b)
-        return model_from_arrays(arrays, "list of (W, b) pairs")
+        return model_from_arrays(arrays, "list of (W, b) pairs", weights_only=False)
     if isinstance(source, Sequence) and not isinstance(source, (str, bytes)) and source:
         arrays = {}
         for l, w in enumerate(source):

@@ -45,6 +45,9 @@ class Model(Result):
         source: where the model came from (a path or a description of the object).
         converted_from: the dtype of the weights as stored (e.g. ``"float32"``); every
             array is converted to float64.
+        notes: what the reading assumed or chose, in words: the checkpoint key unwrapped,
+            the prefix stripped, how the layers were ordered, and (for weights-only files)
+            that ReLU is assumed between the layers.
     """
 
     kind: str
@@ -53,6 +56,7 @@ class Model(Result):
     strides: tuple | None
     source: str
     converted_from: str
+    notes: tuple = ()
 
     def network(self) -> Any:
         """The architecture object: a :class:`neuromanifold.ReLUNet` or a
@@ -94,6 +98,54 @@ def stored_strides_list(value: Any, source: str) -> list[tuple[int, ...]]:
     return out
 
 
+#: name prefixes stripped when every array carries them (DataParallel, Lightning)
+WRAPPER_PREFIXES = ("module.", "model.")
+
+
+def _layer_order(layers: dict, source: str) -> tuple[list[str], str | None]:
+    """The layer names in forward order and how the order was found (``None`` when the
+    arrays' own order chains): see :func:`model_from_arrays`."""
+    def shape(p):
+        return np.shape(layers[p]["weight"])
+
+    def chains(order):
+        dims = [shape(p) for p in order]
+        if any(len(d) != 2 for d in dims):
+            return True   # convolution kernels: the order of the names decides
+        return all(a[0] == b[1] for a, b in zip(dims, dims[1:]))
+
+    given = list(layers)
+    if chains(given):
+        return given, None
+    natural = sorted(layers, key=_natural_key)
+    if chains(natural):
+        return natural, "layers ordered by their names"
+    found = []
+
+    def extend(path, rest):
+        if len(found) > 1:
+            return
+        if not rest:
+            found.append(path)
+            return
+        for p in rest:
+            if not path or shape(path[-1])[0] == shape(p)[1]:
+                extend(path + [p], [r for r in rest if r != p])
+
+    if len(given) <= 12:
+        extend([], given)
+    if len(found) == 1:
+        return found[0], "layers ordered by the one chain their shapes allow"
+    shapes = {p: tuple(shape(p)) for p in given}
+    if found:
+        raise ModelFileError(f"{source}: the layer order is ambiguous: the shapes "
+                             f"{short_repr(shapes)} chain in more than one order (e.g. "
+                             f"{found[0]} and {found[1]}) and the names do not decide it")
+    raise ModelFileError(f"{source}: inconsistent layer shapes: no order of the layers "
+                         f"{short_repr(shapes)} chains (each weight's columns must equal the "
+                         f"previous layer's rows)")
+
+
 def _natural_key(name: str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
@@ -112,12 +164,16 @@ def _float64(array: Any, name: str, source: str) -> np.ndarray:
     return arr
 
 
-def model_from_arrays(arrays: dict[str, Any], source: str,
-                      strides: Any = None) -> Model:
+def model_from_arrays(arrays: dict[str, Any], source: str, strides: Any = None, *,
+                      notes: tuple = (), weights_only: bool = True) -> Model:
     """Infer the model from named weight arrays, as in a PyTorch ``state_dict``.
 
-    Names are ``<layer>.weight`` and ``<layer>.bias`` (a leading ``module.`` is ignored);
-    layers are ordered by their names in natural order (``0, 2, 10``, not ``0, 10, 2``).
+    Names are ``<layer>.weight`` and ``<layer>.bias`` (a ``module.`` or ``model.`` prefix
+    on every name is stripped). Layers are taken in the order the arrays come (a file's
+    order, where the format keeps it) when their shapes chain; else in natural order of
+    their names (``0, 2, 10``, not ``0, 10, 2``) when those chain; else in the one order
+    the shapes allow (``input``, ``hidden``, ``output`` or ``encoder``, ``decoder``
+    whatever their names sort to); more than one such order is refused as ambiguous.
     2D weights make a ReLU network (a missing bias is zero); weights of shape
     ``(1, 1, k...)`` (single-channel ``Conv1d``/``Conv2d`` kernels) make a linear
     convolutional network, which has no bias.
@@ -129,6 +185,9 @@ def model_from_arrays(arrays: dict[str, Any], source: str,
             when None they are read from the ``neuromanifold.strides`` entry, and a
             convolutional model without either is refused, since weights alone do not say
             them.
+        notes: what the reader already noted (e.g. the checkpoint key it unwrapped).
+        weights_only: the arrays come from weights alone (a file, a state_dict), so that
+            ReLU between the layers is an assumption, which the notes then say.
 
     Returns:
         A :class:`Model`; a :class:`neuromanifold.ModelFileError` naming the source and
@@ -141,6 +200,12 @@ def model_from_arrays(arrays: dict[str, Any], source: str,
     """
     arrays = dict(arrays)
     stored_strides = arrays.pop(STRIDES_KEY, None)
+    notes = list(notes)
+    wrappers = [w for w in WRAPPER_PREFIXES
+                if arrays and all(name.startswith(w) for name in arrays)]
+    if wrappers:   # DataParallel's "module.", a Lightning module's "model.": one prefix
+        arrays = {name[len(wrappers[0]):]: v for name, v in arrays.items()}
+        notes.append(f"prefix {wrappers[0]!r} stripped from every name")
     layers: dict[str, dict[str, Any]] = {}
     for name, value in arrays.items():
         key = name[len("module."):] if name.startswith("module.") else name
@@ -155,10 +220,12 @@ def model_from_arrays(arrays: dict[str, Any], source: str,
         layers[prefix][leaf] = value
     if not layers:
         raise ModelFileError(f"{source}: holds no weight arrays")
-    order = sorted(layers, key=_natural_key)
-    missing = [p for p in order if "weight" not in layers[p]]
+    missing = [p for p in layers if "weight" not in layers[p]]
     if missing:
         raise ModelFileError(f"{source}: layer(s) {missing} have a bias but no weight")
+    order, how = _layer_order(layers, source)
+    if how:
+        notes.append(how)
     dtypes = {str(np.asarray(layers[p][k]).dtype) for p in order for k in layers[p]}
     converted = "float64" if dtypes <= {"float64"} else "/".join(sorted(dtypes - {"float64"}))
     weights = [_float64(layers[p]["weight"], f"{p}.weight", source) for p in order]
@@ -177,8 +244,11 @@ def model_from_arrays(arrays: dict[str, Any], source: str,
                     f"columns but the previous layer has {params[-1][0].shape[0]} outputs")
             params.append((W, b))
         widths = (params[0][0].shape[1],) + tuple(W.shape[0] for W, _ in params)
+        if weights_only:
+            notes.append("ReLU assumed between the layers (a weights-only file holds no "
+                         "activation; a tanh or LeakyReLU network would be read wrongly)")
         return Model(kind="relu", params=params, architecture=widths, strides=None,
-                     source=source, converted_from=converted)
+                     source=source, converted_from=converted, notes=tuple(notes))
     if ndims <= {3, 4} and len(ndims) == 1:
         filters = []
         for p, w in zip(order, weights):
@@ -207,7 +277,7 @@ def model_from_arrays(arrays: dict[str, Any], source: str,
             kept += (tuple(int(v) for v in last) if np.ndim(last) else (int(last),) * net.ndim,)
         return Model(kind="linear_conv", params=filters,
                      architecture=tuple(tuple(f.shape) for f in filters), strides=kept,
-                     source=source, converted_from=converted)
+                     source=source, converted_from=converted, notes=tuple(notes))
     shapes = {p: tuple(np.shape(layers[p]["weight"])) for p in order}
     raise ModelFileError(
         f"{source}: cannot infer a model from weight shapes {short_repr(shapes)}: expected "
