@@ -33,6 +33,8 @@ TIERS: tuple[tuple[tuple[str, str], ...], ...] = (
      ("neuromanifold._tolerance", "the tolerance contract"),
      ("neuromanifold._validation", "input checks, one per rule"),
      ("neuromanifold._progress", "the one progress-bar helper"),
+     ("neuromanifold._live", "live model objects (scikit-learn, torch, io.Model) as "
+                             "ReLU parameters"),
      ("neuromanifold._version", "the version string"),
      ("neuromanifold._layers", "this table")),
     (("neuromanifold._errors", "the one exception family"),),

@@ -330,3 +330,26 @@ def test_random_bytes_with_a_torch_suffix_are_not_a_pytorch_file(tmp_path):
     path.write_bytes(np.random.default_rng(0).bytes(256))
     with pytest.raises(nm.ModelFileError, match="not a PyTorch file"):
         load(path)
+
+
+def test_the_analyses_take_a_loaded_model_and_a_fitted_mlp_directly(tmp_path):
+    sklearn = pytest.importorskip("sklearn.neural_network")
+    X = np.random.default_rng(0).standard_normal((40, 2))
+    mlp = sklearn.MLPRegressor(hidden_layer_sizes=(3,), max_iter=20).fit(X, X[:, 0])
+    save(mlp, tmp_path / "m.safetensors")
+    model = load(tmp_path / "m.safetensors")
+    direct = nm.relu.regions(mlp)
+    assert nm.relu.regions(model).num_regions == direct.num_regions
+    assert nm.relu.equivalent(model, mlp).equivalent
+    np.testing.assert_allclose(nm.relu.forward(mlp, X), mlp.predict(X)[:, None], rtol=1e-9)
+    conv = load([np.ones(2), np.ones(2)], strides=[1])
+    with pytest.raises(nm.ParameterError, match="linear_conv model"):
+        nm.relu.regions(conv)
+
+
+def test_a_live_torch_sequential_is_taken_directly():
+    torch = pytest.importorskip("torch")
+    net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+    X = np.random.default_rng(0).standard_normal((10, 2))
+    want = net(torch.tensor(X, dtype=torch.float32)).detach().numpy()
+    np.testing.assert_allclose(nm.relu.forward(net, X), want, rtol=1e-5, atol=1e-6)

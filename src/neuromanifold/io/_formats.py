@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ModelFileError, NeuromanifoldError, short_repr
+from .._live import live_relu_params, tensor_to_numpy
 from .._validation import MAX_PARAMS
 from ._model import STRIDES_KEY, Model, model_from_arrays, stored_strides_list
 
@@ -31,10 +32,8 @@ _TORCH_HINT = "reading PyTorch objects needs torch: pip install 'neuromanifold[t
 
 def _to_numpy(value: Any) -> Any:
     """A tensor (torch, detached) or array-like as a numpy array, without importing torch."""
-    if hasattr(value, "detach") and hasattr(value, "cpu"):
-        return value.detach().cpu().numpy()
     try:
-        return np.asarray(value)
+        return tensor_to_numpy(value)
     except (ValueError, TypeError) as exc:     # a ragged nest, ...
         raise ModelFileError(f"cannot read {short_repr(value)} as an array of numbers: "
                              f"{exc}") from None
@@ -152,8 +151,14 @@ def _from_torch_module(obj: Any, strides: Any) -> Model:
     import torch.nn as tnn
     source = f"torch {type(obj).__name__}"
     if not isinstance(obj, tnn.Sequential):
-        raise ModelFileError(f"{source}: only torch.nn.Sequential models are read (of Linear "
-                             f"and ReLU, or of bias-free single-channel Conv1d/Conv2d)")
+        if not isinstance(obj, tnn.Module):
+            raise ModelFileError(f"{source}: not a torch.nn.Module")
+        # any other module: its state_dict, ordered as the shapes chain (its forward pass,
+        # and so its activations, cannot be read without running it)
+        return model_from_arrays({k: _to_numpy(v) for k, v in obj.state_dict().items()},
+                                 source, strides=strides,
+                                 notes=("read from its state_dict (a module other than "
+                                        "Sequential does not show its forward pass)",))
     mods = [m for m in obj if not isinstance(m, (tnn.Identity, tnn.Flatten, tnn.Dropout))]
     arrays: dict[str, Any] = {}
     convs = [m for m in mods if isinstance(m, (tnn.Conv1d, tnn.Conv2d))]
@@ -172,34 +177,15 @@ def _from_torch_module(obj: Any, strides: Any) -> Model:
                 arrays[f"{i}.bias"] = _to_numpy(m.bias)
         given = [tuple(int(s) for s in m.stride) for m in convs] if strides is None else strides
         return model_from_arrays(arrays, source, strides=given, weights_only=False)
-    for i, m in enumerate(mods):
-        expected = tnn.Linear if i % 2 == 0 else tnn.ReLU
-        if not isinstance(m, expected) or (i == len(mods) - 1 and not isinstance(m, tnn.Linear)):
-            raise ModelFileError(
-                f"{source}: expected Linear and ReLU layers alternating, starting and ending "
-                f"with Linear; layer {i} is {type(m).__name__}")
-        if isinstance(m, tnn.Linear):
-            arrays[f"{i}.weight"] = _to_numpy(m.weight)
-            if m.bias is not None:
-                arrays[f"{i}.bias"] = _to_numpy(m.bias)
-    return model_from_arrays(arrays, source, weights_only=False)
+    params = live_relu_params(obj, ModelFileError)
+    return _relu_model(params, source)
 
 
-def _from_sklearn(obj: Any) -> Model:
-    source = f"scikit-learn {type(obj).__name__}"
-    if getattr(obj, "activation", None) != "relu":
-        raise ModelFileError(f"{source}: activation must be 'relu'; got "
-                             f"{short_repr(getattr(obj, 'activation', None))}")
-    coefs, intercepts = getattr(obj, "coefs_", None), getattr(obj, "intercepts_", None)
-    if not isinstance(coefs, Sequence) or not isinstance(intercepts, Sequence) \
-            or len(coefs) != len(intercepts) or not coefs:
-        raise ModelFileError(f"{source}: the model is not fitted (coefs_ and intercepts_ "
-                             f"must be lists of one array per layer; got "
-                             f"{short_repr(coefs)} and {short_repr(intercepts)})")
+def _relu_model(params: list, source: str) -> Model:
+    """The Model of a ``(W, b)`` list whose activation is known to be ReLU."""
     arrays = {}
-    for l, (C, c) in enumerate(zip(obj.coefs_, obj.intercepts_)):
-        arrays[f"{l}.weight"] = np.asarray(C).T
-        arrays[f"{l}.bias"] = np.asarray(c)
+    for l, (W, b) in enumerate(params):
+        arrays[f"{2 * l}.weight"], arrays[f"{2 * l}.bias"] = _to_numpy(W), _to_numpy(b)
     return model_from_arrays(arrays, source, weights_only=False)
 
 
@@ -252,17 +238,15 @@ def load(source: Any, *, strides: Any = None) -> Model:
     if module.startswith("torch"):
         return _from_torch_module(source, strides)
     if module.startswith("sklearn"):
-        return _from_sklearn(source)
+        return _relu_model(live_relu_params(source, ModelFileError),
+                           f"scikit-learn {type(source).__name__}")
     if isinstance(source, dict):
         source, notes = _unwrap_checkpoint(source)
         return model_from_arrays({str(k): _to_numpy(v) for k, v in source.items()},
                                  "dict of arrays", strides=strides, notes=notes)
     if isinstance(source, Sequence) and not isinstance(source, (str, bytes)) and source \
             and all(isinstance(p, Sequence) and len(p) == 2 for p in source):
-        arrays = {}
-        for l, (W, b) in enumerate(source):
-            arrays[f"{2 * l}.weight"], arrays[f"{2 * l}.bias"] = _to_numpy(W), _to_numpy(b)
-        return model_from_arrays(arrays, "list of (W, b) pairs", weights_only=False)
+        return _relu_model(source, "list of (W, b) pairs")
     if isinstance(source, Sequence) and not isinstance(source, (str, bytes)) and source:
         arrays = {}
         for l, w in enumerate(source):

@@ -15,10 +15,11 @@ import flint
 import numpy as np
 
 from ..._errors import InputError, ParameterError, short_repr
+from ..._live import is_live_relu_model, live_relu_params
 from ..._validation import (as_finite_array, as_real_array, as_seed_rng, check_finite_result,
                              check_widths)
 
-__all__ = ["ReLUNet", "forward", "check_params", "widths_of", "exact_params"]
+__all__ = ["ReLUNet", "forward", "check_params", "param_list", "widths_of", "exact_params"]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 
@@ -28,6 +29,14 @@ def widths_of(params: Any) -> tuple[int, ...]:
     return ReLUNet.from_params(params).widths
 
 
+def param_list(params: Any) -> Any:
+    """The ``(W, b)`` list of a live model (:func:`neuromanifold.io.load`'s Model, a fitted
+    scikit-learn MLP, a torch Sequential), or ``params`` as it is."""
+    if is_live_relu_model(params):
+        return live_relu_params(params, ParameterError)
+    return params
+
+
 def check_params(params: Any, widths: Sequence[int] | None = None) -> Params:
     """Validate ``params`` (list of ``(W, b)``) and return float64 copies.
 
@@ -35,13 +44,17 @@ def check_params(params: Any, widths: Sequence[int] | None = None) -> Params:
     every entry must be finite, and, when ``widths`` is given, match it.
 
     Args:
-        params: list of ``(W, b)`` pairs, ``W`` of shape ``(n_l, n_{l-1})``.
+        params: list of ``(W, b)`` pairs, ``W`` of shape ``(n_l, n_{l-1})``; or the
+            :class:`~neuromanifold.io.Model` that :func:`neuromanifold.io.load` returns,
+            a fitted scikit-learn MLP with ReLU, or a ``torch.nn.Sequential`` of
+            ``Linear`` and ``ReLU`` (read as their ``(W, b)`` list).
         widths: optional expected widths ``(n_0, ..., n_L)``.
 
     Returns:
         The list of ``(W, b)`` as float64 arrays; a :class:`ParameterError` or
         :class:`ArchitectureError` naming the rule otherwise.
     """
+    params = param_list(params)
     if isinstance(params, np.ndarray) or not isinstance(params, Sequence) or len(params) == 0:
         raise ParameterError(f"ReLU parameters must be a non-empty list of (W, b) pairs; got {short_repr(params)}")
     out: Params = []
@@ -95,7 +108,7 @@ def exact_params(params: Any) -> list[tuple[flint.fmpq_mat, list[flint.fmpq]]]:
     (1/3, 1/2)
     """
     out = []
-    for l, (W, b) in enumerate(params, start=1):
+    for l, (W, b) in enumerate(param_list(params), start=1):
         We = np.asarray(as_real_array(W, f"W_{l}", exact=True), dtype=object)
         be = np.asarray(as_real_array(b, f"b_{l}", exact=True), dtype=object).reshape(-1)
         We = We.reshape(be.size, -1)

@@ -22,7 +22,7 @@ from ..._errors import ParameterError, short_repr
 from ..._validation import as_real_array
 from ...exact import fmpq_to_fraction
 from .domain import Domain
-from .net import check_params
+from .net import check_params, param_list
 
 __all__ = ["exact_value", "exact_layers", "fraction_to_fmpq", "float_to_fmpq", "to_float",
            "clipped_float", "pow2", "binary_exponent", "open_range"]
@@ -61,6 +61,7 @@ def exact_layers(params: Any) -> tuple[list, list]:
     Entries given as ``Fraction``/``fmpq``/ints are kept exact (so exact fiber samples can
     be checked without rounding); floats are converted exactly.
     """
+    params = param_list(params)
     if isinstance(params, (str, bytes)):
         raise ParameterError(f"ReLU parameters must be a non-empty list of (W, b) pairs; got "
                              f"{short_repr(params)}")
