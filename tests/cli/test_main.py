@@ -73,3 +73,24 @@ def test_library_and_os_errors_exit_1_with_one_line(monkeypatch, tmp_path, capsy
     assert main(["demo", "--json", str(tmp_path / "x.json")]) == 1
     assert "No space left" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()      # the writability probe left nothing
+
+
+def test_help_and_version_load_no_heavy_library():
+    """--help and --version build the parser without scipy, flint, numba or matplotlib
+    (about 1.5 s of imports before): each subcommand loads what it uses when it runs."""
+    import subprocess
+    import sys
+    code = ("import sys; from neuromanifold.cli._main import build_parser; build_parser(); "
+            "import neuromanifold; neuromanifold.__version__; "
+            "print(sorted(m for m in ('scipy', 'flint', 'numba', 'matplotlib', 'sympy') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_facade_still_serves_every_public_name_on_first_use():
+    import neuromanifold as nm
+    for name in nm.__all__:
+        assert getattr(nm, name) is not None, name
+    assert nm.relu.ReLUNet is nm.ReLUNet

@@ -13,18 +13,19 @@ import sys
 
 import numpy as np
 
-from .. import LinearConvNet, LinearFCNet, SquareLoss, gradient_flow
-from ..linear import random_regression_data
 from .._results import to_jsonable
 from .._validation import as_seed_rng, check_positive_float
 from ._common import nonnegative_int
 from ._table import format_table
 
-DEFAULT_NETS = [
-    LinearConvNet([3, 2, 2], strides=[2, 2]),
-    LinearConvNet([(2, 2), (3, 2)], strides=[(2, 1)]),
-    LinearFCNet([3, 4, 2]),
-]
+
+def default_nets() -> list:
+    """The demonstration's networks: a strided 1D and a 2D linear convolutional network
+    and a fully connected linear one."""
+    from ..linear import LinearConvNet, LinearFCNet  # start-up: loaded when the demo runs
+    return [LinearConvNet([3, 2, 2], strides=[2, 2]),
+            LinearConvNet([(2, 2), (3, 2)], strides=[(2, 1)]),
+            LinearFCNet([3, 4, 2])]
 
 
 def demo_rows(*, seed: int = 0, t_final: float = 2.0) -> list[dict]:
@@ -35,12 +36,14 @@ def demo_rows(*, seed: int = 0, t_final: float = 2.0) -> list[dict]:
         t_final: the time horizon of the gradient flows.
 
     Returns:
-        A list of dicts, one per network in ``DEFAULT_NETS``.
+        A list of dicts, one per network of :func:`default_nets`.
     """
+    from ..flows import SquareLoss, gradient_flow  # start-up: loaded when the demo runs
+    from ..linear import LinearConvNet, random_regression_data  # start-up: as above
     rows = []
     rng = as_seed_rng(seed)
     t_final = check_positive_float(t_final, "t_final")
-    for net in DEFAULT_NETS:
+    for net in default_nets():
         params = net.random_params(rng)
         K = net.ntk(params)
         X, Y = random_regression_data(net, rng, num_samples=8)
