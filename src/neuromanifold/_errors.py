@@ -37,6 +37,11 @@ class InputError(NeuromanifoldError, ValueError):
     """Data, signals, losses or options passed to a computation are invalid."""
 
 
+class InputFileError(InputError):
+    """An input file other than a model (a sweep configuration) is missing, unreadable or
+    malformed. The message names the file; the command line exits with status 3."""
+
+
 class NotInNeuromanifoldError(NeuromanifoldError, ValueError):
     """A function (e.g. an end-to-end filter) is not in the image of the parameterization."""
 

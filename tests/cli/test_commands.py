@@ -184,3 +184,13 @@ def test_relu_identify_says_undecided_on_a_non_bottleneck(tmp_path):
     assert "undecided: " in out.stdout and "not a bottleneck" in out.stdout
     data = json.loads((tmp_path / "i.json").read_text())
     assert data["identifiable"] is None and "not a bottleneck" in data["undecided_reason"]
+
+
+@pytest.mark.parametrize("text", [None, "this is not toml [", 'seeds = 2\n'])
+def test_a_missing_or_malformed_sweep_configuration_exits_3(tmp_path, text):
+    path = tmp_path / "sweep.toml"
+    if text is not None:
+        path.write_text(text)
+    out = run("sweep", path)
+    assert out.returncode == 3, (out.returncode, out.stderr)
+    assert out.stderr.count("\n") == 1 and "sweep.toml" in out.stderr

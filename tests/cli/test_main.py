@@ -94,3 +94,10 @@ def test_the_facade_still_serves_every_public_name_on_first_use():
     for name in nm.__all__:
         assert getattr(nm, name) is not None, name
     assert nm.relu.ReLUNet is nm.ReLUNet
+
+
+def test_sweep_help_lists_every_analysis():
+    from neuromanifold.cli import _sweep
+    from neuromanifold.sweep import ANALYSES
+    listed = _sweep.__doc__.split("Analyses:", 1)[1].replace("\n", " ").strip(" .")
+    assert sorted(a.strip() for a in listed.split(",")) == sorted(ANALYSES)

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .._errors import ModelFileError, NeuromanifoldError
+from .._errors import InputFileError, ModelFileError, NeuromanifoldError
 from .._version import __version__
 
 # Each command module exposes ``register(subparsers)``, which adds its parser and sets
@@ -53,7 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status: 0 on success, 1 when the computation refused its input or could
         not write its output (a one-line message on stderr, no traceback), 2 on bad usage
-        (argparse's message; raised as ``SystemExit(2)`` by argparse), 130 on Ctrl-C.
+        (argparse's message; raised as ``SystemExit(2)`` by argparse), 3 on a bad input
+        file (a model or a sweep configuration), 130 on Ctrl-C.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -63,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _check_output_path(parser, getattr(args, "json", None))
     try:
         return int(args.func(args) or 0)
-    except ModelFileError as exc:  # a bad input file: exit status 3
+    except (ModelFileError, InputFileError) as exc:  # a bad input file: exit status 3
         print(f"neuromanifold: error: {exc}", file=sys.stderr)
         return 3
     except NeuromanifoldError as exc:

@@ -13,7 +13,8 @@ after a crash; a failing task is recorded with its error. Example configuration:
     architectures = [{filters = [2, 2], strides = [1]},
                      {filters = [3, 2, 2], strides = [2, 2]}]
 
-Analyses: linear_dimension, ntk_dependence, relu_functional_dimension, relu_regions.
+Analyses: conservation, linear_dimension, ntk_dependence, relu_functional_dimension,
+relu_regions.
 """
 
 from __future__ import annotations

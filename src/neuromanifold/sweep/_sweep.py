@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._errors import InputError, short_repr
+from .._errors import InputError, InputFileError, short_repr
 from .._progress import progress_bar
 from .._results import Result
 from .._validation import check_bool, check_workers
@@ -109,16 +109,22 @@ def load_config(path: Any) -> dict:
     try:
         config = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise InputError(f"{path}: no such sweep configuration") from None
+        raise InputFileError(f"{path}: no such sweep configuration") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(f"{path}: not a readable TOML sweep configuration ({exc})") from None
+        raise InputFileError(f"{path}: not a readable TOML sweep configuration "
+                             f"({exc})") from None
     if "output" in config:
         if not isinstance(config["output"], str) or not config["output"]:
-            raise InputError(f"{path}: output must be a file name (a string); got "
-                             f"{short_repr(config['output'])}")
+            raise InputFileError(f"{path}: output must be a file name (a string); got "
+                                 f"{short_repr(config['output'])}")
         config["output"] = str(path.parent / config["output"])
     config["_source"] = str(path)
-    tasks_of(config)  # validate everything before anything runs
+    try:
+        tasks_of(config)  # validate everything before anything runs
+    except InputFileError:
+        raise
+    except InputError as exc:  # a malformed entry: the file is at fault
+        raise InputFileError(str(exc)) from None
     return config
 
 
