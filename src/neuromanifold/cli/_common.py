@@ -105,8 +105,10 @@ def write_json(path: str, payload: Any) -> None:
 
 
 def emit(args: argparse.Namespace, text: str, payload: Any) -> int:
-    """Print ``text`` for people, write ``payload`` to ``--json`` when asked; exit 0."""
-    print(text)
+    """Print ``text`` for people (lines wrapped to the terminal's width), write
+    ``payload`` to ``--json`` when asked; exit 0."""
+    from ._table import fit
+    print(fit(text))
     if getattr(args, "json", None):
         write_json(args.json, payload)
     return 0
@@ -120,7 +122,7 @@ def load_model(path: str, kind: str | None = None, strides: Any = None):
     model = io.load(path, strides=strides)
     if kind is not None and model.kind != kind:
         raise ModelFileError(f"{path}: holds a {model.kind} model; this command needs {kind}")
-    print(f"read {model.describe()}", file=sys.stderr)
-    for note in model.notes:
-        print(f"  {note}", file=sys.stderr)
+    from ._table import fit
+    print(fit("\n".join([f"read {model.describe()}"] + [f"  {n}" for n in model.notes])),
+          file=sys.stderr)
     return model

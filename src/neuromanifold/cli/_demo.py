@@ -16,7 +16,7 @@ import numpy as np
 from .._results import to_jsonable
 from .._validation import as_seed_rng, check_positive_float
 from ._common import nonnegative_int
-from ._table import format_table
+from ._table import fit, format_table, terminal_width
 
 
 def default_nets() -> list:
@@ -67,16 +67,34 @@ def demo_rows(*, seed: int = 0, t_final: float = 2.0) -> list[dict]:
     return rows
 
 
+def _short_name(network: str) -> str:
+    """``LinearConvNet(filter_shapes=[3, 2, 2], strides=[2, 2])`` as ``conv 3,2,2 / 2,2``
+    (filter sizes / strides; 2D sizes as 2x2), ``LinearFCNet(widths=[3, 4, 2])`` as
+    ``fc 3-4-2``: the table's first column stays narrow (the JSON keeps the repr)."""
+    import re
+    nums = lambda text: re.findall(r"\((\d+), (\d+)\)|(\d+)", text)  # noqa: E731
+
+    def join(text):
+        return ",".join(f"{a}x{b}" if a else c for a, b, c in nums(text))
+    if network.startswith("LinearConvNet"):
+        shapes, _, strides = network.partition("strides=")
+        return f"conv {join(shapes)} / {join(strides) or '-'}"
+    if network.startswith("LinearFCNet"):
+        return "fc " + "-".join(c for _, _, c in nums(network))
+    return network
+
+
 def run(args: argparse.Namespace) -> int:
     rows = demo_rows(seed=args.seed)
-    table = [[r["network"], "x".join(map(str, r["end_to_end_shape"])), r["num_params"],
+    table = [[_short_name(r["network"]), "x".join(map(str, r["end_to_end_shape"])), r["num_params"],
               f"{r['dimension']} (bound {r['dimension_bound']})", r["ntk_rank"],
               f"{r['loss_start']:.4g} -> {r['loss_end']:.4g}",
               "yes" if r["loss_monotone"] else "NO", f"{r['max_invariant_drift']:.1e}",
               f"{r['max_ntk_residual']:.1e}"] for r in rows]
     print("Linear networks: neuromanifold dimension, NTK and gradient flow (t in [0, 2])\n")
     print(format_table(table, ["network", "v", "params", "dim M", "rank K", "loss",
-                               "monotone", "invariant drift", "v'=-K grad l residual"]))
+                               "monotone", "invariant drift", "v'=-K grad l residual"],
+                       width=terminal_width()))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(to_jsonable(rows), fh, indent=2)

@@ -18,9 +18,9 @@ import argparse
 
 import numpy as np
 
-from ._common import (add_common, emit, load_model, parse_shapes,
+from ._common import (add_common, emit, load_model, nonnegative_int, parse_shapes,
                       positive_float as _positive_float)
-from ._table import format_table
+from ._table import format_table, short_array, terminal_width
 
 
 def _network(args: argparse.Namespace):
@@ -66,8 +66,16 @@ def run(args: argparse.Namespace) -> int:
         fiber = net.fiber(v, delta)
         rec = {"network": repr(net), "end_to_end": v, "invariants": delta,
                "fiber": fiber.to_dict()}
-        return emit(args, head + f"end-to-end filter {_fmt(v)}\ninvariants {_fmt(delta)}\n"
-                    f"{fiber!r}", rec)
+        rows = [[k, short_array(np.concatenate([np.ravel(w) for w in p]))]
+                for k, p in enumerate(fiber.points[:args.show])]
+        text = (head + f"end-to-end filter {short_array(v)}\ninvariants {short_array(delta)}\n"
+                f"fiber: {len(fiber.points)} point(s) up to the sign and rescaling orbits "
+                f"({fiber.num_sign_patterns} sign patterns each), dimension {fiber.dimension}, "
+                f"certified={fiber.certified}, method {fiber.method}\n\n"
+                + format_table(rows, ["point", "filters, layer after layer"], width=terminal_width()))
+        if len(fiber.points) > args.show:
+            text += f"\n... {len(fiber.points) - args.show} more (--json PATH for all)"
+        return emit(args, text, rec)
     if args.action == "dependence":
         dep = ntk_dependence(net, params)
         verdict = "independent" if dep.independent else "DEPENDENT"
@@ -93,6 +101,8 @@ def register(sub) -> None:
                    help="strides, one per layer but the last, e.g. 2,3 or 1x1")
     p.add_argument("--params", metavar="FILE",
                    help="read filters (and strides) from a model file")
+    p.add_argument("--show", type=nonnegative_int, default=10,
+                   help="fiber: how many points to list (default 10; --json has all)")
     p.add_argument("--t-final", type=_positive_float, default=5.0,
                    help="flow: time horizon (default 5)")
     add_common(p)

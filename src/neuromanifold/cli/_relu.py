@@ -30,7 +30,7 @@ from .._errors import NeuromanifoldError
 from .._tolerance import DEFAULT_TOL
 from ._common import (add_common, emit, load_model, nonnegative_int, positive_float,
                       positive_int, writable_path)
-from ._table import format_table
+from ._table import format_table, short_array, terminal_width
 
 
 def _domain(text: str):
@@ -81,10 +81,10 @@ def _regions(args) -> int:
 
 def _regions_text(args, res, model) -> str:
     shown = [[i, "".join("".join("1" if b else "0" for b in layer) + " "
-                         for layer in r.pattern).strip(), np.round(r.point, 4)]
+                         for layer in r.pattern).strip(), short_array(r.point)]
              for i, r in enumerate(res.regions[:args.show])]
     text = (f"{len(res.regions)} linear regions of {model.describe()}\n\n"
-            + format_table(shown, ["region", "activation pattern", "interior point"]))
+            + format_table(shown, ["region", "activation pattern", "interior point"], width=terminal_width()))
     if len(res.regions) > args.show:
         text += f"\n... {len(res.regions) - args.show} more (--show N, or --json PATH for all)"
     return text
@@ -99,12 +99,28 @@ def _equiv(args) -> int:
     lines = [f"{verdict} on {args.domain or 'R^d'} (method {res.method}, certified="
              f"{res.certified}, tol {res.tol:g} relative to the path-norm scale {res.scale:.4g})",
              res.note]
+    if res.max_difference is not None:
+        lines.append(f"largest difference found: {res.max_difference:.3g} (relative: per unit "
+                     f"of max(1, |x|) and of the scale)")
     if res.symmetry:
-        lines.append("symmetry taking A to B: " + ", ".join(repr(s) for s in res.symmetry))
+        lines.append("symmetry taking A to B:")
+        lines += ["  " + _symmetry_words(s) for s in res.symmetry]
     if res.witness is not None:
-        lines.append(f"witness input: {np.array2string(res.witness, precision=6)}; outputs "
-                     f"differ by {res.witness_difference:.6g}")
+        lines.append(f"witness input x = {short_array(res.witness, precision=6)}: outputs of "
+                     f"A and B differ by {res.witness_difference:.6g} (absolute)")
     return emit(args, "\n".join(lines), res.to_dict())
+
+
+def _symmetry_words(s) -> str:
+    """A named symmetry in a line: permutations as the neuron each one moves to, scalings
+    as their factors (abbreviated past six), the rest by name."""
+    if s.name == "permutation":
+        moved = [f"{i}->{j}" for j, i in enumerate(s.perm) if i != j]
+        return (f"permutation of hidden layer {s.layer}: "
+                + (", ".join(moved) if moved else "identity"))
+    if s.name == "scaling":
+        return f"scaling of hidden layer {s.layer} by {short_array(s.scales, precision=4)}"
+    return repr(s)
 
 
 def _identify(args) -> int:
@@ -119,9 +135,9 @@ def _canonical(args) -> int:
     from ..relu import canonical_form  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
     canon = canonical_form(model.params, tol=args.tol)
-    text = "canonical form: " + "; ".join(
-        f"W{l} {np.array2string(W, precision=4, max_line_width=200)} b{l} "
-        f"{np.array2string(b, precision=4)}" for l, (W, b) in enumerate(canon, start=1))
+    text = "canonical form (the full matrices with --out FILE or --json PATH):\n" + "\n".join(
+        f"  W{l} {short_array(W)}\n  b{l} {short_array(b)}"
+        for l, (W, b) in enumerate(canon, start=1))
     if args.out:
         io.save(canon, args.out)
         text += f"\nwrote {args.out}"

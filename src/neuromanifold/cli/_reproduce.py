@@ -22,7 +22,7 @@ import argparse
 import sys
 
 from ._common import add_seed, write_json
-from ._table import format_table
+from ._table import fit, format_table, terminal_width
 
 _WHICH = ("linear", "relu", "all")
 
@@ -33,9 +33,11 @@ def _print_table(title: str, rows) -> None:
     from ..reproduce import summarize  # start-up: loaded when the subcommand runs
     table = [[r.architecture, r.condition, r.paper_claim, r.computed, r.outcome, r.summary()]
              for r in rows]
-    print(title + "\n")
-    print(format_table(table, _HEADERS))
-    print("\n" + summary_line(summarize(rows)))
+    print(fit(title) + "\n")
+    print(format_table(table, _HEADERS, width=terminal_width(), shorten=(5,)))
+    if any(len(str(r[5])) > 12 for r in table):
+        print("(evidence shortened to fit; in full with --json PATH or --report DIR)")
+    print("\n" + fit(summary_line(summarize(rows))))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -165,7 +166,9 @@ class FiberFamily(Result):
         # as True: say which symbols are positive instead
         shown = [str(c) for c in cons if c is not True and str(c) != "True"]
         free = sorted({str(x) for W, b in layers for e in list(W) + list(b)
-                       for x in getattr(e, "free_symbols", ()) if x.is_positive})
+                       for x in getattr(e, "free_symbols", ()) if x.is_positive},
+                      key=lambda n: [int(t) if t.isdigit() else t
+                                     for t in re.split(r"(\d+)", n)])  # s_2 before s_10
         positive = f"{', '.join(free)} > 0" if free else ""
         lines.append("  where " + (", ".join(filter(None, [positive] + shown))
                                    or "no constraints"))
