@@ -14,6 +14,7 @@ from typing import Any
 
 from .._errors import InputError, short_repr
 from .._results import to_jsonable
+from ._table import fit
 
 __all__ = ["add_common", "add_seed", "nonnegative_int", "positive_int", "parse_shapes",
            "positive_float", "writable_path", "write_json", "emit", "load_model"]
@@ -107,7 +108,6 @@ def write_json(path: str, payload: Any) -> None:
 def emit(args: argparse.Namespace, text: str, payload: Any) -> int:
     """Print ``text`` for people (lines wrapped to the terminal's width), write
     ``payload`` to ``--json`` when asked; exit 0."""
-    from ._table import fit
     print(fit(text))
     if getattr(args, "json", None):
         write_json(args.json, payload)
@@ -122,7 +122,6 @@ def load_model(path: str, kind: str | None = None, strides: Any = None):
     model = io.load(path, strides=strides)
     if kind is not None and model.kind != kind:
         raise ModelFileError(f"{path}: holds a {model.kind} model; this command needs {kind}")
-    from ._table import fit
     print(fit("\n".join([f"read {model.describe()}"] + [f"  {n}" for n in model.notes])),
           file=sys.stderr)
     return model
