@@ -16,7 +16,7 @@ import numpy as np
 from .._results import to_jsonable
 from .._validation import as_seed_rng, check_positive_float
 from ._common import nonnegative_int
-from ._table import fit, format_table, terminal_width
+from ._table import format_table, terminal_width
 
 
 def default_nets() -> list:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
 
 from .._errors import NeuromanifoldError
 from .._tolerance import DEFAULT_TOL
