@@ -264,7 +264,8 @@ def model_from_arrays(arrays: dict[str, Any], source: str, strides: Any = None, 
         if strides is None and stored_strides is None:
             raise ModelFileError(
                 f"{source}: holds convolution kernels but no strides; weights alone do not "
-                f"say them: pass strides=[...] (one per layer)")
+                f"say them: give them, one per layer (strides=[...] in Python, --strides "
+                f"on the command line)")
         if strides is None:
             strides = stored_strides_list(stored_strides, source)
         try:
