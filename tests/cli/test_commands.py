@@ -226,3 +226,17 @@ def test_default_output_fits_a_100_column_terminal(wide_files, argv):
     assert out.stdout.strip()
     too_long = [line for line in out.stdout.splitlines() if len(line) > 100]
     assert not too_long, too_long[:3]
+
+
+@pytest.mark.parametrize("action, expect", [
+    ("fundim", "functional dimension"), ("genericity", "generic="), ("ntk", "empirical NTK")])
+def test_relu_fundim_genericity_ntk(files, tmp_path, action, expect):
+    out = run("relu", action, files / "a.npz", "--json", tmp_path / "r.json")
+    assert out.returncode == 0, out.stderr
+    assert expect in out.stdout
+    data = json.loads((tmp_path / "r.json").read_text())
+    if action == "ntk":   # K = J J^T at the inputs it reports
+        import numpy as _np
+        net = nm.ReLUNet(nm.io.load(files / "a.npz").architecture)
+        J = net.jacobian(nm.io.load(files / "a.npz").params, _np.array(data["inputs"]))
+        _np.testing.assert_allclose(_np.array(data["ntk"]), J @ J.T, rtol=1e-12)

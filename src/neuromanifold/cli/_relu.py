@@ -9,11 +9,17 @@ state_dict files), analysed exactly.
   canonical MODEL   one canonical representative of the network's fiber (written with --out)
   fiber MODEL       the whole fiber of a generic bottleneck network, as semi-algebraic families
   plot MODEL        the linear regions and bent hyperplanes of a network on R^2, as a figure
+  fundim MODEL      the functional dimension (the rank of the parameter Jacobian over the
+                    domain) against its bound, certified or with the gap that decided it
+  genericity MODEL  the genericity conditions (supertransversality, masked-product ranks)
+                    on the domain, each failure with its witness
+  ntk MODEL         the empirical NTK K = J J^T of the network at random inputs of the
+                    domain (--points N), with its rank and spectrum
 
 Domains: ``--domain whole`` (R^d, the default), ``orthant`` (x >= 0), or a box
 ``box:LO,HI`` (the same bounds on every axis).
 
-Budgets: regions, equiv and plot enumerate linear regions, whose number grows
+Budgets: regions, equiv, plot, fundim and genericity enumerate linear regions, whose number grows
 exponentially with the widths. ``--max-regions N`` and ``--time-limit SECONDS`` stop them
 with a message saying how far they got (exit status 1); ``regions`` first lists the
 regions found. ``regions`` also prints an estimate of their number before it starts.
@@ -23,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+
+import numpy as np
 
 
 from .._errors import NeuromanifoldError
@@ -173,8 +181,61 @@ def _plot(args) -> int:
     return emit(args, f"wrote {args.out}", {"figure": args.out, "model": model.describe()})
 
 
+def _fundim(args) -> int:
+    from ..relu import functional_dimension  # start-up: loaded when the subcommand runs
+    model = load_model(args.model, "relu")
+    res = functional_dimension(model.params, args.domain, tol=args.tol, **_budget(args))
+    lines = [f"functional dimension {res.rank} of at most {res.bound} "
+             f"({res.num_params} parameters, {res.num_hidden} hidden neurons): "
+             + ("at the bound" if res.at_bound else f"{res.bound - res.rank} below it"),
+             f"method {res.method}, certified={res.certified}, tol {res.tol:g}; "
+             f"{res.num_regions} regions, {res.num_milps} MILPs, {res.num_lps} LPs"]
+    if res.smallest_counted is not None or res.largest_dropped is not None:
+        lines.append(f"gap of the rank: smallest singular value counted "
+                     f"{res.smallest_counted if res.smallest_counted is None else f'{res.smallest_counted:.3g}'}, "
+                     f"largest dropped "
+                     f"{res.largest_dropped if res.largest_dropped is None else f'{res.largest_dropped:.3g}'}")
+    if res.note:
+        lines.append(res.note)
+    return emit(args, "\n".join(lines), res.to_dict())
+
+
+def _genericity(args) -> int:
+    from ..relu import genericity  # start-up: loaded when the subcommand runs
+    model = load_model(args.model, "relu")
+    res = genericity(model.params, args.domain, tol=args.tol, **_budget(args))
+    return emit(args, res.describe(), res.to_dict())
+
+
+def _ntk(args) -> int:
+    from .._validation import as_seed_rng  # start-up: loaded when the subcommand runs
+    from ..relu import ReLUNet, as_domain  # start-up: loaded when the subcommand runs
+    model = load_model(args.model, "relu")
+    net = ReLUNet(model.architecture)
+    dom = as_domain(args.domain, net.input_dim)
+    rng = as_seed_rng(args.seed)
+    X = rng.standard_normal((args.points, net.input_dim))
+    if dom.kind == "orthant":
+        X = np.abs(X)
+    elif dom.kind == "box":
+        X = rng.uniform(dom.lower, dom.upper, (args.points, net.input_dim))
+    J = net.jacobian(model.params, X)
+    K = J @ J.T
+    eig = np.linalg.eigvalsh(K)[::-1]
+    rank = int(np.sum(eig > max(args.tol, 1e-12) * max(eig[0], 1e-300))) if eig.size else 0
+    rec = {"architecture": list(model.architecture), "inputs": X, "ntk": K,
+           "eigenvalues": eig, "rank": rank, "tol": args.tol}
+    text = (f"empirical NTK at {args.points} random inputs of "
+            f"{args.domain or 'R^d (standard normal)'}: size {K.shape[0]}x{K.shape[1]} "
+            f"(inputs x outputs), rank {rank} (eigenvalues above tol {args.tol:g} of the "
+            f"largest), trace {float(np.trace(K)):.6g}\n"
+            f"largest eigenvalues {short_array(eig[:6])}")
+    return emit(args, text, rec)
+
+
 _ACTIONS = {"regions": _regions, "identify": _identify, "equiv": _equiv,
-            "canonical": _canonical, "fiber": _fiber, "plot": _plot}
+            "canonical": _canonical, "fiber": _fiber, "plot": _plot, "fundim": _fundim,
+            "genericity": _genericity, "ntk": _ntk}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -210,6 +271,10 @@ def register(sub) -> None:
     p.add_argument("--time-limit", metavar="SECONDS", type=positive_float, default=None,
                    help="regions, equiv, plot: stop after this many seconds (default: no "
                         "limit)")
+    p.add_argument("--points", metavar="N", type=positive_int, default=8,
+                   help="ntk: how many random inputs (default 8)")
+    p.add_argument("--seed", type=nonnegative_int, default=0,
+                   help="ntk: seed of the random inputs (default 0)")
     p.add_argument("--workers", metavar="N", type=positive_int, default=1,
                    help="regions: processes that enumerate (default 1; worth it from some "
                         "thousands of regions on)")

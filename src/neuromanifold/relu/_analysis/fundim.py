@@ -114,7 +114,9 @@ class FunctionalDimension(Result):
             ``"regions"`` (every region used) or ``"incomplete"`` (a budget ran out; the
             rank is a lower bound).
         num_milps: MILPs solved; num_lps: LPs solved by the region enumeration.
-        note: why a MILP phase handed over to the enumeration, if it did.
+        note: why a MILP phase handed over to the enumeration, if it did; else, for an
+            uncertified rank, what it rests on and why it is not certified (empty only when
+            certified).
     """
 
     rank: int
@@ -745,6 +747,7 @@ class _Run:
             certified = complete and (rank == self.bound or method == "regions")
         if not complete:
             method = "incomplete"
+        note = self.note or ("" if certified else self._why_uncertified(rank, method))
         used = self.budget.num_regions + self.sampled
         return FunctionalDimension(rank=rank, bound=self.bound, at_bound=rank == self.bound,
                                    num_params=self.P, num_hidden=self.hidden,
@@ -756,4 +759,19 @@ class _Run:
                                    num_sampled_regions=self.sampled,
                                    enumerated=self.enumerated, method=method,
                                    num_milps=self.num_milps,
-                                   num_lps=self.engine.counter.count, note=self.note)
+                                   num_lps=self.engine.counter.count, note=note)
+
+    def _why_uncertified(self, rank: int, method: str) -> str:
+        """What an uncertified rank rests on, in words (never an empty note)."""
+        if method == "incomplete":
+            return "a budget stopped the computation: the rank is a lower bound"
+        if self.tol > 0 and rank == self.bound:
+            return ("the rank reached the bound, but its smallest counted singular value is "
+                    "at rounding level: the bound is not certified")
+        if self.tol > 0:
+            how = ("each direction left in the kernel was decided by a MILP whose 'no "
+                   "witness' rests on HiGHS's floating-point bounds" if method == "milp" else
+                   "the rank is numerical, at tol")
+            return (f"below the bound: {how}; the rank is certified only at the bound (or "
+                    f"with tol=0, by the exact enumeration of every region)")
+        return "the exact rank over the regions used is a lower bound (not every region used)"
