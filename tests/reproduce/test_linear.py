@@ -163,7 +163,8 @@ def _run_cli(argv):
     return args.func(args)
 
 
-def test_cli_json_round_trip(tmp_path, capsys):
+def test_cli_json_round_trip(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "2000")   # a row per line (fitting is tested in tests/cli)
     path = tmp_path / "rows.json"
     assert _run_cli(["reproduce", "linear", "--quick", "--json", str(path)]) == 0
     out, err = capsys.readouterr()

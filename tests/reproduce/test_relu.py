@@ -306,6 +306,7 @@ def test_input_errors():
 def test_cli_reproduce_all_quick(tmp_path, monkeypatch, capsys):
     """``all`` = linear then relu, one report with both tables, JSON with both (a few
     claims each, so that the test stays short)."""
+    monkeypatch.setenv("COLUMNS", "2000")   # a row per line (fitting: tests/cli)
     import neuromanifold.reproduce as rep
     lin, rel = rep.reproduce_linear, rep.reproduce_relu
     monkeypatch.setattr(rep, "reproduce_linear", lambda **k: lin(
