@@ -28,7 +28,7 @@ from .._errors import ComputationLimitError, InputError, short_repr
 from .._progress import progress_bar
 from .._results import Result
 from .._validation import check_bool, check_positive_float, check_positive_int
-from ._gradient_flow import MAX_NUM_TIMES, OUT_OF_REACH, MonomialPath
+from ._gradient_flow import OUT_OF_REACH, MonomialPath, check_num_times
 from ._losses import QuadraticLoss
 
 __all__ = ["BatchedFlowResult", "gradient_flows"]
@@ -341,9 +341,7 @@ def gradient_flows(net: Any, params: Any, loss: Any, t_final: float, *,
         raise InputError(f"gradient_flows integrates LinearConvNet flows; got "
                          f"{short_repr(net)} (use gradient_flow for other networks)")
     t_final = check_positive_float(t_final, "t_final")
-    num_times = check_positive_int(num_times, "num_times", maximum=MAX_NUM_TIMES)
-    if num_times < 2:
-        raise InputError(f"num_times must be at least 2; got {num_times}")
+    num_times = check_num_times(num_times)
     if method not in ("DOP853", "RK45"):
         raise InputError(f"method must be 'DOP853' or 'RK45'; got {short_repr(method)}")
     rtol, atol = check_positive_float(rtol, "rtol"), check_positive_float(atol, "atol")

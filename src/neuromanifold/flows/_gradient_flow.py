@@ -40,6 +40,17 @@ WARMUP_STEPS = 200
 STALL_STEPS = 50
 
 
+def check_num_times(num_times: Any) -> int:
+    """The number of sample times of a flow: an int from 2 (both ends of the interval) to
+    :data:`MAX_NUM_TIMES`, else an :class:`InputError` naming the rule. The one check of
+    every flow (linear, batched, ReLU)."""
+    if isinstance(num_times, (bool, np.bool_)) or not isinstance(num_times, (int, np.integer)) \
+            or num_times < 2:
+        raise InputError(f"num_times must be an int >= 2 (both ends of the interval); got "
+                         f"{short_repr(num_times)}")
+    return check_positive_int(num_times, "num_times", maximum=MAX_NUM_TIMES)
+
+
 def check_flow_args(net: Any, loss: Any, t_final: Any, num_times: Any, method: Any,
                     rtol: Any, atol: Any, max_steps: Any = DEFAULT_MAX_STEPS,
                     time_limit: Any = None) -> None:
@@ -56,10 +67,7 @@ def check_flow_args(net: Any, loss: Any, t_final: Any, num_times: Any, method: A
         raise InputError(f"loss acts on {loss.size} entries but {net!r} has "
                          f"{size} end-to-end entries")
     check_positive_float(t_final, "t_final")
-    if isinstance(num_times, (bool, np.bool_)) or not isinstance(num_times, (int, np.integer)) \
-            or num_times < 2:
-        raise InputError(f"num_times must be an int >= 2; got {short_repr(num_times)}")
-    check_positive_int(num_times, "num_times", maximum=MAX_NUM_TIMES)
+    check_num_times(num_times)
     if not isinstance(method, str) or method not in SOLVERS:
         raise InputError(f"method must be one of {list(SOLVERS)}; got {short_repr(method)}")
     check_positive_float(rtol, "rtol")

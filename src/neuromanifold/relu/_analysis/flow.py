@@ -31,7 +31,7 @@ from ..._errors import ComputationLimitError, InputError, ParameterError, short_
 from ..._results import Result
 from ..._validation import (as_finite_array, check_bool, check_finite_result,
                             check_positive_float, renamed_keywords)
-from ...flows import SOLVERS, Stepper, check_finite, quiet_overflow
+from ...flows import SOLVERS, Stepper, check_finite, check_num_times, quiet_overflow
 from .._core.net import ReLUNet, check_params, forward_unchecked
 
 __all__ = ["gradient_flow", "ReLUFlowResult", "block_law", "active_blocks",
@@ -350,9 +350,7 @@ def gradient_flow(params: Any, X: Any, Y: Any, t_final: float, *, num_times: int
         raise InputError(f"Y must have shape ({X.shape[0]}, {net.widths[-1]}) (one target per "
                          f"input); got shape {Y.shape}")
     check_positive_float(t_final, "t_final")
-    if isinstance(num_times, (bool, np.bool_)) or not isinstance(num_times, (int, np.integer)) \
-            or not 2 <= num_times <= 100_000:
-        raise InputError(f"num_times must be an int in [2, 100000]; got {short_repr(num_times)}")
+    check_num_times(num_times)
     if not isinstance(method, str) or method not in SOLVERS:
         raise InputError(f"method must be one of {list(SOLVERS)}; got {short_repr(method)}")
     check_positive_float(rtol, "rtol")
