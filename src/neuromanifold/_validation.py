@@ -379,3 +379,15 @@ def check_param_count(count: int, what: str) -> int:
         raise ArchitectureError(f"{what}: {count:,} entries, more than the limit of "
                                 f"{MAX_PARAMS:,} (800 MB of float64)")
     return count
+
+
+def check_choice(value: Any, name: str, choices: Any) -> str:
+    """``value`` when it is one of the strings ``choices``, else an :class:`InputError`
+    listing them (the one check of every ``method=`` and ``kind=`` option).
+
+    >>> check_choice("auto", "method", ("auto", "regions"))
+    'auto'
+    """
+    if not isinstance(value, str) or value not in choices:
+        raise InputError(f"{name} must be one of {list(choices)}; got {short_repr(value)}")
+    return value

@@ -27,7 +27,7 @@ import numpy as np
 from .._errors import ComputationLimitError, InputError, short_repr
 from .._progress import progress_bar
 from .._results import Result
-from .._validation import check_bool, check_positive_float, check_positive_int
+from .._validation import check_bool, check_choice, check_positive_float, check_positive_int
 from ._gradient_flow import OUT_OF_REACH, MonomialPath, check_num_times
 from ._losses import QuadraticLoss
 
@@ -342,8 +342,7 @@ def gradient_flows(net: Any, params: Any, loss: Any, t_final: float, *,
                          f"{short_repr(net)} (use gradient_flow for other networks)")
     t_final = check_positive_float(t_final, "t_final")
     num_times = check_num_times(num_times)
-    if method not in ("DOP853", "RK45"):
-        raise InputError(f"method must be 'DOP853' or 'RK45'; got {short_repr(method)}")
+    check_choice(method, "method", ("DOP853", "RK45"))
     rtol, atol = check_positive_float(rtol, "rtol"), check_positive_float(atol, "atol")
     max_steps = check_positive_int(max_steps, "max_steps")
     if time_limit is not None:

@@ -15,7 +15,7 @@ from scipy import integrate
 from .._errors import ComputationLimitError, InputError, ParameterError, short_repr
 from .._progress import progress_bar
 from .._results import Result
-from .._validation import check_bool, check_positive_float, check_positive_int
+from .._validation import check_bool, check_choice, check_positive_float, check_positive_int
 from ..fibers import invariant_scale, invariant_vector
 from ._losses import QuadraticLoss
 
@@ -68,8 +68,7 @@ def check_flow_args(net: Any, loss: Any, t_final: Any, num_times: Any, method: A
                          f"{size} end-to-end entries")
     check_positive_float(t_final, "t_final")
     check_num_times(num_times)
-    if not isinstance(method, str) or method not in SOLVERS:
-        raise InputError(f"method must be one of {list(SOLVERS)}; got {short_repr(method)}")
+    check_choice(method, "method", SOLVERS)
     check_positive_float(rtol, "rtol")
     check_positive_float(atol, "atol")
     check_positive_int(max_steps, "max_steps")

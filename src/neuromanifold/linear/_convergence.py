@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import ComputationLimitError, InputError, short_repr
+from .._errors import ComputationLimitError, InputError
 from .._progress import progress_bar
 from .._results import Result
-from .._validation import (as_seed_rng, check_bool, check_positive_float, check_positive_int,
-                           renamed_keywords)
+from .._validation import (as_seed_rng, check_bool, check_choice, check_positive_float,
+                           check_positive_int, renamed_keywords)
 from ..flows import DEFAULT_MAX_STEPS, SOLVERS, SquareLoss, gradient_flow, integrate_flows
 from ._conv import LinearConvNet
 from ._fc import LinearFCNet
@@ -269,8 +269,7 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
     deadline = None if time_limit is None else time.monotonic() + time_limit
     if num_samples is not None:
         num_samples = check_positive_int(num_samples, "num_samples", maximum=MAX_NUM_SAMPLES)
-    if method not in SOLVERS:
-        raise InputError(f"method must be one of {list(SOLVERS)}; got {method!r}")
+    check_choice(method, "method", SOLVERS)
     if max_time < t_final:
         raise InputError(f"max_time ({max_time}) must be >= t_final ({t_final})")
     rng = as_seed_rng(seed)

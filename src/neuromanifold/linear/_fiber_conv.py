@@ -38,7 +38,8 @@ from scipy import optimize, signal
 from .._errors import (InputError, NotInNeuromanifoldError, UndecidedFactorizationError,
                        short_repr)
 from .._progress import progress_bar
-from .._validation import as_seed_rng, check_bool, check_positive_float, check_positive_int
+from .._validation import (as_seed_rng, check_bool, check_choice, check_positive_float,
+                           check_positive_int)
 from ..exact import (apply_rescaling, certified_roots, isolate_factors, line_univariate,
                      mpoly_dense, power_classes, real_irreducible, rescaled_norms_exact,
                      to_fmpq, working_precision)
@@ -126,8 +127,7 @@ def conv_fiber(net, v: Any, invariants: Any, *, method: str = "auto", tol: float
                progress: bool = False) -> Fiber:
     """All filters with end-to-end filter ``v`` and invariants ``delta`` (see
     :meth:`LinearConvNet.fiber`)."""
-    if method not in _METHODS:
-        raise InputError(f"method must be one of {_METHODS}; got {method!r}")
+    check_choice(method, "method", _METHODS)
     tol = check_positive_float(tol, "tol")
     num_starts = check_positive_int(num_starts, "num_starts")
     as_seed_rng(seed)   # validated now, used by the numerical route

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..._errors import ComputationLimitError, InputError, ParameterError, short_repr
 from ..._results import Result
-from ..._validation import (as_finite_array, check_bool, check_finite_result,
+from ..._validation import (as_finite_array, check_bool, check_choice, check_finite_result,
                             check_positive_float, renamed_keywords)
 from ...flows import SOLVERS, Stepper, check_finite, check_num_times, quiet_overflow
 from .._core.net import ReLUNet, check_params, forward_unchecked
@@ -351,8 +351,7 @@ def gradient_flow(params: Any, X: Any, Y: Any, t_final: float, *, num_times: int
                          f"input); got shape {Y.shape}")
     check_positive_float(t_final, "t_final")
     check_num_times(num_times)
-    if not isinstance(method, str) or method not in SOLVERS:
-        raise InputError(f"method must be one of {list(SOLVERS)}; got {short_repr(method)}")
+    check_choice(method, "method", SOLVERS)
     check_positive_float(rtol, "rtol")
     check_positive_float(atol, "atol")
     progress = check_bool(progress, "progress")

@@ -62,11 +62,10 @@ import flint
 import numpy as np
 import scipy.linalg
 
-from ..._errors import InputError, short_repr
 from ..._progress import progress_bar
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank, path_norm_scale
-from ..._validation import check_bool
+from ..._validation import check_bool, check_choice
 from .._core.domain import Domain, as_domain
 from .._engine.budget import Budget, check_budget
 from .._engine.cells import ExactNet, exact_forward, layer_maps, thickness
@@ -514,8 +513,7 @@ def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_
     7
     """
     tol = check_tol(tol)
-    if not isinstance(method, str) or method not in _FD_METHODS:
-        raise InputError(f"method must be one of {_FD_METHODS}; got {short_repr(method)}")
+    check_choice(method, "method", _FD_METHODS)
     max_regions, time_limit = check_budget(max_regions, time_limit)
     progress = check_bool(progress, "progress")
     net = ExactNet.from_params(params)

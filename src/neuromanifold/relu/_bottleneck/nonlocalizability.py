@@ -58,8 +58,9 @@ import numpy as np
 from ..._errors import ArchitectureError, InputError, NeuromanifoldError, short_repr
 from ..._progress import progress_bar
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
-from ..._validation import as_seed_rng, check_bool, check_finite_result, check_positive_int
+from ..._tolerance import DEFAULT_TOL, check_tol
+from ..._validation import (as_seed_rng, check_bool, check_choice, check_finite_result,
+                            check_positive_int)
 from ...exact import to_fmpq
 from .._analysis.fundim import functional_dimension, region_rows
 from .._analysis.joint_regions import equivalent_by_regions
@@ -459,8 +460,7 @@ def nonlocalizable_example(*, kind: str = "always-active", tol: Any = 0) -> Nonl
     >>> r.nonlocalizable, r.mechanism, r.whole.rank == r.whole.bound
     (True, 'ramp_flip', True)
     """
-    if not isinstance(kind, str) or kind not in _KINDS:
-        raise InputError(f"kind must be one of {_KINDS}; got {short_repr(kind)}")
+    check_choice(kind, "kind", _KINDS)
     if kind == "always-active":
         params = [(np.array([[1.0, 0.5], [-0.5, 1.0]]), np.array([0.25, -0.5])),
                   (np.array([[1.0, 0.5], [1.0, -1.0]]), np.array([0.25, 0.5])),

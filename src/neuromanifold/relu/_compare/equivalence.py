@@ -56,9 +56,9 @@ from typing import Any
 import flint
 import numpy as np
 
-from ..._errors import ComputationLimitError, InputError, NeuromanifoldError, short_repr
+from ..._errors import ComputationLimitError, NeuromanifoldError
 from ..._tolerance import DEFAULT_TOL, check_tol
-from ..._validation import as_seed_rng, check_bool
+from ..._validation import as_seed_rng, check_bool, check_choice
 from ...exact import fmpq_to_fraction, to_fmpq
 from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions,
                                        equivalence_result)
@@ -124,8 +124,7 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     """
     tol = check_tol(tol)
     progress = check_bool(progress, "progress")
-    if not isinstance(method, str) or method not in _METHODS:
-        raise InputError(f"method must be one of {_METHODS}; got {short_repr(method)}")
+    check_choice(method, "method", _METHODS)
     rng = as_seed_rng(seed)
     pair = Pair(p, q, tol)
     dom = as_domain(domain, pair.d)
