@@ -275,3 +275,12 @@ def test_budget_after_the_milp_keeps_its_verdict_as_partial(monkeypatch):
         equivalent(p, _dead_on_box(p), BOX, max_regions=1)
     part = info.value.partial
     assert part.method == "milp" and part.equivalent and not part.certified
+
+
+def test_a_milp_time_limit_does_not_point_to_estimate_regions():
+    from neuromanifold.relu._engine.budget import Budget
+    b = Budget("equivalent", 2, max_regions=None, time_limit=1.0, progress=False,
+               unit="joint region")
+    assert "estimate_regions" not in str(b.time_error(stage="the MILP"))
+    one = Budget("regions", 2, max_regions=None, time_limit=1.0, progress=False)
+    assert "estimate_regions" in str(one.time_error())

@@ -81,10 +81,14 @@ class Budget:
         """The :class:`ComputationLimitError` for reaching ``reason`` (the budget, in words)."""
         where = f" during {stage}" if stage else ""
         extra = f"; {self.detail()}" if self.detail is not None else ""
+        # the advice fits the stage: a MILP has no region count to estimate, and
+        # estimate_regions counts one network's regions, not joint ones
+        advice = ("raise the limit" if "MILP" in stage or self.unit != "region" else
+                  "raise the limit, or see estimate_regions for the expected number of "
+                  "regions")
         err = ComputationLimitError(
             f"{self.what} stopped at the {reason}{where} after {self.num_regions} "
-            f"{self.unit}s ({self.num_lps} LPs, {self.elapsed:.3g} s){extra}; raise the "
-            f"limit, or see estimate_regions for the expected number of regions")
+            f"{self.unit}s ({self.num_lps} LPs, {self.elapsed:.3g} s){extra}; {advice}")
         err.num_regions, err.num_lps, err.elapsed = self.num_regions, self.num_lps, self.elapsed
         err.partial = partial
         return err
