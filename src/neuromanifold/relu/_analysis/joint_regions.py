@@ -28,6 +28,7 @@ import flint
 import numpy as np
 
 from ..._errors import ArchitectureError
+from ..._progress import progress_bar
 from ..._results import Result
 from ..._tolerance import check_tol, path_norm_scale
 from ..._validation import check_finite_result
@@ -467,9 +468,24 @@ def by_milp(pair: Pair, dom: Domain, budget: Budget,
     # difference far out (at s = 0) was bounded by 0. Scaling the objective by K puts the
     # threshold at 1e-2, well above that tolerance; values are divided by K again.
     K = max(1.0, _OBJ_TARGET / max(pair.thr, noise, 1e-300))
+    diff = B.widen(out_p) - B.widen(out_q)
+    # HiGHS reports nothing while it solves: a bar over the 2 m programs says how far it is
+    bar = (progress_bar(total=2 * m, desc=f"{budget.what}: MILPs (one per output and sign)",
+                        unit="MILP", leave=False) if budget.progress else None)
+    try:
+        return _milp_programs(pair, dom, B, diff, A, ubs, lbv, ubv, integer, ys, s_var, m,
+                              K, base, noise, t_end, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _milp_programs(pair, dom, B, diff, A, ubs, lbv, ubv, integer, ys, s_var, m, K, base,
+                   noise, t_end, bar):
+    """The 2 m MILPs of :func:`by_milp` and the verdict they give (``None`` when one of
+    them is inconclusive or the time runs out)."""
     bound = 0.0
     best_val, witness = -np.inf, None
-    diff = B.widen(out_p) - B.widen(out_q)
     for o in range(m):
         g = diff[o]
         for sign in (1.0, -1.0):
@@ -477,6 +493,8 @@ def by_milp(pair: Pair, dom: Domain, budget: Budget,
             if left is not None and left <= 0:
                 return None
             res = solve_milp(-sign * K * g, A, ubs, lbv, ubv, integer, time_limit=left)
+            if bar is not None:
+                bar.update(1)
             if res.status != "optimal":
                 return None
             val = -res.fun / K
