@@ -485,16 +485,18 @@ def _symmetry_entries():
 
 @functools.cache
 def _files():
-    """A ReLU model file (.npz), a convolutional one, and a sweep configuration."""
+    """A ReLU model file (.npz and .onnx), a convolutional one, and a sweep configuration."""
     folder = tempfile.mkdtemp(prefix="neuromanifold-fuzz-")
     relu_path, conv_path = os.path.join(folder, "relu.npz"), os.path.join(folder, "conv.npz")
     nm.io.save(_relu_params(), relu_path)
+    nm.io.save(_relu_params(), os.path.join(folder, "relu.onnx"))
     nm.io.save(nm.io.load(_conv()[1], strides=[2]), conv_path)
     toml = os.path.join(folder, "sweep.toml")
     with open(toml, "w") as fh:
         fh.write('output = "out.jsonl"\n[[grid]]\nanalysis = "linear_dimension"\n'
                  'architectures = [{filters = [2, 2], strides = [1]}]\n')
-    return {"relu": relu_path, "conv": conv_path, "toml": toml, "folder": folder}
+    return {"relu": relu_path, "conv": conv_path, "toml": toml, "folder": folder,
+            "onnx": os.path.join(folder, "relu.onnx")}
 
 
 @functools.cache
@@ -791,6 +793,11 @@ MORE_ENTRIES = [
     # ---------------------------------------------------------------- io
     E("io.load", lambda: dict(source=_files()["relu"]),
       lambda source: nm.io.load(source), {"source": "path"}),
+    E("io.load(onnx)", lambda: dict(source=_files()["onnx"]),
+      lambda source: nm.io.load(source), {"source": "path"}),
+    E("io.save(onnx)", lambda: dict(model=_relu_params(),
+                                    path=os.path.join(_files()["folder"], "saved.onnx")),
+      lambda model, path: nm.io.save(model, path), {"model": "relu_params", "path": "out_path"}),
     E("io.load(strides)", lambda: dict(source=_conv()[1], strides=[2]),
       lambda source, strides: nm.io.load(source, strides=strides),
       {"source": "params", "strides": "array"},

@@ -19,7 +19,7 @@ TIERS: tuple[tuple[tuple[str, str], ...], ...] = (
     (("neuromanifold.sweep", "many analyses over a grid of configurations, optionally on dask"),
      ("neuromanifold.reproduce", "the papers' claims recomputed row by row")),
     (("neuromanifold.report", "the HTML report and its figures"),),
-    (("neuromanifold.io", "model files: safetensors, npz, torch, scikit-learn"),),
+    (("neuromanifold.io", "model files: safetensors, npz, ONNX, torch, scikit-learn"),),
     (("neuromanifold.ntk", "the NTK dependence test (is the NTK a function of the "
                            "end-to-end map and the invariants?)"),
      ("neuromanifold.conservation", "conservation laws of gradient flow, for both domains")),

@@ -138,18 +138,20 @@ def test_bad_files(tmp_path):
     np.savez(tmp_path / "names.npz", **{"0.weight": np.ones((3, 2)), "0.scale": np.ones(3)})
     np.savez(tmp_path / "nan.npz", **{"0.weight": np.full((3, 2), np.nan)})
     np.savez(tmp_path / "conv.npz", **{"0.weight": np.ones((1, 1, 3))})
-    (tmp_path / "x.onnx").write_bytes(b"")
+    (tmp_path / "x.h5").write_bytes(b"")
+    (tmp_path / "empty.onnx").write_bytes(b"")
     cases = {"missing.npz": "no such file", "trunc.npz": "truncated", "obj.npz": "unpickled",
              "trunc.safetensors": "truncated", "shapes.npz": "inconsistent layer shapes",
              "names.npz": "neither a weight nor a bias", "nan.npz": "NaN",
-             "conv.npz": "no strides", "x.onnx": "unknown model format"}
+             "conv.npz": "no strides", "x.h5": "unknown model format",
+             "empty.onnx": "holds no ONNX graph"}
     for name, message in cases.items():
         with pytest.raises(nm.ModelFileError, match=message) as info:
             load(tmp_path / name)
         assert name in str(info.value)
     with pytest.raises(nm.ModelFileError, match="cannot write"):
         save(nm.ReLUNet([2, 1]).random_params(), tmp_path / "no" / "dir.npz")
-    with pytest.raises(nm.ModelFileError, match="writes .npz or .safetensors"):
+    with pytest.raises(nm.ModelFileError, match="writes .npz, .safetensors or .onnx"):
         save(nm.ReLUNet([2, 1]).random_params(), tmp_path / "a.pt")
     with pytest.raises(nm.ModelFileError, match="cannot read a model"):
         load(42)

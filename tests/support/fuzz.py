@@ -396,8 +396,8 @@ def _suffix(v) -> str:
 
 
 def _hostile(v) -> str:
-    """A file of ``v``'s format whose header asks for too much: an npz member declaring
-    2**40 entries, a safetensors tensor of float8 (no numpy dtype), a sweep configuration
+    """A file of ``v``'s format whose header asks for too much: an npz member or an ONNX
+    initializer declaring 2**40 entries, a safetensors tensor of float8 (no numpy dtype), a sweep configuration
     with 10^12 seeds; any other format gets garbage."""
     import io as _io
     import json
@@ -414,6 +414,13 @@ def _hostile(v) -> str:
         raw = json.dumps({"0.weight": {"dtype": "F8_E4M3", "shape": [2, 2],
                                        "data_offsets": [0, 4]}}).encode()
         _scratch("hostile" + suffix, len(raw).to_bytes(8, "little") + raw + b"\0" * 4)
+    elif suffix == ".onnx":
+        import onnx
+        huge = onnx.TensorProto(name="W", data_type=onnx.TensorProto.DOUBLE,
+                                dims=[2 ** 20, 2 ** 20], raw_data=b"\0" * 16)
+        graph = onnx.helper.make_graph([onnx.helper.make_node("MatMul", ["x", "W"], ["y"])],
+                                       "g", [], [], initializer=[huge])
+        onnx.save(onnx.helper.make_model(graph), path)
     elif suffix == ".toml":
         _scratch("hostile" + suffix, b'seeds = 1000000000000\n[[grid]]\nanalysis = '
                                      b'"relu_regions"\narchitectures = [{widths = [2, 1]}]\n')

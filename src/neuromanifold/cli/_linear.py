@@ -1,8 +1,8 @@
 """``neuromanifold linear``: linear convolutional networks from the command line.
 
 The architecture comes from ``--filters`` / ``--strides`` (1D as ``3,2,4`` and ``2,3``; 2D
-as ``2x2,3x3`` and ``1x1``) or from a model file (``--params FILE``: .npz, .safetensors
-or a PyTorch state_dict of single-channel convolutions); parameters from that file or
+as ``2x2,3x3`` and ``1x1``) or from a model file (``--params FILE``: .npz, .safetensors,
+.onnx or a PyTorch state_dict of single-channel convolutions); parameters from that file or
 random from ``--seed``.
 
   dimension   the neuromanifold's dimension against the parameter count bound

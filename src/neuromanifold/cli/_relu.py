@@ -1,5 +1,5 @@
-"""``neuromanifold relu``: ReLU networks from model files (.npz, .safetensors, PyTorch
-state_dict files), analysed exactly.
+"""``neuromanifold relu``: ReLU networks from model files (.npz, .safetensors, .onnx,
+PyTorch state_dict files), analysed exactly.
 
   regions MODEL     every linear region on the domain, with its activation pattern
   identify MODEL    three-layer bottleneck networks: dead, always-active and hiding neurons,
@@ -28,6 +28,7 @@ regions found. ``regions`` also prints an estimate of their number before it sta
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 import numpy as np
@@ -105,7 +106,7 @@ def _equiv(args) -> int:
     verdict = "EQUIVALENT" if res.equivalent else "NOT equivalent"
     lines = [f"{verdict} on {args.domain or 'R^d'} (method {res.method}, certified="
              f"{res.certified}, tol {res.tol:g} relative to the path-norm scale {res.scale:.4g})",
-             res.note]
+             _as_a_and_b(res.note)]
     if res.max_difference is not None:
         lines.append(f"largest difference found: {res.max_difference:.3g} (relative: per unit "
                      f"of max(1, |x|) and of the scale)")
@@ -116,6 +117,11 @@ def _equiv(args) -> int:
         lines.append(f"witness input x = {short_array(res.witness, precision=6)}: outputs of "
                      f"A and B differ by {res.witness_difference:.6g} (absolute)")
     return emit(args, "\n".join(lines), res.to_dict())
+
+
+def _as_a_and_b(text: str) -> str:
+    """The library's note with its argument names p and q read as the command's A and B."""
+    return re.sub(r"\b[pq]\b", lambda m: "A" if m.group() == "p" else "B", text)
 
 
 def _symmetry_words(s) -> str:
@@ -243,8 +249,9 @@ def run(args: argparse.Namespace) -> int:
         args._parser.error("equiv needs two model files: relu equiv A B")
     if args.action != "equiv" and args.other:
         args._parser.error(f"{args.action} takes one model file; got a second: {args.other!r}")
-    if args.action == "canonical" and args.out and not args.out.endswith((".npz", ".safetensors")):
-        args._parser.error("canonical --out must end in .npz or .safetensors")
+    if args.action == "canonical" and args.out and \
+            not args.out.endswith((".npz", ".safetensors", ".onnx")):
+        args._parser.error("canonical --out must end in .npz, .safetensors or .onnx")
     if args.action == "plot" and not args.out:
         args._parser.error("plot needs --out FILE.png")
     return _ACTIONS[args.action](args)
@@ -255,7 +262,7 @@ def register(sub) -> None:
                                     "pictures", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=sorted(_ACTIONS))
-    p.add_argument("model", help="model file (.npz, .safetensors, .pt)")
+    p.add_argument("model", help="model file (.npz, .safetensors, .onnx, .pt)")
     p.add_argument("other", nargs="?", help="second model file (equiv)")
     p.add_argument("--domain", type=_domain, default=None,
                    help="whole (default), orthant, or box:LO,HI")
@@ -280,6 +287,6 @@ def register(sub) -> None:
                         "thousands of regions on)")
     p.add_argument("--out", metavar="FILE", type=writable_path,
                    help="plot: the figure (.png, .svg, .pdf); canonical: a model file "
-                        "(.npz, .safetensors)")
+                        "(.npz, .safetensors, .onnx)")
     add_common(p, seed=False)
     p.set_defaults(func=run, _parser=p)

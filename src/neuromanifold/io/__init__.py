@@ -1,9 +1,9 @@
 """Model import and export: a trained network in, the library's parameters out.
 
-:func:`load` reads ``.npz``, ``.safetensors`` and PyTorch ``state_dict`` files, live
-``torch.nn.Sequential`` models and fitted scikit-learn MLPs with ReLU, and infers the
-architecture; :func:`save` writes ``.npz`` and ``.safetensors``. No file is ever
-unpickled.
+:func:`load` reads ``.npz``, ``.safetensors``, ONNX graphs and PyTorch ``state_dict``
+files, live ``torch.nn.Sequential`` models and fitted scikit-learn MLPs with ReLU, and
+infers the architecture; :func:`save` writes ``.npz``, ``.safetensors`` and ``.onnx``.
+No file is ever unpickled.
 """
 
 from ._formats import SUFFIXES, load, save

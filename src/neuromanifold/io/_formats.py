@@ -1,7 +1,8 @@
 """Reading and writing models: ``.npz``, ``.safetensors``, PyTorch files and live objects.
 
 Nothing a file holds is ever executed: ``.npz`` is read with ``allow_pickle=False``,
-``.safetensors`` holds raw arrays by design, and PyTorch files go through
+``.safetensors`` holds raw arrays by design, an ONNX graph is read as data (its nodes
+are interpreted one by one, never run), and PyTorch files go through
 ``torch.load(..., weights_only=True)``, which refuses anything but tensors and plain
 containers.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 import zipfile
 import zlib
 from collections.abc import Sequence
@@ -22,11 +24,13 @@ from .._errors import ModelFileError, NeuromanifoldError, short_repr
 from .._live import live_relu_params, tensor_to_numpy
 from .._validation import MAX_PARAMS
 from ._model import STRIDES_KEY, Model, model_from_arrays, stored_strides_list
+from ._onnx import read_onnx, write_onnx
 
 __all__ = ["load", "save", "SUFFIXES"]
 
-#: File suffixes :func:`load` reads (and :func:`save` writes, for the first two).
-SUFFIXES = (".npz", ".safetensors", ".pt", ".pth", ".bin")
+#: File suffixes :func:`load` reads (:func:`save` writes ``.npz``, ``.safetensors`` and
+#: ``.onnx``).
+SUFFIXES = (".npz", ".safetensors", ".onnx", ".pt", ".pth", ".bin")
 _TORCH_HINT = "reading PyTorch objects needs torch: pip install 'neuromanifold[torch]'"
 
 
@@ -122,7 +126,13 @@ def _read_torch(path: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
     except ImportError:
         raise ModelFileError(f"{path}: {_TORCH_HINT}") from None
     try:
-        obj = torch.load(str(path), map_location="cpu", weights_only=True)
+        # torch warns about pickle protocols while it reads; a file it cannot read gets
+        # our refusal alone, a file it reads gets its warnings after all
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            obj = torch.load(str(path), map_location="cpu", weights_only=True)
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     except Exception as exc:  # torch raises many types; none of them may escape
         if not zipfile.is_zipfile(path) and not _legacy_torch_magic(path):
             raise ModelFileError(f"{path}: not a PyTorch file (neither the zip archive "
@@ -194,6 +204,9 @@ def load(source: Any, *, strides: Any = None) -> Model:
 
     Args:
         source: a path to ``.npz`` (read with ``allow_pickle=False``), ``.safetensors``,
+            an ONNX graph (``.onnx``: Gemm, MatMul + Add, Relu, Flatten, Identity and
+            Reshape of the batch axis, or bias-free Conv; weights from initializers; any
+            other operator is refused by name; needs the ``onnx`` extra),
             or a PyTorch ``state_dict`` file (``.pt``/``.pth``/``.bin``, read with
             ``torch.load(..., weights_only=True)``); or a ``torch.nn.Sequential`` of
             ``Linear``/``ReLU`` (a ReLU network) or of bias-free single-channel
@@ -228,6 +241,8 @@ def load(source: Any, *, strides: Any = None) -> Model:
             arrays = _read_npz(path)
         elif suffix == ".safetensors":
             arrays = _read_safetensors(path)
+        elif suffix == ".onnx":
+            return read_onnx(path, strides=strides)
         elif suffix in (".pt", ".pth", ".bin"):
             arrays, notes = _read_torch(path)
         else:
@@ -269,7 +284,7 @@ def _named_arrays(model: Model) -> dict[str, np.ndarray]:
 
 
 def save(model: Any, path: Any, *, strides: Any = None) -> None:
-    """Write a network to ``.npz`` or ``.safetensors``.
+    """Write a network to ``.npz``, ``.safetensors`` or ``.onnx``.
 
     Arrays are named as in the ``state_dict`` of the matching ``torch.nn.Sequential``
     (``0.weight``, ``0.bias``, ``2.weight``, ...), so a ReLU network saved here loads into
@@ -279,7 +294,9 @@ def save(model: Any, path: Any, *, strides: Any = None) -> None:
     Args:
         model: anything :func:`load` reads (a :class:`Model`, a list of ``(W, b)``, a
             list of filters with ``strides``, a torch or scikit-learn model).
-        path: destination ending in ``.npz`` or ``.safetensors``.
+        path: destination ending in ``.npz``, ``.safetensors`` or ``.onnx`` (a graph of
+            Gemm and Relu nodes, or bias-free Conv nodes, in float64 with a dynamic batch
+            axis; needs the ``onnx`` extra).
         strides: strides for a list of filters.
 
     Returns:
@@ -312,7 +329,10 @@ def save(model: Any, path: Any, *, strides: Any = None) -> None:
                 meta[STRIDES_KEY] = json.dumps([list(s) for s in model.strides])
             save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(path),
                       metadata=meta)
+        elif suffix == ".onnx":
+            write_onnx(model, path)
         else:
-            raise ModelFileError(f"{path}: save writes .npz or .safetensors; got {suffix!r}")
+            raise ModelFileError(f"{path}: save writes .npz, .safetensors or .onnx; "
+                                 f"got {suffix!r}")
     except OSError as exc:
         raise ModelFileError(f"{path}: cannot write ({exc.strerror or exc})") from None

@@ -1,0 +1,257 @@
+"""ONNX graphs: reading a straight-line ReLU network (or linear convolutional network) from
+its nodes and initializers, and writing one.
+
+ONNX is the interchange format of the verification community (VNN-COMP, Marabou,
+VeryDiff). A graph is read node by node along the one path from its input to its output;
+only operators whose meaning is an affine layer, a ReLU or a no-op on a batch of vectors
+are read (:data:`READABLE_OPS`). Anything else is refused with the node's name and op
+type, since guessing what an unknown operator computes would make every later answer
+wrong. Reading executes nothing: the weights are the graph's constant tensors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._errors import ModelFileError
+from .._validation import MAX_PARAMS
+from ._model import Model, model_from_arrays
+
+__all__ = ["read_onnx", "write_onnx", "READABLE_OPS"]
+
+#: the ONNX operators :func:`read_onnx` reads; any other node is refused by name
+READABLE_OPS = ("Gemm", "MatMul", "Add", "Relu", "Flatten", "Identity", "Reshape", "Conv")
+_HINT = "reading ONNX needs the onnx package: pip install 'neuromanifold[onnx]'"
+_OPSET = 13
+
+
+def _onnx(path: Any) -> Any:
+    try:
+        import onnx  # optional extra: only ONNX files need it
+    except ImportError:
+        raise ModelFileError(f"{path}: {_HINT}") from None
+    return onnx
+
+
+class _Graph:
+    """The constants of a graph and the walk along its one data path, one node at a time."""
+
+    def __init__(self, onnx: Any, graph: Any, source: str):
+        self.onnx, self.source = onnx, source
+        self.consts: dict[str, np.ndarray] = {}
+        for init in graph.initializer:
+            self.consts[init.name] = self.array(init, f"initializer {init.name!r}")
+        for node in graph.node:
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                tensor = next((a.t for a in node.attribute if a.name == "value"), None)
+                if tensor is None:
+                    raise self.refuse(node, "a Constant without a tensor 'value'")
+                self.consts[node.output[0]] = self.array(tensor, f"Constant {node.name!r}")
+        self.layers: list[dict[str, Any]] = []   # affine: W, b, relu; conv: w, stride
+
+    def array(self, tensor: Any, what: str) -> np.ndarray:
+        count = int(np.prod([int(d) for d in tensor.dims], dtype=object))
+        if count > MAX_PARAMS:
+            raise ModelFileError(f"{self.source}: {what} declares shape {tuple(tensor.dims)} "
+                                 f"({count:,} entries), more than the limit of {MAX_PARAMS:,}")
+        if tensor.data_location == self.onnx.TensorProto.EXTERNAL:
+            raise ModelFileError(f"{self.source}: {what} is stored in an external file; save "
+                                 f"the model with every tensor inside the .onnx file")
+        try:
+            return np.array(self.onnx.numpy_helper.to_array(tensor))
+        except Exception as exc:  # malformed tensor data: onnx raises several types
+            raise ModelFileError(f"{self.source}: {what} cannot be read as an array "
+                                 f"({type(exc).__name__}: {exc})") from None
+
+    def refuse(self, node: Any, why: str) -> ModelFileError:
+        return ModelFileError(f"{self.source}: node {node.name or '(unnamed)'!r} "
+                              f"(op type {node.op_type!r}): {why}")
+
+    def const(self, node: Any, index: int) -> np.ndarray:
+        if index >= len(node.input) or node.input[index] not in self.consts:
+            raise self.refuse(node, f"input {index} must be a constant tensor (an "
+                                    f"initializer); a weight computed by the graph is not read")
+        return self.consts[node.input[index]]
+
+    def attrs(self, node: Any) -> dict[str, Any]:
+        return {a.name: self.onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+    def open_layer(self, node: Any) -> dict[str, Any]:
+        """The affine layer that an Add or Relu continues."""
+        if not self.layers or "W" not in self.layers[-1] or self.layers[-1]["relu"]:
+            raise self.refuse(node, "follows no affine layer (Gemm or MatMul); a plain MLP "
+                                    "alternates affine layers and ReLUs")
+        return self.layers[-1]
+
+    def add_affine(self, node: Any, W: np.ndarray, b: np.ndarray) -> None:
+        if self.layers and "W" in self.layers[-1] and not self.layers[-1]["relu"]:
+            raise self.refuse(node, "a second affine layer with no ReLU between it and the "
+                                    "previous one; a ReLU network alternates them")
+        self.layers.append({"W": W, "b": b, "relu": False})
+
+    def step(self, node: Any) -> None:
+        """Read one node of the data path."""
+        op, a = node.op_type, self.attrs(node)
+        if op in ("Identity", "Reshape", "Flatten"):
+            if op == "Flatten" and a.get("axis", 1) != 1:
+                raise self.refuse(node, f"Flatten with axis {a['axis']} (only axis 1, which "
+                                        f"keeps the batch axis, is read)")
+            if op == "Reshape":
+                shape = self.const(node, 1).ravel()
+                if len(shape) != 2 or shape[0] not in (-1, 0) and shape[1] != -1:
+                    raise self.refuse(node, f"Reshape to {shape.tolist()}; only a reshape to "
+                                            f"(batch, features), e.g. [-1, n], is read")
+        elif op == "Gemm":
+            if a.get("transA", 0):
+                raise self.refuse(node, "transA=1 (the batch must be the first axis)")
+            B = self.const(node, 1)
+            if B.ndim != 2:
+                raise self.refuse(node, f"a weight of shape {B.shape}; Gemm's B is 2D")
+            W = float(a.get("alpha", 1.0)) * (B if a.get("transB", 0) else B.T)
+            b = np.zeros(W.shape[0])
+            if len(node.input) > 2 and node.input[2]:
+                b = self.bias(node, float(a.get("beta", 1.0)) * self.const(node, 2), W.shape[0])
+            self.add_affine(node, W, b)
+        elif op == "MatMul":
+            B = self.const(node, 1)
+            if B.ndim != 2:
+                raise self.refuse(node, f"a weight of shape {B.shape}; only x @ W with a 2D "
+                                        f"W is read")
+            self.add_affine(node, B.T, np.zeros(B.shape[1]))
+        elif op == "Add":
+            layer = self.open_layer(node)
+            c = self.const(node, 1 if node.input[0] == self.current else 0)
+            layer["b"] = layer["b"] + self.bias(node, c, layer["W"].shape[0])
+        elif op == "Relu":
+            self.open_layer(node)["relu"] = True
+        elif op == "Conv":
+            self.add_conv(node, a)
+        else:
+            raise self.refuse(node, f"an operator neuromanifold does not read; readable: "
+                                    f"{', '.join(READABLE_OPS)} (weights from initializers)")
+
+    def bias(self, node: Any, c: np.ndarray, width: int) -> np.ndarray:
+        try:
+            return np.broadcast_to(c, (1, width)).reshape(width).astype(np.float64)
+        except ValueError:
+            raise self.refuse(node, f"a bias of shape {c.shape} for a layer of {width} "
+                                    f"neurons") from None
+
+    def add_conv(self, node: Any, a: dict[str, Any]) -> None:
+        w = self.const(node, 1)
+        k = w.ndim - 2
+        if len(node.input) > 2 and node.input[2] and np.any(self.const(node, 2) != 0):
+            raise self.refuse(node, "a nonzero bias; linear convolutional networks have none")
+        if any(p != 0 for p in a.get("pads", [0] * 2 * k)) or \
+                any(d != 1 for d in a.get("dilations", [1] * k)) or a.get("group", 1) != 1 or \
+                a.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID", "NOTSET", "VALID"):
+            raise self.refuse(node, "padding, dilation or groups; only valid correlation "
+                                    "(no padding, dilation 1, one group) is modelled")
+        self.layers.append({"w": w, "stride": tuple(int(s) for s in a.get("strides", [1] * k))})
+
+
+def read_onnx(path: Path, *, strides: Any = None) -> Model:
+    """The network an ONNX file holds: Gemm/MatMul(+Add) layers with Relu between them
+    (a ReLU network; the activations are read, not assumed), or bias-free Conv layers
+    (a linear convolutional network, strides from the nodes)."""
+    onnx = _onnx(path)
+    source = str(path)
+    try:
+        proto = onnx.load(source, load_external_data=False)
+    except Exception as exc:  # protobuf and onnx raise several types; none may escape
+        raise ModelFileError(f"{source}: not a valid ONNX file, truncated or corrupted "
+                             f"({type(exc).__name__}: {exc})") from None
+    if not proto.graph.node:   # protobuf parses an empty (or unrelated) file as empty
+        raise ModelFileError(f"{source}: holds no ONNX graph (no nodes): an empty file, or "
+                             f"not an ONNX model")
+    graph = _Graph(onnx, proto.graph, source)
+    inputs = [i.name for i in proto.graph.input if i.name not in graph.consts]
+    if len(inputs) != 1 or len(proto.graph.output) != 1:
+        raise ModelFileError(f"{source}: a network graph has one data input and one output; "
+                             f"this one has {len(inputs)} input(s) and "
+                             f"{len(proto.graph.output)} output(s)")
+    graph.current = inputs[0]
+    for node in proto.graph.node:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            continue
+        if node.domain not in ("", "ai.onnx"):
+            raise graph.refuse(node, f"an operator of the custom domain {node.domain!r}")
+        if graph.current not in node.input[:2] or len(node.output) != 1:
+            raise graph.refuse(node, "not on a straight line from the input (it does not "
+                                     "take the previous node's output); only a chain of "
+                                     "layers is read")
+        graph.step(node)
+        graph.current = node.output[0]
+    if graph.current != proto.graph.output[0].name:
+        raise ModelFileError(f"{source}: the graph's output {proto.graph.output[0].name!r} "
+                             f"is not the end of the chain of layers")
+    return _model(graph, source, strides, proto)
+
+
+def _model(graph: _Graph, source: str, strides: Any, proto: Any) -> Model:
+    layers = graph.layers
+    if not layers:
+        raise ModelFileError(f"{source}: the graph holds no layer (Gemm, MatMul or Conv)")
+    opset = max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")),
+                default=None)
+    note = f"read the ONNX graph (opset {opset}) node by node"
+    convs = [layer for layer in layers if "w" in layer]
+    if convs:
+        if len(convs) != len(layers):
+            raise ModelFileError(f"{source}: mixes Conv with Gemm/MatMul layers; a linear "
+                                 f"convolutional network has only bias-free Conv layers")
+        arrays = {f"{l}.weight": layer["w"] for l, layer in enumerate(layers)}
+        given = [layer["stride"] for layer in layers] if strides is None else strides
+        return model_from_arrays(arrays, source, strides=given, notes=(note,),
+                                 weights_only=False)
+    inner = [l for l, layer in enumerate(layers[:-1]) if not layer["relu"]]
+    if inner or layers[-1]["relu"]:
+        raise ModelFileError(
+            f"{source}: " + (f"affine layer {inner[0]} has no ReLU after it" if inner else
+                             "a ReLU after the last affine layer: the output is clipped at "
+                             "0, which the ReLU networks here (linear output layer) are not"))
+    arrays = {}
+    for l, layer in enumerate(layers):
+        arrays[f"{2 * l}.weight"], arrays[f"{2 * l}.bias"] = layer["W"], layer["b"]
+    return model_from_arrays(arrays, source, notes=(note,), weights_only=False)
+
+
+def write_onnx(model: Model, path: Path) -> None:
+    """An ONNX graph of ``model`` (Gemm and Relu nodes, or bias-free Conv nodes), with
+    a dynamic batch axis, that :func:`read_onnx` and ONNX runtimes read back."""
+    onnx = _onnx(path)
+    helper, numpy_helper = onnx.helper, onnx.numpy_helper
+    nodes, inits, current = [], [], "input"
+    if model.kind == "relu":
+        for l, (W, b) in enumerate(model.params):
+            inits += [numpy_helper.from_array(W, f"{l}.weight"),
+                      numpy_helper.from_array(b, f"{l}.bias")]
+            out = f"affine_{l}"
+            nodes.append(helper.make_node("Gemm", [current, f"{l}.weight", f"{l}.bias"], [out],
+                                          name=f"gemm_{l}", transB=1))
+            current = out
+            if l < len(model.params) - 1:
+                nodes.append(helper.make_node("Relu", [current], [f"relu_{l}"],
+                                              name=f"relu_{l}"))
+                current = f"relu_{l}"
+        shape_in = ["batch", model.architecture[0]]
+        shape_out = ["batch", model.architecture[-1]]
+    else:
+        for l, (w, s) in enumerate(zip(model.params, model.strides)):
+            inits.append(numpy_helper.from_array(w.reshape((1, 1) + w.shape), f"{l}.weight"))
+            out = f"conv_{l}"
+            nodes.append(helper.make_node("Conv", [current, f"{l}.weight"], [out],
+                                          name=out, strides=list(s)))
+            current = out
+        shape_in = ["batch", 1] + ["in_" + str(i) for i in range(model.params[0].ndim)]
+        shape_out = ["batch", 1] + ["out_" + str(i) for i in range(model.params[0].ndim)]
+    dtype = onnx.TensorProto.DOUBLE
+    graph = helper.make_graph(nodes, "neuromanifold", [
+        helper.make_tensor_value_info("input", dtype, shape_in)],
+        [helper.make_tensor_value_info(current, dtype, shape_out)], initializer=inits)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)],
+                              producer_name="neuromanifold")
+    onnx.save(proto, str(path))

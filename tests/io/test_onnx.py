@@ -1,0 +1,189 @@
+"""ONNX graphs: what the library writes reads back and runs the same in the ONNX reference
+runtime; graphs built node by node with onnx.helper read as their operators say; every
+operator or layout outside a straight-line ReLU network is refused by name."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import neuromanifold as nm
+from neuromanifold.io import load, save
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+
+def _graph(tmp_path, nodes, consts, *, name="g.onnx", inputs=("x",), n_in=4, dtype=np.float32,
+           output="y"):
+    elem = TensorProto.FLOAT if dtype == np.float32 else TensorProto.DOUBLE
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(i, elem, ["N", n_in]) for i in inputs],
+        [helper.make_tensor_value_info(output, elem, None)],
+        initializer=[numpy_helper.from_array(np.asarray(a), k) for k, a in consts.items()])
+    path = tmp_path / name
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path
+
+
+def _mlp_consts(rng, dtype=np.float32):
+    return {"W1": rng.standard_normal((4, 5)).astype(dtype),
+            "b1": rng.standard_normal(5).astype(dtype),
+            "W2": rng.standard_normal((5, 2)).astype(dtype),
+            "b2": rng.standard_normal(2).astype(dtype)}
+
+
+@settings(max_examples=15, deadline=None)
+@given(widths=st.lists(st.integers(1, 5), min_size=2, max_size=5), seed=st.integers(0, 10**6))
+def test_relu_round_trip_runs_the_same(tmp_path_factory, widths, seed):
+    params = nm.ReLUNet(widths).random_params(seed=seed)
+    path = tmp_path_factory.mktemp("onnx") / "net.onnx"
+    save(params, path)
+    model = load(path)
+    assert model.architecture == tuple(widths)
+    assert all(np.array_equal(W, V) and np.array_equal(b, c)
+               for (W, b), (V, c) in zip(model.params, params))
+    # the activation is read from the graph, not assumed
+    assert not any("assumed" in n for n in model.notes)
+    x = np.random.default_rng(seed).standard_normal((6, widths[0]))
+    ran = ReferenceEvaluator(str(path)).run(None, {"input": x})[0]
+    np.testing.assert_allclose(ran, nm.relu.forward(params, x), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shapes, strides", [([3, 2], [2, 2]), ([(2, 2), (3, 2)], [(2, 1), (1, 1)])])
+def test_conv_round_trip_runs_the_same(tmp_path, shapes, strides):
+    net = nm.LinearConvNet(shapes, strides=strides)
+    filters = net.random_params(seed=0)
+    save(filters, tmp_path / "conv.onnx", strides=strides)
+    model = load(tmp_path / "conv.onnx")
+    assert model.kind == "linear_conv" and model.network() == net
+    assert all(np.array_equal(a, b) for a, b in zip(model.params, filters))
+    x = np.random.default_rng(1).standard_normal((1, 1) + (12,) * net.ndim)
+    ran = ReferenceEvaluator(str(tmp_path / "conv.onnx")).run(None, {"input": x})[0][0, 0]
+    ours = net.apply(filters, x[0, 0])
+    last = tuple(slice(None, None, s) for s in model.strides[-1])
+    np.testing.assert_allclose(ran, ours[last], rtol=1e-12, atol=1e-12)
+
+
+def test_matmul_add_graph_with_no_op_nodes(tmp_path):
+    """The shape of a hand-exported graph: Flatten, a Reshape to (-1, n) whose shape is a
+    Constant node, MatMul followed by Add (the bias on either side), Identity."""
+    rng = np.random.default_rng(0)
+    consts = _mlp_consts(rng)
+    shape = numpy_helper.from_array(np.array([-1, 4], np.int64), "shape_value")
+    nodes = [helper.make_node("Flatten", ["x"], ["f"], name="flatten"),
+             helper.make_node("Constant", [], ["shape"], name="shape", value=shape),
+             helper.make_node("Reshape", ["f", "shape"], ["r"], name="reshape"),
+             helper.make_node("MatMul", ["r", "W1"], ["m1"], name="fc1"),
+             helper.make_node("Add", ["b1", "m1"], ["a1"], name="fc1_bias"),
+             helper.make_node("Relu", ["a1"], ["h1"], name="act1"),
+             helper.make_node("Identity", ["h1"], ["i1"], name="identity"),
+             helper.make_node("MatMul", ["i1", "W2"], ["m2"], name="fc2"),
+             helper.make_node("Add", ["m2", "b2"], ["y"], name="fc2_bias")]
+    path = _graph(tmp_path, nodes, consts)
+    model = load(path)
+    assert model.architecture == (4, 5, 2) and model.converted_from == "float32"
+    x = rng.standard_normal((9, 4)).astype(np.float32)
+    ran = ReferenceEvaluator(str(path)).run(None, {"x": x})[0]
+    np.testing.assert_allclose(ran, nm.relu.forward(model.params, x), rtol=1e-5, atol=1e-5)
+    assert nm.relu.regions(model, max_regions=10**4).num_regions >= 1   # analyses take it
+
+
+def test_gemm_attributes(tmp_path):
+    """alpha, beta and transB=0 as the operator defines them: Y = alpha A B + beta C."""
+    rng = np.random.default_rng(2)
+    B, C = rng.standard_normal((4, 3)), rng.standard_normal((1, 3))
+    V = rng.standard_normal((3, 1))
+    nodes = [helper.make_node("Gemm", ["x", "B", "C"], ["g"], name="g", alpha=0.5, beta=2.0),
+             helper.make_node("Relu", ["g"], ["h"], name="r"),
+             helper.make_node("Gemm", ["h", "V"], ["y"], name="out")]
+    path = _graph(tmp_path, nodes, {"B": B, "C": C, "V": V}, dtype=np.float64)
+    model = load(path)
+    x = rng.standard_normal((5, 4))
+    ran = ReferenceEvaluator(str(path)).run(None, {"x": x})[0]
+    np.testing.assert_allclose(ran, nm.relu.forward(model.params, x), rtol=1e-12, atol=1e-12)
+
+
+def _refused(tmp_path, nodes, consts, match, **kw):
+    with pytest.raises(nm.ModelFileError, match=match):
+        load(_graph(tmp_path, nodes, consts, **kw))
+
+
+def test_refusals_name_the_node_and_the_rule(tmp_path):
+    c = _mlp_consts(np.random.default_rng(0))
+    mm = helper.make_node
+    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["m"], name="fc1"),
+                        mm("Sigmoid", ["m"], ["s"], name="act1"),
+                        mm("MatMul", ["s", "W2"], ["y"], name="fc2")], c,
+             r"node 'act1' \(op type 'Sigmoid'\).*readable: Gemm")
+    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["m"], name="fc1"),
+                        mm("MatMul", ["m", "W2"], ["y"], name="fc2")], c,
+             r"'fc2'.*no ReLU between")
+    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["m"], name="fc1"),
+                        mm("Relu", ["m"], ["y"], name="last")], c, "after the last affine")
+    _refused(tmp_path, [mm("Relu", ["x"], ["y"], name="first")], c, "follows no affine layer")
+    _refused(tmp_path, [mm("Gemm", ["x", "W1"], ["y"], name="g", transA=1)], c, "transA")
+    _refused(tmp_path, [mm("Flatten", ["x"], ["f"], name="fl", axis=2),
+                        mm("MatMul", ["f", "W1"], ["y"], name="fc")], c, "axis 2")
+    _refused(tmp_path, [mm("Relu", ["x"], ["h"], name="r"), mm("MatMul", ["x", "W1"], ["y"],
+                                                              name="side")], c,
+             "follows no affine")
+    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["m"], name="fc"),
+                        mm("MatMul", ["m", "m"], ["y"], name="square")], c,
+             "'square'.*must be a constant tensor")
+    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["y"], name="fc")], c,
+             "one data input", inputs=("x", "z"))
+    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["y"], name="fc", domain="com.example")], c,
+             "custom domain")
+    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["m"], name="fc"),
+                        mm("Add", ["m", "W2"], ["y"], name="bad_bias")], c,
+             r"'bad_bias'.*bias of shape \(5, 2\)")
+
+
+def test_conv_refusals(tmp_path):
+    w = np.ones((1, 1, 3))
+    mm = helper.make_node
+    _refused(tmp_path, [mm("Conv", ["x", "w"], ["y"], name="c", pads=[1, 1])], {"w": w},
+             "padding", dtype=np.float64)
+    _refused(tmp_path, [mm("Conv", ["x", "w", "b"], ["y"], name="c")],
+             {"w": w, "b": np.ones(1)}, "nonzero bias", dtype=np.float64)
+
+
+def test_bad_files(tmp_path):
+    (tmp_path / "junk.onnx").write_bytes(b"\x00\xff" * 64)
+    with pytest.raises(nm.ModelFileError, match="junk.onnx: not a valid ONNX file"):
+        load(tmp_path / "junk.onnx")
+    save(nm.ReLUNet([3, 2, 1]).random_params(), tmp_path / "n.onnx")
+    data = (tmp_path / "n.onnx").read_bytes()
+    (tmp_path / "t.onnx").write_bytes(data[: len(data) // 2])
+    with pytest.raises(nm.ModelFileError, match="t.onnx"):
+        load(tmp_path / "t.onnx")
+    # a tensor declaring 2**40 entries is refused before anything is allocated
+    huge = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[2 ** 20, 2 ** 20],
+                       raw_data=b"\0" * 16)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[huge])
+    onnx.save(helper.make_model(graph), str(tmp_path / "huge.onnx"))
+    with pytest.raises(nm.ModelFileError, match="more than the limit"):
+        load(tmp_path / "huge.onnx")
+
+
+def test_without_the_extra(tmp_path, monkeypatch):
+    save(nm.ReLUNet([2, 1]).random_params(), tmp_path / "n.onnx")
+    monkeypatch.setitem(__import__("sys").modules, "onnx", None)
+    with pytest.raises(nm.ModelFileError, match=r"pip install 'neuromanifold\[onnx\]'"):
+        load(tmp_path / "n.onnx")
+
+
+def test_torch_onnx_export(tmp_path):
+    torch = pytest.importorskip("torch")
+    seq = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(6, 4), torch.nn.ReLU(),
+                              torch.nn.Linear(4, 3))
+    x = torch.randn(5, 6)
+    torch.onnx.export(seq, (x,), str(tmp_path / "t.onnx"), dynamo=False)
+    model = load(tmp_path / "t.onnx")
+    assert model.architecture == (6, 4, 3)
+    np.testing.assert_allclose(nm.relu.forward(model.params, x.numpy()),
+                               seq(x).detach().numpy(), rtol=1e-5, atol=1e-5)
