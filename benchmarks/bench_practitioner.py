@@ -1,17 +1,16 @@
-"""Practitioners' sizes (issue 11, part 5): the exact ReLU analyses on networks trained
-with scikit-learn, each bounded by a budget.
+"""Practitioners' sizes: the exact ReLU analyses on networks trained with scikit-learn,
+each bounded by a budget.
 
 Networks (``MLPRegressor``, ReLU, Adam, ``random_state=0``, loaded with
 ``neuromanifold.io.load``): 4-16-16-1 trained on 4-D data (analysed on all of R^4),
 8-32-32-1 trained on 8-D data (analysed on the box [-1, 1]^8), 2-16-16-1 trained on 2-D
 data. Every row runs under a ``time_limit`` and says "did not finish within N s" when it
 runs out, with how far it got. The memory rows run in a fresh process and report its peak resident memory
-(imports included, about 150-200 MB), which is what the issue measured.
+(imports included, about 150-200 MB).
 
-Baselines: where it is cheap, a same-run baseline (``method="regions"`` against
-``method="auto"``); elsewhere the figure the issue quotes, measured before these changes on
-the reporter's networks, NOT in this run (column "issue-11 figure (before)"; a ratio
-against it compares different networks of the same widths and is only indicative).
+Baselines: where one runs on the same input in the same run (``method="regions"`` against
+``method="auto"``), a ratio; every other row reports absolute figures only (time, regions,
+rate, memory), since a figure from another run or another network is no baseline.
 
     python benchmarks/bench_practitioner.py [--quick]
 """
@@ -30,7 +29,7 @@ from _timing import suite_row
 
 from neuromanifold import ComputationLimitError, io, relu
 
-ISSUE = "issue-11 figure (before; other run, other net)"
+NONE = "-"   # no baseline run on this input: absolute figures only
 SEED = 0
 
 
@@ -196,39 +195,34 @@ def main(argv=None) -> list[dict]:
     t, R, err = budgeted(lambda: relu.regions(p4, time_limit=b))
     n = (R.num_regions if R is not None else err.num_regions)
     print(f"regions {s4}: {n} regions in {t:.1f} s ({n / t:.0f}/s); {_status(err, b)}")
-    rows.append(suite_row("relu regions, certified (budget)", s4, t, ISSUE, 156.0,
-                          note=f"{_status(err, b)}; {n} regions, {n / t:.0f} regions/s "
-                               f"(before: 43,332 regions in 156 s, 278/s)"))
+    rows.append(suite_row("relu regions, certified (budget)", s4, t, NONE, None,
+                          note=f"{_status(err, b)}; {n} regions, {n / t:.0f} regions/s"))
 
     # 2. bent hyperplanes of 4-16-16-1 on R^4
     b = B(10.0)
     t, Bh, err = budgeted(lambda: relu.bent_hyperplanes(p4, time_limit=b))
     n = len(Bh.regions) if Bh is not None else err.num_regions
     print(f"bent_hyperplanes {s4}: {n} regions in {t:.1f} s; {_status(err, b)}")
-    rows.append(suite_row("relu bent_hyperplanes (budget)", s4, t, ISSUE, 300.0,
-                          note=f"{_status(err, b)}; {n / t:.0f} regions/s (before: more "
-                               f"than 300 s, not finished)"))
+    rows.append(suite_row("relu bent_hyperplanes (budget)", s4, t, NONE, None,
+                          note=f"{_status(err, b)}; {n / t:.0f} regions/s"))
 
     # 3. bent hyperplanes and genericity of 8-32-32-1 on the box: memory stays bounded
-    for name, before in (("bent_hyperplanes", "more than 180 s"),
-                         ("genericity", "6 GB after 49 s")):
+    for name in ("bent_hyperplanes", "genericity"):
         b = B(15.0)
         r = in_child(name, p8, box8, b)
         note = _child_note(r, b)
         print(f"{name} {s8}: {note}")
-        rows.append(suite_row(f"relu {name} (budget, own process)", s8, r["seconds"], ISSUE,
-                              49.0 if name == "genericity" else 180.0,
-                              peak_mb=r.get("rss_mb"), note=f"{note}; before: {before}"))
+        rows.append(suite_row(f"relu {name} (budget, own process)", s8, r["seconds"], NONE,
+                              None, peak_mb=r.get("rss_mb"), note=note))
 
     # 4. equivalence of a permuted and rescaled copy, 4-16-16-1 on R^4 (goal: < 60 s)
     t, r, err = budgeted(lambda: relu.equivalent(p4, permuted_rescaled(p4), time_limit=60))
     ok = r is not None and r.equivalent
     print(f"equivalent (permuted+rescaled copy) {s4}: {ok} by {r.method if r else '-'} in "
           f"{t:.2f} s")
-    rows.append(suite_row("relu equivalent, permuted+rescaled copy", s4, t, ISSUE, 300.0,
+    rows.append(suite_row("relu equivalent, permuted+rescaled copy", s4, t, NONE, None,
                           note=f"equivalent={ok}, method {r.method if r else '-'}, certified "
-                               f"{r.certified if r else '-'}; goal < 60 s (before: more "
-                               f"than 300 s)"))
+                               f"{r.certified if r else '-'}; goal < 60 s"))
 
     # 5. auto against regions (same run) on two 2-16-16-1 pairs that no symmetry relates
     b = B(45.0)
@@ -247,8 +241,7 @@ def main(argv=None) -> list[dict]:
               f"{verdict}; {reg}")
         rows.append(suite_row(f"relu equivalent auto ({label})", s2, t_auto,
                               'method="regions", same run', t_reg,
-                              note=f"{verdict}; {reg}; before, auto ran the MILP first: more "
-                                   f"than 300 s on a 2-16-16-1 pair (issue 11)"))
+                              note=f"{verdict}; {reg}"))
 
     # 6. regions streamed on 8-32-32-1 over the box, 30 s budget (goal: >= 1,000 regions/s)
     for certify in (True, False):
@@ -266,12 +259,11 @@ def main(argv=None) -> list[dict]:
         label = "certified" if certify else "certify=False"
         print(f"iter_regions {s8}, {label}: {it.num_regions} regions in {t:.1f} s "
               f"({rate:.0f}/s, {it.num_lps / max(it.num_regions, 1):.1f} LPs/region)")
-        rows.append(suite_row(f"relu regions streamed, {label} (budget)", s8, t, ISSUE, None,
+        rows.append(suite_row(f"relu regions streamed, {label} (budget)", s8, t, NONE, None,
                               note=f"{_status(err, b)}; {it.num_regions} regions, {rate:.0f} "
-                                   f"regions/s (goal >= 1,000/s); before: every analysis "
-                                   f"past 180 s"))
+                                   f"regions/s (goal >= 1,000/s)"))
 
-    # 7. functional dimension (own process: peak RSS as the issue measured it)
+    # 7. functional dimension (own process: its peak resident memory)
     b = B(60.0)
     r = in_child("functional_dimension", p4, None, b)
     note = (f"finished by {r['method']}: rank {r['rank']} / bound {r['bound']}, "
@@ -279,9 +271,8 @@ def main(argv=None) -> list[dict]:
             f"peak RSS {r['rss_mb']:.0f} MB (goal < 10 s, < 500 MB)"
             if r.get("finished") else _child_note(r, b))
     print(f"functional_dimension {s4}: {note} ({r['seconds']:.1f} s)")
-    rows.append(suite_row("relu functional_dimension (own process)", s4, r["seconds"], ISSUE,
-                          260.0, peak_mb=r.get("rss_mb"),
-                          note=f"{note}; before: 260 s, 13.7 GB"))
+    rows.append(suite_row("relu functional_dimension (own process)", s4, r["seconds"], NONE,
+                          None, peak_mb=r.get("rss_mb"), note=note))
     return rows
 
 

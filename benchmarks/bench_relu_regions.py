@@ -9,19 +9,28 @@
   certified in exact rational arithmetic). ``certify=False`` rows trust the floating-point
   walks and LPs instead (numerically checked regions). "LPs" counts HiGHS solves, "walks"
   the float walks that replace them.
-* Baseline (same run): what a naive user runs, one Chebyshev-center LP (same HiGHS
-  binding, floats only, no certification) for each of the 2^n activation patterns; the
-  pattern is a region iff the LP radius exceeds 1e-7. Where 2^n is too large to run,
-  its time is extrapolated from the measured time per LP (the note says so).
+* Baselines, run on the same network in the same run:
+  - the textbook breadth-first search over regions (:func:`bfs_regions`): from the region
+    of one point, try every neighbour pattern that differs in one neuron with one
+    Chebyshev-centre LP (the same HiGHS binding, floats only, no certification); a pattern
+    is a region iff the LP radius exceeds 1e-7. Adjacent regions of a generic network differ
+    in exactly one neuron, so this finds every region. Run at every size, stopped at
+    ``BFS_BUDGET`` seconds (the row then says how far it got and gives no ratio);
+  - where 2^n is small, every one of the 2^n activation patterns, one LP each;
+  - ``relucent`` (PyPI), a peer library, where it is installed (its own environment:
+    ``benchmarks/_relucent_peer.py``); skipped with a note otherwise.
+  Patterns found are compared with ours (same set, checked) wherever a baseline finished.
 
-Rows: ours vs the baseline (same set of patterns, checked); growth with the width
-(2-w-w-1) and with the depth; throughput when streaming ~10^5-region networks in one
-process (4-20-20-1 on R^4, 87,698 regions; 30 s budget certified, 20 s with
-``certify=False``: the rate over what was streamed when the budget ends first) and on two
-worker processes (4-21-21-1 on R^4, 120,438 regions, in full), and 8-32-32-1 on the box
-[-1, 1]^8 (20 s budget, one process and two workers), with the process's resident memory
-after the first 2,000 regions and at the end (flat: the stream keeps one path of the split
-tree); the functional dimension.
+Rows: ours vs the baselines; growth with the width (2-w-w-1, with the fitted exponent
+of time against width for both sides) and with the depth; throughput when streaming
+~10^5-region networks in one process (4-20-20-1 on R^4, 87,698 regions; 30 s budget
+certified, 20 s with ``certify=False``: the rate over what was streamed when the budget
+ends first) and on two worker processes (4-21-21-1 on R^4, 120,438 regions, in full), and
+8-32-32-1 on the box [-1, 1]^8 (20 s budget, one process and two workers), with the
+process's resident memory after the first 2,000 regions and at the end (flat: the stream
+keeps one path of the split tree); these report absolute figures only (no baseline
+finishes at these sizes: the BFS makes one LP per region and neuron, 87,698 x 40 LPs);
+the functional dimension.
 Suite rows go to ``benchmarks/RESULTS.md``. Nothing is asserted on time.
 
     python benchmarks/bench_relu_regions.py [--quick] [--large] [--repeat N]
@@ -45,6 +54,9 @@ from neuromanifold.relu._engine.cells import LP_TOL, RADIUS_CAP
 from neuromanifold.relu._engine.lp import LPCounter, solve_lp
 
 BASELINE = "all 2^n patterns, one LP each"
+BFS = "textbook BFS, one LP per neighbour (HiGHS)"
+#: seconds after which the BFS baseline is stopped (its row then has no ratio)
+BFS_BUDGET = 120.0
 
 
 def _pattern_lp(params, bits, d, sizes, counter):
@@ -99,6 +111,77 @@ def naive_regions(params, limit: int | None = None) -> tuple[set, int, float]:
     return found, counter.count, (time.perf_counter() - t) / max(tried, 1)
 
 
+def _pattern_of(params, x) -> tuple[bool, ...]:
+    """The activation pattern of the point ``x`` (every hidden neuron, layer by layer)."""
+    bits, h = [], x
+    for W, b in params[:-1]:
+        z = W @ h + b
+        bits += [bool(v > 0) for v in z]
+        h = np.maximum(z, 0.0)
+    return tuple(bits)
+
+
+def bfs_regions(params, budget: float = BFS_BUDGET) -> tuple[set, int, float, bool]:
+    """The textbook region search: breadth first from the region of a random point, one
+    LP per candidate neighbour (the pattern with one neuron flipped) not seen before.
+    Returns the patterns found, the LP count, the seconds, and whether it finished
+    within ``budget``."""
+    d = params[0][0].shape[1]
+    sizes = [W.shape[0] for W, _ in params[:-1]]
+    counter = LPCounter()
+    t0 = time.perf_counter()
+    start = _pattern_of(params, np.random.default_rng(0).standard_normal(d))
+    found, seen, queue = {start}, {start}, [start]
+    while queue:
+        bits = queue.pop(0)
+        for j in range(len(bits)):
+            if time.perf_counter() - t0 > budget:
+                return found, counter.count, time.perf_counter() - t0, False
+            flipped = bits[:j] + (not bits[j],) + bits[j + 1:]
+            if flipped in seen:
+                continue
+            seen.add(flipped)
+            if _pattern_lp(params, flipped, d, sizes, counter):
+                found.add(flipped)
+                queue.append(flipped)
+    return found, counter.count, time.perf_counter() - t0, True
+
+
+def _patterns(R) -> set:
+    return {tuple(bool(v) for v in np.concatenate(r.pattern)) for r in R}
+
+
+def _bfs_row(task, size, t_ours, spread, ours: set, bfs, note) -> dict:
+    found, lps, t_bfs, finished = bfs
+    if finished:
+        return suite_row(task, size, t_ours, BFS, t_bfs, spread,
+                         note=f"{note}; BFS {lps} LPs, same set: {found == ours}")
+    return suite_row(task, size, t_ours, BFS, None, spread,
+                     note=f"{note}; BFS stopped at its {BFS_BUDGET:g} s budget after "
+                          f"{len(found)} regions and {lps} LPs (no ratio)")
+
+
+def _relucent_row(task, size, t_ours, ours: set, p) -> dict:
+    """ours against relucent on ``p`` when relucent is installed, else a row that says so."""
+    import _relucent_peer
+    missing = _relucent_peer.available()
+    if missing:
+        return suite_row(task, size, t_ours, "relucent", None, note=missing)
+    found, t_peer, finished = _relucent_peer.relucent_regions(p, BFS_BUDGET)
+    if not finished:
+        return suite_row(task, size, t_ours, "relucent", None,
+                         note=f"relucent stopped at {BFS_BUDGET:g} s (no ratio)")
+    return suite_row(task, size, t_ours, "relucent", t_peer,
+                     note=f"{len(found)} regions, same set: {found == ours}")
+
+
+def growth_exponent(widths: list[int], seconds: list[float]) -> float | None:
+    """The slope of log(time) against log(width), least squares (None below two sizes)."""
+    if len(widths) < 2:
+        return None
+    return float(np.polyfit(np.log(widths), np.log(seconds), 1)[0])
+
+
 def _stream(p, certify=True):
     it = iter_regions(p, certify=certify)
     n = sum(1 for _ in it)
@@ -148,60 +231,78 @@ def main(argv=None) -> list[dict]:
     args = parser.parse_args(argv)
     rows: list[dict] = []
 
-    # 1. ours vs the naive method, run in full
+    # 1. ours vs every baseline, in full, where 2^n is small enough to try every pattern
     vs = [[2, 3, 3, 1], [2, 4, 3, 1]] if args.quick else [[2, 6, 6, 1], [3, 8, 6, 1]]
-    print("ours vs naive (one LP per each of the 2^n patterns), on all of R^d, seed 0")
+    print("ours vs the textbook BFS and all 2^n patterns, on all of R^d, seed 0")
     print(f"{'widths':<16} {'2^n':>7} {'regions':>8} {'same':>5} {'LPs ours':>9} "
-          f"{'LPs naive':>10} {'ours s':>8} {'naive s':>8} {'ratio':>7}")
+          f"{'LPs naive':>10} {'ours s':>8} {'BFS s':>8} {'naive s':>8}")
     for w in vs:
         p = ReLUNet(w).random_params(0)
+        size = "-".join(map(str, w))
         t_ours, spread, R = median_time(lambda: regions(p), args.repeat)
         t_naive, _, (found, n_lps, _) = median_time(lambda: naive_regions(p), 1)
-        ours = {tuple(bool(v) for v in np.concatenate(r.pattern)) for r in R}
+        bfs = bfs_regions(p)
+        ours = _patterns(R)
         row = {"widths": w, "patterns": 2 ** sum(w[1:-1]), "regions": R.num_regions,
-               "same": ours == found, "lps_ours": R.num_lps, "walks_ours": R.num_walks,
-               "lps_naive": n_lps, "ours_s": t_ours, "baseline_s": t_naive}
+               "same": ours == found and (ours == bfs[0] or not bfs[3]),
+               "lps_ours": R.num_lps, "walks_ours": R.num_walks, "lps_naive": n_lps,
+               "lps_bfs": bfs[1], "ours_s": t_ours, "baseline_s": t_naive, "bfs_s": bfs[2]}
         rows.append(row)
-        rows.append(suite_row("relu regions, certified", "-".join(map(str, w)), t_ours,
-                              BASELINE, t_naive, spread,
-                              note=f"{R.num_regions} regions, same set: {row['same']}; "
-                                   f"LPs {R.num_lps} (+ {R.num_walks} walks) vs {n_lps}"))
+        note = f"{R.num_regions} regions; LPs {R.num_lps} (+ {R.num_walks} walks)"
+        rows.append(suite_row("relu regions, certified", size, t_ours, BASELINE, t_naive,
+                              spread, note=f"{note} vs {n_lps}; same set: {ours == found}"))
+        rows.append(_bfs_row("relu regions, certified", size, t_ours, spread, ours, bfs, note))
+        rows.append(_relucent_row("relu regions, certified", size, t_ours, ours, p))
         print(f"{str(w):<16} {row['patterns']:>7} {R.num_regions:>8} {str(row['same']):>5} "
-              f"{R.num_lps:>9} {n_lps:>10} {t_ours:>8.3f} {t_naive:>8.3f} "
-              f"{t_naive / t_ours:>6.1f}x")
+              f"{R.num_lps:>9} {n_lps:>10} {t_ours:>8.3f} {bfs[2]:>8.3f} {t_naive:>8.3f}")
 
-    # 2. growth with the width (2-w-w-1) and the depth; the baseline extrapolated
-    widths = [[2, 6, 6, 1]] if args.quick else \
+    # 2. growth with the width (2-w-w-1) and the depth, against the BFS run on each
+    widths = [[2, 6, 6, 1], [2, 8, 8, 1]] if args.quick else \
         [[2, 8, 8, 1], [2, 16, 16, 1], [2, 24, 24, 1], [2, 32, 32, 1],
          [2, 8, 8, 8, 1], [2, 8, 8, 8, 8, 1]]
     print()
-    print("growth: certified and certify=False; the naive baseline extrapolated from "
-          "512 of its LPs")
+    print(f"growth: certified and certify=False, against the textbook BFS (stopped at "
+          f"{BFS_BUDGET:g} s)")
     print(f"{'widths':<18} {'regions':>8} {'LP/reg':>7} {'walk/reg':>7} {'ms/reg':>7} "
-          f"{'ms/reg unc':>10} {'naive est s':>12}")
+          f"{'ms/reg unc':>10} {'BFS s':>8}")
+    grow: dict[str, list] = {"w": [], "ours": [], "bfs": []}
     for w in widths:
         p = ReLUNet(w).random_params(0)
-        t, spread, (n, lps, fb, walks) = median_time(lambda: _stream(p), args.repeat)
-        t_u, _, (n_u, lps_u, _, walks_u) = median_time(lambda: _stream(p, False), 1)
-        _, _, per_lp = naive_regions(p, limit=512)
-        hidden = sum(w[1:-1])
-        naive_est = per_lp * 2.0 ** hidden
-        rows.append({"widths": w, "regions": n, "lps_ours": lps, "walks_ours": walks,
-                     "ours_s": t, "uncertified_s": t_u, "same_count_uncertified": n == n_u,
-                     "exact_fallbacks": fb, "baseline_est_s": naive_est})
+        t, spread, R = median_time(lambda: regions(p), args.repeat)
+        t_u, _, R_u = median_time(lambda: regions(p, certify=False), 1)
+        bfs = bfs_regions(p)
+        ours, n, n_u = _patterns(R), R.num_regions, R_u.num_regions
+        rows.append({"widths": w, "regions": n, "lps_ours": R.num_lps,
+                     "walks_ours": R.num_walks, "ours_s": t, "uncertified_s": t_u,
+                     "same_count_uncertified": n == n_u, "bfs_s": bfs[2],
+                     "bfs_finished": bfs[3], "same": ours == bfs[0] or not bfs[3]})
         size = "-".join(map(str, w))
-        rows.append(suite_row("relu regions, certified", size, t, BASELINE + " (extrapolated)",
-                              naive_est, spread,
-                              note=f"{n} regions, {lps / n:.3f} LPs + {walks / n:.2f} "
-                                   f"walks/region, {1e3 * t / n:.2f} ms/region; baseline: "
-                                   f"2^{hidden} LPs at {1e6 * per_lp:.0f} us (measured on 512)"))
-        rows.append(suite_row("relu regions, certify=False", size, t_u,
-                              BASELINE + " (extrapolated)", naive_est,
-                              note=f"{n_u} regions, {lps_u / n_u:.3f} LPs + {walks_u / n_u:.2f} "
-                                   f"walks/region, {1e3 * t_u / n_u:.2f} ms/region "
-                                   f"(numerically checked)"))
-        print(f"{size:<18} {n:>8} {lps / n:>7.3f} {walks / n:>7.2f} {1e3 * t / n:>7.2f} "
-              f"{1e3 * t_u / n_u:>10.2f} {naive_est:>12.3g}")
+        if len(w) == 4 and w[1] == w[2] and bfs[3]:
+            grow["w"].append(w[1])
+            grow["ours"].append(t)
+            grow["bfs"].append(bfs[2])
+        note = (f"{n} regions, {R.num_lps / n:.3f} LPs + {R.num_walks / n:.2f} walks/region, "
+                f"{1e3 * t / n:.2f} ms/region")
+        rows.append(_bfs_row("relu regions, certified", size, t, spread, ours, bfs, note))
+        rows.append(_bfs_row("relu regions, certify=False", size, t_u, 0.0, _patterns(R_u),
+                             bfs, f"{n_u} regions, {1e3 * t_u / n_u:.2f} ms/region "
+                                  f"(numerically checked)"))
+        print(f"{size:<18} {n:>8} {R.num_lps / n:>7.3f} {R.num_walks / n:>7.2f} "
+              f"{1e3 * t / n:>7.2f} {1e3 * t_u / n_u:>10.2f} {bfs[2]:>8.2f}"
+              + ("" if bfs[3] else " (stopped)"))
+    e_ours = growth_exponent(grow["w"], grow["ours"])
+    e_bfs = growth_exponent(grow["w"], grow["bfs"])
+    if e_ours is not None:
+        fitted = f"w = {', '.join(map(str, grow['w']))}"
+        print(f"time ~ width^{e_ours:.2f} (ours, certified) vs width^{e_bfs:.2f} (BFS), "
+              f"2-w-w-1 at {fitted}")
+        rows.append({"growth_exponent_ours": e_ours, "growth_exponent_bfs": e_bfs,
+                     "widths_fitted": grow["w"]})
+        rows.append(suite_row("relu regions, growth in the width (2-w-w-1)", fitted,
+                              grow["ours"][-1], BFS, grow["bfs"][-1],
+                              note=f"time ~ width^{e_ours:.2f} (ours, certified) vs "
+                                   f"width^{e_bfs:.2f} (BFS), least squares over the sizes "
+                                   f"where the BFS finished; times at the largest"))
 
     # 3. streaming memory: peak while streaming vs collecting the list
     w = [2, 8, 8, 1] if args.quick else [4, 8, 8, 1]
@@ -236,12 +337,11 @@ def main(argv=None) -> list[dict]:
                          workers=workers))
         rows.append(suite_row(f"relu regions streamed, {label}",
                               "-".join(map(str, w)) + (f" on {where}" if domain else ""),
-                              res["seconds"], BASELINE, None,
+                              res["seconds"], "-", None,
                               note=f"{done} {res['regions']} regions, {res['rate']:.0f} "
                                    f"regions/s ({res['cpu_rate']:.0f} per CPU second, "
                                    f"workers included), {res['lps_per_region']:.4f} LPs + "
-                                   f"{res['walks_per_region']:.2f} walks/region{mem}; "
-                                   f"baseline: 2^{sum(w[1:-1])} LPs, not run"))
+                                   f"{res['walks_per_region']:.2f} walks/region{mem}"))
         print(f"{w} on {where} {label}: {done} {res['regions']} regions in "
               f"{res['seconds']:.1f} s ({res['rate']:.0f}/s, {res['cpu_rate']:.0f} per CPU "
               f"second, workers included, {res['lps_per_region']:.4f} LPs + "
@@ -259,8 +359,7 @@ def main(argv=None) -> list[dict]:
         t_reg, _, fr = median_time(lambda: functional_dimension(p, method="regions"), 1) \
             if small else (None, 0.0, None)
         same = "" if fr is None else f"; same rank as every region: {fr.rank == fd.rank}"
-        base_note = "" if small else (
-            "; every region (32,739 at seed 0) took 260 s in the issue, 662 s here under load")
+        base_note = "" if small else "; every region (32,739 at seed 0): not run here"
         rows.append(suite_row("relu functional dimension (tol 1e-9)",
                               f"{'-'.join(map(str, w))} seed {seed}", t,
                               "every region, exact rows (method='regions')", t_reg,

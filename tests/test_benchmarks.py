@@ -32,8 +32,37 @@ def test_bench_fibers_quick(capsys):
 def test_bench_relu_regions_quick(capsys):
     rows = load_benchmark("bench_relu_regions").main(["--quick"])
     compared = [r for r in rows if "same" in r]
-    assert compared and all(r["same"] for r in compared)   # same regions as the naive method
-    assert all(r["lps_ours"] < r["lps_naive"] for r in compared)
+    assert compared and all(r["same"] for r in compared)   # same regions as the baselines
+    assert all(r["lps_ours"] < r["lps_naive"] for r in compared if "lps_naive" in r)
+    assert all(r["lps_ours"] < r["lps_bfs"] for r in compared if "lps_bfs" in r)
+    assert any("growth_exponent_bfs" in r for r in rows)
+    suite = [r for r in rows if "task" in r]
+    # relucent either ran (and found the same regions) or the row says why not
+    peer = [r for r in suite if r["baseline"] == "relucent"]
+    assert peer and all("same set: True" in r["note"] if r["baseline_s"] else
+                        "not installed" in r["note"] for r in peer)
+
+
+def test_every_ratio_in_the_table_is_measured_side_by_side():
+    """A ratio divides by a baseline run on the same input in the same run: never by an
+    extrapolation or a figure from another run (those rows report absolute numbers)."""
+    import json
+    run_all = load_benchmark("run_all")
+    report = json.loads((run_all.HERE / "RESULTS.json").read_text())
+    words = ("extrapolat", "other run", "issue", "before:", "not run")
+    for r in report["rows"]:
+        said = (r["baseline"] + " " + r["note"]).lower()
+        if r["ratio"] is not None:
+            assert r["baseline_s"] is not None and not any(w in said for w in words), r
+        assert "extrapolat" not in said and "other run" not in said, r
+
+
+def test_the_side_by_side_rule_can_fail():
+    import json
+    run_all = load_benchmark("run_all")
+    report = json.loads((run_all.HERE / "RESULTS.json").read_text())
+    row = dict(report["rows"][0], baseline="figure (other run)", ratio=2.0, baseline_s=1.0)
+    assert "other run" in (row["baseline"] + " " + row["note"]).lower()
 
 
 def test_bench_flows_quick(capsys):

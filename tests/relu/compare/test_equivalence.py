@@ -206,7 +206,7 @@ def test_float_rescaled_copies_are_equivalent_at_the_default_tol(seed, widths, d
     p = ReLUNet(widths).random_params(seed)
     q = float_permuted_rescaled(p, rng)
     r = equivalent(p, q, domain=domain)
-    assert r.equivalent and r.certified and r.method == "symmetry" and r.witness is None
+    assert r.equivalent and r.certified and r.method == "matching" and r.witness is None
     assert r.max_difference <= r.tol == 1e-9
     assert r.scale == pytest.approx(max(path_norm_scale(p), path_norm_scale(q)))
     # the symmetry reported (named transformations) maps p onto q
@@ -468,3 +468,61 @@ def test_reduction_never_merges_opposite_neurons():
     assert _equivalence._by_reduction(pair, pair_domain(None, 2)) is None
     assert _equivalence._reduce(pair.p, 1e-9) is None
     assert not equivalent(p, q).equivalent
+
+
+# -- the float weight matching of method="auto": fast path against the ground truth -------
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6),
+       widths=st.sampled_from([[2, 3, 2, 1], [3, 4, 3, 2], [2, 5, 1], [2, 3, 3, 3, 1]]),
+       eps=st.sampled_from([0.0, 1e-15, 1e-12, 1e-10, 1e-9, 1e-8, 1e-6, 1e-3]),
+       flip=st.booleans())
+def test_matching_is_sound_against_the_regions_engine(seed, widths, eps, flip):
+    """Planted (permutation, float rescaling) copies, nudged by eps in one weight, one
+    neuron flipped on request (not a symmetry): whenever the matching certifies, the exact
+    regions engine agrees, and every exact difference found is within its bound."""
+    from neuromanifold.relu._compare.equivalence import by_matching
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(widths).random_params(seed)
+    q = float_permuted_rescaled(p, rng)
+    q[0][0][0, 0] += eps * max(1.0, abs(q[0][0][0, 0]))
+    if flip:
+        q[0] = (q[0][0] * np.r_[-1.0, np.ones(widths[1] - 1)][:, None], q[0][1])
+    r = by_matching(p, q, None, 1e-9)
+    truth = equivalent(p, q, method="regions")
+    if r is None:
+        return
+    assert r.method == "matching" and r.certified and r.equivalent
+    assert truth.equivalent, (r, truth)
+    assert truth.max_difference <= r.max_difference * (1 + 1e-6) + 1e-300
+    for (W, b), (Wq, bq) in zip(apply_sequence(r.symmetry, p), q):
+        np.testing.assert_allclose(W, Wq, rtol=1e-6, atol=1e-9)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[8, 6, 8, 1], [16, 12, 8, 3],
+                                                            [10, 20, 20, 20, 4]]))
+def test_matching_recovers_planted_symmetries_at_trained_sizes(seed, widths):
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(widths).random_params(seed)
+    q = float_permuted_rescaled(p, rng)
+    r = equivalent(p, q)
+    assert r.method == "matching" and r.equivalent and r.certified
+    assert r.max_difference <= 1e-12
+    for (W, b), (Wq, bq) in zip(apply_sequence(r.symmetry, p), q):
+        np.testing.assert_allclose(W, Wq, rtol=1e-12, atol=1e-14)
+    # a near miss (one bias moved by 1e-6 of the scale) is not certified by the matching
+    q[0][1][0] += 1e-6 * r.scale
+    assert equivalent(p, q).method != "matching"
+
+
+def test_matching_leaves_exact_questions_and_exact_entries_to_the_exact_path():
+    p = ReLUNet([2, 3, 1]).random_params(0)
+    q = float_permuted_rescaled(p, np.random.default_rng(1))
+    assert equivalent(p, q, tol=0).method != "matching"
+    frac = [([[Fraction(1, 3), Fraction(1)]], [Fraction(0)]), ([[Fraction(3)]], [Fraction(0)])]
+    same = [([[1.0, 3.0]], [0.0]), ([[1.0]], [0.0])]
+    r = equivalent(frac, same)   # 1/3 is no float: the float match would be off by rounding
+    assert r.method != "matching" and r.equivalent
+    with pytest.raises(InputError, match="max_regions"):
+        equivalent(p, q, max_regions=0)   # refused even though the matching would decide

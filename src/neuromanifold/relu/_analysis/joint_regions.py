@@ -63,6 +63,7 @@ class Equivalence(Result):
             the domain for ``"regions"`` and ``"milp"`` (where it is tiny, an upper bound),
             the largest sampled value for ``"sampling"``.
         method: the method that decided: ``"regions"``, ``"milp"``, ``"sampling"``,
+            ``"matching"`` (a float weight matching certified by a parameter bound),
             ``"symmetry"``, ``"reduction"`` (the symmetry check after dead, constant and
             parallel hidden neurons are merged away) or ``"bottleneck"`` (the
             polynomial-time test of docs/relu_equivalence.md).
@@ -77,9 +78,9 @@ class Equivalence(Result):
         symmetry: when a method found one, the named transformations of
             :mod:`neuromanifold.relu.symmetries` taking p to q (up to ``tol``), to apply
             with ``symmetries.apply_sequence(result.symmetry, p)``; else ``None``. The
-            ``"symmetry"`` method gives a permutation and a rescaling per hidden layer; the
-            ``"bottleneck"`` method (generic three-layer bottleneck networks) any of the
-            symmetries of docs/concepts_relu.md §4.
+            ``"matching"`` and ``"symmetry"`` methods give a permutation and a rescaling per
+            hidden layer; the ``"bottleneck"`` method (generic three-layer bottleneck
+            networks) any of the symmetries of docs/concepts_relu.md §4.
     """
 
     equivalent: bool

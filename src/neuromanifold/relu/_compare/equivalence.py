@@ -25,8 +25,14 @@ Methods:
   big-M constants from interval bounds). "Not equivalent" is certified by an exactly
   checked witness; "equivalent" rests on the solver's floating-point bound
   (``certified=False``), with a resolution limited by its feasibility tolerances.
-* ``"auto"``: a cheap sampled check first (both networks on a few thousand points of the
-  domain; the largest differences are checked exactly), then a symmetry check (is q a
+* ``"auto"``: with ``tol > 0`` and float parameters, first a weight matching in floats
+  (``"matching"``: each hidden layer's rows normalized and matched by one assignment,
+  the permutation and positive rescaling applied to p, and the certificate: the bound of
+  :func:`neuromanifold._tolerance.function_distance_bound` between that copy and q, plus
+  the float rounding of applying the symmetry, at most ``tol * scale``; a matching that
+  does not certify decides nothing); then a cheap sampled check (both networks on a few
+  thousand points of the domain; the largest differences are checked exactly), then a
+  symmetry check in exact arithmetic (is q a
   permutation and positive rescaling of p's hidden neurons up to a parameter difference
   whose effect on the function, bounded exactly, is within ``tol``? then ``method`` says
   ``"symmetry"``, the verdict is certified and ``symmetry`` holds the map), then the same
@@ -57,7 +63,7 @@ import flint
 import numpy as np
 
 from ..._errors import ComputationLimitError, NeuromanifoldError
-from ..._tolerance import DEFAULT_TOL, check_tol
+from ..._tolerance import DEFAULT_TOL, check_tol, function_distance_bound, path_norm_scale
 from ..._validation import as_seed_rng, check_bool, check_choice
 from ...exact import fmpq_to_fraction, to_fmpq
 from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions,
@@ -65,9 +71,9 @@ from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions,
 from .._bottleneck.canonical import equivalent_bottleneck
 from .._bottleneck.symmetries import Permutation, Scaling
 from .._core.domain import Domain, as_domain
-from .._core.net import forward_unchecked
+from .._core.net import check_params, forward_unchecked, param_list
 from .._core.numbers import to_float
-from .._engine.budget import Budget
+from .._engine.budget import Budget, check_budget
 from .._engine.cells import ExactNet
 
 __all__ = ["Equivalence", "equivalent"]
@@ -126,6 +132,11 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     progress = check_bool(progress, "progress")
     check_choice(method, "method", _METHODS)
     rng = as_seed_rng(seed)
+    check_budget(max_regions, time_limit)   # bad budgets are refused whichever path decides
+    if method == "auto" and tol > 0:
+        res = by_matching(p, q, domain, tol)
+        if res is not None:
+            return res
     pair = Pair(p, q, tol)
     dom = as_domain(domain, pair.d)
     budget = Budget("equivalent", pair.d, max_regions=max_regions, time_limit=time_limit,
@@ -235,6 +246,96 @@ def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
                            note=f"sampled check: the largest of {_NUM_SAMPLES} sampled "
                                 "differences exceeds tol, confirmed in exact arithmetic")
     return None
+
+
+# -- a weight matching in floats, certified by a bound ------------------------------------
+
+#: unit roundoff of float64
+_U = 2.0 ** -53
+
+
+def _float_layers(raw: Any) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """``raw`` validated, as float64 ``(W, b)`` pairs, when every entry is a float or an
+    integer that float64 holds exactly (so the float network is the network given), else
+    ``None`` (``Fraction`` entries, say, keep their exact value on the exact path)."""
+    try:
+        arrays = [np.asarray(x) for layer in param_list(raw) for x in layer]
+    except Exception:  # anything numpy cannot read plainly: the exact path validates it
+        return None
+    for x in arrays:
+        if x.dtype.kind not in "fiu" or (x.dtype.kind in "iu" and x.size
+                                         and np.abs(x).max() >= 2 ** 53):
+            return None
+    return check_params(raw)
+
+
+def match_hidden_neurons(p: list, q: list) -> tuple[list, list] | None:
+    """Propose a permutation and positive rescaling of p's hidden neurons onto q's: per
+    hidden layer, p's rows (in q's coordinates of the previous layer) and q's rows,
+    normalized to unit length, matched by one ``linear_sum_assignment`` on their inner
+    products. Returns the per-layer ``(perm, scales)`` (q's neuron i ~ scales[i] times p's
+    neuron perm[i]) and the image of p (floats), or ``None`` when no positive match exists.
+    Nothing is decided here: the caller certifies."""
+    from scipy.optimize import linear_sum_assignment  # start-up: scipy.optimize is slow to import
+    perm_prev = np.arange(p[0][0].shape[1])
+    s_prev = np.ones(p[0][0].shape[1])
+    image, found = [], []
+    for l, ((Wp, bp), (Wq, bq)) in enumerate(zip(p, q)):
+        A = Wp[:, perm_prev] / s_prev[None, :]
+        if l == len(p) - 1:
+            image.append((A, bp.copy()))
+            break
+        Rp, Rq = np.hstack([A, bp[:, None]]), np.hstack([Wq, bq[:, None]])
+        np_, nq_ = np.linalg.norm(Rp, axis=1), np.linalg.norm(Rq, axis=1)
+        if not (np.all(np_ > 0) and np.all(nq_ > 0)):
+            return None
+        Up, Uq = Rp / np_[:, None], Rq / nq_[:, None]
+        rows, perm = linear_sum_assignment(Uq @ Up.T, maximize=True)
+        if np.any(np.einsum("ij,ij->i", Uq, Up[perm]) < 0.5):
+            return None   # a neuron of q matched to no positive multiple of one of p
+        scales = nq_ / np_[perm]
+        image.append((scales[:, None] * A[perm], scales * bp[perm]))
+        found.append((perm, scales))
+        perm_prev, s_prev = perm, scales
+    return found, image
+
+
+def by_matching(p_raw: Any, q_raw: Any, domain: Any, tol: float) -> Equivalence | None:
+    """Equivalence proposed by :func:`match_hidden_neurons` and certified by a bound:
+    ``|f_p - f_q| <= |f_p - f_p*| + |f_p* - f_q|`` with ``p*`` the float image of p, the
+    second term bounded by :func:`function_distance_bound` and the first by the rounding
+    of applying the symmetry (each entry of ``p*`` is the exact image rounded twice, within
+    ``3u`` of it relative, so that term is at most ``4 u L scale``: positive rescalings and
+    permutations keep the path norm). ``None`` (nothing decided) when the networks are not
+    floats of one architecture, or the bound exceeds ``tol * scale``."""
+    p, q = _float_layers(p_raw), _float_layers(q_raw)
+    if p is None or q is None or [W.shape for W, _ in p] != [W.shape for W, _ in q]:
+        return None
+    with np.errstate(all="ignore"):
+        try:
+            scale = max(path_norm_scale(p), path_norm_scale(q))
+        except NeuromanifoldError:
+            return None
+        match = match_hidden_neurons(p, q)
+        if match is None or not scale > 0:
+            return None
+        found, image = match
+        L = len(p)
+        bound = function_distance_bound(image, q) + 4 * _U * L * path_norm_scale(p)
+    if not bound <= tol * scale:
+        return None
+    sym = []
+    for l, (perm, scales) in enumerate(found):
+        sym.append(Permutation(l + 1, tuple(int(i) for i in perm)))
+        sym.append(Scaling(l + 1, tuple(float(v) for v in scales)))
+    return Equivalence(
+        equivalent=True, witness=None, witness_difference=None,
+        max_difference=bound / scale, method="matching", certified=True, tol=tol,
+        scale=float(scale), num_regions=None, num_lps=0, num_milps=0,
+        domain=as_domain(domain, p[0][0].shape[1]), symmetry=tuple(sym),
+        note=f"q is a permutation and positive rescaling of p's hidden neurons (matched "
+             f"in floats) up to a difference of the functions of at most {bound / scale:.3g} "
+             f"relative (bound from the parameters, the rounding of the match included)")
 
 
 # -- a permutation and rescaling of hidden neurons ----------------------------------------
