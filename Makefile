@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench docs tables install clean
+.PHONY: demo test bench bench-peers docs tables install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,15 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
+
+# The same, with the peer libraries the baselines compare against installed: relucent
+# (AGPL-3.0, pulls gurobipy with its size-limited licence) lives in its own environment,
+# never in the project's.
+PEERS := .venv-peers
+bench-peers:
+	$(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install --quiet -e '.[test]' relucent
+	$(PEERS)/bin/python benchmarks/run_all.py
 
 # The documentation site in site/ (open site/index.html); `$(VENV)/bin/mkdocs serve` serves
 # it with live reload. The --help blocks of docs/cli/ are regenerated first.

@@ -85,15 +85,15 @@ def path_norm_scale(params: Sequence[tuple[Any, Any]]) -> float:
     >>> path_norm_scale([(np.array([[2.0, -1.0]]), np.array([0.5])), (np.array([[3.0]]), np.array([1.0]))])
     11.5
     """
+    # the row sums of |M_L| ... |M_1| are |M_L| ( ... (|M_1| 1)): one matrix-vector product
+    # per layer, the vector divided by 2**log2 to stay in floating-point range
     log2 = 0
-    prod = None  # |M_l| ... |M_1|, divided by 2**log2 to stay in floating-point range
+    prod = None
     for W, b in params:
         W = np.abs(np.asarray(W, dtype=float))
-        b = np.abs(np.asarray(b, dtype=float)).reshape(-1, 1)
-        n, m = W.shape
-        aug = np.zeros((n + 1, m + 1))
-        aug[:n, :m], aug[:n, m:], aug[n, m] = W, b, 1.0
-        prod = aug if prod is None else aug @ prod
+        b = np.abs(np.asarray(b, dtype=float)).reshape(-1)
+        v = np.ones(W.shape[1] + 1) if prod is None else prod
+        prod = np.append(W @ v[:-1] + b * v[-1], v[-1])
         peak = float(np.max(prod))
         if peak > 0.0:
             e = int(np.floor(np.log2(peak)))
@@ -102,7 +102,7 @@ def path_norm_scale(params: Sequence[tuple[Any, Any]]) -> float:
     if prod is None:
         return 0.0
     with np.errstate(over="ignore"):
-        scale = float(np.ldexp(float(np.max(prod[:-1].sum(axis=1))), log2))
+        scale = float(np.ldexp(float(np.max(prod[:-1])), log2))
     if not np.isfinite(scale):
         raise ParameterError(
             f"the network's scale (its l1 path norm with biases, about 2**{log2}) is beyond "
@@ -131,23 +131,26 @@ def function_distance_bound(a: Sequence[tuple[Any, Any]], b: Sequence[tuple[Any,
     >>> round(function_distance_bound(a, b), 6)   # |2 relu(x + 0.5) - 2 relu(x)| <= 1
     1.0
     """
-    def aug(W, bias):
-        W = np.asarray(W, dtype=float)
-        n, m = W.shape
-        M = np.zeros((n + 1, m + 1))
-        M[:n, :m], M[:n, m], M[n, m] = W, np.asarray(bias, dtype=float).reshape(-1), 1.0
-        return M
-    Ma, Mb = [aug(W, v) for W, v in a], [aug(W, v) for W, v in b]
-    total = 0.0
-    for l in range(len(Ma)):
-        right = np.eye(Ma[0].shape[1])
-        for k in range(l):
-            right = np.abs(Ma[k]) @ right
-        left = np.eye(Ma[l].shape[0])
-        for k in range(l + 1, len(Mb)):
-            left = np.abs(Mb[k]) @ left
-        total = total + left @ np.abs(Ma[l] - Mb[l]) @ right
-    return float(total[:-1].sum(axis=1).max()) * (1.0 + 1e-9)
+    # the row sums of the sum, as matrix-vector products: r = |M^a_(l-1)| ... |M^a_1| 1 grows
+    # layer by layer, and each term's vector |M^a_l - M^b_l| r is carried through |M^b_k|
+    A = [(np.asarray(W, dtype=float), np.asarray(v, dtype=float).reshape(-1)) for W, v in a]
+    B = [(np.asarray(W, dtype=float), np.asarray(v, dtype=float).reshape(-1)) for W, v in b]
+    absA = [(np.abs(W), np.abs(v)) for W, v in A]
+    absB = [(np.abs(W), np.abs(v)) for W, v in B]
+
+    def apply(W, bias, x):   # M x for the augmented matrix of (W, bias)
+        return np.append(W @ x[:-1] + bias * x[-1], x[-1])
+
+    r = np.ones(A[0][0].shape[1] + 1)
+    total = None
+    for l, ((Wa, ba), (Wb, bb)) in enumerate(zip(A, B)):
+        u = apply(np.abs(Wa - Wb), np.abs(ba - bb), r)
+        u[-1] = 0.0
+        for Wk, bk in absB[l + 1:]:
+            u = apply(Wk, bk, u)
+        total = u if total is None else total + u
+        r = apply(*absA[l], r)
+    return float(np.max(total[:-1])) * (1.0 + 1e-9)
 
 
 def numerical_rank(matrix: np.ndarray, tol: float) -> tuple[int, float | None, float | None]:

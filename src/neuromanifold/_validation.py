@@ -89,13 +89,16 @@ def as_real_array(value: Any, name: str, *, error: type[Exception] = ParameterEr
         except Exception as exc:  # noqa: BLE001 - any failure of a foreign library
             raise error(f"{what}; could not read the tensor {short_repr(value)}: {exc}") \
                 from None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            raw = np.asarray(value)
-    except (TypeError, ValueError, OverflowError, RuntimeError, MemoryError) as exc:
-        raise error(f"{what} (a rectangular nest of numbers); got {short_repr(value)}") \
-            from exc
+    if type(value) is np.ndarray and value.dtype.kind in "fiu":
+        raw = value   # a plain numeric array, the common case: nothing to parse
+    else:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                raw = np.asarray(value)
+        except (TypeError, ValueError, OverflowError, RuntimeError, MemoryError) as exc:
+            raise error(f"{what} (a rectangular nest of numbers); got {short_repr(value)}") \
+                from exc
     kind = raw.dtype.kind
     if kind == "c":
         raise error(f"{what} (complex numbers are refused: their imaginary part would be "

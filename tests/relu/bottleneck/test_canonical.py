@@ -192,6 +192,9 @@ def test_bench_symmetry_recovery_quick(capsys):
     rows = load_benchmark("bench_symmetry_recovery").main(["--quick"])
     assert rows and all(r["ours"] == r["trials"] for r in rows)   # ours recovers every one
     assert "Re-Basin" in capsys.readouterr().out
+    # any depth: relu.equivalent against weight matching on normalized weights, same pairs
+    deep = [r for r in rows if r.get("baseline") == "weight matching on normalized weights"]
+    assert deep and all(r["matching"] == r["trials"] and r["baseline_s"] > 0 for r in deep)
 
 
 def test_bench_bottleneck_equivalence_quick(capsys):

@@ -132,7 +132,7 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     progress = check_bool(progress, "progress")
     check_choice(method, "method", _METHODS)
     rng = as_seed_rng(seed)
-    check_budget(max_regions, time_limit)   # bad budgets are refused whichever path decides
+    check_budget(max_regions, time_limit)   # bad input is refused whichever path decides
     if method == "auto" and tol > 0:
         res = by_matching(p, q, domain, tol)
         if res is not None:
@@ -277,23 +277,24 @@ def match_hidden_neurons(p: list, q: list) -> tuple[list, list] | None:
     neuron perm[i]) and the image of p (floats), or ``None`` when no positive match exists.
     Nothing is decided here: the caller certifies."""
     from scipy.optimize import linear_sum_assignment  # start-up: scipy.optimize is slow to import
-    perm_prev = np.arange(p[0][0].shape[1])
-    s_prev = np.ones(p[0][0].shape[1])
+    perm_prev, s_prev = None, None
     image, found = [], []
     for l, ((Wp, bp), (Wq, bq)) in enumerate(zip(p, q)):
-        A = Wp[:, perm_prev] / s_prev[None, :]
+        # p's layer in q's coordinates of the previous layer
+        A = Wp if perm_prev is None else Wp[:, perm_prev] / s_prev[None, :]
         if l == len(p) - 1:
             image.append((A, bp.copy()))
             break
-        Rp, Rq = np.hstack([A, bp[:, None]]), np.hstack([Wq, bq[:, None]])
-        np_, nq_ = np.linalg.norm(Rp, axis=1), np.linalg.norm(Rq, axis=1)
-        if not (np.all(np_ > 0) and np.all(nq_ > 0)):
+        norm_p = np.sqrt(np.einsum("ij,ij->i", A, A) + bp * bp)
+        norm_q = np.sqrt(np.einsum("ij,ij->i", Wq, Wq) + bq * bq)
+        if not (np.all(norm_p > 0) and np.all(norm_q > 0)):
             return None
-        Up, Uq = Rp / np_[:, None], Rq / nq_[:, None]
-        rows, perm = linear_sum_assignment(Uq @ Up.T, maximize=True)
-        if np.any(np.einsum("ij,ij->i", Uq, Up[perm]) < 0.5):
+        # cosines of the rows (W_j, b_j) of q and of p
+        cos = (Wq @ A.T + np.outer(bq, bp)) / np.outer(norm_q, norm_p)
+        rows, perm = linear_sum_assignment(cos, maximize=True)
+        if np.any(cos[rows, perm] < 0.5):
             return None   # a neuron of q matched to no positive multiple of one of p
-        scales = nq_ / np_[perm]
+        scales = norm_q / norm_p[perm]
         image.append((scales[:, None] * A[perm], scales * bp[perm]))
         found.append((perm, scales))
         perm_prev, s_prev = perm, scales
@@ -313,15 +314,15 @@ def by_matching(p_raw: Any, q_raw: Any, domain: Any, tol: float) -> Equivalence 
         return None
     with np.errstate(all="ignore"):
         try:
-            scale = max(path_norm_scale(p), path_norm_scale(q))
+            scale_p, scale_q = path_norm_scale(p), path_norm_scale(q)
         except NeuromanifoldError:
             return None
+        scale = max(scale_p, scale_q)
         match = match_hidden_neurons(p, q)
         if match is None or not scale > 0:
             return None
         found, image = match
-        L = len(p)
-        bound = function_distance_bound(image, q) + 4 * _U * L * path_norm_scale(p)
+        bound = function_distance_bound(image, q) + 4 * _U * len(p) * scale_p
     if not bound <= tol * scale:
         return None
     sym = []
