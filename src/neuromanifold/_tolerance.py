@@ -45,7 +45,7 @@ import numpy as np
 from ._errors import InputError, ParameterError, short_repr
 
 __all__ = ["DEFAULT_TOL", "SYMMETRY_ROUNDING", "check_tol", "path_norm_scale",
-           "function_distance_bound", "numerical_rank"]
+           "function_distance_bound", "telescoping_bound", "numerical_rank"]
 
 #: Default relative tolerance of every comparing or ranking analysis.
 DEFAULT_TOL = 1e-9
@@ -131,25 +131,36 @@ def function_distance_bound(a: Sequence[tuple[Any, Any]], b: Sequence[tuple[Any,
     >>> round(function_distance_bound(a, b), 6)   # |2 relu(x + 0.5) - 2 relu(x)| <= 1
     1.0
     """
-    # the row sums of the sum, as matrix-vector products: r = |M^a_(l-1)| ... |M^a_1| 1 grows
-    # layer by layer, and each term's vector |M^a_l - M^b_l| r is carried through |M^b_k|
     A = [(np.asarray(W, dtype=float), np.asarray(v, dtype=float).reshape(-1)) for W, v in a]
     B = [(np.asarray(W, dtype=float), np.asarray(v, dtype=float).reshape(-1)) for W, v in b]
-    absA = [(np.abs(W), np.abs(v)) for W, v in A]
-    absB = [(np.abs(W), np.abs(v)) for W, v in B]
+    return telescoping_bound([(np.abs(W), np.abs(v)) for W, v in A],
+                             [(np.abs(W), np.abs(v)) for W, v in B],
+                             [(np.abs(Wa - Wb), np.abs(va - vb))
+                              for (Wa, va), (Wb, vb) in zip(A, B)])
 
-    def apply(W, bias, x):   # M x for the augmented matrix of (W, bias)
+
+def telescoping_bound(abs_a: list, abs_b: list, abs_diff: list) -> float:
+    """The bound of :func:`function_distance_bound` from its nonnegative pieces: per layer
+    ``(|W^a_l|, |b^a_l|)``, ``(|W^b_l|, |b^b_l|)`` and ``(|W^a_l - W^b_l|, |b^a_l - b^b_l|)``
+    (callers holding exact parameters take the differences exactly and round them).
+
+    The largest row sum of the sum over l, computed as matrix-vector products:
+    ``r = |M^a_(l-1)| ... |M^a_1| 1`` grows layer by layer, and each term's vector
+    ``|D_l| r`` is carried through ``|M^b_(l+1)|, ..., |M^b_L|``; the margin ``1 + 1e-9``
+    covers the float rounding of the sums.
+    """
+    def apply(W, bias, x):   # M x for the augmented matrix [[W, bias], [0, 1]]
         return np.append(W @ x[:-1] + bias * x[-1], x[-1])
 
-    r = np.ones(A[0][0].shape[1] + 1)
+    r = np.ones(abs_a[0][0].shape[1] + 1)
     total = None
-    for l, ((Wa, ba), (Wb, bb)) in enumerate(zip(A, B)):
-        u = apply(np.abs(Wa - Wb), np.abs(ba - bb), r)
+    for l, (Wd, bd) in enumerate(abs_diff):
+        u = apply(Wd, bd, r)
         u[-1] = 0.0
-        for Wk, bk in absB[l + 1:]:
+        for Wk, bk in abs_b[l + 1:]:
             u = apply(Wk, bk, u)
         total = u if total is None else total + u
-        r = apply(*absA[l], r)
+        r = apply(*abs_a[l], r)
     return float(np.max(total[:-1])) * (1.0 + 1e-9)
 
 

@@ -67,6 +67,9 @@ def build_results():
     q = [(W.copy(), b.copy()) for W, b in p]
     q[-1][1][0] += 1.0
     out.append(relu.equivalent(p, q))
+    out.append(relu.distance(p, q, (-1.0, 1.0)))
+    out.append(relu.neurons(p, (-1.0, 1.0)))
+    out.append(relu.neurons(p, (-1.0, 1.0), method="bounds"))
     out.append(relu.functional_dimension(p))
     out.append(relu.weighted_arrangement(p))
     out.append(relu.arrangements_equal(p, p))

@@ -6,6 +6,10 @@ PyTorch state_dict files), analysed exactly.
                     hidden hyperplanes, flips, identifiability up to permutation and scaling
   equiv A B         do A and B compute the same function on the domain? (a witness if not,
                     the symmetry taking A to B if so)
+  distance A B      the largest output difference of A and B on the domain, as a certified
+                    interval [lower, upper] with the input attaining lower
+  neurons MODEL     per hidden layer, which neurons are dead, linear (always active), hidden
+                    or visible on the domain (or on --data X.npy), each proved
   canonical MODEL   one canonical representative of the network's fiber (written with --out)
   fiber MODEL       the whole fiber of a generic bottleneck network, as semi-algebraic families
   plot MODEL        the linear regions and bent hyperplanes of a network on R^2, as a figure
@@ -19,7 +23,7 @@ PyTorch state_dict files), analysed exactly.
 Domains: ``--domain whole`` (R^d, the default), ``orthant`` (x >= 0), or a box
 ``box:LO,HI`` (the same bounds on every axis).
 
-Budgets: regions, equiv, plot, fundim and genericity enumerate linear regions, whose number grows
+Budgets: regions, equiv, distance, plot, fundim and genericity enumerate linear regions, whose number grows
 exponentially with the widths. ``--max-regions N`` and ``--time-limit SECONDS`` stop them
 with a message saying how far they got (exit status 1); ``regions`` first lists the
 regions found. ``regions`` also prints an estimate of their number before it starts.
@@ -122,6 +126,50 @@ def _equiv(args) -> int:
 def _as_a_and_b(text: str) -> str:
     """The library's note with its argument names p and q read as the command's A and B."""
     return re.sub(r"\b[pq]\b", lambda m: "A" if m.group() == "p" else "B", text)
+
+
+def _distance(args) -> int:
+    from ..relu import distance  # start-up: loaded when the subcommand runs
+    a, b = load_model(args.model, "relu"), load_model(args.other, "relu")
+    budget = _budget(args)
+    budget["time_limit"] = budget["time_limit"] or 60.0   # the library's default budget
+    res = distance(a.params, b.params, args.domain, tol=args.tol, gap=args.gap,
+                   method=args.method, progress=True, **budget)
+    where = args.domain or "R^d"
+    unit = "per unit of max(1, |x|_inf)" if res.relative else "absolute"
+    lines = [f"distance of A and B on {where} (largest output difference, {unit}):",
+             f"  {res.lower:.6g} <= D <= {res.upper:.6g}  (upper bound by {res.upper_method}, "
+             f"certified={res.certified}, "
+             + ("converged" if res.converged else f"gap {res.upper - res.lower:.3g} > "
+                                                   f"{res.gap:.3g}") + ")",
+             _as_a_and_b(res.note)]
+    if res.point is not None:
+        lines.append(f"attained at x = {short_array(res.point, precision=6)} (exact difference "
+                     f"{res.lower:.6g})")
+    verdict = {True: "within", False: "beyond", None: "undecided against"}[res.within_tol]
+    lines.append(f"{verdict} tol {res.tol:g} x scale {res.scale:.4g} (the equivalence threshold)")
+    return emit(args, "\n".join(lines), res.to_dict())
+
+
+def _read_data(path: str) -> np.ndarray:
+    """The rows of a ``.npy`` array (never unpickled)."""
+    from .._errors import InputFileError  # start-up: loaded when the subcommand runs
+    try:
+        X = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise InputFileError(f"{path}: not a readable .npy array of numbers ({exc})") from None
+    if not isinstance(X, np.ndarray) or X.ndim != 2:
+        raise InputFileError(f"{path}: --data must hold one 2D array (n points x d inputs); "
+                             f"got {getattr(X, 'shape', type(X).__name__)}")
+    return X
+
+
+def _neurons(args) -> int:
+    from ..relu import neurons  # start-up: loaded when the subcommand runs
+    model = load_model(args.model, "relu")
+    X = _read_data(args.data) if args.data else None
+    res = neurons(model.params, args.domain, data=X, seed=args.seed, **_budget(args))
+    return emit(args, res.describe(), res.to_dict())
 
 
 def _symmetry_words(s) -> str:
@@ -239,15 +287,30 @@ def _ntk(args) -> int:
     return emit(args, text, rec)
 
 
-_ACTIONS = {"regions": _regions, "identify": _identify, "equiv": _equiv,
+_ACTIONS = {"regions": _regions, "identify": _identify, "equiv": _equiv, "distance": _distance,
+            "neurons": _neurons,
             "canonical": _canonical, "fiber": _fiber, "plot": _plot, "fundim": _fundim,
             "genericity": _genericity, "ntk": _ntk}
 
 
+_PAIRS = ("equiv", "distance")   # the actions that compare two networks
+
+
+def _gap(text: str) -> float:
+    """argparse type for ``--gap``: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0; got {text!r}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.action == "equiv" and not args.other:
-        args._parser.error("equiv needs two model files: relu equiv A B")
-    if args.action != "equiv" and args.other:
+    if args.action in _PAIRS and not args.other:
+        args._parser.error(f"{args.action} needs two model files: relu {args.action} A B")
+    if args.action not in _PAIRS and args.other:
         args._parser.error(f"{args.action} takes one model file; got a second: {args.other!r}")
     if args.action == "canonical" and args.out and \
             not args.out.endswith((".npz", ".safetensors", ".onnx")):
@@ -263,25 +326,31 @@ def register(sub) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=sorted(_ACTIONS))
     p.add_argument("model", help="model file (.npz, .safetensors, .onnx, .pt)")
-    p.add_argument("other", nargs="?", help="second model file (equiv)")
+    p.add_argument("other", nargs="?", help="second model file (equiv, distance)")
     p.add_argument("--domain", type=_domain, default=None,
                    help="whole (default), orthant, or box:LO,HI")
     p.add_argument("--method", choices=["auto", "regions", "milp"], default="auto",
-                   help="equiv: decision method (default auto)")
+                   help="equiv, distance: method (default auto)")
+    p.add_argument("--gap", type=_gap, default=None,
+                   help="distance: stop once upper - lower <= GAP (default tol x scale; 0 = "
+                        "the exact maximum)")
     p.add_argument("--tol", type=_tol, default=DEFAULT_TOL,
                    help="relative tolerance (default 1e-9; 0 = exact; 1e-5 for float32 weights)")
     p.add_argument("--show", type=nonnegative_int, default=20,
                    help="regions: how many to list")
     p.add_argument("--max-regions", metavar="N", type=positive_int, default=None,
-                   help="regions, equiv, plot: stop after N (joint) regions (default: no "
-                        "limit)")
+                   help="regions, equiv, distance, plot: stop after N (joint) regions "
+                        "(default: no limit)")
     p.add_argument("--time-limit", metavar="SECONDS", type=positive_float, default=None,
                    help="regions, equiv, plot: stop after this many seconds (default: no "
-                        "limit)")
+                        "limit; distance: 60)")
+    p.add_argument("--data", metavar="X.npy",
+                   help="neurons: data points (n x d, .npy); their bounding box is the domain "
+                        "unless --domain is given")
     p.add_argument("--points", metavar="N", type=positive_int, default=8,
                    help="ntk: how many random inputs (default 8)")
     p.add_argument("--seed", type=nonnegative_int, default=0,
-                   help="ntk: seed of the random inputs (default 0)")
+                   help="ntk, neurons: seed of the random inputs (default 0)")
     p.add_argument("--workers", metavar="N", type=positive_int, default=1,
                    help="regions: processes that enumerate (default 1; worth it from some "
                         "thousands of regions on)")

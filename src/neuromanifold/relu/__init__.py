@@ -12,10 +12,12 @@ from ._bottleneck.fiber import BottleneckFiber, FiberFamily, fiber
 from ._analysis.bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
 from ._bottleneck.canonical import BottleneckEquivalence, canonical_form, equivalent_bottleneck
 from ._core.domain import Domain, as_domain
+from ._compare.distance import Distance, distance
 from ._compare.equivalence import Equivalence, equivalent
 from ._analysis.flow import ReLUFlowResult, active_blocks, block_law, gradient_flow
 from ._analysis.fundim import FunctionalDimension, functional_dimension
 from ._analysis.genericity import Genericity, GenericityFailure, genericity
+from ._analysis.neurons import NeuronStatus, neurons
 from ._bottleneck.identifiability import HiddenHyperplane, Identifiability, identifiability
 from ._core.net import ReLUNet, check_params, forward
 from ._bottleneck.nonlocalizability import (NonlocalizableSearch, Nonlocalizability,
@@ -37,7 +39,8 @@ __all__ = [
     "regions", "Region", "Regions", "activation_pattern",
     "iter_regions", "RegionStream", "estimate_regions", "RegionEstimate", "warm_up",
     "bent_hyperplanes", "BentHyperplanes", "BentNeuron", "BentPiece",
-    "equivalent", "Equivalence", "functional_dimension", "FunctionalDimension",
+    "equivalent", "Equivalence", "distance", "Distance", "neurons", "NeuronStatus",
+    "functional_dimension", "FunctionalDimension",
     # one hidden layer on the orthant
     "weighted_arrangement", "WeightedArrangement", "ArrangementHyperplane",
     "arrangements_equal", "ArrangementComparison", "orthant_fiber", "OrthantFiber",

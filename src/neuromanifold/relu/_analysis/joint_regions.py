@@ -20,6 +20,7 @@ difference, the ground truth of :func:`neuromanifold.relu.equivalent` (its ``"re
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import time
 from typing import Any
@@ -41,7 +42,8 @@ from .._engine.cells import Engine, ExactNet, exact_forward, output_map, pow2_fl
 from .._engine.lp import MILP_FEAS, solve_lp, solve_milp
 from .._engine.milp import MILPBuilder, encode_network, homogenized_input
 
-__all__ = ["Equivalence", "Pair", "by_regions", "by_milp", "equivalent_by_regions"]
+__all__ = ["Equivalence", "Pair", "by_regions", "by_milp", "equivalent_by_regions", "Best",
+           "sup_by_regions", "sup_by_milp"]
 
 _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
@@ -448,20 +450,9 @@ def by_milp(pair: Pair, dom: Domain, budget: Budget,
              time_limit: float | None = None) -> Equivalence | None:
     """The MILP method on the homogenized networks; ``None`` when inconclusive (or when
     ``time_limit`` seconds, or the budget's time, ran out)."""
-    t_end = None if time_limit is None else time.monotonic() + time_limit
-    if budget.deadline is not None:
-        t_end = budget.deadline if t_end is None else min(t_end, budget.deadline)
+    t_end = _milp_deadline(budget, time_limit)
     m = pair.m
-    B = MILPBuilder()
-    ys, s_var = homogenized_input(B, dom)
-    out_p, err_p = _encode_net(B, pair.fp, ys, s_var)
-    out_q, err_q = _encode_net(B, pair.fq, ys, s_var)
-    A, ubs, lbv, ubv, integer = B.problem()
-    out_lo, out_hi = B.bounds(np.vstack([B.widen(out_p), B.widen(out_q)]), pad=False)
-    out_scale = max(1.0, float(np.max(np.abs(out_lo))), float(np.max(np.abs(out_hi))))
-    # below this the MILP's answer is solver noise: its tolerances can move each output
-    # by up to err_p + err_q
-    noise = max(4 * MILP_FEAS * out_scale, 2.0 * float(np.max(err_p + err_q)))
+    B, diff, (A, ubs, lbv, ubv, integer), ys, s_var, noise = _milp_encoding(pair, dom)
     base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
     # The objective is the difference of two networks that nearly agree: its optimum is of
     # the size of the threshold (1e-9 relative), far below the solver's reduced-cost
@@ -469,7 +460,6 @@ def by_milp(pair: Pair, dom: Domain, budget: Budget,
     # difference far out (at s = 0) was bounded by 0. Scaling the objective by K puts the
     # threshold at 1e-2, well above that tolerance; values are divided by K again.
     K = max(1.0, _OBJ_TARGET / max(pair.thr, noise, 1e-300))
-    diff = B.widen(out_p) - B.widen(out_q)
     # HiGHS reports nothing while it solves: a bar over the 2 m programs says how far it is
     bar = (progress_bar(total=2 * m, desc=f"{budget.what}: MILPs (one per output and sign)",
                         unit="MILP", leave=False) if budget.progress else None)
@@ -479,6 +469,28 @@ def by_milp(pair: Pair, dom: Domain, budget: Budget,
     finally:
         if bar is not None:
             bar.close()
+
+
+def _milp_deadline(budget: Budget, time_limit: float | None) -> float | None:
+    t_end = None if time_limit is None else time.monotonic() + time_limit
+    if budget.deadline is not None:
+        t_end = budget.deadline if t_end is None else min(t_end, budget.deadline)
+    return t_end
+
+
+def _milp_encoding(pair: Pair, dom: Domain):
+    """Both homogenized networks in one MILP: the builder, the output differences, the
+    problem's arrays, the input variables, and the noise (how far the solver's
+    tolerances can move a difference; below it the MILP's answer is solver noise)."""
+    B = MILPBuilder()
+    ys, s_var = homogenized_input(B, dom)
+    out_p, err_p = _encode_net(B, pair.fp, ys, s_var)
+    out_q, err_q = _encode_net(B, pair.fq, ys, s_var)
+    problem = B.problem()
+    out_lo, out_hi = B.bounds(np.vstack([B.widen(out_p), B.widen(out_q)]), pad=False)
+    out_scale = max(1.0, float(np.max(np.abs(out_lo))), float(np.max(np.abs(out_hi))))
+    noise = max(4 * MILP_FEAS * out_scale, 2.0 * float(np.max(err_p + err_q)))
+    return B, B.widen(out_p) - B.widen(out_q), problem, ys, s_var, noise
 
 
 def _milp_programs(pair, dom, B, diff, A, ubs, lbv, ubv, integer, ys, s_var, m, K, base,
@@ -531,6 +543,105 @@ def _milp_points(u: np.ndarray, ys: list[int], s_var: int, dom: Domain):
     s = float(u[s_var])
     for t in ([s] if s > 1e-9 else []) + [10.0 ** -k for k in range(1, 16)]:
         yield clip(y / t, dom)
+
+
+# -- the supremum of the difference (the distance of two networks) -------------------------
+
+class Best:
+    """The largest exact relative difference found so far (balanced units, per unit of
+    ``max(1, ||x||_inf)``) and the float input in the domain where it is attained."""
+
+    def __init__(self, pair: Pair):
+        self.pair, self.value, self.point = pair, _ZERO, None
+
+    def offer(self, x) -> None:
+        """Evaluate ``x`` (a float input, inside the domain) exactly; keep it if larger."""
+        x = np.asarray(x, float)
+        if not np.all(np.isfinite(x)):
+            return
+        diff, norm = self.pair.relative(x)
+        if self.point is None or diff / norm > self.value:
+            self.value, self.point = diff / norm, x
+
+
+def sup_by_regions(pair: Pair, dom: Domain, budget: Budget, best: Best, *,
+                   gap: flint.fmpq) -> flint.fmpq:
+    """An exact upper bound on ``sup_x max_o |f_p(x)_o - f_q(x)_o| / max(1, ||x||_inf)``
+    over the domain (balanced units) by the joint regions, raising ``best`` along the way.
+
+    Per joint region, output and sign: nothing when the box bound of the difference map
+    cannot exceed ``best`` (it cannot raise the supremum above what is attained); else the
+    homogenized LP (its maximizer offered to ``best``, its exact duality bound kept); at
+    the end each region whose bound still exceeds ``best + gap`` is solved by the exact
+    simplex (its exact maximum replaces the bound; a rounding of its maximizer is
+    offered). The bound returned is the largest kept, and at least ``best.value``."""
+    d, m = pair.d, pair.m
+    open_: list = []   # (bound, cell, hom, h)
+    for cell in budget.cells([pair.bp, pair.bq], dom):
+        Fp, Fq = output_map(cell, 0, pair.bp), output_map(cell, 1, pair.bq)
+        if Fp == Fq:
+            continue
+        Dq = Fp - Fq
+        hom = None
+        for o in range(m):
+            row = [Dq[o, k] for k in range(d + 1)]
+            for sign in (1, -1):
+                h = [sign * v for v in row]
+                box = sum((abs(v) for v in h[:d]), _ZERO) + max(h[d], _ZERO)
+                if box <= best.value:
+                    continue
+                if hom is None:
+                    hom = _Hom(cell, d)
+                with budget.guard(stage="the maximum of a difference"):
+                    val, pt, bound = _cell_sup(hom, h, d, budget.engine)
+                if val is not None and to_fmpq(val) > best.value:
+                    for x in _lp_candidates(pt, cell, dom, d):
+                        best.offer(x)
+                    best.offer(cell.center_f)
+                if min(bound, box) > best.value:
+                    open_.append((min(bound, box), cell, hom, h))
+    upper = best.value
+    for bound, cell, hom, h in sorted(open_, key=lambda t: -t[0]):
+        if bound <= best.value + gap:
+            upper = max(upper, bound)
+            continue
+        budget.check_time(stage="the exact maxima")
+        val, v = _exact_sup(hom, h, d)
+        if val is None:   # pragma: no cover - the exact simplex of a non-empty cell
+            upper = max(upper, bound)
+            continue
+        for xq in itertools.islice(_exact_candidates(v, d), 4):
+            best.offer(clip(np.array([to_float(t) for t in xq]), dom))
+        upper = max(upper, val)
+    return max(upper, best.value)
+
+
+def sup_by_milp(pair: Pair, dom: Domain, budget: Budget, best: Best,
+                time_limit: float | None = None) -> tuple[float | None, int]:
+    """An upper bound on the same supremum from one MILP per output and sign (HiGHS's
+    floating-point dual bound plus the noise its tolerances allow: not exact), raising
+    ``best`` with the MILPs' incumbents. The time is shared evenly among the programs
+    left; a program stopped by the clock still gives its proven dual bound. Returns the
+    bound (``None`` when a program gave none) and how many programs reached their optimum."""
+    t_end = _milp_deadline(budget, time_limit)
+    B, diff, (A, ubs, lbv, ubv, integer), ys, s_var, noise = _milp_encoding(pair, dom)
+    K = max(1.0, _OBJ_TARGET / max(to_float(best.value), noise, 1e-300))
+    upper, solved, total = 0.0, 0, 2 * pair.m
+    for k in range(total):
+        o, sign = k // 2, (1.0, -1.0)[k % 2]
+        share = None if t_end is None else (t_end - time.monotonic()) / (total - k)
+        if share is not None and share <= 0:
+            return None, solved
+        res = solve_milp(-sign * K * diff[o], A, ubs, lbv, ubv, integer, time_limit=share)
+        if res.status not in ("optimal", "time_limit"):
+            return None, solved
+        solved += res.status == "optimal"
+        upper = max(upper, -res.dual_bound / K)
+        if res.x is not None:
+            upper = max(upper, -res.fun / K)
+            for x in _milp_points(res.x, ys, s_var, dom):
+                best.offer(x)
+    return upper + noise, solved
 
 
 def equivalent_by_regions(p: Any, q: Any, domain: Any = None, *, tol: float) -> Equivalence:

@@ -63,7 +63,8 @@ import flint
 import numpy as np
 
 from ..._errors import ComputationLimitError, NeuromanifoldError
-from ..._tolerance import DEFAULT_TOL, check_tol, function_distance_bound, path_norm_scale
+from ..._tolerance import (DEFAULT_TOL, check_tol, function_distance_bound, path_norm_scale,
+                           telescoping_bound)
 from ..._validation import as_seed_rng, check_bool, check_choice
 from ...exact import fmpq_to_fraction, to_fmpq
 from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions,
@@ -162,7 +163,7 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     if res is not None:
         return res
     budget.check_time(stage="the sampled and symmetry checks")
-    expected = _expected_joint_regions(pair, dom, rng)
+    expected = expected_joint_regions(pair, dom, rng)
     why = "sampling found no difference above tol"
     if expected <= _REGIONS_FIRST:
         out = by_regions(pair, dom, budget)
@@ -185,12 +186,12 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     return dataclasses.replace(out, num_milps=2 * pair.m, note=f"{why}; {out.note}")
 
 
-def _expected_joint_regions(pair: Pair, dom: Domain, rng) -> float:
+def expected_joint_regions(pair: Pair, dom: Domain, rng) -> float:
     """A rough count of the joint regions (distinct joint activation patterns at random
     points, Chao1-corrected as in :func:`~neuromanifold.relu.estimate_regions`), to order
     the expensive methods; a few milliseconds."""
     from collections import Counter
-    X = _sample_points(dom, pair.d, rng, _NUM_ESTIMATE)
+    X = sample_points(dom, pair.d, rng, _NUM_ESTIMATE)
     pats = []
     for net in (pair.fp, pair.fq):
         H = X
@@ -210,7 +211,7 @@ def _expected_joint_regions(pair: Pair, dom: Domain, rng) -> float:
 
 # -- sampled check -------------------------------------------------------------------------
 
-def _sample_points(dom: Domain, d: int, rng: np.random.Generator, n: int) -> np.ndarray:
+def sample_points(dom: Domain, d: int, rng: np.random.Generator, n: int) -> np.ndarray:
     if dom.kind == "box":
         return dom.lower + (dom.upper - dom.lower) * rng.random((n, d))
     # homogeneous sampling x = y / s, the measure of the relative difference; a quarter of
@@ -226,7 +227,7 @@ def _sample_points(dom: Domain, d: int, rng: np.random.Generator, n: int) -> np.
 def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
     """Evaluate both (balanced) networks on sample points; confirm the largest relative
     differences exactly. ``None`` when no sample confirms a difference."""
-    X = _sample_points(dom, pair.d, rng, _NUM_SAMPLES)
+    X = sample_points(dom, pair.d, rng, _NUM_SAMPLES)
     with np.errstate(all="ignore"):
         diff = np.abs(forward_unchecked(pair.fp, X) - forward_unchecked(pair.fq, X)).max(axis=1)
         rel = diff / np.maximum(1.0, np.abs(X).max(axis=1))
@@ -276,7 +277,7 @@ def match_hidden_neurons(p: list, q: list) -> tuple[list, list] | None:
     products. Returns the per-layer ``(perm, scales)`` (q's neuron i ~ scales[i] times p's
     neuron perm[i]) and the image of p (floats), or ``None`` when no positive match exists.
     Nothing is decided here: the caller certifies."""
-    from scipy.optimize import linear_sum_assignment  # start-up: scipy.optimize is slow to import
+    from scipy.optimize import linear_sum_assignment  # start-up: a slow import
     perm_prev, s_prev = None, None
     image, found = [], []
     for l, ((Wp, bp), (Wq, bq)) in enumerate(zip(p, q)):
@@ -349,14 +350,47 @@ def _by_symmetry(pair: Pair, dom: Domain) -> Equivalence | None:
     ``sum_l |M^q_L| ... |M^q_{l+1}| |M^q_l - M^p'_l| |M^p'_{l-1}| ... |M^p'_1|`` (augmented
     layer matrices; ReLU is 1-Lipschitz). ``None`` unless a matching exists and
     ``B <= tol * scale`` (with tol = 0: ``B = 0``, an exact symmetry)."""
-    from scipy.optimize import linear_sum_assignment
-
     bp, bq = pair.bp, pair.bq
     if bp.widths != bq.widths:
         return None
     L = bp.num_layers
-    perm_prev = list(range(pair.d))
-    s_prev = [_ONE] * pair.d
+    image = _exact_image(bp, bq, pair.d)
+    if image is None:
+        return None
+    Wn, bn, found = image
+    # the bound, from the exact differences rounded to floats (telescoping_bound's margin
+    # covers that rounding)
+    B = telescoping_bound(
+        [_abs_floats(W, b) for W, b in zip(Wn, bn)],
+        [(np.abs(W), np.abs(b)) for W, b in bq.params],
+        [_abs_floats(bq.Wq[l] - Wn[l], [u - v for u, v in zip(bq.bq[l], bn[l])])
+         for l in range(L)])
+    if not B <= pair.thr:
+        return None
+    base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
+    sym = []
+    for l, (perm, s) in enumerate(found):
+        # named transformations of the networks as given (the balancing powers of two undone)
+        sym.append(Permutation(l + 1, tuple(perm)))
+        sym.append(Scaling(l + 1, tuple(
+            math.ldexp(to_float(s[i]), bq.exps[l][i] - bp.exps[l][perm[i]]) for i in range(len(perm)))))
+    out = equivalence_result(pair, dom, equivalent=True, max_difference=B / base, method="symmetry",
+                  certified=True,
+                  note="q is a permutation and positive rescaling of p's hidden neurons up to "
+                       f"a parameter difference that moves the function by at most "
+                       f"{B / base:.3g} relative (Lipschitz bound in the parameters)")
+    return dataclasses.replace(out, symmetry=tuple(sym))
+
+
+def _exact_image(bp: ExactNet, bq: ExactNet, d: int):
+    """The exactly equivalent copy of p matched onto q (layer by layer, an assignment on
+    the max-normalized incoming rows, the scales rounded to rationals): its layers
+    ``Wn, bn`` (exact) and the per-layer ``(perm, scales)``; ``None`` when some neuron has
+    no match within 1e-6."""
+    from scipy.optimize import linear_sum_assignment  # start-up: a slow import
+    L = bp.num_layers
+    perm_prev = list(range(d))
+    s_prev = [_ONE] * d
     Wn, bn = [], []  # p' exactly
     found = []
     for l in range(L):
@@ -395,58 +429,7 @@ def _by_symmetry(pair: Pair, dom: Domain) -> Equivalence | None:
         bn.append(b2)
         found.append((perm, s))
         perm_prev, s_prev = perm, s
-    # the bound, in floats: nonnegative matrices, so float rounding only loses a relative
-    # n * 2**-53 per product, covered by the factor (1 + 1e-9)
-    def aug(W, b, exact):
-        n, m_in = (W.nrows(), W.ncols()) if exact else W.shape
-        M = np.zeros((n + 1, m_in + 1))
-        if exact:
-            M[:n, :m_in] = [[abs(to_float(W[i, k])) for k in range(m_in)] for i in range(n)]
-            M[:n, m_in] = [abs(to_float(v)) for v in b]
-        else:
-            M[:n, :m_in], M[:n, m_in] = np.abs(W), np.abs(b)
-        M[n, m_in] = 1.0
-        return M
-
-    Mq = [aug(W, b, False) for W, b in bq.params]
-    Mp = [aug(W, b, True) for W, b in zip(Wn, bn)]
-    D = []
-    for l in range(L):
-        W, b = Wn[l], bn[l]
-        Wq_, bq_ = bq.Wq[l], bq.bq[l]
-        n, m_in = W.nrows(), W.ncols()
-        Dl = np.zeros((n + 1, m_in + 1))
-        for i in range(n):
-            for k in range(m_in):
-                Dl[i, k] = abs(to_float(Wq_[i, k] - W[i, k]))
-            Dl[i, m_in] = abs(to_float(bq_[i] - b[i]))
-        D.append(Dl)
-    total = None
-    for l in range(L):
-        right = np.eye(pair.d + 1)  # |M^p'_{l-1}| ... |M^p'_1|
-        for k in range(l):
-            right = Mp[k] @ right
-        left = np.eye(D[l].shape[0])   # |M^q_L| ... |M^q_{l+1}|
-        for k in range(l + 1, L):
-            left = Mq[k] @ left
-        term = left @ D[l] @ right
-        total = term if total is None else total + term
-    B = float(total[:-1].sum(axis=1).max()) * (1.0 + 1e-9)
-    if not B <= pair.thr:
-        return None
-    base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
-    sym = []
-    for l, (perm, s) in enumerate(found):
-        # named transformations of the networks as given (the balancing powers of two undone)
-        sym.append(Permutation(l + 1, tuple(perm)))
-        sym.append(Scaling(l + 1, tuple(
-            math.ldexp(to_float(s[i]), bq.exps[l][i] - bp.exps[l][perm[i]]) for i in range(len(perm)))))
-    out = equivalence_result(pair, dom, equivalent=True, max_difference=B / base, method="symmetry",
-                  certified=True,
-                  note="q is a permutation and positive rescaling of p's hidden neurons up to "
-                       f"a parameter difference that moves the function by at most "
-                       f"{B / base:.3g} relative (Lipschitz bound in the parameters)")
-    return dataclasses.replace(out, symmetry=tuple(sym))
+    return Wn, bn, found
 
 
 # -- a reduced form: dead, constant and parallel neurons merged away ----------------------
@@ -541,37 +524,24 @@ def _reduce(net: ExactNet, tol: float):
     return params, delta
 
 
+def _abs_floats(W, b) -> tuple[np.ndarray, np.ndarray]:
+    """``(|W|, |b|)`` of exact entries (an ``fmpq_mat`` or a list of rows of ``fmpq``, and
+    a list of ``fmpq``), rounded to floats."""
+    rows = [[W[i, k] for k in range(W.ncols())] for i in range(W.nrows())] \
+        if isinstance(W, flint.fmpq_mat) else W
+    Wf = np.array([[abs(to_float(v)) for v in row] for row in rows], dtype=float)
+    return Wf.reshape(len(rows), -1), np.array([abs(to_float(v)) for v in b], dtype=float)
+
+
 def _difference_bound(Wa, ba, Wb, bb) -> float:
     """The bound of :func:`neuromanifold._tolerance.function_distance_bound` for two exact
     networks of the same widths (lists of fmpq), with the differences taken exactly."""
-    def aug(W, bias, fn):
-        n, m = len(W), len(W[0]) if W else 0
-        M = np.zeros((n + 1, m + 1))
-        for i in range(n):
-            for k in range(m):
-                M[i, k] = fn(W[i][k])
-            M[i, m] = fn(bias[i])
-        return M
-
-    absf = lambda v: abs(to_float(v))  # noqa: E731
     L = len(Wa)
-    Ma = [aug(Wa[l], ba[l], absf) for l in range(L)]
-    Mb = [aug(Wb[l], bb[l], absf) for l in range(L)]
-    for M in Ma + Mb:
-        M[-1, -1] = 1.0
-    D = [aug([[x - y for x, y in zip(ra, rb)] for ra, rb in zip(Wa[l], Wb[l])],
-             [x - y for x, y in zip(ba[l], bb[l])], absf) for l in range(L)]
-    total = None
-    for l in range(L):
-        right = np.eye(Ma[0].shape[1])
-        for k in range(l):
-            right = Ma[k] @ right
-        left = np.eye(D[l].shape[0])
-        for k in range(l + 1, L):
-            left = Mb[k] @ left
-        term = left @ D[l] @ right
-        total = term if total is None else total + term
-    return float(total[:-1].sum(axis=1).max()) * (1.0 + 1e-9)
+    return telescoping_bound(
+        [_abs_floats(Wa[l], ba[l]) for l in range(L)],
+        [_abs_floats(Wb[l], bb[l]) for l in range(L)],
+        [_abs_floats([[x - y for x, y in zip(ra, rb)] for ra, rb in zip(Wa[l], Wb[l])],
+                     [x - y for x, y in zip(ba[l], bb[l])]) for l in range(L)])
 
 
 def _by_reduction(pair: Pair, dom: Domain) -> Equivalence | None:

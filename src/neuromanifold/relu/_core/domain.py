@@ -72,6 +72,27 @@ class Domain(Result):
         return cls("box", d, np.vstack([np.eye(d), -np.eye(d)]), np.concatenate([hi, -lo]),
                    lo, hi)
 
+    @classmethod
+    def from_data(cls, X: Any, *, min_width: float = 1e-9) -> "Domain":
+        """The bounding box of the rows of ``X`` (an array of shape ``(n, dim)``).
+
+        A domain is full-dimensional, so a coordinate that is constant on the data (a
+        border pixel that is always 0) gets the width ``min_width * max(1, |value|)``
+        above its value: the box then contains every data point, and what is proved on
+        it holds on the data.
+        """
+        X = as_finite_array(X, "data", ndim=2, error=DomainError)
+        if X.shape[0] == 0 or X.shape[1] == 0:
+            raise DomainError(f"data must have at least one row and one column; got shape "
+                              f"{X.shape}")
+        if not (isinstance(min_width, (int, float)) and 0 < min_width < 1):
+            raise DomainError(f"min_width must be a number in (0, 1); got "
+                              f"{short_repr(min_width)}")
+        lo, hi = X.min(axis=0), X.max(axis=0)
+        flat = hi <= lo
+        hi = np.where(flat, lo + min_width * np.maximum(1.0, np.abs(lo)), hi)
+        return cls.box(lo, hi)
+
     @property
     def is_bounded(self) -> bool:
         """Whether the domain is bounded (a box)."""

@@ -179,7 +179,9 @@ def solve_lp(c, A_ub, b_ub, A_eq=None, b_eq=None, lb=None, ub=None,
 @dataclasses.dataclass
 class MILPSolution:
     """Outcome of :func:`solve_milp`: ``status`` (``"optimal"``, ``"infeasible"``,
-    ``"target"``: stopped at a solution reaching ``objective_target``, or ``"error"``),
+    ``"target"``: stopped at a solution reaching ``objective_target``, ``"time_limit"``:
+    stopped by the clock with a finite proven bound, the incumbent ``x`` if there is one,
+    or ``"error"``),
     the solution ``x``, its objective
     ``fun`` and the solver's proven bound ``dual_bound`` on the optimum (of the
     minimization; ``fun`` when not reported)."""
@@ -258,6 +260,14 @@ def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None,
     elif (objective_target is not None and status == h.HighsModelStatus.kObjectiveTarget
           and info.primal_solution_status == 2):
         kind = "target"
+    elif status == h.HighsModelStatus.kTimeLimit and np.isfinite(
+            float(getattr(info, "mip_dual_bound", np.inf))):
+        # stopped by the clock: the proven bound still holds (and the incumbent, if any)
+        bound = float(info.mip_dual_bound)
+        if info.primal_solution_status != 2:
+            return MILPSolution("time_limit", None, None, bound)
+        x = np.asarray(solver.getSolution().col_value, dtype=float)
+        return MILPSolution("time_limit", x, float(info.objective_function_value), bound)
     else:
         return MILPSolution("error")
     x = np.asarray(solver.getSolution().col_value, dtype=float)

@@ -1,0 +1,222 @@
+"""What each hidden neuron does on a domain: dead, linear (always active), hidden or
+visible, each proved, never counted on samples.
+
+Two routes, both certified where they decide:
+
+* ``"regions"``: the exact region engine (:func:`~neuromanifold.relu.bent_hyperplanes`):
+  a neuron is ``"dead"`` (inactive on every region), ``"linear"`` (active on every
+  region), ``"hidden"`` (it switches, but no piece of its bent hyperplane bends the
+  function) or ``"visible"``.
+* ``"bounds"``, for networks of trained size: interval arithmetic over the box, with the
+  float rounding of every layer bounded (a neuron whose pre-activation has upper bound
+  ``<= 0`` is dead on the domain, lower bound ``>= 0`` linear), and points of the domain
+  (a sample, and the user's data) whose float forward pass carries a rigorous error
+  bound: a pre-activation certified ``> 0`` at one point and ``< 0`` at another makes the
+  neuron ``"switching"`` (it is neither dead nor linear; whether it is hidden or visible
+  only the region engine says). A neuron neither bound nor witness decides is
+  ``"undecided"``, with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..._errors import ComputationLimitError, InputError
+from ..._results import Result
+from ..._validation import as_finite_array, as_seed_rng, check_choice, check_positive_int
+from .._core.domain import Domain, as_domain
+from .._core.net import check_params
+from .bent import bent_hyperplanes
+from .regions import estimate_regions
+
+__all__ = ["NeuronStatus", "neurons"]
+
+_METHODS = ("auto", "regions", "bounds")
+#: ``method="auto"`` runs the region engine when at most this many regions are expected
+_REGIONS_FIRST = 5_000
+_U = 2.0 ** -53
+#: the statuses, in the order they are listed
+STATUSES = ("dead", "linear", "hidden", "visible", "switching", "undecided")
+
+
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
+class NeuronStatus(Result):
+    """What every hidden neuron does on a domain (see the module docs).
+
+    Attributes:
+        status: one tuple per hidden layer, one status per neuron: ``"dead"``,
+            ``"linear"`` (active on the whole domain), ``"hidden"``, ``"visible"``,
+            ``"switching"`` (takes both signs; hidden or visible not decided) or
+            ``"undecided"``.
+        method: ``"regions"`` (exact region engine) or ``"bounds"``.
+        certified: every status but ``"undecided"`` is proved (always True: undecided
+            neurons are named as such).
+        num_points: domain points whose certified signs were used (``"bounds"``).
+        domain: the domain.
+        note: how it was decided, and why any neuron is undecided.
+    """
+
+    status: tuple
+    method: str
+    certified: bool
+    num_points: int
+    domain: Domain
+    note: str
+
+    def indices(self, status: str) -> list[list[int]]:
+        """Per hidden layer, the neurons (0-based) with ``status``."""
+        check_choice(status, "status", STATUSES)
+        return [[i for i, s in enumerate(layer) if s == status] for layer in self.status]
+
+    def counts(self) -> list[dict[str, int]]:
+        """Per hidden layer, how many neurons have each status (zeros left out)."""
+        return [{s: n for s in STATUSES if (n := sum(v == s for v in layer))}
+                for layer in self.status]
+
+    def describe(self) -> str:
+        """A few lines for people: per layer the counts and the dead neurons."""
+        lines = [f"hidden neurons on the domain ({self.method}, certified):"]
+        for l, (layer, count) in enumerate(zip(self.status, self.counts()), start=1):
+            parts = ", ".join(f"{n} {s}" for s, n in count.items())
+            dead = [i for i, s in enumerate(layer) if s == "dead"]
+            shown = ", ".join(map(str, dead[:12])) + (", ..." if len(dead) > 12 else "")
+            lines.append(f"  layer {l} ({len(layer)} neurons): {parts}"
+                         + (f"; dead: {shown}" if dead else ""))
+        return "\n".join(lines + [self.note])
+
+
+def _gamma(k: int) -> float:
+    """The relative error bound of a k-term float dot product, with a margin."""
+    return 1.01 * k * _U / (1 - k * _U)
+
+
+def _box_bounds(params: list, dom: Domain) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per hidden layer, rigorous bounds ``[lo, hi]`` of every pre-activation over the box
+    (interval arithmetic, each layer's float rounding bounded)."""
+    lo, hi = np.asarray(dom.lower, float), np.asarray(dom.upper, float)
+    out = []
+    for W, b in params[:-1]:
+        Wp, Wn = np.maximum(W, 0), np.minimum(W, 0)
+        zlo, zhi = Wp @ lo + Wn @ hi + b, Wp @ hi + Wn @ lo + b
+        slack = _gamma(W.shape[1] + 1) * (np.abs(W) @ np.maximum(np.abs(lo), np.abs(hi))
+                                          + np.abs(b))
+        zlo, zhi = zlo - slack, zhi + slack
+        out.append((zlo, zhi))
+        lo, hi = np.maximum(zlo, 0), np.maximum(zhi, 0)
+    return out
+
+
+def _certified_signs(params: list, X: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per hidden layer, which neurons are certified ``> 0`` at some row of ``X`` and which
+    certified ``< 0``: the float forward pass with a running bound on its error (each
+    dot product's rounding, carried through the 1-Lipschitz ReLUs)."""
+    H, E = X, np.zeros_like(X)
+    out = []
+    for W, b in params[:-1]:
+        A = np.abs(W)
+        Z = H @ W.T + b
+        err = E @ A.T + _gamma(W.shape[1] + 1) * (np.abs(H) @ A.T + np.abs(b))
+        err *= 1 + 1e-10   # the rounding of the bound itself
+        out.append((np.any(Z - err > 0, axis=0), np.any(Z + err < 0, axis=0)))
+        H, E = np.maximum(Z, 0), err
+    return out
+
+
+def _points(dom: Domain, d: int, rng, n: int, data: np.ndarray | None) -> np.ndarray:
+    if dom.kind == "box":
+        X = dom.lower + (dom.upper - dom.lower) * rng.random((n, d))
+    else:
+        X = rng.standard_normal((n, d)) * np.exp(rng.uniform(-2, 4, (n, 1)))
+        X = np.abs(X) if dom.kind == "orthant" else X
+    if data is not None:
+        inside = dom.contains(data)
+        X = np.vstack([data[inside], X])
+    return X
+
+
+def neurons(params: Any, domain: Any = None, *, data: Any = None, method: str = "auto",
+            num_samples: int = 4096, seed: Any = 0, max_regions: int | None = None,
+            time_limit: float | None = None) -> NeuronStatus:
+    """What every hidden neuron does on the domain, each status proved (module docs).
+
+    Args:
+        params: the network (a list of ``(W, b)``, a loaded model, a fitted MLP, ...).
+        domain: ``None`` (R^d), ``"orthant"``, a ``(lower, upper)`` box or a Domain; with
+            ``data`` and no domain, the data's bounding box (:meth:`Domain.from_data`).
+        data: points of the domain (an array ``(n, d)``) used as witnesses, next to a
+            sample of the domain.
+        method: ``"auto"`` (the region engine when at most 5,000 regions are expected,
+            else ``"bounds"``), ``"regions"`` or ``"bounds"``.
+        num_samples: random points of the domain used as witnesses (``"bounds"``).
+        seed: seed of those points.
+        max_regions, time_limit: the region engine's budget; when it ends, ``"auto"``
+            answers by ``"bounds"`` (the note says so), ``"regions"`` raises.
+
+    Returns:
+        A :class:`NeuronStatus`.
+
+    >>> p = [(np.array([[1.0], [-1.0]]), np.array([0.0, -5.0])), (np.ones((1, 2)), np.zeros(1))]
+    >>> neurons(p, (-1.0, 1.0)).status       # the second is negative on [-1, 1]
+    (('visible', 'dead'),)
+    """
+    P = check_params(params)
+    check_choice(method, "method", _METHODS)
+    num_samples = check_positive_int(num_samples, "num_samples", InputError, maximum=10**7)
+    d = P[0][0].shape[1]
+    X = None if data is None else as_finite_array(data, "data", ndim=2)
+    if X is not None and X.shape[1] != d:
+        raise InputError(f"data must have {d} columns (the input dimension); got shape "
+                         f"{X.shape}")
+    dom = Domain.from_data(X) if domain is None and X is not None else as_domain(domain, d)
+    note = ""
+    if method != "bounds" and len(P) > 1:
+        expected = estimate_regions(P, dom, num_samples=2000, seed=seed).estimate \
+            if method == "auto" else 0
+        if method == "regions" or expected <= _REGIONS_FIRST:
+            try:
+                B = bent_hyperplanes(P, dom, max_regions=max_regions, time_limit=time_limit)
+            except ComputationLimitError as err:
+                if method == "regions":
+                    raise
+                note = f"the region engine stopped ({err}); "
+            else:
+                status = tuple(tuple(n.status for n in B.neurons if n.layer == l + 1)
+                               for l in range(len(P) - 1))
+                return NeuronStatus(status=status, method="regions", certified=True,
+                                    num_points=0, domain=dom,
+                                    note=f"exact, over {B.regions.num_regions} linear regions")
+        else:
+            note = f"about {expected:.0f} regions expected: bounds; "
+    return _by_bounds(P, dom, X, as_seed_rng(seed), num_samples, note)
+
+
+def _by_bounds(P, dom, X, rng, num_samples, note) -> NeuronStatus:
+    d = P[0][0].shape[1]
+    pts = _points(dom, d, rng, num_samples, X)
+    signs = _certified_signs(P, pts)
+    bounds = _box_bounds(P, dom) if dom.kind == "box" else None
+    status, undecided = [], 0
+    for l, (pos, neg) in enumerate(signs):
+        layer = []
+        for j in range(len(pos)):
+            if bounds is not None and bounds[l][1][j] <= 0:
+                layer.append("dead")
+            elif bounds is not None and bounds[l][0][j] >= 0:
+                layer.append("linear")
+            elif pos[j] and neg[j]:
+                layer.append("switching")
+            else:
+                layer.append("undecided")
+                undecided += 1
+        status.append(tuple(layer))
+    why = ("" if not undecided else
+           f"; {undecided} undecided: no bound proves them dead or linear and no point "
+           f"shows both signs (method='regions' decides them exactly, at the cost of "
+           f"enumerating the regions)")
+    return NeuronStatus(status=tuple(status), method="bounds", certified=True,
+                        num_points=int(pts.shape[0]), domain=dom,
+                        note=note + f"interval bounds over the domain and certified signs at "
+                                    f"{pts.shape[0]} points" + why)

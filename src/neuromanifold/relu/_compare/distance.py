@@ -1,0 +1,300 @@
+"""The distance between two ReLU networks: the largest difference of their outputs over a
+domain, as a certified interval.
+
+``distance(p, q, domain)`` bounds
+
+    ``D = sup_x max_o |f_p(x)_o - f_q(x)_o|``              on a box (absolute), and
+    ``D = sup_x max_o |f_p(x)_o - f_q(x)_o| / max(1, ||x||_inf)``   on R^d or the orthant
+
+(on an unbounded domain the difference of two different networks grows linearly, so it is
+measured per unit of ``max(1, ||x||_inf)``, as in the tolerance contract) from both sides:
+
+* ``lower``: the exact difference at ``point``, an input of the domain, found by sampling
+  (uniform and over several scales), the maximizers of the LPs or MILPs below and the
+  exact simplex; re-evaluated in exact rational arithmetic at the returned float point.
+* ``upper``: proven by
+  - ``"regions"``: the joint regions of both networks (the exact region engine), on each an
+    LP with an exact duality bound, and the exact simplex where that bound is weaker than
+    ``lower + gap``: an exact bound (``certified=True``);
+  - ``"milp"``: one mixed-integer program per output and sign (HiGHS, big-M constants from
+    interval and LP bounds), whose floating-point dual bound plus the drift its
+    feasibility tolerances allow is reported with ``certified=False``;
+  - ``"parameter_bound"`` / ``"interval"`` when the budget ends first: the bound of
+    :func:`neuromanifold._tolerance.function_distance_bound` (two networks of one
+    architecture) or interval arithmetic over the box (``certified=True``, with a margin
+    for float rounding), whichever is smaller.
+
+A box is mapped onto ``[-1, 1]^d`` by composing the first layer with the affine map, in
+exact arithmetic; there ``max(1, ||z||_inf) = 1``, so the region engine's homogenized
+supremum is the absolute one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import flint
+import numpy as np
+
+from ..._errors import ComputationLimitError, InputError, short_repr
+from ..._results import Result
+from ..._tolerance import DEFAULT_TOL, check_tol, function_distance_bound
+from ..._validation import as_seed_rng, check_bool, check_choice
+from ...exact import to_fmpq
+from .._analysis.joint_regions import Best, Pair, sup_by_milp, sup_by_regions
+from .._core.domain import Domain, as_domain
+from .._core.net import check_params, exact_params, forward_unchecked
+from .._core.numbers import pow2, to_float
+from .._engine.budget import Budget
+from .equivalence import expected_joint_regions, sample_points
+
+__all__ = ["Distance", "distance"]
+
+_METHODS = ("auto", "regions", "milp")
+#: ``method="auto"`` runs the region engine when at most this many joint regions are
+#: expected, else the MILP
+_REGIONS_FIRST = 20_000
+_NUM_SAMPLES = 4096
+
+
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
+class Distance(Result):
+    """The distance of two ReLU networks on a domain, as an interval (see the module docs).
+
+    Attributes:
+        lower: the exact difference at ``point`` (rounded down): ``D >= lower``.
+        upper: a bound with ``D <= upper`` (rounded up), proven by ``upper_method``.
+        point: the input of the domain where ``lower`` is attained.
+        relative: True on an unbounded domain (the values are per unit of
+            ``max(1, ||x||_inf)``), False on a box (absolute output differences).
+        upper_method: ``"regions"``, ``"milp"``, ``"parameter_bound"`` or ``"interval"``.
+        certified: ``upper`` is proven (exact arithmetic, or float bounds with a margin
+            for their rounding); False for the MILP's floating-point bound.
+        gap: the width asked for: the search stops once ``upper - lower <= gap``.
+        converged: whether it did (else the budget ended first; ``note`` says where).
+        scale: the larger path norm of the two networks (``tol * scale`` is the
+            equivalence threshold of :func:`~neuromanifold.relu.equivalent`).
+        tol: the relative tolerance; ``within_tol`` compares ``upper`` with it.
+        num_regions: joint regions enumerated (``None`` when the engine did not run).
+        num_lps, num_milps: LPs and MILPs solved.
+        domain: the domain.
+        note: how the bounds were found, in words.
+    """
+
+    lower: float
+    upper: float
+    point: np.ndarray | None
+    relative: bool
+    upper_method: str
+    certified: bool
+    gap: float
+    converged: bool
+    scale: float
+    tol: float
+    num_regions: int | None
+    num_lps: int
+    num_milps: int
+    domain: Domain
+    note: str
+
+    @property
+    def within_tol(self) -> bool | None:
+        """True when ``upper <= tol * scale`` (the networks are equivalent up to ``tol``),
+        False when ``lower`` exceeds it, None when the interval straddles it."""
+        thr = self.tol * self.scale
+        if self.upper <= thr:
+            return True
+        return False if self.lower > thr else None
+
+
+def _unit_box(dom: Domain) -> tuple[Any, Domain, Any]:
+    """The map taking a network to the network on ``[-1, 1]^d`` (its first layer composed
+    with the affine map of ``[-1, 1]^d`` onto the box, in exact rationals), the unit box,
+    and the map ``z -> x`` (floats, clipped to the box)."""
+    lo, hi = np.asarray(dom.lower, float), np.asarray(dom.upper, float)
+    c = [(to_fmpq(a) + to_fmpq(b)) / 2 for a, b in zip(lo, hi)]
+    r = [(to_fmpq(b) - to_fmpq(a)) / 2 for a, b in zip(lo, hi)]
+
+    def rows(W) -> list:
+        return [[W[i, k] for k in range(W.ncols())] for i in range(W.nrows())]
+
+    def compose(exact):
+        (W, b), rest = exact[0], exact[1:]
+        W = rows(W)
+        W1 = [[w * rk for w, rk in zip(row, r)] for row in W]
+        b1 = [bi + sum((w * ck for w, ck in zip(row, c)), flint.fmpq(0))
+              for row, bi in zip(W, b)]
+        return [(np.array(W1, dtype=object), np.array(b1, dtype=object))] + [
+            (np.array(rows(Wl), dtype=object), np.array(bl, dtype=object))
+            for Wl, bl in rest]
+
+    d = lo.size
+    unit = Domain.box(-np.ones(d), np.ones(d))
+    center, half = (lo + hi) / 2, (hi - lo) / 2
+    return compose, unit, (lambda z: np.clip(center + half * np.asarray(z, float), lo, hi))
+
+
+def _interval_bound(p: list, q: list, dom: Domain) -> float:
+    """Interval arithmetic over the box: ``max_o`` of the widest difference of the two
+    networks' output intervals, with a margin for float rounding."""
+    def interval(params):
+        lo, hi = np.asarray(dom.lower, float), np.asarray(dom.upper, float)
+        for l, (W, b) in enumerate(params):
+            Wp, Wn = np.maximum(W, 0), np.minimum(W, 0)
+            lo, hi = Wp @ lo + Wn @ hi + b, Wp @ hi + Wn @ lo + b
+            if l < len(params) - 1:
+                lo, hi = np.maximum(lo, 0), np.maximum(hi, 0)
+        return lo, hi
+
+    with np.errstate(all="ignore"):
+        lp, hp = interval(p)
+        lq, hq = interval(q)
+        width = float(np.max(np.maximum(hp - lq, hq - lp)))
+    return width * (1 + 1e-9) + 1e-300 if np.isfinite(width) else math.inf
+
+
+def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
+             gap: Any = None, method: str = "auto", seed: Any = 0,
+             time_limit: float | None = 60.0, max_regions: int | None = None,
+             progress: bool = False) -> Distance:
+    """The largest output difference of two ReLU networks on a domain, as a certified
+    interval ``[lower, upper]`` (see the module docs for what is measured and how).
+
+    Args:
+        p, q: parameters (lists of ``(W, b)``, a loaded model, a fitted MLP, ...) with the
+            same input and output dimensions.
+        domain: ``None`` (all of R^d), ``"orthant"``, a ``(lower, upper)`` box or a Domain.
+        tol: the relative tolerance of :func:`~neuromanifold.relu.equivalent`; the result's
+            ``within_tol`` says whether the networks are equivalent up to it.
+        gap: stop once ``upper - lower <= gap`` (in the units of the result); default
+            ``tol * scale``, the resolution of the tolerance contract; ``0`` asks for the
+            exact supremum (the region engine).
+        method: ``"auto"`` (the region engine when few joint regions are expected, else the
+            MILP), ``"regions"`` or ``"milp"``.
+        seed: seed of the sampling (int, None or a numpy Generator).
+        time_limit, max_regions: the budget of the whole call (default 60 s; ``None``: no
+            limit); when it ends, the interval found so far is returned with
+            ``converged=False`` and the reason in ``note`` (the upper bound is then the
+            MILPs' dual bound or the parameter or interval bound, whichever is smaller).
+        progress: a progress bar on stderr.
+
+    Returns:
+        A :class:`Distance`.
+
+    >>> one = [(np.array([[1.0]]), np.zeros(1)), (np.array([[1.0]]), np.zeros(1))]
+    >>> shifted = [(np.array([[1.0]]), np.array([0.5])), (np.array([[1.0]]), np.zeros(1))]
+    >>> r = distance(one, shifted, (-1.0, 1.0))
+    >>> r.lower, r.upper, r.upper_method, r.certified
+    (0.5, 0.5, 'regions', True)
+    """
+    tol = check_tol(tol)
+    progress = check_bool(progress, "progress")
+    check_choice(method, "method", _METHODS)
+    rng = as_seed_rng(seed)
+    fp, fq = check_params(p), check_params(q)
+    pair0 = Pair(p, q, tol)          # the networks as given: exact values, checked shapes
+    dom = as_domain(domain, pair0.d)
+    gap = _check_gap(gap, tol * pair0.scale)
+    budget = Budget("distance", pair0.d, max_regions=max_regions, time_limit=time_limit,
+                    progress=progress, unit="joint region")
+    # bounds from the parameters alone, the answer when the budget ends first
+    same = [W.shape for W, _ in fp] == [W.shape for W, _ in fq]
+    fallback = (function_distance_bound(fp, fq) if same else math.inf, "parameter_bound")
+    if dom.kind == "box":
+        compose, work_dom, to_x = _unit_box(dom)
+        pair = Pair(compose(exact_params(p)), compose(exact_params(q)), tol)
+        # |f_p(x) - f_q(x)| <= bound * max(1, |x|_inf) and |x|_inf <= R on the box
+        reach = max(1.0, float(np.max(np.abs(np.r_[dom.lower, dom.upper]))))
+        fallback = min((fallback[0] * reach, fallback[1]),
+                       (_interval_bound(fp, fq, dom), "interval"))
+    else:
+        pair, work_dom, to_x = pair0, dom, (lambda z: np.asarray(z, float))
+    unit = math.ldexp(1.0, pair.E)   # balanced outputs are the outputs / 2**E
+    best = Best(pair)
+    _sample(pair, work_dom, rng, best)
+    gap_q = to_fmpq(gap / unit)
+    num_regions, upper, how, note = None, None, None, ""
+    chosen = method
+    if method == "auto":
+        expected = expected_joint_regions(pair, work_dom, rng)
+        chosen = "regions" if expected <= _REGIONS_FIRST else "milp"
+        note = f"about {expected:.0f} joint regions expected: {chosen}; "
+    try:
+        if chosen == "regions":
+            up_q = sup_by_regions(pair, work_dom, budget, best, gap=gap_q) * pow2(pair.E)
+            upper, how, certified = to_float(up_q), "regions", True
+            if to_fmpq(upper) < up_q:   # rounded outward
+                upper = math.nextafter(upper, math.inf)
+            num_regions = budget.num_regions
+            note += f"the exact maximum over {num_regions} joint regions"
+        else:
+            up, solved = sup_by_milp(pair, work_dom, budget, best,
+                                     time_limit=budget.remaining())
+            if up is not None:
+                upper, how, certified = up * unit, "milp", False
+                note += (f"the MILPs' floating-point dual bound plus the drift the solver's "
+                         f"tolerances allow (not exact); {solved} of {2 * pair.m} MILPs "
+                         f"reached their optimum, the others stopped at their time share")
+            else:
+                note += "a MILP stopped with no bound (time limit)"
+    except ComputationLimitError as err:
+        num_regions = err.num_regions if chosen == "regions" else None
+        note += f"stopped: {err}"
+    point = to_x(best.point) if best.point is not None else None
+    lower, lower_q = _exact_lower(pair0, point, relative=dom.kind != "box")
+    if upper is None or fallback[0] < upper:
+        if upper is None or how == "milp":
+            upper, how, certified = fallback[0], fallback[1], math.isfinite(fallback[0])
+            note += f"; upper bound from {how.replace('_', ' ')}"
+    if how == "regions":   # exact endpoints: compare them before rounding outward
+        converged = up_q - lower_q <= to_fmpq(gap)
+    else:
+        converged = upper - lower <= gap
+    upper = max(upper, lower)
+    return Distance(lower=lower, upper=upper, point=point, relative=dom.kind != "box",
+                    upper_method=how, certified=bool(certified), gap=gap,
+                    converged=bool(converged), scale=float(pair0.scale), tol=tol,
+                    num_regions=num_regions, num_lps=budget.num_lps,
+                    num_milps=2 * pair.m if how == "milp" else 0, domain=dom,
+                    note=note + ("" if converged else
+                                 f"; not converged: upper - lower = {upper - lower:.3g} > "
+                                 f"gap {gap:.3g}"))
+
+
+def _check_gap(gap: Any, default: float) -> float:
+    if gap is None:
+        return float(default)
+    if isinstance(gap, (bool, np.bool_)) or not isinstance(
+            gap, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(float(gap)) or float(gap) < 0:
+        raise InputError(f"gap must be a finite number >= 0 (in the units of the "
+                         f"distance); got {short_repr(gap)}")
+    return float(gap)
+
+
+def _sample(pair: Pair, dom: Domain, rng: np.random.Generator, best: Best) -> None:
+    """Offer the largest float differences over a sample of the domain (uniform, and the
+    box's vertices) to ``best``, evaluated exactly."""
+    X = sample_points(dom, pair.d, rng, _NUM_SAMPLES)
+    if dom.kind == "box":
+        V = np.where(rng.random((_NUM_SAMPLES // 4, pair.d)) < 0.5, dom.lower, dom.upper)
+        X = np.vstack([X, V])
+    with np.errstate(all="ignore"):
+        diff = np.abs(forward_unchecked(pair.fp, X) - forward_unchecked(pair.fq, X)).max(axis=1)
+        weight = np.maximum(1.0, np.abs(X).max(axis=1))
+    rel = np.where(np.isfinite(diff), diff / weight, -np.inf)
+    for i in np.argsort(-rel)[:8]:
+        best.offer(X[i])
+
+
+def _exact_lower(pair: Pair, x: np.ndarray | None, *, relative: bool) -> tuple:
+    """The exact difference of the networks as given at ``x`` (per unit of
+    ``max(1, ||x||_inf)`` when ``relative``): rounded down, and exactly."""
+    if x is None:
+        return 0.0, flint.fmpq(0)
+    diff, norm = pair.relative(x)
+    value = (diff / norm if relative else diff) * pow2(pair.E)
+    f = to_float(value)
+    return (max(0.0, math.nextafter(f, -math.inf)) if to_fmpq(f) > value else f), value

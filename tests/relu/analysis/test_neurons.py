@@ -1,0 +1,69 @@
+"""Neurons on a domain: the certified bounds route against the exact region engine, planted
+dead and always-active neurons at trained sizes, data as the domain, and bad input."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from neuromanifold import DomainError, InputError
+from neuromanifold.relu import Domain, ReLUNet, bent_hyperplanes, neurons
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 4, 3, 1], [3, 5, 4, 2],
+                                                            [2, 3, 3, 3, 1]]),
+       domain=st.sampled_from([None, (-1.0, 1.0), (0.0, 0.5), "orthant"]),
+       shift=st.sampled_from([0.0, -2.0, 2.0]))
+def test_bounds_never_contradict_the_exact_engine(seed, widths, domain, shift):
+    p = ReLUNet(widths).random_params(seed)
+    p = [(W, b + shift) if l == 1 else (W, b) for l, (W, b) in enumerate(p)]
+    fast = neurons(p, domain, method="bounds", num_samples=500)
+    exact = neurons(p, domain, method="regions")
+    assert exact.method == "regions" and fast.method == "bounds"
+    for f_layer, e_layer in zip(fast.status, exact.status):
+        for f, e in zip(f_layer, e_layer):
+            if f in ("dead", "linear"):
+                assert e == f, (f, e)
+            elif f == "switching":
+                assert e in ("hidden", "visible"), (f, e)
+    assert exact.status == tuple(tuple(n.status for n in bent_hyperplanes(p, domain).neurons
+                                       if n.layer == l + 1) for l in range(len(widths) - 2))
+
+
+def test_planted_dead_and_linear_neurons_at_a_trained_size():
+    rng = np.random.default_rng(0)
+    p = ReLUNet([64, 32, 16, 10]).random_params(1)
+    W1, b1 = p[0]
+    b1 = b1.copy()
+    b1[[3, 7]] = -100.0                       # never active on [0, 1]^64
+    b1[5] = 100.0                             # always active
+    p[0] = (W1, b1)
+    X = rng.random((300, 64))
+    r = neurons(p, data=X)
+    assert r.method == "bounds" and r.domain.kind == "box"
+    assert r.indices("dead")[0] == [3, 7] and r.indices("linear")[0] == [5]
+    assert sum(r.counts()[0].values()) == 32
+    assert "dead: 3, 7" in r.describe()
+
+
+def test_from_data_widens_constant_coordinates():
+    X = np.array([[0.0, 1.0], [0.0, 3.0]])
+    dom = Domain.from_data(X)
+    assert np.all(dom.contains(X)) and dom.lower[1] == 1.0 and dom.upper[1] == 3.0
+    assert 0.0 < dom.upper[0] <= 1e-9
+    with pytest.raises(DomainError, match="at least one row"):
+        Domain.from_data(np.zeros((0, 2)))
+    with pytest.raises(DomainError, match="finite"):
+        Domain.from_data([[np.nan, 1.0]])
+
+
+def test_bad_input_and_round_trip():
+    p = ReLUNet([2, 3, 1]).random_params(0)
+    with pytest.raises(InputError, match="2 columns"):
+        neurons(p, data=np.zeros((4, 3)))
+    with pytest.raises(InputError, match="method"):
+        neurons(p, method="sampled")
+    r = neurons(p, (-1.0, 1.0))
+    assert type(r).from_dict(r.to_dict()).to_dict() == r.to_dict()
+    with pytest.raises(InputError, match="status"):
+        r.indices("alive")
