@@ -45,17 +45,18 @@ ROOMS: dict[str, tuple[tuple[tuple[str, str], ...], ...]] = {
     "neuromanifold.relu": (
         (("neuromanifold.relu", "the public facade: the names of `neuromanifold.relu`"),),
         (("neuromanifold.relu.symmetries", "the public facade of the named symmetries"),),
-        (("neuromanifold.relu._compare", "deciding equivalence: sampling, symmetry "
-                                         "matching, reduction, the bottleneck fast path, "
-                                         "then the exact engine"),),
+        (("neuromanifold.relu._compare", "comparing two networks: equivalence (sampling, "
+                                         "weight matching, reduction, the bottleneck fast "
+                                         "path, then the exact engine) and distance"),),
         (("neuromanifold.relu._bottleneck", "the three-layer theory: shape, symmetries, "
                                             "canonical form, identifiability, fibers, "
                                             "symmetry search, non-localizability"),),
         (("neuromanifold.relu._orthant", "one hidden layer on the orthant: weighted "
                                          "arrangements and their fibers"),),
         (("neuromanifold.relu._analysis", "ground-truth analyses on the engine: regions, "
-                                          "bent hyperplanes, joint regions of two networks, "
-                                          "functional dimension, genericity, flows, plots"),),
+                                          "bent hyperplanes, neurons on a domain, joint "
+                                          "regions of two networks, functional dimension, "
+                                          "genericity, flows, plots"),),
         (("neuromanifold.relu._engine", "the exact region engine: cells, compiled float "
                                         "kernels, LP, MILP encoding, workers, budgets"),),
         (("neuromanifold.relu._core", "networks, domains, the one exact and the one float "

@@ -70,6 +70,7 @@ def build_results():
     out.append(relu.distance(p, q, (-1.0, 1.0)))
     out.append(relu.neurons(p, (-1.0, 1.0)))
     out.append(relu.neurons(p, (-1.0, 1.0), method="bounds"))
+    out.append(relu.reduce(p, (-1.0, 1.0)))
     out.append(relu.functional_dimension(p))
     out.append(relu.weighted_arrangement(p))
     out.append(relu.arrangements_equal(p, p))

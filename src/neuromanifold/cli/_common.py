@@ -57,6 +57,8 @@ def positive_int(text: str) -> int:
 def writable_path(text: str) -> str:
     """An argparse type: a file path whose folder exists and is writable, checked before
     any computation so that no result is lost at the end."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a file path; got an empty string")
     folder = os.path.dirname(os.path.abspath(text))
     if os.path.isdir(text) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
         raise argparse.ArgumentTypeError(

@@ -10,6 +10,8 @@ PyTorch state_dict files), analysed exactly.
                     interval [lower, upper] with the input attaining lower
   neurons MODEL     per hidden layer, which neurons are dead, linear (always active), hidden
                     or visible on the domain (or on --data X.npy), each proved
+  reduce MODEL      a network with fewer neurons computing the same function on the domain
+                    (dead, duplicate, constant and linear-block neurons removed; --out FILE)
   canonical MODEL   one canonical representative of the network's fiber (written with --out)
   fiber MODEL       the whole fiber of a generic bottleneck network, as semi-algebraic families
   plot MODEL        the linear regions and bent hyperplanes of a network on R^2, as a figure
@@ -172,6 +174,29 @@ def _neurons(args) -> int:
     return emit(args, res.describe(), res.to_dict())
 
 
+def _reduce(args) -> int:
+    from .. import io  # start-up: loaded when the subcommand runs
+    from ..relu import reduce  # start-up: loaded when the subcommand runs
+    model = load_model(args.model, "relu")
+    X = _read_data(args.data) if args.data else None
+    res = reduce(model.params, args.domain, tol=args.tol, data=X,
+                 time_limit=args.time_limit)
+    w = lambda ws: "-".join(map(str, ws))  # noqa: E731
+    lines = [f"reduced {w(res.widths_before)} -> {w(res.widths_after)} on "
+             f"{args.domain or ('the data box' if X is not None else 'R^d')} "
+             f"({len(res.moves)} move{'' if len(res.moves) == 1 else 's'}; the function kept "
+             + ("exactly" if res.exact else f"within {res.bound:.3g} per unit of "
+                                            f"max(1, |x|_inf), the float rounding included")
+             + ")"]
+    shown = list(res.moves[:12]) + ([f"... {len(res.moves) - 12} more (--json)"]
+                                    if len(res.moves) > 12 else [])
+    lines += ["  " + m for m in shown] + [res.note]
+    if args.out:
+        io.save(res.params, args.out)
+        lines.append(f"wrote {args.out}")
+    return emit(args, "\n".join(lines), res.to_dict())
+
+
 def _symmetry_words(s) -> str:
     """A named symmetry in a line: permutations as the neuron each one moves to, scalings
     as their factors (abbreviated past six), the rest by name."""
@@ -288,7 +313,7 @@ def _ntk(args) -> int:
 
 
 _ACTIONS = {"regions": _regions, "identify": _identify, "equiv": _equiv, "distance": _distance,
-            "neurons": _neurons,
+            "neurons": _neurons, "reduce": _reduce,
             "canonical": _canonical, "fiber": _fiber, "plot": _plot, "fundim": _fundim,
             "genericity": _genericity, "ntk": _ntk}
 
@@ -312,9 +337,9 @@ def run(args: argparse.Namespace) -> int:
         args._parser.error(f"{args.action} needs two model files: relu {args.action} A B")
     if args.action not in _PAIRS and args.other:
         args._parser.error(f"{args.action} takes one model file; got a second: {args.other!r}")
-    if args.action == "canonical" and args.out and \
+    if args.action in ("canonical", "reduce") and args.out and \
             not args.out.endswith((".npz", ".safetensors", ".onnx")):
-        args._parser.error("canonical --out must end in .npz, .safetensors or .onnx")
+        args._parser.error(f"{args.action} --out must end in .npz, .safetensors or .onnx")
     if args.action == "plot" and not args.out:
         args._parser.error("plot needs --out FILE.png")
     return _ACTIONS[args.action](args)
@@ -345,8 +370,8 @@ def register(sub) -> None:
                    help="regions, equiv, plot: stop after this many seconds (default: no "
                         "limit; distance: 60)")
     p.add_argument("--data", metavar="X.npy",
-                   help="neurons: data points (n x d, .npy); their bounding box is the domain "
-                        "unless --domain is given")
+                   help="neurons, reduce: data points (n x d, .npy); their bounding box is "
+                        "the domain unless --domain is given")
     p.add_argument("--points", metavar="N", type=positive_int, default=8,
                    help="ntk: how many random inputs (default 8)")
     p.add_argument("--seed", type=nonnegative_int, default=0,
@@ -355,7 +380,7 @@ def register(sub) -> None:
                    help="regions: processes that enumerate (default 1; worth it from some "
                         "thousands of regions on)")
     p.add_argument("--out", metavar="FILE", type=writable_path,
-                   help="plot: the figure (.png, .svg, .pdf); canonical: a model file "
-                        "(.npz, .safetensors, .onnx)")
+                   help="plot: the figure (.png, .svg, .pdf); canonical, reduce: a model "
+                        "file (.npz, .safetensors, .onnx)")
     add_common(p, seed=False)
     p.set_defaults(func=run, _parser=p)

@@ -18,6 +18,7 @@ from ._analysis.flow import ReLUFlowResult, active_blocks, block_law, gradient_f
 from ._analysis.fundim import FunctionalDimension, functional_dimension
 from ._analysis.genericity import Genericity, GenericityFailure, genericity
 from ._analysis.neurons import NeuronStatus, neurons
+from ._analysis.reduction import Reduction, reduce
 from ._bottleneck.identifiability import HiddenHyperplane, Identifiability, identifiability
 from ._core.net import ReLUNet, check_params, forward
 from ._bottleneck.nonlocalizability import (NonlocalizableSearch, Nonlocalizability,
@@ -40,6 +41,7 @@ __all__ = [
     "iter_regions", "RegionStream", "estimate_regions", "RegionEstimate", "warm_up",
     "bent_hyperplanes", "BentHyperplanes", "BentNeuron", "BentPiece",
     "equivalent", "Equivalence", "distance", "Distance", "neurons", "NeuronStatus",
+    "reduce", "Reduction",
     "functional_dimension", "FunctionalDimension",
     # one hidden layer on the orthant
     "weighted_arrangement", "WeightedArrangement", "ArrangementHyperplane",

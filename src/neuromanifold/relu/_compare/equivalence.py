@@ -67,6 +67,7 @@ from ..._tolerance import (DEFAULT_TOL, check_tol, function_distance_bound, path
                            telescoping_bound)
 from ..._validation import as_seed_rng, check_bool, check_choice
 from ...exact import fmpq_to_fraction, to_fmpq
+from .._analysis.reduction import abs_floats, fraction_params, reduce_exact
 from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions,
                                        equivalence_result)
 from .._bottleneck.canonical import equivalent_bottleneck
@@ -361,9 +362,9 @@ def _by_symmetry(pair: Pair, dom: Domain) -> Equivalence | None:
     # the bound, from the exact differences rounded to floats (telescoping_bound's margin
     # covers that rounding)
     B = telescoping_bound(
-        [_abs_floats(W, b) for W, b in zip(Wn, bn)],
+        [abs_floats(W, b) for W, b in zip(Wn, bn)],
         [(np.abs(W), np.abs(b)) for W, b in bq.params],
-        [_abs_floats(bq.Wq[l] - Wn[l], [u - v for u, v in zip(bq.bq[l], bn[l])])
+        [abs_floats(bq.Wq[l] - Wn[l], [u - v for u, v in zip(bq.bq[l], bn[l])])
          for l in range(L)])
     if not B <= pair.thr:
         return None
@@ -435,113 +436,14 @@ def _exact_image(bp: ExactNet, bq: ExactNet, d: int):
 # -- a reduced form: dead, constant and parallel neurons merged away ----------------------
 
 def _reduce(net: ExactNet, tol: float):
-    """A smaller network computing (up to a bounded difference) the same function.
-
-    First, with ``tol > 0``, every hidden neuron whose row ``(W_j, b_j)`` is, up to ``tol``
-    (max-norm of the rows scaled to max-abs 1), a positive multiple of an earlier neuron's
-    row of the same layer is moved onto that exact multiple; the effect on the function is
-    bounded as in :func:`_by_symmetry` (exact differences, float products with a margin).
-    Then, exactly and until nothing changes: a neuron with no outgoing weight is removed;
-    a neuron with a zero incoming row computes the constant ``relu(b_j)``, folded into the
-    next layer's biases; a neuron whose row is a positive multiple ``lam`` of another's
-    (``relu(lam z) = lam relu(z)``) is merged into it (its outgoing column times ``lam``
-    added to the other's).
-
-    Returns:
-        ``(params, delta)``: the reduced parameters as ``(W, b)`` lists of Fractions and an
-        absolute bound ``delta`` on ``|f_net(x) - f_reduced(x)| / max(1, ||x||_inf)``
-        (0.0 when only exact steps were taken); ``None`` when nothing can be removed or a
-        hidden layer would be left empty.
-    """
-    L = net.num_layers
-    W = [[[net.Wq[l][i, j] for j in range(net.Wq[l].ncols())] for i in range(net.Wq[l].nrows())]
-         for l in range(L)]
-    b = [list(net.bq[l]) for l in range(L)]
-    delta = 0.0
-    if tol > 0:
-        W0, b0 = [[list(r) for r in Wl] for Wl in W], [list(bl) for bl in b]
-        snapped = False
-        for l in range(L - 1):
-            rows = [W[l][j] + [b[l][j]] for j in range(len(W[l]))]
-            big = [max((abs(v) for v in r), default=_ZERO) for r in rows]
-            U = np.array([[to_float(v / m) if m != 0 else 0.0 for v in r]
-                          for r, m in zip(rows, big)]).reshape(len(rows), -1)
-            for j in range(len(rows)):
-                if big[j] == 0:
-                    continue
-                for i in range(j):
-                    if big[i] == 0 or not np.abs(U[j] - U[i]).max() <= tol:
-                        continue
-                    lam = big[j] / big[i]
-                    new = [lam * v for v in rows[i]]
-                    if new != rows[j]:
-                        W[l][j], b[l][j] = new[:-1], new[-1]
-                        snapped = True
-                    break
-        if snapped:
-            delta = _difference_bound(W0, b0, W, b)
-    changed, reduced = True, False
-    while changed:
-        changed = False
-        for l in range(L - 1):
-            drop: set = set()
-            keys: dict = {}
-            for j in range(len(W[l])):
-                if all(W[l + 1][k][j] == 0 for k in range(len(W[l + 1]))):
-                    drop.add(j)
-                    continue
-                if all(v == 0 for v in W[l][j]):
-                    if b[l][j] > 0:
-                        for k in range(len(W[l + 1])):
-                            b[l + 1][k] += W[l + 1][k][j] * b[l][j]
-                    drop.add(j)
-                    continue
-                row = W[l][j] + [b[l][j]]
-                piv = abs(next(v for v in row if v != 0))
-                key = tuple(v / piv for v in row)
-                i = keys.get(key)
-                if i is None:
-                    keys[key] = (j, piv)
-                    continue
-                i, piv_i = i
-                lam = piv / piv_i
-                for k in range(len(W[l + 1])):
-                    W[l + 1][k][i] += lam * W[l + 1][k][j]
-                drop.add(j)
-            if drop:
-                if len(drop) == len(W[l]):
-                    return None   # a constant function on every input: not this route
-                keep = [j for j in range(len(W[l])) if j not in drop]
-                W[l] = [W[l][j] for j in keep]
-                b[l] = [b[l][j] for j in keep]
-                W[l + 1] = [[r[j] for j in keep] for r in W[l + 1]]
-                changed = reduced = True
-    if not reduced:
+    """The exact reduction of :func:`~neuromanifold.relu.reduce` on all of R^d (no domain
+    statuses): ``(params, delta)``, the reduced parameters as ``(W, b)`` object arrays of
+    Fractions and the bound on the change made by snapping; ``None`` when nothing
+    reduces."""
+    W, b, moves, delta = reduce_exact(net.Wq, net.bq, tol)
+    if not moves:
         return None
-    params = [(np.array([[fmpq_to_fraction(v) for v in r] for r in Wl], dtype=object),
-               np.array([fmpq_to_fraction(v) for v in bl], dtype=object)) for Wl, bl in zip(W,
-                                                                                            b)]
-    return params, delta
-
-
-def _abs_floats(W, b) -> tuple[np.ndarray, np.ndarray]:
-    """``(|W|, |b|)`` of exact entries (an ``fmpq_mat`` or a list of rows of ``fmpq``, and
-    a list of ``fmpq``), rounded to floats."""
-    rows = [[W[i, k] for k in range(W.ncols())] for i in range(W.nrows())] \
-        if isinstance(W, flint.fmpq_mat) else W
-    Wf = np.array([[abs(to_float(v)) for v in row] for row in rows], dtype=float)
-    return Wf.reshape(len(rows), -1), np.array([abs(to_float(v)) for v in b], dtype=float)
-
-
-def _difference_bound(Wa, ba, Wb, bb) -> float:
-    """The bound of :func:`neuromanifold._tolerance.function_distance_bound` for two exact
-    networks of the same widths (lists of fmpq), with the differences taken exactly."""
-    L = len(Wa)
-    return telescoping_bound(
-        [_abs_floats(Wa[l], ba[l]) for l in range(L)],
-        [_abs_floats(Wb[l], bb[l]) for l in range(L)],
-        [_abs_floats([[x - y for x, y in zip(ra, rb)] for ra, rb in zip(Wa[l], Wb[l])],
-                     [x - y for x, y in zip(ba[l], bb[l])]) for l in range(L)])
+    return fraction_params(W, b), delta
 
 
 def _by_reduction(pair: Pair, dom: Domain) -> Equivalence | None:

@@ -1,0 +1,112 @@
+"""Lossless reduction: planted redundancy in every layer of 3- to 5-layer networks is
+removed and the reduced network is the same function by the exact engine; the bound and
+its rounding; trained-size networks; bad input."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from neuromanifold import InputError
+from neuromanifold.relu import ReLUNet, equivalent, reduce
+
+
+def _plant(p, rng, layer, kind):
+    """Add to hidden layer ``layer`` a redundant neuron of ``kind``."""
+    q = [(W.copy(), b.copy()) for W, b in p]
+    W, b = q[layer]
+    Wn, bn = q[layer + 1]
+    j = int(rng.integers(W.shape[0]))
+    if kind == "dead":          # never active on [-1, 1]^d (hidden layers: inputs >= 0)
+        row, bias = -np.abs(rng.standard_normal(W.shape[1])), -50.0 - 0.0
+        if layer == 0:
+            row, bias = rng.standard_normal(W.shape[1]), -50.0 * (1 + np.abs(W).sum())
+    elif kind == "duplicate":   # a positive multiple of neuron j
+        c = float(rng.choice([0.5, 2.0, 3.0]))
+        row, bias = c * W[j], c * b[j]
+    elif kind == "no_out":
+        row, bias = rng.standard_normal(W.shape[1]), rng.standard_normal()
+    else:                       # split: neuron j's outgoing weight shared with a copy
+        row, bias = W[j].copy(), b[j]
+    q[layer] = (np.vstack([W, row]), np.append(b, bias))
+    col = np.zeros((Wn.shape[0], 1)) if kind in ("dead", "no_out") else \
+        rng.standard_normal((Wn.shape[0], 1))
+    if kind == "split":
+        half = Wn[:, [j]] / 2
+        Wn = Wn.copy()
+        Wn[:, [j]] = half
+        col = half
+    if kind == "dead":
+        col = rng.standard_normal((Wn.shape[0], 1))
+    q[layer + 1] = (np.hstack([Wn, col]), bn)
+    return q
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10**6), depth=st.integers(3, 5),
+       kind=st.sampled_from(["dead", "duplicate", "no_out", "split"]), data=st.data())
+def test_planted_redundancy_is_removed_and_the_function_kept(seed, depth, kind, data):
+    rng = np.random.default_rng(seed)
+    widths = [2] + [3] * (depth - 1) + [1]
+    p = ReLUNet(widths).random_params(seed)
+    layer = data.draw(st.integers(0, depth - 2))
+    q = _plant(p, rng, layer, kind)
+    r = reduce(q, (-1.0, 1.0), tol=0)
+    assert sum(r.widths_after) < sum(r.widths_before)
+    assert sum(r.widths_after) <= sum(widths)             # every planted neuron went
+    assert r.moves and r.lossless and r.bound <= 1e-12 * r.scale
+    # the exact network is the same function; the float one within its rounding bound
+    exact = equivalent(q, r.exact_params, (-1.0, 1.0), tol=0, method="regions")
+    assert exact.equivalent, (r.moves, exact.note)
+    assert equivalent(q, r.params, (-1.0, 1.0), tol=max(r.bound / r.scale, 1e-15),
+                      method="regions").equivalent
+
+
+def test_linear_block_is_carried_by_a_basis():
+    """Three neurons always active on [0, 1]^2 whose rows span a plane: two carry them."""
+    W1 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, -1.0]])
+    b1 = np.array([1.0, 1.0, 2.0, 0.0])          # the first three: z >= 1 on [0, 1]^2
+    W2 = np.array([[1.0, 2.0, 3.0, 1.0], [0.5, -1.0, 1.0, 2.0]])
+    p = [(W1, b1), (W2, np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
+    r = reduce(p, (0.0, 1.0), tol=0)
+    assert r.widths_after == (2, 3, 2, 1) and r.lossless
+    assert any("linear block [0, 1, 2]" in m for m in r.moves)
+    assert equivalent(p, r.exact_params, (0.0, 1.0), tol=0, method="regions").equivalent
+    # outside the box the linear neurons switch: not the same function on R^2
+    assert not equivalent(p, r.exact_params, tol=0, method="regions").equivalent
+
+
+def test_trained_size_removes_certified_dead_neurons():
+    p = ReLUNet([64, 32, 16, 10]).random_params(0)
+    W1, b1 = p[0]
+    b1 = b1.copy()
+    b1[[1, 4, 9]] = -1e3
+    p[0] = (W1, b1)
+    r = reduce(p, (0.0, 1.0))
+    assert r.widths_after[1] == 29 and "dead neurons [1, 4, 9]" in r.moves[0]
+    assert r.exact and r.lossless and "bounds" in r.note
+
+
+def test_tol_snaps_near_multiples_with_a_bound():
+    p = ReLUNet([2, 3, 1]).random_params(0)
+    W, b = p[0]
+    q = [(np.vstack([W, 2 * W[0] + 1e-12]), np.append(b, 2 * b[0])),
+         (np.hstack([p[1][0], [[1.0]]]), p[1][1])]
+    assert reduce(q, tol=0).widths_after == (2, 4, 1)
+    r = reduce(q, tol=1e-9)
+    assert r.widths_after == (2, 3, 1) and 0 < r.snap_bound <= r.bound <= 1e-9 * r.scale
+    assert r.within_tol and not r.lossless
+
+
+def test_reduce_leaves_an_irreducible_network():
+    p = ReLUNet([2, 4, 1]).random_params(0)   # on R^2 no first-layer neuron is dead or linear
+    r = reduce(p, tol=0)
+    assert r.widths_after == r.widths_before and r.moves == () and r.exact
+    assert all(np.array_equal(W, V) for (W, _), (V, _) in zip(r.params, p))
+
+
+def test_bad_input_and_round_trip():
+    p = ReLUNet([2, 3, 1]).random_params(0)
+    with pytest.raises(InputError, match="tol"):
+        reduce(p, tol=-1)
+    r = reduce(p, (-1.0, 1.0))
+    assert type(r).from_dict(r.to_dict()).to_dict() == r.to_dict()
