@@ -120,6 +120,18 @@ def _write(report: dict) -> None:
         README.write_text(readme_with_summary(text, report))
 
 
+def _reruns(previous: dict, only: set, when: str) -> dict:
+    """When each benchmark not measured in the full run was rerun: the previous partial
+    reruns, less the benchmarks rerun now, plus these (``{when: [names]}``)."""
+    out: dict = {}
+    for earlier, names in previous.get("reruns", {}).items():
+        kept = [n for n in names if n not in only]
+        if kept:
+            out[earlier] = kept
+    out[when] = sorted(only)
+    return out
+
+
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="quick mode of every benchmark")
@@ -156,10 +168,12 @@ def main(argv=None) -> list[dict]:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     report = {"measured": stamp, "machine": machine, "quick": args.quick,
               "elapsed_s": time.time() - started, "rows": rows}
-    if only is not None:   # a partial rerun: the rest was measured in the previous run
+    if only is not None:   # a partial rerun: the rest was measured in earlier runs
         report.update(measured=previous["measured"], machine=previous["machine"],
                       elapsed_s=previous["elapsed_s"],
-                      rerun=f"{', '.join(sorted(only))} rerun {stamp} ({machine})")
+                      reruns=_reruns(previous, only, f"{stamp} ({machine})"))
+        report["rerun"] = "; ".join(f"{', '.join(names)} rerun {when}"
+                                    for when, names in report["reruns"].items())
     (HERE / "RESULTS.json").write_text(json.dumps(report, indent=2))
     if not args.quick:
         _write(report)
