@@ -273,6 +273,26 @@ def main(argv=None) -> list[dict]:
     print(f"functional_dimension {s4}: {note} ({r['seconds']:.1f} s)")
     rows.append(suite_row("relu functional_dimension (own process)", s4, r["seconds"], NONE,
                           None, peak_mb=r.get("rss_mb"), note=note))
+
+    # 8. the neurons of a digits classifier, proved on its data, and the reduction
+    from sklearn.datasets import load_digits
+    from sklearn.neural_network import MLPClassifier
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = MLPClassifier(hidden_layer_sizes=(128, 64), max_iter=200, random_state=SEED)
+        clf.fit(X, y)
+    t0 = time.perf_counter()
+    red = relu.reduce(clf, data=X)
+    t = time.perf_counter() - t0
+    w = "-".join(map(str, red.widths_before))
+    print(f"reduce digits {w}: -> {'-'.join(map(str, red.widths_after))} in {t:.2f} s")
+    rows.append(suite_row("relu reduce, trained digits classifier (its data's box)", w, t,
+                          NONE, None,
+                          note=f"{'-'.join(map(str, red.widths_before))} -> "
+                               f"{'-'.join(map(str, red.widths_after))}, exact={red.exact}; "
+                               + "; ".join(red.moves)[:200]))
     return rows
 
 

@@ -43,6 +43,12 @@ def test_bench_relu_regions_quick(capsys):
                         "not installed" in r["note"] for r in peer)
 
 
+def test_bench_distance_quick(capsys):
+    rows = load_benchmark("bench_distance").main(["--quick"])
+    own = [r for r in rows if "task" not in r]
+    assert own and all(r["lower"] <= r["upper"] and r["sampled"] <= r["upper"] for r in own)
+
+
 def test_every_ratio_in_the_table_is_measured_side_by_side():
     """A ratio divides by a baseline run on the same input in the same run: never by an
     extrapolation or a figure from another run (those rows report absolute numbers)."""

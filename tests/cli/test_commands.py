@@ -214,6 +214,7 @@ def wide_files(tmp_path_factory):
     ("relu", "distance", "b.npz", "b2.npz", "--domain", "box:-1,1"),
     ("relu", "neurons", "wide.npz", "--domain", "box:0,1"),
     ("relu", "reduce", "wide.npz", "--domain", "box:0,1"),
+    ("relu", "fingerprint", "b.npz", "b2.npz", "wide.npz"),
     ("relu", "fiber", "b.npz"), ("linear", "dimension", "--filters", "3,2,2", "--strides", "2,2"),
     ("linear", "ntk", "--filters", "3,2,2", "--strides", "2,2"),
     ("linear", "fiber", "--filters", "3,2", "--strides", "2"),

@@ -71,6 +71,8 @@ def build_results():
     out.append(relu.neurons(p, (-1.0, 1.0)))
     out.append(relu.neurons(p, (-1.0, 1.0), method="bounds"))
     out.append(relu.reduce(p, (-1.0, 1.0)))
+    out.append(relu.fingerprint(p))
+    out.append(relu.group_by_function([p, q]))
     out.append(relu.functional_dimension(p))
     out.append(relu.weighted_arrangement(p))
     out.append(relu.arrangements_equal(p, p))

@@ -12,6 +12,8 @@ PyTorch state_dict files), analysed exactly.
                     or visible on the domain (or on --data X.npy), each proved
   reduce MODEL      a network with fewer neurons computing the same function on the domain
                     (dead, duplicate, constant and linear-block neurons removed; --out FILE)
+  fingerprint FILE...  a short string per model, equal for networks related by the
+                    symmetries; the files grouped by the function they compute
   canonical MODEL   one canonical representative of the network's fiber (written with --out)
   fiber MODEL       the whole fiber of a generic bottleneck network, as semi-algebraic families
   plot MODEL        the linear regions and bent hyperplanes of a network on R^2, as a figure
@@ -106,7 +108,7 @@ def _regions_text(args, res, model) -> str:
 
 def _equiv(args) -> int:
     from ..relu import equivalent  # start-up: loaded when the subcommand runs
-    a, b = load_model(args.model, "relu"), load_model(args.other, "relu")
+    a, b = load_model(args.model, "relu"), load_model(args.other[0], "relu")
     res = equivalent(a.params, b.params, args.domain, method=args.method, tol=args.tol,
                      progress=True, **_budget(args))
     verdict = "EQUIVALENT" if res.equivalent else "NOT equivalent"
@@ -132,7 +134,7 @@ def _as_a_and_b(text: str) -> str:
 
 def _distance(args) -> int:
     from ..relu import distance  # start-up: loaded when the subcommand runs
-    a, b = load_model(args.model, "relu"), load_model(args.other, "relu")
+    a, b = load_model(args.model, "relu"), load_model(args.other[0], "relu")
     budget = _budget(args)
     budget["time_limit"] = budget["time_limit"] or 60.0   # the library's default budget
     res = distance(a.params, b.params, args.domain, tol=args.tol, gap=args.gap,
@@ -195,6 +197,27 @@ def _reduce(args) -> int:
         io.save(res.params, args.out)
         lines.append(f"wrote {args.out}")
     return emit(args, "\n".join(lines), res.to_dict())
+
+
+def _fingerprint(args) -> int:
+    from ..relu import fingerprint, group_by_function  # start-up: loaded when it runs
+    paths = [args.model] + list(args.other)
+    models = [load_model(path, "relu") for path in paths]
+    fps = [fingerprint(m.params, tol=args.tol) for m in models]
+    groups = group_by_function([m.params for m in models], tol=args.tol)
+    width = max(len(p) for p in paths)
+    lines = [f"{p:<{width}}  {fp.digest}" + ("" if fp.complete else "  (modulo permutation "
+                                                                      "and scaling)")
+             for p, fp in zip(paths, fps)]
+    lines.append(f"{len(groups.groups)} function(s) among {len(paths)} file(s) (every member "
+                 + ("proved equivalent to its group's first):" if groups.certified else
+                    "checked against its group's first; not every verdict certified):"))
+    for k, g in enumerate(groups.groups, start=1):
+        lines.append(f"  {k}. " + ", ".join(paths[i] for i in g))
+    data = {"files": paths, "fingerprints": [fp.to_dict() for fp in fps],
+            "groups": [[paths[i] for i in g] for g in groups.groups],
+            "certified": groups.certified}
+    return emit(args, "\n".join(lines), data)
 
 
 def _symmetry_words(s) -> str:
@@ -313,7 +336,7 @@ def _ntk(args) -> int:
 
 
 _ACTIONS = {"regions": _regions, "identify": _identify, "equiv": _equiv, "distance": _distance,
-            "neurons": _neurons, "reduce": _reduce,
+            "neurons": _neurons, "reduce": _reduce, "fingerprint": _fingerprint,
             "canonical": _canonical, "fiber": _fiber, "plot": _plot, "fundim": _fundim,
             "genericity": _genericity, "ntk": _ntk}
 
@@ -333,10 +356,10 @@ def _gap(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.action in _PAIRS and not args.other:
+    if args.action in _PAIRS and len(args.other) != 1:
         args._parser.error(f"{args.action} needs two model files: relu {args.action} A B")
-    if args.action not in _PAIRS and args.other:
-        args._parser.error(f"{args.action} takes one model file; got a second: {args.other!r}")
+    if args.action not in _PAIRS + ("fingerprint",) and args.other:
+        args._parser.error(f"{args.action} takes one model file; got more: {args.other!r}")
     if args.action in ("canonical", "reduce") and args.out and \
             not args.out.endswith((".npz", ".safetensors", ".onnx")):
         args._parser.error(f"{args.action} --out must end in .npz, .safetensors or .onnx")
@@ -351,7 +374,8 @@ def register(sub) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=sorted(_ACTIONS))
     p.add_argument("model", help="model file (.npz, .safetensors, .onnx, .pt)")
-    p.add_argument("other", nargs="?", help="second model file (equiv, distance)")
+    p.add_argument("other", nargs="*", help="second model file (equiv, distance); more "
+                                             "model files (fingerprint)")
     p.add_argument("--domain", type=_domain, default=None,
                    help="whole (default), orthant, or box:LO,HI")
     p.add_argument("--method", choices=["auto", "regions", "milp"], default="auto",

@@ -14,6 +14,7 @@ from ._bottleneck.canonical import BottleneckEquivalence, canonical_form, equiva
 from ._core.domain import Domain, as_domain
 from ._compare.distance import Distance, distance
 from ._compare.equivalence import Equivalence, equivalent
+from ._compare.fingerprint import Fingerprint, FunctionGroups, fingerprint, group_by_function
 from ._analysis.flow import ReLUFlowResult, active_blocks, block_law, gradient_flow
 from ._analysis.fundim import FunctionalDimension, functional_dimension
 from ._analysis.genericity import Genericity, GenericityFailure, genericity
@@ -41,7 +42,8 @@ __all__ = [
     "iter_regions", "RegionStream", "estimate_regions", "RegionEstimate", "warm_up",
     "bent_hyperplanes", "BentHyperplanes", "BentNeuron", "BentPiece",
     "equivalent", "Equivalence", "distance", "Distance", "neurons", "NeuronStatus",
-    "reduce", "Reduction",
+    "reduce", "Reduction", "fingerprint", "Fingerprint", "group_by_function",
+    "FunctionGroups",
     "functional_dimension", "FunctionalDimension",
     # one hidden layer on the orthant
     "weighted_arrangement", "WeightedArrangement", "ArrangementHyperplane",

@@ -1,0 +1,240 @@
+"""A functional fingerprint: a short string equal for networks related by the symmetries,
+and grouping of many networks by the function they compute.
+
+``fingerprint(p, tol=tol)`` normalizes the network to a representative of its orbit under
+permutations and positive rescalings of the hidden neurons, layer by layer: every hidden
+neuron's incoming row ``(W_j, b_j)`` is scaled to max-abs 1 (the factor pushed into the
+next layer), and the neurons are sorted by their quantized rows (the columns of a row are
+already in the previous layer's order). For a generic three-layer bottleneck network the
+canonical form of the whole theory is taken first (``complete=True``: every symmetry,
+hidden translations and flips too); otherwise only permutations and rescalings are
+quotiented out (``complete=False``).
+
+**The rule for float noise.** Every normalized value ``v`` (and, for the output layer,
+its scale) goes to the bucket ``round(v / tol)``, and the digest hashes the buckets. Two
+values in one bucket differ by less than ``tol``, so networks whose normalized weights
+differ by more than ``tol`` somewhere get different fingerprints. Two symmetric copies
+differ only by float rounding (about ``1e-16`` relative), far below ``tol``, and land in the
+same buckets unless a value lies within that rounding of a bucket edge: ``near_edge``
+says when some value is within ``EDGE * tol`` of one, and two neurons whose quantized
+rows coincide leave their order open (``tied``). :func:`group_by_function` compares such
+networks with :func:`~neuromanifold.relu.equivalent`, so that two equivalent networks near
+an edge are never split silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+from typing import Any
+
+import numpy as np
+
+from ..._errors import InputError, NeuromanifoldError, short_repr
+from ..._results import Result
+from ..._tolerance import DEFAULT_TOL, check_tol
+from .._bottleneck.canonical import canonical_form, fast_path_reason
+from .._core.net import check_params
+from .equivalence import equivalent
+
+__all__ = ["Fingerprint", "fingerprint", "FunctionGroups", "group_by_function"]
+
+#: a value within ``EDGE * tol`` of a bucket edge is near it (float rounding of a
+#: symmetric copy moves normalized values by about 1e-16, far less)
+EDGE = 1e-4
+
+
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
+class Fingerprint(Result):
+    """The fingerprint of a network (see the module docs).
+
+    Attributes:
+        digest: 16 hexadecimal characters; equal for networks related by the quotiented
+            symmetries (up to the rule for float noise).
+        complete: True when every symmetry of the theory was quotiented out (a generic
+            three-layer bottleneck network); False: permutations and rescalings only.
+        widths: the widths, part of the digest.
+        tol: the bucket width.
+        near_edge: some normalized value lies within ``EDGE * tol`` of a bucket edge.
+        tied: two neurons of a layer have the same quantized row (their order is open).
+        note: what was quotiented, in words.
+    """
+
+    digest: str
+    complete: bool
+    widths: tuple
+    tol: float
+    near_edge: bool
+    tied: bool
+    note: str
+
+    @property
+    def decisive(self) -> bool:
+        """Neither near an edge nor tied: an equivalent copy has the same digest."""
+        return not (self.near_edge or self.tied)
+
+    def __str__(self) -> str:
+        return self.digest
+
+
+def _buckets(values: np.ndarray, tol: float) -> tuple[np.ndarray, bool]:
+    scaled = values / tol
+    q = np.round(scaled)
+    near = bool(np.any(np.abs(np.abs(scaled - q) - 0.5) < EDGE))
+    return q.astype(np.int64) if np.all(np.abs(q) < 2 ** 62) else q, near
+
+
+def _normalized(params: list, tol: float):
+    """The orbit representative under permutations and positive rescalings, as bucket
+    arrays per layer, and whether it is near an edge or tied."""
+    near = tied = False
+    keys = []
+    carry = None   # the previous layer's scales and order, applied to this layer's columns
+    for l, (W, b) in enumerate(params):
+        W = np.array(W, dtype=float)
+        b = np.array(b, dtype=float)
+        if carry is not None:
+            order, scales = carry
+            W = W[:, order] * scales[None, :]
+        if l == len(params) - 1:
+            m = max(float(np.abs(W).max()), float(np.abs(b).max()))
+            if m == 0:
+                keys.append(("zero output",))
+                break
+            e, n1 = _buckets(np.array([math.log(m)]), tol)
+            q, n2 = _buckets(np.hstack([W.ravel(), b]) / m, tol)
+            keys.append((e.tolist(), q.tolist()))
+            near |= n1 or n2
+            break
+        R = np.hstack([W, b[:, None]])
+        s = np.abs(R).max(axis=1)
+        s = np.where(s > 0, s, 1.0)
+        q, n = _buckets(R / s[:, None], tol)
+        near |= n
+        order = sorted(range(len(q)), key=lambda j: tuple(q[j].tolist()))
+        tied |= any(np.array_equal(q[i], q[j]) for i, j in zip(order, order[1:]))
+        keys.append(q[order].tolist())
+        carry = (np.array(order), s[order])
+    return keys, near, tied
+
+
+def fingerprint(params: Any, *, tol: Any = DEFAULT_TOL) -> Fingerprint:
+    """A short string equal for networks related by the symmetries (module docs).
+
+    Args:
+        params: the network (a list of ``(W, b)``, a loaded model, a fitted MLP, ...).
+        tol: the bucket width of the normalized values (relative; ``0`` is refused: a
+            fingerprint of float weights needs buckets).
+
+    Returns:
+        A :class:`Fingerprint`.
+
+    >>> import neuromanifold as nm
+    >>> p = nm.ReLUNet([3, 4, 2]).random_params(seed=0)
+    >>> (W1, b1), (W2, b2) = p
+    >>> perm, c = [2, 0, 3, 1], np.array([0.3, 2.0, 1.7, 5.0])   # permuted, rescaled
+    >>> q = [(c[:, None] * W1[perm], c * b1[perm]), (W2[:, perm] / c, b2)]
+    >>> fingerprint(p).digest == fingerprint(q).digest
+    True
+    >>> fingerprint([(W1, b1 + 1e-6), (W2, b2)]).digest == fingerprint(p).digest
+    False
+    """
+    tol = check_tol(tol)
+    if tol == 0:
+        raise InputError("fingerprint needs tol > 0 (the bucket width of the normalized "
+                         "weights); got 0")
+    P = check_params(params)
+    widths = (P[0][0].shape[1],) + tuple(W.shape[0] for W, _ in P)
+    complete, how = False, "permutations and positive rescalings of the hidden neurons"
+    if len(P) == 3 and fast_path_reason(P) is None:
+        try:
+            P = canonical_form(P, tol=tol)
+            complete, how = True, "every symmetry (canonical form of a generic bottleneck)"
+        except NeuromanifoldError:
+            pass
+    keys, near, tied = _normalized(P, tol)
+    text = repr((widths, keys)).encode()
+    digest = hashlib.sha256(text).hexdigest()[:16]
+    return Fingerprint(digest=digest, complete=complete, widths=widths, tol=tol,
+                       near_edge=near, tied=tied,
+                       note=f"quotiented: {how}; buckets of width {tol:g}"
+                            + ("; a value near a bucket edge" if near else "")
+                            + ("; two neurons tied" if tied else ""))
+
+
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
+class FunctionGroups(Result):
+    """Networks grouped by the function they compute.
+
+    Attributes:
+        groups: tuples of indices into the networks given, one per function.
+        fingerprints: the digest of each network.
+        certified: every network of a group was proved equivalent to the group's first
+            by :func:`~neuromanifold.relu.equivalent` (``verify``, every verdict certified).
+        num_checks: the equivalence checks made.
+        note: how the groups were formed.
+    """
+
+    groups: tuple
+    fingerprints: tuple
+    certified: bool
+    num_checks: int
+    note: str
+
+
+def group_by_function(networks: Any, *, tol: Any = DEFAULT_TOL,
+                      verify: bool = True) -> FunctionGroups:
+    """Group networks by function: equal fingerprints first; a network whose fingerprint is
+    not decisive (near an edge or tied) is compared by :func:`equivalent` with the first
+    of every group of its widths before it founds a group of its own; with ``verify`` every
+    member is checked against its group's first (a certified verdict each).
+
+    Args:
+        networks: a sequence of networks (anything :func:`fingerprint` takes).
+        tol: the tolerance of the fingerprints and of the equivalence checks.
+        verify: check every member against its group's first (milliseconds each for
+            permuted and rescaled copies).
+
+    Returns:
+        A :class:`FunctionGroups`.
+    """
+    tol = check_tol(tol)
+    if isinstance(networks, (str, bytes, dict)) or not hasattr(networks, "__iter__"):
+        raise InputError(f"networks must be a sequence of networks (lists of (W, b), loaded "
+                         f"models, ...); got {short_repr(networks)}")
+    nets = list(networks)
+    fps = [fingerprint(p, tol=tol) for p in nets]
+    groups: list[list[int]] = []
+    by_digest: dict[str, int] = {}
+    checks = 0
+    certified, split = bool(verify), False
+    for i, fp in enumerate(fps):
+        g = by_digest.get(fp.digest)
+        if g is None and not fp.decisive:
+            for k, members in enumerate(groups):
+                if fps[members[0]].widths[0] == fp.widths[0] and \
+                        fps[members[0]].widths[-1] == fp.widths[-1]:
+                    checks += 1
+                    r = equivalent(nets[members[0]], nets[i], tol=tol)
+                    if r.equivalent:
+                        g, certified = k, certified and r.certified
+                        break
+        if g is not None and verify and by_digest.get(fp.digest) == g:
+            checks += 1
+            r = equivalent(nets[groups[g][0]], nets[i], tol=tol)
+            certified = certified and r.certified
+            if not r.equivalent:
+                g, split = None, True   # one fingerprint, two functions: kept apart
+        if g is None:
+            groups.append([i])
+            by_digest.setdefault(fp.digest, len(groups) - 1)
+        else:
+            groups[g].append(i)
+    return FunctionGroups(groups=tuple(tuple(g) for g in groups),
+                          fingerprints=tuple(fp.digest for fp in fps), certified=certified,
+                          num_checks=checks,
+                          note=f"{len(nets)} networks, {len(groups)} functions; {checks} "
+                               f"equivalence checks"
+                               + ("; a shared fingerprint held two functions (kept apart)"
+                                  if split else ""))
