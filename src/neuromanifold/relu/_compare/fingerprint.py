@@ -200,10 +200,13 @@ def group_by_function(networks: Any, *, tol: Any = DEFAULT_TOL,
         A :class:`FunctionGroups`.
     """
     tol = check_tol(tol)
-    if isinstance(networks, (str, bytes, dict)) or not hasattr(networks, "__iter__"):
+    try:
+        if isinstance(networks, (str, bytes, dict, type)):
+            raise TypeError
+        nets = list(networks)
+    except TypeError:
         raise InputError(f"networks must be a sequence of networks (lists of (W, b), loaded "
-                         f"models, ...); got {short_repr(networks)}")
-    nets = list(networks)
+                         f"models, ...); got {short_repr(networks)}") from None
     fps = [fingerprint(p, tol=tol) for p in nets]
     groups: list[list[int]] = []
     by_digest: dict[str, int] = {}
