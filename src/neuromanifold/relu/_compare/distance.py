@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from typing import Any
 
 import flint
@@ -213,7 +214,6 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         pair, work_dom, to_x = pair0, dom, (lambda z: np.asarray(z, float))
     unit = math.ldexp(1.0, pair.E)   # balanced outputs are the outputs / 2**E
     best = Best(pair)
-    _sample(pair, work_dom, rng, best)
     gap_q = to_fmpq(gap / unit)
     num_regions, upper, how, note = None, None, None, ""
     chosen = method
@@ -221,6 +221,12 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         expected = expected_joint_regions(pair, work_dom, rng)
         chosen = "regions" if expected <= _REGIONS_FIRST else "milp"
         note = f"about {expected:.0f} joint regions expected: {chosen}; "
+    # the lower end: one batch when the region engine will find the maximum anyway, else
+    # a share of the budget (the MILPs' incumbents come late, if at all)
+    search = 0.0 if chosen == "regions" else \
+        (2.0 if time_limit is None else min(0.2 * float(time_limit), 10.0))
+    num_points = _search(pair, work_dom, rng, best, search)
+    note += f"{num_points:,} points searched; "
     try:
         if chosen == "regions":
             up_q = sup_by_regions(pair, work_dom, budget, best, gap=gap_q) * pow2(pair.E)
@@ -274,19 +280,81 @@ def _check_gap(gap: Any, default: float) -> float:
     return float(gap)
 
 
-def _sample(pair: Pair, dom: Domain, rng: np.random.Generator, best: Best) -> None:
-    """Offer the largest float differences over a sample of the domain (uniform, and the
-    box's vertices) to ``best``, evaluated exactly."""
-    X = sample_points(dom, pair.d, rng, _NUM_SAMPLES)
+def _search(pair: Pair, dom: Domain, rng: np.random.Generator, best: Best,
+            seconds: float) -> int:
+    """Look for a large difference for ``seconds``: batches of the domain (uniform, and on
+    a box its vertices), then, on a box, a sign-gradient ascent from the best points found
+    (the difference is piecewise linear: the gradient of its largest output, stepped to
+    the box's faces at shrinking step sizes). The best points are offered to ``best``
+    (evaluated exactly). Returns the number of points evaluated."""
+    t_end = time.monotonic() + seconds
+    top_x, top_v, n = None, None, 0
+    while True:
+        X = sample_points(dom, pair.d, rng, _NUM_SAMPLES)
+        if dom.kind == "box":
+            V = np.where(rng.random((_NUM_SAMPLES // 4, pair.d)) < 0.5, dom.lower, dom.upper)
+            X = np.vstack([X, V])
+        rel = _relative_difference(pair, X)
+        n += len(X)
+        keep = np.argsort(-rel)[:8]
+        top_x = X[keep] if top_x is None else np.vstack([top_x, X[keep]])
+        top_v = rel[keep] if top_v is None else np.concatenate([top_v, rel[keep]])
+        order = np.argsort(-top_v)[:8]
+        top_x, top_v = top_x[order], top_v[order]
+        if time.monotonic() >= t_end:
+            break
     if dom.kind == "box":
-        V = np.where(rng.random((_NUM_SAMPLES // 4, pair.d)) < 0.5, dom.lower, dom.upper)
-        X = np.vstack([X, V])
+        for k in range(len(top_x)):
+            if time.monotonic() >= t_end + seconds:   # the ascent gets at most as long again
+                break
+            top_x[k], top_v[k], m = _ascend(pair, dom, top_x[k], top_v[k])
+            n += m
+    for x in top_x:
+        best.offer(x)
+    return n
+
+
+def _relative_difference(pair: Pair, X: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         diff = np.abs(forward_unchecked(pair.fp, X) - forward_unchecked(pair.fq, X)).max(axis=1)
         weight = np.maximum(1.0, np.abs(X).max(axis=1))
-    rel = np.where(np.isfinite(diff), diff / weight, -np.inf)
-    for i in np.argsort(-rel)[:8]:
-        best.offer(X[i])
+    return np.where(np.isfinite(diff), diff / weight, -np.inf)
+
+
+def _input_jacobian(params: list, x: np.ndarray) -> np.ndarray:
+    """The Jacobian of the network's outputs at ``x`` (on the region of ``x``)."""
+    h, J = x, np.eye(x.size)
+    for l, (W, b) in enumerate(params):
+        z = W @ h + b
+        J = W @ J
+        if l < len(params) - 1:
+            on = z > 0
+            J, h = J * on[:, None], np.where(on, z, 0.0)
+    return J
+
+
+def _ascend(pair: Pair, dom: Domain, x: np.ndarray, value: float,
+            steps: int = 40) -> tuple[np.ndarray, float, int]:
+    """Sign-gradient ascent of the largest output difference on the box from ``x``."""
+    lo, hi = np.asarray(dom.lower, float), np.asarray(dom.upper, float)
+    n = 0
+    for _ in range(steps):
+        with np.errstate(all="ignore"):
+            delta = forward_unchecked(pair.fp, x[None, :])[0] - \
+                forward_unchecked(pair.fq, x[None, :])[0]
+        o = int(np.argmax(np.abs(delta)))
+        g = np.sign(delta[o]) * (_input_jacobian(pair.fp, x)[o] - _input_jacobian(pair.fq, x)[o])
+        if not np.any(g):
+            break
+        cands = np.clip(x[None, :] + np.array([1.0, 0.5, 0.25, 0.1, 0.03, 0.01])[:, None]
+                        * np.sign(g)[None, :] * (hi - lo)[None, :], lo, hi)
+        vals = _relative_difference(pair, cands)
+        n += len(cands)
+        k = int(np.argmax(vals))
+        if not vals[k] > value:
+            break
+        x, value = cands[k], float(vals[k])
+    return x, value, n
 
 
 def _exact_lower(pair: Pair, x: np.ndarray | None, *, relative: bool) -> tuple:
