@@ -275,3 +275,17 @@ def test_a_loaded_orthant_fiber_has_no_symbolic_context():
         back.pieces[0].equations
     d = back.pieces[0].to_dict()   # the stored fields, without the symbolic conditions
     assert "equations" not in d and d.items() <= fib.pieces[0].to_dict().items()
+
+
+def test_scales_survive_chains_of_tiny_then_huge_layers():
+    """A product of layers 2**-600, 2**-600, 2**600, 2**600 is 1: neither the path norm nor
+    the parameter bound may underflow on the way (tolerances are relative to them)."""
+    import numpy as np
+    from neuromanifold._tolerance import function_distance_bound, path_norm_scale
+    from neuromanifold.relu import equivalent
+    L = lambda w: (np.array([[w]]), np.zeros(1))  # noqa: E731
+    a, A = 2.0 ** -600, 2.0 ** 600
+    p = [L(a), L(a), L(A), L(A)]
+    assert path_norm_scale(p) == 1.0
+    assert 1.0 <= function_distance_bound(p, [L(a), L(2 * a), L(A), L(A)]) <= 1.0 + 1e-8
+    assert equivalent(p, [L(a), L(3 * a), L(A / 3), L(A)], tol=1e-6).equivalent

@@ -36,6 +36,7 @@ counted and the largest one dropped, so that a fragile decision is visible.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -86,30 +87,55 @@ def path_norm_scale(params: Sequence[tuple[Any, Any]]) -> float:
     11.5
     """
     # the row sums of |M_L| ... |M_1| are |M_L| ( ... (|M_1| 1)): one matrix-vector product
-    # per layer, the vector divided by 2**log2 to stay in floating-point range
-    log2 = 0
-    prod = None
+    # per layer, on a vector kept as (entries, power of two) apart from the constant
+    # coordinate, so that a chain of tiny layers followed by large ones does not underflow
+    x, e = None, 0
     for W, b in params:
         W = np.abs(np.asarray(W, dtype=float))
         b = np.abs(np.asarray(b, dtype=float)).reshape(-1)
-        v = np.ones(W.shape[1] + 1) if prod is None else prod
-        prod = np.append(W @ v[:-1] + b * v[-1], v[-1])
-        peak = float(np.max(prod))
-        if peak > 0.0:
-            e = int(np.floor(np.log2(peak)))
-            prod = np.ldexp(prod, -e)
-            log2 += e
-    if prod is None:
+        if x is None:
+            x = np.ones(W.shape[1])
+        x, e = _affine(W, b, x, e)
+    if x is None:
         return 0.0
     with np.errstate(over="ignore"):
-        scale = float(np.ldexp(float(np.max(prod[:-1])), log2))
+        scale = float(np.ldexp(float(np.max(x)), e)) if x.size else 0.0
     if not np.isfinite(scale):
         raise ParameterError(
-            f"the network's scale (its l1 path norm with biases, about 2**{log2}) is beyond "
+            f"the network's scale (its l1 path norm with biases, about 2**{e}) is beyond "
             f"the float range (1.8e308); the tolerances are relative to it, so it must be "
             f"finite: divide a layer's weights and biases by a power of two (or the "
             f"outputs' scale) to bring it into range")
     return scale
+
+
+def _normalized(x: np.ndarray, e: int) -> tuple[np.ndarray, int]:
+    """``x * 2**e`` with the entries rescaled so that the largest lies in [1, 2)."""
+    peak = float(np.max(x)) if x.size else 0.0
+    if peak > 0.0 and np.isfinite(peak):
+        k = math.frexp(peak)[1] - 1
+        return np.ldexp(x, -k), e + k
+    return x, e
+
+
+def _sum(x: np.ndarray, ex: int, y: np.ndarray, ey: int) -> tuple[np.ndarray, int]:
+    """``x 2**ex + y 2**ey`` (nonnegative entries), normalized."""
+    x, ex = _normalized(x, ex)
+    y, ey = _normalized(y, ey)
+    if not np.any(x):
+        return y, ey
+    if not np.any(y):
+        return x, ex
+    e = max(ex, ey)   # the smaller term loses only what is below the larger's rounding
+    return _normalized(np.ldexp(x, ex - e) + np.ldexp(y, ey - e), e)
+
+
+def _affine(W: np.ndarray, b: np.ndarray, x: np.ndarray, ex: int,
+            constant: float = 1.0) -> tuple[np.ndarray, int]:
+    """``W (x 2**ex) + b * constant`` for nonnegative ``W``, ``b`` and ``x``, as
+    ``(entries, exponent)``: the augmented product ``M (x, constant)`` without its last
+    coordinate, which stays ``constant``."""
+    return _sum(W @ x, ex, b * constant, 0)
 
 
 #: relative float64 rounding allowed when a sequence of symmetries is applied in floats
@@ -149,19 +175,17 @@ def telescoping_bound(abs_a: list, abs_b: list, abs_diff: list) -> float:
     ``|D_l| r`` is carried through ``|M^b_(l+1)|, ..., |M^b_L|``; the margin ``1 + 1e-9``
     covers the float rounding of the sums.
     """
-    def apply(W, bias, x):   # M x for the augmented matrix [[W, bias], [0, 1]]
-        return np.append(W @ x[:-1] + bias * x[-1], x[-1])
-
-    r = np.ones(abs_a[0][0].shape[1] + 1)
-    total = None
+    r, er = np.ones(abs_a[0][0].shape[1]), 0    # the vector part of r; its constant is 1
+    total, et = np.zeros(abs_diff[-1][0].shape[0]), 0
     for l, (Wd, bd) in enumerate(abs_diff):
-        u = apply(Wd, bd, r)
-        u[-1] = 0.0
-        for Wk, bk in abs_b[l + 1:]:
-            u = apply(Wk, bk, u)
-        total = u if total is None else total + u
-        r = apply(*abs_a[l], r)
-    return float(np.max(total[:-1])) * (1.0 + 1e-9)
+        u, eu = _affine(Wd, bd, r, er)            # |D_l| (r, 1); its constant is 0
+        for Wk, _ in abs_b[l + 1:]:
+            u, eu = _normalized(Wk @ u, eu)
+        total, et = _sum(total, et, u, eu)
+        r, er = _affine(*abs_a[l], r, er)
+    with np.errstate(over="ignore"):
+        bound = float(np.ldexp(float(np.max(total)), et)) if total.size else 0.0
+    return bound * (1.0 + 1e-9)
 
 
 def numerical_rank(matrix: np.ndarray, tol: float) -> tuple[int, float | None, float | None]:

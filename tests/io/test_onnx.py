@@ -187,3 +187,21 @@ def test_torch_onnx_export(tmp_path):
     assert model.architecture == (6, 4, 3)
     np.testing.assert_allclose(nm.relu.forward(model.params, x.numpy()),
                                seq(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_reshapes_that_regroup_examples_are_refused(tmp_path):
+    """A Reshape([-1, 2]) of an [N, 4] input splits every example into two rows: a different
+    function from the network the weights alone suggest."""
+    mm = helper.make_node
+    W = {"W": np.ones((2, 1), np.float32), "shape": np.array([-1, 2], np.int64)}
+    _refused(tmp_path, [mm("Reshape", ["x", "shape"], ["r"], name="split"),
+                        mm("MatMul", ["r", "W"], ["y"], name="fc")], W, "'split'.*4 features",
+             n_in=4)
+    graph = helper.make_graph(
+        [mm("MatMul", ["x", "W"], ["y"], name="fc")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(np.ones((2, 1), np.float32), "W")])
+    onnx.save(helper.make_model(graph), str(tmp_path / "rank3.onnx"))
+    with pytest.raises(nm.ModelFileError, match="Flatten"):
+        load(tmp_path / "rank3.onnx")

@@ -51,6 +51,9 @@ class _Graph:
                     raise self.refuse(node, "a Constant without a tensor 'value'")
                 self.consts[node.output[0]] = self.array(tensor, f"Constant {node.name!r}")
         self.layers: list[dict[str, Any]] = []   # affine: W, b, relu; conv: w, stride
+        self.current: str = ""
+        self.flat = True          # each example is one row (rank <= 2)
+        self.features: int | None = None   # entries per example, when the graph says
 
     def array(self, tensor: Any, what: str) -> np.ndarray:
         count = int(np.prod([int(d) for d in tensor.dims], dtype=object))
@@ -87,6 +90,14 @@ class _Graph:
         return self.layers[-1]
 
     def add_affine(self, node: Any, W: np.ndarray, b: np.ndarray) -> None:
+        if not self.flat:
+            raise self.refuse(node, "its input has more than one axis per example; a "
+                                    "Flatten (or a Reshape to (batch, features)) must come "
+                                    "first")
+        if self.features is not None and W.shape[1] != self.features:
+            raise self.refuse(node, f"a weight for {W.shape[1]} inputs on an input of "
+                                    f"{self.features} features per example")
+        self.features = W.shape[0]
         if self.layers and "W" in self.layers[-1] and not self.layers[-1]["relu"]:
             raise self.refuse(node, "a second affine layer with no ReLU between it and the "
                                     "previous one; a ReLU network alternates them")
@@ -100,10 +111,17 @@ class _Graph:
                 raise self.refuse(node, f"Flatten with axis {a['axis']} (only axis 1, which "
                                         f"keeps the batch axis, is read)")
             if op == "Reshape":
-                shape = self.const(node, 1).ravel()
-                if len(shape) != 2 or shape[0] not in (-1, 0) and shape[1] != -1:
-                    raise self.refuse(node, f"Reshape to {shape.tolist()}; only a reshape to "
-                                            f"(batch, features), e.g. [-1, n], is read")
+                shape = [int(v) for v in self.const(node, 1).ravel()]
+                keeps = len(shape) == 2 and shape[0] in (-1, 0) and (
+                    shape[1] == -1 or self.features is None or shape[1] == self.features)
+                if not keeps:
+                    raise self.refuse(node, f"Reshape to {shape} of an input with "
+                                            f"{self.features or 'unknown'} features per "
+                                            f"example; only the reshape of each example to "
+                                            f"one row, (batch, features) as in [-1, n], is "
+                                            f"read")
+            if op in ("Reshape", "Flatten"):
+                self.flat = True
         elif op == "Gemm":
             if a.get("transA", 0):
                 raise self.refuse(node, "transA=1 (the batch must be the first axis)")
@@ -174,6 +192,12 @@ def read_onnx(path: Path, *, strides: Any = None) -> Model:
                              f"this one has {len(inputs)} input(s) and "
                              f"{len(proto.graph.output)} output(s)")
     graph.current = inputs[0]
+    declared = next(i for i in proto.graph.input if i.name == inputs[0])
+    dims = [d.dim_value if d.HasField("dim_value") else None
+            for d in declared.type.tensor_type.shape.dim]
+    graph.flat = len(dims) <= 2
+    rest = dims[1:]
+    graph.features = int(np.prod(rest)) if rest and all(d for d in rest) else None
     for node in proto.graph.node:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
             continue

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from neuromanifold import InputError
-from neuromanifold.relu import ReLUNet, equivalent, reduce
+from neuromanifold.relu import ReLUNet, equivalent, forward, reduce
 
 
 def _plant(p, rng, layer, kind):
@@ -110,3 +110,17 @@ def test_bad_input_and_round_trip():
         reduce(p, tol=-1)
     r = reduce(p, (-1.0, 1.0))
     assert type(r).from_dict(r.to_dict()).to_dict() == r.to_dict()
+
+
+def test_a_constant_neuron_alone_in_its_layer_is_kept_not_doubled():
+    p = [(np.array([[0.0]]), np.array([1.0])), (np.array([[1.0]]), np.array([0.0]))]
+    r = reduce(p, (-1.0, 1.0), tol=0)
+    assert r.widths_after == (1, 1, 1) and r.moves == ()
+    np.testing.assert_array_equal(forward(r.params, [[0.3]]), forward(p, [[0.3]]))
+
+
+def test_fraction_entries_are_read_as_float64_and_said_so():
+    from fractions import Fraction as F
+    p = [(np.array([[F(1)], [F(1)]], dtype=object), np.array([F(-1, 3), F(2)], dtype=object)),
+         (np.array([[F(1), F(1)]], dtype=object), np.array([F(0)], dtype=object))]
+    assert "float64" in reduce(p, (-1.0, 1.0), tol=0).note

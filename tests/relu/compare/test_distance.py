@@ -109,3 +109,12 @@ def test_bad_input():
         distance(p, ReLUNet([3, 3, 1]).random_params(0))
     same = distance(p, p, (-1.0, 1.0))
     assert same.lower == 0.0 and same.upper == 0.0 and same.within_tol
+
+
+def test_within_tol_measures_as_equivalent_does_on_a_box_past_the_unit():
+    L = lambda w: (np.array([[w]]), np.zeros(1))  # noqa: E731
+    p, q = [L(1.0), L(1.0)], [L(1.0005), L(1.0)]
+    e = equivalent(p, q, ([0.0], [10.0]), tol=1e-3)
+    r = distance(p, q, ([0.0], [10.0]), tol=1e-3)
+    assert e.equivalent and r.within_tol is not False
+    assert r.lower == pytest.approx(5e-3)       # absolute on the box, at x = 10

@@ -72,3 +72,13 @@ def test_bad_input_and_round_trip():
     assert type(f).from_dict(f.to_dict()) == f and str(f) == f.digest and len(f.digest) == 16
     g = group_by_function([p, p])
     assert type(g).from_dict(g.to_dict()).to_dict() == g.to_dict() and g.groups == ((0, 1),)
+
+
+def test_narrow_buckets_flag_the_float_noise_of_a_copy():
+    """At tol = 1e-14 the rounding of a rescaled copy is a sizable part of a bucket: the
+    fingerprint says it is not decisive rather than splitting two equivalent networks."""
+    rng = np.random.default_rng(0)
+    p = ReLUNet([3, 8, 8, 2]).random_params(0)
+    q = float_permuted_rescaled(p, rng)
+    f, g = fingerprint(p, tol=1e-14), fingerprint(q, tol=1e-14)
+    assert f.digest == g.digest or not (f.decisive and g.decisive)

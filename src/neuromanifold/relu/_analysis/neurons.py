@@ -28,11 +28,11 @@ from ..._errors import ComputationLimitError, InputError
 from ..._results import Result
 from ..._validation import as_finite_array, as_seed_rng, check_choice, check_positive_int
 from .._core.domain import Domain, as_domain
-from .._core.net import check_params
+from .._core.net import check_params, float_params
 from .bent import bent_hyperplanes
 from .regions import estimate_regions
 
-__all__ = ["NeuronStatus", "neurons"]
+__all__ = ["NeuronStatus", "neurons", "box_bounds"]
 
 _METHODS = ("auto", "regions", "bounds")
 #: ``method="auto"`` runs the region engine when at most this many regions are expected
@@ -93,12 +93,13 @@ def _gamma(k: int) -> float:
     return 1.01 * k * _U / (1 - k * _U)
 
 
-def _box_bounds(params: list, dom: Domain) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per hidden layer, rigorous bounds ``[lo, hi]`` of every pre-activation over the box
-    (interval arithmetic, each layer's float rounding bounded)."""
+def box_bounds(params: list, dom: Domain) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per layer (the output layer last), rigorous bounds ``[lo, hi]`` of every
+    pre-activation over the box (interval arithmetic, each layer's float rounding
+    bounded)."""
     lo, hi = np.asarray(dom.lower, float), np.asarray(dom.upper, float)
     out = []
-    for W, b in params[:-1]:
+    for W, b in params:
         Wp, Wn = np.maximum(W, 0), np.minimum(W, 0)
         zlo, zhi = Wp @ lo + Wn @ hi + b, Wp @ hi + Wn @ lo + b
         slack = _gamma(W.shape[1] + 1) * (np.abs(W) @ np.maximum(np.abs(lo), np.abs(hi))
@@ -163,6 +164,7 @@ def neurons(params: Any, domain: Any = None, *, data: Any = None, method: str = 
     (('visible', 'dead'),)
     """
     P = check_params(params)
+    rounded = float_params(params) is None   # Fraction entries: the float64 network
     check_choice(method, "method", _METHODS)
     num_samples = check_positive_int(num_samples, "num_samples", InputError, maximum=10**7)
     d = P[0][0].shape[1]
@@ -171,7 +173,7 @@ def neurons(params: Any, domain: Any = None, *, data: Any = None, method: str = 
         raise InputError(f"data must have {d} columns (the input dimension); got shape "
                          f"{X.shape}")
     dom = Domain.from_data(X) if domain is None and X is not None else as_domain(domain, d)
-    note = ""
+    note = "entries read as float64 (exact Fraction values not used); " if rounded else ""
     if method != "bounds" and len(P) > 1:
         expected = estimate_regions(P, dom, num_samples=2000, seed=seed).estimate \
             if method == "auto" else 0
@@ -187,7 +189,8 @@ def neurons(params: Any, domain: Any = None, *, data: Any = None, method: str = 
                                for l in range(len(P) - 1))
                 return NeuronStatus(status=status, method="regions", certified=True,
                                     num_points=0, domain=dom,
-                                    note=f"exact, over {B.regions.num_regions} linear regions")
+                                    note=note + f"exact, over {B.regions.num_regions} "
+                                                f"linear regions")
         else:
             note = f"about {expected:.0f} regions expected: bounds; "
     return _by_bounds(P, dom, X, as_seed_rng(seed), num_samples, note)
@@ -197,7 +200,7 @@ def _by_bounds(P, dom, X, rng, num_samples, note) -> NeuronStatus:
     d = P[0][0].shape[1]
     pts = _points(dom, d, rng, num_samples, X)
     signs = _certified_signs(P, pts)
-    bounds = _box_bounds(P, dom) if dom.kind == "box" else None
+    bounds = box_bounds(P, dom)[:-1] if dom.kind == "box" else None
     status, undecided = [], 0
     for l, (pos, neg) in enumerate(signs):
         layer = []

@@ -32,7 +32,7 @@ from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale, telescoping_bound
 from ...exact import fmpq_to_fraction, to_fmpq
 from .._core.domain import Domain
-from .._core.net import check_params, exact_params
+from .._core.net import check_params, exact_params, float_params
 from .._core.numbers import to_float
 from .neurons import neurons
 
@@ -190,6 +190,7 @@ def _exact_moves(net: _Net) -> bool:
         for l in range(len(net.W) - 1):
             drop: set = set()
             keys: dict = {}
+            folds: list = []   # constant neurons, folded only if the drop happens
             for j in range(len(net.W[l])):
                 who = net.ids[l][j]
                 if all(net.W[l + 1][k][j] == 0 for k in range(len(net.W[l + 1]))):
@@ -198,8 +199,8 @@ def _exact_moves(net: _Net) -> bool:
                     continue
                 if all(v == 0 for v in net.W[l][j]):
                     if net.b[l][j] > 0:
-                        for k in range(len(net.W[l + 1])):
-                            net.b[l + 1][k] += net.W[l + 1][k][j] * net.b[l][j]
+                        folds.append([net.W[l + 1][k][j] * net.b[l][j]
+                                      for k in range(len(net.W[l + 1]))])
                     drop.add(j)
                     net.moves.append(f"layer {l + 1}: neuron {who} is constant, folded into "
                                      f"layer {l + 2}'s biases")
@@ -215,7 +216,11 @@ def _exact_moves(net: _Net) -> bool:
                 drop.add(j)
                 net.moves.append(f"layer {l + 1}: neuron {who} merged into neuron "
                                  f"{net.ids[l][i]} (a positive multiple of its row)")
-            if net.drop(l, drop):
+            if drop and len(drop) < len(net.W[l]):
+                for fold in folds:
+                    for k, v in enumerate(fold):
+                        net.b[l + 1][k] += v
+                net.drop(l, drop)
                 changed = reduced = True
             elif drop:   # every neuron of the layer would go: keep the layer as it is
                 del net.moves[-len(drop):]
@@ -266,7 +271,9 @@ def reduce(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL, data: Any
     """
     tol = check_tol(tol)
     P = check_params(params)
-    ex = exact_params(params)
+    # the statuses are proved for the float64 network, so that is the network reduced
+    from_fractions = float_params(params) is None
+    ex = exact_params(P)
     st = neurons(P, domain, data=data, method=method, time_limit=time_limit)
     dom = st.domain
     dead = [set(ix) for ix in st.indices("dead")]
@@ -289,7 +296,9 @@ def reduce(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL, data: Any
                      moves=moves, bound=bound, snap_bound=float(delta), exact=bound == 0.0,
                      lossless=delta == 0,
                      within_tol=bound <= tol * scale, tol=tol, scale=float(scale),
-                     domain=dom, note=f"neuron statuses: {st.method} ({st.note})")
+                     domain=dom, note=f"neuron statuses: {st.method} ({st.note})"
+                     + ("; entries read as float64 (exact Fraction values not used)"
+                        if from_fractions else ""))
 
 
 def fraction_params(W: list, b: list) -> list:

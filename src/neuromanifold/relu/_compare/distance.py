@@ -45,8 +45,9 @@ from ..._tolerance import DEFAULT_TOL, check_tol, function_distance_bound
 from ..._validation import as_seed_rng, check_bool, check_choice
 from ...exact import to_fmpq
 from .._analysis.joint_regions import Best, Pair, sup_by_milp, sup_by_regions
+from .._analysis.neurons import box_bounds
 from .._core.domain import Domain, as_domain
-from .._core.net import check_params, exact_params, forward_unchecked
+from .._core.net import check_params, exact_params, float_params, forward_unchecked
 from .._core.numbers import pow2, to_float
 from .._engine.budget import Budget
 from .equivalence import expected_joint_regions, sample_points
@@ -102,12 +103,18 @@ class Distance(Result):
 
     @property
     def within_tol(self) -> bool | None:
-        """True when ``upper <= tol * scale`` (the networks are equivalent up to ``tol``),
-        False when ``lower`` exceeds it, None when the interval straddles it."""
+        """Whether the networks are equivalent up to ``tol`` on the domain, as
+        :func:`~neuromanifold.relu.equivalent` measures it (per unit of
+        ``max(1, ||x||_inf)``, threshold ``tol * scale``): True when ``upper`` is within
+        the threshold (on a box ``upper`` is absolute, and the relative difference is at
+        most it), False when the difference at ``point`` exceeds it, None when the
+        interval does not decide."""
         thr = self.tol * self.scale
         if self.upper <= thr:
             return True
-        return False if self.lower > thr else None
+        at_point = self.lower if self.relative or self.point is None else \
+            self.lower / max(1.0, float(np.max(np.abs(self.point))))
+        return False if at_point > thr else None
 
 
 def _unit_box(dom: Domain) -> tuple[Any, Domain, Any]:
@@ -138,22 +145,14 @@ def _unit_box(dom: Domain) -> tuple[Any, Domain, Any]:
 
 
 def _interval_bound(p: list, q: list, dom: Domain) -> float:
-    """Interval arithmetic over the box: ``max_o`` of the widest difference of the two
-    networks' output intervals, with a margin for float rounding."""
-    def interval(params):
-        lo, hi = np.asarray(dom.lower, float), np.asarray(dom.upper, float)
-        for l, (W, b) in enumerate(params):
-            Wp, Wn = np.maximum(W, 0), np.minimum(W, 0)
-            lo, hi = Wp @ lo + Wn @ hi + b, Wp @ hi + Wn @ lo + b
-            if l < len(params) - 1:
-                lo, hi = np.maximum(lo, 0), np.maximum(hi, 0)
-        return lo, hi
-
+    """Interval arithmetic over the box (every layer's float rounding bounded): ``max_o``
+    of the widest difference of the two networks' output intervals, rounded up."""
     with np.errstate(all="ignore"):
-        lp, hp = interval(p)
-        lq, hq = interval(q)
+        lp, hp = box_bounds(p, dom)[-1]
+        lq, hq = box_bounds(q, dom)[-1]
         width = float(np.max(np.maximum(hp - lq, hq - lp)))
-    return width * (1 + 1e-9) + 1e-300 if np.isfinite(width) else math.inf
+    # the subtraction's own rounding: one relative ulp, and up
+    return math.nextafter(width * (1 + 2 ** -52), math.inf) if np.isfinite(width) else math.inf
 
 
 def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
@@ -202,14 +201,17 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                     progress=progress, unit="joint region")
     # bounds from the parameters alone, the answer when the budget ends first
     same = [W.shape for W, _ in fp] == [W.shape for W, _ in fq]
-    fallback = (function_distance_bound(fp, fq) if same else math.inf, "parameter_bound")
+    # the float bounds hold for the networks given only when floats are what was given
+    floats = float_params(p) is not None and float_params(q) is not None
+    fallback = (function_distance_bound(fp, fq) if same and floats else math.inf,
+                "parameter_bound")
     if dom.kind == "box":
         compose, work_dom, to_x = _unit_box(dom)
         pair = Pair(compose(exact_params(p)), compose(exact_params(q)), tol)
         # |f_p(x) - f_q(x)| <= bound * max(1, |x|_inf) and |x|_inf <= R on the box
         reach = max(1.0, float(np.max(np.abs(np.r_[dom.lower, dom.upper]))))
         fallback = min((fallback[0] * reach, fallback[1]),
-                       (_interval_bound(fp, fq, dom), "interval"))
+                       (_interval_bound(fp, fq, dom) if floats else math.inf, "interval"))
     else:
         pair, work_dom, to_x = pair0, dom, (lambda z: np.asarray(z, float))
     unit = math.ldexp(1.0, pair.E)   # balanced outputs are the outputs / 2**E

@@ -73,7 +73,7 @@ from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions,
 from .._bottleneck.canonical import equivalent_bottleneck
 from .._bottleneck.symmetries import Permutation, Scaling
 from .._core.domain import Domain, as_domain
-from .._core.net import check_params, forward_unchecked, param_list
+from .._core.net import float_params, forward_unchecked
 from .._core.numbers import to_float
 from .._engine.budget import Budget, check_budget
 from .._engine.cells import ExactNet
@@ -256,21 +256,6 @@ def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
 _U = 2.0 ** -53
 
 
-def _float_layers(raw: Any) -> list[tuple[np.ndarray, np.ndarray]] | None:
-    """``raw`` validated, as float64 ``(W, b)`` pairs, when every entry is a float or an
-    integer that float64 holds exactly (so the float network is the network given), else
-    ``None`` (``Fraction`` entries, say, keep their exact value on the exact path)."""
-    try:
-        arrays = [np.asarray(x) for layer in param_list(raw) for x in layer]
-    except Exception:  # anything numpy cannot read plainly: the exact path validates it
-        return None
-    for x in arrays:
-        if x.dtype.kind not in "fiu" or (x.dtype.kind in "iu" and x.size
-                                         and np.abs(x).max() >= 2 ** 53):
-            return None
-    return check_params(raw)
-
-
 def match_hidden_neurons(p: list, q: list) -> tuple[list, list] | None:
     """Propose a permutation and positive rescaling of p's hidden neurons onto q's: per
     hidden layer, p's rows (in q's coordinates of the previous layer) and q's rows,
@@ -311,7 +296,7 @@ def by_matching(p_raw: Any, q_raw: Any, domain: Any, tol: float) -> Equivalence 
     ``3u`` of it relative, so that term is at most ``4 u L scale``: positive rescalings and
     permutations keep the path norm). ``None`` (nothing decided) when the networks are not
     floats of one architecture, or the bound exceeds ``tol * scale``."""
-    p, q = _float_layers(p_raw), _float_layers(q_raw)
+    p, q = float_params(p_raw), float_params(q_raw)
     if p is None or q is None or [W.shape for W, _ in p] != [W.shape for W, _ in q]:
         return None
     with np.errstate(all="ignore"):

@@ -56,7 +56,8 @@ class Fingerprint(Result):
             three-layer bottleneck network); False: permutations and rescalings only.
         widths: the widths, part of the digest.
         tol: the bucket width.
-        near_edge: some normalized value lies within ``EDGE * tol`` of a bucket edge.
+        near_edge: some normalized value lies within ``EDGE * tol`` of a bucket edge (or
+            within the float rounding of a copy, ``NOISE`` per layer, when that is larger).
         tied: two neurons of a layer have the same quantized row (their order is open).
         note: what was quotiented, in words.
     """
@@ -78,10 +79,17 @@ class Fingerprint(Result):
         return self.digest
 
 
-def _buckets(values: np.ndarray, tol: float) -> tuple[np.ndarray, bool]:
+#: the float rounding a symmetric copy can put on a normalized value (of size <= 1), per
+#: layer: a few roundings of about 2**-53 each
+NOISE = 64 * 2.0 ** -53
+
+
+def _buckets(values: np.ndarray, tol: float, depth: int = 1) -> tuple[np.ndarray, bool]:
     scaled = values / tol
     q = np.round(scaled)
-    near = bool(np.any(np.abs(np.abs(scaled - q) - 0.5) < EDGE))
+    # near an edge: within EDGE of a bucket, or within the rounding noise when the buckets
+    # are so narrow (tol below about 1e-12) that the noise is the larger
+    near = bool(np.any(np.abs(np.abs(scaled - q) - 0.5) < max(EDGE, NOISE * depth / tol)))
     return q.astype(np.int64) if np.all(np.abs(q) < 2 ** 62) else q, near
 
 
@@ -102,15 +110,15 @@ def _normalized(params: list, tol: float):
             if m == 0:
                 keys.append(("zero output",))
                 break
-            e, n1 = _buckets(np.array([math.log(m)]), tol)
-            q, n2 = _buckets(np.hstack([W.ravel(), b]) / m, tol)
+            e, n1 = _buckets(np.array([math.log(m)]), tol, l + 1)
+            q, n2 = _buckets(np.hstack([W.ravel(), b]) / m, tol, l + 1)
             keys.append((e.tolist(), q.tolist()))
             near |= n1 or n2
             break
         R = np.hstack([W, b[:, None]])
         s = np.abs(R).max(axis=1)
         s = np.where(s > 0, s, 1.0)
-        q, n = _buckets(R / s[:, None], tol)
+        q, n = _buckets(R / s[:, None], tol, l + 1)
         near |= n
         order = sorted(range(len(q)), key=lambda j: tuple(q[j].tolist()))
         tied |= any(np.array_equal(q[i], q[j]) for i, j in zip(order, order[1:]))

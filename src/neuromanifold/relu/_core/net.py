@@ -94,6 +94,21 @@ def _exact_entry(x: Any) -> flint.fmpq:
     return flint.fmpq(fr.numerator, fr.denominator)
 
 
+def float_params(raw: Any) -> list | None:
+    """``raw`` validated as float64 ``(W, b)`` pairs when every entry is a float or an
+    integer that float64 holds exactly (so the float network is the network given), else
+    ``None`` (``Fraction`` entries, say, whose exact value only the exact routes keep)."""
+    try:
+        arrays = [np.asarray(x) for layer in param_list(raw) for x in layer]
+    except Exception:  # anything numpy cannot read plainly: the caller validates it
+        return None
+    for x in arrays:
+        if x.dtype.kind not in "fiu" or (x.dtype.kind in "iu" and x.size
+                                         and np.abs(x).max() >= 2 ** 53):
+            return None
+    return check_params(raw)
+
+
 def exact_params(params: Any) -> list[tuple[flint.fmpq_mat, list[flint.fmpq]]]:
     """The exact values of the very entries passed, as ``(W, b)`` with ``W`` an
     ``fmpq_mat`` and ``b`` a list of ``fmpq``.
