@@ -101,7 +101,7 @@ def test_results_round_trip_and_read():
 
 def test_bad_input():
     p = ReLUNet([2, 3, 1]).random_params(0)
-    with pytest.raises(InputError, match="gap must be a finite number >= 0"):
+    with pytest.raises(InputError, match="gap must be a nonnegative finite number"):
         distance(p, p, gap=-1.0)
     with pytest.raises(InputError, match="method"):
         distance(p, p, method="fast")

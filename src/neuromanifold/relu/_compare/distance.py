@@ -39,10 +39,10 @@ from typing import Any
 import flint
 import numpy as np
 
-from ..._errors import ComputationLimitError, InputError, short_repr
+from ..._errors import ComputationLimitError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, function_distance_bound
-from ..._validation import as_seed_rng, check_bool, check_choice
+from ..._validation import as_seed_rng, check_bool, check_choice, check_nonnegative_float
 from ...exact import to_fmpq
 from .._analysis.joint_regions import Best, Pair, sup_by_milp, sup_by_regions
 from .._analysis.neurons import box_bounds
@@ -50,7 +50,7 @@ from .._core.domain import Domain, as_domain
 from .._core.net import check_params, exact_params, float_params, forward_unchecked
 from .._core.numbers import pow2, to_float
 from .._engine.budget import Budget
-from .equivalence import expected_joint_regions, sample_points
+from .equivalence import expected_joint_regions, relative_difference, sample_points
 
 __all__ = ["Distance", "distance"]
 
@@ -193,16 +193,19 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     progress = check_bool(progress, "progress")
     check_choice(method, "method", _METHODS)
     rng = as_seed_rng(seed)
-    fp, fq = check_params(p), check_params(q)
+    # float64 copies, and whether floats are what was given (the float bounds below hold
+    # for the networks given only then)
+    fp, fq = float_params(p), float_params(q)
+    floats = fp is not None and fq is not None
+    fp = check_params(p) if fp is None else fp
+    fq = check_params(q) if fq is None else fq
     pair0 = Pair(p, q, tol)          # the networks as given: exact values, checked shapes
     dom = as_domain(domain, pair0.d)
-    gap = _check_gap(gap, tol * pair0.scale)
+    gap = tol * pair0.scale if gap is None else check_nonnegative_float(gap, "gap")
     budget = Budget("distance", pair0.d, max_regions=max_regions, time_limit=time_limit,
                     progress=progress, unit="joint region")
     # bounds from the parameters alone, the answer when the budget ends first
     same = [W.shape for W, _ in fp] == [W.shape for W, _ in fq]
-    # the float bounds hold for the networks given only when floats are what was given
-    floats = float_params(p) is not None and float_params(q) is not None
     fallback = (function_distance_bound(fp, fq) if same and floats else math.inf,
                 "parameter_bound")
     if dom.kind == "box":
@@ -271,17 +274,6 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                                  f"gap {gap:.3g}"))
 
 
-def _check_gap(gap: Any, default: float) -> float:
-    if gap is None:
-        return float(default)
-    if isinstance(gap, (bool, np.bool_)) or not isinstance(
-            gap, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(float(gap)) or float(gap) < 0:
-        raise InputError(f"gap must be a finite number >= 0 (in the units of the "
-                         f"distance); got {short_repr(gap)}")
-    return float(gap)
-
-
 def _search(pair: Pair, dom: Domain, rng: np.random.Generator, best: Best,
             seconds: float) -> int:
     """Look for a large difference for ``seconds``: batches of the domain (uniform, and on
@@ -296,7 +288,7 @@ def _search(pair: Pair, dom: Domain, rng: np.random.Generator, best: Best,
         if dom.kind == "box":
             V = np.where(rng.random((_NUM_SAMPLES // 4, pair.d)) < 0.5, dom.lower, dom.upper)
             X = np.vstack([X, V])
-        rel = _relative_difference(pair, X)
+        rel = relative_difference(pair, X)
         n += len(X)
         keep = np.argsort(-rel)[:8]
         top_x = X[keep] if top_x is None else np.vstack([top_x, X[keep]])
@@ -314,13 +306,6 @@ def _search(pair: Pair, dom: Domain, rng: np.random.Generator, best: Best,
     for x in top_x:
         best.offer(x)
     return n
-
-
-def _relative_difference(pair: Pair, X: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        diff = np.abs(forward_unchecked(pair.fp, X) - forward_unchecked(pair.fq, X)).max(axis=1)
-        weight = np.maximum(1.0, np.abs(X).max(axis=1))
-    return np.where(np.isfinite(diff), diff / weight, -np.inf)
 
 
 def _input_jacobian(params: list, x: np.ndarray) -> np.ndarray:
@@ -350,7 +335,7 @@ def _ascend(pair: Pair, dom: Domain, x: np.ndarray, value: float,
             break
         cands = np.clip(x[None, :] + np.array([1.0, 0.5, 0.25, 0.1, 0.03, 0.01])[:, None]
                         * np.sign(g)[None, :] * (hi - lo)[None, :], lo, hi)
-        vals = _relative_difference(pair, cands)
+        vals = relative_difference(pair, cands)
         n += len(cands)
         k = int(np.argmax(vals))
         if not vals[k] > value:

@@ -225,14 +225,20 @@ def sample_points(dom: Domain, d: int, rng: np.random.Generator, n: int) -> np.n
     return y / np.maximum(s, 1e-6)[:, None]
 
 
+def relative_difference(pair: Pair, X: np.ndarray) -> np.ndarray:
+    """``max_o |f_p(x)_o - f_q(x)_o| / max(1, ||x||_inf)`` of the balanced networks at the
+    rows of ``X``, in floats (0 where the float forward pass is not finite)."""
+    with np.errstate(all="ignore"):
+        diff = np.abs(forward_unchecked(pair.fp, X) - forward_unchecked(pair.fq, X)).max(axis=1)
+        rel = diff / np.maximum(1.0, np.abs(X).max(axis=1))
+    return np.where(np.isfinite(rel), rel, 0.0)
+
+
 def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
     """Evaluate both (balanced) networks on sample points; confirm the largest relative
     differences exactly. ``None`` when no sample confirms a difference."""
     X = sample_points(dom, pair.d, rng, _NUM_SAMPLES)
-    with np.errstate(all="ignore"):
-        diff = np.abs(forward_unchecked(pair.fp, X) - forward_unchecked(pair.fq, X)).max(axis=1)
-        rel = diff / np.maximum(1.0, np.abs(X).max(axis=1))
-    rel = np.where(np.isfinite(rel), rel, 0.0)
+    rel = relative_difference(pair, X)
     order = np.argsort(-rel)[:8]
     base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
     for i in order:
