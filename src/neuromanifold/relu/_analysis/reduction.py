@@ -30,7 +30,7 @@ import numpy as np
 
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale, telescoping_bound
-from ...exact import fmpq_to_fraction, to_fmpq
+from ...exact import fmpq_to_fraction, qrows, to_fmpq
 from .._core.domain import Domain
 from .._core.net import check_params, exact_params, float_params
 from .._core.numbers import to_float
@@ -85,8 +85,7 @@ class Reduction(Result):
 def abs_floats(W, b) -> tuple[np.ndarray, np.ndarray]:
     """``(|W|, |b|)`` of exact entries (an ``fmpq_mat`` or a list of rows of ``fmpq``, and
     a list of ``fmpq``), rounded to floats."""
-    rows = [[W[i, k] for k in range(W.ncols())] for i in range(W.nrows())] \
-        if isinstance(W, flint.fmpq_mat) else W
+    rows = qrows(W) if isinstance(W, flint.fmpq_mat) else W
     Wf = np.array([[abs(to_float(v)) for v in row] for row in rows], dtype=float)
     return Wf.reshape(len(rows), -1), np.array([abs(to_float(v)) for v in b], dtype=float)
 
@@ -108,8 +107,7 @@ class _Net:
 
     def __init__(self, Wq: list, bq: list):
         L = len(Wq)
-        self.W = [[[Wq[l][i, j] for j in range(Wq[l].ncols())] for i in range(Wq[l].nrows())]
-                  for l in range(L)]
+        self.W = [qrows(Wq[l]) for l in range(L)]
         self.b = [list(bq[l]) for l in range(L)]
         self.ids = [list(range(len(self.b[l]))) for l in range(L)]
         self.moves: list[str] = []
@@ -302,6 +300,9 @@ def reduce(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL, data: Any
 
 
 def fraction_params(W: list, b: list) -> list:
-    """Exact layers (lists of rows of fmpq) as ``(W, b)`` object arrays of Fractions."""
-    return [(np.array([[fmpq_to_fraction(v) for v in r] for r in Wl], dtype=object),
+    """Exact layers (``fmpq_mat`` or lists of rows of fmpq, and lists of fmpq) as
+    ``(W, b)`` object arrays of Fractions."""
+    return [(np.array([[fmpq_to_fraction(v) for v in r]
+                       for r in (qrows(Wl) if isinstance(Wl, flint.fmpq_mat) else Wl)],
+                      dtype=object),
              np.array([fmpq_to_fraction(v) for v in bl], dtype=object)) for Wl, bl in zip(W, b)]

@@ -43,7 +43,7 @@ from ..._errors import ComputationLimitError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, function_distance_bound
 from ..._validation import as_seed_rng, check_bool, check_choice, check_nonnegative_float
-from ...exact import to_fmpq
+from ...exact import qrows, to_fmpq
 from .._analysis.joint_regions import Best, Pair, sup_by_milp, sup_by_regions
 from .._analysis.neurons import box_bounds
 from .._core.domain import Domain, as_domain
@@ -125,17 +125,14 @@ def _unit_box(dom: Domain) -> tuple[Any, Domain, Any]:
     c = [(to_fmpq(a) + to_fmpq(b)) / 2 for a, b in zip(lo, hi)]
     r = [(to_fmpq(b) - to_fmpq(a)) / 2 for a, b in zip(lo, hi)]
 
-    def rows(W) -> list:
-        return [[W[i, k] for k in range(W.ncols())] for i in range(W.nrows())]
-
     def compose(exact):
         (W, b), rest = exact[0], exact[1:]
-        W = rows(W)
+        W = qrows(W)
         W1 = [[w * rk for w, rk in zip(row, r)] for row in W]
         b1 = [bi + sum((w * ck for w, ck in zip(row, c)), flint.fmpq(0))
               for row, bi in zip(W, b)]
         return [(np.array(W1, dtype=object), np.array(b1, dtype=object))] + [
-            (np.array(rows(Wl), dtype=object), np.array(bl, dtype=object))
+            (np.array(qrows(Wl), dtype=object), np.array(bl, dtype=object))
             for Wl, bl in rest]
 
     d = lo.size

@@ -66,7 +66,7 @@ from ..._errors import ComputationLimitError, NeuromanifoldError
 from ..._tolerance import (DEFAULT_TOL, check_tol, function_distance_bound, path_norm_scale,
                            telescoping_bound)
 from ..._validation import as_seed_rng, check_bool, check_choice
-from ...exact import fmpq_to_fraction, to_fmpq
+from ...exact import to_fmpq
 from .._analysis.reduction import abs_floats, fraction_params, reduce_exact
 from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions,
                                        equivalence_result)
@@ -445,8 +445,8 @@ def _by_reduction(pair: Pair, dom: Domain) -> Equivalence | None:
     rp, rq = _reduce(pair.p, pair.tol), _reduce(pair.q, pair.tol)
     if rp is None and rq is None:
         return None
-    (pp, dp), (qq, dq) = (rp or (_fraction_params(pair.p), 0.0)), \
-        (rq or (_fraction_params(pair.q), 0.0))
+    (pp, dp), (qq, dq) = (rp or (fraction_params(pair.p.Wq, pair.p.bq), 0.0)), \
+        (rq or (fraction_params(pair.q.Wq, pair.q.bq), 0.0))
     budget = pair.tol * pair.scale - dp - dq
     if budget < 0 or (pair.tol == 0 and (dp or dq)):
         return None
@@ -472,13 +472,6 @@ def _by_reduction(pair: Pair, dom: Domain) -> Equivalence | None:
                         f"{widths(pair.q.params)} -> {widths(qq)}), q is a permutation and "
                         f"positive rescaling of p; the differences add up to at most "
                         f"{rel:.3g} relative")
-
-
-def _fraction_params(net: ExactNet) -> list:
-    return [(np.array([[fmpq_to_fraction(W[i, j]) for j in range(W.ncols())]
-                       for i in range(W.nrows())], dtype=object),
-             np.array([fmpq_to_fraction(v) for v in bl], dtype=object))
-            for W, bl in zip(net.Wq, net.bq)]
 
 
 def _by_bottleneck(pair: Pair, p: Any, q: Any, dom: Domain) -> Equivalence | None:
