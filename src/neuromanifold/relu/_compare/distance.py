@@ -47,7 +47,7 @@ from ...exact import qrows, to_fmpq
 from .._analysis.joint_regions import Best, Pair, sup_by_milp, sup_by_regions
 from .._analysis.neurons import box_bounds
 from .._core.domain import Domain, as_domain
-from .._core.net import check_params, exact_params, float_params, forward_unchecked
+from .._core.net import check_params, float_params, forward_unchecked
 from .._core.numbers import pow2, to_float
 from .._engine.budget import Budget
 from .equivalence import expected_joint_regions, relative_difference, sample_points
@@ -207,7 +207,9 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                 "parameter_bound")
     if dom.kind == "box":
         compose, work_dom, to_x = _unit_box(dom)
-        pair = Pair(compose(exact_params(p)), compose(exact_params(q)), tol)
+        # the exact layers pair0 already holds (the same values exact_params gives)
+        pair = Pair(compose(list(zip(pair0.p.Wq, pair0.p.bq))),
+                    compose(list(zip(pair0.q.Wq, pair0.q.bq))), tol)
         # |f_p(x) - f_q(x)| <= bound * max(1, |x|_inf) and |x|_inf <= R on the box
         reach = max(1.0, float(np.max(np.abs(np.r_[dom.lower, dom.upper]))))
         fallback = min((fallback[0] * reach, fallback[1]),
