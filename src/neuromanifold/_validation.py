@@ -180,7 +180,7 @@ def as_finite_array(value: Any, name: str, *, ndim: int | None = None,
         raise error(f"{name} must have {ndim} dimension(s); got shape {arr.shape}")
     if shape is not None and arr.shape != tuple(shape):
         raise error(f"{name} must have shape {tuple(shape)}; got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise error(f"{name} must be finite (no NaN or inf); got {short_repr(arr)}")
     return arr
 

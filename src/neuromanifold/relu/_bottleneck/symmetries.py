@@ -94,6 +94,8 @@ def _copy(params: Params) -> Params:
 
 
 def _int_tuple(value: Any, what: str) -> tuple[int, ...]:
+    if type(value) is tuple and all(type(v) is int for v in value):
+        return value   # already what is stored (the common case: built by this package)
     arr = as_finite_array(value, what, error=InputError)
     if arr.ndim != 1 or np.any(arr != np.round(arr)) or np.any(np.abs(arr) > 2 ** 53):
         raise InputError(f"{what} must be a sequence of integers; got {short_repr(value)}")
@@ -101,6 +103,8 @@ def _int_tuple(value: Any, what: str) -> tuple[int, ...]:
 
 
 def _float_tuple(value: Any, what: str) -> tuple[float, ...]:
+    if type(value) is tuple and all(type(v) is float and math.isfinite(v) for v in value):
+        return value
     return tuple(float(v) for v in as_finite_array(value, what, error=InputError).ravel())
 
 
