@@ -212,6 +212,7 @@ def wide_files(tmp_path_factory):
     ("relu", "regions", "wide.npz", "--max-regions", "30"), ("relu", "identify", "b.npz"),
     ("relu", "equiv", "b.npz", "b2.npz"), ("relu", "canonical", "b.npz"),
     ("relu", "distance", "b.npz", "b2.npz", "--domain", "box:-1,1"),
+    ("relu", "distance", "b.npz", "b2.npz", "--domain", "box:-1,1", "--top1"),
     ("relu", "neurons", "wide.npz", "--domain", "box:0,1"),
     ("relu", "reduce", "wide.npz", "--domain", "box:0,1"),
     ("relu", "fingerprint", "b.npz", "b2.npz", "wide.npz"),
@@ -244,3 +245,21 @@ def test_relu_fundim_genericity_ntk(files, tmp_path, action, expect):
         net = nm.ReLUNet(nm.io.load(files / "a.npz").architecture)
         J = net.jacobian(nm.io.load(files / "a.npz").params, _np.array(data["inputs"]))
         _np.testing.assert_allclose(_np.array(data["ntk"]), J @ J.T, rtol=1e-12)
+
+
+def test_relu_distance_top1(tmp_path):
+    p = nm.ReLUNet([2, 5, 3]).random_params(seed=4)
+    nm.io.save(p, tmp_path / "a.npz")
+    nm.io.save([p[0], (p[1][0][[1, 0, 2]], p[1][1][[1, 0, 2]])], tmp_path / "swapped.npz")
+    nm.io.save([p[0], (2.0 * p[1][0], 2.0 * p[1][1] + 1.0)], tmp_path / "shifted.npz")
+    out = run("relu", "distance", tmp_path / "a.npz", tmp_path / "swapped.npz", "--domain",
+              "box:-1,1", "--top1", "--json", tmp_path / "d.json")
+    assert out.returncode == 0, out.stderr
+    assert "top-1: A and B rank different classes first" in out.stdout
+    top1 = json.loads((tmp_path / "d.json").read_text())["top1"]
+    assert top1["same"] is False and len(top1["witness"]) == 2
+    out = run("relu", "distance", tmp_path / "a.npz", tmp_path / "shifted.npz", "--domain",
+              "box:-1,1", "--top1")
+    assert "the same class first at every point of the box (proved)" in out.stdout
+    out = run("relu", "distance", tmp_path / "a.npz", tmp_path / "shifted.npz", "--top1")
+    assert out.returncode == 2 and "--top1" in out.stderr

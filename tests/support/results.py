@@ -68,6 +68,7 @@ def build_results():
     q[-1][1][0] += 1.0
     out.append(relu.equivalent(p, q))
     out.append(relu.distance(p, q, (-1.0, 1.0)))
+    out.append(relu.distance(p, q, (-1.0, 1.0), top1=True).top1)
     out.append(relu.neurons(p, (-1.0, 1.0)))
     out.append(relu.neurons(p, (-1.0, 1.0), method="bounds"))
     out.append(relu.reduce(p, (-1.0, 1.0)))

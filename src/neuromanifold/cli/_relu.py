@@ -7,7 +7,8 @@ PyTorch state_dict files), analysed exactly.
   equiv A B         do A and B compute the same function on the domain? (a witness if not,
                     the symmetry taking A to B if so)
   distance A B      the largest output difference of A and B on the domain, as a certified
-                    interval [lower, upper] with the input attaining lower
+                    interval [lower, upper] with the input attaining lower; with --top1 on
+                    a box, whether A and B rank the same class first everywhere
   neurons MODEL     per hidden layer, which neurons are dead, linear (always active), hidden
                     or visible on the domain (or on --data X.npy), each proved
   reduce MODEL      a network with fewer neurons computing the same function on the domain
@@ -138,7 +139,7 @@ def _distance(args) -> int:
     budget = _budget(args)
     budget["time_limit"] = budget["time_limit"] or 60.0   # the library's default budget
     res = distance(a.params, b.params, args.domain, tol=args.tol, gap=args.gap,
-                   method=args.method, progress=True, **budget)
+                   method=args.method, progress=True, top1=args.top1, **budget)
     where = args.domain or "R^d"
     unit = "per unit of max(1, |x|_inf)" if res.relative else "absolute"
     lines = [f"distance of A and B on {where} (largest output difference, {unit}):",
@@ -152,6 +153,19 @@ def _distance(args) -> int:
                      f"{res.lower:.6g})")
     verdict = {True: "within", False: "beyond", None: "undecided against"}[res.within_tol]
     lines.append(f"{verdict} tol {res.tol:g} x scale {res.scale:.4g} (the equivalence threshold)")
+    if res.top1 is not None:
+        t = res.top1
+        head = {True: "the same class first at every point of the box (proved)",
+                False: "different classes first", None: "undecided"}[t.same]
+        lines.append(f"top-1: A and B rank {head}" if t.same is not None else
+                     f"top-1: {head}")
+        if t.witness is not None:
+            at = f"at x = {short_array(t.witness, precision=6)}"
+            if t.classes is not None:
+                at += (f": A ranks class {t.classes[0]} first, B class {t.classes[1]} "
+                       f"(a top class falls {t.margin:.3g} below the other's largest output)")
+            lines.append(f"  {at}")
+        lines.append(f"  {_as_a_and_b(t.note)}")
     return emit(args, "\n".join(lines), res.to_dict())
 
 
@@ -365,6 +379,9 @@ def run(args: argparse.Namespace) -> int:
         args._parser.error(f"{args.action} --out must end in .npz, .safetensors or .onnx")
     if args.action == "plot" and not args.out:
         args._parser.error("plot needs --out FILE.png")
+    if args.top1 and (args.action != "distance" or not isinstance(args.domain, tuple)):
+        args._parser.error("--top1 compares the top classes of two networks on a box: "
+                           "relu distance A B --domain box:LO,HI --top1")
     return _ACTIONS[args.action](args)
 
 
@@ -383,6 +400,9 @@ def register(sub) -> None:
     p.add_argument("--gap", type=_gap, default=None,
                    help="distance: stop once upper - lower <= GAP (default tol x scale; 0 = "
                         "the exact maximum)")
+    p.add_argument("--top1", action="store_true",
+                   help="distance: also decide whether A and B rank the same class first at "
+                        "every point of the box (a counterexample when not)")
     p.add_argument("--tol", type=_tol, default=DEFAULT_TOL,
                    help="relative tolerance (default 1e-9; 0 = exact; 1e-5 for float32 weights)")
     p.add_argument("--show", type=nonnegative_int, default=20,

@@ -12,7 +12,7 @@ from ._bottleneck.fiber import BottleneckFiber, FiberFamily, fiber
 from ._analysis.bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
 from ._bottleneck.canonical import BottleneckEquivalence, canonical_form, equivalent_bottleneck
 from ._core.domain import Domain, as_domain
-from ._compare.distance import Distance, distance
+from ._compare.distance import Distance, Top1, distance
 from ._compare.equivalence import Equivalence, equivalent
 from ._compare.fingerprint import Fingerprint, FunctionGroups, fingerprint, group_by_function
 from ._analysis.flow import ReLUFlowResult, active_blocks, block_law, gradient_flow
@@ -41,7 +41,7 @@ __all__ = [
     "regions", "Region", "Regions", "activation_pattern",
     "iter_regions", "RegionStream", "estimate_regions", "RegionEstimate", "warm_up",
     "bent_hyperplanes", "BentHyperplanes", "BentNeuron", "BentPiece",
-    "equivalent", "Equivalence", "distance", "Distance", "neurons", "NeuronStatus",
+    "equivalent", "Equivalence", "distance", "Distance", "Top1", "neurons", "NeuronStatus",
     "reduce", "Reduction", "fingerprint", "Fingerprint", "group_by_function",
     "FunctionGroups",
     "functional_dimension", "FunctionalDimension",

@@ -118,3 +118,83 @@ def test_within_tol_measures_as_equivalent_does_on_a_box_past_the_unit():
     r = distance(p, q, ([0.0], [10.0]), tol=1e-3)
     assert e.equivalent and r.within_tol is not False
     assert r.lower == pytest.approx(5e-3)       # absolute on the box, at x = 10
+
+
+# -- the top-1 classes ------------------------------------------------------------------
+
+def _exact_outputs(params, x):
+    h = [Fraction(float(v)) for v in x]
+    for l, (W, b) in enumerate(params):
+        z = [sum((Fraction(float(w)) * v for w, v in zip(row, h)), Fraction(float(c)))
+             for row, c in zip(np.asarray(W), np.asarray(b))]
+        h = z if l == len(params) - 1 else [max(v, Fraction(0)) for v in z]
+    return h
+
+
+def _is_counterexample(p, q, x, thr):
+    """Independently of the package: a class one network ranks first (ties included)
+    more than ``thr`` below the other network's largest output."""
+    a, b = _exact_outputs(p, x), _exact_outputs(q, x)
+    return any(max(v) - v[c] > thr for u, v in ((a, b), (b, a))
+               for c in range(len(u)) if u[c] == max(u))
+
+
+def _grid(lo, hi, n, d):
+    axes = np.meshgrid(*[np.linspace(lo, hi, n)] * d)
+    return np.stack([a.ravel() for a in axes], axis=1)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 4, 3], [2, 3, 3, 3], [1, 4, 4, 2]]),
+       eps=st.sampled_from([0.0, 1e-3, 0.3]))
+def test_top1_against_exact_checks_and_a_dense_grid(seed, widths, eps):
+    """The verdict is decided on small networks; False carries a witness the test checks
+    exactly on its own; True leaves no counterexample on a dense grid."""
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(widths).random_params(seed)
+    q = [(W + eps * rng.standard_normal(W.shape), b + eps * rng.standard_normal(b.shape))
+         for W, b in p]
+    box = (-2.0, 1.5)
+    r = distance(p, q, box, top1=True).top1
+    assert r.certified and r.same is not None
+    thr = Fraction(r.tol) * Fraction(distance(p, q, box).scale)
+    if r.same is False:
+        assert np.all((r.witness >= -2.0) & (r.witness <= 1.5))
+        assert _is_counterexample(p, q, r.witness, thr)
+        return
+    assert eps == 0.0 or r.method == "regions"
+    X = _grid(-2.0, 1.5, 200 if widths[0] <= 2 else 2000, widths[0])
+    P, Q = forward(p, X), forward(q, X)
+    rows = np.arange(len(X))
+    score = np.maximum(Q.max(1) - Q[rows, P.argmax(1)], P.max(1) - P[rows, Q.argmax(1)])
+    for k in np.argsort(-score)[:5]:
+        assert not _is_counterexample(p, q, X[k], thr)
+
+
+def test_top1_finds_a_sliver_sampling_misses():
+    """Shift one output by a hair: the classes disagree only on a sliver of the box that
+    20,000 samples miss; the joint regions find it, and a shift of every output by one
+    constant keeps the argmax (same=True)."""
+    p = ReLUNet([2, 5, 3]).random_params(4)
+    scale = distance(p, p, (-1.0, 1.0)).scale
+    q = [p[0], (p[1][0], p[1][1] + np.array([1e-6 * scale, 0.0, 0.0]))]
+    r = distance(p, q, (-1.0, 1.0), top1=True).top1
+    assert r.same is False and r.method == "regions"
+    assert _is_counterexample(p, q, r.witness, Fraction(1e-9) * Fraction(scale))
+    shifted = [p[0], (3.0 * p[1][0], 3.0 * p[1][1] + 0.7)]
+    assert distance(p, shifted, (-1.0, 1.0), top1=True).top1.same is True
+    swapped = [p[0], (p[1][0][[1, 0, 2]], p[1][1][[1, 0, 2]])]
+    r = distance(p, swapped, (-1.0, 1.0), top1=True).top1
+    assert r.same is False and _is_counterexample(p, swapped, r.witness, Fraction(0))
+
+
+def test_top1_undecided_when_the_proof_does_not_run():
+    p = ReLUNet([6, 12, 12, 3]).random_params(0)
+    q = [(W * 1.0, b * 1.0) for W, b in p]
+    q[1] = (q[1][0] * (1 + 1e-12), q[1][1])
+    r = distance(p, q, (-1.0, 1.0), top1=True, method="milp", time_limit=5).top1
+    assert r.same is None and not r.certified and "not enumerated" in r.note
+    with pytest.raises(InputError, match="box"):
+        distance(p, q, None, top1=True)
+    with pytest.raises(InputError, match="top1"):
+        distance(p, q, (-1.0, 1.0), top1="yes")

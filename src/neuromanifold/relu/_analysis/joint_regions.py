@@ -43,7 +43,7 @@ from .._engine.lp import MILP_FEAS, solve_lp, solve_milp
 from .._engine.milp import MILPBuilder, encode_network, homogenized_input
 
 __all__ = ["Equivalence", "Pair", "by_regions", "by_milp", "equivalent_by_regions", "Best",
-           "sup_by_regions", "sup_by_milp"]
+           "sup_by_regions", "sup_by_milp", "top1_by_regions"]
 
 _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
@@ -225,6 +225,15 @@ class _Hom:
         fl = [pow2_floats(r, d) for r in self.rows_q]
         self.rows_f = np.array([f for f, _ in fl]).reshape(-1, d + 1)
         self.exps = [e for _, e in fl]
+
+    def with_rows(self, rows_q: list, d: int) -> "_Hom":
+        """This cone cut by further homogenized rows ``r . (y, s) <= 0`` (exact)."""
+        out = object.__new__(_Hom)
+        fl = [pow2_floats(r, d) for r in rows_q]
+        out.rows_q = self.rows_q + rows_q
+        out.rows_f = np.vstack([self.rows_f, np.array([f for f, _ in fl]).reshape(-1, d + 1)])
+        out.exps = self.exps + [e for _, e in fl]
+        return out
 
 
 def _cell_sup(hom: _Hom, h_q: list, d: int, engine: Engine):
@@ -642,6 +651,70 @@ def sup_by_milp(pair: Pair, dom: Domain, budget: Budget, best: Best,
             for x in _milp_points(res.x, ys, s_var, dom):
                 best.offer(x)
     return upper + noise, solved
+
+
+def top1_by_regions(pair: Pair, dom: Domain, budget: Budget, thr: flint.fmpq,
+                    check) -> tuple[np.ndarray, bool] | None:
+    """Whether the top-1 classes of the two (balanced) networks can disagree by more than
+    ``thr`` on the domain, decided exactly by the joint regions.
+
+    On a joint region both output maps are affine; for each network ``A`` (the other
+    ``B``) and class ``c``, the inputs where ``c`` is a top class of ``A`` are a polyhedron
+    (``A_k <= A_c`` for every k), and ``max (B_j - B_c)`` over it is an LP per other
+    class ``j``, homogenized as in :func:`sup_by_regions` (the domain's rows keep
+    ``y / s`` inside it). An LP is skipped when the box bound of its objective is at most
+    ``thr``, or its exact duality bound is; its maximizer is offered to ``check`` (a
+    float input in, True when it is confirmed a counterexample); what is left is decided
+    by the exact simplex.
+
+    Returns:
+        ``None`` when no region has a disagreement above ``thr`` (proved exactly); else
+        ``(point, confirmed)``: a float input ``check`` confirmed (``confirmed=True``),
+        or, when no float near the exact maximizer passed, its rounding
+        (``confirmed=False``: the exact rational maximizer is a counterexample; a float
+        near it lies on a tie).
+    """
+    d, m = pair.d, pair.m
+    for cell in budget.cells([pair.bp, pair.bq], dom):
+        F = (output_map(cell, 0, pair.bp), output_map(cell, 1, pair.bq))
+        base = None
+        for first in (0, 1):
+            A, B = F[first], F[1 - first]
+            for c in range(m):
+                objectives = []
+                for j in range(m):
+                    if j == c:
+                        continue
+                    h = [B[j, t] - B[c, t] for t in range(d + 1)]
+                    if sum((abs(v) for v in h[:d]), _ZERO) + max(h[d], _ZERO) > thr:
+                        objectives.append(h)
+                if not objectives:
+                    continue
+                if base is None:
+                    base = _Hom(cell, d)
+                hom = base.with_rows([[A[k, t] - A[c, t] for t in range(d + 1)]
+                                      for k in range(m) if k != c], d)
+                for h in objectives:
+                    with budget.guard(stage="the top-1 classes"):
+                        val, pt, bound = _cell_sup(hom, h, d, budget.engine)
+                    if bound <= thr:
+                        continue
+                    if val is not None and to_fmpq(val) > thr:
+                        for x in _lp_candidates(pt, cell, dom, d):
+                            if check(x):
+                                return x, True
+                    budget.check_time(stage="the top-1 classes")
+                    val, v = _exact_sup(hom, h, d)
+                    if val is None or val <= thr:
+                        continue
+                    rounded = None
+                    for xq in itertools.islice(_exact_candidates(v, d), 4):
+                        x = clip(np.array([to_float(t) for t in xq]), dom)
+                        rounded = x if rounded is None else rounded
+                        if check(x):
+                            return x, True
+                    return rounded, False
+    return None
 
 
 def equivalent_by_regions(p: Any, q: Any, domain: Any = None, *, tol: float) -> Equivalence:

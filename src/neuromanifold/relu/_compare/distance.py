@@ -24,6 +24,16 @@ measured per unit of ``max(1, ||x||_inf)``, as in the tolerance contract) from b
     architecture) or interval arithmetic over the box (``certified=True``, with a margin
     for float rounding), whichever is smaller.
 
+With ``top1=True`` (a box only) the result also says whether the two networks rank the same
+class first at every point of the box (:class:`Top1`): the classifier property equivalence
+verifiers check. A *counterexample* is an input where a class one network ranks first (ties
+included) falls more than ``tol * scale`` (absolute, in output units) below the other
+network's largest output, checked in exact arithmetic; with ``tol=0``, a point where the
+sets of top classes differ. "Same" is proved by the joint regions (per region, network and
+class an LP with an exact duality bound, the exact simplex where that is too weak); where
+the engine does not run or the budget ends first, sampling looks for a counterexample and
+the answer is otherwise undecided (``same=None``).
+
 A box is mapped onto ``[-1, 1]^d`` by composing the first layer with the affine map, in
 exact arithmetic; there ``max(1, ||z||_inf) = 1``, so the region engine's homogenized
 supremum is the absolute one.
@@ -39,20 +49,21 @@ from typing import Any
 import flint
 import numpy as np
 
-from ..._errors import ComputationLimitError
+from ..._errors import ComputationLimitError, InputError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, function_distance_bound
 from ..._validation import as_seed_rng, check_bool, check_choice, check_nonnegative_float
 from ...exact import qrows, to_fmpq
-from .._analysis.joint_regions import Best, Pair, sup_by_milp, sup_by_regions
+from .._analysis.joint_regions import Best, Pair, sup_by_milp, sup_by_regions, top1_by_regions
 from .._analysis.neurons import box_bounds
 from .._core.domain import Domain, as_domain
 from .._core.net import check_params, float_params, forward_unchecked
 from .._core.numbers import pow2, to_float
 from .._engine.budget import Budget
+from .._engine.cells import exact_forward
 from .equivalence import expected_joint_regions, relative_difference, sample_points
 
-__all__ = ["Distance", "distance"]
+__all__ = ["Distance", "Top1", "distance"]
 
 _METHODS = ("auto", "regions", "milp")
 #: ``method="auto"`` runs the region engine when at most this many joint regions are
@@ -83,6 +94,8 @@ class Distance(Result):
         num_lps, num_milps: LPs and MILPs solved.
         domain: the domain.
         note: how the bounds were found, in words.
+        top1: with ``top1=True``, whether the two networks rank the same class first on
+            the box (a :class:`Top1`); else ``None``.
     """
 
     lower: float
@@ -100,6 +113,7 @@ class Distance(Result):
     num_milps: int
     domain: Domain
     note: str
+    top1: "Top1 | None" = None
 
     @property
     def within_tol(self) -> bool | None:
@@ -115,6 +129,36 @@ class Distance(Result):
         at_point = self.lower if self.relative or self.point is None else \
             self.lower / max(1.0, float(np.max(np.abs(self.point))))
         return False if at_point > thr else None
+
+
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
+class Top1(Result):
+    """Whether two classifiers rank the same class first at every point of a box.
+
+    Attributes:
+        same: True (proved: no counterexample anywhere on the box), False (``witness`` is
+            one) or ``None`` (undecided: no counterexample found, and the proof did not
+            run or did not finish; ``note`` says which).
+        witness: an input of the box where the top classes differ (see the module docs),
+            or ``None``.
+        classes: ``(class A ranks first, class B ranks first)`` at the witness, or ``None``.
+        margin: at the witness, how far (output units) the class one network ranks first
+            falls below the other network's largest output; ``None`` without a witness.
+        certified: the verdict is proved (``False`` only when ``same`` is ``None``).
+        method: ``"regions"`` (the joint regions decided) or ``"search"`` (sampling found
+            the witness, or nothing decided).
+        tol: the relative tolerance; the margin counts above ``tol * scale``.
+        note: how the verdict was reached, in words.
+    """
+
+    same: bool | None
+    witness: np.ndarray | None
+    classes: tuple[int, int] | None
+    margin: float | None
+    certified: bool
+    method: str
+    tol: float
+    note: str
 
 
 def _unit_box(dom: Domain) -> tuple[Any, Domain, Any]:
@@ -155,7 +199,7 @@ def _interval_bound(p: list, q: list, dom: Domain) -> float:
 def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
              gap: Any = None, method: str = "auto", seed: Any = 0,
              time_limit: float | None = 60.0, max_regions: int | None = None,
-             progress: bool = False) -> Distance:
+             progress: bool = False, top1: bool = False) -> Distance:
     """The largest output difference of two ReLU networks on a domain, as a certified
     interval ``[lower, upper]`` (see the module docs for what is measured and how).
 
@@ -176,6 +220,9 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
             ``converged=False`` and the reason in ``note`` (the upper bound is then the
             MILPs' dual bound or the parameter or interval bound, whichever is smaller).
         progress: a progress bar on stderr.
+        top1: also decide whether both networks rank the same class first at every point
+            of the box (the result's ``top1``, a :class:`Top1`; see the module docs); it
+            shares the budget, and needs a box.
 
     Returns:
         A :class:`Distance`.
@@ -190,6 +237,7 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     progress = check_bool(progress, "progress")
     check_choice(method, "method", _METHODS)
     rng = as_seed_rng(seed)
+    top1 = check_bool(top1, "top1")
     # float64 copies, and whether floats are what was given (the float bounds below hold
     # for the networks given only then)
     fp, fq = float_params(p), float_params(q)
@@ -198,6 +246,9 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     fq = check_params(q) if fq is None else fq
     pair0 = Pair(p, q, tol)          # the networks as given: exact values, checked shapes
     dom = as_domain(domain, pair0.d)
+    if top1 and dom.kind != "box":
+        raise InputError(f"top1=True compares the top classes on a box: pass domain as "
+                         f"(lower, upper) or a box Domain; got the {dom.kind} domain")
     gap = tol * pair0.scale if gap is None else check_nonnegative_float(gap, "gap")
     budget = Budget("distance", pair0.d, max_regions=max_regions, time_limit=time_limit,
                     progress=progress, unit="joint region")
@@ -263,7 +314,9 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     else:
         converged = upper - lower <= gap
     upper = max(upper, lower)
-    return Distance(lower=lower, upper=upper, point=point, relative=dom.kind != "box",
+    agreement = (_top1(pair0, pair, work_dom, to_x, budget, rng, engine=chosen == "regions",
+                       extra=point) if top1 else None)
+    return Distance(top1=agreement, lower=lower, upper=upper, point=point, relative=dom.kind != "box",
                     upper_method=how, certified=bool(certified), gap=gap,
                     converged=bool(converged), scale=float(pair0.scale), tol=tol,
                     num_regions=num_regions, num_lps=budget.num_lps,
@@ -271,6 +324,76 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                     note=note + ("" if converged else
                                  f"; not converged: upper - lower = {upper - lower:.3g} > "
                                  f"gap {gap:.3g}"))
+
+
+def _top1(pair0: Pair, pair: Pair, dom: Domain, to_x, budget: Budget,
+          rng: np.random.Generator, *, engine: bool, extra: np.ndarray | None) -> Top1:
+    """The :class:`Top1` verdict: sampled points of the unit box (and ``extra``, an input
+    of the user's box) checked exactly, then, when ``engine``, the joint regions."""
+    thr_abs = pair0.thr_q * pow2(pair0.E)       # tol * scale, absolute, as a rational
+    tol = pair0.tol
+    found: dict = {}
+
+    def counterexample(x: np.ndarray) -> bool:
+        """Whether ``x`` (an input of the user's box) is a counterexample, exactly."""
+        xq = [to_fmpq(float(v)) for v in x]
+        a, _ = exact_forward(pair0.bp, xq)
+        b, _ = exact_forward(pair0.bq, xq)
+        for first, (u, v) in enumerate(((a, b), (b, a))):
+            top, vmax = max(u), max(v)
+            for c in (k for k in range(len(u)) if u[k] == top):
+                if vmax - v[c] > pair0.thr_q:
+                    other = max(range(len(v)), key=lambda k: v[k])
+                    found.update(witness=np.asarray(x, float),
+                                 classes=(c, other) if first == 0 else (other, c),
+                                 margin=to_float((vmax - v[c]) * pow2(pair0.E)))
+                    return True
+        return False
+
+    def result(same, method, note, certified=True):
+        return Top1(same=same, witness=found.get("witness"), classes=found.get("classes"),
+                    margin=found.get("margin"), certified=certified, method=method, tol=tol,
+                    note=note)
+
+    # sampling: the points where one network's top class is furthest below the other's
+    # largest output, in floats, then checked exactly
+    thr_f = to_float(thr_abs * pow2(-pair.E))
+    Z = np.vstack([sample_points(dom, pair.d, rng, 4 * _NUM_SAMPLES),
+                   np.where(rng.random((_NUM_SAMPLES, pair.d)) < 0.5, -1.0, 1.0)])
+    with np.errstate(all="ignore"):
+        P, Q = forward_unchecked(pair.fp, Z), forward_unchecked(pair.fq, Z)
+        rows = np.arange(len(Z))
+        score = np.maximum(Q.max(axis=1) - Q[rows, P.argmax(axis=1)],
+                           P.max(axis=1) - P[rows, Q.argmax(axis=1)])
+    score = np.where(np.isfinite(score), score, 0.0)
+    order = [k for k in np.argsort(-score)[:16] if score[k] > 0.5 * thr_f]
+    tried = [to_x(Z[k]) for k in order] + ([extra] if extra is not None else [])
+    if any(counterexample(x) for x in tried):
+        return result(False, "search", f"a counterexample among {len(Z):,} sampled points "
+                                       f"of the box, checked in exact arithmetic")
+    searched = f"no counterexample among {len(Z):,} sampled points"
+    if not engine:
+        return result(None, "search", f"{searched}; the joint regions (the proof) were not "
+                                      f"enumerated: too many expected for the budget "
+                                      f"(method='regions' forces them)", certified=False)
+    try:
+        out = top1_by_regions(pair, dom, budget, thr_abs * pow2(-pair.E),
+                              lambda z: counterexample(to_x(z)))
+    except ComputationLimitError as err:
+        return result(None, "search", f"{searched}; the joint regions stopped: {err}",
+                      certified=False)
+    if out is None:
+        return result(True, "regions", f"{searched}; on every joint region each class "
+                                       f"either network ranks first stays within tol of "
+                                       f"the other's largest output (exact LP bounds)")
+    z, confirmed = out
+    if confirmed:
+        return result(False, "regions", "a counterexample from a joint region's LP, "
+                                        "checked in exact arithmetic")
+    found.update(witness=to_x(z), classes=None, margin=None)
+    return result(False, "regions", "the exact simplex found a rational counterexample "
+                                    "on a joint region; the float input given rounds it "
+                                    "(it may sit on a tie)")
 
 
 def _search(pair: Pair, dom: Domain, rng: np.random.Generator, best: Best,
