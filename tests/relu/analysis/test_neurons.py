@@ -7,6 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from neuromanifold import DomainError, InputError
 from neuromanifold.relu import Domain, ReLUNet, bent_hyperplanes, neurons
+from neuromanifold.relu._analysis.neurons import box_bounds, difference_bounds
 
 
 @settings(max_examples=20, deadline=None)
@@ -67,3 +68,35 @@ def test_bad_input_and_round_trip():
     assert type(r).from_dict(r.to_dict()).to_dict() == r.to_dict()
     with pytest.raises(InputError, match="status"):
         r.indices("alive")
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 5, 4, 2], [6, 8, 8, 3], [3, 4, 1]]),
+       eps=st.sampled_from([0.0, 1e-6, 1e-2, 1.0]))
+def test_difference_bounds_contain_every_sampled_difference(seed, widths, eps):
+    """Per layer the bounds of z^q - z^p and h^q - h^p hold at sampled points (the box's
+    vertices included), and for nearby networks they are far tighter than the difference
+    of the two networks' own intervals."""
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(widths).random_params(seed)
+    q = [(W + eps * rng.standard_normal(W.shape), b + eps * rng.standard_normal(b.shape))
+         for W, b in p]
+    dom = Domain.box(np.full(widths[0], -1.5), np.full(widths[0], 0.5))
+    pre, post = difference_bounds(p, q, dom)
+    X = np.vstack([dom.lower + (dom.upper - dom.lower) * rng.random((500, widths[0])),
+                   np.where(rng.random((64, widths[0])) < 0.5, dom.lower, dom.upper)])
+    Hp = Hq = X
+    for l, ((Wp, bp), (Wq, bq)) in enumerate(zip(p, q)):
+        Zp, Zq = Hp @ Wp.T + bp, Hq @ Wq.T + bq
+        noise = 1e-12 * (1 + np.abs(Zp))   # the samples' own float rounding
+        lo, hi = pre[l]
+        assert np.all(Zq - Zp >= lo - noise) and np.all(Zq - Zp <= hi + noise)
+        if l < len(p) - 1:
+            Hp, Hq = np.maximum(Zp, 0), np.maximum(Zq, 0)
+            lo, hi = post[l]
+            assert np.all(Hq - Hp >= lo - noise) and np.all(Hq - Hp <= hi + noise)
+    if eps == 0.0:
+        assert all(np.all(lo == 0) and np.all(hi == 0) for lo, hi in pre)
+    (lp, hp), (lq, hq) = box_bounds(p, dom)[-1], box_bounds(q, dom)[-1]
+    if eps <= 1e-6:
+        assert np.max(pre[-1][1] - pre[-1][0]) <= 1e-3 * np.max(np.maximum(hp - lq, hq - lp))

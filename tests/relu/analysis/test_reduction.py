@@ -21,7 +21,7 @@ def _plant(p, rng, layer, kind):
         if layer == 0:
             row, bias = rng.standard_normal(W.shape[1]), -50.0 * (1 + np.abs(W).sum())
     elif kind == "duplicate":   # a positive multiple of neuron j
-        c = float(rng.choice([0.5, 2.0, 3.0]))
+        c = float(rng.choice([0.5, 2.0, 4.0]))   # powers of two: c W_j is exact in floats
         row, bias = c * W[j], c * b[j]
     elif kind == "no_out":
         row, bias = rng.standard_normal(W.shape[1]), rng.standard_normal()
@@ -124,3 +124,46 @@ def test_fraction_entries_are_read_as_float64_and_said_so():
     p = [(np.array([[F(1)], [F(1)]], dtype=object), np.array([F(-1, 3), F(2)], dtype=object)),
          (np.array([[F(1), F(1)]], dtype=object), np.array([F(0)], dtype=object))]
     assert "float64" in reduce(p, (-1.0, 1.0), tol=0).note
+
+
+def test_opposite_orientations_merge_where_a_linear_block_carries_the_linear_term():
+    """relu(-2 z) = 2 relu(z) - 2 z: on [-1, 1]^2 the always-active neurons 0 and 1 span
+    every incoming row, so neuron 3 (the opposite of neuron 2) merges into neuron 2; on
+    R^2 nothing is linear and the pair stays."""
+    W1 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [-2.0, -2.0]])
+    b1 = np.array([10.0, 10.0, 0.3, -0.6])
+    W2 = np.array([[1.0, -2.0, 0.5, 1.5], [0.3, 1.0, -1.0, 2.0]])
+    p = [(W1, b1), (W2, np.array([0.1, -0.2])), (np.array([[1.0, -1.0]]), np.zeros(1))]
+    r = reduce(p, (-1.0, 1.0), tol=0)
+    assert r.widths_after[1] == 3, r.moves
+    assert any("neuron 3 merged into neuron 2 (a negative multiple" in m for m in r.moves)
+    assert equivalent(p, r.exact_params, (-1.0, 1.0), tol=0, method="regions").equivalent
+    assert reduce(p, tol=0).widths_after[1] == 4
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10**6), depth=st.integers(3, 5), data=st.data())
+def test_planted_opposite_pairs_next_to_a_linear_block_are_merged(seed, depth, data):
+    """Every hidden layer of a random network gets an always-active block spanning its
+    input (a large bias on [-1, 1]^d) and a neuron opposite to one of its neurons."""
+    rng = np.random.default_rng(seed)
+    widths = [2] + [3] * (depth - 1) + [1]
+    p = ReLUNet(widths).random_params(seed)
+    layer = data.draw(st.integers(0, depth - 2))
+    q = [(W.copy(), b.copy()) for W, b in p]
+    W, b = q[layer]
+    Wn, bn = q[layer + 1]
+    n_in = W.shape[1]
+    big = 10.0 * (1 + np.abs(W).sum()) * (1 + sum(np.abs(V).sum() for V, _ in p[:layer]))
+    j = int(rng.integers(W.shape[0]))
+    lam = float(rng.choice([0.5, 1.0, 2.0]))   # -lam W_j exact in floats
+    block = np.abs(rng.standard_normal((n_in, n_in))) + np.eye(n_in)
+    W = np.vstack([W, block, -lam * W[j]])
+    b = np.concatenate([b, np.full(n_in, big), [-lam * b[j]]])
+    Wn = np.hstack([Wn, rng.standard_normal((Wn.shape[0], n_in + 1))])
+    q[layer], q[layer + 1] = (W, b), (Wn, bn)
+    r = reduce(q, (-1.0, 1.0), tol=0)
+    # one of the pair goes: merged when both change sign on the domain, else the dead one
+    # (the other is then linear)
+    assert sum(r.widths_after) <= sum(widths) + n_in, r.moves
+    assert equivalent(q, r.exact_params, (-1.0, 1.0), tol=0, method="regions").equivalent

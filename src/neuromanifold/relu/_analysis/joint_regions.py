@@ -40,7 +40,8 @@ from .._core.numbers import binary_exponent, pow2, to_float
 from .._engine.budget import Budget
 from .._engine.cells import Engine, ExactNet, exact_forward, output_map, pow2_floats
 from .._engine.lp import MILP_FEAS, solve_lp, solve_milp
-from .._engine.milp import MILPBuilder, encode_network, homogenized_input
+from .._engine.milp import BOUND_PAD, MILPBuilder, encode_network, homogenized_input
+from .neurons import difference_bounds
 
 __all__ = ["Equivalence", "Pair", "by_regions", "by_milp", "equivalent_by_regions", "Best",
            "sup_by_regions", "sup_by_milp", "top1_by_regions"]
@@ -452,7 +453,7 @@ def _encode_net(B: MILPBuilder, params: list, ys: list[int], s_var: int):
         pre = np.abs(np.asarray(W, dtype=float)) @ errs
         free = pre + _FEAS * (1.0 + np.maximum(np.abs(layer.lo), np.abs(layer.hi)))
         errs = np.where(layer.state == -1, 0.0, np.where(layer.state == 1, pre, free))
-    return out, np.abs(np.asarray(params[-1][0], dtype=float)) @ errs
+    return out, np.abs(np.asarray(params[-1][0], dtype=float)) @ errs, layers
 
 
 def by_milp(pair: Pair, dom: Domain, budget: Budget,
@@ -487,14 +488,35 @@ def _milp_deadline(budget: Budget, time_limit: float | None) -> float | None:
     return t_end
 
 
-def _milp_encoding(pair: Pair, dom: Domain):
+def _milp_encoding(pair: Pair, dom: Domain, *, difference_cuts: bool = False):
     """Both homogenized networks in one MILP: the builder, the output differences, the
     problem's arrays, the input variables, and the noise (how far the solver's
-    tolerances can move a difference; below it the MILP's answer is solver noise)."""
+    tolerances can move a difference; below it the MILP's answer is solver noise).
+
+    ``difference_cuts`` (a box, one architecture): also the rows
+    ``lo s <= z^q - z^p <= hi s`` per neuron and output, and the same for ``h^q - h^p``,
+    with the bounds of :func:`~neuromanifold.relu._analysis.neurons.difference_bounds`
+    (padded against rounding). They hold at every point of the box, so the optimum is
+    unchanged; they tie the two networks' binaries together, which the separate big-M
+    rows do not, and for two nearby checkpoints bound the relaxation by the size of their
+    difference instead of the size of the networks."""
     B = MILPBuilder()
     ys, s_var = homogenized_input(B, dom)
-    out_p, err_p = _encode_net(B, pair.fp, ys, s_var)
-    out_q, err_q = _encode_net(B, pair.fq, ys, s_var)
+    out_p, err_p, layers_p = _encode_net(B, pair.fp, ys, s_var)
+    out_q, err_q, layers_q = _encode_net(B, pair.fq, ys, s_var)
+    if difference_cuts and dom.kind == "box" and \
+            [W.shape for W, _ in pair.fp] == [W.shape for W, _ in pair.fq]:
+        pre, post = difference_bounds(pair.fp, pair.fq, dom)
+        exprs = [(lp.Z, lq.Z, b) for lp, lq, b in zip(layers_p, layers_q, pre)] + \
+            [(lp.H, lq.H, b) for lp, lq, b in zip(layers_p, layers_q, post)] + \
+            [(out_p, out_q, pre[-1])]
+        for Zp, Zq, (lo, hi) in exprs:
+            D = B.widen(Zq) - B.widen(Zp)
+            pad = BOUND_PAD * (1.0 + np.maximum(np.abs(lo), np.abs(hi)))
+            for i in range(D.shape[0]):
+                if np.isfinite(lo[i]) and np.isfinite(hi[i]):
+                    B.row(D[i], {s_var: -float(hi[i] + pad[i])}, 0.0)
+                    B.row(-D[i], {s_var: float(lo[i] - pad[i])}, 0.0)
     problem = B.problem()
     out_lo, out_hi = B.bounds(np.vstack([B.widen(out_p), B.widen(out_q)]), pad=False)
     out_scale = max(1.0, float(np.max(np.abs(out_lo))), float(np.max(np.abs(out_hi))))
@@ -633,7 +655,8 @@ def sup_by_milp(pair: Pair, dom: Domain, budget: Budget, best: Best,
     left; a program stopped by the clock still gives its proven dual bound. Returns the
     bound (``None`` when a program gave none) and how many programs reached their optimum."""
     t_end = _milp_deadline(budget, time_limit)
-    B, diff, (A, ubs, lbv, ubv, integer), ys, s_var, noise = _milp_encoding(pair, dom)
+    B, diff, (A, ubs, lbv, ubv, integer), ys, s_var, noise = _milp_encoding(
+        pair, dom, difference_cuts=True)
     K = max(1.0, _OBJ_TARGET / max(to_float(best.value), noise, 1e-300))
     upper, solved, total = 0.0, 0, 2 * pair.m
     for k in range(total):

@@ -16,8 +16,13 @@ The moves, repeated across layers until none applies:
   of basis rows has ``relu(z_j) = z_j = sum_i c_i z_i = sum_i c_i relu(z_i)`` there, and its
   outgoing column moves onto the basis neurons with the coefficients ``c_i``.
 
-Neurons of opposite orientations (``relu(u) - relu(-u) = u``) are left alone: merging them
-needs an active block to carry the linear term.
+* a neuron whose row is a **negative multiple** ``-lam`` of another's (opposite
+  orientations) merges into it where a linear block of its layer can carry the linear
+  term ``relu(-lam z_i) = lam relu(z_i) - lam z_i``: when ``W_i = sum_k c_k W_k`` over the
+  block's rows, ``z_i = sum_k c_k relu(z_k) + (b_i - sum_k c_k b_k)`` on the domain, so
+  the outgoing column moves onto neuron i (times ``lam``) and onto the block (times
+  ``-lam c_k``), and the constant into the next layer's biases. Without such a block
+  (on all of R^d, say) the pair stays: no ReLU layer carries a linear term by itself.
 """
 
 from __future__ import annotations
@@ -154,6 +159,70 @@ def _linear_block(net: _Net, l: int, block: list[int]) -> set:
     return drop
 
 
+def _opposite_pairs(net: _Net, l: int, block: list[int]) -> set:
+    """Merge each neuron of layer ``l`` whose row is a negative multiple of another's
+    into it, the linear term carried by the linear neurons ``block`` (module docs).
+    Returns the neurons to drop."""
+    if not block:
+        return set()
+    d = len(net.W[l][0])
+    B = flint.fmpq_mat(d, len(block), [net.W[l][k][t] for t in range(d) for k in block])
+    keys: dict = {}
+    drop: set = set()
+    for j in range(len(net.W[l])):
+        if j in block:
+            continue
+        row = net.W[l][j] + [net.b[l][j]]
+        if all(v == 0 for v in row):
+            continue
+        piv = next(v for v in row if v != 0)
+        key = tuple(v / piv for v in row)            # the same for both orientations
+        if key not in keys:
+            keys[key] = (j, piv)
+            continue
+        i, piv_i = keys[key]
+        lam = piv / piv_i
+        if lam > 0 or i in drop:
+            continue    # a positive multiple: the exact moves merge it
+        lam = -lam      # row_j = -lam row_i
+        c = _solve_in_span(B, net.W[l][i])              # W_i = sum_k c_k W_k
+        if c is None:
+            continue
+        coef = [c[k, 0] for k in range(len(block))]
+        const = net.b[l][i] - sum((ck * net.b[l][k] for ck, k in zip(coef, block)), _ZERO)
+        for r, row_next in enumerate(net.W[l + 1]):
+            out = row_next[j]
+            if out == 0:
+                continue
+            row_next[i] += lam * out
+            for ck, k in zip(coef, block):
+                row_next[k] -= lam * ck * out
+            net.b[l + 1][r] -= lam * const * out
+        drop.add(j)
+        net.moves.append(f"layer {l + 1}: neuron {net.ids[l][j]} merged into neuron "
+                         f"{net.ids[l][i]} (a negative multiple of its row; the linear term "
+                         f"carried by the linear block "
+                         f"{sorted(net.ids[l][k] for k in block)})")
+    return drop
+
+
+def _solve_in_span(B: flint.fmpq_mat, w: list):
+    """Coefficients ``c`` with ``B c = w`` (exact), or ``None`` when ``w`` is not in the
+    column span of ``B``: one solution from the reduced row echelon form."""
+    n = B.ncols()
+    aug = flint.fmpq_mat(B.nrows(), n + 1,
+                         [v for t in range(B.nrows()) for v in
+                          [B[t, k] for k in range(n)] + [w[t]]])
+    R, rank = aug.rref()
+    c = flint.fmpq_mat(n, 1)
+    for t in range(rank):
+        lead = next(k for k in range(n + 1) if R[t, k] != 0)
+        if lead == n:
+            return None       # 0 = nonzero: not in the span
+        c[lead, 0] = R[t, n] / R[t, lead]
+    return c
+
+
 def _snap(net: _Net, tol: float) -> float:
     """Move rows parallel up to ``tol`` onto exact positive multiples of an earlier row;
     returns the bound on the change of the function (0.0 when nothing moved)."""
@@ -240,6 +309,8 @@ def reduce_exact(Wq: list, bq: list, tol: float, *, dead=None, linear=None):
         lin = [j for j, who in enumerate(net.ids[l]) if linear and who in linear[l]]
         if len(lin) >= 2:
             net.drop(l, _linear_block(net, l, lin))
+            lin = [j for j, who in enumerate(net.ids[l]) if who in linear[l]]
+        net.drop(l, _opposite_pairs(net, l, lin))
     delta = _snap(net, tol) if tol > 0 else 0.0
     _exact_moves(net)
     return net.W, net.b, tuple(net.moves), delta

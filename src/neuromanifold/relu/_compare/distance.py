@@ -55,7 +55,7 @@ from ..._tolerance import DEFAULT_TOL, check_tol, function_distance_bound
 from ..._validation import as_seed_rng, check_bool, check_choice, check_nonnegative_float
 from ...exact import qrows, to_fmpq
 from .._analysis.joint_regions import Best, Pair, sup_by_milp, sup_by_regions, top1_by_regions
-from .._analysis.neurons import box_bounds
+from .._analysis.neurons import box_bounds, difference_bounds
 from .._core.domain import Domain, as_domain
 from .._core.net import check_params, float_params, forward_unchecked
 from .._core.numbers import pow2, to_float
@@ -187,11 +187,16 @@ def _unit_box(dom: Domain) -> tuple[Any, Domain, Any]:
 
 def _interval_bound(p: list, q: list, dom: Domain) -> float:
     """Interval arithmetic over the box (every layer's float rounding bounded): ``max_o``
-    of the widest difference of the two networks' output intervals, rounded up."""
+    of the widest difference of the two networks' output intervals, and for one
+    architecture of the difference carried through the layers
+    (:func:`~neuromanifold.relu._analysis.neurons.difference_bounds`), rounded up."""
     with np.errstate(all="ignore"):
         lp, hp = box_bounds(p, dom)[-1]
         lq, hq = box_bounds(q, dom)[-1]
         width = float(np.max(np.maximum(hp - lq, hq - lp)))
+        if [W.shape for W, _ in p] == [W.shape for W, _ in q]:
+            lo, hi = difference_bounds(p, q, dom)[0][-1]
+            width = min(width, float(np.max(np.maximum(-lo, hi))))
     # the subtraction's own rounding: one relative ulp, and up
     return math.nextafter(width * (1 + 2 ** -52), math.inf) if np.isfinite(width) else math.inf
 
