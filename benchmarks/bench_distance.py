@@ -156,8 +156,10 @@ def main(argv=None) -> list[dict]:
                  f"; dense sampling for the same time ({n:,} points): {sampled:.4g}, "
                  f"{'below' if sampled < r.lower else 'not below'} our lower bound; the plain "
                  f"big-M MILP (scipy milp, interval big-M, no tightening) for the same time: "
-                 f"[{m_lo:.4g}, {m_hi:.4g}] (floating point), its upper bound "
-                 f"{m_hi / r.upper:.3g}x ours"))
+                 + (f"[{m_lo:.4g}, {m_hi:.4g}] (floating point), its upper bound "
+                    f"{m_hi / r.upper:.3g}x ours" if np.isfinite(m_hi) else
+                    f"no upper bound (HiGHS stopped at the time limit without a dual bound; "
+                    f"best incumbent {m_lo:.4g})")))
         print(f"{size}: [{r.lower:.4g}, {r.upper:.4g}] by {r.upper_method} in {t_ours:.1f} s "
               f"(10% gap {'reached' if closed else 'not reached'}); sampling {sampled:.4g} "
               f"({n:,} points); plain MILP [{m_lo:.4g}, {m_hi:.4g}]")

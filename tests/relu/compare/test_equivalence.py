@@ -528,3 +528,31 @@ def test_matching_leaves_exact_questions_and_exact_entries_to_the_exact_path():
     assert r.method != "matching" and r.equivalent
     with pytest.raises(InputError, match="max_regions"):
         equivalent(p, q, max_regions=0)   # refused even though the matching would decide
+
+
+@pytest.mark.parametrize("widths, domain", [([2, 6, 4, 1], None), ([32, 16, 32, 10], None),
+                                            ([8, 12, 6, 3], (-1.0, 1.0))])
+def test_a_difference_confined_to_a_strip_along_a_kink_gets_a_witness(widths, domain):
+    """q is p plus a hat relu(u) - 2 relu(u - e) + relu(u - 2e) of width 2e = 2e-4 along
+    one first-layer hyperplane of q, added to every output: uniform samples rarely land in
+    the strip; the kink points find it, and the verdict is certified with an exact witness
+    (the exact engine is never needed)."""
+    p = ReLUNet(widths).random_params(1)
+    rng = np.random.default_rng(2)
+    w, e = rng.standard_normal(widths[0]), 1e-4
+    W1 = np.vstack([p[0][0], w, w, w])
+    b1 = np.concatenate([p[0][1], [0.0, -e, -2 * e]])
+    hidden = [(W1, b1)]
+    # carry the hat through the later layers on three always-active pass-through neurons
+    for l, (W, b) in enumerate(p[1:-1]):
+        n_prev = hidden[-1][0].shape[0]
+        Wn = np.zeros((W.shape[0] + 3, n_prev))
+        Wn[:W.shape[0], :W.shape[1]] = W
+        Wn[W.shape[0]:, n_prev - 3:] = np.eye(3)
+        hidden.append((Wn, np.concatenate([b, np.zeros(3)])))
+    Wl, bl = p[-1]
+    out = np.hstack([Wl, np.tile([1.0, -2.0, 1.0], (Wl.shape[0], 1))])
+    q = hidden + [(out, bl)]
+    r = equivalent(p, q, domain)
+    assert r.equivalent is False and r.certified and r.method == "sampling", r.note
+    assert r.witness_difference > 0

@@ -43,7 +43,7 @@ from .._engine.lp import MILP_FEAS, solve_lp, solve_milp
 from .._engine.milp import BOUND_PAD, MILPBuilder, encode_network, homogenized_input
 from .neurons import difference_bounds
 
-__all__ = ["Equivalence", "Pair", "by_regions", "by_milp", "equivalent_by_regions", "Best",
+__all__ = ["Equivalence", "Pair", "by_regions", "by_milp", "equivalent_by_regions", "Best", "clip",
            "sup_by_regions", "sup_by_milp", "top1_by_regions"]
 
 _ZERO = flint.fmpq(0)

@@ -68,7 +68,7 @@ from ..._tolerance import (DEFAULT_TOL, check_tol, function_distance_bound, path
 from ..._validation import as_seed_rng, check_bool, check_choice
 from ...exact import to_fmpq
 from .._analysis.reduction import abs_floats, fraction_params, reduce_exact
-from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions,
+from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions, clip,
                                        equivalence_result)
 from .._bottleneck.canonical import equivalent_bottleneck
 from .._bottleneck.symmetries import Permutation, Scaling
@@ -234,10 +234,40 @@ def relative_difference(pair: Pair, X: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(rel), rel, 0.0)
 
 
+#: offsets from a first-layer kink at which :func:`kink_points` looks, relative to
+#: ``max(1, ||x||_inf)``: a difference confined to a thin strip along a hyperplane (a hidden
+#: hyperplane translated just past its valid interval) shows only there
+_KINK_OFFSETS = np.array([0.0] + [s * 10.0 ** -k for k in (9, 7, 5, 3, 1) for s in (1, -1)])
+
+
+def kink_points(pair: Pair, dom: Domain, rng: np.random.Generator, per_neuron: int = 4
+                ) -> np.ndarray:
+    """Points on and next to every first-layer kink of both networks: sample points of the
+    domain projected onto each neuron's hyperplane ``w . x + b = 0``, then moved along
+    ``w`` by the offsets :data:`_KINK_OFFSETS` (clipped to the domain)."""
+    rows = [np.hstack([W, b[:, None]]) for W, b in (pair.fp[0], pair.fq[0])]
+    R = np.vstack(rows)
+    R = R[np.any(R[:, :-1] != 0, axis=1)]
+    if R.shape[0] == 0:
+        return np.zeros((0, pair.d))
+    w, b = R[:, :-1], R[:, -1]
+    X0 = sample_points(dom, pair.d, rng, per_neuron * len(R)).reshape(len(R), per_neuron, -1)
+    with np.errstate(all="ignore"):
+        nw = np.einsum("ij,ij->i", w, w)
+        t = (np.einsum("ikj,ij->ik", X0, w) + b[:, None]) / nw[:, None]
+        on = X0 - t[:, :, None] * w[:, None, :]                       # on the hyperplane
+        size = np.maximum(1.0, np.abs(on).max(axis=2))[:, :, None, None]
+        unit = (w / np.sqrt(nw)[:, None])[:, None, None, :]
+        X = on[:, :, None, :] + _KINK_OFFSETS[None, None, :, None] * size * unit
+    X = clip(X.reshape(-1, pair.d), dom)
+    return X[np.all(np.isfinite(X), axis=1)]
+
+
 def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
-    """Evaluate both (balanced) networks on sample points; confirm the largest relative
-    differences exactly. ``None`` when no sample confirms a difference."""
-    X = sample_points(dom, pair.d, rng, _NUM_SAMPLES)
+    """Evaluate both (balanced) networks on sample points of the domain and on and next to
+    every first-layer kink (:func:`kink_points`); confirm the largest relative differences
+    exactly. ``None`` when no sample confirms a difference."""
+    X = np.vstack([sample_points(dom, pair.d, rng, _NUM_SAMPLES), kink_points(pair, dom, rng)])
     rel = relative_difference(pair, X)
     order = np.argsort(-rel)[:8]
     base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
@@ -251,8 +281,9 @@ def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
                            max_difference=max(float(rel[order[0]]) / base,
                                               pair.rel_value(X[i])),
                            method="sampling", certified=True,
-                           note=f"sampled check: the largest of {_NUM_SAMPLES} sampled "
-                                "differences exceeds tol, confirmed in exact arithmetic")
+                           note=f"sampled check: the largest of {len(X)} sampled "
+                                "differences (the domain, and on and next to every "
+                                "first-layer kink) exceeds tol, confirmed in exact arithmetic")
     return None
 
 
