@@ -61,7 +61,8 @@ from .._core.net import check_params, float_params, forward_unchecked
 from .._core.numbers import pow2, to_float
 from .._engine.budget import Budget
 from .._engine.cells import exact_forward
-from .equivalence import expected_joint_regions, relative_difference, sample_points
+from .equivalence import (ascend_difference, expected_joint_regions, relative_difference,
+                          sample_points)
 
 __all__ = ["Distance", "Top1", "distance"]
 
@@ -428,47 +429,11 @@ def _search(pair: Pair, dom: Domain, rng: np.random.Generator, best: Best,
         for k in range(len(top_x)):
             if time.monotonic() >= t_end + seconds:   # the ascent gets at most as long again
                 break
-            top_x[k], top_v[k], m = _ascend(pair, dom, top_x[k], top_v[k])
+            top_x[k], top_v[k], m = ascend_difference(pair, dom, top_x[k], top_v[k])
             n += m
     for x in top_x:
         best.offer(x)
     return n
-
-
-def _input_jacobian(params: list, x: np.ndarray) -> np.ndarray:
-    """The Jacobian of the network's outputs at ``x`` (on the region of ``x``)."""
-    h, J = x, np.eye(x.size)
-    for l, (W, b) in enumerate(params):
-        z = W @ h + b
-        J = W @ J
-        if l < len(params) - 1:
-            on = z > 0
-            J, h = J * on[:, None], np.where(on, z, 0.0)
-    return J
-
-
-def _ascend(pair: Pair, dom: Domain, x: np.ndarray, value: float,
-            steps: int = 40) -> tuple[np.ndarray, float, int]:
-    """Sign-gradient ascent of the largest output difference on the box from ``x``."""
-    lo, hi = np.asarray(dom.lower, float), np.asarray(dom.upper, float)
-    n = 0
-    for _ in range(steps):
-        with np.errstate(all="ignore"):
-            delta = forward_unchecked(pair.fp, x[None, :])[0] - \
-                forward_unchecked(pair.fq, x[None, :])[0]
-        o = int(np.argmax(np.abs(delta)))
-        g = np.sign(delta[o]) * (_input_jacobian(pair.fp, x)[o] - _input_jacobian(pair.fq, x)[o])
-        if not np.any(g):
-            break
-        cands = np.clip(x[None, :] + np.array([1.0, 0.5, 0.25, 0.1, 0.03, 0.01])[:, None]
-                        * np.sign(g)[None, :] * (hi - lo)[None, :], lo, hi)
-        vals = relative_difference(pair, cands)
-        n += len(cands)
-        k = int(np.argmax(vals))
-        if not vals[k] > value:
-            break
-        x, value = cands[k], float(vals[k])
-    return x, value, n
 
 
 def _exact_lower(pair: Pair, x: np.ndarray | None, *, relative: bool) -> tuple:
