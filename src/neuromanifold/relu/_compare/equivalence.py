@@ -240,14 +240,25 @@ def relative_difference(pair: Pair, X: np.ndarray) -> np.ndarray:
 _KINK_OFFSETS = np.array([0.0] + [s * 10.0 ** -k for k in (9, 7, 5, 3, 1) for s in (1, -1)])
 
 
+#: at most this many kink points (a 784-256 first layer pair has 512 hyperplanes: one
+#: base point each, 5,632 points, 35 MB of inputs)
+_MAX_KINK_POINTS = 8192
+
+
 def kink_points(pair: Pair, dom: Domain, rng: np.random.Generator, per_neuron: int = 4
                 ) -> np.ndarray:
     """Points on and next to every first-layer kink of both networks: sample points of the
     domain projected onto each neuron's hyperplane ``w . x + b = 0``, then moved along
-    ``w`` by the offsets :data:`_KINK_OFFSETS` (clipped to the domain)."""
+    ``w`` by the offsets :data:`_KINK_OFFSETS` (clipped to the domain). Fewer base points
+    per neuron on wide layers, and a random subset of the neurons beyond
+    :data:`_MAX_KINK_POINTS`."""
     rows = [np.hstack([W, b[:, None]]) for W, b in (pair.fp[0], pair.fq[0])]
     R = np.vstack(rows)
     R = R[np.any(R[:, :-1] != 0, axis=1)]
+    fit = _MAX_KINK_POINTS // _KINK_OFFSETS.size
+    if R.shape[0] > fit:
+        R = R[rng.choice(R.shape[0], fit, replace=False)]
+    per_neuron = max(1, min(per_neuron, fit // max(1, R.shape[0])))
     if R.shape[0] == 0:
         return np.zeros((0, pair.d))
     w, b = R[:, :-1], R[:, -1]
