@@ -140,8 +140,8 @@ def _underflow_slack(stacks: Sequence[Sequence[np.ndarray]], num_products: int) 
 def _plain_path_norms(layers: list) -> np.ndarray | None:
     """``|M_L| ... |M_1| 1`` (outputs only) in plain float64 products, or ``None`` when
     underflow could matter (more than 1e-6 relative) or a value left the float range;
-    the exponent-tracked chain then decides. About 5x faster on the networks people
-    train, whose products stay far from both ends of the float range."""
+    the exponent-tracked chain then decides (measured 0.16 ms against 0.06 ms at 8-6-8-1:
+    the networks people train stay far from both ends of the float range)."""
     if not layers:
         return None
     with np.errstate(all="ignore"):

@@ -237,6 +237,12 @@ class _Hom:
         return out
 
 
+def _box_bound(h: list, d: int) -> flint.fmpq:
+    """The maximum of ``h . (y, s)`` over ``-1 <= y <= 1, 0 <= s <= 1`` (exact): a bound
+    over any homogenized cell."""
+    return sum((abs(v) for v in h[:d]), _ZERO) + max(h[d], _ZERO)
+
+
 def _cell_sup(hom: _Hom, h_q: list, d: int, engine: Engine):
     """Maximize ``h . (y, s)`` over the homogenized cell with ``-1 <= y <= 1``,
     ``0 <= s <= 1``.
@@ -256,7 +262,7 @@ def _cell_sup(hom: _Hom, h_q: list, d: int, engine: Engine):
         sol = None
     if sol is None or sol.status != "optimal":
         # no rows (the whole space and one cell) or LP trouble: the box bound
-        l1 = sum((abs(v) for v in h_q[:d]), _ZERO) + max(h_q[d], _ZERO)
+        l1 = _box_bound(h_q, d)
         if sol is None:
             return float(to_float(l1)), _box_argmax(h_f, d), l1
         return None, None, l1
@@ -618,7 +624,7 @@ def sup_by_regions(pair: Pair, dom: Domain, budget: Budget, best: Best, *,
             row = [Dq[o, k] for k in range(d + 1)]
             for sign in (1, -1):
                 h = [sign * v for v in row]
-                box = sum((abs(v) for v in h[:d]), _ZERO) + max(h[d], _ZERO)
+                box = _box_bound(h, d)
                 if box <= best.value:
                     continue
                 if hom is None:
@@ -709,7 +715,7 @@ def top1_by_regions(pair: Pair, dom: Domain, budget: Budget, thr: flint.fmpq,
                     if j == c:
                         continue
                     h = [B[j, t] - B[c, t] for t in range(d + 1)]
-                    if sum((abs(v) for v in h[:d]), _ZERO) + max(h[d], _ZERO) > thr:
+                    if _box_bound(h, d) > thr:
                         objectives.append(h)
                 if not objectives:
                     continue

@@ -380,8 +380,10 @@ def _top1(pair0: Pair, pair: Pair, dom: Domain, to_x, budget: Budget,
     searched = f"no counterexample among {len(Z):,} sampled points"
     if not engine:
         return result(None, "search", f"{searched}; the joint regions (the proof) were not "
-                                      f"enumerated: too many expected for the budget "
-                                      f"(method='regions' forces them)", certified=False)
+                                      f"enumerated: the MILPs ran instead (method='milp', "
+                                      f"or more regions expected than the region engine "
+                                      f"takes; method='regions' forces them)",
+                      certified=False)
     try:
         out = top1_by_regions(pair, dom, budget, thr_abs * pow2(-pair.E),
                               lambda z: counterexample(to_x(z)))
