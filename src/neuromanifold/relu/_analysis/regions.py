@@ -29,6 +29,7 @@ from .._core.net import ReLUNet  # noqa: F401  (check_params re-exported for cal
 from .._core.net import check_params
 from .._engine.cells import Engine, EngineDeadline, ExactNet, iter_cells, output_map, thickness
 from .._engine.parallel import iter_leaves
+from .._engine.matching import match_kernel
 
 __all__ = ["warm_up", "Region", "Regions", "RegionStream", "RegionEstimate", "regions", "iter_regions",
            "estimate_regions", "activation_pattern"]
@@ -603,8 +604,9 @@ def estimate_regions(params: Any, domain: Any = None, *, num_samples: int = 2000
 def warm_up() -> None:
     """Compile (or load from numba's cache) every float kernel of the region engine with
     the argument types the engine passes, by enumerating the regions of two small
-    networks. Compiling takes several seconds in a fresh checkout; ``make install`` and
-    the test session call this first so that no timed call pays it.
+    networks, and the compiled weight matching of ``equivalent``. Compiling takes several
+    seconds in a fresh checkout; ``make install`` and the test session call this first so
+    that no timed call pays it.
 
     Returns:
         ``None``; a second call in one process costs a few milliseconds.
@@ -614,3 +616,6 @@ def warm_up() -> None:
     p = ReLUNet([3, 4, 4, 1]).random_params(0)
     regions(p)
     regions(p, (-1.0, 1.0))
+    flat = np.concatenate([a.ravel() for layer in p for a in layer])
+    dims = np.array([3, 4, 4, 1], dtype=np.int64)
+    match_kernel(flat, flat, dims, np.array([0, 16, 36], dtype=np.int64))

@@ -65,7 +65,7 @@ import numpy as np
 from ..._errors import ComputationLimitError, NeuromanifoldError
 from ..._tolerance import (DEFAULT_TOL, check_tol, function_distance_bound, path_norm_scale,
                            telescoping_bound)
-from ..._validation import as_seed_rng, check_bool, check_choice
+from ..._validation import as_seed_rng, check_bool, check_choice, check_seed
 from ...exact import to_fmpq
 from .._analysis.reduction import abs_floats, fraction_params, reduce_exact
 from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions, clip,
@@ -73,10 +73,11 @@ from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions, c
 from .._bottleneck.canonical import equivalent_bottleneck
 from .._bottleneck.symmetries import Permutation, Scaling
 from .._core.domain import Domain, as_domain
-from .._core.net import float_params, forward_unchecked
+from .._core.net import float_params, forward_unchecked, param_list
 from .._core.numbers import to_float
 from .._engine.budget import Budget, check_budget
 from .._engine.cells import ExactNet
+from .._engine.matching import MATCHED, NO_MATCH, match_kernel
 
 __all__ = ["Equivalence", "equivalent"]
 
@@ -133,12 +134,13 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     tol = check_tol(tol)
     progress = check_bool(progress, "progress")
     check_choice(method, "method", _METHODS)
-    rng = as_seed_rng(seed)
+    check_seed(seed)
     check_budget(max_regions, time_limit)   # bad input is refused whichever path decides
     if method == "auto" and tol > 0:
         res = by_matching(p, q, domain, tol)
         if res is not None:
             return res
+    rng = as_seed_rng(seed)
     pair = Pair(p, q, tol)
     dom = as_domain(domain, pair.d)
     budget = Budget("equivalent", pair.d, max_regions=max_regions, time_limit=time_limit,
@@ -401,6 +403,50 @@ def match_hidden_neurons(p: list, q: list) -> tuple[list, list] | None:
     return found, image
 
 
+def _flat_layers(raw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``raw`` as one flat float64 buffer (each layer's ``W`` row by row, then ``b``), its
+    widths and the layers' offsets, when it is a list of ``(W, b)`` float64 arrays whose
+    shapes chain; else ``None`` (anything else goes through the full validation)."""
+    raw = param_list(raw)
+    if not isinstance(raw, (list, tuple)) or not raw:
+        return None
+    parts, dims, offsets, at = [], [], [], 0
+    for layer in raw:
+        if not isinstance(layer, (list, tuple)) or len(layer) != 2:
+            return None
+        W, b = layer
+        if not (type(W) is np.ndarray and type(b) is np.ndarray and W.dtype == np.float64
+                and b.dtype == np.float64 and W.ndim == 2 and b.ndim == 1):
+            return None
+        rows, cols = W.shape
+        if not (rows and cols and b.shape[0] == rows and (not dims or dims[-1] == cols)):
+            return None
+        if not dims:
+            dims.append(cols)
+        dims.append(rows)
+        offsets.append(at)
+        at += rows * cols + rows
+        parts += (W.ravel(), b)
+    return (np.concatenate(parts), np.array(dims, dtype=np.int64),
+            np.array(offsets, dtype=np.int64))
+
+
+def _compiled_match(p_raw: Any, q_raw: Any) -> tuple | None:
+    """:func:`match_kernel` on two float64 networks of one architecture: ``(code, found,
+    scale_p, scale_q, bound, d)`` with ``found`` the per-layer ``(perm, scales)`` and ``d``
+    the input dimension, or ``None``
+    when the input is not of that plain form."""
+    fp, fq = _flat_layers(p_raw), _flat_layers(q_raw)
+    if fp is None or fq is None or not np.array_equal(fp[1], fq[1]):
+        return None
+    code, perms, scales, scale_p, scale_q, bound = match_kernel(fp[0], fq[0], fp[1], fp[2])
+    found, at = [], 0
+    for n in fp[1][1:-1].tolist():
+        found.append((perms[at:at + n], scales[at:at + n]))
+        at += n
+    return code, found, scale_p, scale_q, bound, int(fp[1][0])
+
+
 def by_matching(p_raw: Any, q_raw: Any, domain: Any, tol: float) -> Equivalence | None:
     """Equivalence proposed by :func:`match_hidden_neurons` and certified by a bound:
     ``|f_p - f_q| <= |f_p - f_p*| + |f_p* - f_q|`` with ``p*`` the float image of p, the
@@ -408,32 +454,44 @@ def by_matching(p_raw: Any, q_raw: Any, domain: Any, tol: float) -> Equivalence 
     of applying the symmetry (each entry of ``p*`` is the exact image rounded twice, within
     ``3u`` of it relative, so that term is at most ``4 u L scale``: positive rescalings and
     permutations keep the path norm). ``None`` (nothing decided) when the networks are not
-    floats of one architecture, or the bound exceeds ``tol * scale``."""
-    p, q = float_params(p_raw), float_params(q_raw)
-    if p is None or q is None or [W.shape for W, _ in p] != [W.shape for W, _ in q]:
+    floats of one architecture, or the bound exceeds ``tol * scale``.
+
+    Plain float64 networks go through the compiled twin of these steps
+    (:func:`~neuromanifold.relu._engine.matching.match_kernel`); it hands back to numpy
+    where its float chains cannot be trusted, and on non-finite entries, which the
+    validation then refuses."""
+    compiled = _compiled_match(p_raw, q_raw)
+    if compiled is not None and compiled[0] == NO_MATCH:
         return None
-    with np.errstate(all="ignore"):
-        try:
-            scale_p, scale_q = path_norm_scale(p), path_norm_scale(q)
-        except NeuromanifoldError:
+    if compiled is not None and compiled[0] == MATCHED:
+        _, found, scale_p, scale_q, bound, d = compiled
+    else:
+        p, q = float_params(p_raw), float_params(q_raw)
+        if p is None or q is None or [W.shape for W, _ in p] != [W.shape for W, _ in q]:
             return None
-        scale = max(scale_p, scale_q)
-        match = match_hidden_neurons(p, q)
-        if match is None or not scale > 0:
-            return None
-        found, image = match
-        bound = function_distance_bound(image, q) + 4 * _U * len(p) * scale_p
-    if not bound <= tol * scale:
+        with np.errstate(all="ignore"):
+            try:
+                scale_p, scale_q = path_norm_scale(p), path_norm_scale(q)
+            except NeuromanifoldError:
+                return None
+            match = match_hidden_neurons(p, q)
+            if match is None:
+                return None
+            found, image = match
+            bound = function_distance_bound(image, q) + 4 * _U * len(p) * scale_p
+        d = p[0][0].shape[1]
+    scale = max(scale_p, scale_q)
+    if not (scale > 0 and bound <= tol * scale):
         return None
     sym = []
     for l, (perm, scales) in enumerate(found):
-        sym.append(Permutation(l + 1, tuple(int(i) for i in perm)))
-        sym.append(Scaling(l + 1, tuple(float(v) for v in scales)))
+        sym.append(Permutation(l + 1, tuple(perm.tolist())))
+        sym.append(Scaling(l + 1, tuple(scales.tolist())))
     return Equivalence(
         equivalent=True, witness=None, witness_difference=None,
         max_difference=bound / scale, method="matching", certified=True, tol=tol,
         scale=float(scale), num_regions=None, num_lps=0, num_milps=0,
-        domain=as_domain(domain, p[0][0].shape[1]), symmetry=tuple(sym),
+        domain=as_domain(domain, d), symmetry=tuple(sym),
         note=f"q is a permutation and positive rescaling of p's hidden neurons (matched "
              f"in floats) up to a difference of the functions of at most {bound / scale:.3g} "
              f"relative (bound from the parameters, the rounding of the match included)")
