@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
+from neuromanifold import ComputationLimitError, InputError
 from neuromanifold.exact import to_fmpq
 from neuromanifold.exact._lp import (dot, exact_lp_max, motzkin_certificate,
                                      strict_interior_point, strictly_satisfies)
@@ -76,3 +77,20 @@ def test_equations():
     assert strictly_satisfies([[-1, 0], [0, -1]], [0, 0], p, [[1, 1]], [1])
     cert = motzkin_certificate([[1, 0], [0, 1]], [0, 0], [1.0, 1.0], [[1, 1]], [1], [-1.0])
     assert cert is not None
+
+
+def test_time_limit_stops_the_simplex_before_a_pivot():
+    rng = np.random.default_rng(0)
+    G = rng.integers(-9, 10, (30, 12)).tolist()
+    with pytest.raises(ComputationLimitError, match="exact simplex method stopped"):
+        exact_lp_max([1] * 12, G, [1] * 30, time_limit=1e-9)
+    with pytest.raises(ComputationLimitError):
+        strict_interior_point(G, [1] * 30, time_limit=1e-9)
+    # a limit that is not reached changes nothing
+    assert exact_lp_max([1] * 12, G, [1] * 30, time_limit=60) == exact_lp_max([1] * 12, G, [1] * 30)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "1", True])
+def test_a_bad_time_limit_is_an_input_error(bad):
+    with pytest.raises(InputError, match="time_limit"):
+        exact_lp_max([1], [[1]], [1], time_limit=bad)

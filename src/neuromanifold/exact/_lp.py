@@ -17,12 +17,13 @@ Rows are given as lists of rationals (anything :func:`to_fmpq` accepts).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import flint
 
-from .._errors import InputError, short_repr
+from .._errors import ComputationLimitError, InputError, short_repr
 from .._validation import as_finite_array, check_positive_float
 from ._rational import fmpq_rows, fmpq_vector, to_fmpq
 
@@ -214,9 +215,26 @@ def _pivot(T: list[list[flint.fmpq]], rhs: list[flint.fmpq], obj: list[flint.fmp
         objval[0] = objval[0] + f * rhs[r]
 
 
-def _run_simplex(T, rhs, basis, obj, objval, allowed) -> str:
-    """Maximize with reduced costs ``obj`` (entering columns: positive reduced cost)."""
+def _deadline(time_limit: Any) -> float | None:
+    """The ``time.monotonic()`` value at which a ``time_limit`` ends (``None``: none)."""
+    if time_limit is None:
+        return None
+    return time.monotonic() + check_positive_float(time_limit, "time_limit")
+
+
+def _check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise ComputationLimitError(
+            "the exact simplex method stopped at its time limit; raise time_limit (exact "
+            "pivots on many-digit rationals are slow)")
+
+
+def _run_simplex(T, rhs, basis, obj, objval, allowed, deadline: float | None = None) -> str:
+    """Maximize with reduced costs ``obj`` (entering columns: positive reduced cost); a
+    :class:`ComputationLimitError` when a pivot starts after ``deadline`` (a pivot of a
+    tableau of large rationals can take a tenth of a second, and a problem hundreds)."""
     while True:
+        _check_deadline(deadline)
         enter = -1
         for j, v in enumerate(obj):
             if v > 0 and allowed[j]:
@@ -251,12 +269,15 @@ def _reduced_costs(cost, T, rhs, basis) -> tuple[list[flint.fmpq], list[flint.fm
 
 
 def exact_lp_max(g: Sequence[Any], G: Sequence[Sequence[Any]] = (), h: Sequence[Any] = (),
-                 E: Sequence[Sequence[Any]] = (), e: Sequence[Any] = (), n: int | None = None
+                 E: Sequence[Sequence[Any]] = (), e: Sequence[Any] = (), n: int | None = None,
+                 *, time_limit: float | None = None
                  ) -> tuple[str, list[flint.fmpq] | None, flint.fmpq | None]:
     """Maximize ``g.v`` subject to ``G v <= h`` and ``E v = e`` over free ``v`` in Q^n, exactly.
 
     A dense two-phase simplex method on ``v = p - q`` (p, q >= 0) with Bland's rule.
     Meant for the small problems where a floating-point solver's answer is ambiguous.
+    ``time_limit`` (seconds): a :class:`~neuromanifold.ComputationLimitError` when it
+    passes (checked before every pivot).
 
     Returns:
         ``(status, v, value)`` with status ``"optimal"``, ``"infeasible"`` or
@@ -266,6 +287,7 @@ def exact_lp_max(g: Sequence[Any], G: Sequence[Sequence[Any]] = (), h: Sequence[
     >>> status, str(val)
     ('optimal', '3')
     """
+    deadline = _deadline(time_limit)
     g = fmpq_vector(g, "g")
     if n is None:
         n = len(g)
@@ -319,7 +341,7 @@ def exact_lp_max(g: Sequence[Any], G: Sequence[Sequence[Any]] = (), h: Sequence[
         for j in art_cols:
             cost1[j] = -_ONE
         obj, objval = _reduced_costs(cost1, T, rhs, basis)
-        _run_simplex(T, rhs, basis, obj, objval, allowed)
+        _run_simplex(T, rhs, basis, obj, objval, allowed, deadline)
         if objval[0] < 0:
             return "infeasible", None, None
         # drive zero-level artificials out of the basis, drop redundant rows
@@ -331,6 +353,7 @@ def exact_lp_max(g: Sequence[Any], G: Sequence[Sequence[Any]] = (), h: Sequence[
                 if col < 0:
                     del T[i], rhs[i], basis[i]
                     continue
+                _check_deadline(deadline)
                 _pivot(T, rhs, obj, objval, i, col)
                 basis[i] = col
             i += 1
@@ -342,7 +365,7 @@ def exact_lp_max(g: Sequence[Any], G: Sequence[Sequence[Any]] = (), h: Sequence[
         cost[j] = g[j]
         cost[n + j] = -g[j]
     obj, objval = _reduced_costs(cost, T, rhs, basis)
-    status = _run_simplex(T, rhs, basis, obj, objval, allowed)
+    status = _run_simplex(T, rhs, basis, obj, objval, allowed, deadline)
     if status == "unbounded":
         return "unbounded", None, None
     val = [_ZERO] * ncol
@@ -354,11 +377,12 @@ def exact_lp_max(g: Sequence[Any], G: Sequence[Sequence[Any]] = (), h: Sequence[
 
 def strict_interior_point(A: Sequence[Sequence[Any]], c: Sequence[Any],
                           E: Sequence[Sequence[Any]] = (), e: Sequence[Any] = (),
-                          dim: int | None = None) -> list[flint.fmpq] | None:
+                          dim: int | None = None, *, time_limit: float | None = None
+                          ) -> list[flint.fmpq] | None:
     """A rational point of ``{x : A x < c, E x = e}``, or ``None`` if it is empty (exact).
 
     Solves ``max s`` subject to ``A x + s <= c``, ``E x = e``, ``s <= 1`` exactly; the set
-    is non-empty iff the optimum is positive.
+    is non-empty iff the optimum is positive. ``time_limit`` as in :func:`exact_lp_max`.
 
     >>> [str(v) for v in strict_interior_point([[1], [-1]], [1, 0])]
     ['1/2']
@@ -378,7 +402,7 @@ def strict_interior_point(A: Sequence[Sequence[Any]], c: Sequence[Any],
     h = c + [_ONE]
     Ee = [row + [_ZERO] for row in E]
     g = [_ZERO] * dim + [_ONE]
-    status, v, val = exact_lp_max(g, G, h, Ee, e, n=dim + 1)
+    status, v, val = exact_lp_max(g, G, h, Ee, e, n=dim + 1, time_limit=time_limit)
     if status != "optimal" or not v[dim] > 0:
         return None
     return v[:dim]

@@ -284,3 +284,18 @@ def test_a_milp_time_limit_does_not_point_to_estimate_regions():
     assert "estimate_regions" not in str(b.time_error(stage="the MILP"))
     one = Budget("regions", 2, max_regions=None, time_limit=1.0, progress=False)
     assert "estimate_regions" in str(one.time_error())
+
+
+def test_time_limit_holds_through_the_exact_simplex():
+    """First-layer neurons whose weights decayed to 1e-16 (dead neurons of a trained
+    network) put walls at 1e16 that floating point cannot settle: the engine falls back to
+    the exact simplex, whose pivots on such rationals took 25 s past a 1 s limit; the
+    limit is now checked before every pivot."""
+    import time
+    p = ReLUNet([64, 32, 16, 10]).random_params(0)
+    p[0][0][:4] *= 1e-16
+    t = time.monotonic()
+    with pytest.raises(ComputationLimitError, match="time limit") as err:
+        relu.regions(p, time_limit=1)
+    assert time.monotonic() - t < 6   # 1.1 s + 1 s is the goal; a wide margin for CI
+    assert err.value.partial is not None

@@ -37,6 +37,7 @@ from typing import Any
 import flint
 import numpy as np
 
+from ..._errors import ComputationLimitError
 from ..._progress import progress_bar
 from ...exact import dot, fmpq_matrix, round_certificate, strict_interior_point, to_fmpq
 from .._core.domain import Domain
@@ -335,7 +336,11 @@ class Engine:
         # point of moderate size)
         self.exact_fallbacks += 1
         Sq, sq, E, e = _scaled_system(rows_q, offs_q, eq, d, scaled)
-        p = strict_interior_point(Sq, sq, E, e, dim=d)
+        left = None if self.deadline is None else max(1e-9, self.deadline - time.monotonic())
+        try:
+            p = strict_interior_point(Sq, sq, E, e, dim=d, time_limit=left)
+        except ComputationLimitError:
+            raise EngineDeadline() from None
         if p is None:
             return None
         pf = np.array([clipped_float(v) for v in p])
