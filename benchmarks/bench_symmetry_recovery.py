@@ -29,7 +29,10 @@ re-exported checkpoint would be.
   recipe: every hidden neuron's incoming weights and bias scaled to unit length (the
   factor pushed into the next layer), then one ``linear_sum_assignment`` per hidden layer,
   layer by layer. Recovered iff it finds every true permutation. It certifies nothing.
-  The ``rebasin`` package (PyPI) needs torch and is not run here.
+* Second baseline (same run, same pairs, when installed: ``make bench-peers``): the
+  ``rebasin`` package's ``PermutationCoordinateDescent`` on the two networks as torch
+  ``Sequential`` models, tracing included. Recovered iff every hidden neuron of the
+  permuted copy lands on its neuron of p (permutations only; it certifies nothing).
 
     python benchmarks/bench_symmetry_recovery.py [--quick] [--trials N]
 """
@@ -153,17 +156,61 @@ def normalized_matching(p, q):
     return perms
 
 
+def _rebasin_peer():
+    """The ``rebasin`` package's Git Re-Basin weight matching when it (and torch) is
+    installed (``make bench-peers``), else ``None``."""
+    try:
+        import torch
+        from rebasin import PermutationCoordinateDescent
+    except ImportError:
+        return None
+
+    def run(p, q, perms):
+        """Time rebasin's matching of q onto p (tracing the models included, as a user runs
+        it); recovered iff every hidden neuron of the permuted q lands on its p neuron."""
+        def sequential(params):
+            layers = []
+            for l, (W, b) in enumerate(params):
+                lin = torch.nn.Linear(W.shape[1], W.shape[0]).double()
+                with torch.no_grad():
+                    lin.weight.copy_(torch.from_numpy(W))
+                    lin.bias.copy_(torch.from_numpy(b))
+                layers += [lin] + ([torch.nn.ReLU()] if l < len(params) - 1 else [])
+            return torch.nn.Sequential(*layers)
+        model_a, model_b = sequential(p), sequential(q)
+        x = torch.randn(4, p[0][0].shape[1], dtype=torch.float64)
+        t = time.perf_counter()
+        pcd = PermutationCoordinateDescent(model_a, model_b, x)
+        pcd.rebasin()
+        elapsed = time.perf_counter() - t
+        ok = True
+        for l, perm in enumerate(perms):
+            # neuron j of the permuted q is q's neuron k (its bias moves with it, and the
+            # random biases are distinct); q's neuron k is p's neuron perm[k]
+            new = model_b[2 * l].bias.detach().numpy()
+            for j in range(new.size):
+                k = np.flatnonzero(q[l][1] == new[j])
+                ok &= len(k) == 1 and perm[k[0]] == j
+        return elapsed, bool(ok)
+    return run
+
+
 def _any_depth(args, rows):
     sizes = [(8, 6, 8, 1), (64, 32, 16, 10)] if args.quick else \
         [(8, 6, 8, 1), (16, 12, 16, 2), (48, 32, 48, 4), (64, 32, 16, 10),
          (256, 128, 64, 10), (784, 256, 128, 10), (784, 256, 256, 128, 10)]
     trials = args.trials or (5 if args.quick else 30)
     rng = np.random.default_rng(1)
+    rebasin = _rebasin_peer()
     print(f"\nany depth: {trials} planted (permuted, rescaled) copies per size")
-    print(f"{'widths':<24} {'ours':>7} {'matching':>9} {'ours ms':>8} {'match ms':>9} {'ratio':>6}")
+    if rebasin is None:
+        print("(the rebasin package is not installed: its rows are skipped; make bench-peers "
+              "installs it)")
+    print(f"{'widths':<24} {'ours':>7} {'matching':>9} {'ours ms':>8} {'match ms':>9} {'ratio':>6}"
+          + ("  rebasin  rb ms" if rebasin else ""))
     for widths in sizes:
-        ok = hit = 0
-        t_ours, t_match = [], []
+        ok = hit = rb_hit = 0
+        t_ours, t_match, t_rb = [], [], []
         for _ in range(trials):
             p = relu.ReLUNet(list(widths)).random_params(int(rng.integers(2 ** 31)))
             q, perms = planted_copy(rng, p)
@@ -178,6 +225,10 @@ def _any_depth(args, rows):
             P = normalized_matching(p, q)
             t_match.append(time.perf_counter() - t)
             hit += all(np.array_equal(a, b) for a, b in zip(P, perms))
+            if rebasin is not None:
+                t, got = rebasin(p, q, perms)
+                t_rb.append(t)
+                rb_hit += got
         mo, mm = float(np.median(t_ours)), float(np.median(t_match))
         size = "-".join(map(str, widths))
         row = {"widths": list(widths), "trials": trials, "ours": ok, "matching": hit,
@@ -187,8 +238,18 @@ def _any_depth(args, rows):
                               spread=(max(t_ours) - min(t_ours)) / mo,
                               note=f"recovered: ours {ok}/{trials} (certified), matching "
                                    f"{hit}/{trials} (uncertified); medians over the trials")})
-        print(f"{size:<24} {ok:>3}/{trials:<3} {hit:>5}/{trials:<3} {1e3 * mo:>8.2f} "
-              f"{1e3 * mm:>9.2f} {mm / mo:>5.2f}x")
+        line = (f"{size:<24} {ok:>3}/{trials:<3} {hit:>5}/{trials:<3} {1e3 * mo:>8.2f} "
+                f"{1e3 * mm:>9.2f} {mm / mo:>5.2f}x")
+        if rebasin is not None:
+            mr = float(np.median(t_rb))
+            line += f"  {rb_hit:>3}/{trials:<3} {1e3 * mr:>6.2f}"
+            rows.append({**row, "rebasin": rb_hit, "rebasin_ms": 1e3 * mr, **suite_row(
+                "symmetry recovery, certified (relu.equivalent)", size, mo,
+                "rebasin (PermutationCoordinateDescent, tracing included)", mr,
+                spread=(max(t_ours) - min(t_ours)) / mo,
+                note=f"recovered: ours {ok}/{trials} (certified), rebasin {rb_hit}/{trials} "
+                     f"(permutations only, uncertified); medians over the trials")})
+        print(line)
 
 
 def main(argv=None) -> list[dict]:

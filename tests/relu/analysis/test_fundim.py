@@ -367,3 +367,26 @@ def test_a_large_output_scale_keeps_the_rank():
     p = ReLUNet([2, 3, 1]).random_params(seed=0)
     q = [(W * 1e150, b * 1e150) for W, b in p]
     assert functional_dimension(q).rank == functional_dimension(p).rank == 10
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6),
+       widths=st.sampled_from([[1, 1], [3, 2, 1], [2, 4, 3], [5, 4, 3, 2], [4, 3, 5, 2, 3]]))
+def test_sketch_from_the_factors_is_the_sketch_of_the_rows(seed, widths):
+    """The sketched rows and the value rows' column maxima built from the factors of the
+    rows (no m (d + 1) x P matrix) equal those of the rows themselves."""
+    from neuromanifold.relu._analysis import fundim as _fd
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(widths).random_params(seed)
+    Ws, bs = _fd._balanced(p)
+    x = rng.standard_normal(widths[0])
+    patterns = [rng.random(n) < 0.7 for n in widths[1:-1]]
+    rows = _fd._float_rows(Ws, bs, patterns, x)
+    G, V, U = _fd._row_factors(Ws, bs, patterns, x)
+    S = rng.standard_normal((7, rows.shape[0]))
+    np.testing.assert_allclose(_fd._sketched_rows(G, V, U, S), S @ _fd._row_scaled(rows),
+                               rtol=1e-12, atol=1e-13 * np.abs(S).sum(axis=1).max())
+    d = widths[0]
+    np.testing.assert_array_equal(_fd._value_colmax(G, V, U),
+                                  np.max(np.abs(rows[0::d + 1]), axis=0))
+    np.testing.assert_array_equal(_fd._row_peaks(G, V, U), np.max(np.abs(rows), axis=1))

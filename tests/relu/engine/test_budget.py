@@ -299,3 +299,16 @@ def test_time_limit_holds_through_the_exact_simplex():
         relu.regions(p, time_limit=1)
     assert time.monotonic() - t < 6   # 1.1 s + 1 s is the goal; a wide margin for CI
     assert err.value.partial is not None
+
+
+def test_time_limit_sees_a_rank_update_coming():
+    """At 64-32-16-10 (2,810 parameters) one rank update of functional_dimension takes
+    about 12 s on one core; with a 2 s limit it is not started: the error comes in time,
+    with the partial result (the rank of the updates that did run)."""
+    import time
+    p = ReLUNet([64, 32, 16, 10]).random_params(0)
+    t = time.monotonic()
+    with pytest.raises(ComputationLimitError, match="time limit") as err:
+        relu.functional_dimension(p, time_limit=2)
+    assert time.monotonic() - t < 6   # 2.2 s + 1 s is the goal; a wide margin for CI
+    assert err.value.partial is not None and not err.value.partial.certified

@@ -56,6 +56,9 @@ dropped reported.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
+import time
 from typing import Any
 
 import flint
@@ -228,9 +231,13 @@ def _balanced(params: list) -> tuple[list[np.ndarray], list[np.ndarray]]:
     return Ws, bs
 
 
-def _float_rows(Ws: list, bs: list, patterns, c: np.ndarray) -> np.ndarray:
-    """The rows of :func:`region_rows` in floats (same order: output, then point/direction;
-    columns in ``ReLUNet.flatten`` order), for the (balanced) float layers."""
+def _row_factors(Ws: list, bs: list, patterns, c: np.ndarray) -> tuple[list, list, np.ndarray]:
+    """The factors of the rows of :func:`region_rows` at the point ``c`` of a region:
+    per layer ``G_l`` (outputs x neurons of layer l: the derivative of the outputs in its
+    pre-activations) and ``V_l`` (inputs of layer l x the d + 1 directions: the value at
+    ``c``, then the derivatives along e_1 ... e_d), and ``U`` (the augmented directions).
+    Row ``(o, t)`` has ``G_l[o, i] V_l[j, t]`` in the column of ``W_l[i, j]`` and
+    ``G_l[o, i] U[d, t]`` in that of ``b_l[i]``."""
     d = c.size
     L = len(Ws)
     m = Ws[-1].shape[0]
@@ -238,23 +245,73 @@ def _float_rows(Ws: list, bs: list, patterns, c: np.ndarray) -> np.ndarray:
     U[:d, 0] = c
     U[:d, 1:] = np.eye(d)
     U[d, 0] = 1.0
-    H = np.hstack([np.eye(d), np.zeros((d, 1))])
     masks = [np.asarray(p, dtype=bool) for p in patterns]
-    V = []
-    for l in range(L):
-        V.append(H @ U)
-        if l < L - 1:
+    V = [U[:d]]   # the first layer's inputs: H = [I | 0] applied to U
+    H = None      # the affine map of the layers so far (neurons x (d + 1)), after layer 1
+    for l in range(L - 1):
+        if H is None:
+            Z = np.hstack([Ws[0], bs[0][:, None]])
+        else:
             Z = Ws[l] @ H
             Z[:, d] += bs[l]
-            H = Z * masks[l][:, None]
+        H = Z * masks[l][:, None]
+        V.append(H @ U)
     G = [None] * L
     G[L - 1] = np.eye(m)
     for l in range(L - 1, 0, -1):
         G[l - 1] = (G[l] @ Ws[l]) * masks[l - 1][None, :]
+    return G, V, U
+
+
+def _float_rows(Ws: list, bs: list, patterns, c: np.ndarray) -> np.ndarray:
+    """The rows of :func:`region_rows` in floats (same order: output, then point/direction;
+    columns in ``ReLUNet.flatten`` order), for the (balanced) float layers."""
+    G, V, U = _row_factors(Ws, bs, patterns, c)
+    m, d = G[-1].shape[0], c.size
     blocks = []
-    for l in range(L):
-        blocks.append(np.einsum("oi,jt->otij", G[l], V[l]).reshape(m * (d + 1), -1))
-        blocks.append(np.einsum("oi,t->oti", G[l], U[d]).reshape(m * (d + 1), -1))
+    for Gl, Vl in zip(G, V):
+        blocks.append(np.einsum("oi,jt->otij", Gl, Vl).reshape(m * (d + 1), -1))
+        blocks.append(np.einsum("oi,t->oti", Gl, U[d]).reshape(m * (d + 1), -1))
+    return np.hstack(blocks)
+
+
+def _row_peaks(G: list, V: list, U: np.ndarray) -> np.ndarray:
+    """The largest absolute entry of each row ``(o, t)`` of :func:`_float_rows`, from the
+    factors: the entries are single products, and rounding is monotone, so the largest
+    is the rounded product of the largest factors."""
+    peak = np.zeros((G[0].shape[0], U.shape[0]))
+    for Gl, Vl in zip(G, V):
+        g = np.max(np.abs(Gl), axis=1)
+        peak = np.maximum(peak, g[:, None] * np.max(np.abs(Vl), axis=0, initial=0.0)[None, :])
+        peak = np.maximum(peak, g[:, None] * np.abs(U[-1])[None, :])
+    return peak.reshape(-1)
+
+
+def _value_colmax(G: list, V: list, U: np.ndarray) -> np.ndarray:
+    """Per column, the largest absolute entry of the value rows ``(o, 0)`` of
+    :func:`_float_rows`, from the factors (single products: monotone rounding)."""
+    cols = []
+    for Gl, Vl in zip(G, V):
+        g = np.max(np.abs(Gl), axis=0)
+        cols.append(np.outer(g, np.abs(Vl[:, 0])).reshape(-1))
+        cols.append(g * abs(U[-1, 0]))
+    return np.concatenate(cols)
+
+
+def _sketched_rows(G: list, V: list, U: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """``S @ _row_scaled(_float_rows(...))`` from the factors, without the
+    ``m (d + 1) x P`` matrix (3.3 GB for one region of a 784-64-32-10 network): the
+    weight block of layer l is ``G_l^T S_k V_l^T`` for each row ``S_k`` (as an m x (d + 1)
+    matrix), its bias block ``G_l^T S_k U[d]^T``."""
+    peak = _row_peaks(G, V, U)
+    e = np.where(peak > 0, np.frexp(np.where(peak > 0, peak, 1.0))[1], 0)
+    m, k = G[0].shape[0], S.shape[0]
+    Sk = np.ldexp(S, -e[None, :]).reshape(k, m, -1)
+    blocks = []
+    for Gl, Vl in zip(G, V):
+        T = np.einsum("kot,jt->koj", Sk, Vl)
+        blocks.append(np.einsum("oi,koj->kij", Gl, T).reshape(k, -1))
+        blocks.append(np.einsum("oi,ko->ki", Gl, Sk @ U[-1]))
     return np.hstack(blocks)
 
 
@@ -277,6 +334,30 @@ class _FloatRank:
         self.buffer: list[np.ndarray] = []
         self.pending = 0
         self.rank, self.smallest, self.dropped = 0, None, None
+        #: seconds per unit of :meth:`_work` of the last update (None before the first)
+        self.per_work: float | None = None
+
+    def _work(self) -> float:
+        """The size of the next update of a k x P stack, in units of an n x n singular
+        value computation's n**3: the singular values of a min(k, P) x P matrix, and for
+        k > P first a QR (BLAS-3, about 4x faster per operation, measured: 2.5 s for the
+        QR of 4,215 x 2,810 rows, 11.6 s for the singular values of the 2,810 x 2,810
+        factor)."""
+        k = self.R.shape[0] + self.pending
+        n = min(k, self.P)
+        return float(n) ** 2 * self.P + (k * n * self.P / 4.0 if k > self.P else 0.0)
+
+    def predicted(self) -> float:
+        """Seconds the next :meth:`update` is expected to take (14 s at P = 2,810 on one
+        core, the 64-32-16-10 digits classifier), which a time limit must see coming:
+        from the last update when there was one, else from a 256 x 256 calibration (it
+        predicted 11.6 s for an update of 11.7 s, and 8.8 s for another of 14 s); with a
+        margin of 1.2 either way. Stopping early wastes budget; starting what cannot finish
+        breaks it."""
+        if not self.buffer:
+            return 0.0
+        per_work = _svd_seconds_per_cube() if self.per_work is None else self.per_work
+        return 1.2 * per_work * self._work()
 
     def add(self, rows: np.ndarray) -> None:
         self.buffer.append(rows)
@@ -288,11 +369,27 @@ class _FloatRank:
     def update(self) -> int:
         """Compress and recompute the rank (only when rows came in since); returns it."""
         if self.buffer:
+            start, work = time.perf_counter(), self._work()
             stack = np.vstack([self.R] + self.buffer)
             self.buffer, self.pending = [], 0
             self.R = np.linalg.qr(stack, mode="r") if stack.shape[0] > self.P else stack
             self.rank, self.smallest, self.dropped = numerical_rank(self.R, self.tol)
+            self.per_work = (time.perf_counter() - start) / work
         return self.rank
+
+
+@functools.lru_cache(maxsize=1)
+def _svd_seconds_per_cube() -> float:
+    """Seconds per n**3 of the singular values of an n x n triangular matrix on this
+    machine, from n = 256 (the fastest of three, some 20 milliseconds once per process: a
+    first call pays for cold caches)."""
+    A = np.triu(np.random.default_rng(0).standard_normal((256, 256)))
+    best = math.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        np.linalg.svd(A, compute_uv=False)
+        best = min(best, time.perf_counter() - start)
+    return best / 256 ** 3
 
 
 class _ModRank:
@@ -354,11 +451,14 @@ def _sample_points(Ws, bs, dom, tol: float, rng) -> list:
         if dom_norm is not None:
             radius = np.min((dom.c[None, :] - X @ dom.A.T) / dom_norm[None, :], axis=1)
         ok = radius > need
-        H = np.broadcast_to(np.hstack([np.eye(d), np.zeros((d, 1))]), (N, d, d + 1))
+        H = None
         pats = []
         for l in range(len(Ws) - 1):
-            Z = np.einsum("ij,njk->nik", Ws[l], H)
-            Z[:, :, d] += bs[l]
+            if H is None:   # the first layer's map is the same at every point
+                Z = np.broadcast_to(np.hstack([Ws[0], bs[0][:, None]]), (N, Ws[0].shape[0], d + 1))
+            else:
+                Z = np.einsum("ij,njk->nik", Ws[l], H)
+                Z[:, :, d] += bs[l]
             z = np.einsum("nik,nk->ni", Z[:, :, :d], X) + Z[:, :, d]
             g = np.linalg.norm(Z[:, :, :d], axis=2)
             size = np.einsum("nik,nk->ni", np.abs(Z[:, :, :d]), np.abs(X)) + np.abs(Z[:, :, d])
@@ -564,10 +664,19 @@ class _Run:
         combinations of them instead: rows in their span, so the rank stays a lower
         bound, at a fraction of the cost."""
         net, d = self.net, self.net.d
+        scale = max(1.0, float(np.max(np.abs(x), initial=0.0)))
+        if rows_f is None and sketch and self.tol > 0 and \
+                self.Ws[-1].shape[0] * (d + 1) > _SKETCH_ROWS:
+            # the sketch from the factors of the rows (the same rows, in milliseconds and
+            # megabytes where the rows themselves take seconds and gigabytes)
+            G, V, U = _row_factors(self.Ws, self.bs, patterns, x)
+            self.colmax = np.maximum(self.colmax, _value_colmax(G, V, U) / scale)
+            S = self.rng.standard_normal((_SKETCH_ROWS, G[0].shape[0] * (d + 1)))
+            self.tracker.add(_row_scaled(_sketched_rows(G, V, U, S)))
+            return True
         if rows_f is None:
             rows_f = _float_rows(self.Ws, self.bs, patterns, x)
-        self.colmax = np.maximum(self.colmax, np.max(np.abs(rows_f[0::d + 1]), axis=0)
-                                 / max(1.0, float(np.max(np.abs(x), initial=0.0))))
+        self.colmax = np.maximum(self.colmax, np.max(np.abs(rows_f[0::d + 1]), axis=0) / scale)
         if self.tol > 0:
             if sketch and rows_f.shape[0] > _SKETCH_ROWS:
                 rows_f = self.rng.standard_normal((_SKETCH_ROWS, rows_f.shape[0])) @ \
@@ -588,6 +697,15 @@ class _Run:
         return True
 
     def _rank(self) -> int:
+        if self.budget.deadline is not None:
+            # a factorization at trained sizes takes seconds: do not start one the budget
+            # cannot hold (the partial result keeps the rank of the last one)
+            upcoming = self.shadow.predicted() if self.shadow is not self.tracker else 0.0
+            if isinstance(self.tracker, _FloatRank):
+                upcoming += self.tracker.predicted()
+            self.budget.check_time(self._partial, upcoming=upcoming,
+                                   stage=f"the next rank update (expected to take "
+                                         f"{upcoming:.1f} s; not started)")
         rank = self.tracker.update()
         if self.shadow is not self.tracker:
             self.shadow.update()
@@ -638,7 +756,7 @@ class _Run:
             self._check_time()
             for x, pats in batch:
                 self._check_time()
-                rows_f = _float_rows(self.Ws, self.bs, pats, x)
+                rows_f = _float_rows(self.Ws, self.bs, pats, x) if self.tol == 0 else None
                 if self.tol == 0 and not selector.adds(rows_f):
                     continue
                 if self._add(pats, x, sketch=True, rows_f=rows_f):

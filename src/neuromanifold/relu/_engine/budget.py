@@ -96,9 +96,10 @@ class Budget:
     def time_error(self, partial: Any = None, stage: str = "") -> ComputationLimitError:
         return self.error(f"time limit (time_limit={self.time_limit:g} s)", partial, stage)
 
-    def check_time(self, partial: Any = None, stage: str = "") -> None:
-        """Raise the time-limit error when the deadline has passed."""
-        if self.deadline is not None and time.monotonic() > self.deadline:
+    def check_time(self, partial: Any = None, stage: str = "", upcoming: float = 0.0) -> None:
+        """Raise the time-limit error when the deadline has passed, or will have passed
+        after a step expected to take ``upcoming`` seconds."""
+        if self.deadline is not None and time.monotonic() + upcoming > self.deadline:
             raise self.time_error(partial() if callable(partial) else partial, stage)
 
     def cells(self, nets: Sequence[ExactNet], domain: Domain,
