@@ -34,12 +34,13 @@ bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 
 # The same, with the peer libraries the baselines compare against installed: relucent
-# (AGPL-3.0, pulls gurobipy with its size-limited licence) lives in its own environment,
-# never in the project's.
+# (AGPL-3.0, pulls gurobipy with its size-limited licence) and rebasin (Git Re-Basin's
+# weight matching; pulls torch, several GB) live in their own environment, never in the
+# project's.
 PEERS := .venv-peers
 bench-peers:
 	$(PYTHON) -m venv $(PEERS)
-	$(PEERS)/bin/python -m pip install --quiet -e '.[test]' relucent
+	$(PEERS)/bin/python -m pip install --quiet -e '.[test]' relucent rebasin
 	$(PEERS)/bin/python benchmarks/run_all.py
 
 # The documentation site in site/ (open site/index.html); `$(VENV)/bin/mkdocs serve` serves

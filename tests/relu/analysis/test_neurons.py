@@ -100,3 +100,16 @@ def test_difference_bounds_contain_every_sampled_difference(seed, widths, eps):
     (lp, hp), (lq, hq) = box_bounds(p, dom)[-1], box_bounds(q, dom)[-1]
     if eps <= 1e-6:
         assert np.max(pre[-1][1] - pre[-1][0]) <= 1e-3 * np.max(np.maximum(hp - lq, hq - lp))
+
+
+def test_a_region_budget_of_method_regions_is_this_calls_error():
+    """The error names neurons, not the engine's caller inside it, and carries what the
+    bounds prove as its partial result; 'auto' answers by the bounds."""
+    from neuromanifold import ComputationLimitError
+    p = ReLUNet([3, 8, 8, 1]).random_params(0)
+    with pytest.raises(ComputationLimitError, match=r"neurons\(method='regions'\)") as err:
+        neurons(p, method="regions", max_regions=2)
+    partial = err.value.partial
+    assert partial.method == "bounds" and "region engine stopped" in partial.note
+    assert err.value.num_regions is not None
+    assert neurons(p, max_regions=2).method == "bounds"

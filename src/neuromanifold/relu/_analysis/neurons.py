@@ -202,7 +202,8 @@ def neurons(params: Any, domain: Any = None, *, data: Any = None, method: str = 
         num_samples: random points of the domain used as witnesses (``"bounds"``).
         seed: seed of those points.
         max_regions, time_limit: the region engine's budget; when it ends, ``"auto"``
-            answers by ``"bounds"`` (the note says so), ``"regions"`` raises.
+            answers by ``"bounds"`` (the note says so), ``"regions"`` raises a
+            :class:`~neuromanifold.ComputationLimitError` whose ``partial`` is that answer.
 
     Returns:
         A :class:`NeuronStatus`.
@@ -230,7 +231,14 @@ def neurons(params: Any, domain: Any = None, *, data: Any = None, method: str = 
                 B = bent_hyperplanes(P, dom, max_regions=max_regions, time_limit=time_limit)
             except ComputationLimitError as err:
                 if method == "regions":
-                    raise
+                    # the error of this call, not of the engine's caller inside; what the
+                    # bounds prove (milliseconds) is the partial result
+                    out = ComputationLimitError(f"neurons(method='regions'): {err}")
+                    for name in ("num_regions", "num_lps", "elapsed"):
+                        setattr(out, name, getattr(err, name, None))
+                    out.partial = _by_bounds(P, dom, X, as_seed_rng(seed), num_samples,
+                                             note + f"the region engine stopped ({err}); ")
+                    raise out from None
                 note = f"the region engine stopped ({err}); "
             else:
                 status = tuple(tuple(n.status for n in B.neurons if n.layer == l + 1)

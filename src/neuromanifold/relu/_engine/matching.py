@@ -203,13 +203,11 @@ def match_kernel(P, Q, dims, offsets):
             norm_q[i] = np.sqrt(sq)
             if not (norm_p[i] > 0 and norm_q[i] > 0):
                 return NO_MATCH, perms, scales, scale_p, scale_q, 0.0
-        cos = np.empty((rows, rows))
+        # the inner products by BLAS (numba calls scipy's): n^2 d of the work at 784 inputs
+        cos = np.ascontiguousarray(Wq) @ A.T
         for i in range(rows):
             for k in range(rows):
-                s = bq[i] * bp[k]
-                for j in range(cols):
-                    s += Wq[i, j] * A[k, j]
-                cos[i, k] = s / (norm_q[i] * norm_p[k])
+                cos[i, k] = (cos[i, k] + bq[i] * bp[k]) / (norm_q[i] * norm_p[k])
         col = lsap_max(cos)
         if col[0] < 0:
             return NO_MATCH, perms, scales, scale_p, scale_q, 0.0
