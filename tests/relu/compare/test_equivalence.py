@@ -558,6 +558,72 @@ def test_a_difference_confined_to_a_strip_along_a_kink_gets_a_witness(widths, do
     assert r.witness_difference > 0
 
 
+def _hat_on_a_deeper_neuron(widths, seed, delta=1e-6, j=0):
+    """p and q = p plus relu(z + delta) - 2 relu(z) + relu(z - delta) on output 0, with z
+    the pre-activation of neuron j of p's last hidden layer (two copies of the neuron with
+    its bias moved by +-delta): a difference confined to a strip of width 2 delta (in z)
+    along a bent hyperplane past the first layer."""
+    p = ReLUNet(widths).random_params(seed)
+    q = [(W.copy(), b.copy()) for W, b in p]
+    (W, b), (Wn, bn) = q[-2], q[-1]
+    v = np.zeros(Wn.shape[0])
+    v[0] = 1.0
+    q[-2] = (np.vstack([W, W[j], W[j]]), np.append(b, [b[j] + delta, b[j] - delta]))
+    out = np.hstack([Wn, v[:, None], v[:, None]])
+    out[:, j] -= 2 * v
+    q[-1] = (out, bn)
+    return p, q
+
+
+@pytest.mark.parametrize("widths, domain", [([32, 16, 32, 10], None), ([8, 12, 10, 6, 3], None),
+                                            ([16, 12, 8, 4], (-1.0, 1.0))])
+def test_a_difference_confined_to_a_strip_along_a_deeper_bent_hyperplane_gets_a_witness(
+        widths, domain, monkeypatch):
+    """The hat is 7x the threshold at 32-16-32-10 and about 2e-6 of z wide: uniform samples
+    and first-layer kinks miss it (the exact engine then ran past 20 s); the points on the
+    deeper bent hyperplanes find it, and the witness is exact."""
+    from neuromanifold.relu._analysis import joint_regions as _joint
+    from neuromanifold.relu._compare import equivalence as _equivalence
+    p, q = _hat_on_a_deeper_neuron(widths, seed=0)
+    r = equivalent(p, q, domain, time_limit=60)
+    assert r.equivalent is False and r.certified and r.method == "sampling", r.note
+    assert r.witness_difference > 1e-9 * r.scale
+    # without those points the sampled check does not decide: the test can fail
+    pair = _joint.Pair(p, q, 1e-9)
+    dom = pair_domain(domain, widths[0])
+    monkeypatch.setattr(_equivalence, "bent_points",
+                        lambda pair, dom, rng: np.zeros((0, pair.d)))
+    assert _equivalence._by_sampling(pair, dom, np.random.default_rng(0)) is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10**6),
+       widths=st.sampled_from([[3, 5, 4, 1], [8, 6, 6, 6, 2], [16, 12, 8, 4]]),
+       box=st.booleans())
+def test_bent_points_lie_on_every_bent_hyperplane_the_samples_cross(seed, widths, box):
+    """For every neuron past the first layer whose pre-activation changes sign on the
+    bisection's samples, some point (offset 0) lies on its zero set to rounding; every
+    point lies in the domain."""
+    from neuromanifold.relu._analysis import joint_regions as _joint
+    from neuromanifold.relu._compare import equivalence as _equivalence
+    p = ReLUNet(widths).random_params(seed)
+    pair = _joint.Pair(p, p, 1e-9)
+    dom = pair_domain((-1.0, 1.0) if box else None, widths[0])
+    X = _equivalence.bent_points(pair, dom, np.random.default_rng(seed))
+    S = _equivalence.sample_points(dom, widths[0], np.random.default_rng(seed),
+                                   _equivalence._BENT_SAMPLES)
+    assert np.all(np.isfinite(X)) and (not box or np.all((X >= -1.0) & (X <= 1.0)))
+    for l in range(1, len(p) - 1):
+        for j in range(p[l][0].shape[0]):
+            js = np.full(len(S), j)
+            zs, _ = _equivalence._preactivation_and_gradient(pair.fp, l, js, S)
+            if not (zs.max() > 0 > zs.min()):
+                continue
+            z, G = _equivalence._preactivation_and_gradient(pair.fp, l, np.full(len(X), j), X)
+            size = np.maximum(1.0, np.abs(X).max(axis=1)) * (np.abs(G).sum(axis=1) + 1)
+            assert np.any(np.abs(z) <= 1e-9 * size), (l, j)
+
+
 def test_a_near_miss_that_samples_see_below_tol_is_climbed_to_a_witness():
     """q is p plus c relu(w . x + 1/2) on output 0 (carried by pass-through neurons), with c
     set so that the largest relative difference is twice the threshold, attained at the

@@ -276,6 +276,104 @@ def kink_points(pair: Pair, dom: Domain, rng: np.random.Generator, per_neuron: i
     return X[np.all(np.isfinite(X), axis=1)]
 
 
+def _preactivation_and_gradient(params: list, l: int, neurons: np.ndarray, X: np.ndarray
+                                ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row ``X[k]``: the pre-activation of neuron ``neurons[k]`` of layer ``l`` (0 is
+    the first hidden layer) and its gradient in x (on the region of ``X[k]``)."""
+    H, masks = X, []
+    for W, b in params[:l]:
+        Z = H @ W.T + b
+        masks.append(Z > 0)
+        H = np.where(masks[-1], Z, 0.0)
+    W, b = params[l]
+    z = np.einsum("kj,kj->k", H, W[neurons]) + b[neurons]
+    G = W[neurons]
+    for (Wk, _), on in zip(reversed(params[:l]), reversed(masks)):
+        G = (G * on) @ Wk
+    return z, G
+
+
+def _preactivation_from_first(params: list, l: int, neurons: np.ndarray, Z1: np.ndarray
+                              ) -> np.ndarray:
+    """The pre-activation of neuron ``neurons[k]`` of layer ``l >= 1`` from the first
+    layer's pre-activations ``Z1[k]``."""
+    H = np.maximum(Z1, 0.0)
+    for W, b in params[1:l]:
+        H = np.maximum(H @ W.T + b, 0.0)
+    W, b = params[l]
+    return np.einsum("kj,kj->k", H, W[neurons]) + b[neurons]
+
+
+#: sample points whose pairs of opposite signs :func:`bent_points` bisects
+_BENT_SAMPLES = 512
+
+
+def bent_points(pair: Pair, dom: Domain, rng: np.random.Generator, per_neuron: int = 4
+                ) -> np.ndarray:
+    """Points on and next to the bent hyperplanes of every neuron past the first hidden
+    layer of both networks. For each such neuron, pairs of sample points where its
+    pre-activation has opposite signs; the pre-activation is continuous along the segment
+    between them, so bisection (40 halvings) finds a zero on it; from there the offsets
+    :data:`_KINK_OFFSETS` along the pre-activation's gradient (clipped to the domain). A
+    difference confined to a strip along such a hyperplane (a deeper neuron split into
+    copies with nearby biases, say) shows only there. Fewer pairs per neuron on wide
+    networks, and a random subset of the neurons beyond :data:`_MAX_KINK_POINTS`; a neuron
+    of one sign on every sample gets none."""
+    jobs = [(n, l, j) for n, net in enumerate((pair.fp, pair.fq))
+            for l in range(1, len(net) - 1) for j in range(net[l][0].shape[0])]
+    fit = _MAX_KINK_POINTS // _KINK_OFFSETS.size
+    if len(jobs) > fit:
+        jobs = [jobs[i] for i in sorted(rng.choice(len(jobs), fit, replace=False))]
+    if not jobs:
+        return np.zeros((0, pair.d))
+    per_neuron = max(1, min(per_neuron, fit // len(jobs)))
+    S = sample_points(dom, pair.d, rng, _BENT_SAMPLES)
+    out = [np.zeros((0, pair.d))]
+    with np.errstate(all="ignore"):
+        for n, net in enumerate((pair.fp, pair.fq)):
+            # every pre-activation at the samples, layer by layer
+            Z, H = [], S
+            for W, b in net[:-1]:
+                Z.append(H @ W.T + b)
+                H = np.maximum(Z[-1], 0.0)
+            a_idx, b_idx, neurons, layers = [], [], [], []
+            for m, l, j in jobs:
+                if m != n:
+                    continue
+                pos, neg = np.flatnonzero(Z[l][:, j] > 0), np.flatnonzero(Z[l][:, j] < 0)
+                if pos.size and neg.size:
+                    a_idx.append(rng.choice(pos, per_neuron))
+                    b_idx.append(rng.choice(neg, per_neuron))
+                    neurons.append(np.full(per_neuron, j))
+                    layers.append(np.full(per_neuron, l))
+            if not a_idx:
+                continue
+            a, b = np.concatenate(a_idx), np.concatenate(b_idx)
+            neurons, layers = np.concatenate(neurons), np.concatenate(layers)
+            for l in np.unique(layers):
+                k = layers == l
+                # along A + t (B - A) the first layer's pre-activations are affine in t:
+                # the 784-wide first product is not repeated per halving
+                ZA, ZB = Z[0][a[k]], Z[0][b[k]]
+                lo, hi = np.zeros(k.sum()), np.ones(k.sum())
+                for _ in range(40):
+                    t = 0.5 * (lo + hi)
+                    z = _preactivation_from_first(net, l, neurons[k], ZA + t[:, None] * (ZB - ZA))
+                    lo, hi = np.where(z > 0, t, lo), np.where(z > 0, hi, t)
+                t = 0.5 * (lo + hi)
+                X = S[a[k]] + t[:, None] * (S[b[k]] - S[a[k]])
+                _, G = _preactivation_and_gradient(net, l, neurons[k], X)
+                norm = np.sqrt(np.einsum("kj,kj->k", G, G))
+                keep = np.isfinite(norm) & (norm > 0)
+                X, unit = X[keep], G[keep] / norm[keep, None]
+                size = np.maximum(1.0, np.abs(X).max(axis=1, initial=0.0))
+                P = X[:, None, :] + _KINK_OFFSETS[None, :, None] * size[:, None, None] * \
+                    unit[:, None, :]
+                out.append(clip(P.reshape(-1, pair.d), dom))
+    X = np.vstack(out)
+    return X[np.all(np.isfinite(X), axis=1)]
+
+
 def _output_gradient(params: list, x: np.ndarray, o: int) -> np.ndarray:
     """The gradient of output ``o`` at ``x`` (on the region of ``x``)."""
     h, masks = x, []
@@ -336,9 +434,11 @@ _NEAR = 1e-3
 
 def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
     """Evaluate both (balanced) networks on sample points of the domain and on and next to
-    every first-layer kink (:func:`kink_points`); confirm the largest relative differences
-    exactly. ``None`` when no sample confirms a difference."""
-    X = np.vstack([sample_points(dom, pair.d, rng, _NUM_SAMPLES), kink_points(pair, dom, rng)])
+    every first-layer kink (:func:`kink_points`) and deeper bent hyperplane
+    (:func:`bent_points`); confirm the largest relative differences exactly. ``None`` when
+    no sample confirms a difference."""
+    X = np.vstack([sample_points(dom, pair.d, rng, _NUM_SAMPLES), kink_points(pair, dom, rng),
+                   bent_points(pair, dom, rng)])
     rel = relative_difference(pair, X)
     top = np.argsort(-rel)[:8]
     if pair.tol > 0 and _NEAR * pair.thr < rel[top[0]] <= pair.thr:
@@ -360,8 +460,9 @@ def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
                            method="sampling", certified=True,
                            note=f"sampled check: the largest of {len(X)} sampled "
                                 "differences (the domain, on and next to every first-layer "
-                                "kink, and an ascent from the best when they came close) "
-                                "exceeds tol, confirmed in exact arithmetic")
+                                "kink and every deeper bent hyperplane, and an ascent from "
+                                "the best when they came close) exceeds tol, confirmed in "
+                                "exact arithmetic")
     return None
 
 
