@@ -159,7 +159,8 @@ class Genericity(Result):
 def _facets(dom: Domain) -> list[tuple[str, list[Fraction], Fraction]]:
     out = []
     for i, (row, c) in enumerate(zip(dom.A, dom.c)):
-        a = [exact_value(float(v)) for v in row]
+        # a box's rows are unit vectors: their zeros need no conversion (seconds at 784)
+        a = [_ZERO if v == 0 else exact_value(v) for v in row.tolist()]
         cc = exact_value(float(c))
         nz = [k for k, v in enumerate(row) if v != 0]
         if dom.kind in ("orthant", "box") and len(nz) == 1:
