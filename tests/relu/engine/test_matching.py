@@ -149,3 +149,27 @@ def test_non_finite_input_is_still_refused():
     q[1][0][0, 0] = np.inf
     with pytest.raises(ParameterError, match="finite"):
         relu.equivalent(p, q)
+
+
+def test_the_numpy_path_does_not_certify_through_subnormal_entries():
+    """An image entry that rounds to a subnormal loses more than the rounding term allows:
+    the numpy path (where the kernel hands such chains back) must not certify. Found by
+    review: p and q differ by 5 % relative, and the match reported 1.3e-15."""
+    t = 2.0 ** -1074
+    A = np.array
+    p = [(A([[2.0 ** -400, 0], [0, 2.0 ** 500]]), A([0.0, 0])),
+         (A([[2.0 ** -500, 28 * t]]), A([0.0])), (A([[2.0 ** 560]]), A([0.0]))]
+    q = [(A([[2.0 ** -400, 0], [0, 3 * 2.0 ** 500]]), A([0.0, 0])),
+         (A([[2.0 ** -500, 9 * t]]), A([0.0])), (A([[2.0 ** 560]]), A([0.0]))]
+    assert by_matching(p, q, None, 1e-9) is None
+    r = relu.equivalent(p, q)
+    assert r.equivalent is False and r.certified
+    tiny = [(A([[1.0]]), A([0.0])), (A([[28 * t]]), A([0.0]))]
+    assert by_matching(tiny, [(A([[3.0]]), A([0.0])), (A([[9 * t]]), A([0.0]))],
+                       None, 1e-9) is None
+
+
+def test_row_norms_beyond_the_float_range_decide_nothing():
+    big = [([[2.0 ** 600]], [0.0]), ([[1.0]], [0.0])]   # lists: the numpy path
+    assert by_matching(big, big, None, 1e-9) is None
+    assert relu.equivalent(big, big).equivalent

@@ -697,7 +697,8 @@ class _Run:
         return True
 
     def _rank(self) -> int:
-        if self.budget.deadline is not None:
+        pending = self.tracker.pending or self.shadow.pending
+        if self.budget.deadline is not None and pending:
             # a factorization at trained sizes takes seconds: do not start one the budget
             # cannot hold (the partial result keeps the rank of the last one)
             upcoming = self.shadow.predicted() if self.shadow is not self.tracker else 0.0

@@ -239,7 +239,7 @@ def neurons(params: Any, domain: Any = None, *, data: Any = None, method: str = 
                     out.partial = _by_bounds(P, dom, X, as_seed_rng(seed), num_samples,
                                              note + f"the region engine stopped ({err}); ")
                     raise out from None
-                note = f"the region engine stopped ({err}); "
+                note += f"the region engine stopped ({err}); "
             else:
                 status = tuple(tuple(n.status for n in B.neurons if n.layer == l + 1)
                                for l in range(len(P) - 1))
@@ -248,7 +248,7 @@ def neurons(params: Any, domain: Any = None, *, data: Any = None, method: str = 
                                     note=note + f"exact, over {B.regions.num_regions} "
                                                 f"linear regions")
         else:
-            note = f"about {expected:.0f} regions expected: bounds; "
+            note += f"about {expected:.0f} regions expected: bounds; "
     return _by_bounds(P, dom, X, as_seed_rng(seed), num_samples, note)
 
 

@@ -433,7 +433,8 @@ def _search(pair: Pair, dom: Domain, rng: np.random.Generator, best: Best,
                 break
             top_x[k], top_v[k], m = ascend_difference(pair, dom, top_x[k], top_v[k])
             n += m
-    for k, x in enumerate(top_x):
+    order = np.argsort(-top_v)   # the ascent may have reordered them
+    for k, x in enumerate(top_x[order]):
         # each offer is an exact forward pass (a tenth of a second at 784 inputs): the best
         # point always, the others while the search's time lasts
         if k and time.monotonic() >= t_end + seconds:

@@ -468,8 +468,9 @@ def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
 
 # -- a weight matching in floats, certified by a bound ------------------------------------
 
-#: unit roundoff of float64
+#: unit roundoff of float64, and the smallest normal float64
 _U = 2.0 ** -53
+_TINY = 2.0 ** -1022
 
 
 def match_hidden_neurons(p: list, q: list) -> tuple[list, list] | None:
@@ -494,6 +495,8 @@ def match_hidden_neurons(p: list, q: list) -> tuple[list, list] | None:
             return None
         # cosines of the rows (W_j, b_j) of q and of p
         cos = (Wq @ A.T + np.outer(bq, bp)) / np.outer(norm_q, norm_p)
+        if not np.all(np.isfinite(cos)):
+            return None   # row norms beyond the float range (entries near 2**512)
         rows, perm = linear_sum_assignment(cos, maximize=True)
         if np.any(cos[rows, perm] < 0.5):
             return None   # a neuron of q matched to no positive multiple of one of p
@@ -579,10 +582,16 @@ def by_matching(p_raw: Any, q_raw: Any, domain: Any, tol: float) -> Equivalence 
             if match is None:
                 return None
             found, image = match
-            bound = function_distance_bound(image, q) + 4 * _U * len(p) * scale_p
+            rounding = 4 * _U * len(p) * scale_p
+            # the rounding term holds for entries of the image rounded in the normal range
+            # only: a subnormal entry (or a term that itself underflows) loses more
+            if not rounding >= _TINY or any(np.any((np.abs(a) < _TINY) & (a != 0))
+                                            for layer in image for a in layer):
+                return None
+            bound = function_distance_bound(image, q) + rounding
         d = p[0][0].shape[1]
     scale = max(scale_p, scale_q)
-    if not (scale > 0 and bound <= tol * scale):
+    if not (scale > 0 and tol * scale >= _TINY and bound <= tol * scale):
         return None
     sym = []
     for l, (perm, scales) in enumerate(found):
