@@ -198,3 +198,26 @@ def test_masked_product_rank_at_a_tolerance_reports_its_gap():
     q = [(W1 * 2.0**-1000, b1 * 2.0**-1000), (p[1][0] * 2.0**1000, p[1][1]), p[2]]
     assert genericity(q).maximal_rank == g.maximal_rank
     assert genericity(q, tol=0).generic == g0.generic
+
+
+@settings(max_examples=20, deadline=None)
+@given(d=st.integers(1, 3), orthant=st.booleans())
+def test_axis_pairs_are_the_minimal_dependent_facet_families(d, orthant):
+    """The shortcut for a box's or orthant's facets against every subset's exact rank."""
+    import itertools
+    from fractions import Fraction
+    from neuromanifold.exact import rational_rank
+    from neuromanifold.relu import Domain
+    from neuromanifold.relu._analysis import genericity as _g
+    dom = Domain.orthant(d) if orthant else Domain.box([-1.0] * d, [2.0] * d)
+    elems = [(lab, a, c, 0) for lab, a, c in _g._facets(dom)]
+    idx = list(range(len(elems)))
+    got = set(_g._axis_pairs(elems, idx))
+    minimal = set()
+    for k in range(2, len(idx) + 1):
+        for S in itertools.combinations(idx, k):
+            if any(B <= frozenset(S) for B in minimal):
+                continue
+            if rational_rank([[Fraction(x) for x in elems[i][1]] for i in S], d) < k:
+                minimal.add(frozenset(S))
+    assert got == minimal
