@@ -94,7 +94,7 @@ def main(argv=None) -> list[dict]:
                     f"{outcome}, {'with' if partial else 'without'} a partial result"
                 print(f"{size:<28} {name:<34} {limit:>5.0f}s {took:>6.2f}s  {what}; "
                       f"{'within' if held else 'BEYOND'} 10 % + 1 s")
-                rows.append(suite_row("time_limit held (within 10 % + 1 s)",
+                rows.append(suite_row("time-limited analyses, time taken (rule: 10 % + 1 s)",
                                       f"{name}: {size}, limit {limit:g} s", took, NONE, None,
                                       note=f"{what}; {'within' if held else 'BEYOND'} "
                                            f"1.1 x limit + 1 s"))
