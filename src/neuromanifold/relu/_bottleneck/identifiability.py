@@ -247,15 +247,19 @@ def _face_jumps(params, S, tol) -> tuple[list[str], list[int]]:
         exhaustive = _exhaustive(n1, n2)
         if not exhaustive:
             sampled.append(k)
-        for J in _face_patterns(W2, b2, k, exhaustive, rng):
-            if not J.any():
-                continue
-            jump = col[:, J].sum(axis=1)
-            if float(np.max(np.abs(jump))) <= max(tol, 1e-15) * top or top == 0.0:
-                out.append(f"visible kinks: the gradient jump across first-layer hyperplane {k} "
-                           f"vanishes where second-layer neurons {np.flatnonzero(J).tolist()} "
-                           f"are active")
-                break
+        pats = np.array(_face_patterns(W2, b2, k, exhaustive, rng), dtype=bool).reshape(-1, n2)
+        pats = pats[pats.any(axis=1)]
+        if not len(pats):
+            continue
+        # every pattern's jump at once (some 2,000 sampled patterns per hyperplane at
+        # 784-64-32-10 took 200,000 small numpy calls one by one)
+        jumps = np.abs(col @ pats.T.astype(float)).max(axis=0)
+        vanish = (jumps <= max(tol, 1e-15) * top) | (top == 0.0)
+        if vanish.any():
+            J = pats[int(np.argmax(vanish))]
+            out.append(f"visible kinks: the gradient jump across first-layer hyperplane {k} "
+                       f"vanishes where second-layer neurons {np.flatnonzero(J).tolist()} "
+                       f"are active")
     return out, sampled
 
 
