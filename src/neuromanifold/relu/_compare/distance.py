@@ -250,14 +250,15 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     floats = fp is not None and fq is not None
     fp = check_params(p) if fp is None else fp
     fq = check_params(q) if fq is None else fq
+    # the clock starts before the exact copies are made (2 s for a pair at 784 inputs)
+    budget = Budget("distance", fp[0][0].shape[1], max_regions=max_regions,
+                    time_limit=time_limit, progress=progress, unit="joint region")
     pair0 = Pair(p, q, tol)          # the networks as given: exact values, checked shapes
     dom = as_domain(domain, pair0.d)
     if top1 and dom.kind != "box":
         raise InputError(f"top1=True compares the top classes on a box: pass domain as "
                          f"(lower, upper) or a box Domain; got the {dom.kind} domain")
     gap = tol * pair0.scale if gap is None else check_nonnegative_float(gap, "gap")
-    budget = Budget("distance", pair0.d, max_regions=max_regions, time_limit=time_limit,
-                    progress=progress, unit="joint region")
     # bounds from the parameters alone, the answer when the budget ends first
     same = [W.shape for W, _ in fp] == [W.shape for W, _ in fq]
     fallback = (function_distance_bound(fp, fq) if same and floats else math.inf,
@@ -285,7 +286,7 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     # the lower end: one batch when the region engine will find the maximum anyway, else
     # a share of the budget (the MILPs' incumbents come late, if at all)
     search = 0.0 if chosen == "regions" else \
-        (2.0 if time_limit is None else min(0.2 * float(time_limit), 10.0))
+        (2.0 if time_limit is None else min(0.2 * float(budget.remaining()), 10.0))
     num_points = _search(pair, work_dom, rng, best, search)
     note += f"{num_points:,} points searched; "
     try:
