@@ -26,7 +26,8 @@ demo: $(STAMP)
 # One BLAS thread per test worker: two workers on two cores, each with a multi-threaded
 # OpenBLAS, oversubscribe the cores and small factorizations get 10-200x slower.
 # Work stealing: xdist's default hands out chunks up front, and near the end one worker
-# was left with a run of slow tests while the other idled (537 s against 260 s measured).
+# was left with a run of slow tests while the other idled (tests on a fresh clone, this
+# machine: 537 s before, 268-305 s after; the suite grew by a few tests in between).
 test: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist worksteal
 

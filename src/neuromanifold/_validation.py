@@ -23,9 +23,9 @@ import numpy as np
 
 from ._errors import ArchitectureError, InputError, ParameterError, short_repr
 
-__all__ = ["check_workers", "as_real_array", "as_finite_array", "check_finite_result", "as_seed_rng", "check_seed",
-           "check_bool", "check_positive_int", "check_nonnegative_int", "check_positive_float",
-           "check_nonnegative_float", "check_options"]
+__all__ = ["check_workers", "as_real_array", "as_finite_array", "check_finite_result", "as_seed_rng",
+           "check_seed", "check_bool", "check_positive_int", "check_nonnegative_int",
+           "check_positive_float", "check_nonnegative_float", "check_options"]
 
 
 #: Element types an object array may hold: exact or floating real numbers (``bool`` is

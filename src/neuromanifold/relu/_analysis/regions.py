@@ -617,5 +617,6 @@ def warm_up() -> None:
     regions(p)
     regions(p, (-1.0, 1.0))
     flat = np.concatenate([a.ravel() for layer in p for a in layer])
-    dims = np.array([3, 4, 4, 1], dtype=np.int64)
-    match_kernel(flat, flat, dims, np.array([0, 16, 36], dtype=np.int64))
+    dims = np.array([p[0][0].shape[1]] + [W.shape[0] for W, _ in p], dtype=np.int64)
+    offsets = np.cumsum([0] + [W.size + b.size for W, b in p[:-1]]).astype(np.int64)
+    match_kernel(flat, flat, dims, offsets)

@@ -375,16 +375,9 @@ def bent_points(pair: Pair, dom: Domain, rng: np.random.Generator, per_neuron: i
 
 
 def _output_gradient(params: list, x: np.ndarray, o: int) -> np.ndarray:
-    """The gradient of output ``o`` at ``x`` (on the region of ``x``)."""
-    h, masks = x, []
-    for W, b in params[:-1]:
-        z = W @ h + b
-        masks.append(z > 0)
-        h = np.where(masks[-1], z, 0.0)
-    g = params[-1][0][o]
-    for (W, _), on in zip(reversed(params[:-1]), reversed(masks)):
-        g = (g * on) @ W
-    return g
+    """The gradient of output ``o`` at ``x`` (on the region of ``x``): the last layer's
+    pre-activation ``o``."""
+    return _preactivation_and_gradient(params, len(params) - 1, np.array([o]), x[None, :])[1][0]
 
 
 #: the sign-gradient steps of :func:`ascend_difference`, relative to the box's sides (on an
@@ -538,8 +531,7 @@ def _flat_layers(raw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
 def _compiled_match(p_raw: Any, q_raw: Any) -> tuple | None:
     """:func:`match_kernel` on two float64 networks of one architecture: ``(code, found,
     scale_p, scale_q, bound, d)`` with ``found`` the per-layer ``(perm, scales)`` and ``d``
-    the input dimension, or ``None``
-    when the input is not of that plain form."""
+    the input dimension, or ``None`` when the input is not of that plain form."""
     fp, fq = _flat_layers(p_raw), _flat_layers(q_raw)
     if fp is None or fq is None or not np.array_equal(fp[1], fq[1]):
         return None
