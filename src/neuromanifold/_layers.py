@@ -48,6 +48,9 @@ ROOMS: dict[str, tuple[tuple[tuple[str, str], ...], ...]] = {
         (("neuromanifold.relu._compare", "comparing two networks: equivalence (sampling, "
                                          "weight matching, reduction, the bottleneck fast "
                                          "path, then the exact engine) and distance"),),
+        (("neuromanifold.relu._deep", "any depth: symmetries per layer and per three-layer "
+                                      "window, identifiability, canonical form modulo "
+                                      "permutation and scaling"),),
         (("neuromanifold.relu._bottleneck", "the three-layer theory: shape, symmetries, "
                                             "canonical form, identifiability, fibers, "
                                             "symmetry search, non-localizability"),),

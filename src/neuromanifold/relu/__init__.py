@@ -10,7 +10,8 @@ from ._orthant.arrangement import (ArrangementComparison, ArrangementHyperplane,
                                    weighted_arrangement)
 from ._bottleneck.fiber import BottleneckFiber, FiberFamily, fiber
 from ._analysis.bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
-from ._bottleneck.canonical import BottleneckEquivalence, canonical_form, equivalent_bottleneck
+from ._bottleneck.canonical import BottleneckEquivalence, equivalent_bottleneck
+from ._deep.canonical import canonical_form
 from ._core.domain import Domain, as_domain
 from ._compare.distance import Distance, Top1, distance
 from ._compare.equivalence import Equivalence, equivalent
@@ -20,7 +21,8 @@ from ._analysis.fundim import FunctionalDimension, functional_dimension
 from ._analysis.genericity import Genericity, GenericityFailure, genericity
 from ._analysis.neurons import NeuronStatus, neurons
 from ._analysis.reduction import Reduction, reduce
-from ._bottleneck.identifiability import HiddenHyperplane, Identifiability, identifiability
+from ._bottleneck.identifiability import HiddenHyperplane, Identifiability
+from ._deep.identifiability import DeepIdentifiability, identifiability
 from ._core.net import ReLUNet, check_params, forward
 from ._bottleneck.nonlocalizability import (NonlocalizableSearch, Nonlocalizability,
                                             PartIdentifiability, nonlocalizability,
@@ -51,8 +53,9 @@ __all__ = [
     "FiberPiece",
     # genericity, pictures
     "genericity", "Genericity", "GenericityFailure", "plot_arrangement",
-    # three-layer bottleneck networks: symmetries (docs/relu_symmetries.md)
-    "symmetries", "identifiability", "Identifiability", "HiddenHyperplane",
+    # symmetries and identifiability (docs/relu_symmetries.md; any depth: docs/relu_depth.md)
+    "symmetries", "identifiability", "Identifiability", "DeepIdentifiability",
+    "HiddenHyperplane",
     "fiber", "BottleneckFiber", "FiberFamily",
     # canonical form, polynomial-time equivalence, fiber search (docs/relu_equivalence.md)
     "canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",

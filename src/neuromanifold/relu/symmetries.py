@@ -1,7 +1,8 @@
-"""Symmetries of three-layer ReLU networks as transformations (docs/concepts_relu.md §4).
+"""Symmetries of ReLU networks as transformations (docs/concepts_relu.md §4).
 
-Public re-export of the symmetry objects; definitions and validity sets are in
-``docs/relu_symmetries.md``.
+Public re-export of the symmetry objects: those of three-layer networks (definitions and
+validity sets in ``docs/relu_symmetries.md``) and those of any depth, a three-layer
+symmetry lifted to three consecutive layers among them (``docs/relu_depth.md``).
 
 >>> from neuromanifold.relu import symmetries
 >>> symmetries.Permutation(1, (1, 0)).name
@@ -12,6 +13,10 @@ from ._bottleneck.symmetries import (ORBIT_MOVES, Applicability, BlockRefactor, 
                                      Flip, HidingTranslation, LinearBlockMixing, Permutation,
                                      RampFlip, Scaling, SecondLayerFlip, Symmetry,
                                      apply_sequence, random_orbit_point)
+from ._deep.symmetries import (ActiveBiasShift, DeadNeuronOutgoing, ParallelNeuronSplit,
+                               SilentNeuronIncoming, WindowSymmetry)
 
 __all__ = ["Applicability", "Symmetry", "Permutation", "Scaling", "DeadNeuronMove",
-           "LinearBlockMixing", "HidingTranslation", "Flip", "RampFlip", "SecondLayerFlip", "BlockRefactor", "apply_sequence", "random_orbit_point", "ORBIT_MOVES"]
+           "LinearBlockMixing", "HidingTranslation", "Flip", "RampFlip", "SecondLayerFlip", "BlockRefactor", "WindowSymmetry", "DeadNeuronOutgoing",
+           "SilentNeuronIncoming", "ActiveBiasShift", "ParallelNeuronSplit", "apply_sequence",
+           "random_orbit_point", "ORBIT_MOVES"]

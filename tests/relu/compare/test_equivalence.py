@@ -466,7 +466,8 @@ def test_reduction_never_merges_opposite_neurons():
     q[1][0][:, 0] += -2.0 * W2[:, 2]                # what merging them as multiples would give
     pair = _joint.Pair(p, q, 1e-9)
     assert _equivalence._by_reduction(pair, pair_domain(None, 2)) is None
-    assert _equivalence._reduce(pair.p, 1e-9) is None
+    reduced = _equivalence._reduce(pair.p, 1e-9)   # an always-active bias may move out
+    assert reduced is None or reduced[0][0][0].shape[0] == 3   # the pair is kept
     assert not equivalent(p, q).equivalent
 
 

@@ -28,6 +28,7 @@ The moves, repeated across layers until none applies:
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import flint
@@ -41,7 +42,8 @@ from .._core.net import check_params, exact_params, float_params
 from .._core.numbers import to_float
 from .neurons import neurons
 
-__all__ = ["Reduction", "reduce", "reduce_exact", "abs_floats", "difference_bound"]
+__all__ = ["Reduction", "reduce", "reduce_exact", "reduce_everywhere", "sign_statuses",
+           "zero_active_biases", "abs_floats", "difference_bound", "rounded_layers"]
 
 _ZERO = flint.fmpq(0)
 
@@ -112,7 +114,8 @@ class _Net:
 
     def __init__(self, Wq: list, bq: list):
         L = len(Wq)
-        self.W = [qrows(Wq[l]) for l in range(L)]
+        self.W = [qrows(m) if isinstance(m, flint.fmpq_mat) else [list(r) for r in m]
+                  for m in Wq]
         self.b = [list(bq[l]) for l in range(L)]
         self.ids = [list(range(len(self.b[l]))) for l in range(L)]
         self.moves: list[str] = []
@@ -248,6 +251,33 @@ def _snap(net: _Net, tol: float) -> float:
     return difference_bound(W0, b0, net.W, net.b) if snapped else 0.0
 
 
+def _parallel_candidates(W: list, b: list) -> set:
+    """Rows (indices) that may be positive multiples of another row: the rest are not.
+
+    Every row is divided, in floats, by its largest magnitude and projected on a fixed
+    random direction ``g``; rows that are exact positive multiples of each other have the
+    same exact unit row, so their projections differ only by the rounding (a few units in
+    the last place of ``sum |g_i|``), and only rows whose projections lie within ``1e-9``
+    of another's relative to that sum are candidates for the exact test."""
+    n = len(W)
+    if n < 2:
+        return set()
+    R = np.array([[to_float(v) for v in row] + [to_float(c)] for row, c in zip(W, b)])
+    piv = np.max(np.abs(R), axis=1)
+    if not np.all(np.isfinite(R)) or np.any((piv != 0) & ((piv < 1e-290) | (piv > 1e290))):
+        return set(range(n))   # near the float range's ends: every row to the exact test
+    U = R / np.where(piv > 0, piv, 1.0)[:, None]
+    g = np.random.default_rng(0).standard_normal(R.shape[1])
+    p = U @ g
+    thr = 1e-9 * float(np.sum(np.abs(g)))
+    order = np.argsort(p)
+    close = np.diff(p[order]) <= thr
+    out = set()
+    for a in np.flatnonzero(close):
+        out.update((int(order[a]), int(order[a + 1])))
+    return out
+
+
 def _exact_moves(net: _Net) -> bool:
     """The exact moves valid on all of R^d (no outgoing weight, constant neurons, positive
     multiples), until none applies; whether any was made."""
@@ -258,6 +288,7 @@ def _exact_moves(net: _Net) -> bool:
             drop: set = set()
             keys: dict = {}
             folds: list = []   # constant neurons, folded only if the drop happens
+            twins = _parallel_candidates(net.W[l], net.b[l])
             for j in range(len(net.W[l])):
                 who = net.ids[l][j]
                 if all(net.W[l + 1][k][j] == 0 for k in range(len(net.W[l + 1]))):
@@ -272,6 +303,8 @@ def _exact_moves(net: _Net) -> bool:
                     net.moves.append(f"layer {l + 1}: neuron {who} is constant, folded into "
                                      f"layer {l + 2}'s biases")
                     continue
+                if j not in twins:
+                    continue   # no other row is a positive multiple of it (a float test)
                 row = net.W[l][j] + [net.b[l][j]]
                 piv = abs(next(v for v in row if v != 0))
                 key = tuple(v / piv for v in row)
@@ -316,6 +349,77 @@ def reduce_exact(Wq: list, bq: list, tol: float, *, dead=None, linear=None):
     return net.W, net.b, tuple(net.moves), delta
 
 
+def sign_statuses(Wq: list, bq: list) -> tuple[list, list]:
+    """Per hidden layer, the neurons dead and the neurons active on every input, read off
+    the exact signs of their rows (an ``fmpq_mat`` or rows of fmpq, and lists of fmpq):
+    in the first layer, zero weights and a bias ``<= 0`` (dead) or ``> 0`` (a constant);
+    after it, where inputs are outputs of a ReLU, no positive entry (dead) or no negative
+    and some positive one (active)."""
+    dead, active = [], []
+    for l in range(len(Wq) - 1):
+        rows = qrows(Wq[l]) if isinstance(Wq[l], flint.fmpq_mat) else Wq[l]
+        d, a = set(), set()
+        for j, (row, c) in enumerate(zip(rows, bq[l])):
+            if l == 0:
+                if all(v == 0 for v in row):
+                    (a if c > 0 else d).add(j)
+            elif c <= 0 and all(v <= 0 for v in row):
+                d.add(j)
+            elif c >= 0 and all(v >= 0 for v in row):
+                a.add(j)
+        dead.append(d)
+        active.append(a)
+    return dead, active
+
+
+def zero_active_biases(W: list, b: list) -> None:
+    """In place, exactly: every neuron after the first layer whose row (rows of fmpq) has
+    no negative entry and a positive weight gets bias 0, its bias moved into the next
+    layer's (it stays active on every input, so ``relu(z + c) = relu(z) + c``)."""
+    for l in range(1, len(W) - 1):
+        for j, row in enumerate(W[l]):
+            if b[l][j] > 0 and all(v >= 0 for v in row) and any(v > 0 for v in row):
+                for i, out in enumerate(W[l + 1]):
+                    b[l + 1][i] += out[j] * b[l][j]
+                b[l][j] = _ZERO
+
+
+def reduce_everywhere(Wq: list, bq: list, tol: float):
+    """The reduction valid on every input: :func:`reduce_exact` with the statuses of
+    :func:`sign_statuses`, then :func:`zero_active_biases`, repeated until neither
+    changes anything (a move can reveal a status: folding a constant neuron out of a row
+    can leave it without a positive entry); returns as :func:`reduce_exact` does, the
+    moves of every round, a zeroed bias counted as a move."""
+    W, b, moves, delta = Wq, bq, (), 0.0
+    while True:
+        dead, active = sign_statuses(W, b)
+        size = sum(len(bl) for bl in b)
+        W, b, more, change = reduce_exact(W, b, tol, dead=dead, linear=active)
+        before = [list(bl) for bl in b]
+        zero_active_biases(W, b)
+        moves += more + (("always-active biases moved into the next layer",)
+                         if b != before else ())
+        delta += change
+        if sum(len(bl) for bl in b) == size and b == before:
+            return W, b, moves, delta
+
+
+def rounded_layers(W: list, b: list) -> tuple[list, float]:
+    """Exact layers (lists of rows of fmpq) rounded to float64 ``(W, b)`` pairs, and a bound
+    on the function change the rounding makes (:func:`difference_bound`; 0.0 when every
+    entry is a float)."""
+    floats = [(np.array([[to_float(v) for v in r] for r in Wl], dtype=float).reshape(len(Wl), -1),
+               np.array([to_float(v) for v in bl], dtype=float)) for Wl, bl in zip(W, b)]
+    def back(x: float) -> flint.fmpq:   # a finite float's exact value, as to_fmpq gives it
+        return flint.fmpq(*x.as_integer_ratio()) if math.isfinite(x) else to_fmpq(x)
+
+    rounded = [([[back(v) for v in r] for r in Wf.tolist()], [back(v) for v in bf.tolist()])
+               for Wf, bf in floats]
+    if all(Wr == Wl and br == bl for (Wr, br), Wl, bl in zip(rounded, W, b)):
+        return floats, 0.0
+    return floats, difference_bound(W, b, [Wr for Wr, _ in rounded], [br for _, br in rounded])
+
+
 def reduce(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL, data: Any = None,
            method: str = "auto", time_limit: float | None = None) -> Reduction:
     """A network with fewer hidden neurons computing the same function on the domain.
@@ -349,14 +453,7 @@ def reduce(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL, data: Any
     linear = [set(ix) for ix in st.indices("linear")]
     W, b, moves, delta = reduce_exact([m for m, _ in ex], [v for _, v in ex], tol,
                                       dead=dead, linear=linear)
-    floats = [(np.array([[to_float(v) for v in r] for r in Wl], dtype=float).reshape(len(Wl), -1),
-               np.array([to_float(v) for v in bl], dtype=float)) for Wl, bl in zip(W, b)]
-    rounded = [([[to_fmpq(float(v)) for v in r] for r in Wf], [to_fmpq(float(v)) for v in bf])
-               for Wf, bf in floats]
-    if all(Wr == Wl and br == bl for (Wr, br), Wl, bl in zip(rounded, W, b)):
-        rounding = 0.0
-    else:
-        rounding = difference_bound(W, b, [Wr for Wr, _ in rounded], [br for _, br in rounded])
+    floats, rounding = rounded_layers(W, b)
     bound = float(delta + rounding)
     scale = path_norm_scale(P)
     widths = lambda ps: (ps[0][0].shape[1],) + tuple(Wl.shape[0] for Wl, _ in ps)  # noqa: E731

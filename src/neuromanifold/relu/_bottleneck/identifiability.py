@@ -113,8 +113,8 @@ class Identifiability(Result):
             ``"hiding"``, ``"ramp"``, ``"mixed"``).
         sign_patterns: the signs of ``[W2 | b2]`` at the tolerance (bias last).
         reasons: the verdict in plain words.
-        certified: a "not identifiable" verdict whose witnesses apply at ``tol = 0`` is
-            proved; an "identifiable" verdict rests on the completeness of the symmetry
+        certified: a "not identifiable" verdict with a witness that applies at ``tol = 0``
+            too is proved; an "identifiable" verdict rests on the completeness of the symmetry
             list for generic parameters, so it is not certified.
         tol: the relative tolerance of the sign decisions.
         method: how the verdict was reached.
@@ -163,7 +163,12 @@ def fast_genericity(params: Any, *, tol: float = DEFAULT_TOL) -> tuple[str, ...]
     ('distinct hyperplanes: rows 0 and 1 of [W2 | b2] are parallel',)
     """
     params = three_layer(params, "fast_genericity")
-    tol = check_tol(tol)
+    return tuple(_fast_genericity(params, check_tol(tol))[0])
+
+
+def _fast_genericity(params, tol: float) -> tuple[list[str], list[int]]:
+    """The failing conditions of :func:`fast_genericity`, and the faces whose
+    visible-kinks condition was only sampled."""
     # each condition is invariant under a positive rescaling of a layer: rescale every
     # layer to entries of size <= 1, so that products of huge weights cannot overflow
     params = [(W / m, b / m) if (m := max(np.max(np.abs(W), initial=0.0),
@@ -192,8 +197,8 @@ def fast_genericity(params: Any, *, tol: float = DEFAULT_TOL) -> tuple[str, ...]
         for m in range(j + 1, n2):
             if numerical_rank(R[[j, m]].T, eps)[0] < 2:
                 out.append(f"distinct hyperplanes: rows {j} and {m} of [W2 | b2] are parallel")
-    out.extend(_face_jumps(params, S, tol)[0])
-    return tuple(out)
+    failed, sampled = _face_jumps(params, S, tol)
+    return out + failed, sampled
 
 
 def _exhaustive(n1: int, n2: int) -> bool:
@@ -202,22 +207,37 @@ def _exhaustive(n1: int, n2: int) -> bool:
 
 
 def _face_patterns(W2: np.ndarray, b2: np.ndarray, k: int, exhaustive: bool,
-                   rng: np.random.Generator) -> list[np.ndarray]:
-    """Activation sets (boolean masks) of the second layer on the face ``z_k = 0`` of the
-    orthant: on every region (exact region engine), or on a sample of face points at
-    several scales when ``exhaustive`` is False."""
+                   sample: tuple | None) -> np.ndarray:
+    """Activation sets (boolean masks, one per row) of the second layer on the face
+    ``z_k = 0`` of the orthant: on every region (exact region engine), or on the sample
+    ``(Z, Z @ W2.T + b2)`` of orthant points (:func:`_face_sample`) moved onto the face
+    when ``exhaustive`` is False."""
     n2, n1 = W2.shape
     if n1 == 1:
-        return [b2 > 0]
-    Wf = np.delete(W2, k, axis=1)
+        return (b2 > 0)[None, :]
     if exhaustive:
+        Wf = np.delete(W2, k, axis=1)
         face = [(Wf, b2), (np.ones((1, n2)), np.zeros(1))]
-        return [np.asarray(R.pattern[0], bool) for R in regions(face, "orthant").regions]
-    Z = np.vstack([rng.exponential(1.0, (400, n1 - 1)) * sc for sc in (1e-3, 1e-1, 1.0, 10.0, 1e3)]
-                  + [np.zeros((1, n1 - 1))])
-    Z[rng.random(Z.shape) < 0.3] = 0.0  # points on lower-dimensional faces too
-    A = Z @ Wf.T + b2 > 0
-    return list(np.unique(A, axis=0))
+        return np.array([np.asarray(R.pattern[0], bool)
+                         for R in regions(face, "orthant").regions], dtype=bool).reshape(-1, n2)
+    Z, base = sample
+    A = base - Z[:, k, None] * W2[None, :, k] > 0   # the points with z_k set to 0
+    packed = np.packbits(A, axis=1)                 # distinct patterns, by their bytes
+    _, first = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).ravel(),
+                         return_index=True)
+    return A[np.sort(first)]
+
+
+def _face_sample(W2: np.ndarray, b2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Orthant points at scales ``1e-3 .. 1e3`` (and the origin), 30 % of their
+    coordinates 0 (points on lower-dimensional faces too), with their second-layer
+    pre-activations."""
+    rng = np.random.default_rng(0)
+    n1 = W2.shape[1]
+    Z = np.vstack([rng.exponential(1.0, (400, n1)) * sc for sc in (1e-3, 1e-1, 1.0, 10.0, 1e3)]
+                  + [np.zeros((1, n1))])
+    Z[rng.random(Z.shape) < 0.3] = 0.0
+    return Z, Z @ W2.T + b2
 
 
 def _separated(V: np.ndarray) -> bool:
@@ -238,7 +258,7 @@ def _face_jumps(params, S, tol) -> tuple[list[str], list[int]]:
     R = weighted_rows(params)
     live = live_rows(S)
     out, sampled = [], []
-    rng = np.random.default_rng(0)
+    sample = None
     for k in range(n1):
         col = W3 * R[:, k][None, :]          # W3[:, j] * (weighted) W2[j, k]
         top = float(np.max(np.abs(col))) if col.size else 0.0
@@ -247,7 +267,8 @@ def _face_jumps(params, S, tol) -> tuple[list[str], list[int]]:
         exhaustive = _exhaustive(n1, n2)
         if not exhaustive:
             sampled.append(k)
-        pats = np.array(_face_patterns(W2, b2, k, exhaustive, rng), dtype=bool).reshape(-1, n2)
+            sample = sample or _face_sample(W2, b2)
+        pats = _face_patterns(W2, b2, k, exhaustive, sample)
         pats = pats[pats.any(axis=1)]
         if not len(pats):
             continue
@@ -304,13 +325,11 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
     tol = check_tol(tol)
     exact_genericity = check_bool(exact_genericity, "exact_genericity")
     max_regions, time_limit = check_budget(max_regions, time_limit)
-    n1, n2 = params[0][0].shape[0], params[1][0].shape[0]
     S = row_signs(params, tol)
     kinds = row_kinds(S)
     bottleneck = is_bottleneck(params, tol=tol)
-    failures = list(fast_genericity(params, tol=tol))
+    failures, sampled = _fast_genericity(params, tol)
     method = "sign patterns of [W2 | b2]"
-    sampled = [] if _exhaustive(n1, n2) else _face_jumps(params, S, tol)[1]
     if sampled:
         method += f"; visible kinks sampled (not every region) on faces {sampled}"
     if exact_genericity:
@@ -319,13 +338,9 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
         method += " + exact genericity"
     dead = tuple(j for j, k in enumerate(kinds) if k == "dead")
     linear = tuple(j for j, k in enumerate(kinds) if k == "linear")
-    *hiding, hidden = _hidden_hyperplanes(params, S, tol)
-    reasons, witnesses, flips = [], [], []
-    for part in (_dead_rows(params, dead), _always_active_block(params, kinds, linear, tol),
-                 hiding, _ramp_flip(params, kinds, tol)):   # the order of the reasons
-        reasons += part[0]
-        witnesses += part[1]
-        flips += part[2]
+    found, flips, hidden = sign_pattern_symmetries(params, S, tol)
+    reasons = [reason for reason, _ in found]
+    witnesses = [w for _, ws in found for w in ws]
     identifiable, undecided = _verdict(params, reasons, witnesses, bottleneck, failures,
                                        bool(sampled), tol)
     if not reasons:
@@ -335,7 +350,7 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
     if not bottleneck:
         reasons.append("not a bottleneck (n1 > d or W1 rank-deficient): the first layer does "
                        "not cover the orthant")
-    certified = identifiable is False and all(
+    certified = identifiable is False and any(
         w.applies(params, tol=0).applies for w in witnesses)
     return Identifiability(identifiable=identifiable, bottleneck=bottleneck,
                            generic=not failures, genericity_failures=tuple(failures),
@@ -346,13 +361,32 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
                            tol=tol, method=method, undecided_reason=undecided)
 
 
+def sign_pattern_symmetries(params, S: np.ndarray, tol: float) -> tuple[list, list, tuple]:
+    """What the sign patterns ``S`` of ``[W2 | b2]`` show, for any three-layer parameter
+    (bottleneck or not: each symmetry holds on the whole orthant, so on any image of the
+    first layer): ``(found, flips, hidden)``, with ``found`` a list of ``(reason,
+    witnesses)`` (the witnesses not yet re-checked; a hidden hyperplane that cannot
+    move has none), the flips and the :class:`HiddenHyperplane` records."""
+    kinds = row_kinds(S)
+    dead = tuple(j for j, k in enumerate(kinds) if k == "dead")
+    linear = tuple(j for j, k in enumerate(kinds) if k == "linear")
+    *hiding, hidden = _hidden_hyperplanes(params, S, tol)
+    found, flips = [], []
+    for reasons, witnesses, part_flips in (   # the order of the reasons
+            _dead_rows(params, dead), _always_active_block(params, kinds, linear, tol),
+            hiding, _ramp_flip(params, kinds, tol)):
+        found += zip(reasons, witnesses)
+        flips += part_flips
+    return found, flips, hidden
+
+
 def _dead_rows(params, dead: tuple) -> tuple[list, list, list]:
     """Reasons and witnesses of the dead second-layer neurons (their weights are free)."""
     (_, _), (W2, b2), (W3, _) = params
     reasons, witnesses = [], []
     for j in dead:
         row = tuple(W2[j]) + (float(b2[j]),)
-        witnesses.append(DeadNeuronMove(j, row, tuple(W3[:, j] + 1.0)))
+        witnesses.append((DeadNeuronMove(j, row, tuple(W3[:, j] + 1.0)),))
         reasons.append(f"second-layer neuron {j} is dead on the orthant (no positive entry in "
                        f"its row of [W2 | b2]): its weights are free")
     return reasons, witnesses, []
@@ -379,7 +413,7 @@ def _always_active_block(params, kinds: list, linear: tuple,
               f"biases shift into b3"
               + (f"; crossing neurons {turn} can turn around, the always-active block "
                  f"absorbing their linear parts" if turn else ""))
-    return [reason], witnesses, flips
+    return [reason], [tuple(witnesses)], flips
 
 
 def _hidden_hyperplanes(params, S: np.ndarray, tol: float) -> tuple[list, list, list, tuple]:
@@ -395,8 +429,7 @@ def _hidden_hyperplanes(params, S: np.ndarray, tol: float) -> tuple[list, list, 
                                        flippable=flippable))
         flips.extend(Flip(i, (k,)) for k in flippable)
         t = _nudge(lo, hi)
-        if t != 0.0:
-            witnesses.append(HidingTranslation(i, t))
+        witnesses.append((HidingTranslation(i, t),) if t != 0.0 else ())
         reasons.append(
             f"first-layer hyperplane {i} is hidden (every second-layer row has a "
             f"nonpositive bias and nonpositive weights outside column {i}"
@@ -417,7 +450,7 @@ def _ramp_flip(params, kinds: list, tol: float) -> tuple[list, list, list]:
     if not rf.applies(params, tol=tol).applies:
         return [], [], []
     return ([f"n1 = 1 and every live second-layer row is a ramp or a constant: the ramp flip "
-             f"around row {top} reverses the first layer"], [rf], [rf])
+             f"around row {top} reverses the first layer"], [(rf,)], [rf])
 
 
 def _verdict(params, reasons: list, witnesses: list, bottleneck: bool, failures: list,

@@ -67,7 +67,7 @@ from ..._tolerance import (DEFAULT_TOL, check_tol, function_distance_bound, path
                            telescoping_bound)
 from ..._validation import as_seed_rng, check_bool, check_choice, check_seed
 from ...exact import to_fmpq
-from .._analysis.reduction import abs_floats, fraction_params, reduce_exact
+from .._analysis.reduction import abs_floats, fraction_params, reduce_everywhere
 from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions, clip,
                                        equivalence_result)
 from .._bottleneck.canonical import equivalent_bottleneck
@@ -694,11 +694,11 @@ def _exact_image(bp: ExactNet, bq: ExactNet, d: int):
 # -- a reduced form: dead, constant and parallel neurons merged away ----------------------
 
 def _reduce(net: ExactNet, tol: float):
-    """The exact reduction of :func:`~neuromanifold.relu.reduce` on all of R^d (no domain
-    statuses): ``(params, delta)``, the reduced parameters as ``(W, b)`` object arrays of
-    Fractions and the bound on the change made by snapping; ``None`` when nothing
-    reduces."""
-    W, b, moves, delta = reduce_exact(net.Wq, net.bq, tol)
+    """The exact reduction valid on every input (:func:`reduce_everywhere`: the statuses
+    read off the sign patterns, no domain statuses): ``(params, delta)``, the reduced
+    parameters as ``(W, b)`` object arrays of Fractions and the bound on the change made
+    by snapping; ``None`` when nothing reduces."""
+    W, b, moves, delta = reduce_everywhere(net.Wq, net.bq, tol)
     if not moves:
         return None
     return fraction_params(W, b), delta

@@ -84,6 +84,8 @@ def check_params(params: Any, widths: Sequence[int] | None = None) -> Params:
 
 
 def _exact_entry(x: Any) -> flint.fmpq:
+    if isinstance(x, (float, np.floating)):   # the common case, without a Fraction
+        return flint.fmpq(*float(x).as_integer_ratio())
     if isinstance(x, flint.fmpq):
         return x
     if isinstance(x, (int, np.integer)):

@@ -1,0 +1,97 @@
+"""Identifiability at any depth against the ground truth: every "not identifiable" comes
+with a witness whose image computes the same function (the exact region engine decides)
+and lies off the permutation-scaling orbit (an independent normal form says so); no
+network of another depth than three layers is ever called identifiable unless it has no
+hidden layer."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neuromanifold import InputError
+from neuromanifold.relu import DeepIdentifiability, Identifiability, identifiability
+
+from tests.relu.deep.test_symmetries import WIDTHS, gaussian, planted
+from tests.support.symmetry import ground_truth_equivalent, same_orbit
+
+KINDS = ["dead", "active", "silent", "parallel", "none"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2 ** 31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
+def test_witnesses_are_fiber_points_off_the_orbit(seed, widths, kind, data):
+    rng = np.random.default_rng(seed)
+    if kind == "none":
+        P = gaussian(rng, widths)
+    else:
+        hidden = [l for l in range(1, len(widths) - 1) if kind != "parallel" or widths[l] >= 2]
+        P = planted(rng, widths, kind, data.draw(st.sampled_from(hidden)))
+    r = identifiability(P)
+    if len(widths) == 4:
+        assert isinstance(r, Identifiability)
+        return
+    assert isinstance(r, DeepIdentifiability)
+    assert r.identifiable is not True            # no characterization at these depths
+    if kind != "none":
+        assert r.identifiable is False and r.certified
+    if r.identifiable is False:
+        assert r.witnesses and len(r.witnesses) == len(r.reasons) == len(r.orbit_gaps)
+        for w in r.witnesses[:3]:
+            Q = w.apply(P)
+            assert ground_truth_equivalent(P, Q), w
+            assert not same_orbit(P, Q), w
+    else:
+        assert r.undecided_reason and "Phuong and Lampert" in r.undecided_reason
+
+
+def test_window_symmetries_decide_deep_networks():
+    # hidden layer 2 hides hyperplane 0 of hidden layer 1: nothing per layer shows it
+    P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [1.0, -2.0]]), np.array([-0.5, -1.0])),
+         (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, 0.25])),
+         (np.array([[1.0, 2.0]]), np.zeros(1))]
+    r = identifiability(P)
+    assert r.identifiable is False and r.certified
+    assert {w.symmetry.name for w in r.witnesses} == {"hiding_translation"}
+    assert "as a three-layer window" in r.reasons[0]
+    Q = r.witnesses[0].apply(P)
+    assert ground_truth_equivalent(P, Q) and not same_orbit(P, Q)
+
+
+def test_statuses_per_layer(rng):
+    P = planted(rng, (3, 4, 3, 2, 1), "dead", 2, j=1)
+    r = identifiability(P)
+    assert r.dead_neurons == ((), (1,), ())
+    assert len(r.active_neurons) == len(r.silent_neurons) == len(r.parallel_pairs) == 3
+    d = r.to_dict()
+    assert d["identifiable"] is False and d["widths"] == [3, 4, 3, 2, 1]
+    assert r.describe().startswith("not identifiable (widths 3-4-3-2-1)")
+    assert type(r).from_dict(d).witnesses == r.witnesses
+
+
+def test_without_hidden_layers_and_errors(rng):
+    r = identifiability([(rng.standard_normal((2, 3)), np.zeros(2))])
+    assert r.identifiable is True and r.certified
+    P = gaussian(rng, (2, 3, 3, 2, 1))
+    with pytest.raises(InputError, match="three-layer networks"):
+        identifiability(P, exact_genericity=True)
+    with pytest.raises(InputError, match="tol"):
+        identifiability(P, tol=-1.0)
+
+
+def test_tolerance_decides_faint_structure():
+    P = next(P for seed in range(100)
+             if identifiability(P := gaussian(np.random.default_rng(seed), (2, 3, 3, 2, 1)),
+                                tol=0).identifiable is None)   # nothing found as drawn
+    P[2][0][:, 1] = 1e-14 * np.sign(P[2][0][:, 1])   # neuron 1 of layer 2 almost silent
+    assert identifiability(P, tol=0).identifiable is None
+    loose = identifiability(P, tol=1e-9)
+    assert loose.identifiable is False and not loose.certified
+    assert loose.silent_neurons[1] == (1,)
+
+
+def test_trained_size_is_fast(rng):
+    # 784-128-64-32-10 with a dead neuron in layer 3: decided in well under a second
+    P = planted(rng, (784, 128, 64, 32, 10), "dead", 3, j=5)
+    r = identifiability(P)
+    assert r.identifiable is False and r.dead_neurons[2] == (5,)
