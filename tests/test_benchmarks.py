@@ -93,3 +93,12 @@ def test_readme_quotes_the_last_benchmark_run():
         "README's benchmark summary differs from RESULTS.json: run benchmarks/run_all.py --render"
     stale = text.replace("<!-- bench: summary -->\n", "<!-- bench: summary -->\n| stale |\n")
     assert run_all.readme_with_summary(stale, report) == text
+
+
+def test_bench_depth_quick(capsys):
+    rows = load_benchmark("bench_depth").main(["--quick"])
+    notes = {r["size"].split(":")[0]: r["note"] for r in rows}
+    assert notes["equivalent, permuted copy"].startswith("True, certified=True")
+    assert notes["equivalent, near miss"].startswith("False, certified=True")
+    assert "the copy's form equal: True" in notes["canonical form"]
+    assert all(r["baseline_s"] for r in rows if r["baseline"] != "-")

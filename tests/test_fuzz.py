@@ -474,6 +474,8 @@ _ORBIT_BASES = (
 def _move(cls_name):
     """A symmetry of class ``cls_name`` and parameters it applies to (the first one met on
     random orbits of fixed networks), as ``(fields, params)``."""
+    if cls_name in _DEEP_MOVES:
+        return _DEEP_MOVES[cls_name]()
     if cls_name == "RampFlip":   # n1 = 1: w1 = 2, b1 = 0.5; a ramp row (-1.5, 3)
         P = [(np.array([[2.0, -1.0]]), np.array([0.5])), (np.array([[-1.5]]), np.array([3.0])),
              (np.array([[2.0]]), np.array([0.7]))]
@@ -491,16 +493,43 @@ def _move(cls_name):
 _FIELD_KINDS = {"layer": "count0", "neuron": "count0", "hidden": "count0", "t": "real",
                 "perm": "array", "scales": "array", "row": "array", "outgoing": "array",
                 "neurons": "array", "matrix": "array", "shift": "array", "flipped": "array",
-                "linear": "array", "rows": "array"}
+                "linear": "array", "rows": "array", "start": "count0", "amount": "array"}
+
+#: networks of four layers on which each symmetry of any depth applies, with its fields
+_DEEP_MOVES = {
+    "WindowSymmetry": lambda: ({"start": 2, "symmetry": S.HidingTranslation(0, 0.25)},
+                               [(np.eye(2), np.zeros(2)), (np.eye(2), np.zeros(2)),
+                                (np.array([[1.0, -1.0]]), np.array([-0.5])),
+                                (np.ones((1, 1)), np.zeros(1))]),
+    "DeadNeuronOutgoing": lambda: ({"layer": 2, "neuron": 0, "outgoing": (1.0,)},
+                                   _deep_base(dead=True)),
+    "SilentNeuronIncoming": lambda: ({"layer": 1, "neuron": 1, "row": (1.0, -1.0, 0.5)},
+                                     _deep_base(silent=True)),
+    "ActiveBiasShift": lambda: ({"layer": 2, "neuron": 1, "shift": 0.5}, _deep_base()),
+    "ParallelNeuronSplit": lambda: ({"layer": 1, "neurons": (0, 2), "amount": (0.5, -1.0)},
+                                    _deep_base()),
+}
+
+
+def _deep_base(dead=False, silent=False):
+    """2-3-2-1-1: hidden layer 1 has parallel neurons 0 and 2; neuron 1 of hidden layer 2 is
+    always active (and neuron 0 dead, or neuron 1 of layer 1 without outgoing weights)."""
+    W2 = np.array([[-1.0, -2.0, -1.0] if dead else [1.0, -2.0, 0.5], [1.0, 0.0 if silent
+                                                                       else 2.0, 0.5]])
+    if silent:
+        W2[0, 1] = 0.0
+    return [(np.array([[1.0, 2.0], [-1.0, 1.0], [2.0, 4.0]]), np.array([0.5, 0.0, 1.0])),
+            (W2, np.array([-0.5 if dead else 0.25, 1.0])), (np.array([[1.0, 2.0]]), np.zeros(1)),
+            (np.ones((1, 1)), np.zeros(1))]
 
 
 def _symmetry_entries():
     out = []
     for cls_name in ("Permutation", "Scaling", "DeadNeuronMove", "LinearBlockMixing",
                      "HidingTranslation", "Flip", "RampFlip", "SecondLayerFlip",
-                     "BlockRefactor"):
+                     "BlockRefactor", *_DEEP_MOVES):
         fields = list(_move(cls_name)[0])
-        kinds = {f: _FIELD_KINDS[f] for f in fields}
+        kinds = {f: _FIELD_KINDS[f] for f in fields if f in _FIELD_KINDS}
         for method in ("apply", "applies"):
             def setup(c=cls_name):
                 fields, params = _move(c)
@@ -668,6 +697,10 @@ MORE_ENTRIES = [
       lambda params, **kw: relu.identifiability(params, **kw),
       {"params": "relu_params", "tol": "real", "exact_genericity": "bool"},
       inf_ok=("interval",)),
+    E("relu.identifiability", lambda: dict(params=_deep_base(dead=True), tol=1e-9,
+                                           exact_genericity=False),
+      lambda params, **kw: relu.identifiability(params, **kw),   # any depth
+      {"params": "relu_params", "tol": "real", "exact_genericity": "bool"}),
     E("relu.fiber", lambda: dict(params=_P4(), tol=1e-9),
       lambda params, tol: relu.fiber(params, tol=tol),
       {"params": "relu_params", "tol": "real"}),
@@ -680,6 +713,9 @@ MORE_ENTRIES = [
       {"dyadic": "bool"}),
     E("relu.canonical_form", lambda: dict(params=_P4(), tol=1e-9),
       lambda params, tol: relu.canonical_form(params, tol=tol),
+      {"params": "relu_params", "tol": "real"}),
+    E("relu.canonical_form", lambda: dict(params=_deep_base(), tol=1e-9),
+      lambda params, tol: relu.canonical_form(params, tol=tol),   # any depth
       {"params": "relu_params", "tol": "real"}),
     E("relu.equivalent_bottleneck", lambda: dict(p=_P3(), q=_P3(), tol=1e-9),
       lambda p, q, tol: relu.equivalent_bottleneck(p, q, tol=tol),
@@ -1056,7 +1092,7 @@ NOT_FUZZED: dict[str, str] = {
         "HiddenHyperplane", "BottleneckEquivalence", "SymmetrySearch", "SearchCluster",
         "Nonlocalizability", "PartIdentifiability", "NonlocalizableSearch",
         "ReLUFlowResult", "RegionEstimate", "Distance", "Top1", "Reduction", "Fingerprint",
-        "FunctionGroups")},
+        "FunctionGroups", "DeepIdentifiability")},
     "neuromanifold.relu.warm_up": "takes no input (compiles the engine's kernels)",
     "neuromanifold.relu.RegionStream": "the iterator iter_regions returns (fuzzed through it)",
     "neuromanifold.relu.ArrangementHyperplane": _RESULT + "; unit() takes no input",

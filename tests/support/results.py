@@ -88,6 +88,11 @@ def build_results():
     P4 = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0]]), np.array([-0.5])),
           (np.ones((1, 1)), np.zeros(1))]
     out.append(relu.identifiability(P4))   # with a hidden hyperplane
+    deep = [(np.eye(2), np.zeros(2)),
+            (np.array([[1.0, -1.0], [1.0, -2.0]]), np.array([-0.5, -1.0])),
+            (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, 0.25])),
+            (np.array([[1.0, 2.0]]), np.zeros(1))]
+    out.append(relu.identifiability(deep))   # a window symmetry as its witness
     out.append(relu.fiber(P4))
     out.append(nm.conservation_laws(P3))   # with its KnownLaw instances
     out.append(relu.gradient_flow(P3, [[0.5, 1.0], [1.0, 0.2]], [[1.0], [0.0]], 0.1,
@@ -118,7 +123,10 @@ def more_results() -> list:
             S.HidingTranslation(0, 0.25), S.Flip(0, (1,)), S.RampFlip(0),
             S.SecondLayerFlip((0,), (1,), ((1.0, 2.0, 0.5),), ((1.5,),)),
             S.BlockRefactor((0, 1), ((1.0, 0.5, 0.0), (0.0, 1.0, 2.0)), ((1.0,), (2.0,))),
-            S.HidingTranslation(0, 0.0).applies(P)]
+            S.HidingTranslation(0, 0.0).applies(P),
+            S.WindowSymmetry(1, S.HidingTranslation(0, 0.25)),
+            S.DeadNeuronOutgoing(2, 0, (1.0, 2.0)), S.SilentNeuronIncoming(1, 1, (1.0, -1.0, 0.5)),
+            S.ActiveBiasShift(2, 1, 0.5), S.ParallelNeuronSplit(1, (0, 2), (0.5, -1.0))]
 
 
 def nested_results(value, seen=None) -> list:

@@ -70,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NeuromanifoldError as exc:
         print(f"neuromanifold: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:   # the reader (head, less) closed the pipe: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:
         print(f"neuromanifold: error: {exc}", file=sys.stderr)
         return 1

@@ -2,8 +2,10 @@
 PyTorch state_dict files), analysed exactly.
 
   regions MODEL     every linear region on the domain, with its activation pattern
-  identify MODEL    three-layer bottleneck networks: dead, always-active and hiding neurons,
-                    hidden hyperplanes, flips, identifiability up to permutation and scaling
+  identify MODEL    identifiability up to permutation and scaling, any depth: "not
+                    identifiable" with a witness symmetry (dead, always-active, silent or
+                    parallel neurons, hidden hyperplanes, flips), "identifiable" only where
+                    a theorem applies (generic three-layer bottlenecks), else "undecided"
   equiv A B         do A and B compute the same function on the domain? (a witness if not,
                     the symmetry taking A to B if so)
   distance A B      the largest output difference of A and B on the domain, as a certified
@@ -15,7 +17,9 @@ PyTorch state_dict files), analysed exactly.
                     (dead, duplicate, constant and linear-block neurons removed; --out FILE)
   fingerprint FILE...  a short string per model, equal for networks related by the
                     symmetries; the files grouped by the function they compute
-  canonical MODEL   one canonical representative of the network's fiber (written with --out)
+  canonical MODEL   one canonical representative of the network's fiber (written with --out):
+                    every symmetry for generic three-layer bottlenecks, permutation and
+                    scaling after a lossless reduction at other depths
   fiber MODEL       the whole fiber of a generic bottleneck network, as semi-algebraic families
   plot MODEL        the linear regions and bent hyperplanes of a network on R^2, as a figure
   fundim MODEL      the functional dimension (the rank of the parameter Jacobian over the

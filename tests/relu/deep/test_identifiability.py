@@ -65,7 +65,7 @@ def test_statuses_per_layer(rng):
     assert len(r.active_neurons) == len(r.silent_neurons) == len(r.parallel_pairs) == 3
     d = r.to_dict()
     assert d["identifiable"] is False and d["widths"] == [3, 4, 3, 2, 1]
-    assert r.describe().startswith("not identifiable (widths 3-4-3-2-1)")
+    assert r.describe().startswith("not identifiable (widths 3-4-3-2-1; proved")
     assert type(r).from_dict(d).witnesses == r.witnesses
 
 

@@ -90,10 +90,12 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
         return P
     form, bound = permutation_scaling_form(P, tol)
     scale = path_norm_scale(P)
-    if bound > tol * scale:
+    if not bound <= tol * scale:
+        rel = bound / scale if scale > 0 else float("inf")
         raise InputError(f"canonical_form cannot certify its result within tol = {tol:g}: "
-                         f"the bound on the function change is {bound / scale:.3g} "
-                         f"relative (weights near the float range's ends)")
+                         f"the bound on the function change is {rel:.3g} relative (weights "
+                         f"near the float range's ends, where the normal form's rounding "
+                         f"has no relative bound)")
     return form
 
 
@@ -106,6 +108,8 @@ def permutation_scaling_form(P: Params, tol: float) -> tuple[Params, float]:
     canonical order (which rows of an always-active block it keeps as the basis depends on
     their order)."""
     first, bound = _normal_form(P)
+    if not np.isfinite(bound):
+        return first, bound
     form, change = _reduced(first, tol)
     return form, bound + change
 

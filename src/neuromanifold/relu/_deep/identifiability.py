@@ -98,7 +98,10 @@ class DeepIdentifiability(Result):
 
     def describe(self) -> str:
         """The verdict and its reasons, one per line."""
-        lines = [f"{self.verdict} (widths {'-'.join(map(str, self.widths))})"]
+        proof = ("; proved: a witness applies at tol = 0" if self.certified and
+                 self.identifiable is False else
+                 "; the witnesses apply at this tol only" if self.identifiable is False else "")
+        lines = [f"{self.verdict} (widths {'-'.join(map(str, self.widths))}{proof})"]
         lines += ["  " + r for r in self.reasons]
         if self.undecided_reason:
             lines.append("  undecided: " + self.undecided_reason)
@@ -120,6 +123,11 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
         tol: relative tolerance of the sign decisions (``0`` exact).
         exact_genericity: three layers only: also run the exact genericity test.
         max_regions, time_limit: the budget of that exact test.
+
+    Returns:
+        An :class:`~neuromanifold.relu.Identifiability` (three layers) or a
+        :class:`DeepIdentifiability` (every other depth): the verdict, its witnesses and
+        reasons, and what would decide an open verdict.
 
     >>> P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [1.0, -2.0]]), np.array([-0.5, -1.0])),
     ...      (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, 0.25])),

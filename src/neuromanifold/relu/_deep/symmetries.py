@@ -205,7 +205,7 @@ class WindowSymmetry(Symmetry):
     """
 
     start: int
-    symmetry: Symmetry
+    symmetry: Any   # a three-layer Symmetry (Any: from_dict finds its class by its fields)
     _name = "window"
 
     def __post_init__(self):
@@ -375,8 +375,11 @@ class ParallelNeuronSplit(Symmetry):
 
     def __post_init__(self):
         object.__setattr__(self, "layer", _hidden(self.layer))
-        pair = tuple(int(check_nonnegative_int(v, "neurons")) for v in self.neurons)
-        if len(pair) != 2 or pair[0] == pair[1]:
+        arr = as_finite_array(self.neurons, "neurons", error=InputError)
+        if arr.shape != (2,) or np.any(arr != np.round(arr)) or np.any(arr < 0):
+            raise InputError(f"neurons must be two neuron indices; got {short_repr(self.neurons)}")
+        pair = (int(arr[0]), int(arr[1]))
+        if pair[0] == pair[1]:
             raise InputError(f"neurons must be two different neurons; got "
                              f"{short_repr(self.neurons)}")
         object.__setattr__(self, "neurons", pair)

@@ -1,0 +1,167 @@
+"""Trained networks of any depth: identifiability, the canonical form, equivalence of a
+permuted and rescaled copy and of a copy moved by a symmetry, a near miss, and the
+functional dimension, each timed with its peak memory and whether it is certified.
+
+Networks (scikit-learn ``MLPClassifier``, ``random_state=0``, read with ``io.load``):
+64-8-16-10, 64-32-16-10 and 64-64-32-16-10 trained on the bundled digits data, and
+784-256-128-10 and 784-128-64-32-10 trained for 15 epochs on an MNIST-shaped task (3,000
+points of [0, 1]^784 labelled by a random linear teacher). Every analysis runs on all of
+R^d.
+
+* Permuted and rescaled copy: every hidden layer permuted and rescaled (scales in
+  [1/4, 4]). Baseline (same run, same pair): normalized weight matching (unit rows, one
+  assignment per layer), which finds the permutation but certifies nothing.
+* Moved copy: the first witness of ``identifiability`` applied (a dead neuron's outgoing
+  weights changed, say), then permuted and rescaled; no baseline recovers it (absolute).
+* Near miss: one first-layer row scaled by ``1 + 1e-4`` (its outgoing weights not
+  compensated). Baseline (same run, same pair): dense sampling, 20,000 points at scales
+  0.1, 1 and 10, counted as a witness where the difference exceeds ``tol`` times the
+  scale.
+* Identifiability, the canonical form and the functional dimension (``time_limit=20``)
+  report absolute figures: no other tool computes them.
+
+    python benchmarks/bench_depth.py [--quick]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from _timing import peak_memory_mb, pin_threads, suite_row
+from bench_symmetry_recovery import normalized_matching, planted_copy
+
+from neuromanifold import ComputationLimitError, io, relu
+from neuromanifold._tolerance import DEFAULT_TOL, path_norm_scale
+
+NONE = "-"
+TASK = "trained networks of any depth"
+
+
+def trained(hidden: tuple, data: str):
+    """An ``MLPClassifier`` with these hidden widths, trained on ``data`` ("digits" or
+    "mnist-shaped"), as ReLU parameters."""
+    from sklearn.neural_network import MLPClassifier
+    if data == "digits":
+        from sklearn.datasets import load_digits
+        X, y = load_digits(return_X_y=True)
+        X, epochs = X / 16.0, 200
+    else:
+        rng = np.random.default_rng(0)
+        X = rng.random((3000, 784))
+        y = np.argmax((X - 0.5) @ rng.standard_normal((784, 10)), axis=1)
+        epochs = 15
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # ConvergenceWarning
+        clf = MLPClassifier(hidden_layer_sizes=hidden, max_iter=epochs,
+                            random_state=0).fit(X, y)
+    return io.load(clf).params
+
+
+def near_miss(p):
+    q = [(W.copy(), b.copy()) for W, b in p]
+    q[0][0][0] *= 1 + 1e-4
+    return q
+
+
+def dense_sampling(p, q, n: int = 20000, seed: int = 0):
+    """``(found, largest relative difference)`` over ``n`` Gaussian points at scales 0.1,
+    1 and 10."""
+    rng = np.random.default_rng(seed)
+    d = p[0][0].shape[1]
+    X = np.vstack([rng.standard_normal((n // 3, d)) * s for s in (0.1, 1.0, 10.0)])
+    diff = np.max(np.abs(relu.forward(p, X) - relu.forward(q, X)), axis=1)
+    rel = diff / (path_norm_scale(p) * np.maximum(1.0, np.max(np.abs(X), axis=1)))
+    return bool(np.any(rel > DEFAULT_TOL)), float(np.max(rel))
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def rows_for(size: str, p, rng) -> list[dict]:
+    rows = []
+
+    def row(what, took, fn, note, baseline_name=NONE, baseline=None):
+        peak = peak_memory_mb(fn) if fn is not None else None
+        rows.append(suite_row(TASK, f"{what}: {size}", took, baseline_name, baseline,
+                              peak_mb=peak, note=note))
+        print(f"{size:<22} {what:<34} {took:>7.2f}s  {note}")
+
+    took, r = timed(lambda: relu.identifiability(p))
+    row("identifiability", took, lambda: relu.identifiability(p),
+        f"{r.verdict}, certified={r.certified}, {len(r.witnesses)} witnesses")
+    copy, _ = planted_copy(rng, p)
+    try:
+        took, c = timed(lambda: relu.canonical_form(p))
+        same = all(np.allclose(A, B, atol=1e-8) for (A, a), (B, b) in
+                   zip(c, relu.canonical_form(copy)) for A, B in ((A, B), (a, b)))
+        row("canonical form", took, lambda: relu.canonical_form(p),
+            f"widths {'-'.join(str(W.shape[0]) for W, _ in c)}; the copy's form equal: {same}")
+    except Exception as exc:   # the three-layer form refuses non-generic networks
+        row("canonical form", 0.0, None, f"refused: {str(exc)[:90]}")
+    took, e = timed(lambda: relu.equivalent(p, copy))
+    t_nm, _ = timed(lambda: normalized_matching(p, copy))
+    row("equivalent, permuted copy", took, lambda: relu.equivalent(p, copy),
+        f"{e.equivalent}, certified={e.certified}, {e.method}",
+        "weight matching on normalized weights", t_nm)
+    if r.witnesses:
+        moved, _ = planted_copy(rng, r.witnesses[0].apply(p))
+        try:
+            took, e = timed(lambda: relu.equivalent(p, moved, time_limit=60))
+            note = f"{e.equivalent}, certified={e.certified}, {e.method} ({r.witnesses[0].name})"
+        except ComputationLimitError:
+            took, note = 60.0, f"stopped at 60 s ({r.witnesses[0].name})"
+        row("equivalent, moved copy", took, None, note)
+    q = near_miss(p)
+    took, e = timed(lambda: relu.equivalent(p, q, time_limit=60))
+    t_ds, (found, rel) = timed(lambda: dense_sampling(p, q))
+    row("equivalent, near miss", took, None,
+        f"{e.equivalent}, certified={e.certified}, {e.method}; sampling: witness "
+        f"{found} (largest difference {rel:.2g} relative)", "dense sampling (20,000 points)",
+        t_ds)
+    t0 = time.perf_counter()
+    try:
+        f = relu.functional_dimension(p, time_limit=20)
+        note = f"rank {f.rank} of bound {f.bound}, certified={f.certified}" + (
+            "" if f.certified else f" ({f.note[:80]})")
+    except ComputationLimitError as err:
+        note = "stopped, limit 20 s: " + str(err).split(";")[0][:100] + (
+            f" (partial: rank >= {err.partial.rank})" if err.partial is not None else "")
+    took = time.perf_counter() - t0
+    row("functional dimension", took, None, note)
+    return rows
+
+
+def main(argv=None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the smallest network only")
+    args = parser.parse_args(argv)
+    pin_threads()
+    relu.warm_up()   # the compiled kernels load once per process, before any timing
+    small = relu.ReLUNet([4, 3, 3, 2]).random_params(0)
+    relu.equivalent(small, small)
+    relu.canonical_form(relu.ReLUNet([4, 3, 3, 2, 2]).random_params(0))
+    nets = [((8, 16), "digits")]
+    if not args.quick:
+        nets += [((32, 16), "digits"), ((64, 32, 16), "digits"), ((256, 128), "mnist-shaped"),
+                 ((128, 64, 32), "mnist-shaped")]
+    rows = []
+    for hidden, data in nets:
+        p = trained(hidden, data)
+        size = "-".join(map(str, (p[0][0].shape[1],) + hidden + (10,))) + f" {data}"
+        rows += rows_for(size, p, np.random.default_rng(0))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
