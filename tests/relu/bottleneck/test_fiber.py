@@ -33,8 +33,16 @@ def test_dimension_and_samples(seed, widths):
     F = fiber(P)
     if not F.generic:
         return
-    fd = relu.functional_dimension(P)
-    assert F.dimension == fd.num_params - fd.rank
+    # the fiber need not have one dimension: a family reached through a second-layer flip
+    # can be larger than the kernel at P (2-1-2-1, seed 7562: 5 against 4, its points
+    # equivalent by the exact engine). Its dimension is the largest local one, at P or at
+    # a point of a family.
+    local = []
+    for point in [P] + [fam.sample_one(np.random.default_rng(seed), dyadic=True)
+                        for fam in sorted(F.families, key=lambda f: -f.dimension)[:3]]:
+        fd = relu.functional_dimension(point, tol=0)
+        local.append(fd.num_params - fd.rank)
+    assert F.dimension == max(local) >= local[0]
     for Q in F.sample(2, seed=seed, dyadic=True):
         assert ground_truth_equivalent(P, Q)
 

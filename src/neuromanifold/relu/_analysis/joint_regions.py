@@ -19,6 +19,7 @@ difference, the ground truth of :func:`neuromanifold.relu.equivalent` (its ``"re
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 import math
@@ -126,8 +127,19 @@ class Pair:
         self.bp, self.bq = balanced(self.p, self.E), balanced(self.q, self.E)
         self.fp, self.fq = self.bp.params, self.bq.params
         # absolute threshold, per unit of max(1, ||x||_inf), in balanced output units
+        self._set_tol(tol)
+
+    def _set_tol(self, tol: float) -> None:
+        self.tol = tol
         self.thr = tol * math.ldexp(self.scale, -self.E) if self.scale > 0 else 0.0
         self.thr_q = to_fmpq(self.thr)
+
+    def with_tol(self, tol: float) -> "Pair":
+        """The same pair at another tolerance (the exact networks shared, not rebuilt)."""
+        out = copy.copy(self)
+        out._set_tol(tol)
+        out.__dict__.pop("_last", None)
+        return out
 
     def relative(self, x) -> tuple[flint.fmpq, flint.fmpq]:
         """Exact ``(max_o |f_p(x)_o - f_q(x)_o|, max(1, ||x||_inf))`` of the balanced nets
@@ -161,22 +173,25 @@ class Pair:
         return 0.0 if diff == 0 else max(to_float(diff), 5e-324)
 
 
+#: the smallest positive normal float64
+_NORMAL = float(np.finfo(float).tiny)
+
+
 def balanced(net: ExactNet, E: int) -> ExactNet:
     """``net`` with every hidden neuron rescaled by a power of two (incoming row of size
     about 1, outgoing column compensating) and the output layer divided by ``2**E``: the
     same function divided by ``2**E``, exactly."""
     Ws = [flint.fmpq_mat(W) for W in net.Wq]
     bs = [list(b) for b in net.bq]
-    exps = []  # the power of two dividing each hidden neuron
-    for l in range(net.num_layers - 1):
-        exps.append([0] * Ws[l].nrows())
-        for i in range(Ws[l].nrows()):
-            row = [Ws[l][i, j] for j in range(Ws[l].ncols())] + [bs[l][i]]
-            nz = [v for v in row if v != 0]
-            if not nz:
+    exps = _float_exponents(net)   # the power of two dividing each hidden neuron
+    if exps is None:
+        exps = [[max((binary_exponent(v) for v in list(qrow(Ws[l], i)) + [bs[l][i]] if v != 0),
+                     default=0) for i in range(Ws[l].nrows())]
+                for l in range(net.num_layers - 1)]
+    for l, row_exps in enumerate(exps):
+        for i, e in enumerate(row_exps):
+            if e == 0:
                 continue
-            e = max(binary_exponent(v) for v in nz)
-            exps[l][i] = e
             f = pow2(-e)
             for j in range(Ws[l].ncols()):
                 Ws[l][i, j] *= f
@@ -190,10 +205,56 @@ def balanced(net: ExactNet, E: int) -> ExactNet:
         for j in range(Ws[L].ncols()):
             Ws[L][k, j] *= f
         bs[L][k] *= f
-    floats = [(np.array([[to_float(W[i, j]) for j in range(W.ncols())] for i in range(W.nrows())]),
-               np.array([to_float(v) for v in b])) for W, b in zip(Ws, bs)]
+    floats = _scaled_floats(net, exps, E)
+    if floats is None:
+        floats = [(np.array([[to_float(W[i, j]) for j in range(W.ncols())]
+                             for i in range(W.nrows())]).reshape(W.nrows(), W.ncols()),
+                   np.array([to_float(v) for v in b])) for W, b in zip(Ws, bs)]
     out = ExactNet(floats, list(zip(Ws, bs)))
     out.exps = exps
+    return out
+
+
+def qrow(W: flint.fmpq_mat, i: int) -> list:
+    return [W[i, j] for j in range(W.ncols())]
+
+
+def _float_exponents(net: ExactNet) -> list | None:
+    """The exponents of :func:`balanced` from the float copies (``frexp`` of each row's
+    largest magnitude: any power of two balances exactly), or ``None`` when a row's floats
+    cannot say (all zero, or not finite: values beyond the float range)."""
+    exps = []
+    for W, b in net.params[:-1]:
+        top = np.max(np.abs(np.hstack([W, b[:, None]])), axis=1, initial=0.0)
+        if not np.all(np.isfinite(top)) or np.any((top == 0) | (top < _NORMAL)):
+            return None
+        exps.append([int(e) for e in np.frexp(top)[1]])
+    return exps
+
+
+def _scaled_floats(net: ExactNet, exps: list, E: int) -> list | None:
+    """The float copies of the balanced network, scaled by the same powers of two with
+    ``ldexp`` (exact on normal floats, so equal to rounding the exact balanced entries:
+    the copies are the exact entries correctly rounded), or ``None`` when an entry or its
+    image is zero where the exact entry may not be, subnormal or not finite."""
+    out, prev = [], None
+    for l, (W, b) in enumerate(net.params):
+        e = np.array(exps[l]) if l < len(exps) else None
+        Wn = W if prev is None else np.ldexp(W, prev[None, :])
+        if e is not None:
+            Wn, bn = np.ldexp(Wn, -e[:, None]), np.ldexp(b, -e)
+        else:
+            Wn, bn = np.ldexp(Wn, -E), np.ldexp(b, -E)
+        for A, B, Aq in ((W, Wn, net.Wq[l]), (b, bn, net.bq[l])):
+            if not np.all(np.isfinite(B)) or np.any((A != 0) & (np.abs(A) < _NORMAL)) \
+                    or np.any((B != 0) & (np.abs(B) < _NORMAL)):
+                return None
+            zeros = np.argwhere(A == 0)   # a zero copy of a nonzero (tiny) exact entry?
+            if any((Aq[tuple(ix)] if isinstance(Aq, flint.fmpq_mat) else Aq[ix[0]]) != 0
+                   for ix in zeros):
+                return None
+        out.append((Wn, bn))
+        prev = e
     return out
 
 

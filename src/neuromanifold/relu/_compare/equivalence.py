@@ -721,9 +721,8 @@ def _by_reduction(pair: Pair, dom: Domain) -> Equivalence | None:
         probe = Pair(pp, qq, 0.0)
     except NeuromanifoldError:
         return None
-    sub_tol = 0.0 if pair.tol == 0 else (
-        min(budget / probe.scale, 0.5) if probe.scale > 0 else 0.0)
-    sub = Pair(pp, qq, sub_tol)
+    sub = probe.with_tol(0.0 if pair.tol == 0 else (
+        min(budget / probe.scale, 0.5) if probe.scale > 0 else 0.0))
     res = _by_symmetry(sub, dom)
     if res is None:
         return None
