@@ -198,3 +198,15 @@ def test_true_only_where_the_characterization_applies_false_only_with_a_witness(
         assert r.undecided_reason is None
     else:
         assert r.undecided_reason and not r.certified
+
+
+def test_sampled_face_patterns_survive_cancellation():
+    from neuromanifold.relu._bottleneck.identifiability import _face_patterns, _face_sample
+    rng = np.random.default_rng(0)
+    W2, b2 = rng.standard_normal((11, 4)), rng.standard_normal(11)
+    W2[0], b2[0] = [1e8, 1e-8, 0.0, 0.0], 0.0   # z_0's term dominates row 0
+    sample = _face_sample(W2, b2)
+    Z = sample[0].copy()
+    Z[:, 0] = 0.0
+    direct = {r.tobytes() for r in np.unique(Z @ W2.T + b2 > 0, axis=0)}
+    assert {r.tobytes() for r in _face_patterns(W2, b2, 0, False, sample)} == direct

@@ -94,3 +94,12 @@ def test_trained_size(rng):
     P = planted(rng, (784, 128, 64, 32, 10), "dead", 2, j=3)
     C = canonical_form(P)
     assert [W.shape[0] for W, _ in C] == [128, 63, 32, 10]
+
+
+def test_an_intermediate_subnormal_is_refused():
+    # 1e300 * 1.23e-290 * 1e-30 ...: a product in the normal form lands below the normal
+    # range and is divided up again; its rounding has no relative bound there
+    P = [(np.array([[1e-30]]), np.zeros(1)), (np.array([[1.2345678901234e-290]]), np.zeros(1)),
+         (np.array([[1e300]]), np.zeros(1)), (np.array([[1e20]]), np.zeros(1))]
+    with pytest.raises(InputError, match="cannot certify"):
+        canonical_form(P)

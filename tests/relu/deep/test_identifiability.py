@@ -95,3 +95,58 @@ def test_trained_size_is_fast(rng):
     P = planted(rng, (784, 128, 64, 32, 10), "dead", 3, j=5)
     r = identifiability(P)
     assert r.identifiable is False and r.dead_neurons[2] == (5,)
+
+
+def test_decisions_at_tol_do_not_depend_on_the_scaling_of_earlier_layers():
+    # rows 0 and 1 of layer 2 are parallel but for column 0; with layer-1 neuron 0 scaled
+    # by 1e12 (a point of the same orbit) their unit rows agree to 1e-12: read at tol as
+    # parallel, but moving weight between them changes the function by O(1)
+    P = gaussian(np.random.default_rng(2), (2, 3, 3, 2, 1))
+    W2, b2 = P[1]
+    W2[1], b2[1] = 2 * W2[0], 2 * b2[0]
+    W2[1, 0] += 1.0
+    assert identifiability(P).identifiable is None
+    s = np.array([1e12, 1.0, 1.0])
+    P[0] = (P[0][0] * s[:, None], P[0][1] * s)
+    P[1] = (P[1][0] / s[None, :], P[1][1])
+    r = identifiability(P)
+    assert r.parallel_pairs[1] == ((0, 1),)          # the reading at tol ...
+    assert r.identifiable is None and not r.witnesses  # ... is not taken as a symmetry
+
+
+def test_a_move_read_at_tol_is_bounded():
+    P = gaussian(np.random.default_rng(4), (2, 3, 3, 2, 1))
+    P[1][0][0] = -np.abs(P[1][0][0])
+    P[1][0][0, 2], P[1][1][0] = 1e-13, -abs(P[1][1][0])   # dead but for a 1e-13 weight
+    r = identifiability(P)
+    assert r.identifiable is False and not r.certified
+    assert 0 < r.function_bounds[0] <= 1e-9
+    assert identifiability(P, tol=0).identifiable is not False or \
+        identifiability(P, tol=0).certified
+
+
+def test_exact_signs_do_not_underflow():
+    # 1e-200 * 1e-200 underflows; the signs at tol = 0 are those of the floats
+    P = [(np.array([[1e-200]]), np.zeros(1)), (np.array([[1e-200]]), np.zeros(1)),
+         (np.array([[1.0]]), np.zeros(1)), (np.array([[1.0]]), np.zeros(1))]
+    assert identifiability(P, tol=0).dead_neurons == ((), (), ())
+    r = identifiability(P)   # at tol, layer 2 reads as dead (its effect is 1e-400)
+    assert r.identifiable is False and r.certified
+    exact = [w for w, bound in zip(r.witnesses, r.function_bounds) if bound == 0.0]
+    Q = exact[0].apply(P, tol=0)   # proved: layer 3 is active on every input
+    from fractions import Fraction as F
+    def f(N, x):   # exact evaluation
+        h = [F(x)]
+        for i, (W, b) in enumerate(N):
+            h = [sum(F(float(W[j, k])) * h[k] for k in range(W.shape[1])) + F(float(b[j]))
+                 for j in range(W.shape[0])]
+            h = [max(v, 0) for v in h] if i < len(N) - 1 else h
+        return h[0]
+    assert all(f(P, x) == f(Q, x) for x in (1.0, -1.0, 3.0))
+
+
+def test_a_dead_neuron_with_a_zero_row_leaves_the_orbit():
+    P = [(np.array([[1.0], [0.0]]), np.zeros(2)), (np.array([[1.0, 1.0]]), np.zeros(1))]
+    r = identifiability(P)
+    assert r.identifiable is False
+    assert not same_orbit(P, r.witnesses[0].apply(P))

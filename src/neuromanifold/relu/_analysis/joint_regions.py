@@ -220,15 +220,24 @@ def qrow(W: flint.fmpq_mat, i: int) -> list:
 
 
 def _float_exponents(net: ExactNet) -> list | None:
-    """The exponents of :func:`balanced` from the float copies (``frexp`` of each row's
-    largest magnitude: any power of two balances exactly), or ``None`` when a row's floats
-    cannot say (all zero, or not finite: values beyond the float range)."""
-    exps = []
+    """The exponents of :func:`balanced` from the float copies: per hidden neuron, the
+    largest binary exponent of its row after the earlier neurons' rescaling (``frexp``
+    exponents added, so nothing over- or underflows on the way; any power of two
+    balances exactly), or ``None`` when the floats cannot say (an entry not finite, or
+    subnormal: its exponent is not the exact entry's)."""
+    exps, prev = [], None
     for W, b in net.params[:-1]:
-        top = np.max(np.abs(np.hstack([W, b[:, None]])), axis=1, initial=0.0)
-        if not np.all(np.isfinite(top)) or np.any((top == 0) | (top < _NORMAL)):
+        R = np.hstack([W, b[:, None]])
+        if not np.all(np.isfinite(R)) or np.any((R != 0) & (np.abs(R) < _NORMAL)):
             return None
-        exps.append([int(e) for e in np.frexp(top)[1]])
+        X = np.frexp(R)[1].astype(np.int64)
+        if prev is not None:
+            X[:, :-1] += prev[None, :]
+        X = np.where(R != 0, X, np.iinfo(np.int64).min)
+        e = np.max(X, axis=1, initial=np.iinfo(np.int64).min)
+        e = np.where(e == np.iinfo(np.int64).min, 0, e)   # a zero row stays as it is
+        exps.append([int(v) for v in e])
+        prev = e
     return exps
 
 
@@ -240,11 +249,11 @@ def _scaled_floats(net: ExactNet, exps: list, E: int) -> list | None:
     out, prev = [], None
     for l, (W, b) in enumerate(net.params):
         e = np.array(exps[l]) if l < len(exps) else None
-        Wn = W if prev is None else np.ldexp(W, prev[None, :])
-        if e is not None:
-            Wn, bn = np.ldexp(Wn, -e[:, None]), np.ldexp(b, -e)
-        else:
-            Wn, bn = np.ldexp(Wn, -E), np.ldexp(b, -E)
+        row = -e if e is not None else np.full(W.shape[0], -E)
+        col = prev if prev is not None else np.zeros(W.shape[1], dtype=np.int64)
+        with np.errstate(over="ignore", under="ignore"):   # checked just below
+            # one ldexp per entry: an intermediate could underflow and come back inexact
+            Wn, bn = np.ldexp(W, row[:, None] + col[None, :]), np.ldexp(b, row)
         for A, B, Aq in ((W, Wn, net.Wq[l]), (b, bn, net.bq[l])):
             if not np.all(np.isfinite(B)) or np.any((A != 0) & (np.abs(A) < _NORMAL)) \
                     or np.any((B != 0) & (np.abs(B) < _NORMAL)):

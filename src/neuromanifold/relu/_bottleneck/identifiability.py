@@ -221,7 +221,15 @@ def _face_patterns(W2: np.ndarray, b2: np.ndarray, k: int, exhaustive: bool,
         return np.array([np.asarray(R.pattern[0], bool)
                          for R in regions(face, "orthant").regions], dtype=bool).reshape(-1, n2)
     Z, base = sample
-    A = base - Z[:, k, None] * W2[None, :, k] > 0   # the points with z_k set to 0
+    term = Z[:, k, None] * W2[None, :, k]
+    V = base - term                                  # the points with z_k set to 0
+    # where the subtraction cancels, its sign is rounding: those points are recomputed
+    near = np.any(np.abs(V) <= 1e-12 * (np.abs(base) + np.abs(term)), axis=1)
+    if near.any():
+        Zk = Z[near].copy()
+        Zk[:, k] = 0.0
+        V[near] = Zk @ W2.T + b2
+    A = V > 0
     packed = np.packbits(A, axis=1)                 # distinct patterns, by their bytes
     _, first = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).ravel(),
                          return_index=True)

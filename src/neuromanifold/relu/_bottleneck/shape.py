@@ -104,6 +104,9 @@ def row_signs(params: Params, tol: float = DEFAULT_TOL) -> np.ndarray:
     >>> row_signs(P).tolist()
     [[1, -1, -1], [0, 1, 0]]
     """
+    if tol == 0:   # exact: the floats' own signs (the weighting could underflow to 0)
+        W2, b2 = params[1]
+        return np.sign(np.hstack([W2, b2[:, None]])).astype(int)
     R = weighted_rows(params)
     scale = np.max(np.abs(R), axis=1, keepdims=True)
     S = np.sign(R).astype(int)

@@ -23,8 +23,9 @@ in the last place of the exact rescaling, carried through
 :func:`neuromanifold._tolerance.telescoping_bound`) stay within ``tol`` times the scale.
 
 What it does not quotient out: the mixings of an always-active block of two or more
-neurons, and every symmetry of the three-layer windows beyond dead and always-active
-neurons (hidden hyperplanes, flips). Two networks with the same form compute the same
+neurons, every symmetry of the three-layer windows beyond dead and always-active neurons
+(hidden hyperplanes, flips), and a layer whose every neuron is dead (a layer is kept, not
+emptied, so the constant network after it is not folded). Two networks with the same form compute the same
 function (to ``tol``); networks related by those symmetries can have different forms.
 """
 
@@ -155,6 +156,7 @@ def _normal_form(P: Params) -> tuple[Params, float]:
     (a product and a quotient, each correctly rounded); ``inf`` when an entry underflows
     or overflows (the relative bound fails there)."""
     form = [(W.copy(), b.copy()) for W, b in P]
+    inf = float("inf")
     for l in range(len(form) - 1):
         W, b = form[l]
         s = np.max(np.abs(np.hstack([W, b[:, None]])), axis=1, initial=0.0)
@@ -162,8 +164,15 @@ def _normal_form(P: Params) -> tuple[Params, float]:
         W, b = W / s[:, None], b / s
         order = np.lexsort(np.hstack([W, b[:, None]]).T[::-1])
         Wn, bn = form[l + 1]
+        M = Wn * s[None, :]
+        # the product, divided again in the next layer, must hold its relative bound too
+        if np.count_nonzero(M) != np.count_nonzero(Wn) or not np.all(np.isfinite(M)) \
+                or np.any((M != 0) & (np.abs(M) < _TINY)):
+            inf = None
         form[l] = (W[order], b[order])
-        form[l + 1] = ((Wn * s[None, :])[:, order], bn)
+        form[l + 1] = (M[:, order], bn)
+    if inf is None:
+        return form, float("inf")
     for (W, b), (V, c) in zip(P, form):
         for A, B in ((W, V), (b, c)):   # same zeros (up to the order), finite, normal
             if np.count_nonzero(A) != np.count_nonzero(B) or not np.all(np.isfinite(B)) \

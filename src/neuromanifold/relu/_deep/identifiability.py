@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import InputError
+from ..._errors import InputError, ParameterError
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, check_tol
+from ..._tolerance import DEFAULT_TOL, check_tol, function_distance_bound, path_norm_scale
 from ..._validation import check_bool
 from .._bottleneck.identifiability import identifiability as three_layer_identifiability
 from .._bottleneck.identifiability import sign_pattern_symmetries
@@ -43,7 +43,7 @@ from .._engine.budget import check_budget
 from .orbit import orbit_gap
 from .symmetries import (ActiveBiasShift, DeadNeuronOutgoing, ParallelNeuronSplit,
                          SilentNeuronIncoming, WindowSymmetry, active_neurons, dead_neurons,
-                         parallel_pairs, silent_neurons)
+                         parallel_pairs, silent_neurons, snapped)
 
 __all__ = ["DeepIdentifiability", "identifiability", "OFF_ORBIT"]
 
@@ -68,6 +68,10 @@ class DeepIdentifiability(Result):
         witnesses: symmetries that apply and move the parameter off its orbit.
         orbit_gaps: per witness, the measured gap between its image and the orbit
             (float normal forms, layer by layer; about 1e-15 on the orbit).
+        function_bounds: per witness, a bound on the relative change of the function
+            its image makes: 0.0 when it applies exactly (at ``tol = 0``); for one that
+            applies only at ``tol``, the change from setting what it neglects to zero,
+            at most ``tol`` (module docs).
         reasons: what was found, in words.
         certified: a ``False`` verdict with a witness that applies at ``tol = 0`` too
             (proved); ``True`` for a network without hidden layers.
@@ -84,6 +88,7 @@ class DeepIdentifiability(Result):
     parallel_pairs: tuple
     witnesses: tuple
     orbit_gaps: tuple
+    function_bounds: tuple
     reasons: tuple
     certified: bool
     tol: float
@@ -150,31 +155,33 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
         return DeepIdentifiability(
             identifiable=True, widths=widths, dead_neurons=(), active_neurons=(),
             silent_neurons=(), parallel_pairs=(), witnesses=(), orbit_gaps=(),
-            reasons=("no hidden layer: f(x) = W x + b determines W and b",), certified=True,
+            function_bounds=(), reasons=("no hidden layer: f(x) = W x + b determines W and b",), certified=True,
             tol=tol, method="no hidden layer")
     hidden = range(1, len(params))
     status = {name: tuple(tuple(fn(params, l, tol)) for l in hidden)
               for name, fn in (("dead", dead_neurons), ("active", active_neurons),
                                ("silent", silent_neurons), ("parallel", parallel_pairs))}
     candidates = _layer_moves(params, status) + _window_moves(params, tol)
-    reasons, witnesses, distances = [], [], []
+    scale = path_norm_scale(params)
+    reasons, witnesses, distances, bounds = [], [], [], []
     for reason, move in candidates:
-        if not move.applies(params, tol=tol).applies:
+        bound = _function_change(params, move, tol, scale)
+        if bound is None:
             continue
         dist = orbit_gap(params, move.apply(params, tol=tol))
         if dist > OFF_ORBIT:
             reasons.append(reason)
             witnesses.append(move)
             distances.append(dist)
+            bounds.append(bound)
     common = dict(widths=widths, dead_neurons=status["dead"],
                   active_neurons=status["active"], silent_neurons=status["silent"],
                   parallel_pairs=status["parallel"], tol=tol,
                   method="sign patterns per layer and per three-layer window")
     if witnesses:
-        certified = any(w.applies(params, tol=0).applies for w in witnesses)
         return DeepIdentifiability(identifiable=False, witnesses=tuple(witnesses),
-                                   orbit_gaps=tuple(distances), reasons=tuple(reasons),
-                                   certified=certified, **common)
+                                   orbit_gaps=tuple(distances), function_bounds=tuple(bounds),
+                                   reasons=tuple(reasons), certified=0.0 in bounds, **common)
     why = ("no symmetry beyond permutation and scaling was found (dead, always-active, "
            "silent and parallel neurons of every layer; the sign-pattern symmetries of every "
            "three-layer window), but no characterization of the symmetries is checked at "
@@ -184,9 +191,27 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
            "neither condition is checked on a given parameter. A verified fiber point off "
            "the orbit would decide 'not identifiable'")
     return DeepIdentifiability(
-        identifiable=None, witnesses=(), orbit_gaps=(), certified=False,
+        identifiable=None, witnesses=(), orbit_gaps=(), function_bounds=(), certified=False,
         reasons=("no dead, always-active, silent or parallel neuron and no sign-pattern "
                  "symmetry of a three-layer window",), undecided_reason=why, **common)
+
+
+def _function_change(params, move, tol: float, scale: float) -> float | None:
+    """``0.0`` when ``move`` applies exactly; else, when it applies at ``tol``, a bound on
+    the relative change of the function between ``params`` and its image: what the move
+    neglects set to zero (:func:`snapped`), the move must apply exactly there, and the
+    snapping of ``params`` and of the image together move the function by at most
+    ``tol`` times the scale; ``None`` when the move does not count."""
+    if move.applies(params, tol=0).applies:
+        return 0.0
+    if tol == 0 or not move.applies(params, tol=tol).applies:
+        return None
+    near = snapped(params, move, tol)
+    if near is None or not move.applies(near, tol=0).applies or not scale > 0:
+        return None
+    bound = (function_distance_bound(params, near)
+             + function_distance_bound(move.apply(params, tol=tol), move.apply(near, tol=0)))
+    return bound / scale if bound <= tol * scale else None
 
 
 def _layer_moves(params, status: dict) -> list[tuple[str, Any]]:
@@ -196,9 +221,10 @@ def _layer_moves(params, status: dict) -> list[tuple[str, Any]]:
         W, b = params[l - 1]
         Wn = params[l][0]
         for j in status["dead"][l - 1]:
+            col = Wn[:, j]   # negated (or ones for a zero column): never a positive multiple
             out.append((f"neuron {j} of hidden layer {l} is dead on every input: its "
                         f"outgoing weights are free",
-                        DeadNeuronOutgoing(l, j, tuple(Wn[:, j] + 1.0))))
+                        DeadNeuronOutgoing(l, j, tuple(-col if np.any(col) else col + 1.0))))
         for j in status["active"][l - 1]:
             shift = max(1.0, abs(float(b[j])))
             out.append((f"neuron {j} of hidden layer {l} is active on every input: its bias "
@@ -220,7 +246,10 @@ def _window_moves(params, tol: float) -> list[tuple[str, Any]]:
     out = []
     for start in range(1, len(params) - 1):
         window = params[start - 1:start + 2]
-        found, _, _ = sign_pattern_symmetries(window, row_signs(window, tol), tol)
+        try:
+            found, _, _ = sign_pattern_symmetries(window, row_signs(window, tol), tol)
+        except ParameterError:   # products beyond the float range: no window verdict
+            continue
         where = (f"layers {start}-{start + 2} as a three-layer window (its first and second "
                  f"layers are hidden layers {start} and {start + 1}): ")
         # dead and always-active neurons are the per-layer moves already

@@ -19,8 +19,10 @@ def _unit_rows(layers: list, l: int) -> None:
     m = np.max(np.abs(R), axis=1, initial=0.0)
     m[m == 0] = 1.0
     s = m * np.sqrt(np.sum((R / m[:, None]) ** 2, axis=1))   # no overflow in the squares
-    s[s == 0] = 1.0
     Wn, cn = layers[l + 1]
+    # a zero row's scaling moves only its outgoing column: that column gets unit size
+    out = np.max(np.abs(Wn), axis=0, initial=0.0)
+    s = np.where(s == 0, np.where(out > 0, 1.0 / np.where(out > 0, out, 1.0), 1.0), s)
     layers[l] = (W / s[:, None], c / s)
     layers[l + 1] = (Wn * s[None, :], cn)
 

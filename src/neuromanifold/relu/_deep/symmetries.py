@@ -17,9 +17,9 @@ every input:
 * :class:`SilentNeuronIncoming`: a neuron with zero outgoing weights has a free incoming
   row.
 * :class:`ActiveBiasShift`: a neuron active on every input (first layer: zero incoming
-  weights and a bias ``>= 0``; later layers: a row with no negative entry) acts as the
-  identity, so its bias shifts by ``t`` into the next layer's biases, ``b_{l+1} -= t
-  W_{l+1}[:, j]``, while the bias stays ``>= 0``.
+  weights and a bias ``> 0``; later layers: a row with no negative entry and a positive
+  one) acts as the identity, so its bias shifts by ``t`` into the next layer's biases,
+  ``b_{l+1} -= t W_{l+1}[:, j]``, while it stays active.
 * :class:`ParallelNeuronSplit`: two neurons of one layer with rows ``r_k = lam r_j``,
   ``lam > 0``, compute ``relu(z_k) = lam relu(z_j)``: outgoing weight moves between them,
   ``c_j -> c_j + lam s``, ``c_k -> c_k - s``.
@@ -27,7 +27,10 @@ every input:
 The tolerance only enters the sign decisions: an entry of a row whose magnitude, weighted
 by the previous layer's row norms as in :func:`neuromanifold.relu._bottleneck.shape.weighted_rows`,
 is at most ``tol`` times the row's largest counts as zero; ``tol = 0`` decides on the
-exact floats.
+signs of the exact floats. Such decisions at ``tol > 0`` are not invariant under every
+rescaling of the layers before, so :func:`~neuromanifold.relu.identifiability` accepts a
+move that applies only at ``tol`` when, with the entries it neglects set to zero, it
+applies exactly and the function moves by at most ``tol`` (bounded, :func:`snapped`).
 
 >>> P = [(np.array([[1.0], [0.0]]), np.array([0.0, -1.0])), (np.array([[1.0, 2.0]]), np.zeros(1))]
 >>> DeadNeuronOutgoing(1, 1, (5.0,)).apply(P)[1][0]
@@ -43,11 +46,12 @@ import numpy as np
 
 from ..._errors import InputError, short_repr
 from ..._validation import as_finite_array, check_nonnegative_int
+from .._bottleneck.shape import row_signs
 from .._bottleneck.symmetries import Symmetry
 
 __all__ = ["WindowSymmetry", "DeadNeuronOutgoing", "SilentNeuronIncoming", "ActiveBiasShift",
            "ParallelNeuronSplit", "layer_signs", "dead_neurons", "active_neurons",
-           "silent_neurons", "parallel_pairs"]
+           "silent_neurons", "parallel_pairs", "snapped"]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 
@@ -83,8 +87,10 @@ def layer_signs(params: Params, layer: int, tol: float) -> np.ndarray:
     layer ``layer`` at relative tolerance ``tol``, bias last; for ``layer >= 2`` column
     ``k`` is weighted by the norm of row ``k`` of the layer before (module docs)."""
     W, b = params[layer - 1]
-    if layer == 1:
+    if layer == 1 or tol == 0:   # exact: the floats' own signs (a weighting could underflow)
         R = np.hstack([W, b[:, None]])
+        if tol == 0:
+            return np.sign(R).astype(int)
     else:
         Wp, bp = params[layer - 2]
         prev = np.hstack([Wp, bp[:, None]])
@@ -412,3 +418,44 @@ class ParallelNeuronSplit(Symmetry):
     def inverse(self, params=None) -> "ParallelNeuronSplit":
         """The split taking ``self.apply(params)`` back to ``params``."""
         return ParallelNeuronSplit(self.layer, self.neurons, tuple(-v for v in self.amount))
+
+
+def snapped(params: Params, move: Symmetry, tol: float) -> Params | None:
+    """``params`` with the entries that ``move``'s decisions at ``tol`` neglect set to
+    exactly what they were read as (zeros; a parallel row made the exact multiple), so
+    that the move can be checked at ``tol = 0``; ``None`` for a move with no such
+    reading (its decisions compare ratios, say)."""
+    P = [(W.copy(), b.copy()) for W, b in params]
+    if isinstance(move, (DeadNeuronOutgoing, ActiveBiasShift)):
+        l, j = move.layer, move.neuron
+        if _where(P, l, j):
+            return None
+        zero = layer_signs(params, l, tol)[j] == 0
+        W, b = P[l - 1]
+        W[j, zero[:-1]] = 0.0
+        if zero[-1]:
+            b[j] = 0.0
+    elif isinstance(move, SilentNeuronIncoming):
+        if _where(P, move.layer, move.neuron):
+            return None
+        P[move.layer][0][:, move.neuron] = 0.0
+    elif isinstance(move, ParallelNeuronSplit):
+        (j, k), l = move.neurons, move.layer
+        if _where(P, l, j) or _where(P, l, k):
+            return None
+        W, b = P[l - 1]
+        lam = _ratio(params, l, j, k)
+        W[k], b[k] = lam * W[j], lam * b[j]
+        if not _is_parallel(P, l, j, k, 0.0):
+            return None
+    elif isinstance(move, WindowSymmetry):
+        s = move.start
+        if not 1 <= s <= len(P) - 2:
+            return None
+        zero = row_signs(params[s - 1:s + 2], tol) == 0
+        W, b = P[s]
+        W[zero[:, :-1]] = 0.0
+        b[zero[:, -1]] = 0.0
+    else:
+        return None
+    return P
