@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 
 from neuromanifold import InputError
 from neuromanifold.relu import canonical_form
+from neuromanifold.relu._deep.symmetries import dead_neurons
 from neuromanifold.relu.symmetries import ActiveBiasShift, random_orbit_point
 
-from tests.relu.deep.test_symmetries import WIDTHS, gaussian, planted
+from tests.relu.deep.test_symmetries import WIDTHS, drawn, gaussian, planted
 from tests.support.symmetry import ground_truth_equivalent
 
 DEEP = [w for w in WIDTHS if len(w) != 4]
@@ -41,17 +42,14 @@ def shuffled(rng, P):
        st.sampled_from(["dead", "active", "silent", "parallel", "none"]), st.data())
 def test_one_form_per_orbit_and_the_function_kept(seed, widths, kind, data):
     rng = np.random.default_rng(seed)
-    if kind == "none":
-        P = gaussian(rng, widths)
-    else:
-        hidden = [l for l in range(1, len(widths) - 1) if kind != "parallel" or widths[l] >= 2]
-        P = planted(rng, widths, kind, data.draw(st.sampled_from(hidden)))
+    P, layer = drawn(rng, widths, kind, data)
     C = canonical_form(P)
     assert same(C, canonical_form(shuffled(rng, P)))
     assert ground_truth_equivalent(P, C)
-    if kind != "none":   # the planted neuron is gone (active: a constant, or bias 0)
-        assert sum(W.shape[0] for W, _ in C) < sum(W.shape[0] for W, _ in P) \
-            or kind == "active"
+    whole = kind == "dead" and len(dead_neurons(P, layer, 0.0)) == widths[layer]
+    if kind not in ("none", "active") and not whole:   # the planted neuron is gone (a
+        # layer whose every neuron is dead is kept; an active one is a constant or bias 0)
+        assert sum(W.shape[0] for W, _ in C) < sum(W.shape[0] for W, _ in P)
     for W, b in C[:-1]:   # rows of largest magnitude 1, sorted
         R = np.hstack([W, b[:, None]])
         assert np.allclose(np.max(np.abs(R), axis=1), 1.0)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from neuromanifold import InputError
 from neuromanifold.relu import DeepIdentifiability, Identifiability, identifiability
 
-from tests.relu.deep.test_symmetries import WIDTHS, gaussian, planted
+from tests.relu.deep.test_symmetries import WIDTHS, drawn, gaussian, planted
 from tests.support.symmetry import ground_truth_equivalent, same_orbit
 
 KINDS = ["dead", "active", "silent", "parallel", "none"]
@@ -22,11 +22,7 @@ KINDS = ["dead", "active", "silent", "parallel", "none"]
 @given(st.integers(0, 2 ** 31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
 def test_witnesses_are_fiber_points_off_the_orbit(seed, widths, kind, data):
     rng = np.random.default_rng(seed)
-    if kind == "none":
-        P = gaussian(rng, widths)
-    else:
-        hidden = [l for l in range(1, len(widths) - 1) if kind != "parallel" or widths[l] >= 2]
-        P = planted(rng, widths, kind, data.draw(st.sampled_from(hidden)))
+    P, _ = drawn(rng, widths, kind, data)
     r = identifiability(P)
     if len(widths) == 4:
         assert isinstance(r, Identifiability)

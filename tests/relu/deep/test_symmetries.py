@@ -45,6 +45,16 @@ def planted(rng, widths, kind, layer, j=0):
     return P
 
 
+def drawn(rng, widths, kind, data):
+    """``(P, layer)``: a Gaussian network, or one with ``kind`` planted in a hidden
+    ``layer`` drawn by hypothesis (``kind="none"``: as drawn, layer ``None``)."""
+    if kind == "none":
+        return gaussian(rng, widths), None
+    hidden = [l for l in range(1, len(widths) - 1) if kind != "parallel" or widths[l] >= 2]
+    layer = data.draw(st.sampled_from(hidden))
+    return planted(rng, widths, kind, layer), layer
+
+
 def move_for(P, kind, layer, j=0):
     W, b = P[layer - 1]
     Wn = P[layer][0]

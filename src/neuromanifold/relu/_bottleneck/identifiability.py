@@ -142,8 +142,7 @@ class Identifiability(Result):
     @property
     def verdict(self) -> str:
         """``"identifiable"``, ``"not identifiable"`` or ``"undecided"``."""
-        return {True: "identifiable", False: "not identifiable",
-                None: "undecided"}[self.identifiable]
+        return verdict_word(self.identifiable)
 
     def describe(self) -> str:
         """The verdict and its reasons, one per line."""
@@ -152,6 +151,12 @@ class Identifiability(Result):
         if self.undecided_reason:
             lines.append("  undecided: " + self.undecided_reason)
         return "\n".join(lines)
+
+
+def verdict_word(identifiable: bool | None) -> str:
+    """The three-valued verdict in words: ``"identifiable"``, ``"not identifiable"`` or
+    ``"undecided"``."""
+    return {True: "identifiable", False: "not identifiable", None: "undecided"}[identifiable]
 
 
 def fast_genericity(params: Any, *, tol: float = DEFAULT_TOL) -> tuple[str, ...]:

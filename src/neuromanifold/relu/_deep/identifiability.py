@@ -35,7 +35,7 @@ from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, function_distance_bound, path_norm_scale
 from ..._validation import check_bool
 from .._bottleneck.identifiability import identifiability as three_layer_identifiability
-from .._bottleneck.identifiability import sign_pattern_symmetries
+from .._bottleneck.identifiability import sign_pattern_symmetries, verdict_word
 from .._bottleneck.shape import row_signs
 from .._bottleneck.symmetries import DeadNeuronMove, LinearBlockMixing
 from .._core.net import check_params
@@ -98,8 +98,7 @@ class DeepIdentifiability(Result):
     @property
     def verdict(self) -> str:
         """``"identifiable"``, ``"not identifiable"`` or ``"undecided"``."""
-        return {True: "identifiable", False: "not identifiable",
-                None: "undecided"}[self.identifiable]
+        return verdict_word(self.identifiable)
 
     def describe(self) -> str:
         """The verdict and its reasons, one per line."""
