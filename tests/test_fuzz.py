@@ -714,9 +714,10 @@ MORE_ENTRIES = [
     E("relu.canonical_form", lambda: dict(params=_P4(), tol=1e-9),
       lambda params, tol: relu.canonical_form(params, tol=tol),
       {"params": "relu_params", "tol": "real"}),
-    E("relu.canonical_form", lambda: dict(params=_deep_base(), tol=1e-9),
-      lambda params, tol: relu.canonical_form(params, tol=tol),   # any depth
-      {"params": "relu_params", "tol": "real"}),
+    E("relu.canonical_form", lambda: dict(params=_deep_base(), tol=1e-9,
+                                          quotient="permutation-scaling"),
+      lambda params, **kw: relu.canonical_form(params, **kw),   # any depth
+      {"params": "relu_params", "tol": "real", "quotient": "choice"}),
     E("relu.equivalent_bottleneck", lambda: dict(p=_P3(), q=_P3(), tol=1e-9),
       lambda p, q, tol: relu.equivalent_bottleneck(p, q, tol=tol),
       {"p": "relu_params", "q": "relu_params", "tol": "real"}),

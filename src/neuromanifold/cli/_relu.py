@@ -19,7 +19,8 @@ PyTorch state_dict files), analysed exactly.
                     symmetries; the files grouped by the function they compute
   canonical MODEL   one canonical representative of the network's fiber (written with --out):
                     every symmetry for generic three-layer bottlenecks, permutation and
-                    scaling after a lossless reduction at other depths
+                    scaling after a lossless reduction at other depths (or with
+                    --quotient permutation-scaling)
   fiber MODEL       the whole fiber of a generic bottleneck network, as semi-algebraic families
   plot MODEL        the linear regions and bent hyperplanes of a network on R^2, as a figure
   fundim MODEL      the functional dimension (the rank of the parameter Jacobian over the
@@ -261,7 +262,7 @@ def _canonical(args) -> int:
     from .. import io  # start-up: loaded when the subcommand runs
     from ..relu import canonical_form  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
-    canon = canonical_form(model.params, tol=args.tol)
+    canon = canonical_form(model.params, tol=args.tol, quotient=args.quotient)
     text = "canonical form (the full matrices with --out FILE or --json PATH):\n" + "\n".join(
         f"  W{l} {short_array(W)}\n  b{l} {short_array(b)}"
         for l, (W, b) in enumerate(canon, start=1))
@@ -427,6 +428,11 @@ def register(sub) -> None:
     p.add_argument("--workers", metavar="N", type=positive_int, default=1,
                    help="regions: processes that enumerate (default 1; worth it from some "
                         "thousands of regions on)")
+    p.add_argument("--quotient", choices=["auto", "all", "permutation-scaling"],
+                   default="auto",
+                   help="canonical: which symmetries to quotient out (default auto: every "
+                        "known one for three-layer networks, permutation and scaling after "
+                        "a lossless reduction otherwise)")
     p.add_argument("--out", metavar="FILE", type=writable_path,
                    help="plot: the figure (.png, .svg, .pdf); canonical, reduce: a model "
                         "file (.npz, .safetensors, .onnx)")

@@ -101,3 +101,19 @@ def test_an_intermediate_subnormal_is_refused():
          (np.array([[1e300]]), np.zeros(1)), (np.array([[1e20]]), np.zeros(1))]
     with pytest.raises(InputError, match="cannot certify"):
         canonical_form(P)
+
+
+def test_the_quotient_is_chosen():
+    rng = np.random.default_rng(0)
+    T = gaussian(rng, (64, 32, 16, 10))
+    W, b = T[1]
+    W[:2], b[:2] = -np.abs(W[:2]), -1.0   # two dead rows: the full quotient refuses
+    with pytest.raises(InputError, match="quotient='permutation-scaling'"):
+        canonical_form(T)
+    C = canonical_form(T, quotient="permutation-scaling")
+    assert [W.shape[0] for W, _ in C] == [32, 14, 10]
+    assert same(C, canonical_form(shuffled(rng, T), quotient="permutation-scaling"))
+    with pytest.raises(InputError, match="three-layer"):
+        canonical_form(gaussian(rng, (2, 3, 3, 2, 1)), quotient="all")
+    with pytest.raises(InputError, match="quotient"):
+        canonical_form(T, quotient="some")

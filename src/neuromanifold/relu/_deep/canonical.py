@@ -37,6 +37,7 @@ import numpy as np
 
 from ..._errors import InputError
 from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale, telescoping_bound
+from ..._validation import check_choice
 from .._analysis.reduction import (reduce_exact, rounded_layers, sign_statuses,
                                    zero_active_biases)
 from .._bottleneck.canonical import canonical_form as three_layer_canonical_form
@@ -46,32 +47,39 @@ from .symmetries import active_neurons, dead_neurons, parallel_pairs, silent_neu
 __all__ = ["canonical_form", "permutation_scaling_form"]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
+_QUOTIENTS = ("auto", "all", "permutation-scaling")
 _U = 2.0 ** -53
 #: the smallest positive normal float64: below it the relative rounding bound fails
 _TINY = np.finfo(float).tiny
 
 
-def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
+def canonical_form(params: Any, *, tol: float = DEFAULT_TOL, quotient: str = "auto") -> Params:
     """One canonical representative of the parameter's fiber, as far as the known
     symmetries reach.
 
-    Three-layer networks: the bottleneck canonical form (every symmetry of the three-layer
-    theory; see its module; it refuses non-generic networks). Other depths: the lossless
-    reduction, then the normal form modulo permutation and positive scaling of every
-    hidden layer (module docs); the widths can shrink.
+    ``quotient`` says which symmetries are quotiented out:
+
+    * ``"all"`` (three layers only): every symmetry of the three-layer theory, the
+      bottleneck canonical form (see its module); it refuses non-generic networks;
+    * ``"permutation-scaling"`` (any depth): the lossless reduction, then the normal form
+      modulo permutation and positive scaling of every hidden layer (module docs); the
+      widths can shrink; never refused but at the float range's ends;
+    * ``"auto"``: ``"all"`` for three layers, ``"permutation-scaling"`` otherwise.
 
     Args:
         params: the network's ``[(W_1, b_1), ..., (W_L, b_L)]``.
         tol: relative tolerance of the sign decisions and of the certified change of the
             function (must be ``> 0``: the normal form rounds).
+        quotient: ``"auto"``, ``"all"`` or ``"permutation-scaling"`` (above).
 
     Returns:
         The canonical parameters, float64 ``(W, b)`` pairs, computing the function of
         ``params`` to within ``tol`` times its scale.
 
     Raises:
-        InputError: for ``tol = 0``; for three-layer networks outside the generic cases
-            (the message gives the reason); when the certified bound exceeds ``tol``.
+        InputError: for ``tol = 0``; with ``"all"``, for three-layer networks outside the
+            generic cases (the message gives the reason) and for other depths; when the
+            certified bound exceeds ``tol``.
 
     >>> P = [(np.array([[2.0], [-1.0], [0.0]]), np.array([0.0, 1.0, -1.0])),
     ...      (np.array([[1.0, 3.0, 7.0]]), np.zeros(1)), (np.ones((1, 1)), np.zeros(1)),
@@ -81,8 +89,19 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
     ([(2, 1), (1, 2), (1, 1), (1, 1)], [-1.0, 1.0], [1.0, 0.6666666666666666])
     """
     P = check_params(params)
-    if len(P) == 3:
-        return three_layer_canonical_form(P, tol=tol)
+    quotient = check_choice(quotient, "quotient", _QUOTIENTS)
+    if quotient == "all" and len(P) != 3:
+        raise InputError(f"quotient='all' needs a three-layer network (no complete list of "
+                         f"the symmetries is known at {len(P)} layers); "
+                         f"quotient='permutation-scaling' takes every depth")
+    if len(P) == 3 and quotient != "permutation-scaling":
+        try:
+            return three_layer_canonical_form(P, tol=tol)
+        except InputError as exc:
+            if "generic three-layer bottleneck" not in str(exc):
+                raise
+            raise InputError(f"{exc}; quotient='permutation-scaling' gives the form modulo "
+                             f"permutation and scaling after a lossless reduction") from None
     tol = check_tol(tol)
     if tol == 0:
         raise InputError("canonical_form needs tol > 0: the normal form divides by row "
