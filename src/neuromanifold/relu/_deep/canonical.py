@@ -1,21 +1,22 @@
 """The canonical form at any depth (docs/relu_depth.md).
 
-For three-layer networks :func:`canonical_form` is the bottleneck canonical form of
-:mod:`neuromanifold.relu._bottleneck.canonical` (every symmetry of that theory quotiented
-out). For every other depth it is the representative modulo permutation and positive
-scaling of every hidden layer, after a lossless reduction:
+For three-layer networks :func:`canonical_form` is by default the bottleneck canonical form
+of :mod:`neuromanifold.relu._bottleneck.canonical` (every symmetry of that theory quotiented
+out, ``quotient="all"``). For every other depth, and for three layers with
+``quotient="permutation-scaling"``, it is the representative modulo permutation and
+positive scaling of every hidden layer, after a lossless reduction:
 
-1. **Reduction** (exact, in rationals): neurons dead on every input (by their sign
-   patterns, :mod:`neuromanifold.relu._deep.symmetries`) are dropped, neurons with zero
-   outgoing weights too, constant neurons fold into the next layer's biases, parallel rows
-   merge (with ``tol > 0``, rows parallel up to ``tol`` are first moved onto the exact
-   multiple), an always-active block keeps a basis of its rows
-   (:func:`~neuromanifold.relu.reduce` with these statuses), and every always-active neuron
-   after the first layer gets bias 0, its bias moved into the next layer's (its row has no
-   negative entry, so it stays active on every input).
-2. **Normal form** (float): layer by layer, every hidden neuron's row ``(W_l[j], b_l[j])``
+1. **Normal form** (float): layer by layer, every hidden neuron's row ``(W_l[j], b_l[j])``
    is divided by its largest magnitude (the factor pushed into the next layer's column) and
    the neurons are sorted lexicographically by their normalized rows.
+2. **Reduction** (exact, in rationals, in rounds, the normal form taken again after each
+   step): neurons dead on every input (by their sign patterns,
+   :mod:`neuromanifold.relu._deep.symmetries`) are dropped, neurons with zero outgoing
+   weights too, constant neurons fold into the next layer's biases, parallel rows merge
+   (with ``tol > 0``, rows parallel up to ``tol`` are first moved onto the exact multiple);
+   then an always-active block keeps a basis of its rows, and every always-active neuron
+   after the first layer gets bias 0, its bias moved into the next layer's (its row has no
+   negative entry, so it stays active on every input).
 
 The result is certified: the reduction's change (its snapping, and the rounding of its
 exact weights) plus a bound on the normal form's rounding (every entry within three units
@@ -25,8 +26,9 @@ in the last place of the exact rescaling, carried through
 What it does not quotient out: the mixings of an always-active block of two or more
 neurons, every symmetry of the three-layer windows beyond dead and always-active neurons
 (hidden hyperplanes, flips), and a layer whose every neuron is dead (a layer is kept, not
-emptied, so the constant network after it is not folded). Two networks with the same form compute the same
-function (to ``tol``); networks related by those symmetries can have different forms.
+emptied, so the constant network after it is not folded). Two networks with the same form
+compute the same function (to ``tol``); networks related by those symmetries can have
+different forms.
 """
 
 from __future__ import annotations
