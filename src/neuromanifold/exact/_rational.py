@@ -7,6 +7,7 @@ numbers the user passed.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -31,6 +32,10 @@ def to_fmpq(x: Any) -> flint.fmpq:
     """
     if isinstance(x, flint.fmpq):
         return x
+    if type(x) is float or isinstance(x, np.floating):   # the common case, no Fraction
+        f = float(x)
+        if math.isfinite(f):
+            return flint.fmpq(*f.as_integer_ratio())
     if isinstance(x, (bool, np.bool_)) or not (
             isinstance(x, (int, float, Fraction, np.integer, np.floating, flint.fmpz))):
         raise InputError(f"expected a finite real number (float, int, Fraction or fmpq); "

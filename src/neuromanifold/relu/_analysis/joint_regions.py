@@ -183,13 +183,17 @@ def balanced(net: ExactNet, E: int) -> ExactNet:
     same function divided by ``2**E``, exactly."""
     Ws = [flint.fmpq_mat(W) for W in net.Wq]
     bs = [list(b) for b in net.bq]
-    exps = _float_exponents(net)   # the power of two dividing each hidden neuron
-    if exps is None:
-        exps = [[max((binary_exponent(v) for v in list(qrow(Ws[l], i)) + [bs[l][i]] if v != 0),
-                     default=0) for i in range(Ws[l].nrows())]
-                for l in range(net.num_layers - 1)]
-    for l, row_exps in enumerate(exps):
-        for i, e in enumerate(row_exps):
+    fast = _float_exponents(net)
+    exps = []  # the power of two dividing each hidden neuron
+    for l in range(net.num_layers - 1):
+        exps.append([])
+        for i in range(Ws[l].nrows()):
+            if fast is not None:
+                e = fast[l][i]
+            else:   # from the row as rescaled so far, as the float route does
+                row = [Ws[l][i, j] for j in range(Ws[l].ncols())] + [bs[l][i]]
+                e = max((binary_exponent(v) for v in row if v != 0), default=0)
+            exps[l].append(e)
             if e == 0:
                 continue
             f = pow2(-e)
@@ -213,10 +217,6 @@ def balanced(net: ExactNet, E: int) -> ExactNet:
     out = ExactNet(floats, list(zip(Ws, bs)))
     out.exps = exps
     return out
-
-
-def qrow(W: flint.fmpq_mat, i: int) -> list:
-    return [W[i, j] for j in range(W.ncols())]
 
 
 def _float_exponents(net: ExactNet) -> list | None:

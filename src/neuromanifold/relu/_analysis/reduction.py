@@ -28,7 +28,6 @@ The moves, repeated across layers until none applies:
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import flint
@@ -410,11 +409,8 @@ def rounded_layers(W: list, b: list) -> tuple[list, float]:
     entry is a float)."""
     floats = [(np.array([[to_float(v) for v in r] for r in Wl], dtype=float).reshape(len(Wl), -1),
                np.array([to_float(v) for v in bl], dtype=float)) for Wl, bl in zip(W, b)]
-    def back(x: float) -> flint.fmpq:   # a finite float's exact value, as to_fmpq gives it
-        return flint.fmpq(*x.as_integer_ratio()) if math.isfinite(x) else to_fmpq(x)
-
-    rounded = [([[back(v) for v in r] for r in Wf.tolist()], [back(v) for v in bf.tolist()])
-               for Wf, bf in floats]
+    rounded = [([[to_fmpq(v) for v in r] for r in Wf.tolist()],
+                [to_fmpq(v) for v in bf.tolist()]) for Wf, bf in floats]
     if all(Wr == Wl and br == bl for (Wr, br), Wl, bl in zip(rounded, W, b)):
         return floats, 0.0
     return floats, difference_bound(W, b, [Wr for Wr, _ in rounded], [br for _, br in rounded])

@@ -18,6 +18,7 @@ from ..._errors import InputError, ParameterError, short_repr
 from ..._live import is_live_relu_model, live_relu_params
 from ..._validation import (as_finite_array, as_real_array, as_seed_rng, check_finite_result,
                              check_widths)
+from ...exact import to_fmpq
 
 __all__ = ["ReLUNet", "forward", "check_params", "param_list", "widths_of", "exact_params"]
 
@@ -84,8 +85,8 @@ def check_params(params: Any, widths: Sequence[int] | None = None) -> Params:
 
 
 def _exact_entry(x: Any) -> flint.fmpq:
-    if isinstance(x, (float, np.floating)):   # the common case, without a Fraction
-        return flint.fmpq(*float(x).as_integer_ratio())
+    if isinstance(x, (float, np.floating)):   # the common case: to_fmpq's fast path
+        return to_fmpq(x)
     if isinstance(x, flint.fmpq):
         return x
     if isinstance(x, (int, np.integer)):
