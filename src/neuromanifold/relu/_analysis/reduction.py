@@ -42,7 +42,8 @@ from .._core.numbers import to_float
 from .neurons import neurons
 
 __all__ = ["Reduction", "reduce", "reduce_exact", "reduce_everywhere", "sign_statuses",
-           "zero_active_biases", "abs_floats", "difference_bound", "rounded_layers"]
+           "zero_active_biases", "abs_floats", "difference_bound", "rounded_layers",
+           "close_pairs"]
 
 _ZERO = flint.fmpq(0)
 
@@ -250,31 +251,44 @@ def _snap(net: _Net, tol: float) -> float:
     return difference_bound(W0, b0, net.W, net.b) if snapped else 0.0
 
 
-def _parallel_candidates(W: list, b: list) -> set:
-    """Rows (indices) that may be positive multiples of another row: the rest are not.
+def close_pairs(R: np.ndarray, rel: float) -> list[tuple[int, int]]:
+    """Every pair ``(j, k)``, ``j < k``, of nonzero rows of ``R`` (floats) whose unit rows
+    (each divided by its largest magnitude) may agree to within ``rel`` in every entry
+    (``rel = 0``: rows that may be exact positive multiples of each other), and possibly
+    others: the candidates for an exact or tolerance test.
 
-    Every row is divided, in floats, by its largest magnitude and projected on a fixed
-    random direction ``g``; rows that are exact positive multiples of each other have the
-    same exact unit row, so their projections differ only by the rounding (a few units in
-    the last place of ``sum |g_i|``), and only rows whose projections lie within ``1e-9``
-    of another's relative to that sum are candidates for the exact test."""
-    n = len(W)
-    if n < 2:
-        return set()
-    R = np.array([[to_float(v) for v in row] + [to_float(c)] for row, c in zip(W, b)])
-    piv = np.max(np.abs(R), axis=1)
-    if not np.all(np.isfinite(R)) or np.any((piv != 0) & ((piv < 1e-290) | (piv > 1e290))):
-        return set(range(n))   # near the float range's ends: every row to the exact test
-    U = R / np.where(piv > 0, piv, 1.0)[:, None]
+    The unit rows are projected on a fixed random direction ``g``: rows within ``rel``
+    project within ``rel * sum |g_i|``, exact multiples within the rounding (a few units
+    in the last place of that sum), so every pair closer than ``max(rel, 1e-9)`` times
+    the sum in projection is returned, found by one sort."""
+    n = len(R)
+    piv = np.max(np.abs(R), axis=1, initial=0.0) if n else np.zeros(0)
+    live = np.flatnonzero(piv > 0)
+    if not np.all(np.isfinite(R)) or np.any((piv[live] < 1e-290) | (piv[live] > 1e290)):
+        # near the float range's ends: every pair goes to the test
+        return [(int(j), int(k)) for a, j in enumerate(live) for k in live[a + 1:]]
+    U = R[live] / piv[live, None]
     g = np.random.default_rng(0).standard_normal(R.shape[1])
     p = U @ g
-    thr = 1e-9 * float(np.sum(np.abs(g)))
+    thr = max(rel, 1e-9) * float(np.sum(np.abs(g)))
     order = np.argsort(p)
-    close = np.diff(p[order]) <= thr
-    out = set()
-    for a in np.flatnonzero(close):
-        out.update((int(order[a]), int(order[a + 1])))
+    out = []
+    for a in range(len(order)):
+        for c in range(a + 1, len(order)):
+            if p[order[c]] - p[order[a]] > thr:
+                break
+            j, k = sorted((int(live[order[a]]), int(live[order[c]])))
+            out.append((j, k))
     return out
+
+
+def _parallel_candidates(W: list, b: list) -> set:
+    """Rows (indices) that may be positive multiples of another row (:func:`close_pairs`);
+    the rest are not."""
+    if len(W) < 2:
+        return set()
+    R = np.array([[to_float(v) for v in row] + [to_float(c)] for row, c in zip(W, b)])
+    return {i for pair in close_pairs(R, 0.0) for i in pair}
 
 
 def _exact_moves(net: _Net) -> bool:

@@ -40,12 +40,14 @@ array([[1., 5.]])
 from __future__ import annotations
 
 import dataclasses
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from ..._errors import InputError, short_repr
 from ..._validation import as_finite_array, check_nonnegative_int
+from .._analysis.reduction import close_pairs
 from .._bottleneck.shape import row_signs
 from .._bottleneck.symmetries import Symmetry
 
@@ -161,34 +163,26 @@ def parallel_pairs(params: Params, layer: int, tol: float, limit: int = 64) -> l
     """Pairs ``(j, k)``, ``j < k``, of neurons of hidden layer ``layer`` whose nonzero rows
     are positive multiples of each other (unit rows within ``tol``; ``tol = 0``: exactly
     proportional), at most ``limit`` of them."""
+    W, b = params[layer - 1]
     U = _unit_rows(params, layer)
-    live = np.flatnonzero(np.any(U != 0, axis=1))
-    if len(live) < 2:
-        return []
-    V = U[live]
-    # candidates by sorting: parallel unit rows agree to within tol in every entry, so
-    # they are neighbours after rounding to a grid much coarser than tol
-    order = np.lexsort(np.round(V / max(8 * tol, 1e-6)).T[::-1])
     out = []
-    for a in range(len(order)):
-        for c in range(a + 1, len(order)):
-            j, k = sorted((int(live[order[a]]), int(live[order[c]])))
-            if np.max(np.abs(U[j] - U[k])) > max(8 * tol, 1e-6):
+    for j, k in close_pairs(np.hstack([W, b[:, None]]), tol):
+        if _is_parallel(params, layer, j, k, tol, U):
+            out.append((j, k))
+            if len(out) >= limit:
                 break
-            if _is_parallel(params, layer, j, k, tol):
-                out.append((j, k))
-                if len(out) >= limit:
-                    return sorted(out)
     return sorted(out)
 
 
-def _is_parallel(params: Params, layer: int, j: int, k: int, tol: float) -> bool:
-    U = _unit_rows(params, layer)
+def _is_parallel(params: Params, layer: int, j: int, k: int, tol: float,
+                 U: np.ndarray | None = None) -> bool:
+    """Whether rows ``j`` and ``k`` of hidden layer ``layer`` are positive multiples (unit
+    rows ``U``, computed when not given, within ``tol``; exactly for ``tol = 0``)."""
     if tol > 0:
+        U = _unit_rows(params, layer) if U is None else U
         return bool(np.max(np.abs(U[j] - U[k])) <= tol)
     W, b = params[layer - 1]
-    from fractions import Fraction  # exact: a float is a rational
-    rj = [Fraction(float(v)) for v in np.append(W[j], b[j])]
+    rj = [Fraction(float(v)) for v in np.append(W[j], b[j])]   # exact: floats are rationals
     rk = [Fraction(float(v)) for v in np.append(W[k], b[k])]
     p = next((i for i, v in enumerate(rj) if v != 0), None)
     if p is None or rk[p] == 0 or (rk[p] > 0) != (rj[p] > 0):
