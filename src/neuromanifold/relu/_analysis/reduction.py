@@ -41,7 +41,7 @@ from .._core.net import check_params, exact_params, float_params
 from .._core.numbers import to_float
 from .neurons import neurons
 
-__all__ = ["Reduction", "reduce", "reduce_exact", "reduce_everywhere", "sign_statuses",
+__all__ = ["Reduction", "reduce", "reduce_exact", "reduce_everywhere", "sign_statuses", "sign_kinds",
            "zero_active_biases", "abs_floats", "difference_bound", "rounded_layers",
            "close_pairs"]
 
@@ -362,26 +362,36 @@ def reduce_exact(Wq: list, bq: list, tol: float, *, dead=None, linear=None):
     return net.W, net.b, tuple(net.moves), delta
 
 
+def sign_kinds(S: np.ndarray, first: bool) -> tuple[list[int], list[int]]:
+    """The neurons dead and the neurons active on every input, from the sign patterns
+    ``S`` (entries in ``{-1, 0, 1}``, bias last) of one hidden layer's rows: in the first
+    layer, zero weights and a bias ``<= 0`` (dead) or ``> 0`` (a constant); after it,
+    where inputs are outputs of a ReLU, no positive entry (dead) or no negative and some
+    positive one (active)."""
+    S = np.asarray(S)
+    if S.size == 0:
+        return [], []
+    if first:
+        zero = ~np.any(S[:, :-1] != 0, axis=1)
+        dead, active = zero & (S[:, -1] <= 0), zero & (S[:, -1] > 0)
+    else:
+        dead = ~np.any(S > 0, axis=1)
+        active = ~np.any(S < 0, axis=1) & ~dead
+    return np.flatnonzero(dead).tolist(), np.flatnonzero(active).tolist()
+
+
 def sign_statuses(Wq: list, bq: list) -> tuple[list, list]:
-    """Per hidden layer, the neurons dead and the neurons active on every input, read off
-    the exact signs of their rows (an ``fmpq_mat`` or rows of fmpq, and lists of fmpq):
-    in the first layer, zero weights and a bias ``<= 0`` (dead) or ``> 0`` (a constant);
-    after it, where inputs are outputs of a ReLU, no positive entry (dead) or no negative
-    and some positive one (active)."""
+    """Per hidden layer, the sets of neurons dead and active on every input
+    (:func:`sign_kinds`), read off the exact signs of the rows (an ``fmpq_mat`` or rows of
+    fmpq, and lists of fmpq)."""
     dead, active = [], []
     for l in range(len(Wq) - 1):
         rows = qrows(Wq[l]) if isinstance(Wq[l], flint.fmpq_mat) else Wq[l]
-        d, a = set(), set()
-        for j, (row, c) in enumerate(zip(rows, bq[l])):
-            if l == 0:
-                if all(v == 0 for v in row):
-                    (a if c > 0 else d).add(j)
-            elif c <= 0 and all(v <= 0 for v in row):
-                d.add(j)
-            elif c >= 0 and all(v >= 0 for v in row):
-                a.add(j)
-        dead.append(d)
-        active.append(a)
+        S = np.array([[(v > 0) - (v < 0) for v in row + [c]]
+                      for row, c in zip(rows, bq[l])], dtype=int)
+        d, a = sign_kinds(S, l == 0)
+        dead.append(set(d))
+        active.append(set(a))
     return dead, active
 
 

@@ -47,7 +47,7 @@ import numpy as np
 
 from ..._errors import InputError, short_repr
 from ..._validation import as_finite_array, check_nonnegative_int
-from .._analysis.reduction import close_pairs
+from .._analysis.reduction import close_pairs, sign_kinds
 from .._bottleneck.shape import row_signs
 from .._bottleneck.symmetries import Symmetry
 
@@ -108,20 +108,15 @@ def layer_signs(params: Params, layer: int, tol: float) -> np.ndarray:
 
 
 def dead_neurons(params: Params, layer: int, tol: float) -> list[int]:
-    """Neurons of hidden layer ``layer`` dead on every input, by their sign patterns."""
-    S = layer_signs(params, layer, tol)
-    if layer == 1:
-        return [j for j, s in enumerate(S) if not np.any(s[:-1]) and s[-1] <= 0]
-    return [j for j, s in enumerate(S) if not np.any(s > 0)]
+    """Neurons of hidden layer ``layer`` dead on every input, by their sign patterns
+    (:func:`~neuromanifold.relu._analysis.reduction.sign_kinds`)."""
+    return sign_kinds(layer_signs(params, layer, tol), layer == 1)[0]
 
 
 def active_neurons(params: Params, layer: int, tol: float) -> list[int]:
     """Neurons of hidden layer ``layer`` active on every input (and not dead), by their
     sign patterns."""
-    S = layer_signs(params, layer, tol)
-    if layer == 1:
-        return [j for j, s in enumerate(S) if not np.any(s[:-1]) and s[-1] > 0]
-    return [j for j, s in enumerate(S) if not np.any(s < 0) and np.any(s > 0)]
+    return sign_kinds(layer_signs(params, layer, tol), layer == 1)[1]
 
 
 def _contributions(params: Params, layer: int) -> np.ndarray:
