@@ -240,6 +240,8 @@ def test_relu_fundim_genericity_ntk(files, tmp_path, action, expect):
     assert out.returncode == 0, out.stderr
     assert expect in out.stdout
     data = json.loads((tmp_path / "r.json").read_text())
+    if action == "fundim":   # the layered levels are printed when they decided
+        assert data["layered"] == ("layer by layer" in out.stdout)
     if action == "ntk":   # K = J J^T at the inputs it reports
         import numpy as _np
         net = nm.ReLUNet(nm.io.load(files / "a.npz").architecture)

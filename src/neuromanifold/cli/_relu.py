@@ -311,6 +311,10 @@ def _fundim(args) -> int:
              + ("at the bound" if res.at_bound else f"{res.bound - res.rank} below it"),
              f"method {res.method}, certified={res.certified}, tol {res.tol:g}; "
              f"{res.num_regions} regions, {res.num_milps} MILPs, {res.num_lps} LPs"]
+    if res.layered:
+        lines.append("rank of the sampled regions layer by layer: "
+                     + " + ".join(f"{v:,}" for v in res.levels)
+                     + " (first layer, second layer per first-layer neuron, the rest)")
     if res.smallest_counted is not None or res.largest_dropped is not None:
         lines.append(f"gap of the rank: smallest singular value counted "
                      f"{res.smallest_counted if res.smallest_counted is None else f'{res.smallest_counted:.3g}'}, "

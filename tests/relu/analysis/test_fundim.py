@@ -390,3 +390,54 @@ def test_sketch_from_the_factors_is_the_sketch_of_the_rows(seed, widths):
     np.testing.assert_array_equal(_fd._value_colmax(G, V, U),
                                   np.max(np.abs(rows[0::d + 1]), axis=0))
     np.testing.assert_array_equal(_fd._row_peaks(G, V, U), np.max(np.abs(rows), axis=1))
+
+
+# -- the layered route: trained sizes without the P-column matrix ---------------------------
+@pytest.mark.parametrize("tol", [1e-9, 0])
+def test_layered_rank_certifies_the_bound_without_the_stacked_rows(tol):
+    p = ReLUNet([40, 40, 30, 5]).random_params(0)
+    fd = functional_dimension(p, tol=tol)
+    assert fd.layered and fd.certified and fd.rank == fd.bound == 2955
+    assert sum(fd.levels) == fd.rank and fd.levels[0] == 40 * 41
+    assert fd.note == "" and fd.method == "sampling"
+    back = type(fd).from_dict(fd.to_dict())
+    assert back.levels == fd.levels and back.layered and back.rank == fd.rank
+
+
+def test_layered_rank_below_the_bound_is_a_lower_bound_with_its_reason():
+    # a second-layer neuron dead on R^d (non-negative inputs, non-positive weights, negative
+    # bias): its 41 + 5 weights drop out, less its scaling, so the rank is 2955 - 45
+    p = [(W.copy(), b.copy()) for W, b in ReLUNet([40, 40, 30, 5]).random_params(0)]
+    p[1][0][0] = -np.abs(p[1][0][0])
+    p[1][1][0] = -1.0
+    fd = functional_dimension(p)
+    assert fd.layered and not fd.certified and fd.rank == 2955 - 45
+    assert "lower bound" in fd.note and "P = 3,025" in fd.note
+
+
+def test_layered_float_rank_is_capped_by_the_exact_rank_of_its_regions(monkeypatch):
+    # two equal first-layer neurons whose outgoing columns differ by 1e-8: the float null
+    # space of the first level carries rounding into the next, which the exact check
+    # modulo the prime catches; the answer never exceeds the exact functional dimension
+    from neuromanifold.relu._analysis import fundim
+    monkeypatch.setattr(fundim, "_DENSE_LIMIT", 0)   # the layered answer, not the stacked
+    rng = np.random.default_rng(1)
+    p = [(W.copy(), b.copy()) for W, b in ReLUNet([3, 4, 3, 2]).random_params(1)]
+    p[0][0][1], p[0][1][1] = p[0][0][0], p[0][1][0]
+    p[1][0][:, 1] = p[1][0][:, 0] + 1e-8 * rng.standard_normal(3)
+    fd = functional_dimension(p)
+    assert fd.layered and fd.rank <= _exhaustive_rank(p) and not fd.certified
+
+
+def test_rational_entries_keep_the_exact_route():
+    # the residues of the layered route are those of the floats: a weight of 1/3 is not
+    # a float, so tol=0 answers from the exact rows (its float copy has more dimensions)
+    from fractions import Fraction
+    p = ReLUNet([3, 6, 5, 2]).random_params(0)
+    p = [([list(map(Fraction, row)) for row in W], list(map(Fraction, b))) for W, b in p]
+    p[0][0][1] = [v / 3 for v in p[0][0][0]]
+    p[0][1][1] = p[0][1][0] / 3
+    fd = functional_dimension(p, tol=0)
+    assert not fd.layered and fd.certified and fd.rank == _exhaustive_rank(p)
+    floats = [(np.array(W, dtype=float), np.array(b, dtype=float)) for W, b in p]
+    assert functional_dimension(floats, tol=0).rank > fd.rank

@@ -302,16 +302,22 @@ def test_time_limit_holds_through_the_exact_simplex():
 
 
 def test_time_limit_sees_a_rank_update_coming():
-    """At 64-32-16-10 (2,810 parameters) one rank update of functional_dimension takes
-    about 12 s on one core; with a 2 s limit it is not started: the error comes in time,
-    with the partial result (the rank of the updates that did run)."""
+    """At 64-32-16-10 (2,810 parameters) one rank update of the stacked rows takes about
+    12 s on one core; with a 2 s limit it is not started: the error comes in time, with
+    the partial result (the rank so far). A dead second-layer neuron keeps the layered
+    rank below the bound, so that the stacked rows are needed."""
     import time
-    p = ReLUNet([64, 32, 16, 10]).random_params(0)
+    p = [(W.copy(), b.copy()) for W, b in ReLUNet([64, 32, 16, 10]).random_params(0)]
+    p[1][0][0] = -np.abs(p[1][0][0])
+    p[1][1][0] = -1.0
     t = time.monotonic()
     with pytest.raises(ComputationLimitError, match="time limit") as err:
         relu.functional_dimension(p, time_limit=2)
     assert time.monotonic() - t < 6   # 2.2 s + 1 s is the goal; a wide margin for CI
-    assert err.value.partial is not None and not err.value.partial.certified
+    part = err.value.partial
+    assert part is not None and not part.certified
+    assert part.rank == 2730 - 42   # the layered rank: the dead neuron's 33 + 10, less 1
+    assert "rank so far 2688" in str(err.value)
 
 
 _DECAYED = None

@@ -15,6 +15,14 @@ reach it no region can add anything. So the regions are not all needed: rows are
 first for the regions of random points of the domain (seeded); the rank is updated every
 P/2 rows and the computation stops at the bound (``docs/relu_arrangement.md`` §5).
 
+**Layer by layer first** (networks with a hidden layer): the rank of the sampled regions'
+rows is computed without forming them (:mod:`~neuromanifold.relu._analysis.layered_rank`:
+the first layer's factor, the second layer's per first-layer neuron, the rest directly),
+modulo a prime (at ``tol > 0`` a float pass first, checked by one modulo the prime, the
+smaller returned). Reaching the bound that way proves it; below it, networks of up to
+:data:`_DENSE_LIMIT` parameters (or any, with ``method="regions"``) go on with the stacked
+rows below, larger ones return the lower bound with a note.
+
 Below the bound, the rank can still be short because random points miss small regions,
 or because the network really has a smaller functional dimension (two neurons never
 active together, a dead neuron, ...). Two ways decide:
@@ -68,10 +76,12 @@ import scipy.linalg
 from ..._progress import progress_bar
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank, path_norm_scale
-from ..._validation import check_bool, check_choice
+from ..._validation import as_real_array, check_bool, check_choice
 from .._core.domain import Domain, as_domain
+from .._core.net import param_list
 from .._engine.budget import Budget, check_budget
 from .._engine.cells import ExactNet, exact_forward, layer_maps, thickness
+from .layered_rank import LayeredRank, certified_pattern, layered_rank
 from .regions import sample_domain
 from .tangent import TangentMILP, interior_point
 
@@ -110,12 +120,22 @@ class FunctionalDimension(Result):
             reached the bound, so no region can add to the rank, or the MILP phase
             decided the rest).
         method: how the rank was decided: ``"sampling"`` (the sampled regions reached the
-            bound), ``"milp"`` (every direction left in the kernel of the stacked rows was
-            shown by a MILP to leave the function unchanged up to ``tol``: a
-            floating-point bound, so ``certified`` is False below the bound),
+            bound, or, layered on a large network, stayed below it: a lower bound),
+            ``"milp"`` (every direction left in the kernel of the stacked rows was shown
+            by a MILP to leave the function unchanged up to ``tol``: a floating-point
+            bound, so ``certified`` is False below the bound),
             ``"regions"`` (every region used) or ``"incomplete"`` (a budget ran out; the
             rank is a lower bound).
         num_milps: MILPs solved; num_lps: LPs solved by the region enumeration.
+        layered: the rank of the sampled regions was computed layer by layer, without the
+            P-column matrix (``docs/relu_arrangement.md`` §5): the first layer's factor
+            (``d + 1`` times the rank of the derivatives in its pre-activations), the
+            second layer's, once per first-layer neuron, then the rest directly, modulo
+            a prime (at ``tol > 0`` in floats first, at ``tol``, checked modulo the prime;
+            the smaller is returned, certified when that reaches the bound);
+            ``smallest_counted`` and ``largest_dropped`` are then the narrowest gap of the
+            float pass over those levels. ``levels`` holds the three ranks (empty when
+            not layered).
         note: why a MILP phase handed over to the enumeration, if it did; else, for an
             uncertified rank, what it rests on and why it is not certified (empty only when
             certified).
@@ -141,6 +161,8 @@ class FunctionalDimension(Result):
     num_milps: int = 0
     num_lps: int = 0
     note: str = ""
+    layered: bool = False
+    levels: tuple[int, ...] = ()
 
 
 def region_rows(net, patterns, center_q) -> tuple[list[list[flint.fmpq]], bool]:
@@ -434,52 +456,123 @@ _SKETCH_ROWS = 16
 #: Random points tried before the regions are enumerated (seeded, so deterministic).
 _SAMPLES = 2000
 _SAMPLE_BATCH = 250
+#: Doubles the per-point layer maps of :func:`_clear_points` hold at once (128 MB).
+_CHUNK = 16_000_000
 
 
-def _sample_points(Ws, bs, dom, tol: float, rng) -> list:
-    """Random points of the domain, one per activation pattern, each with a ball around
-    it inside its region (and the domain) of radius ``> tol * max(1, ||x||_inf)`` and with
-    every pre-activation's sign clear of rounding; yields ``(x, patterns)`` in batches."""
-    d = dom.dim
-    seen = set()
-    dom_norm = np.linalg.norm(dom.A, axis=1) if dom.A.shape[0] else None
+def _sample_points(Ws, bs, dom, tol: float, rng, seen: set | None = None) -> list:
+    """Random points of the domain, one per activation pattern (none of those in
+    ``seen``, which gets the new ones), each with a ball around it inside its region (and
+    the domain) of radius ``> tol * max(1, ||x||_inf)`` and with every pre-activation's
+    sign clear of rounding; yields ``(x, patterns)`` in batches."""
+    seen = set() if seen is None else seen
     for _ in range(0, _SAMPLES, _SAMPLE_BATCH):
-        X = sample_domain(dom, _SAMPLE_BATCH, rng)
-        N = X.shape[0]
-        need = tol * np.maximum(1.0, np.max(np.abs(X), axis=1))
-        radius = np.full(N, np.inf)
-        if dom_norm is not None:
-            radius = np.min((dom.c[None, :] - X @ dom.A.T) / dom_norm[None, :], axis=1)
-        ok = radius > need
-        H = None
-        pats = []
-        for l in range(len(Ws) - 1):
-            if H is None:   # the first layer's map is the same at every point
-                Z = np.broadcast_to(np.hstack([Ws[0], bs[0][:, None]]), (N, Ws[0].shape[0], d + 1))
-            else:
-                Z = np.einsum("ij,njk->nik", Ws[l], H)
-                Z[:, :, d] += bs[l]
-            z = np.einsum("nik,nk->ni", Z[:, :, :d], X) + Z[:, :, d]
-            g = np.linalg.norm(Z[:, :, :d], axis=2)
-            size = np.einsum("nik,nk->ni", np.abs(Z[:, :, :d]), np.abs(X)) + np.abs(Z[:, :, d])
-            live = g > 0
-            ok &= ~np.any((~live & (z == 0)) | (live & (np.abs(z) <= 1e-9 * size)), axis=1)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                r = np.where(live, np.abs(z) / np.where(live, g, 1.0), np.inf)
-            radius = np.minimum(radius, np.min(r, axis=1, initial=np.inf))
-            mask = z > 0
-            pats.append(mask)
-            H = Z * mask[:, :, None]
-        ok &= radius > need
-        batch = []
-        for i in np.nonzero(ok)[0]:
-            ps = [m[i] for m in pats]
-            key = b"".join(np.packbits(m).tobytes() for m in ps)
-            if key in seen:
-                continue
-            seen.add(key)
-            batch.append((X[i], ps))
-        yield batch
+        yield _clear_points(Ws, bs, dom, tol, sample_domain(dom, _SAMPLE_BATCH, rng), seen)
+
+
+def _clear_points(Ws, bs, dom, tol: float, X: np.ndarray, seen: set) -> list:
+    """The points of ``X`` that pass the tests of :func:`_sample_points`, as ``(x,
+    patterns)``, one per pattern not in ``seen`` (which gets the new ones)."""
+    d = dom.dim
+    width = max((W.shape[0] for W in Ws[:-1]), default=1)
+    step = max(1, _CHUNK // (width * (d + 1)))
+    if X.shape[0] > step:   # the layers' maps at every point take N * width * (d + 1)
+        return [pt for s in range(0, X.shape[0], step)
+                for pt in _clear_points(Ws, bs, dom, tol, X[s:s + step], seen)]
+    dom_norm = np.linalg.norm(dom.A, axis=1) if dom.A.shape[0] else None
+    N = X.shape[0]
+    need = tol * np.maximum(1.0, np.max(np.abs(X), axis=1))
+    radius = np.full(N, np.inf)
+    if dom_norm is not None:
+        radius = np.min((dom.c[None, :] - X @ dom.A.T) / dom_norm[None, :], axis=1)
+    ok = radius > need
+    H = None
+    pats = []
+    for l in range(len(Ws) - 1):
+        if H is None:   # the first layer's map is the same at every point
+            Z = np.broadcast_to(np.hstack([Ws[0], bs[0][:, None]]), (N, Ws[0].shape[0], d + 1))
+        else:
+            Z = np.einsum("ij,njk->nik", Ws[l], H)
+            Z[:, :, d] += bs[l]
+        z = np.einsum("nik,nk->ni", Z[:, :, :d], X) + Z[:, :, d]
+        g = np.linalg.norm(Z[:, :, :d], axis=2)
+        size = np.einsum("nik,nk->ni", np.abs(Z[:, :, :d]), np.abs(X)) + np.abs(Z[:, :, d])
+        live = g > 0
+        ok &= ~np.any((~live & (z == 0)) | (live & (np.abs(z) <= 1e-9 * size)), axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(live, np.abs(z) / np.where(live, g, 1.0), np.inf)
+        radius = np.minimum(radius, np.min(r, axis=1, initial=np.inf))
+        mask = z > 0
+        pats.append(mask)
+        H = Z * mask[:, :, None]
+    ok &= radius > need
+    batch = []
+    for i in np.nonzero(ok)[0]:
+        ps = [m[i] for m in pats]
+        key = b"".join(np.packbits(m).tobytes() for m in ps)
+        if key in seen:
+            continue
+        seen.add(key)
+        batch.append((X[i], ps))
+    return batch
+
+
+def _pre_activations(Ws, bs, X: np.ndarray) -> list[np.ndarray]:
+    """Every hidden layer's pre-activations at the rows of ``X``."""
+    out, a = [], X
+    for W, b in zip(Ws[:-1], bs[:-1]):
+        out.append(a @ W.T + b)
+        a = np.maximum(out[-1], 0.0)
+    return out
+
+
+def _rare_points(Ws, bs, dom, tol: float, points: list, rng, seen: set, check) -> list:
+    """Points (as :func:`_clear_points` gives them) in regions where a rarely active
+    neuron is active: a neuron's incoming weights need regions where it is active, and
+    random points may never reach a neuron of a deep layer.
+
+    For each neuron of layers 2 and on active at fewer of ``points`` than its fan-in + 1
+    (rarest first, up to :data:`_SAMPLE_BATCH` new regions in all): Newton steps on its
+    pre-activation from the point where it is largest, until it is positive, then random
+    points around that one at three scales, kept where the neuron is active. ``check`` is
+    called once per neuron (the budget)."""
+    X = np.array([x for x, _ in points])
+    Z = _pre_activations(Ws, bs, X)
+    rare = sorted((int(np.count_nonzero(Z[l][:, j] > 0)), l, j)
+                  for l in range(1, len(Z)) for j in range(Z[l].shape[1]))
+    out: list = []
+    d = X.shape[1]
+    for count, l, j in rare:
+        if count > Ws[l].shape[1] or len(out) >= _SAMPLE_BATCH:
+            break
+        check()
+        x = X[np.argmax(Z[l][:, j])].copy()
+        for _ in range(_NEWTON_STEPS):
+            z, g = _pre_activation_gradient(Ws, bs, x, l, j)
+            if z > 0 or not np.any(g):
+                break
+            x = x - 1.05 * z / (g @ g) * g   # just past the zero of its linear piece
+        if _pre_activations(Ws, bs, x[None])[l][0, j] <= 0:
+            continue
+        scales = max(1.0, float(np.linalg.norm(x))) * 10.0 ** rng.integers(-3, 0, (300, 1))
+        Y = x + scales * rng.standard_normal((300, d)) / np.sqrt(d)
+        Y = Y[_pre_activations(Ws, bs, Y)[l][:, j] > 0]
+        out += _clear_points(Ws, bs, dom, tol, Y, seen)
+    return out
+
+
+def _pre_activation_gradient(Ws, bs, x: np.ndarray, l: int, j: int):
+    """Neuron ``j`` of hidden layer ``l`` (0-based) at ``x``: its pre-activation and its
+    gradient there."""
+    zs = _pre_activations(Ws, bs, x[None])
+    g = Ws[l][j].copy()
+    for k in range(l - 1, -1, -1):
+        g = (g * (zs[k][0] > 0)) @ Ws[k]
+    return float(zs[l][0, j]), g
+
+
+#: Newton steps of :func:`_rare_points` towards a neuron's active side.
+_NEWTON_STEPS = 50
 
 
 class _Selector:
@@ -575,6 +668,10 @@ def _open_directions(R: np.ndarray, rank: int, known: np.ndarray, count: int
 
 _FD_METHODS = ("auto", "milp", "regions")
 
+#: Parameters up to which a layered rank below the bound hands over to the stacked rows
+#: (the MILP phase and the enumeration: their factorizations of P columns take about 5 s at 3,000).
+_DENSE_LIMIT = 3000
+
 
 def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                          method: str = "auto", max_regions: int | None = None,
@@ -623,7 +720,15 @@ def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_
     # the float rows (a shadow of the exact ones with tol=0) and the tolerance are
     # relative to the scale: it must be finite
     path_norm_scale(net.params)
-    return _Run(net, dom, tol, max_regions, time_limit, progress).run(method)
+    return _Run(net, dom, tol, max_regions, time_limit, progress,
+                _floats_exact(params)).run(method)
+
+
+def _floats_exact(params: Any) -> bool:
+    """Whether the entries passed are read as float64 arrays (not as exact objects: ints
+    or Fractions), so that the floats are the network itself. ``params`` is valid."""
+    return all(as_real_array(A, "params", exact=True).dtype != object
+               for W, b in param_list(params) for A in (W, b))
 
 
 class _Run:
@@ -631,7 +736,7 @@ class _Run:
     or float), a float copy for kernel directions, and the counts of the evidence."""
 
     def __init__(self, net: ExactNet, dom: Domain, tol: float, max_regions, time_limit,
-                 progress: bool):
+                 progress: bool, floats: bool = True):
         self.net, self.dom, self.tol = net, dom, tol
         # the clock, the region count and the engine (whose LPs stop at the deadline)
         self.budget = Budget("functional_dimension", net.d, max_regions=max_regions,
@@ -649,6 +754,10 @@ class _Run:
         self.smooth, self.thin, self.sampled = True, 0, 0
         self.num_milps, self.enumerated, self.note = 0, False, ""
         self.engine = self.budget.engine
+        self.layered: LayeredRank | None = None   # the layered rank of the sampled regions
+        self.floor = 0   # the largest rank found, a lower bound whichever route found it
+        self.checked = False   # the layered rank modulo the prime reached the bound
+        self.floats = floats   # every entry passed is a float64 value
         self.rng = np.random.default_rng(1)  # the sketches of sampled regions (seeded)
         self.bar = None
         if progress:
@@ -718,13 +827,14 @@ class _Run:
     # -- budgets -------------------------------------------------------------------------
     def _detail(self) -> str:
         # the rank of the last update (a lower bound; no new factorization past a budget)
+        rank = max(self.tracker.rank, self.floor)
         return (f"{self.sampled} sampled regions, {self.num_milps} MILPs, rank so far "
-                f"{self.tracker.rank} (a lower bound) of the bound {self.bound}"
+                f"{rank} (a lower bound) of the bound {self.bound}"
                 + ("; method='milp' (with tol > 0) decides the rest without enumerating "
                    "every region" if self.enumerated else ""))
 
     def _partial(self) -> FunctionalDimension:
-        return self._result(self.tracker.rank, complete=False)
+        return self._result(max(self.tracker.rank, self.floor), complete=False)
 
     def _check_time(self) -> None:
         self.budget.check_time(self._partial)
@@ -732,6 +842,10 @@ class _Run:
     # -- phases --------------------------------------------------------------------------
     def run(self, method: str) -> FunctionalDimension:
         try:
+            if len(self.net.params) >= 2:
+                done = self._layered(method)
+                if done is not None:
+                    return done
             rank = self._sample()
             if rank < self.bound and method == "milp":
                 outcome = self._milp()
@@ -746,6 +860,97 @@ class _Run:
         finally:
             if self.bar is not None:
                 self.bar.close()
+
+    def _layered(self, method: str) -> FunctionalDimension | None:
+        """The layered rank (:mod:`~neuromanifold.relu._analysis.layered_rank`) of the
+        regions of random points, batch by batch, until it reaches the bound or stops
+        growing; when it stalls, once more with regions where rarely active neurons are
+        active and larger random subspaces. Returns the result (:meth:`_layered_result`)
+        when it reached the bound, or when the rank stays below it on a network too
+        large for the stacked rows the other routes need (unless ``method="regions"``
+        asks for them); else None, and the stacked rows take over."""
+        exact = self.tol == 0
+        if exact and not self.floats:
+            return None   # the residues are those of the floats: other entries are exact
+        Wf, bf = [W for W, _ in self.net.params], [b for _, b in self.net.params]
+        rng = np.random.default_rng(0)
+        seen: set = set()
+        points: list = []
+        batches = _sample_points(self.Ws, self.bs, self.dom, self.tol, rng, seen)
+        slack, stalled = 16, False
+        while True:
+            self._check_time()
+            if stalled:
+                batch = _rare_points(self.Ws, self.bs, self.dom, self.tol, points, rng, seen,
+                                     self._check_time)
+            else:
+                batch = next(batches, None)
+                if batch is None:
+                    break
+            new = [pt for pt in batch if not exact or certified_pattern(Wf, bf, *pt)]
+            points += new
+            if not points:
+                continue
+            found = layered_rank(Wf if exact else self.Ws, bf if exact else self.bs,
+                                 [pats for _, pats in points], tol=self.tol, exact=exact,
+                                 slack=slack, check=self._check_time)
+            if found is None:
+                return None   # the last level would be too wide to factorize
+            grew = self.layered is None or found.rank > self.layered.rank
+            if grew:   # each pass is a lower bound: the largest is kept
+                self.layered, self.floor = found, found.rank
+            self.sampled = len(points)
+            if self.bar is not None:
+                self.bar.update(len(new))
+                self.bar.set_postfix(rank=found.rank, bound=self.bound, refresh=False)
+            if found.rank >= self.bound:
+                return self._layered_result(points, slack)
+            if not grew:
+                if stalled:
+                    break
+                slack = 64
+            stalled = not grew
+        if self.layered is None or self.P <= _DENSE_LIMIT or method == "regions":
+            self.layered, self.sampled = None, 0
+            return None
+        return self._layered_result(points, slack)
+
+    def _layered_result(self, points: list, slack: int) -> FunctionalDimension:
+        """The layered rank as the result. With ``tol > 0`` the float rank is checked by
+        the exact one modulo the prime over the same regions (those whose pattern
+        :func:`certified_pattern` proves): that one is a certified lower bound of the
+        exact rank, the float one is not (a null space computed in floats can leave
+        rounding in the next level), so the result is certified only when the exact
+        rank reaches the bound too, and the smaller of the two is returned."""
+        found, note = self.layered, ""
+        if self.tol > 0:
+            Wf, bf = [W for W, _ in self.net.params], [b for _, b in self.net.params]
+            pats = [pp for x, pp in points if certified_pattern(Wf, bf, x, pp)]
+            check = layered_rank(Wf, bf, pats, exact=True, slack=slack,
+                                 check=self._check_time) if pats else None
+            self.checked = check is not None and check.rank >= self.bound
+            if check is None or check.rank < found.rank:
+                got = 0 if check is None else check.rank
+                note = (f"the float rank {found.rank} at tol is above {got}, the exact "
+                        f"rank modulo a prime of the same regions ({len(pats)} of "
+                        f"{len(points)} with a proven pattern), which is returned: a "
+                        f"float null space can carry rounding into the next level")
+                self.layered = found = LayeredRank(
+                    rank=got, levels=(0, 0, 0) if check is None else check.levels,
+                    smallest_counted=found.smallest_counted,
+                    largest_dropped=found.largest_dropped)
+                self.floor = got
+        else:
+            self.checked = found.rank >= self.bound
+        if found.rank < self.bound:
+            note = "; ".join(filter(None, [note, (
+                f"below the bound: {found.rank} is the rank of the regions of "
+                f"{self.sampled} sampled points (random, and around neurons rarely "
+                f"active at those), computed layer by layer (levels {found.levels}), a "
+                f"lower bound; more regions, the MILP phase or the enumeration could raise "
+                f"it, but at P = {self.P:,} they need the stacked P-column rows (done up "
+                f"to P = {_DENSE_LIMIT:,})")]))
+        return self._result(found.rank, method="sampling", note=note)
 
     def _sample(self) -> int:
         """Rows for the regions of random points, until the rank reaches the bound or
@@ -845,10 +1050,15 @@ class _Run:
             if self.tracker.due() and self._rank() >= self.bound:
                 break
 
-    def _result(self, rank: int, *, method: str = "regions",
-                complete: bool = True) -> FunctionalDimension:
+    def _result(self, rank: int, *, method: str = "regions", complete: bool = True,
+                note: str = "") -> FunctionalDimension:
         smallest = dropped = None
-        if self.tol > 0:
+        layered = self.layered is not None
+        if layered:
+            smallest, dropped = self.layered.smallest_counted, self.layered.largest_dropped
+            # the exact rank modulo the prime reached the bound: a proof
+            certified = complete and rank == self.bound and self.checked
+        elif self.tol > 0:
             smallest, dropped = self.tracker.smallest, self.tracker.dropped
             # a rank at tol is a lower bound of the exact one (thin regions left out,
             # singular values far above rounding counted), which never exceeds the bound:
@@ -864,7 +1074,7 @@ class _Run:
             certified = complete and (rank == self.bound or method == "regions")
         if not complete:
             method = "incomplete"
-        note = self.note or ("" if certified else self._why_uncertified(rank, method))
+        note = note or self.note or ("" if certified else self._why_uncertified(rank, method))
         used = self.budget.num_regions + self.sampled
         return FunctionalDimension(rank=rank, bound=self.bound, at_bound=rank == self.bound,
                                    num_params=self.P, num_hidden=self.hidden,
@@ -876,7 +1086,9 @@ class _Run:
                                    num_sampled_regions=self.sampled,
                                    enumerated=self.enumerated, method=method,
                                    num_milps=self.num_milps,
-                                   num_lps=self.engine.counter.count, note=note)
+                                   num_lps=self.engine.counter.count, note=note,
+                                   layered=layered,
+                                   levels=self.layered.levels if layered else ())
 
     def _why_uncertified(self, rank: int, method: str) -> str:
         """What an uncertified rank rests on, in words (never an empty note)."""
