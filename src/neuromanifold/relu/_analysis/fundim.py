@@ -456,7 +456,8 @@ _SKETCH_ROWS = 16
 #: Random points tried before the regions are enumerated (seeded, so deterministic).
 _SAMPLES = 2000
 _SAMPLE_BATCH = 250
-#: Doubles the per-point layer maps of :func:`_clear_points` hold at once (128 MB).
+#: Doubles in one per-point layer map of :func:`_clear_points` (128 MB; a few such arrays
+#: exist at once).
 _CHUNK = 16_000_000
 
 
