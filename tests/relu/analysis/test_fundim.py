@@ -413,6 +413,7 @@ def test_layered_rank_below_the_bound_is_a_lower_bound_with_its_reason():
     fd = functional_dimension(p)
     assert fd.layered and not fd.certified and fd.rank == 2955 - 45
     assert "lower bound" in fd.note and "P = 3,025" in fd.note
+    assert "1 hidden neuron(s) active at none of them (layer 2 neuron 0)" in fd.note
 
 
 def test_layered_float_rank_is_capped_by_the_exact_rank_of_its_regions(monkeypatch):

@@ -518,6 +518,20 @@ def _clear_points(Ws, bs, dom, tol: float, X: np.ndarray, seen: set) -> list:
     return batch
 
 
+def _never_active(points: list) -> str:
+    """The neurons active at none of the sampled ``points`` (a neuron dead on the domain
+    takes its weights out of the rank), in words; empty if there are none."""
+    off = [(l + 1, j) for l in range(len(points[0][1]))
+           for j in np.nonzero(~np.any([pats[l] for _, pats in points], axis=0))[0]]
+    if not off:
+        return ""
+    named = ", ".join(f"layer {l} neuron {j}" for l, j in off[:8])
+    return (f"{len(off)} hidden neuron(s) active at none of them ({named}"
+            + (", ..." if len(off) > 8 else "") + "): if dead on the domain (relu.neurons "
+            "decides that on a box), their weights are not in the rank and the bound is "
+            "not reached")
+
+
 def _pre_activations(Ws, bs, X: np.ndarray) -> list[np.ndarray]:
     """Every hidden layer's pre-activations at the rows of ``X``."""
     out, a = [], X
@@ -950,7 +964,7 @@ class _Run:
                 f"active at those), computed layer by layer (levels {found.levels}), a "
                 f"lower bound; more regions, the MILP phase or the enumeration could raise "
                 f"it, but at P = {self.P:,} they need the stacked P-column rows (done up "
-                f"to P = {_DENSE_LIMIT:,})")]))
+                f"to P = {_DENSE_LIMIT:,})"), _never_active(points)]))
         return self._result(found.rank, method="sampling", note=note)
 
     def _sample(self) -> int:
