@@ -80,7 +80,9 @@ def test_budgets_stop_the_workers():
     assert [flat_pattern(r) for r in err.value.partial] == \
         [flat_pattern(r) for r in regions(p)[:50]]
     assert _no_workers_left()
-    it = iter_regions(p, time_limit=0.3, workers=2)
+    # 4-16-16-1 has about 30,000 regions: far more than 0.3 s on any machine (3-10-10-1
+    # was enumerated within it on a fast one)
+    it = iter_regions(ReLUNet([4, 16, 16, 1]).random_params(0), time_limit=0.3, workers=2)
     with pytest.raises(ComputationLimitError, match="time limit"):
         for _ in it:
             pass
