@@ -751,7 +751,7 @@ class _Run:
     or float), a float copy for kernel directions, and the counts of the evidence."""
 
     def __init__(self, net: ExactNet, dom: Domain, tol: float, max_regions, time_limit,
-                 progress: bool, floats: bool = True):
+                 progress: bool, floats: bool):
         self.net, self.dom, self.tol = net, dom, tol
         # the clock, the region count and the engine (whose LPs stop at the deadline)
         self.budget = Budget("functional_dimension", net.d, max_regions=max_regions,
@@ -773,6 +773,8 @@ class _Run:
         self.floor = 0   # the largest rank found, a lower bound whichever route found it
         self.checked = False   # the layered rank modulo the prime reached the bound
         self.floats = floats   # every entry passed is a float64 value
+        # the floats as given (not balanced): the residues and the pattern proofs read them
+        self.Wf, self.bf = [W for W, _ in net.params], [b for _, b in net.params]
         self.rng = np.random.default_rng(1)  # the sketches of sampled regions (seeded)
         self.bar = None
         if progress:
@@ -887,7 +889,7 @@ class _Run:
         exact = self.tol == 0
         if exact and not self.floats:
             return None   # the residues are those of the floats: other entries are exact
-        Wf, bf = [W for W, _ in self.net.params], [b for _, b in self.net.params]
+        Wf, bf = self.Wf, self.bf
         rng = np.random.default_rng(0)
         seen: set = set()
         points: list = []
@@ -939,7 +941,7 @@ class _Run:
         rank reaches the bound too, and the smaller of the two is returned."""
         found, note = self.layered, ""
         if self.tol > 0:
-            Wf, bf = [W for W, _ in self.net.params], [b for _, b in self.net.params]
+            Wf, bf = self.Wf, self.bf
             pats = [pp for x, pp in points if certified_pattern(Wf, bf, x, pp)]
             check = layered_rank(Wf, bf, pats, exact=True, slack=slack,
                                  check=self._check_time) if pats else None

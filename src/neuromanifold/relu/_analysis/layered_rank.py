@@ -54,6 +54,7 @@ import flint
 import numpy as np
 
 from ..._tolerance import numerical_rank
+from .._core.numbers import forward_error_bounds
 
 __all__ = ["LayeredRank", "layered_rank", "certified_pattern", "PRIME"]
 
@@ -218,33 +219,14 @@ class _Residues:
 
 
 # -- the pattern check of the exact route ----------------------------------------------------
-_U = 2.0 ** -53
-
-
 def certified_pattern(Ws: list, bs: list, x: np.ndarray, patterns) -> bool:
     """Whether every hidden pre-activation of the network at the float point ``x`` is,
-    exactly, non-zero with the sign ``patterns`` gives (so ``x`` is inside that region).
-
-    A forward pass in doubles with a running bound on its rounding error: a sum of n
-    products is within ``gamma_(n+1) (|W| |a| + |b|)`` of the exact one (any order, fused
-    or not), the error carried in ``a`` adds ``|W| e``, ReLU does not enlarge it, and the
-    bound itself is inflated for its own rounding and for underflow."""
-    a = np.asarray(x, dtype=float)
-    e = np.zeros_like(a)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for l in range(len(Ws) - 1):
-            W, b = Ws[l], bs[l]
-            n = W.shape[1] + 2
-            g = n * _U / (1 - n * _U)
-            z = W @ a + b
-            absW = np.abs(W)
-            err = g * (absW @ np.abs(a) + np.abs(b)) + absW @ e
-            err = err * (1 + 2 * g) + n * 2.0 ** -1070
-            p = np.asarray(patterns[l], dtype=bool)
-            if not (np.all(np.isfinite(err)) and np.all(np.where(p, z, -z) > err)):
-                return False
-            a, e = np.maximum(z, 0.0), np.where(p, err, 0.0)
-    return True
+    exactly, non-zero with the sign ``patterns`` gives (so ``x`` is inside that region):
+    the float pass clears its rounding-error bound
+    (:func:`~neuromanifold.relu._core.numbers.forward_error_bounds`) in every layer."""
+    layers = forward_error_bounds(list(zip(Ws, bs)), np.asarray(x, dtype=float)[None, :])
+    return all(np.all(np.where(np.asarray(p, dtype=bool), Z[0], -Z[0]) > err[0])
+               for (Z, err), p in zip(layers, patterns))
 
 
 # -- the split ------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from ..._results import Result
 from ..._validation import as_finite_array, as_seed_rng, check_choice, check_positive_int
 from .._core.domain import Domain, as_domain
 from .._core.net import check_params, float_params
+from .._core.numbers import forward_error_bounds
 from .bent import bent_hyperplanes
 from .regions import estimate_regions
 
@@ -162,16 +163,8 @@ def _certified_signs(params: list, X: np.ndarray) -> list[tuple[np.ndarray, np.n
     """Per hidden layer, which neurons are certified ``> 0`` at some row of ``X`` and which
     certified ``< 0``: the float forward pass with a running bound on its error (each
     dot product's rounding, carried through the 1-Lipschitz ReLUs)."""
-    H, E = X, np.zeros_like(X)
-    out = []
-    for W, b in params[:-1]:
-        A = np.abs(W)
-        Z = H @ W.T + b
-        err = E @ A.T + _gamma(W.shape[1] + 1) * (np.abs(H) @ A.T + np.abs(b))
-        err *= 1 + 1e-10   # the rounding of the bound itself
-        out.append((np.any(Z - err > 0, axis=0), np.any(Z + err < 0, axis=0)))
-        H, E = np.maximum(Z, 0), err
-    return out
+    return [(np.any(Z - err > 0, axis=0), np.any(Z + err < 0, axis=0))
+            for Z, err in forward_error_bounds(params, X)]
 
 
 def _points(dom: Domain, d: int, rng, n: int, data: np.ndarray | None) -> np.ndarray:
