@@ -410,6 +410,10 @@ def test_streaming_memory_does_not_grow_with_the_number_of_regions():
     import tracemalloc
     import weakref
     p = ReLUNet([2, 40, 1]).random_params(3)
+    # one untraced stream first: whatever is built once per process (lazy imports, caches)
+    # is then not counted in the second measurement only, depending on the test order
+    for _ in itertools.islice(iter_regions(p, certify=False), 200):
+        pass
     peaks = []
     for n in (40, 200):
         it = iter_regions(p, certify=False)
