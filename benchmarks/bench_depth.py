@@ -21,6 +21,9 @@ R^d.
   P <= 3,000): the numerical rank at the default ``tol`` of the dense parameter Jacobian
   at ``1.5 (P - hidden) / m`` Gaussian inputs (scales ``e^-2 .. e^4``), the textbook
   estimate (a lower bound, never certified); above that its ``P``-column SVD is not run.
+* Canonical form with two rows dead (three-layer networks): two second-layer rows made
+  dead, the form under every named symmetry, and whether a random orbit point (block
+  refactors, second-layer flips, dead-neuron moves) gets the same form.
 * Identifiability and the canonical form report absolute figures: no other tool computes
   them.
 
@@ -42,8 +45,9 @@ import numpy as np
 from _timing import peak_memory_mb, pin_threads, suite_row
 from bench_symmetry_recovery import normalized_matching, planted_copy
 
-from neuromanifold import ComputationLimitError, io, relu
+from neuromanifold import ComputationLimitError, NeuromanifoldError, io, relu
 from neuromanifold._tolerance import DEFAULT_TOL, numerical_rank, path_norm_scale
+from neuromanifold.relu.symmetries import random_orbit_point
 
 NONE = "-"
 TASK = "trained networks of any depth"
@@ -106,6 +110,25 @@ def timed(fn):
     return time.perf_counter() - t0, out
 
 
+def canonical_with_dead_rows(row, p) -> None:
+    """The three-layer canonical form (every named symmetry) with two second-layer rows made
+    dead, and whether a random point of the orbit (block refactors, second-layer flips and
+    dead-neuron moves among its moves) gets the same form."""
+    dead = [(W.copy(), b.copy()) for W, b in p]
+    W2, b2 = dead[1]
+    W2[:2], b2[:2] = -np.abs(W2[:2]), -1.0
+    moved, _ = random_orbit_point(dead, seed=0)
+    atol = 1e-7 * max(path_norm_scale(dead), 1.0)
+    try:
+        took, c = timed(lambda: relu.canonical_form(dead))
+        same = all(np.allclose(A, B, atol=atol) for (A, a), (B, b) in
+                   zip(c, relu.canonical_form(moved)) for A, B in ((A, B), (a, b)))
+        row("canonical form, two rows dead", took, lambda: relu.canonical_form(dead),
+            f"an orbit point's form equal: {same}")
+    except NeuromanifoldError as exc:   # the orientation search ran out of branches
+        row("canonical form, two rows dead", 0.0, None, f"refused: {str(exc)[:90]}")
+
+
 def rows_for(size: str, p, rng) -> list[dict]:
     rows = []
 
@@ -127,6 +150,8 @@ def rows_for(size: str, p, rng) -> list[dict]:
             f"widths {'-'.join(str(W.shape[0]) for W, _ in c)}; the copy's form equal: {same}")
     except Exception as exc:   # the three-layer form refuses non-generic networks
         row("canonical form", 0.0, None, f"refused: {str(exc)[:90]}")
+    if len(p) == 3:
+        canonical_with_dead_rows(row, p)
     took, e = timed(lambda: relu.equivalent(p, copy))
     t_nm, _ = timed(lambda: normalized_matching(p, copy))
     row("equivalent, permuted copy", took, lambda: relu.equivalent(p, copy),

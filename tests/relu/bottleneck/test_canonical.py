@@ -231,7 +231,7 @@ def test_canonical_form_is_constant_on_random_orbits(seed, n1, n3, kinds):
     try:
         c = canonical_form(p)
     except InputError as exc:
-        assert "not decided in polynomial time" in str(exc) or "too many" in str(exc)
+        assert "was not decided within" in str(exc)
         return
     q, seq = random_orbit_point(p, seed=rng)
     q2, _ = random_orbit_point(p, seed=rng)
@@ -344,3 +344,34 @@ def test_a_network_is_equivalent_to_its_own_canonical_form(widths, seed):
     except nm.NeuromanifoldError:
         return
     assert nm.relu.equivalent(p, cc).equivalent
+
+
+def _planted_block(widths, dead, active, seed=0):
+    """Gaussian weights with ``dead`` second-layer rows made nonpositive (dead on the
+    orthant) and ``active`` nonnegative (always active)."""
+    rng = np.random.default_rng(seed)
+    p = [(rng.standard_normal((o, i)), rng.standard_normal(o)) for i, o in zip(widths, widths[1:])]
+    W2, b2 = p[1]
+    W2[:dead], b2[:dead] = -np.abs(W2[:dead]), -np.abs(b2[:dead])
+    W2[dead:dead + active], b2[dead:dead + active] = (np.abs(W2[dead:dead + active]),
+                                                     np.abs(b2[dead:dead + active]))
+    return p
+
+
+@pytest.mark.parametrize("widths,dead,active", [
+    ((32, 16, 32, 10), 2, 0),     # 30 crossing rows in R^16: the branch and bound
+    ((784, 64, 32, 10), 3, 3),    # 26 independent crossing rows: the least-rank route
+])
+def test_trained_sizes_with_dead_and_always_active_rows_have_a_canonical_form(widths, dead,
+                                                                              active):
+    """More crossing neurons than can be enumerated and few neurons for the block (both
+    were refused before): random orbit points (block refactors and second-layer flips
+    among them) have the same canonical form, and the symmetry is recovered."""
+    p = _planted_block(widths, dead, active)
+    c = canonical_form(p)
+    scale = path_norm_scale(p)
+    for s in range(2):
+        q, _ = random_orbit_point(p, seed=s)
+        assert _close_params(canonical_form(q), c, 1e-7 * max(scale, 1.0))
+        r = equivalent_bottleneck(p, q)
+        assert r.equivalent and r.certified, r.note

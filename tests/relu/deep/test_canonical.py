@@ -107,9 +107,13 @@ def test_the_quotient_is_chosen():
     rng = np.random.default_rng(0)
     T = gaussian(rng, (64, 32, 16, 10))
     W, b = T[1]
-    W[:2], b[:2] = -np.abs(W[:2]), -1.0   # two dead rows: the full quotient refuses
+    W[:2], b[:2] = -np.abs(W[:2]), -1.0   # two dead rows: kept by the full quotient
+    full = canonical_form(T)
+    assert [W.shape[0] for W, _ in full] == [32, 16, 10]
+    assert same(full, canonical_form(shuffled(rng, T)), atol=1e-8)
+    wide = gaussian(rng, (8, 16, 4, 1))   # not a bottleneck: the full quotient refuses
     with pytest.raises(InputError, match="quotient='permutation-scaling'"):
-        canonical_form(T)
+        canonical_form(wide)
     C = canonical_form(T, quotient="permutation-scaling")
     assert [W.shape[0] for W, _ in C] == [32, 14, 10]
     assert same(C, canonical_form(shuffled(rng, T), quotient="permutation-scaling"))

@@ -18,26 +18,25 @@ one representative of their orbit under the named symmetries of
 4. the hidden hyperplane is translated so that the first live row switches on at
    ``u_i = 1`` (``max_j b2_j / W2[j, i] = -1``);
 5. first-layer neurons are sorted (the hidden one first);
-6. crossing second-layer rows get unit norm and a canonical orientation; the always-active
-   block is refactored onto the extreme rays of the cone ``rowspace(L) ∩ O`` (or of
-   ``(rowspace(L) + span(1)) ∩ O``) of its linear part ``L``, zero biases, the other
+6. crossing second-layer rows get unit norm and a canonical orientation (which the
+   always-active block can carry: :mod:`neuromanifold.relu._bottleneck.block`); the block
+   is refactored onto canonical nonnegative rows of ``rowspace(L)`` (or of
+   ``rowspace(L) + span(1)``) for its linear part ``L``, zero biases, the other
    non-crossing neurons dead;
 7. second-layer rows are sorted (crossing, always-active, dead).
 
 For ``n1 = 1`` both directions of the first-layer neuron (``RampFlip``) are tried and the
 one with positive ``w`` is kept.
 
-Every step is O(n^2) to O(n^3) arithmetic (a few SVDs and sorts) except two bounded
-enumerations (the extreme rays of the block's cone, and the orientations of at most 16
-crossing rows when few neurons can carry the block; docs/relu_equivalence.md §2), against
-the exponential region enumeration of the exact engine.
+Every step is O(n^2) to O(n^3) arithmetic (a few SVDs, sorts and LPs) except the choice of
+orientation when the crossing rows are neither few (at most 16) nor linearly independent:
+a branch and bound, bounded by its own budget (docs/relu_equivalence.md §2), against the
+exponential region enumeration of the exact engine.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import math
 from typing import Any
 
 import numpy as np
@@ -49,11 +48,11 @@ from ..._tolerance import (DEFAULT_TOL, SYMMETRY_ROUNDING, check_tol, function_d
                            path_norm_scale)
 from ..._validation import check_finite_result
 from .._core.net import forward
+from .block import BlockNotCovered, block_rows, choose_turned
 from .shape import (hidden_hyperplanes, is_bottleneck, live_rows, row_kinds, row_signs,
                     three_layer, weighted_rows)
-from .symmetries import (BlockRefactor, DeadNeuronMove, Flip, HidingTranslation,
-                         LinearBlockMixing, Permutation, RampFlip, Scaling, SecondLayerFlip,
-                         Symmetry, apply_sequence)
+from .symmetries import (BlockRefactor, DeadNeuronMove, Flip, HidingTranslation, Permutation,
+                         RampFlip, Scaling, SecondLayerFlip, Symmetry, apply_sequence)
 
 __all__ = ["canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",
            "fast_path_reason"]
@@ -74,7 +73,6 @@ class BottleneckInfo:
     linear: list[int]
     dead: list[int]
     flippable: list[int]
-    block: str | None = None   # why the always-active block has no canonical form (or None)
     snapped: int = 0           # entries of [W2 | b2] within tol of zero, set to 0
     snap_bound: float = 0.0    # bound on the relative function change that caused
 
@@ -161,26 +159,6 @@ def analyze_bottleneck(params: Params, tol: float) -> BottleneckInfo:
             a, b = np.unravel_index(int(np.argmin(gap)), gap.shape)
             raise NotCovered(f"second-layer rows {crossing[a]} and {crossing[b]} define "
                               f"the same hyperplane of the orthant")
-    block = None
-    m = n2 - len(crossing)        # neurons available to the always-active block
-    hid0 = hidden_hyperplanes(S)
-    if crossing and not hid0 and _hiding_orientation(params, S, crossing, tol) is None \
-            and m < min(n3 + 1, n1):
-        # which crossing neurons can turn around (through the block) is a subset question
-        # (with m = 0 no neuron can carry a linear part: nothing turns around)
-        if m > 0 and (len(crossing) > _MAX_ENUMERATED
-                      or 2 ** len(crossing) * n3 * n1 > _MAX_ENTRIES):
-            block = (f"{len(crossing)} crossing second-layer neurons and only {m} "
-                     f"neurons for the always-active block (< min(n3 + 1, n1) = "
-                     f"{min(n3 + 1, n1)}): which of them can turn around is a subset "
-                     f"problem, not decided in polynomial time (tried up to "
-                     f"{_MAX_ENUMERATED} crossing neurons)")
-    if block is None and (linear or m):
-        r = min(n1, n3 + 1)
-        if math.comb(n1, max(r - 1, 0)) > _MAX_SUBSETS:
-            block = (f"the cone of the always-active block (dimension up to {r} in "
-                     f"R^{n1}) has too many candidate extreme rays to enumerate "
-                     f"({math.comb(n1, r - 1)} > {_MAX_SUBSETS})")
     hid = hidden_hyperplanes(S)
     hidden = next(iter(hid)) if hid else None
     SL = S[live]
@@ -197,7 +175,7 @@ def analyze_bottleneck(params: Params, tol: float) -> BottleneckInfo:
     if hidden is not None:
         flippable = [k for k in range(n1) if k != hidden
                      and Flip(hidden, (k,)).applies(params, tol=tol).applies]
-    return BottleneckInfo(n1, n3, hidden, crossing, linear, dead, flippable, block)
+    return BottleneckInfo(n1, n3, hidden, crossing, linear, dead, flippable)
 
 
 def fast_path_reason(params: Any, *, tol: float = DEFAULT_TOL) -> str | None:
@@ -213,86 +191,10 @@ def fast_path_reason(params: Any, *, tol: float = DEFAULT_TOL) -> str | None:
     tol = check_tol(tol)
     params = three_layer(params, "the bottleneck fast path")
     try:
-        analyze_bottleneck(_snap(params, tol)[0], tol)
+        _canonical(params, tol)
     except NotCovered as exc:
         return str(exc.args[0])
     return None
-
-
-#: at most this many crossing neurons are tried for turning around (all subsets)
-_MAX_ENUMERATED = 16
-#: ... and the linear parts of all their orientations have at most this many entries
-_MAX_ENTRIES = 2 ** 25
-#: at most this many (dimension - 1)-subsets of the orthant's facets are tried for the
-#: extreme rays of the always-active block's cone
-_MAX_SUBSETS = 20000
-
-
-def _unit_rays(B: np.ndarray) -> np.ndarray:
-    """The unit extreme rays of the cone ``span(B) ∩ O`` (``B``: orthonormal rows), sorted
-    lexicographically, entries below ``1e-10`` of a ray's largest snapped to 0.
-
-    A ray of the pointed cone ``{y : B^T y >= 0}`` is where ``dim - 1`` independent facets
-    meet: every ``(dim - 1)``-subset of the ``n1`` facets is tried (at most
-    :data:`_MAX_SUBSETS`, checked by the caller)."""
-    r, n1 = B.shape
-    if r == 1:
-        cand = np.vstack([B[0], -B[0]])
-    else:
-        G = B.T                                   # facet normals in the basis coordinates
-        idx = np.array(list(itertools.combinations(range(n1), r - 1)))
-        Msub = G[idx]                             # (S, r - 1, r)
-        _, sv, Vt = np.linalg.svd(Msub)
-        ok = sv[:, -1] > 1e-9 * np.maximum(sv[:, 0], 1e-300)
-        Y = Vt[ok, -1, :]
-        cand = np.vstack([Y @ B, -(Y @ B)])
-    cand /= np.max(np.abs(cand), axis=1, keepdims=True)
-    cand[np.abs(cand) <= 1e-10] = 0.0
-    cand = cand[np.all(cand >= 0, axis=1)]
-    if len(cand) == 0:
-        return np.zeros((0, n1))
-    cand /= np.linalg.norm(cand, axis=1, keepdims=True)
-    order = np.lexsort(cand.T[::-1])
-    cand = cand[order]
-    keep = [0]
-    for a in range(1, len(cand)):
-        if np.max(np.abs(cand[a] - cand[keep[-1]])) > 1e-8:
-            keep.append(a)
-    return cand[keep]
-
-
-def _pick(rays: np.ndarray, k: int) -> np.ndarray:
-    """``k`` independent rays, greedily in their (lexicographic) order."""
-    out: list[np.ndarray] = []
-    for v in rays:
-        if np.linalg.matrix_rank(np.array(out + [v]), tol=1e-9) == len(out) + 1:
-            out.append(v)
-            if len(out) == k:
-                break
-    return np.array(out).reshape(-1, rays.shape[1])
-
-
-def _block_rows(L: np.ndarray, tol: float, ref: float = 0.0) -> np.ndarray:
-    """Canonical nonnegative unit rows ``A`` (``k x n1``, as few as possible) whose span
-    contains the rows of the linear map ``L`` (``n3 x n1``): a function of
-    ``V = rowspace(L)`` alone. When the cone ``V ∩ O`` spans ``V`` (``k = rank L``): its
-    extreme rays (the first independent ones in lexicographic order when it is not
-    simplicial); else (``k = rank L + 1``) those of ``(V + span(1)) ∩ O``, which spans
-    ``V + span(1)`` because it contains ``1``. Singular values up to ``tol`` times
-    ``max(ref, largest)`` count as 0 (``ref``: the scale of the terms summed into ``L``)."""
-    n1 = L.shape[1]
-    if L.size == 0 or not np.any(L):
-        return np.zeros((0, n1))
-    _, sv, Vt = np.linalg.svd(L)
-    r = int(np.sum(sv > max(tol, 1e-12) * max(sv[0], ref)))
-    if r == 0:
-        return np.zeros((0, n1))
-    V = Vt[:r]
-    A = _pick(_unit_rays(V), r)
-    if len(A) < r:
-        W = np.linalg.svd(np.vstack([V, np.full((1, n1), n1 ** -0.5)]))[2][:r + 1]
-        A = _pick(_unit_rays(W), r + 1)
-    return A
 
 
 def _hiding_orientation(params: Params, S: np.ndarray, crossing: list, tol: float):
@@ -385,42 +287,28 @@ def _reorient(path: list, before: list, cur: Params, turned: tuple, A: np.ndarra
 
 
 def _choose_turned(cur: Params, info: BottleneckInfo, tol: float) -> tuple:
-    """The crossing neurons to turn around (canonical first layer and unit crossing rows):
-    the orientation with the fewest rows against the reference orientation (the largest
-    weight of ``a_j`` positive) among those whose linear part the available neurons can
-    carry; ties broken by the rows' order."""
+    """The crossing neurons to turn around (canonical first layer and unit crossing rows),
+    chosen among the orientations the available neurons can carry by the rules of
+    :mod:`neuromanifold.relu._bottleneck.block` (:class:`NotCovered` when none is
+    certified); the reference orientation has the largest weight of ``a_j`` positive."""
     crossing, linear, dead = _kinds(cur, tol)
     (W1, _), (W2, _), (W3, _) = cur
     n1, n3 = W1.shape[0], W3.shape[0]
     m = len(linear) + len(dead)
     against = [j for j in crossing if _orientation_key(W2[j]) < 0]
-    if m == 0:
+    if m == 0:   # no neuron can carry a linear part: nothing turns
         return ()
     if m >= min(n3 + 1, n1):          # every orientation is possible: the reference one
         return tuple(against)
-    # few crossing rows (checked by analyze_bottleneck): every orientation, screened at once by the
-    # rank of its linear part (at most m is necessary), then fewest changes first
     ref = {j: (-W2[j] if j in against else W2[j]) for j in crossing}
     order = sorted(crossing, key=lambda j: tuple(ref[j]))
-    nc = len(order)
-    L0 = W3[:, linear] @ W2[linear]
-    terms = np.array([np.outer(W3[:, j], W2[j]).ravel() for j in order])
-    bits = (np.arange(2 ** nc)[:, None] >> np.arange(nc)[None, :]) & 1     # 1 = changed
-    turned = bits ^ np.array([j in against for j in order], dtype=int)[None, :]
-    ref_scale = path_norm_scale(cur)
-    ok = np.zeros(2 ** nc, dtype=bool)
-    for a in range(0, 2 ** nc, 4096):
-        Ls = (L0.ravel()[None, :] + turned[a:a + 4096] @ terms).reshape(-1, n3, n1)
-        sv = np.linalg.svd(Ls, compute_uv=False)
-        ok[a:a + 4096] = np.sum(sv > max(tol, 1e-12) * np.maximum(sv[:, :1], ref_scale),
-                                axis=1) <= m
-    cand = sorted(np.flatnonzero(ok), key=lambda c: (int(bits[c].sum()),
-                                                     tuple(np.flatnonzero(bits[c]))))
-    for c in cand:
-        L = (L0.ravel() + turned[c] @ terms).reshape(n3, n1)
-        if _block_rows(L, tol, ref_scale).shape[0] <= m:
-            return tuple(sorted(order[a] for a in np.flatnonzero(turned[c])))
-    return ()   # pragma: no cover - the current orientation is always possible
+    try:
+        flip = choose_turned(W3[:, linear] @ W2[linear], W3[:, order], W2[order],
+                             np.array([j in against for j in order], dtype=bool), m, tol,
+                             path_norm_scale(cur))
+    except BlockNotCovered as exc:
+        raise NotCovered(exc.args[0]) from None
+    return tuple(sorted(order[a] for a in np.flatnonzero(flip)))
 
 
 def _canonical(params: Params, tol: float) -> tuple[Params, list, list, BottleneckInfo]:
@@ -437,7 +325,7 @@ def _canonical(params: Params, tol: float) -> tuple[Params, list, list, Bottlene
     else:
         cur, snapped, snap_bound = params, 0, 0.0
     info = analyze_bottleneck(cur, tol)
-    if info.n1 == 1 and not info.block:
+    if info.n1 == 1:
         path: list[Symmetry] = []
         before: list[Params] = []
         (_, _), (W2, _), (W3, _) = cur
@@ -473,7 +361,7 @@ def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float):
     before: list[Params] = []
     info = analyze_bottleneck(cur, tol)
     # 0. a hidden hyperplane reached by turning crossing rows around: turn them
-    if info.hidden is None and info.crossing and not info.block:
+    if info.hidden is None and info.crossing:
         ho = _hiding_orientation(cur, row_signs(cur, tol), info.crossing, tol)
         if ho is not None:
             cur = _reorient(path, before, cur, ho[1], np.zeros((0, info.n1)), tol)
@@ -514,16 +402,16 @@ def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float):
     # 6. second-layer norms, orientations and the always-active block
     W2, b2 = cur[1]
     s2 = np.ones(W2.shape[0])
-    for j in info.crossing + (info.linear if info.block else []):
+    for j in info.crossing:
         s2[j] = 1.0 / np.linalg.norm(np.append(W2[j], b2[j]))
     cur = _step(path, before, cur, Scaling(2, tuple(s2)), tol)
-    if not info.block and (info.linear or info.dead):
+    if info.linear or info.dead:
         turned = _choose_turned(cur, info, tol) if i is None else ()
         (_, _), (W2, _), (W3, _) = cur
         crossing, linear, _ = _kinds(cur, tol)
         L = W3[:, linear] @ W2[linear] + sum((np.outer(W3[:, j], W2[j]) for j in turned),
                                              np.zeros((n3, n1)))
-        cur = _reorient(path, before, cur, turned, _block_rows(L, tol, path_norm_scale(cur)),
+        cur = _reorient(path, before, cur, turned, block_rows(L, tol, path_norm_scale(cur)),
                         tol)
     # 7. second-layer order
     W2, b2 = cur[1]
@@ -538,7 +426,7 @@ def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float):
                       list(range(len(crossing))),
                       list(range(len(crossing), len(crossing) + len(linear))),
                       list(range(len(crossing) + len(linear), len(perm2))),
-                      sorted(perm1.index(k) for k in info.flippable), info.block,
+                      sorted(perm1.index(k) for k in info.flippable),
                       snapped, snap_bound)
     return cur, path, before, structure
 
@@ -549,8 +437,8 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
     For a generic three-layer bottleneck network (``fast_path_reason(params) is None``):
     neurons normalized, ordered canonically, dead neurons set to ``(0, ..., 0, -1)`` with
     zero outgoing weights, crossing second-layer neurons turned to a canonical orientation,
-    the always-active block refactored onto the extreme rays of the cone of its linear
-    part (any number of neurons), the hidden hyperplane translated to a fixed position and
+    the always-active block refactored onto canonical nonnegative rows of the row space
+    of its linear part (any number of neurons), the hidden hyperplane translated to a fixed position and
     flips turned to a fixed orientation (module docs); ``n1 = 1`` included. Two such
     networks related by the symmetries of :mod:`neuromanifold.relu.symmetries` have the
     same canonical form up to rounding. Entries of ``[W2 | b2]`` within ``tol`` of zero
@@ -578,13 +466,9 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
     tol = check_tol(tol)
     params = three_layer(params, "canonical_form")
     try:
-        out, _, _, info = _canonical(params, tol)
+        return _canonical(params, tol)[0]
     except NotCovered as exc:
         reason = exc.args[0]
-    else:
-        if info.block is None:
-            return out
-        reason = info.block
     raise InputError(f"canonical_form needs a generic three-layer bottleneck network "
                      f"(docs/relu_equivalence.md); here: {reason}")
 
@@ -843,7 +727,7 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
     (W2q, b2q), (W3q, b3q) = cq[1], cq[2]
     Rq = np.hstack([W2q, b2q[:, None]])
     same_shape = ((len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
-                  and cur[1][0].shape == W2q.shape and not ip.block and not iq.block)
+                  and cur[1][0].shape == W2q.shape)
 
     def land(cur, steps, how):
         """The symmetry p -> q if ``cur`` (p moved by ``path_p + steps``) matches ``c_q`` up
@@ -880,30 +764,6 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
                            + ("" if ok else f" (above tol {tol:g}: not certified)"))
     if same_shape:
         res = land(cur, align, "equal canonical forms")
-        if res is not None:
-            return res
-    elif ((len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
-          and cur[1][0].shape == W2q.shape and ip.linear):
-        # a block without canonical form: after matching the crossing rows, try the mixing
-        # that takes p's block rows onto q's (least squares, checked by applying it)
-        Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
-        g = np.array(ip.crossing, dtype=int)
-        perm2 = np.arange(Rc.shape[0])
-        perm2[g] = g[_assign(Rc[g], Rq[g])]
-        steps = list(align)
-        moved = cur
-        if np.any(perm2 != np.arange(len(perm2))):
-            steps.append(Permutation(2, tuple(int(v) for v in perm2)))
-            moved = steps[-1].apply(moved, tol=tol)
-        A = list(ip.linear)
-        Wa, ba = moved[1][0][A], moved[1][1][A]
-        Mx = Rq[A, :-1] @ np.linalg.pinv(Wa)
-        try:
-            mix = LinearBlockMixing(tuple(A), Mx, tuple(Rq[A, -1] - Mx @ ba))
-            res = land(mix.apply(moved, tol=tol), steps + [mix], "equal up to the mixing of "
-                       "the always-active block")
-        except (SymmetryError, InputError):
-            res = None
         if res is not None:
             return res
     # same first layer, different second layer: the orientation-free invariant decides

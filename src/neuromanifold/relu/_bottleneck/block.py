@@ -1,0 +1,381 @@
+"""The always-active block of a three-layer bottleneck network on the orthant
+``O = R^{n1}_{>=0}``: which orientations of the crossing second-layer neurons it can carry,
+and canonical rows for it (docs/relu_equivalence.md §2, step 6).
+
+Second-layer neurons with nonnegative rows are active on all of ``O``; together they
+compute an affine map whose linear part ``L`` (``n3 x n1``) any set of nonnegative rows
+spanning a space that contains ``rowspace(L)`` can carry. Turning crossing neuron ``j``
+around (``c relu(y) = c relu(-y) + c y``) adds the rank-one term ``w_j a_j^T`` to ``L``
+(``w_j`` its outgoing weights, ``a_j`` its row). With ``m`` neurons for the block, an
+orientation is **carried** when ``rank L <= m - 1``, or ``rank L = m`` and the cone
+``rowspace(L) ∩ O`` spans ``rowspace(L)`` (:func:`carried`).
+
+Which orientation the canonical form takes (:func:`choose_turned`):
+
+* at most 16 crossing neurons: all ``2^k`` orientations, the carried one with the fewest
+  rows against the reference orientation (ties by the rows' order);
+* crossing rows ``a_j`` linearly independent: ``L(T) = G + N(T) A`` with ``G`` the part of
+  ``L`` orthogonal to ``span(a_j)``, so ``rank L(T) = rank [G | N(T)]`` and each column
+  ``N_j`` takes one of two values; this gives the orientation ``T*`` of least rank
+  column by column, certified unique when turning any one neuron from it raises the rank.
+  From ``T*`` the rows against the reference are turned back one at a time, last row
+  first, whenever the orientation stays carried;
+* otherwise a branch and bound over the orientations lists every carried one (a branch is
+  cut when projections that annihilate the undecided neurons' terms leave a matrix of
+  rank above ``m``, a lower bound on every completion's rank by Weyl's inequality) and
+  the first rule above picks among them; it refuses past :data:`MAX_NODES` branches.
+  With ``m = 0`` the question whether some orientation is carried contains SUBSET-SUM
+  (``n1 = n3 = 1``), so no polynomial method is known for it in general.
+
+Canonical rows (:func:`block_rows`) are a function of ``rowspace(L)`` alone: its cone's
+extreme rays when few enough ``(dim - 1)``-subsets of the orthant's facets exist, else
+the analytic center of the cone's slice ``{y : sum y = 1}`` and one step from it along
+each of ``dim - 1`` canonical directions (projections of the coordinate vectors).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+from scipy.optimize import linprog
+
+__all__ = ["BlockNotCovered", "MAX_NODES", "block_rows", "carried", "choose_turned",
+           "rank_of"]
+
+#: at most this many crossing neurons get every orientation tried
+MAX_ENUMERATED = 16
+#: ... and the linear parts of all their orientations have at most this many entries
+MAX_ENTRIES = 2 ** 25
+#: the extreme rays of a block's cone are enumerated from at most this many
+#: ``(dim - 1)``-subsets of the orthant's facets (else the analytic-center rows are used)
+MAX_SUBSETS = 20000
+#: branches the branch and bound over orientations may visit before refusing
+MAX_NODES = 50000
+
+
+class BlockNotCovered(Exception):
+    """No orientation of the crossing neurons was certified canonical (reason in args[0])."""
+
+
+def _threshold(tol: float, largest: float, ref: float) -> float:
+    return max(tol, 1e-12) * max(largest, ref)
+
+
+def rank_of(L: np.ndarray, tol: float, ref: float = 0.0) -> int:
+    """Rank of ``L``: singular values up to ``tol`` times ``max(ref, largest)`` count as 0
+    (``ref``: the scale of the terms summed into ``L``)."""
+    if L.size == 0:
+        return 0
+    sv = np.linalg.svd(L, compute_uv=False)
+    return int(np.sum(sv > _threshold(tol, float(sv[0]), ref)))
+
+
+def _unit_rays(B: np.ndarray) -> np.ndarray:
+    """The unit extreme rays of the cone ``span(B) ∩ O`` (``B``: orthonormal rows), sorted
+    lexicographically, entries below ``1e-10`` of a ray's largest snapped to 0.
+
+    A ray of the pointed cone ``{y : B^T y >= 0}`` is where ``dim - 1`` independent facets
+    meet: every ``(dim - 1)``-subset of the ``n1`` facets is tried (at most
+    :data:`MAX_SUBSETS`, checked by the caller)."""
+    r, n1 = B.shape
+    if r == 1:
+        cand = np.vstack([B[0], -B[0]])
+    else:
+        G = B.T                                   # facet normals in the basis coordinates
+        idx = np.array(list(itertools.combinations(range(n1), r - 1)))
+        Msub = G[idx]                             # (S, r - 1, r)
+        _, sv, Vt = np.linalg.svd(Msub)
+        ok = sv[:, -1] > 1e-9 * np.maximum(sv[:, 0], 1e-300)
+        Y = Vt[ok, -1, :]
+        cand = np.vstack([Y @ B, -(Y @ B)])
+    cand /= np.max(np.abs(cand), axis=1, keepdims=True)
+    cand[np.abs(cand) <= 1e-10] = 0.0
+    cand = cand[np.all(cand >= 0, axis=1)]
+    if len(cand) == 0:
+        return np.zeros((0, n1))
+    cand /= np.linalg.norm(cand, axis=1, keepdims=True)
+    order = np.lexsort(cand.T[::-1])
+    cand = cand[order]
+    keep = [0]
+    for a in range(1, len(cand)):
+        if np.max(np.abs(cand[a] - cand[keep[-1]])) > 1e-8:
+            keep.append(a)
+    return cand[keep]
+
+
+def _pick(rays: np.ndarray, k: int) -> np.ndarray:
+    """``k`` independent rays, greedily in their (lexicographic) order."""
+    out: list[np.ndarray] = []
+    for v in rays:
+        if np.linalg.matrix_rank(np.array(out + [v]), tol=1e-9) == len(out) + 1:
+            out.append(v)
+            if len(out) == k:
+                break
+    return np.array(out).reshape(-1, rays.shape[1])
+
+
+def _support(B: np.ndarray) -> np.ndarray | None:
+    """The coordinates positive somewhere on the cone ``span(B) ∩ O`` (one LP maximizing
+    how many are), or ``None`` when the cone does not span ``span(B)`` (some basis vector
+    has weight on a coordinate the cone never leaves 0)."""
+    k, n1 = B.shape
+    # variables (t, s): s <= B^T t, 0 <= s <= 1, maximize sum s
+    res = linprog(np.concatenate([np.zeros(k), -np.ones(n1)]),
+                  A_ub=np.hstack([-B.T, np.eye(n1)]), b_ub=np.zeros(n1),
+                  bounds=[(None, None)] * k + [(0.0, 1.0)] * n1, method="highs")
+    if res.status != 0:   # pragma: no cover - t = 0, s = 0 is always feasible
+        return None
+    supp = res.x[k:] > 0.5
+    if not np.any(supp) or np.max(np.abs(B[:, ~supp]), initial=0.0) > 1e-9:
+        return None
+    return supp
+
+
+def _analytic_center(Bs: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The maximizer of ``sum log y`` over ``y = Bs^T t > 0`` with ``sum y = 1`` (unique:
+    ``Bs`` has full row rank), by Newton's method with the equality kept, from a feasible
+    ``t``; returns ``y``."""
+    c = Bs.sum(axis=1)
+    t = t / float(c @ t)
+    k = Bs.shape[0]
+    for _ in range(200):
+        y = Bs.T @ t
+        g = -Bs @ (1.0 / y)
+        H = (Bs / y[None, :] ** 2) @ Bs.T
+        K = np.block([[H, c[:, None]], [c[None, :], np.zeros((1, 1))]])
+        dt = np.linalg.solve(K, np.concatenate([-g, [0.0]]))[:k]
+        dec = float(dt @ H @ dt)
+        if dec < 1e-26:
+            break
+        dy = Bs.T @ dt
+        neg = dy < 0
+        step = min(1.0, 0.99 * float(np.min(-y[neg] / dy[neg]))) if np.any(neg) else 1.0
+        f0 = -float(np.sum(np.log(y)))
+        while step > 1e-12 and -float(np.sum(np.log(y + step * dy))) > f0 - 0.25 * step * dec:
+            step *= 0.5
+        t = t + step * dt
+    return Bs.T @ t
+
+
+def _center_rows(B: np.ndarray) -> np.ndarray | None:
+    """``k`` independent nonnegative unit rows spanning ``span(B)`` (``B``: ``k``
+    orthonormal rows), a function of ``span(B)``: the analytic center ``y`` of the slice
+    ``span(B) ∩ O ∩ {sum = 1}`` and ``y + t_i g_i`` for the first ``k - 1`` independent
+    projections ``g_i`` of the coordinate vectors onto ``span(B) ∩ {sum = 0}`` (half the
+    step to the slice's boundary); ``None`` when the cone does not span ``span(B)``."""
+    k, n1 = B.shape
+    supp = _support(B)
+    if supp is None:
+        return None
+    Bs = B[:, supp]
+    res = linprog(np.zeros(k), A_ub=-Bs.T, b_ub=-np.ones(int(supp.sum())),
+                  bounds=[(None, None)] * k, method="highs")
+    if res.status != 0:   # pragma: no cover - the support LP found such a point
+        return None
+    y = np.zeros(n1)
+    y[supp] = _analytic_center(Bs, res.x)
+    rows = [y]
+    if k > 1:
+        # an orthonormal basis of span(B) ∩ {sum = 0}: the null space of B 1 in B's basis
+        N = np.linalg.svd(B.sum(axis=1)[None, :])[2][1:].T
+        G = B.T @ N                                    # n1 x (k - 1), orthonormal columns
+        G[~supp] = 0.0
+        basis = np.zeros((0, k - 1))
+        for i in np.flatnonzero(supp):
+            u = G[i]
+            res_u = u - basis.T @ (basis @ u)
+            if np.linalg.norm(res_u) <= 1e-6 * max(np.linalg.norm(u), 1e-300) \
+                    or np.linalg.norm(u) <= 1e-9:
+                continue
+            basis = np.vstack([basis, res_u / np.linalg.norm(res_u)])
+            g = G @ u                                  # the projection of e_i
+            neg = g < 0
+            step = 0.5 * float(np.min(y[neg] / -g[neg]))
+            rows.append(np.maximum(y + step * g, 0.0))
+            if len(rows) == k:
+                break
+        if len(rows) < k:   # pragma: no cover - the projections span the subspace
+            return None
+    A = np.array(rows)
+    return A / np.linalg.norm(A, axis=1, keepdims=True)
+
+
+def _cone_rows(B: np.ndarray) -> np.ndarray | None:
+    """``k = dim span(B)`` canonical nonnegative rows spanning ``span(B)``, or ``None`` when
+    the cone ``span(B) ∩ O`` does not span it."""
+    k, n1 = B.shape
+    if math.comb(n1, k - 1) <= MAX_SUBSETS:
+        A = _pick(_unit_rays(B), k)
+        return A if len(A) == k else None
+    return _center_rows(B)
+
+
+def block_rows(L: np.ndarray, tol: float, ref: float = 0.0) -> np.ndarray:
+    """Canonical nonnegative unit rows ``A`` (``k x n1``, as few as possible) whose span
+    contains the rows of the linear map ``L`` (``n3 x n1``): a function of
+    ``V = rowspace(L)`` alone. When the cone ``V ∩ O`` spans ``V`` (``k = rank L``): its
+    extreme rays (the first independent ones in lexicographic order when it is not
+    simplicial; analytic-center rows when the rays are too many to enumerate, module
+    docs); else (``k = rank L + 1``) those of ``(V + span(1)) ∩ O``, which spans
+    ``V + span(1)`` because it contains ``1``. Ranks as in :func:`rank_of`."""
+    n1 = L.shape[1]
+    if L.size == 0 or not np.any(L):
+        return np.zeros((0, n1))
+    _, sv, Vt = np.linalg.svd(L)
+    r = int(np.sum(sv > _threshold(tol, float(sv[0]), ref)))
+    if r == 0:
+        return np.zeros((0, n1))
+    A = _cone_rows(Vt[:r])
+    if A is None:
+        W = np.linalg.svd(np.vstack([Vt[:r], np.full((1, n1), n1 ** -0.5)]))[2][:r + 1]
+        A = _cone_rows(W)
+    return A
+
+
+def carried(L: np.ndarray, m: int, tol: float, ref: float) -> bool:
+    """Whether ``m`` always-active neurons can carry the linear part ``L``."""
+    r = rank_of(L, tol, ref)
+    if r != m:
+        return r < m
+    return block_rows(L, tol, ref).shape[0] <= m
+
+
+def _key(bits: np.ndarray) -> tuple:
+    """Fewest rows against the reference first, then the earliest such rows."""
+    return int(bits.sum()), tuple(np.flatnonzero(bits))
+
+
+def _by_enumeration(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
+    nc = Ac.shape[0]
+    n3, n1 = L0.shape
+    terms = np.einsum("ij,jk->jik", Wc, Ac).reshape(nc, n3 * n1)
+    bits = (np.arange(2 ** nc)[:, None] >> np.arange(nc)[None, :]) & 1  # 1 = against ref
+    flips = bits ^ against[None, :].astype(int)
+    ok = np.zeros(2 ** nc, dtype=bool)
+    for a in range(0, 2 ** nc, 4096):   # screened at once by rank (at most m is necessary)
+        Ls = (L0.ravel()[None, :] + flips[a:a + 4096] @ terms).reshape(-1, n3, n1)
+        sv = np.linalg.svd(Ls, compute_uv=False)
+        ok[a:a + 4096] = np.sum(sv > max(tol, 1e-12) * np.maximum(sv[:, :1], ref),
+                                axis=1) <= m
+    for c in sorted(np.flatnonzero(ok), key=lambda c: _key(bits[c])):
+        if carried((L0.ravel() + flips[c] @ terms).reshape(n3, n1), m, tol, ref):
+            return flips[c].astype(bool)
+    return np.zeros(nc, dtype=bool)   # pragma: no cover - the current orientation is carried
+
+
+def _by_independent_rows(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None:
+    """The orientation from the least-rank one when the crossing rows are independent
+    (module docs), or ``None`` when they are not or the least-rank orientation is not
+    certified unique."""
+    nc, n1 = Ac.shape
+    if nc > n1:
+        return None
+    sa = np.linalg.svd(Ac, compute_uv=False)
+    if sa[-1] <= 1e-8 * sa[0]:
+        return None
+    H = L0 @ np.linalg.pinv(Ac)            # L0 = G + H A with G's rows orthogonal to A's
+    G = L0 - H @ Ac
+    U, sg, _ = np.linalg.svd(G)
+    rho = int(np.sum(sg > _threshold(tol, float(sg[0]) if sg.size else 0.0, ref)))
+    P = np.eye(L0.shape[0]) - U[:, :rho] @ U[:, :rho].T
+    flip = np.linalg.norm(P @ (H + Wc), axis=0) < np.linalg.norm(P @ H, axis=0)
+    L = L0 + Wc[:, flip] @ Ac[flip]
+    if rank_of(L, tol, ref) != rho:
+        return None
+    sign = np.where(flip, -1.0, 1.0)
+    around = L[None] + sign[:, None, None] * np.einsum("ij,jk->jik", Wc, Ac)
+    sv = np.linalg.svd(around, compute_uv=False)
+    ranks = np.sum(sv > max(tol, 1e-12) * np.maximum(sv[:, :1], ref), axis=1)
+    if np.any(ranks <= rho):   # a neuron that turns at no cost in rank: not unique
+        return None
+    bits = against ^ flip
+    for a in range(nc - 1, -1, -1):   # turn back, last row first, while carried
+        if bits[a]:
+            s = -1.0 if flip[a] else 1.0
+            trial = L + s * np.outer(Wc[:, a], Ac[a])
+            if carried(trial, m, tol, ref):
+                L, flip[a], bits[a] = trial, not flip[a], False
+    return flip
+
+
+def _cut(M, free, Wc, Ac, norms, m, tol, ref) -> bool:
+    """Whether no completion of the branch (``M`` with the neurons ``free`` undecided) has
+    rank at most ``m``: projections annihilate the largest undecided terms (rows, then
+    columns), the rest is bounded around its midpoint by Weyl's inequality."""
+    n3, n1 = M.shape
+    f = free[np.argsort(-norms[free], kind="stable")]
+    cap_rows, cap_cols = max(n1 - m - 1, 0), max(n3 - m - 1, 0)
+    F2, F1, R = f[:cap_rows], f[cap_rows:cap_rows + cap_cols], f[cap_rows + cap_cols:]
+    X = M + 0.5 * (Wc[:, R] @ Ac[R])
+    slack = 0.5 * float(np.sum(norms[R]))
+    if len(F1):
+        Pb = np.linalg.qr(Wc[:, F1])[0]
+        X = X - Pb @ (Pb.T @ X)
+        slack += float(np.sum(np.linalg.norm(Wc[:, F1] - Pb @ (Pb.T @ Wc[:, F1]), axis=0)
+                              * np.linalg.norm(Ac[F1], axis=1)))
+    if len(F2):
+        Qb = np.linalg.qr(Ac[F2].T)[0]
+        X = X - (X @ Qb) @ Qb.T
+        slack += float(np.sum(np.linalg.norm(Ac[F2] - (Ac[F2] @ Qb) @ Qb.T, axis=1)
+                              * np.linalg.norm(Wc[:, F2], axis=0)))
+    sv = np.linalg.svd(X, compute_uv=False)
+    if len(sv) <= m:
+        return False
+    big = float(np.linalg.norm(M, 2)) + float(np.sum(norms[free]))
+    slack += 1e-13 * big
+    return float(sv[m]) - slack > _threshold(tol, big, ref)
+
+
+def _by_bounds(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
+    nc = Ac.shape[0]
+    n3, n1 = L0.shape
+    norms = np.linalg.norm(Wc, axis=0) * np.linalg.norm(Ac, axis=1)
+    found: list[np.ndarray] = []
+    stack = [(0, L0, np.zeros(nc, dtype=bool))]
+    nodes = 0
+    while stack:
+        k, M, flips = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            undecided = max(n1 - m - 1, 0) + max(n3 - m - 1, 0)
+            raise BlockNotCovered(
+                f"which of the {nc} crossing second-layer neurons can turn around into the "
+                f"always-active block ({m} neurons) was not decided within {MAX_NODES} "
+                f"branches: their rows are not linearly independent, and the rank of the "
+                f"block's linear part cuts a branch only with at most {undecided} neurons "
+                f"undecided (n1 - m - 1 + n3 - m - 1); no polynomial method is known for "
+                f"this question (with no neuron for the block it contains SUBSET-SUM)")
+        if k == nc:
+            if rank_of(M, tol, ref) <= m:
+                found.append(flips)
+            continue
+        if _cut(M, np.arange(k, nc), Wc, Ac, norms, m, tol, ref):
+            continue
+        on = flips.copy()
+        on[k] = True
+        stack.append((k + 1, M + np.outer(Wc[:, k], Ac[k]), on))
+        stack.append((k + 1, M, flips))
+    for flips in sorted(found, key=lambda fl: _key(fl ^ against)):
+        if carried(L0 + Wc[:, flips] @ Ac[flips], m, tol, ref):
+            return flips
+    return np.zeros(nc, dtype=bool)   # pragma: no cover - the current orientation is carried
+
+
+def choose_turned(L0: np.ndarray, Wc: np.ndarray, Ac: np.ndarray, against: np.ndarray,
+                  m: int, tol: float, ref: float) -> np.ndarray:
+    """Which crossing neurons to turn around (a boolean mask over them, in their canonical
+    order): ``L0`` the block's linear part now, ``Wc`` (``n3 x nc``) their outgoing weights,
+    ``Ac`` (``nc x n1``) their rows, ``against`` the rows now against the reference
+    orientation, ``m`` the neurons for the block (``1 <= m < min(n3 + 1, n1)``). Module
+    docs; :class:`BlockNotCovered` when the branch and bound runs out."""
+    nc, n1 = Ac.shape
+    if nc == 0:
+        return np.zeros(0, dtype=bool)
+    if nc <= MAX_ENUMERATED and 2 ** nc * L0.size <= MAX_ENTRIES:
+        return _by_enumeration(L0, Wc, Ac, against, m, tol, ref)
+    flip = _by_independent_rows(L0, Wc, Ac, against, m, tol, ref)
+    if flip is not None:
+        return flip
+    return _by_bounds(L0, Wc, Ac, against, m, tol, ref)

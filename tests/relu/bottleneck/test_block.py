@@ -1,0 +1,143 @@
+"""The always-active block (relu._bottleneck.block): every route that picks an orientation
+of the crossing neurons returns the same orientation from every carried starting one (the
+canonical form's invariance), a carried one, and the enumeration's choice where the rule is
+the same; the canonical rows from the analytic center agree with the extreme rays on
+whether the cone spans, and depend on the subspace alone."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neuromanifold.relu._bottleneck import block
+from neuromanifold.relu._bottleneck.block import (BlockNotCovered, _by_bounds, _by_enumeration,
+                                                  _by_independent_rows, _center_rows, _key,
+                                                  _pick, _unit_rays, carried, choose_turned)
+
+TOL = 1e-9
+
+
+def planted(rng, n3, n1, nc, m):
+    """A block instance in the reference orientation: outgoing weights, rows, and the
+    linear part ``L_ref`` of the reference orientation, built so that a random orientation
+    ``T*`` is carried (its linear part has ``r* <= m`` nonnegative rows)."""
+    Wc = rng.standard_normal((n3, nc))
+    Ac = rng.standard_normal((nc, n1))
+    r = int(rng.integers(0, m + 1))
+    star = rng.random(nc) < 0.5
+    L_star = rng.standard_normal((n3, r)) @ np.abs(rng.standard_normal((r, n1)))
+    return Wc, Ac, L_star - Wc[:, star] @ Ac[star]
+
+
+def linear_part(L_ref, Wc, Ac, bits):
+    return L_ref + Wc[:, bits] @ Ac[bits]
+
+
+def carried_orientations(L_ref, Wc, Ac, m, ref):
+    nc = Ac.shape[0]
+    out = []
+    for c in itertools.product([False, True], repeat=nc):
+        bits = np.array(c, dtype=bool)
+        if carried(linear_part(L_ref, Wc, Ac, bits), m, TOL, ref):
+            out.append(bits)
+    return out
+
+
+def chosen_from(route, L_ref, Wc, Ac, bits, m, ref):
+    """The final orientation (rows against the reference) that ``route`` picks when the
+    network is now in orientation ``bits`` (``None`` when the route does not certify)."""
+    rows = np.where(bits[:, None], -Ac, Ac)            # the rows as they are now
+    flip = route(linear_part(L_ref, Wc, Ac, bits), Wc, rows, bits.copy(), m, TOL, ref)
+    return None if flip is None else bits ^ flip
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), shape=st.sampled_from(
+    [(4, 8, 5, 2), (3, 6, 6, 2), (4, 3, 7, 2), (8, 6, 10, 1), (6, 5, 9, 2), (7, 4, 9, 1)]))
+def test_every_route_picks_one_orientation_per_orbit(seed, shape):
+    """From every carried orientation (the orbit's points), each route returns the same
+    carried orientation; enumeration and branch and bound return the fewest rows against
+    the reference (ties by the rows' order), the brute-force ground truth."""
+    rng = np.random.default_rng(seed)
+    n3, n1, nc, m = shape
+    Wc, Ac, L_ref = planted(rng, n3, n1, nc, m)
+    ref = float(np.sum(np.abs(Wc)) * np.max(np.abs(Ac)))
+    orbit = carried_orientations(L_ref, Wc, Ac, m, ref)
+    assert orbit
+    best = min(orbit, key=_key)
+    routes = [_by_enumeration, _by_bounds]
+    if nc <= n1:
+        routes.append(_by_independent_rows)
+    for route in routes:
+        got = set()
+        for bits in orbit:
+            final = chosen_from(route, L_ref, Wc, Ac, bits, m, ref)
+            if final is None:   # not certified here: the branch and bound decides instead
+                got.add(None)
+                continue
+            assert carried(linear_part(L_ref, Wc, Ac, final), m, TOL, ref)
+            got.add(tuple(final))
+        assert len(got) == 1, (route.__name__, got)
+        if route is not _by_independent_rows:
+            assert got == {tuple(best)}, route.__name__
+
+
+def test_the_branch_and_bound_refuses_past_its_budget(monkeypatch):
+    rng = np.random.default_rng(1)
+    Wc, Ac, L_ref = planted(rng, 10, 4, 20, 2)
+    monkeypatch.setattr(block, "MAX_NODES", 50)
+    with pytest.raises(BlockNotCovered, match="not decided within 50 branches"):
+        choose_turned(L_ref, Wc, Ac, np.zeros(20, dtype=bool), 2, TOL, 1.0)
+
+
+def test_a_cut_never_drops_a_carried_orientation():
+    """The cuts keep every orientation of rank at most m: the branch and bound's choice is
+    the brute force's, on blocks where projections cut from the root."""
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        Wc, Ac, L_ref = planted(rng, 8, 6, 10, 1)
+        ref = 1.0
+        truth = {tuple(b) for b in carried_orientations(L_ref, Wc, Ac, 1, ref)}
+        got = tuple(_by_bounds(L_ref, Wc, Ac, np.zeros(10, dtype=bool), 1, TOL, ref))
+        assert got in truth
+        assert got == tuple(min((np.array(t) for t in truth), key=_key))
+
+
+def _orthonormal(rng, V):
+    return np.linalg.qr(V.T)[0].T
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n1=st.integers(3, 7), k=st.integers(1, 3),
+       positive=st.booleans())
+def test_center_rows_agree_with_the_extreme_rays_on_whether_the_cone_spans(seed, n1, k,
+                                                                           positive):
+    rng = np.random.default_rng(seed)
+    V = rng.standard_normal((k, n1))
+    if positive:
+        V = np.abs(V)
+        V[:, rng.random(n1) < 0.3] = 0.0     # the cone may lie in a face of the orthant
+    if np.linalg.matrix_rank(V) < k:
+        return
+    B = _orthonormal(rng, V)
+    rays = _pick(_unit_rays(B), k)
+    rows = _center_rows(B)
+    assert (len(rays) == k) == (rows is not None)
+    if rows is not None:
+        assert rows.shape == (k, n1) and np.all(rows >= 0)
+        assert np.allclose(np.linalg.norm(rows, axis=1), 1.0)
+        assert np.linalg.matrix_rank(rows, tol=1e-9) == k
+        assert np.allclose(rows - (rows @ B.T) @ B, 0.0, atol=1e-9)   # inside span(B)
+
+
+def test_center_rows_depend_on_the_subspace_alone():
+    rng = np.random.default_rng(3)
+    n1, k = 40, 5                      # C(40, 4) > MAX_SUBSETS: the analytic-center route
+    V = np.abs(rng.standard_normal((k, n1)))
+    B = _orthonormal(rng, V)
+    R = np.linalg.qr(rng.standard_normal((k, k)))[0]
+    a, b = block.block_rows(V, TOL), block.block_rows(R @ B * 3.0, TOL)
+    assert a.shape == (k, n1) and np.allclose(a, b, atol=1e-9)
+    assert np.all(a >= 0)
