@@ -202,14 +202,27 @@ def _center_rows(B: np.ndarray) -> np.ndarray | None:
     return A / np.linalg.norm(A, axis=1, keepdims=True)
 
 
+def _by_rays(B: np.ndarray) -> bool:
+    """Whether the cone ``span(B) ∩ O`` is few enough facet subsets for its rays."""
+    k, n1 = B.shape
+    return math.comb(n1, k - 1) <= MAX_SUBSETS
+
+
 def _cone_rows(B: np.ndarray) -> np.ndarray | None:
     """``k = dim span(B)`` canonical nonnegative rows spanning ``span(B)``, or ``None`` when
     the cone ``span(B) ∩ O`` does not span it."""
-    k, n1 = B.shape
-    if math.comb(n1, k - 1) <= MAX_SUBSETS:
-        A = _pick(_unit_rays(B), k)
-        return A if len(A) == k else None
+    if _by_rays(B):
+        A = _pick(_unit_rays(B), B.shape[0])
+        return A if len(A) == B.shape[0] else None
     return _center_rows(B)
+
+
+def _row_space(L: np.ndarray, tol: float, ref: float) -> np.ndarray:
+    """Orthonormal rows spanning ``rowspace(L)`` at the rank of :func:`rank_of`."""
+    if L.size == 0 or not np.any(L):
+        return np.zeros((0, L.shape[1]))
+    _, sv, Vt = np.linalg.svd(L)
+    return Vt[:int(np.sum(sv > _threshold(tol, float(sv[0]), ref)))]
 
 
 def block_rows(L: np.ndarray, tol: float, ref: float = 0.0) -> np.ndarray:
@@ -220,26 +233,26 @@ def block_rows(L: np.ndarray, tol: float, ref: float = 0.0) -> np.ndarray:
     simplicial; analytic-center rows when the rays are too many to enumerate, module
     docs); else (``k = rank L + 1``) those of ``(V + span(1)) ∩ O``, which spans
     ``V + span(1)`` because it contains ``1``. Ranks as in :func:`rank_of`."""
-    n1 = L.shape[1]
-    if L.size == 0 or not np.any(L):
-        return np.zeros((0, n1))
-    _, sv, Vt = np.linalg.svd(L)
-    r = int(np.sum(sv > _threshold(tol, float(sv[0]), ref)))
+    V = _row_space(L, tol, ref)
+    r, n1 = V.shape
     if r == 0:
-        return np.zeros((0, n1))
-    A = _cone_rows(Vt[:r])
+        return V
+    A = _cone_rows(V)
     if A is None:
-        W = np.linalg.svd(np.vstack([Vt[:r], np.full((1, n1), n1 ** -0.5)]))[2][:r + 1]
+        W = np.linalg.svd(np.vstack([V, np.full((1, n1), n1 ** -0.5)]))[2][:r + 1]
         A = _cone_rows(W)
     return A
 
 
 def carried(L: np.ndarray, m: int, tol: float, ref: float) -> bool:
-    """Whether ``m`` always-active neurons can carry the linear part ``L``."""
-    r = rank_of(L, tol, ref)
-    if r != m:
-        return r < m
-    return block_rows(L, tol, ref).shape[0] <= m
+    """Whether ``m`` always-active neurons can carry the linear part ``L`` (the decision
+    :func:`block_rows` makes, without building the rows)."""
+    V = _row_space(L, tol, ref)
+    if len(V) != m or m == 0:
+        return len(V) <= m
+    if _by_rays(V):
+        return len(_pick(_unit_rays(V), m)) == m
+    return _support(V) is not None
 
 
 def _key(bits: np.ndarray) -> tuple:
