@@ -375,3 +375,40 @@ def test_trained_sizes_with_dead_and_always_active_rows_have_a_canonical_form(wi
         assert _close_params(canonical_form(q), c, 1e-7 * max(scale, 1.0))
         r = equivalent_bottleneck(p, q)
         assert r.equivalent and r.certified, r.note
+
+
+def test_a_form_refused_for_its_block_still_leaves_a_verdict():
+    """32-16-32-10 with three dead and three always-active rows: the orientation search
+    runs out of branches, so the form refuses; equivalent_bottleneck still decides (the
+    block mixed onto the other's), as the fast path's conditions do not include the form."""
+    p = _planted_block((32, 16, 32, 10), 3, 3)
+    assert fast_path_reason(p) is None
+    with pytest.raises(InputError, match="not decided within"):
+        canonical_form(p)
+    q, _ = random_orbit_point(p, seed=0)
+    r = equivalent_bottleneck(p, q)
+    assert r.applies and r.equivalent and r.certified, r.note
+
+
+def test_an_ill_scaled_block_cone_gets_a_form_or_a_refusal():
+    """Always-active rows whose columns span ten orders of magnitude (C(64, 3) facet subsets:
+    the analytic-center rows): a LinAlgError and a block of more rows than neurons came out
+    of the first version; each seed now has a form shared by an orbit point, or a refusal."""
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        d, n1, nc, m, n3 = 64, 64, 3, 4, 5
+        W2 = rng.standard_normal((nc + m, n1))
+        b2 = rng.standard_normal(nc + m)
+        W2[nc:] = np.abs(W2[nc:]) * 10.0 ** (-10 * rng.random(n1))[None, :]
+        b2[nc:] = np.abs(b2[nc:])
+        p = [(rng.standard_normal((n1, d)), rng.standard_normal(n1)), (W2, b2),
+             (rng.standard_normal((n3, nc + m)), rng.standard_normal(n3))]
+        try:
+            c = canonical_form(p)
+        except InputError as exc:
+            assert "always-active block" in str(exc)
+            continue
+        assert all(W.shape == V.shape for (W, _), (V, _) in zip(c, p))
+        q, _ = random_orbit_point(p, seed=seed)
+        assert _close_params(canonical_form(q), c, 1e-7 * max(path_norm_scale(p), 1.0))
+        assert equivalent_bottleneck(p, c).equivalent

@@ -116,21 +116,29 @@ def _pick(rays: np.ndarray, k: int) -> np.ndarray:
     return np.array(out).reshape(-1, rays.shape[1])
 
 
-def _support(B: np.ndarray) -> np.ndarray | None:
+def _support(B: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """The coordinates positive somewhere on the cone ``span(B) ∩ O`` (one LP maximizing
-    how many are), or ``None`` when the cone does not span ``span(B)`` (some basis vector
-    has weight on a coordinate the cone never leaves 0)."""
+    how many are, each coordinate measured in units of its column of ``B`` so that the
+    LP's answer does not depend on their scales) and a point ``t`` with ``B^T t`` positive
+    on them; ``None`` when the cone does not span ``span(B)`` (some basis vector has
+    weight on a coordinate the cone never leaves 0)."""
     k, n1 = B.shape
-    # variables (t, s): s <= B^T t, 0 <= s <= 1, maximize sum s
-    res = linprog(np.concatenate([np.zeros(k), -np.ones(n1)]),
-                  A_ub=np.hstack([-B.T, np.eye(n1)]), b_ub=np.zeros(n1),
-                  bounds=[(None, None)] * k + [(0.0, 1.0)] * n1, method="highs")
+    c = np.linalg.norm(B, axis=0)
+    live = c > 1e-12
+    Bn = B[:, live] / c[live]
+    nl = int(live.sum())
+    # variables (t, s): s_i <= (B^T t)_i / |B[:, i]|, 0 <= s <= 1, maximize sum s
+    res = linprog(np.concatenate([np.zeros(k), -np.ones(nl)]),
+                  A_ub=np.hstack([-Bn.T, np.eye(nl)]), b_ub=np.zeros(nl),
+                  bounds=[(None, None)] * k + [(0.0, 1.0)] * nl, method="highs")
     if res.status != 0:   # pragma: no cover - t = 0, s = 0 is always feasible
-        return None
-    supp = res.x[k:] > 0.5
+        raise BlockNotCovered(f"the LP for the support of the block's cone failed "
+                              f"({res.message})")
+    supp = np.zeros(n1, dtype=bool)
+    supp[np.flatnonzero(live)[res.x[k:] > 0.5]] = True
     if not np.any(supp) or np.max(np.abs(B[:, ~supp]), initial=0.0) > 1e-9:
         return None
-    return supp
+    return supp, res.x[:k]
 
 
 def _analytic_center(Bs: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -159,46 +167,60 @@ def _analytic_center(Bs: np.ndarray, t: np.ndarray) -> np.ndarray:
     return Bs.T @ t
 
 
-def _center_rows(B: np.ndarray) -> np.ndarray | None:
+def _center_rows(B: np.ndarray, noise: float = 0.0) -> np.ndarray | None:
     """``k`` independent nonnegative unit rows spanning ``span(B)`` (``B``: ``k``
-    orthonormal rows), a function of ``span(B)``: the analytic center ``y`` of the slice
-    ``span(B) ∩ O ∩ {sum = 1}`` and ``y + t_i g_i`` for the first ``k - 1`` independent
-    projections ``g_i`` of the coordinate vectors onto ``span(B) ∩ {sum = 0}`` (half the
-    step to the slice's boundary); ``None`` when the cone does not span ``span(B)``."""
+    orthonormal rows), a function of ``span(B)``, or ``None`` when the cone does not span
+    it. In the coordinates ``z_i = y_i / |P e_i|`` (``P`` the projector onto ``span(B)``:
+    scales that ``span(B)`` fixes, so that coordinates of very different sizes weigh
+    alike): the analytic center ``z`` of the slice ``{z >= 0, sum z = 1}`` of the cone and
+    ``z + t_i g_i`` for the first ``k - 1`` independent projections ``g_i`` of the
+    coordinate vectors onto the subspace's ``{sum z = 0}`` (half the step to the slice's
+    boundary); then back to ``y`` and unit norm. ``noise``: how far ``span(B)`` may be from
+    the exact subspace; the rows are refused (:class:`BlockNotCovered`) when a coordinate
+    is so small that this moves them by more than ``1e-7``."""
     k, n1 = B.shape
-    supp = _support(B)
-    if supp is None:
+    found = _support(B)
+    if found is None:
         return None
-    Bs = B[:, supp]
-    res = linprog(np.zeros(k), A_ub=-Bs.T, b_ub=-np.ones(int(supp.sum())),
-                  bounds=[(None, None)] * k, method="highs")
-    if res.status != 0:   # pragma: no cover - the support LP found such a point
-        return None
-    y = np.zeros(n1)
-    y[supp] = _analytic_center(Bs, res.x)
-    rows = [y]
+    supp, t = found
+    c = np.linalg.norm(B[:, supp], axis=0)
+    if noise > 1e-7 * float(np.min(c)):
+        raise BlockNotCovered(f"the row space of the always-active block's linear part is "
+                              f"known to about {noise:.1g} and its cone has coordinates of "
+                              f"size {float(np.min(c)):.1g}: rows built from it could differ "
+                              f"between equivalent networks")
+    Bz = B[:, supp] / c
+    if not np.all(Bz.T @ t > 0):   # the LP's point is positive only within its tolerance
+        raise BlockNotCovered("the cone of the always-active block is too ill-conditioned "
+                              "for its analytic center (no strictly positive point found)")
+    z = _analytic_center(Bz, t)
+    if not np.all(np.isfinite(z)) or not np.all(z > 0):
+        raise BlockNotCovered("the analytic center of the always-active block's cone did "
+                              "not converge to a positive point")
+    rows = [z]
     if k > 1:
-        # an orthonormal basis of span(B) ∩ {sum = 0}: the null space of B 1 in B's basis
-        N = np.linalg.svd(B.sum(axis=1)[None, :])[2][1:].T
-        G = B.T @ N                                    # n1 x (k - 1), orthonormal columns
-        G[~supp] = 0.0
+        Q = np.linalg.svd(Bz, full_matrices=False)[2]      # orthonormal, the same span
+        # an orthonormal basis of the span ∩ {sum z = 0}: the null space of Q 1 in Q's basis
+        N = np.linalg.svd(Q.sum(axis=1)[None, :])[2][1:].T
+        G = Q.T @ N                                    # ns x (k - 1), orthonormal columns
         basis = np.zeros((0, k - 1))
-        for i in np.flatnonzero(supp):
-            u = G[i]
+        for u in G:
             res_u = u - basis.T @ (basis @ u)
             if np.linalg.norm(res_u) <= 1e-6 * max(np.linalg.norm(u), 1e-300) \
                     or np.linalg.norm(u) <= 1e-9:
                 continue
-            basis = np.vstack([basis, res_u / np.linalg.norm(res_u)])
             g = G @ u                                  # the projection of e_i
             neg = g < 0
-            step = 0.5 * float(np.min(y[neg] / -g[neg]))
-            rows.append(np.maximum(y + step * g, 0.0))
+            if not np.any(neg):   # a direction of sum 0 has a negative entry unless ~0
+                continue
+            basis = np.vstack([basis, res_u / np.linalg.norm(res_u)])
+            rows.append(np.maximum(z + 0.5 * float(np.min(z[neg] / -g[neg])) * g, 0.0))
             if len(rows) == k:
                 break
         if len(rows) < k:   # pragma: no cover - the projections span the subspace
-            return None
-    A = np.array(rows)
+            raise BlockNotCovered("no canonical rows found for the always-active block")
+    A = np.zeros((k, n1))
+    A[:, supp] = np.array(rows) * c
     return A / np.linalg.norm(A, axis=1, keepdims=True)
 
 
@@ -208,13 +230,13 @@ def _by_rays(B: np.ndarray) -> bool:
     return math.comb(n1, k - 1) <= MAX_SUBSETS
 
 
-def _cone_rows(B: np.ndarray) -> np.ndarray | None:
+def _cone_rows(B: np.ndarray, noise: float) -> np.ndarray | None:
     """``k = dim span(B)`` canonical nonnegative rows spanning ``span(B)``, or ``None`` when
-    the cone ``span(B) ∩ O`` does not span it."""
+    the cone ``span(B) ∩ O`` does not span it (``noise``: as in :func:`_center_rows`)."""
     if _by_rays(B):
         A = _pick(_unit_rays(B), B.shape[0])
         return A if len(A) == B.shape[0] else None
-    return _center_rows(B)
+    return _center_rows(B, noise)
 
 
 def _row_space(L: np.ndarray, tol: float, ref: float) -> np.ndarray:
@@ -237,10 +259,14 @@ def block_rows(L: np.ndarray, tol: float, ref: float = 0.0) -> np.ndarray:
     r, n1 = V.shape
     if r == 0:
         return V
-    A = _cone_rows(V)
+    # how far the computed row space can be from the exact one (Wedin's bound, with the
+    # rounding of the terms summed into L)
+    sv = np.linalg.svd(L, compute_uv=False)
+    noise = 1e-15 * max(float(sv[0]), ref) / float(sv[r - 1])
+    A = _cone_rows(V, noise)
     if A is None:
         W = np.linalg.svd(np.vstack([V, np.full((1, n1), n1 ** -0.5)]))[2][:r + 1]
-        A = _cone_rows(W)
+        A = _cone_rows(W, noise)
     return A
 
 
@@ -253,6 +279,13 @@ def carried(L: np.ndarray, m: int, tol: float, ref: float) -> bool:
     if _by_rays(V):
         return len(_pick(_unit_rays(V), m)) == m
     return _support(V) is not None
+
+
+#: the current orientation is carried in exact arithmetic; when the float decisions say
+#: otherwise, nothing is decided
+_NOT_CARRIED = ("the always-active block's rank or cone decisions, in floating point, do "
+                "not carry even the network's own orientation: too ill-conditioned to "
+                "decide")
 
 
 def _key(bits: np.ndarray) -> tuple:
@@ -275,7 +308,7 @@ def _by_enumeration(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
     for c in sorted(np.flatnonzero(ok), key=lambda c: _key(bits[c])):
         if carried((L0.ravel() + flips[c] @ terms).reshape(n3, n1), m, tol, ref):
             return flips[c].astype(bool)
-    return np.zeros(nc, dtype=bool)   # pragma: no cover - the current orientation is carried
+    raise BlockNotCovered(_NOT_CARRIED)
 
 
 def _by_independent_rows(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None:
@@ -373,7 +406,7 @@ def _by_bounds(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
     for flips in sorted(found, key=lambda fl: _key(fl ^ against)):
         if carried(L0 + Wc[:, flips] @ Ac[flips], m, tol, ref):
             return flips
-    return np.zeros(nc, dtype=bool)   # pragma: no cover - the current orientation is carried
+    raise BlockNotCovered(_NOT_CARRIED)
 
 
 def choose_turned(L0: np.ndarray, Wc: np.ndarray, Ac: np.ndarray, against: np.ndarray,

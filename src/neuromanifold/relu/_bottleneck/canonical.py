@@ -51,8 +51,9 @@ from .._core.net import forward
 from .block import BlockNotCovered, block_rows, choose_turned
 from .shape import (hidden_hyperplanes, is_bottleneck, live_rows, row_kinds, row_signs,
                     three_layer, weighted_rows)
-from .symmetries import (BlockRefactor, DeadNeuronMove, Flip, HidingTranslation, Permutation,
-                         RampFlip, Scaling, SecondLayerFlip, Symmetry, apply_sequence)
+from .symmetries import (BlockRefactor, DeadNeuronMove, Flip, HidingTranslation,
+                         LinearBlockMixing, Permutation, RampFlip, Scaling, SecondLayerFlip,
+                         Symmetry, apply_sequence)
 
 __all__ = ["canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",
            "fast_path_reason"]
@@ -73,6 +74,7 @@ class BottleneckInfo:
     linear: list[int]
     dead: list[int]
     flippable: list[int]
+    block: str | None = None   # why the always-active block has no canonical form (or None)
     snapped: int = 0           # entries of [W2 | b2] within tol of zero, set to 0
     snap_bound: float = 0.0    # bound on the relative function change that caused
 
@@ -191,7 +193,7 @@ def fast_path_reason(params: Any, *, tol: float = DEFAULT_TOL) -> str | None:
     tol = check_tol(tol)
     params = three_layer(params, "the bottleneck fast path")
     try:
-        _canonical(params, tol)
+        analyze_bottleneck(_snap(params, tol)[0], tol)
     except NotCovered as exc:
         return str(exc.args[0])
     return None
@@ -290,7 +292,8 @@ def _choose_turned(cur: Params, info: BottleneckInfo, tol: float) -> tuple:
     """The crossing neurons to turn around (canonical first layer and unit crossing rows),
     chosen among the orientations the available neurons can carry by the rules of
     :mod:`neuromanifold.relu._bottleneck.block` (:class:`NotCovered` when none is
-    certified); the reference orientation has the largest weight of ``a_j`` positive."""
+    certified: :class:`BlockNotCovered`); the reference orientation has the largest weight
+    of ``a_j`` positive."""
     crossing, linear, dead = _kinds(cur, tol)
     (W1, _), (W2, _), (W3, _) = cur
     n1, n3 = W1.shape[0], W3.shape[0]
@@ -302,12 +305,9 @@ def _choose_turned(cur: Params, info: BottleneckInfo, tol: float) -> tuple:
         return tuple(against)
     ref = {j: (-W2[j] if j in against else W2[j]) for j in crossing}
     order = sorted(crossing, key=lambda j: tuple(ref[j]))
-    try:
-        flip = choose_turned(W3[:, linear] @ W2[linear], W3[:, order], W2[order],
-                             np.array([j in against for j in order], dtype=bool), m, tol,
-                             path_norm_scale(cur))
-    except BlockNotCovered as exc:
-        raise NotCovered(exc.args[0]) from None
+    flip = choose_turned(W3[:, linear] @ W2[linear], W3[:, order], W2[order],
+                         np.array([j in against for j in order], dtype=bool), m, tol,
+                         path_norm_scale(cur))
     return tuple(sorted(order[a] for a in np.flatnonzero(flip)))
 
 
@@ -405,14 +405,30 @@ def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float):
     for j in info.crossing:
         s2[j] = 1.0 / np.linalg.norm(np.append(W2[j], b2[j]))
     cur = _step(path, before, cur, Scaling(2, tuple(s2)), tol)
+    block = None
     if info.linear or info.dead:
-        turned = _choose_turned(cur, info, tol) if i is None else ()
-        (_, _), (W2, _), (W3, _) = cur
-        crossing, linear, _ = _kinds(cur, tol)
-        L = W3[:, linear] @ W2[linear] + sum((np.outer(W3[:, j], W2[j]) for j in turned),
-                                             np.zeros((n3, n1)))
-        cur = _reorient(path, before, cur, turned, block_rows(L, tol, path_norm_scale(cur)),
-                        tol)
+        try:
+            turned = _choose_turned(cur, info, tol) if i is None else ()
+            (_, _), (W2, _), (W3, _) = cur
+            crossing, linear, dead = _kinds(cur, tol)
+            L = W3[:, linear] @ W2[linear] + sum((np.outer(W3[:, j], W2[j]) for j in turned),
+                                                 np.zeros((n3, n1)))
+            A = block_rows(L, tol, path_norm_scale(cur))
+            if A.shape[0] > len(linear) + len(dead):
+                raise BlockNotCovered(f"the rows chosen for the always-active block "
+                                      f"({A.shape[0]}) exceed its {len(linear) + len(dead)} "
+                                      f"neurons: the cone of its linear part is too "
+                                      f"ill-conditioned to decide")
+        except BlockNotCovered as exc:
+            # the form refuses; the verdict still has the block as it is (unit rows)
+            block = exc.args[0]
+            W2, b2 = cur[1]
+            s2 = np.ones(W2.shape[0])
+            for j in info.linear:
+                s2[j] = 1.0 / np.linalg.norm(np.append(W2[j], b2[j]))
+            cur = _step(path, before, cur, Scaling(2, tuple(s2)), tol)
+        else:
+            cur = _reorient(path, before, cur, turned, A, tol)
     # 7. second-layer order
     W2, b2 = cur[1]
     crossing, linear, dead = _kinds(cur, tol)
@@ -426,7 +442,7 @@ def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float):
                       list(range(len(crossing))),
                       list(range(len(crossing), len(crossing) + len(linear))),
                       list(range(len(crossing) + len(linear), len(perm2))),
-                      sorted(perm1.index(k) for k in info.flippable),
+                      sorted(perm1.index(k) for k in info.flippable), block,
                       snapped, snap_bound)
     return cur, path, before, structure
 
@@ -466,9 +482,13 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
     tol = check_tol(tol)
     params = three_layer(params, "canonical_form")
     try:
-        return _canonical(params, tol)[0]
+        out, _, _, info = _canonical(params, tol)
     except NotCovered as exc:
         reason = exc.args[0]
+    else:
+        if info.block is None:
+            return out
+        reason = info.block
     raise InputError(f"canonical_form needs a generic three-layer bottleneck network "
                      f"(docs/relu_equivalence.md); here: {reason}")
 
@@ -727,7 +747,7 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
     (W2q, b2q), (W3q, b3q) = cq[1], cq[2]
     Rq = np.hstack([W2q, b2q[:, None]])
     same_shape = ((len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
-                  and cur[1][0].shape == W2q.shape)
+                  and cur[1][0].shape == W2q.shape and not ip.block and not iq.block)
 
     def land(cur, steps, how):
         """The symmetry p -> q if ``cur`` (p moved by ``path_p + steps``) matches ``c_q`` up
@@ -764,6 +784,30 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
                            + ("" if ok else f" (above tol {tol:g}: not certified)"))
     if same_shape:
         res = land(cur, align, "equal canonical forms")
+        if res is not None:
+            return res
+    elif ((len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
+          and cur[1][0].shape == W2q.shape and ip.linear):
+        # a block without canonical form: after matching the crossing rows, try the mixing
+        # that takes p's block rows onto q's (least squares, checked by applying it)
+        Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
+        g = np.array(ip.crossing, dtype=int)
+        perm2 = np.arange(Rc.shape[0])
+        perm2[g] = g[_assign(Rc[g], Rq[g])]
+        steps = list(align)
+        moved = cur
+        if np.any(perm2 != np.arange(len(perm2))):
+            steps.append(Permutation(2, tuple(int(v) for v in perm2)))
+            moved = steps[-1].apply(moved, tol=tol)
+        A = list(ip.linear)
+        Wa, ba = moved[1][0][A], moved[1][1][A]
+        Mx = Rq[A, :-1] @ np.linalg.pinv(Wa)
+        try:
+            mix = LinearBlockMixing(tuple(A), Mx, tuple(Rq[A, -1] - Mx @ ba))
+            res = land(mix.apply(moved, tol=tol), steps + [mix], "equal up to the mixing of "
+                       "the always-active block")
+        except (SymmetryError, InputError):
+            res = None
         if res is not None:
             return res
     # same first layer, different second layer: the orientation-free invariant decides
