@@ -267,6 +267,18 @@ def block_rows(L: np.ndarray, tol: float, ref: float = 0.0) -> np.ndarray:
     if A is None:
         W = np.linalg.svd(np.vstack([V, np.full((1, n1), n1 ** -0.5)]))[2][:r + 1]
         A = _cone_rows(W, noise)
+    if A is None:   # V + span(1) contains 1: only rounding can say it does not span
+        raise BlockNotCovered("the cone of the always-active block's rows was judged not "
+                              "to span a space that contains 1 (rounding)")
+    # the outgoing weights C = L A^+ carry the row space's error times cond(A) (to first
+    # order): past 1e-7, equivalent networks could get different forms
+    sa = np.linalg.svd(A, compute_uv=False)
+    cond = float(sa[0] / sa[-1]) if sa[-1] > 0 else np.inf
+    if noise * cond > 1e-7:
+        raise BlockNotCovered(f"the always-active block's rows are ill-conditioned "
+                              f"(condition number {cond:.2g}) for a row space known to about "
+                              f"{noise:.1g}: its form could differ between equivalent "
+                              f"networks")
     return A
 
 

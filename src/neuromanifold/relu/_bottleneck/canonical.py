@@ -450,7 +450,9 @@ def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float):
 def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
     """One canonical representative of the orbit of ``params`` under the named symmetries.
 
-    For a generic three-layer bottleneck network (``fast_path_reason(params) is None``):
+    For a generic three-layer bottleneck network (``fast_path_reason(params) is None``,
+    which the verdict needs; the form can still refuse when its always-active block has
+    no certified orientation or rows, the reason then given):
     neurons normalized, ordered canonically, dead neurons set to ``(0, ..., 0, -1)`` with
     zero outgoing weights, crossing second-layer neurons turned to a canonical orientation,
     the always-active block refactored onto canonical nonnegative rows of the row space

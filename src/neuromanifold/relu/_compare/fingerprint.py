@@ -155,7 +155,7 @@ def fingerprint(params: Any, *, tol: Any = DEFAULT_TOL) -> Fingerprint:
     P = check_params(params)
     widths = (P[0][0].shape[1],) + tuple(W.shape[0] for W, _ in P)
     complete, how = False, "permutations and positive rescalings of the hidden neurons"
-    if len(P) == 3 and fast_path_reason(P) is None:
+    if len(P) == 3 and fast_path_reason(P, tol=tol) is None:
         try:
             P = canonical_form(P, tol=tol)
             complete, how = True, "every symmetry (canonical form of a generic bottleneck)"
