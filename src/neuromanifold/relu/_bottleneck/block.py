@@ -29,8 +29,11 @@ Which orientation the canonical form takes (:func:`choose_turned`):
 
 Canonical rows (:func:`block_rows`) are a function of ``rowspace(L)`` alone: its cone's
 extreme rays when few enough ``(dim - 1)``-subsets of the orthant's facets exist, else
-the analytic center of the cone's slice ``{y : sum y = 1}`` and one step from it along
-each of ``dim - 1`` canonical directions (projections of the coordinate vectors).
+the analytic center of the cone's slice ``{sum = 1}`` and one step from it along each of
+``dim - 1`` canonical directions (projections of the coordinate vectors), in coordinates
+scaled by the row space's projector. Rows that equivalent networks could get differently
+(the row space known to Wedin's bound, amplified by a tiny coordinate or by the rows'
+condition number, past ``1e-7``) are refused.
 """
 
 from __future__ import annotations
@@ -41,8 +44,7 @@ import math
 import numpy as np
 from scipy.optimize import linprog
 
-__all__ = ["BlockNotCovered", "MAX_NODES", "block_rows", "carried", "choose_turned",
-           "rank_of"]
+__all__ = ["BlockNotCovered", "MAX_NODES", "block_rows", "carried", "choose_turned"]
 
 #: at most this many crossing neurons get every orientation tried
 MAX_ENUMERATED = 16
@@ -63,7 +65,7 @@ def _threshold(tol: float, largest: float, ref: float) -> float:
     return max(tol, 1e-12) * max(largest, ref)
 
 
-def rank_of(L: np.ndarray, tol: float, ref: float = 0.0) -> int:
+def _rank_of(L: np.ndarray, tol: float, ref: float = 0.0) -> int:
     """Rank of ``L``: singular values up to ``tol`` times ``max(ref, largest)`` count as 0
     (``ref``: the scale of the terms summed into ``L``)."""
     if L.size == 0:
@@ -240,7 +242,7 @@ def _cone_rows(B: np.ndarray, noise: float) -> np.ndarray | None:
 
 
 def _row_space(L: np.ndarray, tol: float, ref: float) -> np.ndarray:
-    """Orthonormal rows spanning ``rowspace(L)`` at the rank of :func:`rank_of`."""
+    """Orthonormal rows spanning ``rowspace(L)`` at the rank of :func:`_rank_of`."""
     if L.size == 0 or not np.any(L):
         return np.zeros((0, L.shape[1]))
     _, sv, Vt = np.linalg.svd(L)
@@ -254,7 +256,7 @@ def block_rows(L: np.ndarray, tol: float, ref: float = 0.0) -> np.ndarray:
     extreme rays (the first independent ones in lexicographic order when it is not
     simplicial; analytic-center rows when the rays are too many to enumerate, module
     docs); else (``k = rank L + 1``) those of ``(V + span(1)) ∩ O``, which spans
-    ``V + span(1)`` because it contains ``1``. Ranks as in :func:`rank_of`."""
+    ``V + span(1)`` because it contains ``1``. Ranks as in :func:`_rank_of`."""
     V = _row_space(L, tol, ref)
     r, n1 = V.shape
     if r == 0:
@@ -340,7 +342,7 @@ def _by_independent_rows(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None:
     P = np.eye(L0.shape[0]) - U[:, :rho] @ U[:, :rho].T
     flip = np.linalg.norm(P @ (H + Wc), axis=0) < np.linalg.norm(P @ H, axis=0)
     L = L0 + Wc[:, flip] @ Ac[flip]
-    if rank_of(L, tol, ref) != rho:
+    if _rank_of(L, tol, ref) != rho:
         return None
     sign = np.where(flip, -1.0, 1.0)
     around = L[None] + sign[:, None, None] * np.einsum("ij,jk->jik", Wc, Ac)
@@ -406,7 +408,7 @@ def _by_bounds(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
                 f"undecided (n1 - m - 1 + n3 - m - 1); no polynomial method is known for "
                 f"this question (with no neuron for the block it contains SUBSET-SUM)")
         if k == nc:
-            if rank_of(M, tol, ref) <= m:
+            if _rank_of(M, tol, ref) <= m:
                 found.append(flips)
             continue
         if _cut(M, np.arange(k, nc), Wc, Ac, norms, m, tol, ref):
