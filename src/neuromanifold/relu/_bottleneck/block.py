@@ -58,20 +58,26 @@ MAX_NODES = 50000
 
 
 class BlockNotCovered(Exception):
-    """No orientation of the crossing neurons was certified canonical (reason in args[0])."""
+    """No orientation of the crossing neurons, or no rows for the always-active block, was
+    certified canonical (reason in args[0])."""
 
 
-def _threshold(tol: float, largest: float, ref: float) -> float:
-    return max(tol, 1e-12) * max(largest, ref)
+def _threshold(tol: float, largest, ref: float):
+    return max(tol, 1e-12) * np.maximum(largest, ref)
+
+
+def _ranks(sv: np.ndarray, tol: float, ref: float):
+    """Ranks from singular values (``(..., k)``, largest first): values up to ``tol`` times
+    ``max(ref, largest)`` count as 0 (``ref``: the scale of the terms summed into the
+    matrix)."""
+    if sv.shape[-1] == 0:
+        return np.zeros(sv.shape[:-1], dtype=int)
+    return np.sum(sv > _threshold(tol, sv[..., :1], ref), axis=-1)
 
 
 def _rank_of(L: np.ndarray, tol: float, ref: float = 0.0) -> int:
-    """Rank of ``L``: singular values up to ``tol`` times ``max(ref, largest)`` count as 0
-    (``ref``: the scale of the terms summed into ``L``)."""
-    if L.size == 0:
-        return 0
-    sv = np.linalg.svd(L, compute_uv=False)
-    return int(np.sum(sv > _threshold(tol, float(sv[0]), ref)))
+    """Rank of ``L`` (:func:`_ranks`)."""
+    return int(_ranks(np.linalg.svd(L, compute_uv=False), tol, ref)) if L.size else 0
 
 
 def _unit_rays(B: np.ndarray) -> np.ndarray:
@@ -241,12 +247,13 @@ def _cone_rows(B: np.ndarray, noise: float) -> np.ndarray | None:
     return _center_rows(B, noise)
 
 
-def _row_space(L: np.ndarray, tol: float, ref: float) -> np.ndarray:
-    """Orthonormal rows spanning ``rowspace(L)`` at the rank of :func:`_rank_of`."""
+def _row_space(L: np.ndarray, tol: float, ref: float) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal rows spanning ``rowspace(L)`` at the rank of :func:`_rank_of`, and the
+    singular values of ``L``."""
     if L.size == 0 or not np.any(L):
-        return np.zeros((0, L.shape[1]))
+        return np.zeros((0, L.shape[1])), np.zeros(0)
     _, sv, Vt = np.linalg.svd(L)
-    return Vt[:int(np.sum(sv > _threshold(tol, float(sv[0]), ref)))]
+    return Vt[:int(_ranks(sv, tol, ref))], sv
 
 
 def block_rows(L: np.ndarray, tol: float, ref: float = 0.0) -> np.ndarray:
@@ -257,13 +264,12 @@ def block_rows(L: np.ndarray, tol: float, ref: float = 0.0) -> np.ndarray:
     simplicial; analytic-center rows when the rays are too many to enumerate, module
     docs); else (``k = rank L + 1``) those of ``(V + span(1)) ∩ O``, which spans
     ``V + span(1)`` because it contains ``1``. Ranks as in :func:`_rank_of`."""
-    V = _row_space(L, tol, ref)
+    V, sv = _row_space(L, tol, ref)
     r, n1 = V.shape
     if r == 0:
         return V
     # how far the computed row space can be from the exact one (Wedin's bound, with the
     # rounding of the terms summed into L)
-    sv = np.linalg.svd(L, compute_uv=False)
     noise = 1e-15 * max(float(sv[0]), ref) / float(sv[r - 1])
     A = _cone_rows(V, noise)
     if A is None:
@@ -287,7 +293,7 @@ def block_rows(L: np.ndarray, tol: float, ref: float = 0.0) -> np.ndarray:
 def carried(L: np.ndarray, m: int, tol: float, ref: float) -> bool:
     """Whether ``m`` always-active neurons can carry the linear part ``L`` (the decision
     :func:`block_rows` makes, without building the rows)."""
-    V = _row_space(L, tol, ref)
+    V, _ = _row_space(L, tol, ref)
     if len(V) != m or m == 0:
         return len(V) <= m
     if _by_rays(V):
@@ -316,9 +322,7 @@ def _by_enumeration(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
     ok = np.zeros(2 ** nc, dtype=bool)
     for a in range(0, 2 ** nc, 4096):   # screened at once by rank (at most m is necessary)
         Ls = (L0.ravel()[None, :] + flips[a:a + 4096] @ terms).reshape(-1, n3, n1)
-        sv = np.linalg.svd(Ls, compute_uv=False)
-        ok[a:a + 4096] = np.sum(sv > max(tol, 1e-12) * np.maximum(sv[:, :1], ref),
-                                axis=1) <= m
+        ok[a:a + 4096] = _ranks(np.linalg.svd(Ls, compute_uv=False), tol, ref) <= m
     for c in sorted(np.flatnonzero(ok), key=lambda c: _key(bits[c])):
         if carried((L0.ravel() + flips[c] @ terms).reshape(n3, n1), m, tol, ref):
             return flips[c].astype(bool)
@@ -338,7 +342,7 @@ def _by_independent_rows(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None:
     H = L0 @ np.linalg.pinv(Ac)            # L0 = G + H A with G's rows orthogonal to A's
     G = L0 - H @ Ac
     U, sg, _ = np.linalg.svd(G)
-    rho = int(np.sum(sg > _threshold(tol, float(sg[0]) if sg.size else 0.0, ref)))
+    rho = int(_ranks(sg, tol, ref))
     P = np.eye(L0.shape[0]) - U[:, :rho] @ U[:, :rho].T
     flip = np.linalg.norm(P @ (H + Wc), axis=0) < np.linalg.norm(P @ H, axis=0)
     L = L0 + Wc[:, flip] @ Ac[flip]
@@ -346,8 +350,7 @@ def _by_independent_rows(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None:
         return None
     sign = np.where(flip, -1.0, 1.0)
     around = L[None] + sign[:, None, None] * np.einsum("ij,jk->jik", Wc, Ac)
-    sv = np.linalg.svd(around, compute_uv=False)
-    ranks = np.sum(sv > max(tol, 1e-12) * np.maximum(sv[:, :1], ref), axis=1)
+    ranks = _ranks(np.linalg.svd(around, compute_uv=False), tol, ref)
     if np.any(ranks <= rho):   # a neuron that turns at no cost in rank: not unique
         return None
     bits = against ^ flip
@@ -385,7 +388,7 @@ def _cut(M, free, Wc, Ac, norms, m, tol, ref) -> bool:
         return False
     big = float(np.linalg.norm(M, 2)) + float(np.sum(norms[free]))
     slack += 1e-13 * big
-    return float(sv[m]) - slack > _threshold(tol, big, ref)
+    return float(sv[m]) - slack > float(_threshold(tol, big, ref))
 
 
 def _by_bounds(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:

@@ -120,7 +120,7 @@ def analyze_bottleneck(params: Params, tol: float) -> BottleneckInfo:
     """Classify the second layer and check the fast path's genericity conditions."""
     (W1, b1), (W2, b2), (W3, b3) = params
     n1, d = W1.shape
-    n2, n3 = W2.shape[0], W3.shape[0]
+    n3 = W3.shape[0]
     if tol == 0:
         raise NotCovered("tol = 0 asks for a decision over the exact floats, which a "
                           "floating-point canonical form cannot give")
@@ -291,9 +291,8 @@ def _reorient(path: list, before: list, cur: Params, turned: tuple, A: np.ndarra
 def _choose_turned(cur: Params, info: BottleneckInfo, tol: float) -> tuple:
     """The crossing neurons to turn around (canonical first layer and unit crossing rows),
     chosen among the orientations the available neurons can carry by the rules of
-    :mod:`neuromanifold.relu._bottleneck.block` (:class:`NotCovered` when none is
-    certified: :class:`BlockNotCovered`); the reference orientation has the largest weight
-    of ``a_j`` positive."""
+    :mod:`neuromanifold.relu._bottleneck.block` (:class:`BlockNotCovered` when none is
+    certified); the reference orientation has the largest weight of ``a_j`` positive."""
     crossing, linear, dead = _kinds(cur, tol)
     (W1, _), (W2, _), (W3, _) = cur
     n1, n3 = W1.shape[0], W3.shape[0]
@@ -355,6 +354,15 @@ def _canonical(params: Params, tol: float) -> tuple[Params, list, list, Bottlene
     return _canonical_one(cur, tol, snapped, snap_bound)
 
 
+def _unit_rows(cur: Params, rows: list) -> Scaling:
+    """The scaling that gives the second-layer ``rows`` unit norm ``||(w_j, b_j)|| = 1``."""
+    W2, b2 = cur[1]
+    s2 = np.ones(W2.shape[0])
+    for j in rows:
+        s2[j] = 1.0 / np.linalg.norm(np.append(W2[j], b2[j]))
+    return Scaling(2, tuple(s2))
+
+
 def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float):
     """:func:`_canonical` with the first-layer direction kept (``cur`` already snapped)."""
     path: list[Symmetry] = []
@@ -400,11 +408,7 @@ def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float):
     if perm1 != list(range(n1)):
         cur = _step(path, before, cur, Permutation(1, tuple(perm1)), tol)
     # 6. second-layer norms, orientations and the always-active block
-    W2, b2 = cur[1]
-    s2 = np.ones(W2.shape[0])
-    for j in info.crossing:
-        s2[j] = 1.0 / np.linalg.norm(np.append(W2[j], b2[j]))
-    cur = _step(path, before, cur, Scaling(2, tuple(s2)), tol)
+    cur = _step(path, before, cur, _unit_rows(cur, info.crossing), tol)
     block = None
     if info.linear or info.dead:
         try:
@@ -422,11 +426,7 @@ def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float):
         except BlockNotCovered as exc:
             # the form refuses; the verdict still has the block as it is (unit rows)
             block = exc.args[0]
-            W2, b2 = cur[1]
-            s2 = np.ones(W2.shape[0])
-            for j in info.linear:
-                s2[j] = 1.0 / np.linalg.norm(np.append(W2[j], b2[j]))
-            cur = _step(path, before, cur, Scaling(2, tuple(s2)), tol)
+            cur = _step(path, before, cur, _unit_rows(cur, info.linear), tol)
         else:
             cur = _reorient(path, before, cur, turned, A, tol)
     # 7. second-layer order
@@ -456,8 +456,8 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
     neurons normalized, ordered canonically, dead neurons set to ``(0, ..., 0, -1)`` with
     zero outgoing weights, crossing second-layer neurons turned to a canonical orientation,
     the always-active block refactored onto canonical nonnegative rows of the row space
-    of its linear part (any number of neurons), the hidden hyperplane translated to a fixed position and
-    flips turned to a fixed orientation (module docs); ``n1 = 1`` included. Two such
+    of its linear part (any number of neurons), the hidden hyperplane translated to a
+    fixed position and flips turned to a fixed orientation (module docs); ``n1 = 1`` included. Two such
     networks related by the symmetries of :mod:`neuromanifold.relu.symmetries` have the
     same canonical form up to rounding. Entries of ``[W2 | b2]`` within ``tol`` of zero
     (weight decay leaves many) are set to 0 first when that moves the function by at most
