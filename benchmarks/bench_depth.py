@@ -24,8 +24,11 @@ R^d.
 * Canonical form with two rows dead (three-layer networks): two second-layer rows made
   dead, the form under every named symmetry, and whether a random orbit point (block
   refactors, second-layer flips, dead-neuron moves) gets the same form.
-* Identifiability and the canonical form report absolute figures: no other tool computes
-  them.
+* The fiber (networks of other depths than three, ``time_limit=120``): the dimension the
+  listed moves generate, the proven upper bound ``P - rank``, and the local dimension where
+  they meet.
+* Identifiability, the canonical form and the fiber report absolute figures: no other tool
+  computes them.
 
     python benchmarks/bench_depth.py [--quick]
 """
@@ -172,6 +175,11 @@ def rows_for(size: str, p, rng) -> list[dict]:
         f"{e.equivalent}, certified={e.certified}, {e.method}; sampling: witness "
         f"{found} (largest difference {rel:.2g} relative)", "dense sampling (20,000 points)",
         t_ds)
+    if len(p) != 3:   # three-layer networks get the bottleneck families (no time limit)
+        took, F = timed(lambda: relu.fiber(p, time_limit=120))
+        state = (f"local dimension {F.local_dimension}, proved" if F.local_dimension is not None
+                 else f"undecided: between {F.dimension} and {F.kernel_dimension}")
+        row("fiber", took, None, f"{state} ({len(F.families)} move families)")
     t0 = time.perf_counter()
     try:
         f = relu.functional_dimension(p, time_limit=120)

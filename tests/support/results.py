@@ -94,6 +94,7 @@ def build_results():
             (np.array([[1.0, 2.0]]), np.zeros(1))]
     out.append(relu.identifiability(deep))   # a window symmetry as its witness
     out.append(relu.fiber(P4))
+    out.append(relu.fiber(deep))   # any depth: a DeepFiber with its MoveFamily list
     out.append(nm.conservation_laws(P3))   # with its KnownLaw instances
     out.append(relu.gradient_flow(P3, [[0.5, 1.0], [1.0, 0.2]], [[1.0], [0.0]], 0.1,
                                   num_times=3))

@@ -21,7 +21,9 @@ PyTorch state_dict files), analysed exactly.
                     every symmetry for generic three-layer bottlenecks, permutation and
                     scaling after a lossless reduction at other depths (or with
                     --quotient permutation-scaling)
-  fiber MODEL       the whole fiber of a generic bottleneck network, as semi-algebraic families
+  fiber MODEL       the whole fiber of a generic bottleneck network, as semi-algebraic families;
+                    at other depths the moves through the parameter and the fiber's local
+                    dimension where two proven bounds meet
   plot MODEL        the linear regions and bent hyperplanes of a network on R^2, as a figure
   fundim MODEL      the functional dimension (the rank of the parameter Jacobian over the
                     domain) against its bound, certified or with the gap that decided it
@@ -275,7 +277,7 @@ def _canonical(args) -> int:
 def _fiber(args) -> int:
     from ..relu import fiber  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
-    res = fiber(model.params, tol=args.tol)
+    res = fiber(model.params, tol=args.tol, **_budget(args))
     return emit(args, res.describe(), res.to_dict())
 
 
@@ -417,10 +419,10 @@ def register(sub) -> None:
     p.add_argument("--show", type=nonnegative_int, default=20,
                    help="regions: how many to list")
     p.add_argument("--max-regions", metavar="N", type=positive_int, default=None,
-                   help="regions, equiv, distance, plot: stop after N (joint) regions "
+                   help="regions, equiv, distance, plot, fiber: stop after N (joint) regions "
                         "(default: no limit)")
     p.add_argument("--time-limit", metavar="SECONDS", type=positive_float, default=None,
-                   help="regions, equiv, plot: stop after this many seconds (default: no "
+                   help="regions, equiv, plot, fiber: stop after this many seconds (default: no "
                         "limit; distance: 60)")
     p.add_argument("--data", metavar="X.npy",
                    help="neurons, reduce: data points (n x d, .npy); their bounding box is "

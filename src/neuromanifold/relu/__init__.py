@@ -8,7 +8,8 @@ functional equivalence, functional dimension, one hidden layer on the orthant
 from ._orthant.arrangement import (ArrangementComparison, ArrangementHyperplane,
                                    WeightedArrangement, arrangements_equal,
                                    weighted_arrangement)
-from ._bottleneck.fiber import BottleneckFiber, FiberFamily, fiber
+from ._bottleneck.fiber import BottleneckFiber, FiberFamily
+from ._deep.fiber import DeepFiber, MoveFamily, fiber
 from ._analysis.bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
 from ._bottleneck.canonical import BottleneckEquivalence, equivalent_bottleneck
 from ._deep.canonical import canonical_form
@@ -56,7 +57,7 @@ __all__ = [
     # symmetries and identifiability (docs/relu_symmetries.md; any depth: docs/relu_depth.md)
     "symmetries", "identifiability", "Identifiability", "DeepIdentifiability",
     "HiddenHyperplane",
-    "fiber", "BottleneckFiber", "FiberFamily",
+    "fiber", "BottleneckFiber", "FiberFamily", "DeepFiber", "MoveFamily",
     # canonical form, polynomial-time equivalence, fiber search (docs/relu_equivalence.md)
     "canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",
     "search_symmetries", "SymmetrySearch", "SearchCluster",

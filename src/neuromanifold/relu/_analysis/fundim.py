@@ -85,7 +85,7 @@ from .layered_rank import LayeredRank, certified_pattern, layered_rank
 from .regions import sample_domain
 from .tangent import TangentMILP, interior_point
 
-__all__ = ["FunctionalDimension", "functional_dimension"]
+__all__ = ["rank_lower_bound", "FunctionalDimension", "functional_dimension"]
 
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
@@ -739,6 +739,28 @@ def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_
                 _floats_exact(params)).run(method)
 
 
+def rank_lower_bound(params: Any, goal: int, *, max_regions: int | None = None,
+                     time_limit: float | None = None) -> tuple[int | None, bool]:
+    """``(r, smooth)``: a proven lower bound ``r`` of the rank of the parameter Jacobian of
+    ``params`` on R^d (exact: modulo a prime over regions whose patterns are proven, or
+    over enumerated regions), searched until it reaches ``goal`` or the regions run out
+    (at trained sizes: the layered rank of sampled regions; ``r = None`` when even that is
+    too wide to factorize); ``smooth`` as for :class:`FunctionalDimension`. Past a budget
+    a :class:`~neuromanifold.ComputationLimitError` whose ``partial`` holds the rank so
+    far, a lower bound too."""
+    max_regions, time_limit = check_budget(max_regions, time_limit)
+    net = ExactNet.from_params(params)
+    path_norm_scale(net.params)
+    run = _Run(net, as_domain(None, net.d), 0.0, max_regions, time_limit, False,
+               _floats_exact(params))
+    run.goal = min(goal, run.bound)
+    if run.P <= _DENSE_LIMIT or not run.floats:
+        res = run.run("regions")
+        return res.rank, res.smooth
+    res = run._layered("milp")
+    return (None, True) if res is None else (res.rank, res.smooth)
+
+
 def _floats_exact(params: Any) -> bool:
     """Whether the entries passed are read as float64 arrays (not as exact objects: ints
     or Fractions), so that the floats are the network itself. ``params`` is valid."""
@@ -759,6 +781,7 @@ class _Run:
         self.P = sum(W.size + b.size for W, b in net.params)
         self.hidden = sum(net.widths[1:-1])
         self.bound = self.P - self.hidden
+        self.goal = self.bound   # the rank at which the search stops (rank_lower_bound lowers it)
         self.Ws, self.bs = _balanced(net.params)
         self.tracker = _FloatRank(self.P, tol) if tol > 0 else _ModRank(self.P)
         # tol == 0: the float images of the exact rows, for kernel directions
@@ -864,13 +887,13 @@ class _Run:
                 if done is not None:
                     return done
             rank = self._sample()
-            if rank < self.bound and method == "milp":
+            if rank < self.goal and method == "milp":
                 outcome = self._milp()
                 if outcome == "certified":
                     return self._result(self._rank(), method="milp")
                 self.note = (f"the MILP phase was inconclusive ({outcome}); every region "
                              f"was enumerated")
-            if self._rank() < self.bound:
+            if self._rank() < self.goal:
                 self._enumerate()
             return self._result(self._rank(), method="regions" if self.enumerated
                                 else "sampling")
@@ -920,7 +943,7 @@ class _Run:
             if self.bar is not None:
                 self.bar.update(len(new))
                 self.bar.set_postfix(rank=found.rank, bound=self.bound, refresh=False)
-            if found.rank >= self.bound:
+            if found.rank >= self.goal:
                 return self._layered_result(points, slack)
             if not grew:
                 if stalled:
@@ -988,7 +1011,7 @@ class _Run:
                         self.bar.update(1)
             if self.tracker.pending and (self.tracker.due() or self.tol == 0):
                 before = self.tracker.rank
-                if self._rank() >= self.bound:
+                if self._rank() >= self.goal:
                     break
                 self._check_time()
                 stalled = stalled + 1 if self.tracker.rank == before else 0
@@ -1064,7 +1087,7 @@ class _Run:
                 rows, _ = region_rows(net, cell.patterns[0], cell.center_q)
                 self.tracker.add(rows)
                 self.exact_rows.extend(rows)
-            if self.tracker.due() and self._rank() >= self.bound:
+            if self.tracker.due() and self._rank() >= self.goal:
                 break
 
     def _result(self, rank: int, *, method: str = "regions", complete: bool = True,

@@ -56,7 +56,7 @@ import numpy as np
 from ..._tolerance import numerical_rank
 from .._core.numbers import forward_error_bounds
 
-__all__ = ["LayeredRank", "layered_rank", "certified_pattern", "PRIME"]
+__all__ = ["LayeredRank", "layered_rank", "certified_pattern", "residues", "PRIME"]
 
 #: The prime of the exact route: below 2**26, so a product of two residues is exact in a
 #: double (the matrix products split one factor into 13-bit halves).
@@ -150,6 +150,20 @@ class _Floats:
 _NOISE = 2.0 ** -40
 
 
+def residues(A: np.ndarray) -> np.ndarray:
+    """Finite doubles as residues modulo :data:`PRIME` (exact binary fractions; a
+    denominator ``2**k`` is invertible modulo the prime)."""
+    A = np.asarray(A, dtype=float)
+    mant, ex = np.frexp(A)
+    mant = np.ldexp(mant, 53).astype(np.int64)   # A = mant * 2**(ex - 53), exactly
+    ex = ex.astype(np.int64) - 53
+    out = np.mod(mant, PRIME)
+    for e in np.unique(ex):
+        sel = ex == e
+        out[sel] = out[sel] * pow(2, int(e), PRIME) % PRIME
+    return out
+
+
 class _Residues:
     exact = True
 
@@ -158,16 +172,7 @@ class _Residues:
         self.smallest = self.dropped = None
 
     def weights(self, A: np.ndarray) -> np.ndarray:
-        """Finite doubles as residues modulo :data:`PRIME` (exact binary fractions)."""
-        A = np.asarray(A, dtype=float)
-        mant, ex = np.frexp(A)
-        mant = np.ldexp(mant, 53).astype(np.int64)   # A = mant * 2**(ex - 53), exactly
-        ex = ex.astype(np.int64) - 53
-        out = np.mod(mant, PRIME)
-        for e in np.unique(ex):
-            sel = ex == e
-            out[sel] = out[sel] * pow(2, int(e), PRIME) % PRIME
-        return out
+        return residues(A)
 
     def matmul(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
         """``A @ B`` modulo the prime, exactly: residues below 2**26 times 13-bit halves sum
