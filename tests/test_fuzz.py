@@ -1102,7 +1102,7 @@ NOT_FUZZED: dict[str, str] = {
         "HiddenHyperplane", "BottleneckEquivalence", "SymmetrySearch", "SearchCluster",
         "Nonlocalizability", "PartIdentifiability", "NonlocalizableSearch",
         "ReLUFlowResult", "RegionEstimate", "Distance", "Top1", "Reduction", "Fingerprint",
-        "FunctionGroups", "DeepIdentifiability")},
+        "FunctionGroups", "DeepIdentifiability", "MoveFamily")},
     "neuromanifold.relu.warm_up": "takes no input (compiles the engine's kernels)",
     "neuromanifold.relu.RegionStream": "the iterator iter_regions returns (fuzzed through it)",
     "neuromanifold.relu.ArrangementHyperplane": _RESULT + "; unit() takes no input",

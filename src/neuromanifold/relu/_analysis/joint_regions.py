@@ -83,8 +83,12 @@ class Equivalence(Result):
             :mod:`neuromanifold.relu.symmetries` taking p to q (up to ``tol``), to apply
             with ``symmetries.apply_sequence(result.symmetry, p)``; else ``None``. The
             ``"matching"`` and ``"symmetry"`` methods give a permutation and a rescaling per
-            hidden layer; the ``"bottleneck"`` method (generic three-layer bottleneck
-            networks) any of the symmetries of docs/concepts_relu.md §4.
+            hidden layer; the ``"reduction"`` method the moves of any depth that make the
+            removed neurons null, then a permutation and a rescaling, then the other
+            network's moves undone (docs/relu_depth.md §4; ``None`` where the reduction
+            merged an always-active block or an opposite pair); the ``"bottleneck"`` method
+            (generic three-layer bottleneck networks) any of the symmetries of
+            docs/concepts_relu.md §4.
     """
 
     equivalent: bool

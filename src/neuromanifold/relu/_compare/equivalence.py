@@ -75,6 +75,7 @@ from .._bottleneck.symmetries import Permutation, Scaling
 from .._core.domain import Domain, as_domain
 from .._core.net import float_params, forward_unchecked, param_list
 from .._core.numbers import to_float
+from .._deep.nulling import reduction_symmetry
 from .._engine.budget import Budget, check_budget
 from .._engine.cells import ExactNet
 from .._engine.matching import MATCHED, NO_MATCH, match_kernel
@@ -160,7 +161,7 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     if res is None:
         res = _by_symmetry(pair, dom)
     if res is None:
-        res = _by_reduction(pair, dom)
+        res = _by_reduction(pair, dom, p, q)
     if res is None and dom.kind == "whole":
         res = _by_bottleneck(pair, p, q, dom)
     if res is not None:
@@ -704,11 +705,14 @@ def _reduce(net: ExactNet, tol: float):
     return fraction_params(W, b), delta
 
 
-def _by_reduction(pair: Pair, dom: Domain) -> Equivalence | None:
+def _by_reduction(pair: Pair, dom: Domain, p: Any, q: Any) -> Equivalence | None:
     """Remove dead and constant neurons and merge (nearly) parallel ones in both networks
     (:func:`_reduce`), then the symmetry check on the reduced pair; the three differences
     (p to its reduction, the reductions, q's reduction to q) add up within ``tol``.
-    ``None`` when nothing reduces or the reduced pair is not related by a symmetry."""
+    ``None`` when nothing reduces or the reduced pair is not related by a symmetry.
+    When the float networks ``p`` and ``q`` are related by named moves that make the
+    removed neurons null (:func:`~neuromanifold.relu._deep.nulling.reduction_symmetry`),
+    they are the result's ``symmetry``."""
     rp, rq = _reduce(pair.p, pair.tol), _reduce(pair.q, pair.tol)
     if rp is None and rq is None:
         return None
@@ -731,13 +735,22 @@ def _by_reduction(pair: Pair, dom: Domain) -> Equivalence | None:
     if rel > pair.tol:
         return None
     widths = lambda ps: "-".join(str(W.shape[0]) for W, _ in ps[:-1])  # noqa: E731
-    return equivalence_result(pair, dom, equivalent=True, max_difference=rel, method="reduction",
+    out = equivalence_result(pair, dom, equivalent=True, max_difference=rel, method="reduction",
                    certified=True,
                    note=f"with dead, constant and parallel hidden neurons merged (hidden widths "
                         f"{widths(pair.p.params)} -> {widths(pp)} and "
                         f"{widths(pair.q.params)} -> {widths(qq)}), q is a permutation and "
                         f"positive rescaling of p; the differences add up to at most "
                         f"{rel:.3g} relative")
+    fp, fq = float_params(p), float_params(q)
+    found = None if fp is None or fq is None else reduction_symmetry(fp, fq, pair.tol)
+    if found is None or not found[1] <= max(pair.tol, DEFAULT_TOL) * pair.scale:
+        return out
+    sym, bound = found
+    return dataclasses.replace(out, symmetry=sym, note=(
+        f"{out.note}; symmetry: {len(sym)} named moves (the removed neurons made null, a "
+        f"permutation and rescaling, the other network's moves undone) whose image of p, "
+        f"applied in floats, is within {bound / pair.scale:.3g} relative of q"))
 
 
 def _by_bottleneck(pair: Pair, p: Any, q: Any, dom: Domain) -> Equivalence | None:

@@ -339,7 +339,11 @@ class ActiveBiasShift(Symmetry):
         for when, p in (("", params),
                         (" after the shift", self._transform([(W.copy(), b.copy())
                                                               for W, b in params], tol))):
-            if self.neuron not in active_neurons(p, self.layer, tol):
+            # z >= 0 on every input, a zero row included (relu(0 + t) = t for t >= 0): a
+            # constant neuron shifted to bias 0, and back
+            S = layer_signs(p, self.layer, tol)[self.neuron]
+            if not (np.all(S >= 0) if self.layer > 1 else
+                    not np.any(S[:-1]) and S[-1] >= 0):
                 return False, (f"neuron {self.neuron} of hidden layer {self.layer} is not "
                                f"active on every input{when} by its sign pattern"), None
         return True, (f"neuron {self.neuron} of hidden layer {self.layer} is active on every "
