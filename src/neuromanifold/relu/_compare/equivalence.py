@@ -705,12 +705,13 @@ def _reduce(net: ExactNet, tol: float):
     return fraction_params(W, b), delta
 
 
-def _by_reduction(pair: Pair, dom: Domain, p: Any, q: Any) -> Equivalence | None:
+def _by_reduction(pair: Pair, dom: Domain, p: Any = None,
+                  q: Any = None) -> Equivalence | None:
     """Remove dead and constant neurons and merge (nearly) parallel ones in both networks
     (:func:`_reduce`), then the symmetry check on the reduced pair; the three differences
     (p to its reduction, the reductions, q's reduction to q) add up within ``tol``.
     ``None`` when nothing reduces or the reduced pair is not related by a symmetry.
-    When the float networks ``p`` and ``q`` are related by named moves that make the
+    When the float networks ``p`` and ``q`` (as given) are related by named moves that make the
     removed neurons null (:func:`~neuromanifold.relu._deep.nulling.reduction_symmetry`),
     they are the result's ``symmetry``."""
     rp, rq = _reduce(pair.p, pair.tol), _reduce(pair.q, pair.tol)
@@ -742,7 +743,7 @@ def _by_reduction(pair: Pair, dom: Domain, p: Any, q: Any) -> Equivalence | None
                         f"{widths(pair.q.params)} -> {widths(qq)}), q is a permutation and "
                         f"positive rescaling of p; the differences add up to at most "
                         f"{rel:.3g} relative")
-    fp, fq = float_params(p), float_params(q)
+    fp, fq = (None, None) if p is None else (float_params(p), float_params(q))
     found = None if fp is None or fq is None else reduction_symmetry(fp, fq, pair.tol)
     if found is None or not found[1] <= max(pair.tol, DEFAULT_TOL) * pair.scale:
         return out

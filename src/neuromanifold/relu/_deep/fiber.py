@@ -442,9 +442,11 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL, max_regions: int | None = No
     Returns:
         A :class:`~neuromanifold.relu.BottleneckFiber` or a :class:`DeepFiber`.
 
-    >>> P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, 1.0], [-1.0, -1.0]]), np.array([0.5, -1.0])),
-    ...      (np.ones((2, 2)), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
-    >>> F = fiber(P)   # neuron 1 of layer 2 is dead
+    >>> P = [(np.eye(2), np.zeros(2)),
+    ...      (np.array([[1.0, -1.0], [-1.0, -2.0]]), np.array([0.5, -1.0])),  # 1 is dead
+    ...      (np.array([[1.0, -1.0], [-2.0, 1.0]]), np.array([0.5, 0.25])),   # 0 is active
+    ...      (np.array([[1.0, 2.0]]), np.zeros(1))]
+    >>> F = fiber(P)   # 6 scalings + the dead row and column (5, one a scaling) + a bias
     >>> F.dimension, F.local_dimension, F.num_params - F.jacobian_rank
     (11, 11, 11)
     """
