@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from neuromanifold import InputError
 from neuromanifold.relu import (BottleneckFiber, DeepFiber, MoveFamily, fiber, forward,
                                 functional_dimension)
-from neuromanifold.relu._deep.fiber import _Layout, _families, _tangents
+from neuromanifold.relu import identifiability as relu_identifiability
+from neuromanifold.relu._deep.fiber import _Layout
 
 from tests.relu.deep.test_symmetries import WIDTHS, drawn, gaussian, planted
 from tests.support.symmetry import ground_truth_equivalent, same_orbit
@@ -180,3 +181,26 @@ def test_errors(rng):
     F = fiber(P)
     with pytest.raises(InputError, match="n"):
         F.sample(0)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2 ** 31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
+def test_a_fiber_larger_than_the_orbit_agrees_with_identifiability(seed, widths, kind, data):
+    """The fiber as a second ground truth for identifiability at any depth: where the moves
+    generate more dimensions than the permutation-scaling orbit has, fiber points off the
+    orbit exist (a sample shows one, the exact engine confirms it), and identifiability
+    must say "not identifiable" with a witness of its own."""
+    rng = np.random.default_rng(seed)
+    P, _ = drawn(rng, widths, kind, data)
+    if len(widths) == 4:
+        return
+    F = fiber(P)
+    T = float_tangents(P, F)
+    scalings = [i for i, f in enumerate(x for f in F.families for x in
+                                        [f] * f.num_directions) if f.kind == "scaling"]
+    orbit = np.linalg.matrix_rank(T[scalings]) if scalings else 0
+    if F.dimension > orbit:
+        off = [Q for Q in F.sample(4, seed=seed) if not same_orbit(P, Q)]
+        assert off and ground_truth_equivalent(P, off[0])
+        r = relu_identifiability(P)
+        assert r.identifiable is False and r.witnesses
