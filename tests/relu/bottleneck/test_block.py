@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from neuromanifold.relu._bottleneck import block
 from neuromanifold.relu._bottleneck.block import (BlockNotCovered, _by_bounds, _by_enumeration,
-                                                  _by_independent_rows, _center_rows, _key,
+                                                  _by_independent_rows,
+                                                  _by_independent_wedges, _center_rows, _key,
                                                   _pick, _unit_rays, carried, choose_turned)
 
 TOL = 1e-9
@@ -141,3 +142,50 @@ def test_center_rows_depend_on_the_subspace_alone():
     a, b = block.block_rows(V, TOL), block.block_rows(R @ B * 3.0, TOL)
     assert a.shape == (k, n1) and np.allclose(a, b, atol=1e-9)
     assert np.all(a >= 0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), shape=st.sampled_from(
+    [(6, 4, 9, 1), (5, 3, 8, 1), (8, 5, 10, 2), (4, 6, 8, 1), (7, 4, 10, 2), (10, 3, 9, 1)]))
+def test_the_wedge_route_is_the_brute_force_choice(seed, shape):
+    """Dependent crossing rows (more than n1 of them): where the wedge products certify, the
+    route returns, from every carried orientation, the brute force's choice."""
+    rng = np.random.default_rng(seed)
+    n3, n1, nc, m = shape
+    Wc, Ac, L_ref = planted(rng, n3, n1, nc, m)
+    ref = float(np.sum(np.abs(Wc)) * np.max(np.abs(Ac)))
+    orbit = carried_orientations(L_ref, Wc, Ac, m, ref)
+    best = tuple(min(orbit, key=_key))
+    for bits in orbit:
+        final = chosen_from(_by_independent_wedges, L_ref, Wc, Ac, bits, m, ref)
+        assert final is None or tuple(final) == best
+
+
+def test_the_wedge_route_certifies_dependent_rows():
+    """63 crossing rows in R^32 with one neuron for the block (the shape of a trained
+    64-32-64-10 network): the branch and bound is never needed."""
+    rng = np.random.default_rng(3)
+    Wc, Ac = rng.standard_normal((10, 63)), rng.standard_normal((63, 32))
+    L0 = np.zeros((10, 32))
+    ref = float(np.sum(np.abs(Wc)) * np.max(np.abs(Ac)))
+    against = rng.random(63) < 0.5
+    flip = _by_independent_wedges(L0, Wc, Ac, against, 1, TOL, ref)
+    assert flip is not None and not flip.any()   # no single crossing row is sign-definite
+    # a nonnegative row can carry the block alone: turning it is the choice when its row
+    # is against the reference
+    Ac[5] = np.abs(Ac[5])
+    against[:] = False
+    against[5] = True
+    flip = _by_independent_wedges(L0, Wc, Ac, against, 1, TOL, ref)
+    assert np.flatnonzero(flip).tolist() == [5]
+
+
+def test_a_cancellation_is_never_missed():
+    """Two crossing neurons with parallel outgoing weights turn together at rank 1: their
+    wedge tensor vanishes, so the route does not certify, and the brute force decides."""
+    rng = np.random.default_rng(4)
+    Wc, Ac = rng.standard_normal((5, 8)), rng.standard_normal((8, 3))
+    Wc[:, 1] = 2.0 * Wc[:, 0]
+    Ac[1] = np.abs(rng.standard_normal(3)) - 0.5 * Ac[0]    # M_0 + M_1 = w_0 (a_0 + 2 a_1)^T
+    L0 = np.zeros((5, 3))
+    assert _by_independent_wedges(L0, Wc, Ac, np.zeros(8, dtype=bool), 1, TOL, 1.0) is None

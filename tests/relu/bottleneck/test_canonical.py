@@ -367,6 +367,8 @@ def _planted_block(widths, dead, active, seed=0):
 @pytest.mark.parametrize("widths,dead,active", [
     ((32, 16, 32, 10), 2, 0),     # 30 crossing rows in R^16: the branch and bound
     ((784, 64, 32, 10), 3, 3),    # 26 independent crossing rows: the least-rank route
+    ((32, 16, 48, 10), 1, 0),     # 47 crossing rows in R^16, one neuron for the block: the
+                                  # wedge products (the branch and bound refused it)
 ])
 def test_trained_sizes_with_dead_and_always_active_rows_have_a_canonical_form(widths, dead,
                                                                               active):

@@ -20,6 +20,13 @@ Which orientation the canonical form takes (:func:`choose_turned`):
   column by column, certified unique when turning any one neuron from it raises the rank.
   From ``T*`` the rows against the reference are turned back one at a time, last row
   first, whenever the orientation stays carried;
+* ``(m + 1)``-fold wedge products of the block's rank-one components (those of ``L`` and
+  each ``w_j a_j^T``) linearly independent, with a margin that covers the rank threshold:
+  by Cauchy-Binet every orientation of rank at most ``m`` then turns at most
+  ``m - rank L`` neurons (:func:`_by_independent_wedges`), so those few are listed and the
+  first rule picks among them. Dependent crossing rows are no obstacle: a trained
+  64-32-64-10 network has 63 crossing rows in ``R^32`` and one neuron for the block, and
+  its 1,953 wedge tensors are independent;
 * otherwise a branch and bound over the orientations lists every carried one (a branch is
   cut when projections that annihilate the undecided neurons' terms leave a matrix of
   rank above ``m``, a lower bound on every completion's rank by Weyl's inequality) and
@@ -55,6 +62,9 @@ MAX_ENTRIES = 2 ** 25
 MAX_SUBSETS = 20000
 #: branches the branch and bound over orientations may visit before refusing
 MAX_NODES = 50000
+#: the wedge-product route checks at most this many ``(m + 1)``-subsets of components
+#: (its Gram matrix has this order) and lists at most this many orientations
+MAX_WEDGES = 2500
 
 
 class BlockNotCovered(Exception):
@@ -363,6 +373,91 @@ def _by_independent_rows(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None:
     return flip
 
 
+def _compound_gram(G1: np.ndarray, G2: np.ndarray, subsets: np.ndarray) -> np.ndarray:
+    """``det(G1[S, S']) det(G2[S, S'])`` over pairs of the ``k``-subsets ``subsets``: the
+    Gram matrix of the tensors ``(x_S wedge) (x) (y_S wedge)`` when ``G1``, ``G2`` are the
+    Gram matrices of the ``x_j`` and the ``y_j`` (Cauchy-Binet)."""
+    ns, k = subsets.shape
+    out = np.empty((ns, ns))
+    for a in range(0, ns, 256):
+        rows = subsets[a:a + 256]
+        prod = np.ones((len(rows), ns))
+        for Gm in (G1, G2):
+            sub = Gm[rows[:, None, :, None], subsets[None, :, None, :]]   # (r, ns, k, k)
+            if k == 2:
+                det = sub[..., 0, 0] * sub[..., 1, 1] - sub[..., 0, 1] * sub[..., 1, 0]
+            else:
+                det = np.linalg.det(sub)
+            prod *= det
+        out[a:a + 256] = prod
+    return out
+
+
+def _by_independent_wedges(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None:
+    """The orientation when the ``(m + 1)``-fold wedge products of the block's rank-one
+    components are linearly independent, with a margin (module docs), or ``None`` when
+    they are not (or are too many to check).
+
+    Write ``L0 = U0 V0`` (rank ``rho``, the rest ``E``) and take the ``N = rho + nc``
+    components ``(x_i, y_i)``: the columns of ``U0`` with the rows of ``V0``, and each
+    crossing neuron's ``(w_j, a_j)``. By Cauchy-Binet the ``(m + 1)``-minors of
+    ``L(T) - E`` are ``sum_S (wedge x_S) (x) (wedge y_S)`` over the ``(m + 1)``-subsets
+    ``S`` of the components of ``L0`` and of ``T``; when those tensors are independent,
+    with the Gram matrix's least eigenvalue ``lam``, the sum has norm at least
+    ``sqrt(lam)`` as soon as one such ``S`` exists, i.e. ``|T| >= m + 1 - rho``, while a
+    matrix whose ``(m + 1)``-th singular value is at most ``tau`` (the rank threshold plus
+    ``|E|``) has minors of norm at most ``B`` below. So when ``sqrt(lam) > B`` every
+    orientation of rank at most ``m`` turns at most ``m - rho`` neurons: those are listed
+    and the first rule picks among them."""
+    nc = Ac.shape[0]
+    n3, n1 = L0.shape
+    k = m + 1
+    if k > min(n3, n1):
+        return None
+    U, sv, Vt = np.linalg.svd(L0)
+    rho = int(_ranks(sv, tol, ref))
+    if rho > m:
+        return None
+    N = rho + nc
+    few = sum(math.comb(nc, i) for i in range(m - rho + 1))
+    if math.comb(N, k) > MAX_WEDGES or math.comb(N, k) > math.comb(n3, k) * math.comb(n1, k) \
+            or few > MAX_WEDGES:
+        return None
+    X = np.hstack([U[:, :rho] * sv[:rho], Wc])          # n3 x N
+    Y = np.vstack([Vt[:rho], Ac])                       # N x n1
+    eps_E = float(sv[rho]) if len(sv) > rho else 0.0
+    subsets = np.array(list(itertools.combinations(range(N), k)), dtype=int)
+    G = _compound_gram(X.T @ X, Y @ Y.T, subsets)
+    ev = np.linalg.eigvalsh(G)
+    # the rounding of forming G and the eigensolver's backward error, both about
+    # n u |G| (u the unit roundoff), with a factor 8 to spare
+    lam = float(ev[0]) - 8 * len(ev) * 2.0 ** -53 * float(ev[-1])
+    if not lam > 0:
+        return None
+    s1 = float(sv[0] if rho else 0.0) + float(np.linalg.norm(Wc, 2) * np.linalg.norm(Ac, 2))
+    tau = float(_threshold(tol, s1 + eps_E, ref)) + eps_E
+    r = min(n3, n1)
+    # (m+1)-minors of a matrix with sigma_1 <= s1 and sigma_i <= tau for i >= m + 1:
+    # subsets with k - j of the top m singular values and j of the rest
+    top = max(s1, tau)
+    bound = math.sqrt(sum(math.comb(m, k - j) * math.comb(r - m, j) * top ** (2 * (k - j))
+                          * tau ** (2 * j) for j in range(1, k + 1)))
+    if not math.sqrt(lam) > bound * (1 + 1e-6):
+        return None
+    found = []
+    for size in range(m - rho + 1):
+        for turn in itertools.combinations(range(nc), size):
+            flips = np.zeros(nc, dtype=bool)
+            flips[list(turn)] = True
+            L = L0 + Wc[:, flips] @ Ac[flips]
+            if _rank_of(L, tol, ref) <= m:
+                found.append(flips)
+    for flips in sorted(found, key=lambda fl: _key(fl ^ against)):
+        if carried(L0 + Wc[:, flips] @ Ac[flips], m, tol, ref):
+            return flips
+    raise BlockNotCovered(_NOT_CARRIED)
+
+
 def _cut(M, free, Wc, Ac, norms, m, tol, ref) -> bool:
     """Whether no completion of the branch (``M`` with the neurons ``free`` undecided) has
     rank at most ``m``: projections annihilate the largest undecided terms (rows, then
@@ -439,6 +534,8 @@ def choose_turned(L0: np.ndarray, Wc: np.ndarray, Ac: np.ndarray, against: np.nd
     if nc <= MAX_ENUMERATED and 2 ** nc * L0.size <= MAX_ENTRIES:
         return _by_enumeration(L0, Wc, Ac, against, m, tol, ref)
     flip = _by_independent_rows(L0, Wc, Ac, against, m, tol, ref)
+    if flip is None:
+        flip = _by_independent_wedges(L0, Wc, Ac, against, m, tol, ref)
     if flip is not None:
         return flip
     return _by_bounds(L0, Wc, Ac, against, m, tol, ref)
