@@ -11,7 +11,7 @@ from neuromanifold import relu
 from neuromanifold.relu._deep.nulling import null_moves, reduction_symmetry
 from neuromanifold.relu.symmetries import ActiveBiasShift, apply_sequence
 
-from tests.relu.deep.test_symmetries import WIDTHS, gaussian, move_for, planted
+from tests.relu.deep.test_symmetries import WIDTHS, drawn, gaussian, move_for
 from tests.support.symmetry import ground_truth_equivalent
 
 KINDS = ["dead", "active", "silent", "parallel"]
@@ -39,9 +39,7 @@ def null_count(P):
 @given(st.integers(0, 2 ** 31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
 def test_every_state_keeps_the_function_and_nothing_is_left(seed, widths, kind, data):
     rng = np.random.default_rng(seed)
-    hidden = [l for l in range(1, len(widths) - 1) if kind != "parallel" or widths[l] >= 2]
-    layer = data.draw(st.sampled_from(hidden))
-    P = planted(rng, widths, kind, layer)
+    P, layer = drawn(rng, widths, kind, data)
     moves, states = null_moves(P)
     assert len(states) == len(moves) + 1
     for move, before in zip(moves, states):
@@ -56,9 +54,7 @@ def test_every_state_keeps_the_function_and_nothing_is_left(seed, widths, kind, 
 @given(st.integers(0, 2 ** 31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
 def test_equivalent_returns_a_symmetry_that_lands_on_q(seed, widths, kind, data):
     rng = np.random.default_rng(seed)
-    hidden = [l for l in range(1, len(widths) - 1) if kind != "parallel" or widths[l] >= 2]
-    layer = data.draw(st.sampled_from(hidden))
-    P = planted(rng, widths, kind, layer)
+    P, layer = drawn(rng, widths, kind, data)
     Q = orbit_copy(rng, move_for(P, kind, layer).apply(P))
     e = relu.equivalent(P, Q)
     assert e.equivalent and e.certified
