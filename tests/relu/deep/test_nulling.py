@@ -40,14 +40,21 @@ def null_count(P):
 def test_every_state_keeps_the_function_and_nothing_is_left(seed, widths, kind, data):
     rng = np.random.default_rng(seed)
     P, layer = drawn(rng, widths, kind, data)
-    moves, states = null_moves(P)
-    assert len(states) == len(moves) + 1
-    for move, before in zip(moves, states):
-        assert move.applies(before, tol=0).applies
-    assert ground_truth_equivalent(P, states[-1])
-    assert null_moves(states[-1])[0] == []               # nothing left to null
+    moves, inverses, nulled = null_moves(P)
+    assert len(inverses) == len(moves)
+    state = P
+    for move, undo in zip(moves, inverses):
+        after = move.apply(state, tol=0)                 # each applies exactly, in order
+        back = undo.apply(after, tol=0)
+        assert all(np.allclose(A, B, atol=1e-12) and np.allclose(a, c, atol=1e-12)
+                   for (A, a), (B, c) in zip(back, state))
+        state = after
+    assert all(np.array_equal(A, B) and np.array_equal(a, c)
+               for (A, a), (B, c) in zip(state, nulled))
+    assert ground_truth_equivalent(P, nulled)
+    assert null_moves(nulled)[0] == []                   # nothing left to null
     if kind in ("dead", "silent", "parallel") or layer == 1:
-        assert null_count(states[-1]) >= 1
+        assert null_count(nulled) >= 1
 
 
 @settings(max_examples=20, deadline=None)

@@ -161,7 +161,7 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     if res is None:
         res = _by_symmetry(pair, dom)
     if res is None:
-        res = _by_reduction(pair, dom, p, q)
+        res = _by_reduction(pair, dom, p, q, budget.deadline)
     if res is None and dom.kind == "whole":
         res = _by_bottleneck(pair, p, q, dom)
     if res is not None:
@@ -705,15 +705,16 @@ def _reduce(net: ExactNet, tol: float):
     return fraction_params(W, b), delta
 
 
-def _by_reduction(pair: Pair, dom: Domain, p: Any = None,
-                  q: Any = None) -> Equivalence | None:
+def _by_reduction(pair: Pair, dom: Domain, p: Any = None, q: Any = None,
+                  deadline: float | None = None) -> Equivalence | None:
     """Remove dead and constant neurons and merge (nearly) parallel ones in both networks
     (:func:`_reduce`), then the symmetry check on the reduced pair; the three differences
     (p to its reduction, the reductions, q's reduction to q) add up within ``tol``.
     ``None`` when nothing reduces or the reduced pair is not related by a symmetry.
     When the float networks ``p`` and ``q`` (as given) are related by named moves that make the
     removed neurons null (:func:`~neuromanifold.relu._deep.nulling.reduction_symmetry`),
-    they are the result's ``symmetry``."""
+    they are the result's ``symmetry`` (left out when ``time.monotonic()`` passes
+    ``deadline`` while they are built)."""
     rp, rq = _reduce(pair.p, pair.tol), _reduce(pair.q, pair.tol)
     if rp is None and rq is None:
         return None
@@ -744,7 +745,8 @@ def _by_reduction(pair: Pair, dom: Domain, p: Any = None,
                         f"positive rescaling of p; the differences add up to at most "
                         f"{rel:.3g} relative")
     fp, fq = (None, None) if p is None else (float_params(p), float_params(q))
-    found = None if fp is None or fq is None else reduction_symmetry(fp, fq, pair.tol)
+    found = None if fp is None or fq is None else reduction_symmetry(fp, fq, pair.tol,
+                                                                     deadline)
     if found is None or not found[1] <= max(pair.tol, DEFAULT_TOL) * pair.scale:
         return out
     sym, bound = found

@@ -49,17 +49,18 @@ from typing import Any
 import flint
 import numpy as np
 
-from ..._errors import ComputationLimitError, NeuromanifoldError
+from ..._errors import ComputationLimitError, InputError, NeuromanifoldError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_positive_int
+from ...exact import to_fmpq
 from .._analysis.fundim import rank_lower_bound
 from .._analysis.layered_rank import PRIME, residues
 from .._analysis.neurons import neurons
 from .._analysis.reduction import sign_kinds
 from .._bottleneck.fiber import fiber as bottleneck_fiber
 from .._bottleneck.shape import is_bottleneck
-from .._core.net import check_params
+from .._core.net import check_params, exact_params, float_params
 from .._engine.budget import check_budget
 from .symmetries import layer_signs, parallel_pairs, silent_neurons
 
@@ -76,8 +77,8 @@ class MoveFamily(Result):
     """The moves of one kind through the parameter (:class:`DeepFiber`'s module docs).
 
     Attributes:
-        kind: ``"scaling"``, ``"dead"``, ``"silent"``, ``"parallel"``, ``"active_bias"``
-            or ``"active_block"``.
+        kind: ``"scaling"``, ``"dead"``, ``"dead_on_image"``, ``"silent"``,
+            ``"parallel"``, ``"active_bias"`` or ``"active_block"``.
         layer: the hidden layer (1-based, like ``W_l``).
         neurons: the neurons moved (a pair ``(j, k)`` for ``"parallel"``: row ``k`` is
             ``ratio`` times row ``j``).
@@ -435,9 +436,12 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL, max_regions: int | None = No
     Args:
         params: the network's ``[(W_1, b_1), ..., (W_L, b_L)]``.
         tol: relative tolerance of the sign decisions of the three-layer bottleneck
-            families; a :class:`DeepFiber` decides every move on the exact floats.
-        max_regions, time_limit: the budget of the Jacobian's rank (a :class:`DeepFiber`);
-            past it the rank found so far is used, still a proven lower bound.
+            families; a :class:`DeepFiber` decides every move on the exact floats (and
+            refuses entries float64 does not hold, such as ``Fraction(1, 3)``).
+        max_regions, time_limit: the budget of the neurons' statuses (half of it) and
+            of the Jacobian's rank (a :class:`DeepFiber`); past it the rank found so far
+            is used, still a proven lower bound. The clock is read between passes of the
+            layered rank, and one pass is not interrupted (about 5 s at 8-60-60-1).
 
     Returns:
         A :class:`~neuromanifold.relu.BottleneckFiber` or a :class:`DeepFiber`.
@@ -450,11 +454,13 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL, max_regions: int | None = No
     >>> F.dimension, F.local_dimension, F.num_params - F.jacobian_rank
     (11, 11, 11)
     """
+    raw = params
     params = check_params(params)
     tol = check_tol(tol)
     max_regions, time_limit = check_budget(max_regions, time_limit)
     if len(params) == 3 and is_bottleneck(params, tol=tol):
         return bottleneck_fiber(params, tol=tol)
+    _check_float_values(raw, params)
     start = time.monotonic()
     status = _statuses(params, max_regions, None if time_limit is None else time_limit / 2)
     families = _families(params, status)
@@ -467,14 +473,35 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL, max_regions: int | None = No
     if local is None and reason is None:
         reason = (f"the listed moves generate {dimension} dimensions and the Jacobian's rank "
                   f"is proven to be at least {rank} (so at most {kernel}); a move not listed "
-                  f"(a symmetry of three consecutive layers, a neuron dead only on the image "
-                  f"of the layers before) or a larger proven rank would close the gap, which "
-                  f"can also be real (a kernel direction no curve in the fiber follows)")
+                  f"(a symmetry of three consecutive layers, a neuron dead on the image of "
+                  f"the layers before that no bound proves dead on R^d) or a larger proven "
+                  f"rank would close the gap, which can also be real (a kernel direction no "
+                  f"curve in the fiber follows)")
     widths = (params[0][0].shape[1],) + tuple(W.shape[0] for W, _ in params)
     return DeepFiber(params=params, widths=widths, num_params=P, families=tuple(families),
                      dimension=dimension, jacobian_rank=rank, kernel_dimension=kernel,
                      local_dimension=local, undecided_reason=None if local is not None
                      else reason)
+
+
+def _check_float_values(raw: Any, params: Params) -> None:
+    """Refuse entries (``Fraction``, large integers) that float64 does not hold exactly:
+    the moves are decided on the float64 network, which would then be another network
+    (two rows parallel in exact arithmetic need not be after rounding, nor the reverse)."""
+    if float_params(raw) is not None:
+        return
+    for l, ((We, be), (W, b)) in enumerate(zip(exact_params(raw), params), start=1):
+        for (i, k), v in [((i, k), We[i, k]) for i in range(W.shape[0])
+                          for k in range(W.shape[1])] + [((i, None), be[i])
+                                                         for i in range(len(b))]:
+            f = W[i, k] if k is not None else b[i]
+            if to_fmpq(float(f)) != v:
+                where = f"W_{l}[{i}, {k}]" if k is not None else f"b_{l}[{i}]"
+                raise InputError(
+                    f"fiber decides its moves on float64 entries, and {where} = {v} is not "
+                    f"a float64 number (it would be read as {float(f)!r}, another network "
+                    f"whose parallel rows and signs can differ); pass the float64 network "
+                    f"to analyse that one")
 
 
 def _statuses(params: Params, max_regions, time_limit) -> tuple | None:

@@ -26,6 +26,8 @@ pairs that need them get no symmetry, and the verdict stands on the reduction al
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..._errors import SymmetryError
@@ -39,47 +41,68 @@ __all__ = ["null_moves", "reduction_symmetry"]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 
-#: rounds of moves at most (each round makes at least one neuron null or zeroes a bias)
-_MAX_ROUNDS = 10_000
-
-
-def _next_move(P: Params, tol: float) -> Symmetry | None:
-    """The first move that applies to ``P`` (module docs), or ``None``; rows parallel at
+def _layer_moves(P: Params, h: int, tol: float) -> list[Symmetry]:
+    """The moves of one pass over hidden layer ``h`` (module docs), each valid after the
+    ones before it: bias shifts, dead columns zeroed and parallel columns handed to the
+    first neuron of their class all touch different neurons' entries (a split changes only
+    that first neuron's column, which no later split of the pass reads); rows parallel at
     ``tol`` count as parallel, every other decision is exact."""
-    for h in range(1, len(P)):
-        W, b = P[h - 1]
-        C = P[h][0]
-        live_col = np.any(C != 0, axis=0)
-        live_row = np.any(W != 0, axis=1) | (b != 0)
-        dead, active = sign_kinds(layer_signs(P, h, 0.0), h == 1)
-        for j in active:
-            if b[j] != 0:   # a constant neuron (zero weights) then is dead, and is nulled
-                return ActiveBiasShift(h, j, -float(b[j]))
-        for j in dead:
-            if live_col[j]:
-                return DeadNeuronOutgoing(h, j, (0.0,) * C.shape[0])
-        for j, k in parallel_pairs(P, h, tol, limit=W.shape[0] ** 2):
-            if live_col[j] and live_col[k]:
-                return ParallelNeuronSplit(h, (j, k), tuple(float(v) for v in C[:, k]))
-        for j in np.flatnonzero(live_row & ~live_col):
-            return SilentNeuronIncoming(h, int(j), (0.0,) * (W.shape[1] + 1))
-    return None
+    W, b = P[h - 1]
+    C = P[h][0]
+    live_col = np.any(C != 0, axis=0)
+    dead, active = sign_kinds(layer_signs(P, h, 0.0), h == 1)
+    shifted = [j for j in active if b[j] != 0]
+    moves: list[Symmetry] = [ActiveBiasShift(h, j, -float(b[j])) for j in shifted]
+    # a constant neuron (zero weights) shifted to bias 0 is dead: its column goes next pass
+    moves += [DeadNeuronOutgoing(h, j, (0.0,) * C.shape[0]) for j in dead if live_col[j]]
+    first: dict = {}
+    for j, k in parallel_pairs(P, h, tol, limit=W.shape[0] ** 2):
+        if (j in dead or k in dead or k in first or not (live_col[j] and live_col[k])
+                or j in shifted or k in shifted):   # a shifted bias: parallel next pass
+            continue
+        j0 = first.setdefault(j, j)
+        first[k] = j0
+        moves.append(ParallelNeuronSplit(h, (j0, k), tuple(float(v) for v in C[:, k])))
+    return moves
 
 
-def null_moves(params: Params, tol: float = 0.0) -> tuple[list[Symmetry], list[Params]]:
-    """``(moves, states)``: the moves that make every removable neuron null (module docs)
-    and the parameters before each move, then after the last (``len(moves) + 1`` states);
-    each move applies at ``tol`` to the state before it (exactly with ``tol = 0``: rows
-    parallel up to ``tol`` are the only decision it changes)."""
+def _silent_moves(P: Params, h: int) -> list[Symmetry]:
+    """Zero rows for the neurons of hidden layer ``h`` without outgoing weights."""
+    W, b = P[h - 1]
+    live_row = np.any(W != 0, axis=1) | (b != 0)
+    silent = live_row & ~np.any(P[h][0] != 0, axis=0)
+    return [SilentNeuronIncoming(h, int(j), (0.0,) * (W.shape[1] + 1))
+            for j in np.flatnonzero(silent)]
+
+
+def null_moves(params: Params, tol: float = 0.0, deadline: float | None = None
+               ) -> tuple[list[Symmetry], list[Symmetry], Params] | None:
+    """``(moves, inverses, nulled)``: the moves that make every removable neuron null
+    (module docs), in order, each checked to apply at ``tol`` to the parameters it meets
+    (exactly with ``tol = 0``: rows parallel up to ``tol`` are the only decision it
+    changes); the inverse of each (taking its image back to what it met); and the
+    parameters after the last. Passes over the layers repeat until one makes no move;
+    ``None`` when ``time.monotonic()`` passes ``deadline`` first."""
+    P = [(W.copy(), b.copy()) for W, b in params]
     moves: list[Symmetry] = []
-    states = [params]
-    for _ in range(_MAX_ROUNDS):
-        move = _next_move(states[-1], tol)
-        if move is None:
-            break
-        states.append(move.apply(states[-1], tol=tol))
-        moves.append(move)
-    return moves, states
+    inverses: list[Symmetry] = []
+    changed = True
+    while changed:
+        changed = False
+        for h in range(1, len(P)):
+            if deadline is not None and time.monotonic() > deadline:
+                return None
+            for batch in (_layer_moves, _silent_moves):
+                for move in (_layer_moves(P, h, tol) if batch is _layer_moves
+                             else _silent_moves(P, h)):
+                    ok = move.applies(P, tol=tol)
+                    if not ok.applies:   # pragma: no cover - each move is built to apply
+                        raise SymmetryError(f"{move!r} does not apply: {ok.reason}")
+                    inverses.append(move.inverse(P))
+                    P = move._transform(P, tol)    # in place: no copy per move
+                    moves.append(move)
+                    changed = True
+    return moves, inverses, P
 
 
 def _match_live(p: Params, q: Params) -> list[tuple] | None:
@@ -115,28 +138,32 @@ def _match_live(p: Params, q: Params) -> list[tuple] | None:
     return found
 
 
-def reduction_symmetry(p: Params, q: Params, tol: float) -> tuple[tuple, float] | None:
-    """``(symmetry, bound)``: named symmetries taking ``p`` to ``q`` (module docs), each
-    applying at ``max(tol, DEFAULT_TOL)`` when the whole sequence is applied to ``p`` in
-    floats, and ``bound``, the bound of
-    :func:`~neuromanifold._tolerance.function_distance_bound` between that image and
-    ``q`` (it includes the rounding of applying the moves); ``None`` when the nulled
-    networks are not matched by a permutation and rescaling or a step does not apply."""
+def reduction_symmetry(p: Params, q: Params, tol: float, deadline: float | None = None
+                       ) -> tuple[tuple, float] | None:
+    """``(symmetry, bound)``: named symmetries taking ``p`` to ``q`` (module docs), the
+    removable neurons made null at ``tol`` (exactly at ``tol = 0``), and ``bound``, the
+    bound of :func:`~neuromanifold._tolerance.function_distance_bound` between the image
+    of ``p`` (the whole sequence applied in floats, every step checked at
+    ``max(tol, DEFAULT_TOL)``: the other network's moves are undone on rows that match
+    its own up to rounding) and ``q``; ``None`` when the nulled networks are not matched
+    by a permutation and rescaling, a step does not apply, or ``time.monotonic()``
+    passes ``deadline``."""
     if [W.shape for W, _ in p] != [W.shape for W, _ in q]:
         return None
-    at = max(tol, DEFAULT_TOL)
-    mp, sp = null_moves(p, at)
-    mq, sq = null_moves(q, at)
-    found = _match_live(sp[-1], sq[-1])
+    found_p, found_q = null_moves(p, tol, deadline), null_moves(q, tol, deadline)
+    if found_p is None or found_q is None:
+        return None
+    (mp, _, nulled_p), (_, undo_q, nulled_q) = found_p, found_q
+    found = _match_live(nulled_p, nulled_q)
     if found is None:
         return None
     sym: list[Symmetry] = list(mp)
     for l, (perm, scales) in enumerate(found):
         sym += [Permutation(l + 1, tuple(perm.tolist())),
                 Scaling(l + 1, tuple(scales.tolist()))]
-    sym += [m.inverse(s) for m, s in zip(reversed(mq), reversed(sq[:-1]))]
+    sym += undo_q[::-1]
     try:
-        image = apply_sequence(sym, p, tol=at)
+        image = apply_sequence(sym, p, tol=max(tol, DEFAULT_TOL))
     except SymmetryError:
         return None
     return tuple(sym), function_distance_bound(image, q)
