@@ -93,3 +93,16 @@ def test_a_constant_neuron_shifts_to_a_zero_row_and_back(rng):
     back = move.inverse(P)
     assert back.applies(Q, tol=0).applies
     assert not ActiveBiasShift(1, 1, -2.0).applies(P, tol=0).applies   # z + t < 0
+
+
+def test_scales_beyond_the_float_range_leave_the_verdict_without_a_symmetry():
+    """q is p with a neuron rescaled by 2^1040 (and a dead neuron): no float holds the
+    scale, so no symmetry is returned, and the verdict stands (an OverflowError before)."""
+    e1, e2 = 2.0 ** -520, 2.0 ** 520
+    p = [(np.array([[e1, 0.0], [0.0, 0.0]]), np.array([0.0, -1.0])),
+         (np.array([[e2, 1.0]]), np.array([0.0]))]
+    q = [(np.array([[e2, 0.0], [0.0, 0.0]]), np.array([0.0, -1.0])),
+         (np.array([[e1, 5.0]]), np.array([0.0]))]
+    with np.errstate(all="ignore"):
+        e = relu.equivalent(p, q, tol=0)
+    assert e.equivalent and e.certified and not e.symmetry

@@ -628,17 +628,23 @@ def _by_symmetry(pair: Pair, dom: Domain) -> Equivalence | None:
     if not B <= pair.thr:
         return None
     base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
-    sym = []
-    for l, (perm, s) in enumerate(found):
-        # named transformations of the networks as given (the balancing powers of two undone)
-        sym.append(Permutation(l + 1, tuple(perm)))
-        sym.append(Scaling(l + 1, tuple(
-            math.ldexp(to_float(s[i]), bq.exps[l][i] - bp.exps[l][perm[i]]) for i in range(len(perm)))))
     out = equivalence_result(pair, dom, equivalent=True, max_difference=B / base, method="symmetry",
                   certified=True,
                   note="q is a permutation and positive rescaling of p's hidden neurons up to "
                        f"a parameter difference that moves the function by at most "
                        f"{B / base:.3g} relative (Lipschitz bound in the parameters)")
+    sym = []
+    try:
+        for l, (perm, s) in enumerate(found):
+            # named transformations of the networks as given (the balancing powers of two
+            # undone)
+            sym.append(Permutation(l + 1, tuple(perm)))
+            sym.append(Scaling(l + 1, tuple(
+                math.ldexp(to_float(s[i]), bq.exps[l][i] - bp.exps[l][perm[i]])
+                for i in range(len(perm)))))
+    except OverflowError:   # a scale beyond the float range: the verdict stands without it
+        return dataclasses.replace(out, note=out.note + "; no symmetry returned: a scale "
+                                                        "is beyond the float64 range")
     return dataclasses.replace(out, symmetry=tuple(sym))
 
 

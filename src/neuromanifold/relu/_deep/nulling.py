@@ -154,7 +154,8 @@ def reduction_symmetry(p: Params, q: Params, tol: float, deadline: float | None 
     if found_p is None or found_q is None:
         return None
     (mp, _, nulled_p), (_, undo_q, nulled_q) = found_p, found_q
-    found = _match_live(nulled_p, nulled_q)
+    with np.errstate(over="ignore", invalid="ignore"):   # rows beyond the float range
+        found = _match_live(nulled_p, nulled_q)
     if found is None:
         return None
     sym: list[Symmetry] = list(mp)
