@@ -350,10 +350,6 @@ def reduce_exact(Wq: list, bq: list, tol: float, *, dead=None, linear=None):
     net = _Net(Wq, bq)
     for l in range(len(net.W) - 1):
         gone = set(dead[l]) if dead else set()
-        if gone and len(gone) == len(net.W[l]):
-            # every neuron dead: one stays (it outputs 0 like the rest), as a layer is
-            # never emptied
-            gone = set(sorted(gone)[1:])
         if gone and net.drop(l, gone):
             net.moves.append(f"layer {l + 1}: dead neurons {sorted(gone)} removed")
         lin = [j for j, who in enumerate(net.ids[l]) if linear and who in linear[l]]

@@ -25,8 +25,8 @@ in the last place of the exact rescaling, carried through
 
 What it does not quotient out: the mixings of an always-active block of two or more
 neurons, every symmetry of the three-layer windows beyond dead and always-active neurons
-(hidden hyperplanes, flips), and a layer whose every neuron is dead (one of them is kept,
-the layer is not emptied, so the constant network after it is not folded). Two networks with the same form
+(hidden hyperplanes, flips), and a layer whose every neuron is dead (a layer is kept, not
+emptied, so the constant network after it is not folded). Two networks with the same form
 compute the same function (to ``tol``); networks related by those symmetries can have
 different forms.
 """
