@@ -112,11 +112,18 @@ def test_decisions_at_tol_do_not_depend_on_the_scaling_of_earlier_layers():
 
 def test_a_move_read_at_tol_is_bounded():
     P = gaussian(np.random.default_rng(4), (2, 3, 3, 2, 1))
-    P[1][0][0] = -np.abs(P[1][0][0])
-    P[1][0][0, 2], P[1][1][0] = 1e-13, -abs(P[1][1][0])   # dead but for a 1e-13 weight
+    # dead but for a 1e-13 weight: active where x_0 > 1e13, so no exact proof exists
+    P[0][0][0], P[0][1][0] = (1e-13, 0.0), -1.0
     r = identifiability(P)
     assert r.identifiable is False and not r.certified
     assert 0 < r.function_bounds[0] <= 1e-9
+    # later-layer signs read at tol can be proved exactly by the region engine instead
+    Q = gaussian(np.random.default_rng(4), (2, 3, 3, 2, 1))
+    Q[1][0][0] = -np.abs(Q[1][0][0])
+    Q[1][0][0, 2], Q[1][1][0] = 1e-13, -abs(Q[1][1][0])
+    r = identifiability(Q)
+    assert r.identifiable is False
+    assert r.certified == r.witnesses[0].applies(Q, tol=0).applies
     assert identifiability(P, tol=0).identifiable is not False or \
         identifiability(P, tol=0).certified
 
@@ -146,3 +153,18 @@ def test_a_dead_neuron_with_a_zero_row_leaves_the_orbit():
     r = identifiability(P)
     assert r.identifiable is False
     assert not same_orbit(P, r.witnesses[0].apply(P))
+
+
+def test_a_neuron_dead_only_on_the_image_is_a_witness():
+    """Found by the fiber's cross-check: neuron 1 of hidden layer 4 of this Gaussian network
+    has a positive entry (its signs do not show it dead), but the exact region engine finds
+    it inactive on every region of R^d; its outgoing weights are free."""
+    P = gaussian(np.random.default_rng(178), (2, 2, 3, 2, 2, 1))
+    r = identifiability(P)
+    assert r.identifiable is False and r.certified and r.dead_neurons[3] == ()
+    w = r.witnesses[0]
+    assert (w.name, w.layer, w.neuron) == ("dead_neuron_outgoing", 4, 1)
+    assert "exact region engine" in r.reasons[0]
+    assert "exact region engine" in w.applies(P, tol=0).reason
+    Q = w.apply(P)
+    assert ground_truth_equivalent(P, Q) and not same_orbit(P, Q)

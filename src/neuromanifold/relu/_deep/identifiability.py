@@ -6,6 +6,8 @@ symmetries that move the parameter off its permutation-scaling orbit:
 
 * per hidden layer, neurons dead or active on every input, neurons with zero outgoing
   weights and pairs of parallel neurons (:mod:`neuromanifold.relu._deep.symmetries`);
+  when none of these moves leaves the orbit, neurons dead on the image of the layers
+  before that the exact region engine proves dead on R^d (few regions expected);
 * in every window of three consecutive layers, the sign-pattern symmetries of the
   three-layer theory (dead and always-active neurons of the window's second layer,
   hidden hyperplanes of its first, flips), lifted by :class:`WindowSymmetry`.
@@ -43,7 +45,7 @@ from .._engine.budget import check_budget
 from .orbit import orbit_gap
 from .symmetries import (ActiveBiasShift, DeadNeuronOutgoing, ParallelNeuronSplit,
                          SilentNeuronIncoming, WindowSymmetry, active_neurons, dead_neurons,
-                         parallel_pairs, silent_neurons, snapped)
+                         parallel_pairs, proved_statuses, silent_neurons, snapped)
 
 __all__ = ["DeepIdentifiability", "identifiability", "OFF_ORBIT"]
 
@@ -173,6 +175,14 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
             witnesses.append(move)
             distances.append(dist)
             bounds.append(bound)
+    if not witnesses:   # neurons dead on the image of the layers before, not by signs
+        for reason, move in _image_dead_moves(params, status):
+            dist = orbit_gap(params, move.apply(params, tol=0))
+            if dist > OFF_ORBIT:
+                reasons.append(reason)
+                witnesses.append(move)
+                distances.append(dist)
+                bounds.append(0.0)
     common = dict(widths=widths, dead_neurons=status["dead"],
                   active_neurons=status["active"], silent_neurons=status["silent"],
                   parallel_pairs=status["parallel"], tol=tol,
@@ -237,6 +247,27 @@ def _layer_moves(params, status: dict) -> list[tuple[str, Any]]:
             out.append((f"neurons {j} and {k} of hidden layer {l} have parallel rows: "
                         f"outgoing weight moves between them",
                         ParallelNeuronSplit(l, (j, k), (size,) * Wn.shape[0])))
+    return out
+
+
+def _image_dead_moves(params, status: dict) -> list[tuple[str, Any]]:
+    """Candidate witnesses for neurons that the exact region engine proves dead on R^d
+    while their sign patterns do not show it (:func:`proved_statuses`: only when few
+    regions are expected), with their reasons; each applies exactly."""
+    proved = proved_statuses(params)
+    if proved is None:
+        return []
+    out = []
+    for l in range(1, len(params)):
+        Wn = params[l][0]
+        for j, kind in enumerate(proved[0][l - 1]):
+            if kind != "dead" or j in status["dead"][l - 1]:
+                continue
+            col = Wn[:, j]
+            out.append((f"neuron {j} of hidden layer {l} is dead on every input (proved by "
+                        f"the exact region engine, not by its sign pattern): its outgoing "
+                        f"weights are free",
+                        DeadNeuronOutgoing(l, j, tuple(-col if np.any(col) else col + 1.0))))
     return out
 
 

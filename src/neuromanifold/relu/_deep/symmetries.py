@@ -13,7 +13,8 @@ every input:
   image of the layers before the window too.
 * :class:`DeadNeuronOutgoing`: a neuron dead on every input (first layer: zero incoming
   weights and a bias ``<= 0``; later layers: a row of ``[W_l | b_l]`` with no positive
-  entry) outputs 0, so its outgoing weights are free.
+  entry; or, where its signs do not show it, inactive on every linear region by the exact
+  region engine, :func:`dead_on_image`) outputs 0, so its outgoing weights are free.
 * :class:`SilentNeuronIncoming`: a neuron with zero outgoing weights has a free incoming
   row.
 * :class:`ActiveBiasShift`: a neuron active on every input (first layer: zero incoming
@@ -45,15 +46,15 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import InputError, short_repr
+from ..._errors import InputError, NeuromanifoldError, short_repr
 from ..._validation import as_finite_array, check_nonnegative_int
 from .._analysis.reduction import close_pairs, sign_kinds
 from .._bottleneck.shape import row_signs
 from .._bottleneck.symmetries import Symmetry
 
 __all__ = ["WindowSymmetry", "DeadNeuronOutgoing", "SilentNeuronIncoming", "ActiveBiasShift",
-           "ParallelNeuronSplit", "layer_signs", "dead_neurons", "active_neurons",
-           "silent_neurons", "parallel_pairs", "snapped"]
+           "ParallelNeuronSplit", "layer_signs", "dead_neurons", "dead_on_image", "active_neurons",
+           "silent_neurons", "parallel_pairs", "proved_statuses", "snapped"]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 
@@ -111,6 +112,35 @@ def dead_neurons(params: Params, layer: int, tol: float) -> list[int]:
     """Neurons of hidden layer ``layer`` dead on every input, by their sign patterns
     (:func:`~neuromanifold.relu._analysis.reduction.sign_kinds`)."""
     return sign_kinds(layer_signs(params, layer, tol), layer == 1)[0]
+
+
+#: regions the exact engine may enumerate to prove a neuron dead on the image of the
+#: layers before (when its sign pattern does not show it)
+PROOF_REGIONS = 5000
+
+
+def dead_on_image(params: Params, layer: int, neuron: int) -> str | None:
+    """How ``neuron`` of hidden ``layer`` is proved dead on every input of R^d when its
+    sign pattern does not show it: inactive on every linear region, by the exact region
+    engine (:func:`~neuromanifold.relu.neurons`, at most :data:`PROOF_REGIONS` regions);
+    ``None`` when not proved. A dead neuron's outgoing weights are free however its
+    deadness is proved."""
+    statuses = proved_statuses(params)
+    if statuses is None or statuses[0][layer - 1][neuron] != "dead":
+        return None
+    return f"inactive on all of R^d, proved by the exact region engine ({statuses[1]})"
+
+
+def proved_statuses(params: Params) -> tuple[tuple, str] | None:
+    """``(status, note)`` of :func:`~neuromanifold.relu.neurons` on R^d when the exact
+    region engine decided them (few regions expected, at most :data:`PROOF_REGIONS`),
+    else ``None`` (its bounds prove nothing dead on all of R^d)."""
+    from .._analysis.neurons import neurons   # start-up: the region engine, on demand
+    try:
+        res = neurons(params, max_regions=PROOF_REGIONS)
+    except NeuromanifoldError:
+        return None
+    return (res.status, res.note) if res.method == "regions" else None
 
 
 def active_neurons(params: Params, layer: int, tol: float) -> list[int]:
@@ -253,10 +283,16 @@ class DeadNeuronOutgoing(Symmetry):
         n = params[self.layer][0].shape[0]
         if len(self.outgoing) != n:
             return False, f"outgoing must have {n} entries; got {len(self.outgoing)}", None
-        if self.neuron not in dead_neurons(params, self.layer, tol):
+        if self.neuron in dead_neurons(params, self.layer, tol):
+            return True, (f"neuron {self.neuron} of hidden layer {self.layer} is dead on "
+                          f"every input"), None
+        proof = dead_on_image(params, self.layer, self.neuron)
+        if proof is None:
             return False, (f"neuron {self.neuron} of hidden layer {self.layer} is not dead "
-                           f"on every input by its sign pattern"), None
-        return True, f"neuron {self.neuron} of hidden layer {self.layer} is dead on every input", None
+                           f"on every input by its sign pattern, nor by the exact region "
+                           f"engine (within {PROOF_REGIONS:,} regions)"), None
+        return True, (f"neuron {self.neuron} of hidden layer {self.layer} is dead on every "
+                      f"input: {proof}"), None
 
     def _transform(self, params, tol):
         params[self.layer][0][:, self.neuron] = self.outgoing
