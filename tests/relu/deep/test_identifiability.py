@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from neuromanifold import InputError
 from neuromanifold.relu import DeepIdentifiability, Identifiability, identifiability
+from neuromanifold.relu.symmetries import ActiveBiasShift
 
 from tests.relu.deep.test_symmetries import WIDTHS, drawn, gaussian, planted
 from tests.support.symmetry import ground_truth_equivalent, same_orbit
@@ -168,3 +169,19 @@ def test_a_neuron_dead_only_on_the_image_is_a_witness():
     assert "exact region engine" in w.applies(P, tol=0).reason
     Q = w.apply(P)
     assert ground_truth_equivalent(P, Q) and not same_orbit(P, Q)
+
+
+def test_a_neuron_active_only_on_the_image_is_a_witness():
+    """h_0 = relu(x) >= h_1 = relu(x - 1), so neuron 0 of layer 2, z = h_0 - h_1 + 0.5, is
+    active on every input though its row has a negative entry: the region engine proves it,
+    and its bias shifts (t >= 0) into the next layer."""
+    P = [(np.array([[1.0], [1.0]]), np.array([0.0, -1.0])),
+         (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, 0.25])),
+         (np.array([[1.0, -2.0]]), np.array([0.3])), (np.array([[1.5]]), np.array([0.0]))]
+    r = identifiability(P)
+    assert r.identifiable is False and r.certified and r.active_neurons == ((), (), ())
+    w = r.witnesses[0]
+    assert (w.name, w.layer, w.neuron) == ("active_bias_shift", 2, 0) and w.shift > 0
+    Q = w.apply(P)
+    assert ground_truth_equivalent(P, Q) and not same_orbit(P, Q)
+    assert not ActiveBiasShift(2, 0, -0.75).applies(P, tol=0).applies   # z - 0.75 < 0 at x <= 0

@@ -6,8 +6,8 @@ symmetries that move the parameter off its permutation-scaling orbit:
 
 * per hidden layer, neurons dead or active on every input, neurons with zero outgoing
   weights and pairs of parallel neurons (:mod:`neuromanifold.relu._deep.symmetries`);
-  when none of these moves leaves the orbit, neurons dead on the image of the layers
-  before that the exact region engine proves dead on R^d (few regions expected);
+  when none of these moves leaves the orbit, neurons dead or active on the image of the
+  layers before that the exact region engine proves so on R^d (few regions expected);
 * in every window of three consecutive layers, the sign-pattern symmetries of the
   three-layer theory (dead and always-active neurons of the window's second layer,
   hidden hyperplanes of its first, flips), lifted by :class:`WindowSymmetry`.
@@ -175,8 +175,8 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
             witnesses.append(move)
             distances.append(dist)
             bounds.append(bound)
-    if not witnesses:   # neurons dead on the image of the layers before, not by signs
-        for reason, move in _image_dead_moves(params, status):
+    if not witnesses:   # neurons dead or active on the image of the layers before
+        for reason, move in _image_moves(params, status):
             dist = orbit_gap(params, move.apply(params, tol=0))
             if dist > OFF_ORBIT:
                 reasons.append(reason)
@@ -250,24 +250,29 @@ def _layer_moves(params, status: dict) -> list[tuple[str, Any]]:
     return out
 
 
-def _image_dead_moves(params, status: dict) -> list[tuple[str, Any]]:
-    """Candidate witnesses for neurons that the exact region engine proves dead on R^d
-    while their sign patterns do not show it (:func:`proved_statuses`: only when few
-    regions are expected), with their reasons; each applies exactly."""
+def _image_moves(params, status: dict) -> list[tuple[str, Any]]:
+    """Candidate witnesses for neurons that the exact region engine proves dead or active
+    on all of R^d while their sign patterns do not show it (:func:`proved_statuses`: only
+    when few regions are expected), with their reasons; each applies exactly."""
     proved = proved_statuses(params)
     if proved is None:
         return []
     out = []
     for l in range(1, len(params)):
+        b = params[l - 1][1]
         Wn = params[l][0]
         for j, kind in enumerate(proved[0][l - 1]):
-            if kind != "dead" or j in status["dead"][l - 1]:
-                continue
-            col = Wn[:, j]
-            out.append((f"neuron {j} of hidden layer {l} is dead on every input (proved by "
-                        f"the exact region engine, not by its sign pattern): its outgoing "
-                        f"weights are free",
-                        DeadNeuronOutgoing(l, j, tuple(-col if np.any(col) else col + 1.0))))
+            where = f"neuron {j} of hidden layer {l} is {kind}"
+            if kind == "dead" and j not in status["dead"][l - 1]:
+                col = Wn[:, j]
+                out.append((f"{where} on every input (proved by the exact region engine, "
+                            f"not by its sign pattern): its outgoing weights are free",
+                            DeadNeuronOutgoing(l, j, tuple(-col if np.any(col) else col + 1.0))))
+            elif kind == "linear" and j not in status["active"][l - 1]:
+                out.append((f"neuron {j} of hidden layer {l} is active on every input "
+                            f"(proved by the exact region engine, not by its sign pattern): "
+                            f"its bias shifts into the next layer's",
+                            ActiveBiasShift(l, j, max(1.0, abs(float(b[j]))))))
     return out
 
 

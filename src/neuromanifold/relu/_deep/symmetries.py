@@ -19,8 +19,9 @@ every input:
   row.
 * :class:`ActiveBiasShift`: a neuron active on every input (first layer: zero incoming
   weights and a bias ``> 0``; later layers: a row with no negative entry and a positive
-  one) acts as the identity, so its bias shifts by ``t`` into the next layer's biases,
-  ``b_{l+1} -= t W_{l+1}[:, j]``, while it stays active.
+  one; or, where its signs do not show it, active on every linear region by the exact
+  region engine, for a shift ``t >= 0``) acts as the identity, so its bias shifts by ``t``
+  into the next layer's biases, ``b_{l+1} -= t W_{l+1}[:, j]``, while it stays active.
 * :class:`ParallelNeuronSplit`: two neurons of one layer with rows ``r_k = lam r_j``,
   ``lam > 0``, compute ``relu(z_k) = lam relu(z_j)``: outgoing weight moves between them,
   ``c_j -> c_j + lam s``, ``c_k -> c_k - s``.
@@ -380,6 +381,12 @@ class ActiveBiasShift(Symmetry):
             S = layer_signs(p, self.layer, tol)[self.neuron]
             if not (np.all(S >= 0) if self.layer > 1 else
                     not np.any(S[:-1]) and S[-1] >= 0):
+                # or z >= 0 proved by the exact region engine, and a shift t >= 0 keeps it
+                proved = proved_statuses(params) if self.shift >= 0 else None
+                if proved is not None and proved[0][self.layer - 1][self.neuron] == "linear":
+                    return True, (f"neuron {self.neuron} of hidden layer {self.layer} is "
+                                  f"active on every input of R^d, proved by the exact "
+                                  f"region engine ({proved[1]}), and the shift is >= 0"), None
                 return False, (f"neuron {self.neuron} of hidden layer {self.layer} is not "
                                f"active on every input{when} by its sign pattern"), None
         return True, (f"neuron {self.neuron} of hidden layer {self.layer} is active on every "
