@@ -262,16 +262,15 @@ def _image_moves(params, status: dict) -> list[tuple[str, Any]]:
         b = params[l - 1][1]
         Wn = params[l][0]
         for j, kind in enumerate(proved[0][l - 1]):
-            where = f"neuron {j} of hidden layer {l} is {kind}"
+            proof = "(proved by the exact region engine, not by its sign pattern)"
             if kind == "dead" and j not in status["dead"][l - 1]:
                 col = Wn[:, j]
-                out.append((f"{where} on every input (proved by the exact region engine, "
-                            f"not by its sign pattern): its outgoing weights are free",
+                out.append((f"neuron {j} of hidden layer {l} is dead on every input {proof}: "
+                            f"its outgoing weights are free",
                             DeadNeuronOutgoing(l, j, tuple(-col if np.any(col) else col + 1.0))))
             elif kind == "linear" and j not in status["active"][l - 1]:
                 out.append((f"neuron {j} of hidden layer {l} is active on every input "
-                            f"(proved by the exact region engine, not by its sign pattern): "
-                            f"its bias shifts into the next layer's",
+                            f"{proof}: its bias shifts into the next layer's",
                             ActiveBiasShift(l, j, max(1.0, abs(float(b[j]))))))
     return out
 
