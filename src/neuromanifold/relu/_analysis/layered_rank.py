@@ -56,7 +56,8 @@ import numpy as np
 from ..._tolerance import numerical_rank
 from .._core.numbers import forward_error_bounds
 
-__all__ = ["LayeredRank", "layered_rank", "certified_pattern", "residues", "PRIME"]
+__all__ = ["LayeredRank", "layered_rank", "certified_pattern", "residues", "residue_matmul",
+           "residue_rank", "PRIME"]
 
 #: The prime of the exact route: below 2**26, so a product of two residues is exact in a
 #: double (the matrix products split one factor into 13-bit halves).
@@ -164,6 +165,33 @@ def residues(A: np.ndarray) -> np.ndarray:
     return out
 
 
+def residue_matmul(A, B: np.ndarray) -> np.ndarray:
+    """``A @ B`` modulo :data:`PRIME`, exactly, for residues ``A`` (an array, or a scipy
+    sparse matrix of fewer than 2**14 columns) and ``B``: residues below 2**26 times
+    13-bit halves sum to below 2**53 over fewer than 2**14 terms."""
+    n = A.shape[-1]
+    if n >= 1 << 14:
+        out = np.zeros(A.shape[:-1] + B.shape[-1:], dtype=np.int64)
+        for s in range(0, n, 1 << 13):
+            out = (out + residue_matmul(A[..., s:s + (1 << 13)],
+                                        B[..., s:s + (1 << 13), :])) % PRIME
+        return out
+    Af = A.astype(float)
+    hi = np.fmod(Af @ (B >> 13).astype(float), PRIME)
+    lo = Af @ (B & (_HALF - 1)).astype(float)
+    return np.fmod(hi * _HALF + lo, PRIME).astype(np.int64)
+
+
+def residue_rank(A: np.ndarray) -> int:
+    """Rank modulo :data:`PRIME` of a matrix of residues (flint): at most its rank over
+    the rationals."""
+    return int(_nmod(A).rank()) if A.size else 0
+
+
+def _nmod(A: np.ndarray) -> flint.nmod_mat:
+    return flint.nmod_mat(A.shape[0], A.shape[1], A.ravel().tolist(), PRIME)
+
+
 class _Residues:
     exact = True
 
@@ -175,28 +203,10 @@ class _Residues:
         return residues(A)
 
     def matmul(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        """``A @ B`` modulo the prime, exactly: residues below 2**26 times 13-bit halves sum
-        to below 2**53 over fewer than 2**14 terms."""
-        n = A.shape[-1]
-        if n >= 1 << 14:
-            out = np.zeros(A.shape[:-1] + B.shape[-1:], dtype=np.int64)
-            for s in range(0, n, 1 << 13):
-                out = (out + self.matmul(A[..., s:s + (1 << 13)],
-                                         B[..., s:s + (1 << 13), :])) % PRIME
-            return out
-        Af = A.astype(float)
-        hi = np.fmod(Af @ (B >> 13).astype(float), PRIME)
-        lo = Af @ (B & (_HALF - 1)).astype(float)
-        return np.fmod(hi * _HALF + lo, PRIME).astype(np.int64)
-
-    @staticmethod
-    def _flint(A: np.ndarray) -> flint.nmod_mat:
-        return flint.nmod_mat(A.shape[0], A.shape[1], A.ravel().tolist(), PRIME)
+        return residue_matmul(A, B)
 
     def rank(self, A: np.ndarray, scale=None) -> int:
-        if A.size == 0:
-            return 0
-        return int(self._flint(A).rank())
+        return residue_rank(A)
 
     def left_null(self, A: np.ndarray, count: int, scale=None) -> tuple[int, np.ndarray]:
         """``(rank of A, count random vectors of {lambda: lambda^T A = 0})`` (as many as
@@ -207,7 +217,7 @@ class _Residues:
         if A.size == 0:
             k = min(count, rows)
             return 0, self.rng.integers(0, PRIME, (rows, k))
-        E, r = self._flint(np.ascontiguousarray(A.T)).rref()
+        E, r = _nmod(np.ascontiguousarray(A.T)).rref()
         r = int(r)
         k = min(count, rows - r)
         if k <= 0:

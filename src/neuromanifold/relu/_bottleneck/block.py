@@ -323,6 +323,15 @@ def _key(bits: np.ndarray) -> tuple:
     return int(bits.sum()), tuple(np.flatnonzero(bits))
 
 
+def _first_carried(found, L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
+    """Among the orientations ``found`` (every one of rank at most ``m``), the carried one
+    with the fewest rows against the reference (:func:`_key`)."""
+    for flips in sorted(found, key=lambda fl: _key(fl ^ against)):
+        if carried(L0 + Wc[:, flips] @ Ac[flips], m, tol, ref):
+            return flips
+    raise BlockNotCovered(_NOT_CARRIED)
+
+
 def _by_enumeration(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
     nc = Ac.shape[0]
     n3, n1 = L0.shape
@@ -452,10 +461,7 @@ def _by_independent_wedges(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | Non
             L = L0 + Wc[:, flips] @ Ac[flips]
             if _rank_of(L, tol, ref) <= m:
                 found.append(flips)
-    for flips in sorted(found, key=lambda fl: _key(fl ^ against)):
-        if carried(L0 + Wc[:, flips] @ Ac[flips], m, tol, ref):
-            return flips
-    raise BlockNotCovered(_NOT_CARRIED)
+    return _first_carried(found, L0, Wc, Ac, against, m, tol, ref)
 
 
 def _cut(M, free, Wc, Ac, norms, m, tol, ref) -> bool:
@@ -515,10 +521,7 @@ def _by_bounds(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
         on[k] = True
         stack.append((k + 1, M + np.outer(Wc[:, k], Ac[k]), on))
         stack.append((k + 1, M, flips))
-    for flips in sorted(found, key=lambda fl: _key(fl ^ against)):
-        if carried(L0 + Wc[:, flips] @ Ac[flips], m, tol, ref):
-            return flips
-    raise BlockNotCovered(_NOT_CARRIED)
+    return _first_carried(found, L0, Wc, Ac, against, m, tol, ref)
 
 
 def choose_turned(L0: np.ndarray, Wc: np.ndarray, Ac: np.ndarray, against: np.ndarray,

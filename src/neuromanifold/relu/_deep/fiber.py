@@ -46,7 +46,6 @@ import dataclasses
 import time
 from typing import Any
 
-import flint
 import numpy as np
 
 from ..._errors import ComputationLimitError, InputError, NeuromanifoldError
@@ -55,14 +54,14 @@ from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_positive_int
 from ...exact import to_fmpq
 from .._analysis.fundim import rank_lower_bound
-from .._analysis.layered_rank import PRIME, residues
+from .._analysis.layered_rank import PRIME, residue_matmul, residue_rank, residues
 from .._analysis.neurons import neurons
 from .._analysis.reduction import sign_kinds
 from .._bottleneck.fiber import fiber as bottleneck_fiber
 from .._bottleneck.shape import is_bottleneck
 from .._core.net import check_params, exact_params, float_params
 from .._engine.budget import check_budget
-from .symmetries import layer_signs, parallel_pairs, silent_neurons
+from .symmetries import layer_signs, parallel_classes, silent_neurons
 
 __all__ = ["MoveFamily", "DeepFiber", "fiber"]
 
@@ -218,12 +217,7 @@ def _families(params: Params, status: tuple | None) -> list[MoveFamily]:
                 fams[kind].append(MoveFamily(kind=kind, layer=h, neurons=(j,),
                                              num_directions=sizes[kind]))
         moved = set(dead) | set(on_image) | silent
-        first: dict = {}   # one pair per neuron, against the first of its class
-        for j, k in parallel_pairs(params, h, 0.0, limit=n * n):
-            if j in moved or k in moved or k in first:
-                continue
-            j0 = first.setdefault(j, j)
-            first[k] = j0
+        for j0, k in parallel_classes(params, h, 0.0, skip=moved):
             fams["parallel"].append(MoveFamily(kind="parallel", layer=h, neurons=(j0, k),
                                                num_directions=fan_out,
                                                ratio=_ratio(W, b, j0, k)))
@@ -333,9 +327,8 @@ def _tangents(params: Params, families: list[MoveFamily]):
 
 def _rank_mod_p(rows: list, skip: set, P: int, rng: np.random.Generator) -> int:
     """Rank modulo :data:`PRIME` of the sparse ``rows`` with the coordinates ``skip``
-    left out, after compression by a random matrix (exact products: residues times 13-bit
-    halves summed over fewer than 2**14 terms stay below 2**53); a lower bound of the
-    rank over the rationals."""
+    left out, after compression by a random matrix (exact products,
+    :func:`residue_matmul`); a lower bound of the rank over the rationals."""
     import scipy.sparse as sp   # start-up: a slow import
 
     if not rows:
@@ -354,15 +347,11 @@ def _rank_mod_p(rows: list, skip: set, P: int, rng: np.random.Generator) -> int:
         A = np.mod(M.toarray(), PRIME).astype(np.int64)
     else:
         A = np.zeros((k, k), dtype=np.int64)
-        for s in range(0, M.shape[1], 1 << 13):   # at most 2**13 terms a product
+        for s in range(0, M.shape[1], 1 << 13):   # sparse slices of 2**13 columns
             part = M[:, s:s + (1 << 13)]
             R = rng.integers(0, PRIME, (part.shape[1], k))
-            hi = np.fmod(part @ (R >> 13).astype(float), PRIME)
-            lo = np.fmod(part @ (R & ((1 << 13) - 1)).astype(float), PRIME)
-            A = (A + np.fmod(hi * (1 << 13) + lo, PRIME).astype(np.int64)) % PRIME
-    if A.size == 0:
-        return 0
-    return int(flint.nmod_mat(A.shape[0], A.shape[1], A.ravel().tolist(), PRIME).rank())
+            A = (A + residue_matmul(part, R)) % PRIME
+    return residue_rank(A)
 
 
 # -- sampling ------------------------------------------------------------------------------

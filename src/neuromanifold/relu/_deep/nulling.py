@@ -35,7 +35,7 @@ from ..._tolerance import DEFAULT_TOL, function_distance_bound
 from .._analysis.reduction import sign_kinds
 from .._bottleneck.symmetries import Permutation, Scaling, Symmetry, apply_sequence
 from .symmetries import (ActiveBiasShift, DeadNeuronOutgoing, ParallelNeuronSplit,
-                         SilentNeuronIncoming, layer_signs, parallel_pairs)
+                         SilentNeuronIncoming, layer_signs, parallel_classes)
 
 __all__ = ["null_moves", "reduction_symmetry"]
 
@@ -55,14 +55,10 @@ def _layer_moves(P: Params, h: int, tol: float) -> list[Symmetry]:
     moves: list[Symmetry] = [ActiveBiasShift(h, j, -float(b[j])) for j in shifted]
     # a constant neuron (zero weights) shifted to bias 0 is dead: its column goes next pass
     moves += [DeadNeuronOutgoing(h, j, (0.0,) * C.shape[0]) for j in dead if live_col[j]]
-    first: dict = {}
-    for j, k in parallel_pairs(P, h, tol, limit=W.shape[0] ** 2):
-        if (j in dead or k in dead or k in first or not (live_col[j] and live_col[k])
-                or j in shifted or k in shifted):   # a shifted bias: parallel next pass
-            continue
-        j0 = first.setdefault(j, j)
-        first[k] = j0
-        moves.append(ParallelNeuronSplit(h, (j0, k), tuple(float(v) for v in C[:, k])))
+    # a shifted bias: parallel next pass
+    skip = set(dead) | set(shifted) | set(np.flatnonzero(~live_col).tolist())
+    moves += [ParallelNeuronSplit(h, (j0, k), tuple(float(v) for v in C[:, k]))
+              for j0, k in parallel_classes(P, h, tol, skip=skip)]
     return moves
 
 
@@ -86,22 +82,26 @@ def null_moves(params: Params, tol: float = 0.0, deadline: float | None = None
     P = [(W.copy(), b.copy()) for W, b in params]
     moves: list[Symmetry] = []
     inverses: list[Symmetry] = []
+
+    def step(P: Params, move: Symmetry) -> Params:
+        ok = move.applies(P, tol=tol)
+        if not ok.applies:   # pragma: no cover - each move is built to apply
+            raise SymmetryError(f"{move!r} does not apply: {ok.reason}")
+        inverses.append(move.inverse(P))
+        moves.append(move)
+        return move._transform(P, tol)    # in place: no copy per move
+
     changed = True
     while changed:
-        changed = False
+        before = len(moves)
         for h in range(1, len(P)):
             if deadline is not None and time.monotonic() > deadline:
                 return None
-            for batch in (_layer_moves, _silent_moves):
-                for move in (_layer_moves(P, h, tol) if batch is _layer_moves
-                             else _silent_moves(P, h)):
-                    ok = move.applies(P, tol=tol)
-                    if not ok.applies:   # pragma: no cover - each move is built to apply
-                        raise SymmetryError(f"{move!r} does not apply: {ok.reason}")
-                    inverses.append(move.inverse(P))
-                    P = move._transform(P, tol)    # in place: no copy per move
-                    moves.append(move)
-                    changed = True
+            for move in _layer_moves(P, h, tol):
+                P = step(P, move)
+            for move in _silent_moves(P, h):   # read after the pass's splits and zeros
+                P = step(P, move)
+        changed = len(moves) > before
     return moves, inverses, P
 
 

@@ -55,7 +55,7 @@ from .._bottleneck.symmetries import Symmetry
 
 __all__ = ["WindowSymmetry", "DeadNeuronOutgoing", "SilentNeuronIncoming", "ActiveBiasShift",
            "ParallelNeuronSplit", "layer_signs", "dead_neurons", "dead_on_image", "active_neurons",
-           "silent_neurons", "parallel_pairs", "proved_statuses", "snapped"]
+           "silent_neurons", "parallel_pairs", "parallel_classes", "proved_statuses", "snapped"]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 
@@ -198,6 +198,21 @@ def parallel_pairs(params: Params, layer: int, tol: float, limit: int = 64) -> l
             if len(out) >= limit:
                 break
     return sorted(out)
+
+
+def parallel_classes(params: Params, layer: int, tol: float, skip=()) -> list[tuple]:
+    """Pairs ``(j0, k)``: every neuron ``k`` of hidden layer ``layer`` whose row is a
+    positive multiple (at ``tol``, :func:`parallel_pairs`) of an earlier one's, paired with
+    the first neuron ``j0`` of its class; the neurons ``skip`` take no part."""
+    skip = set(skip)
+    first: dict = {}
+    out = []
+    for j, k in parallel_pairs(params, layer, tol, limit=params[layer - 1][0].shape[0] ** 2):
+        if j in skip or k in skip or k in first:
+            continue
+        first[k] = first.setdefault(j, j)
+        out.append((first[j], k))
+    return out
 
 
 def _is_parallel(params: Params, layer: int, j: int, k: int, tol: float,
