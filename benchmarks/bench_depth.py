@@ -23,7 +23,9 @@ R^d.
   estimate (a lower bound, never certified); above that its ``P``-column SVD is not run.
 * Canonical form with two rows dead (three-layer networks): two second-layer rows made
   dead, the form under every named symmetry, and whether a random orbit point (block
-  refactors, second-layer flips, dead-neuron moves) gets the same form.
+  refactors, second-layer flips, dead-neuron moves) gets the same form. Also on digits
+  networks whose second hidden layer is the wider (64-16-32-10 and 64-32-64-10, two rows
+  dead; 64-16-32-10 with three dead and three always-active rows), canonical rows only.
 * The fiber (networks of other depths than three, ``time_limit=120``): the dimension the
   listed moves generate, the proven upper bound ``P - rank``, and the local dimension where
   they meet.
@@ -113,23 +115,44 @@ def timed(fn):
     return time.perf_counter() - t0, out
 
 
-def canonical_with_dead_rows(row, p) -> None:
-    """The three-layer canonical form (every named symmetry) with two second-layer rows made
-    dead, and whether a random point of the orbit (block refactors, second-layer flips and
-    dead-neuron moves among its moves) gets the same form."""
-    dead = [(W.copy(), b.copy()) for W, b in p]
-    W2, b2 = dead[1]
-    W2[:2], b2[:2] = -np.abs(W2[:2]), -1.0
-    moved, _ = random_orbit_point(dead, seed=0)
-    atol = 1e-7 * max(path_norm_scale(dead), 1.0)
+def canonical_with_dead_rows(row, p, dead: int = 2, active: int = 0) -> None:
+    """The three-layer canonical form (every named symmetry) with ``dead`` second-layer rows
+    made dead and the next ``active`` always active, and whether a random point of the orbit
+    (block refactors, second-layer flips and dead-neuron moves among its moves) gets the
+    same form."""
+    planted = [(W.copy(), b.copy()) for W, b in p]
+    W2, b2 = planted[1]
+    W2[:dead], b2[:dead] = -np.abs(W2[:dead]), -1.0
+    W2[dead:dead + active], b2[dead:dead + active] = np.abs(W2[dead:dead + active]), 1.0
+    what = "canonical form, two rows dead" if (dead, active) == (2, 0) else \
+        f"canonical form, {dead} rows dead, {active} always active"
+    moved, _ = random_orbit_point(planted, seed=0)
+    atol = 1e-7 * max(path_norm_scale(planted), 1.0)
     try:
-        took, c = timed(lambda: relu.canonical_form(dead))
+        took, c = timed(lambda: relu.canonical_form(planted))
         same = all(np.allclose(A, B, atol=atol) for (A, a), (B, b) in
                    zip(c, relu.canonical_form(moved)) for A, B in ((A, B), (a, b)))
-        row("canonical form, two rows dead", took, lambda: relu.canonical_form(dead),
+        row(what, took, lambda: relu.canonical_form(planted),
             f"an orbit point's form equal: {same}")
     except NeuromanifoldError as exc:   # the orientation search ran out of branches
-        row("canonical form, two rows dead", 0.0, None, f"refused: {str(exc)[:90]}")
+        row(what, 0.0, None, f"refused: {str(exc)[:90]}")
+
+
+def expanding_rows() -> list[dict]:
+    """The canonical form with dead and always-active rows on digits networks whose second
+    hidden layer is wider than the first (more crossing rows than ``n1``)."""
+    rows = []
+    for hidden, dead, active in (((16, 32), 2, 0), ((32, 64), 2, 0), ((16, 32), 3, 3)):
+        p = trained(hidden, "digits")
+        size = "-".join(map(str, (64,) + hidden + (10,))) + " digits"
+
+        def row(what, took, fn, note):
+            peak = peak_memory_mb(fn) if fn is not None else None
+            rows.append(suite_row(TASK, f"{what}: {size}", took, NONE, None, peak_mb=peak,
+                                  note=note))
+            print(f"{size:<22} {what:<34} {took:>7.2f}s  {note}")
+        canonical_with_dead_rows(row, p, dead, active)
+    return rows
 
 
 def rows_for(size: str, p, rng) -> list[dict]:
@@ -225,6 +248,8 @@ def main(argv=None) -> list[dict]:
         p = trained(hidden, data)
         size = "-".join(map(str, (p[0][0].shape[1],) + hidden + (10,))) + f" {data}"
         rows += rows_for(size, p, np.random.default_rng(0))
+    if not args.quick:
+        rows += expanding_rows()
     return rows
 
 

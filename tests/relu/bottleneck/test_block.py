@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from neuromanifold.relu._bottleneck import block
 from neuromanifold.relu._bottleneck.block import (BlockNotCovered, _by_bounds, _by_enumeration,
                                                   _by_independent_rows,
-                                                  _by_independent_wedges, _center_rows, _key,
+                                                  _by_independent_wedges,
+                                                  _by_split_projections, _center_rows, _key,
                                                   _pick, _unit_rays, carried, choose_turned)
 
 TOL = 1e-9
@@ -44,6 +45,17 @@ def carried_orientations(L_ref, Wc, Ac, m, ref):
         if carried(linear_part(L_ref, Wc, Ac, bits), m, TOL, ref):
             out.append(bits)
     return out
+
+
+def planted_orbit(seed, shape):
+    """A planted instance of ``shape = (n3, n1, nc, m)``, its reference scale, every carried
+    orientation (the orbit) and the brute force's choice among them."""
+    rng = np.random.default_rng(seed)
+    n3, n1, nc, m = shape
+    Wc, Ac, L_ref = planted(rng, n3, n1, nc, m)
+    ref = float(np.sum(np.abs(Wc)) * np.max(np.abs(Ac)))
+    orbit = carried_orientations(L_ref, Wc, Ac, m, ref)
+    return Wc, Ac, L_ref, m, ref, orbit, tuple(min(orbit, key=_key))
 
 
 def chosen_from(route, L_ref, Wc, Ac, bits, m, ref):
@@ -150,12 +162,7 @@ def test_center_rows_depend_on_the_subspace_alone():
 def test_the_wedge_route_is_the_brute_force_choice(seed, shape):
     """Dependent crossing rows (more than n1 of them): where the wedge products certify, the
     route returns, from every carried orientation, the brute force's choice."""
-    rng = np.random.default_rng(seed)
-    n3, n1, nc, m = shape
-    Wc, Ac, L_ref = planted(rng, n3, n1, nc, m)
-    ref = float(np.sum(np.abs(Wc)) * np.max(np.abs(Ac)))
-    orbit = carried_orientations(L_ref, Wc, Ac, m, ref)
-    best = tuple(min(orbit, key=_key))
+    Wc, Ac, L_ref, m, ref, orbit, best = planted_orbit(seed, shape)
     for bits in orbit:
         final = chosen_from(_by_independent_wedges, L_ref, Wc, Ac, bits, m, ref)
         assert final is None or tuple(final) == best
@@ -189,3 +196,57 @@ def test_a_cancellation_is_never_missed():
     Ac[1] = np.abs(rng.standard_normal(3)) - 0.5 * Ac[0]    # M_0 + M_1 = w_0 (a_0 + 2 a_1)^T
     L0 = np.zeros((5, 3))
     assert _by_independent_wedges(L0, Wc, Ac, np.zeros(8, dtype=bool), 1, TOL, 1.0) is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), shape=st.sampled_from(
+    [(6, 5, 10, 1), (5, 6, 9, 2), (7, 5, 12, 2), (8, 4, 11, 1), (6, 8, 11, 3), (5, 9, 12, 2)]))
+def test_the_split_route_is_the_brute_force_choice(seed, shape):
+    """Dependent crossing rows split into two sides that projections annihilate in turn:
+    from every carried orientation, including the planted one far from it, the route
+    returns the brute force's choice (it always applies at these shapes)."""
+    Wc, Ac, L_ref, m, ref, orbit, best = planted_orbit(seed, shape)
+    for bits in orbit:
+        assert tuple(chosen_from(_by_split_projections, L_ref, Wc, Ac, bits, m, ref)) == best
+
+
+def test_the_split_route_finds_a_cancellation_of_many_neurons():
+    """Six crossing neurons whose terms cancel down to rank 1 (a SUBSET-SUM-like
+    coincidence, m = 1): the route lists that orientation among the carried ones, so a
+    reference that prefers it gets it."""
+    rng = np.random.default_rng(5)
+    n3, n1, nc = 6, 6, 14
+    Wc, Ac = rng.standard_normal((n3, nc)), rng.standard_normal((nc, n1))
+    far = np.zeros(nc, dtype=bool)
+    far[[1, 3, 4, 8, 10, 12]] = True
+    # parallel outgoing weights w_j = c_j u: the six terms sum to u (sum c_j a_j)^T, made
+    # a nonnegative rank-one matrix through the last row
+    c = rng.standard_normal(6)
+    Wc[:, far] = rng.standard_normal((n3, 1)) * c
+    Ac[12] = (np.abs(rng.standard_normal(n1)) - c[:5] @ Ac[far][:5]) / c[5]
+    L_ref = np.zeros((n3, n1))
+    ref = float(np.sum(np.abs(Wc)) * np.max(np.abs(Ac)))
+    assert carried(linear_part(L_ref, Wc, Ac, far), 1, TOL, ref)
+    flip = _by_split_projections(L_ref, Wc, Ac, far.copy(), 1, TOL, ref)
+    assert flip is not None and np.array_equal(flip, far)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3])
+def test_the_orientation_question_contains_subset_sum(m):
+    """The reduction of the module docs: rows ``a_0 = (-t, -1, 0, ...)`` and
+    ``a_j = (s_j, -1, 0, ...)`` with outgoing weights ``e_1`` and ``L = diag(0, 1, ..., 1)``;
+    the carried orientations are the empty one and ``{0} + R`` for the subsets ``R`` of the
+    ``s_j`` that sum to ``t``."""
+    s, t = [3.0, 5.0, 7.0, 11.0, 13.0], 18.0
+    n = m + 1
+    Ac = np.zeros((len(s) + 1, n))
+    Ac[:, 0], Ac[:, 1] = [-t] + s, -1.0
+    Wc = np.zeros((n, len(s) + 1))
+    Wc[0] = 1.0
+    L = np.diag([0.0] + [1.0] * m)
+    got = {tuple(np.flatnonzero(b)) for b in carried_orientations(L, Wc, Ac, m, 1.0)}
+    subsets = {(0,) + tuple(1 + j for j in R) for r in range(len(s) + 1)
+               for R in itertools.combinations(range(len(s)), r)
+               if sum(s[j] for j in R) == t}
+    assert subsets == {(0, 2, 5), (0, 3, 4)}   # 5 + 13 and 7 + 11
+    assert got == {()} | subsets

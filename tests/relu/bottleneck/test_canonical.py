@@ -16,6 +16,7 @@ import neuromanifold as nm
 from neuromanifold import InputError
 from neuromanifold import relu
 from neuromanifold._tolerance import path_norm_scale
+from neuromanifold.relu._bottleneck import block
 from neuromanifold.relu._bottleneck.canonical import canonical_form, equivalent_bottleneck, fast_path_reason
 from neuromanifold.relu.symmetries import apply_sequence, random_orbit_point
 
@@ -365,10 +366,13 @@ def _planted_block(widths, dead, active, seed=0):
 
 
 @pytest.mark.parametrize("widths,dead,active", [
-    ((32, 16, 32, 10), 2, 0),     # 30 crossing rows in R^16: the branch and bound
+    ((32, 16, 32, 10), 2, 0),     # 30 crossing rows in R^16: two sides of 15, each
+                                  # annihilated in turn (the branch and bound before)
     ((784, 64, 32, 10), 3, 3),    # 26 independent crossing rows: the least-rank route
     ((32, 16, 48, 10), 1, 0),     # 47 crossing rows in R^16, one neuron for the block: the
                                   # wedge products (the branch and bound refused it)
+    ((32, 16, 32, 10), 3, 3),     # 26 crossing rows, six neurons for the block: the branch
+                                  # and bound, past the 50,000 branches it once refused at
 ])
 def test_trained_sizes_with_dead_and_always_active_rows_have_a_canonical_form(widths, dead,
                                                                               active):
@@ -385,13 +389,15 @@ def test_trained_sizes_with_dead_and_always_active_rows_have_a_canonical_form(wi
         assert r.equivalent and r.certified, r.note
 
 
-def test_a_form_refused_for_its_block_still_leaves_a_verdict():
-    """32-16-32-10 with three dead and three always-active rows: the orientation search
-    runs out of branches, so the form refuses; equivalent_bottleneck still decides (the
-    block mixed onto the other's), as the fast path's conditions do not include the form."""
+def test_a_form_refused_for_its_block_still_leaves_a_verdict(monkeypatch):
+    """32-16-32-10 with three dead and three always-active rows, the branch and bound held
+    to 5,000 branches: the orientation search runs out, so the form refuses, saying why;
+    equivalent_bottleneck still decides (the block mixed onto the other's), as the fast
+    path's conditions do not include the form."""
+    monkeypatch.setattr(block, "MAX_NODES", 5000)
     p = _planted_block((32, 16, 32, 10), 3, 3)
     assert fast_path_reason(p) is None
-    with pytest.raises(InputError, match="not decided within"):
+    with pytest.raises(InputError, match="not decided within 5000 branches.*SUBSET-SUM"):
         canonical_form(p)
     q, _ = random_orbit_point(p, seed=0)
     r = equivalent_bottleneck(p, q)

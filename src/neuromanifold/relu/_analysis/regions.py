@@ -28,6 +28,7 @@ from .._core.domain import Domain, as_domain
 from .._core.net import ReLUNet  # noqa: F401  (check_params re-exported for callers)
 from .._core.net import check_params
 from .._engine.cells import Engine, EngineDeadline, ExactNet, iter_cells, output_map, thickness
+from .._engine.kernels import unproved_pairs_kernel
 from .._engine.parallel import iter_leaves
 from .._engine.matching import match_kernel
 
@@ -604,7 +605,8 @@ def estimate_regions(params: Any, domain: Any = None, *, num_samples: int = 2000
 def warm_up() -> None:
     """Compile (or load from numba's cache) every float kernel of the region engine with
     the argument types the engine passes, by enumerating the regions of two small
-    networks, and the compiled weight matching of ``equivalent``. Compiling takes several
+    networks, the compiled weight matching of ``equivalent`` and the always-active block's
+    rank test of the three-layer canonical form. Compiling takes several
     seconds in a fresh checkout; ``make install`` and the test session call this first so
     that no timed call pays it.
 
@@ -620,3 +622,6 @@ def warm_up() -> None:
     dims = np.array([p[0][0].shape[1]] + [W.shape[0] for W, _ in p], dtype=np.int64)
     offsets = np.cumsum([0] + [W.size + b.size for W, b in p[:-1]]).astype(np.int64)
     match_kernel(flat, flat, dims, offsets)
+    M = np.eye(2)[None]
+    unproved_pairs_kernel(np.ones((1, 1)), M, M, np.ones(1), np.ones(1), 0, 1e-12, 1e-9,
+                          np.zeros((2, 2), dtype=np.int64), 0)

@@ -27,12 +27,26 @@ Which orientation the canonical form takes (:func:`choose_turned`):
   first rule picks among them. Dependent crossing rows are no obstacle: a trained
   64-32-64-10 network has 63 crossing rows in ``R^32`` and one neuron for the block, and
   its 1,953 wedge tensors are independent;
+* the crossing neurons split into two sides of at most ``(n3 - m - 1) + (n1 - m - 1)``
+  each, and ``m + 1 <= 5``: projections that annihilate one side's terms leave
+  ``(m + 1) x (m + 1)`` matrices that depend on the other side alone, so every subset of
+  each side is tried (``2^31`` at most, by one matrix product of Laplace minors), the
+  subsets not proved of full rank are paired, and the pairs left are decided by the rank
+  itself (:func:`_by_split_projections`). A trained 64-32-64-10 network with two dead
+  rows (61 crossing rows in ``R^32``, three neurons for the block) takes about 20 s;
 * otherwise a branch and bound over the orientations lists every carried one (a branch is
   cut when projections that annihilate the undecided neurons' terms leave a matrix of
   rank above ``m``, a lower bound on every completion's rank by Weyl's inequality) and
   the first rule above picks among them; it refuses past :data:`MAX_NODES` branches.
-  With ``m = 0`` the question whether some orientation is carried contains SUBSET-SUM
-  (``n1 = n3 = 1``), so no polynomial method is known for it in general.
+
+Which orientations are carried is a subset question no method decides in polynomial time
+in general unless P = NP: for every ``m >= 1`` it contains SUBSET-SUM. Take
+``n1 = n3 = m + 1``, ``L = diag(0, 1, ..., 1)``, outgoing weights ``e_1`` and rows
+``a_0 = (-t, -1, 0, ...)``, ``a_j = (s_j, -1, 0, ...)`` (all crossing): turning ``T``
+leaves rank ``m`` (carried: the row space is ``span(e_2, ..., e_(m+1))``) exactly when the
+first entries of ``a_T`` sum to 0, so some carried orientation turns neuron 0 iff some
+subset of the ``s_j`` sums to ``t`` (``tests/relu/bottleneck/test_block.py`` builds it). The
+routes above are the structures that make an input tractable.
 
 Canonical rows (:func:`block_rows`) are a function of ``rowspace(L)`` alone: its cone's
 extreme rays when few enough ``(dim - 1)``-subsets of the orthant's facets exist, else
@@ -45,11 +59,14 @@ condition number, past ``1e-7``) are refused.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
 import numpy as np
 from scipy.optimize import linprog
+
+from .._engine.kernels import unproved_pairs_kernel
 
 __all__ = ["BlockNotCovered", "MAX_NODES", "block_rows", "carried", "choose_turned"]
 
@@ -61,10 +78,19 @@ MAX_ENTRIES = 2 ** 25
 #: ``(dim - 1)``-subsets of the orthant's facets (else the analytic-center rows are used)
 MAX_SUBSETS = 20000
 #: branches the branch and bound over orientations may visit before refusing
-MAX_NODES = 50000
+MAX_NODES = 500000
 #: the wedge-product route checks at most this many ``(m + 1)``-subsets of components
 #: (its Gram matrix has this order) and lists at most this many orientations
 MAX_WEDGES = 2500
+#: the split route enumerates at most this many subsets of crossing neurons on each side
+MAX_SPLIT = 2 ** 31
+#: ... keeps at most this many subsets (and joined pairs) whose rank it could not bound
+MAX_UNPROVED = 2_000_000
+#: ... and takes blocks of at most this many neurons minus one (``m + 1 <= 5``: the Laplace
+#: expansion of a ``k x k`` determinant has ``C(2k, k)`` terms)
+MAX_SPLIT_ORDER = 5
+#: the unit roundoff of float64
+_U = 2.0 ** -53
 
 
 class BlockNotCovered(Exception):
@@ -266,21 +292,24 @@ def _row_space(L: np.ndarray, tol: float, ref: float) -> tuple[np.ndarray, np.nd
     return Vt[:int(_ranks(sv, tol, ref))], sv
 
 
-def block_rows(L: np.ndarray, tol: float, ref: float = 0.0) -> np.ndarray:
+def block_rows(L: np.ndarray, tol: float, ref: float = 0.0,
+               terms: float | None = None) -> np.ndarray:
     """Canonical nonnegative unit rows ``A`` (``k x n1``, as few as possible) whose span
     contains the rows of the linear map ``L`` (``n3 x n1``): a function of
     ``V = rowspace(L)`` alone. When the cone ``V ∩ O`` spans ``V`` (``k = rank L``): its
     extreme rays (the first independent ones in lexicographic order when it is not
     simplicial; analytic-center rows when the rays are too many to enumerate, module
     docs); else (``k = rank L + 1``) those of ``(V + span(1)) ∩ O``, which spans
-    ``V + span(1)`` because it contains ``1``. Ranks as in :func:`_rank_of`."""
+    ``V + span(1)`` because it contains ``1``. Ranks as in :func:`_rank_of`; ``terms``
+    (default ``ref``): the sum of the norms of the terms summed into ``L``, which bounds
+    its rounding."""
     V, sv = _row_space(L, tol, ref)
     r, n1 = V.shape
     if r == 0:
         return V
     # how far the computed row space can be from the exact one (Wedin's bound, with the
     # rounding of the terms summed into L)
-    noise = 1e-15 * max(float(sv[0]), ref) / float(sv[r - 1])
+    noise = 1e-15 * max(float(sv[0]), ref if terms is None else terms) / float(sv[r - 1])
     A = _cone_rows(V, noise)
     if A is None:
         W = np.linalg.svd(np.vstack([V, np.full((1, n1), n1 ** -0.5)]))[2][:r + 1]
@@ -464,6 +493,165 @@ def _by_independent_wedges(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | Non
     return _first_carried(found, L0, Wc, Ac, against, m, tol, ref)
 
 
+@functools.lru_cache(maxsize=None)
+def _laplace(k: int) -> tuple:
+    """The terms of ``det(A + B) = sum sign det A[I, J] det B[I', J']`` (``I', J'`` the
+    complements, ``sign = (-1)^(sum I + sum J)``) over index sets ``|I| = |J|`` of a
+    ``k x k`` matrix: ``(I, J, I', J', sign)`` each."""
+    out = []
+    full = range(k)
+    for r in range(k + 1):
+        for I in itertools.combinations(full, r):
+            for J in itertools.combinations(full, r):
+                out.append((I, J, tuple(i for i in full if i not in I),
+                            tuple(j for j in full if j not in J), (-1) ** (sum(I) + sum(J))))
+    return tuple(out)
+
+
+def _minors(Ms: np.ndarray, second: bool) -> np.ndarray:
+    """The minors of the ``k x k`` matrices ``Ms`` in :func:`_laplace`'s terms: ``det A[I, J]``
+    (``second=False``) or ``sign det B[I', J']``, so that ``det(A + B)`` is the dot product of
+    the two vectors."""
+    terms = _laplace(Ms.shape[1])
+    out = np.empty((Ms.shape[0], len(terms)))
+    for p, (I, J, Ic, Jc, sign) in enumerate(terms):
+        rows, cols = (Ic, Jc) if second else (I, J)
+        out[:, p] = np.linalg.det(Ms[:, list(rows)][:, :, list(cols)]) if rows else 1.0
+        if second:
+            out[:, p] *= sign
+    return out
+
+
+def _unproved(MA: np.ndarray, MB: np.ndarray, c: float) -> np.ndarray | None:
+    """The pairs ``(a, b)`` (rows of an ``(n, 2)`` array) for which
+    ``sigma_min(MA[a] + MB[b]) > c`` is not proved
+    (:func:`~neuromanifold.relu._engine.kernels.unproved_pairs_kernel`), ``None`` past
+    :data:`MAX_UNPROVED` of them. The determinants of all pairs come from one matrix product
+    of the Laplace minors; the rounding of those minors (LU with partial pivoting, growth
+    at most ``2^(k-1)``) and of the products is bounded by ``c_det F^k`` with a factor 16 to
+    spare."""
+    k = MA.shape[1]
+    c_det = 16 * math.comb(2 * k, k) * (k + 2) * 2 ** k * _U
+    fa = np.linalg.norm(MA.reshape(len(MA), -1), axis=1)
+    fb = np.linalg.norm(MB.reshape(len(MB), -1), axis=1)
+    CA, CB = _minors(MA, False), _minors(MB, True)
+    out = np.empty((min(MAX_UNPROVED, len(MA) * len(MB)) + 1, 2), dtype=np.int64)
+    count = 0
+    # tiles of 512 x 4096 determinants: the product and the scan share the cache
+    cols = [(b, np.ascontiguousarray(CB[b:b + 4096].T)) for b in range(0, len(MB), 4096)]
+    D = np.empty((min(512, len(MA)), min(4096, len(MB))))
+    for a in range(0, len(MA), 512):
+        for b, CBt in cols:
+            shape = (len(CA[a:a + 512]), CBt.shape[1])
+            Dv = D if shape == D.shape else np.empty(shape)   # contiguous: one compiled type
+            np.matmul(CA[a:a + 512], CBt, out=Dv)
+            seen = count
+            count = unproved_pairs_kernel(Dv, MA, MB[b:], fa, fb[b:], a, c_det, c, out, count)
+            out[seen:min(count, len(out)), 1] += b
+            if count > MAX_UNPROVED:
+                return None
+    return out[:count]
+
+
+def _subsets(n: int) -> np.ndarray:
+    """Every subset of ``n`` items as a row of 0/1 floats (bit ``i`` of the row's index)."""
+    return ((np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1).astype(float)
+
+
+def _unproved_subsets(base: np.ndarray, terms: np.ndarray, c: float) -> np.ndarray | None:
+    """The subsets ``T`` (boolean rows over the ``k x k`` ``terms``) for which
+    ``sigma_min(base + sum_T terms) > c`` is not proved, ``None`` past
+    :data:`MAX_UNPROVED`: the two halves' subset sums are paired by :func:`_unproved`."""
+    g1 = (len(terms) + 1) // 2
+    first, second = _subsets(g1), _subsets(len(terms) - g1)
+    pairs = _unproved(base + np.einsum("sj,jab->sab", first, terms[:g1]),
+                      np.einsum("sj,jab->sab", second, terms[g1:]), c)
+    if pairs is None:
+        return None
+    return np.hstack([first[pairs[:, 0]], second[pairs[:, 1]]]).astype(bool)
+
+
+def _complement(M: np.ndarray) -> np.ndarray:
+    """An orthonormal basis (columns) of the orthogonal complement of ``M``'s columns."""
+    if M.shape[1] == 0:
+        return np.eye(M.shape[0])
+    U, s, _ = np.linalg.svd(M)
+    return U[:, int(np.sum(s > 1e-12 * s[0])):]
+
+
+def _by_split_projections(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None:
+    """Every orientation of rank at most ``m`` when the crossing neurons split into two
+    sides ``U``, ``V`` of at most ``(n3 - k) + (n1 - k)`` each (``k = m + 1``, at most
+    :data:`MAX_SPLIT_ORDER`), then the first rule's choice among them; ``None`` when the
+    route does not apply or leaves too many subsets unresolved.
+
+    For side ``U``: ``P`` (``k x n3``) annihilates the outgoing weights of some neurons of
+    ``V`` and ``Q`` (``n1 x k``) the rows of the others, so ``P L(T) Q`` depends on
+    ``T ∩ U`` alone, up to the residue ``R`` of the annihilated terms, and
+    ``sigma_k(L(T)) >= sigma_min(P L(T) Q) / (|P| |Q|)``. Every subset of ``U`` is tried
+    (:func:`_unproved_subsets`, ``2^|U|`` determinants of ``k x k`` matrices): where
+    ``sigma_min`` is proved above the rank threshold (doubled, so that the SVD of
+    :func:`_rank_of` agrees) plus ``R`` and the sums' rounding, no orientation with that
+    ``T ∩ U`` has rank at most ``m``. The same for ``V``; the unresolved subsets of the two
+    sides are then paired through random orthonormal ``P``, ``Q`` annihilating nothing,
+    and the pairs still unresolved are decided by :func:`_rank_of` itself."""
+    nc = Ac.shape[0]
+    n3, n1 = L0.shape
+    k = m + 1
+    cap_left, cap_right = n3 - k, n1 - k
+    half = nc // 2
+    if k > MAX_SPLIT_ORDER or min(cap_left, cap_right) < 0 \
+            or nc - half > cap_left + cap_right or 2 ** (nc - half) > MAX_SPLIT:
+        return None
+    norms = np.linalg.norm(Wc, axis=0) * np.linalg.norm(Ac, axis=1)
+    big = float(np.linalg.norm(L0, 2)) + float(np.sum(norms))   # >= sigma_1 of every L(T)
+    thr = 2 * float(_threshold(tol, big, ref)) + 1e-13 * big
+    rng = np.random.default_rng(0)
+
+    def bound(P, Q, G, H):
+        """The proved-above level for ``sigma_min`` of the projected sums over ``G``."""
+        pn, qn = float(np.linalg.norm(P, 2)) * (1 + 1e-12), \
+            float(np.linalg.norm(Q, 2)) * (1 + 1e-12)
+        wn, an = np.linalg.norm(Wc, axis=0), np.linalg.norm(Ac, axis=1)
+        R = float(np.sum((np.linalg.norm(P @ Wc[:, H], axis=0) + n3 * _U * pn * wn[H])
+                         * (np.linalg.norm(Ac[H] @ Q, axis=1) + n1 * _U * qn * an[H])))
+        sums = pn * qn * (float(np.linalg.norm(L0)) + float(np.sum(norms[G])))
+        return 2 * k * (len(G) + n3 + n1 + 4) * _U * sums + R + thr * pn * qn
+
+    def terms(P, Q, G):
+        return np.einsum("aj,jb->jab", P @ Wc[:, G], Ac[G] @ Q)
+
+    sides = (np.arange(half), np.arange(half, nc))
+    unresolved = []
+    for G, H in (sides, sides[::-1]):
+        left = max(len(H) - cap_right, 0)        # annihilated through P, the rest through Q
+        cP, cQ = _complement(Wc[:, H[:left]]), _complement(Ac[H[left:]].T)
+        # within the complements, the directions where the kept terms are largest
+        P = (cP @ np.linalg.svd(cP.T @ Wc[:, G])[0][:, :k]).T
+        Q = cQ @ np.linalg.svd(cQ.T @ Ac[G].T)[0][:, :k]
+        found = _unproved_subsets(P @ L0 @ Q, terms(P, Q, G), bound(P, Q, G, H))
+        if found is None:
+            return None
+        unresolved.append(found)
+    (ZU, ZV), (U, V) = unresolved, sides
+    P = np.linalg.qr(rng.standard_normal((n3, k)))[0].T
+    Q = np.linalg.qr(rng.standard_normal((n1, k)))[0]
+    tU, tV = terms(P, Q, U), terms(P, Q, V)
+    pairs = _unproved(P @ L0 @ Q + np.einsum("sj,jab->sab", ZU, tU),
+                      np.einsum("sj,jab->sab", ZV, tV),
+                      bound(P, Q, np.arange(nc), np.arange(0)))
+    if pairs is None:
+        return None
+    flips = np.hstack([ZU[pairs[:, 0]], ZV[pairs[:, 1]]])
+    found = []
+    for a in range(0, len(flips), 4096):
+        chunk = flips[a:a + 4096]
+        Ls = L0[None] + np.einsum("ij,sj,jk->sik", Wc, chunk.astype(float), Ac)
+        low = _ranks(np.linalg.svd(Ls, compute_uv=False), tol, ref) <= m
+        found.extend(chunk[low])
+    return _first_carried(found, L0, Wc, Ac, against, m, tol, ref)
+
+
 def _cut(M, free, Wc, Ac, norms, m, tol, ref) -> bool:
     """Whether no completion of the branch (``M`` with the neurons ``free`` undecided) has
     rank at most ``m``: projections annihilate the largest undecided terms (rows, then
@@ -507,10 +695,13 @@ def _by_bounds(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
             raise BlockNotCovered(
                 f"which of the {nc} crossing second-layer neurons can turn around into the "
                 f"always-active block ({m} neurons) was not decided within {MAX_NODES} "
-                f"branches: their rows are not linearly independent, and the rank of the "
-                f"block's linear part cuts a branch only with at most {undecided} neurons "
-                f"undecided (n1 - m - 1 + n3 - m - 1); no polynomial method is known for "
-                f"this question (with no neuron for the block it contains SUBSET-SUM)")
+                f"branches: their rows are not linearly independent, their wedge products "
+                f"are too many to check, the two-sided split needs two sides of at most "
+                f"{undecided} neurons (n1 - m - 1 + n3 - m - 1; 2^31 subsets at most) and "
+                f"m + 1 <= {MAX_SPLIT_ORDER} (here {nc} neurons, m + 1 = {m + 1}), and the "
+                f"rank of the block's linear part cuts a branch only with at most "
+                f"{undecided} neurons undecided; the question contains SUBSET-SUM for every "
+                f"m >= 1, so no method decides every input in polynomial time unless P = NP")
         if k == nc:
             if _rank_of(M, tol, ref) <= m:
                 found.append(flips)
@@ -539,6 +730,8 @@ def choose_turned(L0: np.ndarray, Wc: np.ndarray, Ac: np.ndarray, against: np.nd
     flip = _by_independent_rows(L0, Wc, Ac, against, m, tol, ref)
     if flip is None:
         flip = _by_independent_wedges(L0, Wc, Ac, against, m, tol, ref)
+    if flip is None:
+        flip = _by_split_projections(L0, Wc, Ac, against, m, tol, ref)
     if flip is not None:
         return flip
     return _by_bounds(L0, Wc, Ac, against, m, tol, ref)

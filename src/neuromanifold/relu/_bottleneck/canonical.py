@@ -417,7 +417,11 @@ def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float):
             crossing, linear, dead = _kinds(cur, tol)
             L = W3[:, linear] @ W2[linear] + sum((np.outer(W3[:, j], W2[j]) for j in turned),
                                                  np.zeros((n3, n1)))
-            A = block_rows(L, tol, path_norm_scale(cur))
+            # L's rounding is that of its own terms, not the network's scale
+            summed = list(linear) + list(turned)
+            terms = float(np.sum(np.linalg.norm(W3[:, summed], axis=0)
+                                 * np.linalg.norm(W2[summed], axis=1)))
+            A = block_rows(L, tol, path_norm_scale(cur), terms)
             if A.shape[0] > len(linear) + len(dead):
                 raise BlockNotCovered(f"the rows chosen for the always-active block "
                                       f"({A.shape[0]}) exceed its {len(linear) + len(dead)} "
