@@ -364,3 +364,20 @@ def test_every_time_limit_holds_on_a_trained_like_network(name, call):
         # a verdict-less comparison has nothing partial; the others keep what they found
         assert err.partial is not None or name == "equivalent", name
     assert time.monotonic() - t < 6, name
+
+
+def test_the_exact_steps_before_the_regions_hold_the_time_limit():
+    """4-640-640-1 with a dead first-layer neuron whose outgoing weights differ between
+    the two networks: converting them to exact rationals, the exact matching and the
+    reduction each take seconds (31 s in all past a 20 s limit once); they read the
+    deadline row by row, so a 1 s limit stops the call in time."""
+    import time
+    p = ReLUNet([4, 640, 640, 1]).random_params(0)
+    p[0][0][0], p[0][1][0] = 0.0, -1.0
+    q = [(W.copy(), b.copy()) for W, b in p]
+    q[1][0][:, 0] = np.random.default_rng(1).standard_normal(640)
+    t = time.monotonic()
+    with pytest.raises(ComputationLimitError, match="time limit") as err:
+        relu.equivalent(p, q, time_limit=1)
+    assert time.monotonic() - t < 4   # 1.1 s + 1 s is the goal; a margin for CI
+    assert err.value.partial is None and err.value.elapsed >= 1.0

@@ -36,6 +36,7 @@ import numpy as np
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale, telescoping_bound
 from ...exact import fmpq_to_fraction, qrows, to_fmpq
+from .._core.clock import check_deadline
 from .._core.domain import Domain
 from .._core.net import check_params, exact_params, float_params
 from .._core.numbers import to_float
@@ -237,6 +238,7 @@ def _snap(net: _Net, tol: float) -> float:
         U = np.array([[to_float(v / m) if m != 0 else 0.0 for v in r]
                       for r, m in zip(rows, big)]).reshape(len(rows), -1)
         for j in range(len(rows)):
+            check_deadline()
             if big[j] == 0:
                 continue
             for i in range(j):
@@ -490,7 +492,9 @@ def reduce(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL, data: Any
 def fraction_params(W: list, b: list) -> list:
     """Exact layers (``fmpq_mat`` or lists of rows of fmpq, and lists of fmpq) as
     ``(W, b)`` object arrays of Fractions."""
-    return [(np.array([[fmpq_to_fraction(v) for v in r]
-                       for r in (qrows(Wl) if isinstance(Wl, flint.fmpq_mat) else Wl)],
+    def row(r):
+        check_deadline()
+        return [fmpq_to_fraction(v) for v in r]
+    return [(np.array([row(r) for r in (qrows(Wl) if isinstance(Wl, flint.fmpq_mat) else Wl)],
                       dtype=object),
              np.array([fmpq_to_fraction(v) for v in bl], dtype=object)) for Wl, bl in zip(W, b)]

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from typing import Any
 
 import flint
@@ -72,6 +73,7 @@ from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions, c
                                        equivalence_result)
 from .._bottleneck.canonical import equivalent_bottleneck
 from .._bottleneck.symmetries import Permutation, Scaling
+from .._core.clock import DeadlinePassed, check_deadline, deadline_scope
 from .._core.domain import Domain, as_domain
 from .._core.net import float_params, forward_unchecked, param_list
 from .._core.numbers import to_float
@@ -136,16 +138,26 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     progress = check_bool(progress, "progress")
     check_choice(method, "method", _METHODS)
     check_seed(seed)
-    check_budget(max_regions, time_limit)   # bad input is refused whichever path decides
-    if method == "auto" and tol > 0:
-        res = by_matching(p, q, domain, tol)
-        if res is not None:
-            return res
+    _, time_limit = check_budget(max_regions, time_limit)   # refused whichever path decides
+    start = time.monotonic()
+    # the exact steps before the budget's own checks (the exact copies of the networks, the
+    # exact matching and reduction) read the deadline row by row
+    at = None if time_limit is None else start + time_limit
+    try:
+        with deadline_scope(at):
+            if method == "auto" and tol > 0:
+                res = by_matching(p, q, domain, tol)
+                if res is not None:
+                    return res
+            pair = Pair(p, q, tol)
+    except DeadlinePassed:
+        raise Budget("equivalent", 1, max_regions=max_regions, time_limit=time_limit,
+                     progress=False, unit="joint region", start=start).time_error(
+            stage="the exact copies of the networks") from None
     rng = as_seed_rng(seed)
-    pair = Pair(p, q, tol)
     dom = as_domain(domain, pair.d)
     budget = Budget("equivalent", pair.d, max_regions=max_regions, time_limit=time_limit,
-                    progress=progress, unit="joint region")
+                    progress=progress, unit="joint region", start=start)
     if method == "regions":
         return by_regions(pair, dom, budget)
     if method == "milp":
@@ -157,13 +169,17 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         return dataclasses.replace(out, num_milps=2 * pair.m,
                                    note=f"the MILP was inconclusive; {out.note}")
     # auto: the cheap checks first, then regions or the MILP by the expected cost
-    res = _by_sampling(pair, dom, rng)
-    if res is None:
-        res = _by_symmetry(pair, dom)
-    if res is None:
-        res = _by_reduction(pair, dom, p, q, budget.deadline)
-    if res is None and dom.kind == "whole":
-        res = _by_bottleneck(pair, p, q, dom)
+    try:
+        with deadline_scope(at):
+            res = _by_sampling(pair, dom, rng)
+            if res is None:
+                res = _by_symmetry(pair, dom)
+            if res is None:
+                res = _by_reduction(pair, dom, p, q, budget.deadline)
+            if res is None and dom.kind == "whole":
+                res = _by_bottleneck(pair, p, q, dom)
+    except DeadlinePassed:
+        raise budget.time_error(stage="the sampled and symmetry checks") from None
     if res is not None:
         return res
     budget.check_time(stage="the sampled and symmetry checks")
@@ -665,6 +681,7 @@ def _exact_image(bp: ExactNet, bq: ExactNet, d: int):
         # p's layer in q's coordinates of the previous layer (exact)
         A = flint.fmpq_mat(n, m_in)
         for i in range(n):
+            check_deadline()
             for k in range(m_in):
                 v = Wp[i, perm_prev[k]]
                 if v != 0:
@@ -688,6 +705,7 @@ def _exact_image(bp: ExactNet, bq: ExactNet, d: int):
         W2 = flint.fmpq_mat(n, m_in)
         b2 = []
         for i in range(n):
+            check_deadline()
             for k in range(m_in):
                 W2[i, k] = s[i] * A[perm[i], k]
             b2.append(s[i] * bpl[perm[i]])
@@ -751,8 +769,11 @@ def _by_reduction(pair: Pair, dom: Domain, p: Any = None, q: Any = None,
                         f"positive rescaling of p; the differences add up to at most "
                         f"{rel:.3g} relative")
     fp, fq = (None, None) if p is None else (float_params(p), float_params(q))
-    found = None if fp is None or fq is None else reduction_symmetry(fp, fq, pair.tol,
-                                                                     deadline)
+    try:   # the verdict stands; its symmetry is left out past the deadline
+        found = None if fp is None or fq is None else reduction_symmetry(fp, fq, pair.tol,
+                                                                         deadline)
+    except DeadlinePassed:
+        found = None
     if found is None or not found[1] <= max(pair.tol, DEFAULT_TOL) * pair.scale:
         return out
     sym, bound = found

@@ -19,6 +19,7 @@ from ..._live import is_live_relu_model, live_relu_params
 from ..._validation import (as_finite_array, as_real_array, as_seed_rng, check_finite_result,
                              check_widths)
 from ...exact import to_fmpq
+from .clock import check_deadline
 
 __all__ = ["ReLUNet", "forward", "check_params", "param_list", "widths_of", "exact_params"]
 
@@ -132,6 +133,7 @@ def exact_params(params: Any) -> list[tuple[flint.fmpq_mat, list[flint.fmpq]]]:
         We = We.reshape(be.size, -1)
         m = flint.fmpq_mat(We.shape[0], We.shape[1])
         for i in range(We.shape[0]):
+            check_deadline()
             for j in range(We.shape[1]):
                 x = We[i, j]
                 if x != 0:

@@ -49,14 +49,15 @@ class Budget:
         unit: what one enumerated cell is called (``"region"``, ``"joint region"``).
         detail: optional callable giving words for the error messages (how far the
             analysis got beyond the regions, e.g. a rank so far).
+        start: when the analysis started (``time.monotonic()``; default: now).
     """
 
     def __init__(self, what: str, d: int, *, max_regions: int | None, time_limit: float | None,
-                 progress: Any, unit: str = "region", detail=None):
+                 progress: Any, unit: str = "region", detail=None, start: float | None = None):
         self.what, self.unit, self.detail = what, unit, detail
         self.max_regions, self.time_limit = check_budget(max_regions, time_limit)
         self.progress = check_bool(progress, "progress")
-        self.t0 = time.monotonic()
+        self.t0 = time.monotonic() if start is None else start
         self.deadline = None if self.time_limit is None else self.t0 + self.time_limit
         self.engine = Engine(d, deadline=self.deadline)
         self.num_regions = 0
