@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuromanifold import InputError
-from neuromanifold.relu import (BottleneckFiber, DeepFiber, MoveFamily, fiber, forward,
+from neuromanifold.relu import (BottleneckFiber, DeepFiber, MoveFamily, ReLUNet, fiber, forward,
                                 functional_dimension)
 from neuromanifold.relu import identifiability as relu_identifiability
 from neuromanifold.relu._deep.fiber import _Layout
@@ -208,3 +208,14 @@ def test_a_fiber_larger_than_the_orbit_agrees_with_identifiability(seed, widths,
         assert r.identifiable is not True
         if any(f.kind in ("dead", "dead_on_image", "silent", "parallel") for f in F.families):
             assert r.identifiable is False and r.witnesses
+
+
+def test_the_last_rank_is_not_started_past_the_limit():
+    """At 8-60-60-1 the layered rank's last rank is one call of about 2 s, which used to
+    run past a 1 s limit (3.7 s in all): its expected time is now checked first, and the
+    fiber keeps the bounds it has."""
+    P = ReLUNet([8, 60, 60, 1]).random_params(0)
+    t = time.monotonic()
+    F = fiber(P, time_limit=1.0)
+    assert time.monotonic() - t < 1.1 + 1.5   # the rule is 10 % + 1 s; a margin for CI
+    assert F.dimension >= 120 and F.local_dimension is None

@@ -876,8 +876,10 @@ class _Run:
     def _partial(self) -> FunctionalDimension:
         return self._result(max(self.tracker.rank, self.floor), complete=False)
 
-    def _check_time(self) -> None:
-        self.budget.check_time(self._partial)
+    def _check_time(self, upcoming: float = 0.0) -> None:
+        self.budget.check_time(self._partial, upcoming=upcoming, stage="" if not upcoming else
+                               f"the layered rank (its last rank expected to take "
+                               f"{upcoming:.1f} s; not started)")
 
     # -- phases --------------------------------------------------------------------------
     def run(self, method: str) -> FunctionalDimension:

@@ -429,8 +429,9 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL, max_regions: int | None = No
             refuses entries float64 does not hold, such as ``Fraction(1, 3)``).
         max_regions, time_limit: the budget of the neurons' statuses (half of it) and
             of the Jacobian's rank (a :class:`DeepFiber`); past it the rank found so far
-            is used, still a proven lower bound. The clock is read between passes of the
-            layered rank, and one pass is not interrupted (about 5 s at 8-60-60-1).
+            is used, still a proven lower bound. The clock is read between the steps of
+            the layered rank, and its last rank (one call, 2 s at 8-60-60-1) is not
+            started when its expected time would pass the limit.
 
     Returns:
         A :class:`~neuromanifold.relu.BottleneckFiber` or a :class:`DeepFiber`.
