@@ -878,8 +878,8 @@ class _Run:
 
     def _check_time(self, upcoming: float = 0.0) -> None:
         self.budget.check_time(self._partial, upcoming=upcoming, stage="" if not upcoming else
-                               f"the layered rank (its last rank expected to take "
-                               f"{upcoming:.1f} s; not started)")
+                               f"the layered rank (a step expected to take {upcoming:.1f} s; "
+                               f"not started)")
 
     # -- phases --------------------------------------------------------------------------
     def run(self, method: str) -> FunctionalDimension:
@@ -920,6 +920,7 @@ class _Run:
         points: list = []
         batches = _sample_points(self.Ws, self.bs, self.dom, self.tol, rng, seen)
         slack, stalled = 16, False
+        last = None   # (seconds, regions) of the last pass
         while True:
             self._check_time()
             if stalled:
@@ -933,9 +934,14 @@ class _Run:
             points += new
             if not points:
                 continue
+            if last is not None:   # a pass over more regions takes longer (its products
+                # grow with them; its last rank is checked on its own)
+                self._check_time(upcoming=last[0] * len(points) / last[1])
+            started = time.perf_counter()
             found = layered_rank(Wf if exact else self.Ws, bf if exact else self.bs,
                                  [pats for _, pats in points], tol=self.tol, exact=exact,
                                  slack=slack, check=self._check_time)
+            last = (time.perf_counter() - started, len(points))
             if found is None:
                 return None   # the last level would be too wide to factorize
             grew = self.layered is None or found.rank > self.layered.rank

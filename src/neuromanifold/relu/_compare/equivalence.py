@@ -664,6 +664,12 @@ def _by_symmetry(pair: Pair, dom: Domain) -> Equivalence | None:
     return dataclasses.replace(out, symmetry=tuple(sym))
 
 
+def _float_row(A: flint.fmpq_mat, i: int, m_in: int) -> list[float]:
+    """Row ``i`` of ``A`` rounded to floats (the deadline read first)."""
+    check_deadline()
+    return [to_float(A[i, k]) for k in range(m_in)]
+
+
 def _exact_image(bp: ExactNet, bq: ExactNet, d: int):
     """The exactly equivalent copy of p matched onto q (layer by layer, an assignment on
     the max-normalized incoming rows, the scales rounded to rationals): its layers
@@ -690,13 +696,17 @@ def _exact_image(bp: ExactNet, bq: ExactNet, d: int):
             Wn.append(A)
             bn.append(list(bpl))
             break
-        Rp = np.array([[to_float(A[i, k]) for k in range(m_in)] + [to_float(bpl[i])] for i in range(n)])
+        Rp = np.array([_float_row(A, i, m_in) + [to_float(bpl[i])] for i in range(n)])
         Rq = np.hstack([bq.params[l][0], bq.params[l][1][:, None]])
         np_, nq_ = np.abs(Rp).max(axis=1), np.abs(Rq).max(axis=1)
         if np.any(np_ == 0) or np.any(nq_ == 0):
             return None
         Up, Uq = Rp / np_[:, None], Rq / nq_[:, None]
-        cost = np.abs(Uq[:, None, :] - Up[None, :, :]).max(axis=2)
+        cost = np.empty((n, n))
+        step = max(1, 2 ** 22 // (n * (m_in + 1)))   # blocks of rows: memory, and the clock
+        for a in range(0, n, step):
+            check_deadline()
+            cost[a:a + step] = np.abs(Uq[a:a + step, None, :] - Up[None, :, :]).max(axis=2)
         rows, cols = linear_sum_assignment(cost)
         if cost[rows, cols].max() > 1e-6:
             return None

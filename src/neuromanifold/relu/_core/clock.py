@@ -21,8 +21,10 @@ __all__ = ["DeadlinePassed", "check_deadline", "deadline_scope"]
 _AT: ContextVar[float | None] = ContextVar("neuromanifold_deadline", default=None)
 
 
-class DeadlinePassed(Exception):
-    """Internal: the running analysis's deadline passed inside an exact loop."""
+class DeadlinePassed(BaseException):
+    """Internal: the running analysis's deadline passed inside an exact loop (a
+    ``BaseException``, as ``asyncio.CancelledError`` is, so that no ``except Exception``
+    on the way mistakes it for a failure of the step it stopped)."""
 
 
 @contextlib.contextmanager
