@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from neuromanifold import ArchitectureError, InputError
 from neuromanifold.relu import ReLUNet, distance, equivalent, forward
@@ -140,9 +140,12 @@ def _grid(lo, hi, n, d):
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 4, 3], [2, 3, 3, 3], [1, 4, 4, 2]]),
        eps=st.sampled_from([0.0, 1e-3, 0.3]))
+@example(seed=2587, widths=[2, 4, 3], eps=1e-3)   # the simplex's counterexample on a tie
 def test_top1_against_exact_checks_and_a_dense_grid(seed, widths, eps):
     """The verdict is decided on small networks; False carries a witness the test checks
-    exactly on its own; True leaves no counterexample on a dense grid."""
+    exactly on its own (where the exact simplex's counterexample sits on a tie of p's top
+    classes, its float rounding is not one: a float input beside it is); True leaves no
+    counterexample on a dense grid."""
     rng = np.random.default_rng(seed)
     p = ReLUNet(widths).random_params(seed)
     q = [(W + eps * rng.standard_normal(W.shape), b + eps * rng.standard_normal(b.shape))

@@ -399,10 +399,37 @@ def _top1(pair0: Pair, pair: Pair, dom: Domain, to_x, budget: Budget,
     if confirmed:
         return result(False, "regions", "a counterexample from a joint region's LP, "
                                         "checked in exact arithmetic")
+    if any(counterexample(to_x(y)) for y in _beside(np.asarray(z, float), dom, rng)):
+        return result(False, "regions", "a counterexample beside the rational one the exact "
+                                        "simplex found on a joint region (on a tie of one "
+                                        "network's top classes), checked in exact arithmetic")
     found.update(witness=to_x(z), classes=None, margin=None)
     return result(False, "regions", "the exact simplex found a rational counterexample "
                                     "on a joint region; the float input given rounds it "
                                     "(it may sit on a tie)")
+
+
+def _beside(z: np.ndarray, dom: Domain, rng: np.random.Generator, limit: int = 256):
+    """Float points of ``dom`` beside ``z``, nearest first (at most ``limit``): a rational
+    counterexample on a tie of one network's top classes has float ones on one side of the
+    tie, which rounding ``z`` may miss. Steps of ``2^-52`` to ``2^-16`` times ``|z|`` along
+    the coordinates (the first 16) and 8 random directions, both ways."""
+    d = z.size
+    dirs = [np.eye(d)[i] for i in range(min(d, 16))] + list(rng.standard_normal((8, d)))
+    dirs = [u / np.max(np.abs(u)) for u in dirs]
+    size = max(float(np.max(np.abs(z), initial=0.0)), 1.0)
+    count = 0
+    for k in range(0, 37, 4):
+        for u in dirs:
+            for y in (z + 2.0 ** (k - 52) * size * u, z - 2.0 ** (k - 52) * size * u):
+                if dom.kind == "box":
+                    y = np.clip(y, dom.lower, dom.upper)
+                elif dom.kind == "orthant":
+                    y = np.maximum(y, 0.0)
+                count += 1
+                if count > limit:
+                    return
+                yield y
 
 
 def _search(pair: Pair, dom: Domain, rng: np.random.Generator, best: Best,
