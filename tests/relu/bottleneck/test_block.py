@@ -250,3 +250,17 @@ def test_the_orientation_question_contains_subset_sum(m):
                if sum(s[j] for j in R) == t}
     assert subsets == {(0, 2, 5), (0, 3, 4)}   # 5 + 13 and 7 + 11
     assert got == {()} | subsets
+
+
+@pytest.mark.parametrize("scale", [1e-160, 1e-80, 1e150])
+def test_the_split_route_holds_at_extreme_scales(scale):
+    """The determinants are taken of sums brought to size about 1 by a power of two: at
+    1e-160 their k-th powers underflowed to 0 and an exactly singular sum was 'proved'
+    of full rank, so orientations were missed (found by review)."""
+    for seed in range(3):
+        Wc, Ac, L_ref, m, ref, orbit, best = planted_orbit(seed, (10, 10, 14, 3))
+        Wc, L_ref, ref = Wc * scale, L_ref * scale, ref * scale
+        orbit = carried_orientations(L_ref, Wc, Ac, m, ref)
+        best = tuple(min(orbit, key=_key))
+        for bits in orbit[:8]:
+            assert tuple(chosen_from(_by_split_projections, L_ref, Wc, Ac, bits, m, ref)) == best

@@ -66,6 +66,7 @@ import math
 import numpy as np
 from scipy.optimize import linprog
 
+from .._core.clock import check_deadline
 from .._engine.kernels import unproved_pairs_kernel
 
 __all__ = ["BlockNotCovered", "MAX_NODES", "block_rows", "carried", "choose_turned"]
@@ -79,6 +80,9 @@ MAX_ENTRIES = 2 ** 25
 MAX_SUBSETS = 20000
 #: branches the branch and bound over orientations may visit before refusing
 MAX_NODES = 500000
+#: ... when the choice is not ``thorough`` (``equivalent`` decides without it), and the
+#: split route is skipped
+QUICK_NODES = 50000
 #: the wedge-product route checks at most this many ``(m + 1)``-subsets of components
 #: (its Gram matrix has this order) and lists at most this many orientations
 MAX_WEDGES = 2500
@@ -530,7 +534,12 @@ def _unproved(MA: np.ndarray, MB: np.ndarray, c: float) -> np.ndarray | None:
     of the Laplace minors; the rounding of those minors (LU with partial pivoting, growth
     at most ``2^(k-1)``) and of the products is bounded by ``c_det F^k`` with a factor 16 to
     spare."""
+    if len(MA) == 0 or len(MB) == 0:
+        return np.zeros((0, 2), dtype=np.int64)
     k = MA.shape[1]
+    # a power of two brings the sums to size about 1 (exactly): F^k must not underflow
+    e = -math.frexp(max(float(np.max(np.abs(MA))), float(np.max(np.abs(MB))), 1e-300))[1]
+    MA, MB, c = np.ldexp(MA, e), np.ldexp(MB, e), math.ldexp(c, e)
     c_det = 16 * math.comb(2 * k, k) * (k + 2) * 2 ** k * _U
     fa = np.linalg.norm(MA.reshape(len(MA), -1), axis=1)
     fb = np.linalg.norm(MB.reshape(len(MB), -1), axis=1)
@@ -541,6 +550,7 @@ def _unproved(MA: np.ndarray, MB: np.ndarray, c: float) -> np.ndarray | None:
     cols = [(b, np.ascontiguousarray(CB[b:b + 4096].T)) for b in range(0, len(MB), 4096)]
     D = np.empty((min(512, len(MA)), min(4096, len(MB))))
     for a in range(0, len(MA), 512):
+        check_deadline()
         for b, CBt in cols:
             shape = (len(CA[a:a + 512]), CBt.shape[1])
             Dv = D if shape == D.shape else np.empty(shape)   # contiguous: one compiled type
@@ -680,7 +690,7 @@ def _cut(M, free, Wc, Ac, norms, m, tol, ref) -> bool:
     return float(sv[m]) - slack > float(_threshold(tol, big, ref))
 
 
-def _by_bounds(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
+def _by_bounds(L0, Wc, Ac, against, m, tol, ref, max_nodes: int = MAX_NODES) -> np.ndarray:
     nc = Ac.shape[0]
     n3, n1 = L0.shape
     norms = np.linalg.norm(Wc, axis=0) * np.linalg.norm(Ac, axis=1)
@@ -690,11 +700,13 @@ def _by_bounds(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
     while stack:
         k, M, flips = stack.pop()
         nodes += 1
-        if nodes > MAX_NODES:
+        if nodes % 1024 == 0:
+            check_deadline()
+        if nodes > max_nodes:
             undecided = max(n1 - m - 1, 0) + max(n3 - m - 1, 0)
             raise BlockNotCovered(
                 f"which of the {nc} crossing second-layer neurons can turn around into the "
-                f"always-active block ({m} neurons) was not decided within {MAX_NODES} "
+                f"always-active block ({m} neurons) was not decided within {max_nodes} "
                 f"branches: their rows are not linearly independent, their wedge products "
                 f"are too many to check, the two-sided split needs two sides of at most "
                 f"{undecided} neurons (n1 - m - 1 + n3 - m - 1; 2^31 subsets at most) and "
@@ -716,12 +728,15 @@ def _by_bounds(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
 
 
 def choose_turned(L0: np.ndarray, Wc: np.ndarray, Ac: np.ndarray, against: np.ndarray,
-                  m: int, tol: float, ref: float) -> np.ndarray:
+                  m: int, tol: float, ref: float, thorough: bool = True) -> np.ndarray:
     """Which crossing neurons to turn around (a boolean mask over them, in their canonical
     order): ``L0`` the block's linear part now, ``Wc`` (``n3 x nc``) their outgoing weights,
     ``Ac`` (``nc x n1``) their rows, ``against`` the rows now against the reference
     orientation, ``m`` the neurons for the block (``1 <= m < min(n3 + 1, n1)``). Module
-    docs; :class:`BlockNotCovered` when the branch and bound runs out."""
+    docs; :class:`BlockNotCovered` when the branch and bound runs out. Not ``thorough``
+    (for ``equivalent``, which decides from the block as it is when the choice refuses):
+    without the split route (seconds to tens of seconds) and with :data:`QUICK_NODES`
+    branches."""
     nc, n1 = Ac.shape
     if nc == 0:
         return np.zeros(0, dtype=bool)
@@ -730,8 +745,9 @@ def choose_turned(L0: np.ndarray, Wc: np.ndarray, Ac: np.ndarray, against: np.nd
     flip = _by_independent_rows(L0, Wc, Ac, against, m, tol, ref)
     if flip is None:
         flip = _by_independent_wedges(L0, Wc, Ac, against, m, tol, ref)
-    if flip is None:
+    if flip is None and thorough:
         flip = _by_split_projections(L0, Wc, Ac, against, m, tol, ref)
     if flip is not None:
         return flip
-    return _by_bounds(L0, Wc, Ac, against, m, tol, ref)
+    return _by_bounds(L0, Wc, Ac, against, m, tol, ref,
+                      MAX_NODES if thorough else QUICK_NODES)

@@ -288,7 +288,8 @@ def _reorient(path: list, before: list, cur: Params, turned: tuple, A: np.ndarra
     return cur
 
 
-def _choose_turned(cur: Params, info: BottleneckInfo, tol: float) -> tuple:
+def _choose_turned(cur: Params, info: BottleneckInfo, tol: float,
+                   thorough: bool = True) -> tuple:
     """The crossing neurons to turn around (canonical first layer and unit crossing rows),
     chosen among the orientations the available neurons can carry by the rules of
     :mod:`neuromanifold.relu._bottleneck.block` (:class:`BlockNotCovered` when none is
@@ -306,11 +307,12 @@ def _choose_turned(cur: Params, info: BottleneckInfo, tol: float) -> tuple:
     order = sorted(crossing, key=lambda j: tuple(ref[j]))
     flip = choose_turned(W3[:, linear] @ W2[linear], W3[:, order], W2[order],
                          np.array([j in against for j in order], dtype=bool), m, tol,
-                         path_norm_scale(cur))
+                         path_norm_scale(cur), thorough)
     return tuple(sorted(order[a] for a in np.flatnonzero(flip)))
 
 
-def _canonical(params: Params, tol: float) -> tuple[Params, list, list, BottleneckInfo]:
+def _canonical(params: Params, tol: float,
+               thorough: bool = True) -> tuple[Params, list, list, BottleneckInfo]:
     """Canonical representative, the path of symmetries to it, the parameters before each
     step, and the structure (of the canonical parameters' index order).
 
@@ -345,13 +347,13 @@ def _canonical(params: Params, tol: float) -> tuple[Params, list, list, Bottlene
             j = max(ramps, key=lambda r: b2c[r] / -W2c[r, 0])
             flip = RampFlip(j)
             if flip.applies(cur, tol=tol).applies:
-                a = _canonical_one(cur, tol, snapped, snap_bound)
-                b = _canonical_one(flip.apply(cur, tol=tol), tol, snapped, snap_bound)
+                a = _canonical_one(cur, tol, snapped, snap_bound, thorough)
+                b = _canonical_one(flip.apply(cur, tol=tol), tol, snapped, snap_bound, thorough)
                 if _orientation_key(a[0][0][0][0]) > 0:
                     return a[0], path + a[1], before + a[2], a[3]
                 return b[0], path + [flip] + b[1], before + [cur] + b[2], b[3]
             path, before = [], []   # pragma: no cover - the ramp form always flips
-    return _canonical_one(cur, tol, snapped, snap_bound)
+    return _canonical_one(cur, tol, snapped, snap_bound, thorough)
 
 
 def _unit_rows(cur: Params, rows: list) -> Scaling:
@@ -363,7 +365,8 @@ def _unit_rows(cur: Params, rows: list) -> Scaling:
     return Scaling(2, tuple(s2))
 
 
-def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float):
+def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float,
+                   thorough: bool = True):
     """:func:`_canonical` with the first-layer direction kept (``cur`` already snapped)."""
     path: list[Symmetry] = []
     before: list[Params] = []
@@ -412,7 +415,7 @@ def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float):
     block = None
     if info.linear or info.dead:
         try:
-            turned = _choose_turned(cur, info, tol) if i is None else ()
+            turned = _choose_turned(cur, info, tol, thorough) if i is None else ()
             (_, _), (W2, _), (W3, _) = cur
             crossing, linear, dead = _kinds(cur, tol)
             L = W3[:, linear] @ W2[linear] + sum((np.outer(W3[:, j], W2[j]) for j in turned),
@@ -705,8 +708,10 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
                                      certified=certified, tol=tol, scale=scale,
                                      method="bottleneck", note=note + snap_note)
     try:
-        cp, path_p, before_p, ip = _canonical(p, tol)
-        cq, path_q, before_q, iq = _canonical(q, tol)
+        # the block's orientation is chosen quickly: without it the verdict decides from
+        # the block as it is
+        cp, path_p, before_p, ip = _canonical(p, tol, thorough=False)
+        cq, path_q, before_q, iq = _canonical(q, tol, thorough=False)
     except NotCovered as exc:
         return BottleneckEquivalence(applies=False, equivalent=None, symmetry=None,
                                      max_parameter_difference=None, witness=None,
