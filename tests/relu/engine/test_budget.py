@@ -65,7 +65,9 @@ def test_region_limit_raises_with_counts(analysis):
     assert "3 " in str(err) and "LPs" in str(err)
     with pytest.raises(ComputationLimitError, match=r"time limit") as info:
         calls[analysis](time_limit=1e-9)
-    assert info.value.num_regions <= 1
+    # a plot gives each of its enumerations at least 1 ms, in which a region or two more
+    # can be found (2 on a clean-clone CI run); the others stop at once
+    assert info.value.num_regions <= (3 if analysis == "plot" else 1)
     # a budget that is not reached changes nothing
     full = calls[analysis]()
     limited = calls[analysis](max_regions=10**6, time_limit=1e6)
