@@ -145,25 +145,24 @@ def expanding_rows() -> list[dict]:
     for hidden, dead, active in (((16, 32), 2, 0), ((32, 64), 2, 0), ((16, 32), 3, 3)):
         p = trained(hidden, "digits")
         size = "-".join(map(str, (64,) + hidden + (10,))) + " digits"
-
-        def row(what, took, fn, note):
-            peak = peak_memory_mb(fn) if fn is not None else None
-            rows.append(suite_row(TASK, f"{what}: {size}", took, NONE, None, peak_mb=peak,
-                                  note=note))
-            print(f"{size:<22} {what:<34} {took:>7.2f}s  {note}")
-        canonical_with_dead_rows(row, p, dead, active)
+        canonical_with_dead_rows(recorder(rows, size), p, dead, active)
     return rows
 
 
-def rows_for(size: str, p, rng) -> list[dict]:
-    rows = []
-
+def recorder(rows: list, size: str):
+    """``row(what, took, fn, note, baseline_name, baseline)``: appends the suite row of
+    ``size`` to ``rows`` (peak memory from a rerun of ``fn``) and prints it."""
     def row(what, took, fn, note, baseline_name=NONE, baseline=None):
         peak = peak_memory_mb(fn) if fn is not None else None
         rows.append(suite_row(TASK, f"{what}: {size}", took, baseline_name, baseline,
                               peak_mb=peak, note=note))
         print(f"{size:<22} {what:<34} {took:>7.2f}s  {note}")
+    return row
 
+
+def rows_for(size: str, p, rng) -> list[dict]:
+    rows = []
+    row = recorder(rows, size)
     took, r = timed(lambda: relu.identifiability(p))
     row("identifiability", took, lambda: relu.identifiability(p),
         f"{r.verdict}, certified={r.certified}, {len(r.witnesses)} witnesses")

@@ -64,8 +64,6 @@ dropped reported.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
 import time
 from typing import Any
 
@@ -81,7 +79,8 @@ from .._core.domain import Domain, as_domain
 from .._core.net import param_list
 from .._engine.budget import Budget, check_budget
 from .._engine.cells import ExactNet, exact_forward, layer_maps, thickness
-from .layered_rank import LayeredRank, certified_pattern, layered_rank
+from .layered_rank import (LayeredRank, certified_pattern, layered_rank,
+                           svd_seconds_per_cube)
 from .regions import sample_domain
 from .tangent import TangentMILP, interior_point
 
@@ -378,7 +377,7 @@ class _FloatRank:
         breaks it."""
         if not self.buffer:
             return 0.0
-        per_work = _svd_seconds_per_cube() if self.per_work is None else self.per_work
+        per_work = svd_seconds_per_cube() if self.per_work is None else self.per_work
         return 1.2 * per_work * self._work()
 
     def add(self, rows: np.ndarray) -> None:
@@ -398,20 +397,6 @@ class _FloatRank:
             self.rank, self.smallest, self.dropped = numerical_rank(self.R, self.tol)
             self.per_work = (time.perf_counter() - start) / work
         return self.rank
-
-
-@functools.lru_cache(maxsize=1)
-def _svd_seconds_per_cube() -> float:
-    """Seconds per n**3 of the singular values of an n x n triangular matrix on this
-    machine, from n = 256 (the fastest of three, some 20 milliseconds once per process: a
-    first call pays for cold caches)."""
-    A = np.triu(np.random.default_rng(0).standard_normal((256, 256)))
-    best = math.inf
-    for _ in range(3):
-        start = time.perf_counter()
-        np.linalg.svd(A, compute_uv=False)
-        best = min(best, time.perf_counter() - start)
-    return best / 256 ** 3
 
 
 class _ModRank:

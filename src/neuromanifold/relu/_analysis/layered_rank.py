@@ -194,32 +194,43 @@ def _nmod(A: np.ndarray) -> flint.nmod_mat:
     return flint.nmod_mat(A.shape[0], A.shape[1], A.ravel().tolist(), PRIME)
 
 
-@functools.lru_cache(maxsize=None)
-def _per_entry_and_cube() -> tuple[float, float, float]:
-    """Seconds per entry of handing residues to flint, per ``r c min(r, c)`` of their rank,
-    and per ``r c min(r, c)`` of float singular values on this machine, from 256 x 256
-    matrices (the fastest of three, some 30 milliseconds once per process)."""
+@functools.lru_cache(maxsize=1)
+def svd_seconds_per_cube() -> float:
+    """Seconds per n**3 of the singular values of an n x n triangular matrix on this
+    machine, from n = 256 (the fastest of three, some 20 milliseconds once per process: a
+    first call pays for cold caches)."""
+    A = np.triu(np.random.default_rng(0).standard_normal((256, 256)))
+    best = math.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        np.linalg.svd(A, compute_uv=False)
+        best = min(best, time.perf_counter() - start)
+    return best / 256 ** 3
+
+
+@functools.lru_cache(maxsize=1)
+def _residue_seconds() -> tuple[float, float]:
+    """Seconds per entry of handing residues to flint and per ``n**3`` of their rank, from
+    n = 256 (the fastest of three, some 10 milliseconds once per process)."""
     A = np.random.default_rng(0).integers(0, PRIME, (256, 256))
-    F = A.astype(float)
-    best = [math.inf] * 3
+    entry = cube = math.inf
     for _ in range(3):
         t0 = time.perf_counter()
         M = _nmod(A)
         t1 = time.perf_counter()
         M.rank()
-        t2 = time.perf_counter()
-        np.linalg.svd(F, compute_uv=False)
-        t3 = time.perf_counter()
-        best = [min(b, t) for b, t in zip(best, (t1 - t0, t2 - t1, t3 - t2))]
-    return best[0] / 256 ** 2, best[1] / 256 ** 3, best[2] / 256 ** 3
+        entry, cube = min(entry, t1 - t0), min(cube, time.perf_counter() - t1)
+    return entry / 256 ** 2, cube / 256 ** 3
 
 
 def rank_seconds(shape: tuple[int, int], exact: bool) -> float:
     """The expected seconds of the rank of an ``r x c`` matrix: of residues (``exact``, the
     conversion to flint included) or of floats (their singular values)."""
     r, c = shape
-    entry, cube, svd = _per_entry_and_cube()
-    return entry * r * c + cube * r * c * min(r, c) if exact else svd * r * c * min(r, c)
+    if not exact:
+        return svd_seconds_per_cube() * r * c * min(r, c)
+    entry, cube = _residue_seconds()
+    return entry * r * c + cube * r * c * min(r, c)
 
 
 class _Residues:

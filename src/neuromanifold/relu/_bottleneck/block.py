@@ -365,11 +365,17 @@ def _first_carried(found, L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
     raise BlockNotCovered(_NOT_CARRIED)
 
 
+def _subsets(n: int) -> np.ndarray:
+    """Every subset of ``n`` items as a row of 0/1 integers (bit ``i`` of the row's
+    index)."""
+    return (np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1
+
+
 def _by_enumeration(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
     nc = Ac.shape[0]
     n3, n1 = L0.shape
     terms = np.einsum("ij,jk->jik", Wc, Ac).reshape(nc, n3 * n1)
-    bits = (np.arange(2 ** nc)[:, None] >> np.arange(nc)[None, :]) & 1  # 1 = against ref
+    bits = _subsets(nc)                                       # 1 = against the reference
     flips = bits ^ against[None, :].astype(int)
     ok = np.zeros(2 ** nc, dtype=bool)
     for a in range(0, 2 ** nc, 4096):   # screened at once by rank (at most m is necessary)
@@ -552,7 +558,7 @@ def _unproved(MA: np.ndarray, MB: np.ndarray, c: float) -> np.ndarray | None:
     for a in range(0, len(MA), 512):
         check_deadline()
         for b, CBt in cols:
-            shape = (len(CA[a:a + 512]), CBt.shape[1])
+            shape = (min(512, len(MA) - a), CBt.shape[1])
             Dv = D if shape == D.shape else np.empty(shape)   # contiguous: one compiled type
             np.matmul(CA[a:a + 512], CBt, out=Dv)
             seen = count
@@ -563,9 +569,6 @@ def _unproved(MA: np.ndarray, MB: np.ndarray, c: float) -> np.ndarray | None:
     return out[:count]
 
 
-def _subsets(n: int) -> np.ndarray:
-    """Every subset of ``n`` items as a row of 0/1 floats (bit ``i`` of the row's index)."""
-    return ((np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1).astype(float)
 
 
 def _unproved_subsets(base: np.ndarray, terms: np.ndarray, c: float) -> np.ndarray | None:
@@ -613,7 +616,8 @@ def _by_split_projections(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None
     if k > MAX_SPLIT_ORDER or min(cap_left, cap_right) < 0 \
             or nc - half > cap_left + cap_right or 2 ** (nc - half) > MAX_SPLIT:
         return None
-    norms = np.linalg.norm(Wc, axis=0) * np.linalg.norm(Ac, axis=1)
+    wn, an = np.linalg.norm(Wc, axis=0), np.linalg.norm(Ac, axis=1)
+    norms = wn * an
     big = float(np.linalg.norm(L0, 2)) + float(np.sum(norms))   # >= sigma_1 of every L(T)
     thr = 2 * float(_threshold(tol, big, ref)) + 1e-13 * big
     rng = np.random.default_rng(0)
@@ -622,7 +626,6 @@ def _by_split_projections(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None
         """The proved-above level for ``sigma_min`` of the projected sums over ``G``."""
         pn, qn = float(np.linalg.norm(P, 2)) * (1 + 1e-12), \
             float(np.linalg.norm(Q, 2)) * (1 + 1e-12)
-        wn, an = np.linalg.norm(Wc, axis=0), np.linalg.norm(Ac, axis=1)
         R = float(np.sum((np.linalg.norm(P @ Wc[:, H], axis=0) + n3 * _U * pn * wn[H])
                          * (np.linalg.norm(Ac[H] @ Q, axis=1) + n1 * _U * qn * an[H])))
         sums = pn * qn * (float(np.linalg.norm(L0)) + float(np.sum(norms[G])))
