@@ -269,34 +269,96 @@ def _chain(names, widths=(2, 3, 4, 1)):
     return arrays
 
 
-@pytest.mark.parametrize("ext", [".npz", ".safetensors", None])
-@pytest.mark.parametrize("names", [("input", "hidden", "output"), ("encoder", "middle", "decoder")])
-def test_layers_are_ordered_by_the_chain_their_shapes_allow(tmp_path, ext, names):
-    arrays = _chain(names)
-    # the order a reader may see: sorted names (safetensors sorts them)
-    shuffled = {k: arrays[k] for k in sorted(arrays)}
+def _write(tmp_path, arrays, ext):
+    """``arrays`` in a file of suffix ``ext`` (None: the dict itself), as another tool
+    writes them (safetensors sorts the names; npz keeps the order given)."""
     if ext is None:
-        m = load(shuffled)
+        return arrays
+    path = tmp_path / f"m{ext}"
+    if ext == ".npz":
+        np.savez(path, **arrays)
     else:
-        path = tmp_path / f"m{ext}"
-        if ext == ".npz":
-            np.savez(path, **shuffled)
-        else:
-            from safetensors.numpy import save_file
-            save_file(shuffled, str(path))
-        m = load(path)
+        from safetensors.numpy import save_file
+        save_file(arrays, str(path))
+    return path
+
+
+@pytest.mark.parametrize("names", [("input", "hidden", "output"), ("encoder", "middle", "decoder")])
+def test_unordered_names_are_ordered_by_the_one_chain_their_shapes_allow(tmp_path, names):
+    arrays = _chain(names)
+    m = load(_write(tmp_path, arrays, ".safetensors"))
     assert m.architecture == (2, 3, 4, 1)
     for (W, b), name in zip(m.params, names):
         assert np.array_equal(W, arrays[f"{name}.weight"])
     assert any("the one chain their shapes allow" in n for n in m.notes)
 
 
-def test_an_ambiguous_layer_order_is_refused():
+@pytest.mark.parametrize("ext", [".npz", None])
+def test_a_stored_order_that_does_not_chain_is_refused_not_reordered(tmp_path, ext):
+    arrays = _chain(("input", "hidden", "output"))
+    shuffled = {k: arrays[k] for k in sorted(arrays)}   # hidden, input, output
+    with pytest.raises(nm.ModelFileError, match="do not chain in the order the file stores"):
+        load(_write(tmp_path, shuffled, ext))
+
+
+def _forward(params, x):
+    for l, (W, b) in enumerate(params):
+        x = W @ x + b
+        x = np.maximum(x, 0) if l < len(params) - 1 else x
+    return x
+
+
+@pytest.mark.parametrize("ext", [".npz", ".safetensors", None])
+@pytest.mark.parametrize("names", [[str(2 * i) for i in range(6)],
+                                   [f"layers.{i}" for i in range(12)],
+                                   [f"fc{i + 1}" for i in range(11)]])
+def test_square_layers_keep_their_order(tmp_path, ext, names):
+    """Square layers chain in every order, so a sorted reading (``0, 10, 2``) would be
+    another network without a sign: the order is the file's, or the names' numbers."""
+    rng = np.random.default_rng(3)
+    params = [(rng.standard_normal((3, 3)), rng.standard_normal(3)) for _ in names]
+    arrays = {}
+    for name, (W, b) in zip(names, params):
+        arrays[f"{name}.weight"], arrays[f"{name}.bias"] = W, b
+    m = load(_write(tmp_path, arrays, ext))
+    assert _same(m.params, params)
+    x = rng.standard_normal(3)
+    np.testing.assert_array_equal(_forward(m.params, x), _forward(params, x))
+
+
+@pytest.mark.parametrize("names", [("input", "hidden", "output"), ("encoder", "decoder")])
+def test_square_layers_whose_order_nothing_says_are_refused(tmp_path, names):
+    rng = np.random.default_rng(4)
+    arrays = {f"{n}.weight": rng.standard_normal((3, 3)) for n in names}
+    with pytest.raises(nm.ModelFileError, match="ambiguous.*more than one order"):
+        load(_write(tmp_path, arrays, ".safetensors"))
+    m = load(_write(tmp_path, arrays, ".npz"))   # npz keeps the order it was given
+    assert all(np.array_equal(W, arrays[f"{n}.weight"]) for (W, _), n in zip(m.params, names))
+
+
+def test_our_safetensors_keep_the_order_of_any_names(tmp_path):
+    rng = np.random.default_rng(5)
+    params = [(rng.standard_normal((3, 3)), rng.standard_normal(3)) for _ in range(12)]
+    save(params, tmp_path / "m.safetensors")
+    assert _same(load(tmp_path / "m.safetensors").params, params)
+
+
+@pytest.mark.parametrize("ext", [".npz", ".safetensors", None])
+def test_a_layer_stored_twice_is_refused_by_name(tmp_path, ext):
+    rng = np.random.default_rng(6)
+    arrays = {"0.weight": rng.standard_normal((3, 3)), "2.weight": rng.standard_normal((3, 3)),
+              "model.2.weight": rng.standard_normal((3, 3)),
+              "4.weight": rng.standard_normal((1, 3))}
+    with pytest.raises(nm.ModelFileError, match="two arrays name '2.weight'"):
+        load(_write(tmp_path, arrays, ext))
+
+
+def test_an_ambiguous_layer_order_is_refused(tmp_path):
     rng = np.random.default_rng(1)
-    shapes = {"0": (1, 3), "1": (3, 3), "2": (3, 3), "3": (3, 2)}   # 3 -> {1, 2} -> 0
+    shapes = {"a": (1, 3), "b": (3, 3), "c": (3, 3), "d": (3, 2)}   # d -> {b, c} -> a
     arrays = {f"{k}.weight": rng.standard_normal(s) for k, s in shapes.items()}
     with pytest.raises(nm.ModelFileError, match="ambiguous"):
-        load(arrays)
+        load(_write(tmp_path, arrays, ".safetensors"))
 
 
 def test_inconsistent_shapes_are_refused_with_the_shapes():
@@ -355,3 +417,24 @@ def test_a_live_torch_sequential_is_taken_directly():
     X = np.random.default_rng(0).standard_normal((10, 2))
     want = net(torch.tensor(X, dtype=torch.float32)).detach().numpy()
     np.testing.assert_allclose(nm.relu.forward(net, X), want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_sklearn_model_whose_layers_do_not_chain_is_refused():
+    sklearn = pytest.importorskip("sklearn.neural_network")
+    m = sklearn.MLPRegressor(hidden_layer_sizes=(3, 4), max_iter=5).fit(
+        np.random.default_rng(0).standard_normal((20, 2)), np.zeros(20))
+    m.coefs_ = [m.coefs_[1], m.coefs_[0], m.coefs_[2]]
+    m.intercepts_ = [m.intercepts_[1], m.intercepts_[0], m.intercepts_[2]]
+    with pytest.raises(nm.ModelFileError, match="do not chain"):
+        load(m)
+
+
+def test_a_folder_is_named_as_a_folder(tmp_path):
+    (tmp_path / "m.npz").mkdir()
+    with pytest.raises(nm.ModelFileError, match="a folder, not a model file"):
+        load(tmp_path / "m.npz")
+    with pytest.raises(nm.ModelFileError, match="a folder of that name exists"):
+        save([(np.eye(2), np.zeros(2))], tmp_path / "m.npz")
+    (tmp_path / "m.safetensors").mkdir()
+    with pytest.raises(nm.ModelFileError, match="a folder of that name exists"):
+        save([(np.eye(2), np.zeros(2))], tmp_path / "m.safetensors")

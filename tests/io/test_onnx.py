@@ -15,10 +15,11 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 
 def _graph(tmp_path, nodes, consts, *, name="g.onnx", inputs=("x",), n_in=4, dtype=np.float32,
-           output="y"):
+           output="y", shape=None):
     elem = TensorProto.FLOAT if dtype == np.float32 else TensorProto.DOUBLE
+    shape = ["N", n_in] if shape is None else shape
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info(i, elem, ["N", n_in]) for i in inputs],
+        nodes, "g", [helper.make_tensor_value_info(i, elem, shape) for i in inputs],
         [helper.make_tensor_value_info(output, elem, None)],
         initializer=[numpy_helper.from_array(np.asarray(a), k) for k, a in consts.items()])
     path = tmp_path / name
@@ -124,7 +125,8 @@ def test_refusals_name_the_node_and_the_rule(tmp_path):
     _refused(tmp_path, [mm("Relu", ["x"], ["y"], name="first")], c, "follows no affine layer")
     _refused(tmp_path, [mm("Gemm", ["x", "W1"], ["y"], name="g", transA=1)], c, "transA")
     _refused(tmp_path, [mm("Flatten", ["x"], ["f"], name="fl", axis=2),
-                        mm("MatMul", ["f", "W1"], ["y"], name="fc")], c, "axis 2")
+                        mm("MatMul", ["f", "W1"], ["y"], name="fc")], c, "axis 2",
+             shape=["N", 2, 4])
     _refused(tmp_path, [mm("Relu", ["x"], ["h"], name="r"), mm("MatMul", ["x", "W1"], ["y"],
                                                               name="side")], c,
              "follows no affine")
@@ -137,16 +139,16 @@ def test_refusals_name_the_node_and_the_rule(tmp_path):
              "custom domain")
     _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["m"], name="fc"),
                         mm("Add", ["m", "W2"], ["y"], name="bad_bias")], c,
-             r"'bad_bias'.*bias of shape \(5, 2\)")
+             r"node name: bad_bias.*Incompatible dimensions")
 
 
 def test_conv_refusals(tmp_path):
     w = np.ones((1, 1, 3))
     mm = helper.make_node
     _refused(tmp_path, [mm("Conv", ["x", "w"], ["y"], name="c", pads=[1, 1])], {"w": w},
-             "padding", dtype=np.float64)
+             "padding", dtype=np.float64, shape=["N", 1, 8])
     _refused(tmp_path, [mm("Conv", ["x", "w", "b"], ["y"], name="c")],
-             {"w": w, "b": np.ones(1)}, "nonzero bias", dtype=np.float64)
+             {"w": w, "b": np.ones(1)}, "nonzero bias", dtype=np.float64, shape=["N", 1, 8])
 
 
 def test_bad_files(tmp_path):
@@ -205,3 +207,73 @@ def test_reshapes_that_regroup_examples_are_refused(tmp_path):
     onnx.save(helper.make_model(graph), str(tmp_path / "rank3.onnx"))
     with pytest.raises(nm.ModelFileError, match="Flatten"):
         load(tmp_path / "rank3.onnx")
+
+
+def test_a_conv_with_a_2d_weight_is_refused_not_read_as_a_dense_layer(tmp_path):
+    """Conv(Conv(x)) with weights [[2.]] and [[-1.]] computes -2x; read as a dense
+    network with a ReLU between, it would give 0 at x = -1."""
+    mm = helper.make_node
+    _refused(tmp_path, [mm("Conv", ["x", "a"], ["m"], name="c1"),
+                        mm("Conv", ["m", "b"], ["y"], name="c2")],
+             {"a": np.array([[2.]]), "b": np.array([[-1.]])}, "'c1'|node name: c1", n_in=1,
+             dtype=np.float64)
+
+
+def _bad_graphs():
+    """Graphs onnx itself calls invalid, each with the node its message must name."""
+    mm = helper.make_node
+    rng = np.random.default_rng(0)
+    W1, W2 = rng.standard_normal((4, 3)), rng.standard_normal((3, 2))
+
+    def mlp(first, extra=None, **consts):
+        nodes = [*first, mm("Relu", ["a"], ["h"], name="r"),
+                 mm("MatMul", ["h", "W2"], ["y"], name="fc2")]
+        return nodes, {"W1": W1, "W2": W2, **consts}, extra
+
+    string = helper.make_tensor("S", TensorProto.STRING, [3], [b"1", b"2", b"3"])
+    shape = helper.make_tensor("s", TensorProto.STRING, [2], [b"-1", b"4"])
+    return {
+        "relu with two inputs": ([mm("MatMul", ["x", "W1"], ["m"], name="fc"),
+                                  mm("Relu", ["m", "m"], ["h"], name="r2"),
+                                  mm("MatMul", ["h", "W2"], ["y"], name="fc2")],
+                                 {"W1": W1, "W2": W2}, None, "'r2'"),
+        "gemm alpha a string": (*mlp([mm("Gemm", ["x", "W1"], ["a"], name="g", alpha="2")]),
+                                "'g'"),
+        "gemm C boolean": (*mlp([mm("Gemm", ["x", "W1", "C"], ["a"], name="g")],
+                                C=np.array([True, False, True])), "node name: g"),
+        "gemm C complex": (*mlp([mm("Gemm", ["x", "W1", "C"], ["a"], name="g")],
+                                C=np.array([1 + 1j, 2, 3])), "node name: g"),
+        "add of strings": (*mlp([mm("MatMul", ["x", "W1"], ["m"], name="fc"),
+                                 mm("Add", ["m", "S"], ["a"], name="add")], [string]),
+                           "node name: add"),
+        "reshape by strings": (*mlp([mm("Reshape", ["x", "s"], ["q"], name="rs"),
+                                     mm("MatMul", ["q", "W1"], ["a"], name="fc")], [shape]),
+                               "node name: rs"),
+        "reshape by floats": (*mlp([mm("Reshape", ["x", "s"], ["q"], name="rs"),
+                                    mm("MatMul", ["q", "W1"], ["a"], name="fc")],
+                                   s=np.array([-1.5, 4.2])), "node name: rs"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_bad_graphs()))
+def test_graphs_onnx_calls_invalid_are_refused_naming_the_node(tmp_path, case):
+    nodes, consts, extra, match = _bad_graphs()[case]
+    elem = TensorProto.DOUBLE
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", elem, ["N", 4])],
+        [helper.make_tensor_value_info("y", elem, None)],
+        initializer=[numpy_helper.from_array(np.asarray(a), k) for k, a in consts.items()]
+        + list(extra or ()))
+    path = tmp_path / "bad.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    with pytest.raises(nm.ModelFileError, match=match):
+        load(path)
+
+
+def test_an_input_with_a_zero_length_axis_is_refused(tmp_path):
+    c = _mlp_consts(np.random.default_rng(0))
+    mm = helper.make_node
+    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["m"], name="fc"),
+                        mm("Relu", ["m"], ["h"], name="r"),
+                        mm("MatMul", ["h", "W2"], ["y"], name="fc2")], c, "zero-length|fc",
+             n_in=0)

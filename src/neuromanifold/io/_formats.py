@@ -23,7 +23,7 @@ import numpy as np
 from .._errors import ModelFileError, NeuromanifoldError, short_repr
 from .._live import live_relu_params, tensor_to_numpy
 from .._validation import MAX_PARAMS
-from ._model import STRIDES_KEY, Model, model_from_arrays, stored_strides_list
+from ._model import ORDER_KEY, STRIDES_KEY, Model, model_from_arrays, stored_strides_list
 from ._onnx import read_onnx, write_onnx
 
 __all__ = ["load", "save", "SUFFIXES"]
@@ -82,7 +82,10 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
                              f"({type(exc).__name__}: {exc})") from None
 
 
-def _read_safetensors(path: Path) -> dict[str, Any]:
+def _read_safetensors(path: Path) -> tuple[dict[str, Any], bool]:
+    """The file's arrays, and whether they come in the network's order: the format keeps
+    its names sorted, so only the order :func:`save` stores (metadata
+    ``neuromanifold.order``) is one."""
     from safetensors import SafetensorError, safe_open
     try:
         with safe_open(str(path), framework="np") as f:
@@ -100,7 +103,26 @@ def _read_safetensors(path: Path) -> dict[str, Any]:
         except ValueError:
             raw = meta[STRIDES_KEY]
         arrays[STRIDES_KEY] = stored_strides_list(raw, str(path))
-    return arrays
+    order = _stored_order(meta.get(ORDER_KEY), arrays, path)
+    if order is None:
+        return arrays, False
+    return {k: arrays[k] for k in order + [k for k in arrays if k not in order]}, True
+
+
+def _stored_order(raw: str | None, arrays: dict, path: Path) -> list[str] | None:
+    """The array names in the order :func:`save` stored them, or None when the file
+    stores none; an order that does not name the file's arrays is refused."""
+    if raw is None:
+        return None
+    try:
+        order = json.loads(raw)
+    except ValueError:
+        order = None
+    names = [k for k in arrays if k != STRIDES_KEY]
+    if not isinstance(order, list) or sorted(map(str, order)) != sorted(names):
+        raise ModelFileError(f"{path}: the stored layer order {raw[:200]!r} does not name "
+                             f"the file's arrays {sorted(names)[:20]}")
+    return order
 
 
 #: keys under which training checkpoints keep the model's state_dict, tried in order
@@ -233,14 +255,17 @@ def load(source: Any, *, strides: Any = None) -> Model:
         return source
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
+        if path.is_dir():
+            raise ModelFileError(f"{path}: a folder, not a model file")
         if not path.is_file():
             raise ModelFileError(f"{path}: no such file")
         suffix = path.suffix.lower()
         notes: tuple[str, ...] = ()
+        ordered = True   # npz and torch files keep the order their arrays were saved in
         if suffix == ".npz":
             arrays = _read_npz(path)
         elif suffix == ".safetensors":
-            arrays = _read_safetensors(path)
+            arrays, ordered = _read_safetensors(path)
         elif suffix == ".onnx":
             return read_onnx(path, strides=strides)
         elif suffix in (".pt", ".pth", ".bin"):
@@ -248,7 +273,8 @@ def load(source: Any, *, strides: Any = None) -> Model:
         else:
             raise ModelFileError(f"{path}: unknown model format {suffix!r}; "
                                  f"readable: {', '.join(SUFFIXES)}")
-        return model_from_arrays(arrays, str(path), strides=strides, notes=notes)
+        return model_from_arrays(arrays, str(path), strides=strides, notes=notes,
+                                 ordered=ordered)
     module = type(source).__module__ or ""
     if module.startswith("torch"):
         return _from_torch_module(source, strides)
@@ -312,6 +338,8 @@ def save(model: Any, path: Any, *, strides: Any = None) -> None:
     if not isinstance(path, (str, os.PathLike)):
         raise ModelFileError(f"path must be a file path; got {short_repr(path)}")
     path = Path(path)
+    if path.is_dir():
+        raise ModelFileError(f"{path}: cannot write (a folder of that name exists)")
     if not path.parent.is_dir():
         raise ModelFileError(f"{path}: cannot write (no folder {str(path.parent)!r})")
     arrays = _named_arrays(model)
@@ -324,7 +352,7 @@ def save(model: Any, path: Any, *, strides: Any = None) -> None:
                 np.savez(fh, **arrays)
         elif suffix == ".safetensors":
             from safetensors.numpy import save_file
-            meta = {"neuromanifold.kind": model.kind}
+            meta = {"neuromanifold.kind": model.kind, ORDER_KEY: json.dumps(list(arrays))}
             if model.strides is not None:
                 meta[STRIDES_KEY] = json.dumps([list(s) for s in model.strides])
             save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(path),

@@ -22,7 +22,7 @@ from .._results import Result
 from ..linear import LinearConvNet
 from ..relu import ReLUNet
 
-__all__ = ["Model", "model_from_arrays", "STRIDES_KEY"]
+__all__ = ["Model", "model_from_arrays", "STRIDES_KEY", "ORDER_KEY"]
 
 #: Name of the array that carries the strides of a linear convolutional network in the
 #: files :func:`neuromanifold.io.save` writes (npz; in safetensors it is metadata).
@@ -101,49 +101,99 @@ def stored_strides_list(value: Any, source: str) -> list[tuple[int, ...]]:
 #: name prefixes stripped when every array carries them (DataParallel, Lightning)
 WRAPPER_PREFIXES = ("module.", "model.")
 
+#: the safetensors metadata key under which :func:`neuromanifold.io.save` stores the
+#: forward order of the layers (the format keeps its names sorted, not in their order)
+ORDER_KEY = "neuromanifold.order"
 
-def _layer_order(layers: dict, source: str) -> tuple[list[str], str | None]:
-    """The layer names in forward order and how the order was found (``None`` when the
-    arrays' own order chains): see :func:`model_from_arrays`."""
-    def shape(p):
-        return np.shape(layers[p]["weight"])
 
-    def chains(order):
-        dims = [shape(p) for p in order]
-        if any(len(d) != 2 for d in dims):
-            return True   # convolution kernels: the order of the names decides
-        return all(a[0] == b[1] for a, b in zip(dims, dims[1:]))
+def _shape_chain(shapes: list[tuple]) -> bool:
+    """Whether fully connected weight shapes chain (each one's columns are the previous
+    one's rows); convolution kernels always do (their sizes say nothing of the order)."""
+    if any(len(s) != 2 for s in shapes):
+        return True
+    return all(a[0] == b[1] for a, b in zip(shapes, shapes[1:]))
 
-    given = list(layers)
-    if chains(given):
-        return given, None
-    natural = sorted(layers, key=_natural_key)
-    if chains(natural):
-        return natural, "layers ordered by their names"
-    found = []
 
-    def extend(path, rest):
-        if len(found) > 1:
+def _numeric_skeleton(name: str) -> str:
+    return re.sub(r"\d+", "#", name)
+
+
+def _chains_by_shape(shapes: dict[str, tuple], limit: int = 2) -> list[list[str]]:
+    """Up to ``limit`` orders of the layers in which their shapes chain (a search over
+    permutations pruned by the shapes; at most 12 layers are searched)."""
+    names, found = list(shapes), []
+
+    def extend(path: list[str], rest: list[str]) -> None:
+        if len(found) >= limit:
             return
         if not rest:
             found.append(path)
             return
         for p in rest:
-            if not path or shape(path[-1])[0] == shape(p)[1]:
+            if not path or shapes[path[-1]][0] == shapes[p][1]:
                 extend(path + [p], [r for r in rest if r != p])
 
-    if len(given) <= 12:
-        extend([], given)
+    if len(names) <= 12 and all(len(s) == 2 for s in shapes.values()):
+        extend([], names)
+    return found
+
+
+_SAVE_HINT = ("save the layers in forward order in a format that keeps it (.npz, a "
+              "state_dict, or neuromanifold.io.save, which also stores the order in "
+              ".safetensors), or name them 0, 1, 2, ... in forward order")
+
+
+def _layer_order(layers: dict, source: str, ordered: bool) -> tuple[list[str], str | None]:
+    """The layer names in forward order and how the order was found (``None`` when the
+    stored order is taken as it is); see :func:`model_from_arrays`.
+
+    Never a sort that happens to chain: square layers chain in any order, so a sort of
+    ``0, 10, 2`` would be read as another network without a sign."""
+    shapes = {p: tuple(np.shape(layers[p]["weight"])) for p in layers}
+    given = list(layers)
+    if ordered:
+        if _shape_chain([shapes[p] for p in given]):
+            return given, None
+        raise ModelFileError(
+            f"{source}: inconsistent layer shapes: the layers do not chain in the order the "
+            f"file stores them, {short_repr(shapes)} (each weight's columns must equal the "
+            f"previous layer's rows); a network is never reordered by guess: {_SAVE_HINT}")
+    if len({_numeric_skeleton(p) for p in given}) == 1 and len(given) > 1 \
+            and all(re.search(r"\d", p) for p in given):
+        natural = sorted(given, key=_natural_key)
+        if len({tuple(_natural_key(p)) for p in given}) == len(given) \
+                and _shape_chain([shapes[p] for p in natural]):
+            return natural, "layers ordered by the numbers in their names"
+        raise ModelFileError(
+            f"{source}: inconsistent layer shapes: in the order of the numbers in their "
+            f"names the layers do not chain, {short_repr(shapes)} (each weight's columns "
+            f"must equal the previous layer's rows)")
+    if len(given) == 1:
+        return given, None
+    found = _chains_by_shape(shapes)
     if len(found) == 1:
         return found[0], "layers ordered by the one chain their shapes allow"
-    shapes = {p: tuple(shape(p)) for p in given}
-    if found:
-        raise ModelFileError(f"{source}: the layer order is ambiguous: the shapes "
-                             f"{short_repr(shapes)} chain in more than one order (e.g. "
-                             f"{found[0]} and {found[1]}) and the names do not decide it")
-    raise ModelFileError(f"{source}: inconsistent layer shapes: no order of the layers "
-                         f"{short_repr(shapes)} chains (each weight's columns must equal the "
-                         f"previous layer's rows)")
+    why = (f"the shapes chain in more than one order (e.g. {found[0]} and {found[1]})"
+           if found else "no order of the shapes chains" if
+           all(len(s) == 2 for s in shapes.values()) and len(given) <= 12
+           else "neither the names nor the shapes say it")
+    raise ModelFileError(
+        f"{source}: the layer order is ambiguous: the format does not keep the order of "
+        f"{short_repr(shapes)}, the names carry no layer numbers and {why}; {_SAVE_HINT}")
+
+
+def _refuse_wrapped_duplicates(arrays: dict, source: str) -> None:
+    """Refuse two arrays that name one layer once a wrapper prefix is taken off one of
+    them (``2.weight`` and ``model.2.weight``): which of them the network uses is not
+    in the file."""
+    for name in arrays:
+        inner = name
+        while inner.startswith(WRAPPER_PREFIXES):
+            inner = inner.split(".", 1)[1]
+            if inner in arrays:
+                raise ModelFileError(
+                    f"{source}: two arrays name {inner!r} (one of them is {name!r}); which "
+                    f"one is the layer is ambiguous: save one copy of the weights")
 
 
 def _natural_key(name: str) -> list:
@@ -165,15 +215,22 @@ def _float64(array: Any, name: str, source: str) -> np.ndarray:
 
 
 def model_from_arrays(arrays: dict[str, Any], source: str, strides: Any = None, *,
-                      notes: tuple = (), weights_only: bool = True) -> Model:
+                      notes: tuple = (), weights_only: bool = True,
+                      ordered: bool = True) -> Model:
     """Infer the model from named weight arrays, as in a PyTorch ``state_dict``.
 
     Names are ``<layer>.weight`` and ``<layer>.bias`` (a ``module.`` or ``model.`` prefix
-    on every name is stripped). Layers are taken in the order the arrays come (a file's
-    order, where the format keeps it) when their shapes chain; else in natural order of
-    their names (``0, 2, 10``, not ``0, 10, 2``) when those chain; else in the one order
-    the shapes allow (``input``, ``hidden``, ``output`` or ``encoder``, ``decoder``
-    whatever their names sort to); more than one such order is refused as ambiguous.
+    on every name is stripped; two arrays that name one layer, such as ``2.weight`` and
+    ``model.2.weight``, are refused). The layer order comes from the file, never from a
+    sort that happens to chain (square layers chain in any order):
+
+    * where the source keeps the order of its arrays (``ordered``: ``.npz``, a
+      ``state_dict``, a dict, ONNX), the layers are taken in that order, and a file
+      whose layers do not chain in it is refused, not reordered;
+    * where it does not (``.safetensors`` sorts its names), layers whose names differ
+      only in numbers are taken in the order of those numbers (``0, 2, 10``, not
+      ``0, 10, 2``); other names (``input``, ``hidden``, ``output``) in the one order
+      their shapes allow, and a file whose shapes allow several is refused as ambiguous.
     2D weights make a ReLU network (a missing bias is zero); weights of shape
     ``(1, 1, k...)`` (single-channel ``Conv1d``/``Conv2d`` kernels) make a linear
     convolutional network, which has no bias.
@@ -188,6 +245,7 @@ def model_from_arrays(arrays: dict[str, Any], source: str, strides: Any = None, 
         notes: what the reader already noted (e.g. the checkpoint key it unwrapped).
         weights_only: the arrays come from weights alone (a file, a state_dict), so that
             ReLU between the layers is an assumption, which the notes then say.
+        ordered: the arrays come in the source's own layer order (see above).
 
     Returns:
         A :class:`Model`; a :class:`neuromanifold.ModelFileError` naming the source and
@@ -206,24 +264,21 @@ def model_from_arrays(arrays: dict[str, Any], source: str, strides: Any = None, 
     if wrappers:   # DataParallel's "module.", a Lightning module's "model.": one prefix
         arrays = {name[len(wrappers[0]):]: v for name, v in arrays.items()}
         notes.append(f"prefix {wrappers[0]!r} stripped from every name")
+    _refuse_wrapped_duplicates(arrays, source)
     layers: dict[str, dict[str, Any]] = {}
     for name, value in arrays.items():
-        key = name[len("module."):] if name.startswith("module.") else name
-        prefix, _, leaf = key.rpartition(".")
+        prefix, _, leaf = name.rpartition(".")
         if leaf not in ("weight", "bias"):
             raise ModelFileError(
                 f"{source}: entry {name!r} is neither a weight nor a bias; a model file "
                 f"holds '<layer>.weight' and '<layer>.bias' arrays only")
-        if leaf in layers.setdefault(prefix, {}):
-            raise ModelFileError(f"{source}: two arrays name {key!r} (one of them is "
-                                 f"{name!r}); which one is the layer is ambiguous")
-        layers[prefix][leaf] = value
+        layers.setdefault(prefix, {})[leaf] = value
     if not layers:
         raise ModelFileError(f"{source}: holds no weight arrays")
     missing = [p for p in layers if "weight" not in layers[p]]
     if missing:
         raise ModelFileError(f"{source}: layer(s) {missing} have a bias but no weight")
-    order, how = _layer_order(layers, source)
+    order, how = _layer_order(layers, source, ordered)
     if how:
         notes.append(how)
     dtypes = {str(np.asarray(layers[p][k]).dtype) for p in order for k in layers[p]}

@@ -73,11 +73,18 @@ class _Graph:
         return ModelFileError(f"{self.source}: node {node.name or '(unnamed)'!r} "
                               f"(op type {node.op_type!r}): {why}")
 
-    def const(self, node: Any, index: int) -> np.ndarray:
+    def const(self, node: Any, index: int, kinds: str = "fiu") -> np.ndarray:
+        """Input ``index`` of ``node`` as a constant array of one of the dtype ``kinds``
+        (numpy's kind letters; booleans are never numbers here)."""
         if index >= len(node.input) or node.input[index] not in self.consts:
             raise self.refuse(node, f"input {index} must be a constant tensor (an "
                                     f"initializer); a weight computed by the graph is not read")
-        return self.consts[node.input[index]]
+        value = self.consts[node.input[index]]
+        if value.dtype.kind not in kinds or value.dtype.kind == "b":
+            raise self.refuse(node, f"input {index} ({node.input[index]!r}) has dtype "
+                                    f"{value.dtype}; expected "
+                                    + ("integers" if kinds == "iu" else "real numbers"))
+        return value
 
     def attrs(self, node: Any) -> dict[str, Any]:
         return {a.name: self.onnx.helper.get_attribute_value(a) for a in node.attribute}
@@ -111,7 +118,7 @@ class _Graph:
                 raise self.refuse(node, f"Flatten with axis {a['axis']} (only axis 1, which "
                                         f"keeps the batch axis, is read)")
             if op == "Reshape":
-                shape = [int(v) for v in self.const(node, 1).ravel()]
+                shape = [int(v) for v in self.const(node, 1, kinds="iu").ravel()]
                 keeps = len(shape) == 2 and shape[0] in (-1, 0) and (
                     shape[1] == -1 or self.features is None or shape[1] == self.features)
                 if not keeps:
@@ -160,6 +167,9 @@ class _Graph:
 
     def add_conv(self, node: Any, a: dict[str, Any]) -> None:
         w = self.const(node, 1)
+        if w.ndim not in (3, 4):
+            raise self.refuse(node, f"a weight of shape {w.shape}; a Conv weight has shape "
+                                    f"(out, in, k) or (out, in, kh, kw) (1D or 2D convolution)")
         k = w.ndim - 2
         if len(node.input) > 2 and node.input[2] and np.any(self.const(node, 2) != 0):
             raise self.refuse(node, "a nonzero bias; linear convolutional networks have none")
@@ -185,7 +195,9 @@ def read_onnx(path: Path, *, strides: Any = None) -> Model:
     if not proto.graph.node:   # protobuf parses an empty (or unrelated) file as empty
         raise ModelFileError(f"{source}: holds no ONNX graph (no nodes): an empty file, or "
                              f"not an ONNX model")
-    graph = _Graph(onnx, proto.graph, source)
+    _refuse_custom_domains(proto, source)
+    graph = _Graph(onnx, proto.graph, source)   # the constants, their sizes checked first
+    _check_graph(onnx, proto, source)
     inputs = [i.name for i in proto.graph.input if i.name not in graph.consts]
     if len(inputs) != 1 or len(proto.graph.output) != 1:
         raise ModelFileError(f"{source}: a network graph has one data input and one output; "
@@ -195,24 +207,66 @@ def read_onnx(path: Path, *, strides: Any = None) -> Model:
     declared = next(i for i in proto.graph.input if i.name == inputs[0])
     dims = [d.dim_value if d.HasField("dim_value") else None
             for d in declared.type.tensor_type.shape.dim]
+    if any(d == 0 for d in dims):
+        raise ModelFileError(f"{source}: the input {inputs[0]!r} declares shape "
+                             f"{[d if d is not None else '?' for d in dims]} with a zero-length "
+                             f"axis; every layer has at least one input")
     graph.flat = len(dims) <= 2
     rest = dims[1:]
     graph.features = int(np.prod(rest)) if rest and all(d for d in rest) else None
     for node in proto.graph.node:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
             continue
-        if node.domain not in ("", "ai.onnx"):
-            raise graph.refuse(node, f"an operator of the custom domain {node.domain!r}")
         if graph.current not in node.input[:2] or len(node.output) != 1:
             raise graph.refuse(node, "not on a straight line from the input (it does not "
                                      "take the previous node's output); only a chain of "
                                      "layers is read")
-        graph.step(node)
+        try:
+            graph.step(node)
+        except ModelFileError:
+            raise
+        except (ValueError, TypeError, OverflowError) as exc:  # a value no rule foresaw
+            raise graph.refuse(node, f"cannot be read ({type(exc).__name__}: {exc})") from None
         graph.current = node.output[0]
     if graph.current != proto.graph.output[0].name:
         raise ModelFileError(f"{source}: the graph's output {proto.graph.output[0].name!r} "
                              f"is not the end of the chain of layers")
     return _model(graph, source, strides, proto)
+
+
+def _refuse_custom_domains(proto: Any, source: str) -> None:
+    """An operator outside ONNX's standard domain has no schema to check and no meaning
+    the reader knows: refused by name before anything else."""
+    custom = next((n for n in proto.graph.node if n.domain not in ("", "ai.onnx")), None)
+    if custom is not None:
+        raise ModelFileError(f"{source}: node {custom.name or '(unnamed)'!r} (op type "
+                             f"{custom.op_type!r}): an operator of the custom domain "
+                             f"{custom.domain!r}")
+
+
+def _check_graph(onnx: Any, proto: Any, source: str) -> None:
+    """ONNX's own rules before the reader's: every node of the standard domain against
+    its operator's schema (number of inputs and outputs, attribute types), then the
+    graph's types and shapes by strict shape inference (a bool or string weight, a
+    Reshape shape that is not int64, a MatMul of mismatched sizes, a Conv on an input
+    of too few axes). A graph that breaks them is refused with onnx's message, which
+    names the node."""
+    checker = onnx.checker
+    ctx = checker.C.CheckerContext()
+    ctx.ir_version = proto.ir_version
+    ctx.opset_imports = {o.domain: o.version for o in proto.opset_import} or {"": _OPSET}
+    scope = checker.C.LexicalScopeContext()
+    for node in proto.graph.node:
+        try:
+            checker.check_node(node, ctx, scope)
+        except Exception as exc:  # onnx's ValidationError (and others on odd protos)
+            raise ModelFileError(f"{source}: node {node.name or '(unnamed)'!r} (op type "
+                                 f"{node.op_type!r}) is not valid ONNX: {exc}") from None
+    try:
+        onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+    except Exception as exc:  # InferenceError, and others on malformed graphs
+        raise ModelFileError(f"{source}: not a valid ONNX graph (onnx's type and shape "
+                             f"inference: {str(exc).strip()[:600]})") from None
 
 
 def _model(graph: _Graph, source: str, strides: Any, proto: Any) -> Model:
