@@ -71,8 +71,9 @@ def test_relu_bad_files(files):
     ("dimension", "dim M"), ("ntk", "NTK of size"), ("fiber", "point(s) up to the sign and rescaling"),
     ("dependence", "NTK along the fiber"), ("flow", "invariant drift")])
 def test_linear(action, expect, tmp_path):
+    flow = ["--t-final", "0.5"] if action == "flow" else []
     out = run("linear", action, "--filters", "2,2", "--strides", "1", "--seed", "1",
-              "--t-final", "0.5", "--json", tmp_path / "x.json")
+              *flow, "--json", tmp_path / "x.json")
     assert out.returncode == 0, out.stderr
     assert expect in " ".join(out.stdout.split())   # lines may wrap at the terminal width
     json.loads((tmp_path / "x.json").read_text())
@@ -265,3 +266,52 @@ def test_relu_distance_top1(tmp_path):
     assert "the same class first at every point of the box (proved)" in out.stdout
     out = run("relu", "distance", tmp_path / "a.npz", tmp_path / "shifted.npz", "--top1")
     assert out.returncode == 2 and "--top1" in out.stderr
+
+
+def _action_options():
+    """(command, action, its option strings) for every action of relu and linear."""
+    import argparse
+    from neuromanifold.cli._main import build_parser
+
+    def subs(parser):
+        return next(a.choices for a in parser._actions
+                    if isinstance(a, argparse._SubParsersAction))
+
+    out = []
+    for command in ("relu", "linear"):
+        for action, parser in subs(subs(build_parser())[command]).items():
+            flags = {f for a in parser._actions for f in a.option_strings}
+            out.append((command, action, flags))
+    return out
+
+
+def test_each_action_takes_only_its_own_options(capsys):
+    """An option only another action reads is a usage error naming the actions that read
+    it (one option set shared by every action accepted and ignored 59 such flags)."""
+    from neuromanifold.cli import main
+    table = _action_options()
+    checked = 0
+    for command, action, flags in table:
+        for other_command, other, other_flags in table:
+            if other_command != command:
+                continue
+            for flag in sorted(other_flags - flags):
+                readers = sorted(a for c, a, f in table if c == command and flag in f)
+                with pytest.raises(SystemExit) as info:
+                    main([command, action, "m.npz", "m.npz", flag, "1"][:2] +
+                         (["m.npz"] if command == "relu" else []) + [flag, "1"])
+                assert info.value.code == 2
+                err = capsys.readouterr().err
+                assert f"{flag} is an option of " in err, err
+                assert all(f"{command} {r}" in err for r in readers), err
+                checked += 1
+    assert checked > 60
+
+
+def test_an_action_help_shows_its_options_alone(capsys):
+    from neuromanifold.cli import main
+    with pytest.raises(SystemExit):
+        main(["relu", "identify", "--help"])
+    out = capsys.readouterr().out
+    assert "--tol" in out and "--points" not in out and "--quotient" not in out
+    assert len(out.splitlines()) < 30

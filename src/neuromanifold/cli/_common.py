@@ -127,3 +127,56 @@ def load_model(path: str, kind: str | None = None, strides: Any = None):
     print(fit("\n".join([f"read {model.describe()}"] + [f"  {n}" for n in model.notes])),
           file=sys.stderr)
     return model
+
+
+class ActionParser(argparse.ArgumentParser):
+    """The parser of one action of a command (``relu identify``, ``linear flow``): it takes
+    only its own options. An option that only another action reads is a usage error
+    (exit status 2) naming the actions that read it, never accepted and ignored."""
+
+    #: option string -> the actions of this command that read it (set by add_actions)
+    readers: dict[str, list[str]]
+    command: str
+
+    def parse_known_args(self, args=None, namespace=None):
+        ns, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(self._foreign(extras))
+        return ns, extras
+
+    def _foreign(self, extras: list[str]) -> str:
+        options = [e.split("=", 1)[0] for e in extras if e.startswith("-") and len(e) > 1]
+        parts = []
+        for opt in dict.fromkeys(options):
+            readers = getattr(self, "readers", {}).get(opt)
+            parts.append(f"{opt} is an option of {' and '.join(f'{self.command} {r}' for r in readers)}"
+                         f" only" if readers else f"{opt} is no option of any {self.command} action")
+        if not options:
+            parts.append(f"unexpected argument(s) {' '.join(extras)}")
+        return f"{'; '.join(parts)} (see {self.prog} --help)"
+
+
+def add_actions(p: argparse.ArgumentParser, command: str, actions: dict,
+                options: dict) -> None:
+    """One subparser (an :class:`ActionParser`) per action of ``command`` on ``p``.
+
+    ``actions`` maps each action to ``(help, description, positionals, option names)``,
+    where ``positionals`` is a list of ``(name, nargs, help)`` and each option name is a
+    key of ``options``, a function adding that option to a parser. ``--json`` is added to
+    every action."""
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True,
+                           parser_class=ActionParser)
+    readers: dict[str, list[str]] = {}
+    for name, (short, description, positionals, names) in actions.items():
+        q = sub.add_parser(name, help=short, description=description,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        q.readers, q.command = readers, command
+        for pos, nargs, text in positionals:
+            q.add_argument(pos, nargs=nargs, help=text)
+        for opt in names:
+            options[opt](q)
+        add_common(q, seed=False)
+        for action in q._actions:
+            for flag in action.option_strings:
+                if flag not in ("-h", "--help", "--json"):
+                    readers.setdefault(flag, []).append(name)

@@ -3,13 +3,8 @@
 The architecture comes from ``--filters`` / ``--strides`` (1D as ``3,2,4`` and ``2,3``; 2D
 as ``2x2,3x3`` and ``1x1``) or from a model file (``--params FILE``: .npz, .safetensors,
 .onnx or a PyTorch state_dict of single-channel convolutions); parameters from that file or
-random from ``--seed``.
-
-  dimension   the neuromanifold's dimension against the parameter count bound
-  ntk         the neural tangent kernel at the parameters: rank, trace, spectrum
-  fiber       every parameter with the same end-to-end filter and invariants
-  dependence  is the NTK the same at every such parameter?
-  flow        a gradient flow of a square loss on random data: loss, invariant drift
+random from ``--seed``. ``linear ACTION --help`` lists the options of one action; each
+action takes only its own.
 """
 
 from __future__ import annotations
@@ -18,8 +13,8 @@ import argparse
 
 import numpy as np
 
-from ._common import (add_common, emit, load_model, nonnegative_int, parse_shapes,
-                      positive_float as _positive_float)
+from ._common import (add_actions, add_seed, emit, load_model, nonnegative_int,
+                      parse_shapes, positive_float as _positive_float)
 from ._table import format_table, short_array, terminal_width
 
 
@@ -90,20 +85,47 @@ def run(args: argparse.Namespace) -> int:
                 f"drift {flow.max_invariant_drift:.2e}", flow.to_dict())
 
 
+def _opt(*flags, **kw):
+    return lambda p: p.add_argument(*flags, **kw)
+
+
+_OPTIONS = {
+    "filters": _opt("--filters", type=lambda s: parse_shapes(s, "filters"),
+                    help="filter sizes, e.g. 3,2,4 (1D) or 2x2,3x3 (2D)"),
+    "strides": _opt("--strides", type=lambda s: parse_shapes(s, "strides"),
+                    help="strides, one per layer but the last, e.g. 2,3 or 1x1"),
+    "params": _opt("--params", metavar="FILE",
+                   help="read filters (and strides) from a model file"),
+    "seed": add_seed,
+    "show": _opt("--show", type=nonnegative_int, default=10,
+                 help="how many points to list (default 10; --json has all)"),
+    "t_final": _opt("--t-final", type=_positive_float, default=5.0,
+                    help="time horizon (default 5)"),
+}
+_NETWORK = ["filters", "strides", "params", "seed"]
+
+#: action -> (help, description, positionals, options)
+_ACTION_SPECS = {
+    "dimension": ("the neuromanifold's dimension against the parameter count bound",
+                  "The neuromanifold's dimension against the parameter count bound.", [],
+                  _NETWORK),
+    "ntk": ("the neural tangent kernel at the parameters: rank, trace, spectrum",
+            "The neural tangent kernel at the parameters: rank, trace, spectrum.", [],
+            _NETWORK),
+    "fiber": ("every parameter with the same end-to-end filter and invariants",
+              "Every parameter with the same end-to-end filter and invariants.", [],
+              _NETWORK + ["show"]),
+    "dependence": ("is the NTK the same at every such parameter?",
+                   "Is the NTK the same at every parameter of the fiber?", [], _NETWORK),
+    "flow": ("a gradient flow of a square loss on random data: loss, invariant drift",
+             "A gradient flow of a square loss on random data (from --seed): loss, "
+             "invariant drift.", [], _NETWORK + ["t_final"]),
+}
+
+
 def register(sub) -> None:
     p = sub.add_parser("linear", help="linear convolutional networks: dimension, NTK, fiber, "
                                       "dependence, flow", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("action", choices=["dimension", "ntk", "fiber", "dependence", "flow"])
-    p.add_argument("--filters", type=lambda s: parse_shapes(s, "filters"),
-                   help="filter sizes, e.g. 3,2,4 (1D) or 2x2,3x3 (2D)")
-    p.add_argument("--strides", type=lambda s: parse_shapes(s, "strides"),
-                   help="strides, one per layer but the last, e.g. 2,3 or 1x1")
-    p.add_argument("--params", metavar="FILE",
-                   help="read filters (and strides) from a model file")
-    p.add_argument("--show", type=nonnegative_int, default=10,
-                   help="fiber: how many points to list (default 10; --json has all)")
-    p.add_argument("--t-final", type=_positive_float, default=5.0,
-                   help="flow: time horizon (default 5)")
-    add_common(p)
+    add_actions(p, "linear", _ACTION_SPECS, _OPTIONS)
     p.set_defaults(func=run, _parser=p)

@@ -1,44 +1,15 @@
-"""``neuromanifold relu``: ReLU networks from model files (.npz, .safetensors, .onnx,
-PyTorch state_dict files), analysed exactly.
-
-  regions MODEL     every linear region on the domain, with its activation pattern
-  identify MODEL    identifiability up to permutation and scaling, any depth: "not
-                    identifiable" with a witness symmetry (dead, always-active, silent or
-                    parallel neurons, hidden hyperplanes, flips), "identifiable" only where
-                    a theorem applies (generic three-layer bottlenecks), else "undecided"
-  equiv A B         do A and B compute the same function on the domain? (a witness if not,
-                    the symmetry taking A to B if so)
-  distance A B      the largest output difference of A and B on the domain, as a certified
-                    interval [lower, upper] with the input attaining lower; with --top1 on
-                    a box, whether A and B rank the same class first everywhere
-  neurons MODEL     per hidden layer, which neurons are dead, linear (always active), hidden
-                    or visible on the domain (or on --data X.npy), each proved
-  reduce MODEL      a network with fewer neurons computing the same function on the domain
-                    (dead, duplicate, constant and linear-block neurons removed; --out FILE)
-  fingerprint FILE...  a short string per model, equal for networks related by the
-                    symmetries; the files grouped by the function they compute
-  canonical MODEL   one canonical representative of the network's fiber (written with --out):
-                    every symmetry for generic three-layer bottlenecks, permutation and
-                    scaling after a lossless reduction at other depths (or with
-                    --quotient permutation-scaling)
-  fiber MODEL       the whole fiber of a generic bottleneck network, as semi-algebraic families;
-                    at other depths the moves through the parameter and the fiber's local
-                    dimension where two proven bounds meet
-  plot MODEL        the linear regions and bent hyperplanes of a network on R^2, as a figure
-  fundim MODEL      the functional dimension (the rank of the parameter Jacobian over the
-                    domain) against its bound, certified or with the gap that decided it
-  genericity MODEL  the genericity conditions (supertransversality, masked-product ranks)
-                    on the domain, each failure with its witness
-  ntk MODEL         the empirical NTK K = J J^T of the network at random inputs of the
-                    domain (--points N), with its rank and spectrum
+"""``neuromanifold relu ACTION``: ReLU networks from model files (.npz, .safetensors,
+.onnx, PyTorch state_dict files), analysed exactly. ``relu ACTION --help`` lists the
+options of one action; each action takes only its own.
 
 Domains: ``--domain whole`` (R^d, the default), ``orthant`` (x >= 0), or a box
 ``box:LO,HI`` (the same bounds on every axis).
 
-Budgets: regions, equiv, distance, plot, fundim and genericity enumerate linear regions, whose number grows
-exponentially with the widths. ``--max-regions N`` and ``--time-limit SECONDS`` stop them
-with a message saying how far they got (exit status 1); ``regions`` first lists the
-regions found. ``regions`` also prints an estimate of their number before it starts.
+Budgets: the actions that enumerate linear regions (whose number grows exponentially
+with the widths) take ``--max-regions N`` and ``--time-limit SECONDS``, and stop with a
+message saying how far they got (exit status 1); ``regions`` first lists the regions
+found, and prints an estimate of their number before it starts. ``distance`` returns its
+best certified interval after 60 seconds unless told otherwise.
 """
 
 from __future__ import annotations
@@ -52,7 +23,7 @@ import numpy as np
 
 from .._errors import NeuromanifoldError
 from .._tolerance import DEFAULT_TOL
-from ._common import (add_common, emit, load_model, nonnegative_int, positive_float,
+from ._common import (add_actions, emit, load_model, nonnegative_int, positive_float,
                       positive_int, writable_path)
 from ._table import format_table, short_array, terminal_width
 
@@ -144,7 +115,6 @@ def _distance(args) -> int:
     from ..relu import distance  # start-up: loaded when the subcommand runs
     a, b = load_model(args.model, "relu"), load_model(args.other[0], "relu")
     budget = _budget(args)
-    budget["time_limit"] = budget["time_limit"] or 60.0   # the library's default budget
     res = distance(a.params, b.params, args.domain, tol=args.tol, gap=args.gap,
                    method=args.method, progress=True, top1=args.top1, **budget)
     where = args.domain or "R^d"
@@ -256,7 +226,7 @@ def _symmetry_words(s) -> str:
 def _identify(args) -> int:
     from ..relu import identifiability  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
-    res = identifiability(model.params, tol=args.tol)
+    res = identifiability(model.params, tol=args.tol, **_budget(args))
     return emit(args, res.describe(), res.to_dict())
 
 
@@ -366,9 +336,6 @@ _ACTIONS = {"regions": _regions, "identify": _identify, "equiv": _equiv, "distan
             "genericity": _genericity, "ntk": _ntk}
 
 
-_PAIRS = ("equiv", "distance")   # the actions that compare two networks
-
-
 def _gap(text: str) -> float:
     """argparse type for ``--gap``: a finite number >= 0."""
     try:
@@ -381,66 +348,143 @@ def _gap(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.action in _PAIRS and len(args.other) != 1:
-        args._parser.error(f"{args.action} needs two model files: relu {args.action} A B")
-    if args.action not in _PAIRS + ("fingerprint",) and args.other:
-        args._parser.error(f"{args.action} takes one model file; got more: {args.other!r}")
-    if args.action in ("canonical", "reduce") and args.out and \
-            not args.out.endswith((".npz", ".safetensors", ".onnx")):
+    out = getattr(args, "out", None)
+    if args.action in ("canonical", "reduce") and out and \
+            not out.endswith((".npz", ".safetensors", ".onnx")):
         args._parser.error(f"{args.action} --out must end in .npz, .safetensors or .onnx")
-    if args.action == "plot" and not args.out:
+    if args.action == "plot" and not out:
         args._parser.error("plot needs --out FILE.png")
-    if args.top1 and (args.action != "distance" or not isinstance(args.domain, tuple)):
+    if getattr(args, "top1", False) and not isinstance(args.domain, tuple):
         args._parser.error("--top1 compares the top classes of two networks on a box: "
                            "relu distance A B --domain box:LO,HI --top1")
     return _ACTIONS[args.action](args)
+
+
+# -- the options, each added to the actions that read it ---------------------------------
+
+def _opt(*flags, **kw):
+    return lambda p: p.add_argument(*flags, **kw)
+
+
+_OPTIONS = {
+    "domain": _opt("--domain", type=_domain, default=None,
+                   help="whole (R^d, the default), orthant, or box:LO,HI"),
+    "method": _opt("--method", choices=["auto", "regions", "milp"], default="auto",
+                   help="the algorithm (default auto)"),
+    "gap": _opt("--gap", type=_gap, default=None,
+                help="stop once upper - lower <= GAP (default tol x scale; 0 = the exact "
+                     "maximum)"),
+    "top1": _opt("--top1", action="store_true",
+                 help="also decide whether A and B rank the same class first at every "
+                      "point of the box (a counterexample when not)"),
+    "tol": _opt("--tol", type=_tol, default=DEFAULT_TOL,
+                help="relative tolerance (default 1e-9; 0 = exact; 1e-5 for float32 "
+                     "weights)"),
+    "show": _opt("--show", type=nonnegative_int, default=20,
+                 help="how many regions to list (default 20; --json has all)"),
+    "max_regions": _opt("--max-regions", metavar="N", type=positive_int, default=None,
+                        help="stop after N (joint) regions (default: no limit)"),
+    "time_limit": _opt("--time-limit", metavar="SECONDS", type=positive_float, default=None,
+                       help="stop after this many seconds (default: no limit)"),
+    "time_limit_60": _opt("--time-limit", metavar="SECONDS", type=positive_float, default=60.0,
+                          help="stop after this many seconds with the best interval "
+                               "(default 60)"),
+    "data": _opt("--data", metavar="X.npy",
+                 help="data points (n x d, .npy); their bounding box is the domain unless "
+                      "--domain is given"),
+    "points": _opt("--points", metavar="N", type=positive_int, default=8,
+                   help="how many random inputs (default 8)"),
+    "seed": _opt("--seed", type=nonnegative_int, default=0,
+                 help="seed of the random inputs (default 0)"),
+    "workers": _opt("--workers", metavar="N", type=positive_int, default=1,
+                    help="processes that enumerate (default 1; worth it from some "
+                         "thousands of regions on)"),
+    "quotient": _opt("--quotient", choices=["auto", "all", "permutation-scaling"],
+                     default="auto",
+                     help="which symmetries to quotient out (default auto: every known one "
+                          "for three-layer networks, permutation and scaling after a "
+                          "lossless reduction otherwise)"),
+    "out_model": _opt("--out", metavar="FILE", type=writable_path,
+                      help="write the network to a model file (.npz, .safetensors, .onnx)"),
+    "out_figure": _opt("--out", metavar="FILE", type=writable_path,
+                       help="the figure (.png, .svg, .pdf; required)"),
+}
+
+_MODEL = [("model", None, "model file (.npz, .safetensors, .onnx, .pt)")]
+_PAIR = [("model", None, "model file A"), ("other", 1, "model file B")]
+_BUDGET = ["max_regions", "time_limit"]
+
+#: action -> (help, description, positionals, options)
+_ACTION_SPECS = {
+    "regions": ("every linear region on the domain",
+                "Every linear region on the domain, with its activation pattern and an "
+                "interior point; an estimate of their number is printed first.",
+                _MODEL, ["domain", "show", *_BUDGET, "workers"]),
+    "identify": ("identifiability up to permutation and scaling",
+                 "Identifiability up to permutation and scaling, at any depth: 'not "
+                 "identifiable' with a witness symmetry (dead, always-active, silent or "
+                 "parallel neurons, hidden hyperplanes, flips), 'identifiable' only where a "
+                 "theorem applies (generic three-layer bottlenecks), else 'undecided' with "
+                 "the reason.",
+                 _MODEL, ["tol", *_BUDGET]),
+    "equiv": ("do A and B compute the same function on the domain?",
+              "Do A and B compute the same function on the domain? A witness input if not, "
+              "the symmetry taking A to B if so.",
+              _PAIR, ["domain", "method", "tol", *_BUDGET]),
+    "distance": ("the largest output difference of A and B, certified",
+                 "The largest output difference of A and B on the domain, as a certified "
+                 "interval [lower, upper] with the input attaining lower; with --top1 on a "
+                 "box, whether A and B rank the same class first everywhere.",
+                 _PAIR, ["domain", "method", "gap", "top1", "tol", "max_regions",
+                         "time_limit_60"]),
+    "neurons": ("which neurons are dead, linear, hidden or visible",
+                "Per hidden layer, which neurons are dead, linear (always active), hidden or "
+                "visible on the domain (or on the bounding box of --data X.npy), each "
+                "proved.",
+                _MODEL, ["domain", "data", "seed", *_BUDGET]),
+    "reduce": ("a smaller network computing the same function",
+               "A network with fewer neurons computing the same function on the domain "
+               "(dead, duplicate, constant and linear-block neurons removed; --out FILE "
+               "writes it).",
+               _MODEL, ["domain", "data", "tol", "time_limit", "out_model"]),
+    "fingerprint": ("one string per model, equal for symmetric networks; files grouped",
+                    "A short string per model, equal for networks related by the symmetries; "
+                    "the files grouped by the function they compute.",
+                    [("model", None, "model file"), ("other", "*", "more model files")],
+                    ["tol"]),
+    "canonical": ("one canonical representative of the network's fiber",
+                  "One canonical representative of the network's fiber (written with "
+                  "--out): every symmetry for generic three-layer bottlenecks, permutation "
+                  "and scaling after a lossless reduction at other depths (or with "
+                  "--quotient permutation-scaling).",
+                  _MODEL, ["tol", "quotient", "out_model"]),
+    "fiber": ("the fiber: its families, or its local dimension",
+              "The whole fiber of a generic bottleneck network, as semi-algebraic families; "
+              "at other depths the moves through the parameter and the fiber's local "
+              "dimension where two proven bounds meet.",
+              _MODEL, ["tol", *_BUDGET]),
+    "plot": ("the regions and bent hyperplanes of a network on R^2, as a figure",
+             "The linear regions and bent hyperplanes of a network on R^2, as a figure "
+             "(--out FILE).",
+             _MODEL, ["domain", *_BUDGET, "out_figure"]),
+    "fundim": ("the functional dimension against its bound",
+               "The functional dimension (the rank of the parameter Jacobian over the "
+               "domain) against its bound, certified or with the gap that decided it.",
+               _MODEL, ["domain", "tol", *_BUDGET]),
+    "genericity": ("the genericity conditions, each failure with its witness",
+                   "The genericity conditions (supertransversality, masked-product ranks) "
+                   "on the domain, each failure with its witness.",
+                   _MODEL, ["domain", "tol", *_BUDGET]),
+    "ntk": ("the empirical NTK at random inputs of the domain",
+            "The empirical NTK K = J J^T of the network at random inputs of the domain "
+            "(--points N), with its rank and spectrum.",
+            _MODEL, ["domain", "points", "seed", "tol"]),
+}
 
 
 def register(sub) -> None:
     p = sub.add_parser("relu", help="ReLU networks from model files: regions, equivalence, "
                                     "pictures", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("action", choices=sorted(_ACTIONS))
-    p.add_argument("model", help="model file (.npz, .safetensors, .onnx, .pt)")
-    p.add_argument("other", nargs="*", help="second model file (equiv, distance); more "
-                                             "model files (fingerprint)")
-    p.add_argument("--domain", type=_domain, default=None,
-                   help="whole (default), orthant, or box:LO,HI")
-    p.add_argument("--method", choices=["auto", "regions", "milp"], default="auto",
-                   help="equiv, distance: method (default auto)")
-    p.add_argument("--gap", type=_gap, default=None,
-                   help="distance: stop once upper - lower <= GAP (default tol x scale; 0 = "
-                        "the exact maximum)")
-    p.add_argument("--top1", action="store_true",
-                   help="distance: also decide whether A and B rank the same class first at "
-                        "every point of the box (a counterexample when not)")
-    p.add_argument("--tol", type=_tol, default=DEFAULT_TOL,
-                   help="relative tolerance (default 1e-9; 0 = exact; 1e-5 for float32 weights)")
-    p.add_argument("--show", type=nonnegative_int, default=20,
-                   help="regions: how many to list")
-    p.add_argument("--max-regions", metavar="N", type=positive_int, default=None,
-                   help="regions, equiv, distance, plot, fiber: stop after N (joint) regions "
-                        "(default: no limit)")
-    p.add_argument("--time-limit", metavar="SECONDS", type=positive_float, default=None,
-                   help="regions, equiv, plot, fiber: stop after this many seconds (default: no "
-                        "limit; distance: 60)")
-    p.add_argument("--data", metavar="X.npy",
-                   help="neurons, reduce: data points (n x d, .npy); their bounding box is "
-                        "the domain unless --domain is given")
-    p.add_argument("--points", metavar="N", type=positive_int, default=8,
-                   help="ntk: how many random inputs (default 8)")
-    p.add_argument("--seed", type=nonnegative_int, default=0,
-                   help="ntk, neurons: seed of the random inputs (default 0)")
-    p.add_argument("--workers", metavar="N", type=positive_int, default=1,
-                   help="regions: processes that enumerate (default 1; worth it from some "
-                        "thousands of regions on)")
-    p.add_argument("--quotient", choices=["auto", "all", "permutation-scaling"],
-                   default="auto",
-                   help="canonical: which symmetries to quotient out (default auto: every "
-                        "known one for three-layer networks, permutation and scaling after "
-                        "a lossless reduction otherwise)")
-    p.add_argument("--out", metavar="FILE", type=writable_path,
-                   help="plot: the figure (.png, .svg, .pdf); canonical, reduce: a model "
-                        "file (.npz, .safetensors, .onnx)")
-    add_common(p, seed=False)
+    add_actions(p, "relu", _ACTION_SPECS, _OPTIONS)
     p.set_defaults(func=run, _parser=p)
