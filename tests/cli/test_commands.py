@@ -315,3 +315,19 @@ def test_an_action_help_shows_its_options_alone(capsys):
     out = capsys.readouterr().out
     assert "--tol" in out and "--points" not in out and "--quotient" not in out
     assert len(out.splitlines()) < 30
+
+
+def test_data_and_ntk_refusals_are_messages_not_tracebacks(tmp_path):
+    nm.io.save(nm.ReLUNet([2, 3, 3, 1]).random_params(seed=1), tmp_path / "n.npz")
+    np.save(tmp_path / "empty.npy", np.zeros((0, 2)))
+    (tmp_path / "x.csv").write_text("1,2\n3,4\n")
+    cases = [(("neurons", "--data", tmp_path / "empty.npy"), "holds no points"),
+             (("reduce", "--data", tmp_path / "x.csv"), "numpy.loadtxt"),
+             (("neurons", "--data", tmp_path), "a folder"),
+             (("ntk", "--points", "10000000000"), "take fewer points"),
+             (("ntk", "--domain", "box:-1e300,1e300"), "within")]
+    for (action, *rest), match in cases:
+        out = run("relu", action, tmp_path / "n.npz", *rest)
+        assert out.returncode in (1, 3), (action, out.stderr)
+        assert match in out.stderr and "Traceback" not in out.stderr and \
+            "allow_pickle" not in out.stderr, out.stderr

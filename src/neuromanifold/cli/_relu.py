@@ -15,6 +15,7 @@ best certified interval after 60 seconds unless told otherwise.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
@@ -149,13 +150,22 @@ def _distance(args) -> int:
 def _read_data(path: str) -> np.ndarray:
     """The rows of a ``.npy`` array (never unpickled)."""
     from .._errors import InputFileError  # start-up: loaded when the subcommand runs
+    if os.path.isdir(path):
+        raise InputFileError(f"{path}: a folder, not a .npy file")
     try:
         X = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise InputFileError(f"{path}: not a readable .npy array of numbers ({exc})") from None
+    except FileNotFoundError:
+        raise InputFileError(f"{path}: no such file") from None
+    except (OSError, ValueError, EOFError):
+        # numpy's own message for a text file advises allow_pickle, which is never done
+        raise InputFileError(f"{path}: not a .npy array of numbers (the file numpy.save "
+                             f"writes; a CSV converts with numpy.save(path, "
+                             f"numpy.loadtxt(csv, delimiter=','))") from None
     if not isinstance(X, np.ndarray) or X.ndim != 2:
         raise InputFileError(f"{path}: --data must hold one 2D array (n points x d inputs); "
                              f"got {getattr(X, 'shape', type(X).__name__)}")
+    if X.shape[0] == 0:
+        raise InputFileError(f"{path}: --data holds no points (shape {X.shape})")
     return X
 
 
@@ -304,20 +314,34 @@ def _genericity(args) -> int:
     return emit(args, res.describe(), res.to_dict())
 
 
+#: the largest Jacobian or NTK ``relu ntk`` forms (entries; 8 bytes each)
+_NTK_MAX_ENTRIES = 50_000_000
+
+
 def _ntk(args) -> int:
+    from .._errors import InputError  # start-up: loaded when the subcommand runs
     from .._validation import as_seed_rng  # start-up: loaded when the subcommand runs
     from ..relu import ReLUNet, as_domain  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
     net = ReLUNet(model.architecture)
     dom = as_domain(args.domain, net.input_dim)
     rng = as_seed_rng(args.seed)
+    rows = args.points * net.widths[-1]
+    if rows * max(rows, net.num_params) > _NTK_MAX_ENTRIES:
+        raise InputError(f"--points {args.points}: the Jacobian would have {rows:,} x "
+                         f"{net.num_params:,} entries and the NTK {rows:,} x {rows:,}, more "
+                         f"than {_NTK_MAX_ENTRIES:,}; take fewer points")
     X = rng.standard_normal((args.points, net.input_dim))
     if dom.kind == "orthant":
         X = np.abs(X)
     elif dom.kind == "box":
         X = rng.uniform(dom.lower, dom.upper, (args.points, net.input_dim))
-    J = net.jacobian(model.params, X)
-    K = J @ J.T
+    with np.errstate(over="ignore", invalid="ignore"):
+        J = net.jacobian(model.params, X)
+        K = J @ J.T
+    if not np.all(np.isfinite(K)):
+        raise InputError("the NTK overflows float64 at these inputs (weights or domain too "
+                         "large); take a smaller --domain box")
     eig = np.linalg.eigvalsh(K)[::-1]
     rank = int(np.sum(eig > max(args.tol, 1e-12) * max(eig[0], 1e-300))) if eig.size else 0
     rec = {"architecture": list(model.architecture), "inputs": X, "ntk": K,

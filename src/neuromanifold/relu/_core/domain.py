@@ -37,15 +37,37 @@ class Domain(Result):
     lower: np.ndarray | None = None
     upper: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        # A Domain built directly (not by whole/orthant/box) meets the same rules: every
+        # analysis trusts kind, shapes and bounds, and a 'sphere' or an empty box would
+        # otherwise be analysed as something it is not.
+        if self.kind not in ("whole", "orthant", "box"):
+            raise DomainError(f"a domain's kind is 'whole', 'orthant' or 'box'; got "
+                              f"{short_repr(self.kind)}")
+        dim = check_positive_int(self.dim, "domain dimension", DomainError,
+                                 maximum=MAX_PARAMS)
+        A = as_finite_array(self.A, "domain A", error=DomainError).reshape(-1, dim) \
+            if np.size(self.A) % dim == 0 else None
+        c = as_finite_array(self.c, "domain c", ndim=1, error=DomainError)
+        if A is None or A.shape[0] != c.shape[0]:
+            raise DomainError(f"a domain's A must have shape (m, {dim}) and c shape (m,); got "
+                              f"{np.shape(self.A)} and {c.shape}")
+        object.__setattr__(self, "A", A)
+        object.__setattr__(self, "c", c)
+        if self.kind == "box":
+            lo = as_finite_array(self.lower, "box lower bound", ndim=1, error=DomainError)
+            hi = as_finite_array(self.upper, "box upper bound", ndim=1, error=DomainError)
+            _check_box(lo, hi)
+            if lo.shape != (dim,):
+                raise DomainError(f"box bounds must have shape ({dim},); got {lo.shape}")
+            object.__setattr__(self, "lower", lo)
+            object.__setattr__(self, "upper", hi)
+
     @classmethod
     def from_dict(cls, data: Any) -> "Domain":
         """The domain whose :meth:`to_dict` is ``data`` (see :meth:`Result.from_dict`);
         ``A`` keeps its shape ``(m, dim)`` also when it has no rows."""
-        d = super().from_dict(data)
-        if d.kind not in ("whole", "orthant", "box"):
-            raise DomainError(f"a domain's kind is 'whole', 'orthant' or 'box'; got "
-                              f"{short_repr(d.kind)}")
-        return dataclasses.replace(d, A=np.asarray(d.A, dtype=float).reshape(-1, d.dim))
+        return super().from_dict(data)
 
     @classmethod
     def whole(cls, dim: int) -> "Domain":
@@ -64,10 +86,7 @@ class Domain(Result):
         """The box ``lower <= x <= upper`` (each bound a vector, or scalars with ``dim``)."""
         lo = as_finite_array(lower, "box lower bound", ndim=1, error=DomainError)
         hi = as_finite_array(upper, "box upper bound", ndim=1, error=DomainError)
-        if lo.shape != hi.shape:
-            raise DomainError(f"box bounds must have the same shape; got {lo.shape} and {hi.shape}")
-        if not np.all(lo < hi):
-            raise DomainError(f"box must satisfy lower < upper in every coordinate; got lower={lo}, upper={hi}")
+        _check_box(lo, hi)
         d = lo.size
         return cls("box", d, np.vstack([np.eye(d), -np.eye(d)]), np.concatenate([hi, -lo]),
                    lo, hi)
@@ -115,6 +134,28 @@ class Domain(Result):
             raise DomainError(f"X must have shape (N, {self.dim}) for this domain; "
                               f"got shape {X.shape}")
         return np.all(X @ self.A.T <= self.c + tol, axis=1)
+
+
+def _check_box(lo: np.ndarray, hi: np.ndarray) -> None:
+    """Bounds of a box: one shape, lower < upper everywhere, and a width float64 holds
+    (a box of (-1e308, 1e308) has width inf, on which sampling, scaling and LPs fail)."""
+    if lo.shape != hi.shape:
+        raise DomainError(f"box bounds must have the same shape; got {lo.shape} and {hi.shape}")
+    if not np.all(lo < hi):
+        raise DomainError(f"box must satisfy lower < upper in every coordinate; got "
+                          f"lower={short_repr(lo)}, upper={short_repr(hi)}")
+    with np.errstate(over="ignore"):
+        wide = ~np.isfinite(hi - lo) | (np.maximum(np.abs(lo), np.abs(hi)) > MAX_BOX_BOUND)
+    if np.any(wide):
+        i = int(np.argmax(wide))
+        raise DomainError(f"box bounds must lie within +-{MAX_BOX_BOUND:g}; got [{lo[i]:g}, "
+                          f"{hi[i]:g}] in coordinate {i} (for all of R^d use the domain "
+                          f"'whole')")
+
+
+#: the largest |bound| of a box: beyond it, widths, squares and LP scalings of the box
+#: leave float64 (1e308 - (-1e308) is inf); every box a network is used on lies within
+MAX_BOX_BOUND = 1e150
 
 
 def as_domain(domain: Any, dim: int) -> Domain:
