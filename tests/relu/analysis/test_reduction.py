@@ -172,3 +172,42 @@ def test_planted_opposite_pairs_next_to_a_linear_block_are_merged(seed, depth, d
     # (the other is then linear)
     assert sum(r.widths_after) <= sum(widths) + n_in, r.moves
     assert equivalent(q, r.exact_params, (-1.0, 1.0), tol=0, method="regions").equivalent
+
+
+def _snap_by_every_pair(net, tol):
+    """The snapping rule read literally (every earlier row tried in order): the reference
+    of the sorted candidate search, which must make the same moves."""
+    from neuromanifold.relu._core.numbers import to_float
+    for l in range(len(net.W) - 1):
+        rows = [net.W[l][j] + [net.b[l][j]] for j in range(len(net.W[l]))]
+        big = [max(abs(v) for v in r) for r in rows]
+        U = np.array([[to_float(v / m) if m != 0 else 0.0 for v in r]
+                      for r, m in zip(rows, big)])
+        for j in range(len(rows)):
+            for i in range(j):
+                if big[j] != 0 and big[i] != 0 and np.abs(U[j] - U[i]).max() <= tol:
+                    new = [big[j] / big[i] * v for v in rows[i]]
+                    net.W[l][j], net.b[l][j] = new[:-1], new[-1]
+                    break
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6), tol=st.sampled_from([1e-9, 1e-6, 1e-3]),
+       copies=st.integers(1, 6))
+def test_snapping_finds_the_same_partners_as_every_pair(seed, tol, copies):
+    from neuromanifold.relu._analysis.reduction import _Net, _snap
+    from neuromanifold.relu._core.net import exact_params
+    rng = np.random.default_rng(seed)
+    P = ReLUNet([3, 12, 4, 1]).random_params(seed=seed)
+    W, b = P[0]
+    for _ in range(copies):   # rows near a positive multiple of another, some at tol
+        j, i = rng.choice(12, 2, replace=False)
+        c = np.exp(rng.uniform(-1, 1))
+        noise = rng.choice([0.0, 0.4, 0.99, 1.01, 3.0]) * tol
+        W[j], b[j] = c * W[i] * (1 + noise), c * b[i]
+    ex = exact_params(P)
+    a, r = _Net([m for m, _ in ex], [v for _, v in ex]), _Net([m for m, _ in ex],
+                                                             [v for _, v in ex])
+    _snap(a, tol)
+    _snap_by_every_pair(r, tol)
+    assert a.W == r.W and a.b == r.b

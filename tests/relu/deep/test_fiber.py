@@ -174,6 +174,20 @@ def test_budget_holds_and_the_partial_rank_is_used(rng):
         assert F.dimension <= F.kernel_dimension
 
 
+def test_a_rank_that_would_pass_the_limit_is_not_started(rng, monkeypatch):
+    """The rank of the moves' tangents is one uninterruptible call (29 s at a width of
+    5,000, where fiber(time_limit=5) took 48 s): when its expected time passes the limit
+    only the coordinate moves count, a lower bound, and the reason says so."""
+    import neuromanifold.relu._deep.fiber as module
+    P = planted(rng, (3, 5, 4, 2, 1), "dead", 2, j=1)
+    full = fiber(P)
+    monkeypatch.setattr(module, "rank_seconds", lambda shape, exact: 1e6)
+    F = fiber(P, time_limit=60)
+    assert F.dimension < full.dimension and F.local_dimension is None
+    assert "not computed within the time limit" in F.undecided_reason
+    assert fiber(P).dimension == full.dimension   # no limit: the rank is always taken
+
+
 def test_errors(rng):
     P = gaussian(rng, (2, 3, 3, 1))
     with pytest.raises(InputError, match="time_limit"):

@@ -237,12 +237,16 @@ def _snap(net: _Net, tol: float) -> float:
         big = [max((abs(v) for v in r), default=_ZERO) for r in rows]
         U = np.array([[to_float(v / m) if m != 0 else 0.0 for v in r]
                       for r, m in zip(rows, big)]).reshape(len(rows), -1)
-        for j in range(len(rows)):
+        # the pairs that may be within tol, found by one sort (close_pairs; a superset:
+        # its slack covers the rounding of U), instead of all n^2 / 2 of them (12.5
+        # million at a width of 5,000)
+        partners: dict[int, list[int]] = {}
+        for i, j in close_pairs(U, 2 * tol):
+            partners.setdefault(j, []).append(i)
+        for j in sorted(partners):
             check_deadline()
-            if big[j] == 0:
-                continue
-            for i in range(j):
-                if big[i] == 0 or not np.abs(U[j] - U[i]).max() <= tol:
+            for i in sorted(partners[j]):
+                if not np.abs(U[j] - U[i]).max() <= tol:
                     continue
                 lam = big[j] / big[i]
                 new = [lam * v for v in rows[i]]

@@ -54,7 +54,8 @@ from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_positive_int
 from ...exact import to_fmpq
 from .._analysis.fundim import rank_lower_bound
-from .._analysis.layered_rank import PRIME, residue_matmul, residue_rank, residues
+from .._analysis.layered_rank import (PRIME, rank_seconds, residue_matmul, residue_rank,
+                                      residues)
 from .._analysis.neurons import neurons
 from .._analysis.reduction import sign_kinds
 from .._bottleneck.fiber import fiber as bottleneck_fiber
@@ -123,7 +124,9 @@ class DeepFiber(Result):
         num_params: P.
         families: the :class:`MoveFamily` list, in the order the moves compose.
         dimension: the dimension of the part of the fiber the families generate at the
-            parameter (a proven lower bound of the fiber's local dimension).
+            parameter (a proven lower bound of the fiber's local dimension); when the
+            time limit ends before the rank of the moves' tangents, only the coordinate
+            moves are counted, still a lower bound (``undecided_reason`` says so).
         jacobian_rank: a proven lower bound of the rank of the parameter Jacobian at the
             parameter (exact, modulo a prime, over regions with proven patterns), or
             ``None`` when none was computed (budget, or a pre-activation identically zero
@@ -325,10 +328,13 @@ def _tangents(params: Params, families: list[MoveFamily]):
     return unit, rows, lay.P
 
 
-def _rank_mod_p(rows: list, skip: set, P: int, rng: np.random.Generator) -> int:
+def _rank_mod_p(rows: list, skip: set, P: int, rng: np.random.Generator,
+                deadline: float | None = None) -> int | None:
     """Rank modulo :data:`PRIME` of the sparse ``rows`` with the coordinates ``skip``
     left out, after compression by a random matrix (exact products,
-    :func:`residue_matmul`); a lower bound of the rank over the rationals."""
+    :func:`residue_matmul`); a lower bound of the rank over the rationals. ``None`` when
+    the products and the rank would end past ``deadline`` (a ``time.monotonic()`` value):
+    the rank is one flint call that cannot be interrupted (29 s for 5,000 rows)."""
     import scipy.sparse as sp   # start-up: a slow import
 
     if not rows:
@@ -343,11 +349,22 @@ def _rank_mod_p(rows: list, skip: set, P: int, rng: np.random.Generator) -> int:
     cols = np.flatnonzero(keep & (np.diff(M.tocsc().indptr) > 0))
     M = M[:, cols]
     k = M.shape[0]
+
+    expected = rank_seconds((k, k), exact=True)
+
+    def late() -> bool:   # a rank of a quarter second or less is always taken
+        return deadline is not None and expected > 0.25 and \
+            time.monotonic() + expected > deadline
+
+    if late():
+        return None
     if M.shape[1] <= max(2 * k, 2000) and k * M.shape[1] <= 4_000_000:
         A = np.mod(M.toarray(), PRIME).astype(np.int64)
     else:
         A = np.zeros((k, k), dtype=np.int64)
         for s in range(0, M.shape[1], 1 << 13):   # sparse slices of 2**13 columns
+            if late():
+                return None
             part = M[:, s:s + (1 << 13)]
             R = rng.integers(0, PRIME, (part.shape[1], k))
             A = (A + residue_matmul(part, R)) % PRIME
@@ -455,9 +472,17 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL, max_regions: int | None = No
     status = _statuses(params, max_regions, None if time_limit is None else time_limit / 2)
     families = _families(params, status)
     unit, rows, P = _tangents(params, families)
-    dimension = len(unit) + _rank_mod_p(rows, unit, P, np.random.default_rng(0))
+    deadline = None if time_limit is None else start + time_limit
+    generated = _rank_mod_p(rows, unit, P, np.random.default_rng(0), deadline)
+    # past the budget the coordinate moves alone count: independent by construction,
+    # still a proven lower bound
+    dimension = len(unit) + (generated or 0)
     left = None if time_limit is None else max(time_limit - (time.monotonic() - start), 1e-3)
     rank, reason = _jacobian_rank(params, P - dimension, max_regions, left)
+    if generated is None and rows:
+        reason = (f"the rank of the {len(rows)} other move tangents was not computed within "
+                  f"the time limit, so the dimension counts the {len(unit)} coordinate moves "
+                  f"alone (a lower bound); " + (reason or "a larger time_limit decides more"))
     kernel = None if rank is None else P - rank
     local = dimension if kernel == dimension else None
     if local is None and reason is None:
