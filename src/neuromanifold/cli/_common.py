@@ -109,10 +109,11 @@ def write_json(path: str, payload: Any) -> None:
 
 def emit(args: argparse.Namespace, text: str, payload: Any) -> int:
     """Print ``text`` for people (lines wrapped to the terminal's width), write
-    ``payload`` to ``--json`` when asked; exit 0."""
+    ``payload`` to ``--json`` when asked; exit 0. A callable ``payload`` is called only
+    then (the JSON of thousands of exact regions takes longer than finding them)."""
     print(fit(text))
     if getattr(args, "json", None):
-        write_json(args.json, payload)
+        write_json(args.json, payload() if callable(payload) else payload)
     return 0
 
 

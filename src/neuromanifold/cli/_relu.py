@@ -8,8 +8,9 @@ Domains: ``--domain whole`` (R^d, the default), ``orthant`` (x >= 0), or a box
 Budgets: the actions that enumerate linear regions (whose number grows exponentially
 with the widths) take ``--max-regions N`` and ``--time-limit SECONDS``, and stop with a
 message saying how far they got (exit status 1); ``regions`` first lists the regions
-found, and prints an estimate of their number before it starts. ``distance`` returns its
-best certified interval after 60 seconds unless told otherwise.
+found, and prints an estimate of their number before it starts. ``identify``, ``distance``,
+``neurons``, ``reduce`` and ``fiber`` answer with what is proved after 60 seconds unless
+``--time-limit`` says otherwise.
 """
 
 from __future__ import annotations
@@ -70,9 +71,9 @@ def _regions(args) -> int:
     except ComputationLimitError as err:
         if err.partial is not None:   # list what was found, then report the budget
             emit(args, "INCOMPLETE: " + _regions_text(args, err.partial, model),
-                 err.partial.to_dict())
+                 err.partial.to_dict)
         raise
-    return emit(args, _regions_text(args, res, model), res.to_dict())
+    return emit(args, _regions_text(args, res, model), res.to_dict)
 
 
 def _regions_text(args, res, model) -> str:
@@ -287,7 +288,8 @@ def _plot(args) -> int:
 def _fundim(args) -> int:
     from ..relu import functional_dimension  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
-    res = functional_dimension(model.params, args.domain, tol=args.tol, **_budget(args))
+    res = functional_dimension(model.params, args.domain, tol=args.tol, progress=True,
+                               **_budget(args))
     lines = [f"functional dimension {res.rank} of at most {res.bound} "
              f"({res.num_params} parameters, {res.num_hidden} hidden neurons): "
              + ("at the bound" if res.at_bound else f"{res.bound - res.rank} below it"),
@@ -310,7 +312,7 @@ def _fundim(args) -> int:
 def _genericity(args) -> int:
     from ..relu import genericity  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
-    res = genericity(model.params, args.domain, tol=args.tol, **_budget(args))
+    res = genericity(model.params, args.domain, tol=args.tol, progress=True, **_budget(args))
     return emit(args, res.describe(), res.to_dict())
 
 
@@ -411,7 +413,7 @@ _OPTIONS = {
     "time_limit": _opt("--time-limit", metavar="SECONDS", type=positive_float, default=None,
                        help="stop after this many seconds (default: no limit)"),
     "time_limit_60": _opt("--time-limit", metavar="SECONDS", type=positive_float, default=60.0,
-                          help="stop after this many seconds with the best interval "
+                          help="answer after this many seconds with what is proved by then "
                                "(default 60)"),
     "data": _opt("--data", metavar="X.npy",
                  help="data points (n x d, .npy); their bounding box is the domain unless "
@@ -450,7 +452,7 @@ _ACTION_SPECS = {
                  "parallel neurons, hidden hyperplanes, flips), 'identifiable' only where a "
                  "theorem applies (generic three-layer bottlenecks), else 'undecided' with "
                  "the reason.",
-                 _MODEL, ["tol", *_BUDGET]),
+                 _MODEL, ["tol", "max_regions", "time_limit_60"]),
     "equiv": ("do A and B compute the same function on the domain?",
               "Do A and B compute the same function on the domain? A witness input if not, "
               "the symmetry taking A to B if so.",
@@ -465,12 +467,12 @@ _ACTION_SPECS = {
                 "Per hidden layer, which neurons are dead, linear (always active), hidden or "
                 "visible on the domain (or on the bounding box of --data X.npy), each "
                 "proved.",
-                _MODEL, ["domain", "data", "seed", *_BUDGET]),
+                _MODEL, ["domain", "data", "seed", "max_regions", "time_limit_60"]),
     "reduce": ("a smaller network computing the same function",
                "A network with fewer neurons computing the same function on the domain "
                "(dead, duplicate, constant and linear-block neurons removed; --out FILE "
                "writes it).",
-               _MODEL, ["domain", "data", "tol", "time_limit", "out_model"]),
+               _MODEL, ["domain", "data", "tol", "time_limit_60", "out_model"]),
     "fingerprint": ("one string per model, equal for symmetric networks; files grouped",
                     "A short string per model, equal for networks related by the symmetries; "
                     "the files grouped by the function they compute.",
@@ -486,7 +488,7 @@ _ACTION_SPECS = {
               "The whole fiber of a generic bottleneck network, as semi-algebraic families; "
               "at other depths the moves through the parameter and the fiber's local "
               "dimension where two proven bounds meet.",
-              _MODEL, ["tol", *_BUDGET]),
+              _MODEL, ["tol", "max_regions", "time_limit_60"]),
     "plot": ("the regions and bent hyperplanes of a network on R^2, as a figure",
              "The linear regions and bent hyperplanes of a network on R^2, as a figure "
              "(--out FILE).",

@@ -113,3 +113,22 @@ def test_a_region_budget_of_method_regions_is_this_calls_error():
     assert partial.method == "bounds" and "region engine stopped" in partial.note
     assert err.value.num_regions is not None
     assert neurons(p, max_regions=2).method == "bounds"
+
+
+def test_the_answer_on_the_data_points_themselves():
+    """Two data points (0, 0) and (1, 1): their bounding box holds (1, 0), where neuron 0
+    of layer 2 fires; on the data it fires on neither point, which on_data says."""
+    from neuromanifold.relu import neurons
+    X = np.array([[0.0, 0.0], [1.0, 1.0]])
+    W1, b1 = np.eye(2), np.full(2, 0.5)
+    W2, b2 = np.array([[1.0, -1.0], [1.0, 1.0]]), np.array([-0.5, 1.0])
+    p = [(W1, b1), (W2, b2), (np.ones((1, 2)), np.zeros(1))]
+    st = neurons(p, data=X)
+    assert st.status[1][0] != "dead"              # it fires at (1, 0) of the box
+    assert st.on_data == (("active", "active"), ("inactive", "active"))
+    text = st.describe()
+    assert "on the data points themselves" in text and "never active: 0" in text
+    assert "bounding box of the data" in st.note
+    assert neurons(p, (0.0, 1.0)).on_data is None
+    back = type(st).from_dict(st.to_dict())
+    assert back.on_data == st.on_data

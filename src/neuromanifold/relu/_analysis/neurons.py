@@ -58,6 +58,12 @@ class NeuronStatus(Result):
         num_points: domain points whose certified signs were used (``"bounds"``).
         domain: the domain.
         note: how it was decided, and why any neuron is undecided.
+        on_data: with ``data``, what every neuron does on the data points themselves
+            (one tuple per hidden layer): ``"inactive"`` (pre-activation certified
+            ``<= 0`` at every point: it fires on none), ``"active"`` (``>= 0`` at every
+            point), ``"both"`` (certified of each sign at some point) or ``"undecided"``
+            (within the float rounding of 0 at a point); ``None`` without data. A neuron
+            inactive on the data can still fire elsewhere on their bounding box.
     """
 
     status: tuple
@@ -66,6 +72,7 @@ class NeuronStatus(Result):
     num_points: int
     domain: Domain
     note: str
+    on_data: tuple | None = None
 
     def indices(self, status: str) -> list[list[int]]:
         """Per hidden layer, the neurons (0-based) with ``status``."""
@@ -86,6 +93,16 @@ class NeuronStatus(Result):
             shown = ", ".join(map(str, dead[:12])) + (", ..." if len(dead) > 12 else "")
             lines.append(f"  layer {l} ({len(layer)} neurons): {parts}"
                          + (f"; dead: {shown}" if dead else ""))
+        if self.on_data is not None:
+            lines.append("on the data points themselves (certified signs):")
+            for l, layer in enumerate(self.on_data, start=1):
+                kinds = {k: [i for i, v in enumerate(layer) if v == k]
+                         for k in ("inactive", "active", "both", "undecided")}
+                parts = ", ".join(f"{len(ix)} {k}" for k, ix in kinds.items() if ix)
+                off = kinds["inactive"]
+                shown = ", ".join(map(str, off[:12])) + (", ..." if len(off) > 12 else "")
+                lines.append(f"  layer {l}: {parts}"
+                             + (f"; never active: {shown}" if off else ""))
         return "\n".join(lines + [self.note])
 
 
@@ -215,7 +232,32 @@ def neurons(params: Any, domain: Any = None, *, data: Any = None, method: str = 
         raise InputError(f"data must have {d} columns (the input dimension); got shape "
                          f"{X.shape}")
     dom = Domain.from_data(X) if domain is None and X is not None else as_domain(domain, d)
-    note = "entries read as float64 (exact Fraction values not used); " if rounded else ""
+    result = _decide(P, dom, X, method, num_samples, seed, max_regions, time_limit,
+                     "entries read as float64 (exact Fraction values not used); "
+                     if rounded else "")
+    if X is None or X.shape[0] == 0:
+        return result
+    where = ("the bounding box of the data" if domain is None else "the given domain")
+    return dataclasses.replace(result, on_data=_on_data(P, X),
+                               note=f"statuses on {where}; " + result.note)
+
+
+def _on_data(P: list, X: np.ndarray) -> tuple:
+    """Per hidden layer, what each neuron does at the rows of ``X`` (``NeuronStatus.on_data``)."""
+    out = []
+    for Z, err in forward_error_bounds(P, X):
+        pos, neg = np.any(Z - err > 0, axis=0), np.any(Z + err < 0, axis=0)
+        never_pos = np.all(Z + err <= 0, axis=0)
+        never_neg = np.all(Z - err >= 0, axis=0)
+        out.append(tuple("both" if p and n else "inactive" if a else "active" if b
+                         else "undecided"
+                         for p, n, a, b in zip(pos, neg, never_pos, never_neg)))
+    return tuple(out)
+
+
+def _decide(P, dom, X, method, num_samples, seed, max_regions, time_limit,
+            note) -> NeuronStatus:
+    """The statuses on the domain (:func:`neurons`, its arguments checked)."""
     if method != "bounds" and len(P) > 1:
         expected = estimate_regions(P, dom, num_samples=2000, seed=seed).estimate \
             if method == "auto" else 0
