@@ -12,8 +12,8 @@ import pytest
 import neuromanifold as nm
 
 
-def run(*argv, cwd=None):
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
+def run(*argv, cwd=None, env=None):
+    env = dict(env or os.environ, PYTHONWARNINGS="ignore")
     return subprocess.run([sys.executable, "-m", "neuromanifold", *map(str, argv)],
                           capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
 
@@ -194,7 +194,10 @@ def test_a_missing_or_malformed_sweep_configuration_exits_3(tmp_path, text):
         path.write_text(text)
     out = run("sweep", path)
     assert out.returncode == 3, (out.returncode, out.stderr)
-    assert out.stderr.count("\n") == 1 and "sweep.toml" in out.stderr
+    lines = out.stderr.splitlines()   # one message, wrapped to the terminal's width
+    assert lines[0].startswith("neuromanifold: error:")
+    assert all(line.startswith("    ") for line in lines[1:])
+    assert "sweep.toml" in " ".join(out.stderr.split())
 
 
 @pytest.fixture(scope="module")
@@ -329,5 +332,14 @@ def test_data_and_ntk_refusals_are_messages_not_tracebacks(tmp_path):
     for (action, *rest), match in cases:
         out = run("relu", action, tmp_path / "n.npz", *rest)
         assert out.returncode in (1, 3), (action, out.stderr)
-        assert match in out.stderr and "Traceback" not in out.stderr and \
-            "allow_pickle" not in out.stderr, out.stderr
+        err = " ".join(out.stderr.split())
+        assert match in err and "Traceback" not in err and "allow_pickle" not in err, err
+
+
+def test_error_messages_are_wrapped_to_the_terminal(tmp_path):
+    """A refusal of 200 characters reads as one message in lines of at most 100."""
+    nm.io.save(nm.ReLUNet([2, 3, 1]).random_params(seed=1), tmp_path / "n.npz")
+    out = run("relu", "ntk", tmp_path / "n.npz", "--points", "10000000000",
+              env={**os.environ, "COLUMNS": "100"})
+    assert out.returncode == 1
+    assert max(len(line) for line in out.stderr.splitlines()) <= 100

@@ -47,6 +47,12 @@ def _check_output_path(parser: argparse.ArgumentParser, path: str | None) -> Non
         os.remove(path)
 
 
+def _error(exc: BaseException) -> None:
+    """The one-line message of a refused computation, wrapped to the terminal's width."""
+    from ._table import fit   # start-up: loaded when a command fails
+    print(fit(f"neuromanifold: error: {exc}"), file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``neuromanifold`` with the arguments ``argv`` (default ``sys.argv[1:]``).
 
@@ -65,16 +71,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (ModelFileError, InputFileError) as exc:  # a bad input file: exit status 3
-        print(f"neuromanifold: error: {exc}", file=sys.stderr)
+        _error(exc)
         return 3
     except NeuromanifoldError as exc:
-        print(f"neuromanifold: error: {exc}", file=sys.stderr)
+        _error(exc)
         return 1
     except BrokenPipeError:   # the reader (head, less) closed the pipe: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:
-        print(f"neuromanifold: error: {exc}", file=sys.stderr)
+        _error(exc)
         return 1
     except KeyboardInterrupt:
         print("neuromanifold: interrupted", file=sys.stderr)
