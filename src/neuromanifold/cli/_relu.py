@@ -259,7 +259,7 @@ def _fiber(args) -> int:
     from ..relu import fiber  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
     res = fiber(model.params, tol=args.tol, **_budget(args))
-    return emit(args, res.describe(), res.to_dict())
+    return emit(args, res.describe(max_families=args.show), res.to_dict)
 
 
 def _plot(args) -> int:
@@ -408,6 +408,8 @@ _OPTIONS = {
                      "weights)"),
     "show": _opt("--show", type=nonnegative_int, default=20,
                  help="how many regions to list (default 20; --json has all)"),
+    "show_families": _opt("--show", type=nonnegative_int, default=5,
+                          help="how many families to list (default 5; --json has all)"),
     "max_regions": _opt("--max-regions", metavar="N", type=positive_int, default=None,
                         help="stop after N (joint) regions (default: no limit)"),
     "time_limit": _opt("--time-limit", metavar="SECONDS", type=positive_float, default=None,
@@ -488,7 +490,7 @@ _ACTION_SPECS = {
               "The whole fiber of a generic bottleneck network, as semi-algebraic families; "
               "at other depths the moves through the parameter and the fiber's local "
               "dimension where two proven bounds meet.",
-              _MODEL, ["tol", "max_regions", "time_limit_60"]),
+              _MODEL, ["tol", "max_regions", "time_limit_60", "show_families"]),
     "plot": ("the regions and bent hyperplanes of a network on R^2, as a figure",
              "The linear regions and bent hyperplanes of a network on R^2, as a figure "
              "(--out FILE).",

@@ -192,3 +192,16 @@ def test_errors(rng):
         F.sample(0)
     assert "BottleneckFiber(families=" in repr(F)
     assert F.to_dict()["dimension"] == F.dimension
+
+
+def test_describe_is_short_for_trained_sizes_and_honest_when_not_generic():
+    import dataclasses
+    import neuromanifold as nm
+    from neuromanifold.relu import fiber as relu_fiber
+    F = relu_fiber(nm.ReLUNet([20, 10, 30, 1]).random_params(seed=3))
+    text = F.describe(max_families=0)
+    assert text.count("\n") == 1 and "1 more family" in text
+    assert len(F.describe().splitlines()) <= 12   # matrices past 64 entries: their shape
+    assert "<(10, 20) entries" in F.describe()
+    odd = dataclasses.replace(F, generic=False, identifiable=None).describe()
+    assert odd.startswith("fiber of dimension at least") and "undecided" in odd

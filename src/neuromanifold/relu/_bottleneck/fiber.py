@@ -160,8 +160,12 @@ class FiberFamily(Result):
         head = f"family {names or 'identity'} (dimension {self.dimension})"
         lines = [head]
         for l, (W, b) in enumerate(layers, start=1):
-            lines.append(f"  W{l}' = {W.tolist()}")
-            lines.append(f"  b{l}' = {list(b)}")
+            for name, M in ((f"W{l}'", W), (f"b{l}'", b)):
+                # a trained layer's matrix of expressions fills hundreds of lines: its
+                # size alone, the entries being in to_dict() (--json)
+                shown = (M.tolist() if np.size(M) <= _SHOWN_ENTRIES
+                         else f"<{np.shape(M)} entries; --json PATH for all>")
+                lines.append(f"  {name} = {shown}")
         # constraints sympy already knows hold (e.g. s_0 > 0 for a positive symbol) print
         # as True: say which symbols are positive instead
         shown = [str(c) for c in cons if c is not True and str(c) != "True"]
@@ -300,6 +304,10 @@ def _mixing_cone_dimension(C: np.ndarray, A: np.ndarray, tol: float) -> int:
     return k * n3 + k * n1 - rank
 
 
+#: matrices of a family with more entries than this are described by their shape
+_SHOWN_ENTRIES = 64
+
+
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class BottleneckFiber(Result):
     """The fiber of a three-layer bottleneck parameter (module docstring).
@@ -327,11 +335,22 @@ class BottleneckFiber(Result):
     identifiable: bool | None
     tol: float
 
-    def describe(self) -> str:
-        """Every family with its sympy layers and constraints."""
+    def describe(self, max_families: int | None = None) -> str:
+        """Every family (the first ``max_families``, when given) with its sympy layers and
+        constraints; a parameter that is not generic is said to have at least these."""
         head = (f"fiber of dimension {self.dimension}: {len(self.families)} families x "
                 f"permutations = {self.num_pieces} pieces (generic={self.generic})")
-        return "\n".join([head] + [f.describe() for f in self.families])
+        if not self.generic:
+            head = (f"fiber of dimension at least {self.dimension}: {len(self.families)} "
+                    f"families x permutations = {self.num_pieces} pieces, what the symmetries "
+                    f"generate (generic=False: the parameter fails a genericity condition, so "
+                    f"the fiber can have parts no symmetry reaches; identifiability "
+                    f"{ {True: 'True', False: 'False', None: 'undecided'}[self.identifiable]})")
+        rest = len(self.families) - (len(self.families) if max_families is None
+                                     else max_families)
+        more = [f"... {rest} more famil{'y' if rest == 1 else 'ies'} (--show N, or --json PATH "
+                f"for all)"] if rest > 0 else []
+        return "\n".join([head] + [f.describe() for f in self.families[:max_families]] + more)
 
     def sample(self, n: int = 1, seed: Any = 0, *, dyadic: bool = False) -> list[Params]:
         """``n`` random points of the fiber: a random family, a random point of it and

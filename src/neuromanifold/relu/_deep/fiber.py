@@ -150,8 +150,9 @@ class DeepFiber(Result):
     undecided_reason: str | None = None
     tol: float = 0.0
 
-    def describe(self) -> str:
-        """The bounds, the verdict on the local dimension and every family, one per line."""
+    def describe(self, max_families: int | None = None) -> str:
+        """The bounds, the verdict on the local dimension and every family (the first
+        ``max_families``, when given), one per line."""
         widths = "-".join(map(str, self.widths))
         if self.local_dimension is not None:
             head = (f"fiber of local dimension {self.local_dimension} at this parameter "
@@ -163,7 +164,8 @@ class DeepFiber(Result):
                      f"at most {self.kernel_dimension}")
             head = (f"fiber of local dimension at least {self.dimension}, {upper} "
                     f"(widths {widths}; undecided: {self.undecided_reason})")
-        return "\n".join([head] + ["  " + f.describe() for f in self.families])
+        return "\n".join([head] + ["  " + f.describe() for f in self.families[:max_families]]
+                         + _more(self.families, max_families))
 
     def sample(self, n: int = 1, seed: Any = 0, *, dyadic: bool = False) -> list[Params]:
         """``n`` random points of the part of the fiber the families generate: every move
@@ -497,6 +499,13 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL, max_regions: int | None = No
                      dimension=dimension, jacobian_rank=rank, kernel_dimension=kernel,
                      local_dimension=local, undecided_reason=None if local is not None
                      else reason)
+
+
+def _more(families: tuple, shown: int | None) -> list[str]:
+    """The line that says how many families :meth:`describe` left out, if any."""
+    rest = len(families) - (len(families) if shown is None else shown)
+    return [f"  ... {rest} more famil{'y' if rest == 1 else 'ies'} (--show N, or --json "
+            f"PATH for all)"] if rest > 0 else []
 
 
 def _check_float_values(raw: Any, params: Params) -> None:
