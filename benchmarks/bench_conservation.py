@@ -21,11 +21,11 @@ import argparse
 import time
 
 import numpy as np
+from _timing import median_time, peak_memory_mb, suite_row
 
 from neuromanifold.conservation import conservation_laws
 from neuromanifold.conservation._naive import naive_lie_trace
 from neuromanifold.relu import ReLUNet
-from _timing import median_time, peak_memory_mb, suite_row
 
 SMALL = [(1, 1, 1), (2, 1, 1), (2, 2, 1), (1, 2, 1, 1), (2, 2, 2), (1, 1, 1, 1)]
 

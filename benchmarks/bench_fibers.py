@@ -26,10 +26,10 @@ import argparse
 import itertools
 
 import numpy as np
+from _timing import median_time, peak_memory_mb, pin_threads, suite_row
 from scipy import optimize, spatial
 
 from neuromanifold import LinearConvNet
-from _timing import median_time, peak_memory_mb, pin_threads, suite_row
 
 
 def real_rooted_params(L: int, k: int, seed: int) -> list[np.ndarray]:
@@ -55,7 +55,8 @@ def baseline_fiber(net: LinearConvNet, v: np.ndarray, deltas: np.ndarray) -> lis
             ws[0] = ws[0] * top
             n = np.array([w @ w for w in ws])
             logP = np.sum(np.log(n))
-            f = lambda t1: np.sum(np.log(t1 + D)) - logP
+            def f(t1, D=D, logP=logP):
+                return np.sum(np.log(t1 + D)) - logP
             hi = T0 + 1.0
             while f(hi) < 0:
                 hi *= 2

@@ -24,12 +24,12 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from _timing import median_time, peak_memory_mb, pin_threads, suite_row
 from scipy.integrate import solve_ivp
 
 import neuromanifold as nm
 from neuromanifold.flows import gradient_flows
 from neuromanifold.linear import random_regression_data
-from _timing import median_time, peak_memory_mb, pin_threads, suite_row
 
 NET = ([3, 2, 2], [2, 2])
 

@@ -47,11 +47,11 @@ import statistics
 import time
 
 import numpy as np
+from _timing import peak_memory_mb, pin_threads, suite_row
 from scipy import signal
 
 from neuromanifold import LinearConvNet
 from neuromanifold.linear import upsample
-from _timing import peak_memory_mb, pin_threads, suite_row
 
 SIZES = [  # (filter_shapes, strides): |v| from ~300 to ~4,500, 1D then 2D
     ([20] * 5, [2, 2, 1, 1]),                       # |v| = 286, P = 100

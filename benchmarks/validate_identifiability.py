@@ -29,8 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package
 
 from neuromanifold import relu  # noqa: E402
-from tests.support.symmetry import (bottleneck, ground_truth_equivalent,  # noqa: E402
-                                    same_orbit)
+from tests.support.symmetry import bottleneck, ground_truth_equivalent, same_orbit  # noqa: E402
 
 ARCHS = [(1, 1, 1, 1), (2, 1, 2, 1), (2, 1, 3, 2), (3, 1, 2, 1), (2, 2, 2, 1), (2, 2, 3, 1),
          (3, 2, 2, 2), (3, 2, 3, 1), (3, 3, 2, 1), (3, 3, 3, 1), (4, 3, 3, 2)]

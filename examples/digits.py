@@ -26,9 +26,7 @@ import warnings
 
 import numpy as np
 
-from neuromanifold import ComputationLimitError, NeuromanifoldError
-from neuromanifold import io
-from neuromanifold import relu
+from neuromanifold import ComputationLimitError, NeuromanifoldError, io, relu
 from neuromanifold.relu import symmetries as sym
 
 #: widths (n1, n2) of the hidden layers, and training iterations

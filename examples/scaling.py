@@ -20,8 +20,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import digits  # noqa: E402
-from neuromanifold import io
-from neuromanifold import relu  # noqa: E402
+
+from neuromanifold import (
+    io,
+    relu,  # noqa: E402
+)
 
 DEFAULT_WIDTHS = [(8, 16), (16, 32), (32, 64), (64, 128), (64, 256), (64, 512)]
 

@@ -5,7 +5,6 @@ private imports planted in a copy are caught."""
 from __future__ import annotations
 
 import ast
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path

@@ -4,24 +4,17 @@ of boolean options, seeds and tolerances at the entry points."""
 
 import dataclasses
 import importlib
-import os
 import inspect
 import json
 import pkgutil
-import sys
 
 import numpy as np
 import pytest
 
 import neuromanifold as nm
-from neuromanifold import InputError, NeuromanifoldError, Result
-from neuromanifold import flows
-from neuromanifold import linear
-from neuromanifold import relu
+from neuromanifold import InputError, NeuromanifoldError, Result, flows, linear, relu
 from neuromanifold._validation import check_bool
 from neuromanifold.relu import symmetries as S
-from neuromanifold.reproduce import reproduce_linear
-
 from tests.support.results import build_results, more_results, nested_results  # noqa: E402
 
 MODULES = ["neuromanifold", "neuromanifold.relu", "neuromanifold.linear",

@@ -45,12 +45,17 @@ def test_validation_errors():
 
 
 # ------------------------------------------------------------------ input rules
-from hypothesis import given, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 from hypothesis.extra import numpy as hnp  # noqa: E402
 
 from neuromanifold import InputError, ParameterError  # noqa: E402
-from neuromanifold._validation import (as_finite_array, as_real_array,  # noqa: E402
-                                       check_finite_result, check_nonnegative_int)
+from neuromanifold._validation import (  # noqa: E402
+    as_finite_array,
+    as_real_array,
+    check_finite_result,
+    check_nonnegative_int,
+)
 
 
 class _Tensor:
@@ -133,13 +138,10 @@ def test_size_caps_are_clear_errors():
 # ------------------------------------------------------------------ loading back
 import importlib  # noqa: E402
 import inspect  # noqa: E402
-import os  # noqa: E402
 import pkgutil  # noqa: E402
-import sys  # noqa: E402
 
 import neuromanifold as nm  # noqa: E402
 from neuromanifold import relu  # noqa: E402
-
 from tests.support.results import build_results, more_results, nested_results, same  # noqa: E402
 
 
@@ -281,6 +283,7 @@ def test_scales_survive_chains_of_tiny_then_huge_layers():
     """A product of layers 2**-600, 2**-600, 2**600, 2**600 is 1: neither the path norm nor
     the parameter bound may underflow on the way (tolerances are relative to them)."""
     import numpy as np
+
     from neuromanifold._tolerance import function_distance_bound, path_norm_scale
     from neuromanifold.relu import equivalent
     L = lambda w: (np.array([[w]]), np.zeros(1))  # noqa: E731

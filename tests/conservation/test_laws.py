@@ -5,8 +5,6 @@ independent float path (torch.func), the linear facts, the known laws, and error
 from fractions import Fraction
 
 import numpy as np
-
-from tests.support.common import ROOT
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,7 +14,7 @@ from neuromanifold import InputError, LinearConvNet, LinearFCNet, ParameterError
 from neuromanifold.conservation import ConservationLaws, KnownLaw, conservation_laws
 from neuromanifold.conservation._naive import naive_lie_trace
 from neuromanifold.relu import ReLUNet, block_law
-
+from tests.support.common import ROOT
 from tests.support.conservation import torch_lie_trace
 
 
@@ -296,7 +294,6 @@ def test_bench_conservation_quick(capsys):
 
 def test_docs_conservation_tables_are_what_the_code_prints():
     """docs/conservation.md: every python block (doctests) reproduces its shown output."""
-    from pathlib import Path
 
     from tests.docs.test_readme import code_blocks, run_block
     page = ROOT / "docs" / "conservation.md"
@@ -308,7 +305,7 @@ def test_docs_conservation_tables_are_what_the_code_prints():
 
 
 def test_the_identity_test_refuses_a_law_that_is_not_conserved():
-    from neuromanifold.conservation._laws import model_of, _verify_laws
+    from neuromanifold.conservation._laws import _verify_laws, model_of
     p = ReLUNet([2, 2, 1]).random_params(seed=0)
     m = model_of(p, None, None)
     rng = np.random.default_rng(0)

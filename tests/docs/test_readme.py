@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.common import ROOT  # noqa: E402
+
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 SRC = ROOT / "src" / "neuromanifold"

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from tests.docs.test_readme import code_blocks, run_block
-
 from tests.support.common import ROOT  # noqa: E402
+
 DOCS = ROOT / "docs"
 EXT = DOCS / "_ext"
 sys.path.insert(0, str(EXT))

@@ -11,8 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuromanifold import InputError
-from neuromanifold.exact import (qmat, qrows, rational_combination, rational_matmul,
-                                 rational_nullspace, rational_rank, rational_rref, rational_solve)
+from neuromanifold.exact import (
+    qmat,
+    qrows,
+    rational_combination,
+    rational_matmul,
+    rational_nullspace,
+    rational_rank,
+    rational_rref,
+    rational_solve,
+)
 
 
 def random_rows(rng, r, c):

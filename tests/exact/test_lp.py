@@ -8,8 +8,13 @@ from scipy.optimize import linprog
 
 from neuromanifold import ComputationLimitError, InputError
 from neuromanifold.exact import to_fmpq
-from neuromanifold.exact._lp import (dot, exact_lp_max, motzkin_certificate,
-                                     strict_interior_point, strictly_satisfies)
+from neuromanifold.exact._lp import (
+    dot,
+    exact_lp_max,
+    motzkin_certificate,
+    strict_interior_point,
+    strictly_satisfies,
+)
 
 
 @settings(max_examples=50, deadline=None)

@@ -3,7 +3,8 @@ invariants, and an absurd horizon ends with success=False instead of hanging."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import neuromanifold as nm
 from neuromanifold.flows import gradient_flows

@@ -4,13 +4,19 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from scipy.integrate import solve_ivp
 
-from neuromanifold import (ComputationLimitError, InputError, LinearConvNet, LinearFCNet,
-                           ParameterError, QuadraticLoss, SquareLoss, gradient_flow)
+from neuromanifold import (
+    ComputationLimitError,
+    InputError,
+    LinearConvNet,
+    LinearFCNet,
+    ParameterError,
+    QuadraticLoss,
+    SquareLoss,
+    gradient_flow,
+)
 from neuromanifold.flows._gradient_flow import parameter_velocity
-
 from tests.support.common import conv_nets
 
 

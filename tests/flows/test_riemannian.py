@@ -9,11 +9,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuromanifold import (ComputationLimitError, InputError, LinearConvNet, LinearFCNet,
-                           NeuromanifoldError, NotInNeuromanifoldError, ParameterError,
-                           QuadraticLoss, SingularPointError, SquareLoss, gradient_flow)
-from neuromanifold.flows import (compare_lifts, compare_with_parameter_flow, invariant_vector,
-                                 lift_to_fiber, riemannian_flow)
+from neuromanifold import (
+    ComputationLimitError,
+    InputError,
+    LinearConvNet,
+    LinearFCNet,
+    NeuromanifoldError,
+    NotInNeuromanifoldError,
+    ParameterError,
+    QuadraticLoss,
+    SingularPointError,
+    SquareLoss,
+    gradient_flow,
+)
+from neuromanifold.flows import (
+    compare_lifts,
+    compare_with_parameter_flow,
+    invariant_vector,
+    lift_to_fiber,
+    riemannian_flow,
+)
 from neuromanifold.flows._gradient_flow import Conv1DFastPath, parameter_velocity
 from neuromanifold.linear._base import LinearNetBase
 

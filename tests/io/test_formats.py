@@ -6,7 +6,8 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import neuromanifold as nm
 from neuromanifold.io import load, save
@@ -114,7 +115,7 @@ def test_torch_sequential_and_state_dict(tmp_path):
 
 
 def test_torch_file_that_would_need_unpickling_is_refused(tmp_path):
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
 
     class Evil:
         def __reduce__(self):

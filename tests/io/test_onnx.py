@@ -4,7 +4,8 @@ operator or layout outside a straight-line ReLU network is refused by name."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import neuromanifold as nm
 from neuromanifold.io import load, save

@@ -7,11 +7,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neuromanifold import (ArchitectureError, InputError, LinearConvNet, NeuromanifoldError,
-                           ParameterError, correlate)
+from neuromanifold import (
+    ArchitectureError,
+    InputError,
+    LinearConvNet,
+    NeuromanifoldError,
+    ParameterError,
+    correlate,
+)
 from neuromanifold.exact import fmpq_to_fraction, to_fmpq
 from neuromanifold.linear import upsample
-
 from tests.support.common import conv_nets, fd_jacobian
 
 

@@ -142,7 +142,8 @@ def test_sizes_are_capped_and_classes_refused():
 
 
 # ------------------------------------------------------- batched path against per-run path
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from neuromanifold.linear import _convergence  # noqa: E402
 

@@ -5,9 +5,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neuromanifold import (ArchitectureError, InputError, LinearFCNet, ParameterError,
-                           balanced_ntk_operator)
-
+from neuromanifold import (
+    ArchitectureError,
+    InputError,
+    LinearFCNet,
+    ParameterError,
+    balanced_ntk_operator,
+)
 from tests.support.common import fc_nets, fd_jacobian
 
 

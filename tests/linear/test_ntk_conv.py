@@ -11,12 +11,13 @@ whatever the size the examples happen to have.
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import fft as sp_fft
 
 from neuromanifold import LinearConvNet, ParameterError
 from neuromanifold.linear import _conv
-from neuromanifold.linear._conv import _GramPlan, _direct_work
-from scipy import fft as sp_fft
+from neuromanifold.linear._conv import _direct_work, _GramPlan
 
 
 # ----------------------------------------------------------------- references

@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 import neuromanifold as nm
-from neuromanifold import relu
-from neuromanifold import report
+from neuromanifold import relu, report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -10,9 +10,17 @@ import pytest
 from neuromanifold import InputError, LinearConvNet, ntk_dependence
 from neuromanifold.cli import _reproduce
 from neuromanifold.linear import is_regular_point
-from neuromanifold.reproduce import (Case, Claim, Refinement, Row, default_linear_claims,
-                                     reproduce_linear, summarize, verify_independence,
-                                     verify_witness)
+from neuromanifold.reproduce import (
+    Case,
+    Claim,
+    Refinement,
+    Row,
+    default_linear_claims,
+    reproduce_linear,
+    summarize,
+    verify_independence,
+    verify_witness,
+)
 from neuromanifold.reproduce._linear import REGULAR, SIZES, standing_hypothesis
 
 KEYS = {"architecture", "condition", "paper_claim", "computed", "outcome", "agrees",

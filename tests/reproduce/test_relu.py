@@ -11,13 +11,17 @@ import json
 import numpy as np
 import pytest
 
-import neuromanifold as nm
 from neuromanifold import InputError
-from neuromanifold import relu
 from neuromanifold.cli._main import main
-from neuromanifold.reproduce import (OUTCOMES, ReLUClaim, Row, default_relu_claims,
-                                     reproduce_relu, summarize, verdict_row)
-
+from neuromanifold.reproduce import (
+    OUTCOMES,
+    ReLUClaim,
+    Row,
+    default_relu_claims,
+    reproduce_relu,
+    summarize,
+    verdict_row,
+)
 from tests.support.nonlocalizability import cancelling, halves, sampled_rank
 from tests.support.symmetry import same_orbit, sampled_relative_difference
 

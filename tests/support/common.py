@@ -49,7 +49,6 @@ def load_benchmark(name):
     """Import ``benchmarks/<name>.py`` (the scripts are not a package) and return it."""
     import importlib.util
     import sys
-    from pathlib import Path
 
     folder = ROOT / "benchmarks"
     if str(folder) not in sys.path:  # the scripts import their shared _timing module

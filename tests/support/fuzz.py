@@ -679,6 +679,7 @@ def sweep(entries, timeout: float = 3.0, verbose: bool = True):
 if __name__ == "__main__":  # pragma: no cover - the exhaustive sweep, by hand
     import sys
     from collections import Counter
+
     from tests.test_fuzz import ENTRIES
     only = sys.argv[1:]
     res = sweep([e for e in ENTRIES if not only or any(o in e.name for o in only)])

@@ -11,8 +11,15 @@ import numpy as np
 
 from neuromanifold.exact._lp import dot
 from neuromanifold.relu._core.domain import as_domain
-from neuromanifold.relu._engine.cells import (Engine, ExactNet, _leaf, _side_row, float_signs,
-                                        initial_cell, pow2_floats)
+from neuromanifold.relu._engine.cells import (
+    Engine,
+    ExactNet,
+    _leaf,
+    _side_row,
+    float_signs,
+    initial_cell,
+    pow2_floats,
+)
 
 
 def reference_refine_stage(cell, k: int, l: int, net: ExactNet, engine: Engine):

@@ -10,10 +10,7 @@ import tempfile
 import numpy as np
 
 import neuromanifold as nm
-from neuromanifold import Result
-from neuromanifold import flows
-from neuromanifold import linear
-from neuromanifold import relu
+from neuromanifold import Result, flows, linear, relu
 from neuromanifold.relu import symmetries as S
 from neuromanifold.reproduce import Case, Claim, reproduce_linear
 

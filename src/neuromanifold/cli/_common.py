@@ -150,8 +150,8 @@ class ActionParser(argparse.ArgumentParser):
         parts = []
         for opt in dict.fromkeys(options):
             readers = getattr(self, "readers", {}).get(opt)
-            parts.append(f"{opt} is an option of {' and '.join(f'{self.command} {r}' for r in readers)}"
-                         f" only" if readers else f"{opt} is no option of any {self.command} action")
+            parts.append(f"{opt} is an option of {self.command} {', '.join(readers)} only"
+                         if readers else f"{opt} is no option of any {self.command} action")
         if not options:
             parts.append(f"unexpected argument(s) {' '.join(extras)}")
         return f"{'; '.join(parts)} (see {self.prog} --help)"

@@ -13,8 +13,8 @@ import argparse
 
 import numpy as np
 
-from ._common import (add_actions, add_seed, emit, load_model, nonnegative_int,
-                      parse_shapes, positive_float as _positive_float)
+from ._common import add_actions, add_seed, emit, load_model, nonnegative_int, parse_shapes
+from ._common import positive_float as _positive_float
 from ._table import format_table, short_array, terminal_width
 
 
@@ -35,8 +35,11 @@ def _fmt(x):
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import (SquareLoss, gradient_flow,  # start-up: loaded when the subcommand runs
-                    ntk_dependence)
+    from .. import (  # start-up: loaded when the subcommand runs
+        SquareLoss,
+        gradient_flow,
+        ntk_dependence,
+    )
     from ..linear import random_regression_data  # start-up: loaded when the subcommand runs
     net, params = _network(args)
     head = f"{net}\n"

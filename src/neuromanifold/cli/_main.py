@@ -49,7 +49,7 @@ def _check_output_path(parser: argparse.ArgumentParser, path: str | None) -> Non
 
 def _error(exc: BaseException) -> None:
     """The one-line message of a refused computation, wrapped to the terminal's width."""
-    from ._table import fit   # start-up: loaded when a command fails
+    from ._table import fit  # start-up: loaded when a command fails
     print(fit(f"neuromanifold: error: {exc}"), file=sys.stderr)
 
 

@@ -22,11 +22,17 @@ import sys
 
 import numpy as np
 
-
 from .._errors import NeuromanifoldError
 from .._tolerance import DEFAULT_TOL
-from ._common import (add_actions, emit, load_model, nonnegative_int, positive_float,
-                      positive_int, writable_path)
+from ._common import (
+    add_actions,
+    emit,
+    load_model,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    writable_path,
+)
 from ._table import format_table, short_array, terminal_width
 
 

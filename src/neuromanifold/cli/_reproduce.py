@@ -41,8 +41,10 @@ def _print_table(title: str, rows) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..reproduce import (reproduce_linear,  # start-up: loaded when the subcommand runs
-                             reproduce_relu)
+    from ..reproduce import (  # start-up: loaded when the subcommand runs
+        reproduce_linear,
+        reproduce_relu,
+    )
 
     mode = "quick" if args.quick else "full"
     linear = relu_rows = None

@@ -1,8 +1,16 @@
 """Exact arithmetic shared by the linear and ReLU domains (python-flint)."""
 
 from ._factor import absolute_factor_count, line_univariate, real_irreducible, support_line
-from ._linalg import (qmat, qrows, rational_combination, rational_matmul, rational_nullspace,
-                      rational_rank, rational_rref, rational_solve)
+from ._linalg import (
+                      qmat,
+                      qrows,
+                      rational_combination,
+                      rational_matmul,
+                      rational_nullspace,
+                      rational_rank,
+                      rational_rref,
+                      rational_solve,
+)
 from ._lp import exact_lp_max, motzkin_certificate, strict_interior_point, strictly_satisfies
 from ._poly import poly_gradient, poly_to_sympy, poly_value, polynomial_ring
 from ._rational import exact_rank, fmpq_array, fmpq_matrix, fmpq_to_fraction, to_fmpq

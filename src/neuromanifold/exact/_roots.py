@@ -19,7 +19,7 @@ import numpy as np
 
 from .._errors import InputError, NeuromanifoldError, short_repr
 from .._validation import check_positive_int
-from ._rational import fmpq_vector, to_fmpq
+from ._rational import fmpq_vector
 
 __all__ = ["RootIsolation", "certified_roots", "power_classes", "real_irreducible_factors",
            "working_precision", "isolate_factors"]

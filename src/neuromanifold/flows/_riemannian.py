@@ -43,16 +43,35 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import (ComputationLimitError, InputError, NotInNeuromanifoldError,
-                       ParameterError, SingularPointError, short_repr)
+from .._errors import (
+    ComputationLimitError,
+    InputError,
+    NotInNeuromanifoldError,
+    ParameterError,
+    SingularPointError,
+    short_repr,
+)
 from .._results import Result
 from .._tolerance import DEFAULT_TOL
-from .._validation import (as_finite_array, check_bool, check_options, check_positive_float,
-                           check_positive_int)
+from .._validation import (
+    as_finite_array,
+    check_bool,
+    check_options,
+    check_positive_float,
+    check_positive_int,
+)
 from ..fibers import invariant_scale, invariant_vector
-from ._gradient_flow import (DEFAULT_MAX_STEPS, Conv1DFastPath, GradientFlowResult, Stepper,
-                             check_finite, check_flow_args, gradient_flow, parameter_velocity,
-                             quiet_overflow)
+from ._gradient_flow import (
+    DEFAULT_MAX_STEPS,
+    Conv1DFastPath,
+    GradientFlowResult,
+    Stepper,
+    check_finite,
+    check_flow_args,
+    gradient_flow,
+    parameter_velocity,
+    quiet_overflow,
+)
 from ._losses import QuadraticLoss
 
 __all__ = ["riemannian_flow", "RiemannianFlowResult", "lift_to_fiber", "FiberLift",

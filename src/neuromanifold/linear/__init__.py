@@ -5,8 +5,13 @@ from .._errors import UndecidedFactorizationError
 from ..fibers import Fiber
 from ._base import JacobianRank
 from ._conv import LinearConvNet, correlate, upsample
-from ._convergence import (ConvergenceRun, ConvergenceStudy, ConvergenceSummary,
-                           convergence_study, random_regression_data)
+from ._convergence import (
+                           ConvergenceRun,
+                           ConvergenceStudy,
+                           ConvergenceSummary,
+                           convergence_study,
+                           random_regression_data,
+)
 from ._fc import LinearFCNet, balanced_ntk_operator
 from ._shallow_relu import PathLiftingCheck, ShallowReLUCNN, ShallowReLUMLP, path_lifting_check
 

@@ -16,8 +16,7 @@ import numpy as np
 
 from .._errors import ParameterError, short_repr
 from .._results import Result
-from .._validation import (as_finite_array, check_bool, check_finite_result,
-                           check_positive_float)
+from .._validation import as_finite_array, check_bool, check_finite_result, check_positive_float
 from ..fibers import invariant_vector
 
 __all__ = ["JacobianRank", "LinearNetBase", "finite_result"]

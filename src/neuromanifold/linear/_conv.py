@@ -17,11 +17,18 @@ from typing import Any
 
 import flint
 import numpy as np
-from scipy import fft as sp_fft, signal
+from scipy import fft as sp_fft
+from scipy import signal
 
 from .._errors import ArchitectureError, InputError, short_repr
-from .._validation import (as_finite_array, as_real_array, as_seed_rng, check_finite_result,
-                           check_param_count, check_positive_int)
+from .._validation import (
+    as_finite_array,
+    as_real_array,
+    as_seed_rng,
+    check_finite_result,
+    check_param_count,
+    check_positive_int,
+)
 from ..exact import to_fmpq
 from ._base import LinearNetBase, finite_result
 from ._fiber_conv import conv_fiber

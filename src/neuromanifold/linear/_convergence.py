@@ -21,8 +21,14 @@ import numpy as np
 from .._errors import ComputationLimitError, InputError
 from .._progress import progress_bar
 from .._results import Result
-from .._validation import (as_seed_rng, check_bool, check_choice, check_positive_float,
-                           check_positive_int, renamed_keywords)
+from .._validation import (
+    as_seed_rng,
+    check_bool,
+    check_choice,
+    check_positive_float,
+    check_positive_int,
+    renamed_keywords,
+)
 from ..flows import DEFAULT_MAX_STEPS, SOLVERS, SquareLoss, gradient_flow, integrate_flows
 from ._conv import LinearConvNet
 from ._fc import LinearFCNet

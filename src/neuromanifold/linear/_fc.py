@@ -14,8 +14,13 @@ import flint
 import numpy as np
 
 from .._errors import InputError, ParameterError
-from .._validation import (as_finite_array, as_seed_rng, check_finite_result,
-                           check_positive_int, check_widths)
+from .._validation import (
+    as_finite_array,
+    as_seed_rng,
+    check_finite_result,
+    check_positive_int,
+    check_widths,
+)
 from ..exact import fmpq_matrix
 from ._base import LinearNetBase, finite_result
 from ._fiber_fc import fc_fiber

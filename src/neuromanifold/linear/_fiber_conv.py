@@ -35,14 +35,27 @@ import flint
 import numpy as np
 from scipy import optimize, signal
 
-from .._errors import (InputError, NotInNeuromanifoldError, UndecidedFactorizationError,
-                       short_repr)
+from .._errors import InputError, NotInNeuromanifoldError, UndecidedFactorizationError, short_repr
 from .._progress import progress_bar
-from .._validation import (as_seed_rng, check_bool, check_choice, check_positive_float,
-                           check_positive_int)
-from ..exact import (apply_rescaling, certified_roots, isolate_factors, line_univariate,
-                     mpoly_dense, power_classes, real_irreducible, rescaled_norms_exact,
-                     to_fmpq, working_precision)
+from .._validation import (
+    as_seed_rng,
+    check_bool,
+    check_choice,
+    check_positive_float,
+    check_positive_int,
+)
+from ..exact import (
+    apply_rescaling,
+    certified_roots,
+    isolate_factors,
+    line_univariate,
+    mpoly_dense,
+    power_classes,
+    real_irreducible,
+    rescaled_norms_exact,
+    to_fmpq,
+    working_precision,
+)
 from ..fibers import Fiber
 
 __all__ = ["conv_fiber", "Fiber"]

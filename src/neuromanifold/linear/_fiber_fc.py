@@ -25,8 +25,15 @@ import numpy as np
 
 from .._errors import InputError, NotInNeuromanifoldError, short_repr
 from .._progress import progress_bar
-from .._validation import (as_finite_array, as_seed_rng, check_bool, check_finite_result,
-                           check_nonnegative_int, check_positive_float, check_positive_int)
+from .._validation import (
+    as_finite_array,
+    as_seed_rng,
+    check_bool,
+    check_finite_result,
+    check_nonnegative_int,
+    check_positive_float,
+    check_positive_int,
+)
 from ..fibers import Fiber
 
 __all__ = ["fc_fiber"]

@@ -50,19 +50,25 @@ import numpy as np
 
 from .._errors import InputError, NotInNeuromanifoldError, ParameterError, short_repr
 from .._results import Result
-from .._validation import (as_finite_array, as_seed_rng, check_finite_result,
-                           check_nonnegative_int, check_options, check_positive_float,
-                           check_positive_int)
+from .._validation import (
+    as_finite_array,
+    as_seed_rng,
+    check_finite_result,
+    check_nonnegative_int,
+    check_options,
+    check_positive_float,
+    check_positive_int,
+)
 from ..exact import apply_rescaling
 from ..fibers import Fiber, invariant_scale, invariant_vector
 from ._base import LinearNetBase, finite_result
+from ._conv import LinearConvNet
+from ._fc import LinearFCNet
 
 #: Largest number of input entries a model with random inputs may allocate.
 _MAX_INPUT_ENTRIES = 10 ** 7
 #: Weighted (relative) residual below which a Levenberg-Marquardt run counts as a fiber point.
 _ACCEPT = 1e-10
-from ._conv import LinearConvNet
-from ._fc import LinearFCNet
 
 __all__ = ["ShallowReLUCNN", "ShallowReLUMLP", "path_lifting_check", "PathLiftingCheck"]
 

@@ -5,37 +5,54 @@ functional equivalence, functional dimension, one hidden layer on the orthant
 (docs/concepts_relu.md §2), genericity (docs/concepts_relu.md §3), non-localizability (§6) and pictures.
 """
 
-from ._orthant.arrangement import (ArrangementComparison, ArrangementHyperplane,
-                                   WeightedArrangement, arrangements_equal,
-                                   weighted_arrangement)
-from ._bottleneck.fiber import BottleneckFiber, FiberFamily
-from ._deep.fiber import DeepFiber, MoveFamily, fiber
+from . import symmetries
 from ._analysis.bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
-from ._bottleneck.canonical import BottleneckEquivalence, equivalent_bottleneck
-from ._deep.canonical import canonical_form
-from ._core.domain import Domain, as_domain
-from ._compare.distance import Distance, Top1, distance
-from ._compare.equivalence import Equivalence, equivalent
-from ._compare.fingerprint import Fingerprint, FunctionGroups, fingerprint, group_by_function
 from ._analysis.flow import ReLUFlowResult, active_blocks, block_law, gradient_flow
 from ._analysis.fundim import FunctionalDimension, functional_dimension
 from ._analysis.genericity import Genericity, GenericityFailure, genericity
 from ._analysis.neurons import NeuronStatus, neurons
-from ._analysis.reduction import Reduction, reduce
-from ._bottleneck.identifiability import HiddenHyperplane, Identifiability
-from ._deep.identifiability import DeepIdentifiability, identifiability
-from ._core.net import ReLUNet, check_params, forward
-from ._bottleneck.nonlocalizability import (NonlocalizableSearch, Nonlocalizability,
-                                            PartIdentifiability, nonlocalizability,
-                                            nonlocalizable_example, orbit_distance,
-                                            search_nonlocalizable)
-from ._orthant.fiber import FiberPiece, OrthantFiber, orthant_fiber
 from ._analysis.plot import plot_arrangement
-from ._analysis.regions import (Region, RegionEstimate, Regions, RegionStream,
-                                activation_pattern, estimate_regions, iter_regions, regions,
-                                warm_up)
+from ._analysis.reduction import Reduction, reduce
+from ._analysis.regions import (
+                                   Region,
+                                   RegionEstimate,
+                                   Regions,
+                                   RegionStream,
+                                   activation_pattern,
+                                   estimate_regions,
+                                   iter_regions,
+                                   regions,
+                                   warm_up,
+)
+from ._bottleneck.canonical import BottleneckEquivalence, equivalent_bottleneck
+from ._bottleneck.fiber import BottleneckFiber, FiberFamily
+from ._bottleneck.identifiability import HiddenHyperplane, Identifiability
+from ._bottleneck.nonlocalizability import (
+                                   Nonlocalizability,
+                                   NonlocalizableSearch,
+                                   PartIdentifiability,
+                                   nonlocalizability,
+                                   nonlocalizable_example,
+                                   orbit_distance,
+                                   search_nonlocalizable,
+)
 from ._bottleneck.search import SearchCluster, SymmetrySearch, search_symmetries
-from . import symmetries
+from ._compare.distance import Distance, Top1, distance
+from ._compare.equivalence import Equivalence, equivalent
+from ._compare.fingerprint import Fingerprint, FunctionGroups, fingerprint, group_by_function
+from ._core.domain import Domain, as_domain
+from ._core.net import ReLUNet, check_params, forward
+from ._deep.canonical import canonical_form
+from ._deep.fiber import DeepFiber, MoveFamily, fiber
+from ._deep.identifiability import DeepIdentifiability, identifiability
+from ._orthant.arrangement import (
+                                   ArrangementComparison,
+                                   ArrangementHyperplane,
+                                   WeightedArrangement,
+                                   arrangements_equal,
+                                   weighted_arrangement,
+)
+from ._orthant.fiber import FiberPiece, OrthantFiber, orthant_fiber
 
 __all__ = [
     # networks and domains

@@ -9,12 +9,29 @@ symmetry lifted to three consecutive layers among them (``docs/relu_depth.md``).
 'permutation'
 """
 
-from ._bottleneck.symmetries import (ORBIT_MOVES, Applicability, BlockRefactor, DeadNeuronMove,
-                                     Flip, HidingTranslation, LinearBlockMixing, Permutation,
-                                     RampFlip, Scaling, SecondLayerFlip, Symmetry,
-                                     apply_sequence, random_orbit_point)
-from ._deep.symmetries import (ActiveBiasShift, DeadNeuronOutgoing, ParallelNeuronSplit,
-                               SilentNeuronIncoming, WindowSymmetry)
+from ._bottleneck.symmetries import (
+                                     ORBIT_MOVES,
+                                     Applicability,
+                                     BlockRefactor,
+                                     DeadNeuronMove,
+                                     Flip,
+                                     HidingTranslation,
+                                     LinearBlockMixing,
+                                     Permutation,
+                                     RampFlip,
+                                     Scaling,
+                                     SecondLayerFlip,
+                                     Symmetry,
+                                     apply_sequence,
+                                     random_orbit_point,
+)
+from ._deep.symmetries import (
+                                     ActiveBiasShift,
+                                     DeadNeuronOutgoing,
+                                     ParallelNeuronSplit,
+                                     SilentNeuronIncoming,
+                                     WindowSymmetry,
+)
 
 __all__ = ["Applicability", "Symmetry", "Permutation", "Scaling", "DeadNeuronMove",
            "LinearBlockMixing", "HidingTranslation", "Flip", "RampFlip", "SecondLayerFlip", "BlockRefactor", "WindowSymmetry", "DeadNeuronOutgoing",

@@ -14,8 +14,15 @@ from .._validation import as_seed_rng
 from ..flows import SquareLoss, gradient_flow, riemannian_flow
 from ..linear import LinearConvNet, random_regression_data
 from ..relu import ReLUNet, bent_hyperplanes, identifiability, plot_arrangement
-from ._figures import (fiber_figure, flow_figure, hiding_family, hiding_translation_figure,
-                       new_figure, ntk_difference_figure, to_png)
+from ._figures import (
+    fiber_figure,
+    flow_figure,
+    hiding_family,
+    hiding_translation_figure,
+    new_figure,
+    ntk_difference_figure,
+    to_png,
+)
 from ._html import Figure, Section, Table
 
 __all__ = ["reproduction_section", "flow_section", "relu_picture_section", "fiber_section",
@@ -107,8 +114,8 @@ def relu_picture_section(*, seed: int = 0) -> tuple[Section, dict]:
     ax = fig.subplots()
     plot_arrangement(params, ax=ax)
     record = {"widths": [2, 4, 3, 1], "bent_hyperplanes": bent.to_dict()}
-    text = (f"A random ReLU network 2-4-3-1: its linear regions (colors) and bent hyperplanes, "
-            f"drawn solid where the function bends and dashed where the bend is hidden.")
+    text = ("A random ReLU network 2-4-3-1: its linear regions (colors) and bent hyperplanes, "
+            "drawn solid where the function bends and dashed where the bend is hidden.")
     return Section("ReLU networks: linear regions", [text], (),
                    [Figure("arrangement.png", to_png(fig), "Linear regions and bent hyperplanes "
                            "of a 2-4-3-1 ReLU network.")]), record
@@ -209,9 +216,9 @@ def hiding_translation_section(*, seed: int = 0) -> tuple[Section, dict]:
         f"over the {len(inside)} translations inside the interval"
         + (f"; outside it (t = {outside[0][0]:.3g}) the function changes by "
            f"{outside[0][1]:.2g}." if outside else ".")]
-    caption = (f"The hidden hyperplane (dashed) moves with t; the bends of the function "
-               f"(solid) and the colours (one per affine piece of the function) stay; "
-               f"outside the interval (red title) both change. max |f_t - f_0| on the grid: "
+    caption = ("The hidden hyperplane (dashed) moves with t; the bends of the function "
+               "(solid) and the colours (one per affine piece of the function) stay; "
+               "outside the interval (red title) both change. max |f_t - f_0| on the grid: "
                + ", ".join(f"t = {t:.3g}: {d:.1e}" for t, d in zip(fam["ts"],
                                                                   fam["max_difference"]))
                + ".")

@@ -3,11 +3,26 @@
 (:func:`reproduce_relu`), judged within each claim's hypotheses (docs/reproduction.md)."""
 
 from ._common import OUTCOMES, Row, summarize
-from ._linear import (Case, Claim, Hypothesis, Refinement, architecture_hypothesis,
-                      default_linear_claims, reproduce_linear, standing_hypothesis,
-                      verify_independence, verify_witness)
-from ._relu import (ReLUClaim, ReLUContext, default_relu_claims, relu_hypotheses,
-                    reproduce_relu, verdict_row)
+from ._linear import (
+                      Case,
+                      Claim,
+                      Hypothesis,
+                      Refinement,
+                      architecture_hypothesis,
+                      default_linear_claims,
+                      reproduce_linear,
+                      standing_hypothesis,
+                      verify_independence,
+                      verify_witness,
+)
+from ._relu import (
+                      ReLUClaim,
+                      ReLUContext,
+                      default_relu_claims,
+                      relu_hypotheses,
+                      reproduce_relu,
+                      verdict_row,
+)
 
 __all__ = ["reproduce_linear", "Row", "Claim", "Case", "Refinement", "Hypothesis",
            "default_linear_claims", "verify_witness", "verify_independence", "summarize",

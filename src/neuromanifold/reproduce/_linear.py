@@ -54,8 +54,7 @@ from .._validation import as_seed_rng, check_bool, check_positive_float, check_p
 from ..fibers import invariant_scale, invariant_vector
 from ..linear import LinearConvNet, LinearFCNet, ShallowReLUCNN, ShallowReLUMLP
 from ..ntk import ntk_dependence
-from ._common import (AGREES, DISAGREES, INCONCLUSIVE, OUTCOMES, OUTSIDE, Row,  # noqa: F401
-                      summarize)
+from ._common import AGREES, DISAGREES, INCONCLUSIVE, OUTCOMES, OUTSIDE, Row, summarize  # noqa: F401
 
 
 def _check_model(model: Any) -> None:

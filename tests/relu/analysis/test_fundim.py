@@ -3,17 +3,15 @@
 import os
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import pytest
 
 from neuromanifold import ParameterError
 from neuromanifold.exact import exact_rank
 from neuromanifold.relu import ReLUNet, bent_hyperplanes, functional_dimension
 from neuromanifold.relu._analysis.fundim import region_rows
 from neuromanifold.relu._analysis.regions import compute_regions
-
 from tests.support.relu import dyadic_net
 
 
@@ -280,6 +278,7 @@ def test_milp_rank_equals_the_exhaustive_exact_rank(seed, kind, widths, domain, 
     weights with exact coincidences) without enumerating, or say why it handed over. With
     only 8 random points most of the rank is left to the MILPs to find."""
     from unittest import mock
+
     from neuromanifold.relu._analysis import fundim as _fundim
     if isinstance(domain, tuple) and np.ndim(domain[0]) and len(domain[0]) != widths[0]:
         domain = (-1, 1)
@@ -317,6 +316,7 @@ def test_a_corner_region_found_by_milp():
     # HiGHS's objective_bound option made the MILP report a wrong optimum here (the
     # region where only the width-1 neuron is active is a small corner of the box)
     from unittest import mock
+
     from neuromanifold.relu._analysis import fundim as _fundim
     p = _adversarial("generic", np.random.default_rng(29786), [2, 2, 1, 2])
     with mock.patch.object(_fundim, "_SAMPLES", 8), mock.patch.object(_fundim,
@@ -336,6 +336,7 @@ def test_a_dead_neuron_is_decided_by_milp():
 
 def test_budgets_raise_with_a_partial_lower_bound():
     import pytest
+
     from neuromanifold import ComputationLimitError, InputError
     p = _adversarial("dead", np.random.default_rng(0), [2, 3, 2, 1])
     full = functional_dimension(p, method="regions")

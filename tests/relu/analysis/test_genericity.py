@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from neuromanifold import DomainError, ParameterError
 from neuromanifold.relu import ReLUNet, genericity
-
 from tests.support.relu import dyadic_net, permuted_rescaled
 
 
@@ -206,6 +205,7 @@ def test_axis_pairs_are_the_minimal_dependent_facet_families(d, orthant):
     """The shortcut for a box's or orthant's facets against every subset's exact rank."""
     import itertools
     from fractions import Fraction
+
     from neuromanifold.exact import rational_rank
     from neuromanifold.relu import Domain
     from neuromanifold.relu._analysis import genericity as _g

@@ -26,8 +26,8 @@ def test_fast_balancing_is_the_exact_one_rounded(seed, shift, zero):
                           for i in range(Wq.nrows())]).reshape(W.shape)
         assert np.array_equal(W, exact) and np.array_equal(b, [to_float(v) for v in bq])
     # the same function divided by 2**5, exactly: compare at a point in exact arithmetic
-    from neuromanifold.relu._engine.cells import exact_forward
     from neuromanifold.exact import to_fmpq
+    from neuromanifold.relu._engine.cells import exact_forward
     x = [to_fmpq(v) for v in rng.standard_normal(3)]
     a, _ = exact_forward(net, x)
     c, _ = exact_forward(out, x)

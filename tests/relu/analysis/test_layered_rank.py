@@ -6,10 +6,9 @@ from fractions import Fraction
 
 import flint
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import pytest
 
 from neuromanifold._tolerance import numerical_rank
 from neuromanifold.exact import to_fmpq
@@ -17,7 +16,6 @@ from neuromanifold.relu import ReLUNet
 from neuromanifold.relu._analysis.fundim import region_rows
 from neuromanifold.relu._analysis.layered_rank import certified_pattern, layered_rank
 from neuromanifold.relu._engine.cells import ExactNet
-
 from tests.support.relu import dyadic_net
 
 

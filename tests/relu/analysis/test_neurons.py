@@ -3,7 +3,8 @@ dead and always-active neurons at trained sizes, data as the domain, and bad inp
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neuromanifold import DomainError, InputError
 from neuromanifold.relu import Domain, ReLUNet, bent_hyperplanes, neurons

@@ -4,7 +4,8 @@ its rounding; trained-size networks; bad input."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neuromanifold import InputError
 from neuromanifold.relu import ReLUNet, equivalent, forward, neurons, reduce

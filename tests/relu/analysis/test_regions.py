@@ -11,12 +11,16 @@ from hypothesis import strategies as st
 from neuromanifold import ParameterError
 from neuromanifold.exact import fmpq_to_fraction
 from neuromanifold.exact._lp import strictly_satisfies
-from neuromanifold.relu import ReLUNet, forward, iter_regions, regions
+from neuromanifold.relu import ReLUNet, as_domain, forward, iter_regions, regions
 from neuromanifold.relu._engine import lp as relu_lp
-from neuromanifold.relu import as_domain
-from neuromanifold.relu._engine.cells import (Engine, ExactNet, exact_forward, initial_cell,
-                                        iter_cells, refine_stage)
-
+from neuromanifold.relu._engine.cells import (
+    Engine,
+    ExactNet,
+    exact_forward,
+    initial_cell,
+    iter_cells,
+    refine_stage,
+)
 from tests.support.relu import brute_force_patterns, dyadic_net, flat_pattern
 
 
@@ -461,8 +465,8 @@ def test_thin_regions_are_left_out_at_a_tolerance():
 def test_float_signs_never_contradict_the_exact_sign(seed, d, tiny, huge):
     """The float shortcut of the engine's exact checks: where it decides a sign, the exact
     sign agrees, including entries that underflow, huge points and values at zero."""
-    from neuromanifold.relu._engine.cells import float_signs, pow2_floats
     from neuromanifold.exact import to_fmpq
+    from neuromanifold.relu._engine.cells import float_signs, pow2_floats
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((8, d))
     if tiny:
@@ -612,8 +616,10 @@ def test_square_certificate_equals_a_rational_solve(seed, d, kind):
 def test_region_fractions_equal_the_checked_conversion(p, q):
     """The regions' fast fmpq -> Fraction conversion (no gcd: flint's values are in lowest
     terms) gives the same Fraction as the checked one: value, terms, hash, arithmetic."""
-    import flint
     from fractions import Fraction
+
+    import flint
+
     from neuromanifold.exact import fmpq_to_fraction
     from neuromanifold.relu._analysis.regions import _fraction, _fractions
     v = flint.fmpq(p, q)
@@ -635,6 +641,7 @@ def test_pow2_rows_are_the_rounded_scaled_exact_rows(seed, n, d):
     times 2**-e, e the binary exponent of the row's largest linear entry (of its largest
     entry when the linear part is 0); exact zero rows stay 0."""
     import flint
+
     from neuromanifold.relu._engine.cells import _pow2_rows
     rng = np.random.default_rng(seed)
     ent = []
@@ -676,6 +683,7 @@ def test_leaf_map_is_the_masked_stage_map(seed, n, w, with_entries):
     written (few active neurons: into a zero matrix; many: zeros into a copy), and the
     stage's map is left as it was."""
     import flint
+
     from neuromanifold.relu._engine.cells import Cell, _leaf
     rng = np.random.default_rng(seed)
     Zq = flint.fmpq_mat(n, w, [flint.fmpq(int(v), int(q)) for v, q in

@@ -12,11 +12,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuromanifold.relu._bottleneck import block
-from neuromanifold.relu._bottleneck.block import (BlockNotCovered, _by_bounds, _by_enumeration,
-                                                  _by_independent_rows,
-                                                  _by_independent_wedges,
-                                                  _by_split_projections, _center_rows, _key,
-                                                  _pick, _unit_rays, carried, choose_turned)
+from neuromanifold.relu._bottleneck.block import (
+    BlockNotCovered,
+    _by_bounds,
+    _by_enumeration,
+    _by_independent_rows,
+    _by_independent_wedges,
+    _by_split_projections,
+    _center_rows,
+    _key,
+    _pick,
+    _unit_rays,
+    carried,
+    choose_turned,
+)
 
 TOL = 1e-9
 

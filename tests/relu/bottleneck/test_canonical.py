@@ -8,17 +8,20 @@ import numpy as np
 import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
+
+import neuromanifold as nm
+from neuromanifold import InputError, relu
+from neuromanifold._tolerance import path_norm_scale
+from neuromanifold.relu._bottleneck import block
+from neuromanifold.relu._bottleneck.canonical import (
+    canonical_form,
+    equivalent_bottleneck,
+    fast_path_reason,
+)
+from neuromanifold.relu.symmetries import apply_sequence, random_orbit_point
 from tests.support.canonical import block_rowspace_pair, dead_to_linear_pair, linear_block_flip_pair
 from tests.support.common import load_benchmark
 from tests.support.symmetry import bottleneck, ground_truth_equivalent, sampled_relative_difference
-
-import neuromanifold as nm
-from neuromanifold import InputError
-from neuromanifold import relu
-from neuromanifold._tolerance import path_norm_scale
-from neuromanifold.relu._bottleneck import block
-from neuromanifold.relu._bottleneck.canonical import canonical_form, equivalent_bottleneck, fast_path_reason
-from neuromanifold.relu.symmetries import apply_sequence, random_orbit_point
 
 
 def random_symmetry(rng, p):

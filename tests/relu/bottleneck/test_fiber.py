@@ -9,12 +9,14 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuromanifold import InputError
-from neuromanifold import relu
+from neuromanifold import InputError, relu
 from neuromanifold.relu import fiber
-
-from tests.support.symmetry import (bottleneck, exactly_equivalent, ground_truth_equivalent,
-                              same_orbit)
+from tests.support.symmetry import (
+    bottleneck,
+    exactly_equivalent,
+    ground_truth_equivalent,
+    same_orbit,
+)
 
 ARCHS = [(1, 1, 1, 1), (2, 1, 2, 1), (2, 2, 2, 1), (2, 2, 3, 1), (3, 2, 2, 2), (3, 3, 2, 1)]
 
@@ -196,6 +198,7 @@ def test_errors(rng):
 
 def test_describe_is_short_for_trained_sizes_and_honest_when_not_generic():
     import dataclasses
+
     import neuromanifold as nm
     from neuromanifold.relu import fiber as relu_fiber
     F = relu_fiber(nm.ReLUNet([20, 10, 30, 1]).random_params(seed=3))

@@ -8,11 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neuromanifold as nm
-from neuromanifold import InputError
-from neuromanifold import relu
+from neuromanifold import InputError, relu
 from neuromanifold.relu import identifiability
 from neuromanifold.relu.symmetries import Flip, HidingTranslation, RampFlip
-
 from tests.support.symmetry import bottleneck, ground_truth_equivalent, same_orbit
 
 ARCHS = [(2, 1, 2, 1), (2, 2, 2, 1), (2, 2, 3, 1), (3, 2, 2, 2), (3, 3, 2, 1), (2, 1, 3, 2)]

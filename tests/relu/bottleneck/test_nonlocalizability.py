@@ -10,10 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuromanifold import ArchitectureError, InputError
-from neuromanifold import relu
+from neuromanifold import ArchitectureError, InputError, relu
 from neuromanifold.relu.symmetries import Permutation, Scaling, apply_sequence
-
 from tests.support.nonlocalizability import cancelling, halves, sampled_rank
 from tests.support.symmetry import same_orbit
 

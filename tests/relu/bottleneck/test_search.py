@@ -3,12 +3,12 @@ fiber points as named / unnamed / n1 = 1, and its benchmark in quick mode."""
 
 import numpy as np
 import pytest
-from tests.support.canonical import dead_to_linear_pair, linear_block_flip_pair
-from tests.support.common import load_benchmark
 
 from neuromanifold import InputError
 from neuromanifold.relu._bottleneck.search import _residual_and_jacobian, search_symmetries
 from neuromanifold.relu.symmetries import Permutation, RampFlip, Scaling, apply_sequence
+from tests.support.canonical import dead_to_linear_pair, linear_block_flip_pair
+from tests.support.common import load_benchmark
 
 
 def test_jacobian_matches_finite_differences():

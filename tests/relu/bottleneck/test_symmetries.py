@@ -9,14 +9,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neuromanifold as nm
-from neuromanifold import InputError, SymmetryError
-from neuromanifold.relu.symmetries import random_orbit_point
-from neuromanifold import relu
-from neuromanifold.relu.symmetries import (Applicability, DeadNeuronMove, Flip,
-                                           HidingTranslation, LinearBlockMixing, Permutation,
-                                           RampFlip, Scaling, apply_sequence)
-
-from tests.support.symmetry import bottleneck, exactly_equivalent, ground_truth_equivalent, same_orbit
+from neuromanifold import InputError, SymmetryError, relu
+from neuromanifold.relu.symmetries import (
+    Applicability,
+    DeadNeuronMove,
+    Flip,
+    HidingTranslation,
+    LinearBlockMixing,
+    Permutation,
+    RampFlip,
+    Scaling,
+    apply_sequence,
+    random_orbit_point,
+)
+from tests.support.symmetry import (
+    bottleneck,
+    exactly_equivalent,
+    ground_truth_equivalent,
+    same_orbit,
+)
 
 
 def _net(W1, b1, W2, b2, W3, b3):

@@ -6,11 +6,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from neuromanifold import ArchitectureError, InputError
 from neuromanifold.relu import ReLUNet, distance, equivalent, forward
-
 from tests.support.relu import float_permuted_rescaled
 
 

@@ -1,13 +1,13 @@
 """Ground-truth functional equivalence: symmetries, perturbations, docs/concepts_relu.md §4, agreement."""
 
+import inspect
+import os
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
-import inspect
-import os
-from fractions import Fraction
 
 from neuromanifold import ArchitectureError, InputError, ParameterError
 from neuromanifold._tolerance import path_norm_scale
@@ -15,9 +15,12 @@ from neuromanifold.exact import to_fmpq
 from neuromanifold.relu import ReLUNet, distance, equivalent, forward, regions
 from neuromanifold.relu._engine.cells import ExactNet, exact_forward
 from neuromanifold.relu.symmetries import apply_sequence
-
-from tests.support.relu import (dyadic_net, float_permuted_rescaled, live_output_weight,
-                          permuted_rescaled)
+from tests.support.relu import (
+    dyadic_net,
+    float_permuted_rescaled,
+    live_output_weight,
+    permuted_rescaled,
+)
 
 
 def _confirmed(p, q, r):
@@ -328,8 +331,12 @@ def test_solvers_print_nothing_on_stdout(capfd):
 
 
 def test_options_are_keyword_only_and_checked():
-    from neuromanifold.relu import (bent_hyperplanes, functional_dimension, genericity,
-                                    plot_arrangement)
+    from neuromanifold.relu import (
+        bent_hyperplanes,
+        functional_dimension,
+        genericity,
+        plot_arrangement,
+    )
     for f, n_pos in ((equivalent, 3), (regions, 2), (bent_hyperplanes, 2),
                      (functional_dimension, 2), (genericity, 2), (plot_arrangement, 2)):
         params = list(inspect.signature(f).parameters.values())
@@ -349,8 +356,8 @@ def test_symmetry_check_bounds_the_parameter_difference():
     """The symmetry check accepts a rounded copy and rejects one with a hidden weight changed
     by a relative 1e-6 (its Lipschitz bound exceeds tol), whatever the sampled check says."""
     from neuromanifold.relu import as_domain
-    from neuromanifold.relu._compare.equivalence import _by_symmetry
     from neuromanifold.relu._analysis.joint_regions import Pair as _Pair
+    from neuromanifold.relu._compare.equivalence import _by_symmetry
 
     rng = np.random.default_rng(2)
     p = ReLUNet([3, 8, 8, 1]).random_params(2)
@@ -421,8 +428,8 @@ def _grown(p, rng, l=0, share=0.25, dead=True, constant=True):
        share=st.sampled_from([0.25, 0.5, 0.3]), layer=st.integers(0, 1),
        domain=st.sampled_from([None, "orthant", (-1.0, 1.0)]))
 def test_reduction_recognizes_split_dead_and_constant_neurons(seed, widths, share, layer, domain):
-    from neuromanifold.relu._compare import equivalence as _equivalence
     from neuromanifold.relu._analysis import joint_regions as _joint
+    from neuromanifold.relu._compare import equivalence as _equivalence
     rng = np.random.default_rng(seed)
     p = ReLUNet(widths).random_params(seed)
     q = permuted_rescaled(_grown(p, rng, layer, share), rng)
@@ -445,7 +452,6 @@ def pair_domain(domain, d):
 
 def test_reduction_is_exact_at_tol_zero_with_exact_shares():
     from neuromanifold.relu._compare import equivalence as _equivalence
-    from neuromanifold.relu._analysis import joint_regions as _joint
     rng = np.random.default_rng(3)
     p = dyadic_net(rng, [2, 3, 3, 1])
     p = [(W + 0.125, b + 0.25) for W, b in p]   # no zero rows, distinct directions
@@ -456,8 +462,8 @@ def test_reduction_is_exact_at_tol_zero_with_exact_shares():
 
 
 def test_reduction_never_merges_opposite_neurons():
-    from neuromanifold.relu._compare import equivalence as _equivalence
     from neuromanifold.relu._analysis import joint_regions as _joint
+    from neuromanifold.relu._compare import equivalence as _equivalence
     p = ReLUNet([2, 3, 2, 1]).random_params(4)
     W, b = p[0]
     W[2], b[2] = -2.0 * W[0], -2.0 * b[0]          # relu(-2 z) is not -2 relu(z)

@@ -4,12 +4,12 @@ grouping of a zoo of models by function."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neuromanifold import InputError
 from neuromanifold.relu import ReLUNet, fingerprint, group_by_function
 from neuromanifold.relu.symmetries import random_orbit_point
-
 from tests.support.relu import float_permuted_rescaled
 
 

@@ -11,7 +11,6 @@ from neuromanifold import InputError
 from neuromanifold.relu import canonical_form
 from neuromanifold.relu._deep.symmetries import dead_neurons
 from neuromanifold.relu.symmetries import ActiveBiasShift, random_orbit_point
-
 from tests.relu.deep.test_symmetries import WIDTHS, drawn, gaussian, planted
 from tests.support.symmetry import ground_truth_equivalent
 

@@ -12,11 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuromanifold import InputError
-from neuromanifold.relu import (BottleneckFiber, DeepFiber, MoveFamily, ReLUNet, fiber, forward,
-                                functional_dimension)
+from neuromanifold.relu import (
+    BottleneckFiber,
+    DeepFiber,
+    MoveFamily,
+    ReLUNet,
+    fiber,
+    forward,
+    functional_dimension,
+)
 from neuromanifold.relu import identifiability as relu_identifiability
 from neuromanifold.relu._deep.fiber import _Layout
-
 from tests.relu.deep.test_symmetries import WIDTHS, drawn, gaussian, planted
 from tests.support.symmetry import ground_truth_equivalent, same_orbit
 

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from neuromanifold import InputError
 from neuromanifold.relu import DeepIdentifiability, Identifiability, identifiability
 from neuromanifold.relu.symmetries import ActiveBiasShift
-
 from tests.relu.deep.test_symmetries import WIDTHS, drawn, gaussian, planted
 from tests.support.symmetry import ground_truth_equivalent, same_orbit
 

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from neuromanifold import relu
 from neuromanifold.relu._deep.nulling import null_moves, reduction_symmetry
 from neuromanifold.relu.symmetries import ActiveBiasShift, apply_sequence
-
 from tests.relu.deep.test_symmetries import WIDTHS, drawn, gaussian, move_for
 from tests.support.symmetry import ground_truth_equivalent
 

@@ -9,11 +9,17 @@ from hypothesis import strategies as st
 
 from neuromanifold import InputError, SymmetryError
 from neuromanifold.relu import orbit_distance
-from neuromanifold.relu.symmetries import (ActiveBiasShift, DeadNeuronMove, DeadNeuronOutgoing,
-                                           HidingTranslation, LinearBlockMixing,
-                                           ParallelNeuronSplit, Scaling, SilentNeuronIncoming,
-                                           WindowSymmetry)
-
+from neuromanifold.relu.symmetries import (
+    ActiveBiasShift,
+    DeadNeuronMove,
+    DeadNeuronOutgoing,
+    HidingTranslation,
+    LinearBlockMixing,
+    ParallelNeuronSplit,
+    Scaling,
+    SilentNeuronIncoming,
+    WindowSymmetry,
+)
 from tests.support.symmetry import ground_truth_equivalent
 
 WIDTHS = [(2, 3, 3, 2, 1), (3, 3, 2, 2), (2, 4, 1), (2, 2, 3, 2, 2, 1)]

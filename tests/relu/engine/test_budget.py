@@ -11,15 +11,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuromanifold import ComputationLimitError, InputError
-from neuromanifold import relu
-from neuromanifold.relu import (ReLUNet, bent_hyperplanes, equivalent, genericity,
-                                identifiability, plot_arrangement)
+from neuromanifold import ComputationLimitError, InputError, relu
+from neuromanifold.relu import (
+    ReLUNet,
+    bent_hyperplanes,
+    equivalent,
+    genericity,
+    identifiability,
+    plot_arrangement,
+)
 from neuromanifold.relu._analysis import bent as _bent
-from neuromanifold.relu._compare import equivalence as _equivalence
-from neuromanifold.relu._analysis import joint_regions as _joint
 from neuromanifold.relu._analysis import genericity as _genericity
-
+from neuromanifold.relu._analysis import joint_regions as _joint
+from neuromanifold.relu._compare import equivalence as _equivalence
 from tests.support.relu import dyadic_net
 
 

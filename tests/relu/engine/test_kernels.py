@@ -4,7 +4,8 @@ walk's own promises are tested, so a wrong kernel shows up as a failure, not as 
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neuromanifold.relu._engine.kernels import CROSS, MAX, NONE, ascent_kernel
 

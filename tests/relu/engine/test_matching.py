@@ -5,15 +5,27 @@ assignment against scipy's, the match, path norms and bound against
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
 from neuromanifold import ParameterError, relu
 from neuromanifold._tolerance import function_distance_bound, path_norm_scale
-from neuromanifold.relu._compare.equivalence import (_compiled_match, _flat_layers, by_matching,
-                                                     match_hidden_neurons)
-from neuromanifold.relu._engine.matching import (FALLBACK, MATCHED, NO_MATCH, NOT_FINITE,
-                                                 lsap_max, match_kernel, path_norm_kernel)
+from neuromanifold.relu._compare.equivalence import (
+    _compiled_match,
+    _flat_layers,
+    by_matching,
+    match_hidden_neurons,
+)
+from neuromanifold.relu._engine.matching import (
+    FALLBACK,
+    MATCHED,
+    NO_MATCH,
+    NOT_FINITE,
+    lsap_max,
+    match_kernel,
+    path_norm_kernel,
+)
 
 _U = 2.0 ** -53
 

@@ -10,9 +10,13 @@ from hypothesis import strategies as st
 
 from neuromanifold.relu import ReLUNet, as_domain
 from neuromanifold.relu._engine.lp import solve_milp
-from neuromanifold.relu._engine.milp import (MILPBuilder, affine, encode_network,
-                                               homogenized_input, relu_layer)
-
+from neuromanifold.relu._engine.milp import (
+    MILPBuilder,
+    affine,
+    encode_network,
+    homogenized_input,
+    relu_layer,
+)
 from tests.support.relu import dyadic_net
 
 _DOMAINS = st.sampled_from(["whole", "orthant", "box"])

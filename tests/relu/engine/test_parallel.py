@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 
 from neuromanifold import ComputationLimitError, InputError, WorkerError
+from neuromanifold._validation import check_workers
 from neuromanifold.relu import ReLUNet, iter_regions, regions
 from neuromanifold.relu._core.domain import as_domain
 from neuromanifold.relu._engine.cells import Engine, ExactNet
-from neuromanifold._validation import check_workers
 from neuromanifold.relu._engine.parallel import iter_leaves
-
 from tests.support.relu import dyadic_net, flat_pattern
 
 

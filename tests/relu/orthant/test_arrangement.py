@@ -11,7 +11,6 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tests.support.arrangement import dyadic_one_hidden, exact_eval, float_rescaled_copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +22,7 @@ from neuromanifold.relu import (
     forward,
     weighted_arrangement,
 )
+from tests.support.arrangement import dyadic_one_hidden, exact_eval, float_rescaled_copy
 
 
 def exact_canonical(A, x):

@@ -13,12 +13,23 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import sympy
-from tests.support.arrangement import (dyadic_one_hidden, exact_eval, float_rescaled_copy,
-                                 structured_one_hidden, symmetric_copy)
 
 from neuromanifold import ArchitectureError, DomainError, InputError, ParameterError
-from neuromanifold.relu import (ReLUNet, equivalent, forward, orthant_fiber, regions,
-                                weighted_arrangement)
+from neuromanifold.relu import (
+    ReLUNet,
+    equivalent,
+    forward,
+    orthant_fiber,
+    regions,
+    weighted_arrangement,
+)
+from tests.support.arrangement import (
+    dyadic_one_hidden,
+    exact_eval,
+    float_rescaled_copy,
+    structured_one_hidden,
+    symmetric_copy,
+)
 
 
 def as_float(params):

@@ -195,7 +195,6 @@ def bent_hyperplanes(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     budget = Budget("bent_hyperplanes", net.d, max_regions=max_regions, time_limit=time_limit,
                     progress=progress)
     engine = budget.engine
-    d = net.d
     scale = path_norm_scale(net.params)
     thr = to_fmpq(tol * scale)
     hidden = [(l, i) for l in net.hidden_layers for i in range(net.widths[l + 1])]

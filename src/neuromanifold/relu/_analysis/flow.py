@@ -29,8 +29,14 @@ import numpy as np
 
 from ..._errors import ComputationLimitError, InputError, ParameterError, short_repr
 from ..._results import Result
-from ..._validation import (as_finite_array, check_bool, check_choice, check_finite_result,
-                            check_positive_float, renamed_keywords)
+from ..._validation import (
+    as_finite_array,
+    check_bool,
+    check_choice,
+    check_finite_result,
+    check_positive_float,
+    renamed_keywords,
+)
 from ...flows import SOLVERS, Stepper, check_finite, check_num_times, quiet_overflow
 from .._core.net import ReLUNet, check_params, forward_unchecked
 

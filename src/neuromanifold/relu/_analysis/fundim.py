@@ -79,8 +79,7 @@ from .._core.domain import Domain, as_domain
 from .._core.net import param_list
 from .._engine.budget import Budget, check_budget
 from .._engine.cells import ExactNet, exact_forward, layer_maps, thickness
-from .layered_rank import (LayeredRank, certified_pattern, layered_rank,
-                           svd_seconds_per_cube)
+from .layered_rank import LayeredRank, certified_pattern, layered_rank, svd_seconds_per_cube
 from .regions import sample_domain
 from .tangent import TangentMILP, interior_point
 

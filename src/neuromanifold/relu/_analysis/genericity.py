@@ -45,8 +45,14 @@ from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
 from ..._validation import check_bool
 from ...exact import dot, rational_rank, round_certificate
 from .._core.domain import Domain, as_domain
-from .._core.numbers import (binary_exponent, exact_layers, exact_value, fraction_to_fmpq,
-                             open_range, pow2)
+from .._core.numbers import (
+    binary_exponent,
+    exact_layers,
+    exact_value,
+    fraction_to_fmpq,
+    open_range,
+    pow2,
+)
 from .._engine.budget import Budget
 from .._engine.cells import ExactNet, pow2_floats
 from .._engine.lp import solve_lp

@@ -22,15 +22,24 @@ from ..._errors import ComputationLimitError, InputError
 from ..._progress import progress_bar
 from ..._results import Result
 from ..._tolerance import check_tol
-from ..._validation import (as_finite_array, as_seed_rng, check_bool, check_positive_float,
-                            check_positive_int, check_workers, renamed_keywords)
+from ..._validation import (
+    as_finite_array,
+    as_seed_rng,
+    check_bool,
+    check_positive_float,
+    check_positive_int,
+    check_workers,
+    renamed_keywords,
+)
 from .._core.domain import Domain, as_domain
-from .._core.net import ReLUNet  # noqa: F401  (check_params re-exported for callers)
-from .._core.net import check_params
+from .._core.net import (
+    ReLUNet,  # noqa: F401  (check_params re-exported for callers)
+    check_params,
+)
 from .._engine.cells import Engine, EngineDeadline, ExactNet, iter_cells, output_map, thickness
 from .._engine.kernels import unproved_pairs_kernel
-from .._engine.parallel import iter_leaves
 from .._engine.matching import match_kernel
+from .._engine.parallel import iter_leaves
 
 __all__ = ["warm_up", "Region", "Regions", "RegionStream", "RegionEstimate", "regions", "iter_regions",
            "estimate_regions", "activation_pattern"]

@@ -44,16 +44,38 @@ from scipy.optimize import linear_sum_assignment
 
 from ..._errors import ArchitectureError, InputError, SymmetryError
 from ..._results import Result
-from ..._tolerance import (DEFAULT_TOL, SYMMETRY_ROUNDING, check_tol, function_distance_bound,
-                           path_norm_scale)
+from ..._tolerance import (
+    DEFAULT_TOL,
+    SYMMETRY_ROUNDING,
+    check_tol,
+    function_distance_bound,
+    path_norm_scale,
+)
 from ..._validation import check_finite_result
 from .._core.net import forward
 from .block import BlockNotCovered, block_rows, choose_turned
-from .shape import (hidden_hyperplanes, is_bottleneck, live_rows, row_kinds, row_signs,
-                    three_layer, weighted_rows)
-from .symmetries import (BlockRefactor, DeadNeuronMove, Flip, HidingTranslation,
-                         LinearBlockMixing, Permutation, RampFlip, Scaling, SecondLayerFlip,
-                         Symmetry, apply_sequence)
+from .shape import (
+    hidden_hyperplanes,
+    is_bottleneck,
+    live_rows,
+    row_kinds,
+    row_signs,
+    three_layer,
+    weighted_rows,
+)
+from .symmetries import (
+    BlockRefactor,
+    DeadNeuronMove,
+    Flip,
+    HidingTranslation,
+    LinearBlockMixing,
+    Permutation,
+    RampFlip,
+    Scaling,
+    SecondLayerFlip,
+    Symmetry,
+    apply_sequence,
+)
 
 __all__ = ["canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",
            "fast_path_reason"]

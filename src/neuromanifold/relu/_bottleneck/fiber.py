@@ -54,8 +54,14 @@ from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
 from ..._validation import as_seed_rng, check_bool, check_positive_int, renamed_keywords
 from .identifiability import identifiability
 from .shape import three_layer
-from .symmetries import (Flip, HidingTranslation, LinearBlockMixing, Permutation,
-                         SecondLayerFlip, nonnegative_factor)
+from .symmetries import (
+    Flip,
+    HidingTranslation,
+    LinearBlockMixing,
+    Permutation,
+    SecondLayerFlip,
+    nonnegative_factor,
+)
 
 __all__ = ["FiberFamily", "BottleneckFiber", "fiber"]
 
@@ -438,7 +444,7 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL) -> BottleneckFiber:
                          f"{params[0][0].shape[0]}")
     (W1, b1), (W2, b2), (W3, b3) = params
     n1, d = W1.shape
-    n2, n3 = W2.shape[0], W3.shape[0]
+    n2 = W2.shape[0]
     # discrete elements: subsets of flips around each hidden hyperplane, the ramp flip,
     # subsets of crossing second-layer neurons turned around through the linear block
     discrete: list[tuple] = [()]

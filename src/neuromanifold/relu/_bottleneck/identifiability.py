@@ -62,10 +62,24 @@ from ..._validation import check_bool
 from .._analysis.genericity import genericity
 from .._analysis.regions import regions
 from .._engine.budget import check_budget
-from .shape import (hidden_hyperplanes, is_bottleneck, live_rows, row_kinds, row_signs,
-                    three_layer, weighted_rows)
-from .symmetries import (DeadNeuronMove, Flip, HidingTranslation, LinearBlockMixing, RampFlip,
-                         SecondLayerFlip, translation_interval)
+from .shape import (
+    hidden_hyperplanes,
+    is_bottleneck,
+    live_rows,
+    row_kinds,
+    row_signs,
+    three_layer,
+    weighted_rows,
+)
+from .symmetries import (
+    DeadNeuronMove,
+    Flip,
+    HidingTranslation,
+    LinearBlockMixing,
+    RampFlip,
+    SecondLayerFlip,
+    translation_interval,
+)
 
 __all__ = ["HiddenHyperplane", "Identifiability", "identifiability", "fast_genericity"]
 

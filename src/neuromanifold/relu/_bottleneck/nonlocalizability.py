@@ -59,8 +59,13 @@ from ..._errors import ArchitectureError, InputError, NeuromanifoldError, short_
 from ..._progress import progress_bar
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
-from ..._validation import (as_seed_rng, check_bool, check_choice, check_finite_result,
-                            check_positive_int)
+from ..._validation import (
+    as_seed_rng,
+    check_bool,
+    check_choice,
+    check_finite_result,
+    check_positive_int,
+)
 from ...exact import to_fmpq
 from .._analysis.fundim import functional_dimension, region_rows
 from .._analysis.joint_regions import equivalent_by_regions
@@ -311,7 +316,6 @@ def _cancelling_subsets(W2: np.ndarray, W3: np.ndarray) -> tuple[list, int, int]
 def _last_two(params: list, tol: float) -> PartIdentifiability:
     _, (W2, b2), (W3, b3) = params
     n2, n1 = W2.shape
-    n3 = W3.shape[0]
     g = [(W2, b2), (W3, b3)]
     fd = functional_dimension(g, None, tol=0)
     R = np.hstack([W2, b2[:, None]])

@@ -40,12 +40,22 @@ from scipy.optimize import least_squares
 from ..._errors import InputError, ParameterError, short_repr
 from ..._results import Result
 from ..._tolerance import check_tol, path_norm_scale
-from ..._validation import (as_seed_rng, check_bool, check_nonnegative_int, check_positive_int,
-                            renamed_keywords)
+from ..._validation import (
+    as_seed_rng,
+    check_bool,
+    check_nonnegative_int,
+    check_positive_int,
+    renamed_keywords,
+)
 from .._analysis.regions import regions
 from .._core.net import forward
-from .canonical import (NotCovered, analyze_bottleneck, canonical_form, equivalent_bottleneck,
-                        fast_path_reason)
+from .canonical import (
+    NotCovered,
+    analyze_bottleneck,
+    canonical_form,
+    equivalent_bottleneck,
+    fast_path_reason,
+)
 from .shape import row_kinds, row_signs, three_layer
 from .symmetries import HidingTranslation, RampFlip
 

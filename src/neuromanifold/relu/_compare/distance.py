@@ -61,8 +61,12 @@ from .._core.net import check_params, float_params, forward_unchecked
 from .._core.numbers import pow2, to_float
 from .._engine.budget import Budget
 from .._engine.cells import exact_forward
-from .equivalence import (ascend_difference, expected_joint_regions, relative_difference,
-                          sample_points)
+from .equivalence import (
+    ascend_difference,
+    expected_joint_regions,
+    relative_difference,
+    sample_points,
+)
 
 __all__ = ["Distance", "Top1", "distance"]
 

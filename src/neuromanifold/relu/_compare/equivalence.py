@@ -64,13 +64,24 @@ import flint
 import numpy as np
 
 from ..._errors import ComputationLimitError, NeuromanifoldError
-from ..._tolerance import (DEFAULT_TOL, check_tol, function_distance_bound, path_norm_scale,
-                           telescoping_bound)
+from ..._tolerance import (
+    DEFAULT_TOL,
+    check_tol,
+    function_distance_bound,
+    path_norm_scale,
+    telescoping_bound,
+)
 from ..._validation import as_seed_rng, check_bool, check_choice, check_seed
 from ...exact import to_fmpq
+from .._analysis.joint_regions import (
+    Equivalence,
+    Pair,
+    by_milp,
+    by_regions,
+    clip,
+    equivalence_result,
+)
 from .._analysis.reduction import abs_floats, fraction_params, reduce_everywhere
-from .._analysis.joint_regions import (Equivalence, Pair, by_milp, by_regions, clip,
-                                       equivalence_result)
 from .._bottleneck.canonical import equivalent_bottleneck
 from .._bottleneck.symmetries import Permutation, Scaling
 from .._core.clock import DeadlinePassed, check_deadline, deadline_scope

@@ -13,8 +13,7 @@ import numpy as np
 
 from ..._errors import DomainError, short_repr
 from ..._results import Result
-from ..._validation import (MAX_PARAMS, as_finite_array, check_nonnegative_float,
-                             check_positive_int)
+from ..._validation import MAX_PARAMS, as_finite_array, check_nonnegative_float, check_positive_int
 
 __all__ = ["Domain", "as_domain"]
 

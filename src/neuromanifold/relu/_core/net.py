@@ -16,8 +16,13 @@ import numpy as np
 
 from ..._errors import InputError, ParameterError, short_repr
 from ..._live import is_live_relu_model, live_relu_params
-from ..._validation import (as_finite_array, as_real_array, as_seed_rng, check_finite_result,
-                             check_widths)
+from ..._validation import (
+    as_finite_array,
+    as_real_array,
+    as_seed_rng,
+    check_finite_result,
+    check_widths,
+)
 from ...exact import to_fmpq
 from .clock import check_deadline
 

@@ -40,8 +40,7 @@ import numpy as np
 from ..._errors import InputError
 from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale, telescoping_bound
 from ..._validation import check_choice
-from .._analysis.reduction import (reduce_exact, rounded_layers, sign_statuses,
-                                   zero_active_biases)
+from .._analysis.reduction import reduce_exact, rounded_layers, sign_statuses, zero_active_biases
 from .._bottleneck.canonical import canonical_form as three_layer_canonical_form
 from .._core.net import check_params, exact_params
 from .symmetries import active_neurons, dead_neurons, parallel_pairs, silent_neurons

@@ -54,8 +54,7 @@ from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_positive_int
 from ...exact import to_fmpq
 from .._analysis.fundim import rank_lower_bound
-from .._analysis.layered_rank import (PRIME, rank_seconds, residue_matmul, residue_rank,
-                                      residues)
+from .._analysis.layered_rank import PRIME, rank_seconds, residue_matmul, residue_rank, residues
 from .._analysis.neurons import neurons
 from .._analysis.reduction import sign_kinds
 from .._bottleneck.fiber import fiber as bottleneck_fiber
@@ -337,7 +336,7 @@ def _rank_mod_p(rows: list, skip: set, P: int, rng: np.random.Generator,
     :func:`residue_matmul`); a lower bound of the rank over the rationals. ``None`` when
     the products and the rank would end past ``deadline`` (a ``time.monotonic()`` value):
     the rank is one flint call that cannot be interrupted (29 s for 5,000 rows)."""
-    import scipy.sparse as sp   # start-up: a slow import
+    import scipy.sparse as sp  # start-up: a slow import
 
     if not rows:
         return 0

@@ -43,9 +43,19 @@ from .._bottleneck.symmetries import DeadNeuronMove, LinearBlockMixing
 from .._core.net import check_params
 from .._engine.budget import check_budget
 from .orbit import orbit_gap
-from .symmetries import (ActiveBiasShift, DeadNeuronOutgoing, ParallelNeuronSplit,
-                         SilentNeuronIncoming, WindowSymmetry, active_neurons, dead_neurons,
-                         parallel_pairs, proved_statuses, silent_neurons, snapped)
+from .symmetries import (
+    ActiveBiasShift,
+    DeadNeuronOutgoing,
+    ParallelNeuronSplit,
+    SilentNeuronIncoming,
+    WindowSymmetry,
+    active_neurons,
+    dead_neurons,
+    parallel_pairs,
+    proved_statuses,
+    silent_neurons,
+    snapped,
+)
 
 __all__ = ["DeepIdentifiability", "identifiability", "OFF_ORBIT"]
 

@@ -34,8 +34,14 @@ from ..._errors import SymmetryError
 from ..._tolerance import DEFAULT_TOL, function_distance_bound
 from .._analysis.reduction import sign_kinds
 from .._bottleneck.symmetries import Permutation, Scaling, Symmetry, apply_sequence
-from .symmetries import (ActiveBiasShift, DeadNeuronOutgoing, ParallelNeuronSplit,
-                         SilentNeuronIncoming, layer_signs, parallel_classes)
+from .symmetries import (
+    ActiveBiasShift,
+    DeadNeuronOutgoing,
+    ParallelNeuronSplit,
+    SilentNeuronIncoming,
+    layer_signs,
+    parallel_classes,
+)
 
 __all__ = ["null_moves", "reduction_symmetry"]
 

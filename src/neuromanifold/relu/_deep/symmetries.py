@@ -136,7 +136,7 @@ def proved_statuses(params: Params) -> tuple[tuple, str] | None:
     """``(status, note)`` of :func:`~neuromanifold.relu.neurons` on R^d when the exact
     region engine decided them (few regions expected, at most :data:`PROOF_REGIONS`),
     else ``None`` (its bounds prove nothing dead on all of R^d)."""
-    from .._analysis.neurons import neurons   # start-up: the region engine, on demand
+    from .._analysis.neurons import neurons  # start-up: the region engine, on demand
     try:
         res = neurons(params, max_regions=PROOF_REGIONS)
     except NeuromanifoldError:

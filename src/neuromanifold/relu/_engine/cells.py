@@ -42,7 +42,7 @@ from ..._progress import progress_bar
 from ...exact import dot, round_certificate, strict_interior_point, to_fmpq
 from .._core.domain import Domain
 from .._core.net import check_params, exact_params
-from .._core.numbers import binary_exponent, clipped_float, float_to_fmpq, pow2
+from .._core.numbers import clipped_float, float_to_fmpq, pow2
 from .lp import LPCounter, solve_lp
 
 __all__ = ["ExactNet", "Cell", "Engine", "EngineDeadline", "enumerate_cells", "iter_cells",

@@ -32,8 +32,16 @@ from typing import Any
 import flint
 
 from ..._errors import WorkerError
-from .cells import (Cell, Engine, EngineDeadline, ExactNet, initial_cell, iter_refine_stage,
-                    iter_subtree, stages_of)
+from .cells import (
+    Cell,
+    Engine,
+    EngineDeadline,
+    ExactNet,
+    initial_cell,
+    iter_refine_stage,
+    iter_subtree,
+    stages_of,
+)
 
 __all__ = ["iter_leaves"]
 

@@ -355,7 +355,7 @@ def _tolerant_difference(p: WeightedArrangement, q: WeightedArrangement,
     moves the jump of a flipped hyperplane to the affine part), and the summed jumps of
     the two arrangements are compared.
     """
-    m, d = p.output_dim, p.input_dim
+    d = p.input_dim
     groups: list[list] = []  # [direction, summed jump of p minus q (exact), label]
     affine = []
     for sign, A in ((1, p), (-1, q)):

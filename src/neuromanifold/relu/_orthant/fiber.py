@@ -40,15 +40,29 @@ from ..._progress import progress_iter
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_finite_result, check_positive_int
-from ...exact import (fmpq_to_fraction, poly_gradient, poly_to_sympy, poly_value,
-                      polynomial_ring, rational_combination, rational_matmul,
-                      rational_nullspace, rational_rank, rational_rref, rational_solve,
-                      to_fmpq)
+from ...exact import (
+    fmpq_to_fraction,
+    poly_gradient,
+    poly_to_sympy,
+    poly_value,
+    polynomial_ring,
+    rational_combination,
+    rational_matmul,
+    rational_nullspace,
+    rational_rank,
+    rational_rref,
+    rational_solve,
+    to_fmpq,
+)
 from .._core.domain import as_domain
 from .._core.net import check_params
 from .._core.numbers import exact_layers, to_float
-from .arrangement import (WeightedArrangement, canonical_hyperplane, one_hidden_layer,
-                          weighted_arrangement)
+from .arrangement import (
+    WeightedArrangement,
+    canonical_hyperplane,
+    one_hidden_layer,
+    weighted_arrangement,
+)
 
 __all__ = ["FiberPiece", "OrthantFiber", "orthant_fiber", "MAX_TYPES"]
 
