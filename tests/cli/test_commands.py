@@ -344,3 +344,16 @@ def test_error_messages_are_wrapped_to_the_terminal(tmp_path):
               env={**os.environ, "COLUMNS": "100"})
     assert out.returncode == 1
     assert max(len(line) for line in out.stderr.splitlines()) <= 100
+
+
+def test_hints_name_options_not_python_calls(tmp_path):
+    """The library's hints (method='regions', estimate_regions) read as the command's
+    options when the command prints them."""
+    from neuromanifold.cli._common import for_the_command
+    assert for_the_command("(method='regions' decides them)") == "(--method regions decides them)"
+    assert "estimate_regions" not in for_the_command(
+        "raise the limit, or see estimate_regions for the expected number of regions")
+    nm.io.save(nm.ReLUNet([2, 3, 3, 1]).random_params(seed=1), tmp_path / "n.npz")
+    out = run("relu", "neurons", tmp_path / "n.npz", "--method", "bounds")
+    assert out.returncode == 0 and "(bounds, certified)" in out.stdout
+    assert "method='regions'" not in out.stdout

@@ -107,11 +107,29 @@ def write_json(path: str, payload: Any) -> None:
     print(f"wrote {path}", file=sys.stderr)
 
 
+#: the library's hints that name a Python call, as the command line says them
+_HINTS = (
+    ("method='regions'", "--method regions"),
+    ('method="regions"', "--method regions"),
+    ("see estimate_regions for the expected number of regions",
+     "see the estimate 'relu regions' prints first"),
+    ("relu.search_symmetries", "the Python function neuromanifold.relu.search_symmetries"),
+)
+
+
+def for_the_command(text: str) -> str:
+    """``text`` with the library's hints that name Python calls (``method='regions'``,
+    ``estimate_regions``) put as the options and commands that do the same."""
+    for python, command in _HINTS:
+        text = text.replace(python, command)
+    return text
+
+
 def emit(args: argparse.Namespace, text: str, payload: Any) -> int:
     """Print ``text`` for people (lines wrapped to the terminal's width), write
     ``payload`` to ``--json`` when asked; exit 0. A callable ``payload`` is called only
     then (the JSON of thousands of exact regions takes longer than finding them)."""
-    print(fit(text))
+    print(fit(for_the_command(text)))
     if getattr(args, "json", None):
         write_json(args.json, payload() if callable(payload) else payload)
     return 0

@@ -49,8 +49,9 @@ def _check_output_path(parser: argparse.ArgumentParser, path: str | None) -> Non
 
 def _error(exc: BaseException) -> None:
     """The one-line message of a refused computation, wrapped to the terminal's width."""
+    from ._common import for_the_command  # start-up: loaded when a command fails
     from ._table import fit  # start-up: loaded when a command fails
-    print(fit(f"neuromanifold: error: {exc}"), file=sys.stderr)
+    print(fit(for_the_command(f"neuromanifold: error: {exc}")), file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -180,7 +180,8 @@ def _neurons(args) -> int:
     from ..relu import neurons  # start-up: loaded when the subcommand runs
     model = load_model(args.model, "relu")
     X = _read_data(args.data) if args.data else None
-    res = neurons(model.params, args.domain, data=X, seed=args.seed, **_budget(args))
+    res = neurons(model.params, args.domain, data=X, method=args.method, seed=args.seed,
+                  **_budget(args))
     return emit(args, res.describe(), res.to_dict())
 
 
@@ -403,6 +404,9 @@ _OPTIONS = {
                    help="whole (R^d, the default), orthant, or box:LO,HI"),
     "method": _opt("--method", choices=["auto", "regions", "milp"], default="auto",
                    help="the algorithm (default auto)"),
+    "neurons_method": _opt("--method", choices=["auto", "regions", "bounds"], default="auto",
+                           help="auto (the region engine when at most 5,000 regions are "
+                                "expected, else bounds), regions (exact), bounds"),
     "gap": _opt("--gap", type=_gap, default=None,
                 help="stop once upper - lower <= GAP (default tol x scale; 0 = the exact "
                      "maximum)"),
@@ -475,7 +479,8 @@ _ACTION_SPECS = {
                 "Per hidden layer, which neurons are dead, linear (always active), hidden or "
                 "visible on the domain (or on the bounding box of --data X.npy), each "
                 "proved.",
-                _MODEL, ["domain", "data", "seed", "max_regions", "time_limit_60"]),
+                _MODEL, ["domain", "data", "neurons_method", "seed", "max_regions",
+                         "time_limit_60"]),
     "reduce": ("a smaller network computing the same function",
                "A network with fewer neurons computing the same function on the domain "
                "(dead, duplicate, constant and linear-block neurons removed; --out FILE "
