@@ -67,8 +67,9 @@ def _start_point(params, d: int) -> np.ndarray:
     return x
 
 
-def relucent_regions(params, time_limit: float, *, nworkers: int = 1,
-                     verify: bool = True) -> tuple[set[tuple[bool, ...]], float, bool]:
+def relucent_regions(
+    params, time_limit: float, *, nworkers: int = 1, verify: bool = True
+) -> tuple[set[tuple[bool, ...]], float, bool]:
     """Enumerate the linear regions of the MLP ``params`` (a list of ``(W, b)``) on all of
     R^d with relucent's ``Complex.bfs``.
 

@@ -27,11 +27,13 @@ def pin_threads() -> int:
     n = int(os.environ.get("OPENBLAS_NUM_THREADS", "1"))
     for var in THREADS_ENV:
         os.environ.setdefault(var, str(n))
-    if n == 1:   # XLA reads its flags when JAX first loads (imported lazily by the rows)
-        os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                                           "intra_op_parallelism_threads=1")
+    if n == 1:  # XLA reads its flags when JAX first loads (imported lazily by the rows)
+        os.environ.setdefault(
+            "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+        )
     try:
         from threadpoolctl import threadpool_limits
+
         threadpool_limits(n)
     except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
         pass
@@ -67,18 +69,34 @@ def peak_memory_mb(fn) -> float:
     tracemalloc.start()
     try:
         fn()
-        return tracemalloc.get_traced_memory()[1] / 2 ** 20
+        return tracemalloc.get_traced_memory()[1] / 2**20
     finally:
         tracemalloc.stop()
 
 
-def suite_row(task: str, size: str, ours: float, baseline_name: str, baseline: float | None,
-              spread: float = 0.0, peak_mb: float | None = None, note: str = "") -> dict:
+def suite_row(
+    task: str,
+    size: str,
+    ours: float,
+    baseline_name: str,
+    baseline: float | None,
+    spread: float = 0.0,
+    peak_mb: float | None = None,
+    note: str = "",
+) -> dict:
     """One row of the suite's table (times in seconds; ``baseline=None`` when skipped,
     with the reason in ``note``)."""
-    return {"task": task, "size": size, "ours_s": ours, "baseline": baseline_name,
-            "baseline_s": baseline, "ratio": (baseline / ours) if baseline and ours else None,
-            "spread": spread, "peak_mb": peak_mb, "note": note}
+    return {
+        "task": task,
+        "size": size,
+        "ours_s": ours,
+        "baseline": baseline_name,
+        "baseline_s": baseline,
+        "ratio": (baseline / ours) if baseline and ours else None,
+        "spread": spread,
+        "peak_mb": peak_mb,
+        "note": note,
+    }
 
 
 def memory_mb(field: str = "VmHWM") -> float | None:

@@ -50,15 +50,17 @@ def make_pair(widths, seed, block=False):
     rng = np.random.default_rng(seed)
     d, n1, n2, n3 = widths
     while True:
-        p = [(rng.standard_normal((n1, d)), rng.standard_normal(n1)),
-             (rng.standard_normal((n2, n1)), rng.standard_normal(n2)),
-             (rng.standard_normal((n3, n2)), rng.standard_normal(n3))]
-        if block:   # two always-active neurons and a dead one, on purpose
+        p = [
+            (rng.standard_normal((n1, d)), rng.standard_normal(n1)),
+            (rng.standard_normal((n2, n1)), rng.standard_normal(n2)),
+            (rng.standard_normal((n3, n2)), rng.standard_normal(n3)),
+        ]
+        if block:  # two always-active neurons and a dead one, on purpose
             p[1][0][:2], p[1][1][:2] = rng.uniform(0.3, 2, (2, n1)), rng.uniform(0.3, 2, 2)
             p[1][0][2], p[1][1][2] = -rng.uniform(0.3, 2, n1), -rng.uniform(0.3, 2)
         if fast_path_reason(p) is None:
             break
-    if block:       # every named symmetry that applies (block refactors, flips included)
+    if block:  # every named symmetry that applies (block refactors, flips included)
         q, _ = random_orbit_point(p, seed=rng)
         miss = [(W.copy(), b.copy()) for W, b in q]
         miss[2][1][0] += 1e-6 * path_norm_scale(q)
@@ -112,23 +114,39 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--budget", type=float, default=45.0)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    sizes = ([(3, 2, 3, 1), (4, 3, 3, 1)] if args.quick else
-             [(4, 3, 4, 1), (5, 4, 5, 1), (6, 5, 6, 1), (7, 6, 7, 1), (8, 7, 8, 1),
-              (10, 8, 10, 1), (12, 10, 12, 1), (24, 16, 24, 2), (48, 32, 48, 2),
-              (96, 64, 96, 2), (160, 128, 160, 4), (256, 160, 256, 4)])
-    blocks = [(3, 2, 4, 1)] if args.quick else [(3, 2, 4, 1), (4, 3, 5, 2),
-                                                               (5, 4, 6, 2)]
+    sizes = (
+        [(3, 2, 3, 1), (4, 3, 3, 1)]
+        if args.quick
+        else [
+            (4, 3, 4, 1),
+            (5, 4, 5, 1),
+            (6, 5, 6, 1),
+            (7, 6, 7, 1),
+            (8, 7, 8, 1),
+            (10, 8, 10, 1),
+            (12, 10, 12, 1),
+            (24, 16, 24, 2),
+            (48, 32, 48, 2),
+            (96, 64, 96, 2),
+            (160, 128, 160, 4),
+            (256, 160, 256, 4),
+        ]
+    )
+    blocks = [(3, 2, 4, 1)] if args.quick else [(3, 2, 4, 1), (4, 3, 5, 2), (5, 4, 6, 2)]
     rows, suite = [], []
     print("generic bottleneck pairs (p, permuted/rescaled copy) and (p, near miss), seed 0;")
     print("'block': two always-active neurons and a dead one planted, q = random_orbit_point(p)")
-    print(f"{'widths':<20} {'hidden':>6} {'ours s':>9} {'exact s':>9} {'regions':>8} "
-          f"{'agree':>6} {'ratio':>9}")
+    print(
+        f"{'widths':<20} {'hidden':>6} {'ours s':>9} {'exact s':>9} {'regions':>8} "
+        f"{'agree':>6} {'ratio':>9}"
+    )
     exact_alive = True
     for k, (w, block) in enumerate([(w, False) for w in sizes] + [(w, True) for w in blocks]):
         p, q, miss = make_pair(w, k, block)
 
         def ours():
             return equivalent_bottleneck(p, q), equivalent_bottleneck(p, miss)
+
         t_ours, spread, (a, b) = median_time(ours, args.repeat)
         peak = peak_memory_mb(ours)
         assert a.equivalent and a.certified and not b.equivalent, (w, a, b)
@@ -141,21 +159,47 @@ def main(argv=None) -> list[dict]:
             if not block:
                 exact_alive = False
             row["exact_stopped"] = True
-            suite.append(suite_row(task, size, t_ours, "exact regions engine", None, spread,
-                                   peak, note=f"exact engine stopped after {args.budget:.0f} s"
-                                   if text != "-" else "exact engine not tried (smaller size "
-                                   "already over budget)"))
-            print(f"{size:<20} {row['hidden']:>6} {t_ours:>9.4f} {text:>9} "
-                  f"{'':>8} {'':>6} {'':>9}")
+            suite.append(
+                suite_row(
+                    task,
+                    size,
+                    t_ours,
+                    "exact regions engine",
+                    None,
+                    spread,
+                    peak,
+                    note=f"exact engine stopped after {args.budget:.0f} s"
+                    if text != "-"
+                    else "exact engine not tried (smaller size already over budget)",
+                )
+            )
+            print(f"{size:<20} {row['hidden']:>6} {t_ours:>9.4f} {text:>9} {'':>8} {'':>6} {'':>9}")
         else:
             t_ex, ea, eb, nreg = ex
-            row.update({"baseline": t_ex, "regions": nreg, "agree": ea == a.equivalent
-                        and eb == b.equivalent, "ratio": t_ex / t_ours})
-            suite.append(suite_row(task, size, t_ours, "exact regions engine", t_ex, spread,
-                                   peak, note=f"{nreg} joint regions; verdicts agree: "
-                                              f"{row['agree']}"))
-            print(f"{size:<20} {row['hidden']:>6} {t_ours:>9.4f} {t_ex:>9.2f} "
-                  f"{nreg:>8} {str(row['agree']):>6} {row['ratio']:>8.0f}x")
+            row.update(
+                {
+                    "baseline": t_ex,
+                    "regions": nreg,
+                    "agree": ea == a.equivalent and eb == b.equivalent,
+                    "ratio": t_ex / t_ours,
+                }
+            )
+            suite.append(
+                suite_row(
+                    task,
+                    size,
+                    t_ours,
+                    "exact regions engine",
+                    t_ex,
+                    spread,
+                    peak,
+                    note=f"{nreg} joint regions; verdicts agree: {row['agree']}",
+                )
+            )
+            print(
+                f"{size:<20} {row['hidden']:>6} {t_ours:>9.4f} {t_ex:>9.2f} "
+                f"{nreg:>8} {str(row['agree']):>6} {row['ratio']:>8.0f}x"
+            )
         rows.append(row)
     plain = [r for r in rows if not r["block"]]
     done = [r for r in plain if "baseline" in r]
@@ -163,8 +207,10 @@ def main(argv=None) -> list[dict]:
     s_ex = slope([r["hidden"] for r in done], [r["baseline"] for r in done])
     big = [r for r in plain if r["hidden"] >= 40]
     s_big = slope([r["hidden"] for r in big], [r["ours"] for r in big])
-    print(f"fitted growth, time ~ hidden^k: ours k = {s_ours:.2f} (all sizes), "
-          f"{s_big:.2f} (>= 40 hidden neurons); exact k = {s_ex:.2f} (sizes it finished)")
+    print(
+        f"fitted growth, time ~ hidden^k: ours k = {s_ours:.2f} (all sizes), "
+        f"{s_big:.2f} (>= 40 hidden neurons); exact k = {s_ex:.2f} (sizes it finished)"
+    )
     if len(done) >= 2:
         g = np.polyfit([r["hidden"] for r in done], np.log([r["baseline"] for r in done]), 1)[0]
         print(f"exact engine as an exponential: time x {np.exp(g):.2f} per hidden neuron")

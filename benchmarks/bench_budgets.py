@@ -36,11 +36,13 @@ NONE = "-"
 def digits_classifier():
     from sklearn.datasets import load_digits
     from sklearn.neural_network import MLPClassifier
+
     X, y = load_digits(return_X_y=True)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # ConvergenceWarning
-        clf = MLPClassifier(hidden_layer_sizes=(32, 16), max_iter=200,
-                            random_state=0).fit(X / 16.0, y)
+        warnings.simplefilter("ignore")  # ConvergenceWarning
+        clf = MLPClassifier(hidden_layer_sizes=(32, 16), max_iter=200, random_state=0).fit(
+            X / 16.0, y
+        )
     return io.load(clf).params
 
 
@@ -60,8 +62,10 @@ def analyses(p, dom, q):
         ("neurons (regions)", lambda t: relu.neurons(p, dom, method="regions", time_limit=t)),
         ("reduce", lambda t: relu.reduce(p, dom, time_limit=t)),
         ("equivalent, near miss", lambda t: relu.equivalent(p, q, dom, time_limit=t)),
-        ("equivalent (regions), near miss",
-         lambda t: relu.equivalent(p, q, dom, method="regions", time_limit=t)),
+        (
+            "equivalent (regions), near miss",
+            lambda t: relu.equivalent(p, q, dom, method="regions", time_limit=t),
+        ),
         ("distance, near miss", lambda t: relu.distance(p, q, dom, time_limit=t)),
     ]
     if len(p) == 3:
@@ -80,9 +84,14 @@ def exact_steps():
     wide[0][0][0], wide[0][1][0] = 0.0, -1.0
     moved = [(W.copy(), b.copy()) for W, b in wide]
     moved[1][0][:, 0] = np.random.default_rng(1).standard_normal(640)
-    return [("8-60-60-1 Gaussian", "fiber", lambda t: relu.fiber(deep, time_limit=t)),
-            ("4-640-640-1 Gaussian", "equivalent, a dead neuron moved",
-             lambda t: relu.equivalent(wide, moved, time_limit=t))]
+    return [
+        ("8-60-60-1 Gaussian", "fiber", lambda t: relu.fiber(deep, time_limit=t)),
+        (
+            "4-640-640-1 Gaussian",
+            "equivalent, a dead neuron moved",
+            lambda t: relu.equivalent(wide, moved, time_limit=t),
+        ),
+    ]
 
 
 def main(argv=None) -> list[dict]:
@@ -91,13 +100,19 @@ def main(argv=None) -> list[dict]:
     args = parser.parse_args(argv)
     nets = [("64-32-16-10 digits", digits_classifier(), None)]
     if not args.quick:
-        nets.append(("784-64-32-10 on [0, 1]^784",
-                     relu.ReLUNet([784, 64, 32, 10]).random_params(0), (0.0, 1.0)))
+        nets.append(
+            (
+                "784-64-32-10 on [0, 1]^784",
+                relu.ReLUNet([784, 64, 32, 10]).random_params(0),
+                (0.0, 1.0),
+            )
+        )
     limits = (2.0,) if args.quick else (2.0, 5.0)
     rows = []
     print(f"{'network':<28} {'analysis':<34} {'limit':>6} {'took':>7}  outcome")
-    runs = [(size, name, call) for size, p, dom in nets
-            for name, call in analyses(p, dom, near_miss(p))]
+    runs = [
+        (size, name, call) for size, p, dom in nets for name, call in analyses(p, dom, near_miss(p))
+    ]
     if not args.quick:
         runs += exact_steps()
     for size, name, call in runs:
@@ -110,14 +125,25 @@ def main(argv=None) -> list[dict]:
                 outcome, partial = "stopped", err.partial is not None
             took = time.perf_counter() - t0
             held = took <= 1.1 * limit + 1.0
-            what = outcome if partial is None else \
-                f"{outcome}, {'with' if partial else 'without'} a partial result"
-            print(f"{size:<28} {name:<34} {limit:>5.0f}s {took:>6.2f}s  {what}; "
-                  f"{'within' if held else 'BEYOND'} 10 % + 1 s")
-            rows.append(suite_row("time-limited analyses, time taken (rule: 10 % + 1 s)",
-                                  f"{name}: {size}, limit {limit:g} s", took, NONE, None,
-                                  note=f"{what}; {'within' if held else 'BEYOND'} "
-                                       f"1.1 x limit + 1 s"))
+            what = (
+                outcome
+                if partial is None
+                else f"{outcome}, {'with' if partial else 'without'} a partial result"
+            )
+            print(
+                f"{size:<28} {name:<34} {limit:>5.0f}s {took:>6.2f}s  {what}; "
+                f"{'within' if held else 'BEYOND'} 10 % + 1 s"
+            )
+            rows.append(
+                suite_row(
+                    "time-limited analyses, time taken (rule: 10 % + 1 s)",
+                    f"{name}: {size}, limit {limit:g} s",
+                    took,
+                    NONE,
+                    None,
+                    note=f"{what}; {'within' if held else 'BEYOND'} 1.1 x limit + 1 s",
+                )
+            )
     return rows
 
 

@@ -62,8 +62,10 @@ def trained(hidden: tuple, data: str):
     """An ``MLPClassifier`` with these hidden widths, trained on ``data`` ("digits" or
     "mnist-shaped"), as ReLU parameters."""
     from sklearn.neural_network import MLPClassifier
+
     if data == "digits":
         from sklearn.datasets import load_digits
+
         X, y = load_digits(return_X_y=True)
         X, epochs = X / 16.0, 200
     else:
@@ -72,9 +74,8 @@ def trained(hidden: tuple, data: str):
         y = np.argmax((X - 0.5) @ rng.standard_normal((784, 10)), axis=1)
         epochs = 15
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # ConvergenceWarning
-        clf = MLPClassifier(hidden_layer_sizes=hidden, max_iter=epochs,
-                            random_state=0).fit(X, y)
+        warnings.simplefilter("ignore")  # ConvergenceWarning
+        clf = MLPClassifier(hidden_layer_sizes=hidden, max_iter=epochs, random_state=0).fit(X, y)
     return io.load(clf).params
 
 
@@ -123,18 +124,25 @@ def canonical_with_dead_rows(row, p, dead: int = 2, active: int = 0) -> None:
     planted = [(W.copy(), b.copy()) for W, b in p]
     W2, b2 = planted[1]
     W2[:dead], b2[:dead] = -np.abs(W2[:dead]), -1.0
-    W2[dead:dead + active], b2[dead:dead + active] = np.abs(W2[dead:dead + active]), 1.0
-    what = "canonical form, two rows dead" if (dead, active) == (2, 0) else \
-        f"canonical form, {dead} rows dead, {active} always active"
+    W2[dead : dead + active], b2[dead : dead + active] = np.abs(W2[dead : dead + active]), 1.0
+    what = (
+        "canonical form, two rows dead"
+        if (dead, active) == (2, 0)
+        else f"canonical form, {dead} rows dead, {active} always active"
+    )
     moved, _ = random_orbit_point(planted, seed=0)
     atol = 1e-7 * max(path_norm_scale(planted), 1.0)
     try:
         took, c = timed(lambda: relu.canonical_form(planted))
-        same = all(np.allclose(A, B, atol=atol) for (A, a), (B, b) in
-                   zip(c, relu.canonical_form(moved)) for A, B in ((A, B), (a, b)))
-        row(what, took, lambda: relu.canonical_form(planted),
-            f"an orbit point's form equal: {same}")
-    except NeuromanifoldError as exc:   # the orientation search ran out of branches
+        same = all(
+            np.allclose(A, B, atol=atol)
+            for (A, a), (B, b) in zip(c, relu.canonical_form(moved))
+            for A, B in ((A, B), (a, b))
+        )
+        row(
+            what, took, lambda: relu.canonical_form(planted), f"an orbit point's form equal: {same}"
+        )
+    except NeuromanifoldError as exc:  # the orientation search ran out of branches
         row(what, 0.0, None, f"refused: {str(exc)[:90]}")
 
 
@@ -152,11 +160,16 @@ def expanding_rows() -> list[dict]:
 def recorder(rows: list, size: str):
     """``row(what, took, fn, note, baseline_name, baseline)``: appends the suite row of
     ``size`` to ``rows`` (peak memory from a rerun of ``fn``) and prints it."""
+
     def row(what, took, fn, note, baseline_name=NONE, baseline=None):
         peak = peak_memory_mb(fn) if fn is not None else None
-        rows.append(suite_row(TASK, f"{what}: {size}", took, baseline_name, baseline,
-                              peak_mb=peak, note=note))
+        rows.append(
+            suite_row(
+                TASK, f"{what}: {size}", took, baseline_name, baseline, peak_mb=peak, note=note
+            )
+        )
         print(f"{size:<22} {what:<34} {took:>7.2f}s  {note}")
+
     return row
 
 
@@ -164,24 +177,40 @@ def rows_for(size: str, p, rng) -> list[dict]:
     rows = []
     row = recorder(rows, size)
     took, r = timed(lambda: relu.identifiability(p))
-    row("identifiability", took, lambda: relu.identifiability(p),
-        f"{r.verdict}, certified={r.certified}, {len(r.witnesses)} witnesses")
+    row(
+        "identifiability",
+        took,
+        lambda: relu.identifiability(p),
+        f"{r.verdict}, certified={r.certified}, {len(r.witnesses)} witnesses",
+    )
     copy, _ = planted_copy(rng, p)
     try:
         took, c = timed(lambda: relu.canonical_form(p))
-        same = all(np.allclose(A, B, atol=1e-8) for (A, a), (B, b) in
-                   zip(c, relu.canonical_form(copy)) for A, B in ((A, B), (a, b)))
-        row("canonical form", took, lambda: relu.canonical_form(p),
-            f"widths {'-'.join(str(W.shape[0]) for W, _ in c)}; the copy's form equal: {same}")
-    except Exception as exc:   # the three-layer form refuses non-generic networks
+        same = all(
+            np.allclose(A, B, atol=1e-8)
+            for (A, a), (B, b) in zip(c, relu.canonical_form(copy))
+            for A, B in ((A, B), (a, b))
+        )
+        row(
+            "canonical form",
+            took,
+            lambda: relu.canonical_form(p),
+            f"widths {'-'.join(str(W.shape[0]) for W, _ in c)}; the copy's form equal: {same}",
+        )
+    except Exception as exc:  # the three-layer form refuses non-generic networks
         row("canonical form", 0.0, None, f"refused: {str(exc)[:90]}")
     if len(p) == 3:
         canonical_with_dead_rows(row, p)
     took, e = timed(lambda: relu.equivalent(p, copy))
     t_nm, _ = timed(lambda: normalized_matching(p, copy))
-    row("equivalent, permuted copy", took, lambda: relu.equivalent(p, copy),
+    row(
+        "equivalent, permuted copy",
+        took,
+        lambda: relu.equivalent(p, copy),
         f"{e.equivalent}, certified={e.certified}, {e.method}",
-        "weight matching on normalized weights", t_nm)
+        "weight matching on normalized weights",
+        t_nm,
+    )
     if r.witnesses:
         moved, _ = planted_copy(rng, r.witnesses[0].apply(p))
         try:
@@ -193,39 +222,56 @@ def rows_for(size: str, p, rng) -> list[dict]:
     q = near_miss(p)
     took, e = timed(lambda: relu.equivalent(p, q, time_limit=60))
     t_ds, (found, rel) = timed(lambda: dense_sampling(p, q))
-    row("equivalent, near miss", took, None,
+    row(
+        "equivalent, near miss",
+        took,
+        None,
         f"{e.equivalent}, certified={e.certified}, {e.method}; sampling: witness "
-        f"{found} (largest difference {rel:.2g} relative)", "dense sampling (20,000 points)",
-        t_ds)
-    if len(p) != 3:   # three-layer networks get the bottleneck families (no time limit)
+        f"{found} (largest difference {rel:.2g} relative)",
+        "dense sampling (20,000 points)",
+        t_ds,
+    )
+    if len(p) != 3:  # three-layer networks get the bottleneck families (no time limit)
         took, F = timed(lambda: relu.fiber(p, time_limit=120))
-        state = (f"local dimension {F.local_dimension}, proved" if F.local_dimension is not None
-                 else f"undecided: between {F.dimension} and {F.kernel_dimension}")
+        state = (
+            f"local dimension {F.local_dimension}, proved"
+            if F.local_dimension is not None
+            else f"undecided: between {F.dimension} and {F.kernel_dimension}"
+        )
         row("fiber", took, None, f"{state} ({len(F.families)} move families)")
     t0 = time.perf_counter()
     try:
         f = relu.functional_dimension(p, time_limit=120)
         note = f"rank {f.rank} of bound {f.bound}, certified={f.certified}" + (
-            "" if f.certified else f" ({f.note[:80]})")
+            "" if f.certified else f" ({f.note[:80]})"
+        )
     except ComputationLimitError as err:
-        note = "stopped, limit 120 s: " + str(err).split(";")[0][:100] + (
-            f" (partial: rank >= {err.partial.rank})" if err.partial is not None else "")
+        note = (
+            "stopped, limit 120 s: "
+            + str(err).split(";")[0][:100]
+            + (f" (partial: rank >= {err.partial.rank})" if err.partial is not None else "")
+        )
     took = time.perf_counter() - t0
 
-    def again():   # for the peak memory: the same run
+    def again():  # for the peak memory: the same run
         try:
             relu.functional_dimension(p, time_limit=120)
         except ComputationLimitError:
             pass
+
     P = sum(W.size + b.size for W, b in p)
     if P <= JACOBIAN_LIMIT:
         t_j, rank_j = timed(lambda: jacobian_rank(p))
-        row("functional dimension", took, again,
+        row(
+            "functional dimension",
+            took,
+            again,
             note + f"; dense Jacobian: rank {rank_j}",
-            "dense Jacobian SVD at random inputs", t_j)
+            "dense Jacobian SVD at random inputs",
+            t_j,
+        )
     else:
-        row("functional dimension", took, again,
-            note + f"; dense Jacobian not run ({P:,} columns)")
+        row("functional dimension", took, again, note + f"; dense Jacobian not run ({P:,} columns)")
     return rows
 
 
@@ -234,14 +280,18 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--quick", action="store_true", help="the smallest network only")
     args = parser.parse_args(argv)
     pin_threads()
-    relu.warm_up()   # the compiled kernels load once per process, before any timing
+    relu.warm_up()  # the compiled kernels load once per process, before any timing
     small = relu.ReLUNet([4, 3, 3, 2]).random_params(0)
     relu.equivalent(small, small)
     relu.canonical_form(relu.ReLUNet([4, 3, 3, 2, 2]).random_params(0))
     nets = [((8, 16), "digits")]
     if not args.quick:
-        nets += [((32, 16), "digits"), ((64, 32, 16), "digits"), ((256, 128), "mnist-shaped"),
-                 ((128, 64, 32), "mnist-shaped")]
+        nets += [
+            ((32, 16), "digits"),
+            ((64, 32, 16), "digits"),
+            ((256, 128), "mnist-shaped"),
+            ((128, 64, 32), "mnist-shaped"),
+        ]
     rows = []
     for hidden, data in nets:
         p = trained(hidden, data)

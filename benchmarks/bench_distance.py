@@ -38,8 +38,13 @@ BUDGET = 30.0
 def _pair(widths, seed=0):
     p = relu.ReLUNet(widths).random_params(seed)
     rng = np.random.default_rng(seed + 1)
-    q = [(W * (1 + 1e-3 * rng.standard_normal(W.shape)), b * (1 + 1e-3 * rng.standard_normal(b.shape)))
-         for W, b in p]
+    q = [
+        (
+            W * (1 + 1e-3 * rng.standard_normal(W.shape)),
+            b * (1 + 1e-3 * rng.standard_normal(b.shape)),
+        )
+        for W, b in p
+    ]
     return p, q
 
 
@@ -59,6 +64,7 @@ def plain_milp(p, q, lo: float, hi: float, seconds: float) -> tuple[float, float
     """The textbook big-M MILP of ``max_o |f_p(x)_o - f_q(x)_o|`` over the box (module
     docs): returns ``(lower, upper)``, the best incumbent and the largest dual bound."""
     from scipy.optimize import Bounds, LinearConstraint, milp
+
     d = p[0][0].shape[1]
     lb, ub, integer, rows, rhs_lo, rhs_hi = [lo] * d, [hi] * d, [0] * d, [], [], []
 
@@ -92,10 +98,11 @@ def plain_milp(p, q, lo: float, hi: float, seconds: float) -> tuple[float, float
                 else:
                     h, z = var(0.0, u), var(0.0, 1.0, 1)
                     # h >= z, h <= z - a (1 - t), h <= u t   (t the binary)
-                    for row, c_lo, c_hi in (({**coef, h: -1.0}, -np.inf, -const),
-                                            ({**{v: -w for v, w in coef.items()},
-                                              h: 1.0, z: -a}, -np.inf, const - a),
-                                            ({h: 1.0, z: -u}, -np.inf, 0.0)):
+                    for row, c_lo, c_hi in (
+                        ({**coef, h: -1.0}, -np.inf, -const),
+                        ({**{v: -w for v, w in coef.items()}, h: 1.0, z: -a}, -np.inf, const - a),
+                        ({h: 1.0, z: -u}, -np.inf, 0.0),
+                    ):
                         rows.append(row), rhs_lo.append(c_lo), rhs_hi.append(c_hi)
                     H.append(({h: 1.0}, 0.0))
 
@@ -117,13 +124,19 @@ def plain_milp(p, q, lo: float, hi: float, seconds: float) -> tuple[float, float
             c[v] += sg * w
         const = sg * (out_p[o][1] - out_q[o][1])
         share = max(0.05, (t_end - time.perf_counter()) / (len(programs) - k))
-        res = milp(c, constraints=cons, integrality=integer, bounds=Bounds(lb, ub),
-                   options={"time_limit": share})
+        res = milp(
+            c,
+            constraints=cons,
+            integrality=integer,
+            bounds=Bounds(lb, ub),
+            options={"time_limit": share},
+        )
         if res.x is not None:
             best_lo = max(best_lo, -res.fun + const)
         dual = getattr(res, "mip_dual_bound", None)
-        best_hi = max(best_hi, (-dual + const) if dual is not None and np.isfinite(dual)
-                      else np.inf)
+        best_hi = max(
+            best_hi, (-dual + const) if dual is not None and np.isfinite(dual) else np.inf
+        )
     return best_lo, best_hi
 
 
@@ -131,8 +144,15 @@ def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes only (for tests)")
     args = parser.parse_args(argv)
-    cases = [([3, 6, 6, 1], -1.0, 1.0)] if args.quick else \
-        [([8, 32, 32, 1], -1.0, 1.0), ([64, 32, 16, 10], 0.0, 1.0), ([784, 64, 32, 10], 0.0, 1.0)]
+    cases = (
+        [([3, 6, 6, 1], -1.0, 1.0)]
+        if args.quick
+        else [
+            ([8, 32, 32, 1], -1.0, 1.0),
+            ([64, 32, 16, 10], 0.0, 1.0),
+            ([784, 64, 32, 10], 0.0, 1.0),
+        ]
+    )
     budget = 5.0 if args.quick else BUDGET
     rows = []
     print(f"distance of two nearby checkpoints, budget {budget:g} s")
@@ -145,24 +165,45 @@ def main(argv=None) -> list[dict]:
         sampled, n = dense_sampling(p, q, lo, hi, t_ours)
         m_lo, m_hi = plain_milp(p, q, lo, hi, t_ours)
         size = f"{'-'.join(map(str, widths))} on [{lo:g}, {hi:g}]^{widths[0]}"
-        rows.append({"widths": widths, "lower": r.lower, "upper": r.upper, "closed": closed,
-                     "sampled": sampled, "seconds": t_ours, "method": r.upper_method,
-                     "plain_milp": [m_lo, m_hi]})
-        rows.append(suite_row(
-            "relu distance of two checkpoints (certified interval)", size, t_ours, "-", None,
-            note=f"[{r.lower:.4g}, {r.upper:.4g}] by {r.upper_method} (certified="
-                 f"{r.certified}); gap <= 10% of the difference: "
-                 + (f"reached in {t_ours:.1f} s" if closed else "not reached") +
-                 f"; dense sampling for the same time ({n:,} points): {sampled:.4g}, "
-                 f"{'below' if sampled < r.lower else 'not below'} our lower bound; the plain "
-                 f"big-M MILP (scipy milp, interval big-M, no tightening) for the same time: "
-                 + (f"[{m_lo:.4g}, {m_hi:.4g}] (floating point), its upper bound "
-                    f"{m_hi / r.upper:.3g}x ours" if np.isfinite(m_hi) else
-                    f"no upper bound (HiGHS stopped at the time limit without a dual bound; "
-                    f"best incumbent {m_lo:.4g})")))
-        print(f"{size}: [{r.lower:.4g}, {r.upper:.4g}] by {r.upper_method} in {t_ours:.1f} s "
-              f"(10% gap {'reached' if closed else 'not reached'}); sampling {sampled:.4g} "
-              f"({n:,} points); plain MILP [{m_lo:.4g}, {m_hi:.4g}]")
+        rows.append(
+            {
+                "widths": widths,
+                "lower": r.lower,
+                "upper": r.upper,
+                "closed": closed,
+                "sampled": sampled,
+                "seconds": t_ours,
+                "method": r.upper_method,
+                "plain_milp": [m_lo, m_hi],
+            }
+        )
+        rows.append(
+            suite_row(
+                "relu distance of two checkpoints (certified interval)",
+                size,
+                t_ours,
+                "-",
+                None,
+                note=f"[{r.lower:.4g}, {r.upper:.4g}] by {r.upper_method} (certified="
+                f"{r.certified}); gap <= 10% of the difference: "
+                + (f"reached in {t_ours:.1f} s" if closed else "not reached")
+                + f"; dense sampling for the same time ({n:,} points): {sampled:.4g}, "
+                f"{'below' if sampled < r.lower else 'not below'} our lower bound; the plain "
+                f"big-M MILP (scipy milp, interval big-M, no tightening) for the same time: "
+                + (
+                    f"[{m_lo:.4g}, {m_hi:.4g}] (floating point), its upper bound "
+                    f"{m_hi / r.upper:.3g}x ours"
+                    if np.isfinite(m_hi)
+                    else f"no upper bound (HiGHS stopped at the time limit without a dual bound; "
+                    f"best incumbent {m_lo:.4g})"
+                ),
+            )
+        )
+        print(
+            f"{size}: [{r.lower:.4g}, {r.upper:.4g}] by {r.upper_method} in {t_ours:.1f} s "
+            f"(10% gap {'reached' if closed else 'not reached'}); sampling {sampled:.4g} "
+            f"({n:,} points); plain MILP [{m_lo:.4g}, {m_hi:.4g}]"
+        )
     return rows
 
 

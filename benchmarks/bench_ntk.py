@@ -54,18 +54,18 @@ from neuromanifold import LinearConvNet
 from neuromanifold.linear import upsample
 
 SIZES = [  # (filter_shapes, strides): |v| from ~300 to ~4,500, 1D then 2D
-    ([20] * 5, [2, 2, 1, 1]),                       # |v| = 286, P = 100
-    ([40] * 5, [2, 2, 2, 1]),                       # 898, 200
-    ([60] * 5, [2, 2, 2, 2]),                       # 1830, 300
-    ([70] * 6, [2] * 5),                            # 4348, 420
-    ([(3, 3)] * 5, [(2, 2)] + [(1, 1)] * 3),        # 361, 45
-    ([(5, 5)] * 4, [(2, 2)] + [(1, 1)] * 2),        # 841, 100
-    ([(5, 5)] * 6, [(2, 2)] + [(1, 1)] * 4),        # 2025, 150
-    ([(7, 7)] * 6, [(2, 2)] + [(1, 1)] * 4),        # 4489, 294
+    ([20] * 5, [2, 2, 1, 1]),  # |v| = 286, P = 100
+    ([40] * 5, [2, 2, 2, 1]),  # 898, 200
+    ([60] * 5, [2, 2, 2, 2]),  # 1830, 300
+    ([70] * 6, [2] * 5),  # 4348, 420
+    ([(3, 3)] * 5, [(2, 2)] + [(1, 1)] * 3),  # 361, 45
+    ([(5, 5)] * 4, [(2, 2)] + [(1, 1)] * 2),  # 841, 100
+    ([(5, 5)] * 6, [(2, 2)] + [(1, 1)] * 4),  # 2025, 150
+    ([(7, 7)] * 6, [(2, 2)] + [(1, 1)] * 4),  # 4489, 294
 ]
 QUICK = [([5, 5, 5], [2, 2]), ([(3, 3)] * 2, [(2, 2)])]
-JACREV_MAX = 1000   # torch.func.jacrev beyond this |v| takes tens of seconds
-MAX_REPEAT = 50     # calls per measurement at most (small sizes)
+JACREV_MAX = 1000  # torch.func.jacrev beyond this |v| takes tens of seconds
+MAX_REPEAT = 50  # calls per measurement at most (small sizes)
 
 
 def _repeats(fn, repeat: int, budget: float) -> int:
@@ -110,8 +110,10 @@ def baseline_ntk(net: LinearConvNet, params: list[np.ndarray]) -> np.ndarray:
         for j in np.ndindex(w.shape):
             e = np.zeros_like(w)
             e[j] = 1.0
-            ups = [upsample(a, S) for a, S in
-                   zip(params[:l] + [e] + params[l + 1:], net.cumulative_strides)]
+            ups = [
+                upsample(a, S)
+                for a, S in zip(params[:l] + [e] + params[l + 1 :], net.cumulative_strides)
+            ]
             v = ups[0]
             for u in ups[1:]:
                 v = signal.convolve(v, u)
@@ -139,8 +141,12 @@ def torch_ntk(net: LinearConvNet, params: list[np.ndarray], mode: str = "jacfwd"
         for w, k, S in zip(ws[1:], net.filter_shapes[1:], net.cumulative_strides[1:]):
             kern = w.view(k).flip(tuple(range(D)))
             # full convolution with up(w, S): correlation with the flipped, dilated kernel
-            v = conv(v.view((1, 1) + v.shape), kern.view((1, 1) + kern.shape),
-                     padding=tuple((a - 1) * s for a, s in zip(k, S)), dilation=S)[0, 0]
+            v = conv(
+                v.view((1, 1) + v.shape),
+                kern.view((1, 1) + kern.shape),
+                padding=tuple((a - 1) * s for a, s in zip(k, S)),
+                dilation=S,
+            )[0, 0]
         return v.reshape(-1)
 
     jac = getattr(func, mode)(mu)
@@ -149,13 +155,14 @@ def torch_ntk(net: LinearConvNet, params: list[np.ndarray], mode: str = "jacfwd"
     def run():
         J = jac(theta)
         return (J @ J.T).numpy()
+
     return run
 
 
 def jax_ntk(net: LinearConvNet, params: list[np.ndarray]):
     """``jax.jacfwd`` of the end-to-end map and J J^T under one ``jax.jit`` (compiled
     here, before any timing), as a function of no arguments; None without JAX."""
-    pin_threads()          # XLA's flags must be in the environment before JAX loads
+    pin_threads()  # XLA's flags must be in the environment before JAX loads
     try:
         import jax
         import jax.numpy as jnp
@@ -172,9 +179,13 @@ def jax_ntk(net: LinearConvNet, params: list[np.ndarray]):
         for w, k, S in zip(ws[1:], net.filter_shapes[1:], net.cumulative_strides[1:]):
             kern = jnp.flip(w.reshape(k), tuple(range(D)))
             v = jax.lax.conv_general_dilated(
-                v[None, None], kern[None, None], window_strides=(1,) * D,
+                v[None, None],
+                kern[None, None],
+                window_strides=(1,) * D,
                 padding=[((a - 1) * s, (a - 1) * s) for a, s in zip(k, S)],
-                rhs_dilation=S, dimension_numbers=dims)[0, 0]
+                rhs_dilation=S,
+                dimension_numbers=dims,
+            )[0, 0]
         return v.reshape(-1)
 
     @jax.jit
@@ -183,10 +194,11 @@ def jax_ntk(net: LinearConvNet, params: list[np.ndarray]):
         return J @ J.T
 
     theta = jnp.asarray(np.concatenate([w.ravel() for w in params]))
-    ntk(theta).block_until_ready()   # compile
+    ntk(theta).block_until_ready()  # compile
 
     def run():
         return np.asarray(ntk(theta).block_until_ready())
+
     return run
 
 
@@ -198,24 +210,34 @@ def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two small sizes only")
     parser.add_argument("--repeat", type=int, default=5, help="least calls per measurement")
-    parser.add_argument("--budget", type=float, default=0.25,
-                        help="seconds of calls per measurement (0: exactly --repeat calls)")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=0.25,
+        help="seconds of calls per measurement (0: exactly --repeat calls)",
+    )
     args = parser.parse_args(argv)
     threads = pin_threads()
     rows = []
-    print(f"{'network':<52} {'|v|':>5} {'P':>4} {'ours ms':>9} {'floor ms':>9} "
-          f"{'vs floor':>8}  peers (ms)")
+    print(
+        f"{'network':<52} {'|v|':>5} {'P':>4} {'ours ms':>9} {'floor ms':>9} "
+        f"{'vs floor':>8}  peers (ms)"
+    )
     if args.quick:
         args.budget = 0.0
-    for shapes, strides in (QUICK if args.quick else SIZES):
+    for shapes, strides in QUICK if args.quick else SIZES:
         net = LinearConvNet(shapes, strides)
         params = net.random_params(0)
+
         def reps(fn):
             return _repeats(fn, args.repeat, args.budget)
 
         J = net.jacobian(params)
-        fns = {"ours": lambda: net.ntk(params), "floor": lambda: J @ J.T,
-               "columns": lambda: baseline_ntk(net, params)}
+        fns = {
+            "ours": lambda: net.ntk(params),
+            "floor": lambda: J @ J.T,
+            "columns": lambda: baseline_ntk(net, params),
+        }
         skipped = {}
         for mode in ("jacfwd", "jacrev"):
             name = f"torch.func {mode} + vmap"
@@ -231,37 +253,80 @@ def main(argv=None) -> list[dict]:
             skipped["JAX jacfwd (jit)"] = "JAX not installed: pip install 'neuromanifold[jax]'"
         else:
             fns["JAX jacfwd (jit)"] = run
-        repeats = {k: reps(fn) for k, fn in fns.items()}     # one warm-up call each
+        repeats = {k: reps(fn) for k, fn in fns.items()}  # one warm-up call each
         repeats["columns"] = max(1, repeats["columns"] // 2)
         timed = alternating_medians(fns, repeats)
         (t_ours, spread, K), (t_floor, _, _) = timed["ours"], timed["floor"]
         t_base, _, K0 = timed["columns"]
         peak = peak_memory_mb(lambda: net.ntk(params))
         diff = _rel(K, K0)
-        rows.append({"network": repr(net), "size": net.end_to_end_size,
-                     "params": net.num_params, "ours": t_ours, "baseline": t_base,
-                     "floor": t_floor, "ratio": t_base / t_ours, "diff": diff})
-        size = (f"{net.ndim}D {[k[0] if net.ndim == 1 else k for k in net.filter_shapes]}: "
-                f"|v|={net.end_to_end_size}, P={net.num_params}")
-        rows.append(suite_row("NTK", size, t_ours, "bare J @ J.T (floor, J given)", t_floor,
-                              spread, peak, f"{threads} thread(s) each side"))
-        rows.append(suite_row("NTK", size, t_ours, "column-by-column Jacobian", t_base,
-                              spread, peak, f"rel. diff {diff:.1e}"))
+        rows.append(
+            {
+                "network": repr(net),
+                "size": net.end_to_end_size,
+                "params": net.num_params,
+                "ours": t_ours,
+                "baseline": t_base,
+                "floor": t_floor,
+                "ratio": t_base / t_ours,
+                "diff": diff,
+            }
+        )
+        size = (
+            f"{net.ndim}D {[k[0] if net.ndim == 1 else k for k in net.filter_shapes]}: "
+            f"|v|={net.end_to_end_size}, P={net.num_params}"
+        )
+        rows.append(
+            suite_row(
+                "NTK",
+                size,
+                t_ours,
+                "bare J @ J.T (floor, J given)",
+                t_floor,
+                spread,
+                peak,
+                f"{threads} thread(s) each side",
+            )
+        )
+        rows.append(
+            suite_row(
+                "NTK",
+                size,
+                t_ours,
+                "column-by-column Jacobian",
+                t_base,
+                spread,
+                peak,
+                f"rel. diff {diff:.1e}",
+            )
+        )
         peers = {}
         for name in ("torch.func jacfwd + vmap", "torch.func jacrev + vmap", "JAX jacfwd (jit)"):
             if name in skipped:
-                rows.append(suite_row("NTK", size, t_ours, name, None, spread, peak,
-                                      skipped[name]))
+                rows.append(suite_row("NTK", size, t_ours, name, None, spread, peak, skipped[name]))
                 continue
             t_p, _, K_p = timed[name]
             peers[name.split()[1] if name.startswith("torch") else "jax"] = t_p
             note = f"rel. diff {_rel(K_p, K):.1e}"
-            rows.append(suite_row("NTK", size, t_ours, name, t_p, spread, peak,
-                                  ("compiled before timing; " if "JAX" in name else "") + note))
-        print(f"{repr(net)[13:65]:<52} {net.end_to_end_size:>5} {net.num_params:>4} "
-              f"{1e3 * t_ours:>9.2f} {1e3 * t_floor:>9.2f} {t_ours / t_floor:>7.2f}x  "
-              + ", ".join(f"{k} {1e3 * v:.1f}" for k, v in peers.items())
-              + f", columns {1e3 * t_base:.1f}", flush=True)
+            rows.append(
+                suite_row(
+                    "NTK",
+                    size,
+                    t_ours,
+                    name,
+                    t_p,
+                    spread,
+                    peak,
+                    ("compiled before timing; " if "JAX" in name else "") + note,
+                )
+            )
+        print(
+            f"{repr(net)[13:65]:<52} {net.end_to_end_size:>5} {net.num_params:>4} "
+            f"{1e3 * t_ours:>9.2f} {1e3 * t_floor:>9.2f} {t_ours / t_floor:>7.2f}x  "
+            + ", ".join(f"{k} {1e3 * v:.1f}" for k, v in peers.items())
+            + f", columns {1e3 * t_base:.1f}",
+            flush=True,
+        )
     return rows
 
 

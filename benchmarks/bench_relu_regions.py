@@ -66,7 +66,7 @@ def _pattern_lp(params, bits, d, sizes, counter):
     for (W, b), n in zip(params[:-1], sizes):
         Z = W @ H
         Z[:, d] += b
-        mask = np.array(bits[pos:pos + n])
+        mask = np.array(bits[pos : pos + n])
         for j in range(n):
             a, c = Z[j, :d], Z[j, d]
             if not np.any(a):
@@ -137,7 +137,7 @@ def bfs_regions(params, budget: float = BFS_BUDGET) -> tuple[set, int, float, bo
         for j in range(len(bits)):
             if time.perf_counter() - t0 > budget:
                 return found, counter.count, time.perf_counter() - t0, False
-            flipped = bits[:j] + (not bits[j],) + bits[j + 1:]
+            flipped = bits[:j] + (not bits[j],) + bits[j + 1 :]
             if flipped in seen:
                 continue
             seen.add(flipped)
@@ -154,25 +154,52 @@ def _patterns(R) -> set:
 def _bfs_row(task, size, t_ours, spread, ours: set, bfs, note) -> dict:
     found, lps, t_bfs, finished = bfs
     if finished:
-        return suite_row(task, size, t_ours, BFS, t_bfs, spread,
-                         note=f"{note}; BFS {lps} LPs, same set: {found == ours}")
-    return suite_row(task, size, t_ours, BFS, None, spread,
-                     note=f"{note}; BFS stopped at its {BFS_BUDGET:g} s budget after "
-                          f"{len(found)} regions and {lps} LPs (no ratio)")
+        return suite_row(
+            task,
+            size,
+            t_ours,
+            BFS,
+            t_bfs,
+            spread,
+            note=f"{note}; BFS {lps} LPs, same set: {found == ours}",
+        )
+    return suite_row(
+        task,
+        size,
+        t_ours,
+        BFS,
+        None,
+        spread,
+        note=f"{note}; BFS stopped at its {BFS_BUDGET:g} s budget after "
+        f"{len(found)} regions and {lps} LPs (no ratio)",
+    )
 
 
 def _relucent_row(task, size, t_ours, ours: set, p) -> dict:
     """ours against relucent on ``p`` when relucent is installed, else a row that says so."""
     import _relucent_peer
+
     missing = _relucent_peer.available()
     if missing:
         return suite_row(task, size, t_ours, "relucent", None, note=missing)
     found, t_peer, finished = _relucent_peer.relucent_regions(p, BFS_BUDGET)
     if not finished:
-        return suite_row(task, size, t_ours, "relucent", None,
-                         note=f"relucent stopped at {BFS_BUDGET:g} s (no ratio)")
-    return suite_row(task, size, t_ours, "relucent", t_peer,
-                     note=f"{len(found)} regions, same set: {found == ours}")
+        return suite_row(
+            task,
+            size,
+            t_ours,
+            "relucent",
+            None,
+            note=f"relucent stopped at {BFS_BUDGET:g} s (no ratio)",
+        )
+    return suite_row(
+        task,
+        size,
+        t_ours,
+        "relucent",
+        t_peer,
+        note=f"{len(found)} regions, same set: {found == ours}",
+    )
 
 
 def growth_exponent(widths: list[int], seconds: list[float]) -> float | None:
@@ -216,11 +243,18 @@ def stream_rate(p, domain, certify: bool, budget: float, workers: int = 1) -> di
         pass
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     n = max(it.num_regions, 1)
-    return {"regions": it.num_regions, "finished": it.finished, "seconds": wall,
-            "rate": it.num_regions / wall, "cpu_rate": it.num_regions / max(cpu, 1e-9),
-            "lps_per_region": it.num_lps / n,
-            "walks_per_region": it.num_walks / n, "exact_fallbacks": it.num_exact_fallbacks,
-            "rss_early_mb": rss_early, "rss_end_mb": _rss_mb()}
+    return {
+        "regions": it.num_regions,
+        "finished": it.finished,
+        "seconds": wall,
+        "rate": it.num_regions / wall,
+        "cpu_rate": it.num_regions / max(cpu, 1e-9),
+        "lps_per_region": it.num_lps / n,
+        "walks_per_region": it.num_walks / n,
+        "exact_fallbacks": it.num_exact_fallbacks,
+        "rss_early_mb": rss_early,
+        "rss_end_mb": _rss_mb(),
+    }
 
 
 def main(argv=None) -> list[dict]:
@@ -234,8 +268,10 @@ def main(argv=None) -> list[dict]:
     # 1. ours vs every baseline, in full, where 2^n is small enough to try every pattern
     vs = [[2, 3, 3, 1], [2, 4, 3, 1]] if args.quick else [[2, 6, 6, 1], [3, 8, 6, 1]]
     print("ours vs the textbook BFS and all 2^n patterns, on all of R^d, seed 0")
-    print(f"{'widths':<16} {'2^n':>7} {'regions':>8} {'same':>5} {'LPs ours':>9} "
-          f"{'LPs naive':>10} {'ours s':>8} {'BFS s':>8} {'naive s':>8}")
+    print(
+        f"{'widths':<16} {'2^n':>7} {'regions':>8} {'same':>5} {'LPs ours':>9} "
+        f"{'LPs naive':>10} {'ours s':>8} {'BFS s':>8} {'naive s':>8}"
+    )
     for w in vs:
         p = ReLUNet(w).random_params(0)
         size = "-".join(map(str, w))
@@ -243,28 +279,61 @@ def main(argv=None) -> list[dict]:
         t_naive, _, (found, n_lps, _) = median_time(lambda: naive_regions(p), 1)
         bfs = bfs_regions(p)
         ours = _patterns(R)
-        row = {"widths": w, "patterns": 2 ** sum(w[1:-1]), "regions": R.num_regions,
-               "same": ours == found and (ours == bfs[0] or not bfs[3]),
-               "lps_ours": R.num_lps, "walks_ours": R.num_walks, "lps_naive": n_lps,
-               "lps_bfs": bfs[1], "ours_s": t_ours, "baseline_s": t_naive, "bfs_s": bfs[2]}
+        row = {
+            "widths": w,
+            "patterns": 2 ** sum(w[1:-1]),
+            "regions": R.num_regions,
+            "same": ours == found and (ours == bfs[0] or not bfs[3]),
+            "lps_ours": R.num_lps,
+            "walks_ours": R.num_walks,
+            "lps_naive": n_lps,
+            "lps_bfs": bfs[1],
+            "ours_s": t_ours,
+            "baseline_s": t_naive,
+            "bfs_s": bfs[2],
+        }
         rows.append(row)
         note = f"{R.num_regions} regions; LPs {R.num_lps} (+ {R.num_walks} walks)"
-        rows.append(suite_row("relu regions, certified", size, t_ours, BASELINE, t_naive,
-                              spread, note=f"{note} vs {n_lps}; same set: {ours == found}"))
+        rows.append(
+            suite_row(
+                "relu regions, certified",
+                size,
+                t_ours,
+                BASELINE,
+                t_naive,
+                spread,
+                note=f"{note} vs {n_lps}; same set: {ours == found}",
+            )
+        )
         rows.append(_bfs_row("relu regions, certified", size, t_ours, spread, ours, bfs, note))
         rows.append(_relucent_row("relu regions, certified", size, t_ours, ours, p))
-        print(f"{str(w):<16} {row['patterns']:>7} {R.num_regions:>8} {str(row['same']):>5} "
-              f"{R.num_lps:>9} {n_lps:>10} {t_ours:>8.3f} {bfs[2]:>8.3f} {t_naive:>8.3f}")
+        print(
+            f"{str(w):<16} {row['patterns']:>7} {R.num_regions:>8} {str(row['same']):>5} "
+            f"{R.num_lps:>9} {n_lps:>10} {t_ours:>8.3f} {bfs[2]:>8.3f} {t_naive:>8.3f}"
+        )
 
     # 2. growth with the width (2-w-w-1) and the depth, against the BFS run on each
-    widths = [[2, 6, 6, 1], [2, 8, 8, 1]] if args.quick else \
-        [[2, 8, 8, 1], [2, 16, 16, 1], [2, 24, 24, 1], [2, 32, 32, 1],
-         [2, 8, 8, 8, 1], [2, 8, 8, 8, 8, 1]]
+    widths = (
+        [[2, 6, 6, 1], [2, 8, 8, 1]]
+        if args.quick
+        else [
+            [2, 8, 8, 1],
+            [2, 16, 16, 1],
+            [2, 24, 24, 1],
+            [2, 32, 32, 1],
+            [2, 8, 8, 8, 1],
+            [2, 8, 8, 8, 8, 1],
+        ]
+    )
     print()
-    print(f"growth: certified and certify=False, against the textbook BFS (stopped at "
-          f"{BFS_BUDGET:g} s)")
-    print(f"{'widths':<18} {'regions':>8} {'LP/reg':>7} {'walk/reg':>7} {'ms/reg':>7} "
-          f"{'ms/reg unc':>10} {'BFS s':>8}")
+    print(
+        f"growth: certified and certify=False, against the textbook BFS (stopped at "
+        f"{BFS_BUDGET:g} s)"
+    )
+    print(
+        f"{'widths':<18} {'regions':>8} {'LP/reg':>7} {'walk/reg':>7} {'ms/reg':>7} "
+        f"{'ms/reg unc':>10} {'BFS s':>8}"
+    )
     grow: dict[str, list] = {"w": [], "ours": [], "bfs": []}
     for w in widths:
         p = ReLUNet(w).random_params(0)
@@ -272,39 +341,75 @@ def main(argv=None) -> list[dict]:
         t_u, _, R_u = median_time(lambda: regions(p, certify=False), 1)
         bfs = bfs_regions(p)
         ours, n, n_u = _patterns(R), R.num_regions, R_u.num_regions
-        rows.append({"widths": w, "regions": n, "lps_ours": R.num_lps,
-                     "walks_ours": R.num_walks, "ours_s": t, "uncertified_s": t_u,
-                     "same_count_uncertified": n == n_u, "bfs_s": bfs[2],
-                     "bfs_finished": bfs[3], "same": ours == bfs[0] or not bfs[3]})
+        rows.append(
+            {
+                "widths": w,
+                "regions": n,
+                "lps_ours": R.num_lps,
+                "walks_ours": R.num_walks,
+                "ours_s": t,
+                "uncertified_s": t_u,
+                "same_count_uncertified": n == n_u,
+                "bfs_s": bfs[2],
+                "bfs_finished": bfs[3],
+                "same": ours == bfs[0] or not bfs[3],
+            }
+        )
         size = "-".join(map(str, w))
         if len(w) == 4 and w[1] == w[2] and bfs[3]:
             grow["w"].append(w[1])
             grow["ours"].append(t)
             grow["bfs"].append(bfs[2])
-        note = (f"{n} regions, {R.num_lps / n:.3f} LPs + {R.num_walks / n:.2f} walks/region, "
-                f"{1e3 * t / n:.2f} ms/region")
+        note = (
+            f"{n} regions, {R.num_lps / n:.3f} LPs + {R.num_walks / n:.2f} walks/region, "
+            f"{1e3 * t / n:.2f} ms/region"
+        )
         rows.append(_bfs_row("relu regions, certified", size, t, spread, ours, bfs, note))
-        if sum(w[1:-1]) <= 32:   # relucent has no time limit: the sizes it finishes in ~1 min
+        if sum(w[1:-1]) <= 32:  # relucent has no time limit: the sizes it finishes in ~1 min
             rows.append(_relucent_row("relu regions, certified", size, t, ours, p))
-        rows.append(_bfs_row("relu regions, certify=False", size, t_u, 0.0, _patterns(R_u),
-                             bfs, f"{n_u} regions, {1e3 * t_u / n_u:.2f} ms/region "
-                                  f"(numerically checked)"))
-        print(f"{size:<18} {n:>8} {R.num_lps / n:>7.3f} {R.num_walks / n:>7.2f} "
-              f"{1e3 * t / n:>7.2f} {1e3 * t_u / n_u:>10.2f} {bfs[2]:>8.2f}"
-              + ("" if bfs[3] else " (stopped)"))
+        rows.append(
+            _bfs_row(
+                "relu regions, certify=False",
+                size,
+                t_u,
+                0.0,
+                _patterns(R_u),
+                bfs,
+                f"{n_u} regions, {1e3 * t_u / n_u:.2f} ms/region (numerically checked)",
+            )
+        )
+        print(
+            f"{size:<18} {n:>8} {R.num_lps / n:>7.3f} {R.num_walks / n:>7.2f} "
+            f"{1e3 * t / n:>7.2f} {1e3 * t_u / n_u:>10.2f} {bfs[2]:>8.2f}"
+            + ("" if bfs[3] else " (stopped)")
+        )
     e_ours = growth_exponent(grow["w"], grow["ours"])
     e_bfs = growth_exponent(grow["w"], grow["bfs"])
     if e_ours is not None:
         fitted = f"w = {', '.join(map(str, grow['w']))}"
-        print(f"time ~ width^{e_ours:.2f} (ours, certified) vs width^{e_bfs:.2f} (BFS), "
-              f"2-w-w-1 at {fitted}")
-        rows.append({"growth_exponent_ours": e_ours, "growth_exponent_bfs": e_bfs,
-                     "widths_fitted": grow["w"]})
-        rows.append(suite_row("relu regions, growth in the width (2-w-w-1)", fitted,
-                              grow["ours"][-1], BFS, grow["bfs"][-1],
-                              note=f"time ~ width^{e_ours:.2f} (ours, certified) vs "
-                                   f"width^{e_bfs:.2f} (BFS), least squares over the sizes "
-                                   f"where the BFS finished; times at the largest"))
+        print(
+            f"time ~ width^{e_ours:.2f} (ours, certified) vs width^{e_bfs:.2f} (BFS), "
+            f"2-w-w-1 at {fitted}"
+        )
+        rows.append(
+            {
+                "growth_exponent_ours": e_ours,
+                "growth_exponent_bfs": e_bfs,
+                "widths_fitted": grow["w"],
+            }
+        )
+        rows.append(
+            suite_row(
+                "relu regions, growth in the width (2-w-w-1)",
+                fitted,
+                grow["ours"][-1],
+                BFS,
+                grow["bfs"][-1],
+                note=f"time ~ width^{e_ours:.2f} (ours, certified) vs "
+                f"width^{e_bfs:.2f} (BFS), least squares over the sizes "
+                f"where the BFS finished; times at the largest",
+            )
+        )
 
     # 3. streaming memory: peak while streaming vs collecting the list
     w = [2, 8, 8, 1] if args.quick else [4, 8, 8, 1]
@@ -312,67 +417,104 @@ def main(argv=None) -> list[dict]:
     peak_stream = peak_memory_mb(lambda: _stream(p, False))
     peak_list = peak_memory_mb(lambda: regions(p, certify=False))
     rows.append({"widths": w, "peak_stream_mb": peak_stream, "peak_list_mb": peak_list})
-    print(f"\nPython-heap peak, {w}: streamed {peak_stream:.2f} MB, as a list "
-          f"{peak_list:.2f} MB")
+    print(f"\nPython-heap peak, {w}: streamed {peak_stream:.2f} MB, as a list {peak_list:.2f} MB")
 
     # 4. throughput, streamed under a time budget: ~10^5-region networks on R^4 and
     # 8-32-32-1 on the box [-1, 1]^8, in one process and on two worker processes
     # (--large adds 4-12-12-1 streamed in full)
-    runs = [([3, 6, 6, 1], None, True, 5.0, 1), ([3, 6, 6, 1], None, False, 5.0, 1),
-            ([3, 8, 8, 1], None, True, 5.0, 2)] if args.quick \
-        else [([4, 20, 20, 1], None, True, 30.0, 1), ([4, 20, 20, 1], None, False, 20.0, 1),
-              ([4, 21, 21, 1], None, True, 120.0, 2),
-              ([8, 32, 32, 1], (-1.0, 1.0), True, 20.0, 1),
-              ([8, 32, 32, 1], (-1.0, 1.0), True, 20.0, 2)]
+    runs = (
+        [
+            ([3, 6, 6, 1], None, True, 5.0, 1),
+            ([3, 6, 6, 1], None, False, 5.0, 1),
+            ([3, 8, 8, 1], None, True, 5.0, 2),
+        ]
+        if args.quick
+        else [
+            ([4, 20, 20, 1], None, True, 30.0, 1),
+            ([4, 20, 20, 1], None, False, 20.0, 1),
+            ([4, 21, 21, 1], None, True, 120.0, 2),
+            ([8, 32, 32, 1], (-1.0, 1.0), True, 20.0, 1),
+            ([8, 32, 32, 1], (-1.0, 1.0), True, 20.0, 2),
+        ]
+    )
     if args.large:
         runs += [([4, 12, 12, 1], None, True, 600.0, 1), ([4, 12, 12, 1], None, False, 600.0, 1)]
     for w, domain, certify, budget, workers in runs:
         p = ReLUNet(w).random_params(0)
         res = stream_rate(p, domain, certify, budget, workers)
-        label = ("certified" if certify else "certify=False") + \
-            ("" if workers == 1 else f", {workers} workers")
+        label = ("certified" if certify else "certify=False") + (
+            "" if workers == 1 else f", {workers} workers"
+        )
         where = "R^%d" % w[0] if domain is None else "[-1, 1]^%d" % w[0]
-        done = ("all" if res["finished"] else f"first (budget {budget:g} s)")
-        mem = (f"; resident {res['rss_early_mb']:.0f} MB after 2,000 regions, "
-               f"{res['rss_end_mb']:.0f} MB at the end" if res["rss_early_mb"] else "")
-        rows.append(dict(res, widths=w, domain=where, certify=certify, budget_s=budget,
-                         workers=workers))
-        rows.append(suite_row(f"relu regions streamed, {label}",
-                              "-".join(map(str, w)) + (f" on {where}" if domain else ""),
-                              res["seconds"], "-", None,
-                              note=f"{done} {res['regions']} regions, {res['rate']:.0f} "
-                                   f"regions/s ({res['cpu_rate']:.0f} per CPU second, "
-                                   f"workers included), {res['lps_per_region']:.4f} LPs + "
-                                   f"{res['walks_per_region']:.2f} walks/region{mem}"))
-        print(f"{w} on {where} {label}: {done} {res['regions']} regions in "
-              f"{res['seconds']:.1f} s ({res['rate']:.0f}/s, {res['cpu_rate']:.0f} per CPU "
-              f"second, workers included, {res['lps_per_region']:.4f} LPs + "
-              f"{res['walks_per_region']:.2f} walks per region){mem}")
+        done = "all" if res["finished"] else f"first (budget {budget:g} s)"
+        mem = (
+            f"; resident {res['rss_early_mb']:.0f} MB after 2,000 regions, "
+            f"{res['rss_end_mb']:.0f} MB at the end"
+            if res["rss_early_mb"]
+            else ""
+        )
+        rows.append(
+            dict(res, widths=w, domain=where, certify=certify, budget_s=budget, workers=workers)
+        )
+        rows.append(
+            suite_row(
+                f"relu regions streamed, {label}",
+                "-".join(map(str, w)) + (f" on {where}" if domain else ""),
+                res["seconds"],
+                "-",
+                None,
+                note=f"{done} {res['regions']} regions, {res['rate']:.0f} "
+                f"regions/s ({res['cpu_rate']:.0f} per CPU second, "
+                f"workers included), {res['lps_per_region']:.4f} LPs + "
+                f"{res['walks_per_region']:.2f} walks/region{mem}",
+            )
+        )
+        print(
+            f"{w} on {where} {label}: {done} {res['regions']} regions in "
+            f"{res['seconds']:.1f} s ({res['rate']:.0f}/s, {res['cpu_rate']:.0f} per CPU "
+            f"second, workers included, {res['lps_per_region']:.4f} LPs + "
+            f"{res['walks_per_region']:.2f} walks per region){mem}"
+        )
 
     # 5. functional dimension: sampled regions first, then a MILP per open kernel direction
     # (the default at tol > 0), against enumerating every region (method="regions")
-    fds = [([2, 4, 4, 1], 1)] if args.quick else [([3, 4, 4, 1], 0), ([3, 8, 8, 1], 1),
-                                                   ([4, 16, 16, 1], 0), ([4, 16, 16, 1], 1)]
+    fds = (
+        [([2, 4, 4, 1], 1)]
+        if args.quick
+        else [([3, 4, 4, 1], 0), ([3, 8, 8, 1], 1), ([4, 16, 16, 1], 0), ([4, 16, 16, 1], 1)]
+    )
     for w, seed in fds:
         p = ReLUNet(w).random_params(seed)
         t, spread, fd = median_time(lambda: functional_dimension(p), 1)
         peak = peak_memory_mb(lambda: functional_dimension(p)) if args.quick else None
         small = sum(w[1:-1]) <= 16
-        t_reg, _, fr = median_time(lambda: functional_dimension(p, method="regions"), 1) \
-            if small else (None, 0.0, None)
+        t_reg, _, fr = (
+            median_time(lambda: functional_dimension(p, method="regions"), 1)
+            if small
+            else (None, 0.0, None)
+        )
         same = "" if fr is None else f"; same rank as every region: {fr.rank == fd.rank}"
         base_note = "" if small else "; every region (32,739 at seed 0): not run here"
-        rows.append(suite_row("relu functional dimension (tol 1e-9)",
-                              f"{'-'.join(map(str, w))} seed {seed}", t,
-                              "every region, exact rows (method='regions')", t_reg,
-                              spread=spread, peak_mb=peak,
-                              note=f"rank {fd.rank} / bound {fd.bound} by {fd.method}: "
-                                   f"{fd.num_sampled_regions} sampled regions, "
-                                   f"{fd.num_milps} MILPs, certified={fd.certified}{same}"
-                                   f"{base_note}"))
-        print(f"functional dimension {w} seed {seed}: rank {fd.rank}/{fd.bound} by "
-              f"{fd.method} in {t:.2f} s ({fd.num_milps} MILPs)"
-              + ("" if t_reg is None else f"; every region {t_reg:.2f} s"))
+        rows.append(
+            suite_row(
+                "relu functional dimension (tol 1e-9)",
+                f"{'-'.join(map(str, w))} seed {seed}",
+                t,
+                "every region, exact rows (method='regions')",
+                t_reg,
+                spread=spread,
+                peak_mb=peak,
+                note=f"rank {fd.rank} / bound {fd.bound} by {fd.method}: "
+                f"{fd.num_sampled_regions} sampled regions, "
+                f"{fd.num_milps} MILPs, certified={fd.certified}{same}"
+                f"{base_note}",
+            )
+        )
+        print(
+            f"functional dimension {w} seed {seed}: rank {fd.rank}/{fd.bound} by "
+            f"{fd.method} in {t:.2f} s ({fd.num_milps} MILPs)"
+            + ("" if t_reg is None else f"; every region {t_reg:.2f} s")
+        )
     return rows
 
 

@@ -70,8 +70,11 @@ def draw(rng, widths, planted: bool):
             R[0, 0] = -R[0, 0]
         else:
             R = rng.standard_normal((n2, n1 + 1))
-        p = [(W1, b1), (R[:, :-1].copy(), R[:, -1].copy()),
-             (rng.standard_normal((n3, n2)), rng.standard_normal(n3))]
+        p = [
+            (W1, b1),
+            (R[:, :-1].copy(), R[:, -1].copy()),
+            (rng.standard_normal((n3, n2)), rng.standard_normal(n3)),
+        ]
         if fast_path_reason(p) is None:
             return p
 
@@ -79,8 +82,14 @@ def draw(rng, widths, planted: bool):
 #: the moves of the random symmetry: those under which the true permutations stay meaningful
 #: for the Re-Basin baseline (turning second-layer neurons around and refactoring the
 #: always-active block change rows, which no permutation matches)
-MOVES = ("scaling", "dead_neuron_move", "linear_block_mixing", "hiding_translation", "flip",
-         "permutation")
+MOVES = (
+    "scaling",
+    "dead_neuron_move",
+    "linear_block_mixing",
+    "hiding_translation",
+    "flip",
+    "permutation",
+)
 
 
 def transform(rng, p):
@@ -99,7 +108,7 @@ def _normalized(params):
         if prev is not None:
             W = W * prev[None, :]
         if l < len(params) - 1:
-            s = 1.0 / np.sqrt(np.sum(W ** 2, axis=1) + b ** 2)
+            s = 1.0 / np.sqrt(np.sum(W**2, axis=1) + b**2)
             W, b, prev = W * s[:, None], b * s, 1.0 / s
         out.append((W, b))
     return out
@@ -168,6 +177,7 @@ def _rebasin_peer():
     def run(p, q, perms):
         """Time rebasin's matching of q onto p (tracing the models included, as a user runs
         it); recovered iff every hidden neuron of the permuted q lands on its p neuron."""
+
         def sequential(params):
             layers = []
             for l, (W, b) in enumerate(params):
@@ -177,6 +187,7 @@ def _rebasin_peer():
                     lin.bias.copy_(torch.from_numpy(b))
                 layers += [lin] + ([torch.nn.ReLU()] if l < len(params) - 1 else [])
             return torch.nn.Sequential(*layers)
+
         model_a, model_b = sequential(p), sequential(q)
         x = torch.randn(4, p[0][0].shape[1], dtype=torch.float64)
         t = time.perf_counter()
@@ -192,35 +203,53 @@ def _rebasin_peer():
                 k = np.flatnonzero(q[l][1] == new[j])
                 ok &= len(k) == 1 and perm[k[0]] == j
         return elapsed, bool(ok)
+
     return run
 
 
 def _any_depth(args, rows):
-    sizes = [(8, 6, 8, 1), (64, 32, 16, 10)] if args.quick else \
-        [(8, 6, 8, 1), (16, 12, 16, 2), (48, 32, 48, 4), (64, 32, 16, 10),
-         (256, 128, 64, 10), (784, 256, 128, 10), (784, 256, 256, 128, 10)]
+    sizes = (
+        [(8, 6, 8, 1), (64, 32, 16, 10)]
+        if args.quick
+        else [
+            (8, 6, 8, 1),
+            (16, 12, 16, 2),
+            (48, 32, 48, 4),
+            (64, 32, 16, 10),
+            (256, 128, 64, 10),
+            (784, 256, 128, 10),
+            (784, 256, 256, 128, 10),
+        ]
+    )
     trials = args.trials or (5 if args.quick else 30)
     rng = np.random.default_rng(1)
     rebasin = _rebasin_peer()
     print(f"\nany depth: {trials} planted (permuted, rescaled) copies per size")
     if rebasin is None:
-        print("(the rebasin package is not installed: its rows are skipped; make bench-peers "
-              "installs it)")
-    print(f"{'widths':<24} {'ours':>7} {'matching':>9} {'ours ms':>8} {'match ms':>9} {'ratio':>6}"
-          + ("  rebasin  rb ms" if rebasin else ""))
+        print(
+            "(the rebasin package is not installed: its rows are skipped; make bench-peers "
+            "installs it)"
+        )
+    print(
+        f"{'widths':<24} {'ours':>7} {'matching':>9} {'ours ms':>8} {'match ms':>9} {'ratio':>6}"
+        + ("  rebasin  rb ms" if rebasin else "")
+    )
     for widths in sizes:
         ok = hit = rb_hit = 0
         t_ours, t_match, t_rb = [], [], []
         for _ in range(trials):
-            p = relu.ReLUNet(list(widths)).random_params(int(rng.integers(2 ** 31)))
+            p = relu.ReLUNet(list(widths)).random_params(int(rng.integers(2**31)))
             q, perms = planted_copy(rng, p)
             t = time.perf_counter()
             r = relu.equivalent(p, q)
             t_ours.append(time.perf_counter() - t)
             if r.equivalent and r.certified and r.symmetry is not None:
                 s = path_norm_scale(q)
-                ok += all(np.max(np.abs(a - b)) <= 1e-9 * s for (Wa, ba), (Wb, bb)
-                          in zip(apply_sequence(r.symmetry, p), q) for a, b in ((Wa, Wb), (ba, bb)))
+                ok += all(
+                    np.max(np.abs(a - b)) <= 1e-9 * s
+                    for (Wa, ba), (Wb, bb) in zip(apply_sequence(r.symmetry, p), q)
+                    for a, b in ((Wa, Wb), (ba, bb))
+                )
             t = time.perf_counter()
             P = normalized_matching(p, q)
             t_match.append(time.perf_counter() - t)
@@ -231,24 +260,53 @@ def _any_depth(args, rows):
                 rb_hit += got
         mo, mm = float(np.median(t_ours)), float(np.median(t_match))
         size = "-".join(map(str, widths))
-        row = {"widths": list(widths), "trials": trials, "ours": ok, "matching": hit,
-               "ours_ms": 1e3 * mo, "matching_ms": 1e3 * mm}
-        rows.append({**row, **suite_row("symmetry recovery, certified (relu.equivalent)", size, mo,
-                              "weight matching on normalized weights", mm,
-                              spread=(max(t_ours) - min(t_ours)) / mo,
-                              note=f"recovered: ours {ok}/{trials} (certified), matching "
-                                   f"{hit}/{trials} (uncertified); medians over the trials")})
-        line = (f"{size:<24} {ok:>3}/{trials:<3} {hit:>5}/{trials:<3} {1e3 * mo:>8.2f} "
-                f"{1e3 * mm:>9.2f} {mm / mo:>5.2f}x")
+        row = {
+            "widths": list(widths),
+            "trials": trials,
+            "ours": ok,
+            "matching": hit,
+            "ours_ms": 1e3 * mo,
+            "matching_ms": 1e3 * mm,
+        }
+        rows.append(
+            {
+                **row,
+                **suite_row(
+                    "symmetry recovery, certified (relu.equivalent)",
+                    size,
+                    mo,
+                    "weight matching on normalized weights",
+                    mm,
+                    spread=(max(t_ours) - min(t_ours)) / mo,
+                    note=f"recovered: ours {ok}/{trials} (certified), matching "
+                    f"{hit}/{trials} (uncertified); medians over the trials",
+                ),
+            }
+        )
+        line = (
+            f"{size:<24} {ok:>3}/{trials:<3} {hit:>5}/{trials:<3} {1e3 * mo:>8.2f} "
+            f"{1e3 * mm:>9.2f} {mm / mo:>5.2f}x"
+        )
         if rebasin is not None:
             mr = float(np.median(t_rb))
             line += f"  {rb_hit:>3}/{trials:<3} {1e3 * mr:>6.2f}"
-            rows.append({**row, "rebasin": rb_hit, "rebasin_ms": 1e3 * mr, **suite_row(
-                "symmetry recovery, certified (relu.equivalent)", size, mo,
-                "rebasin (PermutationCoordinateDescent, tracing included)", mr,
-                spread=(max(t_ours) - min(t_ours)) / mo,
-                note=f"recovered: ours {ok}/{trials} (certified), rebasin {rb_hit}/{trials} "
-                     f"(permutations only, uncertified); medians over the trials")})
+            rows.append(
+                {
+                    **row,
+                    "rebasin": rb_hit,
+                    "rebasin_ms": 1e3 * mr,
+                    **suite_row(
+                        "symmetry recovery, certified (relu.equivalent)",
+                        size,
+                        mo,
+                        "rebasin (PermutationCoordinateDescent, tracing included)",
+                        mr,
+                        spread=(max(t_ours) - min(t_ours)) / mo,
+                        note=f"recovered: ours {ok}/{trials} (certified), rebasin {rb_hit}/{trials} "
+                        f"(permutations only, uncertified); medians over the trials",
+                    ),
+                }
+            )
         print(line)
 
 
@@ -258,14 +316,27 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--trials", type=int, default=None)
     args = parser.parse_args(argv)
     trials = args.trials or (5 if args.quick else 100)
-    configs = ([((4, 3, 4, 1), False), ((5, 3, 4, 1), True)] if args.quick else
-               [((4, 3, 4, 1), False), ((8, 6, 8, 1), False), ((16, 12, 16, 2), False),
-                ((48, 32, 48, 4), False), ((6, 4, 6, 1), True), ((12, 8, 12, 2), True)])
+    configs = (
+        [((4, 3, 4, 1), False), ((5, 3, 4, 1), True)]
+        if args.quick
+        else [
+            ((4, 3, 4, 1), False),
+            ((8, 6, 8, 1), False),
+            ((16, 12, 16, 2), False),
+            ((48, 32, 48, 4), False),
+            ((6, 4, 6, 1), True),
+            ((12, 8, 12, 2), True),
+        ]
+    )
     rows = []
-    print(f"symmetry recovery, {trials} trials per row, seed 0 (rows 'planted': a hidden "
-          f"hyperplane, translations and flips)")
-    print(f"{'widths':<18} {'planted':>7} {'ours':>6} {'Re-Basin':>9} {'RB normalized':>14} "
-          f"{'ours ms':>8} {'RB ms':>7} {'RBn ms':>7}")
+    print(
+        f"symmetry recovery, {trials} trials per row, seed 0 (rows 'planted': a hidden "
+        f"hyperplane, translations and flips)"
+    )
+    print(
+        f"{'widths':<18} {'planted':>7} {'ours':>6} {'Re-Basin':>9} {'RB normalized':>14} "
+        f"{'ours ms':>8} {'RB ms':>7} {'RBn ms':>7}"
+    )
     rng = np.random.default_rng(0)
     for widths, planted in configs:
         ok = rb = rbn = 0
@@ -279,35 +350,60 @@ def main(argv=None) -> list[dict]:
             if r.equivalent and r.symmetry is not None:
                 got = apply_sequence(r.symmetry, p)
                 s = path_norm_scale(q)
-                ok += all(np.max(np.abs(a - b)) <= 1e-9 * s
-                          for (Wa, ba), (Wb, bb) in zip(got, q) for a, b in ((Wa, Wb), (ba, bb)))
+                ok += all(
+                    np.max(np.abs(a - b)) <= 1e-9 * s
+                    for (Wa, ba), (Wb, bb) in zip(got, q)
+                    for a, b in ((Wa, Wb), (ba, bb))
+                )
             for norm in (False, True):
                 t = time.perf_counter()
-                P = weight_matching(_normalized(p), _normalized(q)) if norm else weight_matching(p,
-                                                                                                 q)
+                P = (
+                    weight_matching(_normalized(p), _normalized(q))
+                    if norm
+                    else weight_matching(p, q)
+                )
                 dt = time.perf_counter() - t
                 hit = np.array_equal(P[0], perm1) and all(
-                    P[1][j] == perm2[j] for j in range(len(perm2)) if perm2[j] in live2)
+                    P[1][j] == perm2[j] for j in range(len(perm2)) if perm2[j] in live2
+                )
                 if norm:
                     rbn += hit
                     t_rbn += dt
                 else:
                     rb += hit
                     t_rb += dt
-        row = {"widths": list(widths), "planted": planted, "trials": trials, "ours": ok,
-               "rebasin": rb, "rebasin_normalized": rbn, "ours_ms": 1e3 * t_ours / trials,
-               "rebasin_ms": 1e3 * t_rb / trials, "rebasin_normalized_ms": 1e3 * t_rbn / trials}
+        row = {
+            "widths": list(widths),
+            "planted": planted,
+            "trials": trials,
+            "ours": ok,
+            "rebasin": rb,
+            "rebasin_normalized": rbn,
+            "ours_ms": 1e3 * t_ours / trials,
+            "rebasin_ms": 1e3 * t_rb / trials,
+            "rebasin_normalized_ms": 1e3 * t_rbn / trials,
+        }
         # the suite's row: time per recovery, and how often each side recovers the symmetry
         # (Re-Basin is a local search: faster, but it recovers only a fraction)
-        rows.append({**row, **suite_row(
-            "symmetry recovery (exact) vs Git Re-Basin weight matching",
-            "-".join(map(str, widths)) + (" planted" if planted else ""),
-            t_ours / trials, "Re-Basin weight matching", t_rb / trials,
-            note=f"recovered: ours {ok}/{trials}, Re-Basin {rb}/{trials}, Re-Basin on "
-                 f"normalized weights {rbn}/{trials}")})
-        print(f"{str(list(widths)):<18} {str(planted):>7} {ok:>3}/{trials:<3}{rb:>5}/{trials:<3}"
-              f"{rbn:>10}/{trials:<3} {row['ours_ms']:>8.1f} {row['rebasin_ms']:>7.1f} "
-              f"{row['rebasin_normalized_ms']:>7.1f}")
+        rows.append(
+            {
+                **row,
+                **suite_row(
+                    "symmetry recovery (exact) vs Git Re-Basin weight matching",
+                    "-".join(map(str, widths)) + (" planted" if planted else ""),
+                    t_ours / trials,
+                    "Re-Basin weight matching",
+                    t_rb / trials,
+                    note=f"recovered: ours {ok}/{trials}, Re-Basin {rb}/{trials}, Re-Basin on "
+                    f"normalized weights {rbn}/{trials}",
+                ),
+            }
+        )
+        print(
+            f"{str(list(widths)):<18} {str(planted):>7} {ok:>3}/{trials:<3}{rb:>5}/{trials:<3}"
+            f"{rbn:>10}/{trials:<3} {row['ours_ms']:>8.1f} {row['rebasin_ms']:>7.1f} "
+            f"{row['rebasin_normalized_ms']:>7.1f}"
+        )
     _any_depth(args, rows)
     return rows
 

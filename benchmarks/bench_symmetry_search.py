@@ -42,8 +42,11 @@ def planted(rng, widths, pattern):
             r = rng.standard_normal(n1 + 1)
         rows.append(r)
     R = np.array(rows)
-    return [(W1, b1), (R[:, :-1].copy(), R[:, -1].copy()),
-            (rng.standard_normal((n3, n2)), rng.standard_normal(n3))]
+    return [
+        (W1, b1),
+        (R[:, :-1].copy(), R[:, -1].copy()),
+        (rng.standard_normal((n3, n2)), rng.standard_normal(n3)),
+    ]
 
 
 def main(argv=None) -> list[dict]:
@@ -57,16 +60,25 @@ def main(argv=None) -> list[dict]:
     if args.quick:
         cases = [((2, 2, 2, 1), "generic", None)]
     else:
-        archs = [(1, 1, 2, 1), (2, 1, 2, 1), (2, 2, 2, 1), (2, 2, 3, 1), (3, 2, 3, 1),
-                 (3, 3, 2, 1), (3, 3, 3, 1)]
+        archs = [
+            (1, 1, 2, 1),
+            (2, 1, 2, 1),
+            (2, 2, 2, 1),
+            (2, 2, 3, 1),
+            (3, 2, 3, 1),
+            (3, 3, 2, 1),
+            (3, 3, 3, 1),
+        ]
         cases = [(w, "generic", None) for w in archs]
-        cases += [((2, 1, 2, 1), "planted", ("ramp", "ramp")),
-                  ((2, 1, 3, 1), "planted", ("ramp", "ramp", "mixed")),
-                  ((3, 2, 3, 1), "planted", ("hiding", "dead", "dead")),
-                  ((3, 3, 3, 1), "planted", ("hiding", "dead", "dead")),
-                  ((3, 2, 3, 1), "planted", ("mixed", "linear", "dead")),
-                  ((3, 2, 3, 1), "planted", ("mixed", "linear", "linear")),
-                  ((3, 2, 3, 2), "planted", ("mixed", "linear", "linear"))]
+        cases += [
+            ((2, 1, 2, 1), "planted", ("ramp", "ramp")),
+            ((2, 1, 3, 1), "planted", ("ramp", "ramp", "mixed")),
+            ((3, 2, 3, 1), "planted", ("hiding", "dead", "dead")),
+            ((3, 3, 3, 1), "planted", ("hiding", "dead", "dead")),
+            ((3, 2, 3, 1), "planted", ("mixed", "linear", "dead")),
+            ((3, 2, 3, 1), "planted", ("mixed", "linear", "linear")),
+            ((3, 2, 3, 2), "planted", ("mixed", "linear", "linear")),
+        ]
     rng = np.random.default_rng(0)
     rows = []
     print(f"fiber search: {targets} target(s) per case, {starts} starts each, seed 0")
@@ -86,13 +98,22 @@ def main(argv=None) -> list[dict]:
                 key = (c.kind, c.signature)
                 clusters[key] = clusters.get(key, 0) + c.count
         label = how if pattern is None else f"{how} {list(pattern)}"
-        print(f"{str(list(widths)):<14} {label:<40} confirmed {conf:>4}  "
-              f"({time.perf_counter() - t:.0f} s)")
+        print(
+            f"{str(list(widths)):<14} {label:<40} confirmed {conf:>4}  "
+            f"({time.perf_counter() - t:.0f} s)"
+        )
         for (kind, sig), n in sorted(clusters.items(), key=lambda kv: -kv[1]):
             print(f"    {n:>4} x {kind}: {sig}")
-        rows.append({"widths": list(widths), "case": label, "confirmed": conf,
-                     "clusters": [{"kind": k, "signature": s, "count": n}
-                                  for (k, s), n in clusters.items()]})
+        rows.append(
+            {
+                "widths": list(widths),
+                "case": label,
+                "confirmed": conf,
+                "clusters": [
+                    {"kind": k, "signature": s, "count": n} for (k, s), n in clusters.items()
+                ],
+            }
+        )
     return rows
 
 

@@ -32,8 +32,11 @@ def problem(net, seed):
 
 
 def hundred_runs(runs: int) -> dict:
-    archs = [LinearConvNet([3, 2, 2], [2, 2]), LinearConvNet([2, 2], [2]),
-             LinearConvNet([2, 3, 2], [3, 2])]
+    archs = [
+        LinearConvNet([3, 2, 2], [2, 2]),
+        LinearConvNet([2, 2], [2]),
+        LinearConvNet([2, 3, 2], [3, 2]),
+    ]
     failures, rows = 0, []
     for i in range(runs):
         net = archs[i % 3]
@@ -45,27 +48,45 @@ def hundred_runs(runs: int) -> dict:
             print(f"run {i} {net!r}: {type(err).__name__}: {err}")
             continue
         r = c.riemannian
-        rows.append((c.max_difference, r.max_kernel_mismatch, r.max_invariant_drift,
-                     r.max_lift_residual, r.min_singular_value))
+        rows.append(
+            (
+                c.max_difference,
+                r.max_kernel_mismatch,
+                r.max_invariant_drift,
+                r.max_lift_residual,
+                r.min_singular_value,
+            )
+        )
     a = np.array(rows)
-    return dict(runs=runs, failures=failures, max_difference=a[:, 0].max(),
-                median_difference=float(np.median(a[:, 0])), max_kernel_mismatch=a[:, 1].max(),
-                max_invariant_drift=a[:, 2].max(), max_lift_residual=a[:, 3].max(),
-                min_singular_value=a[:, 4].min())
+    return dict(
+        runs=runs,
+        failures=failures,
+        max_difference=a[:, 0].max(),
+        median_difference=float(np.median(a[:, 0])),
+        max_kernel_mismatch=a[:, 1].max(),
+        max_invariant_drift=a[:, 2].max(),
+        max_lift_residual=a[:, 3].max(),
+        min_singular_value=a[:, 4].min(),
+    )
 
 
 def eighteen_instances() -> dict:
     counts: dict = {}
-    for net in (LinearConvNet([2, 2]), LinearConvNet([3, 2], [1]),
-                LinearConvNet([3, 2, 2], [2, 2])):
+    for net in (
+        LinearConvNet([2, 2]),
+        LinearConvNet([3, 2], [1]),
+        LinearConvNet([3, 2, 2], [2, 2]),
+    ):
         for seed in range(6):
             loss, theta = problem(net, seed)
             c = compare_lifts(net, net.end_to_end(theta), net.invariants(theta), loss, 2.0)
             for o in c.outcomes:
                 counts[o.status] = counts.get(o.status, 0) + 1
-            print(f"{net!r} seed {seed}: " + ", ".join(
-                f"{o.status} (t={o.t_end:.4g})" for o in c.outcomes)
-                + f"; max difference {c.max_difference:.3g}")
+            print(
+                f"{net!r} seed {seed}: "
+                + ", ".join(f"{o.status} (t={o.t_end:.4g})" for o in c.outcomes)
+                + f"; max difference {c.max_difference:.3g}"
+            )
     return counts
 
 
@@ -75,8 +96,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     start = time.perf_counter()
     summary = hundred_runs(args.runs)
-    print(", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
-                    for k, v in summary.items()))
+    print(
+        ", ".join(
+            f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in summary.items()
+        )
+    )
     print("compare_lifts outcomes:", eighteen_instances())
     print(f"({time.perf_counter() - start:.0f} s)")
     return summary

@@ -27,8 +27,9 @@ from pathlib import Path
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 if os.environ["OPENBLAS_NUM_THREADS"] == "1":
-    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                                       "intra_op_parallelism_threads=1")
+    os.environ.setdefault(
+        "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    )
 
 #: benchmarks that are studies (what exists, counted), not timings against a baseline
 STUDIES = {"bench_symmetry_search"}
@@ -62,20 +63,24 @@ def _cell(x) -> str:
 
 def render(report: dict) -> str:
     """RESULTS.md from the JSON report (measured, machine, quick, elapsed_s, rows)."""
-    lines = ["# Benchmark results\n",
-             f"Measured {report['measured']} on {report['machine']}"
-             f"{' (quick mode)' if report['quick'] else ''}, in {report['elapsed_s']:.0f} s. "
-             f"Both sides of every row ran in the same run; times are medians over repeats; "
-             f"ratio = baseline / ours (> 1: ours is faster); spread = (max - min) / median "
-             f"of our repeats; peak = Python-heap peak of ours."
-             f"{(' Rows of ' + report['rerun'] + '.') if report.get('rerun') else ''}\n",
-             "| task | size | ours | baseline | baseline time | ratio | spread | peak MB | note |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Benchmark results\n",
+        f"Measured {report['measured']} on {report['machine']}"
+        f"{' (quick mode)' if report['quick'] else ''}, in {report['elapsed_s']:.0f} s. "
+        f"Both sides of every row ran in the same run; times are medians over repeats; "
+        f"ratio = baseline / ours (> 1: ours is faster); spread = (max - min) / median "
+        f"of our repeats; peak = Python-heap peak of ours."
+        f"{(' Rows of ' + report['rerun'] + '.') if report.get('rerun') else ''}\n",
+        "| task | size | ours | baseline | baseline time | ratio | spread | peak MB | note |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in report["rows"]:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.1f}x"
-        lines.append(f"| {_cell(r['task'])} | {_cell(r['size'])} | {_fmt(r['ours_s'], 's')} | "
-                     f"{_cell(r['baseline'])} | {_fmt(r['baseline_s'], 's')} | {ratio} | "
-                     f"{_fmt(r['spread'])} | {_fmt(r['peak_mb'])} | {_cell(r['note'])} |")
+        lines.append(
+            f"| {_cell(r['task'])} | {_cell(r['size'])} | {_fmt(r['ours_s'], 's')} | "
+            f"{_cell(r['baseline'])} | {_fmt(r['baseline_s'], 's')} | {ratio} | "
+            f"{_fmt(r['spread'])} | {_fmt(r['peak_mb'])} | {_cell(r['note'])} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -90,21 +95,34 @@ def summary(report: dict) -> str:
     groups: dict = {}
     for r in report["rows"]:
         groups.setdefault((r["task"], r["baseline"]), []).append(r)
-    lines = [f"Measured {report['measured']}, {report['machine']}, in "
-             f"{report['elapsed_s']:.0f} s"
-             f"{('; rows of ' + report['rerun']) if report.get('rerun') else ''} "
-             f"(`benchmarks/RESULTS.md` has every row).\n",
-             "| task | baseline | sizes | ours, largest size | ratio (min - max) |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"Measured {report['measured']}, {report['machine']}, in "
+        f"{report['elapsed_s']:.0f} s"
+        f"{('; rows of ' + report['rerun']) if report.get('rerun') else ''} "
+        f"(`benchmarks/RESULTS.md` has every row).\n",
+        "| task | baseline | sizes | ours, largest size | ratio (min - max) |",
+        "|---|---|---|---|---|",
+    ]
     for (task, baseline), rows in groups.items():
         ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
-        rng = "-" if not ratios else (f"{min(ratios):.3g}x" if len(ratios) == 1 else
-                                      f"{min(ratios):.3g}x - {max(ratios):.3g}x")
+        rng = (
+            "-"
+            if not ratios
+            else (
+                f"{min(ratios):.3g}x"
+                if len(ratios) == 1
+                else f"{min(ratios):.3g}x - {max(ratios):.3g}x"
+            )
+        )
         last = rows[-1]
-        sizes = _cell(last["size"]) if len(rows) == 1 else \
-            f"{len(rows)} ({_cell(rows[0]['size'])} to {_cell(last['size'])})"
-        lines.append(f"| {_cell(task)} | {_cell(baseline)} | {sizes} | "
-                     f"{_fmt(last['ours_s'], 's')} | {rng} |")
+        sizes = (
+            _cell(last["size"])
+            if len(rows) == 1
+            else f"{len(rows)} ({_cell(rows[0]['size'])} to {_cell(last['size'])})"
+        )
+        lines.append(
+            f"| {_cell(task)} | {_cell(baseline)} | {sizes} | {_fmt(last['ours_s'], 's')} | {rng} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -135,11 +153,15 @@ def _reruns(previous: dict, only: set, when: str) -> dict:
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="quick mode of every benchmark")
-    parser.add_argument("--render", action="store_true",
-                        help="only rewrite RESULTS.md from RESULTS.json")
-    parser.add_argument("--only", metavar="NAMES",
-                        help="rerun these benchmarks (comma-separated stems) and keep the other "
-                             "rows of RESULTS.json; the note says which rows were rerun when")
+    parser.add_argument(
+        "--render", action="store_true", help="only rewrite RESULTS.md from RESULTS.json"
+    )
+    parser.add_argument(
+        "--only",
+        metavar="NAMES",
+        help="rerun these benchmarks (comma-separated stems) and keep the other "
+        "rows of RESULTS.json; the note says which rows were rerun when",
+    )
     args = parser.parse_args(argv)
     if args.render:
         report = json.loads((HERE / "RESULTS.json").read_text())
@@ -162,18 +184,29 @@ def main(argv=None) -> list[dict]:
         suite = [dict(r, benchmark=path.stem) for r in out if "task" in r]
         rows += suite
         print(f"   {len(suite)} suite rows in {time.perf_counter() - t:.1f} s", flush=True)
-    machine = (f"{_cpu_name()} ({platform.machine()}), {os.cpu_count()} cores, Python "
-               f"{platform.python_version()}, threads per side {os.environ['OPENBLAS_NUM_THREADS']}, "
-               f"load average {load:.1f} at the start (shared machine)")
+    machine = (
+        f"{_cpu_name()} ({platform.machine()}), {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}, threads per side {os.environ['OPENBLAS_NUM_THREADS']}, "
+        f"load average {load:.1f} at the start (shared machine)"
+    )
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    report = {"measured": stamp, "machine": machine, "quick": args.quick,
-              "elapsed_s": time.time() - started, "rows": rows}
-    if only is not None:   # a partial rerun: the rest was measured in earlier runs
-        report.update(measured=previous["measured"], machine=previous["machine"],
-                      elapsed_s=previous["elapsed_s"],
-                      reruns=_reruns(previous, only, f"{stamp} ({machine})"))
-        report["rerun"] = "; ".join(f"{', '.join(names)} rerun {when}"
-                                    for when, names in report["reruns"].items())
+    report = {
+        "measured": stamp,
+        "machine": machine,
+        "quick": args.quick,
+        "elapsed_s": time.time() - started,
+        "rows": rows,
+    }
+    if only is not None:  # a partial rerun: the rest was measured in earlier runs
+        report.update(
+            measured=previous["measured"],
+            machine=previous["machine"],
+            elapsed_s=previous["elapsed_s"],
+            reruns=_reruns(previous, only, f"{stamp} ({machine})"),
+        )
+        report["rerun"] = "; ".join(
+            f"{', '.join(names)} rerun {when}" for when, names in report["reruns"].items()
+        )
     (HERE / "RESULTS.json").write_text(json.dumps(report, indent=2))
     if not args.quick:
         _write(report)

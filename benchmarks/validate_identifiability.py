@@ -31,8 +31,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests pac
 from neuromanifold import relu  # noqa: E402
 from tests.support.symmetry import bottleneck, ground_truth_equivalent, same_orbit  # noqa: E402
 
-ARCHS = [(1, 1, 1, 1), (2, 1, 2, 1), (2, 1, 3, 2), (3, 1, 2, 1), (2, 2, 2, 1), (2, 2, 3, 1),
-         (3, 2, 2, 2), (3, 2, 3, 1), (3, 3, 2, 1), (3, 3, 3, 1), (4, 3, 3, 2)]
+ARCHS = [
+    (1, 1, 1, 1),
+    (2, 1, 2, 1),
+    (2, 1, 3, 2),
+    (3, 1, 2, 1),
+    (2, 2, 2, 1),
+    (2, 2, 3, 1),
+    (3, 2, 2, 2),
+    (3, 2, 3, 1),
+    (3, 3, 2, 1),
+    (3, 3, 3, 1),
+    (4, 3, 3, 2),
+]
 
 
 def draw(rng, mode):
@@ -40,8 +51,11 @@ def draw(rng, mode):
     d, n1, n2, n3 = widths
     if mode == "gaussian":
         return widths, bottleneck(rng, widths)
-    opts = (["mixed"] * 3 if n1 > 1 else ["ramp"] * 3) + ["dead", "linear"] \
+    opts = (
+        (["mixed"] * 3 if n1 > 1 else ["ramp"] * 3)
+        + ["dead", "linear"]
         + [("hiding", i) for i in range(n1)]
+    )
     kinds = [opts[k] for k in rng.integers(0, len(opts), n2)]
     P = bottleneck(rng, widths, kinds=kinds, dyadic=(mode == "dyadic"))
     if mode == "dyadic" and rng.random() < 0.3:  # unpatterned small integers: many zeros
@@ -67,14 +81,31 @@ def main(argv=None):
         widths, P = draw(rng, mode)
         r = relu.identifiability(P, exact_genericity=args.exact_genericity)
         fd = relu.functional_dimension(P)
-        cont_fast = bool(r.dead_neurons or r.linear_neurons
-                         or any(h.interval != (0.0, 0.0) for h in r.hidden_hyperplanes))
-        row = dict(mode=mode, widths=widths, generic=r.generic, identifiable=r.identifiable,
-                   kinds=r.row_kinds, agree=cont_fast == (fd.rank < fd.bound),
-                   failures=tuple(sorted({f.split(":")[0] if not f.startswith("exact")
-                                          else "exact " + f.split(":")[1].split()[0]
-                                          for f in r.genericity_failures})),
-                   discrete_only=r.identifiable is False and not cont_fast, witness=None)
+        cont_fast = bool(
+            r.dead_neurons
+            or r.linear_neurons
+            or any(h.interval != (0.0, 0.0) for h in r.hidden_hyperplanes)
+        )
+        row = dict(
+            mode=mode,
+            widths=widths,
+            generic=r.generic,
+            identifiable=r.identifiable,
+            kinds=r.row_kinds,
+            agree=cont_fast == (fd.rank < fd.bound),
+            failures=tuple(
+                sorted(
+                    {
+                        f.split(":")[0]
+                        if not f.startswith("exact")
+                        else "exact " + f.split(":")[1].split()[0]
+                        for f in r.genericity_failures
+                    }
+                )
+            ),
+            discrete_only=r.identifiable is False and not cont_fast,
+            witness=None,
+        )
         if r.generic and r.identifiable is False and rng.random() < args.witness_fraction:
             Q = r.witnesses[int(rng.integers(len(r.witnesses)))].apply(P)
             row["witness"] = ground_truth_equivalent(P, Q) and not same_orbit(P, Q)
@@ -95,17 +126,24 @@ def report(rows, elapsed):
         kinds = collections.Counter(k for r in R for k in r["kinds"])
         wit = [r["witness"] for r in gen if r["witness"] is not None]
         print(f"\n{mode}: {len(R)} parameters, {len(gen)} generic")
-        print(f"  fast path == functional dimension: generic {sum(r['agree'] for r in gen)}/"
-              f"{len(gen)}, non-generic {sum(r['agree'] for r in R if not r['generic'])}/"
-              f"{len(R) - len(gen)}")
-        print(f"  identifiable: {sum(r['identifiable'] for r in gen)}/{len(gen)} generic; "
-              f"discrete-only non-identifiable (ramp flips): "
-              f"{sum(r['discrete_only'] for r in gen)}")
-        print(f"  witnesses equivalent by the exact engine and off the orbit: "
-              f"{sum(wit)}/{len(wit)}")
+        print(
+            f"  fast path == functional dimension: generic {sum(r['agree'] for r in gen)}/"
+            f"{len(gen)}, non-generic {sum(r['agree'] for r in R if not r['generic'])}/"
+            f"{len(R) - len(gen)}"
+        )
+        print(
+            f"  identifiable: {sum(r['identifiable'] for r in gen)}/{len(gen)} generic; "
+            f"discrete-only non-identifiable (ramp flips): "
+            f"{sum(r['discrete_only'] for r in gen)}"
+        )
+        print(
+            f"  witnesses equivalent by the exact engine and off the orbit: {sum(wit)}/{len(wit)}"
+        )
         print(f"  row kinds: {dict(kinds)}")
-        print("  genericity failures: " + (", ".join(f"{k} {v}/{len(R)}" for k, v in
-                                                     fails.most_common()) or "none"))
+        print(
+            "  genericity failures: "
+            + (", ".join(f"{k} {v}/{len(R)}" for k, v in fails.most_common()) or "none")
+        )
 
 
 if __name__ == "__main__":

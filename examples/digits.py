@@ -62,6 +62,7 @@ class Timer:
 def digits_data():
     """The bundled digits data, pixels scaled to [0, 1], split 1500 / 297."""
     from sklearn.datasets import load_digits
+
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     return X[:1500], y[:1500], X[1500:], y[1500:]
@@ -70,11 +71,13 @@ def digits_data():
 def train(hidden, max_iter, seed=SEED):
     """A fitted MLPClassifier (ReLU, Adam) with hidden widths ``hidden``."""
     from sklearn.neural_network import MLPClassifier
+
     Xtr, ytr, Xte, yte = digits_data()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning at small max_iter
-        mlp = MLPClassifier(hidden_layer_sizes=tuple(hidden), random_state=seed,
-                            max_iter=max_iter).fit(Xtr, ytr)
+        mlp = MLPClassifier(
+            hidden_layer_sizes=tuple(hidden), random_state=seed, max_iter=max_iter
+        ).fit(Xtr, ytr)
     return mlp
 
 
@@ -94,28 +97,38 @@ def permuted_copy(params, seed=1):
     layers; returns (copy, the symmetries used)."""
     rng = np.random.default_rng(seed)
     n1, n2 = params[0][0].shape[0], params[1][0].shape[0]
-    used = [sym.Permutation(1, tuple(int(i) for i in rng.permutation(n1))),
-            sym.Scaling(1, tuple(float(s) for s in rng.uniform(0.25, 4.0, n1))),
-            sym.Permutation(2, tuple(int(i) for i in rng.permutation(n2))),
-            sym.Scaling(2, tuple(float(s) for s in rng.uniform(0.25, 4.0, n2)))]
+    used = [
+        sym.Permutation(1, tuple(int(i) for i in rng.permutation(n1))),
+        sym.Scaling(1, tuple(float(s) for s in rng.uniform(0.25, 4.0, n1))),
+        sym.Permutation(2, tuple(int(i) for i in rng.permutation(n2))),
+        sym.Scaling(2, tuple(float(s) for s in rng.uniform(0.25, 4.0, n2))),
+    ]
     return sym.apply_sequence(used, params), used
 
 
 def param_distance(p, q) -> float:
     """Largest entrywise difference of two parameter lists of the same shapes."""
-    return max(max(float(np.abs(Wp - Wq).max()), float(np.abs(bp - bq).max()))
-               for (Wp, bp), (Wq, bq) in zip(p, q))
+    return max(
+        max(float(np.abs(Wp - Wq).max()), float(np.abs(bp - bq).max()))
+        for (Wp, bp), (Wq, bq) in zip(p, q)
+    )
 
 
 def cli(*args) -> tuple[int, str, dict | None]:
     """Run ``python -m neuromanifold ARGS --json F``; returns (status, stdout, json)."""
     import neuromanifold
+
     src = os.path.dirname(os.path.dirname(os.path.abspath(neuromanifold.__file__)))
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.json")
-        proc = subprocess.run([sys.executable, "-m", "neuromanifold", *args, "--json", out],
-                              capture_output=True, text=True, env=env, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "neuromanifold", *args, "--json", out],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
         payload = None
         if os.path.exists(out):
             with open(out) as fh:
@@ -123,8 +136,9 @@ def cli(*args) -> tuple[int, str, dict | None]:
     return proc.returncode, proc.stdout.strip(), payload
 
 
-def run(quick: bool = False, out_dir: str | None = None, fd_budget: float = 60.0,
-        fd_domain: str = "box") -> dict:
+def run(
+    quick: bool = False, out_dir: str | None = None, fd_budget: float = 60.0, fd_domain: str = "box"
+) -> dict:
     """Run every step, print the report and return its numbers (for the tests)."""
     cfg = QUICK if quick else FULL
     out_dir = out_dir or tempfile.mkdtemp(prefix="digits-")
@@ -136,8 +150,10 @@ def run(quick: bool = False, out_dir: str | None = None, fd_budget: float = 60.0
         mlp = train(cfg["hidden"], cfg["max_iter"])
         _, _, Xte, yte = digits_data()
         rep["accuracy"] = float(mlp.score(Xte, yte))
-        print(f"   MLPClassifier{tuple(cfg['hidden'])}, random_state={SEED}, "
-              f"max_iter={cfg['max_iter']}: held-out accuracy {rep['accuracy']:.3f}")
+        print(
+            f"   MLPClassifier{tuple(cfg['hidden'])}, random_state={SEED}, "
+            f"max_iter={cfg['max_iter']}: held-out accuracy {rep['accuracy']:.3f}"
+        )
 
     with T.step("save and load (neuromanifold.io)"):
         path = os.path.join(out_dir, "digits.npz")
@@ -148,28 +164,30 @@ def run(quick: bool = False, out_dir: str | None = None, fd_budget: float = 60.0
         rep["roundtrip_difference"] = param_distance(p, io.load(mlp).params)
         # the loaded network reproduces sklearn's logits
         logits = relu.forward(p, Xte)
-        rep["logit_difference"] = float(np.abs(
-            logits.argmax(1) - mlp.predict(Xte)).max())
+        rep["logit_difference"] = float(np.abs(logits.argmax(1) - mlp.predict(Xte)).max())
         print(f"   {model.describe()}")
-        print(f"   saved {path}; reloaded parameters differ from the live model by "
-              f"{rep['roundtrip_difference']:.3g}; argmax of relu.forward == "
-              f"mlp.predict on all {len(Xte)} held-out digits: {rep['logit_difference'] == 0}")
+        print(
+            f"   saved {path}; reloaded parameters differ from the live model by "
+            f"{rep['roundtrip_difference']:.3g}; argmax of relu.forward == "
+            f"mlp.predict on all {len(Xte)} held-out digits: {rep['logit_difference'] == 0}"
+        )
 
     with T.step("identifiability"):
         ident = relu.identifiability(p)
         rep["identifiability"] = ident
         print(f"   dead second-layer neurons (on the orthant): {list(ident.dead_neurons)}")
         print(f"   always-active second-layer neurons: {list(ident.linear_neurons)}")
-        print(f"   hidden first-layer hyperplanes: "
-              f"{[h.neuron for h in ident.hidden_hyperplanes]}")
+        print(f"   hidden first-layer hyperplanes: {[h.neuron for h in ident.hidden_hyperplanes]}")
         print(f"   flips: {list(ident.flips)}")
         print("   " + ident.describe().replace("\n", "\n   "))
         # how much of the training data the dead neuron ever sees
         Xtr = digits_data()[0]
         H2 = relu.forward(p[:2], Xtr)
         rep["active_fraction"] = [float((H2[:, j] > 0).mean()) for j in range(H2.shape[1])]
-        print(f"   fraction of training digits on which each second-layer neuron is active: "
-              f"{[round(f, 2) for f in rep['active_fraction']]}")
+        print(
+            f"   fraction of training digits on which each second-layer neuron is active: "
+            f"{[round(f, 2) for f in rep['active_fraction']]}"
+        )
 
     with T.step("canonical form"):
         try:
@@ -179,33 +197,45 @@ def run(quick: bool = False, out_dir: str | None = None, fd_budget: float = 60.0
             rep["canonical_refused"] = str(exc)
             print(f"   REFUSED: {exc}")
         else:
-            rep["canonical_function_difference"] = float(np.abs(
-                relu.forward(C, Xte) - relu.forward(p, Xte)).max())
-            print(f"   canonical representative computed; max |f_C - f_p| on the held-out "
-                  f"digits: {rep['canonical_function_difference']:.3g}")
+            rep["canonical_function_difference"] = float(
+                np.abs(relu.forward(C, Xte) - relu.forward(p, Xte)).max()
+            )
+            print(
+                f"   canonical representative computed; max |f_C - f_p| on the held-out "
+                f"digits: {rep['canonical_function_difference']:.3g}"
+            )
 
     with T.step("permuted and rescaled copy"):
         q, used = permuted_copy(p)
         eq = relu.equivalent(p, q)
         rep["equivalence_copy"] = eq
-        rep["copy_symmetry_error"] = (param_distance(sym.apply_sequence(list(eq.symmetry), p), q)
-                                      if eq.symmetry else None)
+        rep["copy_symmetry_error"] = (
+            param_distance(sym.apply_sequence(list(eq.symmetry), p), q) if eq.symmetry else None
+        )
         if C is not None:
             rep["canonical_copy_difference"] = param_distance(C, relu.canonical_form(q))
-        print(f"   copy made with {', '.join(type(s).__name__ for s in used)} "
-              f"(differs from p by {param_distance(p, q):.3g} in the parameters)")
+        print(
+            f"   copy made with {', '.join(type(s).__name__ for s in used)} "
+            f"(differs from p by {param_distance(p, q):.3g} in the parameters)"
+        )
         print(f"   equivalent={eq.equivalent} (method {eq.method}, certified={eq.certified})")
-        print(f"   recovered symmetry: {[type(s).__name__ + f'(layer={s.layer})' for s in eq.symmetry]}")
+        print(
+            f"   recovered symmetry: {[type(s).__name__ + f'(layer={s.layer})' for s in eq.symmetry]}"
+        )
         print(f"   max |apply_sequence(symmetry, p) - q| = {rep['copy_symmetry_error']:.3g}")
         if C is not None:
-            print(f"   canonical forms of p and the copy differ by "
-                  f"{rep['canonical_copy_difference']:.3g}")
+            print(
+                f"   canonical forms of p and the copy differ by "
+                f"{rep['canonical_copy_difference']:.3g}"
+            )
         # the polynomial-time test of bottleneck networks (canonical forms), on its own
         eb = relu.equivalent_bottleneck(p, q)
         rep["bottleneck_copy"] = eb
-        print(f"   bottleneck fast path: applies={eb.applies}, equivalent={eb.equivalent}, "
-              f"certified={eb.certified}, {len(eb.symmetry or [])} named symmetries; "
-              f"{eb.note.split('; ', 1)[-1]}")
+        print(
+            f"   bottleneck fast path: applies={eb.applies}, equivalent={eb.equivalent}, "
+            f"certified={eb.certified}, {len(eb.symmetry or [])} named symmetries; "
+            f"{eb.note.split('; ', 1)[-1]}"
+        )
 
     with T.step("fine-tuned copy (3 partial_fit steps)"):
         ft = fine_tune(mlp)
@@ -213,16 +243,20 @@ def run(quick: bool = False, out_dir: str | None = None, fd_budget: float = 60.0
         eqf = relu.equivalent(p, pf)
         rep["equivalence_finetuned"] = eqf
         rep["finetune_param_change"] = param_distance(p, pf)
-        print(f"   fine-tuning moved the parameters by {rep['finetune_param_change']:.3g}; "
-              f"held-out accuracy {ft.score(Xte, yte):.3f}")
+        print(
+            f"   fine-tuning moved the parameters by {rep['finetune_param_change']:.3g}; "
+            f"held-out accuracy {ft.score(Xte, yte):.3f}"
+        )
         print(f"   equivalent={eqf.equivalent} (method {eqf.method}, certified={eqf.certified})")
         if eqf.witness is not None:
             w = np.asarray(eqf.witness, dtype=float)
             diff = float(np.abs(relu.forward(p, w[None]) - relu.forward(pf, w[None])).max())
             rep["witness_forward_difference"] = diff
-            print(f"   witness input (||w||_inf = {np.abs(w).max():.3g}): max output "
-                  f"difference {eqf.witness_difference:.4g} (library), {diff:.4g} "
-                  f"(relu.forward)")
+            print(
+                f"   witness input (||w||_inf = {np.abs(w).max():.3g}): max output "
+                f"difference {eqf.witness_difference:.4g} (library), {diff:.4g} "
+                f"(relu.forward)"
+            )
         changed = int((relu.forward(p, Xte).argmax(1) != relu.forward(pf, Xte).argmax(1)).sum())
         rep["predictions_changed"] = changed
         print(f"   held-out digits whose predicted class changed: {changed} of {len(Xte)}")
@@ -230,8 +264,10 @@ def run(quick: bool = False, out_dir: str | None = None, fd_budget: float = 60.0
     with T.step("fiber"):
         F = relu.fiber(p)
         rep["fiber_dimension"] = F.dimension
-        print(f"   fiber dimension {F.dimension} "
-              f"({len(F.families)} famil{'y' if len(F.families) == 1 else 'ies'})")
+        print(
+            f"   fiber dimension {F.dimension} "
+            f"({len(F.families)} famil{'y' if len(F.families) == 1 else 'ies'})"
+        )
 
     dom = (0.0, 1.0) if fd_domain == "box" else None
     dname = "the box [0, 1]^64 (the pixel range)" if dom else "all of R^64"
@@ -242,11 +278,18 @@ def run(quick: bool = False, out_dir: str | None = None, fd_budget: float = 60.0
         else:
             try:
                 fd = relu.functional_dimension(p, dom, time_limit=fd_budget)
-                rep["functional_dimension"] = (fd.rank, fd.bound, fd.method, fd.num_milps,
-                                               fd.certified)
-                print(f"   rank {fd.rank} (generic bound P - hidden = {fd.bound}), decided by "
-                      f"{fd.method} ({fd.num_sampled_regions} sampled regions, "
-                      f"{fd.num_milps} MILPs), certified={fd.certified}")
+                rep["functional_dimension"] = (
+                    fd.rank,
+                    fd.bound,
+                    fd.method,
+                    fd.num_milps,
+                    fd.certified,
+                )
+                print(
+                    f"   rank {fd.rank} (generic bound P - hidden = {fd.bound}), decided by "
+                    f"{fd.method} ({fd.num_sampled_regions} sampled regions, "
+                    f"{fd.num_milps} MILPs), certified={fd.certified}"
+                )
             except ComputationLimitError as err:
                 rep["functional_dimension"] = None
                 print(f"   NOT FINISHED within {fd_budget:g} s: {err}")
@@ -271,14 +314,23 @@ def run(quick: bool = False, out_dir: str | None = None, fd_budget: float = 60.0
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="a small network (64-6-12-10)")
     ap.add_argument("--out", help="directory for the model files (default: a temp dir)")
-    ap.add_argument("--fd-budget", type=float, default=60.0,
-                    help="seconds allowed for the functional dimension (default 60; 0 skips it)")
-    ap.add_argument("--fd-domain", choices=["box", "whole"], default="box",
-                    help="domain of the functional dimension: box [0,1]^64 or R^64")
+    ap.add_argument(
+        "--fd-budget",
+        type=float,
+        default=60.0,
+        help="seconds allowed for the functional dimension (default 60; 0 skips it)",
+    )
+    ap.add_argument(
+        "--fd-domain",
+        choices=["box", "whole"],
+        default="box",
+        help="domain of the functional dimension: box [0,1]^64 or R^64",
+    )
     args = ap.parse_args(argv)
     run(quick=args.quick, out_dir=args.out, fd_budget=args.fd_budget, fd_domain=args.fd_domain)
     return 0

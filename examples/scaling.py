@@ -50,8 +50,10 @@ def _worker(p, pf, name, queue):
             extra = f" ({'eq' if res.equivalent else 'not eq'}, {res.method})"
         queue.put(f"{time.perf_counter() - t0:.2f}s{extra}")
     except Exception as exc:  # reported, not hidden
-        queue.put(f"{type(exc).__name__} after {time.perf_counter() - t0:.2f}s: "
-                  f"{str(exc).split('here: ')[-1][:110]}")
+        queue.put(
+            f"{type(exc).__name__} after {time.perf_counter() - t0:.2f}s: "
+            f"{str(exc).split('here: ')[-1][:110]}"
+        )
 
 
 def timed(p, pf, name, cap):
@@ -68,15 +70,19 @@ def timed(p, pf, name, cap):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--cap", type=float, default=60.0, help="seconds per step (default 60)")
     ap.add_argument("--widths", nargs="*", help="hidden widths as n1,n2 (default: doubling)")
     ap.add_argument("--max-iter", type=int, default=300, help="training iterations (as digits.py)")
     ap.add_argument("--skip", nargs="*", default=[], help="analyses not to run")
     args = ap.parse_args(argv)
-    widths = ([tuple(int(v) for v in w.split(",")) for w in args.widths] if args.widths
-              else DEFAULT_WIDTHS)
+    widths = (
+        [tuple(int(v) for v in w.split(",")) for w in args.widths]
+        if args.widths
+        else DEFAULT_WIDTHS
+    )
     for n1, n2 in widths:
         t0 = time.perf_counter()
         mlp = digits.train((n1, n2), args.max_iter)

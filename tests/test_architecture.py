@@ -19,12 +19,12 @@ STDLIB = set(sys.stdlib_module_names)
 
 @dataclass(frozen=True)
 class Import:
-    module: str        # the importing module
-    target: str        # the imported module (a name inside a module counts as the module)
-    names: tuple       # the names imported (``from X import a, b``)
+    module: str  # the importing module
+    target: str  # the imported module (a name inside a module counts as the module)
+    names: tuple  # the names imported (``from X import a, b``)
     line: int
     function_level: bool
-    comment: str       # the comment on the import's line, if any
+    comment: str  # the comment on the import's line, if any
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -53,7 +53,7 @@ def read_imports(sources: dict[str, tuple[str, bool]]) -> list[Import]:
                 if node.module == "__future__":
                     continue
                 if node.level:
-                    base = pkg.split(".")[:len(pkg.split(".")) - node.level + 1]
+                    base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
                     target = ".".join(base + ([node.module] if node.module else []))
                 else:
                     target = node.module
@@ -71,8 +71,9 @@ def read_imports(sources: dict[str, tuple[str, bool]]) -> list[Import]:
             line = lines[node.lineno - 1]
             comment = line.split("#", 1)[1].strip() if "#" in line else ""
             for target, names in targets:
-                out.append(Import(mod, target, names, node.lineno,
-                                  id(node) not in top_level, comment))
+                out.append(
+                    Import(mod, target, names, node.lineno, id(node) not in top_level, comment)
+                )
     return out
 
 
@@ -80,7 +81,8 @@ def part_of(module: str, table) -> str | None:
     best = None
     for name in _layers.parts(table):
         if (module == name or module.startswith(name + ".")) and (
-                best is None or len(name) > len(best)):
+            best is None or len(name) > len(best)
+        ):
             best = name
     return best
 
@@ -101,8 +103,9 @@ def violations(sources: dict[str, tuple[str, bool]], root: str = "neuromanifold"
         graph[imp.module].add(target)
         a, b = part_of(imp.module, _layers.TIERS), part_of(target, _layers.TIERS)
         if a is None or b is None:
-            found.append(f"{where}: {imp.module if a is None else target} is in no part of "
-                         f"the table")
+            found.append(
+                f"{where}: {imp.module if a is None else target} is in no part of the table"
+            )
             continue
         if a != b and tiers[b] <= tiers[a]:
             kind = "within one tier (cross-domain)" if tiers[a] == tiers[b] else "upward"
@@ -113,14 +116,13 @@ def violations(sources: dict[str, tuple[str, bool]], root: str = "neuromanifold"
             if ra != rb and rooms[rb] <= rooms[ra]:
                 kind = "within one tier" if rooms[ra] == rooms[rb] else "upward"
                 found.append(f"{where}: {ra} imports {rb}: {kind}")
-        if a != b and any(p.startswith("_") for p in target[len(b):].split(".") if p):
+        if a != b and any(p.startswith("_") for p in target[len(b) :].split(".") if p):
             found.append(f"{where}: {target} is private to {b}; import from {b}")
         private = [n for n in imp.names if n.startswith("_") and not n.startswith("__")]
         if private:
             found.append(f"{where}: private name(s) {private} taken from {target}")
         if imp.function_level and not imp.comment:
-            found.append(f"{where}: a function-level import of {target} without a "
-                         f"one-line reason")
+            found.append(f"{where}: a function-level import of {target} without a one-line reason")
     found.extend(f"import cycle: {' -> '.join(c)}" for c in cycles(graph))
     return found
 
@@ -161,8 +163,10 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def package_sources() -> dict[str, tuple[str, bool]]:
-    return {module_name(p, SRC): (p.read_text(), p.name == "__init__.py")
-            for p in sorted((SRC / "neuromanifold").rglob("*.py"))}
+    return {
+        module_name(p, SRC): (p.read_text(), p.name == "__init__.py")
+        for p in sorted((SRC / "neuromanifold").rglob("*.py"))
+    }
 
 
 def test_the_package_keeps_the_layering_rule():
@@ -181,18 +185,32 @@ def test_every_module_is_in_a_part_of_the_table():
 
 PLANTED = {
     "upward": ("neuromanifold.exact._lp", "from ..relu import ReLUNet\n", "upward"),
-    "upward room": ("neuromanifold.relu._engine.lp",
-                    "from .._analysis.regions import regions\n", "upward"),
-    "cross-domain": ("neuromanifold.linear._fc", "from ..relu import forward\n",
-                     "cross-domain"),
-    "function level": ("neuromanifold.flows._losses",
-                       "def f():\n    from ..linear import LinearConvNet\n", "upward"),
-    "private module": ("neuromanifold.relu._core.net", "from ...exact._lp import dot\n",
-                       "private to"),
-    "private name": ("neuromanifold.relu._analysis.bent",
-                     "from .regions import _sample_x\n", "private name"),
-    "no reason": ("neuromanifold.relu._analysis.bent",
-                  "def f():\n    from .regions import regions\n", "without a one-line"),
+    "upward room": (
+        "neuromanifold.relu._engine.lp",
+        "from .._analysis.regions import regions\n",
+        "upward",
+    ),
+    "cross-domain": ("neuromanifold.linear._fc", "from ..relu import forward\n", "cross-domain"),
+    "function level": (
+        "neuromanifold.flows._losses",
+        "def f():\n    from ..linear import LinearConvNet\n",
+        "upward",
+    ),
+    "private module": (
+        "neuromanifold.relu._core.net",
+        "from ...exact._lp import dot\n",
+        "private to",
+    ),
+    "private name": (
+        "neuromanifold.relu._analysis.bent",
+        "from .regions import _sample_x\n",
+        "private name",
+    ),
+    "no reason": (
+        "neuromanifold.relu._analysis.bent",
+        "def f():\n    from .regions import regions\n",
+        "without a one-line",
+    ),
     "optional extra": ("neuromanifold.io._formats", "import torch\n", "optional extra"),
 }
 
@@ -213,8 +231,9 @@ def test_a_planted_cycle_is_caught():
     for m, other in ((a, "domain"), (b, "net")):
         text, is_pkg = sources[m]
         sources[m] = (text + f"\nfrom . import {other}  # planted\n", is_pkg)
-    assert any(line.startswith("import cycle") and a in line and b in line
-               for line in violations(sources))
+    assert any(
+        line.startswith("import cycle") and a in line and b in line for line in violations(sources)
+    )
 
 
 def test_the_architecture_page_shows_the_table():

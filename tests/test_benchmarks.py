@@ -10,8 +10,12 @@ def test_bench_ntk_quick(capsys):
     assert own and all(r["diff"] < 1e-12 for r in own)  # same NTK as the baseline
     suite = [r for r in rows if "task" in r]
     assert {r["baseline"] for r in suite} == {
-        "bare J @ J.T (floor, J given)", "column-by-column Jacobian",
-        "torch.func jacfwd + vmap", "torch.func jacrev + vmap", "JAX jacfwd (jit)"}
+        "bare J @ J.T (floor, J given)",
+        "column-by-column Jacobian",
+        "torch.func jacfwd + vmap",
+        "torch.func jacrev + vmap",
+        "JAX jacfwd (jit)",
+    }
     # every peer either ran (agreeing with ours) or says why not
     for r in suite:
         assert r["baseline_s"] is not None or "not installed" in r["note"]
@@ -22,7 +26,7 @@ def test_bench_ntk_quick(capsys):
 def test_bench_fibers_quick(capsys):
     rows = load_benchmark("bench_fibers").main(["--quick"])
     first = rows[0]
-    assert first["points"] == first["baseline_points"] == 90      # 6! / 2!^3
+    assert first["points"] == first["baseline_points"] == 90  # 6! / 2!^3
     assert first["max_set_distance"] < 1e-8 and first["certified"]
     assert "ratio" in capsys.readouterr().out
     suite = [r for r in rows if "task" in r]
@@ -32,15 +36,17 @@ def test_bench_fibers_quick(capsys):
 def test_bench_relu_regions_quick(capsys):
     rows = load_benchmark("bench_relu_regions").main(["--quick"])
     compared = [r for r in rows if "same" in r]
-    assert compared and all(r["same"] for r in compared)   # same regions as the baselines
+    assert compared and all(r["same"] for r in compared)  # same regions as the baselines
     assert all(r["lps_ours"] < r["lps_naive"] for r in compared if "lps_naive" in r)
     assert all(r["lps_ours"] < r["lps_bfs"] for r in compared if "lps_bfs" in r)
     assert any("growth_exponent_bfs" in r for r in rows)
     suite = [r for r in rows if "task" in r]
     # relucent either ran (and found the same regions) or the row says why not
     peer = [r for r in suite if r["baseline"] == "relucent"]
-    assert peer and all("same set: True" in r["note"] if r["baseline_s"] else
-                        "not installed" in r["note"] for r in peer)
+    assert peer and all(
+        "same set: True" in r["note"] if r["baseline_s"] else "not installed" in r["note"]
+        for r in peer
+    )
 
 
 def test_bench_distance_quick(capsys):
@@ -53,6 +59,7 @@ def test_every_ratio_in_the_table_is_measured_side_by_side():
     """A ratio divides by a baseline run on the same input in the same run: never by an
     extrapolation or a figure from another run (those rows report absolute numbers)."""
     import json
+
     run_all = load_benchmark("run_all")
     report = json.loads((run_all.HERE / "RESULTS.json").read_text())
     words = ("extrapolat", "other run", "issue", "before:", "not run", "timed on")
@@ -65,6 +72,7 @@ def test_every_ratio_in_the_table_is_measured_side_by_side():
 
 def test_the_side_by_side_rule_can_fail():
     import json
+
     run_all = load_benchmark("run_all")
     report = json.loads((run_all.HERE / "RESULTS.json").read_text())
     row = dict(report["rows"][0], baseline="figure (other run)", ratio=2.0, baseline_s=1.0)
@@ -75,7 +83,7 @@ def test_bench_flows_quick(capsys):
     rows = load_benchmark("bench_flows").main(["--quick", "--repeat", "1"])
     batched = rows[0]
     assert batched["baseline_s"] > 0 and "max |v_batched - v_loop|" in batched["note"]
-    assert float(batched["note"].split("= ")[1].split(";")[0]) < 1e-7   # same flows
+    assert float(batched["note"].split("= ")[1].split(";")[0]) < 1e-7  # same flows
     one = rows[-1]
     assert one["task"] == "gradient flow, one"
     assert one["baseline_s"] is not None or "torch not installed" in one["note"]
@@ -85,12 +93,14 @@ def test_readme_quotes_the_last_benchmark_run():
     """The README's benchmark summary is rendered from benchmarks/RESULTS.json (never
     edited by hand); `make bench` or `run_all.py --render` rewrites it."""
     import json
+
     run_all = load_benchmark("run_all")
     report = json.loads((run_all.HERE / "RESULTS.json").read_text())
     text = run_all.README.read_text()
     assert "<!-- bench: summary -->" in text
-    assert run_all.readme_with_summary(text, report) == text, \
+    assert run_all.readme_with_summary(text, report) == text, (
         "README's benchmark summary differs from RESULTS.json: run benchmarks/run_all.py --render"
+    )
     stale = text.replace("<!-- bench: summary -->\n", "<!-- bench: summary -->\n| stale |\n")
     assert run_all.readme_with_summary(stale, report) == text
 

@@ -17,11 +17,21 @@ from neuromanifold._validation import check_bool
 from neuromanifold.relu import symmetries as S
 from tests.support.results import build_results, more_results, nested_results  # noqa: E402
 
-MODULES = ["neuromanifold", "neuromanifold.relu", "neuromanifold.linear",
-           "neuromanifold.flows", "neuromanifold.ntk", "neuromanifold.fibers",
-           "neuromanifold.exact", "neuromanifold.reproduce", "neuromanifold.io",
-           "neuromanifold.sweep", "neuromanifold.report", "neuromanifold.conservation",
-           "neuromanifold.relu.symmetries"]
+MODULES = [
+    "neuromanifold",
+    "neuromanifold.relu",
+    "neuromanifold.linear",
+    "neuromanifold.flows",
+    "neuromanifold.ntk",
+    "neuromanifold.fibers",
+    "neuromanifold.exact",
+    "neuromanifold.reproduce",
+    "neuromanifold.io",
+    "neuromanifold.sweep",
+    "neuromanifold.report",
+    "neuromanifold.conservation",
+    "neuromanifold.relu.symmetries",
+]
 
 PUBLIC = sorted({(m, n) for m in MODULES for n in importlib.import_module(m).__all__})
 
@@ -37,8 +47,11 @@ def _result_classes():
     found = set()
     for mod in _all_modules():
         for obj in vars(mod).values():
-            if inspect.isclass(obj) and issubclass(obj, Result) and obj.__module__.startswith(
-                    "neuromanifold"):
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, Result)
+                and obj.__module__.startswith("neuromanifold")
+            ):
                 found.add(obj)
     return sorted(found, key=lambda c: (c.__module__, c.__name__))
 
@@ -62,10 +75,14 @@ def test_public_methods_and_properties_are_documented():
             for attr, value in vars(klass).items():
                 if attr.startswith("_"):
                     continue
-                func = value.fget if isinstance(value, property) else getattr(
-                    value, "__func__", value)
-                if inspect.isfunction(func) and func.__name__ != "<lambda>" \
-                        and not (func.__doc__ or "").strip():
+                func = (
+                    value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+                )
+                if (
+                    inspect.isfunction(func)
+                    and func.__name__ != "<lambda>"
+                    and not (func.__doc__ or "").strip()
+                ):
                     missing.append(f"{obj.__name__}.{attr}")
     assert not missing, f"undocumented public methods/properties: {sorted(set(missing))}"
 
@@ -73,9 +90,15 @@ def test_public_methods_and_properties_are_documented():
 def test_public_functions_document_args_and_returns():
     """Module-level functions of the main namespaces state their Args and Returns."""
     missing = []
-    for module in ("neuromanifold", "neuromanifold.relu", "neuromanifold.linear",
-                   "neuromanifold.flows", "neuromanifold.ntk", "neuromanifold.fibers",
-                   "neuromanifold.reproduce"):
+    for module in (
+        "neuromanifold",
+        "neuromanifold.relu",
+        "neuromanifold.linear",
+        "neuromanifold.flows",
+        "neuromanifold.ntk",
+        "neuromanifold.fibers",
+        "neuromanifold.reproduce",
+    ):
         mod = importlib.import_module(module)
         for name in mod.__all__:
             obj = getattr(mod, name)
@@ -114,10 +137,13 @@ def all_instances(results):
 
 def test_every_public_result_type_has_an_instance(all_instances):
     public = [getattr(importlib.import_module(m), n) for m, n in PUBLIC]
-    wanted = {c for c in _result_classes() if c in public and c is not Result
-              and c is not S.Symmetry}   # the abstract base of the symmetry classes
+    wanted = {
+        c for c in _result_classes() if c in public and c is not Result and c is not S.Symmetry
+    }  # the abstract base of the symmetry classes
     have = {type(r) for r in all_instances}
-    assert not wanted - have, f"no real instance built of {sorted(c.__name__ for c in wanted - have)}"
+    assert not wanted - have, (
+        f"no real instance built of {sorted(c.__name__ for c in wanted - have)}"
+    )
 
 
 def test_results_serialize_to_json_and_print_on_one_short_line(all_instances):
@@ -129,8 +155,9 @@ def test_results_serialize_to_json_and_print_on_one_short_line(all_instances):
         assert json.loads(text) == d
         line = repr(r)
         assert "\n" not in line, f"{type(r).__name__} repr spans lines: {line!r}"
-        assert line.startswith(type(r).__name__ + "(") and len(line) <= 500, \
+        assert line.startswith(type(r).__name__ + "(") and len(line) <= 500, (
             f"{type(r).__name__} repr is {len(line)} chars: {line[:200]}..."
+        )
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(r, dataclasses.fields(r)[0].name, None)
 
@@ -165,52 +192,78 @@ def small():
     fc = nm.LinearFCNet([2, 2, 2])
     tf = fc.random_params(0)
     p = relu.ReLUNet([2, 3, 1]).random_params(0)
-    return dict(conv=conv, theta=theta, v=conv.end_to_end(theta),
-                delta=conv.invariants(theta), fc=fc, tf=tf, p=p,
-                loss=nm.QuadraticLoss(np.eye(4), np.ones(4)), orthant=relu.orthant_fiber(p))
+    return dict(
+        conv=conv,
+        theta=theta,
+        v=conv.end_to_end(theta),
+        delta=conv.invariants(theta),
+        fc=fc,
+        tf=tf,
+        p=p,
+        loss=nm.QuadraticLoss(np.eye(4), np.ones(4)),
+        orthant=relu.orthant_fiber(p),
+    )
 
 
 BOOL_OPTIONS = {
     "LinearConvNet.rank(exact)": ("exact", lambda s, **k: s["conv"].rank(s["theta"], **k)),
-    "LinearConvNet.is_smooth(exact)": ("exact", lambda s, **k: s["conv"].is_smooth(
-        s["theta"], **k)),
-    "LinearConvNet.fiber(progress)": ("progress", lambda s, **k: s["conv"].fiber(
-        s["v"], s["delta"], **k)),
-    "LinearFCNet.fiber(progress)": ("progress", lambda s, **k: s["fc"].fiber(
-        s["fc"].end_to_end(s["tf"]), s["fc"].invariants(s["tf"]), num_starts=1, **k)),
-    "gradient_flow(progress)": ("progress", lambda s, **k: nm.gradient_flow(
-        s["conv"], s["theta"], s["loss"], 0.1, num_times=2, **k)),
-    "riemannian_flow(progress)": ("progress", lambda s, **k: nm.riemannian_flow(
-        s["conv"], s["v"], s["delta"], s["loss"], 0.1, lift=s["theta"], num_times=2, **k)),
-    "convergence_study(progress)": ("progress", lambda s, **k: nm.convergence_study(
-        s["conv"], 1, t_final=0.1, max_time=0.1, **k)),
-    "convergence_study(exact)": ("exact", lambda s, **k: nm.convergence_study(
-        s["conv"], 1, t_final=0.1, max_time=0.1, **k)),
+    "LinearConvNet.is_smooth(exact)": (
+        "exact",
+        lambda s, **k: s["conv"].is_smooth(s["theta"], **k),
+    ),
+    "LinearConvNet.fiber(progress)": (
+        "progress",
+        lambda s, **k: s["conv"].fiber(s["v"], s["delta"], **k),
+    ),
+    "LinearFCNet.fiber(progress)": (
+        "progress",
+        lambda s, **k: s["fc"].fiber(
+            s["fc"].end_to_end(s["tf"]), s["fc"].invariants(s["tf"]), num_starts=1, **k
+        ),
+    ),
+    "gradient_flow(progress)": (
+        "progress",
+        lambda s, **k: nm.gradient_flow(s["conv"], s["theta"], s["loss"], 0.1, num_times=2, **k),
+    ),
+    "riemannian_flow(progress)": (
+        "progress",
+        lambda s, **k: nm.riemannian_flow(
+            s["conv"], s["v"], s["delta"], s["loss"], 0.1, lift=s["theta"], num_times=2, **k
+        ),
+    ),
+    "convergence_study(progress)": (
+        "progress",
+        lambda s, **k: nm.convergence_study(s["conv"], 1, t_final=0.1, max_time=0.1, **k),
+    ),
+    "convergence_study(exact)": (
+        "exact",
+        lambda s, **k: nm.convergence_study(s["conv"], 1, t_final=0.1, max_time=0.1, **k),
+    ),
     "reproduce_linear(quick)": ("quick", lambda s, **k: nm.reproduce_linear(claims=[], **k)),
-    "reproduce_linear(progress)": ("progress", lambda s, **k: nm.reproduce_linear(
-        claims=[], **k)),
-    "default_linear_claims(quick)": ("quick", lambda s, **k:
-                                     nm.reproduce.default_linear_claims(**k)),
+    "reproduce_linear(progress)": ("progress", lambda s, **k: nm.reproduce_linear(claims=[], **k)),
+    "default_linear_claims(quick)": (
+        "quick",
+        lambda s, **k: nm.reproduce.default_linear_claims(**k),
+    ),
     "regions(progress)": ("progress", lambda s, **k: relu.regions(s["p"], **k)),
-    "bent_hyperplanes(progress)": ("progress", lambda s, **k: relu.bent_hyperplanes(
-        s["p"], **k)),
-    "functional_dimension(progress)": ("progress", lambda s, **k:
-                                       relu.functional_dimension(s["p"], **k)),
+    "bent_hyperplanes(progress)": ("progress", lambda s, **k: relu.bent_hyperplanes(s["p"], **k)),
+    "functional_dimension(progress)": (
+        "progress",
+        lambda s, **k: relu.functional_dimension(s["p"], **k),
+    ),
     "equivalent(progress)": ("progress", lambda s, **k: relu.equivalent(s["p"], s["p"], **k)),
     "genericity(progress)": ("progress", lambda s, **k: relu.genericity(s["p"], **k)),
-    "orthant_fiber(degenerate)": ("degenerate", lambda s, **k: relu.orthant_fiber(
-        s["p"], **k)),
+    "orthant_fiber(degenerate)": ("degenerate", lambda s, **k: relu.orthant_fiber(s["p"], **k)),
     "orthant_fiber(progress)": ("progress", lambda s, **k: relu.orthant_fiber(s["p"], **k)),
     "OrthantFiber.sample(exact)": ("exact", lambda s, **k: s["orthant"].sample(0, **k)),
     "OrthantFiber.sample(permute)": ("permute", lambda s, **k: s["orthant"].sample(0, **k)),
-    "FiberPiece.sample(exact)": ("exact", lambda s, **k: s["orthant"].pieces[0].sample(
-        0, **k)),
-    "plot_arrangement(show_hidden)": ("show_hidden", lambda s, **k: relu.plot_arrangement(
-        s["p"], **k)),
-    "plot_arrangement(annotate)": ("annotate", lambda s, **k: relu.plot_arrangement(
-        s["p"], **k)),
-    "plot_arrangement(legend)": ("legend", lambda s, **k: relu.plot_arrangement(
-        s["p"], **k)),
+    "FiberPiece.sample(exact)": ("exact", lambda s, **k: s["orthant"].pieces[0].sample(0, **k)),
+    "plot_arrangement(show_hidden)": (
+        "show_hidden",
+        lambda s, **k: relu.plot_arrangement(s["p"], **k),
+    ),
+    "plot_arrangement(annotate)": ("annotate", lambda s, **k: relu.plot_arrangement(s["p"], **k)),
+    "plot_arrangement(legend)": ("legend", lambda s, **k: relu.plot_arrangement(s["p"], **k)),
 }
 
 
@@ -234,18 +287,23 @@ SEEDED = {
     "ReLUNet.random_params": lambda s, **k: relu.ReLUNet([2, 3, 1]).random_params(**k),
     "LinearConvNet.fiber": lambda s, **k: s["conv"].fiber(s["v"], s["delta"], **k),
     "LinearFCNet.fiber": lambda s, **k: s["fc"].fiber(
-        s["fc"].end_to_end(s["tf"]), s["fc"].invariants(s["tf"]), num_starts=1, **k),
-    "ShallowReLUMLP.with_random_inputs": lambda s, **k:
-        nm.ShallowReLUMLP.with_random_inputs([2, 2, 1], **k),
-    "convergence_study": lambda s, **k: nm.convergence_study(s["conv"], 1, t_final=0.1,
-                                                             max_time=0.1, **k),
+        s["fc"].end_to_end(s["tf"]), s["fc"].invariants(s["tf"]), num_starts=1, **k
+    ),
+    "ShallowReLUMLP.with_random_inputs": lambda s, **k: nm.ShallowReLUMLP.with_random_inputs(
+        [2, 2, 1], **k
+    ),
+    "convergence_study": lambda s, **k: nm.convergence_study(
+        s["conv"], 1, t_final=0.1, max_time=0.1, **k
+    ),
     "reproduce_linear": lambda s, **k: nm.reproduce_linear(claims=[], **k),
     "random_regression_data": lambda s, **k: linear.random_regression_data(s["conv"], **k),
     "OrthantFiber.sample": lambda s, **k: s["orthant"].sample(**k),
     "exact.real_irreducible": lambda s, **k: nm.exact.real_irreducible(
-        s["conv"].polynomial(s["theta"]), **k),
+        s["conv"].polynomial(s["theta"]), **k
+    ),
     "exact.absolute_factor_count": lambda s, **k: nm.exact.absolute_factor_count(
-        s["conv"].polynomial(s["theta"]), **k),
+        s["conv"].polynomial(s["theta"]), **k
+    ),
 }
 
 
@@ -260,15 +318,19 @@ TOLERANT = {
     "LinearConvNet.rank": lambda s, **k: s["conv"].rank(s["theta"], **k),
     "LinearConvNet.fiber": lambda s, **k: s["conv"].fiber(s["v"], s["delta"], **k),
     "LinearFCNet.fiber": lambda s, **k: s["fc"].fiber(
-        s["fc"].end_to_end(s["tf"]), s["fc"].invariants(s["tf"]), num_starts=1, **k),
+        s["fc"].end_to_end(s["tf"]), s["fc"].invariants(s["tf"]), num_starts=1, **k
+    ),
     "ntk_dependence": lambda s, **k: nm.ntk_dependence(s["conv"], s["theta"], **k),
-    "convergence_study": lambda s, **k: nm.convergence_study(s["conv"], 1, t_final=0.1,
-                                                             max_time=0.1, **k),
+    "convergence_study": lambda s, **k: nm.convergence_study(
+        s["conv"], 1, t_final=0.1, max_time=0.1, **k
+    ),
     "reproduce_linear": lambda s, **k: nm.reproduce_linear(claims=[], **k),
-    "lift_to_fiber": lambda s, **k: flows.lift_to_fiber(s["conv"], s["v"], s["delta"],
-                                                        s["theta"], **k),
+    "lift_to_fiber": lambda s, **k: flows.lift_to_fiber(
+        s["conv"], s["v"], s["delta"], s["theta"], **k
+    ),
     "path_lifting_check": lambda s, **k: linear.path_lifting_check(
-        [np.ones((2, 2)), np.ones(2)], np.ones((3, 2)), **k),
+        [np.ones((2, 2)), np.ones(2)], np.ones((3, 2)), **k
+    ),
 }
 
 
@@ -279,17 +341,24 @@ def test_bad_tol_is_an_input_error(small, label):
             TOLERANT[label](small, tol=bad)
 
 
-@pytest.mark.parametrize("call", [
-    lambda s, **k: relu.arrangements_equal(s["p"], s["p"], **k),
-    lambda s, **k: s["orthant"].contains(s["p"], **k),
-    lambda s, **k: relu.as_domain("orthant", 2).contains([[1.0, 1.0]], **k)])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s, **k: relu.arrangements_equal(s["p"], s["p"], **k),
+        lambda s, **k: s["orthant"].contains(s["p"], **k),
+        lambda s, **k: relu.as_domain("orthant", 2).contains([[1.0, 1.0]], **k),
+    ],
+)
 def test_nonnegative_tolerances(small, call):
     """Where ``tol = 0`` means an exact comparison, 0 is accepted and negative or
     non-finite values are not."""
     assert bool(np.all(call(small, tol=0.0)))
     for bad in (-1.0, float("nan"), "a", True):
-        with pytest.raises(InputError, match="tol must be a (nonnegative finite number|relative "
-                                             "tolerance, a finite number in \\[0, 1\\))"):
+        with pytest.raises(
+            InputError,
+            match="tol must be a (nonnegative finite number|relative "
+            "tolerance, a finite number in \\[0, 1\\))",
+        ):
             call(small, tol=bad)
 
 
@@ -304,14 +373,15 @@ def test_fiber_options_with_a_given_lift_are_an_error(small):
     """Options for ``net.fiber`` used to be silently ignored when the lift was given."""
     s = small
     with pytest.raises(InputError, match=r"fiber options .* \['seed'\]"):
-        nm.riemannian_flow(s["conv"], s["v"], s["delta"], s["loss"], 0.1, lift=s["theta"],
-                           seed="x")
+        nm.riemannian_flow(s["conv"], s["v"], s["delta"], s["loss"], 0.1, lift=s["theta"], seed="x")
     with pytest.raises(InputError, match=r"fiber options .* \['num_starts'\]"):
-        flows.compare_with_parameter_flow(s["conv"], s["theta"], s["loss"], 0.1,
-                                          lift=s["theta"], num_starts=3)
+        flows.compare_with_parameter_flow(
+            s["conv"], s["theta"], s["loss"], 0.1, lift=s["theta"], num_starts=3
+        )
     with pytest.raises(InputError, match=r"fiber options .* \['tol'\]"):
-        nm.compare_lifts(s["conv"], s["v"], s["delta"], s["loss"], 0.1, lifts=[s["theta"]],
-                         tol=1e-3)
+        nm.compare_lifts(
+            s["conv"], s["v"], s["delta"], s["loss"], 0.1, lifts=[s["theta"]], tol=1e-3
+        )
 
 
 def test_random_regression_data_takes_seed_and_its_former_name_rng(small):
@@ -329,16 +399,53 @@ def test_random_regression_data_takes_seed_and_its_former_name_rng(small):
 # seed defaults to 0, everywhere, methods of result classes included. A random
 # generator's seed may stay positional (it is the method's only input). One name per
 # concept: the names on the left are spelled as on the right in every public signature.
-_OPTION_NAMES = {"seed", "tol", "progress", "num_starts", "num_times", "method", "exact",
-                 "max_iter", "walk_steps", "margin", "num_inputs", "rtol", "atol",
-                 "lift_tol", "max_lift_residual", "quick", "degenerate", "max_types",
-                 "min_prec", "prec", "rel", "num_samples", "max_time", "time_limit",
-                 "max_regions", "workers", "min_thickness"}
-_SEED_POSITIONAL_OK = {"random_params", "balanced_params", "sample", "sample_one",
-                       "random_regression_data"}
-_ONE_NAME = {"t_end": "t_final", "starts": "num_starts", "samples": "num_samples",
-             "n_samples": "num_samples", "n_starts": "num_starts", "rng": "seed",
-             "random_state": "seed", "timeout": "time_limit", "verbose": "progress"}
+_OPTION_NAMES = {
+    "seed",
+    "tol",
+    "progress",
+    "num_starts",
+    "num_times",
+    "method",
+    "exact",
+    "max_iter",
+    "walk_steps",
+    "margin",
+    "num_inputs",
+    "rtol",
+    "atol",
+    "lift_tol",
+    "max_lift_residual",
+    "quick",
+    "degenerate",
+    "max_types",
+    "min_prec",
+    "prec",
+    "rel",
+    "num_samples",
+    "max_time",
+    "time_limit",
+    "max_regions",
+    "workers",
+    "min_thickness",
+}
+_SEED_POSITIONAL_OK = {
+    "random_params",
+    "balanced_params",
+    "sample",
+    "sample_one",
+    "random_regression_data",
+}
+_ONE_NAME = {
+    "t_end": "t_final",
+    "starts": "num_starts",
+    "samples": "num_samples",
+    "n_samples": "num_samples",
+    "n_starts": "num_starts",
+    "rng": "seed",
+    "random_state": "seed",
+    "timeout": "time_limit",
+    "verbose": "progress",
+}
 
 
 def _public_callables():
@@ -348,8 +455,11 @@ def _public_callables():
         short = module.split(".")[-1] if module != "neuromanifold" else "nm"
         for name in mod.__all__:
             obj = getattr(mod, name)
-            if id(obj) in seen or inspect.ismodule(obj) or (
-                    inspect.isclass(obj) and issubclass(obj, BaseException)):
+            if (
+                id(obj) in seen
+                or inspect.ismodule(obj)
+                or (inspect.isclass(obj) and issubclass(obj, BaseException))
+            ):
                 continue
             seen.add(id(obj))
             if inspect.isfunction(obj):
@@ -370,7 +480,8 @@ def _convention_violations():
             if p.name not in _OPTION_NAMES or p.default is inspect.Parameter.empty:
                 continue
             if p.kind is not inspect.Parameter.KEYWORD_ONLY and not (
-                    p.name == "seed" and name in _SEED_POSITIONAL_OK):
+                p.name == "seed" and name in _SEED_POSITIONAL_OK
+            ):
                 out.append(f"{label}({p.name})")
             if p.name == "seed" and p.default != 0:
                 out.append(f"{label}(seed={p.default!r})")
@@ -387,14 +498,25 @@ def test_options_are_keyword_only_and_seeds_default_to_0(violation):
     assert violation == "none", f"option not keyword-only or seed default not 0: {violation}"
 
 
-@pytest.mark.parametrize("call, old, new", [
-    (lambda **kw: relu.estimate_regions(
-        [(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))], **kw), "samples",
-     "num_samples"),
-    (lambda **kw: relu.search_symmetries(
-        nm.ReLUNet([2, 2, 1, 1]).random_params(seed=0), initial=[], **kw), "starts",
-     "num_starts"),
-])
+@pytest.mark.parametrize(
+    "call, old, new",
+    [
+        (
+            lambda **kw: relu.estimate_regions(
+                [(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))], **kw
+            ),
+            "samples",
+            "num_samples",
+        ),
+        (
+            lambda **kw: relu.search_symmetries(
+                nm.ReLUNet([2, 2, 1, 1]).random_params(seed=0), initial=[], **kw
+            ),
+            "starts",
+            "num_starts",
+        ),
+    ],
+)
 def test_a_renamed_keyword_still_works_with_a_deprecation_warning(call, old, new):
     with pytest.warns(DeprecationWarning, match=f"{old}=.*use {new}="):
         a = call(**{old: 0 if old == "starts" else 100})
@@ -413,10 +535,15 @@ def test_relu_gradient_flow_takes_t_final_like_every_other_flow():
     assert np.array_equal(new.loss, old.loss)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: nm.ReLUNet([2, 10**9, 1]), lambda: nm.ReLUNet([2, 10**30, 1]),
-    lambda: nm.LinearFCNet([10**9, 2]), lambda: nm.LinearConvNet([10**8, 2]),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: nm.ReLUNet([2, 10**9, 1]),
+        lambda: nm.ReLUNet([2, 10**30, 1]),
+        lambda: nm.LinearFCNet([10**9, 2]),
+        lambda: nm.LinearConvNet([10**8, 2]),
+    ],
+)
 def test_a_network_too_large_to_allocate_is_refused_with_the_limit(make):
     with pytest.raises(nm.ArchitectureError, match="more than the limit of 100,000,000"):
         make()

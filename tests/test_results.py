@@ -79,20 +79,23 @@ class _Tensor:
         return self.numpy()
 
 
-@pytest.mark.parametrize("bad, match", [
-    (np.array([1.0 + 0j]), "complex"),
-    ([1.0, 2j], "complex"),
-    (np.array([True, False]), "booleans"),
-    ("1.5", "real numbers"),
-    (["1.5", 2.0], "dtype"),
-    (np.array([1.0, "2"], dtype=object), "entry '2'"),
-    ([1.0, None], "entry None"),
-    (None, "real numbers"),
-    ([[1.0, 2.0], [3.0]], "rectangular"),
-    ({"a": 1}, "real numbers"),
-    (np.array(["2020-01-01"], dtype="datetime64[D]"), "dtype"),
-    ([10 ** 400], "float64 range"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (np.array([1.0 + 0j]), "complex"),
+        ([1.0, 2j], "complex"),
+        (np.array([True, False]), "booleans"),
+        ("1.5", "real numbers"),
+        (["1.5", 2.0], "dtype"),
+        (np.array([1.0, "2"], dtype=object), "entry '2'"),
+        ([1.0, None], "entry None"),
+        (None, "real numbers"),
+        ([[1.0, 2.0], [3.0]], "rectangular"),
+        ({"a": 1}, "real numbers"),
+        (np.array(["2020-01-01"], dtype="datetime64[D]"), "dtype"),
+        ([10**400], "float64 range"),
+    ],
+)
 def test_as_real_array_refuses_what_only_looks_like_numbers(bad, match):
     with pytest.raises(ParameterError, match=match):
         as_real_array(bad, "w")
@@ -101,16 +104,20 @@ def test_as_real_array_refuses_what_only_looks_like_numbers(bad, match):
 def test_as_real_array_accepts_ints_fractions_and_tensors():
     assert as_real_array([1, 2], "w").dtype == np.float64
     np.testing.assert_array_equal(as_real_array([Fraction(1, 4), 2], "w"), [0.25, 2.0])
-    exact = as_real_array([Fraction(1, 3), 10 ** 400], "w", exact=True)
-    assert exact.dtype == object and exact[0] == Fraction(1, 3) and exact[1] == 10 ** 400
+    exact = as_real_array([Fraction(1, 3), 10**400], "w", exact=True)
+    assert exact.dtype == object and exact[0] == Fraction(1, 3) and exact[1] == 10**400
     np.testing.assert_array_equal(as_real_array(_Tensor([1.5, -2.0]), "w"), [1.5, -2.0])
     net = LinearConvNet([2, 2])
     assert net.end_to_end([_Tensor([1.0, 2.0]), _Tensor([1.0, -1.0])]).tolist() == [1, 1, -2]
 
 
-@given(hnp.arrays(st.sampled_from([np.float64, np.float32, np.int64]),
-                  hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3),
-                  elements=st.integers(-1000, 1000)))
+@given(
+    hnp.arrays(
+        st.sampled_from([np.float64, np.float32, np.int64]),
+        hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3),
+        elements=st.integers(-1000, 1000),
+    )
+)
 def test_as_finite_array_keeps_the_values_of_real_arrays(arr):
     out = as_finite_array(arr, "w")
     assert out.dtype == np.float64 and out.shape == arr.shape
@@ -152,8 +159,13 @@ def _result_classes():
         if info.name.endswith("__main__"):
             continue
         for obj in vars(importlib.import_module(info.name)).values():
-            if inspect.isclass(obj) and issubclass(obj, Result) and obj is not Result \
-                    and obj.__module__.startswith("neuromanifold") and dataclasses.fields(obj):
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, Result)
+                and obj is not Result
+                and obj.__module__.startswith("neuromanifold")
+                and dataclasses.fields(obj)
+            ):
                 found.add(obj)
     return sorted(found, key=lambda c: (c.__module__, c.__name__))
 
@@ -168,8 +180,9 @@ def instances():
 
 def _without_symbolic(d):
     if isinstance(d, dict):
-        return {k: _without_symbolic(v) for k, v in d.items()
-                if k not in ("equations", "inequalities")}
+        return {
+            k: _without_symbolic(v) for k, v in d.items() if k not in ("equations", "inequalities")
+        }
     return [_without_symbolic(v) for v in d] if isinstance(d, list) else d
 
 
@@ -187,14 +200,14 @@ def test_every_result_class_loads_back_from_its_dict_and_json(klass, instances):
             assert type(back) is klass
             diff = same(r, back, klass.__name__)
             assert diff is None, diff
-            if klass in (relu.FiberPiece, relu.OrthantFiber):   # documented: no symbolic text
+            if klass in (relu.FiberPiece, relu.OrthantFiber):  # documented: no symbolic text
                 assert back.to_dict() == _without_symbolic(d)
             else:
                 assert back.to_dict() == d
         if not any(isinstance(getattr(r, f.name), np.ndarray) for f in dataclasses.fields(r)):
             try:
                 equal = back == r
-            except ValueError:   # arrays deeper down: compared field by field above
+            except ValueError:  # arrays deeper down: compared field by field above
                 continue
             assert equal is True or klass.__dataclass_params__.eq is False
 
@@ -213,9 +226,14 @@ def test_from_dict_restores_arrays_fractions_and_nonfinite_floats():
     assert ints.witness.dtype.kind == "i" and ints.gap == 1.0 and isinstance(ints.gap, float)
 
 
-@given(hnp.arrays(st.sampled_from([np.float64, np.int64, np.bool_]),
-                  hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=3)),
-       st.fractions(), st.floats())
+@given(
+    hnp.arrays(
+        st.sampled_from([np.float64, np.int64, np.bool_]),
+        hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=3),
+    ),
+    st.fractions(),
+    st.floats(),
+)
 def test_toy_results_round_trip_for_all_values(arr, ratio, gap):
     r = Toy(True, arr, ratio, gap)
     back = Toy.from_dict(_json_round_trip(r))
@@ -239,16 +257,30 @@ def test_nested_results_typed_containers_and_defaults():
     assert Nest.from_dict({**r.to_dict(), "maybe": "2/4"}).maybe == Fraction(1, 2)
 
 
-@pytest.mark.parametrize("data, match", [
-    ([1, 2], "needs a dict"),
-    ({"verdict": True, "witness": [1.0], "ratio": "1/2"}, "'gap' is missing"),
-    ({"verdict": "yes", "witness": [1.0], "ratio": "1/2", "gap": 1.0}, r"Toy.verdict: expected true"),
-    ({"verdict": True, "witness": [[1.0], [2.0, 3.0]], "ratio": "1/2", "gap": 1.0},
-     r"Toy.witness: expected a rectangular"),
-    ({"verdict": True, "witness": ["a"], "ratio": "1/2", "gap": 1.0}, r"Toy.witness"),
-    ({"verdict": True, "witness": [1.0], "ratio": "one half", "gap": 1.0}, r"Toy.ratio: expected a rational"),
-    ({"verdict": True, "witness": [1.0], "ratio": "1/2", "gap": "big"}, r"Toy.gap: expected a number"),
-])
+@pytest.mark.parametrize(
+    "data, match",
+    [
+        ([1, 2], "needs a dict"),
+        ({"verdict": True, "witness": [1.0], "ratio": "1/2"}, "'gap' is missing"),
+        (
+            {"verdict": "yes", "witness": [1.0], "ratio": "1/2", "gap": 1.0},
+            r"Toy.verdict: expected true",
+        ),
+        (
+            {"verdict": True, "witness": [[1.0], [2.0, 3.0]], "ratio": "1/2", "gap": 1.0},
+            r"Toy.witness: expected a rectangular",
+        ),
+        ({"verdict": True, "witness": ["a"], "ratio": "1/2", "gap": 1.0}, r"Toy.witness"),
+        (
+            {"verdict": True, "witness": [1.0], "ratio": "one half", "gap": 1.0},
+            r"Toy.ratio: expected a rational",
+        ),
+        (
+            {"verdict": True, "witness": [1.0], "ratio": "1/2", "gap": "big"},
+            r"Toy.gap: expected a number",
+        ),
+    ],
+)
 def test_from_dict_errors_name_the_field(data, match):
     with pytest.raises(InputError, match=match):
         Toy.from_dict(data)
@@ -270,12 +302,12 @@ def test_a_loaded_orthant_fiber_has_no_symbolic_context():
     fib = relu.orthant_fiber(p)
     back = relu.OrthantFiber.from_dict(_json_round_trip(fib))
     assert same(fib, back) is None
-    assert back.contains(p)   # needs only the stored arrangement
+    assert back.contains(p)  # needs only the stored arrangement
     with pytest.raises(InputError, match="loaded with from_dict"):
         back.sample(0)
     with pytest.raises(InputError, match="loaded with from_dict"):
         back.pieces[0].equations
-    d = back.pieces[0].to_dict()   # the stored fields, without the symbolic conditions
+    d = back.pieces[0].to_dict()  # the stored fields, without the symbolic conditions
     assert "equations" not in d and d.items() <= fib.pieces[0].to_dict().items()
 
 
@@ -286,8 +318,9 @@ def test_scales_survive_chains_of_tiny_then_huge_layers():
 
     from neuromanifold._tolerance import function_distance_bound, path_norm_scale
     from neuromanifold.relu import equivalent
+
     L = lambda w: (np.array([[w]]), np.zeros(1))  # noqa: E731
-    a, A = 2.0 ** -600, 2.0 ** 600
+    a, A = 2.0**-600, 2.0**600
     p = [L(a), L(a), L(A), L(A)]
     assert path_norm_scale(p) == 1.0
     assert 1.0 <= function_distance_bound(p, [L(a), L(2 * a), L(A), L(A)]) <= 1.0 + 1e-8

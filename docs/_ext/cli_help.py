@@ -29,12 +29,14 @@ def _parser():
     if str(ROOT / "src") not in sys.path:
         sys.path.insert(0, str(ROOT / "src"))
     from neuromanifold.cli._main import build_parser
+
     return build_parser()
 
 
 def subcommands(parser=None) -> dict:
     """``{name: subparser}`` of the ``neuromanifold`` command."""
     import argparse
+
     parser = parser or _parser()
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -72,8 +74,11 @@ def help_blocks(page: str) -> list[tuple[str, str]]:
 def stale_blocks(page: str) -> list[str]:
     """The commands whose marked help block differs from the current help. Whitespace is
     not compared (argparse wraps lines differently across Python versions); words are."""
-    return [command for command, shown in help_blocks(page)
-            if shown.split() != help_text(command).split()]
+    return [
+        command
+        for command, shown in help_blocks(page)
+        if shown.split() != help_text(command).split()
+    ]
 
 
 def refresh(page: str) -> str:

@@ -32,7 +32,7 @@ def fence_doctests(text: str) -> str:
     while i < len(lines):
         line = lines[i]
         stripped = line.lstrip()
-        indent = line[:len(line) - len(stripped)]
+        indent = line[: len(line) - len(stripped)]
         if stripped.startswith("```"):
             in_fence = not in_fence
         if not indent and stripped:  # a top-level line opens or closes a section
@@ -43,7 +43,7 @@ def fence_doctests(text: str) -> str:
             continue
         block = []
         while i < len(lines) and lines[i].strip():
-            block.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i])
+            block.append(lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i])
             i += 1
         if out and out[-1].strip():
             out.append("")

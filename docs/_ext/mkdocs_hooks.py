@@ -59,10 +59,13 @@ def home(module: str, name: str, documented: list[str]) -> str:
     origin = getattr(obj, "__module__", None)
     if not isinstance(origin, str):
         return module
-    candidates = [m for m in documented
-                  if name in getattr(importlib.import_module(m), "__all__", ())
-                  and getattr(importlib.import_module(m), name, None) is obj
-                  and (origin == m or origin.startswith(m + "."))]
+    candidates = [
+        m
+        for m in documented
+        if name in getattr(importlib.import_module(m), "__all__", ())
+        and getattr(importlib.import_module(m), name, None) is obj
+        and (origin == m or origin.startswith(m + "."))
+    ]
     return max(candidates, key=len) if candidates else module
 
 
@@ -80,8 +83,13 @@ def expand_directive(module: str, documented: list[str]) -> str:
     else:
         lines += ["      members: []"]
     if elsewhere:
-        lines += ["", "## Also exported here", "",
-                  f"`{module}` also exports these names, documented where they are defined:", ""]
+        lines += [
+            "",
+            "## Also exported here",
+            "",
+            f"`{module}` also exports these names, documented where they are defined:",
+            "",
+        ]
         for name, where in elsewhere:
             is_module = inspect.ismodule(getattr(importlib.import_module(module), name))
             lines.append(f"* [`{module}.{name}`][{where if is_module else where + '.' + name}]")
@@ -98,8 +106,11 @@ def on_config(config, **kwargs):
 
 
 def on_files(files, config, **kwargs):
-    pages = {f.src_uri: Path(f.abs_src_path).read_text(encoding="utf-8")
-             for f in files if f.src_uri.startswith("api/") and f.src_uri.endswith(".md")}
+    pages = {
+        f.src_uri: Path(f.abs_src_path).read_text(encoding="utf-8")
+        for f in files
+        if f.src_uri.startswith("api/") and f.src_uri.endswith(".md")
+    }
     _API_PAGES.clear()
     _API_PAGES.update(api_modules(pages))
     return files
@@ -117,7 +128,10 @@ def on_page_markdown(markdown: str, page, config, files, **kwargs) -> str:
         return _DIRECTIVE.sub(lambda m: expand_directive(m.group(1), documented), markdown)
     if page.file.src_uri.startswith("cli/"):
         import cli_help
+
         for command in cli_help.stale_blocks(markdown):
-            log.warning(f"{page.file.src_uri}: the help block of '{command}' is stale; "
-                        "run `python docs/_ext/cli_help.py` (or `make docs`)")
+            log.warning(
+                f"{page.file.src_uri}: the help block of '{command}' is stale; "
+                "run `python docs/_ext/cli_help.py` (or `make docs`)"
+            )
     return markdown

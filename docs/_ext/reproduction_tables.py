@@ -33,24 +33,38 @@ def _cell(text: str) -> str:
 def render(rows: list[dict]) -> str:
     """A Markdown table of reproduction rows (dicts of ``Row.to_dict()``), refined rows
     marked with '...', and the closing count of outcomes."""
-    lines = ["| architecture | condition | paper's claim | computed | outcome |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| architecture | condition | paper's claim | computed | outcome |",
+        "|---|---|---|---|---|",
+    ]
     counts = {"rows": {}, "claims": {}}
     for r in rows:
         refined = "refines" in (r.get("evidence") or {})
         cond = ("... " if refined else "") + r["condition"]
-        lines.append("| " + " | ".join(_cell(x) for x in (
-            r["architecture"], cond, r["paper_claim"], r["computed"], r["outcome"])) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                _cell(x)
+                for x in (r["architecture"], cond, r["paper_claim"], r["computed"], r["outcome"])
+            )
+            + " |"
+        )
         counts["rows"][r["outcome"]] = counts["rows"].get(r["outcome"], 0) + 1
         if not refined:
             counts["claims"][r["outcome"]] = counts["claims"].get(r["outcome"], 0) + 1
 
     def words(c: dict) -> str:
-        return ", ".join(f"{c.get(k, 0)} {k}" for k in
-                         ("agrees", "disagrees", "outside the hypotheses", "inconclusive"))
+        return ", ".join(
+            f"{c.get(k, 0)} {k}"
+            for k in ("agrees", "disagrees", "outside the hypotheses", "inconclusive")
+        )
+
     n, m = sum(counts["rows"].values()), sum(counts["claims"].values())
-    lines += ["", f"{n} rows: {words(counts['rows'])}. The paper's {m} claims (refinements, "
-                  f"marked '...', left out): {words(counts['claims'])}."]
+    lines += [
+        "",
+        f"{n} rows: {words(counts['rows'])}. The paper's {m} claims (refinements, "
+        f"marked '...', left out): {words(counts['claims'])}.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -73,10 +87,11 @@ def slim(run: dict) -> dict:
         for r in rows:
             ev = r.get("evidence") or {}
             r = dict(r, evidence={k: ev[k] for k in ("summary", "refines") if k in ev})
-            if "counterexample" in ev:   # the witness's architecture and why, not its data
+            if "counterexample" in ev:  # the witness's architecture and why, not its data
                 c = ev["counterexample"]
-                r["evidence"]["counterexample"] = {k: c[k] for k in ("architecture", "why")
-                                                   if k in c}
+                r["evidence"]["counterexample"] = {
+                    k: c[k] for k in ("architecture", "why") if k in c
+                }
             out[table].append(r)
     return out
 
@@ -84,8 +99,21 @@ def slim(run: dict) -> dict:
 def main(argv: list[str]) -> int:
     if "--run" in argv:
         full = LAST_RUN.with_suffix(".full.json")
-        subprocess.run([sys.executable, "-m", "neuromanifold", "reproduce", "all", "--seed",
-                        "0", "--json", str(full)], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "neuromanifold",
+                "reproduce",
+                "all",
+                "--seed",
+                "0",
+                "--json",
+                str(full),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         LAST_RUN.write_text(json.dumps(slim(json.loads(full.read_text())), indent=1) + "\n")
         full.unlink()
     run = load_last_run()

@@ -28,15 +28,45 @@ from ._version import __version__
 # The rest of the public surface is imported on first use (PEP 562): ``import
 # neuromanifold`` and the command line's --help and --version need none of numpy, scipy,
 # flint or numba. ``from neuromanifold import ReLUNet`` and ``nm.relu`` work as usual.
-_SUBPACKAGES = ("exact", "fibers", "flows", "io", "linear", "ntk", "relu", "reproduce",
-                "conservation")
+_SUBPACKAGES = (
+    "exact",
+    "fibers",
+    "flows",
+    "io",
+    "linear",
+    "ntk",
+    "relu",
+    "reproduce",
+    "conservation",
+)
 _LAZY = {
     **{n: "conservation" for n in ("ConservationLaws", "KnownLaw", "conservation_laws")},
-    **{n: "flows" for n in ("GradientFlowResult", "QuadraticLoss", "SquareLoss",
-                            "compare_lifts", "gradient_flow", "riemannian_flow")},
-    **{n: "linear" for n in ("JacobianRank", "LinearConvNet", "LinearFCNet", "ShallowReLUCNN",
-                             "ShallowReLUMLP", "balanced_ntk_operator", "convergence_study",
-                             "correlate", "RegularPoint", "is_regular_point")},
+    **{
+        n: "flows"
+        for n in (
+            "GradientFlowResult",
+            "QuadraticLoss",
+            "SquareLoss",
+            "compare_lifts",
+            "gradient_flow",
+            "riemannian_flow",
+        )
+    },
+    **{
+        n: "linear"
+        for n in (
+            "JacobianRank",
+            "LinearConvNet",
+            "LinearFCNet",
+            "ShallowReLUCNN",
+            "ShallowReLUMLP",
+            "balanced_ntk_operator",
+            "convergence_study",
+            "correlate",
+            "RegularPoint",
+            "is_regular_point",
+        )
+    },
     **{n: "ntk" for n in ("Fiber", "NTKDependence", "ntk_dependence")},
     "ReLUNet": "relu",
     **{n: "reproduce" for n in ("reproduce_linear", "reproduce_relu")},
@@ -45,6 +75,7 @@ _LAZY = {
 
 def __getattr__(name: str):
     import importlib  # start-up: the subpackages load on first use
+
     if name in _SUBPACKAGES:
         module = importlib.import_module(f"{__name__}.{name}")
     elif name in _LAZY:

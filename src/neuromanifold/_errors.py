@@ -70,9 +70,17 @@ class SymmetryError(NeuromanifoldError, ValueError):
 
 # The classes live here but belong to the public namespace: tracebacks and reprs say
 # ``neuromanifold.InputError``, the name users import and catch.
-for _cls in (NeuromanifoldError, ArchitectureError, ParameterError, InputError,
-             NotInNeuromanifoldError, UndecidedFactorizationError, DomainError, ModelFileError,
-             SymmetryError):
+for _cls in (
+    NeuromanifoldError,
+    ArchitectureError,
+    ParameterError,
+    InputError,
+    NotInNeuromanifoldError,
+    UndecidedFactorizationError,
+    DomainError,
+    ModelFileError,
+    SymmetryError,
+):
     _cls.__module__ = "neuromanifold"
 del _cls
 

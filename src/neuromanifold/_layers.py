@@ -16,27 +16,44 @@ TIERS: tuple[tuple[tuple[str, str], ...], ...] = (
     (("neuromanifold.__main__", "`python -m neuromanifold`"),),
     (("neuromanifold.cli", "the command line: argument parsing, tables, exit codes"),),
     (("neuromanifold", "the public facade: the names a user imports"),),
-    (("neuromanifold.sweep", "many analyses over a grid of configurations, optionally on dask"),
-     ("neuromanifold.reproduce", "the papers' claims recomputed row by row")),
+    (
+        ("neuromanifold.sweep", "many analyses over a grid of configurations, optionally on dask"),
+        ("neuromanifold.reproduce", "the papers' claims recomputed row by row"),
+    ),
     (("neuromanifold.report", "the HTML report and its figures"),),
     (("neuromanifold.io", "model files: safetensors, npz, ONNX, torch, scikit-learn"),),
-    (("neuromanifold.ntk", "the NTK dependence test (is the NTK a function of the "
-                           "end-to-end map and the invariants?)"),
-     ("neuromanifold.conservation", "conservation laws of gradient flow, for both domains")),
-    (("neuromanifold.linear", "domain: linear convolutional and fully connected networks"),
-     ("neuromanifold.relu", "domain: ReLU networks")),
+    (
+        (
+            "neuromanifold.ntk",
+            "the NTK dependence test (is the NTK a function of the "
+            "end-to-end map and the invariants?)",
+        ),
+        ("neuromanifold.conservation", "conservation laws of gradient flow, for both domains"),
+    ),
+    (
+        ("neuromanifold.linear", "domain: linear convolutional and fully connected networks"),
+        ("neuromanifold.relu", "domain: ReLU networks"),
+    ),
     (("neuromanifold.flows", "shared: losses, gradient and Riemannian flows, integrators"),),
     (("neuromanifold.fibers", "shared: the fiber result and invariant vectors"),),
-    (("neuromanifold.exact", "shared: exact arithmetic (flint): rationals, polynomials, "
-                             "roots, exact LP"),),
-    (("neuromanifold._results", "the frozen result base class"),
-     ("neuromanifold._tolerance", "the tolerance contract"),
-     ("neuromanifold._validation", "input checks, one per rule"),
-     ("neuromanifold._progress", "the one progress-bar helper"),
-     ("neuromanifold._live", "live model objects (scikit-learn, torch, io.Model) as "
-                             "ReLU parameters"),
-     ("neuromanifold._version", "the version string"),
-     ("neuromanifold._layers", "this table")),
+    (
+        (
+            "neuromanifold.exact",
+            "shared: exact arithmetic (flint): rationals, polynomials, roots, exact LP",
+        ),
+    ),
+    (
+        ("neuromanifold._results", "the frozen result base class"),
+        ("neuromanifold._tolerance", "the tolerance contract"),
+        ("neuromanifold._validation", "input checks, one per rule"),
+        ("neuromanifold._progress", "the one progress-bar helper"),
+        (
+            "neuromanifold._live",
+            "live model objects (scikit-learn, torch, io.Model) as ReLU parameters",
+        ),
+        ("neuromanifold._version", "the version string"),
+        ("neuromanifold._layers", "this table"),
+    ),
     (("neuromanifold._errors", "the one exception family"),),
 )
 
@@ -45,25 +62,58 @@ ROOMS: dict[str, tuple[tuple[tuple[str, str], ...], ...]] = {
     "neuromanifold.relu": (
         (("neuromanifold.relu", "the public facade: the names of `neuromanifold.relu`"),),
         (("neuromanifold.relu.symmetries", "the public facade of the named symmetries"),),
-        (("neuromanifold.relu._compare", "comparing two networks: equivalence (sampling, "
-                                         "weight matching, reduction, the bottleneck fast "
-                                         "path, then the exact engine) and distance"),),
-        (("neuromanifold.relu._deep", "any depth: symmetries per layer and per three-layer "
-                                      "window, identifiability, canonical form modulo "
-                                      "permutation and scaling"),),
-        (("neuromanifold.relu._bottleneck", "the three-layer theory: shape, symmetries, "
-                                            "canonical form, identifiability, fibers, "
-                                            "symmetry search, non-localizability"),),
-        (("neuromanifold.relu._orthant", "one hidden layer on the orthant: weighted "
-                                         "arrangements and their fibers"),),
-        (("neuromanifold.relu._analysis", "ground-truth analyses on the engine: regions, "
-                                          "bent hyperplanes, neurons on a domain, joint "
-                                          "regions of two networks, functional dimension, "
-                                          "genericity, flows, plots"),),
-        (("neuromanifold.relu._engine", "the exact region engine: cells, compiled float "
-                                        "kernels, LP, MILP encoding, workers, budgets"),),
-        (("neuromanifold.relu._core", "networks, domains, the one exact and the one float "
-                                      "conversion"),),
+        (
+            (
+                "neuromanifold.relu._compare",
+                "comparing two networks: equivalence (sampling, "
+                "weight matching, reduction, the bottleneck fast "
+                "path, then the exact engine) and distance",
+            ),
+        ),
+        (
+            (
+                "neuromanifold.relu._deep",
+                "any depth: symmetries per layer and per three-layer "
+                "window, identifiability, canonical form modulo "
+                "permutation and scaling",
+            ),
+        ),
+        (
+            (
+                "neuromanifold.relu._bottleneck",
+                "the three-layer theory: shape, symmetries, "
+                "canonical form, identifiability, fibers, "
+                "symmetry search, non-localizability",
+            ),
+        ),
+        (
+            (
+                "neuromanifold.relu._orthant",
+                "one hidden layer on the orthant: weighted arrangements and their fibers",
+            ),
+        ),
+        (
+            (
+                "neuromanifold.relu._analysis",
+                "ground-truth analyses on the engine: regions, "
+                "bent hyperplanes, neurons on a domain, joint "
+                "regions of two networks, functional dimension, "
+                "genericity, flows, plots",
+            ),
+        ),
+        (
+            (
+                "neuromanifold.relu._engine",
+                "the exact region engine: cells, compiled float "
+                "kernels, LP, MILP encoding, workers, budgets",
+            ),
+        ),
+        (
+            (
+                "neuromanifold.relu._core",
+                "networks, domains, the one exact and the one float conversion",
+            ),
+        ),
     ),
 }
 
@@ -80,14 +130,21 @@ def markdown() -> str:
     """The tables as Markdown: one row per part, its tier (1 = outermost) and what it holds
     (the block between the ``layers`` markers of ``docs/architecture.md``)."""
     out = []
-    for title, table in (("The package", TIERS),
-                         *((f"The rooms of `{d.rpartition('.')[2]}/`", t)
-                           for d, t in ROOMS.items())):
-        out += [f"**{title}** (a part imports only from parts of a larger tier number):", "",
-                "| tier | part | what it holds |", "|---|---|---|"]
+    for title, table in (
+        ("The package", TIERS),
+        *((f"The rooms of `{d.rpartition('.')[2]}/`", t) for d, t in ROOMS.items()),
+    ):
+        out += [
+            f"**{title}** (a part imports only from parts of a larger tier number):",
+            "",
+            "| tier | part | what it holds |",
+            "|---|---|---|",
+        ]
         for i, tier in enumerate(table, start=1):
             for name, what in tier:
-                out.append(f"| {i} | `{_path(name, facade=name in ROOMS and table is not TIERS)}` | {what} |")
+                out.append(
+                    f"| {i} | `{_path(name, facade=name in ROOMS and table is not TIERS)}` | {what} |"
+                )
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -98,7 +155,10 @@ def _path(name: str, facade: bool = False) -> str:
     rel = name.replace(".", "/")
     if name == "neuromanifold" or facade:
         return rel + "/__init__.py"
-    if name in ("neuromanifold.__main__", "neuromanifold.relu.symmetries") or \
-            name.rpartition(".")[2].startswith("_") and name.count(".") == 1:
+    if (
+        name in ("neuromanifold.__main__", "neuromanifold.relu.symmetries")
+        or name.rpartition(".")[2].startswith("_")
+        and name.count(".") == 1
+    ):
         return rel + ".py"
     return rel + "/"

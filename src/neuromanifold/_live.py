@@ -55,14 +55,22 @@ def live_relu_params(obj: Any, error: type[Exception]) -> list[tuple[np.ndarray,
     if _is_sklearn_mlp(obj):
         source = f"scikit-learn {type(obj).__name__}"
         if getattr(obj, "activation", None) != "relu":
-            raise error(f"{source}: activation must be 'relu'; got "
-                        f"{short_repr(getattr(obj, 'activation', None))}")
+            raise error(
+                f"{source}: activation must be 'relu'; got "
+                f"{short_repr(getattr(obj, 'activation', None))}"
+            )
         coefs, intercepts = getattr(obj, "coefs_", None), getattr(obj, "intercepts_", None)
-        if not isinstance(coefs, Sequence) or not isinstance(intercepts, Sequence) \
-                or len(coefs) != len(intercepts) or not coefs:
-            raise error(f"{source}: the model is not fitted (coefs_ and intercepts_ must be "
-                        f"lists of one array per layer; got {short_repr(coefs)} and "
-                        f"{short_repr(intercepts)})")
+        if (
+            not isinstance(coefs, Sequence)
+            or not isinstance(intercepts, Sequence)
+            or len(coefs) != len(intercepts)
+            or not coefs
+        ):
+            raise error(
+                f"{source}: the model is not fitted (coefs_ and intercepts_ must be "
+                f"lists of one array per layer; got {short_repr(coefs)} and "
+                f"{short_repr(intercepts)})"
+            )
         return [(np.asarray(C).T, np.asarray(c)) for C, c in zip(coefs, intercepts)]
     if _is_torch_sequential(obj):
         source = f"torch {type(obj).__name__}"
@@ -71,8 +79,10 @@ def live_relu_params(obj: Any, error: type[Exception]) -> list[tuple[np.ndarray,
         for i, m in enumerate(mods):
             expected = "Linear" if i % 2 == 0 else "ReLU"
             if type(m).__name__ != expected or (i == len(mods) - 1 and expected != "Linear"):
-                raise error(f"{source}: expected Linear and ReLU layers alternating, starting "
-                            f"and ending with Linear; layer {i} is {type(m).__name__}")
+                raise error(
+                    f"{source}: expected Linear and ReLU layers alternating, starting "
+                    f"and ending with Linear; layer {i} is {type(m).__name__}"
+                )
             if expected == "Linear":
                 W = tensor_to_numpy(m.weight)
                 b = np.zeros(W.shape[0]) if m.bias is None else tensor_to_numpy(m.bias)

@@ -64,8 +64,9 @@ def to_jsonable(value: Any) -> Any:
 
 def _short(value: Any, limit: int = 60) -> str:
     """One line of at most about ``limit`` characters describing ``value`` (for reprs)."""
-    if isinstance(value, Result) or (dataclasses.is_dataclass(value)
-                                     and not isinstance(value, type)):
+    if isinstance(value, Result) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type)
+    ):
         text = f"{type(value).__name__}(...)"
     elif isinstance(value, np.ndarray):
         if value.size <= 6 and value.dtype != object:
@@ -81,12 +82,15 @@ def _short(value: Any, limit: int = 60) -> str:
             text = f"[{len(value)} items]"
         else:
             inner = ", ".join(_short(v, limit) for v in value)
-            text = f"({inner}{',' if len(value) == 1 else ''})" if isinstance(value, tuple) \
+            text = (
+                f"({inner}{',' if len(value) == 1 else ''})"
+                if isinstance(value, tuple)
                 else f"[{inner}]"
+            )
     else:
         text = repr(value)
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
@@ -100,8 +104,11 @@ class Result:
         Returns:
             A dict that ``json.dumps`` accepts.
         """
-        return {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)
-                if not f.name.startswith("_")}
+        return {
+            f.name: to_jsonable(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if not f.name.startswith("_")
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]):
@@ -146,8 +153,10 @@ class Result:
         True
         """
         if not isinstance(data, Mapping):
-            raise InputError(f"{cls.__name__}.from_dict needs a dict as returned by to_dict; "
-                             f"got {short_repr(data)}")
+            raise InputError(
+                f"{cls.__name__}.from_dict needs a dict as returned by to_dict; "
+                f"got {short_repr(data)}"
+            )
         if not dataclasses.is_dataclass(cls):
             raise InputError(f"{cls.__name__} is not a result class with fields")
         hints = _field_hints(cls)
@@ -155,8 +164,9 @@ class Result:
         for f in dataclasses.fields(cls):
             if not f.init:
                 continue
-            has_default = (f.default is not dataclasses.MISSING
-                           or f.default_factory is not dataclasses.MISSING)
+            has_default = (
+                f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+            )
             if f.name.startswith("_"):
                 if not has_default:
                     kwargs[f.name] = None
@@ -164,23 +174,25 @@ class Result:
             if f.name not in data:
                 if has_default:
                     continue
-                raise InputError(f"{cls.__name__}.from_dict: the field {f.name!r} is missing; "
-                                 f"got the keys {short_repr(sorted(map(str, data)))}")
-            kwargs[f.name] = _decode(data[f.name], hints.get(f.name, Any),
-                                     f"{cls.__name__}.{f.name}")
+                raise InputError(
+                    f"{cls.__name__}.from_dict: the field {f.name!r} is missing; "
+                    f"got the keys {short_repr(sorted(map(str, data)))}"
+                )
+            kwargs[f.name] = _decode(
+                data[f.name], hints.get(f.name, Any), f"{cls.__name__}.{f.name}"
+            )
         try:
             return cls(**kwargs)
         except (TypeError, ValueError) as exc:
-            if isinstance(exc, NeuromanifoldError):   # the class's own rule: keep its message
+            if isinstance(exc, NeuromanifoldError):  # the class's own rule: keep its message
                 raise
-            raise InputError(f"{cls.__name__}.from_dict: the stored fields do not make a "
-                             f"{cls.__name__}: {exc}") from None
+            raise InputError(
+                f"{cls.__name__}.from_dict: the stored fields do not make a {cls.__name__}: {exc}"
+            ) from None
 
     def __repr__(self) -> str:
         parts = [
-            f"{f.name}={_short(getattr(self, f.name))}"
-            for f in dataclasses.fields(self)
-            if f.repr
+            f"{f.name}={_short(getattr(self, f.name))}" for f in dataclasses.fields(self) if f.repr
         ]
         return f"{type(self).__name__}({', '.join(parts)})"
 
@@ -199,7 +211,7 @@ def _field_hints(cls: type) -> dict[str, Any]:
         return cached
     try:
         hints = typing.get_type_hints(cls)
-    except Exception:   # noqa: BLE001 - resolve field by field below
+    except Exception:  # noqa: BLE001 - resolve field by field below
         hints = {}
         module = sys.modules.get(cls.__module__)
         for klass in reversed(cls.__mro__):
@@ -207,7 +219,7 @@ def _field_hints(cls: type) -> dict[str, Any]:
                 if isinstance(ann, str):
                     try:
                         ann = eval(ann, vars(module) if module else {})  # noqa: S307
-                    except Exception:   # noqa: BLE001
+                    except Exception:  # noqa: BLE001
                         ann = Any
                 hints[name] = ann
     _HINTS[cls] = hints
@@ -222,7 +234,8 @@ def _to_float(value: Any, where: str) -> float:
     if isinstance(value, str) and value in _NONFINITE:
         return _NONFINITE[value]
     if isinstance(value, (bool, np.bool_)) or not isinstance(
-            value, (int, float, np.integer, np.floating)):
+        value, (int, float, np.integer, np.floating)
+    ):
         raise _fail("expected a number (or 'inf', '-inf', 'nan')", value, where)
     return float(value)
 
@@ -258,9 +271,11 @@ def _to_array(value: Any, where: str) -> np.ndarray:
                 if isinstance(v, (list, tuple)):
                     return [conv(x) for x in v]
                 if isinstance(v, str):
-                    return _NONFINITE[v] if v in _NONFINITE and not exact \
-                        else _to_fraction(v, where)
+                    return (
+                        _NONFINITE[v] if v in _NONFINITE and not exact else _to_fraction(v, where)
+                    )
                 return v
+
             value = conv(value)
             if exact:
                 try:
@@ -281,12 +296,12 @@ def _to_array(value: Any, where: str) -> np.ndarray:
 def _result_class_for(keys: frozenset) -> type | None:
     """The one Result subclass whose stored fields are exactly ``keys`` (or None)."""
     classes = _all_result_classes()
-    if _BY_KEYS.get(None) != len(classes):   # (re)build when new classes were defined
+    if _BY_KEYS.get(None) != len(classes):  # (re)build when new classes were defined
         _BY_KEYS.clear()
         for c in classes:
             if dataclasses.is_dataclass(c):
                 k = frozenset(f.name for f in dataclasses.fields(c) if not f.name.startswith("_"))
-                _BY_KEYS[k] = None if k in _BY_KEYS else c   # ambiguous: no class
+                _BY_KEYS[k] = None if k in _BY_KEYS else c  # ambiguous: no class
         _BY_KEYS[None] = len(classes)
     return _BY_KEYS.get(keys)
 
@@ -331,8 +346,12 @@ def _guess(value: Any, where: str, in_dict: bool = False) -> Any:
 
 def _record(value: dict, where: str) -> dict:
     """A plain dict: integer keys back to ints, values decoded as JSON-like records."""
-    return {(int(k) if isinstance(k, str) and _INTEGER.fullmatch(k) else k):
-            _guess(v, f"{where}[{k!r}]", True) for k, v in value.items()}
+    return {
+        (int(k) if isinstance(k, str) and _INTEGER.fullmatch(k) else k): _guess(
+            v, f"{where}[{k!r}]", True
+        )
+        for k, v in value.items()
+    }
 
 
 def _decode(value: Any, hint: Any, where: str) -> Any:
@@ -387,8 +406,9 @@ def _decode(value: Any, hint: Any, where: str) -> Any:
         if kind is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
             if len(args) != len(value):
                 raise _fail(f"expected {len(args)} entries", value, where)
-            return tuple(_decode(v, a, f"{where}[{i}]")
-                         for i, (v, a) in enumerate(zip(value, args)))
+            return tuple(
+                _decode(v, a, f"{where}[{i}]") for i, (v, a) in enumerate(zip(value, args))
+            )
         item = args[0] if args else Any
         out = [_decode(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
         return tuple(out) if kind is tuple else out
@@ -398,14 +418,19 @@ def _decode(value: Any, hint: Any, where: str) -> Any:
         if not args:
             return _record(value, where)
         kt, vt = args
-        return {(k if kt in (str, Any) else _decode(_parse_key(k), kt, f"{where} key")):
-                _decode(v, vt, f"{where}[{k!r}]") for k, v in value.items()}
+        return {
+            (k if kt in (str, Any) else _decode(_parse_key(k), kt, f"{where} key")): _decode(
+                v, vt, f"{where}[{k!r}]"
+            )
+            for k, v in value.items()
+        }
     return _guess(value, where)
 
 
 def _parse_key(key: str) -> Any:
     """A dict key stored as ``str(key)`` back to a number or a tuple of numbers."""
     import ast
+
     try:
         return ast.literal_eval(key)
     except (ValueError, SyntaxError):

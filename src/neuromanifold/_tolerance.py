@@ -45,8 +45,15 @@ import numpy as np
 
 from ._errors import InputError, ParameterError, short_repr
 
-__all__ = ["DEFAULT_TOL", "SYMMETRY_ROUNDING", "check_tol", "path_norm_scale",
-           "function_distance_bound", "telescoping_bound", "numerical_rank"]
+__all__ = [
+    "DEFAULT_TOL",
+    "SYMMETRY_ROUNDING",
+    "check_tol",
+    "path_norm_scale",
+    "function_distance_bound",
+    "telescoping_bound",
+    "numerical_rank",
+]
 
 #: Default relative tolerance of every comparing or ranking analysis.
 DEFAULT_TOL = 1e-9
@@ -62,11 +69,15 @@ def check_tol(tol: Any, name: str = "tol") -> float:
     ...
     neuromanifold.InputError: tol must be a relative tolerance, a finite number in [0, 1); got -1
     """
-    if isinstance(tol, (bool, np.bool_)) or not isinstance(
-            tol, (int, float, np.integer, np.floating, Fraction)) \
-            or not np.isfinite(float(tol)) or not 0 <= float(tol) < 1:
+    if (
+        isinstance(tol, (bool, np.bool_))
+        or not isinstance(tol, (int, float, np.integer, np.floating, Fraction))
+        or not np.isfinite(float(tol))
+        or not 0 <= float(tol) < 1
+    ):
         raise InputError(
-            f"{name} must be a relative tolerance, a finite number in [0, 1); got {short_repr(tol)}")
+            f"{name} must be a relative tolerance, a finite number in [0, 1); got {short_repr(tol)}"
+        )
     return float(tol)
 
 
@@ -89,8 +100,10 @@ def path_norm_scale(params: Sequence[tuple[Any, Any]]) -> float:
     """
     # the row sums of |M_L| ... |M_1| are |M_L| ( ... (|M_1| 1)): one matrix-vector product
     # per layer
-    layers = [(np.abs(np.asarray(W, dtype=float)),
-               np.abs(np.asarray(b, dtype=float)).reshape(-1)) for W, b in params]
+    layers = [
+        (np.abs(np.asarray(W, dtype=float)), np.abs(np.asarray(b, dtype=float)).reshape(-1))
+        for W, b in params
+    ]
     x = _plain_path_norms(layers)
     if x is not None:
         return float(np.max(x)) if x.size else 0.0
@@ -110,13 +123,14 @@ def path_norm_scale(params: Sequence[tuple[Any, Any]]) -> float:
             f"the network's scale (its l1 path norm with biases, about 2**{e}) is beyond "
             f"the float range (1.8e308); the tolerances are relative to it, so it must be "
             f"finite: divide a layer's weights and biases by a power of two (or the "
-            f"outputs' scale) to bring it into range")
+            f"outputs' scale) to bring it into range"
+        )
     return scale
 
 
 #: the absolute error gradual underflow can add to a float64 product, beyond its relative
 #: rounding (half the smallest subnormal, rounded up)
-_UNDERFLOW = 2.0 ** -1074
+_UNDERFLOW = 2.0**-1074
 
 
 def _underflow_slack(stacks: Sequence[Sequence[np.ndarray]], num_products: int) -> float:
@@ -170,12 +184,13 @@ def _sum(x: np.ndarray, ex: int, y: np.ndarray, ey: int) -> tuple[np.ndarray, in
         return y, ey
     if not np.any(y):
         return x, ex
-    e = max(ex, ey)   # the smaller term loses only what is below the larger's rounding
+    e = max(ex, ey)  # the smaller term loses only what is below the larger's rounding
     return _normalized(np.ldexp(x, ex - e) + np.ldexp(y, ey - e), e)
 
 
-def _affine(W: np.ndarray, b: np.ndarray, x: np.ndarray, ex: int,
-            constant: float = 1.0) -> tuple[np.ndarray, int]:
+def _affine(
+    W: np.ndarray, b: np.ndarray, x: np.ndarray, ex: int, constant: float = 1.0
+) -> tuple[np.ndarray, int]:
     """``W (x 2**ex) + b * constant`` for nonnegative ``W``, ``b`` and ``x``, as
     ``(entries, exponent)``: the augmented product ``M (x, constant)`` without its last
     coordinate, which stays ``constant``."""
@@ -203,10 +218,11 @@ def function_distance_bound(a: Sequence[tuple[Any, Any]], b: Sequence[tuple[Any,
     """
     A = [(np.asarray(W, dtype=float), np.asarray(v, dtype=float).reshape(-1)) for W, v in a]
     B = [(np.asarray(W, dtype=float), np.asarray(v, dtype=float).reshape(-1)) for W, v in b]
-    return telescoping_bound([(np.abs(W), np.abs(v)) for W, v in A],
-                             [(np.abs(W), np.abs(v)) for W, v in B],
-                             [(np.abs(Wa - Wb), np.abs(va - vb))
-                              for (Wa, va), (Wb, vb) in zip(A, B)])
+    return telescoping_bound(
+        [(np.abs(W), np.abs(v)) for W, v in A],
+        [(np.abs(W), np.abs(v)) for W, v in B],
+        [(np.abs(Wa - Wb), np.abs(va - vb)) for (Wa, va), (Wb, vb) in zip(A, B)],
+    )
 
 
 def telescoping_bound(abs_a: list, abs_b: list, abs_diff: list) -> float:
@@ -222,11 +238,11 @@ def telescoping_bound(abs_a: list, abs_b: list, abs_diff: list) -> float:
     plain = _plain_telescoping(abs_a, abs_b, abs_diff)
     if plain is not None:
         return plain
-    r, er = np.ones(abs_a[0][0].shape[1]), 0    # the vector part of r; its constant is 1
+    r, er = np.ones(abs_a[0][0].shape[1]), 0  # the vector part of r; its constant is 1
     total, et = np.zeros(abs_diff[-1][0].shape[0]), 0
     for l, (Wd, bd) in enumerate(abs_diff):
-        u, eu = _affine(Wd, bd, r, er)            # |D_l| (r, 1); its constant is 0
-        for Wk, _ in abs_b[l + 1:]:
+        u, eu = _affine(Wd, bd, r, er)  # |D_l| (r, 1); its constant is 0
+        for Wk, _ in abs_b[l + 1 :]:
             u, eu = _normalized(Wk @ u, eu)
         total, et = _sum(total, et, u, eu)
         r, er = _affine(*abs_a[l], r, er)
@@ -244,14 +260,15 @@ def _plain_telescoping(abs_a: list, abs_b: list, abs_diff: list) -> float | None
         total = np.zeros(abs_diff[-1][0].shape[0])
         for l, (Wd, bd) in enumerate(abs_diff):
             u = Wd @ r + bd
-            for Wk, _ in abs_b[l + 1:]:
+            for Wk, _ in abs_b[l + 1 :]:
                 u = Wk @ u
             total = total + u
             r = abs_a[l][0] @ r + abs_a[l][1]
         bound = float(np.max(total)) if total.size else 0.0
         L = len(abs_diff)
-        slack = _underflow_slack([[W for W, _ in abs_a], [W for W, _ in abs_b],
-                                  [W for W, _ in abs_diff]], L * L + L)
+        slack = _underflow_slack(
+            [[W for W, _ in abs_a], [W for W, _ in abs_b], [W for W, _ in abs_diff]], L * L + L
+        )
     if not (math.isfinite(bound) and slack <= 1e-6 * bound):
         return None
     return bound * (1.0 + 1e-9) + slack
@@ -283,5 +300,8 @@ def numerical_rank(matrix: np.ndarray, tol: float) -> tuple[int, float | None, f
     rel = s / s[0]
     kept = rel[rel > tol]
     dropped = rel[rel <= tol]
-    return (int(kept.size), float(kept[-1]) if kept.size else None,
-            float(dropped[0]) if dropped.size else None)
+    return (
+        int(kept.size),
+        float(kept[-1]) if kept.size else None,
+        float(dropped[0]) if dropped.size else None,
+    )

@@ -23,9 +23,20 @@ import numpy as np
 
 from ._errors import ArchitectureError, InputError, ParameterError, short_repr
 
-__all__ = ["check_workers", "as_real_array", "as_finite_array", "check_finite_result", "as_seed_rng",
-           "check_seed", "check_bool", "check_positive_int", "check_nonnegative_int",
-           "check_positive_float", "check_nonnegative_float", "check_options"]
+__all__ = [
+    "check_workers",
+    "as_real_array",
+    "as_finite_array",
+    "check_finite_result",
+    "as_seed_rng",
+    "check_seed",
+    "check_bool",
+    "check_positive_int",
+    "check_nonnegative_int",
+    "check_positive_float",
+    "check_nonnegative_float",
+    "check_options",
+]
 
 
 #: Element types an object array may hold: exact or floating real numbers (``bool`` is
@@ -40,8 +51,9 @@ def _is_real_scalar(x: Any) -> bool:
     return isinstance(x, _REAL_SCALARS) or type(x).__name__ in _FLINT_REALS
 
 
-def as_real_array(value: Any, name: str, *, error: type[Exception] = ParameterError,
-                  exact: bool = False) -> np.ndarray:
+def as_real_array(
+    value: Any, name: str, *, error: type[Exception] = ParameterError, exact: bool = False
+) -> np.ndarray:
     """``value`` as a numpy array of real numbers, refusing what only looks like one.
 
     The input rules shared by every entry point:
@@ -78,8 +90,11 @@ def as_real_array(value: Any, name: str, *, error: type[Exception] = ParameterEr
     what = f"{name} must be an array of real numbers"
     if value is None or isinstance(value, (str, bytes, bytearray)):
         raise error(f"{what}; got {short_repr(value)}")
-    if hasattr(value, "detach") and callable(getattr(value, "detach")) \
-            and not isinstance(value, np.ndarray):
+    if (
+        hasattr(value, "detach")
+        and callable(getattr(value, "detach"))
+        and not isinstance(value, np.ndarray)
+    ):
         # a torch.Tensor (possibly requiring grad, possibly on a GPU): its values only
         try:
             detached = value.detach()
@@ -87,22 +102,22 @@ def as_real_array(value: Any, name: str, *, error: type[Exception] = ParameterEr
                 detached = detached.cpu()
             value = detached.numpy() if hasattr(detached, "numpy") else np.asarray(detached)
         except Exception as exc:  # noqa: BLE001 - any failure of a foreign library
-            raise error(f"{what}; could not read the tensor {short_repr(value)}: {exc}") \
-                from None
+            raise error(f"{what}; could not read the tensor {short_repr(value)}: {exc}") from None
     if type(value) is np.ndarray and value.dtype.kind in "fiu":
-        raw = value   # a plain numeric array, the common case: nothing to parse
+        raw = value  # a plain numeric array, the common case: nothing to parse
     else:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 raw = np.asarray(value)
         except (TypeError, ValueError, OverflowError, RuntimeError, MemoryError) as exc:
-            raise error(f"{what} (a rectangular nest of numbers); got {short_repr(value)}") \
-                from exc
+            raise error(f"{what} (a rectangular nest of numbers); got {short_repr(value)}") from exc
     kind = raw.dtype.kind
     if kind == "c":
-        raise error(f"{what} (complex numbers are refused: their imaginary part would be "
-                    f"dropped); got {short_repr(value)}")
+        raise error(
+            f"{what} (complex numbers are refused: their imaginary part would be "
+            f"dropped); got {short_repr(value)}"
+        )
     if kind == "b":
         raise error(f"{what} (booleans are refused: pass 0/1 as numbers); got {short_repr(value)}")
     if kind in "iuf":
@@ -113,8 +128,10 @@ def as_real_array(value: Any, name: str, *, error: type[Exception] = ParameterEr
         flat = raw.ravel()
         bad = next((x for x in flat if not _is_real_scalar(x)), _NOTHING)
         if bad is not _NOTHING:
-            raise error(f"{what}; got an entry {short_repr(bad)} of type "
-                        f"{type(bad).__name__} in {short_repr(value)}")
+            raise error(
+                f"{what}; got an entry {short_repr(bad)} of type "
+                f"{type(bad).__name__} in {short_repr(value)}"
+            )
         if exact:
             return raw
         return _to_float64(raw, name, error)
@@ -135,8 +152,9 @@ def _to_float64(raw: np.ndarray, name: str, error: type[Exception]) -> np.ndarra
         except OverflowError:
             f = float("inf")
         if not np.isfinite(f) and _finite_number(x):
-            raise error(f"{name} has an entry out of the float64 range (|x| > 1.8e308): "
-                        f"{short_repr(x)}")
+            raise error(
+                f"{name} has an entry out of the float64 range (|x| > 1.8e308): {short_repr(x)}"
+            )
         flat[i] = f
     return out
 
@@ -150,9 +168,14 @@ def _finite_number(x: Any) -> bool:
         return True
 
 
-def as_finite_array(value: Any, name: str, *, ndim: int | None = None,
-                    shape: tuple[int, ...] | None = None,
-                    error: type[Exception] = ParameterError) -> np.ndarray:
+def as_finite_array(
+    value: Any,
+    name: str,
+    *,
+    ndim: int | None = None,
+    shape: tuple[int, ...] | None = None,
+    error: type[Exception] = ParameterError,
+) -> np.ndarray:
     """``value`` as a float64 array, checked to be real, finite and of the given shape.
 
     The accepted inputs are those of :func:`as_real_array` (float, integer, Fraction
@@ -205,8 +228,10 @@ def check_finite_result(value: Any, what: str) -> Any:
     neuromanifold.ParameterError: overflow: the NTK is not finite in float64 (the inputs are too large in magnitude; rescale them)
     """
     if not _all_finite(value):
-        raise ParameterError(f"overflow: {what} is not finite in float64 (the inputs are "
-                             f"too large in magnitude; rescale them)")
+        raise ParameterError(
+            f"overflow: {what} is not finite in float64 (the inputs are "
+            f"too large in magnitude; rescale them)"
+        )
     return value
 
 
@@ -220,8 +245,9 @@ def _all_finite(value: Any) -> bool:
     return True
 
 
-def check_positive_int(value: Any, name: str, error: type[Exception] = InputError, *,
-                       maximum: int | None = None) -> int:
+def check_positive_int(
+    value: Any, name: str, error: type[Exception] = InputError, *, maximum: int | None = None
+) -> int:
     """``value`` as an ``int`` >= 1 (and <= ``maximum`` when given: counts that set the
     size of a computation are capped so that a typo such as ``num_starts=10**9`` is a
     clear error, not a hang), or an error naming the rule.
@@ -242,16 +268,16 @@ def check_positive_int(value: Any, name: str, error: type[Exception] = InputErro
     return int(value)
 
 
-def check_nonnegative_int(value: Any, name: str, error: type[Exception] = InputError, *,
-                          maximum: int | None = None) -> int:
+def check_nonnegative_int(
+    value: Any, name: str, error: type[Exception] = InputError, *, maximum: int | None = None
+) -> int:
     """``value`` as an ``int`` >= 0 (and <= ``maximum`` when given), or an error naming
     the rule.
 
     >>> check_nonnegative_int(0, "walk_steps")
     0
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-            or value < 0:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
         raise error(f"{name} must be an integer >= 0; got {short_repr(value)}")
     if maximum is not None and value > maximum:
         raise error(f"{name} must be at most {maximum} (a size limit); got {value}")
@@ -262,9 +288,14 @@ def check_seed(seed: Any) -> Any:
     """``seed`` when it is a nonnegative int, ``None`` or a numpy Generator, else an
     :class:`InputError`; for a caller that draws from it only on some paths (building a
     Generator costs some 20 microseconds)."""
-    if seed is not None and not isinstance(seed, np.random.Generator) and (
-            isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-        raise InputError(f"seed must be a nonnegative int, None or a numpy Generator; got {short_repr(seed)}")
+    if (
+        seed is not None
+        and not isinstance(seed, np.random.Generator)
+        and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0)
+    ):
+        raise InputError(
+            f"seed must be a nonnegative int, None or a numpy Generator; got {short_repr(seed)}"
+        )
     return seed
 
 
@@ -277,9 +308,12 @@ def as_seed_rng(seed: Any) -> np.random.Generator:
 
 def check_positive_float(value: Any, name: str) -> float:
     """``value`` as a positive finite float, or an :class:`InputError` naming the rule."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-            value, (int, float, np.integer, np.floating)) or not np.isfinite(value) \
-            or value <= 0:
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not np.isfinite(value)
+        or value <= 0
+    ):
         raise InputError(f"{name} must be a positive finite number; got {short_repr(value)}")
     return float(value)
 
@@ -287,9 +321,12 @@ def check_positive_float(value: Any, name: str) -> float:
 def check_nonnegative_float(value: Any, name: str) -> float:
     """``value`` as a finite float >= 0 (e.g. a tolerance where 0 means exact), or an
     :class:`InputError` naming the rule."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-            value, (int, float, np.integer, np.floating)) or not np.isfinite(value) \
-            or value < 0:
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not np.isfinite(value)
+        or value < 0
+    ):
         raise InputError(f"{name} must be a nonnegative finite number; got {short_repr(value)}")
     return float(value)
 
@@ -319,9 +356,11 @@ def check_options(func: Callable, options: dict, what: str) -> None:
         return
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return
-    accepted = [n for n, p in params.items()
-                if p.kind in (inspect.Parameter.KEYWORD_ONLY,
-                              inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    accepted = [
+        n
+        for n, p in params.items()
+        if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise InputError(f"{what} got unknown option(s) {unknown}; it accepts {accepted}")
@@ -346,20 +385,28 @@ def renamed_keywords(**old_to_new: str) -> Callable:
     """A decorator: the keyword arguments ``old`` keep working for one release as aliases of
     ``new``, with a ``DeprecationWarning`` that names the new keyword; passing both is an
     :class:`InputError`. The decorated function keeps its own signature."""
+
     def wrap(func: Callable) -> Callable:
         @functools.wraps(func)
         def inner(*args: Any, **kwargs: Any) -> Any:
             for old, new in old_to_new.items():
                 if old in kwargs:
                     if new in kwargs:
-                        raise InputError(f"{func.__name__}: pass {new}= only ({old}= is its "
-                                         f"deprecated old name); got both")
-                    warnings.warn(f"{func.__name__}: the keyword {old}= is deprecated; use "
-                                  f"{new}=", DeprecationWarning, stacklevel=2)
+                        raise InputError(
+                            f"{func.__name__}: pass {new}= only ({old}= is its "
+                            f"deprecated old name); got both"
+                        )
+                    warnings.warn(
+                        f"{func.__name__}: the keyword {old}= is deprecated; use {new}=",
+                        DeprecationWarning,
+                        stacklevel=2,
+                    )
                     kwargs[new] = kwargs.pop(old)
             return func(*args, **kwargs)
+
         inner.renamed_keywords = dict(old_to_new)
         return inner
+
     return wrap
 
 
@@ -375,10 +422,12 @@ def check_widths(widths: Any, what: str) -> tuple[int, ...]:
     if isinstance(widths, (str, bytes)) or not isinstance(widths, Sequence) or len(widths) < 2:
         raise ArchitectureError(
             f"{what} widths must be a list of at least two positive integers "
-            f"(n0, ..., nL); got {short_repr(widths)}")
+            f"(n0, ..., nL); got {short_repr(widths)}"
+        )
     out = tuple(check_positive_int(w, "every width", ArchitectureError) for w in widths)
-    check_param_count(sum(a * b for a, b in zip(out, out[1:])),
-                      f"widths {list(out)} (their weight matrices)")
+    check_param_count(
+        sum(a * b for a, b in zip(out, out[1:])), f"widths {list(out)} (their weight matrices)"
+    )
     return out
 
 
@@ -386,8 +435,9 @@ def check_param_count(count: int, what: str) -> int:
     """``count`` (the entries of an array to allocate: a network's weights, its Jacobian)
     when at most :data:`MAX_PARAMS`, else an :class:`ArchitectureError` stating the limit."""
     if count > MAX_PARAMS:
-        raise ArchitectureError(f"{what}: {count:,} entries, more than the limit of "
-                                f"{MAX_PARAMS:,} (800 MB of float64)")
+        raise ArchitectureError(
+            f"{what}: {count:,} entries, more than the limit of {MAX_PARAMS:,} (800 MB of float64)"
+        )
     return count
 
 

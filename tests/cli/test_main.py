@@ -21,8 +21,9 @@ def test_demo_prints_table_and_json(tmp_path, capsys):
 
 
 def test_module_entry_point_and_version():
-    res = subprocess.run([sys.executable, "-m", "neuromanifold", "--version"],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "neuromanifold", "--version"], capture_output=True, text=True
+    )
     assert res.returncode == 0 and "neuromanifold" in res.stdout
 
 
@@ -41,16 +42,24 @@ from neuromanifold.cli import _demo  # noqa: E402
 @pytest.fixture
 def no_compute(monkeypatch):
     """Fail if the demo starts computing (bad usage must be refused before)."""
+
     def boom(**kwargs):
         raise AssertionError("computed before refusing the arguments")
+
     monkeypatch.setattr(_demo, "demo_rows", boom)
 
 
-@pytest.mark.parametrize("argv", [
-    ["demo", "--seed=-3"], ["demo", "--seed", "1.5"], ["demo", "--seed", "x"],
-    ["demo", "--json", "/nonexistent-neuromanifold-dir/out.json"], ["demo", "--json", "/"],
-    ["demo", "--json", ""],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--seed=-3"],
+        ["demo", "--seed", "1.5"],
+        ["demo", "--seed", "x"],
+        ["demo", "--json", "/nonexistent-neuromanifold-dir/out.json"],
+        ["demo", "--json", "/"],
+        ["demo", "--json", ""],
+    ],
+)
 def test_bad_usage_exits_2_before_computing(argv, no_compute, capsys):
     with pytest.raises(SystemExit) as exc:
         main(argv)
@@ -62,17 +71,18 @@ def test_bad_usage_exits_2_before_computing(argv, no_compute, capsys):
 def test_library_and_os_errors_exit_1_with_one_line(monkeypatch, tmp_path, capsys):
     def refuse(**kwargs):
         raise InputError("seed must be a nonnegative int")
+
     monkeypatch.setattr(_demo, "demo_rows", refuse)
     assert main(["demo"]) == 1
-    assert capsys.readouterr().err.strip() == \
-        "neuromanifold: error: seed must be a nonnegative int"
+    assert capsys.readouterr().err.strip() == "neuromanifold: error: seed must be a nonnegative int"
 
     def disk_full(**kwargs):
         raise OSError(28, "No space left on device")
+
     monkeypatch.setattr(_demo, "demo_rows", disk_full)
     assert main(["demo", "--json", str(tmp_path / "x.json")]) == 1
     assert "No space left" in capsys.readouterr().err
-    assert not (tmp_path / "x.json").exists()      # the writability probe left nothing
+    assert not (tmp_path / "x.json").exists()  # the writability probe left nothing
 
 
 def test_help_and_version_load_no_heavy_library():
@@ -80,10 +90,13 @@ def test_help_and_version_load_no_heavy_library():
     (about 1.5 s of imports before): each subcommand loads what it uses when it runs."""
     import subprocess
     import sys
-    code = ("import sys; from neuromanifold.cli._main import build_parser; build_parser(); "
-            "import neuromanifold; neuromanifold.__version__; "
-            "print(sorted(m for m in ('scipy', 'flint', 'numba', 'matplotlib', 'sympy') "
-            "if m in sys.modules))")
+
+    code = (
+        "import sys; from neuromanifold.cli._main import build_parser; build_parser(); "
+        "import neuromanifold; neuromanifold.__version__; "
+        "print(sorted(m for m in ('scipy', 'flint', 'numba', 'matplotlib', 'sympy') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
@@ -91,6 +104,7 @@ def test_help_and_version_load_no_heavy_library():
 
 def test_the_facade_still_serves_every_public_name_on_first_use():
     import neuromanifold as nm
+
     for name in nm.__all__:
         assert getattr(nm, name) is not None, name
     assert nm.relu.ReLUNet is nm.ReLUNet
@@ -99,5 +113,6 @@ def test_the_facade_still_serves_every_public_name_on_first_use():
 def test_sweep_help_lists_every_analysis():
     from neuromanifold.cli import _sweep
     from neuromanifold.sweep import ANALYSES
+
     listed = _sweep.__doc__.split("Analyses:", 1)[1].replace("\n", " ").strip(" .")
     assert sorted(a.strip() for a in listed.split(",")) == sorted(ANALYSES)

@@ -41,11 +41,18 @@ def test_linear_1_3_1_has_five_laws_where_the_formula_says_six():
 
 # ------------------------------------------------------------------ ground truth
 CASES = [
-    ("relu", [1, 1, 1], None), ("relu", [2, 2, 1], None), ("relu", [1, 2, 1, 1], None),
-    ("relu", [2, 2, 1], 2), ("relu", [1, 1, 1, 1], 2), ("relu", [2, 1, 2], 3),
-    ("fc", [2, 2, 2], None), ("fc", [2, 1, 2], None), ("fc", [1, 2, 1, 1], None),
+    ("relu", [1, 1, 1], None),
+    ("relu", [2, 2, 1], None),
+    ("relu", [1, 2, 1, 1], None),
+    ("relu", [2, 2, 1], 2),
+    ("relu", [1, 1, 1, 1], 2),
+    ("relu", [2, 1, 2], 3),
+    ("fc", [2, 2, 2], None),
+    ("fc", [2, 1, 2], None),
+    ("fc", [1, 2, 1, 1], None),
     ("fc", [2, 2, 1], 1),
-    ("conv", ([3, 2], [2]), None), ("conv", ([2, 2, 2], [1, 1]), None),
+    ("conv", ([3, 2], [2]), None),
+    ("conv", ([2, 2, 2], [1, 1]), None),
 ]
 
 
@@ -68,12 +75,20 @@ def test_count_matches_symbolic_brackets(kind, arch, n):
     truth = naive_lie_trace(net, p, data=X)
     assert ours.count == truth["count"]
     assert ours.lie_dimension == truth["rank"]
-    assert ours.lie_rank_trace == tuple(truth["trace"][:len(ours.lie_rank_trace)])
+    assert ours.lie_rank_trace == tuple(truth["trace"][: len(ours.lie_rank_trace)])
 
 
-@pytest.mark.parametrize("widths, n", [([3, 1, 2, 1], None), ([2, 3, 1, 2], None),
-                                       ([3, 2, 2, 2, 1], None), ([2, 6, 1, 1], 4),
-                                       ([1, 2, 2, 1], 6), ([4, 1, 3, 1], 5)])
+@pytest.mark.parametrize(
+    "widths, n",
+    [
+        ([3, 1, 2, 1], None),
+        ([2, 3, 1, 2], None),
+        ([3, 2, 2, 2, 1], None),
+        ([2, 6, 1, 1], 4),
+        ([1, 2, 2, 1], 6),
+        ([4, 1, 3, 1], 5),
+    ],
+)
 def test_count_matches_torch_autodiff(widths, n):
     pytest.importorskip("torch")
     rng = np.random.default_rng(sum(widths))
@@ -86,8 +101,11 @@ def test_count_matches_torch_autodiff(widths, n):
 
 
 @settings(max_examples=12)
-@given(widths=st.lists(st.integers(1, 6), min_size=3, max_size=4), seed=st.integers(0, 99),
-       n=st.sampled_from([None, 1, 2, 5]))
+@given(
+    widths=st.lists(st.integers(1, 6), min_size=3, max_size=4),
+    seed=st.integers(0, 99),
+    n=st.sampled_from([None, 1, 2, 5]),
+)
 def test_modular_rational_and_float_agree(widths, seed, n):
     p = ReLUNet(widths).random_params(seed=seed)
     X = None if n is None else np.random.default_rng(seed).standard_normal((n, widths[0]))
@@ -108,8 +126,12 @@ def test_path_lifting_count_is_the_number_of_hidden_neurons_at_random_points(wid
 
 
 @settings(max_examples=10)
-@given(widths=st.lists(st.integers(1, 4), min_size=3, max_size=4), seed=st.integers(0, 99),
-       scale=st.sampled_from([0.25, 2.0, 8.0]), n=st.sampled_from([None, 3]))
+@given(
+    widths=st.lists(st.integers(1, 4), min_size=3, max_size=4),
+    seed=st.integers(0, 99),
+    scale=st.sampled_from([0.25, 2.0, 8.0]),
+    n=st.sampled_from([None, 3]),
+)
 def test_count_is_invariant_under_neuron_rescaling_and_permutation(widths, seed, scale, n):
     """A positive rescaling of a hidden neuron and a permutation of a hidden layer map
     the fields onto each other, so the count at theta and at the moved point agree."""
@@ -118,7 +140,7 @@ def test_count_is_invariant_under_neuron_rescaling_and_permutation(widths, seed,
     X = None if n is None else rng.standard_normal((n, widths[0]))
     q = [(W.copy(), b.copy()) for W, b in p]
     perm = rng.permutation(widths[1])
-    q[0] = (q[0][0][perm] * scale, q[0][1][perm] * scale)      # powers of two: exact
+    q[0] = (q[0][0][perm] * scale, q[0][1][perm] * scale)  # powers of two: exact
     q[1] = (q[1][0][:, perm] / scale, q[1][1])
     assert conservation_laws(p, data=X).count == conservation_laws(q, data=X).count
 
@@ -136,8 +158,9 @@ def test_rational_and_integer_params_are_exact_and_not_rationalized():
     p = [([[Fraction(1, 3), 2]], [Fraction(-1, 7)]), ([[3]], [1])]
     res = conservation_laws(p, exact="rational")
     assert not res.rationalized and res.count == 1 and res.certified
-    assert conservation_laws([(np.array([[0.5, 2.0]]), np.array([1.0])),
-                              (np.array([[3.0]]), np.array([1.0]))]).rationalized
+    assert conservation_laws(
+        [(np.array([[0.5, 2.0]]), np.array([1.0])), (np.array([[3.0]]), np.array([1.0]))]
+    ).rationalized
 
 
 def test_float_method_reports_its_gap():
@@ -173,9 +196,11 @@ def test_known_laws_are_callables_with_names():
 def test_known_law_gradients_are_the_derivatives_of_their_values():
     """For a quadratic the central difference with a unit step is the exact derivative."""
     rng = np.random.default_rng(4)
-    p = [(rng.standard_normal((3, 2)), rng.standard_normal(3)),
-         (np.abs(rng.standard_normal((2, 3))), np.array([3.0, 3.0])),
-         (rng.standard_normal((1, 2)), np.zeros(1))]
+    p = [
+        (rng.standard_normal((3, 2)), rng.standard_normal(3)),
+        (np.abs(rng.standard_normal((2, 3))), np.array([3.0, 3.0])),
+        (rng.standard_normal((1, 2)), np.zeros(1)),
+    ]
     laws = conservation_laws(p, data=rng.standard_normal((4, 2))).known_laws
     assert {law.kind for law in laws} == {"rescaling", "block"}
     theta = ReLUNet([2, 3, 2, 1]).flatten(p)
@@ -241,20 +266,31 @@ def test_result_is_a_frozen_result_with_a_dict():
 
 
 # ------------------------------------------------------------------ errors
-@pytest.mark.parametrize("call, match", [
-    (lambda: conservation_laws("net"), "model must be"),
-    (lambda: conservation_laws(ReLUNet([1, 1]), None), "params are required"),
-    (lambda: conservation_laws(ReLUNet([1, 1]).random_params(), [1]), "either a model"),
-    (lambda: conservation_laws(ReLUNet([1, 1]).random_params(), exact="yes"), "exact must"),
-    (lambda: conservation_laws(ReLUNet([1, 1]).random_params(), max_depth=11), "max_depth"),
-    (lambda: conservation_laws(ReLUNet([1, 1]).random_params(), tol=-1), "tol must"),
-    (lambda: conservation_laws(ReLUNet([2, 1]).random_params(), data=np.ones((3, 3))),
-     "data must be inputs of shape"),
-    (lambda: conservation_laws(ReLUNet([2, 1]).random_params(), data=np.ones((10 ** 4, 2))),
-     "at most"),
-    (lambda: conservation_laws(LinearConvNet([2, 2]), [[1.0, 2.0], [1.0, 1.0]], data=[[1.0]]),
-     "not supported"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: conservation_laws("net"), "model must be"),
+        (lambda: conservation_laws(ReLUNet([1, 1]), None), "params are required"),
+        (lambda: conservation_laws(ReLUNet([1, 1]).random_params(), [1]), "either a model"),
+        (lambda: conservation_laws(ReLUNet([1, 1]).random_params(), exact="yes"), "exact must"),
+        (lambda: conservation_laws(ReLUNet([1, 1]).random_params(), max_depth=11), "max_depth"),
+        (lambda: conservation_laws(ReLUNet([1, 1]).random_params(), tol=-1), "tol must"),
+        (
+            lambda: conservation_laws(ReLUNet([2, 1]).random_params(), data=np.ones((3, 3))),
+            "data must be inputs of shape",
+        ),
+        (
+            lambda: conservation_laws(ReLUNet([2, 1]).random_params(), data=np.ones((10**4, 2))),
+            "at most",
+        ),
+        (
+            lambda: conservation_laws(
+                LinearConvNet([2, 2]), [[1.0, 2.0], [1.0, 1.0]], data=[[1.0]]
+            ),
+            "not supported",
+        ),
+    ],
+)
 def test_bad_input_is_an_input_error(call, match):
     with pytest.raises(InputError, match=match):
         call()
@@ -272,6 +308,7 @@ def test_bad_params_are_parameter_errors():
 # ------------------------------------------------------------------ sweep, benchmark
 def test_sweep_analysis_conservation():
     from neuromanifold.sweep._analyses import architecture_of, run_analysis
+
     assert architecture_of("conservation", {"widths": [2, 3, 1], "data_points": 5})
     out = run_analysis("conservation", {"widths": [2, 3, 1]}, 0)
     assert out["count"] == out["known_count"] == out["hidden"] == 3 and out["certified"]
@@ -285,6 +322,7 @@ def test_sweep_analysis_conservation():
 
 def test_bench_conservation_quick(capsys):
     from tests.support.common import load_benchmark
+
     rows = load_benchmark("bench_conservation").main(["--quick"])
     per_arch = [r for r in rows if "widths" in r]
     assert per_arch and all(r["count"] == r["hidden"] and r["certified"] for r in per_arch)
@@ -296,6 +334,7 @@ def test_docs_conservation_tables_are_what_the_code_prints():
     """docs/conservation.md: every python block (doctests) reproduces its shown output."""
 
     from tests.docs.test_readme import code_blocks, run_block
+
     page = ROOT / "docs" / "conservation.md"
     ns: dict = {"__name__": "conservation_doc"}
     failures = []
@@ -306,21 +345,25 @@ def test_docs_conservation_tables_are_what_the_code_prints():
 
 def test_the_identity_test_refuses_a_law_that_is_not_conserved():
     from neuromanifold.conservation._laws import _verify_laws, model_of
+
     p = ReLUNet([2, 2, 1]).random_params(seed=0)
     m = model_of(p, None, None)
     rng = np.random.default_rng(0)
     real = [KnownLaw(name=n, kind=k, _terms=t, _flatten=m.flatten) for n, k, t in m.laws]
     assert _verify_laws(m, real, rng)
-    fake = KnownLaw(name="w^2", kind="x", _terms=((0, 0, 1),), _flatten=m.flatten)      # one weight squared
+    fake = KnownLaw(
+        name="w^2", kind="x", _terms=((0, 0, 1),), _flatten=m.flatten
+    )  # one weight squared
     assert not _verify_laws(m, real + [fake], rng)
     # a block law of a block that is not active at the data is not conserved there
     q = [(np.eye(2), np.zeros(2)), (np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
     mq = model_of(q, None, [[1.0, -1.0], [-1.0, 1.0]])
     from neuromanifold.relu._analysis.flow import block_law_terms
-    (name, terms), = block_law_terms((2, 2, 2, 1), 2, [0, 1])
-    assert not _verify_laws(mq,
-                            [KnownLaw(name=name, kind="block", _terms=terms, _flatten=mq.flatten)],
-                            rng)
+
+    ((name, terms),) = block_law_terms((2, 2, 2, 1), 2, [0, 1])
+    assert not _verify_laws(
+        mq, [KnownLaw(name=name, kind="block", _terms=terms, _flatten=mq.flatten)], rng
+    )
 
 
 def test_a_bracket_that_cancels_in_floats_adds_no_direction():

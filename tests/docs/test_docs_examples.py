@@ -17,8 +17,10 @@ from neuromanifold import relu
 
 def net3(W1, b1, W2, b2, W3, b3):
     """Three-layer parameters from nested lists."""
-    return [(np.array(W, dtype=float).reshape(len(b), -1), np.array(b, dtype=float))
-            for W, b in ((W1, b1), (W2, b2), (W3, b3))]
+    return [
+        (np.array(W, dtype=float).reshape(len(b), -1), np.array(b, dtype=float))
+        for W, b in ((W1, b1), (W2, b2), (W3, b3))
+    ]
 
 
 def same(p, q) -> bool:
@@ -26,16 +28,18 @@ def same(p, q) -> bool:
 
 
 # ------------------------------------------------------------------ concepts_relu.md §4
-@pytest.mark.parametrize("t, expected", [(0.0, True), (0.5, True), (7.25, True),
-                                         (-1.0, True), (-1.5, False)])
+@pytest.mark.parametrize(
+    "t, expected", [(0.0, True), (0.5, True), (7.25, True), (-1.0, True), (-1.5, False)]
+)
 def test_hiding_translation_example(t, expected):
     """``W1 = 1, b1 = t, W2 = 1, b2 = -1 - t, W3 = 1, b3 = 0`` is ``relu(x - 1)`` iff t >= -1."""
     target = [(np.array([[1.0]]), np.array([-1.0])), (np.array([[1.0]]), np.array([0.0]))]
     assert same(net3([1], [t], [1], [-1 - t], [1], [0]), target) is expected
 
 
-@pytest.mark.parametrize("t, expected", [(-1.0, True), (0.5, True), (2.0, True),
-                                         (-1.5, False), (2.5, False)])
+@pytest.mark.parametrize(
+    "t, expected", [(-1.0, True), (0.5, True), (2.0, True), (-1.5, False), (2.5, False)]
+)
 def test_translation_interval_bounded_by_a_dead_row(t, expected):
     """Rows (1; -1) and (-1; -2) of [W2 | b2] both hide neuron 1; the valid interval is
     ``max b2_j / W2[j,1] over W2[j,1] > 0 = -1 <= t <= min over W2[j,1] < 0 = 2``."""
@@ -61,7 +65,7 @@ def test_discrete_flips_with_one_live_second_layer_neuron(flipped):
     W1 = rng.integers(-8, 9, (3, 3)) / 4.0
     b1 = rng.integers(-8, 9, 3) / 4.0
     a, beta = np.array([2.0, -1.0, -0.5]), -0.75  # hides neuron 0
-    dead = np.array([-1.0, -0.25, -2.0])           # a dead row does not matter
+    dead = np.array([-1.0, -0.25, -2.0])  # a dead row does not matter
     W2, b2 = np.vstack([a, dead]), np.array([beta, -0.5])
     W3, b3 = np.array([[1.5, 4.0]]), np.array([0.25])
     W1f, b1f = _flip(W1, b1, a, 0, flipped)

@@ -17,8 +17,9 @@ EXAMPLES = str(ROOT / "examples")
 
 
 def _load_digits_example():
-    spec = importlib.util.spec_from_file_location("digits_example",
-                                                  os.path.join(EXAMPLES, "digits.py"))
+    spec = importlib.util.spec_from_file_location(
+        "digits_example", os.path.join(EXAMPLES, "digits.py")
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -31,13 +32,13 @@ def example():
 
 @pytest.fixture(scope="module")
 def report(example, tmp_path_factory):
-    return example.run(quick=True, out_dir=str(tmp_path_factory.mktemp("digits")),
-                       fd_budget=300)
+    return example.run(quick=True, out_dir=str(tmp_path_factory.mktemp("digits")), fd_budget=300)
 
 
 @pytest.fixture(scope="module")
 def nets(example, report):
     from neuromanifold import io
+
     p = io.load(os.path.join(report["out_dir"], "digits.npz")).params
     q = io.load(os.path.join(report["out_dir"], "copy.npz")).params
     f = io.load(os.path.join(report["out_dir"], "finetuned.npz")).params
@@ -78,7 +79,7 @@ def test_canonical_form_is_a_point_of_the_same_function(report):
     assert "canonical_refused" not in report
     assert report["canonical_function_difference"] < 1e-9
     assert report["canonical_copy_difference"] < 1e-9
-    eb = report["bottleneck_copy"]      # the polynomial-time test recovers the symmetry
+    eb = report["bottleneck_copy"]  # the polynomial-time test recovers the symmetry
     assert eb.applies and eb.equivalent and eb.certified and eb.symmetry
 
 

@@ -26,8 +26,11 @@ _FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 def code_blocks(text: str, language: str = "python") -> list[tuple[int, str]]:
     """The fenced blocks of ``language`` in a Markdown text, as ``(first line number, code)``."""
-    return [(text.count("\n", 0, m.start(2)) + 1, m.group(2))
-            for m in _FENCE.finditer(text) if m.group(1) == language]
+    return [
+        (text.count("\n", 0, m.start(2)) + 1, m.group(2))
+        for m in _FENCE.finditer(text)
+        if m.group(1) == language
+    ]
 
 
 def run_block(code: str, namespace: dict, name: str, lineno: int) -> list[str]:
@@ -42,14 +45,18 @@ def run_block(code: str, namespace: dict, name: str, lineno: int) -> list[str]:
 
         class Runner(doctest.DocTestRunner):
             def report_failure(self, out, test, example, got):
-                failures.append(f"{name}, line {lineno + example.lineno}: "
-                                f"{example.source.strip()}\n  expected: "
-                                f"{example.want.strip()}\n  got:      {got.strip()}")
+                failures.append(
+                    f"{name}, line {lineno + example.lineno}: "
+                    f"{example.source.strip()}\n  expected: "
+                    f"{example.want.strip()}\n  got:      {got.strip()}"
+                )
 
             def report_unexpected_exception(self, out, test, example, exc_info):
-                failures.append(f"{name}, line {lineno + example.lineno}: "
-                                f"{example.source.strip()}\n  raised "
-                                f"{exc_info[0].__name__}: {exc_info[1]}")
+                failures.append(
+                    f"{name}, line {lineno + example.lineno}: "
+                    f"{example.source.strip()}\n  raised "
+                    f"{exc_info[0].__name__}: {exc_info[1]}"
+                )
 
         # the doctest's globals are a copy: write the names back so later blocks see them
         Runner(optionflags=_FLAGS).run(test, out=lambda s: None, clear_globs=False)
@@ -97,10 +104,12 @@ def _markdown_files() -> list[Path]:
 def test_no_reference_outside_the_repository():
     """The repository explains itself: no pointer to an external specification or folder."""
     bad = re.compile(r"SPEC\b|/work/|shared folder|seed (paper|document|summar)")
-    offenders = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
-                 for path in _markdown_files()
-                 for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-                 if bad.search(line)]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in _markdown_files()
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if bad.search(line)
+    ]
     assert not offenders, "\n".join(offenders)
 
 
@@ -117,8 +126,7 @@ def test_relative_links_resolve():
 
 
 def _sections(page: Path) -> set[int]:
-    return {int(m) for m in re.findall(r"^## (\d+)\. ", page.read_text(encoding="utf-8"),
-                                       re.M)}
+    return {int(m) for m in re.findall(r"^## (\d+)\. ", page.read_text(encoding="utf-8"), re.M)}
 
 
 @pytest.mark.parametrize("page", ["concepts_linear.md", "concepts_relu.md"])
@@ -132,8 +140,11 @@ def test_cited_sections_exist():
     ``## n. ...`` of that page, and every cited page exists."""
     cite = re.compile(r"(?:docs/)?(concepts_linear|concepts_relu)\.md\)?\s*§\s*(\d+)")
     pages = {name: _sections(DOCS / f"{name}.md") for name in ("concepts_linear", "concepts_relu")}
-    files = [p for p in list(SRC.rglob("*.py")) + list((ROOT / "tests").glob("*.py"))
-             + _markdown_files() if p.name != "test_readme.py"]
+    files = [
+        p
+        for p in list(SRC.rglob("*.py")) + list((ROOT / "tests").glob("*.py")) + _markdown_files()
+        if p.name != "test_readme.py"
+    ]
     missing = []
     for path in files:
         for name, number in cite.findall(path.read_text(encoding="utf-8")):

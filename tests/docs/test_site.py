@@ -43,8 +43,9 @@ _FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 def fenced(text: str) -> list[tuple[str, int, str]]:
     """Every fenced block of a Markdown text as ``(language, first line number, code)``."""
-    return [(m.group(1), text.count("\n", 0, m.start(2)) + 1, m.group(2))
-            for m in _FENCE.finditer(text)]
+    return [
+        (m.group(1), text.count("\n", 0, m.start(2)) + 1, m.group(2)) for m in _FENCE.finditer(text)
+    ]
 
 
 # ------------------------------------------------------------------ tutorials
@@ -79,8 +80,9 @@ def test_every_subcommand_has_a_page_with_its_help():
     missing = []
     for name in names:
         page = DOCS / "cli" / f"{name}.md"
-        shown = dict(cli_help.help_blocks(page.read_text(encoding="utf-8"))) \
-            if page.exists() else {}
+        shown = (
+            dict(cli_help.help_blocks(page.read_text(encoding="utf-8"))) if page.exists() else {}
+        )
         if f"neuromanifold {name}" not in shown:
             missing.append(f"docs/cli/{name}.md with a help block of 'neuromanifold {name}'")
     index = (DOCS / "cli" / "index.md").read_text(encoding="utf-8")
@@ -94,8 +96,10 @@ def test_every_subcommand_has_a_page_with_its_help():
 @pytest.mark.parametrize("page", CLI_PAGES, ids=lambda p: p.stem)
 def test_help_blocks_are_current(page):
     stale = cli_help.stale_blocks(page.read_text(encoding="utf-8"))
-    assert not stale, (f"{page.name}: the help of {stale} changed; run "
-                       "`python docs/_ext/cli_help.py` (or `make docs`) and commit the pages")
+    assert not stale, (
+        f"{page.name}: the help of {stale} changed; run "
+        "`python docs/_ext/cli_help.py` (or `make docs`) and commit the pages"
+    )
 
 
 def test_a_changed_help_text_is_detected_and_refreshed():
@@ -113,8 +117,11 @@ def _command_lines(text: str) -> list[tuple[int, str]]:
     out = []
     for language, lineno, code in fenced(text):
         for offset, line in enumerate(code.splitlines()):
-            line = line[2:] if language == "console" and line.startswith("$ ") else \
-                (line if language == "sh" else "")
+            line = (
+                line[2:]
+                if language == "console" and line.startswith("$ ")
+                else (line if language == "sh" else "")
+            )
             words = shlex.split(line, comments=True)
             if words[:3] == ["python", "-m", "neuromanifold"]:
                 words = ["neuromanifold"] + words[3:]
@@ -134,8 +141,10 @@ def test_documented_commands_parse(page, tmp_path, monkeypatch):
     bad = []
     for lineno, words in lines:
         try:
-            with contextlib.redirect_stdout(io.StringIO()), \
-                    contextlib.redirect_stderr(io.StringIO()):
+            with (
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
                 parser.parse_args(words[1:])
         except SystemExit as exc:  # --help exits with 0
             if exc.code == 0:
@@ -145,11 +154,15 @@ def test_documented_commands_parse(page, tmp_path, monkeypatch):
 
 
 def test_command_lines_are_found():
-    text = "```sh\nneuromanifold demo --seed 2  # comment\npython -m neuromanifold demo\n```\n" \
-           "```console\n$ neuromanifold linear ntk\noutput\n```\n```text\nneuromanifold x\n```\n"
+    text = (
+        "```sh\nneuromanifold demo --seed 2  # comment\npython -m neuromanifold demo\n```\n"
+        "```console\n$ neuromanifold linear ntk\noutput\n```\n```text\nneuromanifold x\n```\n"
+    )
     assert [w for _, w in _command_lines(text)] == [
-        ["neuromanifold", "demo", "--seed", "2"], ["neuromanifold", "demo"],
-        ["neuromanifold", "linear", "ntk"]]
+        ["neuromanifold", "demo", "--seed", "2"],
+        ["neuromanifold", "demo"],
+        ["neuromanifold", "linear", "ntk"],
+    ]
 
 
 def console_sessions(code: str) -> list[tuple[list[str], str]]:
@@ -173,8 +186,10 @@ def run_console(code: str) -> list[str]:
             status = main(argv)
         got = stdout.getvalue()
         if status != 0 or not _CHECKER.check_output(want, got, _FLAGS):
-            failures.append(f"$ neuromanifold {' '.join(argv)} (exit {status})\n"
-                            f"  expected:\n{want}  got:\n{got}")
+            failures.append(
+                f"$ neuromanifold {' '.join(argv)} (exit {status})\n"
+                f"  expected:\n{want}  got:\n{got}"
+            )
     return failures
 
 
@@ -201,6 +216,7 @@ def test_console_examples_print_what_is_shown(page, tmp_path, monkeypatch):
 
 def test_sweep_page_configuration_is_valid(tmp_path):
     from neuromanifold.sweep import load_config, tasks_of
+
     text = (DOCS / "cli" / "sweep.md").read_text(encoding="utf-8")
     configs = [code for language, _, code in fenced(text) if language == "toml"]
     assert len(configs) == 1
@@ -210,6 +226,7 @@ def test_sweep_page_configuration_is_valid(tmp_path):
     assert len(tasks_of(config)) == 3 * 3 + 5 * 2
     analyses = set(re.findall(r"^\| `(\w+)` \|", text, re.M))
     from neuromanifold.sweep import ANALYSES
+
     assert analyses == set(ANALYSES), "the table of analyses is out of date"
 
 
@@ -218,6 +235,7 @@ def public_modules() -> list[str]:
     """``neuromanifold`` and every public subpackage or module with an ``__all__`` (the
     command line, documented on its own pages, excepted)."""
     import neuromanifold
+
     names = ["neuromanifold"]
     for info in pkgutil.walk_packages(neuromanifold.__path__, "neuromanifold."):
         parts = info.name.split(".")
@@ -229,15 +247,20 @@ def public_modules() -> list[str]:
 
 
 def api_pages() -> dict[str, str]:
-    return mkdocs_hooks.api_modules({f"api/{p.name}": p.read_text(encoding="utf-8")
-                                     for p in sorted((DOCS / "api").glob("*.md"))})
+    return mkdocs_hooks.api_modules(
+        {
+            f"api/{p.name}": p.read_text(encoding="utf-8")
+            for p in sorted((DOCS / "api").glob("*.md"))
+        }
+    )
 
 
 def test_every_public_module_has_an_api_page_in_the_nav():
     pages = api_pages()
     modules = public_modules()
-    assert {"neuromanifold", "neuromanifold.relu.symmetries", "neuromanifold.report"} <= \
-        set(modules)
+    assert {"neuromanifold", "neuromanifold.relu.symmetries", "neuromanifold.report"} <= set(
+        modules
+    )
     missing = [m for m in modules if m not in pages]
     assert not missing, f"public modules without an API page (docs/api/*.md): {missing}"
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
@@ -246,12 +269,13 @@ def test_every_public_module_has_an_api_page_in_the_nav():
 
 def test_every_name_is_documented_once_at_its_home():
     documented = sorted(api_pages())
-    assert mkdocs_hooks.home("neuromanifold", "LinearConvNet", documented) == \
-        "neuromanifold.linear"
+    assert mkdocs_hooks.home("neuromanifold", "LinearConvNet", documented) == "neuromanifold.linear"
     assert mkdocs_hooks.home("neuromanifold.ntk", "Fiber", documented) == "neuromanifold.fibers"
     assert mkdocs_hooks.home("neuromanifold", "InputError", documented) == "neuromanifold"
-    assert mkdocs_hooks.home("neuromanifold.relu", "symmetries", documented) == \
-        "neuromanifold.relu.symmetries"
+    assert (
+        mkdocs_hooks.home("neuromanifold.relu", "symmetries", documented)
+        == "neuromanifold.relu.symmetries"
+    )
     assert mkdocs_hooks.home("neuromanifold.io", "SUFFIXES", documented) == "neuromanifold.io"
     text = mkdocs_hooks.expand_directive("neuromanifold.ntk", documented)
     assert "        - ntk_dependence" in text and "        - Fiber" not in text
@@ -265,8 +289,9 @@ def undocumented(site: Path, modules: list[str], pages: dict[str, str]) -> list[
     ids: set[str] = set()
     html_of: dict[str, str] = {}
     for page in set(pages.values()):
-        text = html.unescape((site / (page.removesuffix(".md") + ".html"))
-                             .read_text(encoding="utf-8"))
+        text = html.unescape(
+            (site / (page.removesuffix(".md") + ".html")).read_text(encoding="utf-8")
+        )
         html_of[page] = text
         ids |= set(re.findall(r'\bid="([^"]+)"', text))
     missing = []
@@ -277,8 +302,9 @@ def undocumented(site: Path, modules: list[str], pages: dict[str, str]) -> list[
             anchor = f"{module}.{name}"
             if anchor in ids and f'id="{anchor}"' in text:
                 continue
-            links = re.findall(r'href="[^"]*#([^"]+)"[^>]*>\s*(?:<code>)?\s*' + re.escape(anchor)
-                               + r"\b", text)
+            links = re.findall(
+                r'href="[^"]*#([^"]+)"[^>]*>\s*(?:<code>)?\s*' + re.escape(anchor) + r"\b", text
+            )
             if not any(target in ids for target in links):
                 missing.append(anchor)
     return missing
@@ -290,9 +316,11 @@ def test_undocumented_finds_a_missing_name(tmp_path):
         '<h1 id="neuromanifold.ntk">x</h1><h2 id="neuromanifold.ntk.ntk_dependence">y</h2>'
         '<h2 id="neuromanifold.fibers.Fiber"></h2>'
         '<a href="fibers.html#neuromanifold.fibers.Fiber"><code>neuromanifold.ntk.Fiber</code></a>',
-        encoding="utf-8")
-    assert undocumented(tmp_path, ["neuromanifold.ntk"], {"neuromanifold.ntk": "api/ntk.md"}) \
-        == ["neuromanifold.ntk.NTKDependence"]
+        encoding="utf-8",
+    )
+    assert undocumented(tmp_path, ["neuromanifold.ntk"], {"neuromanifold.ntk": "api/ntk.md"}) == [
+        "neuromanifold.ntk.NTKDependence"
+    ]
 
 
 # ------------------------------------------------------------------ the build
@@ -311,27 +339,52 @@ def test_site_builds_strict_and_documents_every_public_name(tmp_path):
     page, the home page is the README, and the help blocks are rendered."""
     missing_tool = _site_tools_missing()
     if missing_tool:
-        pytest.skip(f"{missing_tool} is not installed: the documentation tools come with "
-                    "the test extra (pip install -e '.[test]')")
+        pytest.skip(
+            f"{missing_tool} is not installed: the documentation tools come with "
+            "the test extra (pip install -e '.[test]')"
+        )
     site = tmp_path / "site"
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1",
-               PYTHONPATH=os.pathsep.join([str(ROOT / "src")] + [
-                   p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    env = dict(
+        os.environ,
+        NO_MKDOCS_2_WARNING="1",
+        PYTHONPATH=os.pathsep.join(
+            [str(ROOT / "src")]
+            + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        ),
+    )
     proc = subprocess.run(
         # no --quiet: it hides the warnings from --strict's count
-        [sys.executable, "-m", "mkdocs", "build", "--strict",
-         "--config-file", str(ROOT / "mkdocs.yml"), "--site-dir", str(site)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(site),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}"
 
     missing = undocumented(site, public_modules(), api_pages())
-    assert not missing, ("public names missing from the API pages: " + ", ".join(missing)
-                         + " (add a docs/api/<module>.md page with '::: <module>' for a new "
-                           "module)")
+    assert not missing, (
+        "public names missing from the API pages: "
+        + ", ".join(missing)
+        + " (add a docs/api/<module>.md page with '::: <module>' for a new "
+        "module)"
+    )
 
     home = (site / "index.html").read_text(encoding="utf-8")
-    first_heading = re.search(r"^## (.+)$", (ROOT / "README.md").read_text(encoding="utf-8"),
-                              re.M).group(1)
+    first_heading = re.search(
+        r"^## (.+)$", (ROOT / "README.md").read_text(encoding="utf-8"), re.M
+    ).group(1)
     assert html.escape(first_heading, quote=False) in home and "include: README.md" not in home
     relu_page = html.unescape((site / "cli" / "relu.html").read_text(encoding="utf-8"))
     assert "usage: neuromanifold relu" in relu_page
@@ -358,19 +411,30 @@ def _click_through_in_chromium(site: Path) -> None:
     a person would: each must show its page, not a directory listing."""
     import shutil
     import tempfile
+
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:   # .ci/run installs it; elsewhere the file checks above stand
+    if chromium is None:  # .ci/run installs it; elsewhere the file checks above stand
         return
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update",
-             "--virtual-time-budget=3000", f"--user-data-dir={tempfile.mkdtemp()}"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--virtual-time-budget=3000",
+        f"--user-data-dir={tempfile.mkdtemp()}",
+    ]
     home = (site / "index.html").read_text(encoding="utf-8")
-    targets = [h for h in re.findall(r'href="([a-z_/]+\.html)"', home)
-               if h != "index.html"][:4]
+    targets = [h for h in re.findall(r'href="([a-z_/]+\.html)"', home) if h != "index.html"][:4]
     assert len(targets) >= 3, targets
     for href in ["index.html"] + targets:
-        dom = subprocess.run([chromium, *flags, "--dump-dom", (site / href).as_uri()],
-                             capture_output=True, text=True, timeout=120)
+        dom = subprocess.run(
+            [chromium, *flags, "--dump-dom", (site / href).as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert dom.returncode == 0, dom.stderr[-1000:]
         assert "Index of" not in dom.stdout and "<h1" in dom.stdout, href
 
@@ -379,15 +443,18 @@ def _click_through_in_chromium(site: Path) -> None:
 def test_doctests_in_docstrings_are_fenced():
     pytest.importorskip("griffe")
     import griffe_docstrings as g
+
     text = "Sum.\n\nArgs:\n    x: a number.\n\n>>> f([1])\n[1]\n>>> 2\n2\n\nDone."
     assert g.fence_doctests(text) == (
-        "Sum.\n\nArgs:\n    x: a number.\n\n```pycon\n>>> f([1])\n[1]\n>>> 2\n2\n```\n\nDone.")
+        "Sum.\n\nArgs:\n    x: a number.\n\n```pycon\n>>> f([1])\n[1]\n>>> 2\n2\n```\n\nDone."
+    )
     fenced_already = "```pycon\n>>> 1\n1\n```"
     assert g.fence_doctests(fenced_already) == fenced_already
     examples = "Examples:\n    >>> 1\n    1\n"
     assert g.fence_doctests(examples) == examples
-    assert g.markdown_docstring("See :func:`regions` and :class:`~a.B`.") == \
-        "See `regions` and `B`."
+    assert (
+        g.markdown_docstring("See :func:`regions` and :class:`~a.B`.") == "See `regions` and `B`."
+    )
 
 
 def test_readme_links_are_rewritten_for_the_site():
@@ -402,8 +469,7 @@ def test_make_docs_target_and_ignored_site():
     assert "/site/" in (ROOT / ".gitignore").read_text(encoding="utf-8").split()
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     test_extra = re.search(r"^test = \[(.*?)\]\s*$", pyproject, re.M | re.S).group(1)
-    assert all(tool in test_extra for tool in ("mkdocs", "mkdocstrings[python]",
-                                               "mkdocs-material"))
+    assert all(tool in test_extra for tool in ("mkdocs", "mkdocstrings[python]", "mkdocs-material"))
 
 
 # ------------------------------------------------------------------ reproduction tables
@@ -416,28 +482,45 @@ def test_reproduction_tables_are_rendered_from_the_last_run(page):
     rendered by the script (never edited by hand); `make tables` refreshes them."""
     text = page.read_text()
     assert reproduction_tables.BLOCK.search(text), f"{page.name} quotes no table"
-    assert text == reproduction_tables.expected_page(text,
-                                                     reproduction_tables.load_last_run()), \
+    assert text == reproduction_tables.expected_page(text, reproduction_tables.load_last_run()), (
         f"{page.name}: a table differs from docs/reproduction_last_run.json; run `make tables`"
+    )
 
 
 def test_the_last_run_has_the_rows_of_the_current_code():
     """The committed run has the fields of today's Row and one row per claim family of
     today's claims (a renamed or added claim needs `make tables`)."""
     from neuromanifold.reproduce import Row, default_relu_claims
+
     run = reproduction_tables.load_last_run()
     fields = {f for f in Row.__dataclass_fields__ if not f.startswith("_")}
     for row in run["linear"] + run["relu"]:
         assert set(row) >= fields - {"evidence"} and row["outcome"] in (
-            "agrees", "disagrees", "outside the hypotheses", "inconclusive")
+            "agrees",
+            "disagrees",
+            "outside the hypotheses",
+            "inconclusive",
+        )
     claims = {c.paper_claim for c in default_relu_claims()}
     assert {r["paper_claim"] for r in run["relu"]} >= claims - {
-        "each move keeps the function"}   # the symmetry rows state the move itself
+        "each move keeps the function"
+    }  # the symmetry rows state the move itself
 
 
 def test_a_hand_edited_table_is_detected():
-    run = {"linear": [{"architecture": "a", "condition": "c", "paper_claim": "p",
-                       "computed": "x", "outcome": "agrees", "evidence": {}}], "relu": []}
+    run = {
+        "linear": [
+            {
+                "architecture": "a",
+                "condition": "c",
+                "paper_claim": "p",
+                "computed": "x",
+                "outcome": "agrees",
+                "evidence": {},
+            }
+        ],
+        "relu": [],
+    }
     page = "<!-- table: linear -->\n| stale |\n<!-- /table -->\n"
     fresh = reproduction_tables.expected_page(page, run)
     assert fresh != page and "| a | c | p | x | agrees |" in fresh

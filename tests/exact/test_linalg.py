@@ -25,8 +25,10 @@ from neuromanifold.exact import (
 
 def random_rows(rng, r, c):
     """Small rationals with many exact dependencies: zero rows, repeated and combined rows."""
-    rows = [[Fraction(int(x), int(rng.integers(1, 4))) for x in rng.integers(-2, 3, c)]
-            for _ in range(r)]
+    rows = [
+        [Fraction(int(x), int(rng.integers(1, 4))) for x in rng.integers(-2, 3, c)]
+        for _ in range(r)
+    ]
     for i in range(r):
         kind = rng.integers(4)
         if kind == 0 and i:
@@ -41,8 +43,9 @@ def random_rows(rng, r, c):
 
 
 def sym(rows, c):
-    return sympy.Matrix(len(rows), c, [sympy.Rational(x.numerator, x.denominator)
-                                       for row in rows for x in row])
+    return sympy.Matrix(
+        len(rows), c, [sympy.Rational(x.numerator, x.denominator) for row in rows for x in row]
+    )
 
 
 def as_fractions(rows):
@@ -66,15 +69,18 @@ def test_rank_rref_nullspace_match_sympy(seed, r, c):
     N = rational_nullspace(rows, c)
     assert len(N) == c - len(pivots)
     for v in N:  # a basis of the kernel, with the free coordinates as a unit vector
-        assert all(sum((a * Fraction(int(x.p), int(x.q)) for a, x in zip(row, v)), Fraction(0)) == 0
-                   for row in rows)
+        assert all(
+            sum((a * Fraction(int(x.p), int(x.q)) for a, x in zip(row, v)), Fraction(0)) == 0
+            for row in rows
+        )
     if N:
         assert rational_rank(N, c) == len(N)
 
 
 @settings(max_examples=40)
-@given(seed=st.integers(0, 2**32 - 1), a=st.integers(0, 4), k=st.integers(0, 4),
-       b=st.integers(1, 4))
+@given(
+    seed=st.integers(0, 2**32 - 1), a=st.integers(0, 4), k=st.integers(0, 4), b=st.integers(1, 4)
+)
 def test_products_combinations_and_solve_match_sympy(seed, a, k, b):
     rng = np.random.default_rng(seed)
     A, B = random_rows(rng, a, k) if k else [[] for _ in range(a)], random_rows(rng, k, b)

@@ -18,8 +18,7 @@ from neuromanifold.exact._lp import (
 
 
 @settings(max_examples=50, deadline=None)
-@given(seed=st.integers(0, 10**6), n=st.integers(1, 4), m=st.integers(0, 8),
-       k=st.integers(0, 2))
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 4), m=st.integers(0, 8), k=st.integers(0, 2))
 def test_exact_lp_matches_highs(seed, n, m, k):
     rng = np.random.default_rng(seed)
     G = rng.integers(-3, 4, (m, n)).astype(float)
@@ -29,8 +28,9 @@ def test_exact_lp_matches_highs(seed, n, m, k):
     E = rng.integers(-3, 4, (k, n)).astype(float)
     e = rng.integers(-3, 4, k).astype(float)
     g = rng.integers(-2, 3, n).astype(float)
-    ref = linprog(-g, A_ub=G, b_ub=h, A_eq=E if k else None, b_eq=e if k else None,
-                  bounds=[(None, None)] * n)
+    ref = linprog(
+        -g, A_ub=G, b_ub=h, A_eq=E if k else None, b_eq=e if k else None, bounds=[(None, None)] * n
+    )
     status, v, val = exact_lp_max(g, G, h, E, e)
     if ref.status == 2:
         assert status == "infeasible"
@@ -58,8 +58,12 @@ def test_strict_point_or_certificate(seed, n, m):
     else:
         # then an exact Motzkin certificate exists; HiGHS duals of max s: A x + s <= c
         # are a usable hint
-        res = linprog(np.r_[np.zeros(n), -1.0], A_ub=np.hstack([A, np.ones((m, 1))]), b_ub=c,
-                      bounds=[(None, None)] * n + [(None, 1.0)])
+        res = linprog(
+            np.r_[np.zeros(n), -1.0],
+            A_ub=np.hstack([A, np.ones((m, 1))]),
+            b_ub=c,
+            bounds=[(None, None)] * n + [(None, 1.0)],
+        )
         y = -res.ineqlin.marginals
         cert = motzkin_certificate(A, c, y)
         assert cert is not None

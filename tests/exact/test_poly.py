@@ -33,8 +33,10 @@ def test_value_gradient_and_printing_match_sympy(seed, nvars, terms):
     p = random_poly(rng, R, nvars, terms)
     syms = sympy.symbols(f"y0:{nvars}")
     e = poly_to_sympy(p, syms)
-    x = [Fraction(int(a), int(b)) for a, b in zip(rng.integers(-4, 5, nvars),
-                                                   rng.integers(1, 5, nvars))]
+    x = [
+        Fraction(int(a), int(b))
+        for a, b in zip(rng.integers(-4, 5, nvars), rng.integers(1, 5, nvars))
+    ]
     sub = {s: sympy.Rational(v.numerator, v.denominator) for s, v in zip(syms, x)}
     val = poly_value(p, x)
     assert sympy.Rational(int(val.p), int(val.q)) == e.subs(sub)
@@ -44,8 +46,9 @@ def test_value_gradient_and_printing_match_sympy(seed, nvars, terms):
         assert sympy.Rational(int(gi.p), int(gi.q)) == sympy.diff(e, s).subs(sub)
     # floats are exact binary rationals
     xf = [float(v) for v in x]
-    assert float(poly_value(p, xf)) == pytest.approx(float(e.subs(dict(zip(syms, xf)))),
-                                                     rel=1e-9, abs=1e-9)
+    assert float(poly_value(p, xf)) == pytest.approx(
+        float(e.subs(dict(zip(syms, xf)))), rel=1e-9, abs=1e-9
+    )
 
 
 def test_errors():

@@ -25,8 +25,10 @@ from neuromanifold.exact import (
 from neuromanifold.exact._roots import isolate_factors
 
 
-@given(st.lists(st.integers(-4, 4), min_size=1, max_size=5),
-       st.lists(st.tuples(st.integers(-3, 3), st.integers(1, 3)), max_size=2))
+@given(
+    st.lists(st.integers(-4, 4), min_size=1, max_size=5),
+    st.lists(st.tuples(st.integers(-3, 3), st.integers(1, 3)), max_size=2),
+)
 def test_certified_roots_match_construction(real_roots, pairs):
     # prod (t - r) * prod ((t - a)^2 + b^2), with multiplicities from repeated entries
     p = flint.fmpq_poly([1])
@@ -50,14 +52,14 @@ def test_power_classes_orbits():
     iso, classes = power_classes(p, certified_roots(p), 3)
     assert sorted(len(c) for c in classes) == [1, 3]
     iso, classes = power_classes(p, iso, 2)
-    assert len(classes) == 4           # no two roots share a square
+    assert len(classes) == 4  # no two roots share a square
 
 
 def test_isolate_factors_tracks_owners():
-    g1, g2 = flint.fmpq_poly([-1, 1]), flint.fmpq_poly([1, 1])      # t - 1, t + 1
+    g1, g2 = flint.fmpq_poly([-1, 1]), flint.fmpq_poly([1, 1])  # t - 1, t + 1
     iso, owner, classes = isolate_factors([(g1, 2), (g2, 1)], [1, 2])
     assert owner == [0, 1] and iso.multiplicities == (2, 1)
-    assert classes[2] == [[0, 1]]     # 1 and -1 have the same square
+    assert classes[2] == [[0, 1]]  # 1 and -1 have the same square
 
 
 def test_real_irreducible_factors():
@@ -83,8 +85,7 @@ def test_rescaled_norms_solve_the_lemma(norms, data):
 def test_rescaled_norms_exact_agrees_with_float():
     n, d = [flint.fmpq(1, 3), 2, flint.fmpq(7, 5)], [flint.fmpq(-1, 2), 3]
     exact = rescaled_norms_exact(n, d)
-    approx = rescaled_norms(np.array([[float(x) for x in n]]),
-                            np.array([float(x) for x in d]))[0]
+    approx = rescaled_norms(np.array([[float(x) for x in n]]), np.array([float(x) for x in d]))[0]
     assert [float(x) for x in exact] == pytest.approx(approx, rel=1e-14)
     for x, y in zip(exact[1:], exact[:-1]):
         assert (x - y).contains(flint.arb(0)) is False
@@ -95,10 +96,10 @@ def test_absolute_factor_count():
     x, y = ctx.gens()
     assert absolute_factor_count(x * y - 3 * x + 1) == 1
     assert absolute_factor_count(x**2 + y**2 + 1) == 1
-    assert absolute_factor_count(x**2 + y**2) == 2              # (x + iy)(x - iy)
-    assert absolute_factor_count((x + 1)**2 - 2 * y**2) == 2    # splits over R
+    assert absolute_factor_count(x**2 + y**2) == 2  # (x + iy)(x - iy)
+    assert absolute_factor_count((x + 1) ** 2 - 2 * y**2) == 2  # splits over R
     assert absolute_factor_count(x**3 - 2 * y**3 + x * y + 1) == 1
-    assert absolute_factor_count(x + 1) is None                 # univariate: use roots
+    assert absolute_factor_count(x + 1) is None  # univariate: use roots
 
 
 def test_support_line():
@@ -109,28 +110,33 @@ def test_support_line():
 def test_three_variables_by_plane_restriction():
     ctx = flint.fmpq_mpoly_ctx.get(("a", "b", "c"), "lex")
     a, b, c = ctx.gens()
-    f = a * b + b * c + c * a + 1          # irreducible over C
+    f = a * b + b * c + c * a + 1  # irreducible over C
     assert absolute_factor_count(f) == 1 and real_irreducible(f) is True
     # a restriction can only prove irreducibility: a product is never called irreducible
     g = (a + b + 1) * (a - c + 2)
     assert real_irreducible(g) is None
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: to_fmpq(float("nan")), "finite real number"),
-    (lambda: to_fmpq("abc"), "finite real number"),
-    (lambda: fmpq_matrix([1.0, 2.0]), "2D array"),
-    (lambda: certified_roots([0, 0]), "nonzero polynomial"),
-    (lambda: certified_roots(["a", 1]), "real numbers"),
-    (lambda: certified_roots("t^2"), "fmpq_poly"),
-    (lambda: power_classes(flint.fmpq_poly([1, 0, 1]), certified_roots([1, 0, 1]), 0),
-     "positive int"),
-    (lambda: rescaled_norms([1.0, 2.0], [float("nan")]), "finite"),
-    (lambda: rescaled_norms([1.0, -2.0], [1.0]), "positive finite squared norm"),
-    (lambda: rescaled_norms("ab", [1.0]), "real numbers"),
-    (lambda: support_line([(1,), (1, 2)]), "same length"),
-    (lambda: real_irreducible("x"), "fmpq_mpoly"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: to_fmpq(float("nan")), "finite real number"),
+        (lambda: to_fmpq("abc"), "finite real number"),
+        (lambda: fmpq_matrix([1.0, 2.0]), "2D array"),
+        (lambda: certified_roots([0, 0]), "nonzero polynomial"),
+        (lambda: certified_roots(["a", 1]), "real numbers"),
+        (lambda: certified_roots("t^2"), "fmpq_poly"),
+        (
+            lambda: power_classes(flint.fmpq_poly([1, 0, 1]), certified_roots([1, 0, 1]), 0),
+            "positive int",
+        ),
+        (lambda: rescaled_norms([1.0, 2.0], [float("nan")]), "finite"),
+        (lambda: rescaled_norms([1.0, -2.0], [1.0]), "positive finite squared norm"),
+        (lambda: rescaled_norms("ab", [1.0]), "real numbers"),
+        (lambda: support_line([(1,), (1, 2)]), "same length"),
+        (lambda: real_irreducible("x"), "fmpq_mpoly"),
+    ],
+)
 def test_bad_inputs(call, match):
     with pytest.raises(InputError, match=match):
         call()
@@ -143,7 +149,7 @@ def test_rescaled_norms_exact_takes_floats_exactly():
 
 
 def test_as_complex_refuses_roots_beyond_the_float_range():
-    iso = certified_roots([28.0, 1.50669191e-307])   # the root -28 / 1.5e-307 overflows
+    iso = certified_roots([28.0, 1.50669191e-307])  # the root -28 / 1.5e-307 overflows
     with pytest.raises(InputError, match="beyond the float64 range"):
         iso.as_complex()
-    assert iso.values[0].real < -1e308   # the exact ball still holds it
+    assert iso.values[0].real < -1e308  # the exact ball still holds it

@@ -10,8 +10,13 @@ import neuromanifold as nm
 from neuromanifold.flows import gradient_flows
 from neuromanifold.linear import random_regression_data
 
-ARCHS = [([3, 2, 2], [2, 2]), ([2, 2], [1]), ([2, 3, 2], [3, 2]), ([(2, 2), (3, 2)], [(2, 1)]),
-         ([(2, 1), (1, 2)], [(1, 1)])]
+ARCHS = [
+    ([3, 2, 2], [2, 2]),
+    ([2, 2], [1]),
+    ([2, 3, 2], [3, 2]),
+    ([(2, 2), (3, 2)], [(2, 1)]),
+    ([(2, 1), (1, 2)], [(1, 1)]),
+]
 
 
 @settings(max_examples=8)
@@ -40,14 +45,24 @@ def test_budget_ends_absurd_horizons():
     assert np.isnan(res.loss[0, -1])
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"t_final": -1.0}, "t_final"), ({"num_times": 1}, "num_times"), ({"rtol": 0.0}, "rtol"),
-    ({"params": []}, "non-empty list"), ({"params": [[np.ones(3)]]}, "W_1|filter|layer|shape"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"t_final": -1.0}, "t_final"),
+        ({"num_times": 1}, "num_times"),
+        ({"rtol": 0.0}, "rtol"),
+        ({"params": []}, "non-empty list"),
+        ({"params": [[np.ones(3)]]}, "W_1|filter|layer|shape"),
+    ],
+)
 def test_bad_input(kwargs, message):
     net = nm.LinearConvNet([2, 2], strides=[2])
-    args = {"net": net, "params": [net.random_params(seed=0)],
-            "loss": nm.QuadraticLoss(np.eye(4), np.zeros(4)), "t_final": 1.0}
+    args = {
+        "net": net,
+        "params": [net.random_params(seed=0)],
+        "loss": nm.QuadraticLoss(np.eye(4), np.zeros(4)),
+        "t_final": 1.0,
+    }
     args.update(kwargs)
     with pytest.raises(nm.NeuromanifoldError, match=message):
         gradient_flows(**args)
@@ -57,11 +72,11 @@ def test_bad_input(kwargs, message):
 
 @pytest.mark.parametrize("method", ["DOP853", "RK45"])
 @pytest.mark.parametrize("monomials", [True, False])
-def test_both_pairs_and_both_velocity_paths_are_the_single_flow(method, monomials,
-                                                               monkeypatch):
+def test_both_pairs_and_both_velocity_paths_are_the_single_flow(method, monomials, monkeypatch):
     """DOP853 and RK45, with the batch's velocity from monomials or (limit set to 0)
     from batched convolutions: each trajectory is the single flow."""
     from neuromanifold.flows import _gradient_flow
+
     if not monomials:
         monkeypatch.setattr(_gradient_flow, "MONOMIAL_MAX_TERMS", 0)
     net = nm.LinearConvNet([3, 2, 2], [2, 2])
@@ -84,8 +99,9 @@ def test_one_loss_per_trajectory_is_each_flow_with_its_own_loss(arch, seed):
     its own loss as the shared one; the invariants are conserved per trajectory."""
     net = nm.LinearConvNet(*arch)
     rng = np.random.default_rng(seed)
-    losses = [nm.SquareLoss.from_data(net, *random_regression_data(net, seed=rng))
-              for _ in range(3)]
+    losses = [
+        nm.SquareLoss.from_data(net, *random_regression_data(net, seed=rng)) for _ in range(3)
+    ]
     starts = [net.random_params(seed=rng) for _ in range(3)]
     res = gradient_flows(net, starts, losses, 0.5, num_times=4)
     assert res.success.all() and res.max_invariant_drift.max() < 1e-8
@@ -103,8 +119,10 @@ def test_per_trajectory_losses_differ_from_a_shared_one():
     """The stack is used per trajectory: swapping the losses swaps the results."""
     net = nm.LinearConvNet([2, 2], strides=[2])
     p = net.random_params(seed=0)
-    a, b = nm.QuadraticLoss(np.eye(4), [1.0, 0.5, -0.3, 0.2]), \
-        nm.QuadraticLoss(2 * np.eye(4), np.zeros(4), offset=1.0)
+    a, b = (
+        nm.QuadraticLoss(np.eye(4), [1.0, 0.5, -0.3, 0.2]),
+        nm.QuadraticLoss(2 * np.eye(4), np.zeros(4), offset=1.0),
+    )
     ab = gradient_flows(net, [p, p], [a, b], 1.0, num_times=3)
     ba = gradient_flows(net, [p, p], [b, a], 1.0, num_times=3)
     np.testing.assert_allclose(ab.loss[0], ba.loss[1])
@@ -115,21 +133,27 @@ def test_per_trajectory_losses_differ_from_a_shared_one():
 def test_budget_reports_where_each_trajectory_stopped():
     net = nm.LinearConvNet([2, 2], strides=[2])
     loss = nm.QuadraticLoss(np.eye(4), [1.0, 0.5, -0.3, 0.2])
-    res = gradient_flows(net, [net.random_params(seed=0), net.random_params(seed=1)], loss,
-                         1e300, max_steps=20)
+    res = gradient_flows(
+        net, [net.random_params(seed=0), net.random_params(seed=1)], loss, 1e300, max_steps=20
+    )
     assert not res.success.any() and (0 < res.final_time).all() and (res.final_time < 1e3).all()
     v = net.end_to_end(res.final_params[0]).ravel()
     assert res.gradient_norm[0] == pytest.approx(
-        np.linalg.norm(net.flatten(net.vjp(res.final_params[0], loss.gradient(v)))))
+        np.linalg.norm(net.flatten(net.vjp(res.final_params[0], loss.gradient(v))))
+    )
     with pytest.raises(nm.ComputationLimitError, match="time limit"):
         gradient_flows(net, [net.random_params(seed=0)], loss, 1e300, time_limit=1e-9)
 
 
-@pytest.mark.parametrize("bad, message", [
-    (lambda a: [a], "one per flow"), (lambda a: [a, "x"], "QuadraticLoss"),
-    (lambda a: [a, nm.QuadraticLoss(np.eye(3), np.zeros(3))], "acts on 3 entries"),
-    (lambda a: "loss", "QuadraticLoss"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (lambda a: [a], "one per flow"),
+        (lambda a: [a, "x"], "QuadraticLoss"),
+        (lambda a: [a, nm.QuadraticLoss(np.eye(3), np.zeros(3))], "acts on 3 entries"),
+        (lambda a: "loss", "QuadraticLoss"),
+    ],
+)
 def test_bad_loss_sequences(bad, message):
     net = nm.LinearConvNet([2, 2], strides=[2])
     loss = nm.QuadraticLoss(np.eye(4), np.zeros(4))
@@ -153,9 +177,10 @@ def test_an_out_of_reach_horizon_stops_at_once_and_marks_what_was_reached():
     budget; the samples it did not reach are NaN, and ``reached`` says which."""
     net = nm.LinearConvNet([2, 2], strides=[2])
     loss = nm.QuadraticLoss(np.eye(4), [1.0, 0.5, -0.3, 0.2])
-    res = gradient_flows(net, [net.random_params(seed=0), net.random_params(seed=1)], loss,
-                         1e300, num_times=3)
-    assert not res.success.any() and res.steps.max() < 1000   # the budget is 200,000
+    res = gradient_flows(
+        net, [net.random_params(seed=0), net.random_params(seed=1)], loss, 1e300, num_times=3
+    )
+    assert not res.success.any() and res.steps.max() < 1000  # the budget is 200,000
     assert res.reached[:, 0].all() and not res.reached[:, -1].any()
     assert np.isfinite(res.loss[res.reached]).all() and np.isnan(res.loss[~res.reached]).all()
     ok = gradient_flows(net, [net.random_params(seed=0)], loss, 1.0, num_times=3)

@@ -30,9 +30,11 @@ def _data(net, rng, n=6):
     return X, Y
 
 
-NETS = [LinearConvNet([3, 2, 2], strides=[2, 2]),
-        LinearConvNet([(2, 2), (2, 3)], strides=[(2, 1)]),
-        LinearFCNet([2, 3, 2])]
+NETS = [
+    LinearConvNet([3, 2, 2], strides=[2, 2]),
+    LinearConvNet([(2, 2), (2, 3)], strides=[(2, 1)]),
+    LinearFCNet([2, 3, 2]),
+]
 
 
 @pytest.mark.parametrize("net", NETS, ids=repr)
@@ -46,9 +48,9 @@ def test_square_loss_reduction(net, rng):
         assert abs(loss.value(net.end_to_end(params)) - direct) <= 1e-9 * max(1, direct)
         # gradient = M^T (M v - y)
         v = net.end_to_end(params).ravel()
-        np.testing.assert_allclose(loss.gradient(v),
-                                   loss.design.T @ (loss.design @ v - loss.targets),
-                                   atol=1e-9)
+        np.testing.assert_allclose(
+            loss.gradient(v), loss.design.T @ (loss.design @ v - loss.targets), atol=1e-9
+        )
 
 
 @pytest.mark.parametrize("net", NETS, ids=repr)
@@ -73,8 +75,9 @@ def test_flow_matches_explicit_euler_direction(seed):
     """The initial velocity of v equals -K grad l(v) (checked with finite differences)."""
     rng = np.random.default_rng(seed)
     net = LinearConvNet([2, 3], strides=[2])
-    loss = QuadraticLoss(np.diag(rng.uniform(0.5, 2, net.end_to_end_size)),
-                         rng.standard_normal(net.end_to_end_size))
+    loss = QuadraticLoss(
+        np.diag(rng.uniform(0.5, 2, net.end_to_end_size)), rng.standard_normal(net.end_to_end_size)
+    )
     params = net.random_params(rng)
     h = 1e-5
     flow = gradient_flow(net, params, loss, h, num_times=2)
@@ -128,10 +131,18 @@ def test_stepper_matches_solve_ivp(method, rng):
     params = net.random_params(rng)
     flow = gradient_flow(net, params, loss, 0.5, num_times=6, method=method)
     velocity = parameter_velocity(net, loss)
-    sol = solve_ivp(lambda t, y: velocity(y), (0.0, 0.5), net.flatten(params), method=method,
-                    t_eval=flow.times, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(np.array([net.flatten(p) for p in flow.params]), sol.y.T,
-                               rtol=0, atol=1e-13)
+    sol = solve_ivp(
+        lambda t, y: velocity(y),
+        (0.0, 0.5),
+        net.flatten(params),
+        method=method,
+        t_eval=flow.times,
+        rtol=1e-10,
+        atol=1e-12,
+    )
+    np.testing.assert_allclose(
+        np.array([net.flatten(p) for p in flow.params]), sol.y.T, rtol=0, atol=1e-13
+    )
     assert flow.success and 0 < flow.num_steps <= 10_000
 
 
@@ -145,7 +156,7 @@ def test_flow_budgets(rng):
     with pytest.raises(ComputationLimitError, match="max_steps=3"):
         gradient_flow(net, params, loss, 10.0, max_steps=3)
     flow = gradient_flow(net, params, loss, 1e-300, num_times=3, method="DOP853")
-    assert flow.success   # a tiny horizon is fine for an explicit method
+    assert flow.success  # a tiny horizon is fine for an explicit method
 
 
 def test_overflow_is_an_error_not_nan():
@@ -160,12 +171,12 @@ def test_overflow_is_an_error_not_nan():
 
 
 # ------------------------------------------------------------------ the monomial path
-@given(net=conv_nets(max_layers=4, max_k=4), seed=st.integers(0, 2**31),
-       zeros=st.integers(0, 2))
+@given(net=conv_nets(max_layers=4, max_k=4), seed=st.integers(0, 2**31), zeros=st.integers(0, 2))
 def test_monomial_velocity_equals_the_vjp(net, seed, zeros):
     """The monomial velocity is -J^T A (v - target) computed through net.vjp, to rounding,
     on random architectures (1D to 3D) with exact zero weights."""
     from neuromanifold.flows._gradient_flow import MonomialPath
+
     if not MonomialPath.applies(net):
         return
     rng = np.random.default_rng(seed)
@@ -180,26 +191,40 @@ def test_monomial_velocity_equals_the_vjp(net, seed, zeros):
     g = loss.gradient(net.end_to_end(params))
     ref = -np.concatenate([a.ravel() for a in net.vjp(params, g)])
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12 * max(1.0, np.abs(ref).max()))
-    np.testing.assert_allclose(out, parameter_velocity(net, loss, monomials=False)(
-        net.flatten(params)), rtol=0, atol=1e-12 * max(1.0, np.abs(ref).max()))
+    np.testing.assert_allclose(
+        out,
+        parameter_velocity(net, loss, monomials=False)(net.flatten(params)),
+        rtol=0,
+        atol=1e-12 * max(1.0, np.abs(ref).max()),
+    )
 
 
 def test_monomial_flow_is_the_convolution_flow(rng):
     """Both velocity paths give the same flow and conserve the invariants; the monomial
     path is not used beyond its size limit."""
     from neuromanifold.flows._gradient_flow import MONOMIAL_MAX_TERMS, MonomialPath
+
     net = LinearConvNet([3, 2, 2], strides=[2, 2])
     loss = SquareLoss.from_data(net, *_data(net, rng))
     theta0 = net.flatten(net.random_params(rng))
-    sols = [solve_ivp(lambda t, y, f=parameter_velocity(net, loss, monomials=m): f(y),
-                      (0, 3.0), theta0, method="DOP853", rtol=1e-11, atol=1e-13)
-            for m in (True, False)]
+    sols = [
+        solve_ivp(
+            lambda t, y, f=parameter_velocity(net, loss, monomials=m): f(y),
+            (0, 3.0),
+            theta0,
+            method="DOP853",
+            rtol=1e-11,
+            atol=1e-13,
+        )
+        for m in (True, False)
+    ]
     np.testing.assert_allclose(sols[0].y[:, -1], sols[1].y[:, -1], atol=1e-8)
     flow = gradient_flow(net, net.unflatten(theta0), loss, 3.0, num_times=5)
     assert flow.max_invariant_drift < 1e-10
-    assert not MonomialPath.applies(LinearConvNet([17, 16, 16]))   # 4352 > 4096 products
+    assert not MonomialPath.applies(LinearConvNet([17, 16, 16]))  # 4352 > 4096 products
     assert MONOMIAL_MAX_TERMS == 4096
     big = [np.full(2, 1e160), np.full(2, 1e160)]
     with pytest.raises(ParameterError, match="overflow"):
-        parameter_velocity(LinearConvNet([2, 2], strides=[2]),
-                           QuadraticLoss(np.eye(4), np.zeros(4)))(np.concatenate(big))
+        parameter_velocity(
+            LinearConvNet([2, 2], strides=[2]), QuadraticLoss(np.eye(4), np.zeros(4))
+        )(np.concatenate(big))

@@ -15,24 +15,32 @@ from neuromanifold.io import load, save
 
 def _same(p, q):
     return len(p) == len(q) and all(
-        np.array_equal(W, W2) and np.array_equal(b, b2) for (W, b), (W2, b2) in zip(p, q))
+        np.array_equal(W, W2) and np.array_equal(b, b2) for (W, b), (W2, b2) in zip(p, q)
+    )
 
 
-@given(widths=st.lists(st.integers(1, 5), min_size=2, max_size=5),
-       seed=st.integers(0, 10**6), ext=st.sampled_from(["npz", "safetensors"]),
-       float32=st.booleans())
+@given(
+    widths=st.lists(st.integers(1, 5), min_size=2, max_size=5),
+    seed=st.integers(0, 10**6),
+    ext=st.sampled_from(["npz", "safetensors"]),
+    float32=st.booleans(),
+)
 def test_relu_round_trip(tmp_path_factory, widths, seed, ext, float32):
     params = nm.ReLUNet(widths).random_params(seed=seed)
     if float32:
         params = [(W.astype(np.float32), b.astype(np.float32)) for W, b in params]
     path = tmp_path_factory.mktemp("io") / f"net.{ext}"
     if float32:  # a file written by someone else, in float32
-        named = {f"{2 * l}.{k}": a for l, (W, b) in enumerate(params)
-                 for k, a in (("weight", W), ("bias", b))}
+        named = {
+            f"{2 * l}.{k}": a
+            for l, (W, b) in enumerate(params)
+            for k, a in (("weight", W), ("bias", b))
+        }
         if ext == "npz":
             np.savez(path, **named)
         else:
             from safetensors.numpy import save_file
+
             save_file(named, str(path))
     else:
         save(params, path)
@@ -45,8 +53,9 @@ def test_relu_round_trip(tmp_path_factory, widths, seed, ext, float32):
 
 
 @pytest.mark.parametrize("ext", ["npz", "safetensors"])
-@pytest.mark.parametrize("shapes, strides", [([3, 2, 2], [2, 2]), ([(2, 2), (3, 2)], [(2, 1)]),
-                                             ([3, 2], [2, 3])])
+@pytest.mark.parametrize(
+    "shapes, strides", [([3, 2, 2], [2, 2]), ([(2, 2), (3, 2)], [(2, 1)]), ([3, 2], [2, 3])]
+)
 def test_conv_round_trip(tmp_path, ext, shapes, strides):
     net = nm.LinearConvNet(shapes, strides=strides)
     filters = net.random_params(seed=0)
@@ -76,8 +85,9 @@ def test_sklearn_mlp():
         reg.fit(X, X[:, 0])
     model = load(reg)
     assert model.architecture == (4, 5, 3, 1)
-    np.testing.assert_allclose(nm.relu.forward(model.params, X)[:, 0], reg.predict(X),
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        nm.relu.forward(model.params, X)[:, 0], reg.predict(X), rtol=1e-10, atol=1e-12
+    )
     clf = sk.MLPClassifier(hidden_layer_sizes=(3,), activation="tanh", max_iter=5)
     with pytest.warns(Warning):
         clf.fit(X, X[:, 0] > 0)
@@ -93,23 +103,31 @@ def test_torch_sequential_and_state_dict(tmp_path):
     model = load(seq)  # parameters require grad: read detached
     assert model.architecture == (3, 4, 2) and model.converted_from == "float32"
     x = torch.randn(7, 3)
-    np.testing.assert_allclose(nm.relu.forward(model.params, x.numpy()),
-                               seq(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        nm.relu.forward(model.params, x.numpy()), seq(x).detach().numpy(), rtol=1e-5, atol=1e-6
+    )
     torch.save(seq.state_dict(), tmp_path / "sd.pt")
     assert _same(load(tmp_path / "sd.pt").params, model.params)
     # a ReLU network saved by neuromanifold loads into the matching Sequential
     save(model, tmp_path / "n.safetensors")
     from safetensors.torch import load_file
+
     seq2 = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
     seq2.load_state_dict({k: v.float() for k, v in load_file(tmp_path / "n.safetensors").items()})
-    conv = torch.nn.Sequential(torch.nn.Conv1d(1, 1, 3, stride=2, bias=False),
-                               torch.nn.Conv1d(1, 1, 2, stride=2, bias=False))
+    conv = torch.nn.Sequential(
+        torch.nn.Conv1d(1, 1, 3, stride=2, bias=False),
+        torch.nn.Conv1d(1, 1, 2, stride=2, bias=False),
+    )
     cm = load(conv)
     assert cm.kind == "linear_conv" and cm.network() == nm.LinearConvNet([3, 2], strides=[2])
     sig = torch.randn(1, 1, 20)
     # the analyses ignore the last stride (it only subsamples the output)
-    np.testing.assert_allclose(cm.network().apply(cm.params, sig.numpy()[0])[:, ::2],
-                               conv(sig).detach().numpy()[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        cm.network().apply(cm.params, sig.numpy()[0])[:, ::2],
+        conv(sig).detach().numpy()[0],
+        rtol=1e-5,
+        atol=1e-6,
+    )
     with pytest.raises(nm.ModelFileError, match="Tanh"):
         load(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1)))
 
@@ -134,18 +152,24 @@ def test_bad_files(tmp_path):
     (tmp_path / "trunc.npz").write_bytes(good.read_bytes()[:40])
     (tmp_path / "trunc.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{")
     np.savez(tmp_path / "obj.npz", w=np.array([{"a": 1}], dtype=object))
-    np.savez(tmp_path / "shapes.npz",
-             **{"0.weight": np.ones((3, 2)), "2.weight": np.ones((1, 4))})
+    np.savez(tmp_path / "shapes.npz", **{"0.weight": np.ones((3, 2)), "2.weight": np.ones((1, 4))})
     np.savez(tmp_path / "names.npz", **{"0.weight": np.ones((3, 2)), "0.scale": np.ones(3)})
     np.savez(tmp_path / "nan.npz", **{"0.weight": np.full((3, 2), np.nan)})
     np.savez(tmp_path / "conv.npz", **{"0.weight": np.ones((1, 1, 3))})
     (tmp_path / "x.h5").write_bytes(b"")
     (tmp_path / "empty.onnx").write_bytes(b"")
-    cases = {"missing.npz": "no such file", "trunc.npz": "truncated", "obj.npz": "unpickled",
-             "trunc.safetensors": "truncated", "shapes.npz": "inconsistent layer shapes",
-             "names.npz": "neither a weight nor a bias", "nan.npz": "NaN",
-             "conv.npz": "no strides", "x.h5": "unknown model format",
-             "empty.onnx": "holds no ONNX graph"}
+    cases = {
+        "missing.npz": "no such file",
+        "trunc.npz": "truncated",
+        "obj.npz": "unpickled",
+        "trunc.safetensors": "truncated",
+        "shapes.npz": "inconsistent layer shapes",
+        "names.npz": "neither a weight nor a bias",
+        "nan.npz": "NaN",
+        "conv.npz": "no strides",
+        "x.h5": "unknown model format",
+        "empty.onnx": "holds no ONNX graph",
+    }
     for name, message in cases.items():
         with pytest.raises(nm.ModelFileError, match=message) as info:
             load(tmp_path / name)
@@ -160,13 +184,16 @@ def test_bad_files(tmp_path):
 
 # -- bad input that reached numpy, zlib or safetensors: each is a ModelFileError ----------
 
+
 def _npz_with_header(path, shape):
     """An npz whose one member declares ``shape`` but holds 16 bytes of data."""
     import io as _io
     import zipfile
+
     buf = _io.BytesIO()
-    np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False,
-                                               "shape": shape})
+    np.lib.format.write_array_header_1_0(
+        buf, {"descr": "<f8", "fortran_order": False, "shape": shape}
+    )
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("0.weight.npy", buf.getvalue() + b"\0" * 16)
     return path
@@ -181,8 +208,10 @@ def test_an_npy_header_declaring_more_than_the_file_holds_is_refused(tmp_path, s
 
 def test_a_corrupted_compressed_npz_is_refused(tmp_path):
     path = tmp_path / "c.npz"
-    np.savez_compressed(path, **{"0.weight": np.random.default_rng(0).standard_normal((40, 40)),
-                                 "0.bias": np.zeros(40)})
+    np.savez_compressed(
+        path,
+        **{"0.weight": np.random.default_rng(0).standard_normal((40, 40)), "0.bias": np.zeros(40)},
+    )
     data = bytearray(path.read_bytes())
     for i in range(200, 400):
         data[i] ^= 0x5A
@@ -206,13 +235,18 @@ def test_a_float8_safetensors_file_is_refused(tmp_path, dtype):
         load(_safetensors(tmp_path / "f8.safetensors", dtype, 4))
 
 
-@pytest.mark.parametrize("strides", ["NaN", '"two"', "5", "[[1e400]]", "[1.5]", "[true]",
-                                     '["1+2j"]', "[0]", "[]", "{"])
+@pytest.mark.parametrize(
+    "strides", ["NaN", '"two"', "5", "[[1e400]]", "[1.5]", "[true]", '["1+2j"]', "[0]", "[]", "{"]
+)
 def test_malformed_stored_strides_are_refused_not_cast(tmp_path, strides):
     path = tmp_path / "s.safetensors"
     from safetensors.numpy import save_file
-    save_file({"0.weight": np.ones((1, 1, 2)), "1.weight": np.ones((1, 1, 2))}, str(path),
-              metadata={"neuromanifold.strides": strides})
+
+    save_file(
+        {"0.weight": np.ones((1, 1, 2)), "1.weight": np.ones((1, 1, 2))},
+        str(path),
+        metadata={"neuromanifold.strides": strides},
+    )
     with pytest.raises(nm.ModelFileError, match="strides"):
         load(path)
 
@@ -223,10 +257,13 @@ def test_well_formed_stored_strides_still_load(tmp_path):
     assert load(path).strides == ((2,), (1,))
 
 
-@pytest.mark.parametrize("arrays", [
-    {"0.weight": np.zeros((0, 2)), "0.bias": np.zeros(0), "2.weight": np.zeros((1, 0))},
-    {"0.weight": np.zeros((3, 0)), "2.weight": np.ones((1, 3))},
-])
+@pytest.mark.parametrize(
+    "arrays",
+    [
+        {"0.weight": np.zeros((0, 2)), "0.bias": np.zeros(0), "2.weight": np.zeros((1, 0))},
+        {"0.weight": np.zeros((3, 0)), "2.weight": np.ones((1, 3))},
+    ],
+)
 def test_a_zero_width_layer_is_refused_when_loading(arrays):
     with pytest.raises(nm.ModelFileError, match="zero-length axis"):
         load(arrays)
@@ -234,15 +271,21 @@ def test_a_zero_width_layer_is_refused_when_loading(arrays):
 
 def test_two_arrays_naming_one_layer_are_refused():
     with pytest.raises(nm.ModelFileError, match="two arrays name '0.weight'"):
-        load({"0.weight": np.ones((2, 2)), "module.0.weight": np.ones((2, 2)),
-              "2.weight": np.ones((1, 2))})
+        load(
+            {
+                "0.weight": np.ones((2, 2)),
+                "module.0.weight": np.ones((2, 2)),
+                "2.weight": np.ones((1, 2)),
+            }
+        )
 
 
 @pytest.mark.parametrize("broken", ["coefs_none", "no_intercepts"])
 def test_a_broken_sklearn_model_is_refused(broken):
     sklearn = pytest.importorskip("sklearn.neural_network")
     m = sklearn.MLPRegressor(hidden_layer_sizes=(3,), max_iter=5).fit(
-        np.random.default_rng(0).standard_normal((20, 2)), np.zeros(20))
+        np.random.default_rng(0).standard_normal((20, 2)), np.zeros(20)
+    )
     if broken == "coefs_none":
         m.coefs_ = None
     else:
@@ -260,6 +303,7 @@ def test_saving_into_a_missing_folder_or_a_file_is_refused(tmp_path):
 
 
 # -- layer order, checkpoints, prefixes and what the reading assumed ---------------------
+
 
 def _chain(names, widths=(2, 3, 4, 1)):
     rng = np.random.default_rng(0)
@@ -280,6 +324,7 @@ def _write(tmp_path, arrays, ext):
         np.savez(path, **arrays)
     else:
         from safetensors.numpy import save_file
+
         save_file(arrays, str(path))
     return path
 
@@ -297,7 +342,7 @@ def test_unordered_names_are_ordered_by_the_one_chain_their_shapes_allow(tmp_pat
 @pytest.mark.parametrize("ext", [".npz", None])
 def test_a_stored_order_that_does_not_chain_is_refused_not_reordered(tmp_path, ext):
     arrays = _chain(("input", "hidden", "output"))
-    shuffled = {k: arrays[k] for k in sorted(arrays)}   # hidden, input, output
+    shuffled = {k: arrays[k] for k in sorted(arrays)}  # hidden, input, output
     with pytest.raises(nm.ModelFileError, match="do not chain in the order the file stores"):
         load(_write(tmp_path, shuffled, ext))
 
@@ -310,9 +355,14 @@ def _forward(params, x):
 
 
 @pytest.mark.parametrize("ext", [".npz", ".safetensors", None])
-@pytest.mark.parametrize("names", [[str(2 * i) for i in range(6)],
-                                   [f"layers.{i}" for i in range(12)],
-                                   [f"fc{i + 1}" for i in range(11)]])
+@pytest.mark.parametrize(
+    "names",
+    [
+        [str(2 * i) for i in range(6)],
+        [f"layers.{i}" for i in range(12)],
+        [f"fc{i + 1}" for i in range(11)],
+    ],
+)
 def test_square_layers_keep_their_order(tmp_path, ext, names):
     """Square layers chain in every order, so a sorted reading (``0, 10, 2``) would be
     another network without a sign: the order is the file's, or the names' numbers."""
@@ -333,7 +383,7 @@ def test_square_layers_whose_order_nothing_says_are_refused(tmp_path, names):
     arrays = {f"{n}.weight": rng.standard_normal((3, 3)) for n in names}
     with pytest.raises(nm.ModelFileError, match="ambiguous.*more than one order"):
         load(_write(tmp_path, arrays, ".safetensors"))
-    m = load(_write(tmp_path, arrays, ".npz"))   # npz keeps the order it was given
+    m = load(_write(tmp_path, arrays, ".npz"))  # npz keeps the order it was given
     assert all(np.array_equal(W, arrays[f"{n}.weight"]) for (W, _), n in zip(m.params, names))
 
 
@@ -347,16 +397,19 @@ def test_our_safetensors_keep_the_order_of_any_names(tmp_path):
 @pytest.mark.parametrize("ext", [".npz", ".safetensors", None])
 def test_a_layer_stored_twice_is_refused_by_name(tmp_path, ext):
     rng = np.random.default_rng(6)
-    arrays = {"0.weight": rng.standard_normal((3, 3)), "2.weight": rng.standard_normal((3, 3)),
-              "model.2.weight": rng.standard_normal((3, 3)),
-              "4.weight": rng.standard_normal((1, 3))}
+    arrays = {
+        "0.weight": rng.standard_normal((3, 3)),
+        "2.weight": rng.standard_normal((3, 3)),
+        "model.2.weight": rng.standard_normal((3, 3)),
+        "4.weight": rng.standard_normal((1, 3)),
+    }
     with pytest.raises(nm.ModelFileError, match="two arrays name '2.weight'"):
         load(_write(tmp_path, arrays, ext))
 
 
 def test_an_ambiguous_layer_order_is_refused(tmp_path):
     rng = np.random.default_rng(1)
-    shapes = {"a": (1, 3), "b": (3, 3), "c": (3, 3), "d": (3, 2)}   # d -> {b, c} -> a
+    shapes = {"a": (1, 3), "b": (3, 3), "c": (3, 3), "d": (3, 2)}  # d -> {b, c} -> a
     arrays = {f"{k}.weight": rng.standard_normal(s) for k, s in shapes.items()}
     with pytest.raises(nm.ModelFileError, match="ambiguous"):
         load(_write(tmp_path, arrays, ".safetensors"))
@@ -386,7 +439,7 @@ def test_a_weights_only_file_says_relu_is_assumed(tmp_path):
     p = [(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
     save(p, tmp_path / "m.npz")
     assert any("ReLU assumed" in n for n in load(tmp_path / "m.npz").notes)
-    assert not any("ReLU assumed" in n for n in load(p).notes)   # our own format: ReLU
+    assert not any("ReLU assumed" in n for n in load(p).notes)  # our own format: ReLU
 
 
 def test_random_bytes_with_a_torch_suffix_are_not_a_pytorch_file(tmp_path):
@@ -423,7 +476,8 @@ def test_a_live_torch_sequential_is_taken_directly():
 def test_a_sklearn_model_whose_layers_do_not_chain_is_refused():
     sklearn = pytest.importorskip("sklearn.neural_network")
     m = sklearn.MLPRegressor(hidden_layer_sizes=(3, 4), max_iter=5).fit(
-        np.random.default_rng(0).standard_normal((20, 2)), np.zeros(20))
+        np.random.default_rng(0).standard_normal((20, 2)), np.zeros(20)
+    )
     m.coefs_ = [m.coefs_[1], m.coefs_[0], m.coefs_[2]]
     m.intercepts_ = [m.intercepts_[1], m.intercepts_[0], m.intercepts_[2]]
     with pytest.raises(nm.ModelFileError, match="do not chain"):

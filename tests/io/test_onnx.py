@@ -15,24 +15,39 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 
-def _graph(tmp_path, nodes, consts, *, name="g.onnx", inputs=("x",), n_in=4, dtype=np.float32,
-           output="y", shape=None):
+def _graph(
+    tmp_path,
+    nodes,
+    consts,
+    *,
+    name="g.onnx",
+    inputs=("x",),
+    n_in=4,
+    dtype=np.float32,
+    output="y",
+    shape=None,
+):
     elem = TensorProto.FLOAT if dtype == np.float32 else TensorProto.DOUBLE
     shape = ["N", n_in] if shape is None else shape
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info(i, elem, shape) for i in inputs],
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(i, elem, shape) for i in inputs],
         [helper.make_tensor_value_info(output, elem, None)],
-        initializer=[numpy_helper.from_array(np.asarray(a), k) for k, a in consts.items()])
+        initializer=[numpy_helper.from_array(np.asarray(a), k) for k, a in consts.items()],
+    )
     path = tmp_path / name
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
     return path
 
 
 def _mlp_consts(rng, dtype=np.float32):
-    return {"W1": rng.standard_normal((4, 5)).astype(dtype),
-            "b1": rng.standard_normal(5).astype(dtype),
-            "W2": rng.standard_normal((5, 2)).astype(dtype),
-            "b2": rng.standard_normal(2).astype(dtype)}
+    return {
+        "W1": rng.standard_normal((4, 5)).astype(dtype),
+        "b1": rng.standard_normal(5).astype(dtype),
+        "W2": rng.standard_normal((5, 2)).astype(dtype),
+        "b2": rng.standard_normal(2).astype(dtype),
+    }
 
 
 @settings(max_examples=15, deadline=None)
@@ -43,8 +58,10 @@ def test_relu_round_trip_runs_the_same(tmp_path_factory, widths, seed):
     save(params, path)
     model = load(path)
     assert model.architecture == tuple(widths)
-    assert all(np.array_equal(W, V) and np.array_equal(b, c)
-               for (W, b), (V, c) in zip(model.params, params))
+    assert all(
+        np.array_equal(W, V) and np.array_equal(b, c)
+        for (W, b), (V, c) in zip(model.params, params)
+    )
     # the activation is read from the graph, not assumed
     assert not any("assumed" in n for n in model.notes)
     x = np.random.default_rng(seed).standard_normal((6, widths[0]))
@@ -52,7 +69,9 @@ def test_relu_round_trip_runs_the_same(tmp_path_factory, widths, seed):
     np.testing.assert_allclose(ran, nm.relu.forward(params, x), rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("shapes, strides", [([3, 2], [2, 2]), ([(2, 2), (3, 2)], [(2, 1), (1, 1)])])
+@pytest.mark.parametrize(
+    "shapes, strides", [([3, 2], [2, 2]), ([(2, 2), (3, 2)], [(2, 1), (1, 1)])]
+)
 def test_conv_round_trip_runs_the_same(tmp_path, shapes, strides):
     net = nm.LinearConvNet(shapes, strides=strides)
     filters = net.random_params(seed=0)
@@ -73,22 +92,24 @@ def test_matmul_add_graph_with_no_op_nodes(tmp_path):
     rng = np.random.default_rng(0)
     consts = _mlp_consts(rng)
     shape = numpy_helper.from_array(np.array([-1, 4], np.int64), "shape_value")
-    nodes = [helper.make_node("Flatten", ["x"], ["f"], name="flatten"),
-             helper.make_node("Constant", [], ["shape"], name="shape", value=shape),
-             helper.make_node("Reshape", ["f", "shape"], ["r"], name="reshape"),
-             helper.make_node("MatMul", ["r", "W1"], ["m1"], name="fc1"),
-             helper.make_node("Add", ["b1", "m1"], ["a1"], name="fc1_bias"),
-             helper.make_node("Relu", ["a1"], ["h1"], name="act1"),
-             helper.make_node("Identity", ["h1"], ["i1"], name="identity"),
-             helper.make_node("MatMul", ["i1", "W2"], ["m2"], name="fc2"),
-             helper.make_node("Add", ["m2", "b2"], ["y"], name="fc2_bias")]
+    nodes = [
+        helper.make_node("Flatten", ["x"], ["f"], name="flatten"),
+        helper.make_node("Constant", [], ["shape"], name="shape", value=shape),
+        helper.make_node("Reshape", ["f", "shape"], ["r"], name="reshape"),
+        helper.make_node("MatMul", ["r", "W1"], ["m1"], name="fc1"),
+        helper.make_node("Add", ["b1", "m1"], ["a1"], name="fc1_bias"),
+        helper.make_node("Relu", ["a1"], ["h1"], name="act1"),
+        helper.make_node("Identity", ["h1"], ["i1"], name="identity"),
+        helper.make_node("MatMul", ["i1", "W2"], ["m2"], name="fc2"),
+        helper.make_node("Add", ["m2", "b2"], ["y"], name="fc2_bias"),
+    ]
     path = _graph(tmp_path, nodes, consts)
     model = load(path)
     assert model.architecture == (4, 5, 2) and model.converted_from == "float32"
     x = rng.standard_normal((9, 4)).astype(np.float32)
     ran = ReferenceEvaluator(str(path)).run(None, {"x": x})[0]
     np.testing.assert_allclose(ran, nm.relu.forward(model.params, x), rtol=1e-5, atol=1e-5)
-    assert nm.relu.regions(model, max_regions=10**4).num_regions >= 1   # analyses take it
+    assert nm.relu.regions(model, max_regions=10**4).num_regions >= 1  # analyses take it
 
 
 def test_gemm_attributes(tmp_path):
@@ -96,9 +117,11 @@ def test_gemm_attributes(tmp_path):
     rng = np.random.default_rng(2)
     B, C = rng.standard_normal((4, 3)), rng.standard_normal((1, 3))
     V = rng.standard_normal((3, 1))
-    nodes = [helper.make_node("Gemm", ["x", "B", "C"], ["g"], name="g", alpha=0.5, beta=2.0),
-             helper.make_node("Relu", ["g"], ["h"], name="r"),
-             helper.make_node("Gemm", ["h", "V"], ["y"], name="out")]
+    nodes = [
+        helper.make_node("Gemm", ["x", "B", "C"], ["g"], name="g", alpha=0.5, beta=2.0),
+        helper.make_node("Relu", ["g"], ["h"], name="r"),
+        helper.make_node("Gemm", ["h", "V"], ["y"], name="out"),
+    ]
     path = _graph(tmp_path, nodes, {"B": B, "C": C, "V": V}, dtype=np.float64)
     model = load(path)
     x = rng.standard_normal((5, 4))
@@ -114,42 +137,101 @@ def _refused(tmp_path, nodes, consts, match, **kw):
 def test_refusals_name_the_node_and_the_rule(tmp_path):
     c = _mlp_consts(np.random.default_rng(0))
     mm = helper.make_node
-    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["m"], name="fc1"),
-                        mm("Sigmoid", ["m"], ["s"], name="act1"),
-                        mm("MatMul", ["s", "W2"], ["y"], name="fc2")], c,
-             r"node 'act1' \(op type 'Sigmoid'\).*readable: Gemm")
-    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["m"], name="fc1"),
-                        mm("MatMul", ["m", "W2"], ["y"], name="fc2")], c,
-             r"'fc2'.*no ReLU between")
-    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["m"], name="fc1"),
-                        mm("Relu", ["m"], ["y"], name="last")], c, "after the last affine")
+    _refused(
+        tmp_path,
+        [
+            mm("MatMul", ["x", "W1"], ["m"], name="fc1"),
+            mm("Sigmoid", ["m"], ["s"], name="act1"),
+            mm("MatMul", ["s", "W2"], ["y"], name="fc2"),
+        ],
+        c,
+        r"node 'act1' \(op type 'Sigmoid'\).*readable: Gemm",
+    )
+    _refused(
+        tmp_path,
+        [
+            mm("MatMul", ["x", "W1"], ["m"], name="fc1"),
+            mm("MatMul", ["m", "W2"], ["y"], name="fc2"),
+        ],
+        c,
+        r"'fc2'.*no ReLU between",
+    )
+    _refused(
+        tmp_path,
+        [mm("MatMul", ["x", "W1"], ["m"], name="fc1"), mm("Relu", ["m"], ["y"], name="last")],
+        c,
+        "after the last affine",
+    )
     _refused(tmp_path, [mm("Relu", ["x"], ["y"], name="first")], c, "follows no affine layer")
     _refused(tmp_path, [mm("Gemm", ["x", "W1"], ["y"], name="g", transA=1)], c, "transA")
-    _refused(tmp_path, [mm("Flatten", ["x"], ["f"], name="fl", axis=2),
-                        mm("MatMul", ["f", "W1"], ["y"], name="fc")], c, "axis 2",
-             shape=["N", 2, 4])
-    _refused(tmp_path, [mm("Relu", ["x"], ["h"], name="r"), mm("MatMul", ["x", "W1"], ["y"],
-                                                              name="side")], c,
-             "follows no affine")
-    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["m"], name="fc"),
-                        mm("MatMul", ["m", "m"], ["y"], name="square")], c,
-             "'square'.*must be a constant tensor")
-    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["y"], name="fc")], c,
-             "one data input", inputs=("x", "z"))
-    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["y"], name="fc", domain="com.example")], c,
-             "custom domain")
-    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["m"], name="fc"),
-                        mm("Add", ["m", "W2"], ["y"], name="bad_bias")], c,
-             r"node name: bad_bias.*Incompatible dimensions")
+    _refused(
+        tmp_path,
+        [
+            mm("Flatten", ["x"], ["f"], name="fl", axis=2),
+            mm("MatMul", ["f", "W1"], ["y"], name="fc"),
+        ],
+        c,
+        "axis 2",
+        shape=["N", 2, 4],
+    )
+    _refused(
+        tmp_path,
+        [mm("Relu", ["x"], ["h"], name="r"), mm("MatMul", ["x", "W1"], ["y"], name="side")],
+        c,
+        "follows no affine",
+    )
+    _refused(
+        tmp_path,
+        [
+            mm("MatMul", ["x", "W1"], ["m"], name="fc"),
+            mm("MatMul", ["m", "m"], ["y"], name="square"),
+        ],
+        c,
+        "'square'.*must be a constant tensor",
+    )
+    _refused(
+        tmp_path,
+        [mm("MatMul", ["x", "W1"], ["y"], name="fc")],
+        c,
+        "one data input",
+        inputs=("x", "z"),
+    )
+    _refused(
+        tmp_path,
+        [mm("MatMul", ["x", "W1"], ["y"], name="fc", domain="com.example")],
+        c,
+        "custom domain",
+    )
+    _refused(
+        tmp_path,
+        [
+            mm("MatMul", ["x", "W1"], ["m"], name="fc"),
+            mm("Add", ["m", "W2"], ["y"], name="bad_bias"),
+        ],
+        c,
+        r"node name: bad_bias.*Incompatible dimensions",
+    )
 
 
 def test_conv_refusals(tmp_path):
     w = np.ones((1, 1, 3))
     mm = helper.make_node
-    _refused(tmp_path, [mm("Conv", ["x", "w"], ["y"], name="c", pads=[1, 1])], {"w": w},
-             "padding", dtype=np.float64, shape=["N", 1, 8])
-    _refused(tmp_path, [mm("Conv", ["x", "w", "b"], ["y"], name="c")],
-             {"w": w, "b": np.ones(1)}, "nonzero bias", dtype=np.float64, shape=["N", 1, 8])
+    _refused(
+        tmp_path,
+        [mm("Conv", ["x", "w"], ["y"], name="c", pads=[1, 1])],
+        {"w": w},
+        "padding",
+        dtype=np.float64,
+        shape=["N", 1, 8],
+    )
+    _refused(
+        tmp_path,
+        [mm("Conv", ["x", "w", "b"], ["y"], name="c")],
+        {"w": w, "b": np.ones(1)},
+        "nonzero bias",
+        dtype=np.float64,
+        shape=["N", 1, 8],
+    )
 
 
 def test_bad_files(tmp_path):
@@ -162,12 +244,16 @@ def test_bad_files(tmp_path):
     with pytest.raises(nm.ModelFileError, match="t.onnx"):
         load(tmp_path / "t.onnx")
     # a tensor declaring 2**40 entries is refused before anything is allocated
-    huge = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[2 ** 20, 2 ** 20],
-                       raw_data=b"\0" * 16)
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"])], "g",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              initializer=[huge])
+    huge = TensorProto(
+        name="W", data_type=TensorProto.FLOAT, dims=[2**20, 2**20], raw_data=b"\0" * 16
+    )
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[huge],
+    )
     onnx.save(helper.make_model(graph), str(tmp_path / "huge.onnx"))
     with pytest.raises(nm.ModelFileError, match="more than the limit"):
         load(tmp_path / "huge.onnx")
@@ -182,14 +268,16 @@ def test_without_the_extra(tmp_path, monkeypatch):
 
 def test_torch_onnx_export(tmp_path):
     torch = pytest.importorskip("torch")
-    seq = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(6, 4), torch.nn.ReLU(),
-                              torch.nn.Linear(4, 3))
+    seq = torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(6, 4), torch.nn.ReLU(), torch.nn.Linear(4, 3)
+    )
     x = torch.randn(5, 6)
     torch.onnx.export(seq, (x,), str(tmp_path / "t.onnx"), dynamo=False)
     model = load(tmp_path / "t.onnx")
     assert model.architecture == (6, 4, 3)
-    np.testing.assert_allclose(nm.relu.forward(model.params, x.numpy()),
-                               seq(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        nm.relu.forward(model.params, x.numpy()), seq(x).detach().numpy(), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_reshapes_that_regroup_examples_are_refused(tmp_path):
@@ -197,14 +285,23 @@ def test_reshapes_that_regroup_examples_are_refused(tmp_path):
     function from the network the weights alone suggest."""
     mm = helper.make_node
     W = {"W": np.ones((2, 1), np.float32), "shape": np.array([-1, 2], np.int64)}
-    _refused(tmp_path, [mm("Reshape", ["x", "shape"], ["r"], name="split"),
-                        mm("MatMul", ["r", "W"], ["y"], name="fc")], W, "'split'.*4 features",
-             n_in=4)
+    _refused(
+        tmp_path,
+        [
+            mm("Reshape", ["x", "shape"], ["r"], name="split"),
+            mm("MatMul", ["r", "W"], ["y"], name="fc"),
+        ],
+        W,
+        "'split'.*4 features",
+        n_in=4,
+    )
     graph = helper.make_graph(
-        [mm("MatMul", ["x", "W"], ["y"], name="fc")], "g",
+        [mm("MatMul", ["x", "W"], ["y"], name="fc")],
+        "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 2])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        initializer=[numpy_helper.from_array(np.ones((2, 1), np.float32), "W")])
+        initializer=[numpy_helper.from_array(np.ones((2, 1), np.float32), "W")],
+    )
     onnx.save(helper.make_model(graph), str(tmp_path / "rank3.onnx"))
     with pytest.raises(nm.ModelFileError, match="Flatten"):
         load(tmp_path / "rank3.onnx")
@@ -214,10 +311,14 @@ def test_a_conv_with_a_2d_weight_is_refused_not_read_as_a_dense_layer(tmp_path):
     """Conv(Conv(x)) with weights [[2.]] and [[-1.]] computes -2x; read as a dense
     network with a ReLU between, it would give 0 at x = -1."""
     mm = helper.make_node
-    _refused(tmp_path, [mm("Conv", ["x", "a"], ["m"], name="c1"),
-                        mm("Conv", ["m", "b"], ["y"], name="c2")],
-             {"a": np.array([[2.]]), "b": np.array([[-1.]])}, "'c1'|node name: c1", n_in=1,
-             dtype=np.float64)
+    _refused(
+        tmp_path,
+        [mm("Conv", ["x", "a"], ["m"], name="c1"), mm("Conv", ["m", "b"], ["y"], name="c2")],
+        {"a": np.array([[2.0]]), "b": np.array([[-1.0]])},
+        "'c1'|node name: c1",
+        n_in=1,
+        dtype=np.float64,
+    )
 
 
 def _bad_graphs():
@@ -227,32 +328,65 @@ def _bad_graphs():
     W1, W2 = rng.standard_normal((4, 3)), rng.standard_normal((3, 2))
 
     def mlp(first, extra=None, **consts):
-        nodes = [*first, mm("Relu", ["a"], ["h"], name="r"),
-                 mm("MatMul", ["h", "W2"], ["y"], name="fc2")]
+        nodes = [
+            *first,
+            mm("Relu", ["a"], ["h"], name="r"),
+            mm("MatMul", ["h", "W2"], ["y"], name="fc2"),
+        ]
         return nodes, {"W1": W1, "W2": W2, **consts}, extra
 
     string = helper.make_tensor("S", TensorProto.STRING, [3], [b"1", b"2", b"3"])
     shape = helper.make_tensor("s", TensorProto.STRING, [2], [b"-1", b"4"])
     return {
-        "relu with two inputs": ([mm("MatMul", ["x", "W1"], ["m"], name="fc"),
-                                  mm("Relu", ["m", "m"], ["h"], name="r2"),
-                                  mm("MatMul", ["h", "W2"], ["y"], name="fc2")],
-                                 {"W1": W1, "W2": W2}, None, "'r2'"),
-        "gemm alpha a string": (*mlp([mm("Gemm", ["x", "W1"], ["a"], name="g", alpha="2")]),
-                                "'g'"),
-        "gemm C boolean": (*mlp([mm("Gemm", ["x", "W1", "C"], ["a"], name="g")],
-                                C=np.array([True, False, True])), "node name: g"),
-        "gemm C complex": (*mlp([mm("Gemm", ["x", "W1", "C"], ["a"], name="g")],
-                                C=np.array([1 + 1j, 2, 3])), "node name: g"),
-        "add of strings": (*mlp([mm("MatMul", ["x", "W1"], ["m"], name="fc"),
-                                 mm("Add", ["m", "S"], ["a"], name="add")], [string]),
-                           "node name: add"),
-        "reshape by strings": (*mlp([mm("Reshape", ["x", "s"], ["q"], name="rs"),
-                                     mm("MatMul", ["q", "W1"], ["a"], name="fc")], [shape]),
-                               "node name: rs"),
-        "reshape by floats": (*mlp([mm("Reshape", ["x", "s"], ["q"], name="rs"),
-                                    mm("MatMul", ["q", "W1"], ["a"], name="fc")],
-                                   s=np.array([-1.5, 4.2])), "node name: rs"),
+        "relu with two inputs": (
+            [
+                mm("MatMul", ["x", "W1"], ["m"], name="fc"),
+                mm("Relu", ["m", "m"], ["h"], name="r2"),
+                mm("MatMul", ["h", "W2"], ["y"], name="fc2"),
+            ],
+            {"W1": W1, "W2": W2},
+            None,
+            "'r2'",
+        ),
+        "gemm alpha a string": (*mlp([mm("Gemm", ["x", "W1"], ["a"], name="g", alpha="2")]), "'g'"),
+        "gemm C boolean": (
+            *mlp([mm("Gemm", ["x", "W1", "C"], ["a"], name="g")], C=np.array([True, False, True])),
+            "node name: g",
+        ),
+        "gemm C complex": (
+            *mlp([mm("Gemm", ["x", "W1", "C"], ["a"], name="g")], C=np.array([1 + 1j, 2, 3])),
+            "node name: g",
+        ),
+        "add of strings": (
+            *mlp(
+                [
+                    mm("MatMul", ["x", "W1"], ["m"], name="fc"),
+                    mm("Add", ["m", "S"], ["a"], name="add"),
+                ],
+                [string],
+            ),
+            "node name: add",
+        ),
+        "reshape by strings": (
+            *mlp(
+                [
+                    mm("Reshape", ["x", "s"], ["q"], name="rs"),
+                    mm("MatMul", ["q", "W1"], ["a"], name="fc"),
+                ],
+                [shape],
+            ),
+            "node name: rs",
+        ),
+        "reshape by floats": (
+            *mlp(
+                [
+                    mm("Reshape", ["x", "s"], ["q"], name="rs"),
+                    mm("MatMul", ["q", "W1"], ["a"], name="fc"),
+                ],
+                s=np.array([-1.5, 4.2]),
+            ),
+            "node name: rs",
+        ),
     }
 
 
@@ -261,10 +395,13 @@ def test_graphs_onnx_calls_invalid_are_refused_naming_the_node(tmp_path, case):
     nodes, consts, extra, match = _bad_graphs()[case]
     elem = TensorProto.DOUBLE
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", elem, ["N", 4])],
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", elem, ["N", 4])],
         [helper.make_tensor_value_info("y", elem, None)],
         initializer=[numpy_helper.from_array(np.asarray(a), k) for k, a in consts.items()]
-        + list(extra or ()))
+        + list(extra or ()),
+    )
     path = tmp_path / "bad.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
     with pytest.raises(nm.ModelFileError, match=match):
@@ -274,7 +411,14 @@ def test_graphs_onnx_calls_invalid_are_refused_naming_the_node(tmp_path, case):
 def test_an_input_with_a_zero_length_axis_is_refused(tmp_path):
     c = _mlp_consts(np.random.default_rng(0))
     mm = helper.make_node
-    _refused(tmp_path, [mm("MatMul", ["x", "W1"], ["m"], name="fc"),
-                        mm("Relu", ["m"], ["h"], name="r"),
-                        mm("MatMul", ["h", "W2"], ["y"], name="fc2")], c, "zero-length|fc",
-             n_in=0)
+    _refused(
+        tmp_path,
+        [
+            mm("MatMul", ["x", "W1"], ["m"], name="fc"),
+            mm("Relu", ["m"], ["h"], name="r"),
+            mm("MatMul", ["h", "W2"], ["y"], name="fc2"),
+        ],
+        c,
+        "zero-length|fc",
+        n_in=0,
+    )

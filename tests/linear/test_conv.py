@@ -79,12 +79,13 @@ def test_jacobian_matches_finite_differences_and_multilinearity(net, seed):
         for j in np.ndindex(w.shape):
             e = np.zeros_like(w)
             e[j] = 1.0
-            column = net.end_to_end(params[:l] + [e] + params[l + 1:]).ravel()
+            column = net.end_to_end(params[:l] + [e] + params[l + 1 :]).ravel()
             np.testing.assert_allclose(J[:, col], column, atol=1e-12)
             col += 1
     # Euler: mu is homogeneous of degree 1 in each layer, so J theta = L v
-    np.testing.assert_allclose(J @ net.flatten(params),
-                               net.num_layers * net.end_to_end(params).ravel(), atol=1e-9)
+    np.testing.assert_allclose(
+        J @ net.flatten(params), net.num_layers * net.end_to_end(params).ravel(), atol=1e-9
+    )
 
 
 @given(net=conv_nets(), seed=st.integers(0, 2**31))
@@ -112,14 +113,23 @@ def test_dimension_formula_1d(net, seed):
     assert net.dimension == net.num_params - (net.num_layers - 1)
 
 
-@pytest.mark.parametrize("ks, strides, full", [([3, 3], [1], True), ([2, 2], [1], True),
-                                                ([3, 2, 2], [2, 2], False),
-                                                ([(2, 2), (2, 2)], [(1, 1)], False)])
+@pytest.mark.parametrize(
+    "ks, strides, full",
+    [
+        ([3, 3], [1], True),
+        ([2, 2], [1], True),
+        ([3, 2, 2], [2, 2], False),
+        ([(2, 2), (2, 2)], [(1, 1)], False),
+    ],
+)
 def test_full_dimensional(ks, strides, full):
     """M is full-dimensional iff dim M = prod k (docs/concepts_linear.md §1): stride 1 in 1D always is."""
     net = LinearConvNet(ks, strides)
-    assert net.is_full_dimensional == full == (
-        np.linalg.matrix_rank(net.jacobian(net.random_params(1))) == net.end_to_end_size)
+    assert (
+        net.is_full_dimensional
+        == full
+        == (np.linalg.matrix_rank(net.jacobian(net.random_params(1))) == net.end_to_end_size)
+    )
 
 
 def test_exact_rank_detects_non_smooth_point():
@@ -165,18 +175,21 @@ def test_polynomial_example():
     assert [fmpq_to_fraction(c) for c in net.coefficients(poly)] == [1, -1.5, 0.5]
 
 
-@pytest.mark.parametrize("shapes, strides, match", [
-    ([], None, "non-empty"),
-    ([0, 2], None, "positive"),
-    ([2, -1], None, "positive"),
-    ([(2, 2), 3], None, "same number of axes"),
-    ([2, 2], [1, 1, 1], "one entry per layer"),
-    ([2, 2], [0], "positive"),
-    ([2, 2], [(1, 1)], "positive int"),
-    ("22", None, "list"),
-    ([2.5, 2], None, "list of ints"),
-    ([(2, 2), (2, 2)], [3], None),
-])
+@pytest.mark.parametrize(
+    "shapes, strides, match",
+    [
+        ([], None, "non-empty"),
+        ([0, 2], None, "positive"),
+        ([2, -1], None, "positive"),
+        ([(2, 2), 3], None, "same number of axes"),
+        ([2, 2], [1, 1, 1], "one entry per layer"),
+        ([2, 2], [0], "positive"),
+        ([2, 2], [(1, 1)], "positive int"),
+        ("22", None, "list"),
+        ([2.5, 2], None, "list of ints"),
+        ([(2, 2), (2, 2)], [3], None),
+    ],
+)
 def test_bad_architectures(shapes, strides, match):
     if match is None:  # an int stride is broadcast to every axis: valid
         assert LinearConvNet(shapes, strides).strides == ((3, 3),)
@@ -251,7 +264,7 @@ def test_flat_jacobian_and_ntk_equal_the_reference(net, seed, zeros):
     its Gram matrix to 1e-12 relative, also with exact zero filter entries."""
     rng = np.random.default_rng(seed)
     params = net.random_params(rng)
-    for _ in range(zeros):   # adversarial: exact zeros anywhere (also a whole filter)
+    for _ in range(zeros):  # adversarial: exact zeros anywhere (also a whole filter)
         l = int(rng.integers(len(params)))
         params[l].flat[int(rng.integers(params[l].size))] = 0.0
     J0, K0 = _reference_ntk(net, params)
@@ -261,13 +274,16 @@ def test_flat_jacobian_and_ntk_equal_the_reference(net, seed, zeros):
     assert np.array_equal(K, K.T)
 
 
-@pytest.mark.parametrize("shapes, strides", [
-    ([60] * 5, [2, 2, 2, 2]),                          # FFT convolutions in the flat form
-    ([(7, 7)] * 4, [(2, 2), (1, 1), (1, 1)]),          # long, sparse flat 2D filters
-    ([(3, 1, 2), (1, 4, 1), (2, 2, 2)], [(1, 3, 1), (2, 1, 2)]),
-    ([1, 1, 1], [5, 7]),                               # size-1 filters, strides beyond them
-    ([(1, 5), (4, 1)], [(3, 3)]),
-])
+@pytest.mark.parametrize(
+    "shapes, strides",
+    [
+        ([60] * 5, [2, 2, 2, 2]),  # FFT convolutions in the flat form
+        ([(7, 7)] * 4, [(2, 2), (1, 1), (1, 1)]),  # long, sparse flat 2D filters
+        ([(3, 1, 2), (1, 4, 1), (2, 2, 2)], [(1, 3, 1), (2, 1, 2)]),
+        ([1, 1, 1], [5, 7]),  # size-1 filters, strides beyond them
+        ([(1, 5), (4, 1)], [(3, 3)]),
+    ],
+)
 def test_flat_ntk_on_larger_and_degenerate_nets(shapes, strides):
     net = LinearConvNet(shapes, strides)
     params = net.random_params(3)
@@ -280,8 +296,8 @@ def test_ntk_overflow_is_an_error_and_large_finite_kernels_are_not():
     net = LinearConvNet([3, 2], strides=[2])
     params = net.random_params(0)
     with pytest.raises(ParameterError, match="overflow: the NTK"):
-        net.ntk([params[0] * 1e160, params[1] * 1e160])   # K ~ 1e320
-    big = [params[0] * 1e151, params[1] * 1e151]          # trace ~1e302: the full check runs
+        net.ntk([params[0] * 1e160, params[1] * 1e160])  # K ~ 1e320
+    big = [params[0] * 1e151, params[1] * 1e151]  # trace ~1e302: the full check runs
     K = net.ntk(big)
     assert np.isfinite(K).all() and np.trace(K) > 1e300
     assert _rel(K, _reference_ntk(net, big)[1]) <= 1e-12
@@ -289,6 +305,7 @@ def test_ntk_overflow_is_an_error_and_large_finite_kernels_are_not():
 
 def test_correlation_near_the_float_range_is_exact_or_refused():
     import neuromanifold as nm
+
     y = nm.correlate(np.array([[1.7e308, -1.7e308, 1.0]]), np.array([1.0, 1.0]), 1)
     assert y.tolist() == [[0.0, -1.7e308]]
     with pytest.raises(nm.ParameterError, match="correlation is not finite"):
@@ -297,6 +314,7 @@ def test_correlation_near_the_float_range_is_exact_or_refused():
 
 def test_an_ntk_too_large_to_allocate_is_refused_with_the_limit():
     import neuromanifold as nm
-    net = nm.LinearConvNet([6000, 6000])       # v has 11,999 entries: K would be 1.4e8
+
+    net = nm.LinearConvNet([6000, 6000])  # v has 11,999 entries: K would be 1.4e8
     with pytest.raises(nm.ArchitectureError, match="Jacobian and NTK: .* more than the limit"):
         net.ntk(net.random_params(seed=0))

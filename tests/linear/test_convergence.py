@@ -59,8 +59,9 @@ def test_flows_are_continued_until_converged(study):
 
 def test_short_flows_are_not_converged():
     """The converged flag is earned: a flow stopped early is reported unconverged."""
-    short = convergence_study(LinearConvNet([2, 2], strides=[2]), 2, seed=5, t_final=1e-3,
-                              max_time=1e-3)
+    short = convergence_study(
+        LinearConvNet([2, 2], strides=[2]), 2, seed=5, t_final=1e-3, max_time=1e-3
+    )
     assert not any(r.converged for r in short.runs)
     assert all(r.flow_time == pytest.approx(1e-3) for r in short.runs)
     summary = short.summaries[0]
@@ -147,8 +148,13 @@ from hypothesis import strategies as st  # noqa: E402
 
 from neuromanifold.linear import _convergence  # noqa: E402
 
-SMALL = [([2, 2], [2]), ([2, 2], [1]), ([3, 2], [2]), ([2, 2, 2], [2, 2]),
-         ([(2, 2), (2, 1)], [(2, 1)])]
+SMALL = [
+    ([2, 2], [2]),
+    ([2, 2], [1]),
+    ([3, 2], [2]),
+    ([2, 2, 2], [2, 2]),
+    ([(2, 2), (2, 1)], [(2, 1)]),
+]
 
 
 def _agree(a, b, study):
@@ -166,7 +172,8 @@ def _agree(a, b, study):
         assert a.min_relative_distance_from_zero <= a.relative_distance_from_zero + 1e-12
     else:
         assert a.min_relative_distance_from_zero == pytest.approx(
-            b.min_relative_distance_from_zero, rel=1e-5, abs=1e-8)
+            b.min_relative_distance_from_zero, rel=1e-5, abs=1e-8
+        )
     assert a.initial_loss == b.initial_loss and a.gradient_tol == b.gradient_tol
     # the same continuation rounds (a gradient within the solvers' error of the threshold
     # at the end of a segment could end one path a round later: measure zero)
@@ -179,7 +186,7 @@ def _agree(a, b, study):
 def test_batched_study_agrees_with_per_run_study(arch, seed):
     net = LinearConvNet(*arch)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_convergence, "MIN_BATCH", 2)   # batch even a small study
+        mp.setattr(_convergence, "MIN_BATCH", 2)  # batch even a small study
         fast = convergence_study(net, 4, seed=seed, max_time=160.0)
     ref = convergence_study(net, 4, seed=seed, max_time=160.0, batched=False)
     assert fast.batched and not ref.batched
@@ -187,8 +194,9 @@ def test_batched_study_agrees_with_per_run_study(arch, seed):
     assert all(r.solver == "LSODA" for r in ref.runs)
     for a, b in zip(fast.runs, ref.runs):
         _agree(a, b, ref)
-    assert [s.fraction_converged for s in fast.summaries] == \
-        [s.fraction_converged for s in ref.summaries]
+    assert [s.fraction_converged for s in fast.summaries] == [
+        s.fraction_converged for s in ref.summaries
+    ]
 
 
 def test_stiff_runs_are_handed_to_the_per_run_solver(monkeypatch):
@@ -219,8 +227,9 @@ def test_batched_step_budget_and_time_limit(monkeypatch):
 
 
 def test_fully_connected_runs_stay_on_the_per_run_path():
-    study = convergence_study([LinearFCNet([2, 2, 2]), LinearConvNet([2, 2], [2])], 8, seed=1,
-                              max_time=40.0)
+    study = convergence_study(
+        [LinearFCNet([2, 2, 2]), LinearConvNet([2, 2], [2])], 8, seed=1, max_time=40.0
+    )
     assert {r.solver for r in study.runs[:8]} == {"LSODA"}
     assert all(r.solver.startswith("DOP853 batched") for r in study.runs[8:])
     with pytest.raises(InputError, match="batched"):

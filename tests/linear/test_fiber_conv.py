@@ -26,8 +26,10 @@ def max_rel_residual(net, point, v, deltas):
 def same_up_to_signs(p, q, tol=1e-8):
     """Equal up to flipping the sign of individual layers (and the flips multiply to +1
     whenever both reproduce the same v)."""
-    return all(min(np.abs(a - b).max(), np.abs(a + b).max()) <= tol * max(1.0, np.abs(b).max())
-               for a, b in zip(p, q))
+    return all(
+        min(np.abs(a - b).max(), np.abs(a + b).max()) <= tol * max(1.0, np.abs(b).max())
+        for a, b in zip(p, q)
+    )
 
 
 def check_fiber(net, params, fib, tol=1e-10):
@@ -65,8 +67,11 @@ def small_conv_case(draw, ndim):
     while True:
         # small integers create roots at 0, repeated roots, degree drops and accidental
         # coincidences; Gaussians are the generic case
-        params = ([rng.integers(-2, 3, size=k).astype(float) for k in net.filter_shapes]
-                  if integer else net.random_params(rng))
+        params = (
+            [rng.integers(-2, 3, size=k).astype(float) for k in net.filter_shapes]
+            if integer
+            else net.random_params(rng)
+        )
         if all(np.any(w) for w in params):
             return net, params
 
@@ -94,8 +99,10 @@ def test_fiber_nd_contains_theta_and_reproduces_v(case):
 @settings(max_examples=20)
 def test_1d_all_strides_above_one_give_one_point(seed, L):
     rng = np.random.default_rng(seed)
-    net = LinearConvNet([int(k) for k in rng.integers(2, 5, size=L)],
-                        [int(s) for s in rng.integers(2, 4, size=L - 1)])
+    net = LinearConvNet(
+        [int(k) for k in rng.integers(2, 5, size=L)],
+        [int(s) for s in rng.integers(2, 4, size=L - 1)],
+    )
     params = net.random_params(rng)
     fib = net.fiber(net.polynomial(params), net.invariants(params))
     assert fib.num_points == 1 and fib.certified
@@ -136,13 +143,16 @@ def test_float_and_exact_routes_agree_stride_one(rng):
 
 
 # ----------------------------------------------------------------------------- degenerate
-@pytest.mark.parametrize("params, expected", [
-    ([[-1.0, 1.0], [-1.0, 1.0]], 1),                      # double root 1
-    ([[2.0, -3.0, 1.0], [2.0, -3.0, 1.0]], 3),            # {1,1,2,2} in pairs: 3 multisets
-    ([[0.0, 1.0], [-1.0, 1.0]], 2),                       # root at 0 goes to either layer
-    ([[1.0, 0.0], [1.0, 1.0]], 2),                        # degree drop: root at infinity
-    ([[1.0, 0.0, 1.0], [-1.0, 1.0]], 1),                  # conjugate pair stays together
-])
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        ([[-1.0, 1.0], [-1.0, 1.0]], 1),  # double root 1
+        ([[2.0, -3.0, 1.0], [2.0, -3.0, 1.0]], 3),  # {1,1,2,2} in pairs: 3 multisets
+        ([[0.0, 1.0], [-1.0, 1.0]], 2),  # root at 0 goes to either layer
+        ([[1.0, 0.0], [1.0, 1.0]], 2),  # degree drop: root at infinity
+        ([[1.0, 0.0, 1.0], [-1.0, 1.0]], 1),  # conjugate pair stays together
+    ],
+)
 def test_1d_degenerate_counts(params, expected):
     net = LinearConvNet([len(w) for w in params])
     params = [np.array(w) for w in params]
@@ -186,10 +196,10 @@ def test_2d_strided_line_pieces_form_whole_orbits():
     # layer 2 is a + b t1^2 (stride 2 along t1) with real roots +-r; layer 1 is
     # (t1 - q) * (bivariate). Degrees allow layer 2 to take {q, r} or {q, -r}, but only
     # {r, -r} is a polynomial in t1^2: exactly one point, certified.
-    bivariate = np.array([[1.0, 2.0], [3.0, -1.0]])      # dyadic: products stay exact
+    bivariate = np.array([[1.0, 2.0], [3.0, -1.0]])  # dyadic: products stay exact
     w1 = np.zeros((3, 2))
     for i, c in enumerate([-0.75, 1.0]):
-        w1[i:i + 2] += c * bivariate
+        w1[i : i + 2] += c * bivariate
     net = LinearConvNet([(3, 2), (2, 1)], [(2, 1)])
     params = [w1, np.array([[-2.0], [1.0]])]
     fib = net.fiber(net.polynomial(params), net.invariants(params))
@@ -246,9 +256,9 @@ def test_rational_v_accepted(rng):
 def test_not_in_neuromanifold_exact():
     net = LinearConvNet([2, 2])
     with pytest.raises(NotInNeuromanifoldError, match="conjugate"):
-        net.fiber(_poly(net, [1, 0, 1]), [0.0])       # 1 + t^2: one conjugate pair
+        net.fiber(_poly(net, [1, 0, 1]), [0.0])  # 1 + t^2: one conjugate pair
     with pytest.raises(NotInNeuromanifoldError, match="not within relative distance"):
-        net.fiber([1.0, 0.0, 1.0], [0.0])          # float v: fallback also fails
+        net.fiber([1.0, 0.0, 1.0], [0.0])  # float v: fallback also fails
     net2 = LinearConvNet([(2, 2), (2, 2)])
     v = np.array([[1, 2, 3], [4, 5, 6], [7, 8, 10]], dtype=object)
     with pytest.raises(NotInNeuromanifoldError, match="no grouping"):
@@ -259,14 +269,17 @@ def _poly(net, coeffs):
     return net.polynomial_context().from_dict({(i,): c for i, c in enumerate(coeffs) if c})
 
 
-@pytest.mark.parametrize("v, inv, match", [
-    ([1.0, 2.0], [0.0], "shape"),
-    ([1.0, 2.0, float("nan")], [0.0], "finite"),
-    ([1.0, 2.0, 3.0], [0.0, 1.0], "L - 1 = 1"),
-    ([1.0, 2.0, 3.0], [float("nan")], "finite"),
-    ([0.0, 0.0, 0.0], [0.0], "v = 0"),
-    ([1.0, 2.0, 3.0], "abc", "list"),
-])
+@pytest.mark.parametrize(
+    "v, inv, match",
+    [
+        ([1.0, 2.0], [0.0], "shape"),
+        ([1.0, 2.0, float("nan")], [0.0], "finite"),
+        ([1.0, 2.0, 3.0], [0.0, 1.0], "L - 1 = 1"),
+        ([1.0, 2.0, 3.0], [float("nan")], "finite"),
+        ([0.0, 0.0, 0.0], [0.0], "v = 0"),
+        ([1.0, 2.0, 3.0], "abc", "list"),
+    ],
+)
 def test_bad_input(v, inv, match):
     with pytest.raises(InputError, match=match):
         LinearConvNet([2, 2]).fiber(v, inv)
@@ -277,13 +290,16 @@ def test_bad_method():
         LinearConvNet([2, 2]).fiber([1.0, 2.0, 1.0], [0.0], method="magic")
 
 
-@pytest.mark.parametrize("options, error, match", [
-    ({"tol": "a"}, InputError, "tol must be a positive"),
-    ({"tol": -1.0}, InputError, "tol must be a positive"),
-    ({"num_starts": "a"}, InputError, "num_starts must be a positive integer"),
-    ({"seed": "a"}, InputError, "seed"),
-    ({"start": [1.0]}, ParameterError, "one array per layer"),
-])
+@pytest.mark.parametrize(
+    "options, error, match",
+    [
+        ({"tol": "a"}, InputError, "tol must be a positive"),
+        ({"tol": -1.0}, InputError, "tol must be a positive"),
+        ({"num_starts": "a"}, InputError, "num_starts must be a positive integer"),
+        ({"seed": "a"}, InputError, "seed"),
+        ({"start": [1.0]}, ParameterError, "one array per layer"),
+    ],
+)
 def test_bad_options(options, error, match):
     with pytest.raises(error, match=match):
         LinearConvNet([2, 2]).fiber([1.0, 0.0, 1.0], [0.0], **options)
@@ -295,7 +311,7 @@ def test_boolean_invariants_rejected():
 
 
 # --------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("scale", [2.0 ** -1000, 1e-300, 2.0 ** -600])
+@pytest.mark.parametrize("scale", [2.0**-1000, 1e-300, 2.0**-600])
 def test_tiny_end_to_end_filter_has_its_fiber(scale):
     """The numerical route projects a rescaled v and the rescaling works in log space:
     a layer whose squared norm underflows float64 is still rescaled correctly."""
@@ -313,6 +329,7 @@ def test_tiny_end_to_end_filter_has_its_fiber(scale):
 def test_log_space_rescaling_matches_the_float_one():
     from neuromanifold.exact import rescaled_norms
     from neuromanifold.exact._rescaling import apply_rescaling, log_rescaled_norms
+
     n, d = np.array([[1.0, 4.0], [2.0, 0.5]]), np.array([3.0])
     assert np.allclose(np.exp(log_rescaled_norms(np.log(n), d)), rescaled_norms(n, d))
     # a first layer of size 1e-200 (squared norm 1e-400 underflows) and delta = 1
@@ -322,22 +339,26 @@ def test_log_space_rescaling_matches_the_float_one():
     assert np.isclose(layers[1][0, 0] ** 2, 1.0)
 
 
-@pytest.mark.parametrize("invariants,params", [
-    (np.array([1 + 0j]), [np.ones(2), np.ones(2)]),
-    (np.array(["1.5"]), [np.ones(2), np.ones(2)]),
-    (np.array([np.nan]), [np.ones(2), np.ones(2)]),
-    ([[1.0, 2.0], [3.0]], [np.ones(2), np.ones(2)]),
-    (np.array([0.5]), [np.array([1.0, np.nan]), np.ones(2)]),
-    (np.array([0.5]), [np.ones(2)]),                   # one layer: no invariants
-    (np.array([0.5]), [np.ones(2)] * 3),               # three layers: two invariants
-    (np.array([0.5]), []),
-    (np.array([0.5]), None),
-    (np.array([0.5]), "params"),
-    (np.array([0.5]), [np.array([1e300, 1.0]), np.ones(2)]),   # the scale overflows
-])
+@pytest.mark.parametrize(
+    "invariants,params",
+    [
+        (np.array([1 + 0j]), [np.ones(2), np.ones(2)]),
+        (np.array(["1.5"]), [np.ones(2), np.ones(2)]),
+        (np.array([np.nan]), [np.ones(2), np.ones(2)]),
+        ([[1.0, 2.0], [3.0]], [np.ones(2), np.ones(2)]),
+        (np.array([0.5]), [np.array([1.0, np.nan]), np.ones(2)]),
+        (np.array([0.5]), [np.ones(2)]),  # one layer: no invariants
+        (np.array([0.5]), [np.ones(2)] * 3),  # three layers: two invariants
+        (np.array([0.5]), []),
+        (np.array([0.5]), None),
+        (np.array([0.5]), "params"),
+        (np.array([0.5]), [np.array([1e300, 1.0]), np.ones(2)]),  # the scale overflows
+    ],
+)
 def test_invariant_scale_refuses_bad_input(invariants, params):
     from neuromanifold import NeuromanifoldError
     from neuromanifold.fibers import invariant_scale
+
     with pytest.raises(NeuromanifoldError):
         invariant_scale(invariants, params)
 
@@ -345,6 +366,7 @@ def test_invariant_scale_refuses_bad_input(invariants, params):
 def test_invariant_scale_reads_tensors_and_exact_entries():
     torch = pytest.importorskip("torch")
     from neuromanifold.fibers import invariant_scale
+
     w = torch.tensor([3.0, 4.0], requires_grad=True)
     assert invariant_scale([Fraction(1, 2)], [w, np.array([1.0])]) == 25.0
     assert invariant_scale(np.zeros(0), [np.array([2.0])]) == 4.0

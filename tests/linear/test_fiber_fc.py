@@ -13,8 +13,10 @@ def residual(net, params, W, deltas):
     return r
 
 
-@pytest.mark.parametrize("widths, balanced", [([2, 2, 2], True), ([2, 2, 2], False),
-                                              ([3, 2, 3], False), ([2, 3, 2, 2], True)])
+@pytest.mark.parametrize(
+    "widths, balanced",
+    [([2, 2, 2], True), ([2, 2, 2], False), ([3, 2, 3], False), ([2, 3, 2, 2], True)],
+)
 def test_fiber_points_satisfy_constraints(widths, balanced):
     net = LinearFCNet(widths)
     p = net.balanced_params(seed=3) if balanced else net.random_params(seed=3)
@@ -65,6 +67,6 @@ def test_bad_inputs():
 
 
 def test_unrealizable_raises():
-    net = LinearFCNet([2, 1, 2])        # rank <= 1
+    net = LinearFCNet([2, 1, 2])  # rank <= 1
     with pytest.raises(NotInNeuromanifoldError, match="rank"):
         net.fiber(np.eye(2), [np.zeros((1, 1))], num_starts=3, seed=0)

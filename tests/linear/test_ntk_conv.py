@@ -57,10 +57,10 @@ def previous_flat_ntk(net, params):
     n = net.end_to_end_size
     Jt = np.zeros((net.num_params, n))
     row = 0
-    for P, offsets, (k, strides) in zip(previous_partial_products(net, params),
-                                        offsets_all, views):
-        view = np.ndarray(k + (P.size,), dtype=np.float64, buffer=Jt,
-                          offset=8 * row * n, strides=strides + (8,))
+    for P, offsets, (k, strides) in zip(previous_partial_products(net, params), offsets_all, views):
+        view = np.ndarray(
+            k + (P.size,), dtype=np.float64, buffer=Jt, offset=8 * row * n, strides=strides + (8,)
+        )
         view[...] = P
         row += offsets.size
     return Jt.T, Jt.T @ Jt
@@ -118,7 +118,7 @@ def adversarial_params(net, rng, kind):
     elif kind == "scales":
         exps = rng.integers(-120, 121, size=len(params)).astype(float)
         exps -= exps.mean()
-        params = [w * 10.0 ** e for w, e in zip(params, exps)]
+        params = [w * 10.0**e for w, e in zip(params, exps)]
     elif kind == "decades":
         params = [w * 10.0 ** rng.uniform(-8, 8, size=w.shape) for w in params]
     elif kind == "integers":
@@ -130,7 +130,7 @@ KINDS = ["gaussian", "zeros", "scales", "decades", "integers"]
 
 
 # ----------------------------------------------------------------- equal to the previous path
-@settings(max_examples=80)      # cheap (small nets): more architectures than the default
+@settings(max_examples=80)  # cheap (small nets): more architectures than the default
 @given(net=ntk_nets(), seed=st.integers(0, 2**31), kind=st.sampled_from(KINDS))
 def test_both_routes_equal_the_previous_path_and_the_reference(net, seed, kind):
     """On random 1D/2D architectures with strides, every route to J and K (the default
@@ -150,8 +150,9 @@ def test_both_routes_equal_the_previous_path_and_the_reference(net, seed, kind):
     with pytest.MonkeyPatch.context() as mp:
         for fft in (False, True):
             plan = forced_plan(net, mp, fft)
-            for P, P_prev in zip(plan.partial_products(theta),
-                                 previous_partial_products(net, params)):
+            for P, P_prev in zip(
+                plan.partial_products(theta), previous_partial_products(net, params)
+            ):
                 assert P.shape == P_prev.shape and rel(P, P_prev) <= 1e-12
             J_p, K_p = routes[fft] = plan_ntk(plan, theta)
             assert rel(K_p, K_prev) <= 1e-12, (fft, rel(K_p, K_prev))
@@ -166,15 +167,18 @@ def test_both_routes_equal_the_previous_path_and_the_reference(net, seed, kind):
         assert np.array_equal(routes[False][1], np.rint(K_ref))
 
 
-@pytest.mark.parametrize("shapes, strides", [
-    ([20] * 5, [2, 2, 1, 1]),                           # |v| = 286
-    ([(3, 3)] * 5, [(2, 2)] + [(1, 1)] * 3),            # |v| = 361, 2D
-    ([(5, 5)] * 5, [(2, 2)] + [(1, 1)] * 3),            # |v| = 1369: FFT route
-    ([(5, 5)] * 4, [(2, 2)] + [(1, 1)] * 2),            # |v| = 841
-    ([(3, 1, 2), (1, 4, 1), (2, 2, 2)], [(1, 3, 1), (2, 1, 2)]),   # 3D
-    ([1, 1, 1], [5, 7]),                                # size-1 filters, sparse P_l
-    ([5, 5, 5], [2, 2]),                                # small: direct route
-])
+@pytest.mark.parametrize(
+    "shapes, strides",
+    [
+        ([20] * 5, [2, 2, 1, 1]),  # |v| = 286
+        ([(3, 3)] * 5, [(2, 2)] + [(1, 1)] * 3),  # |v| = 361, 2D
+        ([(5, 5)] * 5, [(2, 2)] + [(1, 1)] * 3),  # |v| = 1369: FFT route
+        ([(5, 5)] * 4, [(2, 2)] + [(1, 1)] * 2),  # |v| = 841
+        ([(3, 1, 2), (1, 4, 1), (2, 2, 2)], [(1, 3, 1), (2, 1, 2)]),  # 3D
+        ([1, 1, 1], [5, 7]),  # size-1 filters, sparse P_l
+        ([5, 5, 5], [2, 2]),  # small: direct route
+    ],
+)
 def test_benchmark_like_sizes_equal_the_previous_path(shapes, strides):
     net = LinearConvNet(shapes, strides)
     assert bool(net._gram_plan().nfft) == (net.end_to_end_size == 1369)
@@ -217,15 +221,16 @@ def test_direct_work_counts_the_multiply_adds():
 
 
 # ----------------------------------------------------------------- one and two layers
-@pytest.mark.parametrize("shapes, strides", [([4], []), ([(2, 3)], []), ([3, 4], [2]),
-                                             ([(2, 2), (3, 1)], [(1, 2)])])
+@pytest.mark.parametrize(
+    "shapes, strides", [([4], []), ([(2, 3)], []), ([3, 4], [2]), ([(2, 2), (3, 1)], [(1, 2)])]
+)
 def test_one_and_two_layers(shapes, strides):
     net = LinearConvNet(shapes, strides)
     params = net.random_params(1)
     J_ref, K_ref = reference_ntk(net, params)
     assert rel(net.jacobian(params), J_ref) <= 1e-12
     assert rel(net.ntk(params), K_ref) <= 1e-12
-    if net.num_layers == 1:      # J is a 0/1 selection: exact
+    if net.num_layers == 1:  # J is a 0/1 selection: exact
         assert np.array_equal(net.jacobian(params), J_ref)
 
 
@@ -240,7 +245,8 @@ def test_plans_are_shared_by_equal_architectures_only():
     assert rel(c.ntk(params), reference_ntk(c, params)[1]) <= 1e-12
     assert rel(a.ntk(params), reference_ntk(a, params)[1]) <= 1e-12
     assert a.ntk(params).shape != c.ntk(params).shape or not np.allclose(
-        a.ntk(params), c.ntk(params))
+        a.ntk(params), c.ntk(params)
+    )
 
 
 # ----------------------------------------------------------------- validation
@@ -248,12 +254,13 @@ def test_the_one_pass_check_refuses_what_check_params_refuses():
     net = LinearConvNet([3, 2], [2])
     good = net.random_params(0)
     for bad, match in [
-            ([good[0], np.array([1.0, np.nan])], "filter of layer 2"),
-            ([good[0], np.array([np.inf, 1.0])], "filter of layer 2"),
-            ([good[0], np.zeros(3)], "shape"),
-            ([good[0]], "one array per layer"),
-            (np.zeros(5), "list"),
-            ([good[0], np.array(["1", "2"])], "filter of layer 2")]:
+        ([good[0], np.array([1.0, np.nan])], "filter of layer 2"),
+        ([good[0], np.array([np.inf, 1.0])], "filter of layer 2"),
+        ([good[0], np.zeros(3)], "shape"),
+        ([good[0]], "one array per layer"),
+        (np.zeros(5), "list"),
+        ([good[0], np.array(["1", "2"])], "filter of layer 2"),
+    ]:
         for method in (net.ntk, net.jacobian):
             with pytest.raises(ParameterError, match=match):
                 method(bad)
@@ -263,18 +270,22 @@ def test_the_one_pass_check_accepts_what_check_params_accepts():
     net = LinearConvNet([3, 2], [2])
     good = net.random_params(0)
     K = net.ntk(good)
-    for other in ([list(good[0]), tuple(good[1])],                  # lists and tuples
-                  tuple(good),                                     # a tuple of arrays
-                  [good[0][::-1][::-1], good[1]]):                 # a view
+    for other in (
+        [list(good[0]), tuple(good[1])],  # lists and tuples
+        tuple(good),  # a tuple of arrays
+        [good[0][::-1][::-1], good[1]],
+    ):  # a view
         assert rel(net.ntk(other), K) <= 1e-12
-    single = [good[0].astype(np.float32), good[1]]                 # float32: converted
+    single = [good[0].astype(np.float32), good[1]]  # float32: converted
     assert np.array_equal(net.ntk(single), net.ntk([w.astype(np.float64) for w in single]))
     ints = [np.array([1, 2, 3]), np.array([1, -1])]
     assert np.array_equal(net.ntk(ints), net.ntk([w.astype(float) for w in ints]))
     # non-contiguous float64 views are read correctly
     big = np.arange(6.0)
-    assert np.array_equal(net.ntk([big[::2], np.array([1.0, 2.0])]),
-                          net.ntk([np.array([0.0, 2.0, 4.0]), np.array([1.0, 2.0])]))
+    assert np.array_equal(
+        net.ntk([big[::2], np.array([1.0, 2.0])]),
+        net.ntk([np.array([0.0, 2.0, 4.0]), np.array([1.0, 2.0])]),
+    )
 
 
 # ----------------------------------------------------------------- overflow
@@ -290,8 +301,8 @@ def test_overflow_is_an_error_on_the_fft_route_too(monkeypatch):
     assert net._gram_plan().nfft
     params = net.random_params(0)
     with pytest.raises(ParameterError, match="overflow: the NTK"):
-        net.ntk([w * 1e70 for w in params])         # P ~ 1e280, K ~ 1e560
-    big = [w * 1e35 for w in params]                 # K ~ 1e280 (finite)
+        net.ntk([w * 1e70 for w in params])  # P ~ 1e280, K ~ 1e560
+    big = [w * 1e35 for w in params]  # K ~ 1e280 (finite)
     K = net.ntk(big)
     assert np.isfinite(K).all()
     assert rel(K, previous_flat_ntk(net, big)[1]) <= 1e-12

@@ -27,9 +27,11 @@ def test_crossing_3_2_stride_2_is_singular():
     assert res.num_branches == 2 and res.num_full_rank == 2 and res.num_tangent_spaces == 2
     assert "crossing" in res.reason and res.max_sine > 0.01
     a, b = res.witness
-    np.testing.assert_allclose(net.end_to_end(a) / np.linalg.norm(net.end_to_end(a)),
-                               net.end_to_end(b) / np.linalg.norm(net.end_to_end(b)),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        net.end_to_end(a) / np.linalg.norm(net.end_to_end(a)),
+        net.end_to_end(b) / np.linalg.norm(net.end_to_end(b)),
+        atol=1e-12,
+    )
     Ja, Jb = net.jacobian(a), net.jacobian(b)
     assert _float_rank(Ja) == _float_rank(Jb) == net.dimension == 4
     assert _float_rank(np.hstack([Ja, Jb])) > 4
@@ -49,8 +51,7 @@ def test_special_strided_points_are_crossings(c):
     a, b, cc, d, _ = c
     assume(a * b * cc * d != 0 and a * d != b * cc)
     net = LinearConvNet([3, 2], [2])
-    res = is_regular_point(net, net.polynomial([[float(a), 0.0, float(b)],
-                                                [float(cc), float(d)]]))
+    res = is_regular_point(net, net.polynomial([[float(a), 0.0, float(b)], [float(cc), float(d)]]))
     assert res.regular is False and res.certified
 
 
@@ -72,9 +73,14 @@ def test_generic_strided_points_are_regular(c):
 
 
 def test_random_points_of_several_architectures_are_regular(rng):
-    for shapes, strides in [([2, 2], [1]), ([3, 3, 3], [1, 1]), ([5, 2, 2], [2, 2]),
-                            ([(2, 2), (3, 2)], None), ([(2, 2), (2, 2)], None),
-                            ([(3, 2), (2, 2), (2, 2)], [(2, 2), (1, 1)])]:
+    for shapes, strides in [
+        ([2, 2], [1]),
+        ([3, 3, 3], [1, 1]),
+        ([5, 2, 2], [2, 2]),
+        ([(2, 2), (3, 2)], None),
+        ([(2, 2), (2, 2)], None),
+        ([(3, 2), (2, 2), (2, 2)], [(2, 2), (1, 1)]),
+    ]:
         net = LinearConvNet(shapes, strides)
         p = net.random_params(rng)
         res = is_regular_point(net, net.polynomial(p))
@@ -97,7 +103,7 @@ def test_full_dimensional_interior_point():
     """[2, 3], stride 1: three real roots, three branches, no symmetry relates them, but M
     is full-dimensional, so v is an interior point."""
     net = LinearConvNet([2, 3])
-    p = [np.array([1.0, -1.0]), np.array([1.0, -5.0, 6.0])]    # roots 1, 1/2, 1/3
+    p = [np.array([1.0, -1.0]), np.array([1.0, -5.0, 6.0])]  # roots 1, 1/2, 1/3
     res = is_regular_point(net, net.polynomial(p))
     assert res.num_branches == 3 and res.num_symmetry_classes == 3
     assert res.regular is True and "interior" in res.reason
@@ -130,7 +136,7 @@ def test_bad_inputs():
     with pytest.raises(InputError, match="v = 0"):
         is_regular_point(net, [0.0] * 5)
     with pytest.raises(NotInNeuromanifoldError):
-        is_regular_point(LinearConvNet([2, 2]), [1, 0, 1])    # 1 + t^2: no real roots
+        is_regular_point(LinearConvNet([2, 2]), [1, 0, 1])  # 1 + t^2: no real roots
 
 
 def test_result_repr_and_dict():

@@ -12,8 +12,13 @@ from neuromanifold.linear import ShallowReLUCNN, ShallowReLUMLP, path_lifting_ch
 from neuromanifold.ntk import ntk_dependence
 from neuromanifold.reproduce import verify_witness
 
-CNN_ARCHS = [([2, 2], [2]), ([3, 2], [1]), ([2, 2, 2], [2, 1]), ([(2, 2), (2, 1)], [(1, 2)]),
-             ([3], None)]
+CNN_ARCHS = [
+    ([2, 2], [2]),
+    ([3, 2], [1]),
+    ([2, 2, 2], [2, 1]),
+    ([(2, 2), (2, 1)], [(1, 2)]),
+    ([3], None),
+]
 MLP_ARCHS = [[2, 3], [2, 2, 2], [3, 2, 2], [2, 3, 2, 2]]
 
 
@@ -23,8 +28,10 @@ def _model(kind, arch, seed=0):
     return ShallowReLUMLP.with_random_inputs(arch, seed=seed)
 
 
-MODELS = st.one_of(st.tuples(st.just("cnn"), st.sampled_from(CNN_ARCHS)),
-                   st.tuples(st.just("mlp"), st.sampled_from(MLP_ARCHS)))
+MODELS = st.one_of(
+    st.tuples(st.just("cnn"), st.sampled_from(CNN_ARCHS)),
+    st.tuples(st.just("mlp"), st.sampled_from(MLP_ARCHS)),
+)
 
 
 def _fd_jacobian(model, params, h=1e-6):
@@ -37,27 +44,31 @@ def _fd_jacobian(model, params, h=1e-6):
 def _same_up_to_signs(p, q, tol=1e-8):
     """p and q differ by flipping the signs of an even number of linear layers."""
     signs = [np.sign(np.vdot(a, b)) for a, b in zip(p, q)]
-    return all(np.allclose(a, s * b, atol=tol * max(1.0, np.abs(b).max()))
-               for a, b, s in zip(p, q, signs)) and np.prod(signs) > 0
+    return (
+        all(
+            np.allclose(a, s * b, atol=tol * max(1.0, np.abs(b).max()))
+            for a, b, s in zip(p, q, signs)
+        )
+        and np.prod(signs) > 0
+    )
 
 
-@given(kind_arch=MODELS, seed=st.integers(0, 10 ** 6))
+@given(kind_arch=MODELS, seed=st.integers(0, 10**6))
 @settings(max_examples=30)
 def test_ntk_jacobian_matches_finite_differences(kind_arch, seed):
     model = _model(*kind_arch, seed=seed % 7)
     params = model.random_params(seed)
     H = model.hidden(params)
-    if np.abs(H).min() < 1e-4:   # a kink within the finite-difference step: resample
+    if np.abs(H).min() < 1e-4:  # a kink within the finite-difference step: resample
         params = model.random_params(seed + 1)
     J = model.jacobian(params)
-    np.testing.assert_allclose(J, _fd_jacobian(model, params),
-                               atol=1e-6 * max(1, np.abs(J).max()))
+    np.testing.assert_allclose(J, _fd_jacobian(model, params), atol=1e-6 * max(1, np.abs(J).max()))
     K = model.ntk(params)
     np.testing.assert_allclose(K, J @ J.T)
     assert K.shape == (model.num_inputs, model.num_inputs)
 
 
-@given(kind_arch=MODELS, seed=st.integers(0, 10 ** 6))
+@given(kind_arch=MODELS, seed=st.integers(0, 10**6))
 @settings(max_examples=30)
 def test_invariants_are_conserved_by_every_gradient(kind_arch, seed):
     """d delta / d theta . grad_theta f(x) = 0 for every input: the invariants are conserved
@@ -69,7 +80,7 @@ def test_invariants_are_conserved_by_every_gradient(kind_arch, seed):
     assert np.abs(D @ J.T).max() <= 1e-9 * max(1.0, np.abs(D).max() * np.abs(J).max())
 
 
-@given(kind_arch=MODELS, seed=st.integers(0, 10 ** 6), c=st.floats(0.2, 5.0))
+@given(kind_arch=MODELS, seed=st.integers(0, 10**6), c=st.floats(0.2, 5.0))
 @settings(max_examples=30)
 def test_representative_is_the_function(kind_arch, seed, c):
     """Rescaling the last linear layer by c > 0 and a by 1/c keeps f and its representative;
@@ -85,7 +96,7 @@ def test_representative_is_the_function(kind_arch, seed, c):
     assert not np.allclose(model.end_to_end(flipped), model.end_to_end(params))
 
 
-@given(arch=st.sampled_from(CNN_ARCHS), seed=st.integers(0, 10 ** 6))
+@given(arch=st.sampled_from(CNN_ARCHS), seed=st.integers(0, 10**6))
 @settings(max_examples=25)
 def test_cnn_fiber_contains_theta_and_reproduces_function(arch, seed):
     model = ShallowReLUCNN.with_random_inputs(*arch, seed=seed % 5)
@@ -96,13 +107,17 @@ def test_cnn_fiber_contains_theta_and_reproduces_function(arch, seed):
         assert any(_same_up_to_signs(p, params) for p in fib.points)
         for p in fib.points:
             np.testing.assert_allclose(model.end_to_end(p), rep, atol=1e-9 * np.abs(rep).max())
-            np.testing.assert_allclose(model.invariants(p), inv,
-                                       atol=1e-9 * max(1, np.abs(inv).max()))
-            np.testing.assert_allclose(model.apply(p), model.apply(params),
-                                       atol=1e-9 * max(1, np.abs(model.apply(params)).max()))
+            np.testing.assert_allclose(
+                model.invariants(p), inv, atol=1e-9 * max(1, np.abs(inv).max())
+            )
+            np.testing.assert_allclose(
+                model.apply(p),
+                model.apply(params),
+                atol=1e-9 * max(1, np.abs(model.apply(params)).max()),
+            )
 
 
-@given(arch=st.sampled_from(MLP_ARCHS), seed=st.integers(0, 10 ** 6))
+@given(arch=st.sampled_from(MLP_ARCHS), seed=st.integers(0, 10**6))
 @settings(max_examples=15)
 def test_mlp_fiber_points_realize_the_function(arch, seed):
     model = ShallowReLUMLP.with_random_inputs(arch, seed=seed % 5)
@@ -112,12 +127,16 @@ def test_mlp_fiber_points_realize_the_function(arch, seed):
     assert fib.points and fib.max_residual < 1e-9
     assert fib.certified == (len(arch) == 2)
     for p in fib.points:
-        np.testing.assert_allclose(model.apply(p), model.apply(params),
-                                   atol=1e-8 * max(1, np.abs(model.apply(params)).max()))
+        np.testing.assert_allclose(
+            model.apply(p),
+            model.apply(params),
+            atol=1e-8 * max(1, np.abs(model.apply(params)).max()),
+        )
         inv0 = invariant_vector(model, params)
-        np.testing.assert_allclose(invariant_vector(model, p), inv0,
-                                   atol=1e-8 * max(1, np.abs(inv0).max()))
-    if len(arch) == 2:   # one point: theta itself (closed form)
+        np.testing.assert_allclose(
+            invariant_vector(model, p), inv0, atol=1e-8 * max(1, np.abs(inv0).max())
+        )
+    if len(arch) == 2:  # one point: theta itself (closed form)
         assert len(fib.points) == 1
         for a, b in zip(fib.points[0], params):
             np.testing.assert_allclose(a, b, atol=1e-12 * max(1, np.abs(b).max()))
@@ -128,12 +147,18 @@ def _check_mlp_fiber(model, params, fib):
     f0, inv0 = model.apply(params), invariant_vector(model, params)
     for p in fib.points:
         np.testing.assert_allclose(model.apply(p), f0, atol=1e-8 * max(1, np.abs(f0).max()))
-        np.testing.assert_allclose(invariant_vector(model, p), inv0,
-                                   atol=1e-8 * max(1, np.abs(inv0).max()))
+        np.testing.assert_allclose(
+            invariant_vector(model, p), inv0, atol=1e-8 * max(1, np.abs(inv0).max())
+        )
 
 
-@given(arch=st.sampled_from(MLP_ARCHS[1:]), seed=st.integers(0, 10 ** 6),
-       tiny=st.floats(0.0, 4.0), layer=st.integers(0, 2), grow=st.floats(-1.0, 1.0))
+@given(
+    arch=st.sampled_from(MLP_ARCHS[1:]),
+    seed=st.integers(0, 10**6),
+    tiny=st.floats(0.0, 4.0),
+    layer=st.integers(0, 2),
+    grow=st.floats(-1.0, 1.0),
+)
 @settings(max_examples=12)
 def test_mlp_fiber_search_finds_realizable_instances(arch, seed, tiny, layer, grow):
     """With the default num_starts, a function and invariants computed from parameters
@@ -142,10 +167,11 @@ def test_mlp_fiber_search_finds_realizable_instances(arch, seed, tiny, layer, gr
     layer is up to 10 times larger or smaller (large invariants)."""
     model = ShallowReLUMLP.with_random_inputs(arch, seed=seed % 5)
     params = model.random_params(seed)
-    params[-1][seed % params[-1].size] *= 10.0 ** -tiny
-    params[min(layer, len(params) - 2)] *= 10.0 ** grow
-    _check_mlp_fiber(model, params, model.fiber(model.end_to_end(params),
-                                                model.invariants(params), seed=seed))
+    params[-1][seed % params[-1].size] *= 10.0**-tiny
+    params[min(layer, len(params) - 2)] *= 10.0**grow
+    _check_mlp_fiber(
+        model, params, model.fiber(model.end_to_end(params), model.invariants(params), seed=seed)
+    )
 
 
 @pytest.mark.parametrize("num_starts", [1, 20])
@@ -155,8 +181,9 @@ def test_mlp_fiber_regression_seed_782(num_starts):
     (NotInNeuromanifoldError even with 20 starts)."""
     model = ShallowReLUMLP.with_random_inputs([3, 2, 2], seed=782 % 5)
     params = model.random_params(782)
-    fib = model.fiber(model.end_to_end(params), model.invariants(params),
-                      num_starts=num_starts, seed=782)
+    fib = model.fiber(
+        model.end_to_end(params), model.invariants(params), num_starts=num_starts, seed=782
+    )
     _check_mlp_fiber(model, params, fib)
 
 
@@ -169,8 +196,13 @@ def test_mlp_fiber_search_failure_says_what_was_tried():
     with pytest.raises(NotInNeuromanifoldError) as err:
         model.fiber(rep, inv, num_starts=2, max_iter=1)
     msg = str(err.value)
-    for part in ("2 random start(s)", "at most 1 iterations", "best relative residual",
-                 "num_starts", "start="):
+    for part in (
+        "2 random start(s)",
+        "at most 1 iterations",
+        "best relative residual",
+        "num_starts",
+        "start=",
+    ):
         assert part in msg
     assert "may not be realizable" not in msg
     # the same instance with a start on the fiber: that point, no search needed to succeed
@@ -178,7 +210,7 @@ def test_mlp_fiber_search_failure_says_what_was_tried():
     assert len(fib.points) == 1 and fib.max_residual < 1e-12
 
 
-@given(arch=st.sampled_from(MLP_ARCHS[1:] + [[2, 3, 4, 2]]), seed=st.integers(0, 10 ** 6))
+@given(arch=st.sampled_from(MLP_ARCHS[1:] + [[2, 3, 4, 2]]), seed=st.integers(0, 10**6))
 @settings(max_examples=10)
 def test_mlp_fiber_constraints_match_the_model(arch, seed):
     """The solver's analytic inner loop against the validated model: the residual of
@@ -191,22 +223,24 @@ def test_mlp_fiber_constraints_match_the_model(arch, seed):
     w = np.random.default_rng(seed).uniform(0.5, 2.0, P.shape[0])
     r, F = model._constraints(model.flatten(p), P, inv, (w, 1.7))
     W = model.linear.end_to_end(p[:-1])
-    expected = np.concatenate([(w[:, None] * (p[-1][:, None] * W - P)).ravel(),
-                               (invariant_vector(model, p) - inv) / 1.7])
+    expected = np.concatenate(
+        [(w[:, None] * (p[-1][:, None] * W - P)).ravel(), (invariant_vector(model, p) - inv) / 1.7]
+    )
     np.testing.assert_allclose(r, expected, atol=1e-12 * max(1, np.abs(expected).max()))
-    np.testing.assert_allclose(F[P.size:], model.invariant_jacobian(p) / 1.7, atol=1e-12)
-    eps = 1e-6     # the product part: central differences
+    np.testing.assert_allclose(F[P.size :], model.invariant_jacobian(p) / 1.7, atol=1e-12)
+    eps = 1e-6  # the product part: central differences
     theta = model.flatten(p)
     for i in range(0, theta.size, 3):
         e = np.zeros_like(theta)
         e[i] = eps
-        col = (model._constraints(theta + e, P, inv, (w, 1.7))[0][:P.size]
-               - model._constraints(theta - e, P, inv, (w, 1.7))[0][:P.size]) / (2 * eps)
-        np.testing.assert_allclose(F[:P.size, i], col, atol=1e-7)
+        col = (
+            model._constraints(theta + e, P, inv, (w, 1.7))[0][: P.size]
+            - model._constraints(theta - e, P, inv, (w, 1.7))[0][: P.size]
+        ) / (2 * eps)
+        np.testing.assert_allclose(F[: P.size, i], col, atol=1e-7)
 
 
-@given(arch=st.sampled_from(MLP_ARCHS[1:]), seed=st.integers(0, 10 ** 6),
-       grow=st.floats(-1, 1))
+@given(arch=st.sampled_from(MLP_ARCHS[1:]), seed=st.integers(0, 10**6), grow=st.floats(-1, 1))
 @settings(max_examples=10)
 def test_mlp_fiber_starts_have_the_layer_norms_the_invariants_allow(arch, seed, grow):
     """Squared norms of the random starts: consecutive differences are the traces of the
@@ -214,15 +248,14 @@ def test_mlp_fiber_starts_have_the_layer_norms_the_invariants_allow(arch, seed, 
     size of the function."""
     model = ShallowReLUMLP.with_random_inputs(arch, seed=0)
     params = model.random_params(seed)
-    params[seed % (len(params) - 1)] *= 10.0 ** grow
+    params[seed % (len(params) - 1)] *= 10.0**grow
     rep, inv = model.end_to_end(params), model.invariants(params)
     P = rep[:, :-1] * rep[:, -1:]
     n = model._start_norms(P, inv)
     traces = [np.trace(d) for d in inv[:-1]] + [np.sum(inv[-1])]
     np.testing.assert_allclose(np.diff(n), traces, atol=1e-9 * max(1, np.abs(n).max()))
     assert n.min() > 0
-    np.testing.assert_allclose(np.prod(n), np.linalg.norm(P) ** 2 * np.prod(arch[1:]),
-                               rtol=1e-9)
+    np.testing.assert_allclose(np.prod(n), np.linalg.norm(P) ** 2 * np.prod(arch[1:]), rtol=1e-9)
     theta = model._random_start(np.random.default_rng(seed), n)
     np.testing.assert_allclose([np.sum(w * w) for w in model.unflatten(theta)], n, rtol=1e-12)
 
@@ -272,7 +305,7 @@ def test_relu_mlp_one_layer_is_independent():
 
 
 # ---------------------------------------------------------------------------- path lifting
-@given(m=st.integers(1, 4), d=st.integers(1, 4), seed=st.integers(0, 10 ** 6))
+@given(m=st.integers(1, 4), d=st.integers(1, 4), seed=st.integers(0, 10**6))
 @settings(max_examples=30)
 def test_path_lifting_kernel_depends_on_z_and_delta_only(m, d, seed):
     rng = np.random.default_rng(seed)
@@ -311,8 +344,11 @@ def test_bad_inputs():
     with pytest.raises(InputError, match="rank"):
         mlp.rank(mlp.random_params(0))
     with pytest.raises(InputError, match="max_iter"):
-        mlp.fiber(mlp.end_to_end(mlp.random_params(0)), mlp.invariants(mlp.random_params(0)),
-                  max_iter="many")
+        mlp.fiber(
+            mlp.end_to_end(mlp.random_params(0)),
+            mlp.invariants(mlp.random_params(0)),
+            max_iter="many",
+        )
     with pytest.raises(InputError, match="margin"):
         ShallowReLUCNN.with_random_inputs([2, 2], margin=-5)
     with pytest.raises(InputError, match="unknown option"):
@@ -330,7 +366,7 @@ def test_path_lifting_rejects_a_zero_output_weight():
         path_lifting_check([B, np.ones(2)], rng.standard_normal((3, 2)), tol="a")
 
 
-@pytest.mark.parametrize("scale", [2.0 ** -1000, 1e-300])
+@pytest.mark.parametrize("scale", [2.0**-1000, 1e-300])
 def test_cnn_fiber_of_a_tiny_representative(scale):
     """Layers whose squared norms underflow are rescaled in log space."""
     net = ShallowReLUCNN.with_random_inputs([2, 2], [2], num_inputs=4, seed=0)

@@ -47,8 +47,13 @@ def test_2d_two_layers_same_shape_swap_changes_ntk(rng):
     reverify(net, params, res)
     a, b = res.witnesses
     # the two points are the swapped filters, rescaled
-    assert min(np.abs(a[0] / np.linalg.norm(a[0]) - s * b[1] / np.linalg.norm(b[1])).max()
-               for s in (1, -1)) < 1e-8
+    assert (
+        min(
+            np.abs(a[0] / np.linalg.norm(a[0]) - s * b[1] / np.linalg.norm(b[1])).max()
+            for s in (1, -1)
+        )
+        < 1e-8
+    )
 
 
 def test_2d_balanced_swap_keeps_ntk(rng):
@@ -108,6 +113,7 @@ def test_generic_model_protocol():
             class F:
                 certified = True
                 points = [[2.0, 3.0], [-2.0, -3.0]]
+
             return F()
 
     res = ntk_dependence(Toy(), [2.0, 3.0])
@@ -131,6 +137,7 @@ def test_witnesses_are_classified_within_the_hypotheses_or_not():
     point (within); the (a, 0, b) stride-2 example is a crossing (outside); a layer of
     filter size 1 breaks the size assumption; fully connected models get no verdict."""
     from neuromanifold import LinearFCNet, ShallowReLUCNN
+
     net = LinearConvNet([2, 2])
     res = ntk_dependence(net, [np.array([-0.5, 1.0]), np.array([-1.0, 1.0])])
     assert not res.independent and res.within_hypotheses is True

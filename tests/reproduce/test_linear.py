@@ -23,8 +23,17 @@ from neuromanifold.reproduce import (
 )
 from neuromanifold.reproduce._linear import REGULAR, SIZES, standing_hypothesis
 
-KEYS = {"architecture", "condition", "paper_claim", "computed", "outcome", "agrees",
-        "hypotheses", "reason", "evidence"}
+KEYS = {
+    "architecture",
+    "condition",
+    "paper_claim",
+    "computed",
+    "outcome",
+    "agrees",
+    "hypotheses",
+    "reason",
+    "evidence",
+}
 VERDICTS = {"independent", "dependent", "mixed", "inconclusive"}
 OUTCOMES = {"agrees", "disagrees", "outside the hypotheses", "inconclusive"}
 
@@ -35,8 +44,11 @@ def rows():
 
 
 def _models_by_label():
-    return {case.label: case.model for claim in default_linear_claims(quick=True)
-            for case in claim.cases}
+    return {
+        case.label: case.model
+        for claim in default_linear_claims(quick=True)
+        for case in claim.cases
+    }
 
 
 def test_rows_have_the_required_keys(rows):
@@ -76,9 +88,11 @@ def test_witnesses_reverified_independently(rows):
             continue
         model = models[w["architecture"]]
         p, q = ([np.asarray(a) for a in pts] for pts in w["params"])
-        np.testing.assert_allclose(np.asarray(model.end_to_end(p)),
-                                   np.asarray(model.end_to_end(q)),
-                                   atol=1e-8 * max(1, np.abs(model.end_to_end(p)).max()))
+        np.testing.assert_allclose(
+            np.asarray(model.end_to_end(p)),
+            np.asarray(model.end_to_end(q)),
+            atol=1e-8 * max(1, np.abs(model.end_to_end(p)).max()),
+        )
         Kp, Kq = model.ntk(p), model.ntk(q)
         assert np.linalg.norm(Kp - Kq) > 1e-6 * np.linalg.norm(Kp)
         assert verify_witness(model, (p, q))["verified"]
@@ -92,13 +106,15 @@ def test_refined_rows_follow_mixed_parents(rows):
         if r.computed != "mixed":
             continue
         children = []
-        for c in rows[i + 1:]:
+        for c in rows[i + 1 :]:
             if c.evidence.get("refines") != r.condition:
                 break
             children.append(c)
         assert len(children) >= 2
-        assert sum(c.evidence["num_architectures"] for c in children) == \
-            r.evidence["num_architectures"]
+        assert (
+            sum(c.evidence["num_architectures"] for c in children)
+            == r.evidence["num_architectures"]
+        )
         assert {c.computed for c in children} == {"independent", "dependent"}
         assert r.evidence["explained"]
 
@@ -106,8 +122,11 @@ def test_refined_rows_follow_mixed_parents(rows):
 def test_stride_one_and_interchangeable_refinements_found(rows):
     """The computation (not a stored answer) finds the known refinements of docs/concepts_linear.md §3."""
     by = {(r.architecture, r.condition): r for r in rows}
-    d2 = [r for r in rows if r.architecture == "D >= 2 convolution"
-          and "interchangeable layers (" in r.condition]
+    d2 = [
+        r
+        for r in rows
+        if r.architecture == "D >= 2 convolution" and "interchangeable layers (" in r.condition
+    ]
     assert d2 and d2[0].computed == "dependent" and d2[0].outcome == "disagrees"
     assert by[("1D convolution", "all strides s_1..s_{L-1} > 1")].computed == "independent"
 
@@ -117,10 +136,12 @@ def test_verdicts_are_computed_not_stored():
     the right answer agree."""
     net = LinearConvNet([2, 2], [2])
     case = Case(net, net, net.random_params)
-    wrong = reproduce_linear(claims=[Claim("1D convolution", "test", "dependent", [case])],
-                             num_instances=2)
-    right = reproduce_linear(claims=[Claim("1D convolution", "test", "independent", [case])],
-                             num_instances=2)
+    wrong = reproduce_linear(
+        claims=[Claim("1D convolution", "test", "dependent", [case])], num_instances=2
+    )
+    right = reproduce_linear(
+        claims=[Claim("1D convolution", "test", "independent", [case])], num_instances=2
+    )
     assert wrong[0].computed == right[0].computed == "independent"
     assert not wrong[0].agrees and right[0].agrees
     # no hypotheses listed: every instance meets them all, and certified independence
@@ -130,10 +151,14 @@ def test_verdicts_are_computed_not_stored():
 
 def test_refinement_grouping_with_custom_claims():
     nets = [LinearConvNet([2, 2], [1]), LinearConvNet([2, 2], [2])]
-    claim = Claim("1D convolution", "any", "independent",
-                  [Case(n, n, n.random_params) for n in nets],
-                  refinements=[Refinement("stride 1", lambda n: n.strides[0][0] == 1)],
-                  otherwise="stride > 1")
+    claim = Claim(
+        "1D convolution",
+        "any",
+        "independent",
+        [Case(n, n, n.random_params) for n in nets],
+        refinements=[Refinement("stride 1", lambda n: n.strides[0][0] == 1)],
+        otherwise="stride > 1",
+    )
     out = reproduce_linear(claims=[claim], num_instances=2, seed=4)
     assert [r.computed for r in out] == ["mixed", "dependent", "independent"]
     assert [r.condition for r in out] == ["any", "any; stride 1", "any; stride > 1"]
@@ -141,9 +166,13 @@ def test_refinement_grouping_with_custom_claims():
 
 def test_condition_is_checked():
     net = LinearConvNet([2, 2], [1])
-    claim = Claim("1D convolution", "all strides > 1", "independent",
-                  [Case(net, net, net.random_params)],
-                  condition_holds=lambda n: all(s[0] > 1 for s in n.strides))
+    claim = Claim(
+        "1D convolution",
+        "all strides > 1",
+        "independent",
+        [Case(net, net, net.random_params)],
+        condition_holds=lambda n: all(s[0] > 1 for s in n.strides),
+    )
     with pytest.raises(InputError, match="does not satisfy"):
         reproduce_linear(claims=[claim])
     with pytest.raises(InputError, match="paper_claim"):
@@ -172,18 +201,18 @@ def _run_cli(argv):
 
 
 def test_cli_json_round_trip(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "2000")   # a row per line (fitting is tested in tests/cli)
+    monkeypatch.setenv("COLUMNS", "2000")  # a row per line (fitting is tested in tests/cli)
     path = tmp_path / "rows.json"
     assert _run_cli(["reproduce", "linear", "--quick", "--json", str(path)]) == 0
     out, err = capsys.readouterr()
     assert "paper's claim" in out and "computed" in out and "outcome" in out
-    assert "reproduce linear" in err          # the progress bar went to stderr
+    assert "reproduce linear" in err  # the progress bar went to stderr
     data = json.loads(path.read_text())
     assert isinstance(data, list) and data and all(set(row) == KEYS for row in data)
     rows = reproduce_linear(quick=True)
     assert [row["computed"] for row in data] == [r.computed for r in rows]
     assert [row["condition"] for row in data] == [r.condition for r in rows]
-    for line, row in zip(out.splitlines()[4:], data):   # the table lists every row in order
+    for line, row in zip(out.splitlines()[4:], data):  # the table lists every row in order
         assert row["architecture"] in line and row["computed"] in line
         assert row["outcome"] in line
     # the summary line counts only genuine disagreements
@@ -195,6 +224,7 @@ def test_cli_json_round_trip(tmp_path, capsys, monkeypatch):
 def test_cli_through_main(tmp_path):
     """The registered command runs end to end through the console entry point."""
     from neuromanifold.cli import _main
+
     path = tmp_path / "rows.json"
     assert _main.main(["reproduce", "linear", "--quick", "--json", str(path)]) == 0
     assert all(set(row) == KEYS for row in json.loads(path.read_text()))
@@ -306,15 +336,20 @@ def test_size_one_layers_are_outside_the_hypotheses():
     """1D, stride 1 with a layer of filter size 1: independent, but the claim's standing
     assumption (every filter has more than one entry) fails: 'outside', not 'disagrees'."""
     net = LinearConvNet([2, 1, 2], [1, 2])
-    claim = Claim("1D convolution", "some stride = 1", "dependent",
-                  [Case(net, net, net.random_params)],
-                  hypotheses=[standing_hypothesis(SIZES)])
+    claim = Claim(
+        "1D convolution",
+        "some stride = 1",
+        "dependent",
+        [Case(net, net, net.random_params)],
+        hypotheses=[standing_hypothesis(SIZES)],
+    )
     row = reproduce_linear(claims=[claim], num_instances=2)[0]
     assert row.computed == "independent" and row.outcome == "outside the hypotheses"
     assert "filter size 1" in row.reason
     # the same claim without the hypothesis: a genuine disagreement
-    bare = Claim("1D convolution", "some stride = 1", "dependent",
-                 [Case(net, net, net.random_params)])
+    bare = Claim(
+        "1D convolution", "some stride = 1", "dependent", [Case(net, net, net.random_params)]
+    )
     assert reproduce_linear(claims=[bare], num_instances=2)[0].outcome == "disagrees"
 
 
@@ -322,10 +357,16 @@ def test_crossings_are_outside_the_smooth_locus():
     """Filters (3, 2), stride 2, first filter (a, 0, b): the NTK differs on the fiber, but v
     is a crossing (not a regular point): outside the independence theorem's hypotheses."""
     from neuromanifold.reproduce._linear import _special_strided_params
+
     net = LinearConvNet([3, 2], [2])
     case = Case(net, net, _special_strided_params(net), generic=False)
-    claim = Claim("1D convolution", "all strides > 1", "independent", [case],
-                  hypotheses=[standing_hypothesis(SIZES), standing_hypothesis(REGULAR)])
+    claim = Claim(
+        "1D convolution",
+        "all strides > 1",
+        "independent",
+        [case],
+        hypotheses=[standing_hypothesis(SIZES), standing_hypothesis(REGULAR)],
+    )
     row = reproduce_linear(claims=[claim], num_instances=2, seed=1)[0]
     assert row.computed == "dependent" and row.outcome == "outside the hypotheses"
     assert "crossing" in row.reason
@@ -337,8 +378,11 @@ def test_crossings_are_outside_the_smooth_locus():
 def test_sampled_independence_is_inconclusive(rows):
     """Independence on sampled (uncertified) fully connected fibers refutes no dependence
     claim."""
-    row = next(r for r in rows if r.architecture == "fully connected linear"
-               and "expected fiber dim <= 0" in r.condition)
+    row = next(
+        r
+        for r in rows
+        if r.architecture == "fully connected linear" and "expected fiber dim <= 0" in r.condition
+    )
     assert row.computed == "independent" and not row.evidence["certified"]
     assert row.outcome == "inconclusive"
 
@@ -350,13 +394,16 @@ def _sampled_verdict(net, params, rng, starts=12):
     from scipy import optimize
 
     from neuromanifold.fibers import invariant_vector
+
     v, d = net.end_to_end(params), invariant_vector(net, params)
     scale = np.linalg.norm(v)
 
     def fun(theta):
         p = net.unflatten(theta)
-        return np.concatenate([(net.end_to_end(p) - v).ravel() / scale,
-                               (invariant_vector(net, p) - d) / scale])
+        return np.concatenate(
+            [(net.end_to_end(p) - v).ravel() / scale, (invariant_vector(net, p) - d) / scale]
+        )
+
     Ks = [net.ntk(params)]
     for _ in range(starts):
         x0 = rng.standard_normal(net.num_params) * scale ** (1 / net.num_layers)
@@ -367,9 +414,17 @@ def _sampled_verdict(net, params, rng, starts=12):
     return ("dependent" if diff > 1e-6 else "independent"), len(Ks)
 
 
-@pytest.mark.parametrize("shapes,strides", [([2, 2], [1]), ([3, 2], [2]), ([2, 1, 2], [1, 2]),
-                                            ([(2, 2), (2, 2)], None), ([(2, 2), (3, 2)], None),
-                                            ([(2, 1), (3, 1)], None)])
+@pytest.mark.parametrize(
+    "shapes,strides",
+    [
+        ([2, 2], [1]),
+        ([3, 2], [2]),
+        ([2, 1, 2], [1, 2]),
+        ([(2, 2), (2, 2)], None),
+        ([(2, 2), (3, 2)], None),
+        ([(2, 1), (3, 1)], None),
+    ],
+)
 def test_row_verdicts_recomputed_by_sampling(shapes, strides):
     """The verdict behind each convolutional row (strided, stride 1, size-1 layer, D >= 2
     with and without interchangeable layers, common axis) on a small instance, recomputed
@@ -377,7 +432,7 @@ def test_row_verdicts_recomputed_by_sampling(shapes, strides):
     net = LinearConvNet(shapes, strides)
     rng = np.random.default_rng(11)
     params = net.random_params(rng)
-    if shapes == [(2, 1), (3, 1)]:   # three real roots, so that roots can be reassigned
+    if shapes == [(2, 1), (3, 1)]:  # three real roots, so that roots can be reassigned
         params = [np.array([[1.0], [-0.5]]), np.array([[1.0], [-3.0], [2.0]])]
     fast = ntk_dependence(net, params)
     sampled, found = _sampled_verdict(net, params, rng)
@@ -392,6 +447,7 @@ def test_other_row_verdicts_recomputed_by_sampling(which):
     the fully connected bottleneck (independent)."""
     from neuromanifold import LinearFCNet, ShallowReLUCNN, ShallowReLUMLP
     from neuromanifold.linear import path_lifting_check
+
     rng = np.random.default_rng(5)
     if which == "relu_cnn_2d":
         model = ShallowReLUCNN.with_random_inputs([(2, 2), (2, 2)], None, seed=7)
@@ -411,5 +467,6 @@ def test_other_row_verdicts_recomputed_by_sampling(which):
 
 def test_num_instances_is_capped():
     from neuromanifold.reproduce import reproduce_linear
+
     with pytest.raises(InputError, match="at most"):
         reproduce_linear(num_instances=10**12)

@@ -69,7 +69,7 @@ def check_identifiability_row(row):
         P = sum(W.size + b.size for W, b in p)
         assert rec["rank"] == rank_of(p) and rec["bound"] == P - sum(W.shape[0] for W, _ in p[:2])
         wit = rec["witness"]
-        if wit is not None:   # a fiber point off the orbit: recheck on a dense sample
+        if wit is not None:  # a fiber point off the orbit: recheck on a dense sample
             q = arr(wit["point"])
             assert sampled_relative_difference(p, q) <= GT and not same_orbit(p, q)
         gt_not = rec["rank"] < rec["bound"] or wit is not None
@@ -114,8 +114,10 @@ def check_flip_row(row):
         subsets = [S for k in range(n1) for S in itertools.combinations(range(1, n1), k)]
         assert len(pts) == len(subsets) == 2 ** (n1 - 1)
         for S, q in zip(subsets, pts):
-            assert np.allclose(np.hstack([q[0][0], q[0][1][:, None]]),
-                               np.hstack([flip(p, 0, S)[0][0], flip(p, 0, S)[0][1][:, None]]))
+            assert np.allclose(
+                np.hstack([q[0][0], q[0][1][:, None]]),
+                np.hstack([flip(p, 0, S)[0][0], flip(p, 0, S)[0][1][:, None]]),
+            )
             assert sampled_relative_difference(p, q) <= GT
         assert not any(same_orbit(a, b) for a, b in itertools.combinations(pts, 2))
         assert rec["group_size"] == 2 ** (n1 - 1)
@@ -154,6 +156,7 @@ def _layers(params):
 def check_conservation_count_row(row):
     """The count again by symbolic brackets (sympy), not the modular jets of the library."""
     from neuromanifold.conservation._naive import naive_lie_trace
+
     for rec in row["evidence"]["instances"]:
         P = _layers(rec["params"])
         assert rec["hidden"] == sum(W.shape[0] for W, _ in P[:-1])
@@ -175,12 +178,14 @@ def check_conservation_flow_row(row):
     """Laws recomputed with numpy from the first and last parameters of each flow."""
     for rec in row["evidence"]["instances"]:
         P0, P1 = _layers(rec["params"]), _layers(rec["params_end"])
-        assert not np.allclose(P0[0][0], P1[0][0], rtol=0, atol=1e-12)   # the flow moved
+        assert not np.allclose(P0[0][0], P1[0][0], rtol=0, atol=1e-12)  # the flow moved
         if "block" in row["condition"]:
+
             def law(P):
                 R = np.hstack([P[1][0], P[1][1][:, None]])[[0, 1]]
                 W3 = P[2][0][:, [0, 1]]
                 return R @ R.T - W3.T @ W3, np.abs(R) @ np.abs(R).T + np.abs(W3).T @ np.abs(W3)
+
             (a, sa), (c, _) = law(P0), law(P1)
             if rec["leave_time"] is None:
                 assert np.max(np.abs(c - a)) <= 1e-8 * np.max(sa)
@@ -190,11 +195,16 @@ def check_conservation_flow_row(row):
         assert rec["agree"]
 
 
-CHECKS = {"conservation count": check_conservation_count_row,
-          "conservation flow": check_conservation_flow_row,
-          "identifiability": check_identifiability_row, "fiber": check_fiber_row,
-          "symmetry": check_symmetry_row, "flips": check_flip_row,
-          "nonlocal": check_nonlocal_row, "equivalence": check_equivalence_row}
+CHECKS = {
+    "conservation count": check_conservation_count_row,
+    "conservation flow": check_conservation_flow_row,
+    "identifiability": check_identifiability_row,
+    "fiber": check_fiber_row,
+    "symmetry": check_symmetry_row,
+    "flips": check_flip_row,
+    "nonlocal": check_nonlocal_row,
+    "equivalence": check_equivalence_row,
+}
 
 
 def kind_of(row):
@@ -224,8 +234,10 @@ def check_outcome(row):
     if row["outcome"] == "disagrees":
         c = row["evidence"]["counterexample"]
         assert c["proof"] and c["within"] and all(h[1] is True for h in c["hypotheses"])
-        assert any(h[0].startswith("a contradicting instance is also exactly generic")
-                   for h in c["hypotheses"]) or "the move applies" in str(row["hypotheses"])
+        assert any(
+            h[0].startswith("a contradicting instance is also exactly generic")
+            for h in c["hypotheses"]
+        ) or "the move applies" in str(row["hypotheses"])
     elif row["outcome"] == "agrees":
         assert within and all(r["agree"] for r in within) and not proved
     elif row["outcome"] == "outside the hypotheses":
@@ -249,31 +261,52 @@ def test_the_findings_of_the_quick_run(quick_json):
     always-active neurons; the sign patterns fail only for n1 = 1 (ramp flips); the rest
     agrees."""
     by = {(r["architecture"], r["condition"]): r for r in quick_json}
-    ramp = by[("three-layer bottleneck, n1 = 1",
-               "sign patterns (no dead, always-active or hiding rows)")]
+    ramp = by[
+        ("three-layer bottleneck, n1 = 1", "sign patterns (no dead, always-active or hiding rows)")
+    ]
     assert ramp["outcome"] == "disagrees"
     assert ramp["evidence"]["counterexample"]["witness"]["symmetry"] == "ramp_flip"
-    assert by[("three-layer bottleneck, n1 >= 2",
-               "sign patterns (no dead, always-active or hiding rows)")]["outcome"] == "agrees"
+    assert (
+        by[
+            (
+                "three-layer bottleneck, n1 >= 2",
+                "sign patterns (no dead, always-active or hiding rows)",
+            )
+        ]["outcome"]
+        == "agrees"
+    )
     lit = by[("three-layer bottleneck, n1 >= 2", "no first-layer hyperplane hidden")]
     assert lit["outcome"] == "disagrees"
     assert lit["evidence"]["counterexample"]["witness"]["symmetry"] in (
-        "dead_neuron_move", "linear_block_mixing")
+        "dead_neuron_move",
+        "linear_block_mixing",
+    )
 
 
 def test_verdict_row_rules():
     claim = ReLUClaim("x", "a claim", ("h",), lambda ctx, c: [])
-    ok = {"architecture": "a", "params": [], "hypotheses": [["h", True, ""]],
-          "within": True, "agree": True, "proof": False}
-    bad_out = dict(ok, within=False, agree=False, proof=True,
-                   hypotheses=[["h", False, "no"]])
+    ok = {
+        "architecture": "a",
+        "params": [],
+        "hypotheses": [["h", True, ""]],
+        "within": True,
+        "agree": True,
+        "proof": False,
+    }
+    bad_out = dict(ok, within=False, agree=False, proof=True, hypotheses=[["h", False, "no"]])
     unproved = dict(ok, agree=False)
     proved = dict(ok, agree=False, proof=True)
 
     def outcome(*recs):
-        return verdict_row(claim, "a", "c", [dict(r, hypotheses=[list(h) for h in
-                                                                  r["hypotheses"]])
-                                             for r in recs], computed="", summary="").outcome
+        return verdict_row(
+            claim,
+            "a",
+            "c",
+            [dict(r, hypotheses=[list(h) for h in r["hypotheses"]]) for r in recs],
+            computed="",
+            summary="",
+        ).outcome
+
     assert outcome(ok, ok) == "agrees"
     assert outcome(ok, bad_out) == "agrees"
     assert outcome(bad_out) == "outside the hypotheses"
@@ -285,15 +318,18 @@ def test_verdict_row_rules():
 def test_one_more_claim_is_one_more_row():
     def rows(ctx, claim):
         ctx.tick()
-        return [verdict_row(claim, "three-layer", "any", [], computed="nothing",
-                            summary="a placeholder")]
+        return [
+            verdict_row(
+                claim, "three-layer", "any", [], computed="nothing", summary="a placeholder"
+            )
+        ]
+
     extra = ReLUClaim("extra", "an appended claim", (), rows)
     out = reproduce_relu(quick=True, claims=[extra])
     assert len(out) == 1 and isinstance(out[0], Row)
     assert out[0].paper_claim == "an appended claim" and "a placeholder" in out[0].summary()
     assert summarize(out)["rows"]["inconclusive"] == 1
-    assert [c.name for c in default_relu_claims(quick=True)][-1] == \
-        "conservation laws: flows"
+    assert [c.name for c in default_relu_claims(quick=True)][-1] == "conservation laws: flows"
 
 
 def test_input_errors():
@@ -310,16 +346,23 @@ def test_input_errors():
 def test_cli_reproduce_all_quick(tmp_path, monkeypatch, capsys):
     """``all`` = linear then relu, one report with both tables, JSON with both (a few
     claims each, so that the test stays short)."""
-    monkeypatch.setenv("COLUMNS", "2000")   # a row per line (fitting: tests/cli)
+    monkeypatch.setenv("COLUMNS", "2000")  # a row per line (fitting: tests/cli)
     import neuromanifold.reproduce as rep
+
     lin, rel = rep.reproduce_linear, rep.reproduce_relu
-    monkeypatch.setattr(rep, "reproduce_linear", lambda **k: lin(
-        claims=rep.default_linear_claims(quick=True)[:1], **k))
-    monkeypatch.setattr(rep, "reproduce_relu", lambda **k: rel(
-        claims=rep.default_relu_claims(quick=True)[5:6], **k))
+    monkeypatch.setattr(
+        rep,
+        "reproduce_linear",
+        lambda **k: lin(claims=rep.default_linear_claims(quick=True)[:1], **k),
+    )
+    monkeypatch.setattr(
+        rep, "reproduce_relu", lambda **k: rel(claims=rep.default_relu_claims(quick=True)[5:6], **k)
+    )
     out = tmp_path / "all.json"
-    assert main(["reproduce", "all", "--quick", "--json", str(out), "--report",
-                 str(tmp_path / "rep")]) == 0
+    assert (
+        main(["reproduce", "all", "--quick", "--json", str(out), "--report", str(tmp_path / "rep")])
+        == 0
+    )
     text = capsys.readouterr().out
     assert text.index("docs/concepts_linear.md §3") < text.index("Paper B")
     assert text.count("genuine disagreement") == 2 and "genuine" in text.splitlines()[-1]

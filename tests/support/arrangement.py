@@ -29,8 +29,10 @@ def exact_eval(params, x):
     for row, bj in zip(np.asarray(W, dtype=object), np.asarray(b, dtype=object)):
         z = sum((Fraction(a) * xi for a, xi in zip(row, x)), Fraction(bj))
         h.append(max(z, Fraction(0)))
-    return [sum((Fraction(c) * hj for c, hj in zip(crow, h)), Fraction(go))
-            for crow, go in zip(np.asarray(C, dtype=object), np.asarray(g, dtype=object))]
+    return [
+        sum((Fraction(c) * hj for c, hj in zip(crow, h)), Fraction(go))
+        for crow, go in zip(np.asarray(C, dtype=object), np.asarray(g, dtype=object))
+    ]
 
 
 def _mixed_row(rng, d):
@@ -96,7 +98,7 @@ def symmetric_copy(rng, p):
         R[j] = rng.integers(-3, 4, d + 1) / 2
     if lin:
         G = np.eye(len(lin)) + np.triu(rng.integers(0, 2, (len(lin), len(lin))), 1) / 2
-        R[lin] = G @ R[lin]                   # G >= 0 keeps the rows nonnegative
+        R[lin] = G @ R[lin]  # G >= 0 keeps the rows nonnegative
         C[:, lin] = C[:, lin] @ np.linalg.inv(G)  # unit upper triangular: exact in floats
         shift = rng.integers(0, 3, len(lin)) / 2
         R[lin, d] += shift

@@ -12,10 +12,13 @@ def linear_block_flip_pair():
     b2 = np.array([0.5, 1.0, 2.0])
     W3, b3 = np.array([[1.5, 1.0, -1.0], [0.5, -2.0, 1.0]]), np.array([0.1, -0.3])
     p = [(W1, b1), (W2, b2), (W3, b3)]
-    c, a, beta, WA = W3[:, 0], W2[0], b2[0], W2[1:]   # c relu(r) = c relu(-r) + c r
+    c, a, beta, WA = W3[:, 0], W2[0], b2[0], W2[1:]  # c relu(r) = c relu(-r) + c r
     G = np.outer(c, a) @ np.linalg.inv(WA)
-    q = [(W1, b1), (np.vstack([-a, WA]), np.append(-beta, b2[1:])),
-         (np.column_stack([c, W3[:, 1:] + G]), b3 + c * beta - G @ b2[1:])]
+    q = [
+        (W1, b1),
+        (np.vstack([-a, WA]), np.append(-beta, b2[1:])),
+        (np.column_stack([c, W3[:, 1:] + G]), b3 + c * beta - G @ b2[1:]),
+    ]
     return p, q
 
 
@@ -27,8 +30,11 @@ def dead_to_linear_pair():
     b2 = np.array([-1.0, -1.0, 0.5])
     W3, b3 = np.array([[2.0, 0.7, -1.0]]), np.array([0.1])
     p = [(W1, b1), (W2, b2), (W3, b3)]
-    q = [(W1, b1), (np.array([[-1.0, -0.5], [1.0, 0.5], [1.0, -1.0]]), np.array([1.0, 0.0, 0.5])),
-         (np.array([[2.0, 2.0, -1.0]]), b3 + 2.0 * -1.0)]
+    q = [
+        (W1, b1),
+        (np.array([[-1.0, -0.5], [1.0, 0.5], [1.0, -1.0]]), np.array([1.0, 0.0, 0.5])),
+        (np.array([[2.0, 2.0, -1.0]]), b3 + 2.0 * -1.0),
+    ]
     return p, q
 
 
@@ -44,6 +50,9 @@ def block_rowspace_pair():
     p = [(W1, b1), (W2, b2), (W3, b3)]
     L = (W3[:, 1:] @ W2[1:])[0]
     a = np.array([2.0, 0.0, 0.0])
-    q = [(W1, b1), (np.vstack([W2[0], a, a - L]), np.array([b2[0], 0.0, 0.0])),
-         (np.array([[1.5, 1.0, -1.0]]), b3 + W3[:, 1:] @ b2[1:])]
+    q = [
+        (W1, b1),
+        (np.vstack([W2[0], a, a - L]), np.array([b2[0], 0.0, 0.0])),
+        (np.array([[1.5, 1.0, -1.0]]), b3 + W3[:, 1:] @ b2[1:]),
+    ]
     return p, q

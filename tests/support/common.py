@@ -17,8 +17,10 @@ def conv_nets(draw, ndim=None, max_layers=4, max_k=4, max_stride=3):
     L = draw(st.integers(1, max_layers if D < 3 else 3))
     mk = max_k if D == 1 else (3 if D == 2 else 2)
     shapes = [tuple(draw(st.integers(1, mk)) for _ in range(D)) for _ in range(L)]
-    strides = [tuple(draw(st.integers(1, max_stride if D < 3 else 2)) for _ in range(D))
-               for _ in range(L - 1)]
+    strides = [
+        tuple(draw(st.integers(1, max_stride if D < 3 else 2)) for _ in range(D))
+        for _ in range(L - 1)
+    ]
     if D == 1:
         shapes = [s[0] for s in shapes]
         strides = [s[0] for s in strides]
@@ -40,8 +42,12 @@ def fd_jacobian(net, params, eps=1e-6):
     for i in range(theta.size):
         e = np.zeros_like(theta)
         e[i] = eps
-        cols.append((net.end_to_end(net.unflatten(theta + e))
-                     - net.end_to_end(net.unflatten(theta - e))).ravel() / (2 * eps))
+        cols.append(
+            (
+                net.end_to_end(net.unflatten(theta + e)) - net.end_to_end(net.unflatten(theta - e))
+            ).ravel()
+            / (2 * eps)
+        )
     return np.stack(cols, axis=1)
 
 

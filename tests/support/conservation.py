@@ -14,7 +14,7 @@ def torch_lie_trace(params, X=None, *, max_depth=4, seed=0, tol=1e-7):
     import torch
 
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)      # tiny tensors: threads only contend
+    torch.set_num_threads(1)  # tiny tensors: threads only contend
     try:
         return _torch_lie_trace(params, X, max_depth, seed, tol)
     finally:
@@ -27,28 +27,32 @@ def _torch_lie_trace(params, X, max_depth, seed, tol):
 
     torch.manual_seed(seed)
     widths = [params[0][0].shape[1]] + [W.shape[0] for W, _ in params]
-    theta = torch.tensor(np.concatenate([np.concatenate([np.ravel(W), np.ravel(b)])
-                                         for W, b in params]), dtype=torch.float64)
+    theta = torch.tensor(
+        np.concatenate([np.concatenate([np.ravel(W), np.ravel(b)]) for W, b in params]),
+        dtype=torch.float64,
+    )
     D = theta.numel()
     if X is not None:
         Xt = torch.tensor(np.asarray(X, dtype=float))
         masks, H = [], Xt
         for l, (W, b) in enumerate(params[:-1]):
-            Z = H @ torch.tensor(np.asarray(W, dtype=float)).T + torch.tensor(np.asarray(b, dtype=float))
+            Z = H @ torch.tensor(np.asarray(W, dtype=float)).T + torch.tensor(
+                np.asarray(b, dtype=float)
+            )
             masks.append((Z > 0).double())
             H = Z * masks[-1]
 
     def layers(th):
         out, pos = [], 0
         for n, m in zip(widths[:-1], widths[1:]):
-            W = th[pos:pos + m * n].reshape(m, n)
+            W = th[pos : pos + m * n].reshape(m, n)
             pos += m * n
-            out.append((W, th[pos:pos + m]))
+            out.append((W, th[pos : pos + m]))
             pos += m
         return out
 
     def generator():
-        if X is None:      # a random combination of path monomials
+        if X is None:  # a random combination of path monomials
             r = torch.randn(D, dtype=torch.float64)
 
             def psi(th):
@@ -56,7 +60,7 @@ def _torch_lie_trace(params, X, max_depth, seed, tol):
                 for W, b in layers(th * r):
                     h = W @ h + b
                 return h.sum()
-        else:              # a random combination of the outputs on the frozen region
+        else:  # a random combination of the outputs on the frozen region
             g = torch.randn(Xt.shape[0], widths[-1], dtype=torch.float64)
 
             def psi(th):
@@ -66,11 +70,13 @@ def _torch_lie_trace(params, X, max_depth, seed, tol):
                     if l < len(widths) - 2:
                         h = h * masks[l]
                 return (g * h).sum()
+
         return grad(psi)
 
     def bracket(Fx, Fy):
         def field(th):
             return jvp(Fy, (th,), (Fx(th),))[1] - jvp(Fx, (th,), (Fy(th),))[1]
+
         return field
 
     def sample(depth):

@@ -36,8 +36,17 @@ import numpy as np
 
 from neuromanifold import NeuromanifoldError
 
-__all__ = ["Case", "Entry", "Outcome", "CallTimeout", "time_limit", "run_case", "cases_for",
-           "FakeTensor", "has_nonfinite"]
+__all__ = [
+    "Case",
+    "Entry",
+    "Outcome",
+    "CallTimeout",
+    "time_limit",
+    "run_case",
+    "cases_for",
+    "FakeTensor",
+    "has_nonfinite",
+]
 
 
 class CallTimeout(BaseException):
@@ -48,8 +57,10 @@ class CallTimeout(BaseException):
 @contextlib.contextmanager
 def time_limit(seconds: float):
     """Raise :class:`CallTimeout` in the main thread after ``seconds`` (SIGALRM)."""
+
     def handler(signum, frame):
         raise CallTimeout(f"over {seconds} s")
+
     old = signal.signal(signal.SIGALRM, handler)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -76,8 +87,10 @@ class FakeTensor:
 
     def numpy(self):
         if self.requires_grad:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
-                               "Use tensor.detach().numpy() instead.")
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. "
+                "Use tensor.detach().numpy() instead."
+            )
         return self._a
 
     def __array__(self, dtype=None, copy=None):
@@ -97,7 +110,7 @@ class Case:
 
     arg: str
     label: str
-    make: Callable[[Any], Any]      # valid value -> bad value
+    make: Callable[[Any], Any]  # valid value -> bad value
     must_raise: bool
 
     def __repr__(self) -> str:
@@ -143,11 +156,11 @@ ARRAY_CASES = [
     ("set", lambda v: {1.0, 2.0}, True),
     ("object", lambda v: object(), True),
     ("datetime", lambda v: np.array(["2020-01-01"], dtype="datetime64[D]"), True),
-    ("huge_int_entry", lambda v: _poke(v, 10 ** 400), True),
+    ("huge_int_entry", lambda v: _poke(v, 10**400), True),
     ("ragged", lambda v: [[1.0, 2.0], [3.0]], True),
     # unusual but not invalid: must work with a finite result, or raise clearly
-    ("scaled_2^-1000", lambda v: _arr(v) * 2.0 ** -1000, False),
-    ("scaled_2^1000", lambda v: _arr(v) * 2.0 ** 1000, False),
+    ("scaled_2^-1000", lambda v: _arr(v) * 2.0**-1000, False),
+    ("scaled_2^1000", lambda v: _arr(v) * 2.0**1000, False),
     ("near_float_max", lambda v: _poke(_arr(v), 1.7e308), False),  # finite, 1.7e308
     ("scaled_1e300", lambda v: _arr(v) * 1e300, False),
     ("scaled_1e-300", lambda v: _arr(v) * 1e-300, False),
@@ -179,8 +192,8 @@ COUNT_CASES = [
     ("complex", lambda v: 1j, True),
     ("object", lambda v: object(), True),
     ("list", lambda v: [v], True),
-    ("huge", lambda v: 10 ** 12, False),
-    ("astronomical", lambda v: 10 ** 30, False),     # a width of 10^30 must not allocate
+    ("huge", lambda v: 10**12, False),
+    ("astronomical", lambda v: 10**30, False),  # a width of 10^30 must not allocate
     ("numpy_int", lambda v: np.int64(v), False),
     ("none", lambda v: None, False),
 ]
@@ -226,7 +239,7 @@ SEED_CASES = [
     ("object", lambda v: object(), True),
     ("list", lambda v: [1, 2], True),
     ("none", lambda v: None, False),
-    ("big", lambda v: 2 ** 70, False),
+    ("big", lambda v: 2**70, False),
     ("numpy_int", lambda v: np.int64(5), False),
     ("generator", lambda v: np.random.default_rng(1), False),
 ]
@@ -272,10 +285,11 @@ def _params_cases():
             v = list(v)
             first = v[0]
             if isinstance(first, (tuple, list)) and len(first) == 2 and np.ndim(first[0]) == 2:
-                v[0] = (fn(first[0]), first[1])       # ReLU (W, b): mutate W_1
+                v[0] = (fn(first[0]), first[1])  # ReLU (W, b): mutate W_1
             else:
                 v[0] = fn(first)
             return v
+
         return make
 
     def on_last(fn):
@@ -283,16 +297,24 @@ def _params_cases():
             v = list(v)
             last = v[-1]
             if isinstance(last, (tuple, list)) and len(last) == 2 and np.ndim(last[0]) == 2:
-                v[-1] = (last[0], fn(last[1]))        # ReLU: mutate b_L
+                v[-1] = (last[0], fn(last[1]))  # ReLU: mutate b_L
             else:
                 v[-1] = fn(last)
             return v
+
         return make
 
     for label, fn, must in ARRAY_CASES:
         out.append((f"first.{label}", on_first(fn), must))
-    for label in ("complex", "str_entry", "nan", "scaled_1e300", "tensor_requires_grad",
-                  "fractions", "empty"):
+    for label in (
+        "complex",
+        "str_entry",
+        "nan",
+        "scaled_1e300",
+        "tensor_requires_grad",
+        "fractions",
+        "empty",
+    ):
         fn, must = next((f, m) for l, f, m in ARRAY_CASES if l == label)
         out.append((f"last.{label}", on_last(fn), must))
 
@@ -305,13 +327,14 @@ def _params_cases():
                 else:
                     out.append(_arr(p) * c)
             return out
+
         return make
 
     out += [
-        ("all.scaled_2^-500", scale_all(2.0 ** -500), False),
-        ("all.scaled_2^500", scale_all(2.0 ** 500), False),
+        ("all.scaled_2^-500", scale_all(2.0**-500), False),
+        ("all.scaled_2^500", scale_all(2.0**500), False),
         ("all.scaled_1e100", scale_all(1e100), False),
-        ("all.scaled_1e300", scale_all(1e300), False),   # the scale leaves the float range
+        ("all.scaled_1e300", scale_all(1e300), False),  # the scale leaves the float range
         ("missing_layer", lambda v: list(v)[:-1], True),
         ("extra_layer", _extra_layer, True),
         ("empty_list", lambda v: [], True),
@@ -341,6 +364,7 @@ DOMAIN_CASES = [
     ("none", lambda v: None, False),
 ]
 
+
 def _with(cases, **changes):
     """``cases`` with the ``must_raise`` flag of some labels changed."""
     return [(l, f, changes.get(l, m)) for l, f, m in cases]
@@ -359,25 +383,74 @@ COUNT0_CASES = _with(COUNT_CASES, zero=False)
 RELU_PARAMS_CASES = _with(PARAMS_CASES, missing_layer=False)
 
 # command-line values (strings); only invalid ones (a valid run is a full computation)
-CLI_SEED_CASES = [(label, (lambda v, t=text: t), True) for label, text in [
-    ("negative", "-3"), ("word", "abc"), ("float", "1.5"), ("empty", ""),
-    ("exponent", "1e3"), ("hex", "0x10"), ("spaces", " 1 2")]]
-CLI_PATH_CASES = [(label, (lambda v, t=text: t), True) for label, text in [
-    ("missing_dir", "/nonexistent-dir-neuromanifold/out.json"), ("directory", "/"),
-    ("unwritable", "/proc/neuromanifold.json"), ("empty", "")]]
-CLI_CHOICE_CASES = [(label, (lambda v, t=text: t), True) for label, text in [
-    ("bogus", "bogus"), ("upper", "LINEAR"), ("empty", ""), ("option_like", "--quick")]]
+CLI_SEED_CASES = [
+    (label, (lambda v, t=text: t), True)
+    for label, text in [
+        ("negative", "-3"),
+        ("word", "abc"),
+        ("float", "1.5"),
+        ("empty", ""),
+        ("exponent", "1e3"),
+        ("hex", "0x10"),
+        ("spaces", " 1 2"),
+    ]
+]
+CLI_PATH_CASES = [
+    (label, (lambda v, t=text: t), True)
+    for label, text in [
+        ("missing_dir", "/nonexistent-dir-neuromanifold/out.json"),
+        ("directory", "/"),
+        ("unwritable", "/proc/neuromanifold.json"),
+        ("empty", ""),
+    ]
+]
+CLI_CHOICE_CASES = [
+    (label, (lambda v, t=text: t), True)
+    for label, text in [
+        ("bogus", "bogus"),
+        ("upper", "LINEAR"),
+        ("empty", ""),
+        ("option_like", "--quick"),
+    ]
+]
 # a numeric command-line option (--tol, --t-final): junk, non-finite and negative text
-CLI_REAL_CASES = [(label, (lambda v, t=text: t), True) for label, text in [
-    ("word", "abc"), ("empty", ""), ("nan", "nan"), ("inf", "inf"), ("negative", "-1"),
-    ("overflow", "1e400"), ("complex", "1j")]]
+CLI_REAL_CASES = [
+    (label, (lambda v, t=text: t), True)
+    for label, text in [
+        ("word", "abc"),
+        ("empty", ""),
+        ("nan", "nan"),
+        ("inf", "inf"),
+        ("negative", "-1"),
+        ("overflow", "1e400"),
+        ("complex", "1j"),
+    ]
+]
 # a count option (--show, --workers)
-CLI_COUNT_CASES = [(label, (lambda v, t=text: t), True) for label, text in [
-    ("zero", "0"), ("negative", "-1"), ("float", "1.5"), ("word", "abc"), ("empty", "")]]
+CLI_COUNT_CASES = [
+    (label, (lambda v, t=text: t), True)
+    for label, text in [
+        ("zero", "0"),
+        ("negative", "-1"),
+        ("float", "1.5"),
+        ("word", "abc"),
+        ("empty", ""),
+    ]
+]
 # free-form structured text (--filters, --strides, --domain)
-CLI_TEXT_CASES = [(label, (lambda v, t=text: t), True) for label, text in [
-    ("word", "bogus"), ("empty", ""), ("commas", ",,"), ("negative", "-1,2"),
-    ("zero", "0,2"), ("float", "1.5,2"), ("nan", "nan"), ("huge", "99999999999")]]
+CLI_TEXT_CASES = [
+    (label, (lambda v, t=text: t), True)
+    for label, text in [
+        ("word", "bogus"),
+        ("empty", ""),
+        ("commas", ",,"),
+        ("negative", "-1,2"),
+        ("zero", "0,2"),
+        ("float", "1.5,2"),
+        ("nan", "nan"),
+        ("huge", "99999999999"),
+    ]
+]
 
 
 def _scratch(name: str, content: bytes | None = None) -> str:
@@ -402,28 +475,37 @@ def _hostile(v) -> str:
     import io as _io
     import json
     import zipfile
+
     suffix = _suffix(v)
     path = _scratch("hostile" + suffix)
     if suffix == ".npz":
         buf = _io.BytesIO()
-        np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False,
-                                                   "shape": (2 ** 40,)})
+        np.lib.format.write_array_header_1_0(
+            buf, {"descr": "<f8", "fortran_order": False, "shape": (2**40,)}
+        )
         with zipfile.ZipFile(path, "w") as zf:
             zf.writestr("0.weight.npy", buf.getvalue() + b"\0" * 16)
     elif suffix == ".safetensors":
-        raw = json.dumps({"0.weight": {"dtype": "F8_E4M3", "shape": [2, 2],
-                                       "data_offsets": [0, 4]}}).encode()
+        raw = json.dumps(
+            {"0.weight": {"dtype": "F8_E4M3", "shape": [2, 2], "data_offsets": [0, 4]}}
+        ).encode()
         _scratch("hostile" + suffix, len(raw).to_bytes(8, "little") + raw + b"\0" * 4)
     elif suffix == ".onnx":
         import onnx
-        huge = onnx.TensorProto(name="W", data_type=onnx.TensorProto.DOUBLE,
-                                dims=[2 ** 20, 2 ** 20], raw_data=b"\0" * 16)
-        graph = onnx.helper.make_graph([onnx.helper.make_node("MatMul", ["x", "W"], ["y"])],
-                                       "g", [], [], initializer=[huge])
+
+        huge = onnx.TensorProto(
+            name="W", data_type=onnx.TensorProto.DOUBLE, dims=[2**20, 2**20], raw_data=b"\0" * 16
+        )
+        graph = onnx.helper.make_graph(
+            [onnx.helper.make_node("MatMul", ["x", "W"], ["y"])], "g", [], [], initializer=[huge]
+        )
         onnx.save(onnx.helper.make_model(graph), path)
     elif suffix == ".toml":
-        _scratch("hostile" + suffix, b'seeds = 1000000000000\n[[grid]]\nanalysis = '
-                                     b'"relu_regions"\narchitectures = [{widths = [2, 1]}]\n')
+        _scratch(
+            "hostile" + suffix,
+            b"seeds = 1000000000000\n[[grid]]\nanalysis = "
+            b'"relu_regions"\narchitectures = [{widths = [2, 1]}]\n',
+        )
     else:
         _scratch("hostile" + suffix, b"\x00\xff" * 64)
     return path
@@ -435,6 +517,7 @@ def _corrupted(v) -> str:
     data = bytearray(open(v, "rb").read())
     if _suffix(v) == ".npz":
         import io as _io
+
         with np.load(v, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
         buf = _io.BytesIO()
@@ -453,9 +536,13 @@ _FILE_CASES = [
     ("directory", lambda v: os.path.dirname(_scratch("x")), True),
     ("empty_file", lambda v: _scratch("empty" + _suffix(v), b""), True),
     ("garbage", lambda v: _scratch("garbage" + _suffix(v), b"\x00\xffgarbage{[\n" * 8), True),
-    ("truncated", lambda v: _scratch("truncated" + _suffix(v),
-                                     open(v, "rb").read()[: max(1, len(open(v, "rb").read()) // 2)]),
-     True),
+    (
+        "truncated",
+        lambda v: _scratch(
+            "truncated" + _suffix(v), open(v, "rb").read()[: max(1, len(open(v, "rb").read()) // 2)]
+        ),
+        True,
+    ),
     ("no_suffix", lambda v: _scratch("nosuffix", open(v, "rb").read()), False),
     ("hostile_header", _hostile, True),
     ("corrupted", _corrupted, True),
@@ -466,8 +553,9 @@ PATH_CASES = _FILE_CASES + [
     ("object", lambda v: object(), True),
     ("none", lambda v: None, True),
 ]
-CLI_FILE_CASES = [(label, (lambda v, f=make: str(f(v))), must) for label, make, must in _FILE_CASES] \
-    + [("empty_str", lambda v: "", True)]
+CLI_FILE_CASES = [
+    (label, (lambda v, f=make: str(f(v))), must) for label, make, must in _FILE_CASES
+] + [("empty_str", lambda v: "", True)]
 
 # an output file written by the library
 OUT_PATH_CASES = [
@@ -479,6 +567,7 @@ OUT_PATH_CASES = [
     ("int", lambda v: 3, True),
     ("object", lambda v: object(), True),
 ]
+
 
 # a mapping (a configuration, a result's to_dict): not a mapping, empty, or one value broken
 def _dict_with(v, key_fn, value):
@@ -501,14 +590,28 @@ MAPPING_CASES = [
 
 
 KIND_CASES = {
-    "exact_array": EXACT_ARRAY_CASES, "count0": COUNT0_CASES,
-    "relu_params": RELU_PARAMS_CASES, "cli_seed": CLI_SEED_CASES,
-    "cli_path": CLI_PATH_CASES, "cli_choice": CLI_CHOICE_CASES,
-    "array": ARRAY_CASES, "count": COUNT_CASES, "real": REAL_CASES, "bool": BOOL_CASES,
-    "seed": SEED_CASES, "choice": CHOICE_CASES, "object": OBJECT_CASES,
-    "params": PARAMS_CASES, "domain": DOMAIN_CASES, "nets": NETS_CASES,
-    "cli_real": CLI_REAL_CASES, "cli_count": CLI_COUNT_CASES, "cli_text": CLI_TEXT_CASES,
-    "cli_file": CLI_FILE_CASES, "path": PATH_CASES, "out_path": OUT_PATH_CASES,
+    "exact_array": EXACT_ARRAY_CASES,
+    "count0": COUNT0_CASES,
+    "relu_params": RELU_PARAMS_CASES,
+    "cli_seed": CLI_SEED_CASES,
+    "cli_path": CLI_PATH_CASES,
+    "cli_choice": CLI_CHOICE_CASES,
+    "array": ARRAY_CASES,
+    "count": COUNT_CASES,
+    "real": REAL_CASES,
+    "bool": BOOL_CASES,
+    "seed": SEED_CASES,
+    "choice": CHOICE_CASES,
+    "object": OBJECT_CASES,
+    "params": PARAMS_CASES,
+    "domain": DOMAIN_CASES,
+    "nets": NETS_CASES,
+    "cli_real": CLI_REAL_CASES,
+    "cli_count": CLI_COUNT_CASES,
+    "cli_text": CLI_TEXT_CASES,
+    "cli_file": CLI_FILE_CASES,
+    "path": PATH_CASES,
+    "out_path": OUT_PATH_CASES,
     "mapping": MAPPING_CASES,
 }
 
@@ -528,8 +631,8 @@ class Entry:
     extra: list = dataclasses.field(default_factory=list)
     optional: tuple = ()
     options: bool = False
-    skip: tuple = ()          # (arg, label) pairs not to run (e.g. legitimately slow)
-    inf_ok: tuple = ()        # result keys where +-inf is a value (an interval's open end)
+    skip: tuple = ()  # (arg, label) pairs not to run (e.g. legitimately slow)
+    inf_ok: tuple = ()  # result keys where +-inf is a value (an interval's open end)
     _args: dict | None = None
 
     def args(self) -> dict:
@@ -557,7 +660,13 @@ def cases_for(entry: Entry) -> list[Case]:
 # --------------------------------------------------------------------------- outcomes
 class Outcome:
     OK, ERROR, LEAK, ACCEPTED, NONFINITE, TIMEOUT = (
-        "ok", "error", "leak", "accepted", "nonfinite", "timeout")
+        "ok",
+        "error",
+        "leak",
+        "accepted",
+        "nonfinite",
+        "timeout",
+    )
     BAD = ("leak", "accepted", "nonfinite", "timeout")
 
 
@@ -568,6 +677,7 @@ def has_nonfinite(value: Any, _depth: int = 0, allow: tuple = ()) -> str | None:
     if _depth > 12:
         return None
     from neuromanifold import Result
+
     if allow:
         return _nonfinite_allowing(value, _depth, allow)
     if isinstance(value, Result) and hasattr(type(value), "reached"):
@@ -576,15 +686,21 @@ def has_nonfinite(value: Any, _depth: int = 0, allow: tuple = ()) -> str | None:
         for name in ("end_to_end", "loss", "invariants"):
             if not np.all(np.isfinite(getattr(value, name)[mask])):
                 return f"{name}.reached.nan"
-        rest = {k: v for k, v in value.to_dict().items()
-                if k not in ("end_to_end", "loss", "invariants")}
+        rest = {
+            k: v
+            for k, v in value.to_dict().items()
+            if k not in ("end_to_end", "loss", "invariants")
+        }
         return has_nonfinite(rest, _depth + 1)
     if isinstance(value, Result):
         return has_nonfinite(value.to_dict(), _depth + 1)
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "fc":
-            return None if np.all(np.isfinite(value)) else \
-                ("array.nan" if np.any(np.isnan(value)) else "array.inf")
+            return (
+                None
+                if np.all(np.isfinite(value))
+                else ("array.nan" if np.any(np.isnan(value)) else "array.inf")
+            )
         if value.dtype == object:
             return has_nonfinite(value.tolist(), _depth + 1)
         return None
@@ -605,13 +721,15 @@ def has_nonfinite(value: Any, _depth: int = 0, allow: tuple = ()) -> str | None:
                 return f"[{i}].{p}"
         return None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return has_nonfinite({f.name: getattr(value, f.name)
-                              for f in dataclasses.fields(value)}, _depth + 1)
+        return has_nonfinite(
+            {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, _depth + 1
+        )
     return None
 
 
 def _nonfinite_allowing(value, depth, allow):
     from neuromanifold import Result
+
     if depth > 12:
         return None
     if isinstance(value, Result):
@@ -664,15 +782,16 @@ def sweep(entries, timeout: float = 3.0, verbose: bool = True):
         t0 = time.time()
         with contextlib.suppress(Exception), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            entry.call(**entry.args())          # warm-up (imports, caches)
+            entry.call(**entry.args())  # warm-up (imports, caches)
         for case in cases_for(entry):
             out = run_case(entry, case, timeout)
             results[(entry.name, repr(case))] = out
             if verbose and out[0] in Outcome.BAD:
                 print(f"  {out[0]:9s} {entry.name}: {case!r}: {out[1][:160]}")
         if verbose:
-            print(f"{entry.name}: {len(cases_for(entry))} cases, {time.time() - t0:.1f} s",
-                  flush=True)
+            print(
+                f"{entry.name}: {len(cases_for(entry))} cases, {time.time() - t0:.1f} s", flush=True
+            )
     return results
 
 
@@ -681,6 +800,7 @@ if __name__ == "__main__":  # pragma: no cover - the exhaustive sweep, by hand
     from collections import Counter
 
     from tests.test_fuzz import ENTRIES
+
     only = sys.argv[1:]
     res = sweep([e for e in ENTRIES if not only or any(o in e.name for o in only)])
     print(Counter(o for o, _ in res.values()))

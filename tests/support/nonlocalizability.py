@@ -46,5 +46,9 @@ def cancelling(p):
     since the examples are dyadic or random)."""
     _, (W2, _), (W3, _) = p
     n2 = W2.shape[0]
-    return [S for k in range(1, n2 + 1) for S in itertools.combinations(range(n2), k)
-            if np.allclose(sum(np.outer(W3[:, j], W2[j]) for j in S), 0, atol=1e-14)]
+    return [
+        S
+        for k in range(1, n2 + 1)
+        for S in itertools.combinations(range(n2), k)
+        if np.allclose(sum(np.outer(W3[:, j], W2[j]) for j in S), 0, atol=1e-14)
+    ]

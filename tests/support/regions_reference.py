@@ -29,11 +29,11 @@ def reference_refine_stage(cell, k: int, l: int, net: ExactNet, engine: Engine):
     Zq = net.Wq[l] * cell.maps_q[k] + net.Baugq[l]
     n = Zq.nrows()
     ent = Zq.entries()
-    aq = [ent[j * (d + 1): j * (d + 1) + d] for j in range(n)]
+    aq = [ent[j * (d + 1) : j * (d + 1) + d] for j in range(n)]
     cq = [ent[j * (d + 1) + d] for j in range(n)]
     # float copies, each row scaled by a power of two (exact data stay exact; the floats
     # only steer the LPs)
-    Zf = np.array([pow2_floats(ent[j * (d + 1): (j + 1) * (d + 1)], d)[0] for j in range(n)])
+    Zf = np.array([pow2_floats(ent[j * (d + 1) : (j + 1) * (d + 1)], d)[0] for j in range(n)])
     bits0: list[bool | None] = [None] * n
     cand0 = []
     zero = cell.zero_preact
@@ -70,9 +70,12 @@ def reference_refine_stage(cell, k: int, l: int, net: ExactNet, engine: Engine):
                 crossing.append((j, None, near))
                 continue
             ra, rc, rfa, rfc = _side_row(aq[j], cq[j], af, cfl, not near)
-            res = engine.decide(geo.rows_q + [ra], geo.offs_q + [rc],
-                                np.vstack([geo.rows_f, rfa[None, :]]),
-                                np.append(geo.offs_f, rfc))
+            res = engine.decide(
+                geo.rows_q + [ra],
+                geo.offs_q + [rc],
+                np.vstack([geo.rows_f, rfa[None, :]]),
+                np.append(geo.offs_f, rfc),
+            )
             if res is None:
                 bits[j] = near
             else:
@@ -98,16 +101,19 @@ def reference_refine_stage(cell, k: int, l: int, net: ExactNet, engine: Engine):
                 if near is not None and side == near and nrm > 0:
                     dist = abs(float(af @ geo.center_f + cfl)) / nrm
                     known = (geo.center_f, geo.center_q, min(geo.radius, dist))
-                res = engine.decide(geo.rows_q + [ra], geo.offs_q + [rc],
-                                    np.vstack([geo.rows_f, rfa[None, :]]),
-                                    np.append(geo.offs_f, rfc), known=known)
+                res = engine.decide(
+                    geo.rows_q + [ra],
+                    geo.offs_q + [rc],
+                    np.vstack([geo.rows_f, rfa[None, :]]),
+                    np.append(geo.offs_f, rfc),
+                    known=known,
+                )
             if res is None:
                 continue
             child = geo.with_row(ra, rc, rfa, rfc, owner, *res)
             b = list(bits)
             b[j] = side
             stack.append((child, b, rest))
-
 
 
 def reference_patterns(params, domain=None) -> set:
@@ -117,5 +123,7 @@ def reference_patterns(params, domain=None) -> set:
     cells = [initial_cell(as_domain(domain, net.d), engine, [net])]
     for l in net.hidden_layers:
         cells = [c2 for c in cells for c2 in reference_refine_stage(c, 0, l, net, engine)]
-    return {tuple(bool(v) for v in np.concatenate(c.patterns[0])) if c.patterns[0] else ()
-            for c in cells}
+    return {
+        tuple(bool(v) for v in np.concatenate(c.patterns[0])) if c.patterns[0] else ()
+        for c in cells
+    }

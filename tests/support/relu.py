@@ -16,8 +16,10 @@ from neuromanifold.relu._engine.cells import ExactNet
 def dyadic_net(rng, widths, scale=2):
     """Weights in {-2, ..., 2} / scale: exact in binary, with many exact coincidences
     (dead neurons, parallel and repeated hyperplanes) that stress the exact engine."""
-    return [(rng.integers(-2, 3, (m, n)) / scale, rng.integers(-2, 3, m) / scale)
-            for n, m in zip(widths[:-1], widths[1:])]
+    return [
+        (rng.integers(-2, 3, (m, n)) / scale, rng.integers(-2, 3, m) / scale)
+        for n, m in zip(widths[:-1], widths[1:])
+    ]
 
 
 def permuted_rescaled(p, rng, exponents=(-3, 3)):
@@ -48,8 +50,7 @@ def brute_force_patterns(params, domain=None) -> set:
     for bits in itertools.product([False, True], repeat=sum(sizes)):
         rows = [[to_fmpq(float(v)) for v in r] for r in dom.A]
         offs = [to_fmpq(float(v)) for v in dom.c]
-        H = flint.fmpq_mat(d, d + 1,
-                           [1 if j == i else 0 for i in range(d) for j in range(d + 1)])
+        H = flint.fmpq_mat(d, d + 1, [1 if j == i else 0 for i in range(d) for j in range(d + 1)])
         pos, ok = 0, True
         for l in net.hidden_layers:
             Z = net.Wq[l] * H + net.Baugq[l]
@@ -57,7 +58,7 @@ def brute_force_patterns(params, domain=None) -> set:
             e = Z.entries()
             D = flint.fmpq_mat(m, m)
             for j in range(m):
-                a, c, act = e[j * (d + 1): j * (d + 1) + d], e[j * (d + 1) + d], bits[pos + j]
+                a, c, act = e[j * (d + 1) : j * (d + 1) + d], e[j * (d + 1) + d], bits[pos + j]
                 if all(v == 0 for v in a):
                     ok = ok and (act == (c > 0))
                 elif act:

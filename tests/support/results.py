@@ -33,29 +33,62 @@ def build_results():
     out.append(fc.fiber(fc.end_to_end(tf), fc.invariants(tf), num_starts=3, seed=0))
     out.append(nm.riemannian_flow(conv, v, delta, loss, 0.2, lift=theta, num_times=3))
     out.append(flows.lift_to_fiber(conv, v, delta, theta))
-    out.append(nm.compare_lifts(nm.LinearConvNet([2, 2]), [1.0, -3.0, 2.0], [1.0],
-                                nm.QuadraticLoss(np.eye(3), np.ones(3)), 0.2, num_times=3))
-    out.append(flows.compare_with_parameter_flow(conv, theta, loss, 0.2, lift=theta,
-                                                 num_times=3))
+    out.append(
+        nm.compare_lifts(
+            nm.LinearConvNet([2, 2]),
+            [1.0, -3.0, 2.0],
+            [1.0],
+            nm.QuadraticLoss(np.eye(3), np.ones(3)),
+            0.2,
+            num_times=3,
+        )
+    )
+    out.append(flows.compare_with_parameter_flow(conv, theta, loss, 0.2, lift=theta, num_times=3))
     out.append(nm.convergence_study(conv, 1, seed=0, t_final=0.1, max_time=0.1))
     out.append(flows.gradient_flows(conv, [theta, conv.random_params(1)], loss, 0.2))
     out.append(nm.io.load([(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]))
     from neuromanifold.sweep import SweepSummary, load_config, tasks_of
+
     folder = tempfile.mkdtemp()
     with open(os.path.join(folder, "s.toml"), "w") as fh:
         fh.write('[[grid]]\nanalysis = "linear_dimension"\narchitectures = [{filters = [2, 2]}]\n')
     out.append(tasks_of(load_config(os.path.join(folder, "s.toml")))[0])
     # run_sweep's summary, built directly (a real sweep starts worker processes: seconds)
-    out.append(SweepSummary(output=os.path.join(folder, "o.jsonl"), total=1, skipped=0, ran=1, failed=0, seconds=0.25))
-    out.append(linear.path_lifting_check([np.array([[1.0, 2.0], [0.5, -1.0], [2.0, 1.0]]),
-                                          np.array([1.0, -1.0, 2.0])],
-                                         np.random.default_rng(0).standard_normal((5, 2))))
-    out.extend(reproduce_linear(claims=[
-        Claim("fully connected", "generic", "dependent",
-              [Case(fc, fc, fc.random_params, {"num_starts": 4, "seed": "instance"})]),
-        Claim("1D convolution", "strided", "independent", [Case(conv, conv,
-                                                               conv.random_params)])],
-        num_instances=1))
+    out.append(
+        SweepSummary(
+            output=os.path.join(folder, "o.jsonl"),
+            total=1,
+            skipped=0,
+            ran=1,
+            failed=0,
+            seconds=0.25,
+        )
+    )
+    out.append(
+        linear.path_lifting_check(
+            [np.array([[1.0, 2.0], [0.5, -1.0], [2.0, 1.0]]), np.array([1.0, -1.0, 2.0])],
+            np.random.default_rng(0).standard_normal((5, 2)),
+        )
+    )
+    out.extend(
+        reproduce_linear(
+            claims=[
+                Claim(
+                    "fully connected",
+                    "generic",
+                    "dependent",
+                    [Case(fc, fc, fc.random_params, {"num_starts": 4, "seed": "instance"})],
+                ),
+                Claim(
+                    "1D convolution",
+                    "strided",
+                    "independent",
+                    [Case(conv, conv, conv.random_params)],
+                ),
+            ],
+            num_instances=1,
+        )
+    )
     p = relu.ReLUNet([2, 3, 1]).random_params(0)
     out.append(relu.regions(p))
     out.append(relu.estimate_regions(p, num_samples=100))
@@ -78,24 +111,31 @@ def build_results():
     out.append(relu.genericity(p))
     W1 = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
     out.append(relu.genericity([(W1, [-1.0, -1.0, -2.0]), ([[1.0, 1.0, 1.0]], [0.0])]))
-    P3 = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -2.0]]), np.array([0.5])),
-          (np.ones((1, 1)), np.zeros(1))]
+    P3 = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -2.0]]), np.array([0.5])),
+        (np.ones((1, 1)), np.zeros(1)),
+    ]
     out.append(relu.equivalent_bottleneck(P3, P3))
     out.append(relu.search_symmetries(P3, num_starts=0, initial=[P3]))
-    P4 = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0]]), np.array([-0.5])),
-          (np.ones((1, 1)), np.zeros(1))]
-    out.append(relu.identifiability(P4))   # with a hidden hyperplane
-    deep = [(np.eye(2), np.zeros(2)),
-            (np.array([[1.0, -1.0], [1.0, -2.0]]), np.array([-0.5, -1.0])),
-            (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, 0.25])),
-            (np.array([[1.0, 2.0]]), np.zeros(1))]
-    out.append(relu.identifiability(deep))   # a window symmetry as its witness
+    P4 = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -1.0]]), np.array([-0.5])),
+        (np.ones((1, 1)), np.zeros(1)),
+    ]
+    out.append(relu.identifiability(P4))  # with a hidden hyperplane
+    deep = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -1.0], [1.0, -2.0]]), np.array([-0.5, -1.0])),
+        (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, 0.25])),
+        (np.array([[1.0, 2.0]]), np.zeros(1)),
+    ]
+    out.append(relu.identifiability(deep))  # a window symmetry as its witness
     out.append(relu.fiber(P4))
-    out.append(relu.fiber(deep))   # any depth: a DeepFiber with its MoveFamily list
-    out.append(nm.conservation_laws(P3))   # with its KnownLaw instances
-    out.append(relu.gradient_flow(P3, [[0.5, 1.0], [1.0, 0.2]], [[1.0], [0.0]], 0.1,
-                                  num_times=3))
-    out.append(relu.nonlocalizable_example(kind="ramp"))   # with its PartIdentifiability
+    out.append(relu.fiber(deep))  # any depth: a DeepFiber with its MoveFamily list
+    out.append(nm.conservation_laws(P3))  # with its KnownLaw instances
+    out.append(relu.gradient_flow(P3, [[0.5, 1.0], [1.0, 0.2]], [[1.0], [0.0]], 0.1, num_times=3))
+    out.append(relu.nonlocalizable_example(kind="ramp"))  # with its PartIdentifiability
     out.append(relu.search_nonlocalizable((1, 1, 1, 1), trials=1))
     return out
 
@@ -105,26 +145,44 @@ def more_results() -> list:
     every symmetry class and an Applicability with a finite interval."""
     out = []
     conv = nm.LinearConvNet([2, 2])
-    out.append(nm.ntk_dependence(conv, [np.array([1.0, -1.0]), np.array([1.0, -2.0])],
-                                 seed=0))
+    out.append(nm.ntk_dependence(conv, [np.array([1.0, -1.0]), np.array([1.0, -2.0])], seed=0))
     crossing = nm.LinearConvNet([3, 2], [2])
-    out.append(nm.is_regular_point(crossing, crossing.polynomial(
-        [np.array([1.0, 0.0, -4.0]), np.array([1.0, -9.0])])))
-    out.append(relu.genericity([(np.eye(2), np.array([0.5, 0.5])),
-                                (np.array([[1.0, 2.0], [2.0, 4.0]]), np.array([0.1, -0.2])),
-                                (np.ones((1, 2)), np.zeros(1))]))
-    P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [-2.0, -1.0]]), np.array([-0.5, -1.0])),
-         (np.ones((1, 2)), np.zeros(1))]
-    return out + [S.Permutation(1, (1, 0)), S.Scaling(2, (0.5, 2.0)),
-            S.DeadNeuronMove(1, (-1.0, -2.0, -0.5), (3.0,)),
-            S.LinearBlockMixing((0, 1), np.array([[2.0, 1.0], [0.0, 1.0]]), (0.5, -0.25)),
-            S.HidingTranslation(0, 0.25), S.Flip(0, (1,)), S.RampFlip(0),
-            S.SecondLayerFlip((0,), (1,), ((1.0, 2.0, 0.5),), ((1.5,),)),
-            S.BlockRefactor((0, 1), ((1.0, 0.5, 0.0), (0.0, 1.0, 2.0)), ((1.0,), (2.0,))),
-            S.HidingTranslation(0, 0.0).applies(P),
-            S.WindowSymmetry(1, S.HidingTranslation(0, 0.25)),
-            S.DeadNeuronOutgoing(2, 0, (1.0, 2.0)), S.SilentNeuronIncoming(1, 1, (1.0, -1.0, 0.5)),
-            S.ActiveBiasShift(2, 1, 0.5), S.ParallelNeuronSplit(1, (0, 2), (0.5, -1.0))]
+    out.append(
+        nm.is_regular_point(
+            crossing, crossing.polynomial([np.array([1.0, 0.0, -4.0]), np.array([1.0, -9.0])])
+        )
+    )
+    out.append(
+        relu.genericity(
+            [
+                (np.eye(2), np.array([0.5, 0.5])),
+                (np.array([[1.0, 2.0], [2.0, 4.0]]), np.array([0.1, -0.2])),
+                (np.ones((1, 2)), np.zeros(1)),
+            ]
+        )
+    )
+    P = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -1.0], [-2.0, -1.0]]), np.array([-0.5, -1.0])),
+        (np.ones((1, 2)), np.zeros(1)),
+    ]
+    return out + [
+        S.Permutation(1, (1, 0)),
+        S.Scaling(2, (0.5, 2.0)),
+        S.DeadNeuronMove(1, (-1.0, -2.0, -0.5), (3.0,)),
+        S.LinearBlockMixing((0, 1), np.array([[2.0, 1.0], [0.0, 1.0]]), (0.5, -0.25)),
+        S.HidingTranslation(0, 0.25),
+        S.Flip(0, (1,)),
+        S.RampFlip(0),
+        S.SecondLayerFlip((0,), (1,), ((1.0, 2.0, 0.5),), ((1.5,),)),
+        S.BlockRefactor((0, 1), ((1.0, 0.5, 0.0), (0.0, 1.0, 2.0)), ((1.0,), (2.0,))),
+        S.HidingTranslation(0, 0.0).applies(P),
+        S.WindowSymmetry(1, S.HidingTranslation(0, 0.25)),
+        S.DeadNeuronOutgoing(2, 0, (1.0, 2.0)),
+        S.SilentNeuronIncoming(1, 1, (1.0, -1.0, 0.5)),
+        S.ActiveBiasShift(2, 1, 0.5),
+        S.ParallelNeuronSplit(1, (0, 2), (0.5, -1.0)),
+    ]
 
 
 def nested_results(value, seen=None) -> list:
@@ -147,7 +205,7 @@ def nested_results(value, seen=None) -> list:
 def same(a, b, path="") -> str | None:
     """Where ``a`` and ``b`` differ (types included; NaN equals NaN), or None."""
     if isinstance(a, (np.floating, np.integer, np.bool_)):
-        a = a.item()   # numpy scalars come back as Python scalars of the same value
+        a = a.item()  # numpy scalars come back as Python scalars of the same value
     if type(a) is not type(b):
         return f"{path}: {type(a).__name__} vs {type(b).__name__}"
     if isinstance(a, np.ndarray):

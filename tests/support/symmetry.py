@@ -53,7 +53,8 @@ def ground_truth_equivalent(p, q, domain=None) -> bool:
         return True
     scale = max(path_norm_scale(p), path_norm_scale(q), 1e-300)
     if res.witness is not None and res.witness_difference > GT_TOL * scale * max(
-            1.0, float(np.max(np.abs(res.witness)))):
+        1.0, float(np.max(np.abs(res.witness)))
+    ):
         return False
     return sampled_relative_difference(p, q, domain) <= GT_TOL
 
@@ -72,10 +73,12 @@ def draw_row(rng, n1: int, kind: str, i: int | None = None, dyadic: bool = False
     ``"dead"`` (all negative), ``"linear"`` (all positive), ``"hiding"`` (positive in column
     ``i``, negative elsewhere and in the bias), ``"ramp"`` (n1 = 1: negative weight,
     positive bias) or ``"mixed"`` (a mixed row that is none of the above)."""
+
     def mag(k):
         if dyadic:
             return rng.integers(1, 8, k) / 4.0
         return rng.uniform(0.3, 2.0, k)
+
     if kind == "dead":
         return -mag(n1 + 1)
     if kind == "linear":
@@ -114,8 +117,14 @@ def bottleneck(rng, widths, kinds=None, dyadic: bool = False):
     if kinds is None:
         R = rng.standard_normal((n2, n1 + 1))
     else:
-        R = np.array([draw_row(rng, n1, k[0], k[1], dyadic) if isinstance(k, tuple)
-                      else draw_row(rng, n1, k, None, dyadic) for k in kinds])
+        R = np.array(
+            [
+                draw_row(rng, n1, k[0], k[1], dyadic)
+                if isinstance(k, tuple)
+                else draw_row(rng, n1, k, None, dyadic)
+                for k in kinds
+            ]
+        )
     W3 = rng.integers(-4, 5, (n3, n2)) / 2.0 if dyadic else rng.standard_normal((n3, n2))
     if dyadic:
         W3[W3 == 0] = 1.0
@@ -132,7 +141,7 @@ def orbit_normal_form(params, decimals=9):
     out = [(np.array(W, float), np.array(b, float)) for W, b in params]
     for l in range(len(out) - 1):
         W, b = out[l]
-        s = np.sqrt(np.sum(W ** 2, axis=1) + b ** 2)
+        s = np.sqrt(np.sum(W**2, axis=1) + b**2)
         s[s == 0] = 1.0
         W, b = W / s[:, None], b / s
         Wn, bn = out[l + 1]
@@ -147,6 +156,7 @@ def orbit_normal_form(params, decimals=9):
 def same_orbit(p, q, atol=1e-7) -> bool:
     """Whether ``q`` is a permutation-and-rescaling of ``p`` (numerically)."""
     a, b = orbit_normal_form(p), orbit_normal_form(q)
-    return all(A.shape == B.shape and np.allclose(A, B, atol=atol) and np.allclose(x, y,
-                                                                                   atol=atol)
-               for (A, x), (B, y) in zip(a, b))
+    return all(
+        A.shape == B.shape and np.allclose(A, B, atol=atol) and np.allclose(x, y, atol=atol)
+        for (A, x), (B, y) in zip(a, b)
+    )

@@ -59,18 +59,34 @@ def test_local_sweep_resume_and_failures(config, tmp_path):
     assert run_sweep(config).ran == 0
 
 
-@pytest.mark.parametrize("text, message", [
-    ("seeds = 2", "needs at least one"),
-    ('[[grid]]\nanalysis = "nope"\narchitectures = [{widths = [2, 1]}]', "unknown analysis"),
-    ('[[grid]]\nanalysis = "relu_regions"\narchitectures = [{filters = [2]}]', "takes architectures"),
-    ('[[grid]]\nanalysis = "relu_regions"\narchitectures = [{widths = [0, 1]}]', "grid entry 1"),
-    ('seeds = -1\n[[grid]]\nanalysis = "relu_regions"\narchitectures = [{widths = [2, 1]}]', "seeds"),
-    ("this is not toml [", "not a readable TOML"),
-    ('seeds = 1000000000000\n[[grid]]\nanalysis = "relu_regions"\narchitectures = [{widths = [2, 1]}]',
-     "count from 1 to 100,000"),
-    ('output = 5\n[[grid]]\nanalysis = "relu_regions"\narchitectures = [{widths = [2, 1]}]',
-     "output must be a file name"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("seeds = 2", "needs at least one"),
+        ('[[grid]]\nanalysis = "nope"\narchitectures = [{widths = [2, 1]}]', "unknown analysis"),
+        (
+            '[[grid]]\nanalysis = "relu_regions"\narchitectures = [{filters = [2]}]',
+            "takes architectures",
+        ),
+        (
+            '[[grid]]\nanalysis = "relu_regions"\narchitectures = [{widths = [0, 1]}]',
+            "grid entry 1",
+        ),
+        (
+            'seeds = -1\n[[grid]]\nanalysis = "relu_regions"\narchitectures = [{widths = [2, 1]}]',
+            "seeds",
+        ),
+        ("this is not toml [", "not a readable TOML"),
+        (
+            'seeds = 1000000000000\n[[grid]]\nanalysis = "relu_regions"\narchitectures = [{widths = [2, 1]}]',
+            "count from 1 to 100,000",
+        ),
+        (
+            'output = 5\n[[grid]]\nanalysis = "relu_regions"\narchitectures = [{widths = [2, 1]}]',
+            "output must be a file name",
+        ),
+    ],
+)
 def test_bad_configurations(tmp_path, text, message):
     path = tmp_path / "bad.toml"
     path.write_text(text)
@@ -87,10 +103,14 @@ def test_refuses_to_append_to_a_foreign_file(config, tmp_path):
         run_sweep(config)
 
 
-@pytest.mark.parametrize("scheduler, message", [
-    ("notaurl", "an address like"), (5, "an address like"),
-    ("tcp://127.0.0.1:1", "cannot reach the Dask scheduler"),   # nothing listens there
-])
+@pytest.mark.parametrize(
+    "scheduler, message",
+    [
+        ("notaurl", "an address like"),
+        (5, "an address like"),
+        ("tcp://127.0.0.1:1", "cannot reach the Dask scheduler"),  # nothing listens there
+    ],
+)
 def test_a_bad_or_unreachable_scheduler_is_an_input_error(config, scheduler, message):
     pytest.importorskip("distributed")
     with pytest.raises(nm.InputError, match=message):
@@ -100,11 +120,20 @@ def test_a_bad_or_unreachable_scheduler_is_an_input_error(config, scheduler, mes
 def test_dask_cluster_survives_a_killed_worker(tmp_path):
     distributed = pytest.importorskip("distributed")
     path = tmp_path / "dask.toml"
-    path.write_text('seeds = 16\n[[grid]]\nanalysis = "relu_regions"\n'
-                    'architectures = [{widths = [2, 5, 5, 1]}]\n')
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=50) as cluster, \
-            distributed.Client(cluster) as client:
+    path.write_text(
+        'seeds = 16\n[[grid]]\nanalysis = "relu_regions"\n'
+        "architectures = [{widths = [2, 5, 5, 1]}]\n"
+    )
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=50,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         killed = []
 
         def kill_one(record):
@@ -113,8 +142,7 @@ def test_dask_cluster_survives_a_killed_worker(tmp_path):
                 client.run(os._exit, 1, workers=[victim], wait=False, on_error="ignore")
                 killed.append(victim)
 
-        summary = run_sweep(path, tmp_path / "dask.jsonl", scheduler=client,
-                            on_result=kill_one)
+        summary = run_sweep(path, tmp_path / "dask.jsonl", scheduler=client, on_result=kill_one)
     assert killed
     records = _records(tmp_path / "dask.jsonl")
     keys = [r["task"] for r in records]

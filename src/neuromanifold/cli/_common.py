@@ -16,8 +16,18 @@ from .._errors import InputError, short_repr
 from .._results import to_jsonable
 from ._table import fit
 
-__all__ = ["add_common", "add_seed", "nonnegative_int", "positive_int", "parse_shapes",
-           "positive_float", "writable_path", "write_json", "emit", "load_model"]
+__all__ = [
+    "add_common",
+    "add_seed",
+    "nonnegative_int",
+    "positive_int",
+    "parse_shapes",
+    "positive_float",
+    "writable_path",
+    "write_json",
+    "emit",
+    "load_model",
+]
 
 
 def add_seed(p: argparse.ArgumentParser) -> None:
@@ -29,8 +39,11 @@ def add_common(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
     """``--json PATH`` and (optionally) ``--seed N`` on a subcommand parser."""
     if seed:
         add_seed(p)
-    p.add_argument("--json", metavar="PATH", help="also write the result as JSON to PATH "
-                   "(checked writable before computing)")
+    p.add_argument(
+        "--json",
+        metavar="PATH",
+        help="also write the result as JSON to PATH (checked writable before computing)",
+    )
 
 
 def nonnegative_int(text: str) -> int:
@@ -62,7 +75,8 @@ def writable_path(text: str) -> str:
     folder = os.path.dirname(os.path.abspath(text))
     if os.path.isdir(text) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
         raise argparse.ArgumentTypeError(
-            f"{text!r} cannot be written (its folder must exist and be writable)")
+            f"{text!r} cannot be written (its folder must exist and be writable)"
+        )
     return text
 
 
@@ -90,7 +104,8 @@ def parse_shapes(text: str, what: str) -> list:
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"{what} must be comma-separated ints (1D) or AxB (2D) like 3,2 or 2x2,3x3; "
-                f"got {text!r}") from None
+                f"got {text!r}"
+            ) from None
         out.append(parts[0] if len(parts) == 1 else parts)
     return out
 
@@ -102,8 +117,9 @@ def write_json(path: str, payload: Any) -> None:
         with open(path, "w") as fh:
             json.dump(to_jsonable(payload), fh, indent=2)
     except OSError as exc:
-        raise InputError(f"--json path {short_repr(path)} cannot be written: "
-                         f"{exc.strerror or exc}") from None
+        raise InputError(
+            f"--json path {short_repr(path)} cannot be written: {exc.strerror or exc}"
+        ) from None
     print(f"wrote {path}", file=sys.stderr)
 
 
@@ -111,8 +127,10 @@ def write_json(path: str, payload: Any) -> None:
 _HINTS = (
     ("method='regions'", "--method regions"),
     ('method="regions"', "--method regions"),
-    ("see estimate_regions for the expected number of regions",
-     "see the estimate 'relu regions' prints first"),
+    (
+        "see estimate_regions for the expected number of regions",
+        "see the estimate 'relu regions' prints first",
+    ),
     ("relu.search_symmetries", "the Python function neuromanifold.relu.search_symmetries"),
 )
 
@@ -140,11 +158,14 @@ def load_model(path: str, kind: str | None = None, strides: Any = None):
     on stderr; ``kind`` ("relu" / "linear_conv") is checked."""
     from .. import io  # start-up: loaded when the subcommand runs
     from .._errors import ModelFileError  # start-up: loaded when the subcommand runs
+
     model = io.load(path, strides=strides)
     if kind is not None and model.kind != kind:
         raise ModelFileError(f"{path}: holds a {model.kind} model; this command needs {kind}")
-    print(fit("\n".join([f"read {model.describe()}"] + [f"  {n}" for n in model.notes])),
-          file=sys.stderr)
+    print(
+        fit("\n".join([f"read {model.describe()}"] + [f"  {n}" for n in model.notes])),
+        file=sys.stderr,
+    )
     return model
 
 
@@ -168,27 +189,34 @@ class ActionParser(argparse.ArgumentParser):
         parts = []
         for opt in dict.fromkeys(options):
             readers = getattr(self, "readers", {}).get(opt)
-            parts.append(f"{opt} is an option of {self.command} {', '.join(readers)} only"
-                         if readers else f"{opt} is no option of any {self.command} action")
+            parts.append(
+                f"{opt} is an option of {self.command} {', '.join(readers)} only"
+                if readers
+                else f"{opt} is no option of any {self.command} action"
+            )
         if not options:
             parts.append(f"unexpected argument(s) {' '.join(extras)}")
         return f"{'; '.join(parts)} (see {self.prog} --help)"
 
 
-def add_actions(p: argparse.ArgumentParser, command: str, actions: dict,
-                options: dict) -> None:
+def add_actions(p: argparse.ArgumentParser, command: str, actions: dict, options: dict) -> None:
     """One subparser (an :class:`ActionParser`) per action of ``command`` on ``p``.
 
     ``actions`` maps each action to ``(help, description, positionals, option names)``,
     where ``positionals`` is a list of ``(name, nargs, help)`` and each option name is a
     key of ``options``, a function adding that option to a parser. ``--json`` is added to
     every action."""
-    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True,
-                           parser_class=ActionParser)
+    sub = p.add_subparsers(
+        dest="action", metavar="ACTION", required=True, parser_class=ActionParser
+    )
     readers: dict[str, list[str]] = {}
     for name, (short, description, positionals, names) in actions.items():
-        q = sub.add_parser(name, help=short, description=description,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        q = sub.add_parser(
+            name,
+            help=short,
+            description=description,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         q.readers, q.command = readers, command
         for pos, nargs, text in positionals:
             q.add_argument(pos, nargs=nargs, help=text)

@@ -19,10 +19,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="neuromanifold",
         description="Geometry of neural-network parameterizations: fibers, symmetries, "
-                    "NTK, invariants and gradient flows.")
+        "NTK, invariants and gradient flows.",
+    )
     parser.add_argument("--version", action="version", version=f"neuromanifold {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     import importlib
+
     for name in _COMMAND_MODULES:
         importlib.import_module(f"{__package__}._{name}").register(sub)
     return parser
@@ -51,6 +53,7 @@ def _error(exc: BaseException) -> None:
     """The one-line message of a refused computation, wrapped to the terminal's width."""
     from ._common import for_the_command  # start-up: loaded when a command fails
     from ._table import fit  # start-up: loaded when a command fails
+
     print(fit(for_the_command(f"neuromanifold: error: {exc}")), file=sys.stderr)
 
 
@@ -77,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NeuromanifoldError as exc:
         _error(exc)
         return 1
-    except BrokenPipeError:   # the reader (head, less) closed the pipe: stop quietly
+    except BrokenPipeError:  # the reader (head, less) closed the pipe: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:

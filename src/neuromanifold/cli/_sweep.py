@@ -26,23 +26,28 @@ from ._common import emit
 
 def run(args: argparse.Namespace) -> int:
     from ..sweep import load_config, run_sweep  # start-up: loaded when the subcommand runs
+
     config = load_config(args.config)
-    summary = run_sweep(config, args.out, scheduler=args.scheduler, workers=args.workers,
-                        progress=True)
-    text = (f"{summary.total} tasks: {summary.skipped} already done, {summary.ran} run now "
-            f"({summary.failed} failed) in {summary.seconds:.1f} s -> {summary.output}")
+    summary = run_sweep(
+        config, args.out, scheduler=args.scheduler, workers=args.workers, progress=True
+    )
+    text = (
+        f"{summary.total} tasks: {summary.skipped} already done, {summary.ran} run now "
+        f"({summary.failed} failed) in {summary.seconds:.1f} s -> {summary.output}"
+    )
     return emit(args, text, summary.to_dict())
 
 
 def register(sub) -> None:
-    p = sub.add_parser("sweep",
-                       help="run a grid of analyses on local cores or a Dask cluster",
-                       description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "sweep",
+        help="run a grid of analyses on local cores or a Dask cluster",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("config", help="the sweep's TOML configuration")
     p.add_argument("--out", help="JSON Lines output (default: the configuration's 'output')")
     p.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786")
-    p.add_argument("--workers", type=int, default=None,
-                   help="local processes (default: all cores)")
+    p.add_argument("--workers", type=int, default=None, help="local processes (default: all cores)")
     p.add_argument("--json", metavar="PATH", help="also write the summary as JSON")
     p.set_defaults(func=run)

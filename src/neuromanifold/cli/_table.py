@@ -5,8 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def format_table(rows: Sequence[Sequence[object]], header: Sequence[str], *,
-                 width: int | None = None, shorten: Sequence[int] = ()) -> str:
+def format_table(
+    rows: Sequence[Sequence[object]],
+    header: Sequence[str],
+    *,
+    width: int | None = None,
+    shorten: Sequence[int] = (),
+) -> str:
     """Left-aligned columns separated by two spaces, with a rule under the header.
 
     With ``width``, a table wider than that is brought within it: the widest columns are
@@ -27,6 +32,7 @@ def format_table(rows: Sequence[Sequence[object]], header: Sequence[str], *,
     words
     """
     import textwrap
+
     cells = [[str(h) for h in header]] + [[str(c) for c in row] for row in rows]
     ncol = len(header)
     widths = [max(len(r[i]) for r in cells) for i in range(ncol)]
@@ -34,21 +40,23 @@ def format_table(rows: Sequence[Sequence[object]], header: Sequence[str], *,
         room = width - 2 * (ncol - 1)
 
         # a column wraps at spaces down to its longest word (at most 16), so words stay whole
-        words = [min(16, max(len(w) for r in cells for w in (r[i].split() or [""])))
-                 for i in range(ncol)]
+        words = [
+            min(16, max(len(w) for r in cells for w in (r[i].split() or [""]))) for i in range(ncol)
+        ]
 
         def narrow(columns, floor):
-            while sum(widths) > room:   # the widest of ``columns``, one character less
+            while sum(widths) > room:  # the widest of ``columns``, one character less
                 left = [k for k in columns if widths[k] > max(floor, words[k])]
                 if not left:
                     return
                 widths[max(left, key=lambda k: widths[k])] -= 1
+
         kept = [i for i in range(ncol) if i not in shorten]
-        narrow(kept, 18)               # wrap the other columns to a readable width first,
-        narrow(list(shorten), 24)      # then cut the evidence (in full in --json),
-        narrow(list(range(ncol)), 0)   # then wrap at spaces whatever still does not fit,
+        narrow(kept, 18)  # wrap the other columns to a readable width first,
+        narrow(list(shorten), 24)  # then cut the evidence (in full in --json),
+        narrow(list(range(ncol)), 0)  # then wrap at spaces whatever still does not fit,
         words[:] = [4] * ncol
-        narrow(list(range(ncol)), 0)   # and, last, inside words
+        narrow(list(range(ncol)), 0)  # and, last, inside words
     lines = []
     for r, row in enumerate(cells):
         parts = []
@@ -56,12 +64,15 @@ def format_table(rows: Sequence[Sequence[object]], header: Sequence[str], *,
             if len(c) <= widths[i]:
                 parts.append([c])
             elif i in shorten:
-                parts.append([c[:widths[i] - 3] + "..."])
+                parts.append([c[: widths[i] - 3] + "..."])
             else:
                 parts.append(textwrap.wrap(c, widths[i], break_on_hyphens=False) or [""])
         for k in range(max(len(p) for p in parts)):
-            lines.append("  ".join((p[k] if k < len(p) else "").ljust(w)
-                                   for p, w in zip(parts, widths)).rstrip())
+            lines.append(
+                "  ".join(
+                    (p[k] if k < len(p) else "").ljust(w) for p, w in zip(parts, widths)
+                ).rstrip()
+            )
         if r == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
@@ -70,6 +81,7 @@ def format_table(rows: Sequence[Sequence[object]], header: Sequence[str], *,
 def terminal_width() -> int:
     """The terminal's width in columns (``COLUMNS`` when set; 100 when unknown)."""
     import shutil
+
     return shutil.get_terminal_size((100, 24)).columns
 
 
@@ -83,15 +95,23 @@ def fit(text: str, width: int | None = None) -> str:
           words
     """
     import textwrap
+
     width = terminal_width() if width is None else width
     out = []
     for line in text.split("\n"):
         if len(line) <= width:
             out.append(line)
             continue
-        indent = line[:len(line) - len(line.lstrip())]
-        out.append(textwrap.fill(line.strip(), width, initial_indent=indent,
-                                 subsequent_indent=indent + "    ", break_on_hyphens=False))
+        indent = line[: len(line) - len(line.lstrip())]
+        out.append(
+            textwrap.fill(
+                line.strip(),
+                width,
+                initial_indent=indent,
+                subsequent_indent=indent + "    ",
+                break_on_hyphens=False,
+            )
+        )
     return "\n".join(out)
 
 
@@ -107,6 +127,7 @@ def short_array(a: object, max_items: int = 6, precision: int = 4) -> str:
     '2x2 [[1 2] [3 4]]'
     """
     import numpy as np
+
     arr = np.asarray(a, dtype=float)
 
     def num(x):
@@ -116,8 +137,10 @@ def short_array(a: object, max_items: int = 6, precision: int = 4) -> str:
         if v.size <= max_items:
             return "[" + " ".join(num(x) for x in v) + "]"
         k = max_items // 2
-        return "[" + " ".join(num(x) for x in v[:k]) + " ... " + \
-            " ".join(num(x) for x in v[-k:]) + "]"
+        return (
+            "[" + " ".join(num(x) for x in v[:k]) + " ... " + " ".join(num(x) for x in v[-k:]) + "]"
+        )
+
     if arr.ndim <= 1:
         flat = arr.reshape(-1)
         return vec(flat) + ("" if flat.size <= max_items else f" ({flat.size} entries)")

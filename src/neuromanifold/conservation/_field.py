@@ -67,8 +67,9 @@ class Field:
         """A 1D array of the field's scalars from exact rationals."""
         if self.kind == "modular":
             p = self.p
-            return np.array([int(q.p) % p * pow(int(q.q), -1, p) % p for q in values],
-                            dtype=np.int64)
+            return np.array(
+                [int(q.p) % p * pow(int(q.q), -1, p) % p for q in values], dtype=np.int64
+            )
         if self.kind == "rational":
             return _objects(list(values), (len(values),))
         return np.array([float(Fraction(int(q.p), int(q.q))) for q in values], dtype=float)
@@ -88,7 +89,7 @@ class Field:
         if self.kind == "modular":
             return rng.integers(1, self.p, size=shape, dtype=np.int64)
         if self.kind == "rational":
-            v = rng.integers(1, 2 ** 15 + 1, size=shape) * rng.choice([-1, 1], size=shape)
+            v = rng.integers(1, 2**15 + 1, size=shape) * rng.choice([-1, 1], size=shape)
             return _objects([flint.fmpq(int(x)) for x in v.ravel()], shape)
         return rng.standard_normal(shape)
 
@@ -120,12 +121,14 @@ class Field:
         if self.kind == "modular":
             M = flint.nmod_mat(rows.tolist(), self.p)
             R, r = M.rref()
-            basis = np.array([[int(x) for x in row] for row in R.tolist()[:r]],
-                             dtype=np.int64).reshape(r, D)
+            basis = np.array(
+                [[int(x) for x in row] for row in R.tolist()[:r]], dtype=np.int64
+            ).reshape(r, D)
             return int(r), basis, (None, None)
         if self.kind == "rational":
-            M = flint.fmpq_mat(n, D, [x if type(x) is flint.fmpq else flint.fmpq(x)
-                                      for x in rows.ravel()])
+            M = flint.fmpq_mat(
+                n, D, [x if type(x) is flint.fmpq else flint.fmpq(x) for x in rows.ravel()]
+            )
             R, r = M.rref()
             basis = np.empty((r, D), dtype=object)
             for i, row in enumerate(R.tolist()[:r]):
@@ -191,13 +194,13 @@ class Field:
     def with_direction(self, z: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``z + eta v`` for a new direction ``eta`` (``z``, ``v`` jets in ``m`` directions)."""
         out = self.lift(z)
-        out[z.shape[0]:] = v
+        out[z.shape[0] :] = v
         return out
 
     @staticmethod
     def direction_part(a: np.ndarray) -> np.ndarray:
         """The coefficient of the newest direction ``eta`` (a jet in one direction less)."""
-        return a[a.shape[0] // 2:]
+        return a[a.shape[0] // 2 :]
 
     def sub(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """``a - b`` in the field. In floats, an entry where ``a`` and ``b`` agree to
@@ -206,8 +209,7 @@ class Field:
         1) would otherwise count as a new direction once the rank normalizes its columns."""
         if self.kind == "float":
             d = a - b
-            return np.where(np.abs(d) <= CANCELLATION * np.maximum(np.abs(a), np.abs(b)),
-                            0.0, d)
+            return np.where(np.abs(d) <= CANCELLATION * np.maximum(np.abs(a), np.abs(b)), 0.0, d)
         return self.reduce(a - b)
 
 

@@ -73,10 +73,15 @@ class KnownLaw(Result):
         """The gradient at a flat parameter vector (same scalar type as ``theta``)."""
         arr = as_real_array(theta, "theta", error=InputError, exact=True)
         need = 1 + max((max(i, j) for i, j, _ in self._terms), default=-1)
-        if arr.ndim != 1 or len(arr) < max(need, 1) or (
-                arr.dtype != object and not np.all(np.isfinite(arr))):
-            raise InputError(f"theta must be a finite flat parameter vector of length >= "
-                             f"{max(need, 1)}; got {short_repr(theta)}")
+        if (
+            arr.ndim != 1
+            or len(arr) < max(need, 1)
+            or (arr.dtype != object and not np.all(np.isfinite(arr)))
+        ):
+            raise InputError(
+                f"theta must be a finite flat parameter vector of length >= "
+                f"{max(need, 1)}; got {short_repr(theta)}"
+            )
         if not isinstance(theta, (list, tuple)):
             theta = list(arr)
         g = [0 * theta[0] for _ in theta]
@@ -87,7 +92,7 @@ class KnownLaw(Result):
                 g[i] = g[i] + c * theta[j]
                 g[j] = g[j] + c * theta[i]
         if arr.dtype == object:
-            return g          # exact entries: no overflow
+            return g  # exact entries: no overflow
         return check_finite_result(g, "the law's gradient")
 
 
@@ -159,8 +164,17 @@ class _Model:
     """What the computation needs from a model: flat exact parameters, a flattening of
     user parameters, the known laws, and a program builder per field."""
 
-    def __init__(self, D: int, theta: list, rationalized: bool, flatten, laws: list,
-                 build, generators: str, num_data: int | None):
+    def __init__(
+        self,
+        D: int,
+        theta: list,
+        rationalized: bool,
+        flatten,
+        laws: list,
+        build,
+        generators: str,
+        num_data: int | None,
+    ):
         self.D, self.theta, self.rationalized, self.flatten = D, theta, rationalized, flatten
         self.laws, self.build, self.generators, self.num_data = laws, build, generators, num_data
 
@@ -178,8 +192,10 @@ def _exact_flat(arrays: list[Any], names: list[str]) -> tuple[list, bool]:
             had_float = had_float or _input_kind(a) != "int"
         else:
             had_float = had_float or any(isinstance(x, (float, np.floating)) for x in flat)
-        out += [to_fmpq(x.item() if hasattr(x, "item") and not isinstance(x, flint.fmpq) else x)
-                for x in flat]
+        out += [
+            to_fmpq(x.item() if hasattr(x, "item") and not isinstance(x, flint.fmpq) else x)
+            for x in flat
+        ]
     return out, had_float
 
 
@@ -213,27 +229,47 @@ def _relu_model(params: Any, data: Any) -> _Model:
 
     def build(field: Field) -> DenseProgram:
         if X is None:
-            return DenseProgram(field, widths, biases=True,
-                                inputs=field.const(np.ones((1, widths[0]), dtype=np.int64)),
-                                masks=None, path_lifting=True, num_generators=2)
+            return DenseProgram(
+                field,
+                widths,
+                biases=True,
+                inputs=field.const(np.ones((1, widths[0]), dtype=np.int64)),
+                masks=None,
+                path_lifting=True,
+                num_generators=2,
+            )
         inputs = np.stack([field.from_rationals(row) for row in X])
-        return DenseProgram(field, widths, biases=True, inputs=inputs,
-                            masks=[field.const(np.array(m, dtype=np.int64)) for m in masks],
-                            path_lifting=False, num_generators=len(X) * widths[-1])
+        return DenseProgram(
+            field,
+            widths,
+            biases=True,
+            inputs=inputs,
+            masks=[field.const(np.array(m, dtype=np.int64)) for m in masks],
+            path_lifting=False,
+            num_generators=len(X) * widths[-1],
+        )
 
-    return _Model(net.num_params, theta, had_float, net.flatten, laws, build,
-                  "path-lifting" if X is None else "outputs on data",
-                  None if X is None else len(X))
+    return _Model(
+        net.num_params,
+        theta,
+        had_float,
+        net.flatten,
+        laws,
+        build,
+        "path-lifting" if X is None else "outputs on data",
+        None if X is None else len(X),
+    )
 
 
 def data_rows(data: Any, d: int) -> tuple[list[list], bool]:
     arr = as_real_array(data, "data", error=InputError, exact=True)
     if arr.ndim != 2 or arr.shape[1] != d or arr.shape[0] == 0:
-        raise InputError(f"data must be inputs of shape (N, {d}) with N >= 1; got shape "
-                         f"{arr.shape}")
+        raise InputError(
+            f"data must be inputs of shape (N, {d}) with N >= 1; got shape {arr.shape}"
+        )
     check_positive_int(arr.shape[0], "the number of data points", maximum=MAX_DATA)
     rows, had_float = _exact_flat([arr], ["data"])
-    return [rows[i * d:(i + 1) * d] for i in range(arr.shape[0])], had_float
+    return [rows[i * d : (i + 1) * d] for i in range(arr.shape[0])], had_float
 
 
 def exact_masks(params: list, theta: list, widths: tuple, X: list) -> list[list[list[bool]]]:
@@ -241,8 +277,8 @@ def exact_masks(params: list, theta: list, widths: tuple, X: list) -> list[list[
     H = flint.fmpq_mat([list(row) for row in X])
     masks, pos = [], 0
     for l, (n, m) in enumerate(zip(widths[:-1], widths[1:])):
-        W = flint.fmpq_mat(m, n, theta[pos:pos + m * n])
-        b = theta[pos + m * n:pos + m * n + m]
+        W = flint.fmpq_mat(m, n, theta[pos : pos + m * n])
+        b = theta[pos + m * n : pos + m * n + m]
         pos += m * n + m
         if l == len(widths) - 2:
             break
@@ -266,7 +302,7 @@ def _fc_model(net: Any, params: Any, data: Any) -> _Model:
         off += m * n
     for l in range(1, len(widths) - 1):
         n_prev, n, n_next = widths[l - 1], widths[l], widths[l + 1]
-        a0, a1 = pos[l - 1], pos[l]          # W_l (n x n_prev), W_{l+1} (n_next x n)
+        a0, a1 = pos[l - 1], pos[l]  # W_l (n x n_prev), W_{l+1} (n_next x n)
         for a in range(n):
             for b in range(a, n):
                 terms = [(a1 + c * n + a, a1 + c * n + b, 1) for c in range(n_next)]
@@ -284,12 +320,26 @@ def _fc_model(net: Any, params: Any, data: Any) -> _Model:
         else:
             inputs = np.stack([field.from_rationals(row) for row in X])
             k = _rank_bound(X) * widths[-1]
-        return DenseProgram(field, widths, biases=False, inputs=inputs, masks=None,
-                            path_lifting=False, num_generators=k)
+        return DenseProgram(
+            field,
+            widths,
+            biases=False,
+            inputs=inputs,
+            masks=None,
+            path_lifting=False,
+            num_generators=k,
+        )
 
-    return _Model(net.num_params, theta, had_float, net.flatten, laws, build,
-                  "end-to-end matrix" if X is None else "outputs on data",
-                  None if X is None else len(X))
+    return _Model(
+        net.num_params,
+        theta,
+        had_float,
+        net.flatten,
+        laws,
+        build,
+        "end-to-end matrix" if X is None else "outputs on data",
+        None if X is None else len(X),
+    )
 
 
 def _rank_bound(X: list) -> int:
@@ -298,11 +348,14 @@ def _rank_bound(X: list) -> int:
 
 def _conv_model(net: Any, params: Any, data: Any) -> _Model:
     if data is not None:
-        raise InputError("data is not supported for LinearConvNet: the loss of any data is "
-                         "a function of the end-to-end filter; pass data=None")
+        raise InputError(
+            "data is not supported for LinearConvNet: the loss of any data is "
+            "a function of the end-to-end filter; pass data=None"
+        )
     net.check_params(params)
-    theta, had_float = _exact_flat(list(params), [f"filter of layer {l}"
-                                                  for l in range(1, net.num_layers + 1)])
+    theta, had_float = _exact_flat(
+        list(params), [f"filter of layer {l}" for l in range(1, net.num_layers + 1)]
+    )
     sizes = net.layer_sizes
     off = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
     laws = []
@@ -310,8 +363,16 @@ def _conv_model(net: Any, params: Any, data: Any) -> _Model:
         terms = [(i, i, 1) for i in range(off[l + 1], off[l + 2])]
         terms += [(i, i, -1) for i in range(off[l], off[l + 1])]
         laws.append((f"delta_{l + 1}", "conv", tuple(terms)))
-    return _Model(net.num_params, theta, had_float, net.flatten, laws,
-                  lambda field: ConvProgram(field, net), "end-to-end filter", None)
+    return _Model(
+        net.num_params,
+        theta,
+        had_float,
+        net.flatten,
+        laws,
+        lambda field: ConvProgram(field, net),
+        "end-to-end filter",
+        None,
+    )
 
 
 def model_of(model: Any, params: Any, data: Any) -> _Model:
@@ -331,11 +392,14 @@ def model_of(model: Any, params: Any, data: Any) -> _Model:
         return _conv_model(model, params, data)
     if isinstance(model, (list, tuple)) and not isinstance(model, (str, bytes)):
         if params is not None:
-            raise InputError("pass either a model and its params, or ReLU params (a list of "
-                             "(W, b)) alone")
+            raise InputError(
+                "pass either a model and its params, or ReLU params (a list of (W, b)) alone"
+            )
         return _relu_model(model, data)
-    raise InputError(f"model must be a ReLUNet, LinearFCNet, LinearConvNet or a list of "
-                     f"(W, b) pairs; got {short_repr(model)}")
+    raise InputError(
+        f"model must be a ReLUNet, LinearFCNet, LinearConvNet or a list of "
+        f"(W, b) pairs; got {short_repr(model)}"
+    )
 
 
 # ---------------------------------------------------------------------------- the count
@@ -348,11 +412,13 @@ def _verify_laws(model: _Model, laws: list, rng: np.random.Generator) -> bool:
     program = model.build(field)
     for _ in range(2):
         point = field.random((model.D,), rng)
-        grads = program.gradient(point[None, None, :].repeat(3, axis=1),
-                                 program.random_coeffs(3, rng))[0]
+        grads = program.gradient(
+            point[None, None, :].repeat(3, axis=1), program.random_coeffs(3, rng)
+        )[0]
         for law in laws:
-            g = np.array([int(x) % field.p for x in law.gradient([int(v) for v in point])],
-                         dtype=np.int64)
+            g = np.array(
+                [int(x) % field.p for x in law.gradient([int(v) for v in point])], dtype=np.int64
+            )
             if np.any(field.reduce(grads @ g) != 0):
                 return False
     return True
@@ -365,13 +431,22 @@ def _check_exact(exact: Any) -> str:
         return "float"
     if exact in ("modular", "rational", "float"):
         return exact
-    raise InputError(f"exact must be True (exact values mod a prime), 'rational' (fmpq), "
-                     f"or False (float64); got {short_repr(exact)}")
+    raise InputError(
+        f"exact must be True (exact values mod a prime), 'rational' (fmpq), "
+        f"or False (float64); got {short_repr(exact)}"
+    )
 
 
-def conservation_laws(model: Any, params: Any = None, *, data: Any = None,
-                      tol: float = DEFAULT_TOL, exact: Any = True, seed: Any = 0,
-                      max_depth: int = DEFAULT_MAX_DEPTH) -> ConservationLaws:
+def conservation_laws(
+    model: Any,
+    params: Any = None,
+    *,
+    data: Any = None,
+    tol: float = DEFAULT_TOL,
+    exact: Any = True,
+    seed: Any = 0,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> ConservationLaws:
     """Count the independent conservation laws of gradient flow near ``params``, as
     ``D - dim Lie(V)(theta)`` (docs/conservation.md).
 
@@ -416,14 +491,20 @@ def conservation_laws(model: Any, params: Any = None, *, data: Any = None,
     tol = check_tol(tol)
     kind = _check_exact(exact)
     rng = as_seed_rng(seed)
-    if isinstance(max_depth, (bool, np.bool_)) or not isinstance(max_depth, (int, np.integer)) \
-            or not 0 <= max_depth <= MAX_DEPTH:
-        raise InputError(f"max_depth must be an int in [0, {MAX_DEPTH}]; got "
-                         f"{short_repr(max_depth)}")
+    if (
+        isinstance(max_depth, (bool, np.bool_))
+        or not isinstance(max_depth, (int, np.integer))
+        or not 0 <= max_depth <= MAX_DEPTH
+    ):
+        raise InputError(
+            f"max_depth must be an int in [0, {MAX_DEPTH}]; got {short_repr(max_depth)}"
+        )
     m = model_of(model, params, data)
     if m.D > MAX_PARAMS:
         raise InputError(f"the model has {m.D} parameters, more than {MAX_PARAMS} (a size limit)")
-    laws = [KnownLaw(name=name, kind=k, _terms=terms, _flatten=m.flatten) for name, k, terms in m.laws]
+    laws = [
+        KnownLaw(name=name, kind=k, _terms=terms, _flatten=m.flatten) for name, k, terms in m.laws
+    ]
     verified = _verify_laws(m, laws, rng)
 
     if kind == "modular":
@@ -432,24 +513,39 @@ def conservation_laws(model: Any, params: Any = None, *, data: Any = None,
         field = Field(kind)
     theta = field.from_rationals(m.theta)
     program = m.build(field)
-    law_grads = (np.array([law.gradient(list(theta)) for law in laws], dtype=theta.dtype)
-                 .reshape(len(laws), m.D))
+    law_grads = np.array([law.gradient(list(theta)) for law in laws], dtype=theta.dtype).reshape(
+        len(laws), m.D
+    )
     law_grads = field.reduce(law_grads) if kind == "modular" else law_grads
     known_count, _, _ = field.rank(law_grads, tol) if laws else (0, None, None)
     upper = m.D - known_count if verified else m.D
-    run = lie_rank(program, field, theta, upper=upper, max_depth=int(max_depth), rng=rng,
-                   tol=tol)
+    run = lie_rank(program, field, theta, upper=upper, max_depth=int(max_depth), rng=rng, tol=tol)
     lie_dim = run["rank"]
     count = m.D - lie_dim
     orthogonal = all(field.dot_is_zero(g, v, tol) for g in law_grads for v in run["basis"])
     exact_ranks = kind != "float"
-    certified = exact_ranks and ((verified and lie_dim == upper)
-                                 or run["reason"] == "single generator")
+    certified = exact_ranks and (
+        (verified and lie_dim == upper) or run["reason"] == "single generator"
+    )
     return ConservationLaws(
-        count=count, dimension=m.D, lie_dimension=lie_dim, lie_rank_trace=tuple(run["trace"]),
-        known_count=known_count, known_span_ok=bool(orthogonal and known_count == count),
-        known_laws=tuple(laws), laws_verified=verified, certified=bool(certified),
-        reason=run["reason"], method=kind, prime=field.p, rationalized=m.rationalized,
-        data_points=m.num_data, generators=m.generators, tol=0.0 if exact_ranks else tol,
-        smallest_counted=run["gap"][0], largest_dropped=run["gap"][1],
-        num_vectors=run["num_vectors"], seconds=time.perf_counter() - started)
+        count=count,
+        dimension=m.D,
+        lie_dimension=lie_dim,
+        lie_rank_trace=tuple(run["trace"]),
+        known_count=known_count,
+        known_span_ok=bool(orthogonal and known_count == count),
+        known_laws=tuple(laws),
+        laws_verified=verified,
+        certified=bool(certified),
+        reason=run["reason"],
+        method=kind,
+        prime=field.p,
+        rationalized=m.rationalized,
+        data_points=m.num_data,
+        generators=m.generators,
+        tol=0.0 if exact_ranks else tol,
+        smallest_counted=run["gap"][0],
+        largest_dropped=run["gap"][1],
+        num_vectors=run["num_vectors"],
+        seconds=time.perf_counter() - started,
+    )

@@ -40,16 +40,25 @@ def nested_bracket(program: Any, field: Field, coeffs: list, z: np.ndarray) -> n
     return field.sub(dy, dx)
 
 
-def sample_brackets(program: Any, field: Field, theta: np.ndarray, depth: int, B: int,
-                    rng: np.random.Generator) -> np.ndarray:
+def sample_brackets(
+    program: Any, field: Field, theta: np.ndarray, depth: int, B: int, rng: np.random.Generator
+) -> np.ndarray:
     """``B`` random right-nested brackets of depth ``depth`` at ``theta``, shape ``(B, D)``."""
     coeffs = [program.random_coeffs(B, rng) for _ in range(depth + 1)]
     z = np.broadcast_to(theta, (1, B, theta.size)).copy()
     return nested_bracket(program, field, coeffs, z)[0]
 
 
-def lie_rank(program: Any, field: Field, theta: np.ndarray, *, upper: int, max_depth: int,
-             rng: np.random.Generator, tol: float) -> dict:
+def lie_rank(
+    program: Any,
+    field: Field,
+    theta: np.ndarray,
+    *,
+    upper: int,
+    max_depth: int,
+    rng: np.random.Generator,
+    tol: float,
+) -> dict:
     """Collect random brackets depth by depth until the rank reaches ``upper`` (a proven
     upper bound), stops growing, or ``max_depth`` is done.
 
@@ -76,10 +85,16 @@ def lie_rank(program: Any, field: Field, theta: np.ndarray, *, upper: int, max_d
             reason = "upper bound"
             break
         if program.num_generators == 1:
-            reason = "single generator"   # [X, X] = 0: Lie(V) = V
+            reason = "single generator"  # [X, X] = 0: Lie(V) = V
             break
         if depth > 0 and trace[-1] == trace[-2]:
             reason = "stable"
             break
-    return {"rank": rank, "trace": trace, "basis": basis, "reason": reason, "gap": gap,
-            "num_vectors": used}
+    return {
+        "rank": rank,
+        "trace": trace,
+        "basis": basis,
+        "reason": reason,
+        "gap": gap,
+        "num_vectors": used,
+    }

@@ -27,6 +27,7 @@ __all__ = ["naive_lie_trace", "generator_polynomials"]
 
 def _rat(q: flint.fmpq):
     import sympy
+
     return sympy.Rational(int(q.p), int(q.q))
 
 
@@ -34,7 +35,6 @@ def generator_polynomials(model: Any, params: Any = None, data: Any = None):
     """``(symbols, polynomials, theta)``: the generators ``phi_i`` as sympy expressions in
     the flattened parameters, and the exact point."""
     import sympy
-
 
     m = model_of(model, params, data)
     syms = sympy.symbols(f"t0:{m.D}")
@@ -45,9 +45,9 @@ def generator_polynomials(model: Any, params: Any = None, data: Any = None):
         widths = ReLUNet.from_params(p).widths
         Ws, bs, pos = [], [], 0
         for n, k in zip(widths[:-1], widths[1:]):
-            Ws.append(sympy.Matrix(k, n, syms[pos:pos + k * n]))
+            Ws.append(sympy.Matrix(k, n, syms[pos : pos + k * n]))
             pos += k * n
-            bs.append(sympy.Matrix(syms[pos:pos + k]))
+            bs.append(sympy.Matrix(syms[pos : pos + k]))
             pos += k
         if data is None:
             polys = _paths(Ws, bs)
@@ -61,11 +61,11 @@ def generator_polynomials(model: Any, params: Any = None, data: Any = None):
                     if l < len(Ws) - 1:
                         h = sympy.Matrix([h[j] if masks[l][k_][j] else 0 for j in range(len(h))])
                 polys += [sympy.expand(v) for v in h]
-    elif m.generators in ("end-to-end matrix", "outputs on data"):   # LinearFCNet
+    elif m.generators in ("end-to-end matrix", "outputs on data"):  # LinearFCNet
         widths = model.widths
         Ws, pos = [], 0
         for n, k in zip(widths[:-1], widths[1:]):
-            Ws.append(sympy.Matrix(k, n, syms[pos:pos + k * n]))
+            Ws.append(sympy.Matrix(k, n, syms[pos : pos + k * n]))
             pos += k * n
         W = Ws[0]
         for M in Ws[1:]:
@@ -86,7 +86,8 @@ def generator_polynomials(model: Any, params: Any = None, data: Any = None):
             term = 1
             for l, j in enumerate(t):
                 pos += np.array(np.unravel_index(j, net.filter_shapes[l])) * np.array(
-                    net.cumulative_strides[l])
+                    net.cumulative_strides[l]
+                )
                 term = term * syms[offsets[l] + j]
             key = tuple(int(x) for x in pos)
             v[key] = v.get(key, 0) + term
@@ -105,7 +106,7 @@ def _paths(Ws: list, bs: list) -> list:
 
     # paths[l][j]: the monomials of the paths ending at neuron j of layer l
     n0 = Ws[0].shape[1]
-    ends = [[sympy.Integer(1)] for _ in range(n0)]   # an input starts a path with factor 1
+    ends = [[sympy.Integer(1)] for _ in range(n0)]  # an input starts a path with factor 1
     for W, b in zip(Ws, bs):
         new = []
         for j in range(W.shape[0]):
@@ -117,8 +118,9 @@ def _paths(Ws: list, bs: list) -> list:
     return [m for mons in ends for m in mons]
 
 
-def naive_lie_trace(model: Any, params: Any = None, *, data: Any = None,
-                    max_depth: int = 4) -> dict:
+def naive_lie_trace(
+    model: Any, params: Any = None, *, data: Any = None, max_depth: int = 4
+) -> dict:
     """The rank of ``V_k(theta)`` for ``k = 0, 1, ...`` by symbolic brackets.
 
     Returns:
@@ -138,9 +140,13 @@ def naive_lie_trace(model: Any, params: Any = None, *, data: Any = None,
     def bracket(X, Y):
         JY = [[sympy.diff(y, s) for s in syms] for y in Y]
         JX = [[sympy.diff(x, s) for s in syms] for x in X]
-        return [sympy.expand(sum(JY[i][j] * X[j] for j in range(D) if JY[i][j] != 0)
-                             - sum(JX[i][j] * Y[j] for j in range(D) if JX[i][j] != 0))
-                for i in range(D)]
+        return [
+            sympy.expand(
+                sum(JY[i][j] * X[j] for j in range(D) if JY[i][j] != 0)
+                - sum(JX[i][j] * Y[j] for j in range(D) if JX[i][j] != 0)
+            )
+            for i in range(D)
+        ]
 
     monomials: dict = {}
 
@@ -176,8 +182,12 @@ def naive_lie_trace(model: Any, params: Any = None, *, data: Any = None,
     def values(fields):
         out = []
         for F in fields:
-            out.append([flint.fmpq(int(sympy.fraction(v)[0]), int(sympy.fraction(v)[1]))
-                        for v in (sympy.sympify(c).subs(subs) for c in F)])
+            out.append(
+                [
+                    flint.fmpq(int(sympy.fraction(v)[0]), int(sympy.fraction(v)[1]))
+                    for v in (sympy.sympify(c).subs(subs) for c in F)
+                ]
+            )
         return out
 
     base = [grad(p) for p in polys]
@@ -207,5 +217,11 @@ def naive_lie_trace(model: Any, params: Any = None, *, data: Any = None,
         if trace[-1] == trace[-2]:
             reason = "stable"
             break
-    return {"trace": trace, "rank": trace[-1], "count": D - trace[-1], "dimension": D,
-            "reason": reason, "num_fields": len(pool)}
+    return {
+        "trace": trace,
+        "rank": trace[-1],
+        "count": D - trace[-1],
+        "dimension": D,
+        "reason": reason,
+        "num_fields": len(pool),
+    }

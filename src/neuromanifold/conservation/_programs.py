@@ -58,9 +58,17 @@ class DenseProgram:
             (1 means V is spanned by a single field).
     """
 
-    def __init__(self, field: Field, widths: tuple[int, ...], *, biases: bool,
-                 inputs: np.ndarray, masks: list[np.ndarray] | None, path_lifting: bool,
-                 num_generators: int):
+    def __init__(
+        self,
+        field: Field,
+        widths: tuple[int, ...],
+        *,
+        biases: bool,
+        inputs: np.ndarray,
+        masks: list[np.ndarray] | None,
+        path_lifting: bool,
+        num_generators: int,
+    ):
         self.field, self.widths, self.biases = field, tuple(widths), biases
         self.inputs, self.masks, self.path_lifting = inputs, masks, path_lifting
         self.num_generators = num_generators
@@ -114,8 +122,11 @@ class DenseProgram:
         for l in range(L - 1, -1, -1):
             GzT = np.swapaxes(Gz, -1, -2)
             if l == 0:
-                grads_W[l] = (F.const_matmul(X, GzT, left=False) if not const else
-                              self._const_outer(GzT, X, J))
+                grads_W[l] = (
+                    F.const_matmul(X, GzT, left=False)
+                    if not const
+                    else self._const_outer(GzT, X, J)
+                )
             else:
                 grads_W[l] = F.const_matmul(GzT, H[l]) if const else F.jet_matmul(GzT, H[l])
             if self.biases:
@@ -159,14 +170,15 @@ class ConvProgram:
         if math.prod(sizes) > MAX_CONV_TERMS:
             raise ArchitectureError(
                 f"the end-to-end filter of {net!r} is a sum of {math.prod(sizes)} products "
-                f"of filter entries, more than {MAX_CONV_TERMS}")
+                f"of filter entries, more than {MAX_CONV_TERMS}"
+            )
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         self.D = int(self.offsets[-1])
         tuples = np.array(list(itertools.product(*[range(s) for s in sizes])), dtype=int)
         tuples = tuples.reshape(-1, len(sizes))
         pos = np.zeros((tuples.shape[0], net.ndim), dtype=int)
         for l, (k, S) in enumerate(zip(net.filter_shapes, net.cumulative_strides)):
-            idx = np.array(np.unravel_index(tuples[:, l], k)).T   # (T, ndim)
+            idx = np.array(np.unravel_index(tuples[:, l], k)).T  # (T, ndim)
             pos += idx * np.asarray(S)[None, :]
         self.flat_pos = np.ravel_multi_index(pos.T, net.end_to_end_shape)
         self.tuples = tuples
@@ -192,13 +204,13 @@ class ConvProgram:
         for g in gathered[:0:-1]:
             suffix.append(F.jet_mul(suffix[-1], g))
         suffix = suffix[::-1]
-        c = coeffs[:, self.flat_pos]                        # (B, T)
+        c = coeffs[:, self.flat_pos]  # (B, T)
         out = F.zeros((J, B, self.D))
         for l in range(L):
-            term = F.const_mul(c, F.jet_mul(prefix[l], suffix[l]))   # (J, B, T)
+            term = F.const_mul(c, F.jet_mul(prefix[l], suffix[l]))  # (J, B, T)
             block = F.zeros((J, B, self.offsets[l + 1] - self.offsets[l]))
             for t_val in range(block.shape[-1]):
                 sel = self.tuples[:, l] == t_val
                 block[:, :, t_val] = F.reduce(term[:, :, sel].sum(axis=-1))
-            out[:, :, self.offsets[l]:self.offsets[l + 1]] = block
+            out[:, :, self.offsets[l] : self.offsets[l + 1]] = block
         return out

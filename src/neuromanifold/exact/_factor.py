@@ -30,8 +30,13 @@ from .._errors import InputError, short_repr
 from .._validation import as_seed_rng
 from ._roots import certified_roots, working_precision
 
-__all__ = ["support_line", "line_univariate", "absolute_factor_count", "real_irreducible",
-           "mpoly_dense"]
+__all__ = [
+    "support_line",
+    "line_univariate",
+    "absolute_factor_count",
+    "real_irreducible",
+    "mpoly_dense",
+]
 
 
 def mpoly_dense(f: flint.fmpq_mpoly, ndim: int) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -44,7 +49,9 @@ def mpoly_dense(f: flint.fmpq_mpoly, ndim: int) -> tuple[np.ndarray, tuple[int, 
     return out, deg
 
 
-def support_line(exps: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], tuple[int, ...], list[int]] | None:
+def support_line(
+    exps: Sequence[Sequence[int]],
+) -> tuple[tuple[int, ...], tuple[int, ...], list[int]] | None:
     """If the exponent vectors lie on one line, return ``(base, alpha, steps)``.
 
     ``exps[i] = base + steps[i] * alpha`` with ``alpha`` a primitive integer vector,
@@ -60,15 +67,23 @@ def support_line(exps: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], tuple[
         if exps.dtype.kind not in "iuO":
             raise InputError(f"exps must hold integer exponents; got dtype {exps.dtype}")
         exps = exps.tolist()
-    if isinstance(exps, (str, bytes)) or not isinstance(exps, Sequence) or not all(
-            isinstance(e, (Sequence, np.ndarray)) and not isinstance(e, (str, bytes))
-            for e in exps):
-        raise InputError(f"exps must be a list of exponent vectors (tuples of ints >= 0); "
-                         f"got {short_repr(exps)}")
+    if (
+        isinstance(exps, (str, bytes))
+        or not isinstance(exps, Sequence)
+        or not all(
+            isinstance(e, (Sequence, np.ndarray)) and not isinstance(e, (str, bytes)) for e in exps
+        )
+    ):
+        raise InputError(
+            f"exps must be a list of exponent vectors (tuples of ints >= 0); got {short_repr(exps)}"
+        )
     if len({len(e) for e in exps}) > 1:
         raise InputError(f"exponent vectors must all have the same length; got {short_repr(exps)}")
-    if not all(isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-               and x >= 0 for e in exps for x in e):
+    if not all(
+        isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) and x >= 0
+        for e in exps
+        for x in e
+    ):
         raise InputError(f"exponents must be ints >= 0; got {short_repr(exps)}")
     pts = [tuple(int(x) for x in e) for e in exps]
     if len(set(pts)) < 2:
@@ -80,7 +95,7 @@ def support_line(exps: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], tuple[
     for x in ref:
         g = math.gcd(g, abs(x))
     alpha = tuple(x // g for x in ref)
-    if next(a for a in alpha if a != 0) < 0:      # orient: first nonzero entry positive
+    if next(a for a in alpha if a != 0) < 0:  # orient: first nonzero entry positive
         alpha = tuple(-a for a in alpha)
     steps = []
     for d in diffs:
@@ -102,8 +117,9 @@ def _check_mpoly(f: object) -> None:
         raise InputError(f"f must be a python-flint fmpq_mpoly; got {short_repr(f)}")
 
 
-def _plane_restrictions(f: flint.fmpq_mpoly, seed: int, tries: int = 3
-                        ) -> Iterator[flint.fmpq_mpoly]:
+def _plane_restrictions(
+    f: flint.fmpq_mpoly, seed: int, tries: int = 3
+) -> Iterator[flint.fmpq_mpoly]:
     """Restrictions of f to random planes ``t_i = a_i x + b_i y + c_i`` (integer
     coefficients) that keep its total degree, in a bivariate context ``(x, y)``.
 
@@ -122,7 +138,9 @@ def _plane_restrictions(f: flint.fmpq_mpoly, seed: int, tries: int = 3
             yield g
 
 
-def line_univariate(f: flint.fmpq_mpoly) -> tuple[tuple[int, ...], tuple[int, ...], flint.fmpq_poly] | None:
+def line_univariate(
+    f: flint.fmpq_mpoly,
+) -> tuple[tuple[int, ...], tuple[int, ...], flint.fmpq_poly] | None:
     """For a factor supported on a line, ``(base, alpha, g)`` with ``f = t^base g(t^alpha)``
     (negative entries of alpha read as in a Laurent monomial). None otherwise."""
     _check_mpoly(f)
@@ -209,12 +227,16 @@ def _nullspace(M: flint.fmpq_mat, ncols: int) -> list[list[flint.fmpq]]:
 
 
 def _acb_eval(p: flint.fmpq_poly, z):
-    return flint.acb_poly([flint.acb(flint.arb(c)) for c in p.coeffs()])(z) if p.degree() >= 0 \
+    return (
+        flint.acb_poly([flint.acb(flint.arb(c)) for c in p.coeffs()])(z)
+        if p.degree() >= 0
         else flint.acb(0)
+    )
 
 
-def _lambda_structure(f: flint.fmpq_mpoly, x: int, y: int, *, seed: int = 0
-                      ) -> tuple[int, int] | None:
+def _lambda_structure(
+    f: flint.fmpq_mpoly, x: int, y: int, *, seed: int = 0
+) -> tuple[int, int] | None:
     """``(m, r)``: the number m of absolutely irreducible factors of a bivariate f and how
     many of them are defined over R, certified; None if undecided.
 
@@ -251,10 +273,15 @@ def _lambda_structure(f: flint.fmpq_mpoly, x: int, y: int, *, seed: int = 0
     degx = int(f.degrees()[x])
     for attempt in range(6):
         weights = [int(w) for w in rng.integers(-5, 6, size=m)]
-        gvec = [sum((w * b[i] for w, b in zip(weights, basis)), flint.fmpq(0))
-                for i in range(len(g_monos))]
-        g = ctx.from_dict({}) if not any(gvec) else sum(
-            (c * mono for c, mono in zip(gvec, g_monos) if c != 0), ctx.from_dict({}))
+        gvec = [
+            sum((w * b[i] for w, b in zip(weights, basis)), flint.fmpq(0))
+            for i in range(len(g_monos))
+        ]
+        g = (
+            ctx.from_dict({})
+            if not any(gvec)
+            else sum((c * mono for c, mono in zip(gvec, g_monos) if c != 0), ctx.from_dict({}))
+        )
         y0 = int(rng.integers(-7, 8))
         fy0 = restrict(f, y0)
         if fy0.degree() != degx or not fy0.gcd(fy0.derivative()).degree() == 0:
@@ -276,13 +303,18 @@ def _lambda_structure(f: flint.fmpq_mpoly, x: int, y: int, *, seed: int = 0
                         groups[hit[0]].append(i)
                     else:
                         groups.append([i])
-                if len(groups) != m or any(lams[a[0]].overlaps(lams[b[0]])
-                                           for ia, a in enumerate(groups) for b in groups[ia + 1:]):
+                if len(groups) != m or any(
+                    lams[a[0]].overlaps(lams[b[0]])
+                    for ia, a in enumerate(groups)
+                    for b in groups[ia + 1 :]
+                ):
                     continue
                 real = 0
                 for gi, grp in enumerate(groups):
                     conj = lams[grp[0]].conjugate()
-                    partners = [gj for gj, grp2 in enumerate(groups) if lams[grp2[0]].overlaps(conj)]
+                    partners = [
+                        gj for gj, grp2 in enumerate(groups) if lams[grp2[0]].overlaps(conj)
+                    ]
                     if len(partners) != 1:
                         break
                     real += partners[0] == gi

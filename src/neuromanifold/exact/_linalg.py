@@ -25,8 +25,16 @@ from .._errors import InputError, short_repr
 from .._validation import as_real_array, check_nonnegative_int
 from ._rational import to_fmpq
 
-__all__ = ["qmat", "qrows", "rational_rank", "rational_rref", "rational_nullspace",
-           "rational_combination", "rational_matmul", "rational_solve"]
+__all__ = [
+    "qmat",
+    "qrows",
+    "rational_rank",
+    "rational_rref",
+    "rational_nullspace",
+    "rational_combination",
+    "rational_matmul",
+    "rational_solve",
+]
 
 _Q0 = flint.fmpq(0)
 _Q1 = flint.fmpq(1)
@@ -38,9 +46,12 @@ def _q(x: Any) -> flint.fmpq:
 
 def _is_sequence(x: Any) -> bool:
     """A list, tuple, array or other ordered sized iterable (not a string, set or dict)."""
-    return (hasattr(x, "__len__") and hasattr(x, "__iter__")
-            and not isinstance(x, (str, bytes, set, frozenset, dict, type))
-            and not (isinstance(x, np.ndarray) and x.ndim == 0))
+    return (
+        hasattr(x, "__len__")
+        and hasattr(x, "__iter__")
+        and not isinstance(x, (str, bytes, set, frozenset, dict, type))
+        and not (isinstance(x, np.ndarray) and x.ndim == 0)
+    )
 
 
 def qmat(rows: Sequence[Sequence[Any]], ncols: int) -> flint.fmpq_mat:
@@ -57,15 +68,16 @@ def qmat(rows: Sequence[Sequence[Any]], ncols: int) -> flint.fmpq_mat:
     [1, 1/2]
     """
     ncols = check_nonnegative_int(ncols, "ncols")
-    if isinstance(rows, np.ndarray):      # refuses boolean, complex, string dtypes
+    if isinstance(rows, np.ndarray):  # refuses boolean, complex, string dtypes
         rows = as_real_array(rows, "rows", error=InputError, exact=True)
     if not _is_sequence(rows):
         raise InputError(f"rows must be a sequence of rows; got {short_repr(rows)}")
     flat = []
     for row in rows:
         if not _is_sequence(row) or len(row) != ncols:
-            raise InputError(f"every row must have {ncols} entries (a sequence); got "
-                             f"{short_repr(row)}")
+            raise InputError(
+                f"every row must have {ncols} entries (a sequence); got {short_repr(row)}"
+            )
         flat.extend(_q(x) for x in row)
     return flint.fmpq_mat(len(rows), ncols, flat) if len(rows) else flint.fmpq_mat(0, ncols)
 
@@ -93,8 +105,9 @@ def rational_rank(rows: Sequence[Sequence[Any]], ncols: int) -> int:
     return 0 if M.nrows() == 0 else int(M.rank())
 
 
-def rational_rref(rows: Sequence[Sequence[Any]],
-                  ncols: int) -> tuple[list[list[flint.fmpq]], list[int]]:
+def rational_rref(
+    rows: Sequence[Sequence[Any]], ncols: int
+) -> tuple[list[list[flint.fmpq]], list[int]]:
     """The nonzero rows of the reduced row echelon form and their pivot columns.
 
     >>> rational_rref([[0, 2, 4], [1, 1, 1]], 3)
@@ -132,8 +145,9 @@ def rational_nullspace(rows: Sequence[Sequence[Any]], ncols: int) -> list[list[f
     return basis
 
 
-def rational_combination(coefs: Sequence[Any], vecs: Sequence[Sequence[Any]],
-                         n: int) -> list[flint.fmpq]:
+def rational_combination(
+    coefs: Sequence[Any], vecs: Sequence[Sequence[Any]], n: int
+) -> list[flint.fmpq]:
     """``sum_i coefs[i] * vecs[i]`` (vectors of length ``n``; the zero vector when empty).
 
     >>> rational_combination([2, -1], [[1, 0], [1, 1]], 2)
@@ -146,8 +160,9 @@ def rational_combination(coefs: Sequence[Any], vecs: Sequence[Sequence[Any]],
     return qrows(c * V)[0]
 
 
-def rational_matmul(A: Sequence[Sequence[Any]], B: Sequence[Sequence[Any]], inner: int,
-           ncols: int) -> list[list[flint.fmpq]]:
+def rational_matmul(
+    A: Sequence[Sequence[Any]], B: Sequence[Sequence[Any]], inner: int, ncols: int
+) -> list[list[flint.fmpq]]:
     """The product of an ``len(A) x inner`` and an ``inner x ncols`` matrix, as rows.
 
     >>> rational_matmul([[1, 2]], [[3], [4]], 2, 1)
@@ -165,8 +180,9 @@ def rational_matmul(A: Sequence[Sequence[Any]], B: Sequence[Sequence[Any]], inne
     return qrows(MA * MB)
 
 
-def rational_solve(A: Sequence[Sequence[Any]], B: Sequence[Sequence[Any]], n: int,
-          ncols: int) -> list[list[flint.fmpq]]:
+def rational_solve(
+    A: Sequence[Sequence[Any]], B: Sequence[Sequence[Any]], n: int, ncols: int
+) -> list[list[flint.fmpq]]:
     """The solution X of ``A X = B`` for an invertible ``n x n`` matrix ``A``.
 
     >>> rational_solve([[2, 0], [0, 4]], [[1], [1]], 2, 1)
@@ -174,8 +190,10 @@ def rational_solve(A: Sequence[Sequence[Any]], B: Sequence[Sequence[Any]], n: in
     """
     MA, MB = qmat(A, n), qmat(B, ncols)
     if MA.nrows() != MA.ncols() or MB.nrows() != MA.ncols():
-        raise InputError(f"rational_solve needs an n x n matrix A and n = {MA.ncols()} rows "
-                         f"of B; got {MA.nrows()} and {MB.nrows()} rows")
+        raise InputError(
+            f"rational_solve needs an n x n matrix A and n = {MA.ncols()} rows "
+            f"of B; got {MA.nrows()} and {MB.nrows()} rows"
+        )
     try:
         return qrows(MA.solve(MB))
     except ZeroDivisionError:

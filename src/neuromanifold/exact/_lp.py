@@ -48,8 +48,13 @@ def dot(a: Sequence[flint.fmpq], x: Sequence[flint.fmpq]) -> flint.fmpq:
     return s
 
 
-def strictly_satisfies(A: Sequence[Sequence[Any]], c: Sequence[Any], x: Sequence[Any],
-                       E: Sequence[Sequence[Any]] = (), e: Sequence[Any] = ()) -> bool:
+def strictly_satisfies(
+    A: Sequence[Sequence[Any]],
+    c: Sequence[Any],
+    x: Sequence[Any],
+    E: Sequence[Sequence[Any]] = (),
+    e: Sequence[Any] = (),
+) -> bool:
     """Whether ``A x < c`` (every row strictly) and ``E x = e`` hold exactly.
 
     >>> strictly_satisfies([[1, 0], [0, 1]], [1, 1], [0.5, 0.999])
@@ -68,8 +73,7 @@ def strictly_satisfies(A: Sequence[Sequence[Any]], c: Sequence[Any], x: Sequence
     return True
 
 
-def _system(A: Any, c: Any, E: Any, e: Any, n: int | None
-            ) -> tuple[list, list, list, list]:
+def _system(A: Any, c: Any, E: Any, e: Any, n: int | None) -> tuple[list, list, list, list]:
     """``A x < c, E x = e`` checked (rows of n columns, one right-hand side per row) and
     converted to ``fmpq``; n = None takes it from the first row of A (or E)."""
     Aq = fmpq_rows(A, "A", ncols=n)
@@ -81,16 +85,18 @@ def _system(A: Any, c: Any, E: Any, e: Any, n: int | None
     return Aq, cq, Eq, eq
 
 
-def _null_space_basis(cols: list[list[flint.fmpq]], nrows: int
-                      ) -> tuple[list[int], list[list[flint.fmpq]]]:
+def _null_space_basis(
+    cols: list[list[flint.fmpq]], nrows: int
+) -> tuple[list[int], list[list[flint.fmpq]]]:
     """Free column indices and a null-space basis of the matrix with the given columns.
 
     The basis vector for free column ``f`` has a 1 at ``f`` and 0 at the other free columns.
     """
     ncols = len(cols)
     if nrows == 0:
-        return list(range(ncols)), [[_ONE if i == f else _ZERO for i in range(ncols)]
-                                    for f in range(ncols)]
+        return list(range(ncols)), [
+            [_ONE if i == f else _ZERO for i in range(ncols)] for f in range(ncols)
+        ]
     flat = [cols[j][i] for i in range(nrows) for j in range(ncols)]
     R, rank = flint.fmpq_mat(nrows, ncols, flat).rref()
     pivots: list[int] = []
@@ -110,10 +116,16 @@ def _null_space_basis(cols: list[list[flint.fmpq]], nrows: int
     return free, basis
 
 
-def motzkin_certificate(A: Sequence[Sequence[Any]], c: Sequence[Any], y_hint: Sequence[float],
-                        E: Sequence[Sequence[Any]] = (), e: Sequence[Any] = (),
-                        mu_hint: Sequence[float] = (), *, rel: float = 1e-9
-                        ) -> tuple[list[flint.fmpq], list[flint.fmpq]] | None:
+def motzkin_certificate(
+    A: Sequence[Sequence[Any]],
+    c: Sequence[Any],
+    y_hint: Sequence[float],
+    E: Sequence[Sequence[Any]] = (),
+    e: Sequence[Any] = (),
+    mu_hint: Sequence[float] = (),
+    *,
+    rel: float = 1e-9,
+) -> tuple[list[flint.fmpq], list[flint.fmpq]] | None:
     """An exact certificate that ``{x : A x < c, E x = e}`` is empty, or ``None``.
 
     By Motzkin's transposition theorem the system has no solution iff there are
@@ -138,8 +150,9 @@ def motzkin_certificate(A: Sequence[Sequence[Any]], c: Sequence[Any], y_hint: Se
         raise InputError(f"y_hint must have one entry per row of A ({m}); got {len(y_hint)}")
     mu_hint = as_finite_array(mu_hint, "mu_hint", error=InputError).ravel().tolist()
     if len(mu_hint) > len(E):
-        raise InputError(f"mu_hint must have at most one entry per row of E ({len(E)}); "
-                         f"got {len(mu_hint)}")
+        raise InputError(
+            f"mu_hint must have at most one entry per row of E ({len(E)}); got {len(mu_hint)}"
+        )
     rel = check_positive_float(rel, "rel")
     if m == 0:
         return None
@@ -147,8 +160,14 @@ def motzkin_certificate(A: Sequence[Sequence[Any]], c: Sequence[Any], y_hint: Se
     if not ymax > 0:
         return None
     support = [i for i in range(m) if float(y_hint[i]) > rel * ymax]
-    found = round_certificate([A[i] for i in support], [c[i] for i in support], E, e,
-                              [y_hint[i] for i in support], mu_hint)
+    found = round_certificate(
+        [A[i] for i in support],
+        [c[i] for i in support],
+        E,
+        e,
+        [y_hint[i] for i in support],
+        mu_hint,
+    )
     if found is None:
         return None
     ys, mus = found
@@ -158,8 +177,14 @@ def motzkin_certificate(A: Sequence[Sequence[Any]], c: Sequence[Any], y_hint: Se
     return y_full, mus
 
 
-def round_certificate(rows: Sequence, c_rows: Sequence, E: Sequence, e: Sequence,
-                      y_hint: Sequence[float], mu_hint: Sequence[float]) -> tuple | None:
+def round_certificate(
+    rows: Sequence,
+    c_rows: Sequence,
+    E: Sequence,
+    e: Sequence,
+    y_hint: Sequence[float],
+    mu_hint: Sequence[float],
+) -> tuple | None:
     """Round float multipliers to an exact Motzkin certificate of emptiness, or ``None``.
 
     ``rows`` (exact, ``rows x < c_rows``) are the support of the multipliers ``y_hint``;
@@ -171,8 +196,9 @@ def round_certificate(rows: Sequence, c_rows: Sequence, E: Sequence, e: Sequence
         ``(y, mu)`` as lists of ``fmpq`` (``y`` on ``rows``), or ``None``.
     """
     cols = [list(a) for a in rows] + [list(r) for r in E]
-    hint = [float(v) for v in y_hint] + [float(v) for v in mu_hint] + \
-        [0.0] * (len(E) - len(mu_hint))
+    hint = (
+        [float(v) for v in y_hint] + [float(v) for v in mu_hint] + [0.0] * (len(E) - len(mu_hint))
+    )
     free, basis = _null_space_basis(cols, len(cols[0]) if cols else 0)
     if not free:
         return None
@@ -181,7 +207,7 @@ def round_certificate(rows: Sequence, c_rows: Sequence, E: Sequence, e: Sequence
         w = to_fmpq(hint[f])
         if w != 0:
             vec = [vi + w * bi for vi, bi in zip(vec, b)]
-    ys, mus = vec[:len(rows)], vec[len(rows):]
+    ys, mus = vec[: len(rows)], vec[len(rows) :]
     if any(v < 0 for v in ys) or all(v == 0 for v in ys):
         return None
     if dot(ys, list(c_rows)) + dot(mus, list(e)) > 0:
@@ -189,8 +215,14 @@ def round_certificate(rows: Sequence, c_rows: Sequence, E: Sequence, e: Sequence
     return ys, mus
 
 
-def _pivot(T: list[list[flint.fmpq]], rhs: list[flint.fmpq], obj: list[flint.fmpq],
-           objval: list[flint.fmpq], r: int, col: int) -> None:
+def _pivot(
+    T: list[list[flint.fmpq]],
+    rhs: list[flint.fmpq],
+    obj: list[flint.fmpq],
+    objval: list[flint.fmpq],
+    r: int,
+    col: int,
+) -> None:
     """Pivot the tableau on entry (r, col); ``obj`` is the reduced-cost row."""
     row = T[r]
     piv = row[col]
@@ -226,7 +258,8 @@ def _check_deadline(deadline: float | None) -> None:
     if deadline is not None and time.monotonic() > deadline:
         raise ComputationLimitError(
             "the exact simplex method stopped at its time limit; raise time_limit (exact "
-            "pivots on many-digit rationals are slow)")
+            "pivots on many-digit rationals are slow)"
+        )
 
 
 def _run_simplex(T, rhs, basis, obj, objval, allowed, deadline: float | None = None) -> str:
@@ -247,7 +280,11 @@ def _run_simplex(T, rhs, basis, obj, objval, allowed, deadline: float | None = N
             a = row[enter]
             if a > 0:
                 ratio = rhs[i] / a
-                if best < 0 or ratio < best_ratio or (ratio == best_ratio and basis[i] < basis[best]):
+                if (
+                    best < 0
+                    or ratio < best_ratio
+                    or (ratio == best_ratio and basis[i] < basis[best])
+                ):
                     best, best_ratio = i, ratio
         if best < 0:
             return "unbounded"
@@ -268,10 +305,16 @@ def _reduced_costs(cost, T, rhs, basis) -> tuple[list[flint.fmpq], list[flint.fm
     return obj, objval
 
 
-def exact_lp_max(g: Sequence[Any], G: Sequence[Sequence[Any]] = (), h: Sequence[Any] = (),
-                 E: Sequence[Sequence[Any]] = (), e: Sequence[Any] = (), n: int | None = None,
-                 *, time_limit: float | None = None
-                 ) -> tuple[str, list[flint.fmpq] | None, flint.fmpq | None]:
+def exact_lp_max(
+    g: Sequence[Any],
+    G: Sequence[Sequence[Any]] = (),
+    h: Sequence[Any] = (),
+    E: Sequence[Sequence[Any]] = (),
+    e: Sequence[Any] = (),
+    n: int | None = None,
+    *,
+    time_limit: float | None = None,
+) -> tuple[str, list[flint.fmpq] | None, flint.fmpq | None]:
     """Maximize ``g.v`` subject to ``G v <= h`` and ``E v = e`` over free ``v`` in Q^n, exactly.
 
     A dense two-phase simplex method on ``v = p - q`` (p, q >= 0) with Bland's rule.
@@ -292,8 +335,9 @@ def exact_lp_max(g: Sequence[Any], G: Sequence[Sequence[Any]] = (), h: Sequence[
     if n is None:
         n = len(g)
     elif isinstance(n, bool) or not isinstance(n, int) or n != len(g):
-        raise InputError(f"n must be the number of variables, len(g) = {len(g)}; "
-                         f"got {short_repr(n)}")
+        raise InputError(
+            f"n must be the number of variables, len(g) = {len(g)}; got {short_repr(n)}"
+        )
     Gq, hq, Eq, eq = _system(G, h, E, e, n)
     rows: list[tuple[list[flint.fmpq], flint.fmpq, bool]] = []  # (coeffs on v, rhs, is_eq)
     for row, hi in zip(Gq, hq):
@@ -375,10 +419,15 @@ def exact_lp_max(g: Sequence[Any], G: Sequence[Sequence[Any]] = (), h: Sequence[
     return "optimal", v, dot(g, v)
 
 
-def strict_interior_point(A: Sequence[Sequence[Any]], c: Sequence[Any],
-                          E: Sequence[Sequence[Any]] = (), e: Sequence[Any] = (),
-                          dim: int | None = None, *, time_limit: float | None = None
-                          ) -> list[flint.fmpq] | None:
+def strict_interior_point(
+    A: Sequence[Sequence[Any]],
+    c: Sequence[Any],
+    E: Sequence[Sequence[Any]] = (),
+    e: Sequence[Any] = (),
+    dim: int | None = None,
+    *,
+    time_limit: float | None = None,
+) -> list[flint.fmpq] | None:
     """A rational point of ``{x : A x < c, E x = e}``, or ``None`` if it is empty (exact).
 
     Solves ``max s`` subject to ``A x + s <= c``, ``E x = e``, ``s <= 1`` exactly; the set
@@ -390,8 +439,9 @@ def strict_interior_point(A: Sequence[Sequence[Any]], c: Sequence[Any],
     True
     """
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 0):
-        raise InputError(f"dim must be a nonnegative int (the number of variables); "
-                         f"got {short_repr(dim)}")
+        raise InputError(
+            f"dim must be a nonnegative int (the number of variables); got {short_repr(dim)}"
+        )
     A, c, E, e = _system(A, c, E, e, dim)
     if dim is None:
         if not A and not E:

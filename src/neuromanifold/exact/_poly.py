@@ -38,8 +38,10 @@ def polynomial_ring(nvars: int) -> flint.fmpq_mpoly_ctx:
     (x0, x1, x2)
     """
     if isinstance(nvars, bool) or not isinstance(nvars, int) or not 1 <= nvars <= 100_000:
-        raise InputError(f"a polynomial ring needs nvars >= 1 variables (at most 100000); "
-                         f"got {short_repr(nvars)}")
+        raise InputError(
+            f"a polynomial ring needs nvars >= 1 variables (at most 100000); "
+            f"got {short_repr(nvars)}"
+        )
     return flint.fmpq_mpoly_ctx.get(("x", nvars))
 
 
@@ -53,7 +55,7 @@ def _point(p: flint.fmpq_mpoly, x: Sequence[Any]) -> list:
     n = p.context().nvars()
     if isinstance(x, (set, frozenset, dict)):
         raise InputError(f"the point must be a sequence of {n} coordinates; got {short_repr(x)}")
-    if hasattr(x, "detach") or not hasattr(x, "__len__"):     # a tensor, or a scalar
+    if hasattr(x, "detach") or not hasattr(x, "__len__"):  # a tensor, or a scalar
         x = as_real_array(x, "the point", error=InputError)
     if (isinstance(x, np.ndarray) and x.ndim == 0) or len(x) != n:
         raise InputError(f"the point must have {n} coordinates; got {short_repr(x)}")
@@ -93,11 +95,17 @@ def poly_to_sympy(p: flint.fmpq_mpoly, symbols: Sequence[Any]):
     u/2 - v
     """
     import sympy
+
     _check_poly(p)
-    if isinstance(symbols, (str, bytes, set, dict, type)) or not hasattr(symbols, "__len__") \
-            or len(symbols) != p.context().nvars():
-        raise InputError(f"symbols must be a sequence of {p.context().nvars()} symbols; got "
-                         f"{short_repr(symbols)}")
+    if (
+        isinstance(symbols, (str, bytes, set, dict, type))
+        or not hasattr(symbols, "__len__")
+        or len(symbols) != p.context().nvars()
+    ):
+        raise InputError(
+            f"symbols must be a sequence of {p.context().nvars()} symbols; got "
+            f"{short_repr(symbols)}"
+        )
 
     terms = []
     for mono, c in p.terms():

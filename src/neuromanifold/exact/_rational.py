@@ -17,8 +17,15 @@ import numpy as np
 from .._errors import InputError, short_repr
 from .._validation import as_real_array
 
-__all__ = ["to_fmpq", "fmpq_to_fraction", "fmpq_matrix", "exact_rank", "fmpq_array",
-           "fmpq_vector", "fmpq_rows"]
+__all__ = [
+    "to_fmpq",
+    "fmpq_to_fraction",
+    "fmpq_matrix",
+    "exact_rank",
+    "fmpq_array",
+    "fmpq_vector",
+    "fmpq_rows",
+]
 
 
 def to_fmpq(x: Any) -> flint.fmpq:
@@ -32,21 +39,24 @@ def to_fmpq(x: Any) -> flint.fmpq:
     """
     if isinstance(x, flint.fmpq):
         return x
-    if type(x) is float or isinstance(x, np.floating):   # the common case, no Fraction
+    if type(x) is float or isinstance(x, np.floating):  # the common case, no Fraction
         f = float(x)
         if math.isfinite(f):
             return flint.fmpq(*f.as_integer_ratio())
     if isinstance(x, (bool, np.bool_)) or not (
-            isinstance(x, (int, float, Fraction, np.integer, np.floating, flint.fmpz))):
-        raise InputError(f"expected a finite real number (float, int, Fraction or fmpq); "
-                         f"got {short_repr(x)}")
+        isinstance(x, (int, float, Fraction, np.integer, np.floating, flint.fmpz))
+    ):
+        raise InputError(
+            f"expected a finite real number (float, int, Fraction or fmpq); got {short_repr(x)}"
+        )
     if isinstance(x, (int, np.integer, flint.fmpz)):
         return flint.fmpq(int(x))
     try:
         fr = x if isinstance(x, Fraction) else Fraction(float(x))
     except (TypeError, ValueError, OverflowError) as exc:
-        raise InputError(f"expected a finite real number (float, int, Fraction or fmpq); "
-                         f"got {short_repr(x)}") from exc
+        raise InputError(
+            f"expected a finite real number (float, int, Fraction or fmpq); got {short_repr(x)}"
+        ) from exc
     return flint.fmpq(fr.numerator, fr.denominator)
 
 
@@ -70,12 +80,14 @@ def fmpq_vector(x: Any, name: str = "vector", *, size: int | None = None) -> lis
         raise InputError(f"{name} must be a 1D sequence of numbers; got shape {a.shape}")
     if size is not None and a.size != size:
         raise InputError(f"{name} must have {size} entries; got {a.size}")
-    return [to_fmpq(v.item() if hasattr(v, "item") and not isinstance(v, flint.fmpq) else v)
-            for v in a]
+    return [
+        to_fmpq(v.item() if hasattr(v, "item") and not isinstance(v, flint.fmpq) else v) for v in a
+    ]
 
 
-def fmpq_rows(A: Any, name: str = "matrix", *, ncols: int | None = None,
-              nrows: int | None = None) -> list[list[flint.fmpq]]:
+def fmpq_rows(
+    A: Any, name: str = "matrix", *, ncols: int | None = None, nrows: int | None = None
+) -> list[list[flint.fmpq]]:
     """A 2D array-like of exact values (or an empty sequence: no rows) as a list of rows
     of ``fmpq``, with ``ncols`` columns and ``nrows`` rows if given.
 
@@ -90,10 +102,16 @@ def fmpq_rows(A: Any, name: str = "matrix", *, ncols: int | None = None,
     if a.shape[0] and ncols is not None and a.shape[1] != ncols:
         raise InputError(f"{name} must have {ncols} columns; got shape {a.shape}")
     if nrows is not None and a.shape[0] != nrows:
-        raise InputError(f"{name} must have {nrows} rows (one per right-hand side entry); "
-                         f"got {a.shape[0]}")
-    return [[to_fmpq(v.item() if hasattr(v, "item") and not isinstance(v, flint.fmpq) else v)
-             for v in row] for row in a]
+        raise InputError(
+            f"{name} must have {nrows} rows (one per right-hand side entry); got {a.shape[0]}"
+        )
+    return [
+        [
+            to_fmpq(v.item() if hasattr(v, "item") and not isinstance(v, flint.fmpq) else v)
+            for v in row
+        ]
+        for row in a
+    ]
 
 
 def fmpq_to_fraction(q: flint.fmpq) -> Fraction:
@@ -112,8 +130,7 @@ def fmpq_array(arr: Any) -> np.ndarray:
     a = _exact_entries(arr, "arr")
     out = np.empty(a.shape, dtype=object)
     for idx, x in np.ndenumerate(a):
-        out[idx] = to_fmpq(x.item() if hasattr(x, "item") and not isinstance(x, flint.fmpq)
-                           else x)
+        out[idx] = to_fmpq(x.item() if hasattr(x, "item") and not isinstance(x, flint.fmpq) else x)
     return out
 
 

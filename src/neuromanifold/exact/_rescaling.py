@@ -56,17 +56,22 @@ def rescaled_norms(norms_sq: np.ndarray, deltas: np.ndarray, *, max_iter: int = 
     if n.ndim == 0:
         raise InputError(f"norms_sq must have a last axis of L layers; got {short_repr(norms_sq)}")
     if n.shape[-1] == 0 or np.any(~(n > 0)):
-        raise InputError(f"every layer must have a positive finite squared norm to be "
-                         f"rescaled; got {short_repr(n)}")
+        raise InputError(
+            f"every layer must have a positive finite squared norm to be "
+            f"rescaled; got {short_repr(n)}"
+        )
     out = np.exp(log_rescaled_norms(np.log(n), deltas, max_iter=max_iter))
     if not np.all(np.isfinite(out)):
-        raise InputError(f"overflow: the rescaled squared norms leave the float64 range "
-                         f"(norms_sq {short_repr(norms_sq)}, deltas {short_repr(deltas)})")
+        raise InputError(
+            f"overflow: the rescaled squared norms leave the float64 range "
+            f"(norms_sq {short_repr(norms_sq)}, deltas {short_repr(deltas)})"
+        )
     return out
 
 
-def log_rescaled_norms(log_norms_sq: np.ndarray, deltas: np.ndarray, *,
-                       max_iter: int = 200) -> np.ndarray:
+def log_rescaled_norms(
+    log_norms_sq: np.ndarray, deltas: np.ndarray, *, max_iter: int = 200
+) -> np.ndarray:
     """:func:`rescaled_norms` in log space: ``log t_l`` from ``log n_l``.
 
     For squared norms out of the float64 range (a layer of size 1e-200 has squared
@@ -87,8 +92,9 @@ def log_rescaled_norms(log_norms_sq: np.ndarray, deltas: np.ndarray, *,
     deltas = as_finite_array(deltas, "deltas", error=InputError).reshape(-1)
     max_iter = check_positive_int(max_iter, "max_iter", maximum=10_000)
     if logn.ndim == 0 or logn.shape[-1] == 0:
-        raise InputError(f"log_norms_sq must have a last axis of L layers; got "
-                         f"{short_repr(log_norms_sq)}")
+        raise InputError(
+            f"log_norms_sq must have a last axis of L layers; got {short_repr(log_norms_sq)}"
+        )
     L = logn.shape[-1]
     if deltas.size != L - 1:
         raise InputError(f"need {L - 1} invariants for {L} layers; got {deltas.size}")
@@ -96,13 +102,13 @@ def log_rescaled_norms(log_norms_sq: np.ndarray, deltas: np.ndarray, *,
     if not np.all(np.isfinite(E)):
         raise InputError(f"the partial sums of deltas overflow float64; got {short_repr(deltas)}")
     with np.errstate(divide="ignore"):
-        logE = np.log(E)                           # -inf for the offset that is 0
+        logE = np.log(E)  # -inf for the offset that is 0
     logP = np.sum(logn, axis=-1)
     shape = logP.shape
     logP = logP.reshape(-1)
-    s = logP / L                                   # log of the geometric mean: h(s) >= 0
+    s = logP / L  # log of the geometric mean: h(s) >= 0
     active = np.arange(s.size)
-    extra = 2                                      # polishing steps after convergence
+    extra = 2  # polishing steps after convergence
     for _ in range(max_iter):
         sa = s[active]
         # log(e^s + E_l) without forming e^s (which under- or overflows for extreme
@@ -141,15 +147,18 @@ def apply_rescaling(layers: list[np.ndarray], deltas: np.ndarray) -> None:
     # norm out of the float64 range while its entries are not
     log_norms = np.stack([_log_norm_sq(w.reshape(N, -1)) for w in layers], axis=1)
     if not np.all(np.isfinite(log_norms)):
-        raise InputError("every layer must have a nonzero finite norm to be rescaled; got "
-                         f"log squared norms {short_repr(log_norms)}")
+        raise InputError(
+            "every layer must have a nonzero finite norm to be rescaled; got "
+            f"log squared norms {short_repr(log_norms)}"
+        )
     log_lam = 0.5 * (log_rescaled_norms(log_norms, deltas) - log_norms)
     for l, w in enumerate(layers):
         # w * lam as (w / 2^e) * exp(log lam + e log 2), so neither factor under/overflows
         e = np.frexp(np.max(np.abs(w.reshape(N, -1)), axis=1))[1]
         shape = (N,) + (1,) * (w.ndim - 1)
-        w[...] = np.ldexp(w, (-e).reshape(shape)) * np.exp(
-            log_lam[:, l] + e * np.log(2.0)).reshape(shape)
+        w[...] = np.ldexp(w, (-e).reshape(shape)) * np.exp(log_lam[:, l] + e * np.log(2.0)).reshape(
+            shape
+        )
 
 
 def _log_norm_sq(rows: np.ndarray) -> np.ndarray:
@@ -157,8 +166,9 @@ def _log_norm_sq(rows: np.ndarray) -> np.ndarray:
     m = np.max(np.abs(rows), axis=1)
     safe = np.where(m > 0, m, 1.0)
     with np.errstate(divide="ignore"):
-        return np.where(m > 0, 2.0 * np.log(safe)
-                        + np.log(np.sum((rows / safe[:, None]) ** 2, axis=1)), -np.inf)
+        return np.where(
+            m > 0, 2.0 * np.log(safe) + np.log(np.sum((rows / safe[:, None]) ** 2, axis=1)), -np.inf
+        )
 
 
 def rescaled_norms_exact(norms_sq: Sequence, deltas: Sequence, *, prec: int = 128) -> list:

@@ -21,8 +21,14 @@ from .._errors import InputError, NeuromanifoldError, short_repr
 from .._validation import check_positive_int
 from ._rational import fmpq_vector
 
-__all__ = ["RootIsolation", "certified_roots", "power_classes", "real_irreducible_factors",
-           "working_precision", "isolate_factors"]
+__all__ = [
+    "RootIsolation",
+    "certified_roots",
+    "power_classes",
+    "real_irreducible_factors",
+    "working_precision",
+    "isolate_factors",
+]
 
 #: precisions tried (bits) before giving up on separating balls
 _PRECISIONS = (64, 128, 256, 512, 1024, 2048, 4096)
@@ -69,12 +75,19 @@ class RootIsolation:
             InputError: a root lies beyond the float64 range (the balls in ``values``
                 still hold it exactly).
         """
-        out = np.array([complex(float(z.real.mid()), 0.0 if r else float(z.imag.mid()))
-                        for z, r in zip(self.values, self.is_real)], dtype=complex)
+        out = np.array(
+            [
+                complex(float(z.real.mid()), 0.0 if r else float(z.imag.mid()))
+                for z, r in zip(self.values, self.is_real)
+            ],
+            dtype=complex,
+        )
         if not np.all(np.isfinite(out)):
             big = self.values[int(np.nonzero(~np.isfinite(out))[0][0])]
-            raise InputError(f"a root lies beyond the float64 range (|z| > 1.8e308): "
-                             f"{short_repr(big)}; its certified ball is in .values")
+            raise InputError(
+                f"a root lies beyond the float64 range (|z| > 1.8e308): "
+                f"{short_repr(big)}; its certified ball is in .values"
+            )
         return out
 
 
@@ -109,8 +122,10 @@ def _as_fmpq_poly(poly: Any) -> flint.fmpq_poly:
     if isinstance(poly, flint.fmpz_poly):
         return flint.fmpq_poly(poly)
     if isinstance(poly, (str, bytes)) or not isinstance(poly, (Sequence, np.ndarray)):
-        raise InputError(f"poly must be a flint.fmpq_poly or a list of rational coefficients "
-                         f"(constant term first); got {short_repr(poly)}")
+        raise InputError(
+            f"poly must be a flint.fmpq_poly or a list of rational coefficients "
+            f"(constant term first); got {short_repr(poly)}"
+        )
     return flint.fmpq_poly(fmpq_vector(poly, "poly coefficients"))
 
 
@@ -133,8 +148,9 @@ def certified_roots(poly: flint.fmpq_poly | Sequence, *, min_prec: int = 64) -> 
     poly = _as_fmpq_poly(poly)
     min_prec = check_positive_int(min_prec, "min_prec", maximum=_PRECISIONS[-1])
     if poly.is_zero():
-        raise InputError("poly must be a nonzero polynomial: the zero polynomial has no "
-                         "isolated roots")
+        raise InputError(
+            "poly must be a nonzero polynomial: the zero polynomial has no isolated roots"
+        )
     if poly.degree() == 0:
         return RootIsolation((), (), (), (), min_prec)
     for prec in _PRECISIONS:
@@ -144,7 +160,8 @@ def certified_roots(poly: flint.fmpq_poly | Sequence, *, min_prec: int = 64) -> 
         if iso is not None:
             return iso
     raise NeuromanifoldError(  # pragma: no cover - needs roots closer than 2^-4096
-        f"could not certify the conjugate pairs of the roots of {poly} at {_PRECISIONS[-1]} bits")
+        f"could not certify the conjugate pairs of the roots of {poly} at {_PRECISIONS[-1]} bits"
+    )
 
 
 def _distinct_power_count(poly: flint.fmpq_poly, S: int) -> int:
@@ -182,7 +199,7 @@ def _classes_at(values: Sequence, S: int, target: int, prec: int) -> list[list[i
     the exact number ``target`` of distinct S-th powers (then each is one value)."""
     n = len(values)
     with working_precision(prec):
-        powers = [z ** S for z in values]
+        powers = [z**S for z in values]
         parent = list(range(n))
 
         def find(i: int) -> int:
@@ -202,7 +219,9 @@ def _classes_at(values: Sequence, S: int, target: int, prec: int) -> list[list[i
     return classes if len(classes) == target else None
 
 
-def power_classes(poly: flint.fmpq_poly, iso: RootIsolation, S: int) -> tuple[RootIsolation, list[list[int]]]:
+def power_classes(
+    poly: flint.fmpq_poly, iso: RootIsolation, S: int
+) -> tuple[RootIsolation, list[list[int]]]:
     """Group the distinct roots of ``poly`` by the value of ``z^S`` (certified).
 
     Roots with the same S-th power form (part of) an orbit under multiplication by the
@@ -242,12 +261,14 @@ def power_classes(poly: flint.fmpq_poly, iso: RootIsolation, S: int) -> tuple[Ro
         prec *= 2
         if prec > _PRECISIONS[-1]:  # pragma: no cover
             raise NeuromanifoldError(
-                f"could not certify which roots share their {S}-th power at {prec // 2} bits")
+                f"could not certify which roots share their {S}-th power at {prec // 2} bits"
+            )
         iso = certified_roots(poly, min_prec=prec)
 
 
-def isolate_factors(factors: Sequence[tuple[flint.fmpq_poly, int]], powers: Sequence[int]
-                    ) -> tuple[RootIsolation, list[int], dict[int, list[list[int]]]]:
+def isolate_factors(
+    factors: Sequence[tuple[flint.fmpq_poly, int]], powers: Sequence[int]
+) -> tuple[RootIsolation, list[int], dict[int, list[list[int]]]]:
     """Isolate the roots of a product of distinct irreducible factors ``prod g_j^{e_j}``,
     keeping track of which factor owns each root, and group them by S-th powers.
 
@@ -263,7 +284,7 @@ def isolate_factors(factors: Sequence[tuple[flint.fmpq_poly, int]], powers: Sequ
     """
     product = flint.fmpq_poly([1])
     for g, e in factors:
-        product *= g ** e
+        product *= g**e
     targets = {S: (_distinct_power_count(product, S) if S > 1 else None) for S in set(powers)}
     prec = _PRECISIONS[0]
     while True:

@@ -27,8 +27,10 @@ def invariant_vector(net: Any, params: Any) -> np.ndarray:
     Returns:
         1D float array: ``net.invariants(params)`` flattened and concatenated."""
     if isinstance(net, type) or not callable(getattr(net, "invariants", None)):
-        raise InputError(f"net must be a network instance with an invariants(params) method; "
-                         f"got {short_repr(net)}")
+        raise InputError(
+            f"net must be a network instance with an invariants(params) method; "
+            f"got {short_repr(net)}"
+        )
     inv = net.invariants(params)
     if isinstance(inv, list):
         return np.concatenate([np.ravel(d) for d in inv]) if inv else np.zeros(0)
@@ -55,18 +57,22 @@ def invariant_scale(invariants: Any, params: Any) -> float:
     25.0
     """
     if not isinstance(params, (list, tuple)) or len(params) == 0:
-        raise ParameterError(f"params must be a non-empty list of arrays (one per layer); "
-                             f"got {short_repr(params)}")
+        raise ParameterError(
+            f"params must be a non-empty list of arrays (one per layer); got {short_repr(params)}"
+        )
     layers = [as_finite_array(w, f"params[{l}]") for l, w in enumerate(params)]
     inv = as_finite_array(invariants, "invariants", error=InputError)
     pairs = len(layers) - 1
     if (pairs == 0 and inv.size != 0) or inv.size < pairs:
-        raise InputError(f"invariants must have at least one entry per pair of consecutive "
-                         f"layers ({pairs} pair(s) for {len(layers)} layer(s), none for a "
-                         f"single layer); got {inv.size} entries: {short_repr(invariants)}")
+        raise InputError(
+            f"invariants must have at least one entry per pair of consecutive "
+            f"layers ({pairs} pair(s) for {len(layers)} layer(s), none for a "
+            f"single layer); got {inv.size} entries: {short_repr(invariants)}"
+        )
     with np.errstate(over="ignore"):
-        scale = max(float(np.abs(inv).max(initial=0.0)),
-                    max(float(np.sum(w ** 2)) for w in layers), 1e-300)
+        scale = max(
+            float(np.abs(inv).max(initial=0.0)), max(float(np.sum(w**2)) for w in layers), 1e-300
+        )
     return check_finite_result(scale, "the invariant scale (max |delta|, max ||w_l||^2)")
 
 

@@ -4,30 +4,43 @@ from ._batched import BatchedFlowResult, gradient_flows
 from ._gradient_flow import GradientFlowResult, gradient_flow, invariant_vector
 from ._losses import QuadraticLoss, SquareLoss
 from ._riemannian import (
-                          FiberLift,
-                          FlowComparison,
-                          LiftComparison,
-                          LiftOutcome,
-                          RiemannianFlowResult,
-                          compare_lifts,
-                          compare_with_parameter_flow,
-                          lift_to_fiber,
-                          riemannian_flow,
+    FiberLift,
+    FlowComparison,
+    LiftComparison,
+    LiftOutcome,
+    RiemannianFlowResult,
+    compare_lifts,
+    compare_with_parameter_flow,
+    lift_to_fiber,
+    riemannian_flow,
 )
 
-__all__ = ["QuadraticLoss", "SquareLoss", "gradient_flow", "GradientFlowResult",
-           "invariant_vector", "riemannian_flow", "RiemannianFlowResult", "lift_to_fiber",
-           "FiberLift", "compare_lifts", "LiftComparison", "LiftOutcome",
-           "compare_with_parameter_flow", "FlowComparison", "gradient_flows",
-           "BatchedFlowResult"]
+__all__ = [
+    "QuadraticLoss",
+    "SquareLoss",
+    "gradient_flow",
+    "GradientFlowResult",
+    "invariant_vector",
+    "riemannian_flow",
+    "RiemannianFlowResult",
+    "lift_to_fiber",
+    "FiberLift",
+    "compare_lifts",
+    "LiftComparison",
+    "LiftOutcome",
+    "compare_with_parameter_flow",
+    "FlowComparison",
+    "gradient_flows",
+    "BatchedFlowResult",
+]
 
 # For the library's other packages (not public, not in __all__): the one door into flows.
 from ._batched import integrate_flows
 from ._gradient_flow import (
-                          DEFAULT_MAX_STEPS,
-                          SOLVERS,
-                          Stepper,
-                          check_finite,
-                          check_num_times,
-                          quiet_overflow,
+    DEFAULT_MAX_STEPS,
+    SOLVERS,
+    Stepper,
+    check_finite,
+    check_num_times,
+    quiet_overflow,
 )

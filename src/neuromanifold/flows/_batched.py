@@ -35,9 +35,14 @@ __all__ = ["BatchedFlowResult", "gradient_flows"]
 
 # Dormand-Prince 5(4) tableau (the one of scipy's RK45)
 _C = np.array([0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1])
-_A = [[], [1 / 5], [3 / 40, 9 / 40], [44 / 45, -56 / 15, 32 / 9],
-      [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729],
-      [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656]]
+_A = [
+    [],
+    [1 / 5],
+    [3 / 40, 9 / 40],
+    [44 / 45, -56 / 15, 32 / 9],
+    [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729],
+    [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656],
+]
 _B = np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])
 _E = np.array([71 / 57600, 0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40])
 
@@ -107,8 +112,10 @@ class _BatchedConv:
 
     def split(self, theta: np.ndarray) -> list[np.ndarray]:
         B = theta.shape[0]
-        return [theta[:, a:b].reshape((B,) + k)
-                for a, b, k in zip(self.offsets[:-1], self.offsets[1:], self.shapes)]
+        return [
+            theta[:, a:b].reshape((B,) + k)
+            for a, b, k in zip(self.offsets[:-1], self.offsets[1:], self.shapes)
+        ]
 
     def _conv_up(self, a: np.ndarray, w: np.ndarray, S: tuple) -> np.ndarray:
         """Batched full convolution ``a * up(w, S)``, looping over the taps of w."""
@@ -116,8 +123,9 @@ class _BatchedConv:
         k = w.shape[1:]
         out = np.zeros((B,) + tuple(n + (m - 1) * s for n, m, s in zip(a.shape[1:], k, S)))
         for j in np.ndindex(*k):
-            sl = (slice(None),) + tuple(slice(i * s, i * s + n)
-                                        for i, s, n in zip(j, S, a.shape[1:]))
+            sl = (slice(None),) + tuple(
+                slice(i * s, i * s + n) for i, s, n in zip(j, S, a.shape[1:])
+            )
             out[sl] += w[(slice(None),) + j].reshape((B,) + (1,) * D) * a
         return out
 
@@ -151,8 +159,9 @@ class _BatchedConv:
             S, k = self.S[l], self.shapes[l]
             gl = np.empty((B,) + k)
             for j in np.ndindex(*k):
-                sl = (slice(None),) + tuple(slice(i * s, i * s + n)
-                                            for i, s, n in zip(j, S, P.shape[1:]))
+                sl = (slice(None),) + tuple(
+                    slice(i * s, i * s + n) for i, s, n in zip(j, S, P.shape[1:])
+                )
                 gl[(slice(None),) + j] = np.sum(g[sl] * P, axis=axes)
             grads.append(gl.reshape(B, -1))
         return np.concatenate(grads, axis=1)
@@ -180,7 +189,7 @@ class _BatchedMonomial:
 
     def products(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(E, m)``: per trajectory and tuple, the products without layer l, and of all."""
-        G = theta[:, self.pidx]                                  # (B, L, C)
+        G = theta[:, self.pidx]  # (B, L, C)
         L = self.L
         E = np.empty_like(G)
         if L == 1:
@@ -222,39 +231,64 @@ def _stack_losses(loss: Any, B: int, size: int) -> tuple[np.ndarray, np.ndarray,
     elif isinstance(loss, Sequence) and not isinstance(loss, (str, bytes)):
         losses = list(loss)
         if len(losses) != B:
-            raise InputError(f"loss must be one QuadraticLoss or a sequence of one per flow "
-                             f"({B}); got a sequence of {len(losses)}")
+            raise InputError(
+                f"loss must be one QuadraticLoss or a sequence of one per flow "
+                f"({B}); got a sequence of {len(losses)}"
+            )
     else:
         losses = [loss]
     for one in losses:
         if not isinstance(one, QuadraticLoss):
-            raise InputError(f"loss must be a QuadraticLoss or SquareLoss (or a sequence of "
-                             f"one per flow); got {short_repr(one)}")
+            raise InputError(
+                f"loss must be a QuadraticLoss or SquareLoss (or a sequence of "
+                f"one per flow); got {short_repr(one)}"
+            )
         if one.size != size:
-            raise InputError(f"loss acts on {one.size} entries but the end-to-end filter has "
-                             f"{size}")
+            raise InputError(
+                f"loss acts on {one.size} entries but the end-to-end filter has {size}"
+            )
     if isinstance(loss, QuadraticLoss):
         return loss.A, loss.target, np.float64(loss.offset)
-    return (np.stack([one.A for one in losses]), np.stack([one.target for one in losses]),
-            np.array([one.offset for one in losses]))
+    return (
+        np.stack([one.A for one in losses]),
+        np.stack([one.target for one in losses]),
+        np.array([one.offset for one in losses]),
+    )
 
 
 def _stack_params(net: Any, params: Any) -> np.ndarray:
     if isinstance(params, np.ndarray) or not isinstance(params, Sequence) or len(params) == 0:
-        raise InputError(f"params must be a non-empty list of parameter lists (one per flow); "
-                         f"got {short_repr(params)}")
+        raise InputError(
+            f"params must be a non-empty list of parameter lists (one per flow); "
+            f"got {short_repr(params)}"
+        )
     return np.stack([net.flatten(net.check_params(p)) for p in params])
 
 
 def _tableau(method: str) -> dict:
     """Butcher tableau, error estimate and step-size exponent of an embedded pair."""
     if method == "RK45":
-        return {"C": _C, "A": [np.array(r) for r in _A], "B": _B, "stages": 6,
-                "exponent": -1 / 5, "max_factor": 5.0}
+        return {
+            "C": _C,
+            "A": [np.array(r) for r in _A],
+            "B": _B,
+            "stages": 6,
+            "exponent": -1 / 5,
+            "max_factor": 5.0,
+        }
     from scipy.integrate._ivp import dop853_coefficients as d
+
     n = d.N_STAGES
-    return {"C": d.C[:n], "A": [d.A[s, :s] for s in range(n)], "B": d.B, "stages": n,
-            "E3": d.E3, "E5": d.E5, "exponent": -1 / 8, "max_factor": 10.0}
+    return {
+        "C": d.C[:n],
+        "A": [d.A[s, :s] for s in range(n)],
+        "B": d.B,
+        "stages": n,
+        "E3": d.E3,
+        "E5": d.E5,
+        "exponent": -1 / 8,
+        "max_factor": 10.0,
+    }
 
 
 def _combine(coeffs: np.ndarray, K: np.ndarray) -> np.ndarray:
@@ -271,7 +305,7 @@ def _error_norm(tab: dict, K: np.ndarray, h: np.ndarray, sc: np.ndarray) -> np.n
     P = K.shape[2]
     if "E5" not in tab:
         e = _combine(_E, K) * h[:, None] / sc
-        return np.sqrt(np.mean(e ** 2, axis=1))
+        return np.sqrt(np.mean(e**2, axis=1))
     e5 = np.sum((_combine(tab["E5"], K) / sc) ** 2, axis=1)
     e3 = np.sum((_combine(tab["E3"], K) / sc) ** 2, axis=1)
     denom = e5 + 0.01 * e3
@@ -280,11 +314,20 @@ def _error_norm(tab: dict, K: np.ndarray, h: np.ndarray, sc: np.ndarray) -> np.n
     return np.where(denom == 0, 0.0, out)
 
 
-def gradient_flows(net: Any, params: Any, loss: Any, t_final: float, *,
-                   num_times: int = 21, method: str = "DOP853", rtol: float = 1e-10,
-                   atol: float = 1e-12, max_steps: int = 200_000,
-                   time_limit: float | None = None,
-                   progress: bool = False) -> BatchedFlowResult:
+def gradient_flows(
+    net: Any,
+    params: Any,
+    loss: Any,
+    t_final: float,
+    *,
+    num_times: int = 21,
+    method: str = "DOP853",
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    max_steps: int = 200_000,
+    time_limit: float | None = None,
+    progress: bool = False,
+) -> BatchedFlowResult:
     """Integrate ``theta' = -J^T grad l(mu(theta))`` from many initializations at once.
 
     The batched counterpart of :func:`neuromanifold.gradient_flow` for
@@ -338,8 +381,10 @@ def gradient_flows(net: Any, params: Any, loss: Any, t_final: float, *,
     # a network of stacked strided correlations (LinearConvNet): this mechanism knows only
     # the structure it integrates, not the domain class that provides it
     if not all(hasattr(net, a) for a in ("filter_shapes", "cumulative_strides", "ndim")):
-        raise InputError(f"gradient_flows integrates LinearConvNet flows; got "
-                         f"{short_repr(net)} (use gradient_flow for other networks)")
+        raise InputError(
+            f"gradient_flows integrates LinearConvNet flows; got "
+            f"{short_repr(net)} (use gradient_flow for other networks)"
+        )
     t_final = check_positive_float(t_final, "t_final")
     num_times = check_num_times(num_times)
     check_choice(method, "method", ("DOP853", "RK45"))
@@ -350,9 +395,21 @@ def gradient_flows(net: Any, params: Any, loss: Any, t_final: float, *,
     progress = check_bool(progress, "progress")
     theta = _stack_params(net, params)
     A, target, offset = _stack_losses(loss, len(theta), net.end_to_end_size)
-    return integrate_flows(net, theta, A, target, offset, t_final, num_times=num_times,
-                           method=method, rtol=rtol, atol=atol, max_steps=max_steps,
-                           time_limit=time_limit, progress=progress)
+    return integrate_flows(
+        net,
+        theta,
+        A,
+        target,
+        offset,
+        t_final,
+        num_times=num_times,
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        time_limit=time_limit,
+        progress=progress,
+    )
 
 
 #: accepted steps after which :func:`integrate_flows` may give up on a trajectory whose
@@ -360,10 +417,23 @@ def gradient_flows(net: Any, params: Any, loss: Any, t_final: float, *,
 GIVE_UP_AFTER = 50
 
 
-def integrate_flows(net: Any, theta: np.ndarray, A: np.ndarray, target: np.ndarray,
-                    offset: Any, t_final: float, *, num_times: int, method: str, rtol: float,
-                    atol: float, max_steps: int, time_limit: float | None = None,
-                    progress: bool = False, give_up: bool = False) -> BatchedFlowResult:
+def integrate_flows(
+    net: Any,
+    theta: np.ndarray,
+    A: np.ndarray,
+    target: np.ndarray,
+    offset: Any,
+    t_final: float,
+    *,
+    num_times: int,
+    method: str,
+    rtol: float,
+    atol: float,
+    max_steps: int,
+    time_limit: float | None = None,
+    progress: bool = False,
+    give_up: bool = False,
+) -> BatchedFlowResult:
     """The integration behind :func:`gradient_flows`, on checked input: flat parameters
     ``theta`` of shape ``(B, P)`` (not modified) and the loss data as returned by
     ``_stack_losses``. With ``give_up``, a trajectory whose step size, after
@@ -394,6 +464,7 @@ def integrate_flows(net: Any, theta: np.ndarray, A: np.ndarray, target: np.ndarr
 
         def e2e(th: np.ndarray) -> np.ndarray:
             return conv.end_to_end(conv.split(th))
+
     cuts = np.cumsum([0] + [int(np.prod(k)) for k in net.filter_shapes])
 
     def part(idx: np.ndarray) -> tuple:
@@ -405,15 +476,19 @@ def integrate_flows(net: Any, theta: np.ndarray, A: np.ndarray, target: np.ndarr
         Ai, ti, oi = part(idx)
         r = v.reshape(len(th), -1) - ti
         losses = 0.5 * np.sum(_times_A(r, Ai) * r, axis=1) + oi
-        norms = np.stack([np.sum(th[:, a:b] ** 2, axis=1) for a, b in zip(cuts[:-1], cuts[1:])],
-                         axis=1)
+        norms = np.stack(
+            [np.sum(th[:, a:b] ** 2, axis=1) for a, b in zip(cuts[:-1], cuts[1:])], axis=1
+        )
         return v, losses, np.diff(norms, axis=1)
 
     tab = _tableau(method)
     n_st = tab["stages"]
     times = np.linspace(0.0, t_final, num_times)
-    vs, losses, invs = [np.empty((B, num_times) + vshape), np.empty((B, num_times)),
-                        np.empty((B, num_times, L - 1))]
+    vs, losses, invs = [
+        np.empty((B, num_times) + vshape),
+        np.empty((B, num_times)),
+        np.empty((B, num_times, L - 1)),
+    ]
     everyone = np.arange(B)
     vs[:, 0], losses[:, 0], invs[:, 0] = observe(theta, everyone)
     t = np.zeros(B)
@@ -428,8 +503,12 @@ def integrate_flows(net: Any, theta: np.ndarray, A: np.ndarray, target: np.ndarr
     start = time.monotonic()
     bar = None
     if progress:
-        bar = progress_bar(total=t_final, desc=f"{B} gradient flows", unit="t",
-                   bar_format="{l_bar}{bar}| t={n:.3g}/{total:.3g}")
+        bar = progress_bar(
+            total=t_final,
+            desc=f"{B} gradient flows",
+            unit="t",
+            bar_format="{l_bar}{bar}| t={n:.3g}/{total:.3g}",
+        )
     # a trial step far beyond the stability limit may overflow in its stages: its error
     # norm is then not finite and the step is rejected (and shrunk)
     errstate = np.errstate(over="ignore", invalid="ignore")
@@ -446,7 +525,8 @@ def integrate_flows(net: Any, theta: np.ndarray, A: np.ndarray, target: np.ndarr
                         f"the batched gradient flows reached their time limit "
                         f"time_limit={time_limit:g} s at t={t[run].min():.6g} of "
                         f"t_final={t_final:.6g} (raise time_limit, shorten t_final or pass "
-                        f"fewer flows)")
+                        f"fewer flows)"
+                    )
                     err.t, err.kind = float(t[run].min()), "time"
                     raise err
                 idx = np.flatnonzero(run)
@@ -469,12 +549,13 @@ def integrate_flows(net: Any, theta: np.ndarray, A: np.ndarray, target: np.ndarr
                 steps[acc] += 1
                 rejected[idx[~ok]] += 1
                 with np.errstate(divide="ignore", over="ignore"):
-                    factor = np.where(np.isfinite(err) & (err > 0),
-                                      0.9 * np.maximum(err, 1e-10) ** tab["exponent"],
-                                      tab["max_factor"])
+                    factor = np.where(
+                        np.isfinite(err) & (err > 0),
+                        0.9 * np.maximum(err, 1e-10) ** tab["exponent"],
+                        tab["max_factor"],
+                    )
                 # a step whose stages overflowed (error NaN or inf) shrinks by the most
-                factor = np.where(np.isfinite(err), np.clip(factor, 0.2, tab["max_factor"]),
-                                  0.2)
+                factor = np.where(np.isfinite(err), np.clip(factor, 0.2, tab["max_factor"]), 0.2)
                 factor[~ok] = np.minimum(factor[~ok], 1.0)
                 # a clipped step (landing on a sample time) does not shrink the next one
                 h[idx] = np.where(ok, np.maximum(hh, h[idx]) * factor, hh * factor)
@@ -486,8 +567,9 @@ def integrate_flows(net: Any, theta: np.ndarray, A: np.ndarray, target: np.ndarr
                     alive[late] &= (t_final - t[late]) <= h[late] * OUT_OF_REACH * max_steps
             done = alive
             if done.any():
-                vs[done, k], losses[done, k], invs[done, k] = observe(theta[done],
-                                                                      np.flatnonzero(done))
+                vs[done, k], losses[done, k], invs[done, k] = observe(
+                    theta[done], np.flatnonzero(done)
+                )
             vs[~done, k], losses[~done, k], invs[~done, k] = np.nan, np.nan, np.nan
             if bar is not None:
                 bar.update(t_next - bar.n)
@@ -504,8 +586,19 @@ def integrate_flows(net: Any, theta: np.ndarray, A: np.ndarray, target: np.ndarr
     dl = np.diff(losses, axis=1)
     monotone = np.all(np.nan_to_num(dl, nan=0.0) <= tol[:, None], axis=1)
     return BatchedFlowResult(
-        times=times, end_to_end=vs, loss=losses, invariants=invs,
-        final_params=[net.unflatten(th) for th in theta], max_invariant_drift=drift,
-        loss_monotone=monotone, success=success, steps=steps, rejected=rejected,
-        nfev=nfev, rtol=rtol, atol=atol, final_time=t,
-        gradient_norm=np.linalg.norm(rhs(theta, *part(everyone)[:2]), axis=1))
+        times=times,
+        end_to_end=vs,
+        loss=losses,
+        invariants=invs,
+        final_params=[net.unflatten(th) for th in theta],
+        max_invariant_drift=drift,
+        loss_monotone=monotone,
+        success=success,
+        steps=steps,
+        rejected=rejected,
+        nfev=nfev,
+        rtol=rtol,
+        atol=atol,
+        final_time=t,
+        gradient_norm=np.linalg.norm(rhs(theta, *part(everyone)[:2]), axis=1),
+    )

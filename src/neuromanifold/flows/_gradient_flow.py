@@ -44,16 +44,29 @@ def check_num_times(num_times: Any) -> int:
     """The number of sample times of a flow: an int from 2 (both ends of the interval) to
     :data:`MAX_NUM_TIMES`, else an :class:`InputError` naming the rule. The one check of
     every flow (linear, batched, ReLU)."""
-    if isinstance(num_times, (bool, np.bool_)) or not isinstance(num_times, (int, np.integer)) \
-            or num_times < 2:
-        raise InputError(f"num_times must be an int >= 2 (both ends of the interval); got "
-                         f"{short_repr(num_times)}")
+    if (
+        isinstance(num_times, (bool, np.bool_))
+        or not isinstance(num_times, (int, np.integer))
+        or num_times < 2
+    ):
+        raise InputError(
+            f"num_times must be an int >= 2 (both ends of the interval); got "
+            f"{short_repr(num_times)}"
+        )
     return check_positive_int(num_times, "num_times", maximum=MAX_NUM_TIMES)
 
 
-def check_flow_args(net: Any, loss: Any, t_final: Any, num_times: Any, method: Any,
-                    rtol: Any, atol: Any, max_steps: Any = DEFAULT_MAX_STEPS,
-                    time_limit: Any = None) -> None:
+def check_flow_args(
+    net: Any,
+    loss: Any,
+    t_final: Any,
+    num_times: Any,
+    method: Any,
+    rtol: Any,
+    atol: Any,
+    max_steps: Any = DEFAULT_MAX_STEPS,
+    time_limit: Any = None,
+) -> None:
     """The checks every flow shares: a quadratic loss of the network's size, a positive
     finite time, at least two sample times, a known solver, positive tolerances, a
     positive step budget and a positive time limit (or None)."""
@@ -61,11 +74,14 @@ def check_flow_args(net: Any, loss: Any, t_final: Any, num_times: Any, method: A
         raise InputError(f"loss must be a QuadraticLoss or SquareLoss; got {type(loss).__name__}")
     size = getattr(net, "end_to_end_size", None)
     if size is None or isinstance(net, type):
-        raise InputError(f"net must be a network with an end-to-end map (LinearConvNet, "
-                         f"LinearFCNet, ...); got {short_repr(net)}")
+        raise InputError(
+            f"net must be a network with an end-to-end map (LinearConvNet, "
+            f"LinearFCNet, ...); got {short_repr(net)}"
+        )
     if loss.size != size:
-        raise InputError(f"loss acts on {loss.size} entries but {net!r} has "
-                         f"{size} end-to-end entries")
+        raise InputError(
+            f"loss acts on {loss.size} entries but {net!r} has {size} end-to-end entries"
+        )
     check_positive_float(t_final, "t_final")
     check_num_times(num_times)
     check_choice(method, "method", SOLVERS)
@@ -76,16 +92,19 @@ def check_flow_args(net: Any, loss: Any, t_final: Any, num_times: Any, method: A
         check_positive_float(time_limit, "time_limit")
 
 
-def check_finite(what: str, value: Any, where: Any = "",
-                 error: type[Exception] = ParameterError) -> None:
+def check_finite(
+    what: str, value: Any, where: Any = "", error: type[Exception] = ParameterError
+) -> None:
     """Raise ``error`` ("overflow: ...") when ``value`` (an array or float computed from
     finite input) holds NaN or inf; ``where`` is a string, or an array echoed as
     ``at theta=...`` (formatted only on failure)."""
     if not np.all(np.isfinite(np.asarray(value, dtype=float))):
         if not isinstance(where, str):
             where = f"at theta={short_repr(where)}"
-        raise error(f"overflow: {what} is not finite (NaN or inf) {where}; the parameters, "
-                    f"data or loss are too large for float64 (rescale them)")
+        raise error(
+            f"overflow: {what} is not finite (NaN or inf) {where}; the parameters, "
+            f"data or loss are too large for float64 (rescale them)"
+        )
 
 
 def quiet_overflow(func: Callable) -> Callable:
@@ -108,14 +127,26 @@ class Stepper:
     ``dense()`` returning the step's dense output (computed on demand).
     """
 
-    def __init__(self, rhs: Callable, y0: np.ndarray, times: np.ndarray, *, method: str,
-                 rtol: float, atol: float, max_steps: int, time_limit: float | None,
-                 what: str, progress: bool = False):
+    def __init__(
+        self,
+        rhs: Callable,
+        y0: np.ndarray,
+        times: np.ndarray,
+        *,
+        method: str,
+        rtol: float,
+        atol: float,
+        max_steps: int,
+        time_limit: float | None,
+        what: str,
+        progress: bool = False,
+    ):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             # scipy's first-step heuristic divides by norms that may overflow; the
             # velocity itself raises on overflow
-            self.solver = _SOLVER_CLASSES[method](rhs, 0.0, y0, float(times[-1]), rtol=rtol,
-                                                  atol=atol)
+            self.solver = _SOLVER_CLASSES[method](
+                rhs, 0.0, y0, float(times[-1]), rtol=rtol, atol=atol
+            )
         self.times, self.max_steps, self.time_limit, self.what = times, max_steps, time_limit, what
         self.samples = [np.array(y0, dtype=float)]
         self.steps = 0
@@ -133,8 +164,12 @@ class Stepper:
         start = time.monotonic()
         bar = None
         if self.progress:
-            bar = progress_bar(total=float(times[-1]), desc=self.what, unit="t",
-                       bar_format="{l_bar}{bar}| t={n:.3g}/{total:.3g}")
+            bar = progress_bar(
+                total=float(times[-1]),
+                desc=self.what,
+                unit="t",
+                bar_format="{l_bar}{bar}| t={n:.3g}/{total:.3g}",
+            )
         i = 1
         stalled = 0
         try:
@@ -142,19 +177,27 @@ class Stepper:
                 if self.steps >= self.max_steps:
                     self._limit(f"reached its step budget max_steps={self.max_steps}")
                 if self.time_limit is not None and time.monotonic() - start > self.time_limit:
-                    self._limit(f"reached its time limit time_limit={self.time_limit:g} s after "
-                                f"{self.steps} steps", kind="time")
+                    self._limit(
+                        f"reached its time limit time_limit={self.time_limit:g} s after "
+                        f"{self.steps} steps",
+                        kind="time",
+                    )
                 if stalled >= STALL_STEPS:
-                    self._limit(f"made no progress in {stalled} steps (the time span is below "
-                                f"the solver's resolution)", kind="stalled")
+                    self._limit(
+                        f"made no progress in {stalled} steps (the time span is below "
+                        f"the solver's resolution)",
+                        kind="stalled",
+                    )
                 if self.steps >= WARMUP_STEPS and solver.step_size is not None:
                     # the horizon is out of reach: at the current step size, t_final needs
                     # far more steps than the budget (100 times) - fail now, not in minutes
                     need = (float(times[-1]) - solver.t) / max(solver.step_size, 1e-300)
                     if need > OUT_OF_REACH * self.max_steps:
-                        self._limit(f"cannot reach t_final within max_steps={self.max_steps}: "
-                                    f"after {self.steps} steps the step size is "
-                                    f"{solver.step_size:.3g}, ~{need:.3g} more steps")
+                        self._limit(
+                            f"cannot reach t_final within max_steps={self.max_steps}: "
+                            f"after {self.steps} steps the step size is "
+                            f"{solver.step_size:.3g}, ~{need:.3g} more steps"
+                        )
                 t_old = solver.t
                 with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                     msg = solver.step()
@@ -187,11 +230,15 @@ class Stepper:
         (``"steps"``, ``"time"`` or ``"stalled"``)."""
         stalled = kind == "stalled"
         t, t_final = float(self.solver.t), float(self.times[-1])
-        advice = ("use a longer horizon or another method" if stalled else
-                  "raise max_steps or time_limit, shorten t_final, or use a stiff method such "
-                  "as 'LSODA'")
+        advice = (
+            "use a longer horizon or another method"
+            if stalled
+            else "raise max_steps or time_limit, shorten t_final, or use a stiff method such "
+            "as 'LSODA'"
+        )
         err = ComputationLimitError(
-            f"the {self.what} {what}, at t={t:.6g} of t_final={t_final:.6g} ({advice})")
+            f"the {self.what} {what}, at t={t:.6g} of t_final={t_final:.6g} ({advice})"
+        )
         err.t, err.y, err.kind = t, np.array(self.solver.y), kind
         raise err
 
@@ -269,7 +316,7 @@ def parameter_velocity(net: Any, loss: QuadraticLoss, *, monomials: bool = True)
 
         def fast_velocity(theta: np.ndarray) -> np.ndarray:
             out = fast.velocity(theta, A, target)
-            if not np.isfinite(out).all():      # one check in the common case
+            if not np.isfinite(out).all():  # one check in the common case
                 _check_state(theta)
                 check_finite("the velocity -grad_theta l", out, theta)
             return out
@@ -293,7 +340,8 @@ def _check_state(theta: np.ndarray) -> None:
     if not np.all(np.isfinite(theta)):
         raise ParameterError(
             f"overflow: the flow left the finite floats (theta={short_repr(theta)}); the "
-            f"parameters or the loss are too large for float64 (rescale them)")
+            f"parameters or the loss are too large for float64 (rescale them)"
+        )
 
 
 #: most index combinations (products of one entry per filter) of the monomial path
@@ -313,24 +361,27 @@ class MonomialPath:
     def __init__(self, net: Any):
         sizes = [int(np.prod(k)) for k in net.filter_shapes]
         offsets = net._flat_plan()[0]
-        grids = np.indices(sizes).reshape(len(sizes), -1)        # (L, C): c_l per tuple
+        grids = np.indices(sizes).reshape(len(sizes), -1)  # (L, C): c_l per tuple
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        self.pidx = grids + starts[:, None]                       # index of w_l[c_l] in theta
+        self.pidx = grids + starts[:, None]  # index of w_l[c_l] in theta
         self.flat_pidx = self.pidx.ravel()
-        self.pos = sum(o[c] for o, c in zip(offsets, grids))     # flat position in v
+        self.pos = sum(o[c] for o, c in zip(offsets, grids))  # flat position in v
         self.n, self.P, self.L = net.end_to_end_size, int(sum(sizes)), len(sizes)
 
     @staticmethod
     def applies(net: Any) -> bool:
         """Whether ``net`` is a linear convolutional network with few monomials."""
         shapes = getattr(net, "filter_shapes", None)
-        return hasattr(net, "_flat_plan") and shapes is not None and \
-            math.prod(math.prod(k) for k in shapes) <= MONOMIAL_MAX_TERMS
+        return (
+            hasattr(net, "_flat_plan")
+            and shapes is not None
+            and math.prod(math.prod(k) for k in shapes) <= MONOMIAL_MAX_TERMS
+        )
 
     def velocity(self, theta: np.ndarray, A: np.ndarray, target: np.ndarray) -> np.ndarray:
         """``-J^T A (mu(theta) - target)``: minus the gradient of the quadratic loss."""
         with np.errstate(over="ignore", invalid="ignore"):
-            G = theta[self.pidx]                                  # (L, C)
+            G = theta[self.pidx]  # (L, C)
             L = self.L
             E = np.empty_like(G)
             if L == 1:
@@ -367,8 +418,12 @@ class Conv1DFastPath:
     @staticmethod
     def applies(net: Any) -> bool:
         """Whether ``net`` is a 1D linear convolutional network."""
-        return getattr(net, "ndim", None) == 1 and hasattr(net, "cumulative_strides") \
-            and hasattr(net, "filter_shapes") and hasattr(net, "end_to_end_size")
+        return (
+            getattr(net, "ndim", None) == 1
+            and hasattr(net, "cumulative_strides")
+            and hasattr(net, "filter_shapes")
+            and hasattr(net, "end_to_end_size")
+        )
 
     def parts(self, theta: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
         """``v = mu(theta)`` and the products ``P_l`` of all layers but l."""
@@ -396,7 +451,7 @@ class Conv1DFastPath:
         col = 0
         for p, k, s in zip(P, self.sizes, self.strides):
             for j in range(k):
-                J[j * s:j * s + p.size, col] = p
+                J[j * s : j * s + p.size, col] = p
                 col += 1
         return J
 
@@ -406,15 +461,29 @@ class Conv1DFastPath:
         with np.errstate(over="ignore", invalid="ignore"):
             g = A @ (v - target)
             # d<g, v>/d w_l[j] = sum_i g[i + j S] P_l[i]
-            return -np.concatenate([np.correlate(g, p, "valid")[::s][:k]
-                                    for p, k, s in zip(P, self.sizes, self.strides)])
+            return -np.concatenate(
+                [
+                    np.correlate(g, p, "valid")[::s][:k]
+                    for p, k, s in zip(P, self.sizes, self.strides)
+                ]
+            )
 
 
 @quiet_overflow
-def gradient_flow(net: Any, params0: Any, loss: QuadraticLoss, t_final: float, *,
-                  num_times: int = 101, method: str = "DOP853", rtol: float = 1e-10,
-                  atol: float = 1e-12, max_steps: int = DEFAULT_MAX_STEPS,
-                  time_limit: float | None = None, progress: bool = False) -> GradientFlowResult:
+def gradient_flow(
+    net: Any,
+    params0: Any,
+    loss: QuadraticLoss,
+    t_final: float,
+    *,
+    num_times: int = 101,
+    method: str = "DOP853",
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    time_limit: float | None = None,
+    progress: bool = False,
+) -> GradientFlowResult:
     """Integrate ``theta' = -J^T grad l(mu(theta))`` with a scipy ``solve_ivp`` solver.
 
     Args:
@@ -451,9 +520,18 @@ def gradient_flow(net: Any, params0: Any, loss: QuadraticLoss, t_final: float, *
     theta0 = net.flatten(params0)
     velocity = parameter_velocity(net, loss)
     times = np.linspace(0.0, float(t_final), int(num_times))
-    stepper = Stepper(lambda t, theta: velocity(theta), theta0, times, method=method,
-                      rtol=rtol, atol=atol, max_steps=max_steps, time_limit=time_limit,
-                      what="gradient flow", progress=progress)
+    stepper = Stepper(
+        lambda t, theta: velocity(theta),
+        theta0,
+        times,
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        time_limit=time_limit,
+        what="gradient flow",
+        progress=progress,
+    )
     stepper.run()
 
     params, vs, losses, invs, residuals = [], [], [], [], []
@@ -467,26 +545,44 @@ def gradient_flow(net: Any, params0: Any, loss: QuadraticLoss, t_final: float, *
             vdot = net.jacobian(p) @ velocity(theta)
             kg = net.ntk(p) @ g.ravel()
             check_finite("the NTK times the loss gradient", np.concatenate([vdot, kg]), theta)
-            residuals.append(np.linalg.norm(vdot + kg) / max(np.linalg.norm(kg), 1e-300)
-                             if np.linalg.norm(kg) > 0 else float(np.linalg.norm(vdot)))
+            residuals.append(
+                np.linalg.norm(vdot + kg) / max(np.linalg.norm(kg), 1e-300)
+                if np.linalg.norm(kg) > 0
+                else float(np.linalg.norm(vdot))
+            )
             params.append(p)
             vs.append(v)
             losses.append(loss.value(v))
             invs.append(invariant_vector(net, p))
     invs_arr = np.array(invs)
     check_finite("the invariants", invs_arr, "along the flow")
-    drift = float(np.abs(invs_arr - invs_arr[0]).max(initial=0.0)
-                  / invariant_scale(invs_arr[0], params0))
+    drift = float(
+        np.abs(invs_arr - invs_arr[0]).max(initial=0.0) / invariant_scale(invs_arr[0], params0)
+    )
     losses_arr = np.array(losses)
     tol = 1e-12 * max(1.0, abs(losses_arr[0]))
     monotone = bool(np.all(np.diff(losses_arr) <= tol))
     result = GradientFlowResult(
-        times=times[:len(params)], params=params, end_to_end=np.array(vs), loss=losses_arr,
-        invariants=invs_arr, max_invariant_drift=drift, max_ntk_residual=float(max(residuals)),
+        times=times[: len(params)],
+        params=params,
+        end_to_end=np.array(vs),
+        loss=losses_arr,
+        invariants=invs_arr,
+        max_invariant_drift=drift,
+        max_ntk_residual=float(max(residuals)),
         loss_monotone=monotone,
         gradient_norm=float(np.linalg.norm(velocity(stepper.solver.y))),
-        method=method, rtol=rtol, atol=atol, success=stepper.finished, message=stepper.message,
-        nfev=int(stepper.solver.nfev), num_steps=stepper.steps)
-    check_finite("a field of the result", [result.max_invariant_drift, result.max_ntk_residual,
-                                           result.gradient_norm], "of the gradient flow")
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        success=stepper.finished,
+        message=stepper.message,
+        nfev=int(stepper.solver.nfev),
+        num_steps=stepper.steps,
+    )
+    check_finite(
+        "a field of the result",
+        [result.max_invariant_drift, result.max_ntk_residual, result.gradient_norm],
+        "of the gradient flow",
+    )
     return result

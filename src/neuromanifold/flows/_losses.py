@@ -32,15 +32,20 @@ class QuadraticLoss:
         scale = max(1.0, float(np.abs(A).max(initial=0.0)))
         if not np.allclose(A, A.T, atol=1e-12 * scale, rtol=0):
             raise InputError(
-                f"A must be symmetric; got max |A - A^T| = {np.abs(A - A.T).max():.3g}")
+                f"A must be symmetric; got max |A - A^T| = {np.abs(A - A.T).max():.3g}"
+            )
         target = as_finite_array(target, "target", error=InputError)
         if target.size != A.shape[0]:
             raise InputError(
-                f"target must have {A.shape[0]} entries (the size of A); got shape {target.shape}")
-        if isinstance(offset, (bool, np.bool_)) or not isinstance(
-                offset, (int, float, np.integer, np.floating)) or not np.isfinite(offset):
+                f"target must have {A.shape[0]} entries (the size of A); got shape {target.shape}"
+            )
+        if (
+            isinstance(offset, (bool, np.bool_))
+            or not isinstance(offset, (int, float, np.integer, np.floating))
+            or not np.isfinite(offset)
+        ):
             raise InputError(f"offset must be a finite number; got {offset!r}")
-        self.A = A / 2 + A.T / 2   # (A + A^T) / 2 without overflowing near the float64 limit
+        self.A = A / 2 + A.T / 2  # (A + A^T) / 2 without overflowing near the float64 limit
         self.target = target.ravel()
         self.offset = float(offset)
 
@@ -59,8 +64,10 @@ class QuadraticLoss:
         return v
 
     def _overflow(self, what: str, v: np.ndarray) -> InputError:
-        return InputError(f"overflow: the {what} of {self!r} at v={short_repr(v)} is not a "
-                          f"finite float64 (v, A or the target are too large; rescale them)")
+        return InputError(
+            f"overflow: the {what} of {self!r} at v={short_repr(v)} is not a "
+            f"finite float64 (v, A or the target are too large; rescale them)"
+        )
 
     def value(self, v: Any) -> float:
         """The loss at ``v`` (any shape with ``n`` entries).
@@ -110,19 +117,23 @@ class SquareLoss(QuadraticLoss):
             Y: the targets, shape ``(N,) + output shape`` of the network on one input.
         """
         if isinstance(net, type) or not callable(getattr(net, "end_to_end_operator", None)):
-            raise InputError(f"net must be a LinearConvNet or LinearFCNet (a network with "
-                             f"end_to_end_operator); got {short_repr(net)}")
+            raise InputError(
+                f"net must be a LinearConvNet or LinearFCNet (a network with "
+                f"end_to_end_operator); got {short_repr(net)}"
+            )
         X = as_finite_array(X, "X", error=InputError)
         Y = as_finite_array(Y, "Y", error=InputError)
         if X.ndim == 0 or Y.ndim == 0 or X.shape[0] != Y.shape[0] or X.shape[0] == 0:
             raise InputError(
                 f"X and Y must have the same positive number of samples on axis 0; "
-                f"got shapes {X.shape} and {Y.shape}")
+                f"got shapes {X.shape} and {Y.shape}"
+            )
         blocks = [net.end_to_end_operator(x) for x in X]
         if blocks[0].shape[0] != Y[0].size:
             raise InputError(
                 f"each target must have {blocks[0].shape[0]} entries (the network's output "
-                f"on one input); got shape {Y.shape[1:]}")
+                f"on one input); got shape {Y.shape[1:]}"
+            )
         M = np.vstack(blocks)
         y = Y.reshape(-1)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -134,7 +145,8 @@ class SquareLoss(QuadraticLoss):
             raise InputError(
                 f"overflow: the square loss of these data is not a finite float64 quadratic "
                 f"(max |X| = {np.abs(X).max():.3g}, max |Y| = {np.abs(Y).max():.3g}; rescale "
-                f"the data)")
+                f"the data)"
+            )
         loss = cls(gram, t, offset)
         loss.design = M
         loss.targets = y

@@ -74,9 +74,17 @@ from ._gradient_flow import (
 )
 from ._losses import QuadraticLoss
 
-__all__ = ["riemannian_flow", "RiemannianFlowResult", "lift_to_fiber", "FiberLift",
-           "compare_lifts", "LiftComparison", "LiftOutcome", "compare_with_parameter_flow",
-           "FlowComparison"]
+__all__ = [
+    "riemannian_flow",
+    "RiemannianFlowResult",
+    "lift_to_fiber",
+    "FiberLift",
+    "compare_lifts",
+    "LiftComparison",
+    "LiftOutcome",
+    "compare_with_parameter_flow",
+    "FlowComparison",
+]
 
 
 # --------------------------------------------------------------------------- lifting
@@ -107,21 +115,26 @@ def _fiber_residual(net: Any, theta: np.ndarray, v: np.ndarray, delta: np.ndarra
     rv = net.end_to_end(params).ravel() - v
     rd = invariant_vector(net, params) - delta
     vscale = max(float(np.linalg.norm(v)), 1e-300)
-    rel = max(float(np.linalg.norm(rv)) / vscale,
-              float(np.abs(rd).max(initial=0.0)) / invariant_scale(delta, params))
+    rel = max(
+        float(np.linalg.norm(rv)) / vscale,
+        float(np.abs(rd).max(initial=0.0)) / invariant_scale(delta, params),
+    )
     return params, np.concatenate([rv, rd]), rel
 
 
 def _check_lift_finite(rel: float, r: np.ndarray) -> None:
     if not (np.isfinite(rel) and np.all(np.isfinite(r))):
-        raise ParameterError("overflow: the fiber residual at the start is not finite in "
-                             "float64 (v, the invariants or the start are too large in "
-                             "magnitude; rescale them)")
+        raise ParameterError(
+            "overflow: the fiber residual at the start is not finite in "
+            "float64 (v, the invariants or the start are too large in "
+            "magnitude; rescale them)"
+        )
 
 
 @quiet_overflow
-def lift_to_fiber(net: Any, v: Any, invariants: Any, start: Any, *, tol: float = 1e-13,
-                  max_iter: int = 50) -> FiberLift:
+def lift_to_fiber(
+    net: Any, v: Any, invariants: Any, start: Any, *, tol: float = 1e-13, max_iter: int = 50
+) -> FiberLift:
     """Continue a lift: Gauss-Newton on ``mu(theta) = v``, ``delta(theta) = delta`` from ``start``.
 
     Each step is the minimal-norm least-squares solution of the linearized equations,
@@ -158,8 +171,10 @@ def lift_to_fiber(net: Any, v: Any, invariants: Any, start: Any, *, tol: float =
     start = net.check_params(start)
     expected = invariant_vector(net, start).size
     if delta.size != expected:
-        raise InputError(f"invariants must have {expected} entries for {net!r}; "
-                         f"got {delta.size}: {short_repr(invariants)}")
+        raise InputError(
+            f"invariants must have {expected} entries for {net!r}; "
+            f"got {delta.size}: {short_repr(invariants)}"
+        )
     theta = net.flatten(start)
     with np.errstate(over="ignore", invalid="ignore"):
         params, r, rel = _fiber_residual(net, theta, v, delta)
@@ -175,27 +190,34 @@ def lift_to_fiber(net: Any, v: Any, invariants: Any, start: Any, *, tol: float =
         with np.errstate(over="ignore", invalid="ignore"):
             params, r, rel = _fiber_residual(net, theta, v, delta)
         if not (np.isfinite(rel) and np.all(np.isfinite(r))):
-            break   # the step overflowed: keep the best finite iterate
+            break  # the step overflowed: keep the best finite iterate
         if rel < best[0]:
             best = (rel, theta)
         # a vanishing step means a least-squares lift: v is off the neuromanifold by the
         # residual (solver stages are, by O(h^p)); K is then taken at the nearest lift.
         # A residual that stops decreasing at a tiny level is the rounding floor.
         if np.linalg.norm(step) <= 1e-13 * max(1.0, float(np.linalg.norm(theta))) or (
-                rel < 1e-10 and rel > 0.5 * prev):
+            rel < 1e-10 and rel > 0.5 * prev
+        ):
             stationary = True
             break
     rel, theta = best
-    return FiberLift(params=net.unflatten(theta), residual=float(rel), iterations=steps,
-                     converged=bool(rel <= tol or stationary), tol=tol)
+    return FiberLift(
+        params=net.unflatten(theta),
+        residual=float(rel),
+        iterations=steps,
+        converged=bool(rel <= tol or stationary),
+        tol=tol,
+    )
 
 
 def _as_end_to_end_vector(net: Any, v: Any, name: str) -> np.ndarray:
     """An end-to-end map of ``net`` (any shape with the right number of entries), flat."""
     v = as_finite_array(v, name, error=InputError)
     if v.size != net.end_to_end_size:
-        raise InputError(f"{name} must have {net.end_to_end_size} entries for {net!r}; "
-                         f"got shape {v.shape}")
+        raise InputError(
+            f"{name} must have {net.end_to_end_size} entries for {net!r}; got shape {v.shape}"
+        )
     return v.ravel()
 
 
@@ -203,8 +225,9 @@ def _as_invariant_vector(invariants: Any) -> np.ndarray:
     """Invariants as one flat vector (a list of matrices, as for fully connected nets, is
     flattened and concatenated like :func:`invariant_vector`)."""
     if isinstance(invariants, (list, tuple)) and any(np.ndim(d) >= 1 for d in invariants):
-        return np.concatenate([as_finite_array(d, "invariants", error=InputError).ravel()
-                               for d in invariants])
+        return np.concatenate(
+            [as_finite_array(d, "invariants", error=InputError).ravel() for d in invariants]
+        )
     return as_finite_array(invariants, "invariants", error=InputError).ravel()
 
 
@@ -275,28 +298,36 @@ class RiemannianFlowResult(Result):
     num_steps: int
 
 
-def _initial_lift(net: Any, v0: np.ndarray, delta: Any, lift: Any, lift_index: int,
-                  fiber_options: dict) -> list:
+def _initial_lift(
+    net: Any, v0: np.ndarray, delta: Any, lift: Any, lift_index: int, fiber_options: dict
+) -> list:
     if lift is not None:
         if fiber_options:
             raise InputError(
                 f"fiber options are used only to compute the initial lift when lift=None; "
-                f"got lift=... and {sorted(fiber_options)} (drop one of them)")
+                f"got lift=... and {sorted(fiber_options)} (drop one of them)"
+            )
         return net.check_params(lift)
     if not hasattr(net, "fiber"):
         raise InputError(f"{net!r} has no fiber(); pass an initial lift with lift=...")
-    check_options(net.fiber, fiber_options, f"{type(net).__name__}.fiber (the initial lift's "
-                  f"**fiber_options)")
+    check_options(
+        net.fiber, fiber_options, f"{type(net).__name__}.fiber (the initial lift's **fiber_options)"
+    )
     fib = net.fiber(v0.reshape(net.end_to_end_shape), delta, **fiber_options)
     points = list(fib.points)
     if not points:
         raise NotInNeuromanifoldError(
-            f"the fiber over v0={short_repr(v0)} with invariants {short_repr(delta)} is empty")
-    if isinstance(lift_index, (bool, np.bool_)) or not isinstance(lift_index,
-                                                                  (int, np.integer)) \
-            or not -len(points) <= lift_index < len(points):
-        raise InputError(f"lift_index must be an int in [0, {len(points)}) (the fiber has "
-                         f"{len(points)} points); got {short_repr(lift_index)}")
+            f"the fiber over v0={short_repr(v0)} with invariants {short_repr(delta)} is empty"
+        )
+    if (
+        isinstance(lift_index, (bool, np.bool_))
+        or not isinstance(lift_index, (int, np.integer))
+        or not -len(points) <= lift_index < len(points)
+    ):
+        raise InputError(
+            f"lift_index must be an int in [0, {len(points)}) (the fiber has "
+            f"{len(points)} points); got {short_repr(lift_index)}"
+        )
     return net.check_params(points[lift_index])
 
 
@@ -316,8 +347,11 @@ class _SingularityWatch:
         self.min = (math.inf, 0.0)
         self.s, self.slope = math.inf, 0.0
         fast = Conv1DFastPath(net) if Conv1DFastPath.applies(net) else None
-        self.jacobian = fast.jacobian if fast is not None else (
-            lambda theta: net.jacobian(net.unflatten(theta)))
+        self.jacobian = (
+            fast.jacobian
+            if fast is not None
+            else (lambda theta: net.jacobian(net.unflatten(theta)))
+        )
 
     def sigma(self, theta: np.ndarray) -> float:
         J = self.jacobian(theta)
@@ -351,7 +385,8 @@ class _SingularityWatch:
                 f"the Jacobian of the parameterization drops rank there (sigma_dim/sigma_1 "
                 f"= {s:.3g} <= singular_tol={self.tol:.3g}; dim={self.dim}), branches of the "
                 f"fiber meet and (v, delta) no longer determines the flow (the parameter "
-                f"flow, gradient_flow, continues through it)")
+                f"flow, gradient_flow, continues through it)"
+            )
             err.t, err.sigma = float(t), float(s)
             err.v = self.net.end_to_end(self.net.unflatten(theta))
             err.theta = np.array(theta)
@@ -368,7 +403,7 @@ class _SingularityWatch:
         slope_new = self._slope(y_new, s_new)
         self.s, self.slope = s_new, slope_new
         h = t_new - t_old
-        lip = 2.0 * max(abs(slope_old), abs(slope_new))   # a Lipschitz bound of sigma(t)
+        lip = 2.0 * max(abs(slope_old), abs(slope_new))  # a Lipschitz bound of sigma(t)
         # sigma can reach 0 inside the step only if an end is within reach of 0
         if h <= 0 or min(s_old, s_new) > 2.0 * lip * h:
             return
@@ -388,8 +423,10 @@ class _SingularityWatch:
         c, d = b - ratio * (b - a), a + ratio * (b - a)
         fc, fd = self.check(c, path(c)), self.check(d, path(d))
         for _ in range(100):
-            if b - a <= 4 * np.finfo(float).eps * max(1.0, abs(b)) \
-                    or min(fc, fd) - 2.0 * lip * (b - a) > self.tol:
+            if (
+                b - a <= 4 * np.finfo(float).eps * max(1.0, abs(b))
+                or min(fc, fd) - 2.0 * lip * (b - a) > self.tol
+            ):
                 break
             if fc <= fd:
                 b, d, fd = d, c, fc
@@ -408,9 +445,19 @@ def _generic_rank(net: Any, params: list) -> int:
     return max(1, int(np.linalg.matrix_rank(net.jacobian(params))))  # pragma: no cover
 
 
-def _assemble(net: Any, loss: QuadraticLoss, delta: np.ndarray, first: FiberLift,
-              samples: list, times: np.ndarray, velocity: Any, watch: _SingularityWatch,
-              lift_tol: float, max_lift_residual: float, settings: dict) -> RiemannianFlowResult:
+def _assemble(
+    net: Any,
+    loss: QuadraticLoss,
+    delta: np.ndarray,
+    first: FiberLift,
+    samples: list,
+    times: np.ndarray,
+    velocity: Any,
+    watch: _SingularityWatch,
+    lift_tol: float,
+    max_lift_residual: float,
+    settings: dict,
+) -> RiemannianFlowResult:
     """The result from the chart's samples, with the function-space checks."""
     vs, lifts, losses = [], [], []
     drift = max_res = mismatch = 0.0
@@ -425,8 +472,9 @@ def _assemble(net: Any, loss: QuadraticLoss, delta: np.ndarray, first: FiberLift
             check_finite("the end-to-end map", v, "along the Riemannian flow")
             inv = invariant_vector(net, p)
             check_finite("the invariants", inv, "along the Riemannian flow")
-            drift = max(drift, float(np.abs(inv - delta).max(initial=0.0))
-                        / invariant_scale(delta, p))
+            drift = max(
+                drift, float(np.abs(inv - delta).max(initial=0.0)) / invariant_scale(delta, p)
+            )
             # the check in function space alone: lift (v, delta) again, continued from the
             # previous sample's function-space lift
             fl = lift_to_fiber(net, v, delta, fs_lift, tol=lift_tol)
@@ -439,8 +487,7 @@ def _assemble(net: Any, loss: QuadraticLoss, delta: np.ndarray, first: FiberLift
             vdot = net.jacobian(p) @ velocity(theta)
             K = net.ntk(fl.params)
             kg = K @ g
-            check_finite("the velocity", np.concatenate([vdot, kg]),
-                         "along the Riemannian flow")
+            check_finite("the velocity", np.concatenate([vdot, kg]), "along the Riemannian flow")
             scale = float(np.linalg.norm(K, 2) * np.linalg.norm(g))
             check_finite("the size of K grad l", scale, "along the Riemannian flow")
             err = float(np.linalg.norm(vdot + kg))
@@ -455,25 +502,48 @@ def _assemble(net: Any, loss: QuadraticLoss, delta: np.ndarray, first: FiberLift
     check_finite("the Riemannian gradient", rgrad, "at the final time")
     ltol = 1e-12 * max(1.0, abs(losses_arr[0]))
     return RiemannianFlowResult(
-        times=times[:len(vs)], end_to_end=np.array(vs).reshape(
-            (len(vs),) + tuple(net.end_to_end_shape)),
-        loss=losses_arr, lifts=lifts, invariants=delta, initial_lift=first.params,
-        max_invariant_drift=drift, max_lift_residual=float(max_res),
-        max_lift_iterations=int(max_it), lift_restarts=restarts,
-        max_kernel_mismatch=float(mismatch), min_singular_value=float(watch.min[0]),
-        min_singular_time=float(watch.min[1]), singular_tol=watch.tol,
+        times=times[: len(vs)],
+        end_to_end=np.array(vs).reshape((len(vs),) + tuple(net.end_to_end_shape)),
+        loss=losses_arr,
+        lifts=lifts,
+        invariants=delta,
+        initial_lift=first.params,
+        max_invariant_drift=drift,
+        max_lift_residual=float(max_res),
+        max_lift_iterations=int(max_it),
+        lift_restarts=restarts,
+        max_kernel_mismatch=float(mismatch),
+        min_singular_value=float(watch.min[0]),
+        min_singular_time=float(watch.min[1]),
+        singular_tol=watch.tol,
         riemannian_gradient_norm=rgrad,
-        loss_monotone=bool(np.all(np.diff(losses_arr) <= ltol)), **settings)
+        loss_monotone=bool(np.all(np.diff(losses_arr) <= ltol)),
+        **settings,
+    )
 
 
 @quiet_overflow
-def riemannian_flow(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_final: float, *,
-                    lift: Any = None, lift_index: int = 0, num_times: int = 101,
-                    method: str = "DOP853", rtol: float = 1e-10, atol: float = 1e-12,
-                    lift_tol: float = 1e-13, max_lift_residual: float = 1e-4,
-                    singular_tol: float = DEFAULT_TOL, max_steps: int = DEFAULT_MAX_STEPS,
-                    time_limit: float | None = None, progress: bool = False,
-                    **fiber_options: Any) -> RiemannianFlowResult:
+def riemannian_flow(
+    net: Any,
+    v0: Any,
+    invariants: Any,
+    loss: QuadraticLoss,
+    t_final: float,
+    *,
+    lift: Any = None,
+    lift_index: int = 0,
+    num_times: int = 101,
+    method: str = "DOP853",
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    lift_tol: float = 1e-13,
+    max_lift_residual: float = 1e-4,
+    singular_tol: float = DEFAULT_TOL,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    time_limit: float | None = None,
+    progress: bool = False,
+    **fiber_options: Any,
+) -> RiemannianFlowResult:
     """Integrate ``v' = -K(v, delta) grad l(v)`` on the neuromanifold, from ``v0`` with
     invariants ``delta``, in the chart given by the lift (see the module docs).
 
@@ -531,8 +601,9 @@ def riemannian_flow(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_f
     max_lift_residual = check_positive_float(max_lift_residual, "max_lift_residual")
     singular_tol = check_positive_float(singular_tol, "singular_tol")
     if singular_tol >= 1:
-        raise InputError(f"singular_tol must be a relative tolerance in (0, 1); got "
-                         f"{short_repr(singular_tol)}")
+        raise InputError(
+            f"singular_tol must be a relative tolerance in (0, 1); got {short_repr(singular_tol)}"
+        )
     progress = check_bool(progress, "progress")
     v0 = _as_end_to_end_vector(net, v0, "v0")
     delta = _as_invariant_vector(invariants)
@@ -543,7 +614,8 @@ def riemannian_flow(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_f
         raise NotInNeuromanifoldError(
             f"the initial lift does not reach the fiber over (v0, delta): relative residual "
             f"{first.residual:.3g} > max_lift_residual={max_lift_residual:.1g}; "
-            f"v0={short_repr(v0)}, delta={short_repr(delta)}")
+            f"v0={short_repr(v0)}, delta={short_repr(delta)}"
+        )
 
     # v(t) by the same convolutions as net.end_to_end: the kernel check compares
     # J theta' with -K grad l(v) where grad l(v) = A (v - target) is a small difference
@@ -551,18 +623,43 @@ def riemannian_flow(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_f
     theta0 = net.flatten(first.params)
     watch = _SingularityWatch(net, _generic_rank(net, first.params), singular_tol, velocity)
     times = np.linspace(0.0, float(t_final), int(num_times))
-    stepper = Stepper(lambda t, theta: velocity(theta), theta0, times, method=method,
-                      rtol=rtol, atol=atol, max_steps=max_steps, time_limit=time_limit,
-                      what="Riemannian flow", progress=progress)
+    stepper = Stepper(
+        lambda t, theta: velocity(theta),
+        theta0,
+        times,
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        time_limit=time_limit,
+        what="Riemannian flow",
+        progress=progress,
+    )
 
     def result(upto: float = math.inf) -> RiemannianFlowResult:
         keep = [y for y, t in zip(stepper.samples, times) if t <= upto] or stepper.samples[:1]
-        settings = dict(method=method, rtol=rtol, atol=atol,
-                        success=upto == math.inf and stepper.finished,
-                        message=stepper.message, nfev=int(stepper.solver.nfev),
-                        num_steps=stepper.steps)
-        return _assemble(net, loss, delta, first, keep, times, velocity, watch, lift_tol,
-                         max_lift_residual, settings)
+        settings = dict(
+            method=method,
+            rtol=rtol,
+            atol=atol,
+            success=upto == math.inf and stepper.finished,
+            message=stepper.message,
+            nfev=int(stepper.solver.nfev),
+            num_steps=stepper.steps,
+        )
+        return _assemble(
+            net,
+            loss,
+            delta,
+            first,
+            keep,
+            times,
+            velocity,
+            watch,
+            lift_tol,
+            max_lift_residual,
+            settings,
+        )
 
     try:
         watch.start(theta0)
@@ -597,13 +694,22 @@ class FlowComparison(Result):
 
 
 @quiet_overflow
-def compare_with_parameter_flow(net: Any, params0: Any, loss: QuadraticLoss, t_final: float, *,
-                                lift: Any = None, num_times: int = 21, method: str = "DOP853",
-                                rtol: float = 1e-10, atol: float = 1e-12,
-                                singular_tol: float = DEFAULT_TOL,
-                                max_steps: int = DEFAULT_MAX_STEPS,
-                                time_limit: float | None = None,
-                                **fiber_options: Any) -> FlowComparison:
+def compare_with_parameter_flow(
+    net: Any,
+    params0: Any,
+    loss: QuadraticLoss,
+    t_final: float,
+    *,
+    lift: Any = None,
+    num_times: int = 21,
+    method: str = "DOP853",
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    singular_tol: float = DEFAULT_TOL,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    time_limit: float | None = None,
+    **fiber_options: Any,
+) -> FlowComparison:
     """Run the Riemannian flow from ``(mu(theta0), delta(theta0))`` and the parameter flow
     from ``theta0``, and measure how far their ``v(t)`` are apart.
 
@@ -634,17 +740,39 @@ def compare_with_parameter_flow(net: Any, params0: Any, loss: QuadraticLoss, t_f
     """
     params0 = net.check_params(params0)
     v0, delta = net.end_to_end(params0), net.invariants(params0)
-    riem = riemannian_flow(net, v0, delta, loss, t_final, lift=lift, num_times=num_times,
-                           method=method, rtol=rtol, atol=atol, singular_tol=singular_tol,
-                           max_steps=max_steps, time_limit=time_limit, **fiber_options)
-    par = gradient_flow(net, params0, loss, t_final, num_times=num_times, method=method,
-                        rtol=rtol, atol=atol, max_steps=max_steps, time_limit=time_limit)
+    riem = riemannian_flow(
+        net,
+        v0,
+        delta,
+        loss,
+        t_final,
+        lift=lift,
+        num_times=num_times,
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        singular_tol=singular_tol,
+        max_steps=max_steps,
+        time_limit=time_limit,
+        **fiber_options,
+    )
+    par = gradient_flow(
+        net,
+        params0,
+        loss,
+        t_final,
+        num_times=num_times,
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        time_limit=time_limit,
+    )
     a, b = riem.end_to_end, par.end_to_end
     n = min(len(a), len(b))
     scale = max(1.0, float(np.abs(b).max(initial=0.0)))
     diff = float(max(np.linalg.norm((a[i] - b[i]).ravel()) for i in range(n)) / scale)
-    return FlowComparison(times=riem.times[:n], max_difference=diff, riemannian=riem,
-                          parameter=par)
+    return FlowComparison(times=riem.times[:n], max_difference=diff, riemannian=riem, parameter=par)
 
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
@@ -706,11 +834,23 @@ class LiftComparison(Result):
 
 
 @quiet_overflow
-def compare_lifts(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_final: float, *,
-                  lifts: Any = None, num_times: int = 21, method: str = "DOP853",
-                  rtol: float = 1e-10, atol: float = 1e-12, singular_tol: float = DEFAULT_TOL,
-                  max_steps: int = DEFAULT_MAX_STEPS, time_limit: float | None = None,
-                  **fiber_options: Any) -> LiftComparison:
+def compare_lifts(
+    net: Any,
+    v0: Any,
+    invariants: Any,
+    loss: QuadraticLoss,
+    t_final: float,
+    *,
+    lifts: Any = None,
+    num_times: int = 21,
+    method: str = "DOP853",
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    singular_tol: float = DEFAULT_TOL,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    time_limit: float | None = None,
+    **fiber_options: Any,
+) -> LiftComparison:
     """Integrate the Riemannian flow from every lift of ``(v0, delta)`` and compare.
 
     A flow that reaches a singular point, or its step or time budget, does not abort the
@@ -735,31 +875,50 @@ def compare_lifts(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_fin
     (['finished', 'finished'], True)
     """
     if lifts is not None and fiber_options:
-        raise InputError(f"fiber options are used only to compute the lifts when lifts=None; "
-                         f"got lifts=... and {sorted(fiber_options)} (drop one of them)")
+        raise InputError(
+            f"fiber options are used only to compute the lifts when lifts=None; "
+            f"got lifts=... and {sorted(fiber_options)} (drop one of them)"
+        )
     if lifts is None:
         if not hasattr(net, "fiber") or not hasattr(net, "end_to_end_shape"):
-            raise InputError(f"{short_repr(net)} has no fiber(); pass the lifts to compare "
-                             f"with lifts=...")
+            raise InputError(
+                f"{short_repr(net)} has no fiber(); pass the lifts to compare with lifts=..."
+            )
         check_options(net.fiber, fiber_options, "compare_lifts (fiber options)")
         v = as_finite_array(v0, "v0", error=InputError)
         if v.size != math.prod(net.end_to_end_shape):
-            raise InputError(f"v0 must have {math.prod(net.end_to_end_shape)} entries (shape "
-                             f"{net.end_to_end_shape}); got {short_repr(v0)}")
-        lifts = list(net.fiber(v.reshape(net.end_to_end_shape), invariants,
-                               **fiber_options).points)
-    if isinstance(lifts, (str, bytes, np.ndarray)) or not hasattr(lifts, "__len__") \
-            or len(lifts) == 0:
-        raise InputError(f"lifts must be a non-empty list of parameter lists; got "
-                         f"{short_repr(lifts)}")
+            raise InputError(
+                f"v0 must have {math.prod(net.end_to_end_shape)} entries (shape "
+                f"{net.end_to_end_shape}); got {short_repr(v0)}"
+            )
+        lifts = list(net.fiber(v.reshape(net.end_to_end_shape), invariants, **fiber_options).points)
+    if (
+        isinstance(lifts, (str, bytes, np.ndarray))
+        or not hasattr(lifts, "__len__")
+        or len(lifts) == 0
+    ):
+        raise InputError(
+            f"lifts must be a non-empty list of parameter lists; got {short_repr(lifts)}"
+        )
     flows, outcomes = [], []
     for index, p in enumerate(lifts):
         status, message = "finished", ""
         try:
-            flow = riemannian_flow(net, v0, invariants, loss, t_final, lift=p,
-                                   num_times=num_times, method=method, rtol=rtol, atol=atol,
-                                   singular_tol=singular_tol, max_steps=max_steps,
-                                   time_limit=time_limit)
+            flow = riemannian_flow(
+                net,
+                v0,
+                invariants,
+                loss,
+                t_final,
+                lift=p,
+                num_times=num_times,
+                method=method,
+                rtol=rtol,
+                atol=atol,
+                singular_tol=singular_tol,
+                max_steps=max_steps,
+                time_limit=time_limit,
+            )
             t_end, v_end = float(flow.times[-1]), flow.end_to_end[-1].ravel()
         except SingularPointError as err:
             status, message, flow = "singular point", str(err), err.partial
@@ -768,12 +927,19 @@ def compare_lifts(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_fin
             status, message, flow = "limit", str(err), err.partial
             t_end, v_end = err.t, flow.end_to_end[-1].ravel()
         flows.append(flow)
-        outcomes.append(LiftOutcome(
-            index=index, status=status, t_end=float(t_end), v_end=np.array(v_end),
-            min_singular_value=flow.min_singular_value,
-            max_lift_residual=flow.max_lift_residual,
-            max_invariant_drift=flow.max_invariant_drift,
-            max_kernel_mismatch=flow.max_kernel_mismatch, message=message))
+        outcomes.append(
+            LiftOutcome(
+                index=index,
+                status=status,
+                t_end=float(t_end),
+                v_end=np.array(v_end),
+                min_singular_value=flow.min_singular_value,
+                max_lift_residual=flow.max_lift_residual,
+                max_invariant_drift=flow.max_invariant_drift,
+                max_kernel_mismatch=flow.max_kernel_mismatch,
+                message=message,
+            )
+        )
     n = min(len(f.times) for f in flows)
     traj = np.array([f.end_to_end[:n] for f in flows])
     scale = max(1.0, float(np.abs(traj).max(initial=0.0)))
@@ -787,7 +953,14 @@ def compare_lifts(net: Any, v0: Any, invariants: Any, loss: QuadraticLoss, t_fin
             if d > best:
                 best, pair = d, (i, j)
             kdiff = max(kdiff, float(np.linalg.norm(kernels[i] - kernels[j])) / kscale)
-    return LiftComparison(times=flows[0].times[:n], trajectories=traj,
-                          lifts=[f.initial_lift for f in flows], initial_ntk_difference=kdiff,
-                          max_difference=best, pair=pair, flows=flows, outcomes=outcomes,
-                          all_finished=all(o.status == "finished" for o in outcomes))
+    return LiftComparison(
+        times=flows[0].times[:n],
+        trajectories=traj,
+        lifts=[f.initial_lift for f in flows],
+        initial_ntk_difference=kdiff,
+        max_difference=best,
+        pair=pair,
+        flows=flows,
+        outcomes=outcomes,
+        all_finished=all(o.status == "finished" for o in outcomes),
+    )

@@ -38,9 +38,10 @@ def _to_numpy(value: Any) -> Any:
     """A tensor (torch, detached) or array-like as a numpy array, without importing torch."""
     try:
         return tensor_to_numpy(value)
-    except (ValueError, TypeError) as exc:     # a ragged nest, ...
-        raise ModelFileError(f"cannot read {short_repr(value)} as an array of numbers: "
-                             f"{exc}") from None
+    except (ValueError, TypeError) as exc:  # a ragged nest, ...
+        raise ModelFileError(
+            f"cannot read {short_repr(value)} as an array of numbers: {exc}"
+        ) from None
 
 
 def _check_npz_headers(path: Path) -> None:
@@ -53,8 +54,11 @@ def _check_npz_headers(path: Path) -> None:
                 continue
             with zf.open(info) as fh:
                 version = np.lib.format.read_magic(fh)
-                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                        else np.lib.format.read_array_header_2_0)
+                read = (
+                    np.lib.format.read_array_header_1_0
+                    if version == (1, 0)
+                    else np.lib.format.read_array_header_2_0
+                )
                 shape, _, dtype = read(fh)
                 data_bytes = info.file_size - fh.tell()
             count = int(np.prod(shape, dtype=object))
@@ -63,8 +67,12 @@ def _check_npz_headers(path: Path) -> None:
                 raise ModelFileError(
                     f"{path}: array {info.filename[:-4]!r} declares shape {shape} "
                     f"({count:,} entries), more than "
-                    + (f"the limit of {MAX_PARAMS:,}" if count > MAX_PARAMS
-                       else f"the {data_bytes:,} bytes of data the file holds for it"))
+                    + (
+                        f"the limit of {MAX_PARAMS:,}"
+                        if count > MAX_PARAMS
+                        else f"the {data_bytes:,} bytes of data the file holds for it"
+                    )
+                )
 
 
 def _read_npz(path: Path) -> dict[str, np.ndarray]:
@@ -74,12 +82,15 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
             return {k: data[k] for k in data.files}
     except ValueError as exc:
         if "pickle" in str(exc):
-            raise ModelFileError(f"{path}: holds Python objects that would have to be "
-                                 f"unpickled; refused (only numeric arrays are read)") from None
+            raise ModelFileError(
+                f"{path}: holds Python objects that would have to be "
+                f"unpickled; refused (only numeric arrays are read)"
+            ) from None
         raise ModelFileError(f"{path}: not a valid .npz file ({exc})") from None
     except (zipfile.BadZipFile, EOFError, OSError, KeyError, zlib.error) as exc:
-        raise ModelFileError(f"{path}: not a valid .npz file, truncated or corrupted "
-                             f"({type(exc).__name__}: {exc})") from None
+        raise ModelFileError(
+            f"{path}: not a valid .npz file, truncated or corrupted ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def _read_safetensors(path: Path) -> tuple[dict[str, Any], bool]:
@@ -87,16 +98,20 @@ def _read_safetensors(path: Path) -> tuple[dict[str, Any], bool]:
     its names sorted, so only the order :func:`save` stores (metadata
     ``neuromanifold.order``) is one."""
     from safetensors import SafetensorError, safe_open
+
     try:
         with safe_open(str(path), framework="np") as f:
             arrays = {k: f.get_tensor(k) for k in f.keys()}
             meta = f.metadata() or {}
     except (SafetensorError, OSError, ValueError, TypeError) as exc:
-        raise ModelFileError(f"{path}: not a valid .safetensors file, truncated or corrupted "
-                             f"({exc})") from None
+        raise ModelFileError(
+            f"{path}: not a valid .safetensors file, truncated or corrupted ({exc})"
+        ) from None
     except AttributeError as exc:  # a dtype numpy has no type for (F8_E4M3, F8_E5M2)
-        raise ModelFileError(f"{path}: holds a dtype numpy cannot represent ({exc}); save "
-                             f"the weights as float32 or float64") from None
+        raise ModelFileError(
+            f"{path}: holds a dtype numpy cannot represent ({exc}); save "
+            f"the weights as float32 or float64"
+        ) from None
     if STRIDES_KEY in meta:
         try:
             raw = json.loads(meta[STRIDES_KEY])
@@ -120,8 +135,10 @@ def _stored_order(raw: str | None, arrays: dict, path: Path) -> list[str] | None
         order = None
     names = [k for k in arrays if k != STRIDES_KEY]
     if not isinstance(order, list) or sorted(map(str, order)) != sorted(names):
-        raise ModelFileError(f"{path}: the stored layer order {raw[:200]!r} does not name "
-                             f"the file's arrays {sorted(names)[:20]}")
+        raise ModelFileError(
+            f"{path}: the stored layer order {raw[:200]!r} does not name "
+            f"the file's arrays {sorted(names)[:20]}"
+        )
     return order
 
 
@@ -137,8 +154,10 @@ def _unwrap_checkpoint(obj: Any) -> tuple[Any, tuple[str, ...]]:
         for key in CHECKPOINT_KEYS:
             if isinstance(obj.get(key), dict):
                 others = sorted(str(k) for k in obj if k != key)
-                return obj[key], (f"read the checkpoint's {key!r}"
-                                  + (f" (not {', '.join(others)})" if others else ""),)
+                return obj[key], (
+                    f"read the checkpoint's {key!r}"
+                    + (f" (not {', '.join(others)})" if others else ""),
+                )
     return obj, ()
 
 
@@ -157,19 +176,26 @@ def _read_torch(path: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     except Exception as exc:  # torch raises many types; none of them may escape
         if not zipfile.is_zipfile(path) and not _legacy_torch_magic(path):
-            raise ModelFileError(f"{path}: not a PyTorch file (neither the zip archive "
-                                 f"torch.save writes nor its legacy format)") from None
+            raise ModelFileError(
+                f"{path}: not a PyTorch file (neither the zip archive "
+                f"torch.save writes nor its legacy format)"
+            ) from None
         if "weights_only" in str(exc) or "Unpickl" in type(exc).__name__:
             raise ModelFileError(
                 f"{path}: holds Python objects beyond tensors, which would have to be "
-                f"unpickled; refused (save the model's state_dict instead)") from None
-        raise ModelFileError(f"{path}: not a readable PyTorch file, truncated or corrupted "
-                             f"({type(exc).__name__}: {exc})") from None
+                f"unpickled; refused (save the model's state_dict instead)"
+            ) from None
+        raise ModelFileError(
+            f"{path}: not a readable PyTorch file, truncated or corrupted "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
     obj, notes = _unwrap_checkpoint(obj)
     if not isinstance(obj, dict) or not all(hasattr(v, "detach") for v in obj.values()):
-        raise ModelFileError(f"{path}: expected a state_dict (a mapping of names to tensors, "
-                             f"or a checkpoint holding one under {', '.join(CHECKPOINT_KEYS)}); "
-                             f"got {type(obj).__name__}")
+        raise ModelFileError(
+            f"{path}: expected a state_dict (a mapping of names to tensors, "
+            f"or a checkpoint holding one under {', '.join(CHECKPOINT_KEYS)}); "
+            f"got {type(obj).__name__}"
+        )
     return {k: _to_numpy(v) for k, v in obj.items()}, notes
 
 
@@ -181,29 +207,42 @@ def _legacy_torch_magic(path: Path) -> bool:
 
 def _from_torch_module(obj: Any, strides: Any) -> Model:
     import torch.nn as tnn
+
     source = f"torch {type(obj).__name__}"
     if not isinstance(obj, tnn.Sequential):
         if not isinstance(obj, tnn.Module):
             raise ModelFileError(f"{source}: not a torch.nn.Module")
         # any other module: its state_dict, ordered as the shapes chain (its forward pass,
         # and so its activations, cannot be read without running it)
-        return model_from_arrays({k: _to_numpy(v) for k, v in obj.state_dict().items()},
-                                 source, strides=strides,
-                                 notes=("read from its state_dict (a module other than "
-                                        "Sequential does not show its forward pass)",))
+        return model_from_arrays(
+            {k: _to_numpy(v) for k, v in obj.state_dict().items()},
+            source,
+            strides=strides,
+            notes=(
+                "read from its state_dict (a module other than "
+                "Sequential does not show its forward pass)",
+            ),
+        )
     mods = [m for m in obj if not isinstance(m, (tnn.Identity, tnn.Flatten, tnn.Dropout))]
     arrays: dict[str, Any] = {}
     convs = [m for m in mods if isinstance(m, (tnn.Conv1d, tnn.Conv2d))]
     if convs:
         if len(convs) != len(mods):
             other = [type(m).__name__ for m in mods if m not in convs]
-            raise ModelFileError(f"{source}: a linear convolutional network has only Conv1d/"
-                                 f"Conv2d layers (no activation); found {other}")
+            raise ModelFileError(
+                f"{source}: a linear convolutional network has only Conv1d/"
+                f"Conv2d layers (no activation); found {other}"
+            )
         for i, m in enumerate(convs):
-            if any(p != 0 for p in np.atleast_1d(m.padding)) or \
-                    any(d != 1 for d in np.atleast_1d(m.dilation)) or m.groups != 1:
-                raise ModelFileError(f"{source}: layer {i} uses padding, dilation or groups; "
-                                     f"only valid correlation (padding 0, dilation 1) is modelled")
+            if (
+                any(p != 0 for p in np.atleast_1d(m.padding))
+                or any(d != 1 for d in np.atleast_1d(m.dilation))
+                or m.groups != 1
+            ):
+                raise ModelFileError(
+                    f"{source}: layer {i} uses padding, dilation or groups; "
+                    f"only valid correlation (padding 0, dilation 1) is modelled"
+                )
             arrays[f"{i}.weight"] = _to_numpy(m.weight)
             if m.bias is not None:
                 arrays[f"{i}.bias"] = _to_numpy(m.bias)
@@ -261,7 +300,7 @@ def load(source: Any, *, strides: Any = None) -> Model:
             raise ModelFileError(f"{path}: no such file")
         suffix = path.suffix.lower()
         notes: tuple[str, ...] = ()
-        ordered = True   # npz and torch files keep the order their arrays were saved in
+        ordered = True  # npz and torch files keep the order their arrays were saved in
         if suffix == ".npz":
             arrays = _read_npz(path)
         elif suffix == ".safetensors":
@@ -271,22 +310,31 @@ def load(source: Any, *, strides: Any = None) -> Model:
         elif suffix in (".pt", ".pth", ".bin"):
             arrays, notes = _read_torch(path)
         else:
-            raise ModelFileError(f"{path}: unknown model format {suffix!r}; "
-                                 f"readable: {', '.join(SUFFIXES)}")
-        return model_from_arrays(arrays, str(path), strides=strides, notes=notes,
-                                 ordered=ordered)
+            raise ModelFileError(
+                f"{path}: unknown model format {suffix!r}; readable: {', '.join(SUFFIXES)}"
+            )
+        return model_from_arrays(arrays, str(path), strides=strides, notes=notes, ordered=ordered)
     module = type(source).__module__ or ""
     if module.startswith("torch"):
         return _from_torch_module(source, strides)
     if module.startswith("sklearn"):
-        return _relu_model(live_relu_params(source, ModelFileError),
-                           f"scikit-learn {type(source).__name__}")
+        return _relu_model(
+            live_relu_params(source, ModelFileError), f"scikit-learn {type(source).__name__}"
+        )
     if isinstance(source, dict):
         source, notes = _unwrap_checkpoint(source)
-        return model_from_arrays({str(k): _to_numpy(v) for k, v in source.items()},
-                                 "dict of arrays", strides=strides, notes=notes)
-    if isinstance(source, Sequence) and not isinstance(source, (str, bytes)) and source \
-            and all(isinstance(p, Sequence) and len(p) == 2 for p in source):
+        return model_from_arrays(
+            {str(k): _to_numpy(v) for k, v in source.items()},
+            "dict of arrays",
+            strides=strides,
+            notes=notes,
+        )
+    if (
+        isinstance(source, Sequence)
+        and not isinstance(source, (str, bytes))
+        and source
+        and all(isinstance(p, Sequence) and len(p) == 2 for p in source)
+    ):
         return _relu_model(source, "list of (W, b) pairs")
     if isinstance(source, Sequence) and not isinstance(source, (str, bytes)) and source:
         arrays = {}
@@ -294,9 +342,11 @@ def load(source: Any, *, strides: Any = None) -> Model:
             w = _to_numpy(w)
             arrays[f"{l}.weight"] = w.reshape((1, 1) + w.shape)
         return model_from_arrays(arrays, "list of filters", strides=strides)
-    raise ModelFileError(f"cannot read a model from {short_repr(source)}: give a path "
-                         f"({', '.join(SUFFIXES)}), a torch.nn.Sequential, a scikit-learn MLP, "
-                         f"a dict of arrays or a list of (W, b) pairs")
+    raise ModelFileError(
+        f"cannot read a model from {short_repr(source)}: give a path "
+        f"({', '.join(SUFFIXES)}), a torch.nn.Sequential, a scikit-learn MLP, "
+        f"a dict of arrays or a list of (W, b) pairs"
+    )
 
 
 def _named_arrays(model: Model) -> dict[str, np.ndarray]:
@@ -352,15 +402,16 @@ def save(model: Any, path: Any, *, strides: Any = None) -> None:
                 np.savez(fh, **arrays)
         elif suffix == ".safetensors":
             from safetensors.numpy import save_file
+
             meta = {"neuromanifold.kind": model.kind, ORDER_KEY: json.dumps(list(arrays))}
             if model.strides is not None:
                 meta[STRIDES_KEY] = json.dumps([list(s) for s in model.strides])
-            save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(path),
-                      metadata=meta)
+            save_file(
+                {k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(path), metadata=meta
+            )
         elif suffix == ".onnx":
             write_onnx(model, path)
         else:
-            raise ModelFileError(f"{path}: save writes .npz, .safetensors or .onnx; "
-                                 f"got {suffix!r}")
+            raise ModelFileError(f"{path}: save writes .npz, .safetensors or .onnx; got {suffix!r}")
     except OSError as exc:
         raise ModelFileError(f"{path}: cannot write ({exc.strerror or exc})") from None

@@ -73,8 +73,11 @@ class Model(Result):
             shapes = ",".join("x".join(str(k) for k in s) for s in self.architecture)
             strides = ",".join("x".join(str(k) for k in s) for s in self.strides)
             arch = f"linear convolutional network, filters {shapes}, strides {strides}"
-        note = "" if self.converted_from == "float64" else \
-            f" ({self.converted_from} weights converted to float64)"
+        note = (
+            ""
+            if self.converted_from == "float64"
+            else f" ({self.converted_from} weights converted to float64)"
+        )
         return f"{arch}{note} from {self.source}"
 
 
@@ -82,19 +85,27 @@ def stored_strides_list(value: Any, source: str) -> list[tuple[int, ...]]:
     """Strides as a file stores them (a list of positive ints, or of lists of positive ints
     for D >= 2), checked entry by entry: a float, bool, string, NaN or a nested scalar is
     refused, never rounded to an int."""
+
     def ints(row: Any) -> tuple[int, ...] | None:
         items = row.tolist() if isinstance(row, np.ndarray) else row
         items = items if isinstance(items, (list, tuple)) else [items]
-        good = all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-                   and v >= 1 for v in items) and items
+        good = (
+            all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v >= 1
+                for v in items
+            )
+            and items
+        )
         return tuple(int(v) for v in items) if good else None
 
     rows = value.tolist() if isinstance(value, np.ndarray) else value
     out = [ints(r) for r in rows] if isinstance(rows, (list, tuple)) and rows else [None]
     if any(r is None for r in out):
-        raise ModelFileError(f"{source}: the stored strides must be a list of positive "
-                             f"integers (one per layer, or one tuple per layer for D >= 2); "
-                             f"got {short_repr(value)}")
+        raise ModelFileError(
+            f"{source}: the stored strides must be a list of positive "
+            f"integers (one per layer, or one tuple per layer for D >= 2); "
+            f"got {short_repr(value)}"
+        )
     return out
 
 
@@ -138,9 +149,11 @@ def _chains_by_shape(shapes: dict[str, tuple], limit: int = 2) -> list[list[str]
     return found
 
 
-_SAVE_HINT = ("save the layers in forward order in a format that keeps it (.npz, a "
-              "state_dict, or neuromanifold.io.save, which also stores the order in "
-              ".safetensors), or name them 0, 1, 2, ... in forward order")
+_SAVE_HINT = (
+    "save the layers in forward order in a format that keeps it (.npz, a "
+    "state_dict, or neuromanifold.io.save, which also stores the order in "
+    ".safetensors), or name them 0, 1, 2, ... in forward order"
+)
 
 
 def _layer_order(layers: dict, source: str, ordered: bool) -> tuple[list[str], str | None]:
@@ -157,29 +170,39 @@ def _layer_order(layers: dict, source: str, ordered: bool) -> tuple[list[str], s
         raise ModelFileError(
             f"{source}: inconsistent layer shapes: the layers do not chain in the order the "
             f"file stores them, {short_repr(shapes)} (each weight's columns must equal the "
-            f"previous layer's rows); a network is never reordered by guess: {_SAVE_HINT}")
-    if len({_numeric_skeleton(p) for p in given}) == 1 and len(given) > 1 \
-            and all(re.search(r"\d", p) for p in given):
+            f"previous layer's rows); a network is never reordered by guess: {_SAVE_HINT}"
+        )
+    if (
+        len({_numeric_skeleton(p) for p in given}) == 1
+        and len(given) > 1
+        and all(re.search(r"\d", p) for p in given)
+    ):
         natural = sorted(given, key=_natural_key)
-        if len({tuple(_natural_key(p)) for p in given}) == len(given) \
-                and _shape_chain([shapes[p] for p in natural]):
+        if len({tuple(_natural_key(p)) for p in given}) == len(given) and _shape_chain(
+            [shapes[p] for p in natural]
+        ):
             return natural, "layers ordered by the numbers in their names"
         raise ModelFileError(
             f"{source}: inconsistent layer shapes: in the order of the numbers in their "
             f"names the layers do not chain, {short_repr(shapes)} (each weight's columns "
-            f"must equal the previous layer's rows)")
+            f"must equal the previous layer's rows)"
+        )
     if len(given) == 1:
         return given, None
     found = _chains_by_shape(shapes)
     if len(found) == 1:
         return found[0], "layers ordered by the one chain their shapes allow"
-    why = (f"the shapes chain in more than one order (e.g. {found[0]} and {found[1]})"
-           if found else "no order of the shapes chains" if
-           all(len(s) == 2 for s in shapes.values()) and len(given) <= 12
-           else "neither the names nor the shapes say it")
+    why = (
+        f"the shapes chain in more than one order (e.g. {found[0]} and {found[1]})"
+        if found
+        else "no order of the shapes chains"
+        if all(len(s) == 2 for s in shapes.values()) and len(given) <= 12
+        else "neither the names nor the shapes say it"
+    )
     raise ModelFileError(
         f"{source}: the layer order is ambiguous: the format does not keep the order of "
-        f"{short_repr(shapes)}, the names carry no layer numbers and {why}; {_SAVE_HINT}")
+        f"{short_repr(shapes)}, the names carry no layer numbers and {why}; {_SAVE_HINT}"
+    )
 
 
 def _refuse_wrapped_duplicates(arrays: dict, source: str) -> None:
@@ -193,7 +216,8 @@ def _refuse_wrapped_duplicates(arrays: dict, source: str) -> None:
             if inner in arrays:
                 raise ModelFileError(
                     f"{source}: two arrays name {inner!r} (one of them is {name!r}); which "
-                    f"one is the layer is ambiguous: save one copy of the weights")
+                    f"one is the layer is ambiguous: save one copy of the weights"
+                )
 
 
 def _natural_key(name: str) -> list:
@@ -203,20 +227,29 @@ def _natural_key(name: str) -> list:
 def _float64(array: Any, name: str, source: str) -> np.ndarray:
     arr = np.asarray(array)
     if arr.dtype.kind not in "fiu" or arr.dtype.kind == "b":
-        raise ModelFileError(f"{source}: array {name!r} must hold real numbers; "
-                             f"got dtype {arr.dtype}")
+        raise ModelFileError(
+            f"{source}: array {name!r} must hold real numbers; got dtype {arr.dtype}"
+        )
     if 0 in arr.shape:
-        raise ModelFileError(f"{source}: array {name!r} has a zero-length axis (shape "
-                             f"{arr.shape}); every layer has at least one neuron and input")
+        raise ModelFileError(
+            f"{source}: array {name!r} has a zero-length axis (shape "
+            f"{arr.shape}); every layer has at least one neuron and input"
+        )
     arr = arr.astype(np.float64)
     if not np.all(np.isfinite(arr)):
         raise ModelFileError(f"{source}: array {name!r} holds NaN or inf")
     return arr
 
 
-def model_from_arrays(arrays: dict[str, Any], source: str, strides: Any = None, *,
-                      notes: tuple = (), weights_only: bool = True,
-                      ordered: bool = True) -> Model:
+def model_from_arrays(
+    arrays: dict[str, Any],
+    source: str,
+    strides: Any = None,
+    *,
+    notes: tuple = (),
+    weights_only: bool = True,
+    ordered: bool = True,
+) -> Model:
     """Infer the model from named weight arrays, as in a PyTorch ``state_dict``.
 
     Names are ``<layer>.weight`` and ``<layer>.bias`` (a ``module.`` or ``model.`` prefix
@@ -259,10 +292,11 @@ def model_from_arrays(arrays: dict[str, Any], source: str, strides: Any = None, 
     arrays = dict(arrays)
     stored_strides = arrays.pop(STRIDES_KEY, None)
     notes = list(notes)
-    wrappers = [w for w in WRAPPER_PREFIXES
-                if arrays and all(name.startswith(w) for name in arrays)]
-    if wrappers:   # DataParallel's "module.", a Lightning module's "model.": one prefix
-        arrays = {name[len(wrappers[0]):]: v for name, v in arrays.items()}
+    wrappers = [
+        w for w in WRAPPER_PREFIXES if arrays and all(name.startswith(w) for name in arrays)
+    ]
+    if wrappers:  # DataParallel's "module.", a Lightning module's "model.": one prefix
+        arrays = {name[len(wrappers[0]) :]: v for name, v in arrays.items()}
         notes.append(f"prefix {wrappers[0]!r} stripped from every name")
     _refuse_wrapped_duplicates(arrays, source)
     layers: dict[str, dict[str, Any]] = {}
@@ -271,7 +305,8 @@ def model_from_arrays(arrays: dict[str, Any], source: str, strides: Any = None, 
         if leaf not in ("weight", "bias"):
             raise ModelFileError(
                 f"{source}: entry {name!r} is neither a weight nor a bias; a model file "
-                f"holds '<layer>.weight' and '<layer>.bias' arrays only")
+                f"holds '<layer>.weight' and '<layer>.bias' arrays only"
+            )
         layers.setdefault(prefix, {})[leaf] = value
     if not layers:
         raise ModelFileError(f"{source}: holds no weight arrays")
@@ -291,36 +326,51 @@ def model_from_arrays(arrays: dict[str, Any], source: str, strides: Any = None, 
             b = layers[p].get("bias")
             b = np.zeros(W.shape[0]) if b is None else _float64(b, f"{p}.bias", source)
             if b.shape != (W.shape[0],):
-                raise ModelFileError(f"{source}: {p}.bias must have shape ({W.shape[0]},) to "
-                                     f"match {p}.weight of shape {W.shape}; got {b.shape}")
+                raise ModelFileError(
+                    f"{source}: {p}.bias must have shape ({W.shape[0]},) to "
+                    f"match {p}.weight of shape {W.shape}; got {b.shape}"
+                )
             if params and W.shape[1] != params[-1][0].shape[0]:
                 raise ModelFileError(
                     f"{source}: inconsistent layer shapes: {p}.weight has {W.shape[1]} "
-                    f"columns but the previous layer has {params[-1][0].shape[0]} outputs")
+                    f"columns but the previous layer has {params[-1][0].shape[0]} outputs"
+                )
             params.append((W, b))
         widths = (params[0][0].shape[1],) + tuple(W.shape[0] for W, _ in params)
         if weights_only:
-            notes.append("ReLU assumed between the layers (a weights-only file holds no "
-                         "activation; a tanh or LeakyReLU network would be read wrongly)")
-        return Model(kind="relu", params=params, architecture=widths, strides=None,
-                     source=source, converted_from=converted, notes=tuple(notes))
+            notes.append(
+                "ReLU assumed between the layers (a weights-only file holds no "
+                "activation; a tanh or LeakyReLU network would be read wrongly)"
+            )
+        return Model(
+            kind="relu",
+            params=params,
+            architecture=widths,
+            strides=None,
+            source=source,
+            converted_from=converted,
+            notes=tuple(notes),
+        )
     if ndims <= {3, 4} and len(ndims) == 1:
         filters = []
         for p, w in zip(order, weights):
             if w.shape[:2] != (1, 1):
                 raise ModelFileError(
                     f"{source}: {p}.weight has shape {w.shape}; a linear convolutional "
-                    f"network has one input and one output channel per layer, (1, 1, k...)")
+                    f"network has one input and one output channel per layer, (1, 1, k...)"
+                )
             b = layers[p].get("bias")
             if b is not None and np.any(_float64(b, f"{p}.bias", source) != 0):
-                raise ModelFileError(f"{source}: {p}.bias is nonzero; linear convolutional "
-                                     f"networks have no bias")
+                raise ModelFileError(
+                    f"{source}: {p}.bias is nonzero; linear convolutional networks have no bias"
+                )
             filters.append(w[0, 0])
         if strides is None and stored_strides is None:
             raise ModelFileError(
                 f"{source}: holds convolution kernels but no strides; weights alone do not "
                 f"say them: give them, one per layer (strides=[...] in Python, --strides "
-                f"on the command line)")
+                f"on the command line)"
+            )
         if strides is None:
             strides = stored_strides_list(stored_strides, source)
         try:
@@ -331,10 +381,17 @@ def model_from_arrays(arrays: dict[str, Any], source: str, strides: Any = None, 
         if len(strides) == len(filters):  # keep the last stride too: nothing is lost
             last = strides[-1]
             kept += (tuple(int(v) for v in last) if np.ndim(last) else (int(last),) * net.ndim,)
-        return Model(kind="linear_conv", params=filters,
-                     architecture=tuple(tuple(f.shape) for f in filters), strides=kept,
-                     source=source, converted_from=converted, notes=tuple(notes))
+        return Model(
+            kind="linear_conv",
+            params=filters,
+            architecture=tuple(tuple(f.shape) for f in filters),
+            strides=kept,
+            source=source,
+            converted_from=converted,
+            notes=tuple(notes),
+        )
     shapes = {p: tuple(np.shape(layers[p]["weight"])) for p in order}
     raise ModelFileError(
         f"{source}: cannot infer a model from weight shapes {short_repr(shapes)}: expected "
-        f"all 2D (fully connected layers) or all (1, 1, k...) (single-channel convolutions)")
+        f"all 2D (fully connected layers) or all (1, 1, k...) (single-channel convolutions)"
+    )

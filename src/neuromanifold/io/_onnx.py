@@ -50,40 +50,51 @@ class _Graph:
                 if tensor is None:
                     raise self.refuse(node, "a Constant without a tensor 'value'")
                 self.consts[node.output[0]] = self.array(tensor, f"Constant {node.name!r}")
-        self.layers: list[dict[str, Any]] = []   # affine: W, b, relu; conv: w, stride
+        self.layers: list[dict[str, Any]] = []  # affine: W, b, relu; conv: w, stride
         self.current: str = ""
-        self.flat = True          # each example is one row (rank <= 2)
-        self.features: int | None = None   # entries per example, when the graph says
+        self.flat = True  # each example is one row (rank <= 2)
+        self.features: int | None = None  # entries per example, when the graph says
 
     def array(self, tensor: Any, what: str) -> np.ndarray:
         count = int(np.prod([int(d) for d in tensor.dims], dtype=object))
         if count > MAX_PARAMS:
-            raise ModelFileError(f"{self.source}: {what} declares shape {tuple(tensor.dims)} "
-                                 f"({count:,} entries), more than the limit of {MAX_PARAMS:,}")
+            raise ModelFileError(
+                f"{self.source}: {what} declares shape {tuple(tensor.dims)} "
+                f"({count:,} entries), more than the limit of {MAX_PARAMS:,}"
+            )
         if tensor.data_location == self.onnx.TensorProto.EXTERNAL:
-            raise ModelFileError(f"{self.source}: {what} is stored in an external file; save "
-                                 f"the model with every tensor inside the .onnx file")
+            raise ModelFileError(
+                f"{self.source}: {what} is stored in an external file; save "
+                f"the model with every tensor inside the .onnx file"
+            )
         try:
             return np.array(self.onnx.numpy_helper.to_array(tensor))
         except Exception as exc:  # malformed tensor data: onnx raises several types
-            raise ModelFileError(f"{self.source}: {what} cannot be read as an array "
-                                 f"({type(exc).__name__}: {exc})") from None
+            raise ModelFileError(
+                f"{self.source}: {what} cannot be read as an array ({type(exc).__name__}: {exc})"
+            ) from None
 
     def refuse(self, node: Any, why: str) -> ModelFileError:
-        return ModelFileError(f"{self.source}: node {node.name or '(unnamed)'!r} "
-                              f"(op type {node.op_type!r}): {why}")
+        return ModelFileError(
+            f"{self.source}: node {node.name or '(unnamed)'!r} (op type {node.op_type!r}): {why}"
+        )
 
     def const(self, node: Any, index: int, kinds: str = "fiu") -> np.ndarray:
         """Input ``index`` of ``node`` as a constant array of one of the dtype ``kinds``
         (numpy's kind letters; booleans are never numbers here)."""
         if index >= len(node.input) or node.input[index] not in self.consts:
-            raise self.refuse(node, f"input {index} must be a constant tensor (an "
-                                    f"initializer); a weight computed by the graph is not read")
+            raise self.refuse(
+                node,
+                f"input {index} must be a constant tensor (an "
+                f"initializer); a weight computed by the graph is not read",
+            )
         value = self.consts[node.input[index]]
         if value.dtype.kind not in kinds or value.dtype.kind == "b":
-            raise self.refuse(node, f"input {index} ({node.input[index]!r}) has dtype "
-                                    f"{value.dtype}; expected "
-                                    + ("integers" if kinds == "iu" else "real numbers"))
+            raise self.refuse(
+                node,
+                f"input {index} ({node.input[index]!r}) has dtype "
+                f"{value.dtype}; expected " + ("integers" if kinds == "iu" else "real numbers"),
+            )
         return value
 
     def attrs(self, node: Any) -> dict[str, Any]:
@@ -92,22 +103,34 @@ class _Graph:
     def open_layer(self, node: Any) -> dict[str, Any]:
         """The affine layer that an Add or Relu continues."""
         if not self.layers or "W" not in self.layers[-1] or self.layers[-1]["relu"]:
-            raise self.refuse(node, "follows no affine layer (Gemm or MatMul); a plain MLP "
-                                    "alternates affine layers and ReLUs")
+            raise self.refuse(
+                node,
+                "follows no affine layer (Gemm or MatMul); a plain MLP "
+                "alternates affine layers and ReLUs",
+            )
         return self.layers[-1]
 
     def add_affine(self, node: Any, W: np.ndarray, b: np.ndarray) -> None:
         if not self.flat:
-            raise self.refuse(node, "its input has more than one axis per example; a "
-                                    "Flatten (or a Reshape to (batch, features)) must come "
-                                    "first")
+            raise self.refuse(
+                node,
+                "its input has more than one axis per example; a "
+                "Flatten (or a Reshape to (batch, features)) must come "
+                "first",
+            )
         if self.features is not None and W.shape[1] != self.features:
-            raise self.refuse(node, f"a weight for {W.shape[1]} inputs on an input of "
-                                    f"{self.features} features per example")
+            raise self.refuse(
+                node,
+                f"a weight for {W.shape[1]} inputs on an input of "
+                f"{self.features} features per example",
+            )
         self.features = W.shape[0]
         if self.layers and "W" in self.layers[-1] and not self.layers[-1]["relu"]:
-            raise self.refuse(node, "a second affine layer with no ReLU between it and the "
-                                    "previous one; a ReLU network alternates them")
+            raise self.refuse(
+                node,
+                "a second affine layer with no ReLU between it and the "
+                "previous one; a ReLU network alternates them",
+            )
         self.layers.append({"W": W, "b": b, "relu": False})
 
     def step(self, node: Any) -> None:
@@ -115,18 +138,27 @@ class _Graph:
         op, a = node.op_type, self.attrs(node)
         if op in ("Identity", "Reshape", "Flatten"):
             if op == "Flatten" and a.get("axis", 1) != 1:
-                raise self.refuse(node, f"Flatten with axis {a['axis']} (only axis 1, which "
-                                        f"keeps the batch axis, is read)")
+                raise self.refuse(
+                    node,
+                    f"Flatten with axis {a['axis']} (only axis 1, which "
+                    f"keeps the batch axis, is read)",
+                )
             if op == "Reshape":
                 shape = [int(v) for v in self.const(node, 1, kinds="iu").ravel()]
-                keeps = len(shape) == 2 and shape[0] in (-1, 0) and (
-                    shape[1] == -1 or self.features is None or shape[1] == self.features)
+                keeps = (
+                    len(shape) == 2
+                    and shape[0] in (-1, 0)
+                    and (shape[1] == -1 or self.features is None or shape[1] == self.features)
+                )
                 if not keeps:
-                    raise self.refuse(node, f"Reshape to {shape} of an input with "
-                                            f"{self.features or 'unknown'} features per "
-                                            f"example; only the reshape of each example to "
-                                            f"one row, (batch, features) as in [-1, n], is "
-                                            f"read")
+                    raise self.refuse(
+                        node,
+                        f"Reshape to {shape} of an input with "
+                        f"{self.features or 'unknown'} features per "
+                        f"example; only the reshape of each example to "
+                        f"one row, (batch, features) as in [-1, n], is "
+                        f"read",
+                    )
             if op in ("Reshape", "Flatten"):
                 self.flat = True
         elif op == "Gemm":
@@ -143,8 +175,9 @@ class _Graph:
         elif op == "MatMul":
             B = self.const(node, 1)
             if B.ndim != 2:
-                raise self.refuse(node, f"a weight of shape {B.shape}; only x @ W with a 2D "
-                                        f"W is read")
+                raise self.refuse(
+                    node, f"a weight of shape {B.shape}; only x @ W with a 2D W is read"
+                )
             self.add_affine(node, B.T, np.zeros(B.shape[1]))
         elif op == "Add":
             layer = self.open_layer(node)
@@ -155,29 +188,42 @@ class _Graph:
         elif op == "Conv":
             self.add_conv(node, a)
         else:
-            raise self.refuse(node, f"an operator neuromanifold does not read; readable: "
-                                    f"{', '.join(READABLE_OPS)} (weights from initializers)")
+            raise self.refuse(
+                node,
+                f"an operator neuromanifold does not read; readable: "
+                f"{', '.join(READABLE_OPS)} (weights from initializers)",
+            )
 
     def bias(self, node: Any, c: np.ndarray, width: int) -> np.ndarray:
         try:
             return np.broadcast_to(c, (1, width)).reshape(width).astype(np.float64)
         except ValueError:
-            raise self.refuse(node, f"a bias of shape {c.shape} for a layer of {width} "
-                                    f"neurons") from None
+            raise self.refuse(
+                node, f"a bias of shape {c.shape} for a layer of {width} neurons"
+            ) from None
 
     def add_conv(self, node: Any, a: dict[str, Any]) -> None:
         w = self.const(node, 1)
         if w.ndim not in (3, 4):
-            raise self.refuse(node, f"a weight of shape {w.shape}; a Conv weight has shape "
-                                    f"(out, in, k) or (out, in, kh, kw) (1D or 2D convolution)")
+            raise self.refuse(
+                node,
+                f"a weight of shape {w.shape}; a Conv weight has shape "
+                f"(out, in, k) or (out, in, kh, kw) (1D or 2D convolution)",
+            )
         k = w.ndim - 2
         if len(node.input) > 2 and node.input[2] and np.any(self.const(node, 2) != 0):
             raise self.refuse(node, "a nonzero bias; linear convolutional networks have none")
-        if any(p != 0 for p in a.get("pads", [0] * 2 * k)) or \
-                any(d != 1 for d in a.get("dilations", [1] * k)) or a.get("group", 1) != 1 or \
-                a.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID", "NOTSET", "VALID"):
-            raise self.refuse(node, "padding, dilation or groups; only valid correlation "
-                                    "(no padding, dilation 1, one group) is modelled")
+        if (
+            any(p != 0 for p in a.get("pads", [0] * 2 * k))
+            or any(d != 1 for d in a.get("dilations", [1] * k))
+            or a.get("group", 1) != 1
+            or a.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID", "NOTSET", "VALID")
+        ):
+            raise self.refuse(
+                node,
+                "padding, dilation or groups; only valid correlation "
+                "(no padding, dilation 1, one group) is modelled",
+            )
         self.layers.append({"w": w, "stride": tuple(int(s) for s in a.get("strides", [1] * k))})
 
 
@@ -190,27 +236,35 @@ def read_onnx(path: Path, *, strides: Any = None) -> Model:
     try:
         proto = onnx.load(source, load_external_data=False)
     except Exception as exc:  # protobuf and onnx raise several types; none may escape
-        raise ModelFileError(f"{source}: not a valid ONNX file, truncated or corrupted "
-                             f"({type(exc).__name__}: {exc})") from None
-    if not proto.graph.node:   # protobuf parses an empty (or unrelated) file as empty
-        raise ModelFileError(f"{source}: holds no ONNX graph (no nodes): an empty file, or "
-                             f"not an ONNX model")
+        raise ModelFileError(
+            f"{source}: not a valid ONNX file, truncated or corrupted ({type(exc).__name__}: {exc})"
+        ) from None
+    if not proto.graph.node:  # protobuf parses an empty (or unrelated) file as empty
+        raise ModelFileError(
+            f"{source}: holds no ONNX graph (no nodes): an empty file, or not an ONNX model"
+        )
     _refuse_custom_domains(proto, source)
-    graph = _Graph(onnx, proto.graph, source)   # the constants, their sizes checked first
+    graph = _Graph(onnx, proto.graph, source)  # the constants, their sizes checked first
     _check_graph(onnx, proto, source)
     inputs = [i.name for i in proto.graph.input if i.name not in graph.consts]
     if len(inputs) != 1 or len(proto.graph.output) != 1:
-        raise ModelFileError(f"{source}: a network graph has one data input and one output; "
-                             f"this one has {len(inputs)} input(s) and "
-                             f"{len(proto.graph.output)} output(s)")
+        raise ModelFileError(
+            f"{source}: a network graph has one data input and one output; "
+            f"this one has {len(inputs)} input(s) and "
+            f"{len(proto.graph.output)} output(s)"
+        )
     graph.current = inputs[0]
     declared = next(i for i in proto.graph.input if i.name == inputs[0])
-    dims = [d.dim_value if d.HasField("dim_value") else None
-            for d in declared.type.tensor_type.shape.dim]
+    dims = [
+        d.dim_value if d.HasField("dim_value") else None
+        for d in declared.type.tensor_type.shape.dim
+    ]
     if any(d == 0 for d in dims):
-        raise ModelFileError(f"{source}: the input {inputs[0]!r} declares shape "
-                             f"{[d if d is not None else '?' for d in dims]} with a zero-length "
-                             f"axis; every layer has at least one input")
+        raise ModelFileError(
+            f"{source}: the input {inputs[0]!r} declares shape "
+            f"{[d if d is not None else '?' for d in dims]} with a zero-length "
+            f"axis; every layer has at least one input"
+        )
     graph.flat = len(dims) <= 2
     rest = dims[1:]
     graph.features = int(np.prod(rest)) if rest and all(d for d in rest) else None
@@ -218,9 +272,12 @@ def read_onnx(path: Path, *, strides: Any = None) -> Model:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
             continue
         if graph.current not in node.input[:2] or len(node.output) != 1:
-            raise graph.refuse(node, "not on a straight line from the input (it does not "
-                                     "take the previous node's output); only a chain of "
-                                     "layers is read")
+            raise graph.refuse(
+                node,
+                "not on a straight line from the input (it does not "
+                "take the previous node's output); only a chain of "
+                "layers is read",
+            )
         try:
             graph.step(node)
         except ModelFileError:
@@ -229,8 +286,10 @@ def read_onnx(path: Path, *, strides: Any = None) -> Model:
             raise graph.refuse(node, f"cannot be read ({type(exc).__name__}: {exc})") from None
         graph.current = node.output[0]
     if graph.current != proto.graph.output[0].name:
-        raise ModelFileError(f"{source}: the graph's output {proto.graph.output[0].name!r} "
-                             f"is not the end of the chain of layers")
+        raise ModelFileError(
+            f"{source}: the graph's output {proto.graph.output[0].name!r} "
+            f"is not the end of the chain of layers"
+        )
     return _model(graph, source, strides, proto)
 
 
@@ -239,9 +298,11 @@ def _refuse_custom_domains(proto: Any, source: str) -> None:
     the reader knows: refused by name before anything else."""
     custom = next((n for n in proto.graph.node if n.domain not in ("", "ai.onnx")), None)
     if custom is not None:
-        raise ModelFileError(f"{source}: node {custom.name or '(unnamed)'!r} (op type "
-                             f"{custom.op_type!r}): an operator of the custom domain "
-                             f"{custom.domain!r}")
+        raise ModelFileError(
+            f"{source}: node {custom.name or '(unnamed)'!r} (op type "
+            f"{custom.op_type!r}): an operator of the custom domain "
+            f"{custom.domain!r}"
+        )
 
 
 def _check_graph(onnx: Any, proto: Any, source: str) -> None:
@@ -260,37 +321,48 @@ def _check_graph(onnx: Any, proto: Any, source: str) -> None:
         try:
             checker.check_node(node, ctx, scope)
         except Exception as exc:  # onnx's ValidationError (and others on odd protos)
-            raise ModelFileError(f"{source}: node {node.name or '(unnamed)'!r} (op type "
-                                 f"{node.op_type!r}) is not valid ONNX: {exc}") from None
+            raise ModelFileError(
+                f"{source}: node {node.name or '(unnamed)'!r} (op type "
+                f"{node.op_type!r}) is not valid ONNX: {exc}"
+            ) from None
     try:
         onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
     except Exception as exc:  # InferenceError, and others on malformed graphs
-        raise ModelFileError(f"{source}: not a valid ONNX graph (onnx's type and shape "
-                             f"inference: {str(exc).strip()[:600]})") from None
+        raise ModelFileError(
+            f"{source}: not a valid ONNX graph (onnx's type and shape "
+            f"inference: {str(exc).strip()[:600]})"
+        ) from None
 
 
 def _model(graph: _Graph, source: str, strides: Any, proto: Any) -> Model:
     layers = graph.layers
     if not layers:
         raise ModelFileError(f"{source}: the graph holds no layer (Gemm, MatMul or Conv)")
-    opset = max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")),
-                default=None)
+    opset = max(
+        (o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), default=None
+    )
     note = f"read the ONNX graph (opset {opset}) node by node"
     convs = [layer for layer in layers if "w" in layer]
     if convs:
         if len(convs) != len(layers):
-            raise ModelFileError(f"{source}: mixes Conv with Gemm/MatMul layers; a linear "
-                                 f"convolutional network has only bias-free Conv layers")
+            raise ModelFileError(
+                f"{source}: mixes Conv with Gemm/MatMul layers; a linear "
+                f"convolutional network has only bias-free Conv layers"
+            )
         arrays = {f"{l}.weight": layer["w"] for l, layer in enumerate(layers)}
         given = [layer["stride"] for layer in layers] if strides is None else strides
-        return model_from_arrays(arrays, source, strides=given, notes=(note,),
-                                 weights_only=False)
+        return model_from_arrays(arrays, source, strides=given, notes=(note,), weights_only=False)
     inner = [l for l, layer in enumerate(layers[:-1]) if not layer["relu"]]
     if inner or layers[-1]["relu"]:
         raise ModelFileError(
-            f"{source}: " + (f"affine layer {inner[0]} has no ReLU after it" if inner else
-                             "a ReLU after the last affine layer: the output is clipped at "
-                             "0, which the ReLU networks here (linear output layer) are not"))
+            f"{source}: "
+            + (
+                f"affine layer {inner[0]} has no ReLU after it"
+                if inner
+                else "a ReLU after the last affine layer: the output is clipped at "
+                "0, which the ReLU networks here (linear output layer) are not"
+            )
+        )
     arrays = {}
     for l, layer in enumerate(layers):
         arrays[f"{2 * l}.weight"], arrays[f"{2 * l}.bias"] = layer["W"], layer["b"]
@@ -305,15 +377,19 @@ def write_onnx(model: Model, path: Path) -> None:
     nodes, inits, current = [], [], "input"
     if model.kind == "relu":
         for l, (W, b) in enumerate(model.params):
-            inits += [numpy_helper.from_array(W, f"{l}.weight"),
-                      numpy_helper.from_array(b, f"{l}.bias")]
+            inits += [
+                numpy_helper.from_array(W, f"{l}.weight"),
+                numpy_helper.from_array(b, f"{l}.bias"),
+            ]
             out = f"affine_{l}"
-            nodes.append(helper.make_node("Gemm", [current, f"{l}.weight", f"{l}.bias"], [out],
-                                          name=f"gemm_{l}", transB=1))
+            nodes.append(
+                helper.make_node(
+                    "Gemm", [current, f"{l}.weight", f"{l}.bias"], [out], name=f"gemm_{l}", transB=1
+                )
+            )
             current = out
             if l < len(model.params) - 1:
-                nodes.append(helper.make_node("Relu", [current], [f"relu_{l}"],
-                                              name=f"relu_{l}"))
+                nodes.append(helper.make_node("Relu", [current], [f"relu_{l}"], name=f"relu_{l}"))
                 current = f"relu_{l}"
         shape_in = ["batch", model.architecture[0]]
         shape_out = ["batch", model.architecture[-1]]
@@ -321,15 +397,21 @@ def write_onnx(model: Model, path: Path) -> None:
         for l, (w, s) in enumerate(zip(model.params, model.strides)):
             inits.append(numpy_helper.from_array(w.reshape((1, 1) + w.shape), f"{l}.weight"))
             out = f"conv_{l}"
-            nodes.append(helper.make_node("Conv", [current, f"{l}.weight"], [out],
-                                          name=out, strides=list(s)))
+            nodes.append(
+                helper.make_node("Conv", [current, f"{l}.weight"], [out], name=out, strides=list(s))
+            )
             current = out
         shape_in = ["batch", 1] + ["in_" + str(i) for i in range(model.params[0].ndim)]
         shape_out = ["batch", 1] + ["out_" + str(i) for i in range(model.params[0].ndim)]
     dtype = onnx.TensorProto.DOUBLE
-    graph = helper.make_graph(nodes, "neuromanifold", [
-        helper.make_tensor_value_info("input", dtype, shape_in)],
-        [helper.make_tensor_value_info(current, dtype, shape_out)], initializer=inits)
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)],
-                              producer_name="neuromanifold")
+    graph = helper.make_graph(
+        nodes,
+        "neuromanifold",
+        [helper.make_tensor_value_info("input", dtype, shape_in)],
+        [helper.make_tensor_value_info(current, dtype, shape_out)],
+        initializer=inits,
+    )
+    proto = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", _OPSET)], producer_name="neuromanifold"
+    )
     onnx.save(proto, str(path))

@@ -6,20 +6,32 @@ from ..fibers import Fiber
 from ._base import JacobianRank
 from ._conv import LinearConvNet, correlate, upsample
 from ._convergence import (
-                           ConvergenceRun,
-                           ConvergenceStudy,
-                           ConvergenceSummary,
-                           convergence_study,
-                           random_regression_data,
+    ConvergenceRun,
+    ConvergenceStudy,
+    ConvergenceSummary,
+    convergence_study,
+    random_regression_data,
 )
 from ._fc import LinearFCNet, balanced_ntk_operator
 from ._shallow_relu import PathLiftingCheck, ShallowReLUCNN, ShallowReLUMLP, path_lifting_check
 
 __all__ = [
-    "LinearConvNet", "LinearFCNet", "JacobianRank", "correlate", "upsample",
-    "balanced_ntk_operator", "Fiber", "UndecidedFactorizationError",
-    "ShallowReLUCNN", "ShallowReLUMLP", "path_lifting_check", "PathLiftingCheck",
-    "convergence_study", "ConvergenceStudy", "ConvergenceRun", "ConvergenceSummary",
+    "LinearConvNet",
+    "LinearFCNet",
+    "JacobianRank",
+    "correlate",
+    "upsample",
+    "balanced_ntk_operator",
+    "Fiber",
+    "UndecidedFactorizationError",
+    "ShallowReLUCNN",
+    "ShallowReLUMLP",
+    "path_lifting_check",
+    "PathLiftingCheck",
+    "convergence_study",
+    "ConvergenceStudy",
+    "ConvergenceRun",
+    "ConvergenceSummary",
     "random_regression_data",
 ]
 from ._regular import RegularPoint, is_regular_point

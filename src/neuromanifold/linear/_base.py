@@ -27,13 +27,16 @@ def finite_result(what: str):
     not warned about, and a result that is not finite (finite inputs too large in
     magnitude, e.g. filters of size 1e200 multiplied together) is a
     :class:`ParameterError` "overflow: ..." instead of an array of inf/NaN."""
+
     def deco(method):
         @functools.wraps(method)
         def wrapper(self, *args, **kwargs):
             with np.errstate(over="ignore", under="ignore", invalid="ignore"):
                 out = method(self, *args, **kwargs)
             return check_finite_result(out, f"{what} of {self!r}")
+
         return wrapper
+
     return deco
 
 
@@ -84,15 +87,21 @@ class LinearNetBase:
         if isinstance(params, np.ndarray) or not isinstance(params, Sequence):
             raise ParameterError(
                 f"params must be a list with one array per layer ({self.num_layers}); "
-                f"got {short_repr(params)}")
+                f"got {short_repr(params)}"
+            )
         if len(params) != self.num_layers:
             raise ParameterError(
                 f"params must have one array per layer: {self!r} has {self.num_layers} layers, "
-                f"got {len(params)} arrays")
+                f"got {len(params)} arrays"
+            )
         out = []
         for l, (w, shape) in enumerate(zip(params, self.param_shapes), start=1):
-            if type(w) is np.ndarray and w.dtype == np.float64 and w.shape == shape \
-                    and np.isfinite(w).all():
+            if (
+                type(w) is np.ndarray
+                and w.dtype == np.float64
+                and w.shape == shape
+                and np.isfinite(w).all()
+            ):
                 # the common case, already valid: skip the general conversion's overhead
                 # (hot in flows and kernels on small networks)
                 out.append(w)
@@ -101,7 +110,8 @@ class LinearNetBase:
             arr = as_finite_array(w, name)
             if arr.shape != shape:
                 raise ParameterError(
-                    f"{name} must have shape {shape} for {self!r}; got shape {arr.shape}")
+                    f"{name} must have shape {shape} for {self!r}; got shape {arr.shape}"
+                )
             out.append(arr)
         return out
 
@@ -114,11 +124,12 @@ class LinearNetBase:
         theta = as_finite_array(theta, "theta", ndim=1)
         if theta.size != self.num_params:
             raise ParameterError(
-                f"theta must have {self.num_params} entries for {self!r}; got {theta.size}")
+                f"theta must have {self.num_params} entries for {self!r}; got {theta.size}"
+            )
         out, pos = [], 0
         for shape in self.param_shapes:
             n = math.prod(shape)
-            out.append(theta[pos:pos + n].reshape(shape).copy())
+            out.append(theta[pos : pos + n].reshape(shape).copy())
             pos += n
         return out
 
@@ -136,8 +147,13 @@ class LinearNetBase:
         for i in range(theta.size):
             e = np.zeros_like(theta)
             e[i] = 1.0
-            cols.append((invariant_vector(self, self.unflatten(theta + e))
-                         - invariant_vector(self, self.unflatten(theta - e))) / 2.0)
+            cols.append(
+                (
+                    invariant_vector(self, self.unflatten(theta + e))
+                    - invariant_vector(self, self.unflatten(theta - e))
+                )
+                / 2.0
+            )
         return np.array(cols).T
 
     def rank(self, params: Any, *, exact: bool = False, tol: float | None = None) -> JacobianRank:
@@ -164,8 +180,14 @@ class LinearNetBase:
         rel = tol if tol is not None else max(J.shape) * np.finfo(float).eps
         r = int(np.sum(sv > rel * sv[0])) if sv.size and sv[0] > 0 else 0
         smallest = float(sv[dim - 1]) if 0 < dim <= sv.size else None
-        return JacobianRank(rank=r, dimension=dim, is_smooth=r == dim, certified=False,
-                            smallest_singular_value=smallest, tol=rel)
+        return JacobianRank(
+            rank=r,
+            dimension=dim,
+            is_smooth=r == dim,
+            certified=False,
+            smallest_singular_value=smallest,
+            tol=rel,
+        )
 
     def is_smooth(self, params: Any, *, exact: bool = False) -> bool:
         """Whether ``params`` is a smooth point: the Jacobian has the generic rank."""

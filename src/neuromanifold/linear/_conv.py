@@ -56,14 +56,18 @@ def upsample(w: np.ndarray, stride: Sequence[int]) -> np.ndarray:
     """
     w = as_finite_array(w, "w", error=InputError)
     if w.ndim == 0 or w.size == 0:
-        raise InputError(f"w must have at least one axis and one entry per axis; got shape {w.shape}")
+        raise InputError(
+            f"w must have at least one axis and one entry per axis; got shape {w.shape}"
+        )
     stride = _as_tuple(stride, w.ndim, "stride", InputError)
     if all(s == 1 for s in stride):
         return w
     shape = tuple((k - 1) * s + 1 for k, s in zip(w.shape, stride))
     if math.prod(shape) > MAX_ENTRIES:
-        raise InputError(f"upsample would create {math.prod(shape)} entries (filter shape "
-                         f"{w.shape}, stride {stride}); the limit is {MAX_ENTRIES}")
+        raise InputError(
+            f"upsample would create {math.prod(shape)} entries (filter shape "
+            f"{w.shape}, stride {stride}); the limit is {MAX_ENTRIES}"
+        )
     out = np.zeros(shape, dtype=w.dtype)
     out[tuple(slice(None, None, s) for s in stride)] = w
     return out
@@ -87,15 +91,19 @@ def correlate(x: Any, filt: Any, stride: int | Sequence[int] = 1) -> np.ndarray:
     filt = as_finite_array(filt, "filter", error=InputError)
     D = filt.ndim
     if D == 0 or filt.size == 0:
-        raise InputError(f"filter must have at least one axis and one entry per axis; "
-                         f"got shape {filt.shape}")
+        raise InputError(
+            f"filter must have at least one axis and one entry per axis; got shape {filt.shape}"
+        )
     stride = _as_tuple(stride, D, "stride", InputError)
     if x.ndim < D:
-        raise InputError(f"signal must have at least {D} axes for a {D}D filter; got shape {x.shape}")
-    spatial = x.shape[x.ndim - D:]
+        raise InputError(
+            f"signal must have at least {D} axes for a {D}D filter; got shape {x.shape}"
+        )
+    spatial = x.shape[x.ndim - D :]
     if any(n < k for n, k in zip(spatial, filt.shape)):
         raise InputError(
-            f"signal of spatial shape {spatial} is shorter than the filter {filt.shape}")
+            f"signal of spatial shape {spatial} is shorter than the filter {filt.shape}"
+        )
     axes = tuple(range(x.ndim - D, x.ndim))
     # entries beyond 2**500 are scaled by a power of two first (exact), so that a sum of
     # products near the float range is formed in range; the result is checked, not inf
@@ -103,7 +111,9 @@ def correlate(x: Any, filt: Any, stride: int | Sequence[int] = 1) -> np.ndarray:
     ef = _big_exponent(filt)
     x, filt = np.ldexp(x, -ex), np.ldexp(filt, -ef)
     windows = np.lib.stride_tricks.sliding_window_view(x, filt.shape, axis=axes)
-    windows = windows[(Ellipsis,) + tuple(slice(None, None, s) for s in stride) + (slice(None),) * D]
+    windows = windows[
+        (Ellipsis,) + tuple(slice(None, None, s) for s in stride) + (slice(None),) * D
+    ]
     out = np.tensordot(windows, filt, axes=D)
     if ex or ef:
         with np.errstate(over="ignore"):
@@ -114,22 +124,32 @@ def correlate(x: Any, filt: Any, stride: int | Sequence[int] = 1) -> np.ndarray:
 def _big_exponent(a: np.ndarray) -> int:
     """The binary exponent of ``max |a|`` when it exceeds ``2**500``, else 0."""
     peak = float(np.max(np.abs(a))) if a.size else 0.0
-    return int(np.frexp(peak)[1]) if peak > 2.0 ** 500 else 0
+    return int(np.frexp(peak)[1]) if peak > 2.0**500 else 0
 
 
-def _as_tuple(value: Any, D: int, name: str, error: type[Exception],
-              broadcast: bool = True) -> tuple[int, ...]:
+def _as_tuple(
+    value: Any, D: int, name: str, error: type[Exception], broadcast: bool = True
+) -> tuple[int, ...]:
     """An int (when ``broadcast`` or D == 1) or a D-sequence of ints, as a D-tuple of
     positive ints."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and (
-            broadcast or D == 1):
+    if (
+        isinstance(value, (int, np.integer))
+        and not isinstance(value, bool)
+        and (broadcast or D == 1)
+    ):
         vals = (int(value),) * D
-    elif isinstance(value, Sequence) and not isinstance(value, str) and len(value) == D and all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
+    elif (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and len(value) == D
+        and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value)
+    ):
         vals = tuple(int(v) for v in value)
     else:
-        raise error(f"{name} must be a positive int or a tuple of {D} positive ints; "
-                    f"got {short_repr(value)}")
+        raise error(
+            f"{name} must be a positive int or a tuple of {D} positive ints; "
+            f"got {short_repr(value)}"
+        )
     if any(v < 1 for v in vals):
         raise error(f"{name} must be positive in every axis; got {value!r}")
     return vals
@@ -154,25 +174,38 @@ class LinearConvNet(LinearNetBase):
     """
 
     def __init__(self, filter_shapes: Sequence[Any], strides: Sequence[Any] | None = None):
-        if isinstance(filter_shapes, (str, bytes)) or not isinstance(filter_shapes, Sequence) \
-                or len(filter_shapes) == 0:
+        if (
+            isinstance(filter_shapes, (str, bytes))
+            or not isinstance(filter_shapes, Sequence)
+            or len(filter_shapes) == 0
+        ):
             raise ArchitectureError(
                 f"filter_shapes must be a non-empty list of ints (1D) or of D-tuples; "
-                f"got {short_repr(filter_shapes)}")
+                f"got {short_repr(filter_shapes)}"
+            )
         first = filter_shapes[0]
-        D = 1 if isinstance(first, (int, np.integer)) else (
-            len(first) if isinstance(first, Sequence) else 0)
+        D = (
+            1
+            if isinstance(first, (int, np.integer))
+            else (len(first) if isinstance(first, Sequence) else 0)
+        )
         if D == 0:
-            raise ArchitectureError(f"filter_shapes must be a list of ints (1D) or of D-tuples; got {short_repr(filter_shapes)}")
+            raise ArchitectureError(
+                f"filter_shapes must be a list of ints (1D) or of D-tuples; got {short_repr(filter_shapes)}"
+            )
         shapes = []
         for l, k in enumerate(filter_shapes, start=1):
             try:
-                shapes.append(_as_tuple(k, D, f"filter shape of layer {l}", ArchitectureError,
-                                        broadcast=False))
+                shapes.append(
+                    _as_tuple(
+                        k, D, f"filter shape of layer {l}", ArchitectureError, broadcast=False
+                    )
+                )
             except ArchitectureError as exc:
                 raise ArchitectureError(
                     f"{exc} (all filters must have the same number of axes D={D}; "
-                    f"filter_shapes={short_repr(filter_shapes)})") from None
+                    f"filter_shapes={short_repr(filter_shapes)})"
+                ) from None
         check_param_count(sum(math.prod(k) for k in shapes), "filter shapes (their weights)")
         L = len(shapes)
         if strides is None:
@@ -182,9 +215,12 @@ class LinearConvNet(LinearNetBase):
         if len(strides) not in (L - 1, L):
             raise ArchitectureError(
                 f"strides must have one entry per layer except the last ({L - 1}) "
-                f"or one per layer ({L}); got {len(strides)}: {short_repr(strides)}")
-        st = [_as_tuple(s, D, f"stride of layer {l}", ArchitectureError)
-              for l, s in enumerate(list(strides)[:L - 1], start=1)]
+                f"or one per layer ({L}); got {len(strides)}: {short_repr(strides)}"
+            )
+        st = [
+            _as_tuple(s, D, f"stride of layer {l}", ArchitectureError)
+            for l, s in enumerate(list(strides)[: L - 1], start=1)
+        ]
         self.ndim = D
         self.filter_shapes: tuple[tuple[int, ...], ...] = tuple(shapes)
         self.strides: tuple[tuple[int, ...], ...] = tuple(st)
@@ -195,24 +231,29 @@ class LinearConvNet(LinearNetBase):
         self.cumulative_strides: tuple[tuple[int, ...], ...] = tuple(cum)
         self.end_to_end_shape: tuple[int, ...] = tuple(
             shapes[0][a] + sum((shapes[l][a] - 1) * cum[l][a] for l in range(1, L))
-            for a in range(D))
+            for a in range(D)
+        )
         if math.prod(self.end_to_end_shape) > MAX_ENTRIES:
             raise ArchitectureError(
                 f"the end-to-end filter would have shape {self.end_to_end_shape}, more than "
                 f"{MAX_ENTRIES} entries (filter_shapes={short_repr(filter_shapes)}, "
-                f"strides={short_repr(strides)}); no computation on it could fit in memory")
+                f"strides={short_repr(strides)}); no computation on it could fit in memory"
+            )
 
     # ------------------------------------------------------------------ basics
     def __repr__(self) -> str:
         def fmt(t):
             return str(t[0]) if self.ndim == 1 else str(t)
+
         shapes = ", ".join(fmt(k) for k in self.filter_shapes)
         strides = ", ".join(fmt(s) for s in self.strides)
         return f"LinearConvNet(filter_shapes=[{shapes}], strides=[{strides}])"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, LinearConvNet) and (
-            other.filter_shapes, other.strides) == (self.filter_shapes, self.strides)
+        return isinstance(other, LinearConvNet) and (other.filter_shapes, other.strides) == (
+            self.filter_shapes,
+            self.strides,
+        )
 
     def __hash__(self) -> int:
         return hash((self.filter_shapes, self.strides))
@@ -318,8 +359,9 @@ class LinearConvNet(LinearNetBase):
         :meth:`_GramPlan.jacobian_transpose`, which tests check against this one."""
         vshape = self.end_to_end_shape
         blocks = []
-        for P, k, S in zip(self._partial_products(params), self.filter_shapes,
-                           self.cumulative_strides):
+        for P, k, S in zip(
+            self._partial_products(params), self.filter_shapes, self.cumulative_strides
+        ):
             # flat positions of P's entries inside v, and the flat offset of each shift
             p_pos = np.ravel_multi_index(np.indices(P.shape).reshape(self.ndim, -1), vshape)
             shifts = np.indices(k).reshape(self.ndim, -1) * np.asarray(S)[:, None]
@@ -338,16 +380,18 @@ class LinearConvNet(LinearNetBase):
         reference, :class:`_GramPlan` gathers instead)."""
         if not hasattr(self, "_plan"):
             vshape, n = self.end_to_end_shape, self.end_to_end_size
-            vstrides = [math.prod(vshape[a + 1:]) for a in range(self.ndim)]
+            vstrides = [math.prod(vshape[a + 1 :]) for a in range(self.ndim)]
             offsets, views = [], []
             for k, S in zip(self.filter_shapes, self.cumulative_strides):
-                o = np.ravel_multi_index(np.indices(k).reshape(self.ndim, -1)
-                                         * np.asarray(S)[:, None], vshape)
+                o = np.ravel_multi_index(
+                    np.indices(k).reshape(self.ndim, -1) * np.asarray(S)[:, None], vshape
+                )
                 offsets.append(o)
                 # moving one tap along axis a: math.prod(k[a+1:]) rows down, S_a v-strides on
-                rows = [math.prod(k[a + 1:]) for a in range(self.ndim)]
-                views.append((tuple(k), tuple(8 * (r * n + s * vs)
-                                              for r, s, vs in zip(rows, S, vstrides))))
+                rows = [math.prod(k[a + 1 :]) for a in range(self.ndim)]
+                views.append(
+                    (tuple(k), tuple(8 * (r * n + s * vs) for r, s, vs in zip(rows, S, vstrides)))
+                )
             self._plan = (offsets, views)
         return self._plan
 
@@ -386,8 +430,9 @@ class LinearConvNet(LinearNetBase):
         theta, plan = self._checked_theta(params), self._gram_plan()
         Jt = plan.jacobian_transpose(theta)
         if plan.nfft and not np.isfinite(Jt).all():
-            Jt = plan.jacobian_transpose(theta, direct=True)   # spectra overflowed
+            Jt = plan.jacobian_transpose(theta, direct=True)  # spectra overflowed
         return np.ascontiguousarray(Jt.T)
+
     def exact_jacobian(self, params: Any) -> flint.fmpq_mat:
         """The Jacobian computed exactly over the rationals from the (exact binary) float
         filters, as a ``flint.fmpq_mat``: column j of block l holds the coefficients of
@@ -410,8 +455,14 @@ class LinearConvNet(LinearNetBase):
             for j in np.ndindex(k):
                 shift = tuple(a * s for a, s in zip(j, S))
                 for exps, c in terms:
-                    J[int(np.ravel_multi_index(tuple(int(e) + o for e, o in zip(exps, shift)), vshape)),
-                      col] = c
+                    J[
+                        int(
+                            np.ravel_multi_index(
+                                tuple(int(e) + o for e, o in zip(exps, shift)), vshape
+                            )
+                        ),
+                        col,
+                    ] = c
                 col += 1
         return J
 
@@ -457,11 +508,14 @@ class LinearConvNet(LinearNetBase):
         params = self.check_params(params)
         g = as_finite_array(cotangent, "cotangent", error=InputError)
         if g.shape != self.end_to_end_shape and g.shape != (self.end_to_end_size,):
-            raise InputError(f"cotangent must have the end-to-end shape {self.end_to_end_shape}; got {g.shape}")
+            raise InputError(
+                f"cotangent must have the end-to-end shape {self.end_to_end_shape}; got {g.shape}"
+            )
         g = g.reshape(self.end_to_end_shape)
         out = []
-        for P, S, k in zip(self._partial_products(params), self.cumulative_strides,
-                           self.filter_shapes):
+        for P, S, k in zip(
+            self._partial_products(params), self.cumulative_strides, self.filter_shapes
+        ):
             # d<g, v>/d w_l[j] = sum_i g[i + j*S] P[i]: correlate g with P at stride S
             out.append(correlate(g, P, stride=S).reshape(k))
         return out
@@ -480,8 +534,8 @@ class LinearConvNet(LinearNetBase):
         offsets = np.concatenate([[0], np.cumsum(self.layer_sizes)])
         out = np.zeros((self.num_layers - 1, self.num_params))
         for l in range(self.num_layers - 1):
-            out[l, offsets[l]:offsets[l + 1]] = -2.0 * params[l].ravel()
-            out[l, offsets[l + 1]:offsets[l + 2]] = 2.0 * params[l + 1].ravel()
+            out[l, offsets[l] : offsets[l + 1]] = -2.0 * params[l].ravel()
+            out[l, offsets[l + 1] : offsets[l + 2]] = 2.0 * params[l + 1].ravel()
         return out
 
     def exact_invariants(self, params: Any) -> list[flint.fmpq]:
@@ -508,8 +562,11 @@ class LinearConvNet(LinearNetBase):
         ctx = self.polynomial_context()
         polys = []
         for w, S in zip(self.check_params(params), self.cumulative_strides):
-            terms = {tuple(int(j) * s for j, s in zip(idx, S)): to_fmpq(float(c))
-                     for idx, c in np.ndenumerate(w) if c != 0}
+            terms = {
+                tuple(int(j) * s for j, s in zip(idx, S)): to_fmpq(float(c))
+                for idx, c in np.ndenumerate(w)
+                if c != 0
+            }
             polys.append(ctx.from_dict(terms) if terms else ctx.from_dict({}))
         return polys
 
@@ -537,15 +594,18 @@ class LinearConvNet(LinearNetBase):
     def coefficients(self, poly: flint.fmpq_mpoly) -> np.ndarray:
         """The coefficient array (object dtype, exact ``fmpq``) of a polynomial in v's shape."""
         if not isinstance(poly, flint.fmpq_mpoly) or poly.context().nvars() != self.ndim:
-            raise InputError(f"poly must be a python-flint fmpq_mpoly in {self.ndim} "
-                             f"variable(s) (see polynomial_context()); got {short_repr(poly)}")
+            raise InputError(
+                f"poly must be a python-flint fmpq_mpoly in {self.ndim} "
+                f"variable(s) (see polynomial_context()); got {short_repr(poly)}"
+            )
         out = np.empty(self.end_to_end_shape, dtype=object)
         out.fill(flint.fmpq(0))
         for exps, c in poly.to_dict().items():
             exps = tuple(int(e) for e in exps)
             if any(e >= n for e, n in zip(exps, self.end_to_end_shape)):
-                raise InputError(f"polynomial has degree {exps} outside the filter shape "
-                                 f"{self.end_to_end_shape}")
+                raise InputError(
+                    f"polynomial has degree {exps} outside the filter shape {self.end_to_end_shape}"
+                )
             out[tuple(exps)] = c
         return out
 
@@ -575,16 +635,27 @@ class LinearConvNet(LinearNetBase):
         if x.ndim != self.ndim:
             raise InputError(f"x must be one {self.ndim}D signal; got shape {x.shape}")
         if any(n < k for n, k in zip(x.shape, self.end_to_end_shape)):
-            raise InputError(f"signal of shape {x.shape} is shorter than the end-to-end "
-                             f"filter {self.end_to_end_shape}")
+            raise InputError(
+                f"signal of shape {x.shape} is shorter than the end-to-end "
+                f"filter {self.end_to_end_shape}"
+            )
         win = np.lib.stride_tricks.sliding_window_view(x, self.end_to_end_shape)
         win = win[tuple(slice(None, None, s) for s in self.end_to_end_stride)]
         return win.reshape(-1, self.end_to_end_size)
 
     # ------------------------------------------------------------- fibers
-    def fiber(self, v: Any, invariants: Any, *, method: str = "auto", tol: float = 1e-8,
-              num_starts: int = 20, seed: Any = 0, start: Any = None,
-              progress: bool = False):
+    def fiber(
+        self,
+        v: Any,
+        invariants: Any,
+        *,
+        method: str = "auto",
+        tol: float = 1e-8,
+        num_starts: int = 20,
+        seed: Any = 0,
+        start: Any = None,
+        progress: bool = False,
+    ):
         """All filters with end-to-end filter ``v`` and invariants ``delta``, one per class
         modulo sign flips (docs/concepts_linear.md §2); see docs/fibers.md for the algorithms.
 
@@ -618,8 +689,17 @@ class LinearConvNet(LinearNetBase):
             v = _real_or_exact(v, "end-to-end filter v")
         invariants = _real_or_exact(invariants, "invariants")
         num_starts = check_positive_int(num_starts, "num_starts", maximum=10_000)
-        return conv_fiber(self, v, invariants, method=method, tol=tol, num_starts=num_starts,
-                          seed=seed, start=start, progress=progress)
+        return conv_fiber(
+            self,
+            v,
+            invariants,
+            method=method,
+            tol=tol,
+            num_starts=num_starts,
+            seed=seed,
+            start=start,
+            progress=progress,
+        )
 
 
 def _real_or_exact(value: Any, name: str) -> np.ndarray:
@@ -631,7 +711,7 @@ def _real_or_exact(value: Any, name: str) -> np.ndarray:
         return value
     arr = as_real_array(value, name, error=InputError, exact=True)
     if arr.dtype == object:
-        as_real_array(arr, name, error=InputError)      # range check of exact entries
+        as_real_array(arr, name, error=InputError)  # range check of exact entries
     return arr
 
 
@@ -668,8 +748,7 @@ class _GramPlan:
     clipped to 0/1 after each one, so exact) zeroes it outside the structural support of
     ``P_l``, so that ``J`` has the same zero pattern as by direct convolution."""
 
-    __slots__ = ("L", "n", "P", "rows", "cols", "starts", "lengths", "width", "nfft",
-                 "support")
+    __slots__ = ("L", "n", "P", "rows", "cols", "starts", "lengths", "width", "nfft", "support")
 
     def __init__(self, net: LinearConvNet):
         offsets = net._flat_plan()[0]
@@ -684,7 +763,7 @@ class _GramPlan:
             self.nfft = sp_fft.next_fast_len(self.n, real=True)
             self.support = np.zeros((self.L, self.nfft))
             for l, S in enumerate(self._direct_partial_products(np.ones(self.P), clip=True)):
-                self.support[l, :S.size] = S
+                self.support[l, : S.size] = S
 
     def upsampled(self, theta: np.ndarray) -> list[np.ndarray]:
         """The flat ``up(w_l, S_{l-1})`` of every layer (one scatter for all layers)."""
@@ -697,11 +776,12 @@ class _GramPlan:
         (by FFT when the plan says so and ``direct`` is False)."""
         if self.nfft and not direct:
             R = self._fft_partial_products(theta) * self.support
-            return [R[l, :self.n - m + 1] for l, m in enumerate(self.lengths)]
+            return [R[l, : self.n - m + 1] for l, m in enumerate(self.lengths)]
         return self._direct_partial_products(theta)
 
-    def _direct_partial_products(self, theta: np.ndarray, *,
-                                 clip: bool = False) -> list[np.ndarray]:
+    def _direct_partial_products(
+        self, theta: np.ndarray, *, clip: bool = False
+    ) -> list[np.ndarray]:
         """Prefix and suffix products by direct convolution (``numpy.convolve``: exact
         on small integers): for L >= 2, 3L - 6 convolutions (``P_1`` and ``P_L`` are the
         outer products themselves, no convolution with a unit). With ``clip`` (for 0/1
@@ -715,13 +795,13 @@ class _GramPlan:
             c = np.convolve(a, b)
             return np.minimum(c, 1.0, out=c) if clip else c
 
-        pre = [ups[0]]                  # pre[i] = up_0 * ... * up_i, i <= L - 2
-        for u in ups[1:L - 1]:
+        pre = [ups[0]]  # pre[i] = up_0 * ... * up_i, i <= L - 2
+        for u in ups[1 : L - 1]:
             pre.append(conv(pre[-1], u))
-        suf = [ups[L - 1]]              # suf[i] = up_{L-1-i} * ... * up_{L-1}
-        for u in ups[L - 2:0:-1]:
+        suf = [ups[L - 1]]  # suf[i] = up_{L-1-i} * ... * up_{L-1}
+        for u in ups[L - 2 : 0 : -1]:
             suf.append(conv(suf[-1], u))
-        suf = suf[::-1]                 # now suf[i] = up_{i+1} * ... * up_{L-1}
+        suf = suf[::-1]  # now suf[i] = up_{i+1} * ... * up_{L-1}
         return [suf[0]] + [conv(pre[l - 1], suf[l]) for l in range(1, L - 1)] + [pre[L - 2]]
 
     def _fft_partial_products(self, theta: np.ndarray) -> np.ndarray:
@@ -732,7 +812,7 @@ class _GramPlan:
         U[self.rows, self.cols] = theta
         F = sp_fft.rfft(U, axis=1)
         out = np.empty_like(F)
-        acc = F[0].copy()               # out[l] = F_0 ... F_{l-1}, then times F_{l+1} ... F_{L-1}
+        acc = F[0].copy()  # out[l] = F_0 ... F_{l-1}, then times F_{l+1} ... F_{L-1}
         for l in range(1, L):
             out[l] = acc
             if l < L - 1:
@@ -758,9 +838,10 @@ class _GramPlan:
             width = 2 * n
             Z = np.zeros((L, width))
             for l, P in enumerate(self._direct_partial_products(theta)):
-                Z[l, n:n + P.size] = P
-        windows = np.ndarray((L, width - n + 1, n), dtype=np.float64, buffer=Z,
-                             strides=(8 * width, 8, 8))
+                Z[l, n : n + P.size] = P
+        windows = np.ndarray(
+            (L, width - n + 1, n), dtype=np.float64, buffer=Z, strides=(8 * width, 8, 8)
+        )
         return windows[self.rows, self.starts]
 
 
@@ -769,14 +850,14 @@ def _direct_work(lengths: Sequence[int]) -> int:
     upsampled filters of these lengths."""
     L = len(lengths)
     pre = [lengths[0]]
-    for m in lengths[1:L - 1]:
+    for m in lengths[1 : L - 1]:
         pre.append(pre[-1] + m - 1)
     suf = [lengths[-1]]
-    for m in lengths[L - 2:0:-1]:
+    for m in lengths[L - 2 : 0 : -1]:
         suf.append(suf[-1] + m - 1)
     suf = suf[::-1]
-    work = sum(a * m for a, m in zip(pre[:-1], lengths[1:L - 1]))
-    work += sum(a * m for a, m in zip(suf[1:], lengths[1:L - 1]))
+    work = sum(a * m for a, m in zip(pre[:-1], lengths[1 : L - 1]))
+    work += sum(a * m for a, m in zip(suf[1:], lengths[1 : L - 1]))
     return work + sum(pre[l - 1] * suf[l] for l in range(1, L - 1))
 
 

@@ -43,8 +43,13 @@ BATCH_MAX_STEPS = 2_000
 #: runs, so the last few unconverged runs continue one by one
 MIN_BATCH = 8
 
-__all__ = ["convergence_study", "ConvergenceStudy", "ConvergenceRun", "ConvergenceSummary",
-           "random_regression_data"]
+__all__ = [
+    "convergence_study",
+    "ConvergenceStudy",
+    "ConvergenceRun",
+    "ConvergenceSummary",
+    "random_regression_data",
+]
 
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
@@ -146,15 +151,23 @@ class ConvergenceStudy(Result):
 
     def table(self) -> list[list]:
         """Summary rows ``[architecture, runs, converged, smooth, at zero, claim]``."""
-        return [[s.architecture, s.num_runs, f"{s.fraction_converged:.0%}",
-                 f"{s.fraction_smooth:.0%}", f"{s.fraction_at_zero:.0%}",
-                 ("consistent" if s.consistent_with_claim else "NOT consistent")
-                 if s.claim_applies else "n/a"] for s in self.summaries]
+        return [
+            [
+                s.architecture,
+                s.num_runs,
+                f"{s.fraction_converged:.0%}",
+                f"{s.fraction_smooth:.0%}",
+                f"{s.fraction_at_zero:.0%}",
+                ("consistent" if s.consistent_with_claim else "NOT consistent")
+                if s.claim_applies
+                else "n/a",
+            ]
+            for s in self.summaries
+        ]
 
 
 def _claim_applies(net: Any) -> bool:
-    return isinstance(net, LinearConvNet) and net.ndim == 1 and all(
-        s[0] > 1 for s in net.strides)
+    return isinstance(net, LinearConvNet) and net.ndim == 1 and all(s[0] > 1 for s in net.strides)
 
 
 #: most samples per random data set (each is a full input signal and target)
@@ -183,28 +196,50 @@ def random_regression_data(net: Any, seed: Any = 0, *, num_samples: int | None =
         num_samples = check_positive_int(num_samples, "num_samples", maximum=MAX_NUM_SAMPLES)
     if isinstance(net, LinearConvNet):
         shape = tuple(k + 2 * s for k, s in zip(net.end_to_end_shape, net.end_to_end_stride))
-        outputs = int(np.prod([(n - k) // s + 1 for n, k, s in
-                               zip(shape, net.end_to_end_shape, net.end_to_end_stride)]))
+        outputs = int(
+            np.prod(
+                [
+                    (n - k) // s + 1
+                    for n, k, s in zip(shape, net.end_to_end_shape, net.end_to_end_stride)
+                ]
+            )
+        )
         n = num_samples or -(-(net.end_to_end_size + 2) // outputs)
         X = rng.standard_normal((n,) + shape)
-        Y = rng.standard_normal((n,) + tuple(
-            (a - k) // s + 1 for a, k, s in zip(shape, net.end_to_end_shape,
-                                                net.end_to_end_stride)))
+        Y = rng.standard_normal(
+            (n,)
+            + tuple(
+                (a - k) // s + 1
+                for a, k, s in zip(shape, net.end_to_end_shape, net.end_to_end_stride)
+            )
+        )
         return X, Y
     if isinstance(net, LinearFCNet):
         n = num_samples or net.widths[0] + 2
-        return (rng.standard_normal((n, net.widths[0])),
-                rng.standard_normal((n, net.widths[-1])))
+        return (rng.standard_normal((n, net.widths[0])), rng.standard_normal((n, net.widths[-1])))
     raise InputError(f"no random data for {net!r}: expected a LinearConvNet or LinearFCNet")
 
 
-def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float = 20.0,
-                      max_time: float = 640.0, tol: float = 1e-6, smooth_tol: float = 1e-6,
-                      zero_tol: float = 1e-6, num_samples: int | None = None,
-                      method: str = "LSODA", rtol: float = 1e-9, atol: float = 1e-11,
-                      exact: bool = False, max_steps: int = DEFAULT_MAX_STEPS,
-                      time_limit: float | None = None, batched: bool = True,
-                      progress: bool = False) -> ConvergenceStudy:
+def convergence_study(
+    net: Any,
+    num_runs: int,
+    *,
+    seed: Any = 0,
+    t_final: float = 20.0,
+    max_time: float = 640.0,
+    tol: float = 1e-6,
+    smooth_tol: float = 1e-6,
+    zero_tol: float = 1e-6,
+    num_samples: int | None = None,
+    method: str = "LSODA",
+    rtol: float = 1e-9,
+    atol: float = 1e-11,
+    exact: bool = False,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    time_limit: float | None = None,
+    batched: bool = True,
+    progress: bool = False,
+) -> ConvergenceStudy:
     """Run ``num_runs`` gradient flows per architecture from random data and initializations.
 
     Each run draws random data (:func:`random_regression_data`), builds the
@@ -265,9 +300,15 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
     exact = check_bool(exact, "exact")
     progress = check_bool(progress, "progress")
     batched = check_bool(batched, "batched")
-    for name, val in (("t_final", t_final), ("max_time", max_time), ("tol", tol),
-                      ("smooth_tol", smooth_tol), ("zero_tol", zero_tol), ("rtol", rtol),
-                      ("atol", atol)):
+    for name, val in (
+        ("t_final", t_final),
+        ("max_time", max_time),
+        ("tol", tol),
+        ("smooth_tol", smooth_tol),
+        ("zero_tol", zero_tol),
+        ("rtol", rtol),
+        ("atol", atol),
+    ):
         check_positive_float(val, name)
     max_steps = check_positive_int(max_steps, "max_steps")
     if time_limit is not None:
@@ -288,16 +329,18 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
         for net in nets:
             if batched and isinstance(net, LinearConvNet):
                 # the same draws, in the same order, as the per-run path
-                states = [_RunState(net, i, rng, t_final, max_time, tol, num_samples)
-                          for i in range(num_runs)]
-                _batched_runs(states, method, rtol, atol, max_time, max_steps, deadline,
-                              time_limit, bar)
+                states = [
+                    _RunState(net, i, rng, t_final, max_time, tol, num_samples)
+                    for i in range(num_runs)
+                ]
+                _batched_runs(
+                    states, method, rtol, atol, max_time, max_steps, deadline, time_limit, bar
+                )
             else:
                 states = []
                 for i in range(num_runs):
                     st = _RunState(net, i, rng, t_final, max_time, tol, num_samples)
-                    _continue_run(st, method, rtol, atol, max_time, max_steps, deadline,
-                                  time_limit)
+                    _continue_run(st, method, rtol, atol, max_time, max_steps, deadline, time_limit)
                     states.append(st)
                     if bar is not None:
                         bar.update(1)
@@ -307,10 +350,16 @@ def convergence_study(net: Any, num_runs: int, *, seed: Any = 0, t_final: float 
     finally:
         if bar is not None:
             bar.close()
-    return ConvergenceStudy(runs=runs, summaries=summaries,
-                            seed=seed if not isinstance(seed, np.random.Generator) else None,
-                            tol=tol, smooth_tol=smooth_tol, zero_tol=zero_tol, method=method,
-                            batched=batched)
+    return ConvergenceStudy(
+        runs=runs,
+        summaries=summaries,
+        seed=seed if not isinstance(seed, np.random.Generator) else None,
+        tol=tol,
+        smooth_tol=smooth_tol,
+        zero_tol=zero_tol,
+        method=method,
+        batched=batched,
+    )
 
 
 class _RunState:
@@ -318,8 +367,16 @@ class _RunState:
     evidence gathered so far, and the next segment (``segment`` of the nominal
     ``horizon``; the horizon grows by ``growth`` after each segment)."""
 
-    def __init__(self, net: Any, index: int, rng: Any, t_final: float, max_time: float,
-                 tol: float, num_samples: int | None):
+    def __init__(
+        self,
+        net: Any,
+        index: int,
+        rng: Any,
+        t_final: float,
+        max_time: float,
+        tol: float,
+        num_samples: int | None,
+    ):
         self.net, self.index = net, index
         X, Y = random_regression_data(net, rng, num_samples=num_samples)
         self.loss = loss = SquareLoss.from_data(net, X, Y)
@@ -338,11 +395,24 @@ class _RunState:
     def grad_norm(self) -> float:
         """``||grad_theta l||`` at the current parameters."""
         net, params = self.net, self.params
-        return float(np.linalg.norm(np.concatenate(
-            [a.ravel() for a in net.vjp(params, self.loss.gradient(net.end_to_end(params)))])))
+        return float(
+            np.linalg.norm(
+                np.concatenate(
+                    [a.ravel() for a in net.vjp(params, self.loss.gradient(net.end_to_end(params)))]
+                )
+            )
+        )
 
-    def record(self, params, monotone: bool, drift: float, end_to_end: np.ndarray,
-               grad: float, final_loss: float, max_time: float) -> None:
+    def record(
+        self,
+        params,
+        monotone: bool,
+        drift: float,
+        end_to_end: np.ndarray,
+        grad: float,
+        final_loss: float,
+        max_time: float,
+    ) -> None:
         """A segment reached its end: keep its evidence and plan the next one (or stop
         when converged or at ``max_time``)."""
         self.elapsed += self.segment
@@ -356,8 +426,7 @@ class _RunState:
         if self.grad <= self.gtol or self.elapsed >= max_time * (1 - 1e-12):
             self.done = True
         else:
-            self.horizon = self.segment = min(self.growth * self.horizon,
-                                              max_time - self.elapsed)
+            self.horizon = self.segment = min(self.growth * self.horizon, max_time - self.elapsed)
 
     def limit(self) -> None:
         """A segment used up its step budget: the run ends where the solver got to."""
@@ -369,7 +438,8 @@ class _RunState:
 def _time_limit_error(time_limit, what, flow_time):
     return ComputationLimitError(
         f"the convergence study reached its time limit time_limit={time_limit:g} s "
-        f"({what}, flow time {flow_time:.6g}); raise time_limit or ask for fewer runs")
+        f"({what}, flow time {flow_time:.6g}); raise time_limit or ask for fewer runs"
+    )
 
 
 def _remaining(deadline, time_limit, what, flow_time):
@@ -382,8 +452,16 @@ def _remaining(deadline, time_limit, what, flow_time):
     return remaining
 
 
-def _continue_run(st: _RunState, method, rtol, atol, max_time, max_steps=DEFAULT_MAX_STEPS,
-                  deadline=None, time_limit=None) -> None:
+def _continue_run(
+    st: _RunState,
+    method,
+    rtol,
+    atol,
+    max_time,
+    max_steps=DEFAULT_MAX_STEPS,
+    deadline=None,
+    time_limit=None,
+) -> None:
     """Integrate one run alone (``solve_ivp``'s ``method``), segment after segment, until
     it converges, reaches ``max_time`` or uses up a segment's step budget."""
     net, loss = st.net, st.loss
@@ -392,9 +470,18 @@ def _continue_run(st: _RunState, method, rtol, atol, max_time, max_steps=DEFAULT
     while not st.done:
         remaining = _remaining(deadline, time_limit, what, st.elapsed)
         try:
-            flow = gradient_flow(net, st.params, loss, st.segment, num_times=11,
-                                 method=method, rtol=rtol, atol=atol, max_steps=max_steps,
-                                 time_limit=remaining)
+            flow = gradient_flow(
+                net,
+                st.params,
+                loss,
+                st.segment,
+                num_times=11,
+                method=method,
+                rtol=rtol,
+                atol=atol,
+                max_steps=max_steps,
+                time_limit=remaining,
+            )
         except ComputationLimitError as err:
             if err.kind == "time":
                 raise _time_limit_error(time_limit, what, st.elapsed + err.t) from err
@@ -407,12 +494,20 @@ def _continue_run(st: _RunState, method, rtol, atol, max_time, max_steps=DEFAULT
                 continue
             st.limit()
             break
-        st.record(flow.final_params, flow.loss_monotone, flow.max_invariant_drift,
-                  flow.end_to_end, flow.gradient_norm, flow.loss[-1], max_time)
+        st.record(
+            flow.final_params,
+            flow.loss_monotone,
+            flow.max_invariant_drift,
+            flow.end_to_end,
+            flow.gradient_norm,
+            flow.loss[-1],
+            max_time,
+        )
 
 
-def _batched_runs(states: list, method, rtol, atol, max_time, max_steps, deadline,
-                  time_limit, bar=None) -> None:
+def _batched_runs(
+    states: list, method, rtol, atol, max_time, max_steps, deadline, time_limit, bar=None
+) -> None:
     """Integrate the runs of one :class:`LinearConvNet` together, segment by segment
     (:func:`neuromanifold.flows.gradient_flows`'s explicit pairs, one loss per run); a
     run whose segment the explicit pair cannot finish within :data:`BATCH_MAX_STEPS`
@@ -434,20 +529,34 @@ def _batched_runs(states: list, method, rtol, atol, max_time, max_steps, deadlin
             remaining = _remaining(deadline, time_limit, what, group[0].elapsed)
             try:
                 res = integrate_flows(
-                    net, np.stack([net.flatten(st.params) for st in group]),
+                    net,
+                    np.stack([net.flatten(st.params) for st in group]),
                     np.stack([st.loss.A for st in group]),
                     np.stack([st.loss.target for st in group]),
-                    np.array([st.loss.offset for st in group]), segment, num_times=11,
-                    method=pair, rtol=rtol, atol=atol, max_steps=budget,
-                    time_limit=remaining, give_up=max_steps > budget)
+                    np.array([st.loss.offset for st in group]),
+                    segment,
+                    num_times=11,
+                    method=pair,
+                    rtol=rtol,
+                    atol=atol,
+                    max_steps=budget,
+                    time_limit=remaining,
+                    give_up=max_steps > budget,
+                )
             except ComputationLimitError as err:
                 raise _time_limit_error(time_limit, what, group[0].elapsed + err.t) from err
             for j, st in enumerate(group):
                 st.solver = f"{pair} batched"
                 if res.success[j]:
-                    st.record(res.final_params[j], res.loss_monotone[j],
-                              res.max_invariant_drift[j], res.end_to_end[j],
-                              res.gradient_norm[j], res.loss[j, -1], max_time)
+                    st.record(
+                        res.final_params[j],
+                        res.loss_monotone[j],
+                        res.max_invariant_drift[j],
+                        res.end_to_end[j],
+                        res.gradient_norm[j],
+                        res.loss[j, -1],
+                        max_time,
+                    )
                     if st.done:
                         if bar is not None:
                             bar.update(1)
@@ -489,17 +598,28 @@ def _finish(st: _RunState, smooth_tol, zero_tol, exact) -> ConvergenceRun:
     rel_sv = float(sv[dim - 1] / sv[0]) if 0 < dim <= sv.size and sv[0] > 0 else 0.0
     dist = float(np.linalg.norm(v))
     return ConvergenceRun(
-        architecture=repr(net), run=st.index, converged=bool(grad <= gtol),
-        gradient_norm=float(grad), gradient_tol=gtol, flow_time=st.elapsed,
-        initial_loss=float(st.initial_loss), final_loss=float(st.final_loss),
-        loss_monotone=bool(st.monotone), max_invariant_drift=float(st.drift),
+        architecture=repr(net),
+        run=st.index,
+        converged=bool(grad <= gtol),
+        gradient_norm=float(grad),
+        gradient_tol=gtol,
+        flow_time=st.elapsed,
+        initial_loss=float(st.initial_loss),
+        final_loss=float(st.final_loss),
+        loss_monotone=bool(st.monotone),
+        max_invariant_drift=float(st.drift),
         smooth=bool(r.is_smooth),
-        rank=int(r.rank), dimension=int(dim), relative_smallest_singular_value=rel_sv,
+        rank=int(r.rank),
+        dimension=int(dim),
+        relative_smallest_singular_value=rel_sv,
         exact_rank=int(net.rank(params, exact=True).rank) if exact else None,
-        distance_from_zero=dist, relative_distance_from_zero=dist / scale,
+        distance_from_zero=dist,
+        relative_distance_from_zero=dist / scale,
         min_relative_distance_from_zero=float(min(st.min_dist, dist / scale)),
-        at_zero=bool(dist / scale <= zero_tol), limit_reached=st.limit_reached,
-        solver=st.solver)
+        at_zero=bool(dist / scale <= zero_tol),
+        limit_reached=st.limit_reached,
+        solver=st.solver,
+    )
 
 
 def _summarize(net, runs: list[ConvergenceRun]) -> ConvergenceSummary:
@@ -507,8 +627,12 @@ def _summarize(net, runs: list[ConvergenceRun]) -> ConvergenceSummary:
     conv = [r for r in runs if r.converged]
     good = [r for r in conv if r.smooth and not r.at_zero]
     return ConvergenceSummary(
-        architecture=repr(net), num_runs=n, fraction_converged=len(conv) / n,
+        architecture=repr(net),
+        num_runs=n,
+        fraction_converged=len(conv) / n,
         fraction_smooth=(sum(r.smooth for r in conv) / len(conv)) if conv else 0.0,
         fraction_at_zero=sum(r.at_zero for r in runs) / n,
-        fraction_smooth_nonzero=len(good) / n, claim_applies=_claim_applies(net),
-        consistent_with_claim=len(good) == n)
+        fraction_smooth_nonzero=len(good) / n,
+        claim_applies=_claim_applies(net),
+        consistent_with_claim=len(good) == n,
+    )

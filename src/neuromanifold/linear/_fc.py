@@ -33,8 +33,7 @@ def _psd_power(M: np.ndarray, p: float) -> np.ndarray:
     lam, U = np.linalg.eigh((M + M.T) / 2)
     # eigenvalues at rounding level are zeros of a singular M: a fractional power would
     # blow them up (1e-17 ** (1/3) ~ 2e-6), so they are set to exactly zero
-    cutoff = max(M.shape) * np.finfo(float).eps * max(float(np.abs(lam).max(initial=0.0)),
-                                                      1e-300)
+    cutoff = max(M.shape) * np.finfo(float).eps * max(float(np.abs(lam).max(initial=0.0)), 1e-300)
     lam = np.where(lam > cutoff, lam, 0.0)
     if p == 0:
         return U @ U.T
@@ -78,8 +77,10 @@ def balanced_ntk_operator(W: Any, num_layers: int) -> np.ndarray:
     W = np.ldexp(W, -e)
     left, right = W @ W.T, W.T @ W
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        out = sum(np.kron(_psd_power(left, (N - j) / N), _psd_power(right, (j - 1) / N))
-                  for j in range(1, N + 1)) * np.power(2.0, 2 * e * (N - 1) / N)
+        out = sum(
+            np.kron(_psd_power(left, (N - j) / N), _psd_power(right, (j - 1) / N))
+            for j in range(1, N + 1)
+        ) * np.power(2.0, 2 * e * (N - 1) / N)
     return check_finite_result(out, "the balanced NTK operator")
 
 
@@ -173,11 +174,15 @@ class LinearFCNet(LinearNetBase):
         U, s, Vt = np.linalg.svd(W, full_matrices=False)
         tol = max(W.shape) * np.finfo(float).eps * (s[0] if s.size else 0.0)
         if np.sum(s > tol) > r:
-            raise ParameterError(f"end_to_end has rank {int(np.sum(s > tol))} but {self!r} realizes rank <= {r}")
+            raise ParameterError(
+                f"end_to_end has rank {int(np.sum(s > tol))} but {self!r} realizes rank <= {r}"
+            )
         U, s, V = U[:, :r], s[:r], Vt[:r].T
-        frames = [V] + [np.linalg.qr(rng.standard_normal((d, r)))[0] for d in self.widths[1:-1]] + [U]
+        frames = (
+            [V] + [np.linalg.qr(rng.standard_normal((d, r)))[0] for d in self.widths[1:-1]] + [U]
+        )
         with np.errstate(divide="ignore"):
-            root = np.exp2((np.log2(s) + e) / N)        # (s 2^e)^(1/N), 0 for s = 0
+            root = np.exp2((np.log2(s) + e) / N)  # (s 2^e)^(1/N), 0 for s = 0
         out = [(frames[l + 1] * root) @ frames[l].T for l in range(N)]
         return check_finite_result(out, f"the balanced parameters of {self!r}")
 
@@ -192,8 +197,13 @@ class LinearFCNet(LinearNetBase):
     def _outer_inner(self, params: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         """For each layer l: ``A_l = W_N ... W_{l+1}`` and ``B_l = W_{l-1} ... W_1``."""
         N = len(params)
-        return [(self._chain(params[l + 1:], self.widths[l + 1]),
-                 self._chain(params[:l], self.widths[0])) for l in range(N)]
+        return [
+            (
+                self._chain(params[l + 1 :], self.widths[l + 1]),
+                self._chain(params[:l], self.widths[0]),
+            )
+            for l in range(N)
+        ]
 
     @finite_result("the end-to-end matrix")
     def end_to_end(self, params: Any) -> np.ndarray:
@@ -215,7 +225,7 @@ class LinearFCNet(LinearNetBase):
         J = flint.fmpq_mat(self.end_to_end_size, self.num_params)
         col = 0
         for l in range(len(params)):
-            A = _fmpq_chain(params[l + 1:], self.widths[l + 1])
+            A = _fmpq_chain(params[l + 1 :], self.widths[l + 1])
             B = _fmpq_chain(params[:l], d0)
             rows_l, cols_l = self.shapes[l]
             # d W[a, c] / d W_l[p, q] = A[a, p] B[q, c]
@@ -243,8 +253,10 @@ class LinearFCNet(LinearNetBase):
         params = self.check_params(params)
         G = as_finite_array(cotangent, "cotangent", error=InputError)
         if G.size != self.end_to_end_size:
-            raise InputError(f"cotangent must have {self.end_to_end_size} entries "
-                             f"(shape {self.end_to_end_shape}); got shape {G.shape}")
+            raise InputError(
+                f"cotangent must have {self.end_to_end_size} entries "
+                f"(shape {self.end_to_end_shape}); got shape {G.shape}"
+            )
         G = G.reshape(self.end_to_end_shape)
         return [A.T @ G @ B.T for A, B in self._outer_inner(params)]
 
@@ -252,8 +264,10 @@ class LinearFCNet(LinearNetBase):
     def invariants(self, params: Any) -> list[np.ndarray]:
         """``Delta_l = W_{l+1}^T W_{l+1} - W_l W_l^T`` (each ``d_l x d_l``), l = 1..N-1."""
         params = self.check_params(params)
-        return [params[l + 1].T @ params[l + 1] - params[l] @ params[l].T
-                for l in range(len(params) - 1)]
+        return [
+            params[l + 1].T @ params[l + 1] - params[l] @ params[l].T
+            for l in range(len(params) - 1)
+        ]
 
     @finite_result("the output")
     def apply(self, params: Any, x: Any) -> np.ndarray:
@@ -271,9 +285,18 @@ class LinearFCNet(LinearNetBase):
         x = as_finite_array(x, "x", shape=(self.widths[0],), error=InputError)
         return np.kron(np.eye(self.widths[-1]), x[None, :])
 
-    def fiber(self, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = 0,
-              start: Any = None, walk_steps: int = 4, tol: float = 1e-11,
-              progress: bool = False):
+    def fiber(
+        self,
+        W: Any,
+        invariants: Any,
+        *,
+        num_starts: int = 20,
+        seed: Any = 0,
+        start: Any = None,
+        walk_steps: int = 4,
+        tol: float = 1e-11,
+        progress: bool = False,
+    ):
         """Sample the fiber at fixed ``(W, Delta)`` numerically (docs/concepts_linear.md §4).
 
         Levenberg-Marquardt on ``mu(theta) = W``, ``Delta(theta) = Delta`` from
@@ -290,5 +313,14 @@ class LinearFCNet(LinearNetBase):
         >>> fib.dimension, fib.certified
         (1, False)
         """
-        return fc_fiber(self, W, invariants, num_starts=num_starts, seed=seed, start=start,
-                        walk_steps=walk_steps, tol=tol, progress=progress)
+        return fc_fiber(
+            self,
+            W,
+            invariants,
+            num_starts=num_starts,
+            seed=seed,
+            start=start,
+            walk_steps=walk_steps,
+            tol=tol,
+            progress=progress,
+        )

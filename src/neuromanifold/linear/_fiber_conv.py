@@ -69,19 +69,27 @@ def _parse_target(net, v: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     shape = net.end_to_end_shape
     if isinstance(v, flint.fmpq_mpoly):
         if v.context().nvars() != net.ndim:
-            raise InputError(f"polynomial v must have {net.ndim} variable(s) for {net!r}; "
-                             f"got {v.context().nvars()}")
+            raise InputError(
+                f"polynomial v must have {net.ndim} variable(s) for {net!r}; "
+                f"got {v.context().nvars()}"
+            )
         exact = net.coefficients(v)
         return exact, np.vectorize(float, otypes=[float])(exact), True
     arr = np.asarray(v, dtype=object) if not isinstance(v, np.ndarray) else v
-    exact_input = arr.dtype == object and arr.size > 0 and all(
-        isinstance(x, (Fraction, flint.fmpq, flint.fmpz, int, np.integer)) and not isinstance(x,
-                                                                                              bool)
-        for x in arr.ravel())
+    exact_input = (
+        arr.dtype == object
+        and arr.size > 0
+        and all(
+            isinstance(x, (Fraction, flint.fmpq, flint.fmpz, int, np.integer))
+            and not isinstance(x, bool)
+            for x in arr.ravel()
+        )
+    )
     if exact_input:
         if arr.shape != shape and not (net.ndim == 1 and arr.shape == (math.prod(shape),)):
-            raise InputError(f"end-to-end filter v must have shape {shape} for {net!r}; "
-                             f"got shape {arr.shape}")
+            raise InputError(
+                f"end-to-end filter v must have shape {shape} for {net!r}; got shape {arr.shape}"
+            )
         arr = arr.reshape(shape)
         exact = np.empty(shape, dtype=object)
         for idx, x in np.ndenumerate(arr):
@@ -90,13 +98,18 @@ def _parse_target(net, v: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     try:
         vf = np.asarray(v, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise InputError(f"end-to-end filter v must be an array of real numbers or an exact "
-                         f"polynomial; got {short_repr(v)}") from exc
+        raise InputError(
+            f"end-to-end filter v must be an array of real numbers or an exact "
+            f"polynomial; got {short_repr(v)}"
+        ) from exc
     if vf.shape != shape:
-        raise InputError(f"end-to-end filter v must have shape {shape} for {net!r}; "
-                         f"got shape {vf.shape}")
+        raise InputError(
+            f"end-to-end filter v must have shape {shape} for {net!r}; got shape {vf.shape}"
+        )
     if not np.all(np.isfinite(vf)):
-        raise InputError(f"end-to-end filter v must be finite (no NaN or inf); got {short_repr(vf)}")
+        raise InputError(
+            f"end-to-end filter v must be finite (no NaN or inf); got {short_repr(vf)}"
+        )
     exact = np.empty(shape, dtype=object)
     for idx, x in np.ndenumerate(vf):
         exact[idx] = to_fmpq(float(x))
@@ -106,28 +119,39 @@ def _parse_target(net, v: Any) -> tuple[np.ndarray, np.ndarray, bool]:
 def _parse_invariants(net, invariants: Any) -> tuple[np.ndarray, list]:
     L = net.num_layers
     if isinstance(invariants, (str, bytes)):
-        raise InputError(f"invariants must be a list of {L - 1} numbers; got {short_repr(invariants)}")
+        raise InputError(
+            f"invariants must be a list of {L - 1} numbers; got {short_repr(invariants)}"
+        )
     try:
-        items = list(np.asarray(invariants, dtype=object).reshape(-1)) if np.ndim(invariants) else None
+        items = (
+            list(np.asarray(invariants, dtype=object).reshape(-1)) if np.ndim(invariants) else None
+        )
     except (TypeError, ValueError):
         items = None
     if items is None or len(items) != L - 1:
-        raise InputError(f"invariants must be a list of L - 1 = {L - 1} numbers "
-                         f"(delta_l = ||w_(l+1)||^2 - ||w_l||^2) for {net!r}; got {short_repr(invariants)}")
+        raise InputError(
+            f"invariants must be a list of L - 1 = {L - 1} numbers "
+            f"(delta_l = ||w_(l+1)||^2 - ||w_l||^2) for {net!r}; got {short_repr(invariants)}"
+        )
     exact, floats = [], []
     for x in items:
         if isinstance(x, (bool, np.bool_)):
-            raise InputError(f"invariants must be real numbers, not booleans; "
-                             f"got {short_repr(invariants)}")
+            raise InputError(
+                f"invariants must be real numbers, not booleans; got {short_repr(invariants)}"
+            )
         if isinstance(x, (Fraction, flint.fmpq, flint.fmpz, int, np.integer)):
             q = to_fmpq(x)
         else:
             try:
                 f = float(x)
             except (TypeError, ValueError) as exc:
-                raise InputError(f"invariants must be real numbers; got {short_repr(invariants)}") from exc
+                raise InputError(
+                    f"invariants must be real numbers; got {short_repr(invariants)}"
+                ) from exc
             if not math.isfinite(f):
-                raise InputError(f"invariants must be finite (no NaN or inf); got {short_repr(invariants)}")
+                raise InputError(
+                    f"invariants must be finite (no NaN or inf); got {short_repr(invariants)}"
+                )
             q = to_fmpq(f)
         exact.append(q)
         floats.append(float(q))
@@ -135,15 +159,24 @@ def _parse_invariants(net, invariants: Any) -> tuple[np.ndarray, list]:
 
 
 # ---------------------------------------------------------------------------- public
-def conv_fiber(net, v: Any, invariants: Any, *, method: str = "auto", tol: float = 1e-8,
-               num_starts: int = 20, seed: Any = None, start: Any = None,
-               progress: bool = False) -> Fiber:
+def conv_fiber(
+    net,
+    v: Any,
+    invariants: Any,
+    *,
+    method: str = "auto",
+    tol: float = 1e-8,
+    num_starts: int = 20,
+    seed: Any = None,
+    start: Any = None,
+    progress: bool = False,
+) -> Fiber:
     """All filters with end-to-end filter ``v`` and invariants ``delta`` (see
     :meth:`LinearConvNet.fiber`)."""
     check_choice(method, "method", _METHODS)
     tol = check_positive_float(tol, "tol")
     num_starts = check_positive_int(num_starts, "num_starts")
-    as_seed_rng(seed)   # validated now, used by the numerical route
+    as_seed_rng(seed)  # validated now, used by the numerical route
     progress = check_bool(progress, "progress")
     if start is not None:
         start = net.check_params(start)
@@ -152,10 +185,20 @@ def conv_fiber(net, v: Any, invariants: Any, *, method: str = "auto", tol: float
     if all(x == 0 for x in exact_v.ravel()):
         raise InputError(
             "v = 0: the fiber of the zero function is positive-dimensional (any layer may "
-            "vanish), not a finite set; fiber() needs a nonzero end-to-end filter")
+            "vanish), not a finite set; fiber() needs a nonzero end-to-end filter"
+        )
     if method == "numerical":
-        return _numerical_fiber(net, v_float, deltas, deltas_q, tol=tol, num_starts=num_starts,
-                                seed=seed, start=start, progress=progress)
+        return _numerical_fiber(
+            net,
+            v_float,
+            deltas,
+            deltas_q,
+            tol=tol,
+            num_starts=num_starts,
+            seed=seed,
+            start=start,
+            progress=progress,
+        )
     try:
         return _exact_fiber(net, exact_v, v_float, deltas, deltas_q, progress=progress)
     except (NotInNeuromanifoldError, UndecidedFactorizationError) as exc:
@@ -163,23 +206,41 @@ def conv_fiber(net, v: Any, invariants: Any, *, method: str = "auto", tol: float
         # v may be near it, and an undecided factorization may split over R
         if method == "exact" or (given_exactly and isinstance(exc, NotInNeuromanifoldError)):
             raise
-        return _numerical_fiber(net, v_float, deltas, deltas_q, tol=tol,
-                                num_starts=num_starts, seed=seed, start=start,
-                                progress=progress, exact_reason=str(exc))
+        return _numerical_fiber(
+            net,
+            v_float,
+            deltas,
+            deltas_q,
+            tol=tol,
+            num_starts=num_starts,
+            seed=seed,
+            start=start,
+            progress=progress,
+            exact_reason=str(exc),
+        )
 
 
-def _exact_fiber(net, exact_v: np.ndarray, v_float: np.ndarray, deltas: np.ndarray,
-                 deltas_q: list, *, progress: bool = False) -> Fiber:
+def _exact_fiber(
+    net,
+    exact_v: np.ndarray,
+    v_float: np.ndarray,
+    deltas: np.ndarray,
+    deltas_q: list,
+    *,
+    progress: bool = False,
+) -> Fiber:
     """Dispatch to the 1D or the D-dimensional engine (dropping axes where every filter
     has size 1), then verify and package the points."""
     L = net.num_layers
-    shapes = np.array(net.filter_shapes)                 # (L, D)
-    S = np.array(net.cumulative_strides[:L])             # S_0..S_{L-1}, (L, D)
+    shapes = np.array(net.filter_shapes)  # (L, D)
+    S = np.array(net.cumulative_strides[:L])  # S_0..S_{L-1}, (L, D)
     live = [a for a in range(net.ndim) if np.any(shapes[:, a] > 1)]
     notes: list[str] = []
     if len(live) < net.ndim and net.ndim > 1:
-        notes.append(f"axes {[a for a in range(net.ndim) if a not in live]} have filter size 1 "
-                     f"in every layer and were dropped")
+        notes.append(
+            f"axes {[a for a in range(net.ndim) if a not in live]} have filter size 1 "
+            f"in every layer and were dropped"
+        )
     sub = tuple(slice(None) if a in live else 0 for a in range(net.ndim))
     ev = exact_v[sub] if live else exact_v.reshape(())
     if not live:
@@ -188,29 +249,53 @@ def _exact_fiber(net, exact_v: np.ndarray, v_float: np.ndarray, deltas: np.ndarr
     elif len(live) == 1:
         a = live[0]
         if net.ndim > 1:
-            notes.append(f"every filter is degenerate outside axis {a}: the network behaves "
-                         f"like a 1D network and its roots are split over R")
+            notes.append(
+                f"every filter is degenerate outside axis {a}: the network behaves "
+                f"like a 1D network and its roots are split over R"
+            )
         layers, count, certified, more = _fiber_1d(
-            tuple(int(x) for x in shapes[:, a]), tuple(int(x) for x in S[:, a]),
-            list(ev.reshape(-1)), deltas, deltas_q)
+            tuple(int(x) for x in shapes[:, a]),
+            tuple(int(x) for x in S[:, a]),
+            list(ev.reshape(-1)),
+            deltas,
+            deltas_q,
+        )
     else:
         layers, count, certified, more = _fiber_nd(
             [tuple(int(x) for x in shapes[l, live]) for l in range(L)],
-            [tuple(int(x) for x in S[l, live]) for l in range(L)], ev, deltas, deltas_q,
-            progress=progress)
+            [tuple(int(x) for x in S[l, live]) for l in range(L)],
+            ev,
+            deltas,
+            deltas_q,
+            progress=progress,
+        )
     notes.extend(more)
     # re-insert dropped axes
-    full = [arr.reshape((arr.shape[0],) + tuple(net.filter_shapes[l])) for l, arr in enumerate(layers)]
-    method = ("1D: certified root isolation + orbit grouping + exhaustive assignment + rescaling"
-              if len(live) <= 1 else
-              "exact factorization over Q + exhaustive grouping + rescaling")
-    return _package(net, full, v_float, deltas, certified=certified, method=method,
-                    count=count, notes=notes)
+    full = [
+        arr.reshape((arr.shape[0],) + tuple(net.filter_shapes[l])) for l, arr in enumerate(layers)
+    ]
+    method = (
+        "1D: certified root isolation + orbit grouping + exhaustive assignment + rescaling"
+        if len(live) <= 1
+        else "exact factorization over Q + exhaustive grouping + rescaling"
+    )
+    return _package(
+        net, full, v_float, deltas, certified=certified, method=method, count=count, notes=notes
+    )
 
 
-def _package(net, layers: list[np.ndarray], v_float: np.ndarray, deltas: np.ndarray, *,
-             certified: bool, method: str, count: int, notes: list[str],
-             polish_threshold: float = 1e-11) -> Fiber:
+def _package(
+    net,
+    layers: list[np.ndarray],
+    v_float: np.ndarray,
+    deltas: np.ndarray,
+    *,
+    certified: bool,
+    method: str,
+    count: int,
+    notes: list[str],
+    polish_threshold: float = 1e-11,
+) -> Fiber:
     """Measure residuals, polish any inaccurate point by Gauss-Newton, build the Fiber."""
     N = layers[0].shape[0] if layers else 0
     res = _residuals(net, layers, v_float, deltas)
@@ -224,9 +309,16 @@ def _package(net, layers: list[np.ndarray], v_float: np.ndarray, deltas: np.ndar
         notes = notes + [f"{bad.size} point(s) polished by Gauss-Newton"]
     # list(arr) makes the row views in C; zip regroups them per point
     points = list(map(list, zip(*[list(arr) for arr in layers])))
-    return Fiber(points=points, num_sign_patterns=2 ** (net.num_layers - 1),
-                 certified=certified, method=method, dimension=0, num_assignments=int(count),
-                 max_residual=float(res.max()) if N else 0.0, notes=tuple(notes))
+    return Fiber(
+        points=points,
+        num_sign_patterns=2 ** (net.num_layers - 1),
+        certified=certified,
+        method=method,
+        dimension=0,
+        num_assignments=int(count),
+        max_residual=float(res.max()) if N else 0.0,
+        notes=tuple(notes),
+    )
 
 
 # ---------------------------------------------------------------------------- residuals
@@ -247,13 +339,16 @@ def _batch_end_to_end(net, layers: list[np.ndarray]) -> np.ndarray:
             c = up[(slice(None),) + j]
             if not np.any(c):
                 continue
-            new[(slice(None),) + tuple(slice(jj, jj + n) for jj, n in zip(j, out.shape[1:]))] += \
+            new[(slice(None),) + tuple(slice(jj, jj + n) for jj, n in zip(j, out.shape[1:]))] += (
                 out * c.reshape((N,) + (1,) * net.ndim)
+            )
         out = new
     return out
 
 
-def _residuals(net, layers: list[np.ndarray], v_float: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+def _residuals(
+    net, layers: list[np.ndarray], v_float: np.ndarray, deltas: np.ndarray
+) -> np.ndarray:
     """Relative residual per point: ``max(|mu - v| / |v|, |delta(theta) - delta| / scale)``
     with ``scale = max_l ||w_l||^2`` (norms of the point)."""
     if layers[0].shape[0] == 0:
@@ -263,8 +358,9 @@ def _residuals(net, layers: list[np.ndarray], v_float: np.ndarray, deltas: np.nd
     # both norms after an exact power-of-two shift: a tiny or huge v must not under- or
     # overflow in the squares
     shift = -int(np.frexp(np.max(np.abs(v_float)))[1])
-    rv = np.linalg.norm(np.ldexp(V - v_float.reshape(1, -1), shift), axis=1) \
-        / np.linalg.norm(np.ldexp(v_float, shift))
+    rv = np.linalg.norm(np.ldexp(V - v_float.reshape(1, -1), shift), axis=1) / np.linalg.norm(
+        np.ldexp(v_float, shift)
+    )
     norms = np.stack([np.sum(w.reshape(N, -1) ** 2, axis=1) for w in layers], axis=1)
     if norms.shape[1] > 1:
         rd = np.max(np.abs(np.diff(norms, axis=1) - deltas[None, :]), axis=1) / norms.max(axis=1)
@@ -285,8 +381,9 @@ def _constraint_system(net, params: list[np.ndarray], v: np.ndarray, deltas: np.
     return np.concatenate([r1, r2]), np.vstack([J1, J2])
 
 
-def _polish(net, params: list[np.ndarray], v: np.ndarray, deltas: np.ndarray,
-            iters: int = 12) -> list[np.ndarray]:
+def _polish(
+    net, params: list[np.ndarray], v: np.ndarray, deltas: np.ndarray, iters: int = 12
+) -> list[np.ndarray]:
     """A few minimum-norm Gauss-Newton steps towards ``mu = v``, ``delta = deltas``."""
     theta = net.flatten(params)
     best, best_r = theta, np.inf
@@ -306,7 +403,9 @@ def _polish(net, params: list[np.ndarray], v: np.ndarray, deltas: np.ndarray,
 
 
 # ---------------------------------------------------------------------------- scalars
-def _fiber_scalars(L: int, value, deltas: np.ndarray) -> tuple[list[np.ndarray], int, bool, list[str]]:
+def _fiber_scalars(
+    L: int, value, deltas: np.ndarray
+) -> tuple[list[np.ndarray], int, bool, list[str]]:
     """All filters are 1x..x1: ``prod w_l = v``, rescaled (docs/concepts_linear.md §2 lemma)."""
     layers = [np.array([[float(to_fmpq(value))]])] + [np.ones((1, 1)) for _ in range(L - 1)]
     _apply_rescaling(layers, deltas)
@@ -317,14 +416,15 @@ def _fiber_scalars(L: int, value, deltas: np.ndarray) -> tuple[list[np.ndarray],
 def _compositions(total: int, parts: int, exact: bool) -> np.ndarray:
     """All vectors of ``parts`` nonnegative ints with sum ``total`` (or ``<= total``)."""
     rows = []
-    for t in ([total] if exact else range(total + 1)):
+    for t in [total] if exact else range(total + 1):
         for combo in itertools.combinations_with_replacement(range(parts), t):
             rows.append(np.bincount(np.array(combo, dtype=int), minlength=parts))
     return np.array(rows, dtype=np.int64).reshape(-1, parts)
 
 
-def _tables(caps: Sequence[int], udeg: Sequence[int], demand: Sequence[int],
-            exact: bool) -> np.ndarray:
+def _tables(
+    caps: Sequence[int], udeg: Sequence[int], demand: Sequence[int], exact: bool
+) -> np.ndarray:
     """All contingency tables ``c[atom, layer] >= 0`` with
     ``sum_layer c[a, :] == caps[a]`` (or ``<=`` when not ``exact``) and
     ``sum_atom udeg[a] * c[a, layer] == demand[layer]``.
@@ -380,8 +480,8 @@ def _coeffs_from_homogeneous(Aa: np.ndarray, Bb: np.ndarray) -> np.ndarray:
     c = np.ones((N, 1), dtype=Aa.dtype)
     for j in range(n):
         new = np.zeros((N, j + 2), dtype=Aa.dtype)
-        new[:, 1:] += Bb[:, j:j + 1] * c
-        new[:, :-1] -= Aa[:, j:j + 1] * c
+        new[:, 1:] += Bb[:, j : j + 1] * c
+        new[:, :-1] -= Aa[:, j : j + 1] * c
         c = new
     return c.real.copy() if np.iscomplexobj(c) else c
 
@@ -394,14 +494,15 @@ class _Atom:
     __slots__ = ("udeg", "roots", "consume", "zeros", "infs", "cap")
 
     def __init__(self, roots, consume, zeros, infs, cap):
-        self.roots = roots            # [(a, b)] homogeneous u-roots, len == udeg
+        self.roots = roots  # [(a, b)] homogeneous u-roots, len == udeg
         self.udeg = len(roots)
-        self.consume = consume        # {root index: count per use}
+        self.consume = consume  # {root index: count per use}
         self.zeros, self.infs, self.cap = zeros, infs, cap
 
 
-def _fiber_1d(k: tuple[int, ...], S: tuple[int, ...], coeffs: list, deltas: np.ndarray,
-              deltas_q: list) -> tuple[list[np.ndarray], int, bool, list[str]]:
+def _fiber_1d(
+    k: tuple[int, ...], S: tuple[int, ...], coeffs: list, deltas: np.ndarray, deltas_q: list
+) -> tuple[list[np.ndarray], int, bool, list[str]]:
     """Every 1D fiber point, as stacked per-layer arrays ``(N, k_l)``."""
     L = len(k)
     P = flint.fmpq_poly([to_fmpq(c) for c in coeffs])
@@ -410,7 +511,7 @@ def _fiber_1d(k: tuple[int, ...], S: tuple[int, ...], coeffs: list, deltas: np.n
     m0, deg = nz[0], nz[-1]
     d_inf = (K - 1) - deg
     v_top = float(to_fmpq(coeffs[deg]))
-    P0 = flint.fmpq_poly([to_fmpq(c) for c in coeffs[m0:deg + 1]])
+    P0 = flint.fmpq_poly([to_fmpq(c) for c in coeffs[m0 : deg + 1]])
     iso = certified_roots(P0)
     svals = sorted(set(S), reverse=True)
     classes: dict[int, list[list[int]]] = {}
@@ -434,12 +535,14 @@ def _fiber_1d(k: tuple[int, ...], S: tuple[int, ...], coeffs: list, deltas: np.n
         for members in classes[s]:
             z = iso.values[members[0]]
             with working_precision(iso.prec):
-                r = z ** s
+                r = z**s
             rc = complex(float(r.real.mid()), float(r.imag.mid()))
             conj_class = where[iso.conjugate[members[0]]]
             info.append((members, rc, conj_class, None))
-        class_info[s] = [(m, (rc.real + 0j) if cc == ci else rc, cc, cc == ci)
-                         for ci, (m, rc, cc, _) in enumerate(info)]
+        class_info[s] = [
+            (m, (rc.real + 0j) if cc == ci else rc, cc, cc == ci)
+            for ci, (m, rc, cc, _) in enumerate(info)
+        ]
     groups = [(s, [l for l in range(L) if S[l] == s]) for s in svals]
     results: list[list[np.ndarray]] = []
 
@@ -537,7 +640,8 @@ def _fiber_1d(k: tuple[int, ...], S: tuple[int, ...], coeffs: list, deltas: np.n
             f"conjugate pair(s), multiplicities {list(iso.multiplicities)}) admits no assignment "
             f"of roots to layers with filter sizes {list(k)} and cumulative strides {list(S)} "
             f"(a layer with cumulative stride S takes whole orbits under the S-th roots of "
-            f"unity, and real polynomials take conjugate roots together)")
+            f"unity, and real polynomials take conjugate roots together)"
+        )
     layers = [np.concatenate([r[l] for r in results], axis=0) for l in range(L)]
     count = layers[0].shape[0]
     layers[0] *= v_top
@@ -573,9 +677,15 @@ def _period(alpha: tuple[int, ...], S: tuple[int, ...]) -> int:
     return M
 
 
-def _fiber_nd(shapes: list[tuple[int, ...]], S: list[tuple[int, ...]], exact_v: np.ndarray,
-              deltas: np.ndarray, deltas_q: list, *, progress: bool = False
-              ) -> tuple[list[np.ndarray], int, bool, list[str]]:
+def _fiber_nd(
+    shapes: list[tuple[int, ...]],
+    S: list[tuple[int, ...]],
+    exact_v: np.ndarray,
+    deltas: np.ndarray,
+    deltas_q: list,
+    *,
+    progress: bool = False,
+) -> tuple[list[np.ndarray], int, bool, list[str]]:
     """Every fiber point in D >= 2 from the exact factorization of pi(v) over Q.
 
     Lattice condition (a layer with cumulative stride S is a polynomial in t^S): the
@@ -590,7 +700,9 @@ def _fiber_nd(shapes: list[tuple[int, ...]], S: list[tuple[int, ...]], exact_v: 
     D, L = len(shapes[0]), len(shapes)
     names = tuple(f"t{a + 1}" for a in range(D))
     ctx = flint.fmpq_mpoly_ctx.get(names, "lex")
-    P = ctx.from_dict({tuple(int(i) for i in idx): c for idx, c in np.ndenumerate(exact_v) if c != 0})
+    P = ctx.from_dict(
+        {tuple(int(i) for i in idx): c for idx, c in np.ndenumerate(exact_v) if c != 0}
+    )
     content, factors = P.factor()
     const = flint.fmpq(content)
     notes: list[str] = []
@@ -613,10 +725,14 @@ def _fiber_nd(shapes: list[tuple[int, ...]], S: list[tuple[int, ...]], exact_v: 
             certified = False
             notes.append(
                 f"factor {f} is irreducible over Q but "
-                + ("splits over R (Gao's criterion: several absolutely irreducible factors, "
-                   "some real)" if verdict is False else
-                   "could not be proven irreducible over R")
-                + ": its real factors are not enumerated by the exact route")
+                + (
+                    "splits over R (Gao's criterion: several absolutely irreducible factors, "
+                    "some real)"
+                    if verdict is False
+                    else "could not be proven irreducible over R"
+                )
+                + ": its real factors are not enumerated by the exact route"
+            )
         dense, deg = mpoly_dense(f, D)
         atoms.append(_NDAtom(f, dense, deg, e, str(f)))
     line_data: dict[tuple[int, ...], tuple] = {}
@@ -629,7 +745,7 @@ def _fiber_nd(shapes: list[tuple[int, ...]], S: list[tuple[int, ...]], exact_v: 
         values = iso.as_complex()
         for f, e, g, base in items:
             lc = flint.fmpq(g.coeffs()[-1])
-            const *= lc ** e
+            const *= lc**e
             gamma = np.array(base) - g.degree() * am
             if np.any(gamma != 0):  # pragma: no cover - an irreducible f has no monomial factor
                 raise NotInNeuromanifoldError(f"unexpected monomial part in factor {f}")
@@ -651,13 +767,24 @@ def _fiber_nd(shapes: list[tuple[int, ...]], S: list[tuple[int, ...]], exact_v: 
             # a piece that is the whole factor keeps its exact rational coefficients
             exact = f * (flint.fmpq(1) / flint.fmpq(g.coeffs()[-1])) if g.degree() == dp else None
             split[owner[i]] += 1
-            atoms.append(_NDAtom(exact, dense, deg, iso.multiplicities[i],
-                                 f"real factor of {f}", line=alpha, roots=roots))
+            atoms.append(
+                _NDAtom(
+                    exact,
+                    dense,
+                    deg,
+                    iso.multiplicities[i],
+                    f"real factor of {f}",
+                    line=alpha,
+                    roots=roots,
+                )
+            )
         for j, (f, e, g, _) in enumerate(items):
             if split[j] > 1:
-                notes.append(f"factor {f} is supported on a line (a polynomial in the monomial "
-                             f"t^{tuple(alpha)}): it behaves like 1D and was split over R into "
-                             f"{split[j]} real irreducible pieces by certified root isolation")
+                notes.append(
+                    f"factor {f} is supported on a line (a polynomial in the monomial "
+                    f"t^{tuple(alpha)}): it behaves like 1D and was split over R into "
+                    f"{split[j]} real irreducible pieces by certified root isolation"
+                )
     atoms.sort(key=lambda a: -sum(a.deg))
     caps = [tuple((kk - 1) * s for kk, s in zip(k, st)) for k, st in zip(shapes, S)]
     leaves: list[list[list[int]]] = []
@@ -670,7 +797,9 @@ def _fiber_nd(shapes: list[tuple[int, ...]], S: list[tuple[int, ...]], exact_v: 
             return
         at = atoms[i]
         for comp in _compositions(at.mult, L, exact=True):
-            if all(used[l][a] + comp[l] * at.deg[a] <= caps[l][a] for l in range(L) for a in range(D)):
+            if all(
+                used[l][a] + comp[l] * at.deg[a] <= caps[l][a] for l in range(L) for a in range(D)
+            ):
                 for l in range(L):
                     counts[l][i] = int(comp[l])
                     for a in range(D):
@@ -690,7 +819,7 @@ def _fiber_nd(shapes: list[tuple[int, ...]], S: list[tuple[int, ...]], exact_v: 
         if rational:
             q = ctx.from_dict({(0,) * D: 1})
             for at, c in rational:
-                q = q * at.exact ** c
+                q = q * at.exact**c
             exps = np.array([[int(x) for x in kk] for kk in q.to_dict()])
             if np.any((exps - exps[0]) % Sv):
                 return False
@@ -727,7 +856,7 @@ def _fiber_nd(shapes: list[tuple[int, ...]], S: list[tuple[int, ...]], exact_v: 
             if all(at.exact is not None for at, _ in members):
                 q = ctx.from_dict({(0,) * D: 1})
                 for at, c in members:
-                    q = q * at.exact ** c
+                    q = q * at.exact**c
                 if l == 0:
                     q = q * const
                 filt = np.empty(shapes[l], dtype=object)
@@ -750,20 +879,25 @@ def _fiber_nd(shapes: list[tuple[int, ...]], S: list[tuple[int, ...]], exact_v: 
         if ok:
             points_exact.append((filters, exact_ok))
     if not points_exact:
-        factored = (f"pi(v) = {P} factors over Q as {content} * "
-                    + " * ".join(f"({f})^{e}" for f, e in factors))
-        rule = (f"the layers' filter shapes {shapes} with cumulative strides {S} (each "
-                f"layer's product must have degree <= (k_l - 1) S_(l-1) per axis and "
-                f"exponents in S_(l-1) Z^D)")
+        factored = f"pi(v) = {P} factors over Q as {content} * " + " * ".join(
+            f"({f})^{e}" for f, e in factors
+        )
+        rule = (
+            f"the layers' filter shapes {shapes} with cumulative strides {S} (each "
+            f"layer's product must have degree <= (k_l - 1) S_(l-1) per axis and "
+            f"exponents in S_(l-1) Z^D)"
+        )
         if not certified:
             raise UndecidedFactorizationError(
                 f"the exact route cannot decide whether v is in the neuromanifold: "
                 f"{factored}; no grouping of these factors fits {rule}, but some factor "
                 f"may split further over R (see the notes: {'; '.join(notes)}); "
-                f"method='auto' or 'numerical' decides numerically")
+                f"method='auto' or 'numerical' decides numerically"
+            )
         raise NotInNeuromanifoldError(
             f"v is not in the neuromanifold: {factored}, and no grouping of its real "
-            f"irreducible factors fits {rule}")
+            f"irreducible factors fits {rule}"
+        )
     out = [np.zeros((len(points_exact),) + tuple(k)) for k in shapes]
     float_rows = []
     for p, (filters, exact_ok) in enumerate(points_exact):
@@ -778,11 +912,14 @@ def _fiber_nd(shapes: list[tuple[int, ...]], S: list[tuple[int, ...]], exact_v: 
                 t = rescaled_norms_exact(norms, deltas_q, prec=128)
                 for l, filt in enumerate(filters):
                     lam = (t[l] / flint.arb(norms[l])).sqrt()
-                    out[l][p] = np.vectorize(lambda c: float(flint.arb(c) * lam),
-                                             otypes=[float])(filt)
+                    out[l][p] = np.vectorize(lambda c: float(flint.arb(c) * lam), otypes=[float])(
+                        filt
+                    )
         else:
             for l, filt in enumerate(filters):
-                out[l][p] = np.vectorize(float, otypes=[float])(filt) if filt.dtype == object else filt
+                out[l][p] = (
+                    np.vectorize(float, otypes=[float])(filt) if filt.dtype == object else filt
+                )
             float_rows.append(p)
     if float_rows:
         rows = np.array(float_rows)
@@ -794,9 +931,19 @@ def _fiber_nd(shapes: list[tuple[int, ...]], S: list[tuple[int, ...]], exact_v: 
 
 
 # ---------------------------------------------------------------------------- numerical
-def _numerical_fiber(net, v: np.ndarray, deltas: np.ndarray, deltas_q: list, *, tol: float,
-                     num_starts: int, seed: Any, start: Any, progress: bool,
-                     exact_reason: str | None = None) -> Fiber:
+def _numerical_fiber(
+    net,
+    v: np.ndarray,
+    deltas: np.ndarray,
+    deltas_q: list,
+    *,
+    tol: float,
+    num_starts: int,
+    seed: Any,
+    start: Any,
+    progress: bool,
+    exact_reason: str | None = None,
+) -> Fiber:
     """Project v onto the neuromanifold by least squares, enumerate the fiber of the
     projected point exactly, and polish every point back to (v, delta). Uncertified."""
     rng = as_seed_rng(seed)
@@ -829,8 +976,9 @@ def _numerical_fiber(net, v: np.ndarray, deltas: np.ndarray, deltas_q: list, *, 
     for x0 in iterator:
         # "lm" needs at least as many residuals as unknowns; "trf" handles the rest
         lsq = "lm" if net.end_to_end_size >= net.num_params else "trf"
-        sol = optimize.least_squares(fun, x0, jac=jac, method=lsq, xtol=1e-15, ftol=1e-15,
-                                     gtol=1e-15, max_nfev=2000)
+        sol = optimize.least_squares(
+            fun, x0, jac=jac, method=lsq, xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=2000
+        )
         r = float(np.linalg.norm(sol.fun))
         if r < best_r:
             best, best_r = sol.x, r
@@ -841,26 +989,41 @@ def _numerical_fiber(net, v: np.ndarray, deltas: np.ndarray, deltas_q: list, *, 
         raise NotInNeuromanifoldError(
             f"{reason}v is not within relative distance tol={tol:g} of the neuromanifold of "
             f"{net!r}: the best least-squares fit from {len(starts)} start(s) misses v by "
-            f"{best_r:.3g} (relative)")
+            f"{best_r:.3g} (relative)"
+        )
     theta = net.unflatten(best)
     projected = net.polynomial(theta)
     unshift = flint.fmpq(2) ** (-shift)
     exact_v = np.vectorize(lambda x: x * unshift, otypes=[object])(net.coefficients(projected))
     v = v_given
-    inner = _exact_fiber(net, exact_v, np.vectorize(float, otypes=[float])(exact_v), deltas,
-                         deltas_q)
+    inner = _exact_fiber(
+        net, exact_v, np.vectorize(float, otypes=[float])(exact_v), deltas, deltas_q
+    )
     layers = [np.stack([pt[l] for pt in inner.points]) for l in range(net.num_layers)]
     for i in range(layers[0].shape[0]):
         pt = _polish(net, [arr[i] for arr in layers], v, deltas)
         for arr, w in zip(layers, pt):
             arr[i] = w
-    head = f"exact route gave no answer ({exact_reason}); " if exact_reason else \
-        "numerical method requested; "
-    notes = [head + f"v was projected onto the neuromanifold by least squares from "
-             f"{len(starts)} start(s) (relative distance {best_r:.3g}), the fiber of the "
-             f"projected point was enumerated exactly, and every point was polished back to "
-             f"(v, delta); not certified"] + list(inner.notes)
-    fib = _package(net, layers, v, deltas, certified=False,
-                   method="numerical projection + exact enumeration at the projected point",
-                   count=inner.num_assignments, notes=notes, polish_threshold=np.inf)
+    head = (
+        f"exact route gave no answer ({exact_reason}); "
+        if exact_reason
+        else "numerical method requested; "
+    )
+    notes = [
+        head + f"v was projected onto the neuromanifold by least squares from "
+        f"{len(starts)} start(s) (relative distance {best_r:.3g}), the fiber of the "
+        f"projected point was enumerated exactly, and every point was polished back to "
+        f"(v, delta); not certified"
+    ] + list(inner.notes)
+    fib = _package(
+        net,
+        layers,
+        v,
+        deltas,
+        certified=False,
+        method="numerical projection + exact enumeration at the projected point",
+        count=inner.num_assignments,
+        notes=notes,
+        polish_threshold=np.inf,
+    )
     return fib

@@ -44,18 +44,25 @@ def _parse(net, W: Any, invariants: Any) -> tuple[np.ndarray, list[np.ndarray]]:
     N = net.num_layers
     if isinstance(invariants, np.ndarray) and invariants.ndim == 3:
         invariants = list(invariants)
-    if isinstance(invariants, (str, bytes)) or not isinstance(invariants, Sequence) \
-            or len(invariants) != N - 1:
-        raise InputError(f"invariants must be a list of N - 1 = {N - 1} matrices Delta_l "
-                         f"(Delta_l = W_(l+1)^T W_(l+1) - W_l W_l^T) for {net!r}; "
-                         f"got {short_repr(invariants)}")
+    if (
+        isinstance(invariants, (str, bytes))
+        or not isinstance(invariants, Sequence)
+        or len(invariants) != N - 1
+    ):
+        raise InputError(
+            f"invariants must be a list of N - 1 = {N - 1} matrices Delta_l "
+            f"(Delta_l = W_(l+1)^T W_(l+1) - W_l W_l^T) for {net!r}; "
+            f"got {short_repr(invariants)}"
+        )
     deltas = []
     for l, Dl in enumerate(invariants, start=1):
         d = net.widths[l]
         Dl = as_finite_array(Dl, f"Delta_{l}", shape=(d, d), error=InputError)
         if not np.allclose(Dl, Dl.T, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(Dl).max())):
-            raise InputError(f"Delta_{l} must be symmetric (it is W_(l+1)^T W_(l+1) - W_l W_l^T); "
-                             f"got {short_repr(Dl)}")
+            raise InputError(
+                f"Delta_{l} must be symmetric (it is W_(l+1)^T W_(l+1) - W_l W_l^T); "
+                f"got {short_repr(Dl)}"
+            )
         deltas.append((Dl + Dl.T) / 2)
     return W, deltas
 
@@ -94,13 +101,13 @@ class _Constraints:
             d = self.net.widths[l + 1]
             T = self.T[d]
             rows = np.zeros((d * d, n))
-            A, B = P[l + 1], P[l]             # A: (d_{l+1}, d), B: (d, d_{l-1})
+            A, B = P[l + 1], P[l]  # A: (d_{l+1}, d), B: (d, d_{l-1})
             # d(A^T A) = dA^T A + A^T dA ; vec(A^T dA) = (A^T kron I_d) vec(dA)
             M = np.kron(A.T, np.eye(d))
-            rows[:, self.offs[l + 1]:self.offs[l + 2]] = M + T @ M
+            rows[:, self.offs[l + 1] : self.offs[l + 2]] = M + T @ M
             # -d(B B^T) = -(dB B^T + B dB^T) ; vec(dB B^T) = (I_d kron B) vec(dB)
             M = np.kron(np.eye(d), B)
-            rows[:, self.offs[l]:self.offs[l + 1]] = -(M + T @ M)
+            rows[:, self.offs[l] : self.offs[l + 1]] = -(M + T @ M)
             sel = iu[0] * d + iu[1]
             blocks.append(rows[sel] / self.sD)
         return np.vstack(blocks)
@@ -136,9 +143,18 @@ class _Constraints:
         return theta, float(nr)
 
 
-def fc_fiber(net, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = 0,
-             walk_steps: int = 4, tol: float = 1e-11, start: Any = None,
-             progress: bool = False) -> Fiber:
+def fc_fiber(
+    net,
+    W: Any,
+    invariants: Any,
+    *,
+    num_starts: int = 20,
+    seed: Any = 0,
+    walk_steps: int = 4,
+    tol: float = 1e-11,
+    start: Any = None,
+    progress: bool = False,
+) -> Fiber:
     """Sample the fiber of a fully connected linear network at ``(W, Delta)``.
 
     Args:
@@ -164,8 +180,17 @@ def fc_fiber(net, W: Any, invariants: Any, *, num_starts: int = 20, seed: Any = 
     """
     W, deltas = _parse(net, W, invariants)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        return _fc_fiber(net, W, deltas, num_starts=num_starts, seed=seed,
-                         walk_steps=walk_steps, tol=tol, start=start, progress=progress)
+        return _fc_fiber(
+            net,
+            W,
+            deltas,
+            num_starts=num_starts,
+            seed=seed,
+            walk_steps=walk_steps,
+            tol=tol,
+            start=start,
+            progress=progress,
+        )
 
 
 def _fc_fiber(net, W, deltas, *, num_starts, seed, walk_steps, tol, start, progress) -> Fiber:
@@ -196,7 +221,8 @@ def _fc_fiber(net, W, deltas, *, num_starts, seed, walk_steps, tol, start, progr
         raise NotInNeuromanifoldError(
             f"no point of the fiber of {net!r} at the given (W, Delta) was found from "
             f"{len(starts)} start(s): W may exceed rank {net.rank_bound}, or (W, Delta) may not "
-            f"be realizable")
+            f"be realizable"
+        )
     points = list(found)
     for theta in found:
         cur = theta
@@ -231,18 +257,29 @@ def _fc_fiber(net, W, deltas, *, num_starts, seed, walk_steps, tol, start, progr
     dimension = dim_counts.most_common(1)[0][0]
     notes = []
     if len(dim_counts) > 1:
-        notes.append(f"kernel dimension of the constraint Jacobian varies over the points: "
-                     f"{dict(dim_counts)}")
-    notes.append(f"{len(found)} of {len(starts)} start(s) converged; {len(unique)} distinct "
-                 f"point(s) after {walk_steps} walk step(s) from each")
-    return Fiber(points=[net.unflatten(th) for th in unique], num_sign_patterns=1,
-                 certified=False,
-                 method="Levenberg-Marquardt from random starts + random walk along the fiber",
-                 dimension=int(dimension), num_assignments=len(starts),
-                 max_residual=float(max(residuals)), notes=tuple(notes))
+        notes.append(
+            f"kernel dimension of the constraint Jacobian varies over the points: "
+            f"{dict(dim_counts)}"
+        )
+    notes.append(
+        f"{len(found)} of {len(starts)} start(s) converged; {len(unique)} distinct "
+        f"point(s) after {walk_steps} walk step(s) from each"
+    )
+    return Fiber(
+        points=[net.unflatten(th) for th in unique],
+        num_sign_patterns=1,
+        certified=False,
+        method="Levenberg-Marquardt from random starts + random walk along the fiber",
+        dimension=int(dimension),
+        num_assignments=len(starts),
+        max_residual=float(max(residuals)),
+        notes=tuple(notes),
+    )
 
 
-def _relative_residual(net, params: list[np.ndarray], W: np.ndarray, deltas: list[np.ndarray]) -> float:
+def _relative_residual(
+    net, params: list[np.ndarray], W: np.ndarray, deltas: list[np.ndarray]
+) -> float:
     r = np.linalg.norm(net.end_to_end(params) - W) / max(np.linalg.norm(W), 1e-300)
     for l, D in enumerate(deltas):
         A, B = params[l + 1].T @ params[l + 1], params[l] @ params[l].T

@@ -92,8 +92,9 @@ class RegularPoint(Result):
     tol: float
 
 
-def is_regular_point(net: Any, end_to_end: Any, *, tol: float = DEFAULT_TOL,
-                     fiber: Any = None) -> RegularPoint:
+def is_regular_point(
+    net: Any, end_to_end: Any, *, tol: float = DEFAULT_TOL, fiber: Any = None
+) -> RegularPoint:
     """Is ``end_to_end`` a regular point of the neuromanifold of ``net``?
 
     Compares the Jacobian images of all branches of the fiber (see the module docs for
@@ -130,31 +131,35 @@ def is_regular_point(net: Any, end_to_end: Any, *, tol: float = DEFAULT_TOL,
         raise InputError(f"is_regular_point needs a LinearConvNet; got {short_repr(net)}")
     tol = check_tol(tol)
     if tol == 0:
-        raise InputError("tol must be positive for is_regular_point (numerical comparisons "
-                         "are used when a branch is not an exact rational point); got 0")
+        raise InputError(
+            "tol must be positive for is_regular_point (numerical comparisons "
+            "are used when a branch is not an exact rational point); got 0"
+        )
     if fiber is None:
         fiber = net.fiber(end_to_end, np.zeros(net.num_layers - 1), method="auto")
     points = [net.check_params(p) for p in fiber.points]
-    target = end_to_end if isinstance(end_to_end, flint.fmpq_mpoly) else _exact_target(
-        net, as_real_array(end_to_end, "end_to_end", error=InputError, exact=True))
-    return classify_branches(net, points, certified=bool(fiber.certified), tol=tol,
-                             target=target)
+    target = (
+        end_to_end
+        if isinstance(end_to_end, flint.fmpq_mpoly)
+        else _exact_target(
+            net, as_real_array(end_to_end, "end_to_end", error=InputError, exact=True)
+        )
+    )
+    return classify_branches(net, points, certified=bool(fiber.certified), tol=tol, target=target)
 
 
 def _exact_target(net, v: Any) -> flint.fmpq_mpoly | None:
     """pi(v) exactly, from an array of floats or rationals (None when not representable)."""
     try:
         arr = np.asarray(v, dtype=object).reshape(net.end_to_end_shape)
-        terms = {tuple(int(i) for i in idx): to_fmpq(c) for idx, c in np.ndenumerate(arr)
-                 if c != 0}
+        terms = {tuple(int(i) for i in idx): to_fmpq(c) for idx, c in np.ndenumerate(arr) if c != 0}
     except (TypeError, ValueError):  # pragma: no cover - the fiber validated v already
         return None
     return net.polynomial_context().from_dict(terms)
 
 
 # ------------------------------------------------------------------------- internals
-def _exact_branches(net, points: list, target, max_groupings: int = 20000
-                    ) -> list[list] | None:
+def _exact_branches(net, points: list, target, max_groupings: int = 20000) -> list[list] | None:
     """Every branch as exact rational layer polynomials, or None.
 
     The Q-irreducible factors of ``target`` are grouped into layers in every way whose
@@ -170,8 +175,10 @@ def _exact_branches(net, points: list, target, max_groupings: int = 20000
     L = net.num_layers
     if L ** len(copies) > max_groupings:
         return None
-    caps = [tuple((k - 1) * s for k, s in zip(kk, S))
-            for kk, S in zip(net.filter_shapes, net.cumulative_strides)]
+    caps = [
+        tuple((k - 1) * s for k, s in zip(kk, S))
+        for kk, S in zip(net.filter_shapes, net.cumulative_strides)
+    ]
     one = ctx.from_dict({(0,) * net.ndim: 1})
     groupings, seen = [], set()
     for assign in itertools.product(range(L), repeat=len(copies)):
@@ -204,8 +211,11 @@ def _exact_branches(net, points: list, target, max_groupings: int = 20000
     dense = [[normalized_dense(q, l) for l, q in enumerate(g)] for g in groupings]
     out, used = [], set()
     for p in points:
-        match = [gi for gi, g in enumerate(dense)
-                 if all(np.linalg.norm(_normalized(p[l]) - g[l]) <= 1e-6 for l in range(L))]
+        match = [
+            gi
+            for gi, g in enumerate(dense)
+            if all(np.linalg.norm(_normalized(p[l]) - g[l]) <= 1e-6 for l in range(L))
+        ]
         if len(match) != 1 or match[0] in used:
             return None
         used.add(match[0])
@@ -253,14 +263,17 @@ def _related(net, p: list, q: list, classes: list[list[int]], tol: float) -> boo
         for g, perm in zip(classes, choice):
             for src, dst in zip(g, perm):
                 image[dst] = src
-        if all(np.linalg.norm(_normalized(p[image[l]]) - _normalized(q[l])) <= math.sqrt(tol)
-               for l in range(net.num_layers)):
+        if all(
+            np.linalg.norm(_normalized(p[image[l]]) - _normalized(q[l])) <= math.sqrt(tol)
+            for l in range(net.num_layers)
+        ):
             return True
     return False
 
 
-def classify_branches(net: Any, points: list, *, certified: bool, tol: float,
-                      target: Any = None) -> RegularPoint:
+def classify_branches(
+    net: Any, points: list, *, certified: bool, tol: float, target: Any = None
+) -> RegularPoint:
     """The verdict of :func:`is_regular_point` from the fiber's branches ``points`` (one
     per orbit of rescalings and signs); ``target`` is the exact ``pi(v)`` (enables the
     exact comparison), ``certified`` whether the list of branches is proven complete."""
@@ -295,14 +308,24 @@ def classify_branches(net: Any, points: list, *, certified: bool, tol: float,
                 sine = 1.0 if differ else 0.0
                 if differ:
                     # report the measured angle too (float, for the reader)
-                    A = np.array([[float(Js[r][a, b]) for b in range(Js[r].ncols())]
-                                  for a in range(Js[r].nrows())])
-                    B = np.array([[float(Js[i][a, b]) for b in range(Js[i].ncols())]
-                                  for a in range(Js[i].nrows())])
-                    UA = np.linalg.svd(A / np.maximum(np.linalg.norm(A, axis=0), 1e-300),
-                                       full_matrices=False)[0][:, :d]
-                    UB = np.linalg.svd(B / np.maximum(np.linalg.norm(B, axis=0), 1e-300),
-                                       full_matrices=False)[0][:, :d]
+                    A = np.array(
+                        [
+                            [float(Js[r][a, b]) for b in range(Js[r].ncols())]
+                            for a in range(Js[r].nrows())
+                        ]
+                    )
+                    B = np.array(
+                        [
+                            [float(Js[i][a, b]) for b in range(Js[i].ncols())]
+                            for a in range(Js[i].nrows())
+                        ]
+                    )
+                    UA = np.linalg.svd(
+                        A / np.maximum(np.linalg.norm(A, axis=0), 1e-300), full_matrices=False
+                    )[0][:, :d]
+                    UB = np.linalg.svd(
+                        B / np.maximum(np.linalg.norm(B, axis=0), 1e-300), full_matrices=False
+                    )[0][:, :d]
                     sine = float(np.linalg.norm(UB - UA @ (UA.T @ UB), 2))
             else:
                 U, V = bases[r], bases[i]
@@ -326,29 +349,48 @@ def classify_branches(net: Any, points: list, *, certified: bool, tol: float,
     how = "exactly over Q" if exact else f"numerically (tol={tol:g})"
     if full_dim and full:
         regular = True
-        reason = (f"M is full-dimensional (dim {d}) and a branch has a full-rank Jacobian: "
-                  f"v is an interior point")
+        reason = (
+            f"M is full-dimensional (dim {d}) and a branch has a full-rank Jacobian: "
+            f"v is an interior point"
+        )
     elif witness_pair is not None:
         regular = False
-        reason = (f"crossing: two branches with full-rank Jacobians have different tangent "
-                  f"spaces (largest principal-angle sine {max_sine:.3g}, compared {how})")
+        reason = (
+            f"crossing: two branches with full-rank Jacobians have different tangent "
+            f"spaces (largest principal-angle sine {max_sine:.3g}, compared {how})"
+        )
     elif len(full) == n and len(sym_reps) == 1:
         regular = True
-        reason = (f"every branch ({n}) has a full-rank Jacobian and they form one class "
-                  f"modulo rescaling, signs and swaps of interchangeable layers")
+        reason = (
+            f"every branch ({n}) has a full-rank Jacobian and they form one class "
+            f"modulo rescaling, signs and swaps of interchangeable layers"
+        )
     elif len(full) < n:
         regular = None
-        reason = (f"{n - len(full)} of {n} branch(es) have a rank-deficient Jacobian: "
-                  f"regularity is not decided by first-order data")
+        reason = (
+            f"{n - len(full)} of {n} branch(es) have a rank-deficient Jacobian: "
+            f"regularity is not decided by first-order data"
+        )
     else:
         regular = None
-        reason = (f"{len(sym_reps)} classes of branches with one common tangent space that "
-                  f"no symmetry relates: a tangential self-intersection is not excluded")
+        reason = (
+            f"{len(sym_reps)} classes of branches with one common tangent space that "
+            f"no symmetry relates: a tangential self-intersection is not excluded"
+        )
     witness = None
     if witness_pair is not None and regular is False:
         witness = (points[witness_pair[0]], points[witness_pair[1]])
-    return RegularPoint(regular=regular, reason=reason, dimension=int(d), num_branches=n,
-                        num_full_rank=len(full), num_tangent_spaces=len(reps),
-                        num_symmetry_classes=len(sym_reps), max_sine=float(max_sine),
-                        witness=witness, certified=bool(certified and exact), exact=exact,
-                        tol=float(tol))
+    return RegularPoint(
+        regular=regular,
+        reason=reason,
+        dimension=int(d),
+        num_branches=n,
+        num_full_rank=len(full),
+        num_tangent_spaces=len(reps),
+        num_symmetry_classes=len(sym_reps),
+        max_sine=float(max_sine),
+        witness=witness,
+        certified=bool(certified and exact),
+        exact=exact,
+        tol=float(tol),
+    )

@@ -66,7 +66,7 @@ from ._conv import LinearConvNet
 from ._fc import LinearFCNet
 
 #: Largest number of input entries a model with random inputs may allocate.
-_MAX_INPUT_ENTRIES = 10 ** 7
+_MAX_INPUT_ENTRIES = 10**7
 #: Weighted (relative) residual below which a Levenberg-Marquardt run counts as a fiber point.
 _ACCEPT = 1e-10
 
@@ -95,8 +95,10 @@ class _ShallowBase(LinearNetBase):
 
     def rank(self, params: Any, *, exact: bool = False, tol: float | None = None):
         """Not defined for the ReLU models: always an :class:`InputError`."""
-        raise InputError(f"rank() is defined for linear networks; {self!r} has no "
-                         f"neuromanifold dimension here (use ntk() / jacobian())")
+        raise InputError(
+            f"rank() is defined for linear networks; {self!r} has no "
+            f"neuromanifold dimension here (use ntk() / jacobian())"
+        )
 
     def random_params(self, seed: Any = 0) -> list[np.ndarray]:
         """Gaussian parameters: the linear network's, then Gaussian output weights ``a``.
@@ -148,7 +150,8 @@ class _ShallowBase(LinearNetBase):
 
     def _residual(self, params: list, rep: np.ndarray, inv: np.ndarray) -> float:
         r = float(np.linalg.norm(self.end_to_end(params) - rep)) / max(
-            float(np.linalg.norm(rep)), 1e-300)
+            float(np.linalg.norm(rep)), 1e-300
+        )
         d = invariant_vector(self, params)
         return max(r, float(np.abs(d - inv).max(initial=0.0)) / invariant_scale(inv, params))
 
@@ -170,63 +173,78 @@ class ShallowReLUCNN(_ShallowBase):
     ((6, 6), (2,))
     """
 
-    def __init__(self, filter_shapes: Sequence[Any], strides: Sequence[Any] | None = None,
-                 inputs: Any = None):
+    def __init__(
+        self, filter_shapes: Sequence[Any], strides: Sequence[Any] | None = None, inputs: Any = None
+    ):
         self.linear = LinearConvNet(filter_shapes, strides)
         if inputs is None:
-            raise InputError("inputs are required: the signals at which the NTK is taken "
-                             "(use ShallowReLUCNN.with_random_inputs for random ones)")
+            raise InputError(
+                "inputs are required: the signals at which the NTK is taken "
+                "(use ShallowReLUCNN.with_random_inputs for random ones)"
+            )
         self.inputs = _nonempty(self._check_inputs(inputs, batch_only=True))
         self.hidden_shape = tuple(
-            (n - k) // s + 1 for n, k, s in zip(self.inputs.shape[1:],
-                                                self.linear.end_to_end_shape,
-                                                self.linear.end_to_end_stride))
+            (n - k) // s + 1
+            for n, k, s in zip(
+                self.inputs.shape[1:], self.linear.end_to_end_shape, self.linear.end_to_end_stride
+            )
+        )
         self.num_hidden = math.prod(self.hidden_shape)
         self.param_shapes = tuple(self.linear.filter_shapes) + ((self.num_hidden,),)
 
     @classmethod
-    def with_random_inputs(cls, filter_shapes: Sequence[Any],
-                           strides: Sequence[Any] | None = None, *,
-                           num_inputs: int | None = None, margin: int = 1,
-                           seed: Any = 0) -> "ShallowReLUCNN":
+    def with_random_inputs(
+        cls,
+        filter_shapes: Sequence[Any],
+        strides: Sequence[Any] | None = None,
+        *,
+        num_inputs: int | None = None,
+        margin: int = 1,
+        seed: Any = 0,
+    ) -> "ShallowReLUCNN":
         """A model with Gaussian input signals of spatial size ``k + margin * S`` per axis
         (``k`` the end-to-end filter size, ``S`` its stride), and by default enough of them
         for the NTK to see every function parameter (``|v| + #hidden + 2``)."""
         lin = LinearConvNet(filter_shapes, strides)
-        margin = check_nonnegative_int(margin, "margin (extra strides of signal beyond the "
-                                       "end-to-end filter)", maximum=_MAX_INPUT_ENTRIES)
+        margin = check_nonnegative_int(
+            margin,
+            "margin (extra strides of signal beyond the end-to-end filter)",
+            maximum=_MAX_INPUT_ENTRIES,
+        )
         rng = as_seed_rng(seed)
-        shape = tuple(k + margin * s for k, s in zip(lin.end_to_end_shape,
-                                                     lin.end_to_end_stride))
-        hidden = math.prod((n - k) // s + 1 for n, k, s in
-                           zip(shape, lin.end_to_end_shape, lin.end_to_end_stride))
+        shape = tuple(k + margin * s for k, s in zip(lin.end_to_end_shape, lin.end_to_end_stride))
+        hidden = math.prod(
+            (n - k) // s + 1 for n, k, s in zip(shape, lin.end_to_end_shape, lin.end_to_end_stride)
+        )
         n = num_inputs if num_inputs is not None else lin.end_to_end_size + hidden + 2
         n = check_positive_int(n, "num_inputs", maximum=_MAX_INPUT_ENTRIES)
         _check_size(n, shape)
         return cls(filter_shapes, strides, rng.standard_normal((n,) + shape))
 
     def __repr__(self) -> str:
-        inner = repr(self.linear)[len("LinearConvNet("):-1]
+        inner = repr(self.linear)[len("LinearConvNet(") : -1]
         return f"ShallowReLUCNN({inner}, inputs={self.inputs.shape})"
 
     def _check_inputs(self, x: Any, batch_only: bool = False) -> np.ndarray:
         x = as_finite_array(x, "inputs", error=InputError)
         D = self.linear.ndim
-        if x.ndim != D + 1 or any(n < k for n, k in zip(x.shape[1:],
-                                                        self.linear.end_to_end_shape)):
+        if x.ndim != D + 1 or any(n < k for n, k in zip(x.shape[1:], self.linear.end_to_end_shape)):
             raise InputError(
                 f"inputs must have shape (N, n_1..n_{D}) with n_a >= the end-to-end filter "
-                f"size {self.linear.end_to_end_shape}; got shape {x.shape}")
+                f"size {self.linear.end_to_end_shape}; got shape {x.shape}"
+            )
         if not batch_only and x.shape[1:] != self.inputs.shape[1:]:
-            raise InputError(f"inputs must have spatial shape {self.inputs.shape[1:]} (the "
-                             f"model's hidden layer has {self.num_hidden} units); got {x.shape}")
+            raise InputError(
+                f"inputs must have spatial shape {self.inputs.shape[1:]} (the "
+                f"model's hidden layer has {self.num_hidden} units); got {x.shape}"
+            )
         return x
 
     def _linear_map(self, lin: list) -> np.ndarray:
         return self.linear.end_to_end(lin)
 
     def _hidden(self, v: np.ndarray, X: np.ndarray) -> np.ndarray:
-        ops = [self.linear.end_to_end_operator(x) for x in X]        # (m, |v|) each
+        ops = [self.linear.end_to_end_operator(x) for x in X]  # (m, |v|) each
         return np.array([M @ v.ravel() for M in ops])
 
     def _map_gradient(self, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -252,8 +270,9 @@ class ShallowReLUCNN(_ShallowBase):
         params = self.check_params(params)
         return np.diff([float(np.sum(p * p)) for p in params])
 
-    def fiber(self, end_to_end: Any, invariants: Any, *, start: Any = None,
-              **linear_options: Any) -> Fiber:
+    def fiber(
+        self, end_to_end: Any, invariants: Any, *, start: Any = None, **linear_options: Any
+    ) -> Fiber:
         """All parameters with this function representative and these invariants.
 
         The linear fiber of ``v`` (``LinearConvNet.fiber``, with ``linear_options``) gives
@@ -279,8 +298,10 @@ class ShallowReLUCNN(_ShallowBase):
         rep = as_finite_array(end_to_end, "end_to_end", error=InputError).ravel()
         nv = self.linear.end_to_end_size
         if rep.size != nv + self.num_hidden:
-            raise InputError(f"end_to_end must have {nv + self.num_hidden} entries (v and a) "
-                             f"for {self!r}; got {rep.size}")
+            raise InputError(
+                f"end_to_end must have {nv + self.num_hidden} entries (v and a) "
+                f"for {self!r}; got {rep.size}"
+            )
         inv = as_finite_array(invariants, "invariants", ndim=1, error=InputError)
         L = self.linear.num_layers
         if inv.size != L:
@@ -288,7 +309,8 @@ class ShallowReLUCNN(_ShallowBase):
         v, a = rep[:nv].reshape(self.linear.end_to_end_shape), rep[nv:]
         if not np.any(v) or not np.any(a):
             raise NotInNeuromanifoldError(
-                "the zero function: its fiber is not finite (every theta with v = 0 or a = 0)")
+                "the zero function: its fiber is not finite (every theta with v = 0 or a = 0)"
+            )
         notes: tuple = ()
         if L == 1:
             lin_points, certified, signs, count = [[v]], True, 1, 1
@@ -308,19 +330,27 @@ class ShallowReLUCNN(_ShallowBase):
             signs = int(getattr(lin_fiber, "num_sign_patterns", 2 ** (L - 1)))
             count = int(getattr(lin_fiber, "num_assignments", 0) or len(lin_points))
             notes = tuple(getattr(lin_fiber, "notes", ()))
-            method = (f"linear fiber from the {route} ({getattr(lin_fiber, 'method', '?')}) "
-                      f"+ rescaling lemma with the output layer")
+            method = (
+                f"linear fiber from the {route} ({getattr(lin_fiber, 'method', '?')}) "
+                f"+ rescaling lemma with the output layer"
+            )
         points = []
         for lin in lin_points:
-            stacked = [np.array(p, dtype=float)[None] for p in self.linear.check_params(lin)
-                       + [a]]
-            apply_rescaling(stacked, inv)     # in log space: tiny layers do not underflow
+            stacked = [np.array(p, dtype=float)[None] for p in self.linear.check_params(lin) + [a]]
+            apply_rescaling(stacked, inv)  # in log space: tiny layers do not underflow
             points.append([p[0] for p in stacked])
         res = max((self._residual(p, rep, inv) for p in points), default=0.0)
         check_finite_result([res, points], f"the fiber of {self!r}")
-        return Fiber(points=points, num_sign_patterns=signs, certified=certified,
-                     method=method, dimension=0, num_assignments=count, max_residual=res,
-                     notes=notes)
+        return Fiber(
+            points=points,
+            num_sign_patterns=signs,
+            certified=certified,
+            method=method,
+            dimension=0,
+            num_assignments=count,
+            max_residual=res,
+            notes=notes,
+        )
 
 
 # --------------------------------------------------------------------------- ReLU MLP
@@ -342,15 +372,18 @@ class ShallowReLUMLP(_ShallowBase):
     def __init__(self, widths: Sequence[int], inputs: Any = None):
         self.linear = LinearFCNet(widths)
         if inputs is None:
-            raise InputError("inputs are required: the points at which the NTK is taken "
-                             "(use ShallowReLUMLP.with_random_inputs for random ones)")
+            raise InputError(
+                "inputs are required: the points at which the NTK is taken "
+                "(use ShallowReLUMLP.with_random_inputs for random ones)"
+            )
         self.inputs = _nonempty(self._check_inputs(inputs))
         self.num_hidden = self.linear.widths[-1]
         self.param_shapes = tuple(self.linear.shapes) + ((self.num_hidden,),)
 
     @classmethod
-    def with_random_inputs(cls, widths: Sequence[int], *, num_inputs: int | None = None,
-                           seed: Any = 0) -> "ShallowReLUMLP":
+    def with_random_inputs(
+        cls, widths: Sequence[int], *, num_inputs: int | None = None, seed: Any = 0
+    ) -> "ShallowReLUMLP":
         """A model with Gaussian inputs, by default ``(d_0 + 1) d_L + 2`` of them."""
         lin = LinearFCNet(widths)
         rng = as_seed_rng(seed)
@@ -401,29 +434,44 @@ class ShallowReLUMLP(_ShallowBase):
         ``a_j^2 - ||row j of W_L||^2``."""
         params = self.check_params(params)
         return self.linear.invariants(params[:-1]) + [
-            params[-1] ** 2 - np.sum(params[-2] ** 2, axis=1)]
+            params[-1] ** 2 - np.sum(params[-2] ** 2, axis=1)
+        ]
 
     def _check_fiber_args(self, end_to_end: Any, invariants: Any):
         rep = as_finite_array(end_to_end, "end_to_end", error=InputError)
         d0, dL = self.linear.widths[0], self.num_hidden
         if rep.size != dL * (d0 + 1):
-            raise InputError(f"end_to_end must have shape ({dL}, {d0 + 1}) for {self!r}; "
-                             f"got shape {rep.shape}")
+            raise InputError(
+                f"end_to_end must have shape ({dL}, {d0 + 1}) for {self!r}; got shape {rep.shape}"
+            )
         rep = rep.reshape(dL, d0 + 1)
         if not isinstance(invariants, (list, tuple)) or len(invariants) != self.linear.num_layers:
-            raise InputError(f"invariants must be a list of {self.linear.num_layers - 1} "
-                             f"matrices and the per-unit vector; got {short_repr(invariants)}")
+            raise InputError(
+                f"invariants must be a list of {self.linear.num_layers - 1} "
+                f"matrices and the per-unit vector; got {short_repr(invariants)}"
+            )
         shapes = [(d, d) for d in self.linear.widths[1:-1]] + [(dL,)]
-        inv = [as_finite_array(d, f"invariant {i + 1}", shape=s, error=InputError)
-               for i, (d, s) in enumerate(zip(invariants, shapes))]
+        inv = [
+            as_finite_array(d, f"invariant {i + 1}", shape=s, error=InputError)
+            for i, (d, s) in enumerate(zip(invariants, shapes))
+        ]
         if np.any(np.all(rep == 0, axis=1)):
             raise NotInNeuromanifoldError(
                 "a hidden unit of the function is zero: its fiber is not finite-dimensional "
-                "in the direction of that unit")
+                "in the direction of that unit"
+            )
         return rep, inv
 
-    def fiber(self, end_to_end: Any, invariants: Any, *, num_starts: int = 20,
-              seed: Any = 0, max_iter: int = 200, start: Any = None) -> Fiber:
+    def fiber(
+        self,
+        end_to_end: Any,
+        invariants: Any,
+        *,
+        num_starts: int = 20,
+        seed: Any = 0,
+        max_iter: int = 200,
+        start: Any = None,
+    ) -> Fiber:
         """Parameters with this function representative and these invariants.
 
         L = 1: per unit, with ``z_j = a_j b_j`` and ``delta_j = a_j^2 - ||b_j||^2``:
@@ -473,7 +521,7 @@ class ShallowReLUMLP(_ShallowBase):
         return fib
 
     def _fiber(self, rep, inv, num_starts, rng, max_iter, start) -> Fiber:
-        P = rep[:, :-1] * rep[:, -1:]                    # rows a_j W_j
+        P = rep[:, :-1] * rep[:, -1:]  # rows a_j W_j
         signs = np.sign(rep[:, -1])
         flat_inv = np.concatenate([d.ravel() for d in inv])
         if self.linear.num_layers == 1:
@@ -482,10 +530,15 @@ class ShallowReLUMLP(_ShallowBase):
             a2 = (delta + np.sqrt(delta * delta + 4 * z2)) / 2
             a = signs * np.sqrt(a2)
             point = [P / a[:, None], a]
-            return Fiber(points=[point], num_sign_patterns=1, certified=True,
-                         method="path-lifting closed form (docs/concepts_linear.md §6)",
-                         dimension=0, num_assignments=1,
-                         max_residual=self._residual(point, rep, flat_inv))
+            return Fiber(
+                points=[point],
+                num_sign_patterns=1,
+                certified=True,
+                method="path-lifting closed form (docs/concepts_linear.md §6)",
+                dimension=0,
+                num_assignments=1,
+                max_residual=self._residual(point, rep, flat_inv),
+            )
         norms = self._start_norms(P, inv)
         weights = self._equation_weights(P, flat_inv)
         points, residuals, nullities = [], [], []
@@ -518,11 +571,17 @@ class ShallowReLUMLP(_ShallowBase):
                 f"iterations each reached a best relative residual of {best:.1e} (a point "
                 f"needs <= {_ACCEPT:.0e}). The search is numerical and can miss a non-empty "
                 f"fiber: try more starts (num_starts), another seed or more iterations "
-                f"(max_iter), or pass start= parameters that realize the function")
-        return Fiber(points=points, num_sign_patterns=1, certified=False,
-                     method=f"Levenberg-Marquardt from {num_starts} random starts",
-                     dimension=max(nullities), num_assignments=num_starts,
-                     max_residual=max(residuals))
+                f"(max_iter), or pass start= parameters that realize the function"
+            )
+        return Fiber(
+            points=points,
+            num_sign_patterns=1,
+            certified=False,
+            method=f"Levenberg-Marquardt from {num_starts} random starts",
+            dimension=max(nullities),
+            num_assignments=num_starts,
+            max_residual=max(residuals),
+        )
 
     def _start_norms(self, P: np.ndarray, inv: list) -> np.ndarray:
         """Squared layer norms ``n_1..n_{L+1}`` (the last for ``a``) for the random starts.
@@ -535,11 +594,13 @@ class ShallowReLUMLP(_ShallowBase):
         miss a fiber whose layers are much larger than ``||P||^(1 / (L + 1))`` (large
         invariants): there Levenberg-Marquardt mostly ends in local minima.
         """
-        C = np.concatenate([[0.0], np.cumsum([float(np.trace(d)) for d in inv[:-1]]
-                                             + [float(np.sum(inv[-1]))])])
+        C = np.concatenate(
+            [[0.0], np.cumsum([float(np.trace(d)) for d in inv[:-1]] + [float(np.sum(inv[-1]))])]
+        )
         C -= C.min()
         target = 2 * math.log(max(float(np.linalg.norm(P)), 1e-300)) + sum(
-            math.log(d) for d in self.linear.widths[1:])
+            math.log(d) for d in self.linear.widths[1:]
+        )
         # sum_l log(C_l + c) is increasing in c >= 0: bisect in log(c)
         lo, hi = -700.0, 700.0
         for _ in range(100):
@@ -556,7 +617,7 @@ class ShallowReLUMLP(_ShallowBase):
         pos = 0
         for shape, n in zip(self.param_shapes, norms):
             k = math.prod(shape)
-            block = theta[pos:pos + k]
+            block = theta[pos : pos + k]
             block *= math.sqrt(n) / max(float(np.linalg.norm(block)), 1e-300)
             pos += k
         return theta
@@ -573,8 +634,11 @@ class ShallowReLUMLP(_ShallowBase):
         norms = np.linalg.norm(P, axis=1)
         floor = 1e-8 * float(norms.max(initial=0.0))
         w = 1.0 / np.maximum(norms, max(floor, 1e-300))
-        s = max(float(np.linalg.norm(P)) ** (2.0 / (self.linear.num_layers + 1)),
-                float(np.linalg.norm(inv)), 1e-300)
+        s = max(
+            float(np.linalg.norm(P)) ** (2.0 / (self.linear.num_layers + 1)),
+            float(np.linalg.norm(inv)),
+            1e-300,
+        )
         return w, s
 
     def _constraints(self, theta: np.ndarray, P: np.ndarray, inv: np.ndarray, weights):
@@ -586,7 +650,7 @@ class ShallowReLUMLP(_ShallowBase):
         params, pos = [], 0
         for shape in self.param_shapes:
             n = math.prod(shape)
-            params.append(theta[pos:pos + n].reshape(shape))
+            params.append(theta[pos : pos + n].reshape(shape))
             pos += n
         lin, a = params[:-1], params[-1]
         outer_inner = self.linear._outer_inner(lin)
@@ -599,31 +663,32 @@ class ShallowReLUMLP(_ShallowBase):
             d = B.shape[0]
             values.append((A.T @ A - B @ B.T).ravel())
             I = np.eye(d)
-            dA = (np.einsum("jp,iq->pqij", I, A) + np.einsum("ip,jq->pqij", A, I))
+            dA = np.einsum("jp,iq->pqij", I, A) + np.einsum("ip,jq->pqij", A, I)
             dB = -(np.einsum("ip,qj->pqij", I, B) + np.einsum("pj,iq->pqij", B, I))
             block = np.zeros((d * d, theta.size))
-            block[:, offsets[l + 1]:offsets[l + 2]] = dA.reshape(d * d, -1)
-            block[:, offsets[l]:offsets[l + 1]] = dB.reshape(d * d, -1)
+            block[:, offsets[l + 1] : offsets[l + 2]] = dA.reshape(d * d, -1)
+            block[:, offsets[l] : offsets[l + 1]] = dB.reshape(d * d, -1)
             rows.append(block)
         WL = lin[-1]
         values.append(a * a - np.sum(WL * WL, axis=1))
         block = np.zeros((a.size, theta.size))
-        block[:, offsets[-3]:offsets[-2]] = -2 * (np.eye(a.size)[:, :, None] * WL[None]
-                                                  ).reshape(a.size, -1)
-        block[:, offsets[-2]:] = 2 * np.diag(a)
+        block[:, offsets[-3] : offsets[-2]] = -2 * (np.eye(a.size)[:, :, None] * WL[None]).reshape(
+            a.size, -1
+        )
+        block[:, offsets[-2] :] = 2 * np.diag(a)
         rows.append(block)
-        r = np.concatenate([(w[:, None] * (a[:, None] * W - P)).ravel(),
-                            (np.concatenate(values) - inv) / s])
+        r = np.concatenate(
+            [(w[:, None] * (a[:, None] * W - P)).ravel(), (np.concatenate(values) - inv) / s]
+        )
         # d(diag(a) W)/d W_l = (diag(a) A_l) kron B_l^T ; d/d a_j = e_j (x) W_j
         blocks = [np.kron((w * a)[:, None] * A, B.T) for A, B in outer_inner]
         da = np.zeros((P.size, a.size))
         for j in range(a.size):
-            da[j * P.shape[1]:(j + 1) * P.shape[1], j] = w[j] * W[j]
+            da[j * P.shape[1] : (j + 1) * P.shape[1], j] = w[j] * W[j]
         F = np.vstack([np.hstack(blocks + [da]), np.vstack(rows) / s])
         return r, F
 
-    def _solve(self, theta: np.ndarray, P: np.ndarray, inv: np.ndarray, max_iter: int,
-               weights):
+    def _solve(self, theta: np.ndarray, P: np.ndarray, inv: np.ndarray, max_iter: int, weights):
         """Damped Gauss-Newton on the weighted (relative) equations: each iteration tries
         the minimal-norm Gauss-Newton step (the system is underdetermined), shortened up
         to five times; if none decreases the cost, a Levenberg-Marquardt step damped with
@@ -649,7 +714,7 @@ class ShallowReLUMLP(_ShallowBase):
                 t /= 4
             if moved:
                 continue
-            if math.sqrt(cost) <= 1e-12:      # rounding level: Gauss-Newton cannot improve
+            if math.sqrt(cost) <= 1e-12:  # rounding level: Gauss-Newton cannot improve
                 break
             g = F.T @ r
             FtF = F.T @ F
@@ -697,15 +762,19 @@ class PathLiftingCheck(Result):
 
 def _nonempty(inputs: np.ndarray) -> np.ndarray:
     if inputs.shape[0] == 0:
-        raise InputError(f"inputs must hold at least one input (the NTK is taken at them); "
-                         f"got shape {inputs.shape}")
+        raise InputError(
+            f"inputs must hold at least one input (the NTK is taken at them); "
+            f"got shape {inputs.shape}"
+        )
     return inputs
 
 
 def _check_size(n: int, shape: tuple[int, ...]) -> None:
     if n * math.prod(shape) > _MAX_INPUT_ENTRIES:
-        raise InputError(f"{n} random inputs of shape {shape} exceed the size limit of "
-                         f"{_MAX_INPUT_ENTRIES} entries")
+        raise InputError(
+            f"{n} random inputs of shape {shape} exceed the size limit of "
+            f"{_MAX_INPUT_ENTRIES} entries"
+        )
 
 
 def path_lifting_check(params: Any, inputs: Any, *, tol: float = 1e-10) -> PathLiftingCheck:
@@ -727,8 +796,10 @@ def path_lifting_check(params: Any, inputs: Any, *, tol: float = 1e-10) -> PathL
     True
     """
     if not isinstance(params, (list, tuple)) or len(params) != 2:
-        raise ParameterError(f"params must be [B, a] (one linear layer and the output "
-                             f"weights); got {short_repr(params)}")
+        raise ParameterError(
+            f"params must be [B, a] (one linear layer and the output "
+            f"weights); got {short_repr(params)}"
+        )
     tol = check_positive_float(tol, "tol")
     B = as_finite_array(params[0], "B", ndim=2)
     if B.size == 0:
@@ -738,9 +809,11 @@ def path_lifting_check(params: Any, inputs: Any, *, tol: float = 1e-10) -> PathL
     if np.any(a == 0):
         # z_j = 0 and delta_j = -||b_j||^2 leave the direction of b_j free: K_j = b_j b_j^T
         # is then not a function of (z_j, delta_j)
-        raise ParameterError(f"path lifting needs every output weight a_j != 0 (with "
-                             f"a_j = 0 the direction of b_j is not determined by "
-                             f"(z_j, delta_j)); got a = {short_repr(a)}")
+        raise ParameterError(
+            f"path lifting needs every output weight a_j != 0 (with "
+            f"a_j = 0 the direction of b_j is not determined by "
+            f"(z_j, delta_j)); got a = {short_repr(a)}"
+        )
     # every quantity compared is homogeneous: scale B, a and the inputs by powers of two
     # (exact) to unit size, so that extreme magnitudes neither overflow nor underflow
     e = int(np.frexp(max(np.abs(B).max(), np.abs(a).max()))[1])
@@ -748,14 +821,16 @@ def path_lifting_check(params: Any, inputs: Any, *, tol: float = 1e-10) -> PathL
     B, a = np.ldexp(B, -e), np.ldexp(a, -e)
     model = ShallowReLUMLP([B.shape[1], B.shape[0]], np.ldexp(model.inputs, -ex))
     if np.any(a == 0):
-        raise ParameterError(f"the output weights span more than the float64 range "
-                             f"(relative sizes below 2^-1074); got a = {short_repr(params[1])}")
+        raise ParameterError(
+            f"the output weights span more than the float64 range "
+            f"(relative sizes below 2^-1074); got a = {short_repr(params[1])}"
+        )
     z = a[:, None] * B
-    delta = a ** 2 - np.sum(B * B, axis=1)
+    delta = a**2 - np.sum(B * B, axis=1)
     # a_j^2 is the positive root of x^2 - delta_j x - ||z_j||^2; for delta_j < 0 the
     # textbook formula cancels (||b_j|| >> |a_j|), so use the equivalent stable form
     zz = np.sum(z * z, axis=1)
-    root = np.sqrt(delta ** 2 + 4 * zz)
+    root = np.sqrt(delta**2 + 4 * zz)
     with np.errstate(divide="ignore", invalid="ignore"):
         a2 = np.where(delta >= 0, (delta + root) / 2, 2 * zz / (root - delta))
     d = B.shape[1]
@@ -765,17 +840,25 @@ def path_lifting_check(params: Any, inputs: Any, *, tol: float = 1e-10) -> PathL
         from_theta = np.outer(B[j], B[j]) + a[j] ** 2 * np.eye(d)
         from_inv = a2[j] * np.eye(d) + np.outer(z[j], z[j]) / a2[j]
         kernels.append(from_inv)
-        worst = max(worst, float(np.linalg.norm(from_theta - from_inv) /
-                                 max(np.linalg.norm(from_theta), 1e-300)))
+        worst = max(
+            worst,
+            float(np.linalg.norm(from_theta - from_inv) / max(np.linalg.norm(from_theta), 1e-300)),
+        )
     X = model.inputs
-    H = (X @ B.T > 0).astype(float)                         # (N, m); sign(a) B x = z x / |a|
+    H = (X @ B.T > 0).astype(float)  # (N, m); sign(a) B x = z x / |a|
     K = sum(np.outer(H[:, j], H[:, j]) * (X @ kernels[j] @ X.T) for j in range(B.shape[0]))
     K_model = model.ntk([B, a])
     ntk_diff = float(np.linalg.norm(K - K_model) / max(np.linalg.norm(K_model), 1e-300))
     if not (np.isfinite(worst) and np.isfinite(ntk_diff)):
-        raise ParameterError(f"overflow: the sizes of B and a differ by more than the float64 "
-                             f"range allows (a_j^2 and ||b_j||^2 cannot both be represented "
-                             f"at the scale 2^{e} of the parameters)")
-    return PathLiftingCheck(max_kernel_difference=worst, max_ntk_difference=ntk_diff,
-                            num_units=int(B.shape[0]),
-                            independent=bool(worst <= tol and ntk_diff <= tol), tol=tol)
+        raise ParameterError(
+            f"overflow: the sizes of B and a differ by more than the float64 "
+            f"range allows (a_j^2 and ||b_j||^2 cannot both be represented "
+            f"at the scale 2^{e} of the parameters)"
+        )
+    return PathLiftingCheck(
+        max_kernel_difference=worst,
+        max_ntk_difference=ntk_diff,
+        num_units=int(B.shape[0]),
+        independent=bool(worst <= tol and ntk_diff <= tol),
+        tol=tol,
+    )

@@ -105,20 +105,28 @@ def _standing_hypotheses(net: Any, params: Any, fib: Any) -> tuple[tuple, bool |
         return (), None, None
     sizes = lin.layer_sizes
     small = [l + 1 for l, n in enumerate(sizes) if n == 1]
-    h1 = ("every filter has more than one entry", not small,
-          f"layer(s) {small} have filter size 1" if small else f"filter sizes {list(sizes)}")
+    h1 = (
+        "every filter has more than one entry",
+        not small,
+        f"layer(s) {small} have filter size 1" if small else f"filter sizes {list(sizes)}",
+    )
     points = [p[:-1] if strip else p for p in fib.points]
-    reg = classify_branches(lin, [lin.check_params(p) for p in points],
-                            certified=bool(getattr(fib, "certified", False)),
-                            tol=DEFAULT_TOL, target=lin.polynomial(lin_params))
+    reg = classify_branches(
+        lin,
+        [lin.check_params(p) for p in points],
+        certified=bool(getattr(fib, "certified", False)),
+        tol=DEFAULT_TOL,
+        target=lin.polynomial(lin_params),
+    )
     h2 = ("v is a regular point of the neuromanifold (smooth locus)", reg.regular, reg.reason)
     holds = [h1[1], h2[1]]
     within = False if False in holds else (None if None in holds else True)
     return (h1, h2), within, reg
 
 
-def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, check_hypotheses: bool = True,
-                   **fiber_options: Any) -> NTKDependence:
+def ntk_dependence(
+    net: Any, params: Any, *, tol: float = 1e-8, check_hypotheses: bool = True, **fiber_options: Any
+) -> NTKDependence:
     """Decide whether the NTK is a function of (end-to-end function, invariants) at ``params``.
 
     Computes the fiber ``F = {theta : mu(theta) = mu(params), delta(theta) = delta(params)}``,
@@ -171,12 +179,15 @@ def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, check_hypotheses
     tol = check_positive_float(tol, "tol")
     check_hypotheses = check_bool(check_hypotheses, "check_hypotheses")
     if isinstance(net, type):
-        raise InputError(f"ntk_dependence needs a model instance (e.g. LinearConvNet([2, 2])), "
-                         f"not the class {short_repr(net)}")
+        raise InputError(
+            f"ntk_dependence needs a model instance (e.g. LinearConvNet([2, 2])), "
+            f"not the class {short_repr(net)}"
+        )
     for name in ("end_to_end", "invariants", "ntk", "fiber"):
         if not callable(getattr(net, name, None)):
-            raise InputError(f"ntk_dependence needs a model with a method {name}(); "
-                             f"{short_repr(net)} has none")
+            raise InputError(
+                f"ntk_dependence needs a model with a method {name}(); {short_repr(net)} has none"
+            )
     check_options(net.fiber, fiber_options, f"{type(net).__name__}.fiber")
     if callable(getattr(net, "exact_target", None)):
         # the model describes the fiber exactly (linear convolutional networks: the exact
@@ -195,19 +206,32 @@ def ntk_dependence(net: Any, params: Any, *, tol: float = 1e-8, check_hypotheses
         options["start"] = params
     fib = net.fiber(target, invariants, **options)
     points = list(fib.points)
-    Ks = np.stack([np.asarray(net.ntk(p), dtype=float).ravel() for p in points]) if points \
+    Ks = (
+        np.stack([np.asarray(net.ntk(p), dtype=float).ravel() for p in points])
+        if points
         else np.zeros((0, 1))
+    )
     diff, a, b, exhaustive = _pairwise_max(Ks)
     independent = diff <= tol
     witnesses = None if independent else (points[a], points[b])
-    hyps, within, reg = (_standing_hypotheses(net, params, fib) if check_hypotheses and points
-                         else ((), None, None))
-    method = (f"fiber: {getattr(fib, 'method', type(fib).__name__)}; NTK compared in floating "
-              f"point over {'all pairs' if exhaustive else 'pairs with reference points'}")
+    hyps, within, reg = (
+        _standing_hypotheses(net, params, fib) if check_hypotheses and points else ((), None, None)
+    )
+    method = (
+        f"fiber: {getattr(fib, 'method', type(fib).__name__)}; NTK compared in floating "
+        f"point over {'all pairs' if exhaustive else 'pairs with reference points'}"
+    )
     return NTKDependence(
-        independent=bool(independent), max_relative_difference=float(diff),
-        witnesses=witnesses, certified=bool(getattr(fib, "certified", False)),
-        num_points=len(points), tol=float(tol), method=method,
+        independent=bool(independent),
+        max_relative_difference=float(diff),
+        witnesses=witnesses,
+        certified=bool(getattr(fib, "certified", False)),
+        num_points=len(points),
+        tol=float(tol),
+        method=method,
         fiber_max_residual=float(getattr(fib, "max_residual", float("nan"))),
-        notes=tuple(getattr(fib, "notes", ())), hypotheses=hyps, within_hypotheses=within,
-        regular_point=reg)
+        notes=tuple(getattr(fib, "notes", ())),
+        hypotheses=hyps,
+        within_hypotheses=within,
+        regular_point=reg,
+    )

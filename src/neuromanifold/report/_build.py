@@ -25,11 +25,21 @@ from ._figures import (
 )
 from ._html import Figure, Section, Table
 
-__all__ = ["reproduction_section", "flow_section", "relu_picture_section", "fiber_section",
-           "hiding_translation_section", "hiding_example"]
+__all__ = [
+    "reproduction_section",
+    "flow_section",
+    "relu_picture_section",
+    "fiber_section",
+    "hiding_translation_section",
+    "hiding_example",
+]
 
-_OUTCOME_CLASS = {"agrees": "agrees", "disagrees": "disagrees", "outside the hypotheses": "outside",
-                  "inconclusive": "inconclusive"}
+_OUTCOME_CLASS = {
+    "agrees": "agrees",
+    "disagrees": "disagrees",
+    "outside the hypotheses": "outside",
+    "inconclusive": "inconclusive",
+}
 
 
 def _outcome(row: dict) -> str:
@@ -48,28 +58,48 @@ def reproduction_section(title: str, rows: Sequence[Any], intro: Sequence[str] =
         outcome = _outcome(d)
         summary = row.summary() if hasattr(row, "summary") else ""
         claim = d.get("claim", d.get("paper_claim", ""))
-        table_rows.append([d.get("architecture", ""), d.get("condition", ""), claim,
-                           d.get("computed", ""), outcome, summary])
+        table_rows.append(
+            [
+                d.get("architecture", ""),
+                d.get("condition", ""),
+                claim,
+                d.get("computed", ""),
+                outcome,
+                summary,
+            ]
+        )
         classes.append(_OUTCOME_CLASS.get(outcome, ""))
         model = getattr(row, "_witness_model", None)
         witness = (d.get("evidence") or {}).get("witness")
         if model is not None and witness and repr(witness["params"]) not in drawn:
             drawn.add(repr(witness["params"]))
             params = [model.check_params(p) for p in witness["params"]]
-            fig = ntk_difference_figure(model, params[0], params[1],
-                                        title=f"{witness['architecture']}")
-            figures.append(Figure(f"ntk_difference_{i}.png", to_png(fig),
-                                  f"Row {i + 1} ({d.get('condition', '')}): two parameters with "
-                                  f"the same end-to-end filter and invariants, different NTK."))
-    counts = {k: sum(_outcome(r.to_dict()) == k for r in rows)
-              for k in ("agrees", "disagrees", "outside the hypotheses", "inconclusive")}
+            fig = ntk_difference_figure(
+                model, params[0], params[1], title=f"{witness['architecture']}"
+            )
+            figures.append(
+                Figure(
+                    f"ntk_difference_{i}.png",
+                    to_png(fig),
+                    f"Row {i + 1} ({d.get('condition', '')}): two parameters with "
+                    f"the same end-to-end filter and invariants, different NTK.",
+                )
+            )
+    counts = {
+        k: sum(_outcome(r.to_dict()) == k for r in rows)
+        for k in ("agrees", "disagrees", "outside the hypotheses", "inconclusive")
+    }
     lines = list(intro) + [
         f"{len(rows)} rows: {counts['agrees']} agree with the paper, {counts['disagrees']} "
         f"disagree with a re-verified witness that meets every hypothesis, "
         f"{counts['outside the hypotheses']} fall outside the paper's hypotheses, "
-        f"{counts['inconclusive']} are inconclusive."]
-    table = Table(["architecture", "condition", "paper's claim", "computed", "outcome",
-                   "evidence"], table_rows, classes)
+        f"{counts['inconclusive']} are inconclusive."
+    ]
+    table = Table(
+        ["architecture", "condition", "paper's claim", "computed", "outcome", "evidence"],
+        table_rows,
+        classes,
+    )
     return Section(title, lines, [table], figures)
 
 
@@ -85,25 +115,43 @@ def flow_section(*, seed: int = 0) -> tuple[Section, dict]:
         f"{net!r}, square loss on random data, t in [0, 2]. Gradient flow in parameter space "
         f"conserves the invariants delta_l = ||w_(l+1)||^2 - ||w_l||^2 (largest relative drift "
         f"{flow.max_invariant_drift:.1e}) and moves v = mu(theta) by v' = -K grad l(v) "
-        f"(largest residual {flow.max_ntk_residual:.1e})."]
-    riem, record = None, {"network": repr(net), "parameter_flow": {
-        "loss": flow.loss, "max_invariant_drift": flow.max_invariant_drift}}
+        f"(largest residual {flow.max_ntk_residual:.1e})."
+    ]
+    riem, record = (
+        None,
+        {
+            "network": repr(net),
+            "parameter_flow": {"loss": flow.loss, "max_invariant_drift": flow.max_invariant_drift},
+        },
+    )
     try:
-        riem = riemannian_flow(net, flow.end_to_end[0], net.invariants(params), loss, 2.0,
-                               num_times=41)
+        riem = riemannian_flow(
+            net, flow.end_to_end[0], net.invariants(params), loss, 2.0, num_times=41
+        )
         gap = float(np.abs(np.asarray(riem.end_to_end) - np.asarray(flow.end_to_end)).max())
         paragraphs.append(
             f"The Riemannian flow on the neuromanifold, integrated from (v(0), delta) alone, "
-            f"follows the same curve: largest difference in v(t) {gap:.1e}.")
+            f"follows the same curve: largest difference in v(t) {gap:.1e}."
+        )
         record["riemannian_flow"] = {"max_difference_from_parameter_flow": gap}
     except NeuromanifoldError as exc:
         paragraphs.append(f"The Riemannian flow stopped: {exc}")
         record["riemannian_flow"] = {"error": str(exc)}
     fig = flow_figure(flow, riem, title=repr(net))
-    return Section("Gradient flows", paragraphs, (),
-                   [Figure("flow.png", to_png(fig),
-                           "Loss, invariant drift, and v(t): parameter flow (colors) and "
-                           "Riemannian flow on M (dashed).", wide=True)]), record
+    return Section(
+        "Gradient flows",
+        paragraphs,
+        (),
+        [
+            Figure(
+                "flow.png",
+                to_png(fig),
+                "Loss, invariant drift, and v(t): parameter flow (colors) and "
+                "Riemannian flow on M (dashed).",
+                wide=True,
+            )
+        ],
+    ), record
 
 
 def relu_picture_section(*, seed: int = 0) -> tuple[Section, dict]:
@@ -114,11 +162,22 @@ def relu_picture_section(*, seed: int = 0) -> tuple[Section, dict]:
     ax = fig.subplots()
     plot_arrangement(params, ax=ax)
     record = {"widths": [2, 4, 3, 1], "bent_hyperplanes": bent.to_dict()}
-    text = ("A random ReLU network 2-4-3-1: its linear regions (colors) and bent hyperplanes, "
-            "drawn solid where the function bends and dashed where the bend is hidden.")
-    return Section("ReLU networks: linear regions", [text], (),
-                   [Figure("arrangement.png", to_png(fig), "Linear regions and bent hyperplanes "
-                           "of a 2-4-3-1 ReLU network.")]), record
+    text = (
+        "A random ReLU network 2-4-3-1: its linear regions (colors) and bent hyperplanes, "
+        "drawn solid where the function bends and dashed where the bend is hidden."
+    )
+    return Section(
+        "ReLU networks: linear regions",
+        [text],
+        (),
+        [
+            Figure(
+                "arrangement.png",
+                to_png(fig),
+                "Linear regions and bent hyperplanes of a 2-4-3-1 ReLU network.",
+            )
+        ],
+    ), record
 
 
 def fiber_section(*, seed: int = 0) -> tuple[Section, dict]:
@@ -131,36 +190,54 @@ def fiber_section(*, seed: int = 0) -> tuple[Section, dict]:
         what was computed (per network: v, delta, branches, NTK differences, certified).
     """
     figures, record, lines = [], {}, []
-    for name, net in (("stride_1", LinearConvNet([2, 2])),
-                      ("stride_2", LinearConvNet([2, 2], strides=[2]))):
+    for name, net in (
+        ("stride_1", LinearConvNet([2, 2])),
+        ("stride_2", LinearConvNet([2, 2], strides=[2])),
+    ):
         params = net.random_params(seed=seed)
         v, delta = net.end_to_end(params), net.invariants(params)
         fib = net.fiber(v, delta)
         K0 = net.ntk(params)
         diffs = [float(np.linalg.norm(net.ntk(p) - K0) / np.linalg.norm(K0)) for p in fib.points]
-        record[name] = {"network": repr(net), "params": params, "v": v, "delta": delta,
-                        "num_branches": fib.num_points, "num_sign_patterns": fib.num_sign_patterns,
-                        "certified": fib.certified, "ntk_relative_differences": diffs}
-        figures.append(Figure(f"fiber_{name}.png", to_png(fiber_figure(net, params)),
-                              f"{net!r}: the fiber of v = mu(theta) (theta: star). "
-                              f"{fib.num_points} branch{'es' if fib.num_points != 1 else ''}, "
-                              f"each a line through 0 cut into two sign components; dots: the "
-                              f"points with the invariant of theta; largest relative NTK "
-                              f"difference between them {max(diffs):.2g}.", wide=True))
-        lines.append(f"{net!r}: v = {np.array2string(np.ravel(v), precision=3)}, "
-                     f"delta = {float(delta[0]):.3g}; the fiber has {fib.num_points} "
-                     f"branch{'es' if fib.num_points != 1 else ''} ({'certified' if fib.certified else 'not certified'} complete), "
-                     f"and the NTK at its points with the same delta differs from the NTK at "
-                     f"theta by at most {max(diffs):.2g} (relative).")
-    text = ("Every parameter realizing v is (c u_1, u_2 / c) for a factorization (u_1, u_2) "
-            "of v and a scale c != 0. With stride 1 the roots of pi(v) can go to either "
-            "layer, so the fiber has several branches; with stride 2 the factorization is "
-            "unique up to scale. Along a branch the invariant delta = ||w_2||^2 - ||w_1||^2 "
-            "takes each value once per sign, so fixing delta leaves one point per branch and "
-            "sign, and the NTK is a function of (v, delta) exactly when those points share "
-            "it (Achour, Kohn, Rauhut, arXiv 2507.06367).")
-    return Section("Linear networks: the fiber of a function", [text] + lines, (),
-                   figures), record
+        record[name] = {
+            "network": repr(net),
+            "params": params,
+            "v": v,
+            "delta": delta,
+            "num_branches": fib.num_points,
+            "num_sign_patterns": fib.num_sign_patterns,
+            "certified": fib.certified,
+            "ntk_relative_differences": diffs,
+        }
+        figures.append(
+            Figure(
+                f"fiber_{name}.png",
+                to_png(fiber_figure(net, params)),
+                f"{net!r}: the fiber of v = mu(theta) (theta: star). "
+                f"{fib.num_points} branch{'es' if fib.num_points != 1 else ''}, "
+                f"each a line through 0 cut into two sign components; dots: the "
+                f"points with the invariant of theta; largest relative NTK "
+                f"difference between them {max(diffs):.2g}.",
+                wide=True,
+            )
+        )
+        lines.append(
+            f"{net!r}: v = {np.array2string(np.ravel(v), precision=3)}, "
+            f"delta = {float(delta[0]):.3g}; the fiber has {fib.num_points} "
+            f"branch{'es' if fib.num_points != 1 else ''} ({'certified' if fib.certified else 'not certified'} complete), "
+            f"and the NTK at its points with the same delta differs from the NTK at "
+            f"theta by at most {max(diffs):.2g} (relative)."
+        )
+    text = (
+        "Every parameter realizing v is (c u_1, u_2 / c) for a factorization (u_1, u_2) "
+        "of v and a scale c != 0. With stride 1 the roots of pi(v) can go to either "
+        "layer, so the fiber has several branches; with stride 2 the factorization is "
+        "unique up to scale. Along a branch the invariant delta = ||w_2||^2 - ||w_1||^2 "
+        "takes each value once per sign, so fixing delta leaves one point per branch and "
+        "sign, and the NTK is a function of (v, delta) exactly when those points share "
+        "it (Achour, Kohn, Rauhut, arXiv 2507.06367)."
+    )
+    return Section("Linear networks: the fiber of a function", [text] + lines, (), figures), record
 
 
 def hiding_example(*, seed: int = 0) -> list:
@@ -196,13 +273,19 @@ def hiding_translation_section(*, seed: int = 0) -> tuple[Section, dict]:
     fig = hiding_translation_figure(params, fam["neuron"], ts=fam["ts"], window=fam["window"])
     lo, hi = fam["interval"]
     inside = [d for d, ok in zip(fam["max_difference"], fam["valid"]) if ok]
-    outside = [(t, d) for t, d, ok in zip(fam["ts"], fam["max_difference"], fam["valid"])
-               if not ok]
-    record = {"widths": [2, 2, 2, 1], "params": params, "identifiable": ident.identifiable,
-              "hidden_hyperplanes": [h.neuron for h in ident.hidden_hyperplanes],
-              "neuron": fam["neuron"], "interval": [lo, hi], "ts": fam["ts"],
-              "valid": fam["valid"], "max_difference": fam["max_difference"],
-              "grid": "101 x 101 over the window"}
+    outside = [(t, d) for t, d, ok in zip(fam["ts"], fam["max_difference"], fam["valid"]) if not ok]
+    record = {
+        "widths": [2, 2, 2, 1],
+        "params": params,
+        "identifiable": ident.identifiable,
+        "hidden_hyperplanes": [h.neuron for h in ident.hidden_hyperplanes],
+        "neuron": fam["neuron"],
+        "interval": [lo, hi],
+        "ts": fam["ts"],
+        "valid": fam["valid"],
+        "max_difference": fam["max_difference"],
+        "grid": "101 x 101 over the window",
+    }
     i = fam["neuron"]
     text = [
         f"A random 2-2-2-1 ReLU network whose second-layer neurons are active only where "
@@ -214,13 +297,22 @@ def hiding_translation_section(*, seed: int = 0) -> tuple[Section, dict]:
         f"every t in [{lo:.3g}, {hi:.3g}] (Gegenfurtner, Grillo, Montufar, arXiv 2605.18319).",
         f"Checked on a 101 x 101 grid over the window: max |f_t - f_0| = {max(inside):.1e} "
         f"over the {len(inside)} translations inside the interval"
-        + (f"; outside it (t = {outside[0][0]:.3g}) the function changes by "
-           f"{outside[0][1]:.2g}." if outside else ".")]
-    caption = ("The hidden hyperplane (dashed) moves with t; the bends of the function "
-               "(solid) and the colours (one per affine piece of the function) stay; "
-               "outside the interval (red title) both change. max |f_t - f_0| on the grid: "
-               + ", ".join(f"t = {t:.3g}: {d:.1e}" for t, d in zip(fam["ts"],
-                                                                  fam["max_difference"]))
-               + ".")
-    return Section("ReLU networks: a hidden hyperplane moves", text, (),
-                   [Figure("hiding_translation.png", to_png(fig), caption, wide=True)]), record
+        + (
+            f"; outside it (t = {outside[0][0]:.3g}) the function changes by {outside[0][1]:.2g}."
+            if outside
+            else "."
+        ),
+    ]
+    caption = (
+        "The hidden hyperplane (dashed) moves with t; the bends of the function "
+        "(solid) and the colours (one per affine piece of the function) stay; "
+        "outside the interval (red title) both change. max |f_t - f_0| on the grid: "
+        + ", ".join(f"t = {t:.3g}: {d:.1e}" for t, d in zip(fam["ts"], fam["max_difference"]))
+        + "."
+    )
+    return Section(
+        "ReLU networks: a hidden hyperplane moves",
+        text,
+        (),
+        [Figure("hiding_translation.png", to_png(fig), caption, wide=True)],
+    ), record

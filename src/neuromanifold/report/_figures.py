@@ -18,17 +18,32 @@ from ..linear import LinearConvNet
 from ..relu import forward, identifiability, plot_arrangement
 from ..relu.symmetries import HidingTranslation
 
-__all__ = ["flow_figure", "ntk_difference_figure", "fiber_figure", "hiding_translation_figure",
-           "hiding_family", "to_png"]
+__all__ = [
+    "flow_figure",
+    "ntk_difference_figure",
+    "fiber_figure",
+    "hiding_translation_figure",
+    "hiding_family",
+    "to_png",
+]
 
-_BRANCH_COLORS = ["#2855c5", "#d2433a", "#2e9e5b", "#c9a227", "#8e44ad", "#17a2b8",
-                  "#e67e22", "#555555"]
+_BRANCH_COLORS = [
+    "#2855c5",
+    "#d2433a",
+    "#2e9e5b",
+    "#c9a227",
+    "#8e44ad",
+    "#17a2b8",
+    "#e67e22",
+    "#555555",
+]
 
 
 def new_figure(**kwargs: Any) -> Any:
     """A matplotlib Figure not registered with pyplot: it draws with any backend (the
     library never switches the user's backend) and needs no closing."""
     from matplotlib.figure import Figure
+
     return Figure(**kwargs)
 
 
@@ -64,6 +79,7 @@ def flow_figure(flow: Any, riemannian: Any = None, *, title: str = "") -> Any:
     axes[1].ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
     v = np.asarray(flow.end_to_end).reshape(len(t), -1)
     from matplotlib import colormaps
+
     colors = colormaps["viridis"](np.linspace(0, 0.9, v.shape[1]))
     for i in range(v.shape[1]):
         axes[2].plot(t, v[:, i], color=colors[i], lw=1.6)
@@ -149,12 +165,15 @@ def fiber_figure(net: Any, params: Any, *, title: str = "") -> Any:
     ['first filter w₁', 'second filter w₂', 'invariant along each branch']
     """
 
-
-    if not isinstance(net, LinearConvNet) or net.num_layers != 2 \
-            or any(int(np.prod(k)) < 2 for k in net.filter_shapes):
+    if (
+        not isinstance(net, LinearConvNet)
+        or net.num_layers != 2
+        or any(int(np.prod(k)) < 2 for k in net.filter_shapes)
+    ):
         raise ArchitectureError(
             f"fiber_figure draws two-layer linear convolutional networks whose filters have "
-            f"at least two entries; got {net!r}")
+            f"at least two entries; got {net!r}"
+        )
     params = net.check_params(params)
     v, delta = net.end_to_end(params), net.invariants(params)
     fib = net.fiber(v, delta)
@@ -172,13 +191,18 @@ def fiber_figure(net: Any, params: Any, *, title: str = "") -> Any:
             d = w[:2] / max(np.linalg.norm(w[:2]), 1e-300)
             r = 3.0 * max(np.linalg.norm(w[:2]), 1e-300)
             big = max(big, r)
-            ax.plot([-r * d[0], r * d[0]], [-r * d[1], r * d[1]], color=color, lw=1.6,
-                    label=label if ax is axes[0] else None)
+            ax.plot(
+                [-r * d[0], r * d[0]],
+                [-r * d[1], r * d[1]],
+                color=color,
+                lw=1.6,
+                label=label if ax is axes[0] else None,
+            )
             ax.plot([w[0], -w[0]], [w[1], -w[1]], "o", color=color, ms=6)
-        n1, n2 = float(np.sum(w1 ** 2)), float(np.sum(w2 ** 2))
+        n1, n2 = float(np.sum(w1**2)), float(np.sum(w2**2))
         norms.append((n1, n2))
         x = np.sqrt(n1) * np.geomspace(0.25, 4.0, 200)
-        axes[2].plot(x, n1 * n2 / x ** 2 - x ** 2, color=color, lw=1.6)
+        axes[2].plot(x, n1 * n2 / x**2 - x**2, color=color, lw=1.6)
         axes[2].plot([np.sqrt(n1)], [float(delta[0])], "o", color=color, ms=6)
     for ax, w in ((axes[0], w1_0), (axes[1], w2_0)):
         ax.plot([w[0]], [w[1]], "*", color="k", ms=13, zorder=5, label="params")
@@ -191,32 +215,58 @@ def fiber_figure(net: Any, params: Any, *, title: str = "") -> Any:
         ax.axvline(0, color="0.85", lw=0.8, zorder=0)
     axes[0].set(title="first filter w₁", xlabel="w₁[0]", ylabel="w₁[1]")
     axes[1].set(title="second filter w₂", xlabel="w₂[0]", ylabel="w₂[1]")
-    axes[2].axhline(float(delta[0]), color="k", ls=(0, (4, 3)), lw=1,
-                    label=f"δ(params) = {float(delta[0]):.3g}")
+    axes[2].axhline(
+        float(delta[0]), color="k", ls=(0, (4, 3)), lw=1, label=f"δ(params) = {float(delta[0]):.3g}"
+    )
     axes[2].plot([np.linalg.norm(w1_0)], [float(delta[0])], "*", color="k", ms=13, zorder=5)
-    spread = max(abs(float(delta[0])), float(np.sum(w1_0 ** 2)), float(np.sum(w2_0 ** 2)))
+    spread = max(abs(float(delta[0])), float(np.sum(w1_0**2)), float(np.sum(w2_0**2)))
     axes[2].set_ylim(float(delta[0]) - 3 * spread, float(delta[0]) + 3 * spread)
-    axes[2].set(title="invariant along each branch", xlabel="||w₁|| (rescaling c)",
-                ylabel="δ = ||w₂||² − ||w₁||²")
+    axes[2].set(
+        title="invariant along each branch",
+        xlabel="||w₁|| (rescaling c)",
+        ylabel="δ = ||w₂||² − ||w₁||²",
+    )
     axes[2].legend(loc="upper right", fontsize=8, frameon=False)
-    same = [k + 1 for k in range(len(norms)) if any(
-        j != k and np.allclose(norms[j], norms[k], rtol=1e-9) for j in range(len(norms)))]
+    same = [
+        k + 1
+        for k in range(len(norms))
+        if any(j != k and np.allclose(norms[j], norms[k], rtol=1e-9) for j in range(len(norms)))
+    ]
     if same:
-        axes[2].text(0.97, 0.82, f"branches {', '.join(map(str, same))}: same norms,\n"
-                     f"their curves coincide", transform=axes[2].transAxes, ha="right",
-                     va="top", fontsize=8, color="0.3")
+        axes[2].text(
+            0.97,
+            0.82,
+            f"branches {', '.join(map(str, same))}: same norms,\ntheir curves coincide",
+            transform=axes[2].transAxes,
+            ha="right",
+            va="top",
+            fontsize=8,
+            color="0.3",
+        )
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.suptitle(title or f"fiber of v = {np.array2string(np.ravel(v), precision=3)} "
-                          f"for {net!r}: {fib.num_points} branch"
-                          f"{'es' if fib.num_points != 1 else ''} x 2 signs", fontsize=11)
+    fig.suptitle(
+        title
+        or f"fiber of v = {np.array2string(np.ravel(v), precision=3)} "
+        f"for {net!r}: {fib.num_points} branch"
+        f"{'es' if fib.num_points != 1 else ''} x 2 signs",
+        fontsize=11,
+    )
     fig.tight_layout(rect=(0, 0.1, 1, 1))
-    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=9,
-               frameon=False)
+    fig.legend(
+        handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=9, frameon=False
+    )
     return fig
 
 
-def hiding_family(params: Any, neuron: int | None = None, *, ts: Any = None,
-                  num_panels: int = 4, window: Any = None, grid: int = 101) -> dict:
+def hiding_family(
+    params: Any,
+    neuron: int | None = None,
+    *,
+    ts: Any = None,
+    num_panels: int = 4,
+    window: Any = None,
+    grid: int = 101,
+) -> dict:
     """A hiding translation family of a two-input three-layer ReLU network, checked.
 
     Chooses the translations ``t`` (``num_panels`` values in the valid interval, ``0``
@@ -245,14 +295,17 @@ def hiding_family(params: Any, neuron: int | None = None, *, ts: Any = None,
     ident = identifiability(params)
     hidden = [h.neuron for h in ident.hidden_hyperplanes]
     if not hidden:
-        raise InputError("the network has no hidden first-layer hyperplane to translate "
-                         "(docs/concepts_relu.md §4)")
+        raise InputError(
+            "the network has no hidden first-layer hyperplane to translate "
+            "(docs/concepts_relu.md §4)"
+        )
     neuron = hidden[0] if neuron is None else int(neuron)
     if neuron not in hidden:
         raise InputError(f"neuron must be a hidden first-layer hyperplane {hidden}; got {neuron}")
     lo_t, hi_t = HidingTranslation(neuron, 0.0).applies(params).valid_set
     if window is None:
         from matplotlib.figure import Figure
+
         ax = plot_arrangement(params, ax=Figure().subplots(), legend=False)
         (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
         window = (np.array([x0, y0]), np.array([x1, y1]))
@@ -264,7 +317,7 @@ def hiding_family(params: Any, neuron: int | None = None, *, ts: Any = None,
         a, b = max(lo_t, -sweep), min(hi_t, sweep)
         grid_t = [float(t) for t in np.linspace(a, b, num_panels)]
         near = min(range(num_panels), key=lambda k: abs(grid_t[k]))
-        if a <= 0.0 <= b:   # the original network among the panels
+        if a <= 0.0 <= b:  # the original network among the panels
             grid_t[near] = 0.0
         ts = sorted(set(grid_t))
         if np.isfinite(lo_t):
@@ -278,17 +331,31 @@ def hiding_family(params: Any, neuron: int | None = None, *, ts: Any = None,
     for t in ts:
         move = HidingTranslation(neuron, t)
         valid.append(bool(move.applies(params)))
-        pt = move._transform([(np.array(W, dtype=float), np.array(b, dtype=float))
-                              for W, b in params], 0.0)
+        pt = move._transform(
+            [(np.array(W, dtype=float), np.array(b, dtype=float)) for W, b in params], 0.0
+        )
         family.append(pt)
         diffs.append(float(np.max(np.abs(forward(pt, X) - f0))))
-    return {"neuron": neuron, "interval": (float(lo_t), float(hi_t)), "window": (lo, hi),
-            "ts": ts, "valid": valid, "params": family, "max_difference": diffs}
+    return {
+        "neuron": neuron,
+        "interval": (float(lo_t), float(hi_t)),
+        "window": (lo, hi),
+        "ts": ts,
+        "valid": valid,
+        "params": family,
+        "max_difference": diffs,
+    }
 
 
-def hiding_translation_figure(params: Any, neuron: int | None = None, *, ts: Any = None,
-                              num_panels: int = 4, window: Any = None,
-                              title: str = "") -> Any:
+def hiding_translation_figure(
+    params: Any,
+    neuron: int | None = None,
+    *,
+    ts: Any = None,
+    num_panels: int = 4,
+    window: Any = None,
+    title: str = "",
+) -> Any:
     """A hidden first-layer hyperplane moving while the function stays the same.
 
     For a two-input three-layer ReLU network whose first-layer hyperplane ``i`` is
@@ -324,16 +391,24 @@ def hiding_translation_figure(params: Any, neuron: int | None = None, *, ts: Any
     aspect = float((hi - lo)[1] / (hi - lo)[0])
     fig = new_figure(figsize=(2.9 * n, min(2.7 * aspect, 5.0) + 1.2), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, n))
-    for k, (ax, t, ok, pt, diff) in enumerate(zip(axes, fam["ts"], fam["valid"],
-                                                  fam["params"], fam["max_difference"])):
+    for k, (ax, t, ok, pt, diff) in enumerate(
+        zip(axes, fam["ts"], fam["valid"], fam["params"], fam["max_difference"])
+    ):
         plot_arrangement(pt, ax=ax, window=(lo, hi), legend=k == n - 1, color_by="map")
-        ax.set_title(f"t = {t:.3g}{'' if ok else ' (outside)'}\nmax |f_t - f_0| = {diff:.1e}",
-                     fontsize=9, color="black" if ok else "#d2433a")
+        ax.set_title(
+            f"t = {t:.3g}{'' if ok else ' (outside)'}\nmax |f_t - f_0| = {diff:.1e}",
+            fontsize=9,
+            color="black" if ok else "#d2433a",
+        )
         if k:
             ax.set_ylabel("")
     a, b = fam["interval"]
-    fig.suptitle(title or f"hiding translation of first-layer hyperplane {fam['neuron']}: "
-                          f"b1[{fam['neuron']}] -> b1[{fam['neuron']}] + t, "
-                          f"b2 -> b2 - t W2[:, {fam['neuron']}], valid for t in "
-                          f"[{a:.3g}, {b:.3g}]", fontsize=11)
+    fig.suptitle(
+        title
+        or f"hiding translation of first-layer hyperplane {fam['neuron']}: "
+        f"b1[{fam['neuron']}] -> b1[{fam['neuron']}] + t, "
+        f"b2 -> b2 - t W2[:, {fam['neuron']}], valid for t in "
+        f"[{a:.3g}, {b:.3g}]",
+        fontsize=11,
+    )
     return fig

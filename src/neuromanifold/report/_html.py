@@ -106,8 +106,10 @@ def _table(t: Table) -> str:
 def _figure(f: Figure) -> str:
     data = base64.b64encode(f.png).decode()
     wide = ' class="wide"' if f.wide else ""
-    return (f'<figure{wide}><img src="data:image/png;base64,{data}" alt="{html.escape(f.caption)}">'
-            f"<figcaption>{html.escape(f.caption)}</figcaption></figure>")
+    return (
+        f'<figure{wide}><img src="data:image/png;base64,{data}" alt="{html.escape(f.caption)}">'
+        f"<figcaption>{html.escape(f.caption)}</figcaption></figure>"
+    )
 
 
 def _anchor(title: str) -> str:
@@ -118,13 +120,15 @@ def render(title: str, sections: Sequence[Section], *, subtitle: str = "") -> st
     """The whole page as one HTML string (figures embedded)."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     nav = "".join(f'<a href="#{_anchor(s.title)}">{html.escape(s.title)}</a>' for s in sections)
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-             f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
-             f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
-             f"<h1>{html.escape(title)}</h1>",
-             f"<div class='meta'>{html.escape(subtitle)} Computed {stamp}; every number on this "
-             f"page was computed in this run. Machine-readable: <code>results.json</code>.</div>",
-             f"<nav>{nav}</nav>"]
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<div class='meta'>{html.escape(subtitle)} Computed {stamp}; every number on this "
+        f"page was computed in this run. Machine-readable: <code>results.json</code>.</div>",
+        f"<nav>{nav}</nav>",
+    ]
     for s in sections:
         parts.append(f'<h2 id="{_anchor(s.title)}">{html.escape(s.title)}</h2>')
         parts += [f"<p>{html.escape(p)}</p>" for p in s.paragraphs]
@@ -132,15 +136,18 @@ def render(title: str, sections: Sequence[Section], *, subtitle: str = "") -> st
         if s.figures:
             parts.append("<div class='figs'>" + "".join(_figure(f) for f in s.figures) + "</div>")
     # a check for readers and tests alike: how many figures decoded
-    parts.append("<script>window.addEventListener('load', () => { const imgs = [...document.images];"
-                 " document.body.dataset.images = imgs.length; document.body.dataset.imagesLoaded ="
-                 " imgs.filter(i => i.complete && i.naturalWidth > 0).length; });</script>")
+    parts.append(
+        "<script>window.addEventListener('load', () => { const imgs = [...document.images];"
+        " document.body.dataset.images = imgs.length; document.body.dataset.imagesLoaded ="
+        " imgs.filter(i => i.complete && i.naturalWidth > 0).length; });</script>"
+    )
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
-def write_report(directory: Any, title: str, sections: Sequence[Section], results: Any, *,
-                 subtitle: str = "") -> Path:
+def write_report(
+    directory: Any, title: str, sections: Sequence[Section], results: Any, *, subtitle: str = ""
+) -> Path:
     """Write ``index.html`` (self-contained), ``results.json`` and ``figures/*.png``.
 
     Args:
@@ -163,6 +170,7 @@ def write_report(directory: Any, title: str, sections: Sequence[Section], result
         page = folder / "index.html"
         page.write_text(render(title, sections, subtitle=subtitle))
     except OSError as exc:
-        raise InputError(f"report folder {short_repr(str(directory))} cannot be written: "
-                         f"{exc.strerror or exc}") from None
+        raise InputError(
+            f"report folder {short_repr(str(directory))} cannot be written: {exc.strerror or exc}"
+        ) from None
     return page

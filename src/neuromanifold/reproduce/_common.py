@@ -25,8 +25,12 @@ from .._results import Result
 
 __all__ = ["AGREES", "DISAGREES", "OUTSIDE", "INCONCLUSIVE", "OUTCOMES", "Row", "summarize"]
 
-AGREES, DISAGREES, OUTSIDE, INCONCLUSIVE = ("agrees", "disagrees", "outside the hypotheses",
-                                            "inconclusive")
+AGREES, DISAGREES, OUTSIDE, INCONCLUSIVE = (
+    "agrees",
+    "disagrees",
+    "outside the hypotheses",
+    "inconclusive",
+)
 OUTCOMES = (AGREES, DISAGREES, OUTSIDE, INCONCLUSIVE)
 
 
@@ -64,8 +68,9 @@ class Row(Result):
     #: the model of ``evidence["witness"]`` (for pictures; not part of ``to_dict``)
     _witness_model: Any = dataclasses.field(default=None, repr=False, compare=False)
     #: ``summarize(row) -> str`` for the table's evidence column (not part of ``to_dict``)
-    _summarizer: Callable[["Row"], str] | None = dataclasses.field(default=None, repr=False,
-                                                                   compare=False)
+    _summarizer: Callable[["Row"], str] | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
 
     def summary(self) -> str:
         """The evidence in one line, for the table."""
@@ -90,10 +95,14 @@ def summarize(rows: Sequence[Row]) -> dict:
     >>> summarize([])["rows"]
     {'agrees': 0, 'disagrees': 0, 'outside the hypotheses': 0, 'inconclusive': 0}
     """
-    if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence) \
-            or not all(isinstance(r, Row) for r in rows):
-        raise InputError(f"rows must be a sequence of reproduction rows (Row); got "
-                         f"{short_repr(rows)}")
+    if (
+        isinstance(rows, (str, bytes))
+        or not isinstance(rows, Sequence)
+        or not all(isinstance(r, Row) for r in rows)
+    ):
+        raise InputError(
+            f"rows must be a sequence of reproduction rows (Row); got {short_repr(rows)}"
+        )
     out = {"rows": {o: 0 for o in OUTCOMES}, "claims": {o: 0 for o in OUTCOMES}}
     for r in rows:
         out["rows"][r.outcome] += 1

@@ -59,17 +59,32 @@ from ._common import AGREES, DISAGREES, INCONCLUSIVE, OUTCOMES, OUTSIDE, Row, su
 
 def _check_model(model: Any) -> None:
     """A network or model object (with ``check_params``, ``end_to_end``, ``ntk``)."""
-    if isinstance(model, type) or not all(callable(getattr(model, m, None))
-                                          for m in ("check_params", "end_to_end", "ntk")):
-        raise InputError(f"model must be a network or model instance (e.g. LinearConvNet); "
-                         f"got {short_repr(model)}")
+    if isinstance(model, type) or not all(
+        callable(getattr(model, m, None)) for m in ("check_params", "end_to_end", "ntk")
+    ):
+        raise InputError(
+            f"model must be a network or model instance (e.g. LinearConvNet); "
+            f"got {short_repr(model)}"
+        )
+
 
 #: most random instances per architecture in one reproduction run
 MAX_NUM_INSTANCES = 10_000
 
-__all__ = ["reproduce_linear", "Row", "Claim", "Case", "Refinement", "Hypothesis",
-           "default_linear_claims", "verify_witness", "verify_independence", "summarize",
-           "architecture_hypothesis", "standing_hypothesis"]
+__all__ = [
+    "reproduce_linear",
+    "Row",
+    "Claim",
+    "Case",
+    "Refinement",
+    "Hypothesis",
+    "default_linear_claims",
+    "verify_witness",
+    "verify_independence",
+    "summarize",
+    "architecture_hypothesis",
+    "standing_hypothesis",
+]
 
 INDEPENDENT, DEPENDENT, MIXED = "independent", "dependent", "mixed"
 
@@ -123,8 +138,9 @@ def architecture_hypothesis(label: str, predicate: Callable[[Any], bool]) -> Hyp
         A :class:`Hypothesis`.
     """
     _check_label(label)
-    return Hypothesis(label, lambda case, params, dep: (
-        bool(predicate(case.structure)), case.label))
+    return Hypothesis(
+        label, lambda case, params, dep: (bool(predicate(case.structure)), case.label)
+    )
 
 
 def standing_hypothesis(label: str) -> Hypothesis:
@@ -144,12 +160,17 @@ def standing_hypothesis(label: str) -> Hypothesis:
             if name == label:
                 return holds, detail
         return None, f"not checked for {case.label}"
+
     return Hypothesis(label, check)
 
 
-GENERIC = Hypothesis("generic parameters (a Gaussian random draw)",
-                     lambda case, params, dep: (bool(case.generic), "random draw" if case.generic
-                                                else "non-generic by construction"))
+GENERIC = Hypothesis(
+    "generic parameters (a Gaussian random draw)",
+    lambda case, params, dep: (
+        bool(case.generic),
+        "random draw" if case.generic else "non-generic by construction",
+    ),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,10 +230,12 @@ def _ntk_summary(row: Row) -> str:
     """The evidence of a linear row in one line, for the table."""
     e = row.evidence
     lo, hi = e["fiber_sizes"]
-    parts = [f"max dK/K {e['max_relative_difference']:.1e}",
-             f"fiber {lo}" + (f"-{hi}" if hi != lo else "") + " pts",
-             "certified" if e["certified"] else "not certified",
-             f"{e['num_architectures']} arch, {e['num_instances']} inst"]
+    parts = [
+        f"max dK/K {e['max_relative_difference']:.1e}",
+        f"fiber {lo}" + (f"-{hi}" if hi != lo else "") + " pts",
+        "certified" if e["certified"] else "not certified",
+        f"{e['num_architectures']} arch, {e['num_instances']} inst",
+    ]
     w = e.get("witness")
     if w:
         parts.append(f"witness {w['architecture']} (dK/K {w['ntk_relative_difference']:.2g})")
@@ -226,12 +249,14 @@ def _ntk_summary(row: Row) -> str:
 
 # --------------------------------------------------------------------------- witnesses
 def _rel(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.linalg.norm(a - b)) / max(float(np.linalg.norm(a)),
-                                              float(np.linalg.norm(b)), 1e-300)
+    return float(np.linalg.norm(a - b)) / max(
+        float(np.linalg.norm(a)), float(np.linalg.norm(b)), 1e-300
+    )
 
 
-def verify_witness(model: Any, witnesses: Any, *, tol: float = 1e-6,
-                   fiber_tol: float = 1e-8) -> dict:
+def verify_witness(
+    model: Any, witnesses: Any, *, tol: float = 1e-6, fiber_tol: float = 1e-8
+) -> dict:
     """Re-check a witness pair from scratch: same function, same invariants, different NTK.
 
     Args:
@@ -247,19 +272,25 @@ def verify_witness(model: Any, witnesses: Any, *, tol: float = 1e-6,
 
     _check_model(model)
     tol, fiber_tol = check_tol(tol), check_tol(fiber_tol, "fiber_tol")
-    if isinstance(witnesses, (str, bytes, type)) or not hasattr(witnesses, "__len__") \
-            or len(witnesses) != 2:
+    if (
+        isinstance(witnesses, (str, bytes, type))
+        or not hasattr(witnesses, "__len__")
+        or len(witnesses) != 2
+    ):
         raise InputError(f"witnesses must be a pair of parameters; got {short_repr(witnesses)}")
     p, q = witnesses
     p, q = model.check_params(p), model.check_params(q)
-    fres = _rel(np.asarray(model.end_to_end(p)).ravel(),
-                np.asarray(model.end_to_end(q)).ravel())
+    fres = _rel(np.asarray(model.end_to_end(p)).ravel(), np.asarray(model.end_to_end(q)).ravel())
     ip, iq = invariant_vector(model, p), invariant_vector(model, q)
     ires = float(np.abs(ip - iq).max(initial=0.0)) / invariant_scale(ip, p)
     kdiff = _rel(model.ntk(p), model.ntk(q))
     ok = fres <= fiber_tol and ires <= fiber_tol and kdiff > max(tol, 100 * max(fres, ires))
-    return {"function_residual": fres, "invariant_residual": ires,
-            "ntk_relative_difference": kdiff, "verified": bool(ok)}
+    return {
+        "function_residual": fres,
+        "invariant_residual": ires,
+        "ntk_relative_difference": kdiff,
+        "verified": bool(ok),
+    }
 
 
 # --------------------------------------------------------------------------- computing
@@ -290,15 +321,22 @@ def verify_independence(model: Any, params: Any, *, tol: float = 1e-8) -> dict:
     worst, diff = 0.0, 0.0
     Ks = [model.ntk(q) for q in fib.points]
     for q, K in zip(fib.points, Ks):
-        worst = max(worst, _rel(v, np.asarray(model.end_to_end(q)).ravel()),
-                    float(np.abs(invariant_vector(model, q) - inv).max(initial=0.0))
-                    / invariant_scale(inv, q))
+        worst = max(
+            worst,
+            _rel(v, np.asarray(model.end_to_end(q)).ravel()),
+            float(np.abs(invariant_vector(model, q) - inv).max(initial=0.0))
+            / invariant_scale(inv, q),
+        )
         diff = max([diff] + [_rel(K, K2) for K2 in Ks])
     diff = max(diff, _rel(model.ntk(params), Ks[0]) if Ks else np.inf)
     ok = bool(fib.certified and Ks and diff <= tol and worst <= 1e-8)
-    return {"certified": bool(fib.certified), "num_points": len(fib.points),
-            "max_relative_difference": float(diff), "max_residual": float(worst),
-            "verified": ok}
+    return {
+        "certified": bool(fib.certified),
+        "num_points": len(fib.points),
+        "max_relative_difference": float(diff),
+        "max_residual": float(worst),
+        "verified": ok,
+    }
 
 
 def _check_hypotheses(claim: Claim, case: Case, params: Any, dep: Any) -> list:
@@ -309,47 +347,63 @@ def _check_hypotheses(claim: Claim, case: Case, params: Any, dep: Any) -> list:
     return out
 
 
-def _run_case(claim: Claim, case: Case, num_instances: int, rng: np.random.Generator,
-              tol: float, bar: Any) -> dict:
+def _run_case(
+    claim: Claim, case: Case, num_instances: int, rng: np.random.Generator, tol: float, bar: Any
+) -> dict:
 
     instances, witness = [], None
     for _ in range(num_instances):
         params = case.make_params(rng)
-        options = {k: (int(rng.integers(2 ** 31)) if isinstance(v, str) and v == "instance"
-                       else v) for k, v in case.fiber_options.items()}
+        options = {
+            k: (int(rng.integers(2**31)) if isinstance(v, str) and v == "instance" else v)
+            for k, v in case.fiber_options.items()
+        }
         dep = ntk_dependence(case.model, params, tol=tol, **options)
         hyps = _check_hypotheses(claim, case, params, dep)
         within = all(h[1] is True for h in hyps)
         check = None
-        record = {"independent": bool(dep.independent),
-                  "max_relative_difference": float(dep.max_relative_difference),
-                  "num_points": int(dep.num_points),
-                  "certified": bool(dep.certified),
-                  "within": bool(within),
-                  "hypotheses": hyps,
-                  "witness_verified": False,
-                  "architecture": case.label}
+        record = {
+            "independent": bool(dep.independent),
+            "max_relative_difference": float(dep.max_relative_difference),
+            "num_points": int(dep.num_points),
+            "certified": bool(dep.certified),
+            "within": bool(within),
+            "hypotheses": hyps,
+            "witness_verified": False,
+            "architecture": case.label,
+        }
         if dep.witnesses is not None:
             check = verify_witness(case.model, dep.witnesses)
             record["witness_verified"] = bool(check["verified"])
             if check["verified"]:
-                record["witness"] = {"architecture": case.label,
-                                     "params": [to_jsonable(w) for w in dep.witnesses],
-                                     "within_hypotheses": bool(within), "hypotheses": hyps,
-                                     **check}
+                record["witness"] = {
+                    "architecture": case.label,
+                    "params": [to_jsonable(w) for w in dep.witnesses],
+                    "within_hypotheses": bool(within),
+                    "hypotheses": hyps,
+                    **check,
+                }
                 if witness is None:
                     witness = record["witness"]
         elif claim.paper_claim == DEPENDENT and within and dep.independent and dep.certified:
             # a candidate counterexample to a dependence claim: re-verify from scratch
-            record["independence"] = {"architecture": case.label,
-                                      "params": to_jsonable(params), "hypotheses": hyps,
-                                      **verify_independence(case.model, params, tol=tol)}
+            record["independence"] = {
+                "architecture": case.label,
+                "params": to_jsonable(params),
+                "hypotheses": hyps,
+                **verify_independence(case.model, params, tol=tol),
+            }
         instances.append(record)
         if bar is not None:
             bar.update(1)
     verdict = _case_verdict(instances)
-    return {"architecture": case.label, "verdict": verdict, "instances": instances,
-            "witness": witness, "model": case.model}
+    return {
+        "architecture": case.label,
+        "verdict": verdict,
+        "instances": instances,
+        "witness": witness,
+        "model": case.model,
+    }
 
 
 def _case_verdict(instances: list[dict]) -> str:
@@ -378,27 +432,36 @@ def _evidence(results: list[dict]) -> dict:
     for i in inst:
         for label, holds, detail in i["hypotheses"]:
             if holds is not True:
-                f = failed.setdefault(label, {"instances": 0, "undecided": 0,
-                                              "example": f"{i['architecture']}: {detail}"})
+                f = failed.setdefault(
+                    label,
+                    {"instances": 0, "undecided": 0, "example": f"{i['architecture']}: {detail}"},
+                )
                 f["instances"] += 1
                 f["undecided"] += holds is None
     return {
-        "max_relative_difference": max((i["max_relative_difference"] for i in inst),
-                                       default=0.0),
-        "fiber_sizes": [min((i["num_points"] for i in inst), default=0),
-                        max((i["num_points"] for i in inst), default=0)],
+        "max_relative_difference": max((i["max_relative_difference"] for i in inst), default=0.0),
+        "fiber_sizes": [
+            min((i["num_points"] for i in inst), default=0),
+            max((i["num_points"] for i in inst), default=0),
+        ],
         "certified": all(i["certified"] for i in inst),
         "num_architectures": len(results),
         "num_instances": len(inst),
         "num_within": sum(i["within"] for i in inst),
         "failed_hypotheses": failed,
         "per_architecture": [
-            {"architecture": r["architecture"], "verdict": r["verdict"],
-             "max_relative_difference": max(i["max_relative_difference"]
-                                            for i in r["instances"]),
-             "fiber_sizes": sorted({i["num_points"] for i in r["instances"]}),
-             "certified": all(i["certified"] for i in r["instances"]),
-             "num_within": sum(i["within"] for i in r["instances"])} for r in results],
+            {
+                "architecture": r["architecture"],
+                "verdict": r["verdict"],
+                "max_relative_difference": max(
+                    i["max_relative_difference"] for i in r["instances"]
+                ),
+                "fiber_sizes": sorted({i["num_points"] for i in r["instances"]}),
+                "certified": all(i["certified"] for i in r["instances"]),
+                "num_within": sum(i["within"] for i in r["instances"]),
+            }
+            for r in results
+        ],
         "witness": witness,
     }
 
@@ -407,13 +470,16 @@ def _failing(evidence: dict) -> str:
     parts = []
     for label, f in evidence["failed_hypotheses"].items():
         what = "undecided" if f["undecided"] == f["instances"] else "fails"
-        parts.append(f"'{label}' {what} on {f['instances']} of {evidence['num_instances']} "
-                     f"instances (e.g. {f['example']})")
+        parts.append(
+            f"'{label}' {what} on {f['instances']} of {evidence['num_instances']} "
+            f"instances (e.g. {f['example']})"
+        )
     return "; ".join(parts)
 
 
-def _outcome(paper_claim: str, computed: str, results: list[dict], evidence: dict
-             ) -> tuple[str, str]:
+def _outcome(
+    paper_claim: str, computed: str, results: list[dict], evidence: dict
+) -> tuple[str, str]:
     """The row's outcome and its reason (module docs)."""
     inst = [i for r in results for i in r["instances"]]
     if computed == paper_claim:
@@ -425,8 +491,10 @@ def _outcome(paper_claim: str, computed: str, results: list[dict], evidence: dic
         if counter:
             w = counter[0]["witness"]
             evidence["counterexample"] = {"kind": "re-verified witness pair", **w}
-            return DISAGREES, (f"re-verified witness on {w['architecture']} meets every "
-                               f"hypothesis (dK/K {w['ntk_relative_difference']:.2g})")
+            return DISAGREES, (
+                f"re-verified witness on {w['architecture']} meets every "
+                f"hypothesis (dK/K {w['ntk_relative_difference']:.2g})"
+            )
     else:
         # a dependence claim is refuted by an architecture, not by one instance: every
         # instance of it meeting the hypotheses has a certified fiber with a constant NTK
@@ -436,11 +504,16 @@ def _outcome(paper_claim: str, computed: str, results: list[dict], evidence: dic
         for name, items in archs.items():
             if all(i.get("independence", {}).get("verified") for i in items):
                 c = items[0]["independence"]
-                evidence["counterexample"] = {"kind": "certified fibers with a constant NTK",
-                                              "num_instances": len(items), **c}
-                return DISAGREES, (f"{name}: on all {len(items)} instances meeting every "
-                                   f"hypothesis the fiber is certified complete and the NTK "
-                                   f"constant (recomputed from the stored parameters)")
+                evidence["counterexample"] = {
+                    "kind": "certified fibers with a constant NTK",
+                    "num_instances": len(items),
+                    **c,
+                }
+                return DISAGREES, (
+                    f"{name}: on all {len(items)} instances meeting every "
+                    f"hypothesis the fiber is certified complete and the NTK "
+                    f"constant (recomputed from the stored parameters)"
+                )
     if not within:
         return OUTSIDE, f"no instance meets every hypothesis: {_failing(evidence)}"
     by_case: dict[str, list] = {}
@@ -449,29 +522,39 @@ def _outcome(paper_claim: str, computed: str, results: list[dict], evidence: dic
     verdict_within = _aggregate([{"verdict": _case_verdict(v)} for v in by_case.values()])
     evidence["computed_within"] = verdict_within
     if verdict_within == paper_claim:
-        return AGREES, (f"{verdict_within} on the {len(within)} instances meeting every "
-                        f"hypothesis; the others are outside: {_failing(evidence)}")
+        return AGREES, (
+            f"{verdict_within} on the {len(within)} instances meeting every "
+            f"hypothesis; the others are outside: {_failing(evidence)}"
+        )
     if paper_claim == DEPENDENT:
-        why = ("independence found only on fibers that are not certified complete "
-               "(sampled), which refutes no dependence claim")
+        why = (
+            "independence found only on fibers that are not certified complete "
+            "(sampled), which refutes no dependence claim"
+        )
     else:
         why = "the contradicting evidence within the hypotheses is not verified"
     return INCONCLUSIVE, why
 
 
-def _make_row(claim: Claim, condition: str, results: list[dict], refines: str | None = None
-              ) -> Row:
+def _make_row(claim: Claim, condition: str, results: list[dict], refines: str | None = None) -> Row:
     computed = _aggregate(results)
     ev = _evidence(results)
     if refines is not None:
         ev["refines"] = refines
     outcome, reason = _outcome(claim.paper_claim, computed, results, ev)
-    return Row(architecture=claim.architecture, condition=condition,
-               paper_claim=claim.paper_claim, computed=computed, outcome=outcome,
-               agrees=outcome == AGREES, hypotheses=tuple(h.label for h in claim.hypotheses),
-               reason=reason, evidence=ev,
-               _witness_model=next((r["model"] for r in results if r["witness"] is not None),
-                                   None), _summarizer=_ntk_summary)
+    return Row(
+        architecture=claim.architecture,
+        condition=condition,
+        paper_claim=claim.paper_claim,
+        computed=computed,
+        outcome=outcome,
+        agrees=outcome == AGREES,
+        hypotheses=tuple(h.label for h in claim.hypotheses),
+        reason=reason,
+        evidence=ev,
+        _witness_model=next((r["model"] for r in results if r["witness"] is not None), None),
+        _summarizer=_ntk_summary,
+    )
 
 
 def _rows_for(claim: Claim, results: list[dict]) -> list[Row]:
@@ -482,23 +565,29 @@ def _rows_for(claim: Claim, results: list[dict]) -> list[Row]:
     # group the cases by the first candidate condition they satisfy
     groups: dict[str, list[dict]] = {}
     for case, res in zip(claim.cases, results):
-        label = next((r.label for r in claim.refinements if r.predicate(case.structure)),
-                     claim.otherwise or "none of: " + "; ".join(
-                         r.label for r in claim.refinements))
+        label = next(
+            (r.label for r in claim.refinements if r.predicate(case.structure)),
+            claim.otherwise or "none of: " + "; ".join(r.label for r in claim.refinements),
+        )
         groups.setdefault(label, []).append(res)
     if len(groups) < 2 and computed != MIXED:
         return rows
     explained = all(_aggregate(g) in (INDEPENDENT, DEPENDENT) for g in groups.values())
     rows[0].evidence["explained"] = bool(explained)
     for label, group in groups.items():
-        rows.append(_make_row(claim, f"{claim.condition}; {label}", group,
-                              refines=claim.condition))
+        rows.append(_make_row(claim, f"{claim.condition}; {label}", group, refines=claim.condition))
     return rows
 
 
-def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = False,
-                     claims: Sequence[Claim] | None = None,
-                     num_instances: int | None = None, tol: float = 1e-8) -> list[Row]:
+def reproduce_linear(
+    *,
+    seed: int = 0,
+    quick: bool = False,
+    progress: bool = False,
+    claims: Sequence[Claim] | None = None,
+    num_instances: int | None = None,
+    tol: float = 1e-8,
+) -> list[Row]:
     """Compute the table of docs/concepts_linear.md §3 (and its refinements) row by row,
     each judged within its claim's hypotheses (docs/reproduction.md).
 
@@ -526,26 +615,31 @@ def reproduce_linear(*, seed: int = 0, quick: bool = False, progress: bool = Fal
     tol = check_positive_float(tol, "tol")
     quick = check_bool(quick, "quick")
     progress = check_bool(progress, "progress")
-    if claims is not None and (isinstance(claims, (str, bytes)) or not isinstance(claims,
-                                                                                  Sequence)
-                               or not all(isinstance(c, Claim) for c in claims)):
+    if claims is not None and (
+        isinstance(claims, (str, bytes))
+        or not isinstance(claims, Sequence)
+        or not all(isinstance(c, Claim) for c in claims)
+    ):
         raise InputError(f"claims must be a list of Claim; got {short_repr(claims)}")
     claims = list(default_linear_claims(quick=quick) if claims is None else claims)
     n = num_instances if num_instances is not None else (1 if quick else 5)
     n = check_positive_int(n, "num_instances", maximum=MAX_NUM_INSTANCES)
     for claim in claims:
         if claim.paper_claim not in (INDEPENDENT, DEPENDENT):
-            raise InputError(f"paper_claim must be {INDEPENDENT!r} or {DEPENDENT!r}; "
-                             f"got {claim.paper_claim!r}")
+            raise InputError(
+                f"paper_claim must be {INDEPENDENT!r} or {DEPENDENT!r}; got {claim.paper_claim!r}"
+            )
         for case in claim.cases:
             if not claim.condition_holds(case.structure):
-                raise InputError(f"{case.label} does not satisfy the condition "
-                                 f"{claim.condition!r} of its row")
+                raise InputError(
+                    f"{case.label} does not satisfy the condition {claim.condition!r} of its row"
+                )
     rng = as_seed_rng(int(seed))
     bar = None
     if progress:
-        bar = progress_bar(total=n * sum(len(c.cases) for c in claims),
-                           desc="reproduce linear", unit="instance")
+        bar = progress_bar(
+            total=n * sum(len(c.cases) for c in claims), desc="reproduce linear", unit="instance"
+        )
     rows: list[Row] = []
     try:
         for claim in claims:
@@ -618,6 +712,7 @@ def _special_strided_params(net: Any) -> Callable[[np.random.Generator], Any]:
             if net.is_smooth(params, exact=True):
                 return params
         raise InputError(f"no smooth special point found for {net!r}")  # pragma: no cover
+
     return make
 
 
@@ -649,13 +744,18 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
 
     def fc_balanced(widths):
         net = LinearFCNet(widths)
-        return Case(net, net, lambda rng: net.balanced_params(rng),
-                    {"num_starts": 4 if quick else 6, "seed": "instance"})
+        return Case(
+            net,
+            net,
+            lambda rng: net.balanced_params(rng),
+            {"num_starts": 4 if quick else 6, "seed": "instance"},
+        )
 
     def fc_generic(widths):
         net = LinearFCNet(widths)
-        return Case(net, net, net.random_params,
-                    {"num_starts": 4 if quick else 6, "seed": "instance"})
+        return Case(
+            net, net, net.random_params, {"num_starts": 4 if quick else 6, "seed": "instance"}
+        )
 
     def relu_cnn(shapes, strides=None):
         model = ShallowReLUCNN.with_random_inputs(shapes, strides, seed=7)
@@ -667,10 +767,10 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
         return Case(model, model.linear, model.random_params, opts)
 
     is_conv_1d = lambda net: isinstance(net, LinearConvNet) and net.ndim == 1  # noqa: E731
-    exchange = [Refinement("interchangeable layers (same shape, same S_{l-1})",
-                           _interchangeable),
-                Refinement("two filters on one common axis (1D or like (k,1)), same S_{l-1}",
-                           _common_axis)]
+    exchange = [
+        Refinement("interchangeable layers (same shape, same S_{l-1})", _interchangeable),
+        Refinement("two filters on one common axis (1D or like (k,1)), same S_{l-1}", _common_axis),
+    ]
     one_layer = Refinement("one linear layer (V = W_1)", lambda net: net.num_layers == 1)
 
     if quick:
@@ -683,81 +783,177 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
         r_cnn = [relu_cnn([2, 2], [2]), relu_cnn([2, 2], [1])]
         r_mlp = [relu_mlp([2, 2, 2]), relu_mlp([2, 2])]
     else:
-        fc_b = [fc_balanced([2, 2, 2]), fc_balanced([2, 3, 2]), fc_balanced([2, 2, 2, 2]),
-                fc_balanced([3, 2, 3])]
-        fc_g = [fc_generic([2, 2, 2]), fc_generic([2, 3, 2]), fc_generic([2, 2, 2, 2]),
-                fc_generic([3, 2, 3]), fc_generic([1, 2, 1]), fc_generic([2, 1, 2])]
-        c1_strided = [conv([2, 2], [2]), conv([3, 2], [2]), conv([2, 3], [3]),
-                      conv([4, 2], [2]), conv([2, 2, 2], [2, 2]), conv([3, 2, 2], [2, 3]),
-                      conv([5, 3], [2]), conv([3, 3, 3], [2, 2])]
-        c1_special = [conv_special([3, 2], [2]), conv_special([5, 3], [2]),
-                      conv_special([4, 2], [3]), conv_special([5, 2, 2], [2, 2]),
-                      conv_special([3, 3], [2])]
-        c1_stride1 = [conv([2, 2], [1]), conv([3, 3], [1]), conv([2, 3], [1]), conv([2, 4],
-                                                                                    [1]),
-                      conv([2, 2, 2], [1, 2]), conv([2, 2, 2], [2, 1]),
-                      conv([2, 1, 2], [1, 2]), conv([3, 1, 2], [1, 3]), conv([3, 3, 3],
-                                                                             [1, 1])]
-        c2 = [conv([(2, 2), (3, 2)]), conv([(2, 2), (2, 3)], [(2, 1)]),
-              conv([(2, 2), (2, 2)], [(2, 2)]), conv([(3, 2), (2, 2), (2, 2)],
-                                                     [(2, 2), (1, 1)]),
-              conv([(2, 2), (2, 2)]), conv([(2, 3), (2, 3)], [(1, 1)]),
-              conv([(2, 1), (3, 1)]), conv([(2, 1), (4, 1)]), conv([(2, 1), (1, 2)]),
-              conv([(2, 1), (2, 2)]),
-              conv([(2, 2, 2), (2, 2, 2)]), conv([(2, 2), (2, 2), (2, 2)])]
-        r_cnn = [relu_cnn([2, 2], [2]), relu_cnn([3, 2], [2]), relu_cnn([(2, 2), (2, 3)]),
-                 relu_cnn([2, 2], [1]), relu_cnn([(2, 2), (2, 2)]), relu_cnn([2, 3], [1])]
+        fc_b = [
+            fc_balanced([2, 2, 2]),
+            fc_balanced([2, 3, 2]),
+            fc_balanced([2, 2, 2, 2]),
+            fc_balanced([3, 2, 3]),
+        ]
+        fc_g = [
+            fc_generic([2, 2, 2]),
+            fc_generic([2, 3, 2]),
+            fc_generic([2, 2, 2, 2]),
+            fc_generic([3, 2, 3]),
+            fc_generic([1, 2, 1]),
+            fc_generic([2, 1, 2]),
+        ]
+        c1_strided = [
+            conv([2, 2], [2]),
+            conv([3, 2], [2]),
+            conv([2, 3], [3]),
+            conv([4, 2], [2]),
+            conv([2, 2, 2], [2, 2]),
+            conv([3, 2, 2], [2, 3]),
+            conv([5, 3], [2]),
+            conv([3, 3, 3], [2, 2]),
+        ]
+        c1_special = [
+            conv_special([3, 2], [2]),
+            conv_special([5, 3], [2]),
+            conv_special([4, 2], [3]),
+            conv_special([5, 2, 2], [2, 2]),
+            conv_special([3, 3], [2]),
+        ]
+        c1_stride1 = [
+            conv([2, 2], [1]),
+            conv([3, 3], [1]),
+            conv([2, 3], [1]),
+            conv([2, 4], [1]),
+            conv([2, 2, 2], [1, 2]),
+            conv([2, 2, 2], [2, 1]),
+            conv([2, 1, 2], [1, 2]),
+            conv([3, 1, 2], [1, 3]),
+            conv([3, 3, 3], [1, 1]),
+        ]
+        c2 = [
+            conv([(2, 2), (3, 2)]),
+            conv([(2, 2), (2, 3)], [(2, 1)]),
+            conv([(2, 2), (2, 2)], [(2, 2)]),
+            conv([(3, 2), (2, 2), (2, 2)], [(2, 2), (1, 1)]),
+            conv([(2, 2), (2, 2)]),
+            conv([(2, 3), (2, 3)], [(1, 1)]),
+            conv([(2, 1), (3, 1)]),
+            conv([(2, 1), (4, 1)]),
+            conv([(2, 1), (1, 2)]),
+            conv([(2, 1), (2, 2)]),
+            conv([(2, 2, 2), (2, 2, 2)]),
+            conv([(2, 2), (2, 2), (2, 2)]),
+        ]
+        r_cnn = [
+            relu_cnn([2, 2], [2]),
+            relu_cnn([3, 2], [2]),
+            relu_cnn([(2, 2), (2, 3)]),
+            relu_cnn([2, 2], [1]),
+            relu_cnn([(2, 2), (2, 2)]),
+            relu_cnn([2, 3], [1]),
+        ]
         r_mlp = [relu_mlp([2, 2, 2]), relu_mlp([2, 3, 2]), relu_mlp([2, 2]), relu_mlp([3, 2])]
 
-    fc_net = architecture_hypothesis("fully connected linear network",
-                                     lambda net: isinstance(net, LinearFCNet))
+    fc_net = architecture_hypothesis(
+        "fully connected linear network", lambda net: isinstance(net, LinearFCNet)
+    )
     balanced = Hypothesis("balanced: every Delta_l = 0", _balanced)
     d1 = architecture_hypothesis("1D convolution", is_conv_1d)
     strided = architecture_hypothesis(
-        "all strides s_1..s_{L-1} > 1 (the last stride is ignored)", _all_strides_gt1)
-    some1 = architecture_hypothesis("some stride s_1..s_{L-1} = 1",
-                                    lambda net: any(s[0] == 1 for s in net.strides))
-    d2 = architecture_hypothesis("D >= 2", lambda net: isinstance(net, LinearConvNet)
-                                 and net.ndim >= 2)
-    relu_lin = architecture_hypothesis("the linear part meets paper A's theorem: D >= 2, or 1D with all strides > 1",
-                                       lambda net: isinstance(net, LinearConvNet) and (net.ndim >= 2 or _all_strides_gt1(net)))
+        "all strides s_1..s_{L-1} > 1 (the last stride is ignored)", _all_strides_gt1
+    )
+    some1 = architecture_hypothesis(
+        "some stride s_1..s_{L-1} = 1", lambda net: any(s[0] == 1 for s in net.strides)
+    )
+    d2 = architecture_hypothesis(
+        "D >= 2", lambda net: isinstance(net, LinearConvNet) and net.ndim >= 2
+    )
+    relu_lin = architecture_hypothesis(
+        "the linear part meets paper A's theorem: D >= 2, or 1D with all strides > 1",
+        lambda net: isinstance(net, LinearConvNet) and (net.ndim >= 2 or _all_strides_gt1(net)),
+    )
     sizes, regular = standing_hypothesis(SIZES), standing_hypothesis(REGULAR)
 
     return [
-        Claim("fully connected linear", "balanced (all Delta_l = 0)", INDEPENDENT, fc_b,
-              lambda net: isinstance(net, LinearFCNet), hypotheses=[fc_net, balanced]),
-        Claim("fully connected linear", "generic Delta", DEPENDENT, fc_g,
-              lambda net: isinstance(net, LinearFCNet),
-              [Refinement("expected fiber dim <= 0 (#params <= dim M + sum d_l(d_l+1)/2)",
-                          _fc_finite)],
-              "expected fiber dim > 0", hypotheses=[fc_net, GENERIC]),
-        Claim("1D convolution", "all strides s_1..s_{L-1} > 1", INDEPENDENT, c1_strided,
-              _all_strides_gt1,
-              [Refinement("two layers of size > 1 share S_{l-1}", _share_S)],
-              "no two layers of size > 1 share S_{l-1}",
-              hypotheses=[d1, sizes, strided, regular]),
-        Claim("1D convolution",
-              "all strides > 1; full-rank Jacobian but non-generic v (filter 1 a polynomial in "
-              "t^{S_1})",
-              INDEPENDENT, c1_special, _all_strides_gt1,
-              hypotheses=[d1, sizes, strided, regular]),
-        Claim("1D convolution", "some stride = 1", DEPENDENT, c1_stride1,
-              lambda net: is_conv_1d(net) and any(s[0] == 1 for s in net.strides),
-              [Refinement("two layers of size > 1 share S_{l-1}", _share_S)],
-              "no two layers of size > 1 share S_{l-1}",
-              hypotheses=[d1, sizes, some1, GENERIC]),
-        Claim("D >= 2 convolution", "any strides", INDEPENDENT, c2,
-              lambda net: isinstance(net, LinearConvNet) and net.ndim >= 2, exchange,
-              "no interchangeable layers, no two filters on a common axis",
-              hypotheses=[d2, sizes, regular]),
-        Claim("shallow ReLU CNN", "generic", INDEPENDENT, r_cnn,
-              lambda net: isinstance(net, LinearConvNet), exchange,
-              "no interchangeable layers, no two filters on a common axis",
-              hypotheses=[relu_lin, sizes, regular, GENERIC]),
-        Claim("shallow ReLU MLP", "generic", DEPENDENT, r_mlp,
-              lambda net: isinstance(net, LinearFCNet), [one_layer],
-              "L >= 2 linear layers (V = W_L ... W_1)",
-              hypotheses=[architecture_hypothesis("fully connected linear part",
-                                                  lambda net: isinstance(net, LinearFCNet)),
-                          GENERIC]),
+        Claim(
+            "fully connected linear",
+            "balanced (all Delta_l = 0)",
+            INDEPENDENT,
+            fc_b,
+            lambda net: isinstance(net, LinearFCNet),
+            hypotheses=[fc_net, balanced],
+        ),
+        Claim(
+            "fully connected linear",
+            "generic Delta",
+            DEPENDENT,
+            fc_g,
+            lambda net: isinstance(net, LinearFCNet),
+            [
+                Refinement(
+                    "expected fiber dim <= 0 (#params <= dim M + sum d_l(d_l+1)/2)", _fc_finite
+                )
+            ],
+            "expected fiber dim > 0",
+            hypotheses=[fc_net, GENERIC],
+        ),
+        Claim(
+            "1D convolution",
+            "all strides s_1..s_{L-1} > 1",
+            INDEPENDENT,
+            c1_strided,
+            _all_strides_gt1,
+            [Refinement("two layers of size > 1 share S_{l-1}", _share_S)],
+            "no two layers of size > 1 share S_{l-1}",
+            hypotheses=[d1, sizes, strided, regular],
+        ),
+        Claim(
+            "1D convolution",
+            "all strides > 1; full-rank Jacobian but non-generic v (filter 1 a polynomial in "
+            "t^{S_1})",
+            INDEPENDENT,
+            c1_special,
+            _all_strides_gt1,
+            hypotheses=[d1, sizes, strided, regular],
+        ),
+        Claim(
+            "1D convolution",
+            "some stride = 1",
+            DEPENDENT,
+            c1_stride1,
+            lambda net: is_conv_1d(net) and any(s[0] == 1 for s in net.strides),
+            [Refinement("two layers of size > 1 share S_{l-1}", _share_S)],
+            "no two layers of size > 1 share S_{l-1}",
+            hypotheses=[d1, sizes, some1, GENERIC],
+        ),
+        Claim(
+            "D >= 2 convolution",
+            "any strides",
+            INDEPENDENT,
+            c2,
+            lambda net: isinstance(net, LinearConvNet) and net.ndim >= 2,
+            exchange,
+            "no interchangeable layers, no two filters on a common axis",
+            hypotheses=[d2, sizes, regular],
+        ),
+        Claim(
+            "shallow ReLU CNN",
+            "generic",
+            INDEPENDENT,
+            r_cnn,
+            lambda net: isinstance(net, LinearConvNet),
+            exchange,
+            "no interchangeable layers, no two filters on a common axis",
+            hypotheses=[relu_lin, sizes, regular, GENERIC],
+        ),
+        Claim(
+            "shallow ReLU MLP",
+            "generic",
+            DEPENDENT,
+            r_mlp,
+            lambda net: isinstance(net, LinearFCNet),
+            [one_layer],
+            "L >= 2 linear layers (V = W_L ... W_1)",
+            hypotheses=[
+                architecture_hypothesis(
+                    "fully connected linear part", lambda net: isinstance(net, LinearFCNet)
+                ),
+                GENERIC,
+            ],
+        ),
     ]

@@ -32,8 +32,12 @@ def _relu(arch: dict):
 def linear_dimension(arch: dict, seed: int) -> dict:
     """Dimension of the neuromanifold of a linear convolutional network, and its bound."""
     net = _conv(arch)
-    return {"dimension": net.dimension, "bound": net.dimension_bound,
-            "num_params": net.num_params, "end_to_end_size": net.end_to_end_size}
+    return {
+        "dimension": net.dimension,
+        "bound": net.dimension_bound,
+        "num_params": net.num_params,
+        "end_to_end_size": net.end_to_end_size,
+    }
 
 
 def ntk_dependence(arch: dict, seed: int) -> dict:
@@ -41,17 +45,21 @@ def ntk_dependence(arch: dict, seed: int) -> dict:
     invariants? (one random parameter of a linear convolutional network)"""
     net = _conv(arch)
     dep = dependence(net, net.random_params(seed=seed))
-    return {"independent": dep.independent, "max_relative_difference":
-            dep.max_relative_difference, "num_points": dep.num_points,
-            "certified": dep.certified}
+    return {
+        "independent": dep.independent,
+        "max_relative_difference": dep.max_relative_difference,
+        "num_points": dep.num_points,
+        "certified": dep.certified,
+    }
 
 
 def relu_functional_dimension(arch: dict, seed: int) -> dict:
     """Functional dimension of a random ReLU network against the bound P - #hidden."""
     net = _relu(arch)
     res = functional_dimension(net.random_params(seed=seed), arch.get("domain"))
-    return {key: value for key, value in res.to_dict().items()
-            if not isinstance(value, (list, dict))}
+    return {
+        key: value for key, value in res.to_dict().items() if not isinstance(value, (list, dict))
+    }
 
 
 def relu_regions(arch: dict, seed: int) -> dict:
@@ -69,13 +77,24 @@ def conservation(arch: dict, seed: int) -> dict:
 
     net = _relu(arch)
     n = arch.get("data_points")
-    X = None if n is None else np.random.default_rng(seed).standard_normal(
-        (check_positive_int(n, "data_points", maximum=4096), net.input_dim))
+    X = (
+        None
+        if n is None
+        else np.random.default_rng(seed).standard_normal(
+            (check_positive_int(n, "data_points", maximum=4096), net.input_dim)
+        )
+    )
     res = conservation_laws(net, net.random_params(seed=seed), data=X, seed=seed)
-    return {"count": res.count, "known_count": res.known_count, "hidden": net.num_hidden,
-            "dimension": res.dimension, "lie_dimension": res.lie_dimension,
-            "lie_rank_trace": list(res.lie_rank_trace), "certified": res.certified,
-            "reason": res.reason}
+    return {
+        "count": res.count,
+        "known_count": res.known_count,
+        "hidden": net.num_hidden,
+        "dimension": res.dimension,
+        "lie_dimension": res.lie_dimension,
+        "lie_rank_trace": list(res.lie_rank_trace),
+        "certified": res.certified,
+        "reason": res.reason,
+    }
 
 
 #: name -> function(architecture dict, seed) -> JSON-ready dict
@@ -87,9 +106,13 @@ ANALYSES: dict[str, Callable[[dict, int], dict]] = {
     "conservation": conservation,
 }
 
-_KEYS = {"linear_dimension": ("filters", "strides"), "ntk_dependence": ("filters", "strides"),
-         "relu_functional_dimension": ("widths", "domain"), "relu_regions": ("widths", "domain"),
-         "conservation": ("widths", "data_points")}
+_KEYS = {
+    "linear_dimension": ("filters", "strides"),
+    "ntk_dependence": ("filters", "strides"),
+    "relu_functional_dimension": ("widths", "domain"),
+    "relu_regions": ("widths", "domain"),
+    "conservation": ("widths", "data_points"),
+}
 
 
 def architecture_of(analysis: str, arch: Any) -> dict:
@@ -105,8 +128,10 @@ def architecture_of(analysis: str, arch: Any) -> dict:
     allowed = _KEYS[analysis]
     unknown = sorted(set(arch) - set(allowed))
     if unknown or allowed[0] not in arch:
-        raise InputError(f"analysis {analysis!r} takes architectures with keys {list(allowed)} "
-                         f"({allowed[0]!r} required); got {short_repr(arch)}")
+        raise InputError(
+            f"analysis {analysis!r} takes architectures with keys {list(allowed)} "
+            f"({allowed[0]!r} required); got {short_repr(arch)}"
+        )
     # build it once here, so that a bad architecture is refused before the sweep starts
     (_conv if allowed[0] == "filters" else _relu)(arch)
     return dict(arch)

@@ -77,11 +77,17 @@ CONNECT_TIMEOUT = 5.0
 def _seeds(value: Any, where: str) -> list[int]:
     if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_SEEDS:
         return list(range(value))
-    if isinstance(value, list) and value and len(value) <= MAX_SEEDS and all(
-            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value):
+    if (
+        isinstance(value, list)
+        and value
+        and len(value) <= MAX_SEEDS
+        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value)
+    ):
         return list(value)
-    raise InputError(f"{where}: seeds must be a count from 1 to {MAX_SEEDS:,} or a list of "
-                     f"at most {MAX_SEEDS:,} nonnegative ints; got {short_repr(value)}")
+    raise InputError(
+        f"{where}: seeds must be a count from 1 to {MAX_SEEDS:,} or a list of "
+        f"at most {MAX_SEEDS:,} nonnegative ints; got {short_repr(value)}"
+    )
 
 
 def load_config(path: Any) -> dict:
@@ -103,20 +109,21 @@ def load_config(path: Any) -> dict:
         naming the file and the problem otherwise.
     """
     if not isinstance(path, (str, os.PathLike)) or not str(path):
-        raise InputError(f"a sweep configuration must be a path to a TOML file; got "
-                         f"{short_repr(path)}")
+        raise InputError(
+            f"a sweep configuration must be a path to a TOML file; got {short_repr(path)}"
+        )
     path = Path(path)
     try:
         config = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise InputFileError(f"{path}: no such sweep configuration") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputFileError(f"{path}: not a readable TOML sweep configuration "
-                             f"({exc})") from None
+        raise InputFileError(f"{path}: not a readable TOML sweep configuration ({exc})") from None
     if "output" in config:
         if not isinstance(config["output"], str) or not config["output"]:
-            raise InputFileError(f"{path}: output must be a file name (a string); got "
-                                 f"{short_repr(config['output'])}")
+            raise InputFileError(
+                f"{path}: output must be a file name (a string); got {short_repr(config['output'])}"
+            )
         config["output"] = str(path.parent / config["output"])
     config["_source"] = str(path)
     try:
@@ -131,8 +138,9 @@ def load_config(path: Any) -> dict:
 def tasks_of(config: dict) -> list[Task]:
     """Every task of the grid, in a fixed order; bad entries raise an :class:`InputError`."""
     if not isinstance(config, dict):
-        raise InputError(f"a sweep configuration must be a dict (see load_config); got "
-                         f"{short_repr(config)}")
+        raise InputError(
+            f"a sweep configuration must be a dict (see load_config); got {short_repr(config)}"
+        )
     where = config.get("_source", "sweep configuration")
     grid = config.get("grid")
     if not isinstance(grid, list) or not grid:
@@ -141,7 +149,9 @@ def tasks_of(config: dict) -> list[Task]:
     for i, entry in enumerate(grid, start=1):
         here = f"{where}, grid entry {i}"
         if not isinstance(entry, dict) or "analysis" not in entry or "architectures" not in entry:
-            raise InputError(f"{here}: needs 'analysis' and 'architectures'; got {short_repr(entry)}")
+            raise InputError(
+                f"{here}: needs 'analysis' and 'architectures'; got {short_repr(entry)}"
+            )
         unknown = sorted(set(entry) - {"analysis", "architectures", "seeds"})
         if unknown:
             raise InputError(f"{here}: unknown keys {unknown}")
@@ -176,14 +186,17 @@ def _finished_keys(output: Path) -> set[str]:
     try:
         text = data.decode()
     except UnicodeDecodeError:
-        raise InputError(f"{output}: not a sweep's output (not UTF-8 text); refusing to "
-                         f"append to it") from None
+        raise InputError(
+            f"{output}: not a sweep's output (not UTF-8 text); refusing to append to it"
+        ) from None
     for line in text.splitlines():
         try:
             keys.add(json.loads(line)["task"])
         except (ValueError, KeyError, TypeError):
-            raise InputError(f"{output}: line {line[:80]!r} is not a sweep record; "
-                             f"refusing to append to a file that is not a sweep's output") from None
+            raise InputError(
+                f"{output}: line {line[:80]!r} is not a sweep record; "
+                f"refusing to append to a file that is not a sweep's output"
+            ) from None
     return keys
 
 
@@ -191,12 +204,22 @@ def _execute(task: Task) -> dict:
     """Run a task in a worker; never raises (errors become records)."""
     start = time.perf_counter()
     try:
-        result, status, error = run_analysis(task.analysis, task.architecture, task.seed), "ok", None
+        result, status, error = (
+            run_analysis(task.analysis, task.architecture, task.seed),
+            "ok",
+            None,
+        )
     except Exception as exc:
         result, status = None, "error"
-        error = f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_tb(exc.__traceback__)[-3:])
-    return {"status": status, "result": result, "error": error,
-            "seconds": time.perf_counter() - start}
+        error = f"{type(exc).__name__}: {exc}\n" + "".join(
+            traceback.format_tb(exc.__traceback__)[-3:]
+        )
+    return {
+        "status": status,
+        "result": result,
+        "error": error,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def _local(tasks: list[Task], workers: int):
@@ -207,8 +230,15 @@ def _local(tasks: list[Task], workers: int):
             try:
                 yield futures[fut], fut.result()
             except Exception as exc:  # the worker process died
-                yield futures[fut], {"status": "error", "result": None, "seconds": None,
-                                     "error": f"worker lost: {type(exc).__name__}: {exc}"}
+                yield (
+                    futures[fut],
+                    {
+                        "status": "error",
+                        "result": None,
+                        "seconds": None,
+                        "error": f"worker lost: {type(exc).__name__}: {exc}",
+                    },
+                )
 
 
 def _dask(tasks: list[Task], scheduler: Any):
@@ -219,14 +249,18 @@ def _dask(tasks: list[Task], scheduler: Any):
     if isinstance(scheduler, Client):
         client = scheduler
     elif not isinstance(scheduler, str) or "://" not in scheduler:
-        raise InputError(f"a Dask scheduler is an address like 'tcp://host:8786' or a "
-                         f"distributed.Client; got {short_repr(scheduler)}")
+        raise InputError(
+            f"a Dask scheduler is an address like 'tcp://host:8786' or a "
+            f"distributed.Client; got {short_repr(scheduler)}"
+        )
     else:
         try:
             client = Client(scheduler, timeout=CONNECT_TIMEOUT)
         except (OSError, ValueError, TypeError) as exc:  # TimeoutError is an OSError
-            raise InputError(f"cannot reach the Dask scheduler at {scheduler!r} within "
-                             f"{CONNECT_TIMEOUT:g} s ({type(exc).__name__}: {exc})") from None
+            raise InputError(
+                f"cannot reach the Dask scheduler at {scheduler!r} within "
+                f"{CONNECT_TIMEOUT:g} s ({type(exc).__name__}: {exc})"
+            ) from None
     try:
         keys = {"nm-" + hashlib.sha1(t.key.encode()).hexdigest(): t for t in tasks}
         futures = [client.submit(_execute, t, key=k, pure=False) for k, t in keys.items()]
@@ -234,16 +268,29 @@ def _dask(tasks: list[Task], scheduler: Any):
             try:
                 yield keys[fut.key], fut.result()
             except Exception as exc:  # e.g. KilledWorker: the task killed workers repeatedly
-                yield keys[fut.key], {"status": "error", "result": None, "seconds": None,
-                                      "error": f"{type(exc).__name__}: {exc}"}
+                yield (
+                    keys[fut.key],
+                    {
+                        "status": "error",
+                        "result": None,
+                        "seconds": None,
+                        "error": f"{type(exc).__name__}: {exc}",
+                    },
+                )
     finally:
         if client is not scheduler:
             client.close()
 
 
-def run_sweep(config: Any, output: Any = None, *, scheduler: Any = None,
-              workers: int | None = None, progress: bool = False,
-              on_result: Callable[[dict], None] | None = None) -> SweepSummary:
+def run_sweep(
+    config: Any,
+    output: Any = None,
+    *,
+    scheduler: Any = None,
+    workers: int | None = None,
+    progress: bool = False,
+    on_result: Callable[[dict], None] | None = None,
+) -> SweepSummary:
     """Run every task of a sweep that is not already in its output file.
 
     Args:
@@ -276,7 +323,7 @@ def run_sweep(config: Any, output: Any = None, *, scheduler: Any = None,
     if out.is_dir():
         raise InputError(f"sweep output {str(out)!r} is a directory")
     try:
-        open(out, "a").close()      # writable, checked before anything runs
+        open(out, "a").close()  # writable, checked before anything runs
     except OSError as exc:
         raise InputError(f"sweep output {str(out)!r} cannot be written: {exc}") from None
     done = _finished_keys(out)
@@ -285,18 +332,29 @@ def run_sweep(config: Any, output: Any = None, *, scheduler: Any = None,
     start, failed, ran = time.perf_counter(), 0, 0
     bar = None
     if progress:
-        bar = progress_bar(total=len(tasks), initial=len(tasks) - len(todo), unit="task",
-                   desc="sweep", leave=True)
-    source = _dask(todo, scheduler) if scheduler is not None else _local(todo, workers) \
-        if todo else iter(())
+        bar = progress_bar(
+            total=len(tasks), initial=len(tasks) - len(todo), unit="task", desc="sweep", leave=True
+        )
+    source = (
+        _dask(todo, scheduler)
+        if scheduler is not None
+        else _local(todo, workers)
+        if todo
+        else iter(())
+    )
     try:
         with open(out, "a") as fh:
             for task, outcome in source:
                 if task.key in done:  # a rescheduled duplicate: written once only
                     continue
                 done.add(task.key)
-                record = {"task": task.key, "analysis": task.analysis,
-                          "architecture": task.architecture, "seed": task.seed, **outcome}
+                record = {
+                    "task": task.key,
+                    "analysis": task.analysis,
+                    "architecture": task.architecture,
+                    "seed": task.seed,
+                    **outcome,
+                }
                 fh.write(json.dumps(record) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -309,5 +367,11 @@ def run_sweep(config: Any, output: Any = None, *, scheduler: Any = None,
     finally:
         if bar is not None:
             bar.close()
-    return SweepSummary(output=str(out), total=len(tasks), skipped=len(tasks) - len(todo),
-                        ran=ran, failed=failed, seconds=time.perf_counter() - start)
+    return SweepSummary(
+        output=str(out),
+        total=len(tasks),
+        skipped=len(tasks) - len(todo),
+        ran=ran,
+        failed=failed,
+        seconds=time.perf_counter() - start,
+    )

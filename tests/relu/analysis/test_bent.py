@@ -22,8 +22,13 @@ def test_one_hidden_layer_pieces_and_jumps(d, n, seed):
         # H_j is cut by the other n-1 hyperplanes (general position) into this many pieces
         assert nu.num_pieces == sum(comb(n - 1, i) for i in range(d))
         assert nu.status == "visible"
-        expected = np.array([[Fraction(float(W2[o, j])) * Fraction(float(W1[j, k]))
-                              for k in range(d)] for o in range(2)], dtype=object)
+        expected = np.array(
+            [
+                [Fraction(float(W2[o, j])) * Fraction(float(W1[j, k])) for k in range(d)]
+                for o in range(2)
+            ],
+            dtype=object,
+        )
         for piece in nu.pieces:
             assert (piece.jump == expected).all()  # c_j a_j^T exactly (docs/concepts_relu.md §2)
             assert piece.visible
@@ -31,8 +36,8 @@ def test_one_hidden_layer_pieces_and_jumps(d, n, seed):
 
 def test_zero_outgoing_weight_is_hidden_and_dead_neuron_is_dead():
     W1 = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
-    b1 = np.array([0.0, 0.0, -1.0])                 # neuron 2 is dead everywhere
-    W2 = np.array([[1.0, 0.0, 5.0]])               # neuron 1 has no outgoing weight
+    b1 = np.array([0.0, 0.0, -1.0])  # neuron 2 is dead everywhere
+    W2 = np.array([[1.0, 0.0, 5.0]])  # neuron 1 has no outgoing weight
     B = bent_hyperplanes([(W1, b1), (W2, np.zeros(1))])
     assert [n.status for n in B.neurons] == ["visible", "hidden", "dead"]
     assert B.num_visible == 1 and B.num_hidden == 1 and not B.all_visible
@@ -41,8 +46,11 @@ def test_zero_outgoing_weight_is_hidden_and_dead_neuron_is_dead():
 
 
 def _hiding(t):
-    return [(np.array([[1.0]]), np.array([t])), (np.array([[1.0]]), np.array([-1.0 - t])),
-            (np.array([[1.0]]), np.array([0.0]))]
+    return [
+        (np.array([[1.0]]), np.array([t])),
+        (np.array([[1.0]]), np.array([-1.0 - t])),
+        (np.array([[1.0]]), np.array([0.0])),
+    ]
 
 
 @pytest.mark.parametrize("t", [-0.5, 0.0, 2.0])
@@ -51,7 +59,7 @@ def test_spec_hiding_family_first_layer_hidden(t):
     assert B.neuron(1, 0).status == "hidden"
     assert B.neuron(2, 0).status == "visible"
     piece = B.neuron(2, 0).pieces[0]
-    assert float(piece.point_exact[0]) == 1.0     # relu(x - 1) bends at x = 1
+    assert float(piece.point_exact[0]) == 1.0  # relu(x - 1) bends at x = 1
     assert piece.jump[0, 0] == 1
 
 
@@ -88,15 +96,20 @@ def test_pieces_lie_on_hyperplanes_and_jumps_match_forward(seed, domain):
 
             def grad(x):
                 e = 1e-2 * h
-                return np.array([(forward(p, x + e * ek) - forward(p, x - e * ek))[0] / (2 * e)
-                                 for ek in np.eye(2)])
+                return np.array(
+                    [
+                        (forward(p, x + e * ek) - forward(p, x - e * ek))[0] / (2 * e)
+                        for ek in np.eye(2)
+                    ]
+                )
+
             g_plus, g_minus = grad(piece.point + h * nrm), grad(piece.point - h * nrm)
-            np.testing.assert_allclose(g_plus - g_minus, piece.jump[0].astype(float),
-                                       atol=1e-5)
+            np.testing.assert_allclose(g_plus - g_minus, piece.jump[0].astype(float), atol=1e-5)
 
 
 def test_result_serializes():
     import json
+
     B = bent_hyperplanes(ReLUNet([2, 2, 1]).random_params(1))
     d = B.to_dict()
     assert json.dumps(d) and len(d["neurons"]) == 2
@@ -104,10 +117,11 @@ def test_result_serializes():
 
 def test_unknown_neuron_is_a_clear_error():
     from neuromanifold import InputError
+
     B = bent_hyperplanes(ReLUNet([2, 3, 1]).random_params(0))
     assert B.neuron(1, 2).index == 2
     with pytest.raises(InputError, match="1-based"):
-        B.neuron(2, 0)   # there is only one hidden layer
+        B.neuron(2, 0)  # there is only one hidden layer
 
 
 def test_visibility_at_a_tolerance():
@@ -124,5 +138,6 @@ def test_visibility_at_a_tolerance():
     q = [(W1 * 2.0**-1000, b1 * 2.0**-1000), (p[1][0] * 2.0**1000, p[1][1])]
     Bq = bent_hyperplanes(q)
     assert [n.status for n in Bq.neurons] == ["visible", "hidden"]
-    assert [pc.jump_size for n in Bq.neurons for pc in n.pieces] == \
-           [pc.jump_size for n in B.neurons for pc in n.pieces]
+    assert [pc.jump_size for n in Bq.neurons for pc in n.pieces] == [
+        pc.jump_size for n in B.neurons for pc in n.pieces
+    ]

@@ -21,14 +21,18 @@ def _flow_or_partial(*args, **kwargs):
 
 
 @settings(max_examples=8)
-@given(widths=st.lists(st.integers(1, 4), min_size=2, max_size=2), d=st.integers(1, 3),
-       out=st.integers(1, 2), seed=st.integers(0, 999))
+@given(
+    widths=st.lists(st.integers(1, 4), min_size=2, max_size=2),
+    d=st.integers(1, 3),
+    out=st.integers(1, 2),
+    seed=st.integers(0, 999),
+)
 def test_rescaling_laws_are_conserved_along_random_three_layer_flows(widths, d, out, seed):
     rng = np.random.default_rng(seed)
     p = ReLUNet([d] + widths + [out]).random_params(seed=seed)
     X, Y = rng.standard_normal((12, d)), rng.standard_normal((12, out))
     flow = _flow_or_partial(p, X, Y, 0.3, num_times=31, max_steps=600)
-    assume(len(flow.times) >= 3)         # a flow that stalls at once at a kink says nothing
+    assume(len(flow.times) >= 3)  # a flow that stalls at once at a kink says nothing
     assert flow.max_law_drift < 1e-8
     assert flow.loss_monotone
     assert len(flow.law_names) >= sum(widths)
@@ -37,9 +41,11 @@ def test_rescaling_laws_are_conserved_along_random_three_layer_flows(widths, d, 
 def _two_block_net(b2_first):
     """d = 1, one first-layer neuron, a block of two second-layer neurons active on the
     data x in [0.5, 1.5] at t = 0 (pre-activations x + b2_first and x/2 + 3)."""
-    return [(np.array([[1.0]]), np.array([0.0])),
-            (np.array([[1.0], [0.5]]), np.array([b2_first, 3.0])),
-            (np.array([[1.0, 1.0]]), np.array([0.0]))]
+    return [
+        (np.array([[1.0]]), np.array([0.0])),
+        (np.array([[1.0], [0.5]]), np.array([b2_first, 3.0])),
+        (np.array([[1.0, 1.0]]), np.array([0.0])),
+    ]
 
 
 X_LINE = np.linspace(0.5, 1.5, 6)[:, None]
@@ -63,10 +69,10 @@ def test_block_law_drifts_once_a_neuron_of_the_block_switches_off():
     p = _two_block_net(0.3)
     flow = gradient_flow(p, X_LINE, np.full((6, 1), -1.0), 1.0, num_times=201)
     leave = flow.blocks_leave_time
-    assert leave is not None and 0.02 < leave < 1.0     # several samples before it
-    assert flow.max_block_drift_while_active < 1e-9        # conserved while active ...
-    assert flow.max_block_drift > 1e-3                     # ... not after
-    assert flow.max_law_drift < 1e-9                       # rescaling laws: always
+    assert leave is not None and 0.02 < leave < 1.0  # several samples before it
+    assert flow.max_block_drift_while_active < 1e-9  # conserved while active ...
+    assert flow.max_block_drift > 1e-3  # ... not after
+    assert flow.max_law_drift < 1e-9  # rescaling laws: always
     assert flow.pattern_changes.sum() > 0 and flow.first_change_time <= leave
 
 
@@ -118,22 +124,27 @@ def test_block_law_formula():
     del rng
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda p: block_law(p, []), "non-empty"),
-    (lambda p: block_law(p, [0, 0]), "repeat"),
-    (lambda p: block_law(p, [5]), "neuron indices"),
-    (lambda p: block_law(p, [0], layer=3), "hidden layer"),
-    (lambda p: block_law(p[:1], [0]), "need a hidden layer"),
-    (lambda p: gradient_flow(p, np.ones((3, 3)), np.ones((3, 1)), 1.0), "X must have shape"),
-    (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones((2, 1)), 1.0), "Y must have shape"),
-    (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), -1.0), "t_final"),
-    (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, num_times=1), "num_times"),
-    (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, method="Euler"), "method"),
-    (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, laws="all"), "laws must"),
-    (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, laws=[(2, [9])]),
-     "neuron indices"),
-    (lambda p: active_blocks(p, np.ones((0, 2))), "N >= 1"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda p: block_law(p, []), "non-empty"),
+        (lambda p: block_law(p, [0, 0]), "repeat"),
+        (lambda p: block_law(p, [5]), "neuron indices"),
+        (lambda p: block_law(p, [0], layer=3), "hidden layer"),
+        (lambda p: block_law(p[:1], [0]), "need a hidden layer"),
+        (lambda p: gradient_flow(p, np.ones((3, 3)), np.ones((3, 1)), 1.0), "X must have shape"),
+        (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones((2, 1)), 1.0), "Y must have shape"),
+        (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), -1.0), "t_final"),
+        (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, num_times=1), "num_times"),
+        (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, method="Euler"), "method"),
+        (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, laws="all"), "laws must"),
+        (
+            lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, laws=[(2, [9])]),
+            "neuron indices",
+        ),
+        (lambda p: active_blocks(p, np.ones((0, 2))), "N >= 1"),
+    ],
+)
 def test_bad_input_is_an_input_error(call, match):
     p = ReLUNet([2, 3, 2, 1]).random_params(seed=0)
     with pytest.raises(InputError, match=match):

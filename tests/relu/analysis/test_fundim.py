@@ -16,8 +16,11 @@ from tests.support.relu import dyadic_net
 
 
 @settings(max_examples=20, deadline=None)
-@given(widths=st.lists(st.integers(1, 3), min_size=2, max_size=4), seed=st.integers(0, 10**6),
-       domain=st.sampled_from([None, "orthant", (-1, 1)]))
+@given(
+    widths=st.lists(st.integers(1, 3), min_size=2, max_size=4),
+    seed=st.integers(0, 10**6),
+    domain=st.sampled_from([None, "orthant", (-1, 1)]),
+)
 def test_never_exceeds_bound_and_dominates_sampled_rank(widths, seed, domain):
     net = ReLUNet(widths)
     p = net.random_params(seed)
@@ -89,8 +92,10 @@ def test_two_hidden_layers_reach_bound_on_most_draws_where_every_neuron_bends():
         at_bound += fd.at_bound
         if not fd.at_bound:
             assert _sampled_rank(net, p) <= fd.rank < fd.bound
-    print(f"[3, 4, 4, 1]: {meeting}/{draws} draws have every neuron visible, "
-          f"{at_bound} of them reach P - hidden")
+    print(
+        f"[3, 4, 4, 1]: {meeting}/{draws} draws have every neuron visible, "
+        f"{at_bound} of them reach P - hidden"
+    )
     assert at_bound > 0
 
 
@@ -106,6 +111,7 @@ def test_every_neuron_bending_does_not_imply_the_bound():
     assert fd.rank < fd.bound
     assert _sampled_rank(net, p) == fd.rank
     from neuromanifold.relu import regions
+
     R = regions(p)
     assert all(not r.pattern[0][2] for r in R if r.pattern[1][0])
     # the locally free direction: W2[0, 2] alone
@@ -113,6 +119,7 @@ def test_every_neuron_bending_does_not_imply_the_bound():
     W2[0, 2] += 1e-3
     q = [p[0], (W2, p[1][1]), p[2]]
     from neuromanifold.relu import equivalent
+
     assert equivalent(p, q, method="regions").equivalent
     # independently of the exact rank: the hidden rescaling directions and e_{W2[0, 2]}
     # are hidden + 1 linearly independent (exact rank) null vectors of the float Jacobian
@@ -121,8 +128,8 @@ def test_every_neuron_bending_does_not_imply_the_bound():
     for l in range(2):
         for i in range(4):
             v = [(np.zeros_like(W), np.zeros_like(b)) for W, b in p]
-            v[l][0][i], v[l][1][i] = p[l][0][i], p[l][1][i]      # incoming row and bias
-            v[l + 1][0][:, i] = -p[l + 1][0][:, i]               # minus outgoing column
+            v[l][0][i], v[l][1][i] = p[l][0][i], p[l][1][i]  # incoming row and bias
+            v[l + 1][0][:, i] = -p[l + 1][0][:, i]  # minus outgoing column
             null.append(net.flatten(v))
     e = [(np.zeros_like(W), np.zeros_like(b)) for W, b in p]
     e[1][0][0, 2] = 1.0
@@ -131,7 +138,7 @@ def test_every_neuron_bending_does_not_imply_the_bound():
     assert exact_rank(N) == net.num_hidden + 1
     X = np.random.default_rng(1).standard_normal((5000, 3)) * 5
     J = net.jacobian(p, X)
-    assert np.all(J @ N[-1] == 0)                      # exactly: h1[2] = 0 where (2, 0) is on
+    assert np.all(J @ N[-1] == 0)  # exactly: h1[2] = 0 where (2, 0) is on
     assert np.abs(J @ N[:-1].T).max() < 1e-12 * np.abs(J).max()
     assert fd.rank <= fd.bound - 1
 
@@ -192,20 +199,27 @@ def test_neurons_parallel_up_to_rounding_count_once_at_the_default_tol():
 
 def test_extreme_magnitudes_give_the_same_functional_dimension():
     for p in (_parallel_up_to_rounding(1), ReLUNet([2, 3, 2, 1]).random_params(4)):
-        q = [(p[0][0] * 2.0**-1000, p[0][1] * 2.0**-1000), (p[1][0] * 2.0**1000, p[1][1]),
-             *p[2:]]
+        q = [(p[0][0] * 2.0**-1000, p[0][1] * 2.0**-1000), (p[1][0] * 2.0**1000, p[1][1]), *p[2:]]
         for tol in (1e-9, 0):
             a, b = functional_dimension(p, tol=tol), functional_dimension(q, tol=tol)
-            assert (a.rank, a.num_regions, a.num_thin_regions) == \
-                   (b.rank, b.num_regions, b.num_thin_regions)
-            assert (a.smallest_counted, a.largest_dropped) == (b.smallest_counted, b.largest_dropped)
+            assert (a.rank, a.num_regions, a.num_thin_regions) == (
+                b.rank,
+                b.num_regions,
+                b.num_thin_regions,
+            )
+            assert (a.smallest_counted, a.largest_dropped) == (
+                b.smallest_counted,
+                b.largest_dropped,
+            )
 
 
 # -- the fast path: sampled regions first, stop at the bound -----------------------------
 
+
 def _exhaustive_rank(p, domain=None):
     """The former computation: every region, exact rows, exact rational rank."""
     import flint
+
     R, cells, enet, _ = compute_regions(p, domain, False)
     P = sum(np.size(W) + np.size(b) for W, b in p)
     rows = [row for c in cells for row in region_rows(enet, c.patterns[0], c.center_q)[0]]
@@ -215,12 +229,12 @@ def _exhaustive_rank(p, domain=None):
 def _adversarial(kind, rng, widths):
     p = ReLUNet(widths).random_params(int(rng.integers(10**6)))
     p = [(W.copy(), b.copy()) for W, b in p]
-    if kind == "dead":          # a first-layer neuron inactive everywhere
+    if kind == "dead":  # a first-layer neuron inactive everywhere
         p[0][0][0] = 0.0
         p[0][1][0] = -1.0
-    elif kind == "parallel":    # two first-layer neurons on the same hyperplane, exactly
+    elif kind == "parallel":  # two first-layer neurons on the same hyperplane, exactly
         p[0][0][1], p[0][1][1] = 2.0 * p[0][0][0], 2.0 * p[0][1][0]
-    elif kind == "zero_out":    # a neuron whose outgoing weights vanish
+    elif kind == "zero_out":  # a neuron whose outgoing weights vanish
         p[1][0][:, 0] = 0.0
     elif kind == "dyadic":
         p = dyadic_net(rng, widths)
@@ -228,10 +242,12 @@ def _adversarial(kind, rng, widths):
 
 
 @settings(max_examples=14, deadline=None)
-@given(seed=st.integers(0, 10**6),
-       kind=st.sampled_from(["generic", "dead", "parallel", "zero_out", "dyadic"]),
-       widths=st.sampled_from([[2, 3, 2, 1], [2, 2, 1, 2], [1, 3, 1, 1], [2, 3, 1], [3, 2, 2, 1]]),
-       domain=st.sampled_from([None, "orthant", (-1, 1)]))
+@given(
+    seed=st.integers(0, 10**6),
+    kind=st.sampled_from(["generic", "dead", "parallel", "zero_out", "dyadic"]),
+    widths=st.sampled_from([[2, 3, 2, 1], [2, 2, 1, 2], [1, 3, 1, 1], [2, 3, 1], [3, 2, 2, 1]]),
+    domain=st.sampled_from([None, "orthant", (-1, 1)]),
+)
 def test_fast_rank_equals_the_exhaustive_exact_rank(seed, kind, widths, domain):
     """Width-1 layers, dead, parallel and disconnected neurons, dyadic weights with exact
     coincidences: the exact rank (tol=0) equals the rank over every region, whether the
@@ -240,7 +256,7 @@ def test_fast_rank_equals_the_exhaustive_exact_rank(seed, kind, widths, domain):
     fd = functional_dimension(p, domain, tol=0)
     assert fd.rank == _exhaustive_rank(p, domain)
     assert fd.certified and fd.rank <= fd.bound
-    assert fd.enumerated or fd.rank == fd.bound    # stops early only at the bound
+    assert fd.enumerated or fd.rank == fd.bound  # stops early only at the bound
 
 
 def test_stops_at_the_bound_without_enumerating():
@@ -250,12 +266,14 @@ def test_stops_at_the_bound_without_enumerating():
         assert fd.at_bound and fd.certified and not fd.enumerated
         assert 0 < fd.num_sampled_regions == fd.num_regions
     from neuromanifold.relu import regions
+
     assert fd.num_regions < regions(p).num_regions
 
 
 def test_below_the_bound_every_region_is_used():
     p = _adversarial("dead", np.random.default_rng(0), [2, 3, 2, 1])
     from neuromanifold.relu import regions
+
     n = regions(p).num_regions
     for tol in (1e-9, 0):
         fd = functional_dimension(p, tol=tol, method="regions")
@@ -265,13 +283,18 @@ def test_below_the_bound_every_region_is_used():
 
 # -- the MILP phase: kernel directions decided without enumerating ------------------------
 
+
 @settings(max_examples=int(os.environ.get("NM_MILP_EXAMPLES", 16)), deadline=None)
-@given(seed=st.integers(0, 10**6),
-       kind=st.sampled_from(["generic", "dead", "parallel", "zero_out", "dyadic"]),
-       widths=st.sampled_from([[2, 3, 2, 1], [2, 2, 1, 2], [1, 3, 1, 1], [2, 3, 1], [3, 2, 2, 1],
-                               [2, 4, 3, 2]]),
-       domain=st.sampled_from([None, "orthant", (-1, 1), ([0.5, -2.0], [3.0, 4.0])]),
-       tol=st.sampled_from([1e-9, 0]), samples=st.sampled_from([2000, 8]))
+@given(
+    seed=st.integers(0, 10**6),
+    kind=st.sampled_from(["generic", "dead", "parallel", "zero_out", "dyadic"]),
+    widths=st.sampled_from(
+        [[2, 3, 2, 1], [2, 2, 1, 2], [1, 3, 1, 1], [2, 3, 1], [3, 2, 2, 1], [2, 4, 3, 2]]
+    ),
+    domain=st.sampled_from([None, "orthant", (-1, 1), ([0.5, -2.0], [3.0, 4.0])]),
+    tol=st.sampled_from([1e-9, 0]),
+    samples=st.sampled_from([2000, 8]),
+)
 def test_milp_rank_equals_the_exhaustive_exact_rank(seed, kind, widths, domain, tol, samples):
     """The ground truth is the exact rank over every region; the MILP phase must reach it
     on random and adversarial networks (dead, parallel, disconnected neurons, dyadic
@@ -280,11 +303,14 @@ def test_milp_rank_equals_the_exhaustive_exact_rank(seed, kind, widths, domain, 
     from unittest import mock
 
     from neuromanifold.relu._analysis import fundim as _fundim
+
     if isinstance(domain, tuple) and np.ndim(domain[0]) and len(domain[0]) != widths[0]:
         domain = (-1, 1)
     p = _adversarial(kind, np.random.default_rng(seed), widths)
-    with mock.patch.object(_fundim, "_SAMPLES", samples), \
-            mock.patch.object(_fundim, "_SAMPLE_BATCH", min(samples, 250)):
+    with (
+        mock.patch.object(_fundim, "_SAMPLES", samples),
+        mock.patch.object(_fundim, "_SAMPLE_BATCH", min(samples, 250)),
+    ):
         fd = functional_dimension(p, domain, tol=tol, method="milp")
     assert fd.rank == _exhaustive_rank(p, domain)
     assert fd.method in ("sampling", "milp", "regions")
@@ -293,8 +319,8 @@ def test_milp_rank_equals_the_exhaustive_exact_rank(seed, kind, widths, domain, 
     elif tol == 0:
         assert fd.certified
     assert fd.enumerated == (fd.method == "regions")
-    assert ("the MILP phase" in fd.note) == fd.enumerated   # the hand-over says why
-    assert fd.certified or fd.note                          # never uncertified without why
+    assert ("the MILP phase" in fd.note) == fd.enumerated  # the hand-over says why
+    assert fd.certified or fd.note  # never uncertified without why
     if kind in ("generic", "dead", "zero_out"):
         # no exact coincidences: the MILP phase settles everything (a fallback here means
         # a wrong derivative or a witness that was none)
@@ -318,9 +344,9 @@ def test_a_corner_region_found_by_milp():
     from unittest import mock
 
     from neuromanifold.relu._analysis import fundim as _fundim
+
     p = _adversarial("generic", np.random.default_rng(29786), [2, 2, 1, 2])
-    with mock.patch.object(_fundim, "_SAMPLES", 8), mock.patch.object(_fundim,
-                                                                      "_SAMPLE_BATCH", 8):
+    with mock.patch.object(_fundim, "_SAMPLES", 8), mock.patch.object(_fundim, "_SAMPLE_BATCH", 8):
         fd = functional_dimension(p, (-1, 1), method="milp")
     assert fd.rank == _exhaustive_rank(p, (-1, 1)) == 7 and fd.method == "milp"
 
@@ -328,16 +354,22 @@ def test_a_corner_region_found_by_milp():
 def test_a_dead_neuron_is_decided_by_milp():
     p = _adversarial("dead", np.random.default_rng(0), [2, 3, 2, 1])
     fd = functional_dimension(p)
-    assert (fd.rank, fd.method, fd.certified, fd.enumerated) == (_exhaustive_rank(p), "milp",
-                                                                False, False)
+    assert (fd.rank, fd.method, fd.certified, fd.enumerated) == (
+        _exhaustive_rank(p),
+        "milp",
+        False,
+        False,
+    )
 
 
 # -- budgets -------------------------------------------------------------------------------
+
 
 def test_budgets_raise_with_a_partial_lower_bound():
     import pytest
 
     from neuromanifold import ComputationLimitError, InputError
+
     p = _adversarial("dead", np.random.default_rng(0), [2, 3, 2, 1])
     full = functional_dimension(p, method="regions")
     with pytest.raises(ComputationLimitError, match="max_regions=2") as err:
@@ -350,8 +382,10 @@ def test_budgets_raise_with_a_partial_lower_bound():
     with pytest.raises(InputError, match="method must be one of"):
         functional_dimension(p, method="exact")
     # a budget that is not reached changes nothing
-    assert functional_dimension(p, max_regions=10**6, time_limit=600.0).rank == \
-        functional_dimension(p).rank
+    assert (
+        functional_dimension(p, max_regions=10**6, time_limit=600.0).rank
+        == functional_dimension(p).rank
+    )
 
 
 @pytest.mark.parametrize("scale", [1e200, 1e300])
@@ -371,12 +405,15 @@ def test_a_large_output_scale_keeps_the_rank():
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10**6),
-       widths=st.sampled_from([[1, 1], [3, 2, 1], [2, 4, 3], [5, 4, 3, 2], [4, 3, 5, 2, 3]]))
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[1, 1], [3, 2, 1], [2, 4, 3], [5, 4, 3, 2], [4, 3, 5, 2, 3]]),
+)
 def test_sketch_from_the_factors_is_the_sketch_of_the_rows(seed, widths):
     """The sketched rows and the value rows' column maxima built from the factors of the
     rows (no m (d + 1) x P matrix) equal those of the rows themselves."""
     from neuromanifold.relu._analysis import fundim as _fd
+
     rng = np.random.default_rng(seed)
     p = ReLUNet(widths).random_params(seed)
     Ws, bs = _fd._balanced(p)
@@ -385,11 +422,16 @@ def test_sketch_from_the_factors_is_the_sketch_of_the_rows(seed, widths):
     rows = _fd._float_rows(Ws, bs, patterns, x)
     G, V, U = _fd._row_factors(Ws, bs, patterns, x)
     S = rng.standard_normal((7, rows.shape[0]))
-    np.testing.assert_allclose(_fd._sketched_rows(G, V, U, S), S @ _fd._row_scaled(rows),
-                               rtol=1e-12, atol=1e-13 * np.abs(S).sum(axis=1).max())
+    np.testing.assert_allclose(
+        _fd._sketched_rows(G, V, U, S),
+        S @ _fd._row_scaled(rows),
+        rtol=1e-12,
+        atol=1e-13 * np.abs(S).sum(axis=1).max(),
+    )
     d = widths[0]
-    np.testing.assert_array_equal(_fd._value_colmax(G, V, U),
-                                  np.max(np.abs(rows[0::d + 1]), axis=0))
+    np.testing.assert_array_equal(
+        _fd._value_colmax(G, V, U), np.max(np.abs(rows[0 :: d + 1]), axis=0)
+    )
     np.testing.assert_array_equal(_fd._row_peaks(G, V, U), np.max(np.abs(rows), axis=1))
 
 
@@ -422,7 +464,8 @@ def test_layered_float_rank_is_capped_by_the_exact_rank_of_its_regions(monkeypat
     # space of the first level carries rounding into the next, which the exact check
     # modulo the prime catches; the answer never exceeds the exact functional dimension
     from neuromanifold.relu._analysis import fundim
-    monkeypatch.setattr(fundim, "_DENSE_LIMIT", 0)   # the layered answer, not the stacked
+
+    monkeypatch.setattr(fundim, "_DENSE_LIMIT", 0)  # the layered answer, not the stacked
     rng = np.random.default_rng(1)
     p = [(W.copy(), b.copy()) for W, b in ReLUNet([3, 4, 3, 2]).random_params(1)]
     p[0][0][1], p[0][1][1] = p[0][0][0], p[0][1][0]
@@ -435,6 +478,7 @@ def test_rational_entries_keep_the_exact_route():
     # the residues of the layered route are those of the floats: a weight of 1/3 is not
     # a float, so tol=0 answers from the exact rows (its float copy has more dimensions)
     from fractions import Fraction
+
     p = ReLUNet([3, 6, 5, 2]).random_params(0)
     p = [([list(map(Fraction, row)) for row in W], list(map(Fraction, b))) for W, b in p]
     p[0][0][1] = [v / 3 for v in p[0][0][0]]

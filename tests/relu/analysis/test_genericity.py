@@ -22,8 +22,9 @@ def on_hyperplane(W, b, j, x):
     return sum(Fraction(float(w)) * xi for w, xi in zip(W[j], x)) + Fraction(float(b[j])) == 0
 
 
-@pytest.mark.parametrize("widths", [[2, 3, 1], [2, 4, 3, 1], [3, 4, 2, 1], [1, 3, 3, 1],
-                                    [2, 3, 3, 2, 1]])
+@pytest.mark.parametrize(
+    "widths", [[2, 3, 1], [2, 4, 3, 1], [3, 4, 2, 1], [1, 3, 3, 1], [2, 3, 3, 2, 1]]
+)
 @pytest.mark.parametrize("domain", [None, "orthant", (-1.0, 1.0)])
 def test_random_networks_are_generic(widths, domain):
     for seed in range(2):
@@ -74,15 +75,19 @@ def test_hyperplane_through_a_vertex_of_the_orthant():
 
 
 def test_rank_deficient_masked_product():
-    p = [(np.eye(2), np.array([0.5, 0.5])),
-         (np.array([[1.0, 2.0], [2.0, 4.0]]), np.array([0.1, -0.2])),
-         (np.ones((1, 2)), np.zeros(1))]
+    p = [
+        (np.eye(2), np.array([0.5, 0.5])),
+        (np.array([[1.0, 2.0], [2.0, 4.0]]), np.array([0.1, -0.2])),
+        (np.ones((1, 2)), np.zeros(1)),
+    ]
     g = genericity(p)
     assert g.supertransversal and not g.maximal_rank and not g.generic
     fails = [f for f in g.failures if f.condition == "rank"]
     assert fails and all(f.measured < f.expected for f in fails)
-    assert any(f.layers == (1, 2) and f.elements == ("D2 W2 D1 W1",)
-               and f.pattern == ((1, 1), (1, 1)) for f in fails)
+    assert any(
+        f.layers == (1, 2) and f.elements == ("D2 W2 D1 W1",) and f.pattern == ((1, 1), (1, 1))
+        for f in fails
+    )
     # the same with a generic second layer passes
     p[1] = (np.array([[1.0, 2.0], [2.0, -1.0]]), np.array([0.1, -0.2]))
     assert genericity(p).generic
@@ -90,12 +95,16 @@ def test_rank_deficient_masked_product():
 
 def test_deep_piece_through_a_vertex_and_a_zero_row():
     # layer-2 neuron with zero bias: its pieces pass through the vertex of layer 1
-    p = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -2.0], [1.0, 1.0]]), np.array([0.0, -1.0])),
-         (np.ones((1, 2)), np.zeros(1))]
+    p = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -2.0], [1.0, 1.0]]), np.array([0.0, -1.0])),
+        (np.ones((1, 2)), np.zeros(1)),
+    ]
     g = genericity(p)
     s2 = [f for f in g.failures if f.condition == "S2"]
-    assert any(f.kind == "common point" and f.point == (0, 0) and "neuron (2, 1)" in f.elements
-               for f in s2)
+    assert any(
+        f.kind == "common point" and f.point == (0, 0) and "neuron (2, 1)" in f.elements for f in s2
+    )
     assert g.supertransversal is False
     p[1] = (p[1][0], np.array([0.5, -1.0]))
     assert genericity(p).generic
@@ -104,9 +113,12 @@ def test_deep_piece_through_a_vertex_and_a_zero_row():
 
 
 @settings(max_examples=15)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 4),
-       scale=st.sampled_from([-4.0, -1.0, -0.5, 0.5, 1.0, 2.0]),
-       domain=st.sampled_from([None, "orthant"]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 4),
+    scale=st.sampled_from([-4.0, -1.0, -0.5, 0.5, 1.0, 2.0]),
+    domain=st.sampled_from([None, "orthant"]),
+)
 def test_making_two_first_layer_rows_parallel_is_always_flagged(seed, n, scale, domain):
     # powers of two: the multiple is exact in floats (3/8 * w usually is not, and then the
     # rows are, exactly, not parallel)
@@ -118,8 +130,12 @@ def test_making_two_first_layer_rows_parallel_is_always_flagged(seed, n, scale, 
         W[0] = np.array([1.0, -1.0])
         W[1] = scale * W[0]
     g = genericity(p, domain)
-    assert any(f.condition == "S1" and f.kind == "dependent normals"
-               and {"neuron (1, 1)", "neuron (1, 2)"} <= set(f.elements) for f in g.failures)
+    assert any(
+        f.condition == "S1"
+        and f.kind == "dependent normals"
+        and {"neuron (1, 1)", "neuron (1, 2)"} <= set(f.elements)
+        for f in g.failures
+    )
 
 
 def test_report_and_errors():
@@ -134,9 +150,11 @@ def test_report_and_errors():
 
 
 @settings(max_examples=25)
-@given(seed=st.integers(0, 2**32 - 1),
-       widths=st.sampled_from([[2, 3, 1], [2, 3, 2, 1], [1, 3, 2, 1], [2, 2, 2, 1]]),
-       domain=st.sampled_from([None, "orthant", (-1.0, 1.0)]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    widths=st.sampled_from([[2, 3, 1], [2, 3, 2, 1], [1, 3, 2, 1], [2, 2, 2, 1]]),
+    domain=st.sampled_from([None, "orthant", (-1.0, 1.0)]),
+)
 def test_verdicts_invariant_under_permutation_and_rescaling(seed, widths, domain):
     """Small dyadic weights: many exact coincidences. The verdicts do not depend on the
     order of neurons or on positive (exact) rescalings; S1 witnesses lie on their
@@ -146,7 +164,10 @@ def test_verdicts_invariant_under_permutation_and_rescaling(seed, widths, domain
     g = genericity(p, domain)
     h = genericity(permuted_rescaled(p, rng, (-2, 2)), domain)
     assert (g.generic, g.supertransversal, g.maximal_rank) == (
-        h.generic, h.supertransversal, h.maximal_rank)
+        h.generic,
+        h.supertransversal,
+        h.maximal_rank,
+    )
     W1, b1 = p[0]
     for f in g.failures:
         if f.condition == "S1" and f.kind == "common point":
@@ -169,13 +190,16 @@ def test_network_without_hidden_layer_has_no_hyperplanes():
 
 def test_rank_deficiency_on_a_single_region_is_reported_there():
     W1 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, -1.0]])
-    p = [(W1, np.array([0.5, 0.5, -0.25])),
-         (np.array([[1.0, 1.0, 5.0], [2.0, 2.0, 1.0]]), np.array([0.1, -0.2])),
-         (np.ones((1, 2)), np.zeros(1))]
+    p = [
+        (W1, np.array([0.5, 0.5, -0.25])),
+        (np.array([[1.0, 1.0, 5.0], [2.0, 2.0, 1.0]]), np.array([0.1, -0.2])),
+        (np.ones((1, 2)), np.zeros(1)),
+    ]
     g = genericity(p)
     assert g.supertransversal and not g.maximal_rank
     assert [(f.elements, f.pattern, f.measured, f.expected) for f in g.failures] == [
-        (("D2 W2 D1 W1",), ((1, 1, 0), (1, 1)), 1, 2)]
+        (("D2 W2 D1 W1",), ((1, 1, 0), (1, 1)), 1, 2)
+    ]
 
 
 def test_masked_product_rank_at_a_tolerance_reports_its_gap():
@@ -209,6 +233,7 @@ def test_axis_pairs_are_the_minimal_dependent_facet_families(d, orthant):
     from neuromanifold.exact import rational_rank
     from neuromanifold.relu import Domain
     from neuromanifold.relu._analysis import genericity as _g
+
     dom = Domain.orthant(d) if orthant else Domain.box([-1.0] * d, [2.0] * d)
     elems = [(lab, a, c, 0) for lab, a, c in _g._facets(dom)]
     idx = list(range(len(elems)))

@@ -46,8 +46,9 @@ def _stacked_rows(p, points):
     enet = ExactNet(p)
     rows = []
     for x, pats in points:
-        rows += region_rows(enet, [list(map(bool, m)) for m in pats],
-                            [to_fmpq(float(v)) for v in x])[0]
+        rows += region_rows(
+            enet, [list(map(bool, m)) for m in pats], [to_fmpq(float(v)) for v in x]
+        )[0]
     return rows
 
 
@@ -57,13 +58,13 @@ def _exact_rank(rows, P):
 
 def _planted(kind, rng, widths):
     p = [(W.copy(), b.copy()) for W, b in ReLUNet(widths).random_params(int(rng.integers(10**6)))]
-    if kind == "dead":            # a second-layer neuron off on every sampled region
+    if kind == "dead":  # a second-layer neuron off on every sampled region
         p[1][0][0] = -np.abs(p[1][0][0])
         p[1][1][0] = -10.0
-    elif kind == "zero row":      # a first-layer neuron with a zero row of H
+    elif kind == "zero row":  # a first-layer neuron with a zero row of H
         p[0][0][0] = 0.0
         p[0][1][0] = 0.0
-    elif kind == "duplicate" and widths[1] > 1:   # two first-layer neurons, parallel rows
+    elif kind == "duplicate" and widths[1] > 1:  # two first-layer neurons, parallel rows
         p[0][0][1], p[0][1][1] = 2 * p[0][0][0], 2 * p[0][1][0]
     elif kind == "dyadic":
         p = [(np.asarray(W, float), np.asarray(b, float)) for W, b in dyadic_net(rng, widths)]
@@ -101,8 +102,11 @@ def test_exact_layered_rank_is_the_rational_rank(widths, kind, seed):
 
 
 @settings(max_examples=40, deadline=None)
-@given(widths=widths_st, kind=st.sampled_from(["generic", "dead", "zero row", "duplicate"]),
-       seed=st.integers(0, 10**6))
+@given(
+    widths=widths_st,
+    kind=st.sampled_from(["generic", "dead", "zero row", "duplicate"]),
+    seed=st.integers(0, 10**6),
+)
 def test_float_layered_rank_is_the_rational_rank_on_gaussian_weights(widths, kind, seed):
     out = _layered_and_rational(widths, kind, seed, tol=1e-9)
     if out is None:
@@ -122,7 +126,7 @@ def test_float_rank_matches_a_dense_svd_at_a_moderate_size():
     dense = numerical_rank(rows, 1e-9)[0]
     found = layered_rank(Ws, bs, [pats for _, pats in points], tol=1e-9)
     assert found.rank == dense
-    assert found.levels[0] == 10 * 13   # the first layer's factor: full
+    assert found.levels[0] == 10 * 13  # the first layer's factor: full
     assert layered_rank(Ws, bs, [pats for _, pats in points], exact=True).rank == dense
 
 
@@ -142,8 +146,10 @@ def _exact_signs(p, x):
     a = [Fraction(float(v)) for v in x]
     out = []
     for W, b in p[:-1]:
-        z = [sum((Fraction(float(w)) * v for w, v in zip(row, a)), Fraction(float(c)))
-             for row, c in zip(W, b)]
+        z = [
+            sum((Fraction(float(w)) * v for w, v in zip(row, a)), Fraction(float(c)))
+            for row, c in zip(W, b)
+        ]
         out.append(z)
         a = [max(v, Fraction(0)) for v in z]
     return out
@@ -166,7 +172,7 @@ def test_a_certified_pattern_is_the_exact_one(widths, seed, dyadic):
 def test_a_point_on_a_kink_is_not_certified():
     W1, b1 = np.array([[1.0, -1.0], [1.0, 1.0]]), np.zeros(2)
     Ws, bs = [W1, np.ones((1, 2))], [b1, np.zeros(1)]
-    x = np.array([0.5, 0.5])   # the first neuron's pre-activation is exactly 0
+    x = np.array([0.5, 0.5])  # the first neuron's pre-activation is exactly 0
     assert not certified_pattern(Ws, bs, x, [np.array([False, True])])
     assert not certified_pattern(Ws, bs, x, [np.array([True, True])])
     assert certified_pattern(Ws, bs, np.array([0.5, 0.25]), [np.array([True, True])])

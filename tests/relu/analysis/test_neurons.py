@@ -12,10 +12,12 @@ from neuromanifold.relu._analysis.neurons import box_bounds, difference_bounds
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 4, 3, 1], [3, 5, 4, 2],
-                                                            [2, 3, 3, 3, 1]]),
-       domain=st.sampled_from([None, (-1.0, 1.0), (0.0, 0.5), "orthant"]),
-       shift=st.sampled_from([0.0, -2.0, 2.0]))
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[2, 4, 3, 1], [3, 5, 4, 2], [2, 3, 3, 3, 1]]),
+    domain=st.sampled_from([None, (-1.0, 1.0), (0.0, 0.5), "orthant"]),
+    shift=st.sampled_from([0.0, -2.0, 2.0]),
+)
 def test_bounds_never_contradict_the_exact_engine(seed, widths, domain, shift):
     p = ReLUNet(widths).random_params(seed)
     p = [(W, b + shift) if l == 1 else (W, b) for l, (W, b) in enumerate(p)]
@@ -28,8 +30,10 @@ def test_bounds_never_contradict_the_exact_engine(seed, widths, domain, shift):
                 assert e == f, (f, e)
             elif f == "switching":
                 assert e in ("hidden", "visible"), (f, e)
-    assert exact.status == tuple(tuple(n.status for n in bent_hyperplanes(p, domain).neurons
-                                       if n.layer == l + 1) for l in range(len(widths) - 2))
+    assert exact.status == tuple(
+        tuple(n.status for n in bent_hyperplanes(p, domain).neurons if n.layer == l + 1)
+        for l in range(len(widths) - 2)
+    )
 
 
 def test_planted_dead_and_linear_neurons_at_a_trained_size():
@@ -37,8 +41,8 @@ def test_planted_dead_and_linear_neurons_at_a_trained_size():
     p = ReLUNet([64, 32, 16, 10]).random_params(1)
     W1, b1 = p[0]
     b1 = b1.copy()
-    b1[[3, 7]] = -100.0                       # never active on [0, 1]^64
-    b1[5] = 100.0                             # always active
+    b1[[3, 7]] = -100.0  # never active on [0, 1]^64
+    b1[5] = 100.0  # always active
     p[0] = (W1, b1)
     X = rng.random((300, 64))
     r = neurons(p, data=X)
@@ -72,24 +76,33 @@ def test_bad_input_and_round_trip():
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 5, 4, 2], [6, 8, 8, 3], [3, 4, 1]]),
-       eps=st.sampled_from([0.0, 1e-6, 1e-2, 1.0]))
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[2, 5, 4, 2], [6, 8, 8, 3], [3, 4, 1]]),
+    eps=st.sampled_from([0.0, 1e-6, 1e-2, 1.0]),
+)
 def test_difference_bounds_contain_every_sampled_difference(seed, widths, eps):
     """Per layer the bounds of z^q - z^p and h^q - h^p hold at sampled points (the box's
     vertices included), and for nearby networks they are far tighter than the difference
     of the two networks' own intervals."""
     rng = np.random.default_rng(seed)
     p = ReLUNet(widths).random_params(seed)
-    q = [(W + eps * rng.standard_normal(W.shape), b + eps * rng.standard_normal(b.shape))
-         for W, b in p]
+    q = [
+        (W + eps * rng.standard_normal(W.shape), b + eps * rng.standard_normal(b.shape))
+        for W, b in p
+    ]
     dom = Domain.box(np.full(widths[0], -1.5), np.full(widths[0], 0.5))
     pre, post = difference_bounds(p, q, dom)
-    X = np.vstack([dom.lower + (dom.upper - dom.lower) * rng.random((500, widths[0])),
-                   np.where(rng.random((64, widths[0])) < 0.5, dom.lower, dom.upper)])
+    X = np.vstack(
+        [
+            dom.lower + (dom.upper - dom.lower) * rng.random((500, widths[0])),
+            np.where(rng.random((64, widths[0])) < 0.5, dom.lower, dom.upper),
+        ]
+    )
     Hp = Hq = X
     for l, ((Wp, bp), (Wq, bq)) in enumerate(zip(p, q)):
         Zp, Zq = Hp @ Wp.T + bp, Hq @ Wq.T + bq
-        noise = 1e-12 * (1 + np.abs(Zp))   # the samples' own float rounding
+        noise = 1e-12 * (1 + np.abs(Zp))  # the samples' own float rounding
         lo, hi = pre[l]
         assert np.all(Zq - Zp >= lo - noise) and np.all(Zq - Zp <= hi + noise)
         if l < len(p) - 1:
@@ -107,6 +120,7 @@ def test_a_region_budget_of_method_regions_is_this_calls_error():
     """The error names neurons, not the engine's caller inside it, and carries what the
     bounds prove as its partial result; 'auto' answers by the bounds."""
     from neuromanifold import ComputationLimitError
+
     p = ReLUNet([3, 8, 8, 1]).random_params(0)
     with pytest.raises(ComputationLimitError, match=r"neurons\(method='regions'\)") as err:
         neurons(p, method="regions", max_regions=2)
@@ -120,12 +134,13 @@ def test_the_answer_on_the_data_points_themselves():
     """Two data points (0, 0) and (1, 1): their bounding box holds (1, 0), where neuron 0
     of layer 2 fires; on the data it fires on neither point, which on_data says."""
     from neuromanifold.relu import neurons
+
     X = np.array([[0.0, 0.0], [1.0, 1.0]])
     W1, b1 = np.eye(2), np.full(2, 0.5)
     W2, b2 = np.array([[1.0, -1.0], [1.0, 1.0]]), np.array([-0.5, 1.0])
     p = [(W1, b1), (W2, b2), (np.ones((1, 2)), np.zeros(1))]
     st = neurons(p, data=X)
-    assert st.status[1][0] != "dead"              # it fires at (1, 0) of the box
+    assert st.status[1][0] != "dead"  # it fires at (1, 0) of the box
     assert st.on_data == (("active", "active"), ("inactive", "active"))
     text = st.describe()
     assert "on the data points themselves" in text and "never active: 0" in text

@@ -48,8 +48,9 @@ def _grid_patterns(p, lo, hi, k=241):
 
 
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 10**6),
-       widths=st.sampled_from([[2, 4, 3, 1], [2, 5, 1], [2, 3, 3, 3, 2]]))
+@given(
+    seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 4, 3, 1], [2, 5, 1], [2, 3, 3, 3, 2]])
+)
 def test_dense_grid_finds_no_missed_pattern_and_maps_match(seed, widths):
     p = ReLUNet(widths).random_params(seed)
     R = regions(p, domain=(-3, 3))
@@ -107,7 +108,10 @@ def test_duplicated_neurons_give_no_sliver_regions():
     p = [(W, b), (np.ones((1, 4)), np.zeros(1))]
     R = regions(p)
     assert R.num_regions == 2
-    assert sorted(flat_pattern(r) for r in R) == [(False, False, True, False), (True, True, False, True)]
+    assert sorted(flat_pattern(r) for r in R) == [
+        (False, False, True, False),
+        (True, True, False, True),
+    ]
 
 
 def test_unbounded_regions_and_margin_cap():
@@ -116,7 +120,7 @@ def test_unbounded_regions_and_margin_cap():
     assert R.num_regions == 4
     Rb = regions(p, domain=(-0.5, 2.0))
     assert Rb.num_regions == 4
-    for r in list(R) + list(Rb):   # a ball of radius margin around the point is inside
+    for r in list(R) + list(Rb):  # a ball of radius margin around the point is inside
         assert 0 < r.margin <= 1.0
         slack = (r.c - r.A @ r.point) / np.linalg.norm(r.A, axis=1)
         assert np.all(slack >= r.margin * (1 - 1e-9))
@@ -125,8 +129,8 @@ def test_unbounded_regions_and_margin_cap():
 def test_orthant_and_box_restrict():
     p = [(np.array([[1.0], [-1.0]]), np.array([-1.0, -1.0])), (np.ones((1, 2)), np.zeros(1))]
     assert regions(p).num_regions == 3
-    assert regions(p, "orthant").num_regions == 2       # x >= 0 never activates neuron 2
-    assert regions(p, (-0.5, 0.5)).num_regions == 1     # no neuron switches in the box
+    assert regions(p, "orthant").num_regions == 2  # x >= 0 never activates neuron 2
+    assert regions(p, (-0.5, 0.5)).num_regions == 1  # no neuron switches in the box
 
 
 def test_no_hidden_layer_and_locate():
@@ -142,7 +146,7 @@ def test_no_hidden_layer_and_locate():
 def test_refinement_uses_far_fewer_lps_than_patterns():
     p = ReLUNet([2, 6, 6, 1]).random_params(1)
     R = regions(p)
-    assert R.num_lps < 2 ** 12 / 4
+    assert R.num_lps < 2**12 / 4
     assert R.counts[-1] == R.num_regions
 
 
@@ -162,16 +166,19 @@ def test_lp_paths_agree():
         np.testing.assert_allclose(a.dual_ub, b.dual_ub, atol=1e-8)
         np.testing.assert_allclose(a.dual_eq, b.dual_eq, atol=1e-8)
     for core in (True, False):  # the other statuses
-        assert relu_lp.solve_lp([1.0], [[1.0], [-1.0]], [0.0, -1.0],
-                                use_core=core).status == "infeasible"
+        assert (
+            relu_lp.solve_lp([1.0], [[1.0], [-1.0]], [0.0, -1.0], use_core=core).status
+            == "infeasible"
+        )
         assert relu_lp.solve_lp([-1.0], [[-1.0]], [0.0], use_core=core).status == "unbounded"
 
 
 def test_broken_highspy_binding_falls_back_to_linprog(monkeypatch):
     from neuromanifold.relu._engine import cells as _engine
+
     p = ReLUNet([2, 4, 3, 1]).random_params(2)
     ref = {flat_pattern(r) for r in regions(p)}
-    monkeypatch.setattr(_engine, "_ascent", lambda *a, **k: None)   # every decision by LP
+    monkeypatch.setattr(_engine, "_ascent", lambda *a, **k: None)  # every decision by LP
 
     def broken(*args, **kwargs):
         raise AttributeError("highspy API changed")
@@ -195,13 +202,19 @@ def test_floating_point_decisions_are_certified_not_trusted(monkeypatch):
         if sol.status == "optimal":  # radius 0, and nonsense duals
             x = sol.x.copy()
             x[-1] = 0.0
-            return relu_lp.LPSolution("optimal", x, 0.0, -np.ones(len(b_ub)),
-                                      None if A_eq is None else np.zeros(len(b_eq)))
+            return relu_lp.LPSolution(
+                "optimal",
+                x,
+                0.0,
+                -np.ones(len(b_ub)),
+                None if A_eq is None else np.zeros(len(b_eq)),
+            )
         return sol
 
     from neuromanifold.relu._engine import cells as _engine
+
     monkeypatch.setattr(_engine, "solve_lp", lying)
-    monkeypatch.setattr(_engine, "_ascent", lambda *a, **k: None)   # every decision by LP
+    monkeypatch.setattr(_engine, "_ascent", lambda *a, **k: None)  # every decision by LP
     R = regions(p)
     assert {flat_pattern(r) for r in R} == ref
     assert R.num_exact_fallbacks > 0 and R.certified
@@ -214,6 +227,7 @@ def test_lying_walks_are_caught_by_the_exact_checks(monkeypatch, lie):
     rejected exactly, and an LP then decides; no region may be lost or invented; a bogus
     re-centered point is refused (every point stays strictly inside its region)."""
     from neuromanifold.relu._engine import cells as _engine
+
     rng = np.random.default_rng(3)
     calls = []
 
@@ -232,7 +246,11 @@ def test_lying_walks_are_caught_by_the_exact_checks(monkeypatch, lie):
         calls.append(2)
         return x0 + rng.standard_normal(x0.size) * 10.0 ** rng.integers(-12, 2), 10.0
 
-    for widths, domain in [([2, 4, 3, 1], None), ([3, 5, 4, 1], (-1, 1)), ([2, 3, 3, 2], "orthant")]:
+    for widths, domain in [
+        ([2, 4, 3, 1], None),
+        ([3, 5, 4, 1], (-1, 1)),
+        ([2, 3, 3, 2], "orthant"),
+    ]:
         p = ReLUNet(widths).random_params(4)
         ref = {flat_pattern(r) for r in regions(p, domain)}
         with monkeypatch.context() as m:
@@ -241,18 +259,23 @@ def test_lying_walks_are_caught_by_the_exact_checks(monkeypatch, lie):
             R = regions(p, domain)
         assert {flat_pattern(r) for r in R} == ref and R.certified and R.num_lps > 0
         net = ExactNet(p)
-        for r in R:   # every point still has its region's pattern, strictly
+        for r in R:  # every point still has its region's pattern, strictly
             _, pre = exact_forward(net, r.point_exact)
-            assert all((z > 0) == bool(a) and z != 0
-                       for zs, mask in zip(pre, r.pattern) for z, a in zip(zs, mask))
+            assert all(
+                (z > 0) == bool(a) and z != 0
+                for zs, mask in zip(pre, r.pattern)
+                for z, a in zip(zs, mask)
+            )
     assert 1 in calls and 2 in calls
 
 
 def test_region_evaluate_rejects_bad_inputs():
     from neuromanifold import InputError
+
     r = regions(ReLUNet([2, 3, 1]).random_params(0))[0]
-    np.testing.assert_allclose(r.evaluate(r.point), forward(ReLUNet([2, 3, 1]).random_params(0),
-                                                            r.point[None, :]))
+    np.testing.assert_allclose(
+        r.evaluate(r.point), forward(ReLUNet([2, 3, 1]).random_params(0), r.point[None, :])
+    )
     with pytest.raises(InputError, match=r"shape \(N, 2\)"):
         r.evaluate(np.zeros((2, 5)))
     with pytest.raises(InputError, match="real numbers"):
@@ -268,6 +291,7 @@ def test_bad_params():
 
 def test_to_dict_is_json_ready():
     import json
+
     R = regions(ReLUNet([2, 2, 1]).random_params(0))
     text = json.dumps(R.to_dict())
     assert '"num_regions": 4' in text
@@ -276,6 +300,7 @@ def test_to_dict_is_json_ready():
 
 def test_progress_bar_goes_to_stderr(capsys):
     from neuromanifold.relu import bent_hyperplanes, equivalent, functional_dimension
+
     p = ReLUNet([2, 3, 2, 1]).random_params(0)
     n = regions(p, progress=True).num_regions
     assert regions(p).num_regions == n
@@ -290,8 +315,11 @@ def test_extreme_but_finite_magnitudes():
     """Hidden neurons rescaled by 2**-1000 (and 2**-600): the same regions, patterns and
     affine maps, never a ZeroDivisionError."""
     p = ReLUNet([2, 3, 2, 1]).random_params(6)
-    q = [(p[0][0] * 2.0**-1000, p[0][1] * 2.0**-1000), (p[1][0] * 2.0**400, p[1][1] * 2.0**-600),
-         (p[2][0] * 2.0**600, p[2][1])]
+    q = [
+        (p[0][0] * 2.0**-1000, p[0][1] * 2.0**-1000),
+        (p[1][0] * 2.0**400, p[1][1] * 2.0**-600),
+        (p[2][0] * 2.0**600, p[2][1]),
+    ]
     for domain in (None, "orthant", (-1.0, 1.0)):
         a, b = regions(p, domain), regions(q, domain)
         assert a.num_regions == b.num_regions and a.certified and b.certified
@@ -316,25 +344,35 @@ def test_fraction_weights_stay_exact():
 
 # -- streaming, budgets and estimates ---------------------------------------------------
 
+
 def _bfs_regions(p, domain):
     """The former enumeration, breadth first: every cell of a layer, then the next layer
     (the list version of each split), as exact (pattern, point, map) triples in order."""
     from neuromanifold.relu._core.domain import as_domain
     from neuromanifold.relu._engine.cells import Engine, initial_cell, output_map, refine_stage
+
     net = ExactNet.from_params(p)
     engine = Engine(net.d)
     cells = [initial_cell(as_domain(domain, net.d), engine, [net])]
     for l in net.hidden_layers:
         cells = [c2 for c in cells for c2 in refine_stage(c, 0, l, net, engine)]
-    return [(tuple(np.concatenate(c.patterns[0]).tolist()) if c.patterns[0] else (),
-             tuple(c.center_q), output_map(c, 0, net).entries()) for c in cells]
+    return [
+        (
+            tuple(np.concatenate(c.patterns[0]).tolist()) if c.patterns[0] else (),
+            tuple(c.center_q),
+            output_map(c, 0, net).entries(),
+        )
+        for c in cells
+    ]
 
 
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 10**6), domain=st.sampled_from([None, "orthant", (-1, 2)]),
-       widths=st.sampled_from([[2, 4, 3, 1], [3, 3, 2, 2], [1, 3, 2, 1], [2, 5, 1],
-                               [2, 2, 2, 2, 1]]),
-       dyadic=st.booleans())
+@given(
+    seed=st.integers(0, 10**6),
+    domain=st.sampled_from([None, "orthant", (-1, 2)]),
+    widths=st.sampled_from([[2, 4, 3, 1], [3, 3, 2, 2], [1, 3, 2, 1], [2, 5, 1], [2, 2, 2, 2, 1]]),
+    dyadic=st.booleans(),
+)
 def test_streamed_regions_equal_the_breadth_first_list(seed, domain, widths, dyadic):
     rng = np.random.default_rng(seed)
     p = dyadic_net(rng, widths) if dyadic else ReLUNet(widths).random_params(seed)
@@ -347,10 +385,11 @@ def test_streamed_regions_equal_the_breadth_first_list(seed, domain, widths, dya
         assert tuple(fmpq_to_fraction(v) for v in center) == gpoint
         exact = [fmpq_to_fraction(v) for v in F]
         d = len(center)
-        assert exact == [v for o in range(r.linear.shape[0])
-                         for v in list(r.linear[o]) + [r.offset[o]]][:len(exact)] or \
-            exact == [x for o in range(r.linear.shape[0])
-                      for x in list(r.linear[o]) + [r.offset[o]]]
+        assert exact == [
+            v for o in range(r.linear.shape[0]) for v in list(r.linear[o]) + [r.offset[o]]
+        ][: len(exact)] or exact == [
+            x for o in range(r.linear.shape[0]) for x in list(r.linear[o]) + [r.offset[o]]
+        ]
         assert d == r.linear.shape[1]
     R = regions(p, domain)  # the list is the stream collected
     assert [flat_pattern(r) for r in R] == [g[0] for g in got]
@@ -368,13 +407,15 @@ def test_uncertified_mode_finds_the_same_regions_on_generic_nets(seed, widths):
 
 def test_max_regions_raises_with_counts_and_the_partial_list():
     from neuromanifold import ComputationLimitError
+
     p = ReLUNet([2, 5, 4, 1]).random_params(0)
     n = regions(p).num_regions
-    assert regions(p, max_regions=n).num_regions == n          # exactly n: no error
+    assert regions(p, max_regions=n).num_regions == n  # exactly n: no error
     it = iter_regions(p, max_regions=n - 3)
     got = []
-    with pytest.raises(ComputationLimitError,
-                       match=rf"max_regions={n - 3}\) after {n - 3} regions"):
+    with pytest.raises(
+        ComputationLimitError, match=rf"max_regions={n - 3}\) after {n - 3} regions"
+    ):
         for r in it:
             got.append(r)
     assert len(got) == n - 3 and not it.finished
@@ -388,19 +429,24 @@ def test_max_regions_raises_with_counts_and_the_partial_list():
 
 def test_time_limit_raises():
     from neuromanifold import ComputationLimitError
+
     p = ReLUNet([2, 5, 4, 1]).random_params(0)
     with pytest.raises(ComputationLimitError, match="time limit") as info:
         regions(p, time_limit=1e-9)
     assert info.value.partial is not None and not info.value.partial.certified
-    assert regions(p, time_limit=600.0).certified    # a generous limit changes nothing
+    assert regions(p, time_limit=600.0).certified  # a generous limit changes nothing
 
 
 def test_bad_budget_options():
     from neuromanifold import InputError
+
     p = ReLUNet([2, 3, 1]).random_params(0)
-    for kw, match in [({"max_regions": 0}, "max_regions"), ({"time_limit": -1.0}, "time_limit"),
-                      ({"certify": "yes"}, "certify"),
-                      ({"min_thickness": 2.0}, "min_thickness")]:
+    for kw, match in [
+        ({"max_regions": 0}, "max_regions"),
+        ({"time_limit": -1.0}, "time_limit"),
+        ({"certify": "yes"}, "certify"),
+        ({"min_thickness": 2.0}, "min_thickness"),
+    ]:
         with pytest.raises(InputError, match=match):
             iter_regions(p, **kw)
 
@@ -413,6 +459,7 @@ def test_streaming_memory_does_not_grow_with_the_number_of_regions():
     import itertools
     import tracemalloc
     import weakref
+
     p = ReLUNet([2, 40, 1]).random_params(3)
     # one untraced stream first: whatever is built once per process (lazy imports, caches)
     # is then not counted in the second measurement only, depending on the test order
@@ -433,31 +480,35 @@ def test_streaming_memory_does_not_grow_with_the_number_of_regions():
     it = iter_regions(p, certify=False)
     refs = [weakref.ref(r) for r in itertools.islice(it, 30)]
     gc.collect()
-    assert sum(r() is not None for r in refs) <= 1     # at most the current one
+    assert sum(r() is not None for r in refs) <= 1  # at most the current one
 
 
 @settings(max_examples=10, deadline=None)
-@given(d=st.integers(1, 3), widths=st.lists(st.integers(1, 4), min_size=1, max_size=3),
-       seed=st.integers(0, 10**6))
+@given(
+    d=st.integers(1, 3),
+    widths=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    seed=st.integers(0, 10**6),
+)
 def test_estimate_bounds_the_count(d, widths, seed):
     from neuromanifold.relu import estimate_regions
+
     p = ReLUNet([d] + widths + [1]).random_params(seed)
     n = regions(p).num_regions
     e = estimate_regions(p, num_samples=2000, seed=seed)
     assert e.sampled_patterns <= n <= e.upper_bound <= e.layer_bound
-    if len(widths) == 1:   # Zaslavsky: general position reaches the bound
+    if len(widths) == 1:  # Zaslavsky: general position reaches the bound
         assert n == e.upper_bound == sum(comb(widths[0], i) for i in range(d + 1))
 
 
 def test_thin_regions_are_left_out_at_a_tolerance():
     rng = np.random.default_rng(1)
     W1, b1 = rng.standard_normal((3, 2)), rng.standard_normal(3)
-    W1[2], b1[2] = W1[0] * 1.7, b1[0] * 1.7     # parallel up to rounding
+    W1[2], b1[2] = W1[0] * 1.7, b1[0] * 1.7  # parallel up to rounding
     p = [(W1, b1), (rng.standard_normal((1, 3)), np.zeros(1))]
     exact, coarse = regions(p), regions(p, min_thickness=1e-9)
     assert coarse.num_thin_regions > 0 and coarse.tol == 1e-9
     assert coarse.num_regions + coarse.num_thin_regions == exact.num_regions
-    assert coarse.num_regions == 4          # two lines through general position
+    assert coarse.num_regions == 4  # two lines through general position
 
 
 @settings(max_examples=60, deadline=None)
@@ -467,12 +518,13 @@ def test_float_signs_never_contradict_the_exact_sign(seed, d, tiny, huge):
     sign agrees, including entries that underflow, huge points and values at zero."""
     from neuromanifold.exact import to_fmpq
     from neuromanifold.relu._engine.cells import float_signs, pow2_floats
+
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((8, d))
     if tiny:
-        A[:, -1] *= 2.0 ** -1060          # underflows once the row is scaled
+        A[:, -1] *= 2.0**-1060  # underflows once the row is scaled
     x = rng.standard_normal(d) * (1e250 if huge else 1.0)
-    Ax = A @ x                            # rows 0-3 vanish at x up to a few ulps
+    Ax = A @ x  # rows 0-3 vanish at x up to a few ulps
     c = -Ax + np.spacing(np.abs(Ax)) * np.array([-1.0, 0.0, 1.0, 2.0] * 2)
     c[4:] = rng.standard_normal(4)
     rows_q = [[to_fmpq(float(v)) for v in row] + [to_fmpq(float(ci))] for row, ci in zip(A, c)]
@@ -487,6 +539,7 @@ def test_float_signs_never_contradict_the_exact_sign(seed, d, tiny, huge):
 
 # -- the refinement with interior-point pools and walks against two references ---------
 
+
 @st.composite
 def _adversarial_net(draw, widths):
     """A network of the given widths: Gaussian, or one of the degenerate families the
@@ -499,22 +552,25 @@ def _adversarial_net(draw, widths):
     if kind == "dyadic":
         return kind, dyadic_net(rng, widths)
     p = [(W.copy(), b.copy()) for W, b in ReLUNet(widths).random_params(seed)]
-    if kind == "vertex":           # all first-layer hyperplanes through one point
+    if kind == "vertex":  # all first-layer hyperplanes through one point
         x0 = rng.integers(-2, 3, widths[0]) / 2.0
         p[0] = (p[0][0], -(p[0][0] @ x0))
     elif kind == "dup" and widths[1] >= 2:
         W, b = p[0]
-        W[1], b[1] = -2.0 * W[0], -2.0 * b[0]     # the same hyperplane, other side
+        W[1], b[1] = -2.0 * W[0], -2.0 * b[0]  # the same hyperplane, other side
         if widths[1] >= 3:
-            W[2], b[2] = W[0], b[0]               # repeated
+            W[2], b[2] = W[0], b[0]  # repeated
     elif kind == "tiny":
-        p[0] = (p[0][0] * 2.0 ** -900, p[0][1] * 2.0 ** -900)
+        p[0] = (p[0][0] * 2.0**-900, p[0][1] * 2.0**-900)
     return kind, p
 
 
 @settings(max_examples=40, deadline=None)
-@given(data=st.data(), domain=st.sampled_from([None, "orthant", (-1, 1)]),
-       widths=st.sampled_from([[1, 3, 2, 1], [2, 3, 2, 1], [2, 2, 3, 1], [3, 3, 2, 1]]))
+@given(
+    data=st.data(),
+    domain=st.sampled_from([None, "orthant", (-1, 1)]),
+    widths=st.sampled_from([[1, 3, 2, 1], [2, 3, 2, 1], [2, 2, 3, 1], [3, 3, 2, 1]]),
+)
 def test_regions_equal_the_all_patterns_ground_truth(data, domain, widths):
     """Every activation pattern of a full-dimensional set, by trying all 2^n patterns with
     the exact simplex, is exactly the set of regions found (and certified)."""
@@ -523,12 +579,13 @@ def test_regions_equal_the_all_patterns_ground_truth(data, domain, widths):
     assert R.certified
     assert {flat_pattern(r) for r in R} == brute_force_patterns(p, domain), kind
     net = ExactNet(p)
-    for r in R:   # each point is strictly inside its region: the exact pre-activations
+    for r in R:  # each point is strictly inside its region: the exact pre-activations
         # have the pattern's signs (0 only for a neuron constant 0 on the region), and the
         # point satisfies the region's exact inequalities strictly
         _, pre = exact_forward(net, r.point_exact)
-        assert all((z > 0) == bool(a) for zs, mask in zip(pre, r.pattern)
-                   for z, a in zip(zs, mask)), kind
+        assert all(
+            (z > 0) == bool(a) for zs, mask in zip(pre, r.pattern) for z, a in zip(zs, mask)
+        ), kind
         assert R.domain.contains(r.point[None, :])[0]
     cells = list(iter_cells([net], as_domain(domain, net.d), Engine(net.d)))
     for c in cells:
@@ -544,13 +601,17 @@ def test_regions_equal_the_all_patterns_ground_truth(data, domain, widths):
 
 
 @settings(max_examples=25, deadline=None)
-@given(data=st.data(), domain=st.sampled_from([None, "orthant", (-1, 1)]),
-       widths=st.sampled_from([[2, 5, 4, 1], [3, 4, 4, 1], [4, 4, 3, 2], [2, 3, 3, 3, 1]]))
+@given(
+    data=st.data(),
+    domain=st.sampled_from([None, "orthant", (-1, 1)]),
+    widths=st.sampled_from([[2, 5, 4, 1], [3, 4, 4, 1], [4, 4, 3, 2], [2, 3, 3, 3, 1]]),
+)
 def test_regions_equal_the_former_refinement(data, domain, widths):
     """The same regions as the former refinement (one LP per undecided hyperplane, no
     pools, no walks), on larger random and degenerate networks; and the walks replace
     almost every LP."""
     from tests.support.regions_reference import reference_patterns
+
     kind, p = data.draw(_adversarial_net(widths))
     R = regions(p, domain)
     assert R.certified
@@ -561,6 +622,7 @@ def _square_reference(S, s):
     """The certificate test of ``_square_certificate`` by a Fraction solve: ``y`` with
     ``sum_i y_i S[i] = -S[d]`` (None when the first d rows are dependent)."""
     from fractions import Fraction
+
     d = len(S) - 1
     M = [[Fraction(S[k][i]) for k in range(d)] + [-Fraction(S[d][i])] for i in range(d)]
     for col in range(d):
@@ -579,8 +641,11 @@ def _square_reference(S, s):
 
 
 @settings(max_examples=200, deadline=None)
-@given(seed=st.integers(0, 10**6), d=st.integers(1, 8),
-       kind=st.sampled_from(["random", "combination", "touching", "dependent", "zero_y"]))
+@given(
+    seed=st.integers(0, 10**6),
+    d=st.integers(1, 8),
+    kind=st.sampled_from(["random", "combination", "touching", "dependent", "zero_y"]),
+)
 def test_square_certificate_equals_a_rational_solve(seed, d, kind):
     """The exact emptiness test of d + 1 rows (the walk's active walls and the far side)
     agrees with a plain rational solve, on random dyadic rows and on the boundary cases:
@@ -589,18 +654,19 @@ def test_square_certificate_equals_a_rational_solve(seed, d, kind):
     walls, and multipliers exactly 0."""
     from neuromanifold.exact import to_fmpq
     from neuromanifold.relu._engine.cells import _square_certificate
+
     rng = np.random.default_rng(seed)
     S = rng.integers(-8, 9, (d + 1, d)) / 4.0
-    if kind in ("random", "dependent"):   # rows of very different sizes
+    if kind in ("random", "dependent"):  # rows of very different sizes
         S = S * 2.0 ** rng.integers(-40, 40, (d + 1, 1))
     s = rng.integers(-8, 9, d + 1) / 8.0
     if kind in ("combination", "touching", "zero_y"):
         y = rng.integers(0, 4, d) / 2.0
         if kind == "zero_y":
             y[0] = 0.0
-        S[d] = -(y @ S[:d])                # exact: small dyadic numbers
+        S[d] = -(y @ S[:d])  # exact: small dyadic numbers
         if kind == "touching":
-            s[d] = -(y @ s[:d])            # sum y_i s_i + s_d == 0 exactly
+            s[d] = -(y @ s[:d])  # sum y_i s_i + s_d == 0 exactly
     elif kind == "dependent" and d >= 2:
         S[1] = 3.0 * S[0]
     Sq = [[to_fmpq(float(v)) for v in row] for row in S]
@@ -612,7 +678,7 @@ def test_square_certificate_equals_a_rational_solve(seed, d, kind):
 
 
 @settings(max_examples=100, deadline=None)
-@given(p=st.integers(-10**40, 10**40), q=st.integers(1, 10**40))
+@given(p=st.integers(-(10**40), 10**40), q=st.integers(1, 10**40))
 def test_region_fractions_equal_the_checked_conversion(p, q):
     """The regions' fast fmpq -> Fraction conversion (no gcd: flint's values are in lowest
     terms) gives the same Fraction as the checked one: value, terms, hash, arithmetic."""
@@ -622,10 +688,14 @@ def test_region_fractions_equal_the_checked_conversion(p, q):
 
     from neuromanifold.exact import fmpq_to_fraction
     from neuromanifold.relu._analysis.regions import _fraction, _fractions
+
     v = flint.fmpq(p, q)
     f, ref = _fraction(v), fmpq_to_fraction(v)
-    assert (f.numerator, f.denominator) == (ref.numerator, ref.denominator) == (Fraction(p, q).numerator, Fraction(p,
-                                                                                                                   q).denominator)
+    assert (
+        (f.numerator, f.denominator)
+        == (ref.numerator, ref.denominator)
+        == (Fraction(p, q).numerator, Fraction(p, q).denominator)
+    )
     assert f == ref and hash(f) == hash(ref) and f + 1 == ref + 1
     M = flint.fmpq_mat(2, 2, [v, 0, -v, 1])
     F = _fractions(M)
@@ -643,23 +713,31 @@ def test_pow2_rows_are_the_rounded_scaled_exact_rows(seed, n, d):
     import flint
 
     from neuromanifold.relu._engine.cells import _pow2_rows
+
     rng = np.random.default_rng(seed)
     ent = []
     for _ in range(n):
         scale = flint.fmpq(2) ** int(rng.choice([0, 0, -1000, 1000, -1070, 1060, 500, -500]))
         for _ in range(d + 1):
             r = rng.random()
-            v = 0 if r < 0.2 else (flint.fmpq(int(rng.integers(-9, 10)), 3) if r < 0.4 else
-                                   flint.fmpq(*float(rng.standard_normal()).as_integer_ratio()))
+            v = (
+                0
+                if r < 0.2
+                else (
+                    flint.fmpq(int(rng.integers(-9, 10)), 3)
+                    if r < 0.4
+                    else flint.fmpq(*float(rng.standard_normal()).as_integer_ratio())
+                )
+            )
             ent.append(flint.fmpq(v) * scale)
         if rng.random() < 0.2:
-            ent[-(d + 1):-1] = [flint.fmpq(0)] * d       # linear part 0: the offset leads
-        if rng.random() < 0.3:   # an entry that underflows on its own, not once scaled
+            ent[-(d + 1) : -1] = [flint.fmpq(0)] * d  # linear part 0: the offset leads
+        if rng.random() < 0.3:  # an entry that underflows on its own, not once scaled
             ent[-1 - int(rng.integers(0, d + 1))] = flint.fmpq(1, 3) * flint.fmpq(2) ** -1100
     out, ex = _pow2_rows(ent, n, d)
     assert out.shape == (n, d + 1) and ex.shape == (n,)
     for j in range(n):
-        row = ent[j * (d + 1): (j + 1) * (d + 1)]
+        row = ent[j * (d + 1) : (j + 1) * (d + 1)]
         if all(v == 0 for v in row):
             assert not out[j].any()
             continue
@@ -667,17 +745,18 @@ def test_pow2_rows_are_the_rounded_scaled_exact_rows(seed, n, d):
         for v, got in zip(row, out[j]):
             x = v * f
             try:
-                ref = int(x.p) / int(x.q)    # correctly rounded
+                ref = int(x.p) / int(x.q)  # correctly rounded
             except OverflowError:
                 ref = 1e300 if x > 0 else -1e300
             assert got == ref
         lead = [abs(v * f) for v in (row[:d] if any(v != 0 for v in row[:d]) else row)]
-        assert flint.fmpq(1, 2) <= max(lead) < 2   # e is the leading exponent (within one)
+        assert flint.fmpq(1, 2) <= max(lead) < 2  # e is the leading exponent (within one)
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 10**6), n=st.integers(1, 9), w=st.integers(1, 5),
-       with_entries=st.booleans())
+@given(
+    seed=st.integers(0, 10**6), n=st.integers(1, 9), w=st.integers(1, 5), with_entries=st.booleans()
+)
 def test_leaf_map_is_the_masked_stage_map(seed, n, w, with_entries):
     """A leaf's exact map is diag(pattern) times the stage's map, whichever rows are
     written (few active neurons: into a zero matrix; many: zeros into a copy), and the
@@ -685,13 +764,21 @@ def test_leaf_map_is_the_masked_stage_map(seed, n, w, with_entries):
     import flint
 
     from neuromanifold.relu._engine.cells import Cell, _leaf
+
     rng = np.random.default_rng(seed)
-    Zq = flint.fmpq_mat(n, w, [flint.fmpq(int(v), int(q)) for v, q in
-                               zip(rng.integers(-50, 50, n * w), rng.integers(1, 9, n * w))])
+    Zq = flint.fmpq_mat(
+        n,
+        w,
+        [
+            flint.fmpq(int(v), int(q))
+            for v, q in zip(rng.integers(-50, 50, n * w), rng.integers(1, 9, n * w))
+        ],
+    )
     before = flint.fmpq_mat(Zq)
     bits = (rng.random(n) < rng.random()).tolist()
-    geo = Cell([], [], np.zeros((0, w - 1)), np.zeros(0), [], np.zeros(w - 1), [], 1.0,
-               [None], [[]])
+    geo = Cell(
+        [], [], np.zeros((0, w - 1)), np.zeros(0), [], np.zeros(w - 1), [], 1.0, [None], [[]]
+    )
     leaf = _leaf(geo, bits, n, 0, Zq, Zq.entries() if with_entries else None)
     D = flint.fmpq_mat(n, n)
     for i, b in enumerate(bits):

@@ -70,14 +70,18 @@ def planted_orbit(seed, shape):
 def chosen_from(route, L_ref, Wc, Ac, bits, m, ref):
     """The final orientation (rows against the reference) that ``route`` picks when the
     network is now in orientation ``bits`` (``None`` when the route does not certify)."""
-    rows = np.where(bits[:, None], -Ac, Ac)            # the rows as they are now
+    rows = np.where(bits[:, None], -Ac, Ac)  # the rows as they are now
     flip = route(linear_part(L_ref, Wc, Ac, bits), Wc, rows, bits.copy(), m, TOL, ref)
     return None if flip is None else bits ^ flip
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), shape=st.sampled_from(
-    [(4, 8, 5, 2), (3, 6, 6, 2), (4, 3, 7, 2), (8, 6, 10, 1), (6, 5, 9, 2), (7, 4, 9, 1)]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    shape=st.sampled_from(
+        [(4, 8, 5, 2), (3, 6, 6, 2), (4, 3, 7, 2), (8, 6, 10, 1), (6, 5, 9, 2), (7, 4, 9, 1)]
+    ),
+)
 def test_every_route_picks_one_orientation_per_orbit(seed, shape):
     """From every carried orientation (the orbit's points), each route returns the same
     carried orientation; enumeration and branch and bound return the fewest rows against
@@ -96,7 +100,7 @@ def test_every_route_picks_one_orientation_per_orbit(seed, shape):
         got = set()
         for bits in orbit:
             final = chosen_from(route, L_ref, Wc, Ac, bits, m, ref)
-            if final is None:   # not certified here: the branch and bound decides instead
+            if final is None:  # not certified here: the branch and bound decides instead
                 got.add(None)
                 continue
             assert carried(linear_part(L_ref, Wc, Ac, final), m, TOL, ref)
@@ -132,15 +136,18 @@ def _orthonormal(rng, V):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), n1=st.integers(3, 7), k=st.integers(1, 3),
-       positive=st.booleans())
-def test_center_rows_agree_with_the_extreme_rays_on_whether_the_cone_spans(seed, n1, k,
-                                                                           positive):
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n1=st.integers(3, 7),
+    k=st.integers(1, 3),
+    positive=st.booleans(),
+)
+def test_center_rows_agree_with_the_extreme_rays_on_whether_the_cone_spans(seed, n1, k, positive):
     rng = np.random.default_rng(seed)
     V = rng.standard_normal((k, n1))
     if positive:
         V = np.abs(V)
-        V[:, rng.random(n1) < 0.3] = 0.0     # the cone may lie in a face of the orthant
+        V[:, rng.random(n1) < 0.3] = 0.0  # the cone may lie in a face of the orthant
     if np.linalg.matrix_rank(V) < k:
         return
     B = _orthonormal(rng, V)
@@ -151,12 +158,12 @@ def test_center_rows_agree_with_the_extreme_rays_on_whether_the_cone_spans(seed,
         assert rows.shape == (k, n1) and np.all(rows >= 0)
         assert np.allclose(np.linalg.norm(rows, axis=1), 1.0)
         assert np.linalg.matrix_rank(rows, tol=1e-9) == k
-        assert np.allclose(rows - (rows @ B.T) @ B, 0.0, atol=1e-9)   # inside span(B)
+        assert np.allclose(rows - (rows @ B.T) @ B, 0.0, atol=1e-9)  # inside span(B)
 
 
 def test_center_rows_depend_on_the_subspace_alone():
     rng = np.random.default_rng(3)
-    n1, k = 40, 5                      # C(40, 4) > MAX_SUBSETS: the analytic-center route
+    n1, k = 40, 5  # C(40, 4) > MAX_SUBSETS: the analytic-center route
     V = np.abs(rng.standard_normal((k, n1)))
     B = _orthonormal(rng, V)
     R = np.linalg.qr(rng.standard_normal((k, k)))[0]
@@ -166,8 +173,12 @@ def test_center_rows_depend_on_the_subspace_alone():
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), shape=st.sampled_from(
-    [(6, 4, 9, 1), (5, 3, 8, 1), (8, 5, 10, 2), (4, 6, 8, 1), (7, 4, 10, 2), (10, 3, 9, 1)]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    shape=st.sampled_from(
+        [(6, 4, 9, 1), (5, 3, 8, 1), (8, 5, 10, 2), (4, 6, 8, 1), (7, 4, 10, 2), (10, 3, 9, 1)]
+    ),
+)
 def test_the_wedge_route_is_the_brute_force_choice(seed, shape):
     """Dependent crossing rows (more than n1 of them): where the wedge products certify, the
     route returns, from every carried orientation, the brute force's choice."""
@@ -186,7 +197,7 @@ def test_the_wedge_route_certifies_dependent_rows():
     ref = float(np.sum(np.abs(Wc)) * np.max(np.abs(Ac)))
     against = rng.random(63) < 0.5
     flip = _by_independent_wedges(L0, Wc, Ac, against, 1, TOL, ref)
-    assert flip is not None and not flip.any()   # no single crossing row is sign-definite
+    assert flip is not None and not flip.any()  # no single crossing row is sign-definite
     # a nonnegative row can carry the block alone: turning it is the choice when its row
     # is against the reference
     Ac[5] = np.abs(Ac[5])
@@ -202,14 +213,18 @@ def test_a_cancellation_is_never_missed():
     rng = np.random.default_rng(4)
     Wc, Ac = rng.standard_normal((5, 8)), rng.standard_normal((8, 3))
     Wc[:, 1] = 2.0 * Wc[:, 0]
-    Ac[1] = np.abs(rng.standard_normal(3)) - 0.5 * Ac[0]    # M_0 + M_1 = w_0 (a_0 + 2 a_1)^T
+    Ac[1] = np.abs(rng.standard_normal(3)) - 0.5 * Ac[0]  # M_0 + M_1 = w_0 (a_0 + 2 a_1)^T
     L0 = np.zeros((5, 3))
     assert _by_independent_wedges(L0, Wc, Ac, np.zeros(8, dtype=bool), 1, TOL, 1.0) is None
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), shape=st.sampled_from(
-    [(6, 5, 10, 1), (5, 6, 9, 2), (7, 5, 12, 2), (8, 4, 11, 1), (6, 8, 11, 3), (5, 9, 12, 2)]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    shape=st.sampled_from(
+        [(6, 5, 10, 1), (5, 6, 9, 2), (7, 5, 12, 2), (8, 4, 11, 1), (6, 8, 11, 3), (5, 9, 12, 2)]
+    ),
+)
 def test_the_split_route_is_the_brute_force_choice(seed, shape):
     """Dependent crossing rows split into two sides that projections annihilate in turn:
     from every carried orientation, including the planted one far from it, the route
@@ -254,10 +269,13 @@ def test_the_orientation_question_contains_subset_sum(m):
     Wc[0] = 1.0
     L = np.diag([0.0] + [1.0] * m)
     got = {tuple(np.flatnonzero(b)) for b in carried_orientations(L, Wc, Ac, m, 1.0)}
-    subsets = {(0,) + tuple(1 + j for j in R) for r in range(len(s) + 1)
-               for R in itertools.combinations(range(len(s)), r)
-               if sum(s[j] for j in R) == t}
-    assert subsets == {(0, 2, 5), (0, 3, 4)}   # 5 + 13 and 7 + 11
+    subsets = {
+        (0,) + tuple(1 + j for j in R)
+        for r in range(len(s) + 1)
+        for R in itertools.combinations(range(len(s)), r)
+        if sum(s[j] for j in R) == t
+    }
+    assert subsets == {(0, 2, 5), (0, 3, 4)}  # 5 + 13 and 7 + 11
     assert got == {()} | subsets
 
 

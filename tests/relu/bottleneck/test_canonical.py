@@ -32,8 +32,8 @@ def random_symmetry(rng, p):
 SHAPES = [
     ((4, 3, 4, 1), None),
     ((3, 2, 3, 2), None),
-    ((3, 3, 3, 1), [("hiding", 1), "dead", "dead"]),             # flips and translation
-    ((3, 3, 3, 1), [("hiding", 0), ("hiding", 0), "dead"]),      # translation, no flip
+    ((3, 3, 3, 1), [("hiding", 1), "dead", "dead"]),  # flips and translation
+    ((3, 3, 3, 1), [("hiding", 0), ("hiding", 0), "dead"]),  # translation, no flip
     ((3, 2, 4, 1), ["mixed", "linear", "dead", "mixed"]),
     ((4, 3, 4, 2), ["linear", "linear", "mixed", "mixed"]),
     ((5, 3, 5, 1), ["mixed", "mixed", "mixed", "dead", "linear"]),
@@ -59,10 +59,12 @@ def test_symmetry_recovered_and_canonical_forms_agree(shape, kinds):
         got = apply_sequence(r.symmetry, p)
         scale = path_norm_scale(q)
         for (Wa, ba), (Wb, bb) in zip(got, q):
-            assert np.max(np.abs(Wa - Wb)) <= 1e-9 * scale and np.max(np.abs(ba - bb)) <= 1e-9 * scale
+            assert (
+                np.max(np.abs(Wa - Wb)) <= 1e-9 * scale and np.max(np.abs(ba - bb)) <= 1e-9 * scale
+            )
         try:
             cp, cq = canonical_form(p), canonical_form(q)
-        except InputError as exc:   # an always-active block wider than n3: no canonical form
+        except InputError as exc:  # an always-active block wider than n3: no canonical form
             assert "always-active" in str(exc)
             continue
         for (Wa, ba), (Wb, bb) in zip(cp, cq):
@@ -79,11 +81,11 @@ def test_near_misses_and_unrelated_pairs_are_not_equivalent(shape, kinds):
         q = [(W.copy(), b.copy()) for W, b in q]
         which = trial % 3
         if which == 0:
-            q[2][1][0] += 1e-6 * scale                       # output bias
+            q[2][1][0] += 1e-6 * scale  # output bias
         elif which == 1:
             q[0][0][0] += 1e-5 * np.linalg.norm(q[0][0][0])  # a first-layer row
         else:
-            q = draw(rng, shape, kinds)                      # unrelated
+            q = draw(rng, shape, kinds)  # unrelated
         r = equivalent_bottleneck(p, q)
         assert r.applies and r.equivalent is False, r
         assert sampled_relative_difference(p, q) > 1e-9
@@ -92,8 +94,11 @@ def test_near_misses_and_unrelated_pairs_are_not_equivalent(shape, kinds):
 def test_agrees_with_the_exact_engine():
     """Fast path == ground truth (exact region engine) on small pairs of every kind."""
     rng = np.random.default_rng(7)
-    shapes = [((3, 2, 3, 1), None), ((3, 3, 3, 1), [("hiding", 2), "dead", "dead"]),
-              ((2, 2, 3, 1), ["mixed", "linear", "dead"])]
+    shapes = [
+        ((3, 2, 3, 1), None),
+        ((3, 3, 3, 1), [("hiding", 2), "dead", "dead"]),
+        ((2, 2, 3, 1), ["mixed", "linear", "dead"]),
+    ]
     checked = 0
     for shape, kinds in shapes:
         for trial in range(2):
@@ -115,7 +120,7 @@ def test_canonical_form_is_idempotent_and_in_the_fiber():
         p = draw(rng, shape, kinds)
         try:
             c = canonical_form(p)
-        except InputError:          # an always-active block wider than n3
+        except InputError:  # an always-active block wider than n3
             continue
         assert sampled_relative_difference(p, c) <= 1e-12
         if fast_path_reason(c) is None:
@@ -179,14 +184,19 @@ def test_outside_the_fast_path():
     assert not equivalent_bottleneck(p, p, tol=0).applies
     # n1 = 1, the first-layer kink cancelled by two ramps, no neuron to carry a linear part:
     # relu(1 - u) - relu(2 - u) has slope 0 just above u = 0
-    one = [(np.array([[1.0, 0.5]]), np.zeros(1)),
-           (np.array([[-1.0], [-1.0]]), np.array([1.0, 2.0])),
-           (np.array([[1.0, -1.0]]), np.zeros(1))]
+    one = [
+        (np.array([[1.0, 0.5]]), np.zeros(1)),
+        (np.array([[-1.0], [-1.0]]), np.array([1.0, 2.0])),
+        (np.array([[1.0, -1.0]]), np.zeros(1)),
+    ]
     assert "kink of the first-layer neuron is cancelled" in fast_path_reason(one)
     dead = bottleneck(rng, (3, 2, 2, 1), ["dead", "dead"])
     assert "no live" in fast_path_reason(dead)
-    wide = [(np.ones((3, 2)), np.zeros(3)), (np.ones((2, 3)), np.zeros(2)),
-            (np.ones((1, 2)), np.zeros(1))]
+    wide = [
+        (np.ones((3, 2)), np.zeros(3)),
+        (np.ones((2, 3)), np.zeros(2)),
+        (np.ones((1, 2)), np.zeros(1)),
+    ]
     assert "bottleneck" in fast_path_reason(wide)
     with pytest.raises(InputError, match="generic three-layer bottleneck"):
         canonical_form(dead)
@@ -194,7 +204,7 @@ def test_outside_the_fast_path():
 
 def test_bench_symmetry_recovery_quick(capsys):
     rows = load_benchmark("bench_symmetry_recovery").main(["--quick"])
-    assert rows and all(r["ours"] == r["trials"] for r in rows)   # ours recovers every one
+    assert rows and all(r["ours"] == r["trials"] for r in rows)  # ours recovers every one
     assert "Re-Basin" in capsys.readouterr().out
     # any depth: relu.equivalent against weight matching on normalized weights, same pairs
     deep = [r for r in rows if r.get("baseline") == "weight matching on normalized weights"]
@@ -204,10 +214,12 @@ def test_bench_symmetry_recovery_quick(capsys):
 def test_bench_bottleneck_equivalence_quick(capsys):
     rows = load_benchmark("bench_bottleneck_equivalence").main(["--quick", "--repeat", "1"])
     compared = [r for r in rows if "agree" in r]
-    assert compared and all(r["agree"] for r in compared)    # same verdicts as the exact engine
-    assert any(r["block"] for r in compared)                 # the canonical block, too
+    assert compared and all(r["agree"] for r in compared)  # same verdicts as the exact engine
+    assert any(r["block"] for r in compared)  # the canonical block, too
     suite = [r for r in rows if "task" in r]
-    assert len(suite) == len([r for r in rows if "block" in r]) and all(r["ours_s"] > 0 for r in suite)
+    assert len(suite) == len([r for r in rows if "block" in r]) and all(
+        r["ours_s"] > 0 for r in suite
+    )
     assert "fitted growth" in capsys.readouterr().out
 
 
@@ -217,13 +229,19 @@ ROW_KINDS = ("mixed", "dead", "linear", ("hiding", 0))
 
 
 def _close_params(a, b, atol):
-    return all(np.allclose(Wa, Wb, atol=atol) and np.allclose(ba, bb, atol=atol)
-               for (Wa, ba), (Wb, bb) in zip(a, b))
+    return all(
+        np.allclose(Wa, Wb, atol=atol) and np.allclose(ba, bb, atol=atol)
+        for (Wa, ba), (Wb, bb) in zip(a, b)
+    )
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), n1=st.integers(2, 3), n3=st.integers(1, 2),
-       kinds=st.lists(st.sampled_from(ROW_KINDS), min_size=1, max_size=4) | st.none())
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n1=st.integers(2, 3),
+    n3=st.integers(1, 2),
+    kinds=st.lists(st.sampled_from(ROW_KINDS), min_size=1, max_size=4) | st.none(),
+)
 @example(seed=1_138_234_027, n1=2, n3=2, kinds=[("hiding", 0), "linear", "dead", "linear"])
 def test_canonical_form_is_constant_on_random_orbits(seed, n1, n3, kinds):
     """For every sign pattern drawn on purpose (or Gaussian rows): two random points of the
@@ -244,7 +262,7 @@ def test_canonical_form_is_constant_on_random_orbits(seed, n1, n3, kinds):
     for other in (q, q2):
         try:
             co = canonical_form(other)
-        except InputError as exc:   # an orbit point whose block is too ill-conditioned
+        except InputError as exc:  # an orbit point whose block is too ill-conditioned
             assert "always-active block" in str(exc)
             continue
         assert _close_params(co, c, 1e-7 * max(scale, 1.0)), (seq, c)
@@ -254,8 +272,10 @@ def test_canonical_form_is_constant_on_random_orbits(seed, n1, n3, kinds):
 
 
 @settings(max_examples=6, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1),
-       kinds=st.lists(st.sampled_from(ROW_KINDS), min_size=2, max_size=3) | st.none())
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    kinds=st.lists(st.sampled_from(ROW_KINDS), min_size=2, max_size=3) | st.none(),
+)
 def test_different_canonical_forms_have_a_witness(seed, kinds):
     """Canonical forms that differ => the exact engine finds a witness (2 -> 2 -> n2 -> 1,
     q a random orbit point of p with one weight moved)."""
@@ -293,17 +313,25 @@ def test_entries_within_tol_of_zero_are_set_to_zero_when_the_function_allows():
     assert sampled_relative_difference(p, canonical_form(p)) <= 1e-9
     # four entries at 0.9 tol of a row that carries the function: the bound exceeds tol
     W1, b1 = np.eye(4)[:3], np.zeros(3)
-    bad = [(W1, b1), (np.array([[1.0, -0.9e-9, -0.9e-9]]), np.array([-0.9e-9])),
-           (np.array([[1.0]]), np.zeros(1))]
+    bad = [
+        (W1, b1),
+        (np.array([[1.0, -0.9e-9, -0.9e-9]]), np.array([-0.9e-9])),
+        (np.array([[1.0]]), np.zeros(1)),
+    ]
     why = fast_path_reason(bad)
     assert why is not None and "could move the function" in why
     assert not equivalent_bottleneck(bad, bad).applies
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), n3=st.integers(1, 2),
-       kinds=st.lists(st.sampled_from(("ramp", "dead", "linear", ("hiding", 0))), min_size=1,
-                      max_size=4) | st.none())
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n3=st.integers(1, 2),
+    kinds=st.lists(
+        st.sampled_from(("ramp", "dead", "linear", ("hiding", 0))), min_size=1, max_size=4
+    )
+    | st.none(),
+)
 def test_one_first_layer_neuron_canonical_form_is_constant_on_random_orbits(seed, n3, kinds):
     """n1 = 1 (ramp flips turn the first-layer neuron around, second-layer flips turn ramps
     into rising rows through the block): the canonical form is constant on random orbits
@@ -324,10 +352,16 @@ def test_one_first_layer_neuron_canonical_form_is_constant_on_random_orbits(seed
 def test_a_ramp_flip_is_recovered():
     """The two networks of docs/relu_symmetries.md (first-layer neuron turned around at a
     ramp): same canonical form, and the symmetry found contains the ramp flip."""
-    p = [(np.array([[2.0, -1.0]]), np.array([0.5])), (np.array([[-1.5]]), np.array([3.0])),
-         (np.array([[2.0]]), np.array([0.7]))]
-    q = [(np.array([[-3.0, 1.5]]), np.array([2.25])), (np.array([[-1.0]]), np.array([3.0])),
-         (np.array([[-2.0]]), np.array([6.7]))]
+    p = [
+        (np.array([[2.0, -1.0]]), np.array([0.5])),
+        (np.array([[-1.5]]), np.array([3.0])),
+        (np.array([[2.0]]), np.array([0.7])),
+    ]
+    q = [
+        (np.array([[-3.0, 1.5]]), np.array([2.25])),
+        (np.array([[-1.0]]), np.array([3.0])),
+        (np.array([[-2.0]]), np.array([6.7])),
+    ]
     assert ground_truth_equivalent(p, q)
     assert _close_params(canonical_form(p), canonical_form(q), 1e-9)
     r = equivalent_bottleneck(p, q)
@@ -337,9 +371,12 @@ def test_a_ramp_flip_is_recovered():
 
 
 @settings(max_examples=60, deadline=None)
-@given(widths=st.sampled_from([(3, 1, 3, 1), (2, 1, 2, 1), (3, 2, 3, 1), (2, 2, 3, 2),
-                               (4, 3, 4, 1), (3, 1, 1, 1)]),
-       seed=st.integers(0, 10_000))
+@given(
+    widths=st.sampled_from(
+        [(3, 1, 3, 1), (2, 1, 2, 1), (3, 2, 3, 1), (2, 2, 3, 2), (4, 3, 4, 1), (3, 1, 1, 1)]
+    ),
+    seed=st.integers(0, 10_000),
+)
 @example(widths=(3, 1, 3, 1), seed=7)
 def test_a_network_is_equivalent_to_its_own_canonical_form(widths, seed):
     """ReLUNet([3, 1, 3, 1]) seed 7 crashed here (an empty block of non-crossing rows)."""
@@ -363,22 +400,26 @@ def _planted_block(widths, dead, active, seed=0):
     p = [(rng.standard_normal((o, i)), rng.standard_normal(o)) for i, o in zip(widths, widths[1:])]
     W2, b2 = p[1]
     W2[:dead], b2[:dead] = -np.abs(W2[:dead]), -np.abs(b2[:dead])
-    W2[dead:dead + active], b2[dead:dead + active] = (np.abs(W2[dead:dead + active]),
-                                                     np.abs(b2[dead:dead + active]))
+    W2[dead : dead + active], b2[dead : dead + active] = (
+        np.abs(W2[dead : dead + active]),
+        np.abs(b2[dead : dead + active]),
+    )
     return p
 
 
-@pytest.mark.parametrize("widths,dead,active", [
-    ((32, 16, 32, 10), 2, 0),     # 30 crossing rows in R^16: two sides of 15, each
-                                  # annihilated in turn (the branch and bound before)
-    ((784, 64, 32, 10), 3, 3),    # 26 independent crossing rows: the least-rank route
-    ((32, 16, 48, 10), 1, 0),     # 47 crossing rows in R^16, one neuron for the block: the
-                                  # wedge products (the branch and bound refused it)
-    ((32, 16, 32, 10), 3, 3),     # 26 crossing rows, six neurons for the block: the branch
-                                  # and bound, past the 50,000 branches it once refused at
-])
-def test_trained_sizes_with_dead_and_always_active_rows_have_a_canonical_form(widths, dead,
-                                                                              active):
+@pytest.mark.parametrize(
+    "widths,dead,active",
+    [
+        ((32, 16, 32, 10), 2, 0),  # 30 crossing rows in R^16: two sides of 15, each
+        # annihilated in turn (the branch and bound before)
+        ((784, 64, 32, 10), 3, 3),  # 26 independent crossing rows: the least-rank route
+        ((32, 16, 48, 10), 1, 0),  # 47 crossing rows in R^16, one neuron for the block: the
+        # wedge products (the branch and bound refused it)
+        ((32, 16, 32, 10), 3, 3),  # 26 crossing rows, six neurons for the block: the branch
+        # and bound, past the 50,000 branches it once refused at
+    ],
+)
+def test_trained_sizes_with_dead_and_always_active_rows_have_a_canonical_form(widths, dead, active):
     """More crossing neurons than can be enumerated and few neurons for the block (both
     were refused before): random orbit points (block refactors and second-layer flips
     among them) have the same canonical form, and the symmetry is recovered."""
@@ -418,8 +459,11 @@ def test_an_ill_scaled_block_cone_gets_a_form_or_a_refusal():
         b2 = rng.standard_normal(nc + m)
         W2[nc:] = np.abs(W2[nc:]) * 10.0 ** (-10 * rng.random(n1))[None, :]
         b2[nc:] = np.abs(b2[nc:])
-        p = [(rng.standard_normal((n1, d)), rng.standard_normal(n1)), (W2, b2),
-             (rng.standard_normal((n3, nc + m)), rng.standard_normal(n3))]
+        p = [
+            (rng.standard_normal((n1, d)), rng.standard_normal(n1)),
+            (W2, b2),
+            (rng.standard_normal((n3, nc + m)), rng.standard_normal(n3)),
+        ]
         try:
             c = canonical_form(p)
         except InputError as exc:
@@ -435,8 +479,10 @@ def test_equivalent_does_not_wait_for_the_thorough_orientation(monkeypatch):
     """equivalent_bottleneck decides from the block as it is when the orientation choice
     refuses, so it skips the split route (tens of seconds at 64-32-64-10 with four dead
     rows, where it decided in 15 s before; found by review) and keeps the small budget."""
+
     def split(*args):
         raise AssertionError("the split route ran inside equivalent_bottleneck")
+
     monkeypatch.setattr(block, "_by_split_projections", split)
     p = _planted_block((32, 16, 32, 10), 2, 0)
     q, _ = random_orbit_point(p, seed=0)

@@ -22,13 +22,16 @@ ARCHS = [(1, 1, 1, 1), (2, 1, 2, 1), (2, 2, 2, 1), (2, 2, 3, 1), (3, 2, 2, 2), (
 
 
 def _kinds(rng, n1, n2):
-    opts = (["mixed"] * 3 if n1 > 1 else ["ramp"] * 3) + ["dead", "linear"] \
+    opts = (
+        (["mixed"] * 3 if n1 > 1 else ["ramp"] * 3)
+        + ["dead", "linear"]
         + [("hiding", i) for i in range(n1)]
+    )
     return [opts[k] for k in rng.integers(0, len(opts), n2)]
 
 
 @settings(max_examples=15)
-@given(st.integers(0, 2 ** 31), st.sampled_from(ARCHS))
+@given(st.integers(0, 2**31), st.sampled_from(ARCHS))
 def test_dimension_and_samples(seed, widths):
     rng = np.random.default_rng(seed)
     P = bottleneck(rng, widths, kinds=_kinds(rng, widths[1], widths[2]), dyadic=True)
@@ -40,8 +43,10 @@ def test_dimension_and_samples(seed, widths):
     # equivalent by the exact engine). Its dimension is the largest local one, at P or at
     # a point of a family.
     local = []
-    for point in [P] + [fam.sample_one(np.random.default_rng(seed), dyadic=True)
-                        for fam in sorted(F.families, key=lambda f: -f.dimension)[:3]]:
+    for point in [P] + [
+        fam.sample_one(np.random.default_rng(seed), dyadic=True)
+        for fam in sorted(F.families, key=lambda f: -f.dimension)[:3]
+    ]:
         fd = relu.functional_dimension(point, tol=0)
         local.append(fd.num_params - fd.rank)
     assert F.dimension == max(local) >= local[0]
@@ -73,8 +78,12 @@ def test_discrete_families(rng):
     P = bottleneck(rng, (3, 3, 2, 1), kinds=[("hiding", 0), "dead"], dyadic=True)
     F = fiber(P)
     assert len(F.families) == 4
-    assert {tuple(f.flipped for f in fam.discrete) for fam in F.families} == \
-        {(), ((1,),), ((2,),), ((1, 2),)}
+    assert {tuple(f.flipped for f in fam.discrete) for fam in F.families} == {
+        (),
+        ((1,),),
+        ((2,),),
+        ((1, 2),),
+    }
     assert all(set(fam.translations) == {0} for fam in F.families)
     assert F.num_pieces == 4 * math.factorial(3) * math.factorial(2) // math.factorial(1)
     for fam in F.families:
@@ -84,7 +93,9 @@ def test_discrete_families(rng):
     F = fiber(P)
     assert [fam.discrete[0].name for fam in F.families if fam.discrete] == ["ramp_flip"]
     assert ground_truth_equivalent(P, F.families[1].base)
-    assert F.dimension == relu.functional_dimension(P).num_params - relu.functional_dimension(P).rank
+    assert (
+        F.dimension == relu.functional_dimension(P).num_params - relu.functional_dimension(P).rank
+    )
 
 
 def test_second_layer_flip_families(rng):
@@ -112,9 +123,10 @@ def test_block_changes_size_through_zero_rows(rng):
     P = bottleneck(rng, (3, 3, 4, 1), kinds=["mixed", "linear", "dead", "dead"])
     F = fiber(P)
     assert sorted(len(fam.linear) for fam in F.families if not fam.discrete) == [1, 2, 3]
-    assert F.num_pieces == sum(6 * math.factorial(4) // (math.factorial(len(f.dead))
-                                                         * math.factorial(len(f.linear)))
-                               for f in F.families)
+    assert F.num_pieces == sum(
+        6 * math.factorial(4) // (math.factorial(len(f.dead)) * math.factorial(len(f.linear)))
+        for f in F.families
+    )
     for fam in F.families:
         assert fam.dimension == F.dimension
         assert ground_truth_equivalent(P, fam.base)
@@ -134,8 +146,13 @@ def test_all_dead_is_constant(rng):
 
 
 def _subs(layers, values):
-    return [(np.array(W.subs(values).evalf(), dtype=float),
-             np.array(b.subs(values).evalf(), dtype=float).ravel()) for W, b in layers]
+    return [
+        (
+            np.array(W.subs(values).evalf(), dtype=float),
+            np.array(b.subs(values).evalf(), dtype=float).ravel(),
+        )
+        for W, b in layers
+    ]
 
 
 def test_symbolic_description(rng):
@@ -159,7 +176,7 @@ def test_symbolic_description(rng):
     # inside the constraints: equivalent; t below its lower end: not
     inside = dict(ident)
     inside[sympy.Symbol("t_1")] = lo + 4
-    inside[sympy.Symbol("rho_1")] = -64.0   # dead rows stay dead for this translation
+    inside[sympy.Symbol("rho_1")] = -64.0  # dead rows stay dead for this translation
     inside[sympy.Symbol("rho_2")] = -64.0
     assert all(bool(c.subs(inside)) for c in cons)
     assert exactly_equivalent(P, _subs(layers, inside))
@@ -176,16 +193,19 @@ def test_linear_block_symbolic(rng):
     fam = fiber(P).families[0]
     layers, cons = fam.symbolic()
     eqs = [c for c in cons if isinstance(c, sympy.Equality)]
-    assert len(eqs) == 2 * 2   # C A = L, n3 x n1 entries
+    assert len(eqs) == 2 * 2  # C A = L, n3 x n1 entries
     F = fiber(P)
     fd = relu.functional_dimension(P)
     assert F.dimension == fd.num_params - fd.rank
 
 
 def test_errors(rng):
-    wide = [(rng.standard_normal((3, 2)), rng.standard_normal(3)),
-            (rng.standard_normal((2, 3)), rng.standard_normal(2)), (np.ones((1, 2)), np.zeros(1))]
-    assert fiber(wide).widths == (2, 3, 2, 1)   # not a bottleneck: the fiber of any depth
+    wide = [
+        (rng.standard_normal((3, 2)), rng.standard_normal(3)),
+        (rng.standard_normal((2, 3)), rng.standard_normal(2)),
+        (np.ones((1, 2)), np.zeros(1)),
+    ]
+    assert fiber(wide).widths == (2, 3, 2, 1)  # not a bottleneck: the fiber of any depth
     many = bottleneck(rng, (2, 1, 15, 1), kinds=["linear"] + ["ramp"] * 14)
     with pytest.raises(InputError, match="2\\^14 families"):
         fiber(many)
@@ -201,10 +221,11 @@ def test_describe_is_short_for_trained_sizes_and_honest_when_not_generic():
 
     import neuromanifold as nm
     from neuromanifold.relu import fiber as relu_fiber
+
     F = relu_fiber(nm.ReLUNet([20, 10, 30, 1]).random_params(seed=3))
     text = F.describe(max_families=0)
     assert text.count("\n") == 1 and "1 more family" in text
-    assert len(F.describe().splitlines()) <= 12   # matrices past 64 entries: their shape
+    assert len(F.describe().splitlines()) <= 12  # matrices past 64 entries: their shape
     assert "<(10, 20) entries" in F.describe()
     odd = dataclasses.replace(F, generic=False, identifiable=None).describe()
     assert odd.startswith("fiber of dimension at least") and "undecided" in odd

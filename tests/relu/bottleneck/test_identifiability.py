@@ -20,19 +20,25 @@ def _draw(rng, widths, dyadic):
     d, n1, n2, n3 = widths
     if rng.random() < 0.25:
         return bottleneck(rng, widths, dyadic=dyadic)
-    opts = (["mixed"] * 3 if n1 > 1 else ["ramp"] * 3) + ["dead", "linear"] \
+    opts = (
+        (["mixed"] * 3 if n1 > 1 else ["ramp"] * 3)
+        + ["dead", "linear"]
         + [("hiding", i) for i in range(n1)]
+    )
     kinds = [opts[k] for k in rng.integers(0, len(opts), n2)]
     return bottleneck(rng, widths, kinds=kinds, dyadic=dyadic)
 
 
 def _continuous(r):
-    return bool(r.dead_neurons or r.linear_neurons
-                or any(h.interval != (0.0, 0.0) for h in r.hidden_hyperplanes))
+    return bool(
+        r.dead_neurons
+        or r.linear_neurons
+        or any(h.interval != (0.0, 0.0) for h in r.hidden_hyperplanes)
+    )
 
 
 @settings(max_examples=30)
-@given(st.integers(0, 2 ** 31), st.sampled_from(ARCHS), st.booleans())
+@given(st.integers(0, 2**31), st.sampled_from(ARCHS), st.booleans())
 def test_fast_path_matches_ground_truth(seed, widths, dyadic):
     rng = np.random.default_rng(seed)
     P = _draw(rng, widths, dyadic)
@@ -99,8 +105,11 @@ def test_genericity_failures(rng):
     assert any(f.startswith("live outputs") for f in identifiability(P).genericity_failures)
     # two ramps whose kinks at the orthant's corner cancel (found by the ground truth: the
     # functional dimension drops although the sign patterns say identifiable-up-to-flip)
-    P = [(np.array([[-1.5, 2.0]]), np.array([-1.0])), (np.array([[-1.0], [-0.75]]),
-         np.array([0.75, 0.75])), (np.array([[-1.5, 2.0]]), np.array([1.0]))]
+    P = [
+        (np.array([[-1.5, 2.0]]), np.array([-1.0])),
+        (np.array([[-1.0], [-0.75]]), np.array([0.75, 0.75])),
+        (np.array([[-1.5, 2.0]]), np.array([1.0])),
+    ]
     r = identifiability(P)
     assert not r.generic and r.genericity_failures[0].startswith("visible kinks")
     assert not relu.functional_dimension(P).at_bound
@@ -109,26 +118,33 @@ def test_genericity_failures(rng):
     P[0][0][1] = 2 * P[0][0][0]
     r = identifiability(P)
     assert not r.bottleneck and not r.generic and "not a bottleneck" in r.reasons[-1]
-    wide = [(rng.standard_normal((3, 2)), rng.standard_normal(3)),
-            (rng.standard_normal((2, 3)), rng.standard_normal(2)), (np.ones((1, 2)), np.zeros(1))]
+    wide = [
+        (rng.standard_normal((3, 2)), rng.standard_normal(3)),
+        (rng.standard_normal((2, 3)), rng.standard_normal(2)),
+        (np.ones((1, 2)), np.zeros(1)),
+    ]
     assert not identifiability(wide).bottleneck
 
 
 def test_tolerance_and_errors(rng):
-    P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0]]), np.array([1e-13])),
-         (np.ones((1, 1)), np.zeros(1))]
+    P = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -1.0]]), np.array([1e-13])),
+        (np.ones((1, 1)), np.zeros(1)),
+    ]
     loose, exact = identifiability(P), identifiability(P, tol=0)
-    assert loose.hidden_hyperplanes and not loose.generic   # the bias counts as zero
-    assert not exact.hidden_hyperplanes and exact.generic   # the bias is positive
+    assert loose.hidden_hyperplanes and not loose.generic  # the bias counts as zero
+    assert not exact.hidden_hyperplanes and exact.generic  # the bias is positive
     assert exact.identifiable and exact.tol == 0.0
     with pytest.raises(InputError, match="tol"):
         identifiability(P, tol=2)
     with pytest.raises(InputError, match="exact_genericity"):
         identifiability(P, exact_genericity="yes")
-    shallow = identifiability(P[:2])   # other depths: no characterization, no True
+    shallow = identifiability(P[:2])  # other depths: no characterization, no True
     assert type(shallow).__name__ == "DeepIdentifiability" and shallow.identifiable is None
-    r = identifiability(bottleneck(rng, (2, 2, 2, 1), kinds=["mixed", "mixed"]),
-                        exact_genericity=True)
+    r = identifiability(
+        bottleneck(rng, (2, 2, 2, 1), kinds=["mixed", "mixed"]), exact_genericity=True
+    )
     assert "exact genericity" in r.method
     d = r.to_dict()
     assert d["identifiable"] == r.identifiable and isinstance(d["sign_patterns"], list)
@@ -149,7 +165,7 @@ def test_validation_script_quick(capsys):
 def test_wide_faces_are_sampled(rng):
     P = bottleneck(rng, (8, 5, 20, 1), kinds=["mixed"] * 20)
     P[2][0][0, :10] = np.abs(P[2][0][0, :10])
-    P[2][0][0, 10:] = -np.abs(P[2][0][0, 10:])   # jumps of both signs: no shortcut
+    P[2][0][0, 10:] = -np.abs(P[2][0][0, 10:])  # jumps of both signs: no shortcut
     r = identifiability(P)
     # a genericity condition only sampled is not proven: undecided, never True
     assert r.generic and r.identifiable is None and "visible kinks sampled" in r.method
@@ -177,9 +193,12 @@ def test_the_reason_never_denies_a_hiding_row_it_lists():
 
 
 @settings(max_examples=40)
-@given(widths=st.sampled_from([(2, 2, 2, 1), (3, 2, 3, 1), (2, 3, 2, 1), (3, 3, 4, 2),
-                               (1, 2, 2, 1), (2, 4, 3, 1)]),
-       seed=st.integers(0, 10_000))
+@given(
+    widths=st.sampled_from(
+        [(2, 2, 2, 1), (3, 2, 3, 1), (2, 3, 2, 1), (3, 3, 4, 2), (1, 2, 2, 1), (2, 4, 3, 1)]
+    ),
+    seed=st.integers(0, 10_000),
+)
 def test_true_only_where_the_characterization_applies_false_only_with_a_witness(widths, seed):
     """The three-valued rule: True needs a bottleneck with every genericity condition
     checked and holding (and then the exact functional dimension is at its bound, the
@@ -200,9 +219,10 @@ def test_true_only_where_the_characterization_applies_false_only_with_a_witness(
 
 def test_sampled_face_patterns_survive_cancellation():
     from neuromanifold.relu._bottleneck.identifiability import _face_patterns, _face_sample
+
     rng = np.random.default_rng(0)
     W2, b2 = rng.standard_normal((11, 4)), rng.standard_normal(11)
-    W2[0], b2[0] = [1e8, 1e-8, 0.0, 0.0], 0.0   # z_0's term dominates row 0
+    W2[0], b2[0] = [1e8, 1e-8, 0.0, 0.0], 0.0  # z_0's term dominates row 0
     sample = _face_sample(W2, b2)
     Z = sample[0].copy()
     Z[:, 0] = 0.0

@@ -38,27 +38,30 @@ def test_example_facts_recomputed_independently(kind):
     P = sum(W.size + b.size for W, b in p)
     whole_rank = sampled_rank(p)
     assert whole_rank == r.whole.rank
-    if kind == "always-active":     # a continuous fiber direction: the bias shift into b3
+    if kind == "always-active":  # a continuous fiber direction: the bias shift into b3
         assert whole_rank < P - n1 - n2
         for s in (0.5, 2.0):
             q2 = [(W1, b1), (W2, b2 + s * np.eye(n2)[0]), (W3, b3 - s * W3[:, 0])]
             assert relu.equivalent(p, q2, method="regions", tol=0).equivalent
-    else:                           # discrete only
+    else:  # discrete only
         assert whole_rank == P - n1 - n2
     # the witness is not a symmetry of either half: f2 o f1 changes, or its f3 o f2 is
     # another function on R^{n1} (or both)
     Nq, gq = halves(q)
     assert not relu.equivalent(N, Nq, method="regions", tol=0).equivalent
-    assert not relu.equivalent(g, gq, method="regions", tol=0).equivalent \
-        or not np.allclose(W1, q[0][0])
+    assert not relu.equivalent(g, gq, method="regions", tol=0).equivalent or not np.allclose(
+        W1, q[0][0]
+    )
 
 
 def test_cancelling_orientations_make_f3_f2_non_identifiable():
     # rows (1, 0 | 0.5) and (-1, 0 | 0.25) with equal outgoing weights: their linear parts
     # cancel, so both neurons can be reversed on R^{n1}
-    p = [(np.array([[1.0, 0.5], [-0.5, 1.0]]), np.array([0.25, -0.5])),
-         (np.array([[1.0, 0.0], [-1.0, 0.0]]), np.array([0.5, 0.25])),
-         (np.array([[1.0, 1.0]]), np.array([0.0]))]
+    p = [
+        (np.array([[1.0, 0.5], [-0.5, 1.0]]), np.array([0.25, -0.5])),
+        (np.array([[1.0, 0.0], [-1.0, 0.0]]), np.array([0.5, 0.25])),
+        (np.array([[1.0, 1.0]]), np.array([0.0])),
+    ]
     assert cancelling(p) == [(0, 1)]
     r = relu.nonlocalizability(p, tol=0)
     assert r.last_two.identifiable is False and r.last_two.certified
@@ -72,10 +75,16 @@ def test_cancelling_orientations_make_f3_f2_non_identifiable():
 def test_hidden_hyperplane_or_dead_neuron_breaks_f2_f1():
     # a hiding row: the translation keeps the second layer's output, so f2 o f1 has the
     # same continuous freedom as the whole (not nonlocalizable)
-    hid = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0]]), np.array([-0.5])),
-           (np.ones((1, 1)), np.zeros(1))]
-    dead = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [-1.0, -0.5]]),
-                                      np.array([0.5, -0.5])), (np.ones((1, 2)), np.zeros(1))]
+    hid = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -1.0]]), np.array([-0.5])),
+        (np.ones((1, 1)), np.zeros(1)),
+    ]
+    dead = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -1.0], [-1.0, -0.5]]), np.array([0.5, -0.5])),
+        (np.ones((1, 2)), np.zeros(1)),
+    ]
     for p in (hid, dead):
         r = relu.nonlocalizability(p)
         N, _ = halves(p)
@@ -86,9 +95,11 @@ def test_hidden_hyperplane_or_dead_neuron_breaks_f2_f1():
 
 
 def test_generic_mixed_rows_are_identifiable_everywhere():
-    p = [(np.array([[1.0, 0.5], [-0.5, 1.0]]), np.array([0.25, -0.5])),
-         (np.array([[1.0, -0.5], [-1.0, 1.0]]), np.array([0.25, 0.5])),
-         (np.array([[1.0, -0.75]]), np.array([0.5]))]
+    p = [
+        (np.array([[1.0, 0.5], [-0.5, 1.0]]), np.array([0.25, -0.5])),
+        (np.array([[1.0, -0.5], [-1.0, 1.0]]), np.array([0.25, 0.5])),
+        (np.array([[1.0, -0.75]]), np.array([0.5])),
+    ]
     r = relu.nonlocalizability(p)
     assert r.first_two.identifiable and r.last_two.identifiable
     assert r.whole.identifiable is None and r.whole.rank == r.whole.bound
@@ -96,8 +107,9 @@ def test_generic_mixed_rows_are_identifiable_everywhere():
 
 
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 2 ** 20), widths=st.sampled_from([(2, 2, 2, 1), (2, 1, 2, 1),
-                                                             (3, 2, 2, 1)]))
+@given(
+    seed=st.integers(0, 2**20), widths=st.sampled_from([(2, 2, 2, 1), (2, 1, 2, 1), (3, 2, 2, 1)])
+)
 def test_random_verdicts_hold_up(seed, widths):
     """For random parameters: every claimed witness of the whole is an equivalent
     parameter off the orbit (exact engine), and every 'identifiable' half has full
@@ -113,19 +125,25 @@ def test_random_verdicts_hold_up(seed, widths):
     if r.whole.identifiable is False:
         q = r.whole.witness
         assert relu.equivalent(p, q, method="regions").equivalent and not same_orbit(p, q)
-    assert r.nonlocalizable == bool(r.first_two.identifiable and r.last_two.identifiable
-                                    and r.whole.identifiable is False)
+    assert r.nonlocalizable == bool(
+        r.first_two.identifiable and r.last_two.identifiable and r.whole.identifiable is False
+    )
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2 ** 20))
+@given(seed=st.integers(0, 2**20))
 def test_orbit_distance_vanishes_exactly_on_the_orbit(seed):
     rng = np.random.default_rng(seed)
     p = relu.ReLUNet([3, 3, 2, 2]).random_params(rng)
-    moved = apply_sequence([Permutation(1, tuple(rng.permutation(3))),
-                            Scaling(1, tuple(rng.uniform(0.2, 5.0, 3))),
-                            Permutation(2, tuple(rng.permutation(2))),
-                            Scaling(2, tuple(rng.uniform(0.2, 5.0, 2)))], p)
+    moved = apply_sequence(
+        [
+            Permutation(1, tuple(rng.permutation(3))),
+            Scaling(1, tuple(rng.uniform(0.2, 5.0, 3))),
+            Permutation(2, tuple(rng.permutation(2))),
+            Scaling(2, tuple(rng.uniform(0.2, 5.0, 2))),
+        ],
+        p,
+    )
     assert relu.orbit_distance(p, moved) < 1e-12
     other = [(W.copy(), b.copy()) for W, b in moved]
     other[1][1][0] += 0.1
@@ -136,9 +154,9 @@ def test_search_counts_are_consistent():
     s = relu.search_nonlocalizable([(2, 2, 2, 1), (2, 1, 2, 1)], trials=6, seed=3)
     assert s.total_trials == 12 and len(s.architectures) == 2
     for a in s.architectures:
-        assert a["nonlocalizable"] <= min(a["first_two_identifiable"],
-                                          a["last_two_identifiable"],
-                                          a["whole_not_identifiable"])
+        assert a["nonlocalizable"] <= min(
+            a["first_two_identifiable"], a["last_two_identifiable"], a["whole_not_identifiable"]
+        )
         assert a["rate"] == a["nonlocalizable"] / a["trials"]
         assert sum(a["mechanisms"].values()) == a["nonlocalizable"]
         if a["example"] is not None:
@@ -156,7 +174,7 @@ def test_input_errors():
     with pytest.raises(ArchitectureError, match="four widths"):
         relu.search_nonlocalizable([(1, 1, 1)], trials=1)
     with pytest.raises(InputError, match="trials must be at most"):
-        relu.search_nonlocalizable((1, 1, 1, 1), trials=10 ** 9)
+        relu.search_nonlocalizable((1, 1, 1, 1), trials=10**9)
     with pytest.raises(ArchitectureError, match="three-layer"):
         relu.nonlocalizability([(np.eye(1), np.zeros(1))])
     with pytest.raises(ArchitectureError, match="same widths"):
@@ -165,6 +183,7 @@ def test_input_errors():
 
 def test_a_permuted_rescaled_copy_is_no_witness():
     from neuromanifold.relu._bottleneck.nonlocalizability import verify_point
+
     p = relu.nonlocalizable_example().params
     q = apply_sequence([Permutation(1, (1, 0)), Scaling(2, (2.0, 0.5))], p)
     check = verify_point(p, q, 0.0)

@@ -32,8 +32,11 @@ from tests.support.symmetry import (
 
 def _net(W1, b1, W2, b2, W3, b3):
     a = lambda v: np.atleast_2d(np.array(v, float))  # noqa: E731
-    return [(a(W1), np.atleast_1d(np.array(b1, float))), (a(W2), np.atleast_1d(np.array(b2, float))),
-            (a(W3), np.atleast_1d(np.array(b3, float)))]
+    return [
+        (a(W1), np.atleast_1d(np.array(b1, float))),
+        (a(W2), np.atleast_1d(np.array(b2, float))),
+        (a(W3), np.atleast_1d(np.array(b3, float))),
+    ]
 
 
 def _unchecked(sym, P):
@@ -42,6 +45,7 @@ def _unchecked(sym, P):
 
 
 # -- the worked examples -------------------------------------------------------------------
+
 
 def test_translation_example_relu_x_minus_1():
     # theta_t = (1, t, 1, -1 - t, 1, 0) realizes relu(x - 1) for every t >= -1
@@ -71,13 +75,16 @@ def test_ramp_flip_example():
 
 # -- inside the validity set: equivalent ---------------------------------------------------
 
+
 def test_permutation_and_scaling_exact(rng):
     for widths in [(2, 2, 3, 1), (3, 2, 2, 2)]:
         P = bottleneck(rng, widths)
-        seq = [Permutation(1, tuple(rng.permutation(widths[1]))),
-               Scaling(1, tuple(2.0 ** rng.integers(-3, 4, widths[1]))),
-               Permutation(2, tuple(rng.permutation(widths[2]))),
-               Scaling(2, tuple(2.0 ** rng.integers(-3, 4, widths[2])))]
+        seq = [
+            Permutation(1, tuple(rng.permutation(widths[1]))),
+            Scaling(1, tuple(2.0 ** rng.integers(-3, 4, widths[1]))),
+            Permutation(2, tuple(rng.permutation(widths[2]))),
+            Scaling(2, tuple(2.0 ** rng.integers(-3, 4, widths[2]))),
+        ]
         Q = apply_sequence(seq, P, tol=0)
         assert exactly_equivalent(P, Q)
         # with float scalings only up to rounding
@@ -86,8 +93,7 @@ def test_permutation_and_scaling_exact(rng):
 
 
 def test_dead_neuron_move(rng):
-    P = bottleneck(rng, (2, 2, 3, 2), kinds=["mixed", "dead", "linear"],
-                   dyadic=True)
+    P = bottleneck(rng, (2, 2, 3, 2), kinds=["mixed", "dead", "linear"], dyadic=True)
     move = DeadNeuronMove(1, (-0.5, 0.0, -2.0), (3.0, -7.5))
     assert move.applies(P, tol=0)
     Q = move.apply(P, tol=0)
@@ -124,8 +130,14 @@ def test_linear_block_mixing(rng):
 
 def test_hiding_translation_interval_both_ends(rng):
     # row 0 hides 0 (lower end), row 1 is dead with a negative weight on 0 (upper end)
-    P = _net([[1.0, 0.5, 0.0], [0.0, 1.0, -1.0]], [0.5, -0.25],
-             [[2.0, -1.0], [-0.5, -1.0]], [-1.0, -0.25], [[1.0, -2.0], [0.5, 1.5]], [0.0, 1.0])
+    P = _net(
+        [[1.0, 0.5, 0.0], [0.0, 1.0, -1.0]],
+        [0.5, -0.25],
+        [[2.0, -1.0], [-0.5, -1.0]],
+        [-1.0, -0.25],
+        [[1.0, -2.0], [0.5, 1.5]],
+        [0.0, 1.0],
+    )
     lo, hi = HidingTranslation(0, 0.0).applies(P, tol=0).valid_set
     assert (lo, hi) == (-0.5, 0.5)
     for t in (lo, -0.25, 0.125, hi):
@@ -140,7 +152,7 @@ def test_hiding_translation_interval_both_ends(rng):
 
 
 @settings(max_examples=8)
-@given(st.integers(0, 2 ** 31), st.sampled_from([(2, 2, 2, 1), (3, 3, 2, 1), (2, 1, 2, 2)]))
+@given(st.integers(0, 2**31), st.sampled_from([(2, 2, 2, 1), (3, 3, 2, 1), (2, 1, 2, 2)]))
 def test_translation_random_floats(seed, widths):
     rng = np.random.default_rng(seed)
     d, n1, n2, n3 = widths
@@ -219,7 +231,7 @@ def test_ramp_flip_conditions(rng):
 
 
 @settings(max_examples=6)
-@given(st.integers(0, 2 ** 31), st.integers(1, 3))
+@given(st.integers(0, 2**31), st.integers(1, 3))
 def test_ramp_flip_several_ramps(seed, n2):
     # n1 = 1 with only ramps (an open set of parameters): a discrete symmetry that
     # reverses the first-layer neuron
@@ -235,17 +247,21 @@ def test_ramp_flip_several_ramps(seed, n2):
 
 # -- laws and errors -----------------------------------------------------------------------
 
+
 @settings(max_examples=25)
-@given(st.integers(0, 2 ** 31))
+@given(st.integers(0, 2**31))
 def test_inverse_round_trip(seed):
     rng = np.random.default_rng(seed)
     P = bottleneck(rng, (3, 3, 3, 2), kinds=[("hiding", 2), "dead", "dead"])
     lo, hi = HidingTranslation(2, 0.0).applies(P).valid_set
-    syms = [Permutation(int(rng.integers(1, 3)), tuple(rng.permutation(3))),
-            Scaling(int(rng.integers(1, 3)), tuple(rng.uniform(0.1, 10, 3))),
-            HidingTranslation(2, float(rng.uniform(lo, hi))),
-            Flip(2, (0,)), Flip(2, (0, 1)),
-            DeadNeuronMove(1, tuple(-rng.uniform(0, 2, 4)), tuple(rng.standard_normal(2)))]
+    syms = [
+        Permutation(int(rng.integers(1, 3)), tuple(rng.permutation(3))),
+        Scaling(int(rng.integers(1, 3)), tuple(rng.uniform(0.1, 10, 3))),
+        HidingTranslation(2, float(rng.uniform(lo, hi))),
+        Flip(2, (0,)),
+        Flip(2, (0, 1)),
+        DeadNeuronMove(1, tuple(-rng.uniform(0, 2, 4)), tuple(rng.standard_normal(2))),
+    ]
     for s in syms:
         Q = s.apply(P)
         back = s.inverse(P).apply(Q)
@@ -282,8 +298,10 @@ def test_errors_and_results(rng):
     with pytest.raises(nm.ArchitectureError, match="three-layer"):
         Flip(0, ()).apply(P[1:])
     with pytest.raises(SymmetryError, match="step 1 of the sequence"):
-        apply_sequence([Permutation(1, (1, 0)), Flip(0, (1,))], bottleneck(
-            rng, (2, 2, 2, 1), kinds=["linear", "mixed"]))
+        apply_sequence(
+            [Permutation(1, (1, 0)), Flip(0, (1,))],
+            bottleneck(rng, (2, 2, 2, 1), kinds=["linear", "mixed"]),
+        )
     assert isinstance(SymmetryError("x"), ValueError)
     app = Scaling(1, (1.0, 2.0)).applies(P)
     assert isinstance(app, Applicability) and bool(app)
@@ -291,14 +309,27 @@ def test_errors_and_results(rng):
     assert "Scaling(layer=1" in repr(Scaling(1, (1.0, 2.0)))
     with pytest.raises(dataclasses.FrozenInstanceError):
         Scaling(1, (1.0,)).layer = 2
-    names = {s.name for s in [Permutation(1, (0,)), Scaling(1, (1.0,)), DeadNeuronMove(0,
-                                                                                       (0,),
-                                                                                       ()),
-                              LinearBlockMixing((0,), np.eye(1), (0,)), HidingTranslation(0,
-                                                                                          0),
-                              Flip(0, ()), RampFlip(0)]}
-    assert names == {"permutation", "scaling", "dead_neuron_move", "linear_block_mixing",
-                     "hiding_translation", "flip", "ramp_flip"}
+    names = {
+        s.name
+        for s in [
+            Permutation(1, (0,)),
+            Scaling(1, (1.0,)),
+            DeadNeuronMove(0, (0,), ()),
+            LinearBlockMixing((0,), np.eye(1), (0,)),
+            HidingTranslation(0, 0),
+            Flip(0, ()),
+            RampFlip(0),
+        ]
+    }
+    assert names == {
+        "permutation",
+        "scaling",
+        "dead_neuron_move",
+        "linear_block_mixing",
+        "hiding_translation",
+        "flip",
+        "ramp_flip",
+    }
     # the input is never modified
     P0 = [(W.copy(), b.copy()) for W, b in P]
     Scaling(2, (2.0, 3.0)).apply(P)
@@ -307,22 +338,29 @@ def test_errors_and_results(rng):
 
 def test_second_layer_flip_through_the_linear_block(rng):
     from neuromanifold.relu.symmetries import SecondLayerFlip
+
     # >= n1 always-active neurons: the current block absorbs the linear part (exact example)
-    P = _net([[1.0, 0.5, 0.0], [0.25, -1.0, 1.0]], [0.5, -0.25],
-             [[1.0, -2.0], [1.0, 0.0], [0.0, 1.0]], [0.5, 1.0, 2.0], [[1.5, 1.0, -1.0]],
-             [0.125])
+    P = _net(
+        [[1.0, 0.5, 0.0], [0.25, -1.0, 1.0]],
+        [0.5, -0.25],
+        [[1.0, -2.0], [1.0, 0.0], [0.0, 1.0]],
+        [0.5, 1.0, 2.0],
+        [[1.5, 1.0, -1.0]],
+        [0.125],
+    )
     f = SecondLayerFlip.construct(P, (0,), tol=0)
     assert f is not None and f.linear == (1, 2) and f.applies(P, tol=0)
     Q = f.apply(P, tol=0)
     assert np.array_equal(Q[1][0][0], [-1.0, 2.0])
     assert exactly_equivalent(P, Q) and not same_orbit(P, Q)
     back = f.inverse(P).apply(Q, tol=0)
-    assert all(np.array_equal(a, b) and np.array_equal(c, e) for (a, c), (b, e) in zip(P,
-                                                                                       back))
+    assert all(np.array_equal(a, b) and np.array_equal(c, e) for (a, c), (b, e) in zip(P, back))
     # random floats: fewer linear neurons than n1, rank deficit (k >= rank + 1), n1 = 1
-    for widths, kinds in [((3, 3, 3, 1), ["mixed", "linear", "linear"]),
-                          ((2, 1, 2, 1), ["ramp", "linear"]),
-                          ((2, 1, 3, 2), [("hiding", 0), "linear", "dead"])]:
+    for widths, kinds in [
+        ((3, 3, 3, 1), ["mixed", "linear", "linear"]),
+        ((2, 1, 2, 1), ["ramp", "linear"]),
+        ((2, 1, 3, 2), [("hiding", 0), "linear", "dead"]),
+    ]:
         P = bottleneck(rng, widths, kinds=kinds)
         f = SecondLayerFlip.construct(P, (0,))
         assert f is not None
@@ -330,8 +368,9 @@ def test_second_layer_flip_through_the_linear_block(rng):
     # just outside: one linear neuron cannot absorb a rank-2 linear part (n3 = 2)
     P = bottleneck(rng, (3, 2, 3, 2), kinds=["mixed", "linear", "mixed"])
     assert SecondLayerFlip.construct(P, (0,)) is None
-    naive = SecondLayerFlip((0,), (1,), (tuple(P[1][0][1]) + (P[1][1][1],),),
-                            tuple(map(tuple, P[2][0][:, [1]])))
+    naive = SecondLayerFlip(
+        (0,), (1,), (tuple(P[1][0][1]) + (P[1][1][1],),), tuple(map(tuple, P[2][0][:, [1]]))
+    )
     app = naive.applies(P)
     assert not app.applies and "does not factor" in app.reason
     assert not ground_truth_equivalent(P, _unchecked(naive, P))
@@ -343,17 +382,22 @@ def test_second_layer_flip_through_the_linear_block(rng):
 
 def test_block_refactor_grows_and_shrinks_the_block():
     from neuromanifold.relu.symmetries import BlockRefactor
-    P = _net([[1.0, 0.5, 0.0], [0.25, -1.0, 1.0]], [0.5, -0.25],
-             [[1.0, -2.0], [1.0, 0.5], [-1.0, -0.5]], [0.5, 1.0, -2.0], [[1.5, -2.0, 3.0]],
-             [0.125])
+
+    P = _net(
+        [[1.0, 0.5, 0.0], [0.25, -1.0, 1.0]],
+        [0.5, -0.25],
+        [[1.0, -2.0], [1.0, 0.5], [-1.0, -0.5]],
+        [0.5, 1.0, -2.0],
+        [[1.5, -2.0, 3.0]],
+        [0.125],
+    )
     # the dead neuron 2 joins the block: each of 1, 2 carries half of the linear map
     grow = BlockRefactor((1, 2), ((0.5, 0.25, 1.0), (0.5, 0.25, 0.5)), ((-2.0, -2.0),))
     assert grow.applies(P, tol=0)
     Q = grow.apply(P, tol=0)
     assert exactly_equivalent(P, Q) and not same_orbit(P, Q)
     back = grow.inverse(P).apply(Q, tol=0)
-    assert all(np.array_equal(a, b) and np.array_equal(c, e) for (a, c), (b, e) in zip(P,
-                                                                                       back))
+    assert all(np.array_equal(a, b) and np.array_equal(c, e) for (a, c), (b, e) in zip(P, back))
     # neuron 1 leaves the block (it becomes dead), neuron 2 carries the map alone
     shrink = BlockRefactor((1, 2), ((-1.0, 0.0, -0.25), (1.0, 0.5, 0.25)), ((7.0, -2.0),))
     assert shrink.applies(Q, tol=0)
@@ -383,8 +427,11 @@ def test_random_orbit_point_of_extreme_parameters_moves_or_refuses_with_the_limi
 def test_a_translation_too_large_for_float64_is_refused(t):
     """A hidden hyperplane translates for every t >= -0.5 here, exactly; but in floats
     b1 + t and b2 - t W2 round away the function (by 2.2 at t = 1e300)."""
-    P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0]]), np.array([-0.5])),
-         (np.array([[1.0]]), np.zeros(1))]
+    P = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -1.0]]), np.array([-0.5])),
+        (np.array([[1.0]]), np.zeros(1)),
+    ]
     assert HidingTranslation(0, 1.0).applies(P).applies
     r = HidingTranslation(0, t).applies(P)
     assert not r.applies and "float64 rounding" in r.reason

@@ -17,8 +17,10 @@ from tests.support.relu import float_permuted_rescaled
 def _exact_outputs(params, x):
     h = [Fraction(float(v)) for v in x]
     for l, (W, b) in enumerate(params):
-        z = [sum((Fraction(float(w)) * v for w, v in zip(row, h)), Fraction(float(c)))
-             for row, c in zip(np.asarray(W), np.asarray(b))]
+        z = [
+            sum((Fraction(float(w)) * v for w, v in zip(row, h)), Fraction(float(c)))
+            for row, c in zip(np.asarray(W), np.asarray(b))
+        ]
         h = z if l == len(params) - 1 else [max(v, Fraction(0)) for v in z]
     return h
 
@@ -29,8 +31,11 @@ def _exact_difference(p, q, x, relative):
 
 
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 3, 2, 1], [3, 4, 3, 2], [2, 4, 1]]),
-       domain=st.sampled_from([None, "orthant", (-1.0, 1.0), (-3.0, 0.5)]))
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[2, 3, 2, 1], [3, 4, 3, 2], [2, 4, 1]]),
+    domain=st.sampled_from([None, "orthant", (-1.0, 1.0), (-3.0, 0.5)]),
+)
 def test_the_interval_holds_and_closes(seed, widths, domain):
     rng = np.random.default_rng(seed)
     p, q = ReLUNet(widths).random_params(seed), ReLUNet(widths).random_params(seed + 1)
@@ -80,7 +85,7 @@ def test_milp_bounds_from_above_uncertified():
     r = distance(p, q, (-1.0, 1.0), method="milp")
     assert r.upper_method == "milp" and not r.certified and r.num_milps == 4
     assert r.upper >= exact.upper * (1 - 1e-9) and r.lower <= exact.upper * (1 + 1e-12)
-    assert r.lower >= 0.5 * exact.lower          # the MILPs' optima are offered too
+    assert r.lower >= 0.5 * exact.lower  # the MILPs' optima are offered too
 
 
 def test_the_budget_ends_with_an_honest_interval():
@@ -119,17 +124,19 @@ def test_within_tol_measures_as_equivalent_does_on_a_box_past_the_unit():
     e = equivalent(p, q, ([0.0], [10.0]), tol=1e-3)
     r = distance(p, q, ([0.0], [10.0]), tol=1e-3)
     assert e.equivalent and r.within_tol is not False
-    assert r.lower == pytest.approx(5e-3)       # absolute on the box, at x = 10
+    assert r.lower == pytest.approx(5e-3)  # absolute on the box, at x = 10
 
 
 # -- the top-1 classes ------------------------------------------------------------------
+
 
 def _is_counterexample(p, q, x, thr):
     """Independently of the package: a class one network ranks first (ties included)
     more than ``thr`` below the other network's largest output."""
     a, b = _exact_outputs(p, x), _exact_outputs(q, x)
-    return any(max(v) - v[c] > thr for u, v in ((a, b), (b, a))
-               for c in range(len(u)) if u[c] == max(u))
+    return any(
+        max(v) - v[c] > thr for u, v in ((a, b), (b, a)) for c in range(len(u)) if u[c] == max(u)
+    )
 
 
 def _grid(lo, hi, n, d):
@@ -138,9 +145,12 @@ def _grid(lo, hi, n, d):
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 4, 3], [2, 3, 3, 3], [1, 4, 4, 2]]),
-       eps=st.sampled_from([0.0, 1e-3, 0.3]))
-@example(seed=2587, widths=[2, 4, 3], eps=1e-3)   # the simplex's counterexample on a tie
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[2, 4, 3], [2, 3, 3, 3], [1, 4, 4, 2]]),
+    eps=st.sampled_from([0.0, 1e-3, 0.3]),
+)
+@example(seed=2587, widths=[2, 4, 3], eps=1e-3)  # the simplex's counterexample on a tie
 def test_top1_against_exact_checks_and_a_dense_grid(seed, widths, eps):
     """The verdict is decided on small networks; False carries a witness the test checks
     exactly on its own (where the exact simplex's counterexample sits on a tie of p's top
@@ -148,8 +158,10 @@ def test_top1_against_exact_checks_and_a_dense_grid(seed, widths, eps):
     counterexample on a dense grid."""
     rng = np.random.default_rng(seed)
     p = ReLUNet(widths).random_params(seed)
-    q = [(W + eps * rng.standard_normal(W.shape), b + eps * rng.standard_normal(b.shape))
-         for W, b in p]
+    q = [
+        (W + eps * rng.standard_normal(W.shape), b + eps * rng.standard_normal(b.shape))
+        for W, b in p
+    ]
     box = (-2.0, 1.5)
     r = distance(p, q, box, top1=True).top1
     assert r.certified and r.same is not None

@@ -31,9 +31,11 @@ def _confirmed(p, q, r):
 
 
 @settings(max_examples=8, deadline=None)
-@given(seed=st.integers(0, 10**6),
-       widths=st.sampled_from([[2, 3, 2, 1], [3, 3, 2], [1, 2, 2, 2]]),
-       domain=st.sampled_from([None, "orthant", (-1, 2)]))
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[2, 3, 2, 1], [3, 3, 2], [1, 2, 2, 2]]),
+    domain=st.sampled_from([None, "orthant", (-1, 2)]),
+)
 def test_permuted_rescaled_copies_are_equivalent(seed, widths, domain):
     rng = np.random.default_rng(seed)
     p = ReLUNet(widths).random_params(seed)
@@ -62,8 +64,11 @@ def test_perturbing_one_weight_breaks_equivalence_with_witness(seed, domain):
 
 
 def _hiding(t):
-    return [(np.array([[1.0]]), np.array([t])), (np.array([[1.0]]), np.array([-1.0 - t])),
-            (np.array([[1.0]]), np.array([0.0]))]
+    return [
+        (np.array([[1.0]]), np.array([t])),
+        (np.array([[1.0]]), np.array([-1.0 - t])),
+        (np.array([[1.0]]), np.array([0.0])),
+    ]
 
 
 RELU_X_MINUS_1 = [(np.array([[1.0]]), np.array([-1.0])), (np.array([[1.0]]), np.array([0.0]))]
@@ -97,7 +102,10 @@ def test_difference_on_a_region_one_float_wide_still_has_a_witness():
     (0, e) and (e, 2e) have no float inside, their centres round to the boundary; the
     float just next to it is the witness."""
     e = 5e-324
-    p = [(np.ones((3, 1)), np.array([0.0, -e, -2 * e])), (np.array([[1.0, -2.0, 1.0]]), np.zeros(1))]
+    p = [
+        (np.ones((3, 1)), np.array([0.0, -e, -2 * e])),
+        (np.array([[1.0, -2.0, 1.0]]), np.zeros(1)),
+    ]
     q = [(np.ones((1, 1)), np.zeros(1)), (np.zeros((1, 1)), np.zeros(1))]
     for method in ("regions", "auto"):
         r = equivalent(p, q, method=method, tol=0)
@@ -114,9 +122,9 @@ def _random_pair(rng):
     wp = [d, int(rng.integers(1, 3)), int(rng.integers(1, 3)), 1]
     p = dyadic_net(rng, wp)
     kind = int(rng.integers(0, 5))
-    if kind == 0:          # a symmetric copy: equivalent
+    if kind == 0:  # a symmetric copy: equivalent
         q = permuted_rescaled(p, rng)
-    elif kind == 1:        # one dyadic change: equivalent iff it does not show on the domain
+    elif kind == 1:  # one dyadic change: equivalent iff it does not show on the domain
         q = [(W.copy(), b.copy()) for W, b in p]
         l = int(rng.integers(0, 3))
         W, b = q[l]
@@ -124,12 +132,12 @@ def _random_pair(rng):
             W[tuple(rng.integers(0, s) for s in W.shape)] += 0.5
         else:
             b[int(rng.integers(0, b.size))] -= 0.5
-    elif kind == 2:        # an unrelated network of another architecture
+    elif kind == 2:  # an unrelated network of another architecture
         q = dyadic_net(rng, [d, int(rng.integers(1, 3)), 1])
-    elif kind == 3:        # the hiding translation with a dyadic t, sometimes too far
+    elif kind == 3:  # the hiding translation with a dyadic t, sometimes too far
         t = float(rng.integers(-8, 8)) / 4
         p, q = _hiding(t), RELU_X_MINUS_1
-    else:                  # drop all but one hidden neuron's outgoing weight
+    else:  # drop all but one hidden neuron's outgoing weight
         q = [(W.copy(), b.copy()) for W, b in p]
         W, b = q[-1]
         W[:, 1:] = 0.0
@@ -142,7 +150,9 @@ def test_the_two_exact_methods_agree_on_random_pairs():
     for _ in range(220):
         p, q = _random_pair(rng)
         d = p[0][0].shape[1]
-        domain = [None, "orthant", (-1.0, 1.0), (np.full(d, 0.5), np.full(d, 2.0))][int(rng.integers(0, 4))]
+        domain = [None, "orthant", (-1.0, 1.0), (np.full(d, 0.5), np.full(d, 2.0))][
+            int(rng.integers(0, 4))
+        ]
         a = equivalent(p, q, domain=domain, method="regions")
         b = equivalent(p, q, domain=domain, method="milp")
         assert a.equivalent == b.equivalent, (p, q, domain, a, b)
@@ -183,6 +193,7 @@ def test_milp_tolerance_covers_the_solvers_own_tolerances():
 
 # -- tolerance semantics ------------------------------------------------------------------
 
+
 def _exact_rel_exceeds(p, q, r):
     """The witness's exact difference exceeds tol * scale * max(1, ||w||_inf) (> 0 at tol 0)."""
     w = [to_fmpq(float(v)) for v in r.witness]
@@ -194,13 +205,23 @@ def _exact_rel_exceeds(p, q, r):
     assert float(diff) == pytest.approx(r.witness_difference, rel=1e-9)
 
 
-WIDE = [[4, 16, 16, 2], [3, 8, 8, 1], [2, 5, 4, 2], [1, 3, 3, 1], [4, 16, 2], [2, 6, 1],
-        [3, 4, 5, 3, 1]]
+WIDE = [
+    [4, 16, 16, 2],
+    [3, 8, 8, 1],
+    [2, 5, 4, 2],
+    [1, 3, 3, 1],
+    [4, 16, 2],
+    [2, 6, 1],
+    [3, 4, 5, 3, 1],
+]
 
 
 @settings(max_examples=200, deadline=None)
-@given(seed=st.integers(0, 10**6), widths=st.sampled_from(WIDE),
-       domain=st.sampled_from([None, "orthant", (-1, 2)]))
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from(WIDE),
+    domain=st.sampled_from([None, "orthant", (-1, 2)]),
+)
 def test_float_rescaled_copies_are_equivalent_at_the_default_tol(seed, widths, domain):
     """Permuted copies rescaled by random float factors (not powers of two) are the same
     function up to rounding: equivalent at the default tol, certified, with the symmetry;
@@ -223,15 +244,18 @@ def test_float_rescaled_copies_are_equivalent_at_the_default_tol(seed, widths, d
         return
     r0 = equivalent(p, q, domain=domain, tol=0)
     assert r0.certified and r0.tol == 0.0
-    if r0.equivalent:   # every rounding happened to be exact (seen with few weights)
+    if r0.equivalent:  # every rounding happened to be exact (seen with few weights)
         return
     _exact_rel_exceeds(p, q, r0)
     assert r0.witness_difference < 1e-9 * r0.scale * max(1.0, np.abs(r0.witness).max())
 
 
 @settings(max_examples=100, deadline=None)
-@given(seed=st.integers(0, 10**6), widths=st.sampled_from(WIDE),
-       domain=st.sampled_from([None, "orthant", (-1, 2)]))
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from(WIDE),
+    domain=st.sampled_from([None, "orthant", (-1, 2)]),
+)
 def test_relative_perturbation_of_one_live_weight_is_not_equivalent(seed, widths, domain):
     """A relative change of 1e-6 in one live weight (the last-layer weight that shows most
     on the domain) is seen at the default tol, with an exactly confirmed witness."""
@@ -248,9 +272,11 @@ def test_relative_perturbation_of_one_live_weight_is_not_equivalent(seed, widths
 
 
 @settings(max_examples=5, deadline=None)
-@given(seed=st.integers(0, 10**6),
-       widths=st.sampled_from([[2, 3, 2, 1], [1, 3, 3, 1], [2, 4, 1]]),
-       domain=st.sampled_from([None, "orthant", (-1, 2)]))
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[2, 3, 2, 1], [1, 3, 3, 1], [2, 4, 1]]),
+    domain=st.sampled_from([None, "orthant", (-1, 2)]),
+)
 def test_regions_and_milp_give_the_same_verdict_under_tol(seed, widths, domain):
     rng = np.random.default_rng(seed)
     p = ReLUNet(widths).random_params(seed)
@@ -298,8 +324,11 @@ def test_extreme_magnitudes_give_the_same_answers():
     """A copy with hidden neurons rescaled by 2**-1000 and 2**-600 is the same function:
     the same verdicts, never a ZeroDivisionError."""
     p = ReLUNet([2, 3, 2, 1]).random_params(3)
-    q = [(p[0][0] * 2.0**-1000, p[0][1] * 2.0**-1000), (p[1][0] * 2.0**400, p[1][1] * 2.0**-600),
-         (p[2][0] * 2.0**600, p[2][1])]
+    q = [
+        (p[0][0] * 2.0**-1000, p[0][1] * 2.0**-1000),
+        (p[1][0] * 2.0**400, p[1][1] * 2.0**-600),
+        (p[2][0] * 2.0**600, p[2][1]),
+    ]
     for method in ("regions", "milp", "auto"):
         for tol in (0, 1e-9):
             r = equivalent(p, q, method=method, tol=tol)
@@ -337,8 +366,15 @@ def test_options_are_keyword_only_and_checked():
         genericity,
         plot_arrangement,
     )
-    for f, n_pos in ((equivalent, 3), (regions, 2), (bent_hyperplanes, 2),
-                     (functional_dimension, 2), (genericity, 2), (plot_arrangement, 2)):
+
+    for f, n_pos in (
+        (equivalent, 3),
+        (regions, 2),
+        (bent_hyperplanes, 2),
+        (functional_dimension, 2),
+        (genericity, 2),
+        (plot_arrangement, 2),
+    ):
         params = list(inspect.signature(f).parameters.values())
         assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[n_pos:]), f
         assert "tol" in [p.name for p in params] or f is regions
@@ -396,6 +432,7 @@ def test_milp_finds_a_difference_reached_only_far_out():
 
 # -- the reduction: dead, constant and parallel neurons merged away ---------------------------
 
+
 def _grown(p, rng, l=0, share=0.25, dead=True, constant=True):
     """``p`` with, in hidden layer ``l``: neuron 0 split into two positive multiples
     (``1 - share`` and ``share``), a neuron without outgoing weights and a neuron with a
@@ -423,13 +460,17 @@ def _grown(p, rng, l=0, share=0.25, dead=True, constant=True):
 
 
 @settings(max_examples=6, deadline=None)
-@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 3, 3, 1], [3, 4, 2, 2],
-                                                           [2, 3, 2, 2, 1]]),
-       share=st.sampled_from([0.25, 0.5, 0.3]), layer=st.integers(0, 1),
-       domain=st.sampled_from([None, "orthant", (-1.0, 1.0)]))
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[2, 3, 3, 1], [3, 4, 2, 2], [2, 3, 2, 2, 1]]),
+    share=st.sampled_from([0.25, 0.5, 0.3]),
+    layer=st.integers(0, 1),
+    domain=st.sampled_from([None, "orthant", (-1.0, 1.0)]),
+)
 def test_reduction_recognizes_split_dead_and_constant_neurons(seed, widths, share, layer, domain):
     from neuromanifold.relu._analysis import joint_regions as _joint
     from neuromanifold.relu._compare import equivalence as _equivalence
+
     rng = np.random.default_rng(seed)
     p = ReLUNet(widths).random_params(seed)
     q = permuted_rescaled(_grown(p, rng, layer, share), rng)
@@ -447,14 +488,16 @@ def test_reduction_recognizes_split_dead_and_constant_neurons(seed, widths, shar
 
 def pair_domain(domain, d):
     from neuromanifold.relu import as_domain
+
     return as_domain(domain, d)
 
 
 def test_reduction_is_exact_at_tol_zero_with_exact_shares():
     from neuromanifold.relu._compare import equivalence as _equivalence
+
     rng = np.random.default_rng(3)
     p = dyadic_net(rng, [2, 3, 3, 1])
-    p = [(W + 0.125, b + 0.25) for W, b in p]   # no zero rows, distinct directions
+    p = [(W + 0.125, b + 0.25) for W, b in p]  # no zero rows, distinct directions
     q = _grown(p, rng, 0, share=0.5, dead=True, constant=False)
     r = equivalent(p, q, tol=0)
     assert r.equivalent and r.method == "reduction" and r.max_difference == 0
@@ -464,31 +507,36 @@ def test_reduction_is_exact_at_tol_zero_with_exact_shares():
 def test_reduction_never_merges_opposite_neurons():
     from neuromanifold.relu._analysis import joint_regions as _joint
     from neuromanifold.relu._compare import equivalence as _equivalence
+
     p = ReLUNet([2, 3, 2, 1]).random_params(4)
     W, b = p[0]
-    W[2], b[2] = -2.0 * W[0], -2.0 * b[0]          # relu(-2 z) is not -2 relu(z)
+    W[2], b[2] = -2.0 * W[0], -2.0 * b[0]  # relu(-2 z) is not -2 relu(z)
     (W2, b2) = p[1]
     q = [(W[:2].copy(), b[:2].copy()), (W2[:, :2].copy(), b2.copy()), p[2]]
-    q[1][0][:, 0] += -2.0 * W2[:, 2]                # what merging them as multiples would give
+    q[1][0][:, 0] += -2.0 * W2[:, 2]  # what merging them as multiples would give
     pair = _joint.Pair(p, q, 1e-9)
     assert _equivalence._by_reduction(pair, pair_domain(None, 2)) is None
-    reduced = _equivalence._reduce(pair.p, 1e-9)   # an always-active bias may move out
-    assert reduced is None or reduced[0][0][0].shape[0] == 3   # the pair is kept
+    reduced = _equivalence._reduce(pair.p, 1e-9)  # an always-active bias may move out
+    assert reduced is None or reduced[0][0][0].shape[0] == 3  # the pair is kept
     assert not equivalent(p, q).equivalent
 
 
 # -- the float weight matching of method="auto": fast path against the ground truth -------
 
-@settings(max_examples=15, deadline=None)   # each example runs the exact engine twice
-@given(seed=st.integers(0, 10**6),
-       widths=st.sampled_from([[2, 3, 2, 1], [2, 4, 3, 2], [2, 5, 1], [2, 3, 3, 3, 1]]),
-       eps=st.sampled_from([0.0, 1e-15, 1e-12, 1e-10, 1e-9, 1e-8, 1e-6, 1e-3]),
-       flip=st.booleans())
+
+@settings(max_examples=15, deadline=None)  # each example runs the exact engine twice
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[2, 3, 2, 1], [2, 4, 3, 2], [2, 5, 1], [2, 3, 3, 3, 1]]),
+    eps=st.sampled_from([0.0, 1e-15, 1e-12, 1e-10, 1e-9, 1e-8, 1e-6, 1e-3]),
+    flip=st.booleans(),
+)
 def test_matching_is_sound_against_the_regions_engine(seed, widths, eps, flip):
     """Planted (permutation, float rescaling) copies, nudged by eps in one weight, one
     neuron flipped on request (not a symmetry): whenever the matching certifies, the exact
     regions engine agrees, and every exact difference found is within its bound."""
     from neuromanifold.relu._compare.equivalence import by_matching
+
     rng = np.random.default_rng(seed)
     p = ReLUNet(widths).random_params(seed)
     q = float_permuted_rescaled(p, rng)
@@ -509,8 +557,10 @@ def test_matching_is_sound_against_the_regions_engine(seed, widths, eps, flip):
 
 
 @settings(max_examples=10, deadline=None)
-@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[8, 6, 8, 1], [16, 12, 8, 3],
-                                                            [10, 20, 20, 20, 4]]))
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[8, 6, 8, 1], [16, 12, 8, 3], [10, 20, 20, 20, 4]]),
+)
 def test_matching_recovers_planted_symmetries_at_trained_sizes(seed, widths):
     rng = np.random.default_rng(seed)
     p = ReLUNet(widths).random_params(seed)
@@ -531,14 +581,15 @@ def test_matching_leaves_exact_questions_and_exact_entries_to_the_exact_path():
     assert equivalent(p, q, tol=0).method != "matching"
     frac = [([[Fraction(1, 3), Fraction(1)]], [Fraction(0)]), ([[Fraction(3)]], [Fraction(0)])]
     same = [([[1.0, 3.0]], [0.0]), ([[1.0]], [0.0])]
-    r = equivalent(frac, same)   # 1/3 is no float: the float match would be off by rounding
+    r = equivalent(frac, same)  # 1/3 is no float: the float match would be off by rounding
     assert r.method != "matching" and r.equivalent
     with pytest.raises(InputError, match="max_regions"):
-        equivalent(p, q, max_regions=0)   # refused even though the matching would decide
+        equivalent(p, q, max_regions=0)  # refused even though the matching would decide
 
 
-@pytest.mark.parametrize("widths, domain", [([2, 6, 4, 1], None), ([32, 16, 32, 10], None),
-                                            ([8, 12, 6, 3], (-1.0, 1.0))])
+@pytest.mark.parametrize(
+    "widths, domain", [([2, 6, 4, 1], None), ([32, 16, 32, 10], None), ([8, 12, 6, 3], (-1.0, 1.0))]
+)
 def test_a_difference_confined_to_a_strip_along_a_kink_gets_a_witness(widths, domain):
     """q is p plus a hat relu(u) - 2 relu(u - e) + relu(u - 2e) of width 2e = 2e-4 along
     one first-layer hyperplane of q, added to every output: uniform samples rarely land in
@@ -554,8 +605,8 @@ def test_a_difference_confined_to_a_strip_along_a_kink_gets_a_witness(widths, do
     for l, (W, b) in enumerate(p[1:-1]):
         n_prev = hidden[-1][0].shape[0]
         Wn = np.zeros((W.shape[0] + 3, n_prev))
-        Wn[:W.shape[0], :W.shape[1]] = W
-        Wn[W.shape[0]:, n_prev - 3:] = np.eye(3)
+        Wn[: W.shape[0], : W.shape[1]] = W
+        Wn[W.shape[0] :, n_prev - 3 :] = np.eye(3)
         hidden.append((Wn, np.concatenate([b, np.zeros(3)])))
     Wl, bl = p[-1]
     out = np.hstack([Wl, np.tile([1.0, -2.0, 1.0], (Wl.shape[0], 1))])
@@ -582,15 +633,19 @@ def _hat_on_a_deeper_neuron(widths, seed, delta=1e-6, j=0):
     return p, q
 
 
-@pytest.mark.parametrize("widths, domain", [([32, 16, 32, 10], None), ([8, 12, 10, 6, 3], None),
-                                            ([16, 12, 8, 4], (-1.0, 1.0))])
+@pytest.mark.parametrize(
+    "widths, domain",
+    [([32, 16, 32, 10], None), ([8, 12, 10, 6, 3], None), ([16, 12, 8, 4], (-1.0, 1.0))],
+)
 def test_a_difference_confined_to_a_strip_along_a_deeper_bent_hyperplane_gets_a_witness(
-        widths, domain, monkeypatch):
+    widths, domain, monkeypatch
+):
     """The hat is 7x the threshold at 32-16-32-10 and about 2e-6 of z wide: uniform samples
     and first-layer kinks miss it (the exact engine then ran past 20 s); the points on the
     deeper bent hyperplanes find it, and the witness is exact."""
     from neuromanifold.relu._analysis import joint_regions as _joint
     from neuromanifold.relu._compare import equivalence as _equivalence
+
     p, q = _hat_on_a_deeper_neuron(widths, seed=0)
     r = equivalent(p, q, domain, time_limit=60)
     assert r.equivalent is False and r.certified and r.method == "sampling", r.note
@@ -598,27 +653,30 @@ def test_a_difference_confined_to_a_strip_along_a_deeper_bent_hyperplane_gets_a_
     # without those points the sampled check does not decide: the test can fail
     pair = _joint.Pair(p, q, 1e-9)
     dom = pair_domain(domain, widths[0])
-    monkeypatch.setattr(_equivalence, "bent_points",
-                        lambda pair, dom, rng: np.zeros((0, pair.d)))
+    monkeypatch.setattr(_equivalence, "bent_points", lambda pair, dom, rng: np.zeros((0, pair.d)))
     assert _equivalence._by_sampling(pair, dom, np.random.default_rng(0)) is None
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10**6),
-       widths=st.sampled_from([[3, 5, 4, 1], [8, 6, 6, 6, 2], [16, 12, 8, 4]]),
-       box=st.booleans())
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[3, 5, 4, 1], [8, 6, 6, 6, 2], [16, 12, 8, 4]]),
+    box=st.booleans(),
+)
 def test_bent_points_lie_on_every_bent_hyperplane_the_samples_cross(seed, widths, box):
     """For every neuron past the first layer whose pre-activation changes sign on the
     bisection's samples, some point (offset 0) lies on its zero set to rounding; every
     point lies in the domain."""
     from neuromanifold.relu._analysis import joint_regions as _joint
     from neuromanifold.relu._compare import equivalence as _equivalence
+
     p = ReLUNet(widths).random_params(seed)
     pair = _joint.Pair(p, p, 1e-9)
     dom = pair_domain((-1.0, 1.0) if box else None, widths[0])
     X = _equivalence.bent_points(pair, dom, np.random.default_rng(seed))
-    S = _equivalence.sample_points(dom, widths[0], np.random.default_rng(seed),
-                                   _equivalence._BENT_SAMPLES)
+    S = _equivalence.sample_points(
+        dom, widths[0], np.random.default_rng(seed), _equivalence._BENT_SAMPLES
+    )
     assert np.all(np.isfinite(X)) and (not box or np.all((X >= -1.0) & (X <= 1.0)))
     for l in range(1, len(p) - 1):
         for j in range(p[l][0].shape[0]):
@@ -640,11 +698,11 @@ def test_a_near_miss_that_samples_see_below_tol_is_climbed_to_a_witness():
     p = ReLUNet(widths).random_params(3)
     w = np.random.default_rng(5).standard_normal(64)
     c = 1.0
-    for _ in range(3):   # the scale depends on c a little: settle it
+    for _ in range(3):  # the scale depends on c a little: settle it
         q = _with_pass_through(p, w, 0.5, c)
         c = 2e-9 * path_norm_scale(q) / (np.abs(w).sum() + 0.5)
     q = _with_pass_through(p, w, 0.5, c)
-    r = equivalent(p, q, time_limit=60)   # without the ascent: the exact engine, for hours
+    r = equivalent(p, q, time_limit=60)  # without the ascent: the exact engine, for hours
     assert r.equivalent is False and r.certified and r.method == "sampling", r.note
     assert 1e-9 < r.max_difference <= 2e-9 * (1 + 1e-6)
 
@@ -656,7 +714,7 @@ def _with_pass_through(p, w, b, c):
     for W, bl in p[1:-1]:
         n_prev = layers[-1][0].shape[0]
         Wn = np.zeros((W.shape[0] + 1, n_prev))
-        Wn[:W.shape[0], :W.shape[1]] = W
+        Wn[: W.shape[0], : W.shape[1]] = W
         Wn[-1, -1] = 1.0
         layers.append((Wn, np.append(bl, 0.0)))
     Wl, bl = p[-1]

@@ -17,15 +17,16 @@ def test_every_orbit_point_of_a_bottleneck_shares_the_fingerprint():
     p = ReLUNet([6, 4, 6, 2]).random_params(3)
     f = fingerprint(p)
     assert f.complete
-    same = [fingerprint(random_orbit_point(p, seed=s)[0]).digest == f.digest
-            for s in range(100)]
+    same = [fingerprint(random_orbit_point(p, seed=s)[0]).digest == f.digest for s in range(100)]
     assert all(same)
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[3, 5, 1], [4, 6, 6, 2],
-                                                            [5, 8, 7, 6, 3]]),
-       nudge=st.sampled_from([1e-7, 1e-5, 1e-2]))
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[3, 5, 1], [4, 6, 6, 2], [5, 8, 7, 6, 3]]),
+    nudge=st.sampled_from([1e-7, 1e-5, 1e-2]),
+)
 def test_copies_share_it_and_near_misses_do_not(seed, widths, nudge):
     rng = np.random.default_rng(seed)
     p = ReLUNet(widths).random_params(seed)
@@ -40,8 +41,10 @@ def test_copies_share_it_and_near_misses_do_not(seed, widths, nudge):
 def test_a_value_on_a_bucket_edge_is_flagged_and_grouped_by_equivalence():
     tol = 1e-9
     edge = (12345 + 0.5) * tol
-    p = [(np.array([[1.0, edge], [0.5, -1.0]]), np.array([0.0, 0.25])),
-         (np.array([[1.0, 2.0]]), np.array([0.0]))]
+    p = [
+        (np.array([[1.0, edge], [0.5, -1.0]]), np.array([0.0, 0.25])),
+        (np.array([[1.0, 2.0]]), np.array([0.0])),
+    ]
     f = fingerprint(p, tol=tol)
     assert f.near_edge and not f.decisive
     # a rescaled copy: float rounding may move the edge value into the next bucket

@@ -25,8 +25,12 @@ def test_jacobian_matches_finite_differences(widths, seed):
     for i in range(theta.size):
         e = np.zeros_like(theta)
         e[i] = eps
-        cols.append((net.forward(net.unflatten(theta + e), X)
-                     - net.forward(net.unflatten(theta - e), X)).ravel() / (2 * eps))
+        cols.append(
+            (
+                net.forward(net.unflatten(theta + e), X) - net.forward(net.unflatten(theta - e), X)
+            ).ravel()
+            / (2 * eps)
+        )
     fd = np.stack(cols, axis=1)
     # a kink within eps of a sample would spoil finite differences: skip those samples
     H, near_kink = X, np.zeros(len(X), bool)
@@ -53,7 +57,10 @@ def test_flatten_roundtrip_and_forward_shapes(widths, seed):
 
 
 def test_forward_is_relu_composition():
-    p = [(np.array([[1.0], [-1.0]]), np.array([0.0, 1.0])), (np.array([[2.0, 3.0]]), np.array([0.5]))]
+    p = [
+        (np.array([[1.0], [-1.0]]), np.array([0.0, 1.0])),
+        (np.array([[2.0, 3.0]]), np.array([0.5])),
+    ]
     x = np.array([[-2.0], [0.5], [3.0]])
     expect = 2 * np.maximum(x, 0) + 3 * np.maximum(1 - x, 0) + 0.5
     np.testing.assert_allclose(forward(p, x), expect)
@@ -78,7 +85,9 @@ def test_bad_params_messages():
     with pytest.raises(ParameterError, match="finite"):
         check_params([(np.full((3, 2), np.nan), np.zeros(3)), good[1]])
     with pytest.raises(ParameterError, match="at least one row"):
-        check_params([(np.zeros((0, 2)), np.zeros(0)), (np.zeros((1, 0)), np.zeros(1))])  # empty layer
+        check_params(
+            [(np.zeros((0, 2)), np.zeros(0)), (np.zeros((1, 0)), np.zeros(1))]
+        )  # empty layer
     with pytest.raises(ParameterError, match="one entry per row"):
         check_params([(np.ones((3, 2)), np.zeros(2)), good[1]])
     with pytest.raises(ParameterError):
@@ -115,7 +124,7 @@ def test_domains():
     with pytest.raises(DomainError):
         as_domain(((0, np.nan), (1, 1)), 2)
     with pytest.raises(DomainError, match="box bound"):
-        as_domain(("a", "b"), 2)                     # not numbers
+        as_domain(("a", "b"), 2)  # not numbers
     for bad in (0, -1, "a", 2.0):
         with pytest.raises(DomainError, match="positive integer"):
             Domain.whole(bad)

@@ -20,7 +20,8 @@ DEEP = [w for w in WIDTHS if len(w) != 4]
 def same(A, B, atol=1e-9):
     return len(A) == len(B) and all(
         W.shape == V.shape and np.allclose(W, V, atol=atol) and np.allclose(b, c, atol=atol)
-        for (W, b), (V, c) in zip(A, B))
+        for (W, b), (V, c) in zip(A, B)
+    )
 
 
 def shuffled(rng, P):
@@ -37,8 +38,12 @@ def shuffled(rng, P):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(0, 2 ** 31), st.sampled_from(DEEP),
-       st.sampled_from(["dead", "active", "silent", "parallel", "none"]), st.data())
+@given(
+    st.integers(0, 2**31),
+    st.sampled_from(DEEP),
+    st.sampled_from(["dead", "active", "silent", "parallel", "none"]),
+    st.data(),
+)
 def test_one_form_per_orbit_and_the_function_kept(seed, widths, kind, data):
     rng = np.random.default_rng(seed)
     P, layer = drawn(rng, widths, kind, data)
@@ -46,10 +51,10 @@ def test_one_form_per_orbit_and_the_function_kept(seed, widths, kind, data):
     assert same(C, canonical_form(shuffled(rng, P)))
     assert ground_truth_equivalent(P, C)
     whole = kind == "dead" and len(dead_neurons(P, layer, 0.0)) == widths[layer]
-    if kind not in ("none", "active") and not whole:   # the planted neuron is gone (a
+    if kind not in ("none", "active") and not whole:  # the planted neuron is gone (a
         # layer whose every neuron is dead is kept; an active one is a constant or bias 0)
         assert sum(W.shape[0] for W, _ in C) < sum(W.shape[0] for W, _ in P)
-    for W, b in C[:-1]:   # rows of largest magnitude 1, sorted
+    for W, b in C[:-1]:  # rows of largest magnitude 1, sorted
         R = np.hstack([W, b[:, None]])
         assert np.allclose(np.max(np.abs(R), axis=1), 1.0)
         assert [tuple(r) for r in R] == sorted(tuple(r) for r in R)
@@ -63,7 +68,7 @@ def test_always_active_bias_is_quotiented_out(rng):
 
 
 def test_dead_and_constant_neurons_leave(rng):
-    for kind in ("dead", "active"):   # active in the first layer: a constant, folded
+    for kind in ("dead", "active"):  # active in the first layer: a constant, folded
         P = planted(rng, (2, 3, 3, 2, 1), kind, 1, j=2)
         C = canonical_form(P)
         assert C[0][0].shape == (2, 2) and ground_truth_equivalent(P, C)
@@ -75,14 +80,14 @@ def test_other_depths_and_errors(rng):
         canonical_form(P, tol=0)
     affine = [(rng.standard_normal((2, 3)), np.ones(2))]
     assert same(canonical_form(affine), affine, atol=0)
-    T = gaussian(rng, (2, 2, 2, 1))   # three layers: the bottleneck canonical form
+    T = gaussian(rng, (2, 2, 2, 1))  # three layers: the bottleneck canonical form
     orbit, _ = random_orbit_point(T, seed=1, moves=["permutation", "scaling"])
     assert same(canonical_form(T), canonical_form(orbit))
 
 
 def test_weights_at_the_float_range_end_are_refused(rng):
     P = gaussian(rng, (2, 3, 3, 2, 1))
-    P[0][0][0] = (1e10, 1e-300)   # normalized, 1e-310 is subnormal: no relative bound
+    P[0][0][0] = (1e10, 1e-300)  # normalized, 1e-310 is subnormal: no relative bound
     with pytest.raises(InputError, match="cannot certify"):
         canonical_form(P)
 
@@ -96,8 +101,12 @@ def test_trained_size(rng):
 def test_an_intermediate_subnormal_is_refused():
     # 1e300 * 1.23e-290 * 1e-30 ...: a product in the normal form lands below the normal
     # range and is divided up again; its rounding has no relative bound there
-    P = [(np.array([[1e-30]]), np.zeros(1)), (np.array([[1.2345678901234e-290]]), np.zeros(1)),
-         (np.array([[1e300]]), np.zeros(1)), (np.array([[1e20]]), np.zeros(1))]
+    P = [
+        (np.array([[1e-30]]), np.zeros(1)),
+        (np.array([[1.2345678901234e-290]]), np.zeros(1)),
+        (np.array([[1e300]]), np.zeros(1)),
+        (np.array([[1e20]]), np.zeros(1)),
+    ]
     with pytest.raises(InputError, match="cannot certify"):
         canonical_form(P)
 
@@ -106,11 +115,11 @@ def test_the_quotient_is_chosen():
     rng = np.random.default_rng(0)
     T = gaussian(rng, (64, 32, 16, 10))
     W, b = T[1]
-    W[:2], b[:2] = -np.abs(W[:2]), -1.0   # two dead rows: kept by the full quotient
+    W[:2], b[:2] = -np.abs(W[:2]), -1.0  # two dead rows: kept by the full quotient
     full = canonical_form(T)
     assert [W.shape[0] for W, _ in full] == [32, 16, 10]
     assert same(full, canonical_form(shuffled(rng, T)), atol=1e-8)
-    wide = gaussian(rng, (8, 16, 4, 1))   # not a bottleneck: the full quotient refuses
+    wide = gaussian(rng, (8, 16, 4, 1))  # not a bottleneck: the full quotient refuses
     with pytest.raises(InputError, match="quotient='permutation-scaling'"):
         canonical_form(wide)
     C = canonical_form(T, quotient="permutation-scaling")

@@ -56,17 +56,25 @@ def float_tangents(P, F):
             rows += [vec([(c, 1.0)]) for c in coords]
         elif f.kind == "parallel":
             j, k = f.neurons
-            rows += [vec([(lay.column(h, j)[o], f.ratio), (lay.column(h, k)[o], -1.0)])
-                     for o in range(C.shape[0])]
+            rows += [
+                vec([(lay.column(h, j)[o], f.ratio), (lay.column(h, k)[o], -1.0)])
+                for o in range(C.shape[0])
+            ]
         elif f.kind == "active_bias":
             j = f.neurons[0]
             rows.append(vec([(lay.row(h, j)[-1], 1.0), (lay.bias(h + 1), -C[:, j])]))
         elif f.kind == "active_block":
-            rows += [vec([(lay.row(h, a), np.append(W[c], b[c])), (lay.column(h, c), -C[:, a])])
-                     for a in f.neurons for c in f.neurons if a != c]
+            rows += [
+                vec([(lay.row(h, a), np.append(W[c], b[c])), (lay.column(h, c), -C[:, a])])
+                for a in f.neurons
+                for c in f.neurons
+                if a != c
+            ]
         else:
-            rows += [vec([(lay.row(h, j), np.append(W[j], b[j])), (lay.column(h, j), -C[:, j])])
-                     for j in f.neurons]
+            rows += [
+                vec([(lay.row(h, j), np.append(W[j], b[j])), (lay.column(h, j), -C[:, j])])
+                for j in f.neurons
+            ]
     return np.array(rows).reshape(len(rows), lay.P)
 
 
@@ -74,15 +82,15 @@ def moved(P, v, eps):
     """``P`` moved by ``eps`` along the flat parameter vector ``v``."""
     out, at = [], 0
     for W, b in P:
-        dW = v[at:at + W.size].reshape(W.shape)
-        db = v[at + W.size:at + W.size + b.size]
+        dW = v[at : at + W.size].reshape(W.shape)
+        db = v[at + W.size : at + W.size + b.size]
         out.append((W + eps * dW, b + eps * db))
         at += W.size + b.size
     return out
 
 
 @settings(max_examples=20, deadline=None)
-@given(st.integers(0, 2 ** 31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
+@given(st.integers(0, 2**31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
 def test_the_bounds_are_consistent_and_the_samples_are_fiber_points(seed, widths, kind, data):
     rng = np.random.default_rng(seed)
     P, _ = drawn(rng, widths, kind, data)
@@ -96,7 +104,7 @@ def test_the_bounds_are_consistent_and_the_samples_are_fiber_points(seed, widths
     # these small Gaussian instances it is the same
     assert F.dimension == (np.linalg.matrix_rank(T) if T.size else 0)
     if F.kernel_dimension is not None:
-        assert F.dimension <= F.kernel_dimension            # lower <= upper: both proven
+        assert F.dimension <= F.kernel_dimension  # lower <= upper: both proven
         assert F.kernel_dimension == F.num_params - F.jacobian_rank
     assert F.local_dimension in (None, F.dimension)
     assert (F.local_dimension is None) == (F.undecided_reason is not None)
@@ -109,7 +117,7 @@ def test_the_bounds_are_consistent_and_the_samples_are_fiber_points(seed, widths
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.integers(0, 2 ** 31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
+@given(st.integers(0, 2**31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
 def test_every_tangent_vector_keeps_the_function_to_first_order(seed, widths, kind, data):
     rng = np.random.default_rng(seed)
     P, _ = drawn(rng, widths, kind, data)
@@ -152,7 +160,7 @@ def test_planted_dead_neuron_adds_its_row_and_column(rng):
 def test_three_layer_bottleneck_keeps_its_families_and_others_get_the_deep_fiber(rng):
     P3 = gaussian(rng, (3, 2, 2, 1))
     assert isinstance(fiber(P3), BottleneckFiber)
-    wide = gaussian(rng, (2, 4, 3, 1))    # n1 > d: not a bottleneck
+    wide = gaussian(rng, (2, 4, 3, 1))  # n1 > d: not a bottleneck
     F = fiber(wide)
     assert isinstance(F, DeepFiber) and F.widths == (2, 4, 3, 1)
     one = fiber([(rng.standard_normal((2, 3)), np.zeros(2))])
@@ -174,7 +182,7 @@ def test_budget_holds_and_the_partial_rank_is_used(rng):
     P = gaussian(rng, (6, 12, 12, 12, 1))
     t = time.monotonic()
     F = fiber(P, time_limit=0.5)
-    assert time.monotonic() - t < 0.5 * 1.1 + 5    # wide margin (a loaded CI machine)
+    assert time.monotonic() - t < 0.5 * 1.1 + 5  # wide margin (a loaded CI machine)
     assert F.dimension >= 36
     if F.kernel_dimension is not None:
         assert F.dimension <= F.kernel_dimension
@@ -185,13 +193,14 @@ def test_a_rank_that_would_pass_the_limit_is_not_started(rng, monkeypatch):
     5,000, where fiber(time_limit=5) took 48 s): when its expected time passes the limit
     only the coordinate moves count, a lower bound, and the reason says so."""
     import neuromanifold.relu._deep.fiber as module
+
     P = planted(rng, (3, 5, 4, 2, 1), "dead", 2, j=1)
     full = fiber(P)
     monkeypatch.setattr(module, "rank_seconds", lambda shape, exact: 1e6)
     F = fiber(P, time_limit=60)
     assert F.dimension < full.dimension and F.local_dimension is None
     assert "not computed within the time limit" in F.undecided_reason
-    assert fiber(P).dimension == full.dimension   # no limit: the rank is always taken
+    assert fiber(P).dimension == full.dimension  # no limit: the rank is always taken
 
 
 def test_errors(rng):
@@ -204,7 +213,7 @@ def test_errors(rng):
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.integers(0, 2 ** 31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
+@given(st.integers(0, 2**31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
 def test_a_fiber_larger_than_the_orbit_agrees_with_identifiability(seed, widths, kind, data):
     """The fiber as a second ground truth for identifiability at any depth: where the moves
     generate more dimensions than the permutation-scaling orbit has, fiber points off the
@@ -218,8 +227,11 @@ def test_a_fiber_larger_than_the_orbit_agrees_with_identifiability(seed, widths,
         return
     F = fiber(P)
     T = float_tangents(P, F)
-    scalings = [i for i, f in enumerate(x for f in F.families for x in
-                                        [f] * f.num_directions) if f.kind == "scaling"]
+    scalings = [
+        i
+        for i, f in enumerate(x for f in F.families for x in [f] * f.num_directions)
+        if f.kind == "scaling"
+    ]
     orbit = np.linalg.matrix_rank(T[scalings]) if scalings else 0
     if F.dimension > orbit:
         off = [Q for Q in F.sample(4, seed=seed) if not same_orbit(P, Q)]
@@ -237,5 +249,5 @@ def test_the_last_rank_is_not_started_past_the_limit():
     P = ReLUNet([8, 60, 60, 1]).random_params(0)
     t = time.monotonic()
     F = fiber(P, time_limit=1.0)
-    assert time.monotonic() - t < 1.1 + 1.5   # the rule is 10 % + 1 s; a margin for CI
+    assert time.monotonic() - t < 1.1 + 1.5  # the rule is 10 % + 1 s; a margin for CI
     assert F.dimension >= 120 and F.local_dimension is None

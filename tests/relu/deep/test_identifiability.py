@@ -19,7 +19,7 @@ KINDS = ["dead", "active", "silent", "parallel", "none"]
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(0, 2 ** 31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
+@given(st.integers(0, 2**31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
 def test_witnesses_are_fiber_points_off_the_orbit(seed, widths, kind, data):
     rng = np.random.default_rng(seed)
     P, _ = drawn(rng, widths, kind, data)
@@ -28,7 +28,7 @@ def test_witnesses_are_fiber_points_off_the_orbit(seed, widths, kind, data):
         assert isinstance(r, Identifiability)
         return
     assert isinstance(r, DeepIdentifiability)
-    assert r.identifiable is not True            # no characterization at these depths
+    assert r.identifiable is not True  # no characterization at these depths
     if kind != "none":
         assert r.identifiable is False and r.certified
     if r.identifiable is False:
@@ -43,9 +43,12 @@ def test_witnesses_are_fiber_points_off_the_orbit(seed, widths, kind, data):
 
 def test_window_symmetries_decide_deep_networks():
     # hidden layer 2 hides hyperplane 0 of hidden layer 1: nothing per layer shows it
-    P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [1.0, -2.0]]), np.array([-0.5, -1.0])),
-         (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, 0.25])),
-         (np.array([[1.0, 2.0]]), np.zeros(1))]
+    P = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -1.0], [1.0, -2.0]]), np.array([-0.5, -1.0])),
+        (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, 0.25])),
+        (np.array([[1.0, 2.0]]), np.zeros(1)),
+    ]
     r = identifiability(P)
     assert r.identifiable is False and r.certified
     assert {w.symmetry.name for w in r.witnesses} == {"hiding_translation"}
@@ -76,10 +79,15 @@ def test_without_hidden_layers_and_errors(rng):
 
 
 def test_tolerance_decides_faint_structure():
-    P = next(P for seed in range(100)
-             if identifiability(P := gaussian(np.random.default_rng(seed), (2, 3, 3, 2, 1)),
-                                tol=0).identifiable is None)   # nothing found as drawn
-    P[2][0][:, 1] = 1e-14 * np.sign(P[2][0][:, 1])   # neuron 1 of layer 2 almost silent
+    P = next(
+        P
+        for seed in range(100)
+        if identifiability(
+            P := gaussian(np.random.default_rng(seed), (2, 3, 3, 2, 1)), tol=0
+        ).identifiable
+        is None
+    )  # nothing found as drawn
+    P[2][0][:, 1] = 1e-14 * np.sign(P[2][0][:, 1])  # neuron 1 of layer 2 almost silent
     assert identifiability(P, tol=0).identifiable is None
     loose = identifiability(P, tol=1e-9)
     assert loose.identifiable is False and not loose.certified
@@ -106,7 +114,7 @@ def test_decisions_at_tol_do_not_depend_on_the_scaling_of_earlier_layers():
     P[0] = (P[0][0] * s[:, None], P[0][1] * s)
     P[1] = (P[1][0] / s[None, :], P[1][1])
     r = identifiability(P)
-    assert r.parallel_pairs[1] == ((0, 1),)          # the reading at tol ...
+    assert r.parallel_pairs[1] == ((0, 1),)  # the reading at tol ...
     assert r.identifiable is None and not r.witnesses  # ... is not taken as a symmetry
 
 
@@ -124,27 +132,36 @@ def test_a_move_read_at_tol_is_bounded():
     r = identifiability(Q)
     assert r.identifiable is False
     assert r.certified == r.witnesses[0].applies(Q, tol=0).applies
-    assert identifiability(P, tol=0).identifiable is not False or \
-        identifiability(P, tol=0).certified
+    assert (
+        identifiability(P, tol=0).identifiable is not False or identifiability(P, tol=0).certified
+    )
 
 
 def test_exact_signs_do_not_underflow():
     # 1e-200 * 1e-200 underflows; the signs at tol = 0 are those of the floats
-    P = [(np.array([[1e-200]]), np.zeros(1)), (np.array([[1e-200]]), np.zeros(1)),
-         (np.array([[1.0]]), np.zeros(1)), (np.array([[1.0]]), np.zeros(1))]
+    P = [
+        (np.array([[1e-200]]), np.zeros(1)),
+        (np.array([[1e-200]]), np.zeros(1)),
+        (np.array([[1.0]]), np.zeros(1)),
+        (np.array([[1.0]]), np.zeros(1)),
+    ]
     assert identifiability(P, tol=0).dead_neurons == ((), (), ())
-    r = identifiability(P)   # at tol, layer 2 reads as dead (its effect is 1e-400)
+    r = identifiability(P)  # at tol, layer 2 reads as dead (its effect is 1e-400)
     assert r.identifiable is False and r.certified
     exact = [w for w, bound in zip(r.witnesses, r.function_bounds) if bound == 0.0]
-    Q = exact[0].apply(P, tol=0)   # proved: layer 3 is active on every input
+    Q = exact[0].apply(P, tol=0)  # proved: layer 3 is active on every input
     from fractions import Fraction as F
-    def f(N, x):   # exact evaluation
+
+    def f(N, x):  # exact evaluation
         h = [F(x)]
         for i, (W, b) in enumerate(N):
-            h = [sum(F(float(W[j, k])) * h[k] for k in range(W.shape[1])) + F(float(b[j]))
-                 for j in range(W.shape[0])]
+            h = [
+                sum(F(float(W[j, k])) * h[k] for k in range(W.shape[1])) + F(float(b[j]))
+                for j in range(W.shape[0])
+            ]
             h = [max(v, 0) for v in h] if i < len(N) - 1 else h
         return h[0]
+
     assert all(f(P, x) == f(Q, x) for x in (1.0, -1.0, 3.0))
 
 
@@ -174,13 +191,16 @@ def test_a_neuron_active_only_on_the_image_is_a_witness():
     """h_0 = relu(x) >= h_1 = relu(x - 1), so neuron 0 of layer 2, z = h_0 - h_1 + 0.5, is
     active on every input though its row has a negative entry: the region engine proves it,
     and its bias shifts (t >= 0) into the next layer."""
-    P = [(np.array([[1.0], [1.0]]), np.array([0.0, -1.0])),
-         (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, 0.25])),
-         (np.array([[1.0, -2.0]]), np.array([0.3])), (np.array([[1.5]]), np.array([0.0]))]
+    P = [
+        (np.array([[1.0], [1.0]]), np.array([0.0, -1.0])),
+        (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, 0.25])),
+        (np.array([[1.0, -2.0]]), np.array([0.3])),
+        (np.array([[1.5]]), np.array([0.0])),
+    ]
     r = identifiability(P)
     assert r.identifiable is False and r.certified and r.active_neurons == ((), (), ())
     w = r.witnesses[0]
     assert (w.name, w.layer, w.neuron) == ("active_bias_shift", 2, 0) and w.shift > 0
     Q = w.apply(P)
     assert ground_truth_equivalent(P, Q) and not same_orbit(P, Q)
-    assert not ActiveBiasShift(2, 0, -0.75).applies(P, tol=0).applies   # z - 0.75 < 0 at x <= 0
+    assert not ActiveBiasShift(2, 0, -0.75).applies(P, tol=0).applies  # z - 0.75 < 0 at x <= 0

@@ -30,12 +30,11 @@ def orbit_copy(rng, P):
 
 
 def null_count(P):
-    return sum(int(np.sum(~np.any(np.hstack([W, b[:, None]]) != 0, axis=1)))
-               for W, b in P[:-1])
+    return sum(int(np.sum(~np.any(np.hstack([W, b[:, None]]) != 0, axis=1))) for W, b in P[:-1])
 
 
 @settings(max_examples=20, deadline=None)
-@given(st.integers(0, 2 ** 31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
+@given(st.integers(0, 2**31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
 def test_every_state_keeps_the_function_and_nothing_is_left(seed, widths, kind, data):
     rng = np.random.default_rng(seed)
     P, layer = drawn(rng, widths, kind, data)
@@ -43,21 +42,24 @@ def test_every_state_keeps_the_function_and_nothing_is_left(seed, widths, kind, 
     assert len(inverses) == len(moves)
     state = P
     for move, undo in zip(moves, inverses):
-        after = move.apply(state, tol=0)                 # each applies exactly, in order
+        after = move.apply(state, tol=0)  # each applies exactly, in order
         back = undo.apply(after, tol=0)
-        assert all(np.allclose(A, B, atol=1e-12) and np.allclose(a, c, atol=1e-12)
-                   for (A, a), (B, c) in zip(back, state))
+        assert all(
+            np.allclose(A, B, atol=1e-12) and np.allclose(a, c, atol=1e-12)
+            for (A, a), (B, c) in zip(back, state)
+        )
         state = after
-    assert all(np.array_equal(A, B) and np.array_equal(a, c)
-               for (A, a), (B, c) in zip(state, nulled))
+    assert all(
+        np.array_equal(A, B) and np.array_equal(a, c) for (A, a), (B, c) in zip(state, nulled)
+    )
     assert ground_truth_equivalent(P, nulled)
-    assert null_moves(nulled)[0] == []                   # nothing left to null
+    assert null_moves(nulled)[0] == []  # nothing left to null
     if kind in ("dead", "silent", "parallel") or layer == 1:
         assert null_count(nulled) >= 1
 
 
 @settings(max_examples=20, deadline=None)
-@given(st.integers(0, 2 ** 31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
+@given(st.integers(0, 2**31), st.sampled_from(WIDTHS), st.sampled_from(KINDS), st.data())
 def test_equivalent_returns_a_symmetry_that_lands_on_q(seed, widths, kind, data):
     rng = np.random.default_rng(seed)
     P, layer = drawn(rng, widths, kind, data)
@@ -83,7 +85,7 @@ def test_networks_whose_reductions_differ_get_no_symmetry(rng):
 def test_a_constant_neuron_shifts_to_a_zero_row_and_back(rng):
     P = gaussian(rng, (2, 3, 2, 1))
     W, b = P[0]
-    W[1], b[1] = 0.0, 1.5                 # constant: relu(1.5)
+    W[1], b[1] = 0.0, 1.5  # constant: relu(1.5)
     move = ActiveBiasShift(1, 1, -1.5)
     assert move.applies(P, tol=0).applies
     Q = move.apply(P)
@@ -91,17 +93,21 @@ def test_a_constant_neuron_shifts_to_a_zero_row_and_back(rng):
     assert ground_truth_equivalent(P, Q)
     back = move.inverse(P)
     assert back.applies(Q, tol=0).applies
-    assert not ActiveBiasShift(1, 1, -2.0).applies(P, tol=0).applies   # z + t < 0
+    assert not ActiveBiasShift(1, 1, -2.0).applies(P, tol=0).applies  # z + t < 0
 
 
 def test_scales_beyond_the_float_range_leave_the_verdict_without_a_symmetry():
     """q is p with a neuron rescaled by 2^1040 (and a dead neuron): no float holds the
     scale, so no symmetry is returned, and the verdict stands (an OverflowError before)."""
-    e1, e2 = 2.0 ** -520, 2.0 ** 520
-    p = [(np.array([[e1, 0.0], [0.0, 0.0]]), np.array([0.0, -1.0])),
-         (np.array([[e2, 1.0]]), np.array([0.0]))]
-    q = [(np.array([[e2, 0.0], [0.0, 0.0]]), np.array([0.0, -1.0])),
-         (np.array([[e1, 5.0]]), np.array([0.0]))]
+    e1, e2 = 2.0**-520, 2.0**520
+    p = [
+        (np.array([[e1, 0.0], [0.0, 0.0]]), np.array([0.0, -1.0])),
+        (np.array([[e2, 1.0]]), np.array([0.0])),
+    ]
+    q = [
+        (np.array([[e2, 0.0], [0.0, 0.0]]), np.array([0.0, -1.0])),
+        (np.array([[e1, 5.0]]), np.array([0.0])),
+    ]
     with np.errstate(all="ignore"):
         e = relu.equivalent(p, q, tol=0)
     assert e.equivalent and e.certified and not e.symmetry

@@ -26,8 +26,10 @@ WIDTHS = [(2, 3, 3, 2, 1), (3, 3, 2, 2), (2, 4, 1), (2, 2, 3, 2, 2, 1)]
 
 
 def gaussian(rng, widths):
-    return [(rng.standard_normal((m, n)), rng.standard_normal(m))
-            for n, m in zip(widths[:-1], widths[1:])]
+    return [
+        (rng.standard_normal((m, n)), rng.standard_normal(m))
+        for n, m in zip(widths[:-1], widths[1:])
+    ]
 
 
 def planted(rng, widths, kind, layer, j=0):
@@ -47,7 +49,7 @@ def planted(rng, widths, kind, layer, j=0):
     elif kind == "silent":
         P[layer][0][:, j] = 0.0
     elif kind == "parallel":
-        W[j + 1], b[j + 1] = 2.0 * W[j], 2.0 * b[j]   # exact in floats
+        W[j + 1], b[j + 1] = 2.0 * W[j], 2.0 * b[j]  # exact in floats
     return P
 
 
@@ -74,8 +76,12 @@ def move_for(P, kind, layer, j=0):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(0, 2 ** 31), st.sampled_from(WIDTHS),
-       st.sampled_from(["dead", "active", "silent", "parallel"]), st.data())
+@given(
+    st.integers(0, 2**31),
+    st.sampled_from(WIDTHS),
+    st.sampled_from(["dead", "active", "silent", "parallel"]),
+    st.data(),
+)
 def test_moves_keep_the_function_and_leave_the_orbit(seed, widths, kind, data):
     rng = np.random.default_rng(seed)
     hidden = [l for l in range(1, len(widths) - 1) if kind != "parallel" or widths[l] >= 2]
@@ -87,8 +93,10 @@ def test_moves_keep_the_function_and_leave_the_orbit(seed, widths, kind, data):
     assert ground_truth_equivalent(P, Q)
     assert orbit_distance(P, Q) > 1e-6
     back = move.inverse(P).apply(Q)
-    assert all(np.allclose(W, V, atol=1e-12) and np.allclose(b, c, atol=1e-12)
-               for (W, b), (V, c) in zip(back, P))
+    assert all(
+        np.allclose(W, V, atol=1e-12) and np.allclose(b, c, atol=1e-12)
+        for (W, b), (V, c) in zip(back, P)
+    )
 
 
 @pytest.mark.parametrize("kind", ["dead", "active", "silent", "parallel"])
@@ -105,7 +113,7 @@ def test_moves_refuse_networks_without_their_structure(rng, kind):
 def test_active_bias_shift_must_keep_the_neuron_active(rng):
     P = planted(rng, (2, 3, 3, 1), "active", 2)
     b = P[1][1][0]
-    assert ActiveBiasShift(2, 0, -b).applies(P, tol=0).applies   # down to bias 0
+    assert ActiveBiasShift(2, 0, -b).applies(P, tol=0).applies  # down to bias 0
     assert not ActiveBiasShift(2, 0, -b - 1.0).applies(P, tol=0).applies
 
 
@@ -113,7 +121,7 @@ def test_parallel_at_zero_tolerance_is_exact(rng):
     P = gaussian(rng, (2, 3, 1))
     W, b = P[0]
     W[1], b[1] = W[0] * 3.0, b[0] * 3.0
-    W[1, 0] = np.nextafter(W[1, 0], np.inf)           # parallel to rounding only
+    W[1, 0] = np.nextafter(W[1, 0], np.inf)  # parallel to rounding only
     split = ParallelNeuronSplit(1, (0, 1), (1.0,))
     assert not split.applies(P, tol=0).applies and split.applies(P, tol=1e-9).applies
 
@@ -121,11 +129,17 @@ def test_parallel_at_zero_tolerance_is_exact(rng):
 def test_window_symmetries_lift_three_layer_ones(rng):
     # hidden layer 2 hides hyperplane 0 of hidden layer 1 (window 1), then dead and
     # always-active neurons of hidden layer 3 (window 2)
-    P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0]]), np.array([-0.5])),
-         (np.array([[-1.0], [2.0]]), np.array([-1.0, 0.5])), (np.array([[1.0, 3.0]]), np.zeros(1))]
-    for move in (WindowSymmetry(1, HidingTranslation(0, 0.25)),
-                 WindowSymmetry(2, DeadNeuronMove(0, (-2.0, -3.0), (4.0,))),
-                 WindowSymmetry(2, LinearBlockMixing((1,), np.eye(1), (2.0,)))):
+    P = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -1.0]]), np.array([-0.5])),
+        (np.array([[-1.0], [2.0]]), np.array([-1.0, 0.5])),
+        (np.array([[1.0, 3.0]]), np.zeros(1)),
+    ]
+    for move in (
+        WindowSymmetry(1, HidingTranslation(0, 0.25)),
+        WindowSymmetry(2, DeadNeuronMove(0, (-2.0, -3.0), (4.0,))),
+        WindowSymmetry(2, LinearBlockMixing((1,), np.eye(1), (2.0,))),
+    ):
         assert move.applies(P, tol=0).applies, move
         Q = move.apply(P)
         assert ground_truth_equivalent(P, Q) and orbit_distance(P, Q) > 1e-6

@@ -31,11 +31,11 @@ def _split(p, j=0, share=0.25):
     """``p`` with first-layer neuron ``j`` split into two positive multiples: the same
     function, one more neuron (so no permutation-and-scaling symmetry relates them)."""
     (W1, b1), (W2, b2), *rest = [(np.array(W, float), np.array(b, float)) for W, b in p]
-    W1s = np.vstack([W1, share * W1[j:j + 1]])
+    W1s = np.vstack([W1, share * W1[j : j + 1]])
     b1s = np.append(b1, share * b1[j])
     W1s[j] *= 1 - share
     b1s[j] *= 1 - share
-    return [(W1s, b1s), (np.hstack([W2, W2[:, j:j + 1]]), b2), *rest]
+    return [(W1s, b1s), (np.hstack([W2, W2[:, j : j + 1]]), b2), *rest]
 
 
 def _dead_on_box(p, seed=2):
@@ -44,8 +44,11 @@ def _dead_on_box(p, seed=2):
     rng = np.random.default_rng(seed)
     (W1, b1), (W2, b2), *rest = p
     w = rng.standard_normal(W1.shape[1])
-    return [(np.vstack([W1, w]), np.append(b1, -(np.abs(w).sum() + 0.5))),
-            (np.hstack([W2, rng.standard_normal((W2.shape[0], 1))]), b2), *rest]
+    return [
+        (np.vstack([W1, w]), np.append(b1, -(np.abs(w).sum() + 0.5))),
+        (np.hstack([W2, rng.standard_normal((W2.shape[0], 1))]), b2),
+        *rest,
+    ]
 
 
 BOX = (-1.0, 1.0)
@@ -53,6 +56,7 @@ NET = ReLUNet([2, 4, 3, 1]).random_params(5)
 
 
 # -- budgets ------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("analysis", ["bent", "genericity", "equivalent", "plot"])
 def test_region_limit_raises_with_counts(analysis):
@@ -81,6 +85,7 @@ def test_region_limit_raises_with_counts(analysis):
 
 def _axes():
     from matplotlib.figure import Figure
+
     return Figure().subplots()
 
 
@@ -108,16 +113,21 @@ def test_partial_bent_hyperplanes_is_what_was_found():
             assert a.status in ("visible", "undecided")
             assert a.status != "visible" or b.status == "visible"
             # the pieces found are the full result's pieces on the regions examined
-            assert [(p.region, p.visible) for p in a.pieces] == \
-                [(p.region, p.visible) for p in b.pieces if p.region < k]
+            assert [(p.region, p.visible) for p in a.pieces] == [
+                (p.region, p.visible) for p in b.pieces if p.region < k
+            ]
             assert all(p.neighbor is None or p.neighbor < k for p in a.pieces)
-    assert full.complete and all(p.neighbor is not None and p.neighbor >= 0
-                                 for nu in full.neurons for p in nu.pieces)
+    assert full.complete and all(
+        p.neighbor is not None and p.neighbor >= 0 for nu in full.neurons for p in nu.pieces
+    )
 
 
 def test_partial_genericity_lists_real_failures():
-    p = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -2.0], [1.0, 1.0]]), np.array([0.0, -1.0])),
-         (np.ones((1, 2)), np.zeros(1))]
+    p = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -2.0], [1.0, 1.0]]), np.array([0.0, -1.0])),
+        (np.ones((1, 2)), np.zeros(1)),
+    ]
     full = genericity(p)
     assert not full.generic and full.complete
     with pytest.raises(ComputationLimitError) as info:
@@ -129,8 +139,11 @@ def test_partial_genericity_lists_real_failures():
 
 
 def test_identifiability_passes_the_budget_on():
-    P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, -1.0])),
-         (np.array([[1.0, 2.0]]), np.zeros(1))]
+    P = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, -1.0])),
+        (np.array([[1.0, 2.0]]), np.zeros(1)),
+    ]
     with pytest.raises(ComputationLimitError, match="genericity"):
         identifiability(P, exact_genericity=True, max_regions=1)
     assert identifiability(P, max_regions=1).identifiable  # no enumeration without it
@@ -138,18 +151,33 @@ def test_identifiability_passes_the_budget_on():
 
 # -- the pruned searches against the unpruned ones ------------------------------------------
 
+
 def _bent_key(B):
-    return [(nu.status, [(p.region, p.neighbor, p.visible, p.jump_size, p.coincident,
-                          tuple(p.normal)) for p in nu.pieces]) for nu in B.neurons]
+    return [
+        (
+            nu.status,
+            [
+                (p.region, p.neighbor, p.visible, p.jump_size, p.coincident, tuple(p.normal))
+                for p in nu.pieces
+            ],
+        )
+        for nu in B.neurons
+    ]
 
 
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 3, 3, 1], [2, 4, 2, 2],
-                                                           [3, 3, 2, 1], [1, 3, 3, 1]]),
-       dyadic=st.booleans(), domain=st.sampled_from([None, "orthant", (-1.0, 1.0)]))
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[2, 3, 3, 1], [2, 4, 2, 2], [3, 3, 2, 1], [1, 3, 3, 1]]),
+    dyadic=st.booleans(),
+    domain=st.sampled_from([None, "orthant", (-1.0, 1.0)]),
+)
 def test_bent_pruning_matches_the_unpruned_search(seed, widths, dyadic, domain):
-    p = dyadic_net(np.random.default_rng(seed), widths) if dyadic else \
-        ReLUNet(widths).random_params(seed)
+    p = (
+        dyadic_net(np.random.default_rng(seed), widths)
+        if dyadic
+        else ReLUNet(widths).random_params(seed)
+    )
     fast = bent_hyperplanes(p, domain)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_bent, "_PRUNE", False)
@@ -159,17 +187,25 @@ def test_bent_pruning_matches_the_unpruned_search(seed, widths, dyadic, domain):
 
 
 def _failures(g):
-    return sorted((f.condition, f.kind, tuple(sorted(f.elements)), str(f.pattern), str(f.point),
-                   f.certified) for f in g.failures)
+    return sorted(
+        (f.condition, f.kind, tuple(sorted(f.elements)), str(f.pattern), str(f.point), f.certified)
+        for f in g.failures
+    )
 
 
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[2, 3, 3, 1], [2, 3, 2, 2, 1],
-                                                           [3, 3, 2, 1]]),
-       dyadic=st.booleans(), domain=st.sampled_from([None, "orthant", (-1.0, 1.0)]))
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[2, 3, 3, 1], [2, 3, 2, 2, 1], [3, 3, 2, 1]]),
+    dyadic=st.booleans(),
+    domain=st.sampled_from([None, "orthant", (-1.0, 1.0)]),
+)
 def test_genericity_closure_pruning_matches_all_pieces(seed, widths, dyadic, domain):
-    p = dyadic_net(np.random.default_rng(seed), widths) if dyadic else \
-        ReLUNet(widths).random_params(seed)
+    p = (
+        dyadic_net(np.random.default_rng(seed), widths)
+        if dyadic
+        else ReLUNet(widths).random_params(seed)
+    )
     fast = genericity(p, domain, tol=0)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_genericity, "_touching", lambda pieces, *a: pieces)
@@ -184,13 +220,17 @@ def test_genericity_closure_pruning_matches_all_pieces(seed, widths, dyadic, dom
 
 def test_closure_pruning_keeps_a_piece_through_a_vertex():
     # a layer-2 neuron whose pieces only touch the closure of the regions at the origin
-    p = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -2.0], [1.0, 1.0]]), np.array([0.0, -1.0])),
-         (np.ones((1, 2)), np.zeros(1))]
+    p = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -2.0], [1.0, 1.0]]), np.array([0.0, -1.0])),
+        (np.ones((1, 2)), np.zeros(1)),
+    ]
     s2 = [f for f in genericity(p).failures if f.condition == "S2"]
     assert any(f.kind == "common point" and f.point == (0, 0) for f in s2)
 
 
 # -- equivalent(method="auto"): cheap checks first, then regions or the MILP by size -------
+
 
 def test_auto_runs_regions_before_the_milp_on_few_regions(monkeypatch):
     p = ReLUNet([2, 4, 4, 1]).random_params(1)
@@ -248,6 +288,7 @@ def test_milp_time_share_is_respected(monkeypatch):
 
 # -- nothing on stdout, at the file-descriptor level ---------------------------------------
 
+
 def test_no_analysis_writes_to_stdout(capfd):
     os.write(1, b"control\n")  # the capture does see the file descriptor
     assert capfd.readouterr().out == "control\n"
@@ -255,16 +296,26 @@ def test_no_analysis_writes_to_stdout(capfd):
     q = _split(p)
     r = [(W.copy(), b.copy()) for W, b in p]
     r[-1][1][0] += 1e-3
-    bott = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [-1.0, 2.0]]),
-                                      np.array([0.5, -1.0])), (np.array([[1.0, 2.0]]), np.zeros(1))]
+    bott = [
+        (np.eye(2), np.zeros(2)),
+        (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, -1.0])),
+        (np.array([[1.0, 2.0]]), np.zeros(1)),
+    ]
     runs = [
-        lambda: relu.regions(p), lambda: list(relu.iter_regions(p)),
-        lambda: relu.estimate_regions(p, num_samples=500), lambda: relu.bent_hyperplanes(p),
-        lambda: relu.genericity(p), lambda: relu.functional_dimension(p, (-1.0, 1.0)),
-        lambda: equivalent(p, q), lambda: equivalent(p, q, method="regions"),
-        lambda: equivalent(p, q, method="milp"), lambda: equivalent(p, r, method="milp"),
-        lambda: equivalent(p, r), lambda: relu.identifiability(bott, exact_genericity=True),
-        lambda: relu.canonical_form(bott), lambda: relu.equivalent_bottleneck(bott, bott),
+        lambda: relu.regions(p),
+        lambda: list(relu.iter_regions(p)),
+        lambda: relu.estimate_regions(p, num_samples=500),
+        lambda: relu.bent_hyperplanes(p),
+        lambda: relu.genericity(p),
+        lambda: relu.functional_dimension(p, (-1.0, 1.0)),
+        lambda: equivalent(p, q),
+        lambda: equivalent(p, q, method="regions"),
+        lambda: equivalent(p, q, method="milp"),
+        lambda: equivalent(p, r, method="milp"),
+        lambda: equivalent(p, r),
+        lambda: relu.identifiability(bott, exact_genericity=True),
+        lambda: relu.canonical_form(bott),
+        lambda: relu.equivalent_bottleneck(bott, bott),
         lambda: relu.weighted_arrangement([p[0], (np.ones((1, 3)), np.zeros(1))]),
         lambda: plot_arrangement(p, ax=_axes()),
     ]
@@ -285,8 +336,10 @@ def test_budget_after_the_milp_keeps_its_verdict_as_partial(monkeypatch):
 
 def test_a_milp_time_limit_does_not_point_to_estimate_regions():
     from neuromanifold.relu._engine.budget import Budget
-    b = Budget("equivalent", 2, max_regions=None, time_limit=1.0, progress=False,
-               unit="joint region")
+
+    b = Budget(
+        "equivalent", 2, max_regions=None, time_limit=1.0, progress=False, unit="joint region"
+    )
     assert "estimate_regions" not in str(b.time_error(stage="the MILP"))
     one = Budget("regions", 2, max_regions=None, time_limit=1.0, progress=False)
     assert "estimate_regions" in str(one.time_error())
@@ -298,12 +351,13 @@ def test_time_limit_holds_through_the_exact_simplex():
     the exact simplex, whose pivots on such rationals took 25 s past a 1 s limit; the
     limit is now checked before every pivot."""
     import time
+
     p = ReLUNet([64, 32, 16, 10]).random_params(0)
     p[0][0][:4] *= 1e-16
     t = time.monotonic()
     with pytest.raises(ComputationLimitError, match="time limit") as err:
         relu.regions(p, time_limit=1)
-    assert time.monotonic() - t < 6   # 1.1 s + 1 s is the goal; a wide margin for CI
+    assert time.monotonic() - t < 6  # 1.1 s + 1 s is the goal; a wide margin for CI
     assert err.value.partial is not None
 
 
@@ -313,16 +367,17 @@ def test_time_limit_sees_a_rank_update_coming():
     the partial result (the rank so far). A dead second-layer neuron keeps the layered
     rank below the bound, so that the stacked rows are needed."""
     import time
+
     p = [(W.copy(), b.copy()) for W, b in ReLUNet([64, 32, 16, 10]).random_params(0)]
     p[1][0][0] = -np.abs(p[1][0][0])
     p[1][1][0] = -1.0
     t = time.monotonic()
     with pytest.raises(ComputationLimitError, match="time limit") as err:
         relu.functional_dimension(p, time_limit=2)
-    assert time.monotonic() - t < 6   # 2.2 s + 1 s is the goal; a wide margin for CI
+    assert time.monotonic() - t < 6  # 2.2 s + 1 s is the goal; a wide margin for CI
     part = err.value.partial
     assert part is not None and not part.certified
-    assert part.rank == 2730 - 42   # the layered rank: the dead neuron's 33 + 10, less 1
+    assert part.rank == 2730 - 42  # the layered rank: the dead neuron's 33 + 10, less 1
     assert "rank so far 2688" in str(err.value)
 
 
@@ -346,21 +401,25 @@ def _near(p):
     return q
 
 
-@pytest.mark.parametrize("name, call", [
-    ("regions", lambda p, t: relu.regions(p, time_limit=t)),
-    ("bent_hyperplanes", lambda p, t: relu.bent_hyperplanes(p, time_limit=t)),
-    ("genericity", lambda p, t: relu.genericity(p, time_limit=t)),
-    ("functional_dimension", lambda p, t: relu.functional_dimension(p, time_limit=t)),
-    ("neurons", lambda p, t: relu.neurons(p, method="regions", time_limit=t)),
-    ("equivalent", lambda p, t: relu.equivalent(p, _near(p), method="regions", time_limit=t)),
-    ("distance", lambda p, t: relu.distance(p, _near(p), time_limit=t)),
-    ("identifiability", lambda p, t: relu.identifiability(p, time_limit=t)),
-])
+@pytest.mark.parametrize(
+    "name, call",
+    [
+        ("regions", lambda p, t: relu.regions(p, time_limit=t)),
+        ("bent_hyperplanes", lambda p, t: relu.bent_hyperplanes(p, time_limit=t)),
+        ("genericity", lambda p, t: relu.genericity(p, time_limit=t)),
+        ("functional_dimension", lambda p, t: relu.functional_dimension(p, time_limit=t)),
+        ("neurons", lambda p, t: relu.neurons(p, method="regions", time_limit=t)),
+        ("equivalent", lambda p, t: relu.equivalent(p, _near(p), method="regions", time_limit=t)),
+        ("distance", lambda p, t: relu.distance(p, _near(p), time_limit=t)),
+        ("identifiability", lambda p, t: relu.identifiability(p, time_limit=t)),
+    ],
+)
 def test_every_time_limit_holds_on_a_trained_like_network(name, call):
     """Each analysis either finishes or stops with a partial result (or none, where no
     verdict was reached), within its limit plus a wide margin (the rule is 10 % + 1 s;
     benchmarks/bench_budgets.py measures it)."""
     import time
+
     p = _decayed_net()
     t = time.monotonic()
     try:
@@ -378,6 +437,7 @@ def test_the_exact_steps_before_the_regions_hold_the_time_limit():
     reduction each take seconds (31 s in all past a 20 s limit once); they read the
     deadline row by row, so a 1 s limit stops the call in time."""
     import time
+
     p = ReLUNet([4, 640, 640, 1]).random_params(0)
     p[0][0][0], p[0][1][0] = 0.0, -1.0
     q = [(W.copy(), b.copy()) for W, b in p]
@@ -385,5 +445,5 @@ def test_the_exact_steps_before_the_regions_hold_the_time_limit():
     t = time.monotonic()
     with pytest.raises(ComputationLimitError, match="time limit") as err:
         relu.equivalent(p, q, time_limit=1)
-    assert time.monotonic() - t < 4   # 1.1 s + 1 s is the goal; a margin for CI
+    assert time.monotonic() - t < 4  # 1.1 s + 1 s is the goal; a margin for CI
     assert err.value.partial is None and err.value.elapsed >= 1.0

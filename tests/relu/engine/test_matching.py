@@ -27,7 +27,7 @@ from neuromanifold.relu._engine.matching import (
     path_norm_kernel,
 )
 
-_U = 2.0 ** -53
+_U = 2.0**-53
 
 
 @settings(max_examples=200, deadline=None)
@@ -56,10 +56,13 @@ def _planted(rng, widths, seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 10**6),
-       widths=st.sampled_from([[1, 1], [3, 2], [2, 3, 1], [8, 6, 8, 1], [5, 7, 3, 4, 2],
-                               [4, 9, 9, 9, 9, 3]]),
-       nudge=st.sampled_from([0.0, 1e-12, 1e-6, 1e-2]))
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from(
+        [[1, 1], [3, 2], [2, 3, 1], [8, 6, 8, 1], [5, 7, 3, 4, 2], [4, 9, 9, 9, 9, 3]]
+    ),
+    nudge=st.sampled_from([0.0, 1e-12, 1e-6, 1e-2]),
+)
 def test_match_kernel_agrees_with_the_numpy_path(seed, widths, nudge):
     rng = np.random.default_rng(seed)
     p, q = _planted(rng, widths, seed)
@@ -73,8 +76,8 @@ def test_match_kernel_agrees_with_the_numpy_path(seed, widths, nudge):
     found, image = match_hidden_neurons(p, q)
     at = 0
     for perm, s in found:
-        assert perms[at:at + perm.size].tolist() == perm.tolist()
-        np.testing.assert_allclose(scales[at:at + perm.size], s, rtol=1e-13)
+        assert perms[at : at + perm.size].tolist() == perm.tolist()
+        np.testing.assert_allclose(scales[at : at + perm.size], s, rtol=1e-13)
         at += perm.size
     ref = function_distance_bound(image, q) + 4 * _U * len(p) * path_norm_scale(p)
     # the two images may differ in last bits (sums in another order): so may the bounds,
@@ -96,7 +99,7 @@ def test_the_kernel_hands_back_where_it_cannot_decide():
     assert match_kernel(P, bad, dims, offsets)[0] == NOT_FINITE
     # a chain of layers scaled by 2**-600, without biases, underflows: the exponent-tracked
     # numpy chain decides
-    tiny = [(W * 2.0 ** -600, 0 * b) for W, b in p]
+    tiny = [(W * 2.0**-600, 0 * b) for W, b in p]
     T, _, _ = _flat_layers(tiny)
     assert path_norm_kernel(T, dims, offsets) == -1.0
     assert match_kernel(T, T, dims, offsets)[0] == FALLBACK
@@ -115,7 +118,7 @@ def _layers_scaled(params, exponents):
     out, acc = [], 0
     for (W, b), k in zip(params, exponents):
         acc += k
-        out.append((W * 2.0 ** k, b * 2.0 ** acc))
+        out.append((W * 2.0**k, b * 2.0**acc))
     return out
 
 
@@ -129,7 +132,7 @@ def test_by_matching_gives_one_answer_on_both_paths(case):
     if case == "scaled":
         p, q = _layers_scaled(p, [-400, 0, 0, 0]), _layers_scaled(q, [-400, 0, 0, 0])
         assert _compiled_match(p, q)[0] == MATCHED
-    elif case == "underflowing":   # the plain chain meets 2**-1500 after three layers
+    elif case == "underflowing":  # the plain chain meets 2**-1500 after three layers
         exponents = [-500, -500, -500, 1000]
         p, q = _layers_scaled(p, exponents), _layers_scaled(q, exponents)
         assert _compiled_match(p, q)[0] == FALLBACK
@@ -137,16 +140,20 @@ def test_by_matching_gives_one_answer_on_both_paths(case):
         q = [(W.copy(), b.copy()) for W, b in p]
     elif case == "list":
         p = [(W.tolist(), b.tolist()) for W, b in p]
-    elif case == "float32":   # the same network as float32 and float64 arrays
+    elif case == "float32":  # the same network as float32 and float64 arrays
         p = [(W.astype(np.float32), b.astype(np.float32)) for W, b in p]
         q = [(W.astype(np.float64), b.astype(np.float64)) for W, b in p]
         assert _compiled_match(p, q) is None
     r = by_matching(p, q, None, 1e-9)
     assert r is not None and r.equivalent and r.certified and r.method == "matching"
-    reference = by_matching([(np.asarray(W, dtype=float).tolist(), np.asarray(b, dtype=float).tolist())
-                             for W, b in p], q, None, 1e-9)
+    reference = by_matching(
+        [(np.asarray(W, dtype=float).tolist(), np.asarray(b, dtype=float).tolist()) for W, b in p],
+        q,
+        None,
+        1e-9,
+    )
     assert len(r.symmetry) == len(reference.symmetry)
-    for a, b in zip(r.symmetry, reference.symmetry):   # sums in another order: last bits
+    for a, b in zip(r.symmetry, reference.symmetry):  # sums in another order: last bits
         assert type(a) is type(b) and a.layer == b.layer
         if hasattr(a, "perm"):
             assert a.perm == b.perm
@@ -167,21 +174,26 @@ def test_the_numpy_path_does_not_certify_through_subnormal_entries():
     """An image entry that rounds to a subnormal loses more than the rounding term allows:
     the numpy path (where the kernel hands such chains back) must not certify. Found by
     review: p and q differ by 5 % relative, and the match reported 1.3e-15."""
-    t = 2.0 ** -1074
+    t = 2.0**-1074
     A = np.array
-    p = [(A([[2.0 ** -400, 0], [0, 2.0 ** 500]]), A([0.0, 0])),
-         (A([[2.0 ** -500, 28 * t]]), A([0.0])), (A([[2.0 ** 560]]), A([0.0]))]
-    q = [(A([[2.0 ** -400, 0], [0, 3 * 2.0 ** 500]]), A([0.0, 0])),
-         (A([[2.0 ** -500, 9 * t]]), A([0.0])), (A([[2.0 ** 560]]), A([0.0]))]
+    p = [
+        (A([[2.0**-400, 0], [0, 2.0**500]]), A([0.0, 0])),
+        (A([[2.0**-500, 28 * t]]), A([0.0])),
+        (A([[2.0**560]]), A([0.0])),
+    ]
+    q = [
+        (A([[2.0**-400, 0], [0, 3 * 2.0**500]]), A([0.0, 0])),
+        (A([[2.0**-500, 9 * t]]), A([0.0])),
+        (A([[2.0**560]]), A([0.0])),
+    ]
     assert by_matching(p, q, None, 1e-9) is None
     r = relu.equivalent(p, q)
     assert r.equivalent is False and r.certified
     tiny = [(A([[1.0]]), A([0.0])), (A([[28 * t]]), A([0.0]))]
-    assert by_matching(tiny, [(A([[3.0]]), A([0.0])), (A([[9 * t]]), A([0.0]))],
-                       None, 1e-9) is None
+    assert by_matching(tiny, [(A([[3.0]]), A([0.0])), (A([[9 * t]]), A([0.0]))], None, 1e-9) is None
 
 
 def test_row_norms_beyond_the_float_range_decide_nothing():
-    big = [([[2.0 ** 600]], [0.0]), ([[1.0]], [0.0])]   # lists: the numpy path
+    big = [([[2.0**600]], [0.0]), ([[1.0]], [0.0])]  # lists: the numpy path
     assert by_matching(big, big, None, 1e-9) is None
     assert relu.equivalent(big, big).equivalent

@@ -79,8 +79,13 @@ def _solve_at(B, ys, s, x, extra_rows=()):
 
 
 @settings(max_examples=100)
-@given(widths=st.lists(st.integers(1, 4), min_size=2, max_size=4), seed=st.integers(0, 10**6),
-       kind=_DOMAINS, dyadic=st.booleans(), margin=st.sampled_from([None, 1e-7]))
+@given(
+    widths=st.lists(st.integers(1, 4), min_size=2, max_size=4),
+    seed=st.integers(0, 10**6),
+    kind=_DOMAINS,
+    dyadic=st.booleans(),
+    margin=st.sampled_from([None, 1e-7]),
+)
 def test_fixed_inputs_give_back_the_network_exactly(widths, seed, kind, dyadic, margin):
     rng = np.random.default_rng(seed)
     widths[-1] = min(widths[-1], 2)
@@ -96,11 +101,12 @@ def test_fixed_inputs_give_back_the_network_exactly(widths, seed, kind, dyadic, 
     for layer, z in zip(layers, zs):
         w = layer.Z.shape[1]
         assert np.allclose(layer.Z @ v[:w], sv * z, rtol=0, atol=1e-7 * size)
-        assert np.allclose(layer.H @ v[:layer.H.shape[1]], sv * np.maximum(z, 0.0),
-                           rtol=0, atol=1e-7 * size)
+        assert np.allclose(
+            layer.H @ v[: layer.H.shape[1]], sv * np.maximum(z, 0.0), rtol=0, atol=1e-7 * size
+        )
         if margin is not None:  # the binaries are the activation pattern
             assert np.array_equal(layer.pattern(v), z > 0)
-    assert np.allclose(out @ v[:out.shape[1]], sv * f, rtol=0, atol=1e-6 * size)
+    assert np.allclose(out @ v[: out.shape[1]], sv * f, rtol=0, atol=1e-6 * size)
     # an output off its value by more than the solver's tolerances: no solution
     o = int(rng.integers(len(f)))
     eps = 1e-4 * size
@@ -110,8 +116,13 @@ def test_fixed_inputs_give_back_the_network_exactly(widths, seed, kind, dyadic, 
 
 
 @settings(max_examples=60)
-@given(widths=st.lists(st.integers(1, 5), min_size=2, max_size=4), seed=st.integers(0, 10**6),
-       kind=_DOMAINS, dyadic=st.booleans(), margin=st.sampled_from([None, 1e-7]))
+@given(
+    widths=st.lists(st.integers(1, 5), min_size=2, max_size=4),
+    seed=st.integers(0, 10**6),
+    kind=_DOMAINS,
+    dyadic=st.booleans(),
+    margin=st.sampled_from([None, 1e-7]),
+)
 def test_bounds_contain_the_pre_activations_on_the_domain(widths, seed, kind, dyadic, margin):
     rng = np.random.default_rng(seed)
     params = _net(widths, seed, dyadic)
@@ -136,8 +147,7 @@ def test_fixed_shortcuts_and_the_margin_rule():
     for margin, states in ((None, [0, 0, 0]), (1e-7, [1, -1, 0])):
         B = MILPBuilder()
         ys, s = homogenized_input(B, dom)
-        layer = relu_layer(B, affine(B, W1, b1, B.inputs(ys), s), margin=margin,
-                           both_sides=True)
+        layer = relu_layer(B, affine(B, W1, b1, B.inputs(ys), s), margin=margin, both_sides=True)
         # on the homogenized orthant every z is 0 at y = s = 0: the padded bounds leave
         # every neuron free in the exact encoding; the margin fixes the sign-definite ones
         assert layer.state.tolist() == states
@@ -147,22 +157,27 @@ def test_fixed_shortcuts_and_the_margin_rule():
         assert [B.integer[int(a)] for a in layer.a[free]] == [1] * int(free.sum())
         assert len(B.rows) == (5 if margin else 3) * int(free.sum())
         # fixed active: h is z itself; fixed inactive: h is 0
-        assert np.array_equal(layer.H[layer.state == 1, :3], (W1 @ np.eye(2, 3))[
-            layer.state == 1] + np.outer(b1[layer.state == 1], [0, 0, 1]))
+        assert np.array_equal(
+            layer.H[layer.state == 1, :3],
+            (W1 @ np.eye(2, 3))[layer.state == 1] + np.outer(b1[layer.state == 1], [0, 0, 1]),
+        )
         assert not np.any(layer.H[layer.state == -1])
     # a later layer fixes on only with z >= margin (its z can vanish on a region) and
     # forces z <= 0, not z <= -margin, when off
     B = MILPBuilder()
     ys, s = homogenized_input(B, dom)
-    first = relu_layer(B, affine(B, W1[:1], b1[:1], B.inputs(ys), s), margin=1e-7,
-                       both_sides=True)
-    later = relu_layer(B, affine(B, np.array([[1.0], [-1.0]]), np.zeros(2), first.H, s),
-                       margin=1e-7)
+    first = relu_layer(B, affine(B, W1[:1], b1[:1], B.inputs(ys), s), margin=1e-7, both_sides=True)
+    later = relu_layer(
+        B, affine(B, np.array([[1.0], [-1.0]]), np.zeros(2), first.H, s), margin=1e-7
+    )
     assert first.state.tolist() == [1] and later.state.tolist() == [0, -1]
     # at a point on a first-layer kink no binary fits (|z| >= margin both ways); on a later
     # layer's kink a = 0 fits (z <= 0)
-    net = [(np.array([[1.0, -1.0]]), np.zeros(1)), (np.array([[1.0], [-1.0]]), np.zeros(2)),
-           (np.ones((1, 2)), np.zeros(1))]
+    net = [
+        (np.array([[1.0, -1.0]]), np.zeros(1)),
+        (np.array([[1.0], [-1.0]]), np.zeros(2)),
+        (np.ones((1, 2)), np.zeros(1)),
+    ]
     B, ys, s, layers, _ = _encode(net, as_domain(None, 2), 1e-7)
     assert [ly.state.tolist() for ly in layers] == [[0], [0, -1]]
     assert _solve_at(B, ys, s, np.array([0.5, 0.5]))[1].status == "infeasible"
@@ -170,11 +185,11 @@ def test_fixed_shortcuts_and_the_margin_rule():
     net[0] = (np.array([[1.0, -1.0], [0.0, 1.0]]), np.zeros(2))
     net[1] = (np.array([[1.0, -1.0], [-1.0, 1.0]]), np.zeros(2))
     B, ys, s, layers, _ = _encode(net, as_domain(None, 2), 1e-7)
-    sv, res = _solve_at(B, ys, s, np.array([0.75, 0.5]))    # z2 = (-0.25, 0.25)
+    sv, res = _solve_at(B, ys, s, np.array([0.75, 0.5]))  # z2 = (-0.25, 0.25)
     assert res.status == "optimal" and layers[1].pattern(res.x).tolist() == [False, True]
-    sv, res = _solve_at(B, ys, s, np.array([0.75, 0.75]))   # z1 = (0, 0.75): first kink
+    sv, res = _solve_at(B, ys, s, np.array([0.75, 0.75]))  # z1 = (0, 0.75): first kink
     assert res.status == "infeasible"
-    sv, res = _solve_at(B, ys, s, np.array([1.0, 0.5]))     # z2 = (0, 0): later kinks
+    sv, res = _solve_at(B, ys, s, np.array([1.0, 0.5]))  # z2 = (0, 0): later kinks
     assert res.status == "optimal" and layers[1].pattern(res.x).tolist() == [False, False]
 
 
@@ -203,14 +218,14 @@ def test_homogenized_input_rows(kind):
     ys, s = homogenized_input(B, dom)
     A, rhs, lb, ub, _ = B.problem()
     assert ys == [0, 1, 2] and s == 3 and (lb[s], ub[s]) == (0.0, 1.0)
-    for x in _points(dom, rng, 50):   # every point of the domain has its (y, s)
+    for x in _points(dom, rng, 50):  # every point of the domain has its (y, s)
         sv = 1.0 / max(1.0, float(np.max(np.abs(x))))
         v = np.append(sv * x, sv)
         assert np.all(lb - 1e-15 <= v) and np.all(v <= ub + 1e-15)
         assert np.all(A @ v <= rhs + 1e-12)
     if kind == "whole":
         return
-    for _ in range(40):   # a point outside (one coordinate pushed out) has no (y, s)
+    for _ in range(40):  # a point outside (one coordinate pushed out) has no (y, s)
         x = _points(dom, rng, 1)[0]
         k = int(rng.integers(3))
         below = kind == "orthant" or rng.random() < 0.5
@@ -223,18 +238,26 @@ def test_homogenized_input_rows(kind):
         assert np.any(v < lb) or np.any(v > ub) or np.any(A @ v > rhs + 1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="HiGHS 1.16's presolve at 1e-9 feasibility "
-                   "tolerances calls this feasible program infeasible")
+@pytest.mark.xfail(
+    strict=True,
+    reason="HiGHS 1.16's presolve at 1e-9 feasibility "
+    "tolerances calls this feasible program infeasible",
+)
 def test_tiny_big_m_constant():
     # h = relu(z) for z = s >= 0 on the homogenized domain: padded bounds lo = -2e-9,
     # hi = 1 + 2e-9 put a big-M coefficient of 2e-9 on the binary. With s = 1 fixed,
     # h = a = 1 is a solution (HiGHS finds it with presolve off, or at tolerances 1e-8)
     lo, hi = -2e-9, 1.0 + 2e-9
-    A = np.array([[1.0, -1.0, 0.0],          # z <= h
-                  [-1.0, 1.0, -lo],          # h <= z - lo (1 - a)
-                  [0.0, 1.0, -hi]])          # h <= hi a
-    res = solve_milp(np.zeros(3), A, np.array([0.0, -lo, 0.0]), [1.0, 0.0, 0.0],
-                     [1.0, hi, 1.0], [0, 0, 1])
+    A = np.array(
+        [
+            [1.0, -1.0, 0.0],  # z <= h
+            [-1.0, 1.0, -lo],  # h <= z - lo (1 - a)
+            [0.0, 1.0, -hi],
+        ]
+    )  # h <= hi a
+    res = solve_milp(
+        np.zeros(3), A, np.array([0.0, -lo, 0.0]), [1.0, 0.0, 0.0], [1.0, hi, 1.0], [0, 0, 1]
+    )
     assert res.status == "optimal"
 
 
@@ -243,6 +266,7 @@ def test_big_m_constants_are_never_tiny():
     # binary, which HiGHS's presolve mishandles (test above); the encoder loosens the
     # constant to BIG_M_FLOOR of the neuron's scale, and the program stays feasible
     from neuromanifold.relu._engine.milp import BIG_M_FLOOR
+
     B = MILPBuilder()
     ys, s = homogenized_input(B, as_domain(None, 1))
     layer = relu_layer(B, affine(B, np.zeros((1, 1)), np.ones(1), B.inputs(ys), s))

@@ -28,12 +28,15 @@ def _same(a, b):
         assert np.array_equal(r.A, s.A) and np.array_equal(r.c, s.c)
 
 
-@pytest.mark.parametrize("widths, domain, kw", [
-    ([3, 6, 5, 1], None, {}),
-    ([2, 5, 4, 3, 1], (-1.0, 1.0), {}),                 # three stages
-    ([3, 6, 5, 2], "orthant", {"certify": False}),
-    ([2, 6, 6, 1], None, {"min_thickness": 1e-3}),                 # thin regions left out
-])
+@pytest.mark.parametrize(
+    "widths, domain, kw",
+    [
+        ([3, 6, 5, 1], None, {}),
+        ([2, 5, 4, 3, 1], (-1.0, 1.0), {}),  # three stages
+        ([3, 6, 5, 2], "orthant", {"certify": False}),
+        ([2, 6, 6, 1], None, {"min_thickness": 1e-3}),  # thin regions left out
+    ],
+)
 def test_workers_give_the_serial_stream(widths, domain, kw):
     p = ReLUNet(widths).random_params(3)
     serial = regions(p, domain, **kw)
@@ -76,8 +79,9 @@ def test_budgets_stop_the_workers():
     with pytest.raises(ComputationLimitError, match="region limit") as err:
         regions(p, max_regions=50, workers=2)
     assert err.value.partial.num_regions == 50 and not err.value.partial.certified
-    assert [flat_pattern(r) for r in err.value.partial] == \
-        [flat_pattern(r) for r in regions(p)[:50]]
+    assert [flat_pattern(r) for r in err.value.partial] == [
+        flat_pattern(r) for r in regions(p)[:50]
+    ]
     assert _no_workers_left()
     # 4-16-16-1 has about 30,000 regions: far more than 0.3 s on any machine (3-10-10-1
     # was enumerated within it on a fast one)

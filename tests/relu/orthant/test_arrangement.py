@@ -48,8 +48,13 @@ def rational_points(rng, d, k, domain):
 
 
 @settings(max_examples=40)
-@given(seed=st.integers(0, 2**32 - 1), d=st.integers(1, 3), n=st.integers(1, 4),
-       m=st.integers(1, 2), domain=st.sampled_from(["orthant", None, (-1.0, 1.0)]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    d=st.integers(1, 3),
+    n=st.integers(1, 4),
+    m=st.integers(1, 2),
+    domain=st.sampled_from(["orthant", None, (-1.0, 1.0)]),
+)
 def test_canonical_form_equals_the_network_exactly(seed, d, n, m, domain):
     rng = np.random.default_rng(seed)
     p = dyadic_one_hidden(rng, d, n, m)
@@ -69,8 +74,9 @@ def test_canonical_form_equals_the_network_exactly(seed, d, n, m, domain):
 
 
 @settings(max_examples=30)
-@given(seed=st.integers(0, 2**32 - 1), d=st.integers(1, 3), n=st.integers(1, 4),
-       m=st.integers(1, 2))
+@given(
+    seed=st.integers(0, 2**32 - 1), d=st.integers(1, 3), n=st.integers(1, 4), m=st.integers(1, 2)
+)
 def test_permuted_and_rescaled_copies_have_equal_arrangements(seed, d, n, m):
     rng = np.random.default_rng(seed)
     (W, b), (C, g) = dyadic_one_hidden(rng, d, n, m)
@@ -136,14 +142,18 @@ def test_arrangement_equality_agrees_with_ground_truth_equivalence(rng):
 
 def test_relu_identity_and_hidden_hyperplanes():
     # relu(u) - relu(-u) = u: no visible hyperplane, a linear function
-    p = [(np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([0.5, -0.5])),
-         (np.array([[2.0, -2.0]]), np.array([0.0]))]
+    p = [
+        (np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([0.5, -0.5])),
+        (np.array([[2.0, -2.0]]), np.array([0.0])),
+    ]
     A = weighted_arrangement(p)
     assert A.hyperplanes == () and A.hidden_neurons == (0, 1)
     assert A.linear == ((Fraction(2), Fraction(-2)),) and A.bias == (Fraction(1),)
     # sign patterns on the orthant: row >= 0 active, row <= 0 inactive
-    q = [(np.array([[1.0, 0.0], [-1.0, -2.0], [0.0, 0.0]]), np.array([0.0, 0.0, 3.0])),
-         (np.array([[1.0, 1.0, 1.0]]), np.array([0.0]))]
+    q = [
+        (np.array([[1.0, 0.0], [-1.0, -2.0], [0.0, 0.0]]), np.array([0.0, 0.0, 3.0])),
+        (np.array([[1.0, 1.0, 1.0]]), np.array([0.0])),
+    ]
     B = weighted_arrangement(q)
     assert B.active_neurons == (0, 2) and B.inactive_neurons == (1,)
     assert weighted_arrangement(q, None).num_hyperplanes == 2  # on R^2 both cross
@@ -175,7 +185,9 @@ def test_arrangement_errors():
     with pytest.raises(ArchitectureError, match="one-hidden-layer"):
         weighted_arrangement(good + [(np.ones((1, 1)), np.zeros(1))])
     with pytest.raises(ParameterError, match="finite"):
-        weighted_arrangement([(np.array([[np.nan, 1.0]]), np.zeros(1)), good[1][:1] + (np.zeros(1),)])
+        weighted_arrangement(
+            [(np.array([[np.nan, 1.0]]), np.zeros(1)), good[1][:1] + (np.zeros(1),)]
+        )
     with pytest.raises(DomainError):
         weighted_arrangement(good, (np.zeros(3), np.ones(3)))
     with pytest.raises(InputError, match="tol"):
@@ -187,6 +199,7 @@ def test_arrangement_errors():
 
 # ---- the relative tolerance ----------------------------------------------------------------
 
+
 def live_perturbation(p, domain, rel):
     """p with one live weight changed by the relative amount ``rel``: the outgoing weight
     with the largest contribution |C[o, j]| ||(W[j], b[j])||_1 among the neurons on visible
@@ -195,8 +208,10 @@ def live_perturbation(p, domain, rel):
     live = [j for H in A.hyperplanes for j in H.neurons] or list(A.active_neurons)
     (W, b), (C, g) = p
     rows = np.abs(np.hstack([W, b[:, None]])).sum(axis=1)
-    best = max(((abs(C[o, j]) * rows[j], o, j) for j in live for o in range(C.shape[0])),
-               default=(0.0, 0, 0))
+    best = max(
+        ((abs(C[o, j]) * rows[j], o, j) for j in live for o in range(C.shape[0])),
+        default=(0.0, 0, 0),
+    )
     if best[0] == 0.0:
         return None, 0.0
     _, o, j = best
@@ -206,16 +221,21 @@ def live_perturbation(p, domain, rel):
 
 
 @settings(max_examples=40)
-@given(seed=st.integers(0, 2**32 - 1), d=st.integers(1, 3), n=st.integers(1, 5),
-       m=st.integers(1, 2), domain=st.sampled_from(["orthant", None, (-1.0, 1.0)]),
-       exponent=st.integers(-150, 150))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    d=st.integers(1, 3),
+    n=st.integers(1, 5),
+    m=st.integers(1, 2),
+    domain=st.sampled_from(["orthant", None, (-1.0, 1.0)]),
+    exponent=st.integers(-150, 150),
+)
 def test_float_rescaled_copies_equal_and_live_perturbations_not(seed, d, n, m, domain, exponent):
     """At the default tol a permuted copy rescaled by arbitrary positive floats is equal,
     at any overall scale of the network (relative tolerance); a relative change of 1e-6 in
     one live weight is not, and the measured difference is the change of that jump."""
     rng = np.random.default_rng(seed)
     p = ReLUNet([d, n, m]).random_params(rng)
-    p[1] = (p[1][0] * 10.0 ** exponent, p[1][1] * 10.0 ** exponent)
+    p[1] = (p[1][0] * 10.0**exponent, p[1][1] * 10.0**exponent)
     q = float_rescaled_copy(rng, p)
     r = arrangements_equal(p, q, domain)
     assert r.equal, r.reason
@@ -298,23 +318,32 @@ def test_bad_inputs_raise_errors_naming_the_rule():
         ([(np.ones((1, 2)), np.zeros(1)), (np.ones((1, 2)), [0.0])], "columns"),
         ([(np.ones(2), np.zeros(1)), ([[1.0]], [0.0])], "dimension"),
     ]
-    calls = [lambda x: weighted_arrangement(x), lambda x: arrangements_equal(good, x),
-             lambda x: arrangements_equal(x, good)]
+    calls = [
+        lambda x: weighted_arrangement(x),
+        lambda x: arrangements_equal(good, x),
+        lambda x: arrangements_equal(x, good),
+    ]
     for params, rule in bad_params:
         for call in calls:
             with pytest.raises(ParameterError, match=rule):
                 call(params)
     for tol in (-1.0, 1.0, float("nan"), float("inf"), "1e-9", None, True, 1j):
-        for call in (lambda t: weighted_arrangement(good, tol=t),
-                     lambda t: arrangements_equal(good, good, tol=t),
-                     lambda t: A.equals(A, tol=t)):
+        for call in (
+            lambda t: weighted_arrangement(good, tol=t),
+            lambda t: arrangements_equal(good, good, tol=t),
+            lambda t: A.equals(A, tol=t),
+        ):
             with pytest.raises(InputError, match="tol must be"):
                 call(tol)
     for other in ("A", good, None):
         with pytest.raises(InputError, match="WeightedArrangement"):
             A.equals(other)
-    for Z, rule in (([[1.0, 2.0, 3.0]], "shape"), ([[np.nan, 1.0]], "finite"),
-                    ([["a", "b"]], "real numbers"), (np.ones((2, 2, 2)), "shape")):
+    for Z, rule in (
+        ([[1.0, 2.0, 3.0]], "shape"),
+        ([[np.nan, 1.0]], "finite"),
+        ([["a", "b"]], "real numbers"),
+        (np.ones((2, 2, 2)), "shape"),
+    ):
         with pytest.raises(InputError, match=rule):
             A.evaluate(Z)
     for domain in ("nowhere", (np.zeros(3), np.ones(3)), 5):
@@ -329,13 +358,19 @@ def test_tensors_that_require_grad_are_read_detached():
     same analysis as its numpy values (it is never differentiated through)."""
     torch = pytest.importorskip("torch")
     from neuromanifold import relu
-    params = [(np.array([[1.0, -0.5], [0.3, 0.8], [-0.7, 0.2]]), np.array([0.1, -0.2, 0.05])),
-              (np.array([[1.0, -2.0, 0.5]]), np.array([0.3]))]
-    tensors = [(torch.tensor(W, requires_grad=True), torch.tensor(b, requires_grad=True))
-               for W, b in params]
+
+    params = [
+        (np.array([[1.0, -0.5], [0.3, 0.8], [-0.7, 0.2]]), np.array([0.1, -0.2, 0.05])),
+        (np.array([[1.0, -2.0, 0.5]]), np.array([0.3])),
+    ]
+    tensors = [
+        (torch.tensor(W, requires_grad=True), torch.tensor(b, requires_grad=True))
+        for W, b in params
+    ]
     assert relu.arrangements_equal(tensors, params)
     assert relu.arrangements_equal(params, tensors)
-    assert relu.weighted_arrangement(tensors).to_dict() == \
-        relu.weighted_arrangement(params).to_dict()
+    assert (
+        relu.weighted_arrangement(tensors).to_dict() == relu.weighted_arrangement(params).to_dict()
+    )
     assert relu.genericity(tensors).to_dict() == relu.genericity(params).to_dict()
     assert len(relu.orthant_fiber(tensors).to_dict()) > 0

@@ -67,8 +67,9 @@ def test_single_neuron_fiber_is_the_scaling_orbit():
     F = orthant_fiber(p)
     assert F.dimension == 1 and [P.labels for P in F.pieces] == [("H1+",)]
     P = F.pieces[0]
-    W11, W12, b11, W2, b2 = (sympy.Symbol(s, real=True) for s in
-                             ("W1[1,1]", "W1[1,2]", "b1[1]", "W2[1,1]", "b2[1]"))
+    W11, W12, b11, W2, b2 = (
+        sympy.Symbol(s, real=True) for s in ("W1[1,1]", "W1[1,2]", "b1[1]", "W2[1,1]", "b2[1]")
+    )
     eqs = {sympy.simplify(e.lhs - e.rhs) for e in P.equations}
     assert eqs == {W12 + W11, b11 - W11 / 2, W11 * W2 - 2, b2}
     assert set(P.inequalities) == {W11 > 0}
@@ -153,8 +154,12 @@ def test_standard_pieces_match_the_functional_jacobian(rng):
         F = orthant_fiber(p, degenerate=False)
         for P in F.pieces:
             s = P.sample(rng)
-            X = np.vstack([r.point + 0.5 * r.margin * rng.uniform(-1, 1, (2 * d + 2, d))
-                           for r in regions(s, "orthant")])
+            X = np.vstack(
+                [
+                    r.point + 0.5 * r.margin * rng.uniform(-1, 1, (2 * d + 2, d))
+                    for r in regions(s, "orthant")
+                ]
+            )
             fd = net.num_params - numerical_rank(net.jacobian(s, X))
             assert fd == P.dimension, (P.labels, fd, P.dimension)
             checked += 1
@@ -167,8 +172,12 @@ def test_printed_equations_hold_at_samples():
     rng = np.random.default_rng(2)
     for P in F.pieces[:6]:
         s = P.sample(rng, exact=True)
-        x = [sympy.Rational(v.numerator, v.denominator) for W, b in s for A in (W, b)
-             for v in np.ravel(A)]
+        x = [
+            sympy.Rational(v.numerator, v.denominator)
+            for W, b in s
+            for A in (W, b)
+            for v in np.ravel(A)
+        ]
         sub = dict(zip(P.symbols, x))
         assert all(bool(e.subs(sub)) for e in P.equations)
         assert all(bool(e.subs(sub)) for e in P.inequalities)
@@ -183,16 +192,20 @@ def test_printed_equations_hold_at_samples():
 def test_orientation_choices_and_nonnegative_rank():
     # two neurons crossing the orthant, no linear part: flipping a neuron's orientation
     # needs linear neurons to produce w n^T (a mixed-sign row: nonnegative rank 2)
-    p = [(np.array([[1.0, -1.0], [1.0, -2.0], [-1.0, -1.0]]), np.array([0.0, 0.5, -1.0])),
-         (np.array([[1.0, 1.0, 0.5]]), np.array([0.0]))]
+    p = [
+        (np.array([[1.0, -1.0], [1.0, -2.0], [-1.0, -1.0]]), np.array([0.0, 0.5, -1.0])),
+        (np.array([[1.0, 1.0, 0.5]]), np.array([0.0])),
+    ]
     F = orthant_fiber(p)
     std = {P.labels: P for P in F.standard_pieces}
     assert set(std) == {("H1+", "H2+", "dead"), ("H1+", "H2+", "linear")}
     assert std[("H1+", "H2+", "dead")].nonnegative_rank == 0
     assert F.dimension == max(P.dimension for P in F.pieces)
     # one neuron and a linear neuron: the required linear part for H1- is w n^T + M
-    q = [(np.array([[1.0, -1.0], [1.0, 1.0]]), np.array([0.0, 0.0])),
-         (np.array([[1.0, 1.0]]), np.array([0.0]))]
+    q = [
+        (np.array([[1.0, -1.0], [1.0, 1.0]]), np.array([0.0, 0.0])),
+        (np.array([[1.0, 1.0]]), np.array([0.0])),
+    ]
     G = orthant_fiber(q)
     std = {P.labels: P for P in G.standard_pieces}
     assert std[("H1+", "linear")].nonnegative_rank == 1  # M = (1, 1) >= 0
@@ -236,7 +249,7 @@ def _set_partitions(s):
     first, rest = s[0], s[1:]
     for p in _set_partitions(rest):
         for i in range(len(p)):
-            yield p[:i] + [[first] + p[i]] + p[i + 1:]
+            yield p[:i] + [[first] + p[i]] + p[i + 1 :]
         yield [[first]] + p
 
 
@@ -280,8 +293,12 @@ def test_fiber_contains_every_symmetric_copy(rng):
         qq = [(q[0][0][order], q[0][1][order]), (q[1][0][:, order], q[1][1])]
         assert P.residual(qq) == 0
         if trial < 10:
-            x = [sympy.Rational(Fraction(float(v))) for W, b in qq for A in (W, b)
-                 for v in np.ravel(A)]
+            x = [
+                sympy.Rational(Fraction(float(v)))
+                for W, b in qq
+                for A in (W, b)
+                for v in np.ravel(A)
+            ]
             assert P.condition().subs(dict(zip(P.symbols, x))) == sympy.true
         checked += 1
     for trial in range(150):  # own pieces of many structured networks (cheap)
@@ -308,10 +325,10 @@ def test_description_is_exactly_the_piece(rng):
                 y = list(x)
                 if k:
                     i = int(rng.integers(len(y)))
-                    y[i] = -y[i] if k == 3 else y[i] + Fraction(int(rng.choice([-3, -1, 1, 2])),
-                                                                4)
-                c = cond.subs({s: sympy.Rational(v.numerator, v.denominator)
-                               for s, v in zip(P.symbols, y)})
+                    y[i] = -y[i] if k == 3 else y[i] + Fraction(int(rng.choice([-3, -1, 1, 2])), 4)
+                c = cond.subs(
+                    {s: sympy.Rational(v.numerator, v.denominator) for s, v in zip(P.symbols, y)}
+                )
                 found = F.piece_of(_to_params(P._ctx, y, True))
                 member = found is not None and found[0].index == P.index
                 assert c in (sympy.true, sympy.false)
@@ -352,7 +369,7 @@ def test_piece_dimension_is_attained_by_newton_moves(rng):
                         if x0[ctx.row_index(j, i)] == 0:
                             J = np.vstack([J, np.eye(ctx.nvars)[ctx.row_index(j, i)]])
             _, S, Vt = np.linalg.svd(J)
-            N = Vt[int((S > 1e-9 * S[0]).sum()):]
+            N = Vt[int((S > 1e-9 * S[0]).sum()) :]
             assert N.shape[0] == P.dimension
             v = N.T @ rng.standard_normal(N.shape[0])
             v /= np.linalg.norm(v)
@@ -365,8 +382,10 @@ def test_piece_dimension_is_attained_by_newton_moves(rng):
                 x = x - np.linalg.lstsq(jac(polys, x, ctx.nvars), r, rcond=None)[0]
             assert np.linalg.norm(x - (x0 + eps * v)) < 1e-2 * eps, P.labels
             Z = rng.uniform(0, 4, (200, ctx.d))
-            assert np.max(np.abs(forward(_to_params(ctx, list(x), False), Z)
-                                 - forward(target, Z))) < 1e-6
+            assert (
+                np.max(np.abs(forward(_to_params(ctx, list(x), False), Z) - forward(target, Z)))
+                < 1e-6
+            )
             checked += 1
     assert checked >= 15
 
@@ -384,9 +403,11 @@ def test_type_count_and_size_bound():
     p = [(W, b), (np.ones((1, 12)), np.zeros(1))]
     with pytest.raises(InputError, match=r"1148709 combinatorial types.*degenerate=False"):
         orthant_fiber(p)
-    assert orthant_fiber(p, degenerate=False).num_types == 2 ** 6 * 7
-    small = [(np.array([[1.0, -1.0], [1.0, 1.0]]), np.array([0.0, 0.0])),
-             (np.array([[1.0, 1.0]]), np.array([0.0]))]
+    assert orthant_fiber(p, degenerate=False).num_types == 2**6 * 7
+    small = [
+        (np.array([[1.0, -1.0], [1.0, 1.0]]), np.array([0.0, 0.0])),
+        (np.array([[1.0, 1.0]]), np.array([0.0])),
+    ]
     with pytest.raises(InputError, match="max_types"):
         orthant_fiber(small, max_types=3)
     for bad in (0, 2.5, True):
@@ -400,8 +421,10 @@ def test_membership_needs_the_same_widths():
     p = [(np.array([[1.0, -1.0]]), np.array([0.5])), (np.array([[2.0]]), np.array([0.0]))]
     F = orthant_fiber(p)
     # the same function with an extra dead neuron: not a point of this fiber
-    q = [(np.array([[1.0, -1.0], [-1.0, -1.0]]), np.array([0.5, -1.0])),
-         (np.array([[2.0, 3.0]]), np.array([0.0]))]
+    q = [
+        (np.array([[1.0, -1.0], [-1.0, -1.0]]), np.array([0.5, -1.0])),
+        (np.array([[2.0, 3.0]]), np.array([0.0])),
+    ]
     assert equivalent(p, q, "orthant").equivalent
     assert not F.contains(q) and F.piece_of(q) is None
     with pytest.raises(ParameterError, match="widths"):
@@ -440,11 +463,13 @@ def test_fiber_errors_and_bad_inputs():
     p = [(np.array([[1.0, -1.0]]), np.array([0.5])), (np.array([[2.0]]), np.array([0.0]))]
     F = orthant_fiber(p)
     P = F.pieces[0]
-    bad_params = [("abc", "list of \\(W, b\\) pairs"),
-                  ([([["1", "2"]], [0.5]), ([[2.0]], [0.0])], "real numbers"),
-                  ([(np.array([[1j, 2]]), [0.5]), ([[2.0]], [0.0])], "real numbers"),
-                  ([([[np.nan, 2.0]], [0.5]), ([[2.0]], [0.0])], "finite"),
-                  ([([[1.0, 2.0]], [0.5, 1.0]), ([[2.0]], [0.0])], "one entry per row")]
+    bad_params = [
+        ("abc", "list of \\(W, b\\) pairs"),
+        ([([["1", "2"]], [0.5]), ([[2.0]], [0.0])], "real numbers"),
+        ([(np.array([[1j, 2]]), [0.5]), ([[2.0]], [0.0])], "real numbers"),
+        ([([[np.nan, 2.0]], [0.5]), ([[2.0]], [0.0])], "finite"),
+        ([([[1.0, 2.0]], [0.5, 1.0]), ([[2.0]], [0.0])], "one entry per row"),
+    ]
     for params, rule in bad_params:
         for call in (orthant_fiber, F.contains, F.piece_of, P.residual, P.local_dimension):
             with pytest.raises(ParameterError, match=rule):
@@ -457,8 +482,12 @@ def test_fiber_errors_and_bad_inputs():
     for bad in (True, "0", -1, 1, 0.0, [0]):
         with pytest.raises(InputError, match="piece"):
             F.sample(0, piece=bad)
-    Q = orthant_fiber([(np.array([[1.0, -1.0], [1.0, 1.0]]), np.array([0.0, 0.0])),
-                       (np.array([[1.0, 1.0]]), np.array([0.0]))]).pieces[0]
+    Q = orthant_fiber(
+        [
+            (np.array([[1.0, -1.0], [1.0, 1.0]]), np.array([0.0, 0.0])),
+            (np.array([[1.0, 1.0]]), np.array([0.0])),
+        ]
+    ).pieces[0]
     assert dict(Q.strata) == {1: 3} and Q.sample(0, stratum=1)
     for bad in (True, "1", [1], 1.0, 99):
         with pytest.raises(InputError, match="stratum"):
@@ -477,4 +506,3 @@ def test_fiber_errors_and_bad_inputs():
     for kw, bad in (("degenerate", "no"), ("progress", 1), ("max_types", 0)):
         with pytest.raises(InputError, match=kw):
             orthant_fiber(p, **{kw: bad})
-

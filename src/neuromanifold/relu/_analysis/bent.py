@@ -126,8 +126,10 @@ class BentHyperplanes(Result):
 
     def neuron(self, layer: int, index: int) -> BentNeuron:
         """The entry of neuron ``index`` in hidden layer ``layer`` (1-based)."""
-        if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))
-               for v in (layer, index)):
+        if any(
+            isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))
+            for v in (layer, index)
+        ):
             raise InputError(f"layer and index must be ints; got {short_repr((layer, index))}")
         for nu in self.neurons:
             if nu.layer == layer and nu.index == index:
@@ -135,7 +137,8 @@ class BentHyperplanes(Result):
         raise InputError(
             f"no hidden neuron (layer={short_repr(layer)}, index={short_repr(index)}): layer "
             f"is 1-based in 1..{max((n.layer for n in self.neurons), default=0)} and index "
-            "0-based within the layer")
+            "0-based within the layer"
+        )
 
 
 def _proportional_pos(a, c, b, e) -> bool:
@@ -154,9 +157,15 @@ def _proportional_pos(a, c, b, e) -> bool:
     return lam is not None and lam > 0
 
 
-def bent_hyperplanes(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
-                     progress: bool = False, max_regions: int | None = None,
-                     time_limit: float | None = None) -> BentHyperplanes:
+def bent_hyperplanes(
+    params: Any,
+    domain: Any = None,
+    *,
+    tol: Any = DEFAULT_TOL,
+    progress: bool = False,
+    max_regions: int | None = None,
+    time_limit: float | None = None,
+) -> BentHyperplanes:
     """For each hidden neuron, the pieces of its bent hyperplane and whether f bends there.
 
     The regions are streamed (nothing of a region but its :class:`Region` entry is kept), and
@@ -192,17 +201,18 @@ def bent_hyperplanes(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     tol = check_tol(tol)
     net = ExactNet.from_params(params)
     dom = as_domain(domain, net.d)
-    budget = Budget("bent_hyperplanes", net.d, max_regions=max_regions, time_limit=time_limit,
-                    progress=progress)
+    budget = Budget(
+        "bent_hyperplanes", net.d, max_regions=max_regions, time_limit=time_limit, progress=progress
+    )
     engine = budget.engine
     scale = path_norm_scale(net.params)
     thr = to_fmpq(tol * scale)
     hidden = [(l, i) for l in net.hidden_layers for i in range(net.widths[l + 1])]
     pieces: dict[tuple[int, int], list] = {nu: [] for nu in hidden}
-    seen_on = {nu: False for nu in hidden}   # active on some region
+    seen_on = {nu: False for nu in hidden}  # active on some region
     seen_off = {nu: False for nu in hidden}  # inactive on some region
-    out: list = []      # Region entries
-    index: dict = {}    # pattern key -> region index
+    out: list = []  # Region entries
+    index: dict = {}  # pattern key -> region index
     piece_lps = [0]
 
     def result(complete: bool) -> BentHyperplanes:
@@ -210,9 +220,12 @@ def bent_hyperplanes(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         for l, i in hidden:
             ps = pieces[(l, i)]
             if not complete:
-                ps = [p if p.neighbor is not None and p.neighbor >= 0 else
-                      dataclasses.replace(p, neighbor=index.get(p._neighbor_key))
-                      for p in ps]
+                ps = [
+                    p
+                    if p.neighbor is not None and p.neighbor >= 0
+                    else dataclasses.replace(p, neighbor=index.get(p._neighbor_key))
+                    for p in ps
+                ]
             nvis = sum(p.visible for p in ps)
             if nvis:
                 status = "visible"
@@ -226,18 +239,43 @@ def bent_hyperplanes(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                 status = "dead"
             else:  # pragma: no cover - switching without a facet is impossible
                 status = "hidden"
-            neurons.append(BentNeuron(layer=l + 1, index=i, status=status, visible=nvis > 0,
-                                      num_pieces=len(ps), num_visible_pieces=nvis, pieces=ps))
-        R = Regions(regions=out, num_regions=len(out),
-                    num_lps=engine.counter.count - piece_lps[0],
-                    num_exact_fallbacks=engine.exact_fallbacks, counts=tuple(budget.counts),
-                    widths=net.widths, domain=dom, certified=complete, params=net.params)
+            neurons.append(
+                BentNeuron(
+                    layer=l + 1,
+                    index=i,
+                    status=status,
+                    visible=nvis > 0,
+                    num_pieces=len(ps),
+                    num_visible_pieces=nvis,
+                    pieces=ps,
+                )
+            )
+        R = Regions(
+            regions=out,
+            num_regions=len(out),
+            num_lps=engine.counter.count - piece_lps[0],
+            num_exact_fallbacks=engine.exact_fallbacks,
+            counts=tuple(budget.counts),
+            widths=net.widths,
+            domain=dom,
+            certified=complete,
+            params=net.params,
+        )
         num_vis = sum(n.status == "visible" for n in neurons)
         num_hid = sum(n.status == "hidden" for n in neurons)
-        return BentHyperplanes(neurons=neurons, num_visible=num_vis, num_hidden=num_hid,
-                               all_visible=num_vis == len(neurons), regions=R,
-                               num_lps=engine.counter.count, certified=complete, domain=dom,
-                               tol=tol, scale=float(scale), complete=complete)
+        return BentHyperplanes(
+            neurons=neurons,
+            num_visible=num_vis,
+            num_hidden=num_hid,
+            all_visible=num_vis == len(neurons),
+            regions=R,
+            num_lps=engine.counter.count,
+            certified=complete,
+            domain=dom,
+            tol=tol,
+            scale=float(scale),
+            complete=complete,
+        )
 
     partial = lambda: result(False)  # noqa: E731
     for cell in budget.cells([net], dom, partial=partial):
@@ -259,7 +297,8 @@ def bent_hyperplanes(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
             if ni is None:  # pragma: no cover - would contradict completeness
                 raise RuntimeError(
                     f"internal error: the region across neuron {(l + 1, i)} at {p.point} was "
-                    "not enumerated; please report this network")
+                    "not enumerated; please report this network"
+                )
             pieces[(l, i)][k] = dataclasses.replace(p, neighbor=ni)
     return result(True)
 
@@ -272,8 +311,9 @@ def _candidate_rows(cell, d: int) -> np.ndarray:
     return R / np.where(n > 0, n, 1.0)[:, None]
 
 
-def _region_pieces(cell, ri: int, net, engine, pieces: dict, thr, scale: float,
-                   piece_lps: list) -> None:
+def _region_pieces(
+    cell, ri: int, net, engine, pieces: dict, thr, scale: float, piece_lps: list
+) -> None:
     """Append to ``pieces`` the pieces of every neuron active on the region ``cell`` (their
     neighbor left unresolved: ``neighbor=-1`` and the neighbor's pattern key kept)."""
     d = net.d
@@ -284,10 +324,10 @@ def _region_pieces(cell, ri: int, net, engine, pieces: dict, thr, scale: float,
 
     def fn(l, i):
         e = ents[l]
-        return e[i * (d + 1): i * (d + 1) + d], e[i * (d + 1) + d]
+        return e[i * (d + 1) : i * (d + 1) + d], e[i * (d + 1) + d]
 
     lin_R = Zs[-1]
-    for (l, i) in pieces:
+    for l, i in pieces:
         if not pattern[l][i]:
             continue
         a, c = fn(l, i)
@@ -299,18 +339,24 @@ def _region_pieces(cell, ri: int, net, engine, pieces: dict, thr, scale: float,
         own_f, _ = pow2_floats(own_row + [own_off], d)
         own_f = own_f / max(float(np.linalg.norm(own_f)), 1e-300)
         near = np.abs(units - own_f[None, :]).max(axis=1) <= 1e-6
-        keep = [j for j, (row, off, ow) in enumerate(zip(cell.rows_q, cell.offs_q, cell.owners))
-                if ow is None or not near[j] or not _proportional_pos(row, off, own_row,
-                                                                      own_off)]
+        keep = [
+            j
+            for j, (row, off, ow) in enumerate(zip(cell.rows_q, cell.offs_q, cell.owners))
+            if ow is None or not near[j] or not _proportional_pos(row, off, own_row, own_off)
+        ]
         if _PRUNE and len(keep) == len(cell.rows_q):
             # the hyperplane bounds no side of the region: the neuron is positive on the
             # open region, so its zero set meets no relative interior of a facet
             continue
         af, _ = pow2_floats(list(a) + [c], d)  # scaled by a power of two: no underflow
         before = engine.counter.count
-        res = engine.decide([cell.rows_q[j] for j in keep], [cell.offs_q[j] for j in keep],
-                            cell.rows_f[keep], cell.offs_f[keep],
-                            eq=(list(a), -c, af[:d], -float(af[d])))
+        res = engine.decide(
+            [cell.rows_q[j] for j in keep],
+            [cell.offs_q[j] for j in keep],
+            cell.rows_f[keep],
+            cell.offs_f[keep],
+            eq=(list(a), -c, af[:d], -float(af[d])),
+        )
         piece_lps[0] += engine.counter.count - before
         if res is None:
             continue
@@ -318,8 +364,7 @@ def _region_pieces(cell, ri: int, net, engine, pieces: dict, thr, scale: float,
         # the pattern across the piece, layer by layer (see module docstring)
         new_pat = [m.copy() for m in pattern]
         coincident = []
-        H = flint.fmpq_mat(d, d + 1,
-                           [1 if k == j else 0 for j in range(d) for k in range(d + 1)])
+        H = flint.fmpq_mat(d, d + 1, [1 if k == j else 0 for j in range(d) for k in range(d + 1)])
         for ll in net.hidden_layers:
             Z = net.Wq[ll] * H + net.Baugq[ll]
             e2 = Z.entries()
@@ -327,7 +372,7 @@ def _region_pieces(cell, ri: int, net, engine, pieces: dict, thr, scale: float,
                 aR, cR = fn(ll, j)
                 if dot(aR, yq) + cR != 0:
                     continue
-                aP = e2[j * (d + 1): j * (d + 1) + d]
+                aP = e2[j * (d + 1) : j * (d + 1) + d]
                 new_pat[ll][j] = bool(dot(aP, a) < 0)
                 if (ll, j) != (l, i) and new_pat[ll][j] != pattern[ll][j]:
                     coincident.append((ll + 1, j))
@@ -352,10 +397,19 @@ def _region_pieces(cell, ri: int, net, engine, pieces: dict, thr, scale: float,
             size = max(size, row)
         visible = bool(size > thr)
         jump_size = (float(fmpq_to_fraction(size)) / scale) if scale > 0 else 0.0
-        pieces[(l, i)].append(BentPiece(
-            region=ri, neighbor=-1,
-            normal=np.array([fmpq_to_fraction(v) for v in a], dtype=object),
-            offset=fmpq_to_fraction(c), point=yf,
-            point_exact=tuple(fmpq_to_fraction(v) for v in yq), margin=float(margin),
-            visible=visible, jump=jump, coincident=tuple(coincident),
-            jump_size=jump_size, _neighbor_key=tuple(region_key(mm) for mm in new_pat)))
+        pieces[(l, i)].append(
+            BentPiece(
+                region=ri,
+                neighbor=-1,
+                normal=np.array([fmpq_to_fraction(v) for v in a], dtype=object),
+                offset=fmpq_to_fraction(c),
+                point=yf,
+                point_exact=tuple(fmpq_to_fraction(v) for v in yq),
+                margin=float(margin),
+                visible=visible,
+                jump=jump,
+                coincident=tuple(coincident),
+                jump_size=jump_size,
+                _neighbor_key=tuple(region_key(mm) for mm in new_pat),
+            )
+        )

@@ -40,8 +40,14 @@ from ..._validation import (
 from ...flows import SOLVERS, Stepper, check_finite, check_num_times, quiet_overflow
 from .._core.net import ReLUNet, check_params, forward_unchecked
 
-__all__ = ["gradient_flow", "ReLUFlowResult", "block_law", "active_blocks",
-           "rescaling_law_terms", "block_law_terms"]
+__all__ = [
+    "gradient_flow",
+    "ReLUFlowResult",
+    "block_law",
+    "active_blocks",
+    "rescaling_law_terms",
+    "block_law_terms",
+]
 
 #: a law as ``(name, terms)``; ``terms`` are ``(i, j, c)``: the law is
 #: ``sum c * theta[i] * theta[j]`` over the flattened parameters (``ReLUNet.flatten`` order)
@@ -99,11 +105,10 @@ def block_law_terms(widths: Sequence[int], layer: int, block: Sequence[int]) -> 
     (w_in, b_in), (w_out, _) = off[layer - 1], off[layer]
     laws = []
     for i, a in enumerate(block):
-        for b in block[i + 1:]:
+        for b in block[i + 1 :]:
             terms = [(w_in + a * n_in + c, w_in + b * n_in + c, 1) for c in range(n_in)]
             terms.append((b_in + a, b_in + b, 1))
-            terms += [(w_out + o * n + a, w_out + o * n + b, -1)
-                      for o in range(widths[layer + 1])]
+            terms += [(w_out + o * n + a, w_out + o * n + b, -1) for o in range(widths[layer + 1])]
             laws.append((f"block[{layer}; {a}, {b}]", tuple(terms)))
     return laws
 
@@ -114,8 +119,7 @@ def _law_values(laws: list[Law], theta: np.ndarray) -> np.ndarray:
 
 def _law_scales(laws: list[Law], theta: np.ndarray) -> np.ndarray:
     """``sum |c| |theta_i theta_j|`` per law: the size its drift is measured against."""
-    return np.array([sum(abs(c * theta[i] * theta[j]) for i, j, c in terms)
-                     for _, terms in laws])
+    return np.array([sum(abs(c * theta[i] * theta[j]) for i, j, c in terms) for _, terms in laws])
 
 
 def _check_layer_block(widths: tuple[int, ...], block: Any, layer: Any) -> tuple[int, list[int]]:
@@ -124,25 +128,39 @@ def _check_layer_block(widths: tuple[int, ...], block: Any, layer: Any) -> tuple
         raise InputError(f"block laws need a hidden layer; the network has widths {widths}")
     if layer is None:
         layer = L - 1
-    if isinstance(layer, (bool, np.bool_)) or not isinstance(layer, (int, np.integer)) \
-            or not 1 <= layer <= L - 1:
-        raise InputError(f"layer must be a hidden layer, an int in [1, {L - 1}]; "
-                         f"got {short_repr(layer)}")
+    if (
+        isinstance(layer, (bool, np.bool_))
+        or not isinstance(layer, (int, np.integer))
+        or not 1 <= layer <= L - 1
+    ):
+        raise InputError(
+            f"layer must be a hidden layer, an int in [1, {L - 1}]; got {short_repr(layer)}"
+        )
     layer = int(layer)
     try:
         ndim = np.ndim(block)
-    except (ValueError, TypeError, RuntimeError):      # a ragged nest, a tensor
+    except (ValueError, TypeError, RuntimeError):  # a ragged nest, a tensor
         ndim = -1
-    if isinstance(block, (str, bytes)) or not isinstance(block, (Sequence, np.ndarray)) \
-            or ndim != 1 or len(block) == 0:
-        raise InputError(f"block must be a non-empty list of neuron indices; "
-                         f"got {short_repr(block)}")
+    if (
+        isinstance(block, (str, bytes))
+        or not isinstance(block, (Sequence, np.ndarray))
+        or ndim != 1
+        or len(block) == 0
+    ):
+        raise InputError(
+            f"block must be a non-empty list of neuron indices; got {short_repr(block)}"
+        )
     out = []
     for a in block:
-        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)) \
-                or not 0 <= a < widths[layer]:
-            raise InputError(f"block entries must be neuron indices of layer {layer}, ints in "
-                             f"[0, {widths[layer] - 1}]; got {short_repr(block)}")
+        if (
+            isinstance(a, (bool, np.bool_))
+            or not isinstance(a, (int, np.integer))
+            or not 0 <= a < widths[layer]
+        ):
+            raise InputError(
+                f"block entries must be neuron indices of layer {layer}, ints in "
+                f"[0, {widths[layer] - 1}]; got {short_repr(block)}"
+            )
         out.append(int(a))
     if len(set(out)) != len(out):
         raise InputError(f"block must not repeat a neuron; got {short_repr(block)}")
@@ -282,8 +300,10 @@ def _velocity(net: ReLUNet, X: np.ndarray, Y: np.ndarray):
 
     def velocity(theta: np.ndarray) -> np.ndarray:
         if not np.all(np.isfinite(theta)):
-            raise ParameterError(f"overflow: the flow left the finite floats "
-                                 f"(theta={short_repr(theta)}); rescale the data or parameters")
+            raise ParameterError(
+                f"overflow: the flow left the finite floats "
+                f"(theta={short_repr(theta)}); rescale the data or parameters"
+            )
         params = net.unflatten(theta)
         acts, masks, H = [X], [], X
         for l, (W, b) in enumerate(params):
@@ -294,7 +314,7 @@ def _velocity(net: ReLUNet, X: np.ndarray, Y: np.ndarray):
             else:
                 H = Z
             acts.append(H)
-        G = H - Y                                   # dL / d output, (N, n_L)
+        G = H - Y  # dL / d output, (N, n_L)
         grads = []
         for l in range(len(params) - 1, -1, -1):
             W, _ = params[l]
@@ -309,10 +329,21 @@ def _velocity(net: ReLUNet, X: np.ndarray, Y: np.ndarray):
 
 
 @renamed_keywords(t_end="t_final")
-def gradient_flow(params: Any, X: Any, Y: Any, t_final: float, *, num_times: int = 101,
-                  laws: Any = "auto", method: str = "DOP853", rtol: float = 1e-10,
-                  atol: float = 1e-12, max_steps: int = 10_000,
-                  time_limit: float | None = None, progress: bool = False) -> ReLUFlowResult:
+def gradient_flow(
+    params: Any,
+    X: Any,
+    Y: Any,
+    t_final: float,
+    *,
+    num_times: int = 101,
+    laws: Any = "auto",
+    method: str = "DOP853",
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    max_steps: int = 10_000,
+    time_limit: float | None = None,
+    progress: bool = False,
+) -> ReLUFlowResult:
     """Integrate the gradient flow of ``L = 1/2 sum_k ||f_theta(x_k) - y_k||^2`` and track
     its conservation laws (docs/conservation.md).
 
@@ -353,8 +384,10 @@ def gradient_flow(params: Any, X: Any, Y: Any, t_final: float, *, num_times: int
     if Y.ndim == 1 and net.widths[-1] == 1:
         Y = Y[:, None]
     if Y.shape != (X.shape[0], net.widths[-1]):
-        raise InputError(f"Y must have shape ({X.shape[0]}, {net.widths[-1]}) (one target per "
-                         f"input); got shape {Y.shape}")
+        raise InputError(
+            f"Y must have shape ({X.shape[0]}, {net.widths[-1]}) (one target per "
+            f"input); got shape {Y.shape}"
+        )
     check_positive_float(t_final, "t_final")
     check_num_times(num_times)
     check_choice(method, "method", SOLVERS)
@@ -371,23 +404,42 @@ def gradient_flow(params: Any, X: Any, Y: Any, t_final: float, *, num_times: int
     velocity = _velocity(net, X, Y)
     times = np.linspace(0.0, float(t_final), int(num_times))
 
-    stepper = Stepper(lambda t, th: velocity(th), theta0, times, method=method, rtol=rtol,
-                      atol=atol, max_steps=max_steps, time_limit=time_limit,
-                      what="ReLU gradient flow", progress=progress)
+    stepper = Stepper(
+        lambda t, th: velocity(th),
+        theta0,
+        times,
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        time_limit=time_limit,
+        what="ReLU gradient flow",
+        progress=progress,
+    )
     try:
         quiet_overflow(stepper.run)()
     except ComputationLimitError as err:
         # e.g. a sliding mode at a kink (the step size collapses): the samples so far
-        err.partial = _result(net, X, Y, times, stepper, tracked, num_rescaling, blocks,
-                              method, rtol, atol)
+        err.partial = _result(
+            net, X, Y, times, stepper, tracked, num_rescaling, blocks, method, rtol, atol
+        )
         raise
-    return _result(net, X, Y, times, stepper, tracked, num_rescaling, blocks, method, rtol,
-                   atol)
+    return _result(net, X, Y, times, stepper, tracked, num_rescaling, blocks, method, rtol, atol)
 
 
-def _result(net: ReLUNet, X: np.ndarray, Y: np.ndarray, times: np.ndarray, stepper: Any,
-            tracked: list, num_rescaling: int, blocks: list, method: str, rtol: float,
-            atol: float) -> ReLUFlowResult:
+def _result(
+    net: ReLUNet,
+    X: np.ndarray,
+    Y: np.ndarray,
+    times: np.ndarray,
+    stepper: Any,
+    tracked: list,
+    num_rescaling: int,
+    blocks: list,
+    method: str,
+    rtol: float,
+    atol: float,
+) -> ReLUFlowResult:
     thetas = np.array(stepper.samples)
     plist = [net.unflatten(th) for th in thetas]
     losses, patterns, block_active = [], [], []
@@ -395,8 +447,11 @@ def _result(net: ReLUNet, X: np.ndarray, Y: np.ndarray, times: np.ndarray, stepp
         out = forward_unchecked(p, X)
         losses.append(0.5 * float(np.sum((out - Y) ** 2)))
         pre = _preactivations(p, X)
-        patterns.append(np.concatenate([Z > 0 for Z in pre], axis=1)
-                        if pre else np.zeros((X.shape[0], 0), dtype=bool))
+        patterns.append(
+            np.concatenate([Z > 0 for Z in pre], axis=1)
+            if pre
+            else np.zeros((X.shape[0], 0), dtype=bool)
+        )
         block_active.append(all(bool(np.all(pre[layer - 1][:, A] > 0)) for layer, A in blocks))
     values = np.array([_law_values(tracked, th) for th in thetas]).reshape(len(thetas), -1)
     scales = np.array([_law_scales(tracked, th) for th in thetas]).reshape(len(thetas), -1)
@@ -411,18 +466,30 @@ def _result(net: ReLUNet, X: np.ndarray, Y: np.ndarray, times: np.ndarray, stepp
     monotone = bool(np.all(np.diff(losses_arr) <= 1e-12 * max(1.0, abs(losses_arr[0]))))
     has_blocks = len(tracked) > num_rescaling
     return ReLUFlowResult(
-        times=times[:len(plist)], params=plist, loss=losses_arr,
-        law_names=tuple(name for name, _ in tracked), law_values=values, law_drift=drift,
+        times=times[: len(plist)],
+        params=plist,
+        loss=losses_arr,
+        law_names=tuple(name for name, _ in tracked),
+        law_values=values,
+        law_drift=drift,
         max_law_drift=float(drift[:num_rescaling].max(initial=0.0)),
         max_block_drift=float(drift[num_rescaling:].max()) if has_blocks else None,
-        max_block_drift_while_active=(float(blocks_dev.max(initial=0.0)) if has_blocks
-                                      else None),
-        blocks_leave_time=(float(times[exit_index]) if has_blocks
-                           and exit_index < len(block_active) else None),
-        pattern_changes=changes, first_change_time=first,
-        blocks=tuple((layer, tuple(A)) for layer, A in blocks), loss_monotone=monotone,
-        method=method, rtol=float(rtol), atol=float(atol), success=stepper.finished,
-        message=stepper.message, nfev=int(stepper.solver.nfev), num_steps=stepper.steps)
+        max_block_drift_while_active=(float(blocks_dev.max(initial=0.0)) if has_blocks else None),
+        blocks_leave_time=(
+            float(times[exit_index]) if has_blocks and exit_index < len(block_active) else None
+        ),
+        pattern_changes=changes,
+        first_change_time=first,
+        blocks=tuple((layer, tuple(A)) for layer, A in blocks),
+        loss_monotone=monotone,
+        method=method,
+        rtol=float(rtol),
+        atol=float(atol),
+        success=stepper.finished,
+        message=stepper.message,
+        nfev=int(stepper.solver.nfev),
+        num_steps=stepper.steps,
+    )
 
 
 def _blocks_to_track(params: list, X: np.ndarray, laws: Any) -> list[tuple[int, list[int]]]:
@@ -431,15 +498,18 @@ def _blocks_to_track(params: list, X: np.ndarray, laws: Any) -> list[tuple[int, 
         if laws == "rescaling":
             return []
         if laws == "auto":
-            return [(l, A) for l, A in enumerate(active_blocks(params, X), start=1)
-                    if len(A) >= 2]
+            return [(l, A) for l, A in enumerate(active_blocks(params, X), start=1) if len(A) >= 2]
     elif isinstance(laws, (list, tuple)):
         out = []
         for item in laws:
             if not isinstance(item, (list, tuple)) or len(item) != 2:
-                raise InputError(f"laws must be 'auto', 'rescaling' or a list of blocks "
-                                 f"(layer, neurons); got an entry {short_repr(item)}")
+                raise InputError(
+                    f"laws must be 'auto', 'rescaling' or a list of blocks "
+                    f"(layer, neurons); got an entry {short_repr(item)}"
+                )
             out.append(_check_layer_block(widths, item[1], item[0]))
         return out
-    raise InputError(f"laws must be 'auto', 'rescaling' or a list of blocks (layer, neurons); "
-                     f"got {short_repr(laws)}")
+    raise InputError(
+        f"laws must be 'auto', 'rescaling' or a list of blocks (layer, neurons); "
+        f"got {short_repr(laws)}"
+    )

@@ -170,8 +170,7 @@ def region_rows(net, patterns, center_q) -> tuple[list[list[flint.fmpq]], bool]:
     Zs = layer_maps(net, patterns)
     smooth = True
     # augmented output maps of every layer's input: Hin[l] is the input map of layer l
-    Hin = [flint.fmpq_mat(d, d + 1,
-                          [1 if k == j else 0 for j in range(d) for k in range(d + 1)])]
+    Hin = [flint.fmpq_mat(d, d + 1, [1 if k == j else 0 for j in range(d) for k in range(d + 1)])]
     for l in range(L - 1):
         n = len(patterns[l])
         ent = Zs[l].entries()
@@ -179,7 +178,7 @@ def region_rows(net, patterns, center_q) -> tuple[list[list[flint.fmpq]], bool]:
         for i in range(n):
             if patterns[l][i]:
                 D[i, i] = 1
-            elif all(v == 0 for v in ent[i * (d + 1):(i + 1) * (d + 1)]):
+            elif all(v == 0 for v in ent[i * (d + 1) : (i + 1) * (d + 1)]):
                 smooth = False
         Hin.append(D * Zs[l])
     # U: columns (c, 1), (e_1, 0), ..., (e_d, 0)
@@ -266,8 +265,8 @@ def _row_factors(Ws: list, bs: list, patterns, c: np.ndarray) -> tuple[list, lis
     U[:d, 1:] = np.eye(d)
     U[d, 0] = 1.0
     masks = [np.asarray(p, dtype=bool) for p in patterns]
-    V = [U[:d]]   # the first layer's inputs: H = [I | 0] applied to U
-    H = None      # the affine map of the layers so far (neurons x (d + 1)), after layer 1
+    V = [U[:d]]  # the first layer's inputs: H = [I | 0] applied to U
+    H = None  # the affine map of the layers so far (neurons x (d + 1)), after layer 1
     for l in range(L - 1):
         if H is None:
             Z = np.hstack([Ws[0], bs[0][:, None]])
@@ -425,12 +424,16 @@ class _ModRank:
         self.buffer, self.pending = [], 0
         if self.basis is not None:
             ent = self.basis.entries() + new.entries()
-            new = flint.nmod_mat(self.basis.nrows() + new.nrows(), self.P,
-                                 [int(v) for v in ent], _PRIME)
+            new = flint.nmod_mat(
+                self.basis.nrows() + new.nrows(), self.P, [int(v) for v in ent], _PRIME
+            )
         E, r = new.rref()
         self.rank = int(r)
-        self.basis = flint.nmod_mat(r, self.P, [int(v) for v in E.entries()[:r * self.P]],
-                                    _PRIME) if r else None
+        self.basis = (
+            flint.nmod_mat(r, self.P, [int(v) for v in E.entries()[: r * self.P]], _PRIME)
+            if r
+            else None
+        )
         return self.rank
 
 
@@ -461,9 +464,12 @@ def _clear_points(Ws, bs, dom, tol: float, X: np.ndarray, seen: set) -> list:
     d = dom.dim
     width = max((W.shape[0] for W in Ws[:-1]), default=1)
     step = max(1, _CHUNK // (width * (d + 1)))
-    if X.shape[0] > step:   # the layers' maps at every point take N * width * (d + 1)
-        return [pt for s in range(0, X.shape[0], step)
-                for pt in _clear_points(Ws, bs, dom, tol, X[s:s + step], seen)]
+    if X.shape[0] > step:  # the layers' maps at every point take N * width * (d + 1)
+        return [
+            pt
+            for s in range(0, X.shape[0], step)
+            for pt in _clear_points(Ws, bs, dom, tol, X[s : s + step], seen)
+        ]
     dom_norm = np.linalg.norm(dom.A, axis=1) if dom.A.shape[0] else None
     N = X.shape[0]
     need = tol * np.maximum(1.0, np.max(np.abs(X), axis=1))
@@ -474,7 +480,7 @@ def _clear_points(Ws, bs, dom, tol: float, X: np.ndarray, seen: set) -> list:
     H = None
     pats = []
     for l in range(len(Ws) - 1):
-        if H is None:   # the first layer's map is the same at every point
+        if H is None:  # the first layer's map is the same at every point
             Z = np.broadcast_to(np.hstack([Ws[0], bs[0][:, None]]), (N, Ws[0].shape[0], d + 1))
         else:
             Z = np.einsum("ij,njk->nik", Ws[l], H)
@@ -505,15 +511,21 @@ def _clear_points(Ws, bs, dom, tol: float, X: np.ndarray, seen: set) -> list:
 def _never_active(points: list) -> str:
     """The neurons active at none of the sampled ``points`` (a neuron dead on the domain
     takes its weights out of the rank), in words; empty if there are none."""
-    off = [(l + 1, j) for l in range(len(points[0][1]))
-           for j in np.nonzero(~np.any([pats[l] for _, pats in points], axis=0))[0]]
+    off = [
+        (l + 1, j)
+        for l in range(len(points[0][1]))
+        for j in np.nonzero(~np.any([pats[l] for _, pats in points], axis=0))[0]
+    ]
     if not off:
         return ""
     named = ", ".join(f"layer {l} neuron {j}" for l, j in off[:8])
-    return (f"{len(off)} hidden neuron(s) active at none of them ({named}"
-            + (", ..." if len(off) > 8 else "") + "): if dead on the domain (relu.neurons "
-            "decides that on a box), their weights are not in the rank and the bound is "
-            "not reached")
+    return (
+        f"{len(off)} hidden neuron(s) active at none of them ({named}"
+        + (", ..." if len(off) > 8 else "")
+        + "): if dead on the domain (relu.neurons "
+        "decides that on a box), their weights are not in the rank and the bound is "
+        "not reached"
+    )
 
 
 def _pre_activations(Ws, bs, X: np.ndarray) -> list[np.ndarray]:
@@ -537,8 +549,11 @@ def _rare_points(Ws, bs, dom, tol: float, points: list, rng, seen: set, check) -
     called once per neuron (the budget)."""
     X = np.array([x for x, _ in points])
     Z = _pre_activations(Ws, bs, X)
-    rare = sorted((int(np.count_nonzero(Z[l][:, j] > 0)), l, j)
-                  for l in range(1, len(Z)) for j in range(Z[l].shape[1]))
+    rare = sorted(
+        (int(np.count_nonzero(Z[l][:, j] > 0)), l, j)
+        for l in range(1, len(Z))
+        for j in range(Z[l].shape[1])
+    )
     out: list = []
     d = X.shape[1]
     for count, l, j in rare:
@@ -550,7 +565,7 @@ def _rare_points(Ws, bs, dom, tol: float, points: list, rng, seen: set, check) -
             z, g = _pre_activation_gradient(Ws, bs, x, l, j)
             if z > 0 or not np.any(g):
                 break
-            x = x - 1.05 * z / (g @ g) * g   # just past the zero of its linear piece
+            x = x - 1.05 * z / (g @ g) * g  # just past the zero of its linear piece
         if _pre_activations(Ws, bs, x[None])[l][0, j] <= 0:
             continue
         scales = max(1.0, float(np.linalg.norm(x))) * 10.0 ** rng.integers(-3, 0, (300, 1))
@@ -605,7 +620,7 @@ def _rescalings(Ws: list, bs: list) -> np.ndarray:
         for i in range(n):
             v = np.zeros(P)
             o = offsets[l]
-            v[o + i * n_in:o + (i + 1) * n_in] = Ws[l][i]
+            v[o + i * n_in : o + (i + 1) * n_in] = Ws[l][i]
             v[o + Ws[l].size + i] = bs[l][i]
             o2 = offsets[l + 1]
             n_out = Ws[l + 1].shape[0]
@@ -618,15 +633,14 @@ def _split(v: np.ndarray, Ws: list, bs: list) -> tuple[list, list]:
     """A flat parameter vector as ``(dWs, dbs)`` shaped like the layers."""
     dWs, dbs, k = [], [], 0
     for W, b in zip(Ws, bs):
-        dWs.append(v[k:k + W.size].reshape(W.shape))
+        dWs.append(v[k : k + W.size].reshape(W.shape))
         k += W.size
-        dbs.append(v[k:k + b.size])
+        dbs.append(v[k : k + b.size])
         k += b.size
     return dWs, dbs
 
 
-def _open_directions(R: np.ndarray, rank: int, known: np.ndarray, count: int
-                     ) -> np.ndarray | None:
+def _open_directions(R: np.ndarray, rank: int, known: np.ndarray, count: int) -> np.ndarray | None:
     """A sparse basis (columns) of the kernel of the stacked rows ``R`` modulo the known
     null directions ``known``: the directions whose derivative is still to be decided.
 
@@ -645,11 +659,11 @@ def _open_directions(R: np.ndarray, rank: int, known: np.ndarray, count: int
     if k_nz < 0:
         return None
     K = np.zeros((P, k_nz + int((~nz).sum())))
-    K[nz, :k_nz] = (Vt[A.shape[1] - k_nz:].T / norms[nz][:, None]) if k_nz else 0.0
+    K[nz, :k_nz] = (Vt[A.shape[1] - k_nz :].T / norms[nz][:, None]) if k_nz else 0.0
     K[np.nonzero(~nz)[0], k_nz + np.arange(int((~nz).sum()))] = 1.0
     if known.shape[1]:
         _, _, piv = scipy.linalg.qr(known.T, pivoting=True, mode="economic")
-        piv = piv[:known.shape[1]]
+        piv = piv[: known.shape[1]]
         M = known[piv, :]
         if np.linalg.cond(M) > 1e12:
             return None
@@ -672,10 +686,16 @@ _FD_METHODS = ("auto", "milp", "regions")
 _DENSE_LIMIT = 3000
 
 
-def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
-                         method: str = "auto", max_regions: int | None = None,
-                         time_limit: float | None = None,
-                         progress: bool = False) -> FunctionalDimension:
+def functional_dimension(
+    params: Any,
+    domain: Any = None,
+    *,
+    tol: Any = DEFAULT_TOL,
+    method: str = "auto",
+    max_regions: int | None = None,
+    time_limit: float | None = None,
+    progress: bool = False,
+) -> FunctionalDimension:
     """Functional dimension of a ReLU network on a domain, by exact or numerical rank.
 
     Rows of the parameter Jacobian are stacked for the regions of random points first;
@@ -719,12 +739,12 @@ def functional_dimension(params: Any, domain: Any = None, *, tol: Any = DEFAULT_
     # the float rows (a shadow of the exact ones with tol=0) and the tolerance are
     # relative to the scale: it must be finite
     path_norm_scale(net.params)
-    return _Run(net, dom, tol, max_regions, time_limit, progress,
-                _floats_exact(params)).run(method)
+    return _Run(net, dom, tol, max_regions, time_limit, progress, _floats_exact(params)).run(method)
 
 
-def rank_lower_bound(params: Any, goal: int, *, max_regions: int | None = None,
-                     time_limit: float | None = None) -> tuple[int | None, bool]:
+def rank_lower_bound(
+    params: Any, goal: int, *, max_regions: int | None = None, time_limit: float | None = None
+) -> tuple[int | None, bool]:
     """``(r, smooth)``: a proven lower bound ``r`` of the rank of the parameter Jacobian of
     ``params`` on R^d (exact: modulo a prime over regions whose patterns are proven, or
     over enumerated regions), searched until it reaches ``goal`` or the regions run out
@@ -735,8 +755,9 @@ def rank_lower_bound(params: Any, goal: int, *, max_regions: int | None = None,
     max_regions, time_limit = check_budget(max_regions, time_limit)
     net = ExactNet.from_params(params)
     path_norm_scale(net.params)
-    run = _Run(net, as_domain(None, net.d), 0.0, max_regions, time_limit, False,
-               _floats_exact(params))
+    run = _Run(
+        net, as_domain(None, net.d), 0.0, max_regions, time_limit, False, _floats_exact(params)
+    )
     run.goal = min(goal, run.bound)
     if run.P <= _DENSE_LIMIT or not run.floats:
         res = run.run("regions")
@@ -748,24 +769,41 @@ def rank_lower_bound(params: Any, goal: int, *, max_regions: int | None = None,
 def _floats_exact(params: Any) -> bool:
     """Whether the entries passed are read as float64 arrays (not as exact objects: ints
     or Fractions), so that the floats are the network itself. ``params`` is valid."""
-    return all(as_real_array(A, "params", exact=True).dtype != object
-               for W, b in param_list(params) for A in (W, b))
+    return all(
+        as_real_array(A, "params", exact=True).dtype != object
+        for W, b in param_list(params)
+        for A in (W, b)
+    )
 
 
 class _Run:
     """The state of one functional-dimension computation: the rows stacked so far (exact
     or float), a float copy for kernel directions, and the counts of the evidence."""
 
-    def __init__(self, net: ExactNet, dom: Domain, tol: float, max_regions, time_limit,
-                 progress: bool, floats: bool):
+    def __init__(
+        self,
+        net: ExactNet,
+        dom: Domain,
+        tol: float,
+        max_regions,
+        time_limit,
+        progress: bool,
+        floats: bool,
+    ):
         self.net, self.dom, self.tol = net, dom, tol
         # the clock, the region count and the engine (whose LPs stop at the deadline)
-        self.budget = Budget("functional_dimension", net.d, max_regions=max_regions,
-                             time_limit=time_limit, progress=False, detail=self._detail)
+        self.budget = Budget(
+            "functional_dimension",
+            net.d,
+            max_regions=max_regions,
+            time_limit=time_limit,
+            progress=False,
+            detail=self._detail,
+        )
         self.P = sum(W.size + b.size for W, b in net.params)
         self.hidden = sum(net.widths[1:-1])
         self.bound = self.P - self.hidden
-        self.goal = self.bound   # the rank at which the search stops (rank_lower_bound lowers it)
+        self.goal = self.bound  # the rank at which the search stops (rank_lower_bound lowers it)
         self.Ws, self.bs = _balanced(net.params)
         self.tracker = _FloatRank(self.P, tol) if tol > 0 else _ModRank(self.P)
         # tol == 0: the float images of the exact rows, for kernel directions
@@ -776,10 +814,10 @@ class _Run:
         self.smooth, self.thin, self.sampled = True, 0, 0
         self.num_milps, self.enumerated, self.note = 0, False, ""
         self.engine = self.budget.engine
-        self.layered: LayeredRank | None = None   # the layered rank of the sampled regions
-        self.floor = 0   # the largest rank found, a lower bound whichever route found it
-        self.checked = False   # the layered rank modulo the prime reached the bound
-        self.floats = floats   # every entry passed is a float64 value
+        self.layered: LayeredRank | None = None  # the layered rank of the sampled regions
+        self.floor = 0  # the largest rank found, a lower bound whichever route found it
+        self.checked = False  # the layered rank modulo the prime reached the bound
+        self.floats = floats  # every entry passed is a float64 value
         # the floats as given (not balanced): the residues and the pattern proofs read them
         self.Wf, self.bf = [W for W, _ in net.params], [b for _, b in net.params]
         self.rng = np.random.default_rng(1)  # the sketches of sampled regions (seeded)
@@ -788,8 +826,14 @@ class _Run:
             self.bar = progress_bar(desc="functional dimension", unit="region", leave=False)
 
     # -- rows ----------------------------------------------------------------------------
-    def _add(self, patterns, x: np.ndarray, xq=None, sketch: bool = False,
-             rows_f: np.ndarray | None = None) -> bool:
+    def _add(
+        self,
+        patterns,
+        x: np.ndarray,
+        xq=None,
+        sketch: bool = False,
+        rows_f: np.ndarray | None = None,
+    ) -> bool:
         """Stack the rows of the region of ``patterns`` through its interior point ``x``
         (exact point ``xq`` when ``tol == 0``; checked exactly to lie inside). With
         ``sketch`` (sampled regions, ``tol > 0``), a region with more than
@@ -798,8 +842,12 @@ class _Run:
         bound, at a fraction of the cost."""
         net, d = self.net, self.net.d
         scale = max(1.0, float(np.max(np.abs(x), initial=0.0)))
-        if rows_f is None and sketch and self.tol > 0 and \
-                self.Ws[-1].shape[0] * (d + 1) > _SKETCH_ROWS:
+        if (
+            rows_f is None
+            and sketch
+            and self.tol > 0
+            and self.Ws[-1].shape[0] * (d + 1) > _SKETCH_ROWS
+        ):
             # the sketch from the factors of the rows (the same rows, in milliseconds and
             # megabytes where the rows themselves take seconds and gigabytes)
             G, V, U = _row_factors(self.Ws, self.bs, patterns, x)
@@ -809,19 +857,20 @@ class _Run:
             return True
         if rows_f is None:
             rows_f = _float_rows(self.Ws, self.bs, patterns, x)
-        self.colmax = np.maximum(self.colmax, np.max(np.abs(rows_f[0::d + 1]), axis=0) / scale)
+        self.colmax = np.maximum(self.colmax, np.max(np.abs(rows_f[0 :: d + 1]), axis=0) / scale)
         if self.tol > 0:
             if sketch and rows_f.shape[0] > _SKETCH_ROWS:
-                rows_f = self.rng.standard_normal((_SKETCH_ROWS, rows_f.shape[0])) @ \
-                    _row_scaled(rows_f)
+                rows_f = self.rng.standard_normal((_SKETCH_ROWS, rows_f.shape[0])) @ _row_scaled(
+                    rows_f
+                )
             self.tracker.add(_row_scaled(rows_f))
             return True
         if xq is None:
             xq = [flint.fmpq(*float(v).as_integer_ratio()) for v in x]
             _, pre = exact_forward(net, xq)
             if any(z == 0 for layer in pre for z in layer) or not all(
-                    (z > 0) == bool(m) for layer, ms in zip(pre, patterns)
-                    for z, m in zip(layer, ms)):
+                (z > 0) == bool(m) for layer, ms in zip(pre, patterns) for z, m in zip(layer, ms)
+            ):
                 return False
         rows, _ = region_rows(net, patterns, xq)
         self.tracker.add(rows)
@@ -837,33 +886,49 @@ class _Run:
             upcoming = self.shadow.predicted() if self.shadow is not self.tracker else 0.0
             if isinstance(self.tracker, _FloatRank):
                 upcoming += self.tracker.predicted()
-            self.budget.check_time(self._partial, upcoming=upcoming,
-                                   stage=f"the next rank update (expected to take "
-                                         f"{upcoming:.1f} s; not started)")
+            self.budget.check_time(
+                self._partial,
+                upcoming=upcoming,
+                stage=f"the next rank update (expected to take {upcoming:.1f} s; not started)",
+            )
         rank = self.tracker.update()
         if self.shadow is not self.tracker:
             self.shadow.update()
         if self.bar is not None:
-            self.bar.set_postfix(rank=rank, bound=self.bound, lps=self.engine.counter.count,
-                                 milps=self.num_milps, refresh=False)
+            self.bar.set_postfix(
+                rank=rank,
+                bound=self.bound,
+                lps=self.engine.counter.count,
+                milps=self.num_milps,
+                refresh=False,
+            )
         return rank
 
     # -- budgets -------------------------------------------------------------------------
     def _detail(self) -> str:
         # the rank of the last update (a lower bound; no new factorization past a budget)
         rank = max(self.tracker.rank, self.floor)
-        return (f"{self.sampled} sampled regions, {self.num_milps} MILPs, rank so far "
-                f"{rank} (a lower bound) of the bound {self.bound}"
-                + ("; method='milp' (with tol > 0) decides the rest without enumerating "
-                   "every region" if self.enumerated else ""))
+        return (
+            f"{self.sampled} sampled regions, {self.num_milps} MILPs, rank so far "
+            f"{rank} (a lower bound) of the bound {self.bound}"
+            + (
+                "; method='milp' (with tol > 0) decides the rest without enumerating every region"
+                if self.enumerated
+                else ""
+            )
+        )
 
     def _partial(self) -> FunctionalDimension:
         return self._result(max(self.tracker.rank, self.floor), complete=False)
 
     def _check_time(self, upcoming: float = 0.0) -> None:
-        self.budget.check_time(self._partial, upcoming=upcoming, stage="" if not upcoming else
-                               f"the layered rank (a step expected to take {upcoming:.1f} s; "
-                               f"not started)")
+        self.budget.check_time(
+            self._partial,
+            upcoming=upcoming,
+            stage=""
+            if not upcoming
+            else f"the layered rank (a step expected to take {upcoming:.1f} s; not started)",
+        )
 
     # -- phases --------------------------------------------------------------------------
     def run(self, method: str) -> FunctionalDimension:
@@ -877,12 +942,12 @@ class _Run:
                 outcome = self._milp()
                 if outcome == "certified":
                     return self._result(self._rank(), method="milp")
-                self.note = (f"the MILP phase was inconclusive ({outcome}); every region "
-                             f"was enumerated")
+                self.note = (
+                    f"the MILP phase was inconclusive ({outcome}); every region was enumerated"
+                )
             if self._rank() < self.goal:
                 self._enumerate()
-            return self._result(self._rank(), method="regions" if self.enumerated
-                                else "sampling")
+            return self._result(self._rank(), method="regions" if self.enumerated else "sampling")
         finally:
             if self.bar is not None:
                 self.bar.close()
@@ -897,19 +962,20 @@ class _Run:
         asks for them); else None, and the stacked rows take over."""
         exact = self.tol == 0
         if exact and not self.floats:
-            return None   # the residues are those of the floats: other entries are exact
+            return None  # the residues are those of the floats: other entries are exact
         Wf, bf = self.Wf, self.bf
         rng = np.random.default_rng(0)
         seen: set = set()
         points: list = []
         batches = _sample_points(self.Ws, self.bs, self.dom, self.tol, rng, seen)
         slack, stalled = 16, False
-        last = None   # (seconds, regions) of the last pass
+        last = None  # (seconds, regions) of the last pass
         while True:
             self._check_time()
             if stalled:
-                batch = _rare_points(self.Ws, self.bs, self.dom, self.tol, points, rng, seen,
-                                     self._check_time)
+                batch = _rare_points(
+                    self.Ws, self.bs, self.dom, self.tol, points, rng, seen, self._check_time
+                )
             else:
                 batch = next(batches, None)
                 if batch is None:
@@ -918,18 +984,24 @@ class _Run:
             points += new
             if not points:
                 continue
-            if last is not None:   # a pass over more regions takes longer (its products
+            if last is not None:  # a pass over more regions takes longer (its products
                 # grow with them; its last rank is checked on its own)
                 self._check_time(upcoming=last[0] * len(points) / last[1])
             started = time.perf_counter()
-            found = layered_rank(Wf if exact else self.Ws, bf if exact else self.bs,
-                                 [pats for _, pats in points], tol=self.tol, exact=exact,
-                                 slack=slack, check=self._check_time)
+            found = layered_rank(
+                Wf if exact else self.Ws,
+                bf if exact else self.bs,
+                [pats for _, pats in points],
+                tol=self.tol,
+                exact=exact,
+                slack=slack,
+                check=self._check_time,
+            )
             last = (time.perf_counter() - started, len(points))
             if found is None:
-                return None   # the last level would be too wide to factorize
+                return None  # the last level would be too wide to factorize
             grew = self.layered is None or found.rank > self.layered.rank
-            if grew:   # each pass is a lower bound: the largest is kept
+            if grew:  # each pass is a lower bound: the largest is kept
                 self.layered, self.floor = found, found.rank
             self.sampled = len(points)
             if self.bar is not None:
@@ -958,30 +1030,47 @@ class _Run:
         if self.tol > 0:
             Wf, bf = self.Wf, self.bf
             pats = [pp for x, pp in points if certified_pattern(Wf, bf, x, pp)]
-            check = layered_rank(Wf, bf, pats, exact=True, slack=slack,
-                                 check=self._check_time) if pats else None
+            check = (
+                layered_rank(Wf, bf, pats, exact=True, slack=slack, check=self._check_time)
+                if pats
+                else None
+            )
             self.checked = check is not None and check.rank >= self.bound
             if check is None or check.rank < found.rank:
                 got = 0 if check is None else check.rank
-                note = (f"the float rank {found.rank} at tol is above {got}, the exact "
-                        f"rank modulo a prime of the same regions ({len(pats)} of "
-                        f"{len(points)} with a proven pattern), which is returned: a "
-                        f"float null space can carry rounding into the next level")
+                note = (
+                    f"the float rank {found.rank} at tol is above {got}, the exact "
+                    f"rank modulo a prime of the same regions ({len(pats)} of "
+                    f"{len(points)} with a proven pattern), which is returned: a "
+                    f"float null space can carry rounding into the next level"
+                )
                 self.layered = found = LayeredRank(
-                    rank=got, levels=(0, 0, 0) if check is None else check.levels,
+                    rank=got,
+                    levels=(0, 0, 0) if check is None else check.levels,
                     smallest_counted=found.smallest_counted,
-                    largest_dropped=found.largest_dropped)
+                    largest_dropped=found.largest_dropped,
+                )
                 self.floor = got
         else:
             self.checked = found.rank >= self.bound
         if found.rank < self.bound:
-            note = "; ".join(filter(None, [note, (
-                f"below the bound: {found.rank} is the rank of the regions of "
-                f"{self.sampled} sampled points (random, and around neurons rarely "
-                f"active at those), computed layer by layer (levels {found.levels}), a "
-                f"lower bound; more regions, the MILP phase or the enumeration could raise "
-                f"it, but at P = {self.P:,} they need the stacked P-column rows (done up "
-                f"to P = {_DENSE_LIMIT:,})"), _never_active(points)]))
+            note = "; ".join(
+                filter(
+                    None,
+                    [
+                        note,
+                        (
+                            f"below the bound: {found.rank} is the rank of the regions of "
+                            f"{self.sampled} sampled points (random, and around neurons rarely "
+                            f"active at those), computed layer by layer (levels {found.levels}), a "
+                            f"lower bound; more regions, the MILP phase or the enumeration could raise "
+                            f"it, but at P = {self.P:,} they need the stacked P-column rows (done up "
+                            f"to P = {_DENSE_LIMIT:,})"
+                        ),
+                        _never_active(points),
+                    ],
+                )
+            )
         return self._result(found.rank, method="sampling", note=note)
 
     def _sample(self) -> int:
@@ -1027,9 +1116,9 @@ class _Run:
                 if count <= 0:
                     return "certified"
                 self._check_time()
-                basis = _open_directions(self.shadow.R, rank,
-                                         np.column_stack([known] + zero) if zero else known,
-                                         count)
+                basis = _open_directions(
+                    self.shadow.R, rank, np.column_stack([known] + zero) if zero else known, count
+                )
                 if basis is None:
                     return "the kernel of the sampled rows did not split as expected"
                 grew = False
@@ -1073,8 +1162,9 @@ class _Run:
                 continue
             self.smooth = self.smooth and not cell.zero_preact
             if self.tol > 0:
-                self.tracker.add(_row_scaled(_float_rows(self.Ws, self.bs, cell.patterns[0],
-                                                         cell.center_f)))
+                self.tracker.add(
+                    _row_scaled(_float_rows(self.Ws, self.bs, cell.patterns[0], cell.center_f))
+                )
             else:
                 rows, _ = region_rows(net, cell.patterns[0], cell.center_q)
                 self.tracker.add(rows)
@@ -1082,8 +1172,9 @@ class _Run:
             if self.tracker.due() and self._rank() >= self.goal:
                 break
 
-    def _result(self, rank: int, *, method: str = "regions", complete: bool = True,
-                note: str = "") -> FunctionalDimension:
+    def _result(
+        self, rank: int, *, method: str = "regions", complete: bool = True, note: str = ""
+    ) -> FunctionalDimension:
         smallest = dropped = None
         layered = self.layered is not None
         if layered:
@@ -1099,40 +1190,66 @@ class _Run:
         else:
             # the rank modulo a prime is a lower bound of the rational one; below the
             # bound with every region used, the rational rank decides
-            if (complete and rank < self.bound and self.exact_rows and method == "regions"
-                    and self.enumerated):
-                rank = int(flint.fmpq_mat(len(self.exact_rows), self.P,
-                                          [v for row in self.exact_rows for v in row]).rank())
+            if (
+                complete
+                and rank < self.bound
+                and self.exact_rows
+                and method == "regions"
+                and self.enumerated
+            ):
+                rank = int(
+                    flint.fmpq_mat(
+                        len(self.exact_rows), self.P, [v for row in self.exact_rows for v in row]
+                    ).rank()
+                )
             certified = complete and (rank == self.bound or method == "regions")
         if not complete:
             method = "incomplete"
         note = note or self.note or ("" if certified else self._why_uncertified(rank, method))
         used = self.budget.num_regions + self.sampled
-        return FunctionalDimension(rank=rank, bound=self.bound, at_bound=rank == self.bound,
-                                   num_params=self.P, num_hidden=self.hidden,
-                                   num_regions=used,
-                                   num_points=(used - self.thin) * (self.net.d + 1),
-                                   smooth=self.smooth, certified=certified, domain=self.dom,
-                                   tol=self.tol, smallest_counted=smallest,
-                                   largest_dropped=dropped, num_thin_regions=self.thin,
-                                   num_sampled_regions=self.sampled,
-                                   enumerated=self.enumerated, method=method,
-                                   num_milps=self.num_milps,
-                                   num_lps=self.engine.counter.count, note=note,
-                                   layered=layered,
-                                   levels=self.layered.levels if layered else ())
+        return FunctionalDimension(
+            rank=rank,
+            bound=self.bound,
+            at_bound=rank == self.bound,
+            num_params=self.P,
+            num_hidden=self.hidden,
+            num_regions=used,
+            num_points=(used - self.thin) * (self.net.d + 1),
+            smooth=self.smooth,
+            certified=certified,
+            domain=self.dom,
+            tol=self.tol,
+            smallest_counted=smallest,
+            largest_dropped=dropped,
+            num_thin_regions=self.thin,
+            num_sampled_regions=self.sampled,
+            enumerated=self.enumerated,
+            method=method,
+            num_milps=self.num_milps,
+            num_lps=self.engine.counter.count,
+            note=note,
+            layered=layered,
+            levels=self.layered.levels if layered else (),
+        )
 
     def _why_uncertified(self, rank: int, method: str) -> str:
         """What an uncertified rank rests on, in words (never an empty note)."""
         if method == "incomplete":
             return "a budget stopped the computation: the rank is a lower bound"
         if self.tol > 0 and rank == self.bound:
-            return ("the rank reached the bound, but its smallest counted singular value is "
-                    "at rounding level: the bound is not certified")
+            return (
+                "the rank reached the bound, but its smallest counted singular value is "
+                "at rounding level: the bound is not certified"
+            )
         if self.tol > 0:
-            how = ("each direction left in the kernel was decided by a MILP whose 'no "
-                   "witness' rests on HiGHS's floating-point bounds" if method == "milp" else
-                   "the rank is numerical, at tol")
-            return (f"below the bound: {how}; the rank is certified only at the bound (or "
-                    f"with tol=0, by the exact enumeration of every region)")
+            how = (
+                "each direction left in the kernel was decided by a MILP whose 'no "
+                "witness' rests on HiGHS's floating-point bounds"
+                if method == "milp"
+                else "the rank is numerical, at tol"
+            )
+            return (
+                f"below the bound: {how}; the rank is certified only at the bound (or "
+                f"with tol=0, by the exact enumeration of every region)"
+            )
         return "the exact rank over the regions used is a lower bound (not every region used)"

@@ -152,15 +152,18 @@ class Genericity(Result):
 
     def describe(self) -> str:
         """A readable multi-line description of the verdict and of every failure."""
-        head = (f"generic={self.generic} (supertransversal={self.supertransversal}, "
-                f"maximal_rank={self.maximal_rank}); {self.num_regions} regions, "
-                f"{self.num_subsets} families, {self.num_products} masked products")
+        head = (
+            f"generic={self.generic} (supertransversal={self.supertransversal}, "
+            f"maximal_rank={self.maximal_rank}); {self.num_regions} regions, "
+            f"{self.num_subsets} families, {self.num_products} masked products"
+        )
         if not self.complete:
             head = "INCOMPLETE (stopped by a budget): " + head
         return "\n".join([head] + ["  " + f.message for f in self.failures])
 
 
 # ---------------------------------------------------------------------------------------
+
 
 def _facets(dom: Domain) -> list[tuple[str, list[Fraction], Fraction]]:
     out = []
@@ -171,8 +174,11 @@ def _facets(dom: Domain) -> list[tuple[str, list[Fraction], Fraction]]:
         nz = [k for k, v in enumerate(row) if v != 0]
         if dom.kind in ("orthant", "box") and len(nz) == 1:
             k = nz[0]
-            lab = (f"facet x_{k + 1} <= {float(cc / a[k]):g}" if a[k] > 0
-                   else f"facet x_{k + 1} >= {float(cc / a[k]):g}")
+            lab = (
+                f"facet x_{k + 1} <= {float(cc / a[k]):g}"
+                if a[k] > 0
+                else f"facet x_{k + 1} >= {float(cc / a[k]):g}"
+            )
         else:
             lab = f"facet {i + 1} of the domain"
         out.append((lab, a, cc))
@@ -264,8 +270,11 @@ def _lp_meets(N: list, c: list, rows: list, offs: list, d: int) -> tuple[bool, l
     # the slack maximization (else the optimal slack is 0 and the point is not central)
     NA = [list(n) + [cc] for n, cc in zip(N, c)]
     rNA = rational_rank(NA, d + 1)
-    keep = [i for i, (a, o) in enumerate(zip(rows, offs))
-            if rational_rank(NA + [list(a) + [o]], d + 1) > rNA]
+    keep = [
+        i
+        for i, (a, o) in enumerate(zip(rows, offs))
+        if rational_rank(NA + [list(a) + [o]], d + 1) > rNA
+    ]
     rows_all, offs_all = rows, offs
     rows, offs = [rows[i] for i in keep], [offs[i] for i in keep]
     Nf = np.array([[float(v) for v in r] for r in N])
@@ -278,8 +287,15 @@ def _lp_meets(N: list, c: list, rows: list, offs: list, d: int) -> tuple[bool, l
         nr[nr == 0] = 1.0
         A_ub = np.hstack([Af, nr[:, None]])
         A_eq = np.hstack([Nf, np.zeros((Nf.shape[0], 1))])
-        res = linprog(np.append(np.zeros(d), -1.0), A_ub=A_ub, b_ub=bf, A_eq=A_eq, b_eq=cf,
-                      bounds=[(None, None)] * d + [(None, 1.0)], method="highs")
+        res = linprog(
+            np.append(np.zeros(d), -1.0),
+            A_ub=A_ub,
+            b_ub=bf,
+            A_eq=A_eq,
+            b_eq=cf,
+            bounds=[(None, None)] * d + [(None, 1.0)],
+            method="highs",
+        )
         if res.status != 0 or res.x[d] < -1e-9 * (1.0 + np.abs(bf).max(initial=0.0)):
             return False, None
         res_x = res.x[:d]
@@ -299,8 +315,7 @@ def _lp_meets(N: list, c: list, rows: list, offs: list, d: int) -> tuple[bool, l
         tight = [i for i in range(len(rows)) if slack[i] < 1e-7]
         N2 = list(N) + [rows[i] for i in tight]
         c2 = list(c) + [offs[i] for i in tight]
-        if rational_rank([list(n) + [cc] for n, cc in zip(N2, c2)], d + 1) == rational_rank(N2,
-                                                                                            d):
+        if rational_rank([list(n) + [cc] for n, cc in zip(N2, c2)], d + 1) == rational_rank(N2, d):
             xp = _project(x, N2, c2, d)
             if _in_closed(xp, rows_all, offs_all):
                 return True, xp
@@ -354,15 +369,18 @@ class _Checker:
         Nf = np.array([[float(v) for v in e[1]] for e in elems])
         Af = np.hstack([Nf, np.array([[float(e[2])] for e in elems])])
         fails: list = []
-        blocked: list[frozenset] = []   # failing or facet-only dependent families
+        blocked: list[frozenset] = []  # failing or facet-only dependent families
         # facet-only dependent families (e.g. opposite facets of a box) never fail
         facet_idx = [i for i, e in enumerate(elems) if e[3] == 0]
         axis_pairs = _axis_pairs(elems, facet_idx)
         if axis_pairs is not None:
             blocked, facet_idx = axis_pairs, []
         for k in range(2, min(d + 1, len(facet_idx)) + 1):
-            subs = [S for S in itertools.combinations(facet_idx, k)
-                    if not any(B <= frozenset(S) for B in blocked)]
+            subs = [
+                S
+                for S in itertools.combinations(facet_idx, k)
+                if not any(B <= frozenset(S) for B in blocked)
+            ]
             if self.check is not None:
                 self.check()
             # certainly independent in floats: no exact rank needed
@@ -383,8 +401,11 @@ class _Checker:
                     self.check()
                 pairs = {B for B in blocked if len(B) == 2}
                 others = [B for B in blocked if len(B) != 2]
-                subs = [S for S in raw if any(must[i] for i in S)
-                        and not _contains_blocked(S, pairs, others)]
+                subs = [
+                    S
+                    for S in raw
+                    if any(must[i] for i in S) and not _contains_blocked(S, pairs, others)
+                ]
                 if subs:
                     self.count += len(subs)
                     self._chunk(subs, k, elems, Nf, Af, strong, fails, blocked, rows, offs)
@@ -431,8 +452,9 @@ class _Checker:
             if not meets:
                 self.uncertain = True
             if meets:
-                fails.append((S, "dependent normals", rN, k,
-                              None if x is None else tuple(x), x is not None))
+                fails.append(
+                    (S, "dependent normals", rN, k, None if x is None else tuple(x), x is not None)
+                )
                 blocked.append(frozenset(S))
 
 
@@ -466,7 +488,7 @@ def _touching(pieces: list, sides: list, cell, d: int, counter) -> list:
         gf, e = pow2_floats(g_q, d)
         sol = solve_lp(-gf[:d], A, b, counter=counter)
         if sol.status == "optimal":
-            value = -sol.fun - gf[d]   # max g . x - g0 over the closure (scaled)
+            value = -sol.fun - gf[d]  # max g . x - g0 over the closure (scaled)
             size = float(np.abs(gf).sum()) * (1.0 + float(np.abs(sol.x).max(initial=0.0)))
             y = -np.asarray(sol.dual_ub, float)
             ymax = float(y.max(initial=0.0))
@@ -476,8 +498,14 @@ def _touching(pieces: list, sides: list, cell, d: int, counter) -> list:
                 # Farkas: sum y_i S_i x <= y . s and -g x <= -g0 (multiplier 1) sum to
                 # 0 <= y . s - g0 < 0
                 c_rows = [row(i)[1] for i in sup] + [-g_q[d] * f]
-                cert = round_certificate([row(i)[0] for i in sup] + [[-v * f for v in g_q[:d]]],
-                                         c_rows, (), (), list(y[sup]) + [1.0], ())
+                cert = round_certificate(
+                    [row(i)[0] for i in sup] + [[-v * f for v in g_q[:d]]],
+                    c_rows,
+                    (),
+                    (),
+                    list(y[sup]) + [1.0],
+                    (),
+                )
                 if cert is not None and dot(cert[0], c_rows) < 0:
                     continue  # certified: the closure lies strictly on one side
         out.append(piece)
@@ -497,9 +525,10 @@ def _scaled_matrix(P: flint.fmpq_mat) -> np.ndarray:
     for j in range(P.ncols()):
         ex = [binary_exponent(r[j]) for r in rows if r[j] != 0]
         col_e.append(max(ex) if ex else 0)
-    f = [flint.fmpq(1, 2 ** e) if e >= 0 else flint.fmpq(2 ** -e) for e in col_e]
-    return np.array([pow2_floats([v * f[j] for j, v in enumerate(r)])[0] for r in rows]
-                    ).reshape(P.nrows(), P.ncols())
+    f = [flint.fmpq(1, 2**e) if e >= 0 else flint.fmpq(2**-e) for e in col_e]
+    return np.array([pow2_floats([v * f[j] for j, v in enumerate(r)])[0] for r in rows]).reshape(
+        P.nrows(), P.ncols()
+    )
 
 
 def _pattern_key(pattern) -> tuple:
@@ -532,9 +561,15 @@ def _exact_preacts(Wq, bq, pattern, d):
     return out
 
 
-def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
-               progress: bool = False, max_regions: int | None = None,
-               time_limit: float | None = None) -> Genericity:
+def genericity(
+    params: Any,
+    domain: Any = None,
+    *,
+    tol: Any = DEFAULT_TOL,
+    progress: bool = False,
+    max_regions: int | None = None,
+    time_limit: float | None = None,
+) -> Genericity:
     """Check the genericity conditions of docs/concepts_relu.md §3 (definitions in the module docstring).
 
     Args:
@@ -570,8 +605,9 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     dom = as_domain(domain, d)
     L = len(layers)
     widths = (d,) + tuple(W.shape[0] for W, _ in layers)
-    budget = Budget("genericity", d, max_regions=max_regions, time_limit=time_limit,
-                    progress=progress)
+    budget = Budget(
+        "genericity", d, max_regions=max_regions, time_limit=time_limit, progress=progress
+    )
     failures: list[GenericityFailure] = []
     checker = _Checker(d, tol)
     certified = True
@@ -586,16 +622,31 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         counted = [g[0] for g in checker.gaps if g[0] is not None]
         dropped = [g[1] for g in checker.gaps if g[1] is not None]
         return Genericity(
-            generic=st and mr, supertransversal=st, maximal_rank=mr, failures=tuple(failures),
-            num_regions=budget.num_regions, num_subsets=checker.count,
-            num_products=len(products), domain=dom, certified=bool(cert),
-            method=("exact ranks and points (python-flint) over the certified regions"
-                    if tol == 0 else f"ranks at tol={tol:g} (numerical, with their gaps), "
-                                     "exact points, over the certified regions")
-            + ("" if complete else "; INCOMPLETE: stopped by a budget (only the failures "
-                                   "found so far are listed)"),
-            tol=tol, smallest_counted=min(counted) if counted else None,
-            largest_dropped=max(dropped) if dropped else None, complete=complete)
+            generic=st and mr,
+            supertransversal=st,
+            maximal_rank=mr,
+            failures=tuple(failures),
+            num_regions=budget.num_regions,
+            num_subsets=checker.count,
+            num_products=len(products),
+            domain=dom,
+            certified=bool(cert),
+            method=(
+                "exact ranks and points (python-flint) over the certified regions"
+                if tol == 0
+                else f"ranks at tol={tol:g} (numerical, with their gaps), "
+                "exact points, over the certified regions"
+            )
+            + (
+                ""
+                if complete
+                else "; INCOMPLETE: stopped by a budget (only the failures found so far are listed)"
+            ),
+            tol=tol,
+            smallest_counted=min(counted) if counted else None,
+            largest_dropped=max(dropped) if dropped else None,
+            complete=complete,
+        )
 
     partial = lambda: report(False)  # noqa: E731
     checker.check = lambda: budget.check_time(partial, "the families of hyperplanes")
@@ -606,16 +657,29 @@ def genericity(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     _first_layer_families(elems, dom, facets, checker, tol, failures)
     # regions (exact engine, streamed): S2 and masked products
     net = ExactNet.from_params(params)
-    Wq = [flint.fmpq_mat(len(W), len(W[0]), [fraction_to_fmpq(x) for row in W for x in row])
-          for W, _ in exact]
+    Wq = [
+        flint.fmpq_mat(len(W), len(W[0]), [fraction_to_fmpq(x) for row in W for x in row])
+        for W, _ in exact
+    ]
     bq = [list(b) for _, b in exact]
     seen: set = set()
     for cell in budget.cells([net], dom, partial=partial):
         pattern = [np.asarray(p, dtype=bool) for p in cell.patterns[0]]
         key = _pattern_key(pattern)
         if L > 2:
-            _piece_families(exact, _exact_preacts(Wq, bq, pattern, d), pattern, key, facets,
-                            cell, d, checker, budget, seen, failures)
+            _piece_families(
+                exact,
+                _exact_preacts(Wq, bq, pattern, d),
+                pattern,
+                key,
+                facets,
+                cell,
+                d,
+                checker,
+                budget,
+                seen,
+                failures,
+            )
         _masked_products(Wq, widths, key, tol, checker, products, failures)
     return report(True)
 
@@ -626,13 +690,23 @@ def _label(l: int, j: int) -> str:
 
 def _zero_rows(exact: list) -> list[GenericityFailure]:
     """S0: hidden neurons with an all-zero weight row (no hyperplane)."""
-    return [GenericityFailure(condition="S0", kind="zero row", elements=(_label(l, j),),
-                              pattern=None, layers=None, measured=0, expected=1, point=None,
-                              certified=True,
-                              message=f"S0: {_label(l, j)} has an all-zero weight row "
-                                      f"(no hyperplane)")
-            for l in range(len(exact) - 1) for j, row in enumerate(exact[l][0])
-            if all(x == 0 for x in row)]
+    return [
+        GenericityFailure(
+            condition="S0",
+            kind="zero row",
+            elements=(_label(l, j),),
+            pattern=None,
+            layers=None,
+            measured=0,
+            expected=1,
+            point=None,
+            certified=True,
+            message=f"S0: {_label(l, j)} has an all-zero weight row (no hyperplane)",
+        )
+        for l in range(len(exact) - 1)
+        for j, row in enumerate(exact[l][0])
+        if all(x == 0 for x in row)
+    ]
 
 
 def _first_layer_elements(exact: list, dom: Domain, facets: list) -> tuple[list, bool]:
@@ -659,32 +733,60 @@ def _first_layer_elements(exact: list, dom: Domain, facets: list) -> tuple[list,
     return elems, certified
 
 
-def _first_layer_families(elems: list, dom: Domain, facets: list, checker: "_Checker",
-                          tol: float, out: list) -> None:
+def _first_layer_families(
+    elems: list, dom: Domain, facets: list, checker: "_Checker", tol: float, out: list
+) -> None:
     """S1: families of ``elems`` in non-general position, appended to ``out``."""
     d = dom.dim
     dom_rows, dom_offs = [f[1] for f in facets], [f[2] for f in facets]
     must = [e[3] == 1 for e in elems]
     for S, kind, rN, exp, x, cert in checker.families(
-            elems, range(2, d + 2), must, dom_rows, dom_offs, strong=True):
+        elems, range(2, d + 2), must, dom_rows, dom_offs, strong=True
+    ):
         labels = tuple(elems[i][0] for i in S)
-        msg = (f"S1: {', '.join(labels)} have dependent normals (rank {rN} < {exp})"
-               if kind == "dependent normals" else
-               f"S1: {', '.join(labels)} ({len(S)} > d = {d}) meet at the point "
-               f"{tuple(float(v) for v in x)} of the domain")
+        msg = (
+            f"S1: {', '.join(labels)} have dependent normals (rank {rN} < {exp})"
+            if kind == "dependent normals"
+            else f"S1: {', '.join(labels)} ({len(S)} > d = {d}) meet at the point "
+            f"{tuple(float(v) for v in x)} of the domain"
+        )
         gap = checker.fail_gaps.get(frozenset(S), (None, None))
         if gap[0] is not None or gap[1] is not None:
-            msg += f" at tol={tol:g} (smallest singular value counted {_g(gap[0])}, " \
-                   f"largest dropped {_g(gap[1])})"
-        out.append(GenericityFailure(
-            condition="S1", kind=kind, elements=labels, pattern=None, layers=None, measured=rN,
-            expected=exp, point=x, certified=cert, message=msg, smallest_counted=gap[0],
-            largest_dropped=gap[1]))
+            msg += (
+                f" at tol={tol:g} (smallest singular value counted {_g(gap[0])}, "
+                f"largest dropped {_g(gap[1])})"
+            )
+        out.append(
+            GenericityFailure(
+                condition="S1",
+                kind=kind,
+                elements=labels,
+                pattern=None,
+                layers=None,
+                measured=rN,
+                expected=exp,
+                point=x,
+                certified=cert,
+                message=msg,
+                smallest_counted=gap[0],
+                largest_dropped=gap[1],
+            )
+        )
 
 
-def _piece_families(exact: list, pre: list, pattern: list, key: tuple, facets: list, cell,
-                    d: int, checker: "_Checker", budget: Budget, seen: set,
-                    out: list) -> None:
+def _piece_families(
+    exact: list,
+    pre: list,
+    pattern: list,
+    key: tuple,
+    facets: list,
+    cell,
+    d: int,
+    checker: "_Checker",
+    budget: Budget,
+    seen: set,
+    out: list,
+) -> None:
     """S2 on one region: the pieces of the deeper neurons (and the domain's facets) that
     touch the closed region, in non-general position, appended to ``out``; ``seen`` keeps
     each failure once across regions."""
@@ -704,12 +806,21 @@ def _piece_families(exact: list, pre: list, pattern: list, key: tuple, facets: l
                     fk = ("degenerate", _label(l, j), key)
                     if fk not in seen:
                         seen.add(fk)
-                        out.append(GenericityFailure(
-                            condition="S2", kind="degenerate piece", elements=(_label(l, j),),
-                            pattern=key, layers=None, measured=0, expected=1, point=None,
-                            certified=True,
-                            message=f"S2: {_label(l, j)} is identically zero on the region "
-                                    f"with pattern {key}"))
+                        out.append(
+                            GenericityFailure(
+                                condition="S2",
+                                kind="degenerate piece",
+                                elements=(_label(l, j),),
+                                pattern=key,
+                                layers=None,
+                                measured=0,
+                                expected=1,
+                                point=None,
+                                certified=True,
+                                message=f"S2: {_label(l, j)} is identically zero on the region "
+                                f"with pattern {key}",
+                            )
+                        )
                 continue
             pieces.append((_label(l, j), alpha, -beta, l + 1))
             sides.append(-1 if pattern[l][j] else 1)
@@ -718,25 +829,42 @@ def _piece_families(exact: list, pre: list, pattern: list, key: tuple, facets: l
     pieces = _touching(pieces, sides, cell, d, budget.engine.counter)
     must = [p[3] >= 2 for p in pieces]
     for S, kind, rN, exp, x, cert in checker.families(
-            pieces, range(2, d + 2), must, rows, offs, strong=False):
+        pieces, range(2, d + 2), must, rows, offs, strong=False
+    ):
         labels = tuple(pieces[i][0] for i in S)
         fk = (frozenset(labels), x if x is not None else key)
         if fk in seen:
             continue
         seen.add(fk)
-        where = (f"at the point {tuple(float(v) for v in x)}" if x is not None
-                 else "along a common subspace")
-        msg = (f"S2: pieces of {', '.join(labels)} in the region with pattern {key} "
-               + (f"meet {where} with dependent normals (rank {rN} < {exp})"
-                  if kind == "dependent normals" else
-                  f"({len(S)} > d = {d}) share the point {tuple(float(v) for v in x)}"))
-        out.append(GenericityFailure(condition="S2", kind=kind, elements=labels, pattern=key,
-                                     layers=None, measured=rN, expected=exp, point=x,
-                                     certified=cert, message=msg))
+        where = (
+            f"at the point {tuple(float(v) for v in x)}"
+            if x is not None
+            else "along a common subspace"
+        )
+        msg = f"S2: pieces of {', '.join(labels)} in the region with pattern {key} " + (
+            f"meet {where} with dependent normals (rank {rN} < {exp})"
+            if kind == "dependent normals"
+            else f"({len(S)} > d = {d}) share the point {tuple(float(v) for v in x)}"
+        )
+        out.append(
+            GenericityFailure(
+                condition="S2",
+                kind=kind,
+                elements=labels,
+                pattern=key,
+                layers=None,
+                measured=rN,
+                expected=exp,
+                point=x,
+                certified=cert,
+                message=msg,
+            )
+        )
 
 
-def _masked_products(Wq: list, widths: tuple, key: tuple, tol: float, checker: "_Checker",
-                     products: dict, out: list) -> None:
+def _masked_products(
+    Wq: list, widths: tuple, key: tuple, tol: float, checker: "_Checker", products: dict, out: list
+) -> None:
     """Maximal rank of the masked products ``D_b W_b ... D_a W_a`` (``D_L = I``) on the
     region with pattern ``key``, failures appended to ``out``; ``products`` keeps each
     product (by its masks) once."""
@@ -771,15 +899,27 @@ def _masked_products(Wq: list, widths: tuple, key: tuple, tol: float, checker: "
             expected = min(sizes)
             products[pk] = (rank, expected)
             if rank < expected:
-                name = " ".join((f"W{l}" if l == L else f"D{l} W{l}")
-                                for l in range(b, a - 1, -1))
-                at = ("" if tol == 0 else
-                      f" at tol={tol:g} (smallest singular value counted {_g(gap[0])}, "
-                      f"largest dropped {_g(gap[1])})")
-                out.append(GenericityFailure(
-                    condition="rank", kind="rank deficient", elements=(name,), pattern=key,
-                    layers=(a, b), measured=rank, expected=expected, point=None,
-                    certified=tol == 0,
-                    message=f"rank: {name} has rank {rank} < {expected} on the region "
-                            f"with pattern {key}{at}",
-                    smallest_counted=gap[0], largest_dropped=gap[1]))
+                name = " ".join((f"W{l}" if l == L else f"D{l} W{l}") for l in range(b, a - 1, -1))
+                at = (
+                    ""
+                    if tol == 0
+                    else f" at tol={tol:g} (smallest singular value counted {_g(gap[0])}, "
+                    f"largest dropped {_g(gap[1])})"
+                )
+                out.append(
+                    GenericityFailure(
+                        condition="rank",
+                        kind="rank deficient",
+                        elements=(name,),
+                        pattern=key,
+                        layers=(a, b),
+                        measured=rank,
+                        expected=expected,
+                        point=None,
+                        certified=tol == 0,
+                        message=f"rank: {name} has rank {rank} < {expected} on the region "
+                        f"with pattern {key}{at}",
+                        smallest_counted=gap[0],
+                        largest_dropped=gap[1],
+                    )
+                )

@@ -16,7 +16,6 @@ difference, the ground truth of :func:`neuromanifold.relu.equivalent` (its ``"re
   witness; "equivalent" rests on the solver's floating-point bound (``certified=False``).
 """
 
-
 from __future__ import annotations
 
 import copy
@@ -44,8 +43,18 @@ from .._engine.lp import MILP_FEAS, solve_lp, solve_milp
 from .._engine.milp import BOUND_PAD, MILPBuilder, encode_network, homogenized_input
 from .neurons import difference_bounds
 
-__all__ = ["Equivalence", "Pair", "by_regions", "by_milp", "equivalent_by_regions", "Best", "clip",
-           "sup_by_regions", "sup_by_milp", "top1_by_regions"]
+__all__ = [
+    "Equivalence",
+    "Pair",
+    "by_regions",
+    "by_milp",
+    "equivalent_by_regions",
+    "Best",
+    "clip",
+    "sup_by_regions",
+    "sup_by_milp",
+    "top1_by_regions",
+]
 
 _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
@@ -118,15 +127,20 @@ class Pair:
         dp, dq = p[0][0].shape[1], q[0][0].shape[1]
         mp, mq = p[-1][0].shape[0], q[-1][0].shape[0]
         if dp != dq:
-            raise ArchitectureError(f"networks must have the same input dimension to be compared; got {dp} and {dq}")
+            raise ArchitectureError(
+                f"networks must have the same input dimension to be compared; got {dp} and {dq}"
+            )
         if mp != mq:
-            raise ArchitectureError(f"networks must have the same output dimension to be compared; got {mp} and {mq}")
+            raise ArchitectureError(
+                f"networks must have the same output dimension to be compared; got {mp} and {mq}"
+            )
         self.p = ExactNet(p, exact_params(p_raw))
         self.q = ExactNet(q, exact_params(q_raw))
         self.d, self.m = dp, mp
         self.tol = tol
-        self.scale = check_finite_result(max(path_norm_scale(p), path_norm_scale(q)),
-                                         "the networks' scale (path norm)")
+        self.scale = check_finite_result(
+            max(path_norm_scale(p), path_norm_scale(q)), "the networks' scale (path norm)"
+        )
         self.E = int(math.floor(math.log2(self.scale))) if self.scale > 0 else 0
         self.bp, self.bq = balanced(self.p, self.E), balanced(self.q, self.E)
         self.fp, self.fq = self.bp.params, self.bq.params
@@ -194,7 +208,7 @@ def balanced(net: ExactNet, E: int) -> ExactNet:
         for i in range(Ws[l].nrows()):
             if fast is not None:
                 e = fast[l][i]
-            else:   # from the row as rescaled so far, as the float route does
+            else:  # from the row as rescaled so far, as the float route does
                 row = [Ws[l][i, j] for j in range(Ws[l].ncols())] + [bs[l][i]]
                 e = max((binary_exponent(v) for v in row if v != 0), default=0)
             exps[l].append(e)
@@ -215,9 +229,15 @@ def balanced(net: ExactNet, E: int) -> ExactNet:
         bs[L][k] *= f
     floats = _scaled_floats(net, exps, E)
     if floats is None:
-        floats = [(np.array([[to_float(W[i, j]) for j in range(W.ncols())]
-                             for i in range(W.nrows())]).reshape(W.nrows(), W.ncols()),
-                   np.array([to_float(v) for v in b])) for W, b in zip(Ws, bs)]
+        floats = [
+            (
+                np.array(
+                    [[to_float(W[i, j]) for j in range(W.ncols())] for i in range(W.nrows())]
+                ).reshape(W.nrows(), W.ncols()),
+                np.array([to_float(v) for v in b]),
+            )
+            for W, b in zip(Ws, bs)
+        ]
     out = ExactNet(floats, list(zip(Ws, bs)))
     out.exps = exps
     return out
@@ -239,7 +259,7 @@ def _float_exponents(net: ExactNet) -> list | None:
             X[:, :-1] += prev[None, :]
         X = np.where(R != 0, X, np.iinfo(np.int64).min)
         e = np.max(X, axis=1, initial=np.iinfo(np.int64).min)
-        e = np.where(e == np.iinfo(np.int64).min, 0, e)   # a zero row stays as it is
+        e = np.where(e == np.iinfo(np.int64).min, 0, e)  # a zero row stays as it is
         exps.append([int(v) for v in e])
         prev = e
     return exps
@@ -255,16 +275,21 @@ def _scaled_floats(net: ExactNet, exps: list, E: int) -> list | None:
         e = np.array(exps[l]) if l < len(exps) else None
         row = -e if e is not None else np.full(W.shape[0], -E)
         col = prev if prev is not None else np.zeros(W.shape[1], dtype=np.int64)
-        with np.errstate(over="ignore", under="ignore"):   # checked just below
+        with np.errstate(over="ignore", under="ignore"):  # checked just below
             # one ldexp per entry: an intermediate could underflow and come back inexact
             Wn, bn = np.ldexp(W, row[:, None] + col[None, :]), np.ldexp(b, row)
         for A, B, Aq in ((W, Wn, net.Wq[l]), (b, bn, net.bq[l])):
-            if not np.all(np.isfinite(B)) or np.any((A != 0) & (np.abs(A) < _NORMAL)) \
-                    or np.any((B != 0) & (np.abs(B) < _NORMAL)):
+            if (
+                not np.all(np.isfinite(B))
+                or np.any((A != 0) & (np.abs(A) < _NORMAL))
+                or np.any((B != 0) & (np.abs(B) < _NORMAL))
+            ):
                 return None
-            zeros = np.argwhere(A == 0)   # a zero copy of a nonzero (tiny) exact entry?
-            if any((Aq[tuple(ix)] if isinstance(Aq, flint.fmpq_mat) else Aq[ix[0]]) != 0
-                   for ix in zeros):
+            zeros = np.argwhere(A == 0)  # a zero copy of a nonzero (tiny) exact entry?
+            if any(
+                (Aq[tuple(ix)] if isinstance(Aq, flint.fmpq_mat) else Aq[ix[0]]) != 0
+                for ix in zeros
+            ):
                 return None
         out.append((Wn, bn))
         prev = e
@@ -279,20 +304,40 @@ def clip(x: np.ndarray, dom: Domain) -> np.ndarray:
     return x
 
 
-def equivalence_result(pair: Pair, dom: Domain, *, equivalent: bool, witness=None, max_difference=None,
-            method: str, certified: bool, num_regions=None, num_lps=0, num_milps=0,
-            note: str) -> Equivalence:
+def equivalence_result(
+    pair: Pair,
+    dom: Domain,
+    *,
+    equivalent: bool,
+    witness=None,
+    max_difference=None,
+    method: str,
+    certified: bool,
+    num_regions=None,
+    num_lps=0,
+    num_milps=0,
+    note: str,
+) -> Equivalence:
     wdiff = None if witness is None else pair.witness_difference(witness)
-    return Equivalence(equivalent=bool(equivalent),
-                       witness=None if witness is None else np.asarray(witness, float),
-                       witness_difference=wdiff,
-                       max_difference=None if max_difference is None else float(max_difference),
-                       method=method, certified=bool(certified), tol=pair.tol,
-                       scale=float(pair.scale), num_regions=num_regions, num_lps=int(num_lps),
-                       num_milps=int(num_milps), domain=dom, note=note)
+    return Equivalence(
+        equivalent=bool(equivalent),
+        witness=None if witness is None else np.asarray(witness, float),
+        witness_difference=wdiff,
+        max_difference=None if max_difference is None else float(max_difference),
+        method=method,
+        certified=bool(certified),
+        tol=pair.tol,
+        scale=float(pair.scale),
+        num_regions=num_regions,
+        num_lps=int(num_lps),
+        num_milps=int(num_milps),
+        domain=dom,
+        note=note,
+    )
 
 
 # -- regions of the joint network ---------------------------------------------------------
+
 
 class _Hom:
     """The homogenized cone of a cell, ``{(y, s) : a_i . y - c_i s <= 0}``, exactly and as
@@ -379,7 +424,7 @@ def _lp_candidates(pt, cell, dom: Domain, d: int):
             for lam in (1e-9, 1e-6, 1e-3):  # pulled towards the cell's interior point
                 yield clip(x + lam * (cell.center_f - x), dom)
     # a difference "at infinity" (s = 0), or an optimum far out
-    for t in (10.0 ** -k for k in range(1, 16)):
+    for t in (10.0**-k for k in range(1, 16)):
         yield clip(y / t, dom)
 
 
@@ -421,7 +466,7 @@ def _exact_candidates(v, d: int):
     if s > 0:
         yield [yi / s for yi in y]
     for k in range(1, 61, 3):
-        t = flint.fmpq(1, 2 ** k)
+        t = flint.fmpq(1, 2**k)
         yield [yi / t for yi in y]
 
 
@@ -465,15 +510,27 @@ def by_regions(pair: Pair, dom: Domain, budget: Budget) -> Equivalence:
                     continue
                 suspects.append((-math.inf if val is None else val, cell, hom, h, pt))
     if not suspects:
-        what = ("have identical exact affine maps" if differing == 0 else
-                f"differ by at most tol ({differing} of them not identically)")
-        return equivalence_result(pair, dom, equivalent=True, max_difference=sup,
-                                  method="regions", certified=True, num_regions=n_cells,
-                                  num_lps=engine.counter.count,
-                                  note=f"all {n_cells} joint regions {what}")
+        what = (
+            "have identical exact affine maps"
+            if differing == 0
+            else f"differ by at most tol ({differing} of them not identically)"
+        )
+        return equivalence_result(
+            pair,
+            dom,
+            equivalent=True,
+            max_difference=sup,
+            method="regions",
+            certified=True,
+            num_regions=n_cells,
+            num_lps=engine.counter.count,
+            note=f"all {n_cells} joint regions {what}",
+        )
     suspects.sort(key=lambda t: -t[0])
-    note = (f"{len(suspects)} (region, output, sign) maxima of {n_cells} joint regions "
-            f"exceed tol by their bound")
+    note = (
+        f"{len(suspects)} (region, output, sign) maxima of {n_cells} joint regions "
+        f"exceed tol by their bound"
+    )
     tried: set = set()
     for _, cell, _, _, pt in suspects:
         cands = list(_lp_candidates(pt, cell, dom, d))
@@ -482,10 +539,18 @@ def by_regions(pair: Pair, dom: Domain, budget: Budget) -> Equivalence:
             cands += list(_cell_candidates(cell, dom, d))
         for x in cands:
             if np.all(np.isfinite(x)) and pair.exceeds(x):
-                return equivalence_result(pair, dom, equivalent=False, witness=x,
-                               max_difference=max(sup, pair.rel_value(x)), method="regions",
-                               certified=True, num_regions=n_cells,
-                               num_lps=engine.counter.count, note=note)
+                return equivalence_result(
+                    pair,
+                    dom,
+                    equivalent=False,
+                    witness=x,
+                    max_difference=max(sup, pair.rel_value(x)),
+                    method="regions",
+                    certified=True,
+                    num_regions=n_cells,
+                    num_lps=engine.counter.count,
+                    note=note,
+                )
     # no float candidate confirmed: decide each suspect with the exact simplex
     fallback = None
     for _, cell, hom, h, _ in suspects:
@@ -497,23 +562,46 @@ def by_regions(pair: Pair, dom: Domain, budget: Budget) -> Equivalence:
         for xq in _exact_candidates(v, d):
             x = clip(np.array([to_float(t) for t in xq]), dom)
             if np.all(np.isfinite(x)) and pair.exceeds(x):
-                return equivalence_result(pair, dom, equivalent=False, witness=x,
-                               max_difference=max(sup, pair.rel_value(x)), method="regions",
-                               certified=True, num_regions=n_cells,
-                               num_lps=engine.counter.count,
-                               note=note + "; maximum found by the exact simplex")
+                return equivalence_result(
+                    pair,
+                    dom,
+                    equivalent=False,
+                    witness=x,
+                    max_difference=max(sup, pair.rel_value(x)),
+                    method="regions",
+                    certified=True,
+                    num_regions=n_cells,
+                    num_lps=engine.counter.count,
+                    note=note + "; maximum found by the exact simplex",
+                )
         if fallback is None:  # pragma: no cover - a maximum no float input shows
             fallback = np.array([to_float(t) for t in next(_exact_candidates(v, d))])
     if fallback is None:
-        return equivalence_result(pair, dom, equivalent=True, max_difference=sup, method="regions",
-                       certified=True, num_regions=n_cells, num_lps=engine.counter.count,
-                       note=f"all {n_cells} joint regions differ by at most tol (decided by "
-                            "the exact simplex where the floating-point bound was too weak)")
-    return equivalence_result(pair, dom, equivalent=False, witness=clip(fallback, dom),  # pragma: no cover
-                   max_difference=sup, method="regions", certified=True,
-                   num_regions=n_cells, num_lps=engine.counter.count,
-                   note=note + "; the exact maximum exceeds tol, but no float input near "
-                               "the maximizer shows it (the witness is its rounding)")
+        return equivalence_result(
+            pair,
+            dom,
+            equivalent=True,
+            max_difference=sup,
+            method="regions",
+            certified=True,
+            num_regions=n_cells,
+            num_lps=engine.counter.count,
+            note=f"all {n_cells} joint regions differ by at most tol (decided by "
+            "the exact simplex where the floating-point bound was too weak)",
+        )
+    return equivalence_result(
+        pair,
+        dom,
+        equivalent=False,
+        witness=clip(fallback, dom),  # pragma: no cover
+        max_difference=sup,
+        method="regions",
+        certified=True,
+        num_regions=n_cells,
+        num_lps=engine.counter.count,
+        note=note + "; the exact maximum exceeds tol, but no float input near "
+        "the maximizer shows it (the witness is its rounding)",
+    )
 
 
 # -- mixed-integer programming -------------------------------------------------------------
@@ -539,8 +627,9 @@ def _encode_net(B: MILPBuilder, params: list, ys: list[int], s_var: int):
     return out, np.abs(np.asarray(params[-1][0], dtype=float)) @ errs, layers
 
 
-def by_milp(pair: Pair, dom: Domain, budget: Budget,
-             time_limit: float | None = None) -> Equivalence | None:
+def by_milp(
+    pair: Pair, dom: Domain, budget: Budget, time_limit: float | None = None
+) -> Equivalence | None:
     """The MILP method on the homogenized networks; ``None`` when inconclusive (or when
     ``time_limit`` seconds, or the budget's time, ran out)."""
     t_end = _milp_deadline(budget, time_limit)
@@ -554,11 +643,20 @@ def by_milp(pair: Pair, dom: Domain, budget: Budget,
     # threshold at 1e-2, well above that tolerance; values are divided by K again.
     K = max(1.0, _OBJ_TARGET / max(pair.thr, noise, 1e-300))
     # HiGHS reports nothing while it solves: a bar over the 2 m programs says how far it is
-    bar = (progress_bar(total=2 * m, desc=f"{budget.what}: MILPs (one per output and sign)",
-                        unit="MILP", leave=False) if budget.progress else None)
+    bar = (
+        progress_bar(
+            total=2 * m,
+            desc=f"{budget.what}: MILPs (one per output and sign)",
+            unit="MILP",
+            leave=False,
+        )
+        if budget.progress
+        else None
+    )
     try:
-        return _milp_programs(pair, dom, B, diff, A, ubs, lbv, ubv, integer, ys, s_var, m,
-                              K, base, noise, t_end, bar)
+        return _milp_programs(
+            pair, dom, B, diff, A, ubs, lbv, ubv, integer, ys, s_var, m, K, base, noise, t_end, bar
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -587,12 +685,17 @@ def _milp_encoding(pair: Pair, dom: Domain, *, difference_cuts: bool = False):
     ys, s_var = homogenized_input(B, dom)
     out_p, err_p, layers_p = _encode_net(B, pair.fp, ys, s_var)
     out_q, err_q, layers_q = _encode_net(B, pair.fq, ys, s_var)
-    if difference_cuts and dom.kind == "box" and \
-            [W.shape for W, _ in pair.fp] == [W.shape for W, _ in pair.fq]:
+    if (
+        difference_cuts
+        and dom.kind == "box"
+        and [W.shape for W, _ in pair.fp] == [W.shape for W, _ in pair.fq]
+    ):
         pre, post = difference_bounds(pair.fp, pair.fq, dom)
-        exprs = [(lp.Z, lq.Z, b) for lp, lq, b in zip(layers_p, layers_q, pre)] + \
-            [(lp.H, lq.H, b) for lp, lq, b in zip(layers_p, layers_q, post)] + \
-            [(out_p, out_q, pre[-1])]
+        exprs = (
+            [(lp.Z, lq.Z, b) for lp, lq, b in zip(layers_p, layers_q, pre)]
+            + [(lp.H, lq.H, b) for lp, lq, b in zip(layers_p, layers_q, post)]
+            + [(out_p, out_q, pre[-1])]
+        )
         for Zp, Zq, (lo, hi) in exprs:
             D = B.widen(Zq) - B.widen(Zp)
             pad = BOUND_PAD * (1.0 + np.maximum(np.abs(lo), np.abs(hi)))
@@ -607,8 +710,9 @@ def _milp_encoding(pair: Pair, dom: Domain, *, difference_cuts: bool = False):
     return B, B.widen(out_p) - B.widen(out_q), problem, ys, s_var, noise
 
 
-def _milp_programs(pair, dom, B, diff, A, ubs, lbv, ubv, integer, ys, s_var, m, K, base,
-                   noise, t_end, bar):
+def _milp_programs(
+    pair, dom, B, diff, A, ubs, lbv, ubv, integer, ys, s_var, m, K, base, noise, t_end, bar
+):
     """The 2 m MILPs of :func:`by_milp` and the verdict they give (``None`` when one of
     them is inconclusive or the time runs out)."""
     bound = 0.0
@@ -634,18 +738,31 @@ def _milp_programs(pair, dom, B, diff, A, ubs, lbv, ubv, integer, ys, s_var, m, 
                         break
             best_val = max(best_val, val)
     if witness is not None:
-        return equivalence_result(pair, dom, equivalent=False, witness=witness,
-                       max_difference=max(best_val / base, pair.rel_value(witness)),
-                       method="milp", certified=True, num_milps=2 * m,
-                       note="the MILP optimum is attained at an exactly confirmed witness "
-                            "(homogenized networks)")
+        return equivalence_result(
+            pair,
+            dom,
+            equivalent=False,
+            witness=witness,
+            max_difference=max(best_val / base, pair.rel_value(witness)),
+            method="milp",
+            certified=True,
+            num_milps=2 * m,
+            note="the MILP optimum is attained at an exactly confirmed witness "
+            "(homogenized networks)",
+        )
     if bound <= max(pair.thr, noise):
-        res_note = (f"; its resolution {noise / base:.2g} exceeds tol" if noise > pair.thr
-                    else "")
-        return equivalence_result(pair, dom, equivalent=True, max_difference=max(bound, 0.0) / base,
-                       method="milp", certified=False, num_milps=2 * m,
-                       note=f"the MILP bounds the relative difference by {bound / base:.3g}"
-                            f" (floating-point MILP; not certified){res_note}")
+        res_note = f"; its resolution {noise / base:.2g} exceeds tol" if noise > pair.thr else ""
+        return equivalence_result(
+            pair,
+            dom,
+            equivalent=True,
+            max_difference=max(bound, 0.0) / base,
+            method="milp",
+            certified=False,
+            num_milps=2 * m,
+            note=f"the MILP bounds the relative difference by {bound / base:.3g}"
+            f" (floating-point MILP; not certified){res_note}",
+        )
     return None
 
 
@@ -655,11 +772,12 @@ def _milp_points(u: np.ndarray, ys: list[int], s_var: int, dom: Domain):
     # a geometric sequence of scales down to 1e-15
     y = u[ys]
     s = float(u[s_var])
-    for t in ([s] if s > 1e-9 else []) + [10.0 ** -k for k in range(1, 16)]:
+    for t in ([s] if s > 1e-9 else []) + [10.0**-k for k in range(1, 16)]:
         yield clip(y / t, dom)
 
 
 # -- the supremum of the difference (the distance of two networks) -------------------------
+
 
 class Best:
     """The largest exact relative difference found so far (balanced units, per unit of
@@ -678,8 +796,9 @@ class Best:
             self.value, self.point = diff / norm, x
 
 
-def sup_by_regions(pair: Pair, dom: Domain, budget: Budget, best: Best, *,
-                   gap: flint.fmpq) -> flint.fmpq:
+def sup_by_regions(
+    pair: Pair, dom: Domain, budget: Budget, best: Best, *, gap: flint.fmpq
+) -> flint.fmpq:
     """An exact upper bound on ``sup_x max_o |f_p(x)_o - f_q(x)_o| / max(1, ||x||_inf)``
     over the domain (balanced units) by the joint regions, raising ``best`` along the way.
 
@@ -690,7 +809,7 @@ def sup_by_regions(pair: Pair, dom: Domain, budget: Budget, best: Best, *,
     simplex (its exact maximum replaces the bound; a rounding of its maximizer is
     offered). The bound returned is the largest kept, and at least ``best.value``."""
     d, m = pair.d, pair.m
-    open_: list = []   # (bound, cell, hom, h)
+    open_: list = []  # (bound, cell, hom, h)
     for cell in budget.cells([pair.bp, pair.bq], dom):
         Fp, Fq = output_map(cell, 0, pair.bp), output_map(cell, 1, pair.bq)
         if Fp == Fq:
@@ -721,7 +840,7 @@ def sup_by_regions(pair: Pair, dom: Domain, budget: Budget, best: Best, *,
             continue
         budget.check_time(stage="the exact maxima")
         val, v = _exact_sup(hom, h, d)
-        if val is None:   # pragma: no cover - the exact simplex of a non-empty cell
+        if val is None:  # pragma: no cover - the exact simplex of a non-empty cell
             upper = max(upper, bound)
             continue
         for xq in itertools.islice(_exact_candidates(v, d), 4):
@@ -730,8 +849,9 @@ def sup_by_regions(pair: Pair, dom: Domain, budget: Budget, best: Best, *,
     return max(upper, best.value)
 
 
-def sup_by_milp(pair: Pair, dom: Domain, budget: Budget, best: Best,
-                time_limit: float | None = None) -> tuple[float | None, int]:
+def sup_by_milp(
+    pair: Pair, dom: Domain, budget: Budget, best: Best, time_limit: float | None = None
+) -> tuple[float | None, int]:
     """An upper bound on the same supremum from one MILP per output and sign (HiGHS's
     floating-point dual bound plus the noise its tolerances allow: not exact), raising
     ``best`` with the MILPs' incumbents. The time is shared evenly among the programs
@@ -739,7 +859,8 @@ def sup_by_milp(pair: Pair, dom: Domain, budget: Budget, best: Best,
     bound (``None`` when a program gave none) and how many programs reached their optimum."""
     t_end = _milp_deadline(budget, time_limit)
     B, diff, (A, ubs, lbv, ubv, integer), ys, s_var, noise = _milp_encoding(
-        pair, dom, difference_cuts=True)
+        pair, dom, difference_cuts=True
+    )
     K = max(1.0, _OBJ_TARGET / max(to_float(best.value), noise, 1e-300))
     upper, solved, total = 0.0, 0, 2 * pair.m
     for k in range(total):
@@ -759,8 +880,9 @@ def sup_by_milp(pair: Pair, dom: Domain, budget: Budget, best: Best,
     return upper + noise, solved
 
 
-def top1_by_regions(pair: Pair, dom: Domain, budget: Budget, thr: flint.fmpq,
-                    check) -> tuple[np.ndarray, bool] | None:
+def top1_by_regions(
+    pair: Pair, dom: Domain, budget: Budget, thr: flint.fmpq, check
+) -> tuple[np.ndarray, bool] | None:
     """Whether the top-1 classes of the two (balanced) networks can disagree by more than
     ``thr`` on the domain, decided exactly by the joint regions.
 
@@ -798,8 +920,9 @@ def top1_by_regions(pair: Pair, dom: Domain, budget: Budget, thr: flint.fmpq,
                     continue
                 if base is None:
                     base = _Hom(cell, d)
-                hom = base.with_rows([[A[k, t] - A[c, t] for t in range(d + 1)]
-                                      for k in range(m) if k != c], d)
+                hom = base.with_rows(
+                    [[A[k, t] - A[c, t] for t in range(d + 1)] for k in range(m) if k != c], d
+                )
                 for h in objectives:
                     with budget.guard(stage="the top-1 classes"):
                         val, pt, bound = _cell_sup(hom, h, d, budget.engine)
@@ -828,6 +951,15 @@ def equivalent_by_regions(p: Any, q: Any, domain: Any = None, *, tol: float) -> 
     method="regions")`` without its budget keywords), for the analyses that check a claim
     against the ground truth."""
     pair = Pair(p, q, check_tol(tol))
-    return by_regions(pair, as_domain(domain, pair.d),
-                      Budget("equivalent", pair.d, max_regions=None, time_limit=None,
-                             progress=False, unit="joint region"))
+    return by_regions(
+        pair,
+        as_domain(domain, pair.d),
+        Budget(
+            "equivalent",
+            pair.d,
+            max_regions=None,
+            time_limit=None,
+            progress=False,
+            unit="joint region",
+        ),
+    )

@@ -58,8 +58,15 @@ import numpy as np
 from ..._tolerance import numerical_rank
 from .._core.numbers import forward_error_bounds
 
-__all__ = ["LayeredRank", "layered_rank", "certified_pattern", "residues", "residue_matmul",
-           "residue_rank", "PRIME"]
+__all__ = [
+    "LayeredRank",
+    "layered_rank",
+    "certified_pattern",
+    "residues",
+    "residue_matmul",
+    "residue_rank",
+    "PRIME",
+]
 
 #: The prime of the exact route: below 2**26, so a product of two residues is exact in a
 #: double (the matrix products split one factor into 13-bit halves).
@@ -133,8 +140,9 @@ class _Floats:
     def rank(self, A: np.ndarray, scale: np.ndarray | None = None) -> int:
         return self._svd(A, np.linalg.norm(A, axis=0) if scale is None else scale, False)[0]
 
-    def left_null(self, A: np.ndarray, count: int, scale: np.ndarray | None = None
-                  ) -> tuple[int, np.ndarray]:
+    def left_null(
+        self, A: np.ndarray, count: int, scale: np.ndarray | None = None
+    ) -> tuple[int, np.ndarray]:
         """``(rank of A, orthonormal columns spanning a random count-dimensional subspace
         of {lambda: lambda^T A = 0})`` (all of it when it has fewer dimensions)."""
         rows = A.shape[0]
@@ -144,13 +152,13 @@ class _Floats:
             return r, np.zeros((rows, 0))
         Z = self.rng.standard_normal((rows, k))
         Z -= U @ (U.T @ Z)
-        Z -= U @ (U.T @ Z)   # twice: one projection leaves rounding in the range of A
+        Z -= U @ (U.T @ Z)  # twice: one projection leaves rounding in the range of A
         return r, np.linalg.qr(Z)[0]
 
 
 #: Singular values at or below this, on the a-priori scale of :class:`_Floats`, are
 #: rounding.
-_NOISE = 2.0 ** -40
+_NOISE = 2.0**-40
 
 
 def residues(A: np.ndarray) -> np.ndarray:
@@ -158,7 +166,7 @@ def residues(A: np.ndarray) -> np.ndarray:
     denominator ``2**k`` is invertible modulo the prime)."""
     A = np.asarray(A, dtype=float)
     mant, ex = np.frexp(A)
-    mant = np.ldexp(mant, 53).astype(np.int64)   # A = mant * 2**(ex - 53), exactly
+    mant = np.ldexp(mant, 53).astype(np.int64)  # A = mant * 2**(ex - 53), exactly
     ex = ex.astype(np.int64) - 53
     out = np.mod(mant, PRIME)
     for e in np.unique(ex):
@@ -175,8 +183,9 @@ def residue_matmul(A, B: np.ndarray) -> np.ndarray:
     if n >= 1 << 14:
         out = np.zeros(A.shape[:-1] + B.shape[-1:], dtype=np.int64)
         for s in range(0, n, 1 << 13):
-            out = (out + residue_matmul(A[..., s:s + (1 << 13)],
-                                        B[..., s:s + (1 << 13), :])) % PRIME
+            out = (
+                out + residue_matmul(A[..., s : s + (1 << 13)], B[..., s : s + (1 << 13), :])
+            ) % PRIME
         return out
     Af = A.astype(float)
     hi = np.fmod(Af @ (B >> 13).astype(float), PRIME)
@@ -205,7 +214,7 @@ def svd_seconds_per_cube() -> float:
         start = time.perf_counter()
         np.linalg.svd(A, compute_uv=False)
         best = min(best, time.perf_counter() - start)
-    return best / 256 ** 3
+    return best / 256**3
 
 
 @functools.lru_cache(maxsize=1)
@@ -220,7 +229,7 @@ def _residue_seconds() -> tuple[float, float]:
         t1 = time.perf_counter()
         M.rank()
         entry, cube = min(entry, t1 - t0), min(cube, time.perf_counter() - t1)
-    return entry / 256 ** 2, cube / 256 ** 3
+    return entry / 256**2, cube / 256**3
 
 
 def rank_seconds(shape: tuple[int, int], exact: bool) -> float:
@@ -263,7 +272,7 @@ class _Residues:
         k = min(count, rows - r)
         if k <= 0:
             return r, np.zeros((rows, 0), dtype=np.int64)
-        Er = np.array([int(v) for v in E.entries()[:r * rows]], dtype=np.int64).reshape(r, rows)
+        Er = np.array([int(v) for v in E.entries()[: r * rows]], dtype=np.int64).reshape(r, rows)
         free = np.ones(rows, dtype=bool)
         piv = np.argmax(Er != 0, axis=1)
         free[piv] = False
@@ -281,8 +290,10 @@ def certified_pattern(Ws: list, bs: list, x: np.ndarray, patterns) -> bool:
     the float pass clears its rounding-error bound
     (:func:`~neuromanifold.relu._core.numbers.forward_error_bounds`) in every layer."""
     layers = forward_error_bounds(list(zip(Ws, bs)), np.asarray(x, dtype=float)[None, :])
-    return all(np.all(np.where(np.asarray(p, dtype=bool), Z[0], -Z[0]) > err[0])
-               for (Z, err), p in zip(layers, patterns))
+    return all(
+        np.all(np.where(np.asarray(p, dtype=bool), Z[0], -Z[0]) > err[0])
+        for (Z, err), p in zip(layers, patterns)
+    )
 
 
 # -- the split ------------------------------------------------------------------------------
@@ -318,19 +329,27 @@ def _rest_rows(num, G: list, K: list, start: int, Lam: np.ndarray, cols) -> np.n
     R, m, s = Lam.shape
     out = []
     for l in range(start, len(G)):
-        T = num.matmul(np.transpose(G[l], (0, 2, 1)), Lam)          # (R, n_l, s)
-        Kc = K[l][:, :, cols]                                          # (R, n_in + 1, c)
+        T = num.matmul(np.transpose(G[l], (0, 2, 1)), Lam)  # (R, n_l, s)
+        Kc = K[l][:, :, cols]  # (R, n_in + 1, c)
         # sum over regions of T (x) K column, for each direction and combination
-        A = np.transpose(Kc, (2, 1, 0)).reshape(-1, R)                 # (c * (n_in + 1), R)
-        B = T.reshape(R, -1)                                           # (R, n_l * s)
+        A = np.transpose(Kc, (2, 1, 0)).reshape(-1, R)  # (c * (n_in + 1), R)
+        B = T.reshape(R, -1)  # (R, n_l * s)
         Y = num.matmul(A, B).reshape(len(cols), Kc.shape[1], T.shape[1], s)
         out.append(np.transpose(Y, (0, 3, 2, 1)).reshape(len(cols) * s, T.shape[1] * Kc.shape[1]))
     return np.concatenate(out, axis=1)
 
 
-def layered_rank(Ws: list, bs: list, patterns: list, *, tol: float = 0.0,
-                 exact: bool = False, slack: int = 16, seed: int = 0,
-                 check=None) -> LayeredRank | None:
+def layered_rank(
+    Ws: list,
+    bs: list,
+    patterns: list,
+    *,
+    tol: float = 0.0,
+    exact: bool = False,
+    slack: int = 16,
+    seed: int = 0,
+    check=None,
+) -> LayeredRank | None:
     """The rank of the Jacobian rows of the regions with these activation ``patterns``
     (one list of per-layer boolean arrays each), split as the module docs say; ``None``
     when the direct level would have more than :data:`DIRECT_LIMIT` columns.
@@ -391,9 +410,10 @@ def _split(num, Ws, bs, patterns, H, kept, two, rest_cols, slack, check):
     if two:
         # level 2, per first-layer neuron j with a non-zero row (and the bias coordinate)
         K = _inputs(num, W, b, masks, eye)
-        Q = num.matmul(np.transpose(N1, (0, 2, 1)), G[1])              # (R, c, n_2)
+        Q = num.matmul(np.transpose(N1, (0, 2, 1)), G[1])  # (R, c, n_2)
         Om = num.matmul(D.T.astype(Q.dtype), Q.reshape(R, -1)).reshape(
-            widths[1] + 1, N1.shape[2], widths[2])
+            widths[1] + 1, N1.shape[2], widths[2]
+        )
         S2 = None if num.exact else np.sqrt(D.T.astype(float) @ np.sum(G[1] ** 2, axis=1))
         # every combination left for the direction of the bias (the only one reaching the
         # next layer's bias coordinate); for the neurons, enough to cover the rest
@@ -416,10 +436,14 @@ def _split(num, Ws, bs, patterns, H, kept, two, rest_cols, slack, check):
     if rows:
         scale = None if num.exact else _rest_scale(G, K, 2 if two else 1, used, kept)
         rest = np.concatenate(rows, axis=0)
-        check(upcoming=rank_seconds(rest.shape, num.exact))   # one call, not interrupted
+        check(upcoming=rank_seconds(rest.shape, num.exact))  # one call, not interrupted
         levels[2] = num.rank(rest, scale)
-    return LayeredRank(rank=sum(levels), levels=tuple(levels),
-                       smallest_counted=num.smallest, largest_dropped=num.dropped)
+    return LayeredRank(
+        rank=sum(levels),
+        levels=tuple(levels),
+        smallest_counted=num.smallest,
+        largest_dropped=num.dropped,
+    )
 
 
 def _rest_scale(G: list, K: list, start: int, used: np.ndarray, cols) -> np.ndarray:
@@ -429,7 +453,7 @@ def _rest_scale(G: list, K: list, start: int, used: np.ndarray, cols) -> np.ndar
     j a region is used along."""
     out = []
     for l in range(start, len(G)):
-        gsq = np.sum(G[l] ** 2, axis=1)                                   # (R, n_l)
+        gsq = np.sum(G[l] ** 2, axis=1)  # (R, n_l)
         ksq = np.einsum("Rqj,Rj->Rq", K[l][:, :, cols] ** 2, used.astype(float))
         out.append(np.sqrt(gsq.T @ ksq).reshape(-1))
     return np.concatenate(out)

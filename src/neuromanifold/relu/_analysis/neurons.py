@@ -38,7 +38,7 @@ __all__ = ["NeuronStatus", "neurons", "box_bounds", "difference_bounds"]
 _METHODS = ("auto", "regions", "bounds")
 #: ``method="auto"`` runs the region engine when at most this many regions are expected
 _REGIONS_FIRST = 5_000
-_U = 2.0 ** -53
+_U = 2.0**-53
 #: the statuses, in the order they are listed
 STATUSES = ("dead", "linear", "hidden", "visible", "switching", "undecided")
 
@@ -81,8 +81,9 @@ class NeuronStatus(Result):
 
     def counts(self) -> list[dict[str, int]]:
         """Per hidden layer, how many neurons have each status (zeros left out)."""
-        return [{s: n for s in STATUSES if (n := sum(v == s for v in layer))}
-                for layer in self.status]
+        return [
+            {s: n for s in STATUSES if (n := sum(v == s for v in layer))} for layer in self.status
+        ]
 
     def describe(self) -> str:
         """A few lines for people: per layer the counts and the dead neurons."""
@@ -91,18 +92,21 @@ class NeuronStatus(Result):
             parts = ", ".join(f"{n} {s}" for s, n in count.items())
             dead = [i for i, s in enumerate(layer) if s == "dead"]
             shown = ", ".join(map(str, dead[:12])) + (", ..." if len(dead) > 12 else "")
-            lines.append(f"  layer {l} ({len(layer)} neurons): {parts}"
-                         + (f"; dead: {shown}" if dead else ""))
+            lines.append(
+                f"  layer {l} ({len(layer)} neurons): {parts}"
+                + (f"; dead: {shown}" if dead else "")
+            )
         if self.on_data is not None:
             lines.append("on the data points themselves (certified signs):")
             for l, layer in enumerate(self.on_data, start=1):
-                kinds = {k: [i for i, v in enumerate(layer) if v == k]
-                         for k in ("inactive", "active", "both", "undecided")}
+                kinds = {
+                    k: [i for i, v in enumerate(layer) if v == k]
+                    for k in ("inactive", "active", "both", "undecided")
+                }
                 parts = ", ".join(f"{len(ix)} {k}" for k, ix in kinds.items() if ix)
                 off = kinds["inactive"]
                 shown = ", ".join(map(str, off[:12])) + (", ..." if len(off) > 12 else "")
-                lines.append(f"  layer {l}: {parts}"
-                             + (f"; never active: {shown}" if off else ""))
+                lines.append(f"  layer {l}: {parts}" + (f"; never active: {shown}" if off else ""))
         return "\n".join(lines + [self.note])
 
 
@@ -120,8 +124,9 @@ def box_bounds(params: list, dom: Domain) -> list[tuple[np.ndarray, np.ndarray]]
     for W, b in params:
         Wp, Wn = np.maximum(W, 0), np.minimum(W, 0)
         zlo, zhi = Wp @ lo + Wn @ hi + b, Wp @ hi + Wn @ lo + b
-        slack = _gamma(W.shape[1] + 1) * (np.abs(W) @ np.maximum(np.abs(lo), np.abs(hi))
-                                          + np.abs(b))
+        slack = _gamma(W.shape[1] + 1) * (
+            np.abs(W) @ np.maximum(np.abs(lo), np.abs(hi)) + np.abs(b)
+        )
         zlo, zhi = zlo - slack, zhi + slack
         out.append((zlo, zhi))
         lo, hi = np.maximum(zlo, 0), np.maximum(zhi, 0)
@@ -147,13 +152,23 @@ def difference_bounds(p: list, q: list, dom: Domain) -> tuple[list, list]:
     pre, post = [], []
     for l, ((Wp, b_p), (Wq, b_q)) in enumerate(zip(p, q)):
         dW, db = Wq - Wp, b_q - b_p
-        mid = (np.maximum(Wq, 0) @ dh_lo + np.minimum(Wq, 0) @ dh_hi
-               + np.maximum(dW, 0) @ hp_lo + np.minimum(dW, 0) @ hp_hi + db,
-               np.maximum(Wq, 0) @ dh_hi + np.minimum(Wq, 0) @ dh_lo
-               + np.maximum(dW, 0) @ hp_hi + np.minimum(dW, 0) @ hp_lo + db)
+        mid = (
+            np.maximum(Wq, 0) @ dh_lo
+            + np.minimum(Wq, 0) @ dh_hi
+            + np.maximum(dW, 0) @ hp_lo
+            + np.minimum(dW, 0) @ hp_hi
+            + db,
+            np.maximum(Wq, 0) @ dh_hi
+            + np.minimum(Wq, 0) @ dh_lo
+            + np.maximum(dW, 0) @ hp_hi
+            + np.minimum(dW, 0) @ hp_lo
+            + db,
+        )
         slack = _gamma(2 * Wq.shape[1] + 3) * (
             np.abs(Wq) @ np.maximum(np.abs(dh_lo), np.abs(dh_hi))
-            + np.abs(dW) @ np.maximum(np.abs(hp_lo), np.abs(hp_hi)) + np.abs(db))
+            + np.abs(dW) @ np.maximum(np.abs(hp_lo), np.abs(hp_hi))
+            + np.abs(db)
+        )
         (zp_lo, zp_hi), (zq_lo, zq_hi) = bp[l], bq[l]
         # the two networks' own intervals bound it too (rounded outward)
         sep_lo, sep_hi = zq_lo - zp_hi, zq_hi - zp_lo
@@ -168,10 +183,16 @@ def difference_bounds(p: list, q: list, dom: Domain) -> tuple[list, list]:
         hq_lo, hq_hi = np.maximum(zq_lo, 0), np.maximum(zq_hi, 0)
         hp_lo, hp_hi = np.maximum(zp_lo, 0), np.maximum(zp_hi, 0)
         sep_lo, sep_hi = hq_lo - hp_hi, hq_hi - hp_lo
-        dh_lo = np.where(off, 0.0, np.where(on, d_lo, np.maximum(
-            np.minimum(d_lo, 0), sep_lo - 2 * _U * np.abs(sep_lo))))
-        dh_hi = np.where(off, 0.0, np.where(on, d_hi, np.minimum(
-            np.maximum(d_hi, 0), sep_hi + 2 * _U * np.abs(sep_hi))))
+        dh_lo = np.where(
+            off,
+            0.0,
+            np.where(on, d_lo, np.maximum(np.minimum(d_lo, 0), sep_lo - 2 * _U * np.abs(sep_lo))),
+        )
+        dh_hi = np.where(
+            off,
+            0.0,
+            np.where(on, d_hi, np.minimum(np.maximum(d_hi, 0), sep_hi + 2 * _U * np.abs(sep_hi))),
+        )
         post.append((dh_lo, dh_hi))
     return pre, post
 
@@ -180,8 +201,10 @@ def _certified_signs(params: list, X: np.ndarray) -> list[tuple[np.ndarray, np.n
     """Per hidden layer, which neurons are certified ``> 0`` at some row of ``X`` and which
     certified ``< 0``: the float forward pass with a running bound on its error (each
     dot product's rounding, carried through the 1-Lipschitz ReLUs)."""
-    return [(np.any(Z - err > 0, axis=0), np.any(Z + err < 0, axis=0))
-            for Z, err in forward_error_bounds(params, X)]
+    return [
+        (np.any(Z - err > 0, axis=0), np.any(Z + err < 0, axis=0))
+        for Z, err in forward_error_bounds(params, X)
+    ]
 
 
 def _points(dom: Domain, d: int, rng, n: int, data: np.ndarray | None) -> np.ndarray:
@@ -196,9 +219,17 @@ def _points(dom: Domain, d: int, rng, n: int, data: np.ndarray | None) -> np.nda
     return X
 
 
-def neurons(params: Any, domain: Any = None, *, data: Any = None, method: str = "auto",
-            num_samples: int = 4096, seed: Any = 0, max_regions: int | None = None,
-            time_limit: float | None = None) -> NeuronStatus:
+def neurons(
+    params: Any,
+    domain: Any = None,
+    *,
+    data: Any = None,
+    method: str = "auto",
+    num_samples: int = 4096,
+    seed: Any = 0,
+    max_regions: int | None = None,
+    time_limit: float | None = None,
+) -> NeuronStatus:
     """What every hidden neuron does on the domain, each status proved (module docs).
 
     Args:
@@ -223,23 +254,31 @@ def neurons(params: Any, domain: Any = None, *, data: Any = None, method: str = 
     (('visible', 'dead'),)
     """
     P = check_params(params)
-    rounded = float_params(params) is None   # Fraction entries: the float64 network
+    rounded = float_params(params) is None  # Fraction entries: the float64 network
     check_choice(method, "method", _METHODS)
     num_samples = check_positive_int(num_samples, "num_samples", InputError, maximum=10**7)
     d = P[0][0].shape[1]
     X = None if data is None else as_finite_array(data, "data", ndim=2)
     if X is not None and X.shape[1] != d:
-        raise InputError(f"data must have {d} columns (the input dimension); got shape "
-                         f"{X.shape}")
+        raise InputError(f"data must have {d} columns (the input dimension); got shape {X.shape}")
     dom = Domain.from_data(X) if domain is None and X is not None else as_domain(domain, d)
-    result = _decide(P, dom, X, method, num_samples, seed, max_regions, time_limit,
-                     "entries read as float64 (exact Fraction values not used); "
-                     if rounded else "")
+    result = _decide(
+        P,
+        dom,
+        X,
+        method,
+        num_samples,
+        seed,
+        max_regions,
+        time_limit,
+        "entries read as float64 (exact Fraction values not used); " if rounded else "",
+    )
     if X is None or X.shape[0] == 0:
         return result
-    where = ("the bounding box of the data" if domain is None else "the given domain")
-    return dataclasses.replace(result, on_data=_on_data(P, X),
-                               note=f"statuses on {where}; " + result.note)
+    where = "the bounding box of the data" if domain is None else "the given domain"
+    return dataclasses.replace(
+        result, on_data=_on_data(P, X), note=f"statuses on {where}; " + result.note
+    )
 
 
 def _on_data(P: list, X: np.ndarray) -> tuple:
@@ -249,18 +288,23 @@ def _on_data(P: list, X: np.ndarray) -> tuple:
         pos, neg = np.any(Z - err > 0, axis=0), np.any(Z + err < 0, axis=0)
         never_pos = np.all(Z + err <= 0, axis=0)
         never_neg = np.all(Z - err >= 0, axis=0)
-        out.append(tuple("both" if p and n else "inactive" if a else "active" if b
-                         else "undecided"
-                         for p, n, a, b in zip(pos, neg, never_pos, never_neg)))
+        out.append(
+            tuple(
+                "both" if p and n else "inactive" if a else "active" if b else "undecided"
+                for p, n, a, b in zip(pos, neg, never_pos, never_neg)
+            )
+        )
     return tuple(out)
 
 
-def _decide(P, dom, X, method, num_samples, seed, max_regions, time_limit,
-            note) -> NeuronStatus:
+def _decide(P, dom, X, method, num_samples, seed, max_regions, time_limit, note) -> NeuronStatus:
     """The statuses on the domain (:func:`neurons`, its arguments checked)."""
     if method != "bounds" and len(P) > 1:
-        expected = estimate_regions(P, dom, num_samples=2000, seed=seed).estimate \
-            if method == "auto" else 0
+        expected = (
+            estimate_regions(P, dom, num_samples=2000, seed=seed).estimate
+            if method == "auto"
+            else 0
+        )
         if method == "regions" or expected <= _REGIONS_FIRST:
             try:
                 B = bent_hyperplanes(P, dom, max_regions=max_regions, time_limit=time_limit)
@@ -271,17 +315,29 @@ def _decide(P, dom, X, method, num_samples, seed, max_regions, time_limit,
                     out = ComputationLimitError(f"neurons(method='regions'): {err}")
                     for name in ("num_regions", "num_lps", "elapsed"):
                         setattr(out, name, getattr(err, name, None))
-                    out.partial = _by_bounds(P, dom, X, as_seed_rng(seed), num_samples,
-                                             note + f"the region engine stopped ({err}); ")
+                    out.partial = _by_bounds(
+                        P,
+                        dom,
+                        X,
+                        as_seed_rng(seed),
+                        num_samples,
+                        note + f"the region engine stopped ({err}); ",
+                    )
                     raise out from None
                 note += f"the region engine stopped ({err}); "
             else:
-                status = tuple(tuple(n.status for n in B.neurons if n.layer == l + 1)
-                               for l in range(len(P) - 1))
-                return NeuronStatus(status=status, method="regions", certified=True,
-                                    num_points=0, domain=dom,
-                                    note=note + f"exact, over {B.regions.num_regions} "
-                                                f"linear regions")
+                status = tuple(
+                    tuple(n.status for n in B.neurons if n.layer == l + 1)
+                    for l in range(len(P) - 1)
+                )
+                return NeuronStatus(
+                    status=status,
+                    method="regions",
+                    certified=True,
+                    num_points=0,
+                    domain=dom,
+                    note=note + f"exact, over {B.regions.num_regions} linear regions",
+                )
         else:
             note += f"about {expected:.0f} regions expected: bounds; "
     return _by_bounds(P, dom, X, as_seed_rng(seed), num_samples, note)
@@ -306,11 +362,19 @@ def _by_bounds(P, dom, X, rng, num_samples, note) -> NeuronStatus:
                 layer.append("undecided")
                 undecided += 1
         status.append(tuple(layer))
-    why = ("" if not undecided else
-           f"; {undecided} undecided: no bound proves them dead or linear and no point "
-           f"shows both signs (method='regions' decides them exactly, at the cost of "
-           f"enumerating the regions)")
-    return NeuronStatus(status=tuple(status), method="bounds", certified=True,
-                        num_points=int(pts.shape[0]), domain=dom,
-                        note=note + f"interval bounds over the domain and certified signs at "
-                                    f"{pts.shape[0]} points" + why)
+    why = (
+        ""
+        if not undecided
+        else f"; {undecided} undecided: no bound proves them dead or linear and no point "
+        f"shows both signs (method='regions' decides them exactly, at the cost of "
+        f"enumerating the regions)"
+    )
+    return NeuronStatus(
+        status=tuple(status),
+        method="bounds",
+        certified=True,
+        num_points=int(pts.shape[0]),
+        domain=dom,
+        note=note + f"interval bounds over the domain and certified signs at "
+        f"{pts.shape[0]} points" + why,
+    )

@@ -76,7 +76,8 @@ def _check_window(window: Any) -> tuple[np.ndarray, np.ndarray]:
     if b.shape != (2, 2) or not np.all(b[0] < b[1]):
         raise InputError(
             "window (bounds) must be (lower, upper) with lower < upper, as scalars or "
-            f"2-vectors; got {short_repr(window)}")
+            f"2-vectors; got {short_repr(window)}"
+        )
     return b[0].astype(float), b[1].astype(float)
 
 
@@ -98,8 +99,9 @@ def _vertices(params, dom: Domain, budget: dict | None = None) -> tuple[np.ndarr
         ok = np.abs(det) >= 1e-12
         i, j, det = i[ok], j[ok], det[ok]
         # the corner of lines i and j (Cramer's rule), kept when every constraint holds
-        X = np.column_stack([(c[i] * A[j, 1] - c[j] * A[i, 1]) / det,
-                             (A[i, 0] * c[j] - A[j, 0] * c[i]) / det])
+        X = np.column_stack(
+            [(c[i] * A[j, 1] - c[j] * A[i, 1]) / det, (A[i, 0] * c[j] - A[j, 0] * c[i]) / det]
+        )
         slack = 1e-9 * (1.0 + np.abs(c)[None, :] + np.abs(X).max(axis=1)[:, None])
         inside = np.all(X @ A.T <= c[None, :] + slack, axis=1)
         if inside.any():
@@ -118,12 +120,14 @@ def _left(budget: dict | None) -> dict:
     if budget is None:
         return {}
     import time
+
     left = None if budget["end"] is None else max(budget["end"] - time.monotonic(), 1e-3)
     return {"max_regions": budget["max_regions"], "time_limit": left}
 
 
-def _default_window(params, dom: Domain, budget: dict | None = None
-                    ) -> tuple[np.ndarray, np.ndarray, int, int]:
+def _default_window(
+    params, dom: Domain, budget: dict | None = None
+) -> tuple[np.ndarray, np.ndarray, int, int]:
     """The default window: where the bent hyperplanes cross, and the origin.
 
     The candidates are the arrangement's vertices, the origin and the foot of every
@@ -143,7 +147,7 @@ def _default_window(params, dom: Domain, budget: dict | None = None
     # of a weight near the float range overflows
     peak = np.maximum(np.max(np.abs(np.hstack([W1, b1[:, None]])), axis=1), 1e-300)
     W1, b1 = W1 / peak[:, None], b1 / peak
-    feet = -(b1[:, None] * W1) / np.maximum((W1 ** 2).sum(axis=1), 1e-300)[:, None]
+    feet = -(b1[:, None] * W1) / np.maximum((W1**2).sum(axis=1), 1e-300)[:, None]
     if dom.kind == "orthant":
         feet = np.maximum(feet, 0.0)
     P = np.vstack([V, np.zeros((1, 2)), feet])
@@ -154,7 +158,7 @@ def _default_window(params, dom: Domain, budget: dict | None = None
     first = int(np.ceil(0.75 * len(order))) - 1 if len(order) >= 12 else len(order)
     for k in range(first, len(order) - 1):
         if order[k] > 0 and order[k + 1] > 2.0 * order[k]:
-            cut = order[k]   # a gap: everything beyond is 2x farther than what is kept
+            cut = order[k]  # a gap: everything beyond is 2x farther than what is kept
             break
     keep = P[dist <= cut]
     plo, phi = keep.min(axis=0), keep.max(axis=0)
@@ -178,9 +182,13 @@ def _chebyshev(poly: np.ndarray) -> tuple[np.ndarray, float]:
     norms = np.linalg.norm(normals, axis=1)
     ok = norms > 0
     n, p = normals[ok] / norms[ok, None], poly[ok]
-    res = linprog([0.0, 0.0, -1.0], A_ub=np.column_stack([n, np.ones(len(n))]),
-                  b_ub=(n * p).sum(axis=1), bounds=[(None, None)] * 2 + [(0, None)],
-                  method="highs")
+    res = linprog(
+        [0.0, 0.0, -1.0],
+        A_ub=np.column_stack([n, np.ones(len(n))]),
+        b_ub=(n * p).sum(axis=1),
+        bounds=[(None, None)] * 2 + [(0, None)],
+        method="highs",
+    )
     if res.status != 0:
         return poly.mean(axis=0), 0.0
     return res.x[:2], float(res.x[2])
@@ -200,21 +208,37 @@ def _check_style(ax: Any, cmap: Any, alpha: Any):
         try:
             colors = plt.get_cmap(cmap)
         except ValueError as exc:
-            raise InputError(f"cmap must be a matplotlib colormap or its name; "
-                             f"got {short_repr(cmap)}") from exc
+            raise InputError(
+                f"cmap must be a matplotlib colormap or its name; got {short_repr(cmap)}"
+            ) from exc
     else:
         raise InputError(f"cmap must be a matplotlib colormap or its name; got {short_repr(cmap)}")
-    if isinstance(alpha, (bool, np.bool_)) or not isinstance(
-            alpha, (int, float, np.integer, np.floating)) or not 0.0 <= float(alpha) <= 1.0:
+    if (
+        isinstance(alpha, (bool, np.bool_))
+        or not isinstance(alpha, (int, float, np.integer, np.floating))
+        or not 0.0 <= float(alpha) <= 1.0
+    ):
         raise InputError(f"alpha must be a number in [0, 1]; got {short_repr(alpha)}")
     return colors, float(alpha)
 
 
-def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window: Any = None,
-                     show_hidden: bool = True, annotate: bool = False, cmap: Any = "tab20",
-                     alpha: float = 0.35, legend: bool = True, tol: Any = DEFAULT_TOL,
-                     color_by: str = "region", bounds: Any = None,
-                     max_regions: int | None = None, time_limit: float | None = None):
+def plot_arrangement(
+    params: Any,
+    domain: Any = None,
+    *,
+    ax: Any = None,
+    window: Any = None,
+    show_hidden: bool = True,
+    annotate: bool = False,
+    cmap: Any = "tab20",
+    alpha: float = 0.35,
+    legend: bool = True,
+    tol: Any = DEFAULT_TOL,
+    color_by: str = "region",
+    bounds: Any = None,
+    max_regions: int | None = None,
+    time_limit: float | None = None,
+):
     """Draw the linear regions and bent hyperplanes of a network with input dimension 2.
 
     Regions are filled, one colour each; every hidden neuron's bent hyperplane is drawn
@@ -264,10 +288,11 @@ def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window:
     """
     import time
 
-
     max_regions, time_limit = check_budget(max_regions, time_limit)
-    budget = {"max_regions": max_regions,
-              "end": None if time_limit is None else time.monotonic() + time_limit}
+    budget = {
+        "max_regions": max_regions,
+        "end": None if time_limit is None else time.monotonic() + time_limit,
+    }
     colors, alpha = _check_style(ax, cmap, alpha)
     tol = check_tol(tol)
     show_hidden = check_bool(show_hidden, "show_hidden")
@@ -279,7 +304,8 @@ def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window:
     d = layers[0][0].shape[1]
     if d != 2:
         raise ArchitectureError(
-            f"plot_arrangement draws networks with input dimension 2; got input dimension {d}")
+            f"plot_arrangement draws networks with input dimension 2; got input dimension {d}"
+        )
     if window is not None and bounds is not None:
         raise InputError("give the window once: window= (bounds= is its former name)")
     window = bounds if window is None else window
@@ -306,6 +332,7 @@ def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window:
 
     if ax is None:
         import matplotlib.pyplot as plt
+
         _, ax = plt.subplots(figsize=(6, 6))
     thr = tol * path_norm_scale(layers)
     scale = float(np.max(np.abs(np.concatenate([lo, hi])))) + 1.0
@@ -322,8 +349,9 @@ def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window:
             index = hash(tuple(coeffs.tolist())) % colors.N
         else:
             index = i % colors.N
-        ax.add_patch(Polygon(poly, closed=True, facecolor=colors(index), alpha=alpha,
-                             edgecolor="none"))
+        ax.add_patch(
+            Polygon(poly, closed=True, facecolor=colors(index), alpha=alpha, edgecolor="none")
+        )
         if annotate:
             key = "|".join("".join("1" if v else "0" for v in p) for p in reg.pattern)
             labels.append((key, poly))
@@ -359,9 +387,13 @@ def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window:
                     if not show_hidden:
                         continue
                 layers_seen.add(l)
-                ax.plot([p0[0], p1[0]], [p0[1], p1[1]],
-                        color=_LAYER_COLORS[l % len(_LAYER_COLORS)],
-                        linestyle="-" if visible else "--", linewidth=2.0 if visible else 1.4)
+                ax.plot(
+                    [p0[0], p1[0]],
+                    [p0[1], p1[1]],
+                    color=_LAYER_COLORS[l % len(_LAYER_COLORS)],
+                    linestyle="-" if visible else "--",
+                    linewidth=2.0 if visible else 1.4,
+                )
     if dom.kind == "orthant":
         ax.plot([lo[0], hi[0]], [0.0, 0.0], color="0.4", linewidth=0.8)
         ax.plot([0.0, 0.0], [lo[1], hi[1]], color="0.4", linewidth=0.8)
@@ -381,14 +413,28 @@ def plot_arrangement(params: Any, domain: Any = None, *, ax: Any = None, window:
         title = f"widths {widths}: {shown} regions in the window"
     ax.set_title(title, fontsize=10)
     if legend:
-        handles = [Line2D([], [], color=_LAYER_COLORS[l % len(_LAYER_COLORS)], linewidth=2,
-                          label=f"layer {l + 1}") for l in sorted(layers_seen)]
+        handles = [
+            Line2D(
+                [],
+                [],
+                color=_LAYER_COLORS[l % len(_LAYER_COLORS)],
+                linewidth=2,
+                label=f"layer {l + 1}",
+            )
+            for l in sorted(layers_seen)
+        ]
         if any_hidden and show_hidden:
-            handles.append(Line2D([], [], color="gray", linestyle="--",
-                                  label="hidden (no bend)"))
+            handles.append(Line2D([], [], color="gray", linestyle="--", label="hidden (no bend)"))
         if handles:
-            ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.17),
-                      ncol=len(handles), fontsize=8, frameon=False, handlelength=2.2)
+            ax.legend(
+                handles=handles,
+                loc="upper center",
+                bbox_to_anchor=(0.5, -0.17),
+                ncol=len(handles),
+                fontsize=8,
+                frameon=False,
+                handlelength=2.2,
+            )
     return ax
 
 
@@ -407,9 +453,10 @@ def _write_labels(ax: Any, labels: list, lo: np.ndarray, hi: np.ndarray) -> None
     size = 7.0
     for key, poly in labels:
         center, radius = _chebyshev(poly)
-        text_half_width = 0.5 * len(key) * 0.6 * size / 72.0     # inches
+        text_half_width = 0.5 * len(key) * 0.6 * size / 72.0  # inches
         text_half_height = 0.5 * size / 72.0 * 1.4
         if radius * inch_per_unit < np.hypot(text_half_width, text_half_height):
             continue
-        ax.annotate(key, center, fontsize=size, ha="center", va="center", color="0.1",
-                    family="monospace")
+        ax.annotate(
+            key, center, fontsize=size, ha="center", va="center", color="0.1", family="monospace"
+        )

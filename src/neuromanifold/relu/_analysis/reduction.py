@@ -42,9 +42,19 @@ from .._core.net import check_params, exact_params, float_params
 from .._core.numbers import to_float
 from .neurons import neurons
 
-__all__ = ["Reduction", "reduce", "reduce_exact", "reduce_everywhere", "sign_statuses", "sign_kinds",
-           "zero_active_biases", "abs_floats", "difference_bound", "rounded_layers",
-           "close_pairs"]
+__all__ = [
+    "Reduction",
+    "reduce",
+    "reduce_exact",
+    "reduce_everywhere",
+    "sign_statuses",
+    "sign_kinds",
+    "zero_active_biases",
+    "abs_floats",
+    "difference_bound",
+    "rounded_layers",
+    "close_pairs",
+]
 
 _ZERO = flint.fmpq(0)
 
@@ -105,8 +115,14 @@ def difference_bound(Wa, ba, Wb, bb) -> float:
     return telescoping_bound(
         [abs_floats(Wa[l], ba[l]) for l in range(L)],
         [abs_floats(Wb[l], bb[l]) for l in range(L)],
-        [abs_floats([[x - y for x, y in zip(ra, rb)] for ra, rb in zip(Wa[l], Wb[l])],
-                    [x - y for x, y in zip(ba[l], bb[l])]) for l in range(L)])
+        [
+            abs_floats(
+                [[x - y for x, y in zip(ra, rb)] for ra, rb in zip(Wa[l], Wb[l])],
+                [x - y for x, y in zip(ba[l], bb[l])],
+            )
+            for l in range(L)
+        ],
+    )
 
 
 class _Net:
@@ -115,8 +131,7 @@ class _Net:
 
     def __init__(self, Wq: list, bq: list):
         L = len(Wq)
-        self.W = [qrows(m) if isinstance(m, flint.fmpq_mat) else [list(r) for r in m]
-                  for m in Wq]
+        self.W = [qrows(m) if isinstance(m, flint.fmpq_mat) else [list(r) for r in m] for m in Wq]
         self.b = [list(bq[l]) for l in range(L)]
         self.ids = [list(range(len(self.b[l]))) for l in range(L)]
         self.moves: list[str] = []
@@ -157,9 +172,11 @@ def _linear_block(net: _Net, l: int, block: list[int]) -> set:
                 net.move_column(l, j, block[p], R[t, k])
         drop.add(j)
     if drop:
-        net.moves.append(f"layer {l + 1}: linear block {sorted(net.ids[l][j] for j in block)} "
-                         f"carried by its {rank} independent neurons "
-                         f"{sorted(net.ids[l][block[p]] for p in pivots)}")
+        net.moves.append(
+            f"layer {l + 1}: linear block {sorted(net.ids[l][j] for j in block)} "
+            f"carried by its {rank} independent neurons "
+            f"{sorted(net.ids[l][block[p]] for p in pivots)}"
+        )
     return drop
 
 
@@ -180,16 +197,16 @@ def _opposite_pairs(net: _Net, l: int, block: list[int]) -> set:
         if all(v == 0 for v in row):
             continue
         piv = next(v for v in row if v != 0)
-        key = tuple(v / piv for v in row)            # the same for both orientations
+        key = tuple(v / piv for v in row)  # the same for both orientations
         if key not in keys:
             keys[key] = (j, piv)
             continue
         i, piv_i = keys[key]
         lam = piv / piv_i
         if lam > 0 or i in drop:
-            continue    # a positive multiple: the exact moves merge it
-        lam = -lam      # row_j = -lam row_i
-        c = _solve_in_span(B, net.W[l][i])              # W_i = sum_k c_k W_k
+            continue  # a positive multiple: the exact moves merge it
+        lam = -lam  # row_j = -lam row_i
+        c = _solve_in_span(B, net.W[l][i])  # W_i = sum_k c_k W_k
         if c is None:
             continue
         coef = [c[k, 0] for k in range(len(block))]
@@ -203,10 +220,12 @@ def _opposite_pairs(net: _Net, l: int, block: list[int]) -> set:
                 row_next[k] -= lam * ck * out
             net.b[l + 1][r] -= lam * const * out
         drop.add(j)
-        net.moves.append(f"layer {l + 1}: neuron {net.ids[l][j]} merged into neuron "
-                         f"{net.ids[l][i]} (a negative multiple of its row; the linear term "
-                         f"carried by the linear block "
-                         f"{sorted(net.ids[l][k] for k in block)})")
+        net.moves.append(
+            f"layer {l + 1}: neuron {net.ids[l][j]} merged into neuron "
+            f"{net.ids[l][i]} (a negative multiple of its row; the linear term "
+            f"carried by the linear block "
+            f"{sorted(net.ids[l][k] for k in block)})"
+        )
     return drop
 
 
@@ -214,15 +233,17 @@ def _solve_in_span(B: flint.fmpq_mat, w: list):
     """Coefficients ``c`` with ``B c = w`` (exact), or ``None`` when ``w`` is not in the
     column span of ``B``: one solution from the reduced row echelon form."""
     n = B.ncols()
-    aug = flint.fmpq_mat(B.nrows(), n + 1,
-                         [v for t in range(B.nrows()) for v in
-                          [B[t, k] for k in range(n)] + [w[t]]])
+    aug = flint.fmpq_mat(
+        B.nrows(),
+        n + 1,
+        [v for t in range(B.nrows()) for v in [B[t, k] for k in range(n)] + [w[t]]],
+    )
     R, rank = aug.rref()
     c = flint.fmpq_mat(n, 1)
     for t in range(rank):
         lead = next(k for k in range(n + 1) if R[t, k] != 0)
         if lead == n:
-            return None       # 0 = nonzero: not in the span
+            return None  # 0 = nonzero: not in the span
         c[lead, 0] = R[t, n] / R[t, lead]
     return c
 
@@ -235,8 +256,9 @@ def _snap(net: _Net, tol: float) -> float:
     for l in range(len(net.W) - 1):
         rows = [net.W[l][j] + [net.b[l][j]] for j in range(len(net.W[l]))]
         big = [max((abs(v) for v in r), default=_ZERO) for r in rows]
-        U = np.array([[to_float(v / m) if m != 0 else 0.0 for v in r]
-                      for r, m in zip(rows, big)]).reshape(len(rows), -1)
+        U = np.array(
+            [[to_float(v / m) if m != 0 else 0.0 for v in r] for r, m in zip(rows, big)]
+        ).reshape(len(rows), -1)
         # the pairs that may be within tol, found by one sort (close_pairs; a superset:
         # its slack covers the rounding of U), instead of all n^2 / 2 of them (12.5
         # million at a width of 5,000)
@@ -272,7 +294,7 @@ def close_pairs(R: np.ndarray, rel: float) -> list[tuple[int, int]]:
     live = np.flatnonzero(piv > 0)
     if not np.all(np.isfinite(R)) or np.any((piv[live] < 1e-290) | (piv[live] > 1e290)):
         # near the float range's ends: every pair goes to the test
-        return [(int(j), int(k)) for a, j in enumerate(live) for k in live[a + 1:]]
+        return [(int(j), int(k)) for a, j in enumerate(live) for k in live[a + 1 :]]
     U = R[live] / piv[live, None]
     g = np.random.default_rng(0).standard_normal(R.shape[1])
     p = U @ g
@@ -306,7 +328,7 @@ def _exact_moves(net: _Net) -> bool:
         for l in range(len(net.W) - 1):
             drop: set = set()
             keys: dict = {}
-            folds: list = []   # constant neurons, folded only if the drop happens
+            folds: list = []  # constant neurons, folded only if the drop happens
             twins = _parallel_candidates(net.W[l], net.b[l])
             for j in range(len(net.W[l])):
                 who = net.ids[l][j]
@@ -316,14 +338,17 @@ def _exact_moves(net: _Net) -> bool:
                     continue
                 if all(v == 0 for v in net.W[l][j]):
                     if net.b[l][j] > 0:
-                        folds.append([net.W[l + 1][k][j] * net.b[l][j]
-                                      for k in range(len(net.W[l + 1]))])
+                        folds.append(
+                            [net.W[l + 1][k][j] * net.b[l][j] for k in range(len(net.W[l + 1]))]
+                        )
                     drop.add(j)
-                    net.moves.append(f"layer {l + 1}: neuron {who} is constant, folded into "
-                                     f"layer {l + 2}'s biases")
+                    net.moves.append(
+                        f"layer {l + 1}: neuron {who} is constant, folded into "
+                        f"layer {l + 2}'s biases"
+                    )
                     continue
                 if j not in twins:
-                    continue   # no other row is a positive multiple of it (a float test)
+                    continue  # no other row is a positive multiple of it (a float test)
                 row = net.W[l][j] + [net.b[l][j]]
                 piv = abs(next(v for v in row if v != 0))
                 key = tuple(v / piv for v in row)
@@ -333,16 +358,18 @@ def _exact_moves(net: _Net) -> bool:
                 i, piv_i = keys[key]
                 net.move_column(l, j, i, piv / piv_i)
                 drop.add(j)
-                net.moves.append(f"layer {l + 1}: neuron {who} merged into neuron "
-                                 f"{net.ids[l][i]} (a positive multiple of its row)")
+                net.moves.append(
+                    f"layer {l + 1}: neuron {who} merged into neuron "
+                    f"{net.ids[l][i]} (a positive multiple of its row)"
+                )
             if drop and len(drop) < len(net.W[l]):
                 for fold in folds:
                     for k, v in enumerate(fold):
                         net.b[l + 1][k] += v
                 net.drop(l, drop)
                 changed = reduced = True
-            elif drop:   # every neuron of the layer would go: keep the layer as it is
-                del net.moves[-len(drop):]
+            elif drop:  # every neuron of the layer would go: keep the layer as it is
+                del net.moves[-len(drop) :]
     return reduced
 
 
@@ -393,8 +420,9 @@ def sign_statuses(Wq: list, bq: list) -> tuple[list, list]:
     dead, active = [], []
     for l in range(len(Wq) - 1):
         rows = qrows(Wq[l]) if isinstance(Wq[l], flint.fmpq_mat) else Wq[l]
-        S = np.array([[(v > 0) - (v < 0) for v in row + [c]]
-                      for row, c in zip(rows, bq[l])], dtype=int)
+        S = np.array(
+            [[(v > 0) - (v < 0) for v in row + [c]] for row, c in zip(rows, bq[l])], dtype=int
+        )
         d, a = sign_kinds(S, l == 0)
         dead.append(set(d))
         active.append(set(a))
@@ -426,8 +454,7 @@ def reduce_everywhere(Wq: list, bq: list, tol: float):
         W, b, more, change = reduce_exact(W, b, tol, dead=dead, linear=active)
         before = [list(bl) for bl in b]
         zero_active_biases(W, b)
-        moves += more + (("always-active biases moved into the next layer",)
-                         if b != before else ())
+        moves += more + (("always-active biases moved into the next layer",) if b != before else ())
         delta += change
         if sum(len(bl) for bl in b) == size and b == before:
             return W, b, moves, delta
@@ -437,17 +464,31 @@ def rounded_layers(W: list, b: list) -> tuple[list, float]:
     """Exact layers (lists of rows of fmpq) rounded to float64 ``(W, b)`` pairs, and a bound
     on the function change the rounding makes (:func:`difference_bound`; 0.0 when every
     entry is a float)."""
-    floats = [(np.array([[to_float(v) for v in r] for r in Wl], dtype=float).reshape(len(Wl), -1),
-               np.array([to_float(v) for v in bl], dtype=float)) for Wl, bl in zip(W, b)]
-    rounded = [([[to_fmpq(v) for v in r] for r in Wf.tolist()],
-                [to_fmpq(v) for v in bf.tolist()]) for Wf, bf in floats]
+    floats = [
+        (
+            np.array([[to_float(v) for v in r] for r in Wl], dtype=float).reshape(len(Wl), -1),
+            np.array([to_float(v) for v in bl], dtype=float),
+        )
+        for Wl, bl in zip(W, b)
+    ]
+    rounded = [
+        ([[to_fmpq(v) for v in r] for r in Wf.tolist()], [to_fmpq(v) for v in bf.tolist()])
+        for Wf, bf in floats
+    ]
     if all(Wr == Wl and br == bl for (Wr, br), Wl, bl in zip(rounded, W, b)):
         return floats, 0.0
     return floats, difference_bound(W, b, [Wr for Wr, _ in rounded], [br for _, br in rounded])
 
 
-def reduce(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL, data: Any = None,
-           method: str = "auto", time_limit: float | None = None) -> Reduction:
+def reduce(
+    params: Any,
+    domain: Any = None,
+    *,
+    tol: Any = DEFAULT_TOL,
+    data: Any = None,
+    method: str = "auto",
+    time_limit: float | None = None,
+) -> Reduction:
     """A network with fewer hidden neurons computing the same function on the domain.
 
     Args:
@@ -477,28 +518,47 @@ def reduce(params: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL, data: Any
     dom = st.domain
     dead = [set(ix) for ix in st.indices("dead")]
     linear = [set(ix) for ix in st.indices("linear")]
-    W, b, moves, delta = reduce_exact([m for m, _ in ex], [v for _, v in ex], tol,
-                                      dead=dead, linear=linear)
+    W, b, moves, delta = reduce_exact(
+        [m for m, _ in ex], [v for _, v in ex], tol, dead=dead, linear=linear
+    )
     floats, rounding = rounded_layers(W, b)
     bound = float(delta + rounding)
     scale = path_norm_scale(P)
     widths = lambda ps: (ps[0][0].shape[1],) + tuple(Wl.shape[0] for Wl, _ in ps)  # noqa: E731
-    return Reduction(params=floats, exact_params=fraction_params(W, b),
-                     widths_before=widths(P), widths_after=widths(floats),
-                     moves=moves, bound=bound, snap_bound=float(delta), exact=bound == 0.0,
-                     lossless=delta == 0,
-                     within_tol=bound <= tol * scale, tol=tol, scale=float(scale),
-                     domain=dom, note=f"neuron statuses: {st.method} ({st.note})"
-                     + ("; entries read as float64 (exact Fraction values not used)"
-                        if from_fractions else ""))
+    return Reduction(
+        params=floats,
+        exact_params=fraction_params(W, b),
+        widths_before=widths(P),
+        widths_after=widths(floats),
+        moves=moves,
+        bound=bound,
+        snap_bound=float(delta),
+        exact=bound == 0.0,
+        lossless=delta == 0,
+        within_tol=bound <= tol * scale,
+        tol=tol,
+        scale=float(scale),
+        domain=dom,
+        note=f"neuron statuses: {st.method} ({st.note})"
+        + ("; entries read as float64 (exact Fraction values not used)" if from_fractions else ""),
+    )
 
 
 def fraction_params(W: list, b: list) -> list:
     """Exact layers (``fmpq_mat`` or lists of rows of fmpq, and lists of fmpq) as
     ``(W, b)`` object arrays of Fractions."""
+
     def row(r):
         check_deadline()
         return [fmpq_to_fraction(v) for v in r]
-    return [(np.array([row(r) for r in (qrows(Wl) if isinstance(Wl, flint.fmpq_mat) else Wl)],
-                      dtype=object),
-             np.array([fmpq_to_fraction(v) for v in bl], dtype=object)) for Wl, bl in zip(W, b)]
+
+    return [
+        (
+            np.array(
+                [row(r) for r in (qrows(Wl) if isinstance(Wl, flint.fmpq_mat) else Wl)],
+                dtype=object,
+            ),
+            np.array([fmpq_to_fraction(v) for v in bl], dtype=object),
+        )
+        for Wl, bl in zip(W, b)
+    ]

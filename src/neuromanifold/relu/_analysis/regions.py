@@ -41,8 +41,17 @@ from .._engine.kernels import unproved_pairs_kernel
 from .._engine.matching import match_kernel
 from .._engine.parallel import iter_leaves
 
-__all__ = ["warm_up", "Region", "Regions", "RegionStream", "RegionEstimate", "regions", "iter_regions",
-           "estimate_regions", "activation_pattern"]
+__all__ = [
+    "warm_up",
+    "Region",
+    "Regions",
+    "RegionStream",
+    "RegionEstimate",
+    "regions",
+    "iter_regions",
+    "estimate_regions",
+    "activation_pattern",
+]
 
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
@@ -80,8 +89,9 @@ class Region(Result):
         X = np.atleast_2d(as_finite_array(X, "X", error=InputError))
         d = self.linear.shape[1]
         if X.ndim != 2 or X.shape[1] != d:
-            raise InputError(f"X must have shape (N, {d}) for input dimension {d}; "
-                             f"got shape {X.shape}")
+            raise InputError(
+                f"X must have shape (N, {d}) for input dimension {d}; got shape {X.shape}"
+            )
         return X @ self.linear.astype(float).T + self.offset.astype(float)
 
 
@@ -183,10 +193,10 @@ def _coprime_fraction():
     flint keeps them) that skips the gcd of ``Fraction``; plain ``Fraction`` where the
     Python version offers no such shortcut."""
     try:
-        Fraction(1, 2, _normalize=False)   # Python <= 3.11
+        Fraction(1, 2, _normalize=False)  # Python <= 3.11
         return lambda p, q: Fraction(p, q, _normalize=False)
     except TypeError:
-        return getattr(Fraction, "_from_coprime_ints", Fraction)   # Python >= 3.12
+        return getattr(Fraction, "_from_coprime_ints", Fraction)  # Python >= 3.12
 
 
 _coprime = _coprime_fraction()
@@ -212,7 +222,7 @@ def region_of(cell, i: int, net: ExactNet) -> Region:
         point=np.array(cell.center_f, dtype=float),
         point_exact=tuple(_fraction(v) for v in cell.center_q),
         margin=float(cell.radius),
-        linear=F[:, :net.d],
+        linear=F[:, : net.d],
         offset=F[:, net.d],
         A=np.array(cell.rows_f, dtype=float),
         c=np.array(cell.offs_f, dtype=float),
@@ -237,9 +247,18 @@ class RegionStream:
         domain, widths, tol: as for :class:`Regions`.
     """
 
-    def __init__(self, net: ExactNet, dom: Domain, *, tol: float, certify: bool,
-                 max_regions: int | None, time_limit: float | None, progress: bool,
-                 workers: int = 1):
+    def __init__(
+        self,
+        net: ExactNet,
+        dom: Domain,
+        *,
+        tol: float,
+        certify: bool,
+        max_regions: int | None,
+        time_limit: float | None,
+        progress: bool,
+        workers: int = 1,
+    ):
         self.net, self.domain, self.widths = net, dom, net.widths
         self.workers = workers
         self.tol, self.certified = tol, certify
@@ -279,9 +298,11 @@ class RegionStream:
 
     def __repr__(self) -> str:
         state = "finished" if self.finished else "running"
-        return (f"RegionStream(widths={self.widths}, {state}, num_regions={self.num_regions}, "
-                f"num_lps={self.num_lps}, num_walks={self.num_walks}, "
-                f"elapsed={self.elapsed:.3g} s)")
+        return (
+            f"RegionStream(widths={self.widths}, {state}, num_regions={self.num_regions}, "
+            f"num_lps={self.num_lps}, num_walks={self.num_walks}, "
+            f"elapsed={self.elapsed:.3g} s)"
+        )
 
     def _limit(self, what: str) -> ComputationLimitError:
         err = ComputationLimitError(
@@ -289,7 +310,8 @@ class RegionStream:
             f"({self.num_lps} LPs, {self.num_walks} walks, {self.elapsed:.3g} s; cells "
             f"per layer so far "
             f"{tuple(self.counts)}); raise the limit, or see estimate_regions for the "
-            f"expected count")
+            f"expected count"
+        )
         err.num_regions, err.num_lps, err.elapsed = self.num_regions, self.num_lps, self.elapsed
         err.num_walks = self.num_walks
         err.partial = None
@@ -301,8 +323,15 @@ class RegionStream:
         t0 = time.monotonic()
         if self.time_limit is not None:
             engine.deadline = t0 + self.time_limit
-        leaves = iter_leaves([net], self.domain, engine, self.counts, workers=self.workers,
-                             leaf=_region_leaf, leaf_args=(self.tol,))
+        leaves = iter_leaves(
+            [net],
+            self.domain,
+            engine,
+            self.counts,
+            workers=self.workers,
+            leaf=_region_leaf,
+            leaf_args=(self.tol,),
+        )
         try:
             while True:
                 try:
@@ -339,7 +368,7 @@ class RegionStream:
             self.finished = True
             self.elapsed = time.monotonic() - t0
         finally:
-            leaves.close()   # stops the worker processes, if any
+            leaves.close()  # stops the worker processes, if any
             if bar is not None:
                 bar.close()
 
@@ -365,10 +394,17 @@ def _check_options(tol, certify, max_regions, time_limit, progress, workers):
 
 
 @renamed_keywords(tol="min_thickness")
-def iter_regions(params: Any, domain: Any = None, *, min_thickness: Any = 0.0,
-                 certify: bool = True,
-                 max_regions: int | None = None, time_limit: float | None = None,
-                 progress: bool = False, workers: int | None = 1) -> RegionStream:
+def iter_regions(
+    params: Any,
+    domain: Any = None,
+    *,
+    min_thickness: Any = 0.0,
+    certify: bool = True,
+    max_regions: int | None = None,
+    time_limit: float | None = None,
+    progress: bool = False,
+    workers: int | None = 1,
+) -> RegionStream:
     """Stream the linear regions of a ReLU network on a domain, one at a time.
 
     The same regions as :func:`regions`, in the same order, with the same certification,
@@ -417,18 +453,34 @@ def iter_regions(params: Any, domain: Any = None, *, min_thickness: Any = 0.0,
     3 regions, then: region enumeration stopped at the region limit (max_regions=3)
     """
     tol, certify, max_regions, time_limit, progress, workers = _check_options(
-        min_thickness, certify, max_regions, time_limit, progress, workers)
+        min_thickness, certify, max_regions, time_limit, progress, workers
+    )
     net = ExactNet.from_params(params)
     dom = as_domain(domain, net.d)
-    return RegionStream(net, dom, tol=tol, certify=certify, max_regions=max_regions,
-                        time_limit=time_limit, progress=progress, workers=workers)
+    return RegionStream(
+        net,
+        dom,
+        tol=tol,
+        certify=certify,
+        max_regions=max_regions,
+        time_limit=time_limit,
+        progress=progress,
+        workers=workers,
+    )
 
 
 @renamed_keywords(tol="min_thickness")
-def regions(params: Any, domain: Any = None, *, progress: bool = False,
-            min_thickness: Any = 0.0,
-            certify: bool = True, max_regions: int | None = None,
-            time_limit: float | None = None, workers: int | None = 1) -> Regions:
+def regions(
+    params: Any,
+    domain: Any = None,
+    *,
+    progress: bool = False,
+    min_thickness: Any = 0.0,
+    certify: bool = True,
+    max_regions: int | None = None,
+    time_limit: float | None = None,
+    workers: int | None = 1,
+) -> Regions:
     """Enumerate the linear regions of a ReLU network on a domain, exactly.
 
     Every activation pattern that occurs on a full-dimensional subset of the domain is
@@ -454,9 +506,16 @@ def regions(params: Any, domain: Any = None, *, progress: bool = False,
     >>> sorted(str(r.linear[0, 0]) + "," + str(r.linear[0, 1]) for r in R)
     ['0,0', '0,1', '1,0', '1,1']
     """
-    it = iter_regions(params, domain, min_thickness=min_thickness, certify=certify,
-                      max_regions=max_regions,
-                      time_limit=time_limit, progress=progress, workers=workers)
+    it = iter_regions(
+        params,
+        domain,
+        min_thickness=min_thickness,
+        certify=certify,
+        max_regions=max_regions,
+        time_limit=time_limit,
+        progress=progress,
+        workers=workers,
+    )
     out: list[Region] = []
     try:
         for r in it:
@@ -468,11 +527,20 @@ def regions(params: Any, domain: Any = None, *, progress: bool = False,
 
 
 def _collect(it: RegionStream, out: list, complete: bool) -> Regions:
-    return Regions(regions=out, num_regions=len(out), num_lps=it.num_lps,
-                   num_exact_fallbacks=it.num_exact_fallbacks, counts=tuple(it.counts),
-                   widths=it.widths, domain=it.domain, certified=complete and it.certified,
-                   params=it.net.params, tol=it.tol, num_thin_regions=it.num_thin_regions,
-                   num_walks=it.num_walks)
+    return Regions(
+        regions=out,
+        num_regions=len(out),
+        num_lps=it.num_lps,
+        num_exact_fallbacks=it.num_exact_fallbacks,
+        counts=tuple(it.counts),
+        widths=it.widths,
+        domain=it.domain,
+        certified=complete and it.certified,
+        params=it.net.params,
+        tol=it.tol,
+        num_thin_regions=it.num_thin_regions,
+        num_walks=it.num_walks,
+    )
 
 
 def compute_regions(params: Any, domain: Any, progress: bool):
@@ -493,14 +561,23 @@ def compute_regions(params: Any, domain: Any, progress: bool):
             bar.update(1)
     if bar is not None:
         bar.close()
-    result = Regions(regions=out, num_regions=len(out), num_lps=engine.counter.count,
-                     num_exact_fallbacks=engine.exact_fallbacks, counts=tuple(counts),
-                     widths=net.widths, domain=dom, certified=True, params=net.params,
-                     num_walks=engine.walks)
+    result = Regions(
+        regions=out,
+        num_regions=len(out),
+        num_lps=engine.counter.count,
+        num_exact_fallbacks=engine.exact_fallbacks,
+        counts=tuple(counts),
+        widths=net.widths,
+        domain=dom,
+        certified=True,
+        params=net.params,
+        num_walks=engine.walks,
+    )
     return result, cells, net, engine
 
 
 # -- how many regions to expect ---------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class RegionEstimate(Result):
@@ -564,8 +641,9 @@ def sample_domain(dom: Domain, n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 @renamed_keywords(samples="num_samples")
-def estimate_regions(params: Any, domain: Any = None, *, num_samples: int = 20000,
-                     seed: Any = 0) -> RegionEstimate:
+def estimate_regions(
+    params: Any, domain: Any = None, *, num_samples: int = 20000, seed: Any = 0
+) -> RegionEstimate:
     """How many linear regions to expect, before enumerating them.
 
     Args:
@@ -606,9 +684,15 @@ def estimate_regions(params: Any, domain: Any = None, *, num_samples: int = 2000
     f2 = sum(1 for v in keys.values() if v == 2)
     chao = seen + (f1 * f1 / (2.0 * f2) if f2 else f1 * (f1 - 1) / 2.0)
     upper = _serra_bound(net.widths)
-    return RegionEstimate(upper_bound=upper, layer_bound=_layer_bound(net.widths),
-                          sampled_patterns=seen, estimate=float(min(chao, upper)),
-                          samples=num_samples, widths=net.widths, domain=dom)
+    return RegionEstimate(
+        upper_bound=upper,
+        layer_bound=_layer_bound(net.widths),
+        sampled_patterns=seen,
+        estimate=float(min(chao, upper)),
+        samples=num_samples,
+        widths=net.widths,
+        domain=dom,
+    )
 
 
 def warm_up() -> None:
@@ -632,5 +716,15 @@ def warm_up() -> None:
     offsets = np.cumsum([0] + [W.size + b.size for W, b in p[:-1]]).astype(np.int64)
     match_kernel(flat, flat, dims, offsets)
     M = np.eye(2)[None]
-    unproved_pairs_kernel(np.ones((1, 1)), M, M, np.ones(1), np.ones(1), 0, 1e-12, 1e-9,
-                          np.zeros((2, 2), dtype=np.int64), 0)
+    unproved_pairs_kernel(
+        np.ones((1, 1)),
+        M,
+        M,
+        np.ones(1),
+        np.ones(1),
+        0,
+        1e-12,
+        1e-9,
+        np.zeros((2, 2), dtype=np.int64),
+        0,
+    )

@@ -73,8 +73,13 @@ class TangentMILP:
         self.d = Ws[0].shape[1]
         self.num_milps = 0
 
-    def exceeds(self, dWs: list[np.ndarray], dbs: list[np.ndarray], threshold: float,
-                time_limit: float | None = None) -> TangentWitness | bool | None:
+    def exceeds(
+        self,
+        dWs: list[np.ndarray],
+        dbs: list[np.ndarray],
+        threshold: float,
+        time_limit: float | None = None,
+    ) -> TangentWitness | bool | None:
         """Is ``|g_o(x)| > threshold`` for some output o and some x in the domain, for the
         direction ``(dWs, dbs)``?
 
@@ -114,19 +119,21 @@ class TangentMILP:
                 if not np.any(dZ[i]):  # the direction does not reach this neuron: dh = 0
                     return
                 dh = dhs[i] = B.var(min(dlo[i], 0.0), max(dhi[i], 0.0))
-                B.row(None, {dh: 1.0, a: -dhi[i]}, 0.0)           # dh <= dhi a
-                B.row(None, {dh: -1.0, a: dlo[i]}, 0.0)           # dh >= dlo a
-                B.row(-dZ[i], {dh: 1.0, a: -dlo[i]}, -dlo[i])     # dh <= dz - dlo (1-a)
-                B.row(dZ[i], {dh: -1.0, a: dhi[i]}, dhi[i])       # dh >= dz - dhi (1-a)
+                B.row(None, {dh: 1.0, a: -dhi[i]}, 0.0)  # dh <= dhi a
+                B.row(None, {dh: -1.0, a: dlo[i]}, 0.0)  # dh >= dlo a
+                B.row(-dZ[i], {dh: 1.0, a: -dlo[i]}, -dlo[i])  # dh <= dz - dlo (1-a)
+                B.row(dZ[i], {dh: -1.0, a: dhi[i]}, dhi[i])  # dh >= dz - dhi (1-a)
 
             layer = relu_layer(B, Z, margin=MARGIN, both_sides=l == 0, each=tangent_rows)
             layers.append(layer)
-            big_m = max(big_m, float(np.max(np.abs(np.concatenate(
-                [layer.lo, layer.hi, dlo, dhi])), initial=0.0)))
+            big_m = max(
+                big_m,
+                float(np.max(np.abs(np.concatenate([layer.lo, layer.hi, dlo, dhi])), initial=0.0)),
+            )
             # dh: dz on the fixed active neurons, the variables above on the others
             dE = np.zeros((Z.shape[0], B.num_vars))
             on = layer.state == 1
-            dE[on, :dZ.shape[1]] = dZ[on]
+            dE[on, : dZ.shape[1]] = dZ[on]
             for i, dh in dhs.items():
                 dE[i, dh] = 1.0
             E = B.widen(layer.H)
@@ -163,13 +170,15 @@ class TangentMILP:
         # often proves much faster than it bounds the optimum. (HiGHS's objective_bound
         # option would express the same but gave wrong optima with presolve on.)
         for t_lo, cap in ((0.0, _SEARCH_SECONDS), (threshold, None)):
-            left = time_limit if cap is None else (
-                cap if time_limit is None else min(cap, time_limit))
+            left = (
+                time_limit if cap is None else (cap if time_limit is None else min(cap, time_limit))
+            )
             lb[t_var] = t_lo
             self.num_milps += 1
             t0 = time.monotonic()
-            res = solve_milp(obj, A, rhs_a, lb, ub, integer, time_limit=left,
-                             objective_target=-K * threshold)
+            res = solve_milp(
+                obj, A, rhs_a, lb, ub, integer, time_limit=left, objective_target=-K * threshold
+            )
             if time_limit is not None:
                 time_limit -= time.monotonic() - t0
             if res.status == "infeasible" and t_lo > 0:
@@ -185,8 +194,9 @@ class TangentMILP:
         return None
 
 
-def interior_point(Ws: list[np.ndarray], bs: list[np.ndarray], patterns: list[np.ndarray],
-                   domain: Domain) -> tuple[np.ndarray, float] | None:
+def interior_point(
+    Ws: list[np.ndarray], bs: list[np.ndarray], patterns: list[np.ndarray], domain: Domain
+) -> tuple[np.ndarray, float] | None:
     """A point deep inside the region of ``patterns`` in the domain, by one LP.
 
     Maximizes the radius ``rho`` of a ball around ``x`` inside the region (and the

@@ -74,7 +74,7 @@ __all__ = ["BlockNotCovered", "MAX_NODES", "block_rows", "carried", "choose_turn
 #: at most this many crossing neurons get every orientation tried
 MAX_ENUMERATED = 16
 #: ... and the linear parts of all their orientations have at most this many entries
-MAX_ENTRIES = 2 ** 25
+MAX_ENTRIES = 2**25
 #: the extreme rays of a block's cone are enumerated from at most this many
 #: ``(dim - 1)``-subsets of the orthant's facets (else the analytic-center rows are used)
 MAX_SUBSETS = 20000
@@ -87,14 +87,14 @@ QUICK_NODES = 50000
 #: (its Gram matrix has this order) and lists at most this many orientations
 MAX_WEDGES = 2500
 #: the split route enumerates at most this many subsets of crossing neurons on each side
-MAX_SPLIT = 2 ** 31
+MAX_SPLIT = 2**31
 #: ... keeps at most this many subsets (and joined pairs) whose rank it could not bound
 MAX_UNPROVED = 2_000_000
 #: ... and takes blocks of at most this many neurons minus one (``m + 1 <= 5``: the Laplace
 #: expansion of a ``k x k`` determinant has ``C(2k, k)`` terms)
 MAX_SPLIT_ORDER = 5
 #: the unit roundoff of float64
-_U = 2.0 ** -53
+_U = 2.0**-53
 
 
 class BlockNotCovered(Exception):
@@ -131,9 +131,9 @@ def _unit_rays(B: np.ndarray) -> np.ndarray:
     if r == 1:
         cand = np.vstack([B[0], -B[0]])
     else:
-        G = B.T                                   # facet normals in the basis coordinates
+        G = B.T  # facet normals in the basis coordinates
         idx = np.array(list(itertools.combinations(range(n1), r - 1)))
-        Msub = G[idx]                             # (S, r - 1, r)
+        Msub = G[idx]  # (S, r - 1, r)
         _, sv, Vt = np.linalg.svd(Msub)
         ok = sv[:, -1] > 1e-9 * np.maximum(sv[:, 0], 1e-300)
         Y = Vt[ok, -1, :]
@@ -176,12 +176,15 @@ def _support(B: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     Bn = B[:, live] / c[live]
     nl = int(live.sum())
     # variables (t, s): s_i <= (B^T t)_i / |B[:, i]|, 0 <= s <= 1, maximize sum s
-    res = linprog(np.concatenate([np.zeros(k), -np.ones(nl)]),
-                  A_ub=np.hstack([-Bn.T, np.eye(nl)]), b_ub=np.zeros(nl),
-                  bounds=[(None, None)] * k + [(0.0, 1.0)] * nl, method="highs")
-    if res.status != 0:   # pragma: no cover - t = 0, s = 0 is always feasible
-        raise BlockNotCovered(f"the LP for the support of the block's cone failed "
-                              f"({res.message})")
+    res = linprog(
+        np.concatenate([np.zeros(k), -np.ones(nl)]),
+        A_ub=np.hstack([-Bn.T, np.eye(nl)]),
+        b_ub=np.zeros(nl),
+        bounds=[(None, None)] * k + [(0.0, 1.0)] * nl,
+        method="highs",
+    )
+    if res.status != 0:  # pragma: no cover - t = 0, s = 0 is always feasible
+        raise BlockNotCovered(f"the LP for the support of the block's cone failed ({res.message})")
     supp = np.zeros(n1, dtype=bool)
     supp[np.flatnonzero(live)[res.x[k:] > 0.5]] = True
     if not np.any(supp) or np.max(np.abs(B[:, ~supp]), initial=0.0) > 1e-9:
@@ -233,39 +236,47 @@ def _center_rows(B: np.ndarray, noise: float = 0.0) -> np.ndarray | None:
     supp, t = found
     c = np.linalg.norm(B[:, supp], axis=0)
     if noise > 1e-7 * float(np.min(c)):
-        raise BlockNotCovered(f"the row space of the always-active block's linear part is "
-                              f"known to about {noise:.1g} and its cone has coordinates of "
-                              f"size {float(np.min(c)):.1g}: rows built from it could differ "
-                              f"between equivalent networks")
+        raise BlockNotCovered(
+            f"the row space of the always-active block's linear part is "
+            f"known to about {noise:.1g} and its cone has coordinates of "
+            f"size {float(np.min(c)):.1g}: rows built from it could differ "
+            f"between equivalent networks"
+        )
     Bz = B[:, supp] / c
-    if not np.all(Bz.T @ t > 0):   # the LP's point is positive only within its tolerance
-        raise BlockNotCovered("the cone of the always-active block is too ill-conditioned "
-                              "for its analytic center (no strictly positive point found)")
+    if not np.all(Bz.T @ t > 0):  # the LP's point is positive only within its tolerance
+        raise BlockNotCovered(
+            "the cone of the always-active block is too ill-conditioned "
+            "for its analytic center (no strictly positive point found)"
+        )
     z = _analytic_center(Bz, t)
     if not np.all(np.isfinite(z)) or not np.all(z > 0):
-        raise BlockNotCovered("the analytic center of the always-active block's cone did "
-                              "not converge to a positive point")
+        raise BlockNotCovered(
+            "the analytic center of the always-active block's cone did "
+            "not converge to a positive point"
+        )
     rows = [z]
     if k > 1:
-        Q = np.linalg.svd(Bz, full_matrices=False)[2]      # orthonormal, the same span
+        Q = np.linalg.svd(Bz, full_matrices=False)[2]  # orthonormal, the same span
         # an orthonormal basis of the span ∩ {sum z = 0}: the null space of Q 1 in Q's basis
         N = np.linalg.svd(Q.sum(axis=1)[None, :])[2][1:].T
-        G = Q.T @ N                                    # ns x (k - 1), orthonormal columns
+        G = Q.T @ N  # ns x (k - 1), orthonormal columns
         basis = np.zeros((0, k - 1))
         for u in G:
             res_u = u - basis.T @ (basis @ u)
-            if np.linalg.norm(res_u) <= 1e-6 * max(np.linalg.norm(u), 1e-300) \
-                    or np.linalg.norm(u) <= 1e-9:
+            if (
+                np.linalg.norm(res_u) <= 1e-6 * max(np.linalg.norm(u), 1e-300)
+                or np.linalg.norm(u) <= 1e-9
+            ):
                 continue
-            g = G @ u                                  # the projection of e_i
+            g = G @ u  # the projection of e_i
             neg = g < 0
-            if not np.any(neg):   # a direction of sum 0 has a negative entry unless ~0
+            if not np.any(neg):  # a direction of sum 0 has a negative entry unless ~0
                 continue
             basis = np.vstack([basis, res_u / np.linalg.norm(res_u)])
             rows.append(np.maximum(z + 0.5 * float(np.min(z[neg] / -g[neg])) * g, 0.0))
             if len(rows) == k:
                 break
-        if len(rows) < k:   # pragma: no cover - the projections span the subspace
+        if len(rows) < k:  # pragma: no cover - the projections span the subspace
             raise BlockNotCovered("no canonical rows found for the always-active block")
     A = np.zeros((k, n1))
     A[:, supp] = np.array(rows) * c
@@ -293,11 +304,12 @@ def _row_space(L: np.ndarray, tol: float, ref: float) -> tuple[np.ndarray, np.nd
     if L.size == 0 or not np.any(L):
         return np.zeros((0, L.shape[1])), np.zeros(0)
     _, sv, Vt = np.linalg.svd(L)
-    return Vt[:int(_ranks(sv, tol, ref))], sv
+    return Vt[: int(_ranks(sv, tol, ref))], sv
 
 
-def block_rows(L: np.ndarray, tol: float, ref: float = 0.0,
-               terms: float | None = None) -> np.ndarray:
+def block_rows(
+    L: np.ndarray, tol: float, ref: float = 0.0, terms: float | None = None
+) -> np.ndarray:
     """Canonical nonnegative unit rows ``A`` (``k x n1``, as few as possible) whose span
     contains the rows of the linear map ``L`` (``n3 x n1``): a function of
     ``V = rowspace(L)`` alone. When the cone ``V ∩ O`` spans ``V`` (``k = rank L``): its
@@ -316,20 +328,24 @@ def block_rows(L: np.ndarray, tol: float, ref: float = 0.0,
     noise = 1e-15 * max(float(sv[0]), ref if terms is None else terms) / float(sv[r - 1])
     A = _cone_rows(V, noise)
     if A is None:
-        W = np.linalg.svd(np.vstack([V, np.full((1, n1), n1 ** -0.5)]))[2][:r + 1]
+        W = np.linalg.svd(np.vstack([V, np.full((1, n1), n1**-0.5)]))[2][: r + 1]
         A = _cone_rows(W, noise)
-    if A is None:   # V + span(1) contains 1: only rounding can say it does not span
-        raise BlockNotCovered("the cone of the always-active block's rows was judged not "
-                              "to span a space that contains 1 (rounding)")
+    if A is None:  # V + span(1) contains 1: only rounding can say it does not span
+        raise BlockNotCovered(
+            "the cone of the always-active block's rows was judged not "
+            "to span a space that contains 1 (rounding)"
+        )
     # the outgoing weights C = L A^+ carry the row space's error times cond(A) (to first
     # order): past 1e-7, equivalent networks could get different forms
     sa = np.linalg.svd(A, compute_uv=False)
     cond = float(sa[0] / sa[-1]) if sa[-1] > 0 else np.inf
     if noise * cond > 1e-7:
-        raise BlockNotCovered(f"the always-active block's rows are ill-conditioned "
-                              f"(condition number {cond:.2g}) for a row space known to about "
-                              f"{noise:.1g}: its form could differ between equivalent "
-                              f"networks")
+        raise BlockNotCovered(
+            f"the always-active block's rows are ill-conditioned "
+            f"(condition number {cond:.2g}) for a row space known to about "
+            f"{noise:.1g}: its form could differ between equivalent "
+            f"networks"
+        )
     return A
 
 
@@ -346,9 +362,11 @@ def carried(L: np.ndarray, m: int, tol: float, ref: float) -> bool:
 
 #: the current orientation is carried in exact arithmetic; when the float decisions say
 #: otherwise, nothing is decided
-_NOT_CARRIED = ("the always-active block's rank or cone decisions, in floating point, do "
-                "not carry even the network's own orientation: too ill-conditioned to "
-                "decide")
+_NOT_CARRIED = (
+    "the always-active block's rank or cone decisions, in floating point, do "
+    "not carry even the network's own orientation: too ill-conditioned to "
+    "decide"
+)
 
 
 def _key(bits: np.ndarray) -> tuple:
@@ -368,19 +386,19 @@ def _first_carried(found, L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
 def _subsets(n: int) -> np.ndarray:
     """Every subset of ``n`` items as a row of 0/1 integers (bit ``i`` of the row's
     index)."""
-    return (np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1
+    return (np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1
 
 
 def _by_enumeration(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
     nc = Ac.shape[0]
     n3, n1 = L0.shape
     terms = np.einsum("ij,jk->jik", Wc, Ac).reshape(nc, n3 * n1)
-    bits = _subsets(nc)                                       # 1 = against the reference
+    bits = _subsets(nc)  # 1 = against the reference
     flips = bits ^ against[None, :].astype(int)
-    ok = np.zeros(2 ** nc, dtype=bool)
-    for a in range(0, 2 ** nc, 4096):   # screened at once by rank (at most m is necessary)
-        Ls = (L0.ravel()[None, :] + flips[a:a + 4096] @ terms).reshape(-1, n3, n1)
-        ok[a:a + 4096] = _ranks(np.linalg.svd(Ls, compute_uv=False), tol, ref) <= m
+    ok = np.zeros(2**nc, dtype=bool)
+    for a in range(0, 2**nc, 4096):  # screened at once by rank (at most m is necessary)
+        Ls = (L0.ravel()[None, :] + flips[a : a + 4096] @ terms).reshape(-1, n3, n1)
+        ok[a : a + 4096] = _ranks(np.linalg.svd(Ls, compute_uv=False), tol, ref) <= m
     for c in sorted(np.flatnonzero(ok), key=lambda c: _key(bits[c])):
         if carried((L0.ravel() + flips[c] @ terms).reshape(n3, n1), m, tol, ref):
             return flips[c].astype(bool)
@@ -397,7 +415,7 @@ def _by_independent_rows(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None:
     sa = np.linalg.svd(Ac, compute_uv=False)
     if sa[-1] <= 1e-8 * sa[0]:
         return None
-    H = L0 @ np.linalg.pinv(Ac)            # L0 = G + H A with G's rows orthogonal to A's
+    H = L0 @ np.linalg.pinv(Ac)  # L0 = G + H A with G's rows orthogonal to A's
     G = L0 - H @ Ac
     U, sg, _ = np.linalg.svd(G)
     rho = int(_ranks(sg, tol, ref))
@@ -409,10 +427,10 @@ def _by_independent_rows(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None:
     sign = np.where(flip, -1.0, 1.0)
     around = L[None] + sign[:, None, None] * np.einsum("ij,jk->jik", Wc, Ac)
     ranks = _ranks(np.linalg.svd(around, compute_uv=False), tol, ref)
-    if np.any(ranks <= rho):   # a neuron that turns at no cost in rank: not unique
+    if np.any(ranks <= rho):  # a neuron that turns at no cost in rank: not unique
         return None
     bits = against ^ flip
-    for a in range(nc - 1, -1, -1):   # turn back, last row first, while carried
+    for a in range(nc - 1, -1, -1):  # turn back, last row first, while carried
         if bits[a]:
             s = -1.0 if flip[a] else 1.0
             trial = L + s * np.outer(Wc[:, a], Ac[a])
@@ -428,16 +446,16 @@ def _compound_gram(G1: np.ndarray, G2: np.ndarray, subsets: np.ndarray) -> np.nd
     ns, k = subsets.shape
     out = np.empty((ns, ns))
     for a in range(0, ns, 256):
-        rows = subsets[a:a + 256]
+        rows = subsets[a : a + 256]
         prod = np.ones((len(rows), ns))
         for Gm in (G1, G2):
-            sub = Gm[rows[:, None, :, None], subsets[None, :, None, :]]   # (r, ns, k, k)
+            sub = Gm[rows[:, None, :, None], subsets[None, :, None, :]]  # (r, ns, k, k)
             if k == 2:
                 det = sub[..., 0, 0] * sub[..., 1, 1] - sub[..., 0, 1] * sub[..., 1, 0]
             else:
                 det = np.linalg.det(sub)
             prod *= det
-        out[a:a + 256] = prod
+        out[a : a + 256] = prod
     return out
 
 
@@ -468,18 +486,21 @@ def _by_independent_wedges(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | Non
         return None
     N = rho + nc
     few = sum(math.comb(nc, i) for i in range(m - rho + 1))
-    if math.comb(N, k) > MAX_WEDGES or math.comb(N, k) > math.comb(n3, k) * math.comb(n1, k) \
-            or few > MAX_WEDGES:
+    if (
+        math.comb(N, k) > MAX_WEDGES
+        or math.comb(N, k) > math.comb(n3, k) * math.comb(n1, k)
+        or few > MAX_WEDGES
+    ):
         return None
-    X = np.hstack([U[:, :rho] * sv[:rho], Wc])          # n3 x N
-    Y = np.vstack([Vt[:rho], Ac])                       # N x n1
+    X = np.hstack([U[:, :rho] * sv[:rho], Wc])  # n3 x N
+    Y = np.vstack([Vt[:rho], Ac])  # N x n1
     eps_E = float(sv[rho]) if len(sv) > rho else 0.0
     subsets = np.array(list(itertools.combinations(range(N), k)), dtype=int)
     G = _compound_gram(X.T @ X, Y @ Y.T, subsets)
     ev = np.linalg.eigvalsh(G)
     # the rounding of forming G and the eigensolver's backward error, both about
     # n u |G| (u the unit roundoff), with a factor 8 to spare
-    lam = float(ev[0]) - 8 * len(ev) * 2.0 ** -53 * float(ev[-1])
+    lam = float(ev[0]) - 8 * len(ev) * 2.0**-53 * float(ev[-1])
     if not lam > 0:
         return None
     s1 = float(sv[0] if rho else 0.0) + float(np.linalg.norm(Wc, 2) * np.linalg.norm(Ac, 2))
@@ -488,8 +509,12 @@ def _by_independent_wedges(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | Non
     # (m+1)-minors of a matrix with sigma_1 <= s1 and sigma_i <= tau for i >= m + 1:
     # subsets with k - j of the top m singular values and j of the rest
     top = max(s1, tau)
-    bound = math.sqrt(sum(math.comb(m, k - j) * math.comb(r - m, j) * top ** (2 * (k - j))
-                          * tau ** (2 * j) for j in range(1, k + 1)))
+    bound = math.sqrt(
+        sum(
+            math.comb(m, k - j) * math.comb(r - m, j) * top ** (2 * (k - j)) * tau ** (2 * j)
+            for j in range(1, k + 1)
+        )
+    )
     if not math.sqrt(lam) > bound * (1 + 1e-6):
         return None
     found = []
@@ -513,8 +538,15 @@ def _laplace(k: int) -> tuple:
     for r in range(k + 1):
         for I in itertools.combinations(full, r):
             for J in itertools.combinations(full, r):
-                out.append((I, J, tuple(i for i in full if i not in I),
-                            tuple(j for j in full if j not in J), (-1) ** (sum(I) + sum(J))))
+                out.append(
+                    (
+                        I,
+                        J,
+                        tuple(i for i in full if i not in I),
+                        tuple(j for j in full if j not in J),
+                        (-1) ** (sum(I) + sum(J)),
+                    )
+                )
     return tuple(out)
 
 
@@ -546,29 +578,27 @@ def _unproved(MA: np.ndarray, MB: np.ndarray, c: float) -> np.ndarray | None:
     # a power of two brings the sums to size about 1 (exactly): F^k must not underflow
     e = -math.frexp(max(float(np.max(np.abs(MA))), float(np.max(np.abs(MB))), 1e-300))[1]
     MA, MB, c = np.ldexp(MA, e), np.ldexp(MB, e), math.ldexp(c, e)
-    c_det = 16 * math.comb(2 * k, k) * (k + 2) * 2 ** k * _U
+    c_det = 16 * math.comb(2 * k, k) * (k + 2) * 2**k * _U
     fa = np.linalg.norm(MA.reshape(len(MA), -1), axis=1)
     fb = np.linalg.norm(MB.reshape(len(MB), -1), axis=1)
     CA, CB = _minors(MA, False), _minors(MB, True)
     out = np.empty((min(MAX_UNPROVED, len(MA) * len(MB)) + 1, 2), dtype=np.int64)
     count = 0
     # tiles of 512 x 4096 determinants: the product and the scan share the cache
-    cols = [(b, np.ascontiguousarray(CB[b:b + 4096].T)) for b in range(0, len(MB), 4096)]
+    cols = [(b, np.ascontiguousarray(CB[b : b + 4096].T)) for b in range(0, len(MB), 4096)]
     D = np.empty((min(512, len(MA)), min(4096, len(MB))))
     for a in range(0, len(MA), 512):
         check_deadline()
         for b, CBt in cols:
             shape = (min(512, len(MA) - a), CBt.shape[1])
-            Dv = D if shape == D.shape else np.empty(shape)   # contiguous: one compiled type
-            np.matmul(CA[a:a + 512], CBt, out=Dv)
+            Dv = D if shape == D.shape else np.empty(shape)  # contiguous: one compiled type
+            np.matmul(CA[a : a + 512], CBt, out=Dv)
             seen = count
             count = unproved_pairs_kernel(Dv, MA, MB[b:], fa, fb[b:], a, c_det, c, out, count)
-            out[seen:min(count, len(out)), 1] += b
+            out[seen : min(count, len(out)), 1] += b
             if count > MAX_UNPROVED:
                 return None
     return out[:count]
-
-
 
 
 def _unproved_subsets(base: np.ndarray, terms: np.ndarray, c: float) -> np.ndarray | None:
@@ -577,8 +607,11 @@ def _unproved_subsets(base: np.ndarray, terms: np.ndarray, c: float) -> np.ndarr
     :data:`MAX_UNPROVED`: the two halves' subset sums are paired by :func:`_unproved`."""
     g1 = (len(terms) + 1) // 2
     first, second = _subsets(g1), _subsets(len(terms) - g1)
-    pairs = _unproved(base + np.einsum("sj,jab->sab", first, terms[:g1]),
-                      np.einsum("sj,jab->sab", second, terms[g1:]), c)
+    pairs = _unproved(
+        base + np.einsum("sj,jab->sab", first, terms[:g1]),
+        np.einsum("sj,jab->sab", second, terms[g1:]),
+        c,
+    )
     if pairs is None:
         return None
     return np.hstack([first[pairs[:, 0]], second[pairs[:, 1]]]).astype(bool)
@@ -589,7 +622,7 @@ def _complement(M: np.ndarray) -> np.ndarray:
     if M.shape[1] == 0:
         return np.eye(M.shape[0])
     U, s, _ = np.linalg.svd(M)
-    return U[:, int(np.sum(s > 1e-12 * s[0])):]
+    return U[:, int(np.sum(s > 1e-12 * s[0])) :]
 
 
 def _by_split_projections(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None:
@@ -613,21 +646,31 @@ def _by_split_projections(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None
     k = m + 1
     cap_left, cap_right = n3 - k, n1 - k
     half = nc // 2
-    if k > MAX_SPLIT_ORDER or min(cap_left, cap_right) < 0 \
-            or nc - half > cap_left + cap_right or 2 ** (nc - half) > MAX_SPLIT:
+    if (
+        k > MAX_SPLIT_ORDER
+        or min(cap_left, cap_right) < 0
+        or nc - half > cap_left + cap_right
+        or 2 ** (nc - half) > MAX_SPLIT
+    ):
         return None
     wn, an = np.linalg.norm(Wc, axis=0), np.linalg.norm(Ac, axis=1)
     norms = wn * an
-    big = float(np.linalg.norm(L0, 2)) + float(np.sum(norms))   # >= sigma_1 of every L(T)
+    big = float(np.linalg.norm(L0, 2)) + float(np.sum(norms))  # >= sigma_1 of every L(T)
     thr = 2 * float(_threshold(tol, big, ref)) + 1e-13 * big
     rng = np.random.default_rng(0)
 
     def bound(P, Q, G, H):
         """The proved-above level for ``sigma_min`` of the projected sums over ``G``."""
-        pn, qn = float(np.linalg.norm(P, 2)) * (1 + 1e-12), \
-            float(np.linalg.norm(Q, 2)) * (1 + 1e-12)
-        R = float(np.sum((np.linalg.norm(P @ Wc[:, H], axis=0) + n3 * _U * pn * wn[H])
-                         * (np.linalg.norm(Ac[H] @ Q, axis=1) + n1 * _U * qn * an[H])))
+        pn, qn = (
+            float(np.linalg.norm(P, 2)) * (1 + 1e-12),
+            float(np.linalg.norm(Q, 2)) * (1 + 1e-12),
+        )
+        R = float(
+            np.sum(
+                (np.linalg.norm(P @ Wc[:, H], axis=0) + n3 * _U * pn * wn[H])
+                * (np.linalg.norm(Ac[H] @ Q, axis=1) + n1 * _U * qn * an[H])
+            )
+        )
         sums = pn * qn * (float(np.linalg.norm(L0)) + float(np.sum(norms[G])))
         return 2 * k * (len(G) + n3 + n1 + 4) * _U * sums + R + thr * pn * qn
 
@@ -637,7 +680,7 @@ def _by_split_projections(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None
     sides = (np.arange(half), np.arange(half, nc))
     unresolved = []
     for G, H in (sides, sides[::-1]):
-        left = max(len(H) - cap_right, 0)        # annihilated through P, the rest through Q
+        left = max(len(H) - cap_right, 0)  # annihilated through P, the rest through Q
         cP, cQ = _complement(Wc[:, H[:left]]), _complement(Ac[H[left:]].T)
         # within the complements, the directions where the kept terms are largest
         P = (cP @ np.linalg.svd(cP.T @ Wc[:, G])[0][:, :k]).T
@@ -650,15 +693,17 @@ def _by_split_projections(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None
     P = np.linalg.qr(rng.standard_normal((n3, k)))[0].T
     Q = np.linalg.qr(rng.standard_normal((n1, k)))[0]
     tU, tV = terms(P, Q, U), terms(P, Q, V)
-    pairs = _unproved(P @ L0 @ Q + np.einsum("sj,jab->sab", ZU, tU),
-                      np.einsum("sj,jab->sab", ZV, tV),
-                      bound(P, Q, np.arange(nc), np.arange(0)))
+    pairs = _unproved(
+        P @ L0 @ Q + np.einsum("sj,jab->sab", ZU, tU),
+        np.einsum("sj,jab->sab", ZV, tV),
+        bound(P, Q, np.arange(nc), np.arange(0)),
+    )
     if pairs is None:
         return None
     flips = np.hstack([ZU[pairs[:, 0]], ZV[pairs[:, 1]]])
     found = []
     for a in range(0, len(flips), 4096):
-        chunk = flips[a:a + 4096]
+        chunk = flips[a : a + 4096]
         Ls = L0[None] + np.einsum("ij,sj,jk->sik", Wc, chunk.astype(float), Ac)
         low = _ranks(np.linalg.svd(Ls, compute_uv=False), tol, ref) <= m
         found.extend(chunk[low])
@@ -672,19 +717,27 @@ def _cut(M, free, Wc, Ac, norms, m, tol, ref) -> bool:
     n3, n1 = M.shape
     f = free[np.argsort(-norms[free], kind="stable")]
     cap_rows, cap_cols = max(n1 - m - 1, 0), max(n3 - m - 1, 0)
-    F2, F1, R = f[:cap_rows], f[cap_rows:cap_rows + cap_cols], f[cap_rows + cap_cols:]
+    F2, F1, R = f[:cap_rows], f[cap_rows : cap_rows + cap_cols], f[cap_rows + cap_cols :]
     X = M + 0.5 * (Wc[:, R] @ Ac[R])
     slack = 0.5 * float(np.sum(norms[R]))
     if len(F1):
         Pb = np.linalg.qr(Wc[:, F1])[0]
         X = X - Pb @ (Pb.T @ X)
-        slack += float(np.sum(np.linalg.norm(Wc[:, F1] - Pb @ (Pb.T @ Wc[:, F1]), axis=0)
-                              * np.linalg.norm(Ac[F1], axis=1)))
+        slack += float(
+            np.sum(
+                np.linalg.norm(Wc[:, F1] - Pb @ (Pb.T @ Wc[:, F1]), axis=0)
+                * np.linalg.norm(Ac[F1], axis=1)
+            )
+        )
     if len(F2):
         Qb = np.linalg.qr(Ac[F2].T)[0]
         X = X - (X @ Qb) @ Qb.T
-        slack += float(np.sum(np.linalg.norm(Ac[F2] - (Ac[F2] @ Qb) @ Qb.T, axis=1)
-                              * np.linalg.norm(Wc[:, F2], axis=0)))
+        slack += float(
+            np.sum(
+                np.linalg.norm(Ac[F2] - (Ac[F2] @ Qb) @ Qb.T, axis=1)
+                * np.linalg.norm(Wc[:, F2], axis=0)
+            )
+        )
     sv = np.linalg.svd(X, compute_uv=False)
     if len(sv) <= m:
         return False
@@ -716,7 +769,8 @@ def _by_bounds(L0, Wc, Ac, against, m, tol, ref, max_nodes: int = MAX_NODES) -> 
                 f"m + 1 <= {MAX_SPLIT_ORDER} (here {nc} neurons, m + 1 = {m + 1}), and the "
                 f"rank of the block's linear part cuts a branch only with at most "
                 f"{undecided} neurons undecided; the question contains SUBSET-SUM for every "
-                f"m >= 1, so no method decides every input in polynomial time unless P = NP")
+                f"m >= 1, so no method decides every input in polynomial time unless P = NP"
+            )
         if k == nc:
             if _rank_of(M, tol, ref) <= m:
                 found.append(flips)
@@ -730,8 +784,16 @@ def _by_bounds(L0, Wc, Ac, against, m, tol, ref, max_nodes: int = MAX_NODES) -> 
     return _first_carried(found, L0, Wc, Ac, against, m, tol, ref)
 
 
-def choose_turned(L0: np.ndarray, Wc: np.ndarray, Ac: np.ndarray, against: np.ndarray,
-                  m: int, tol: float, ref: float, thorough: bool = True) -> np.ndarray:
+def choose_turned(
+    L0: np.ndarray,
+    Wc: np.ndarray,
+    Ac: np.ndarray,
+    against: np.ndarray,
+    m: int,
+    tol: float,
+    ref: float,
+    thorough: bool = True,
+) -> np.ndarray:
     """Which crossing neurons to turn around (a boolean mask over them, in their canonical
     order): ``L0`` the block's linear part now, ``Wc`` (``n3 x nc``) their outgoing weights,
     ``Ac`` (``nc x n1``) their rows, ``against`` the rows now against the reference
@@ -743,7 +805,7 @@ def choose_turned(L0: np.ndarray, Wc: np.ndarray, Ac: np.ndarray, against: np.nd
     nc, n1 = Ac.shape
     if nc == 0:
         return np.zeros(0, dtype=bool)
-    if nc <= MAX_ENUMERATED and 2 ** nc * L0.size <= MAX_ENTRIES:
+    if nc <= MAX_ENUMERATED and 2**nc * L0.size <= MAX_ENTRIES:
         return _by_enumeration(L0, Wc, Ac, against, m, tol, ref)
     flip = _by_independent_rows(L0, Wc, Ac, against, m, tol, ref)
     if flip is None:
@@ -752,5 +814,4 @@ def choose_turned(L0: np.ndarray, Wc: np.ndarray, Ac: np.ndarray, against: np.nd
         flip = _by_split_projections(L0, Wc, Ac, against, m, tol, ref)
     if flip is not None:
         return flip
-    return _by_bounds(L0, Wc, Ac, against, m, tol, ref,
-                      MAX_NODES if thorough else QUICK_NODES)
+    return _by_bounds(L0, Wc, Ac, against, m, tol, ref, MAX_NODES if thorough else QUICK_NODES)

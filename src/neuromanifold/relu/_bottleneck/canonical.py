@@ -77,8 +77,7 @@ from .symmetries import (
     apply_sequence,
 )
 
-__all__ = ["canonical_form", "equivalent_bottleneck", "BottleneckEquivalence",
-           "fast_path_reason"]
+__all__ = ["canonical_form", "equivalent_bottleneck", "BottleneckEquivalence", "fast_path_reason"]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 
@@ -96,9 +95,9 @@ class BottleneckInfo:
     linear: list[int]
     dead: list[int]
     flippable: list[int]
-    block: str | None = None   # why the always-active block has no canonical form (or None)
-    snapped: int = 0           # entries of [W2 | b2] within tol of zero, set to 0
-    snap_bound: float = 0.0    # bound on the relative function change that caused
+    block: str | None = None  # why the always-active block has no canonical form (or None)
+    snapped: int = 0  # entries of [W2 | b2] within tol of zero, set to 0
+    snap_bound: float = 0.0  # bound on the relative function change that caused
 
 
 def _snap(params: Params, tol: float) -> tuple[Params, int, float]:
@@ -117,8 +116,13 @@ def _snap(params: Params, tol: float) -> tuple[Params, int, float]:
     (W1, b1), (W2, b2), (W3, b3) = params
     # live neurons whose path weight is within tol of zero: made dead
     scale = path_norm_scale(params)
-    faint = [j for j in range(W2.shape[0]) if np.any(R[j] > tol * big[j])
-             and np.any(W3[:, j]) and np.sum(np.abs(W3[:, j])) * np.sum(np.abs(R[j])) <= tol * scale]
+    faint = [
+        j
+        for j in range(W2.shape[0])
+        if np.any(R[j] > tol * big[j])
+        and np.any(W3[:, j])
+        and np.sum(np.abs(W3[:, j])) * np.sum(np.abs(R[j])) <= tol * scale
+    ]
     count = int(np.sum(mask)) + len(faint)
     if count == 0:
         return params, 0, 0.0
@@ -130,11 +134,13 @@ def _snap(params: Params, tol: float) -> tuple[Params, int, float]:
     new = [(W1, b1), (W2, b2), (W3, b3)]
     bound = function_distance_bound(params, new) / max(path_norm_scale(params), 1e-300)
     if bound + SYMMETRY_ROUNDING > tol:
-        raise NotCovered(f"{count} entries of [W2 | b2] or second-layer neurons are within "
-                          f"tol of zero (non-generic: bent hyperplanes meeting faces of the "
-                          f"orthant non-transversally, invisible neurons), and setting them "
-                          f"to 0 could move the function by {bound:.3g} "
-                          f"relative, more than tol = {tol:g}")
+        raise NotCovered(
+            f"{count} entries of [W2 | b2] or second-layer neurons are within "
+            f"tol of zero (non-generic: bent hyperplanes meeting faces of the "
+            f"orthant non-transversally, invisible neurons), and setting them "
+            f"to 0 could move the function by {bound:.3g} "
+            f"relative, more than tol = {tol:g}"
+        )
     return new, count, bound
 
 
@@ -144,45 +150,55 @@ def analyze_bottleneck(params: Params, tol: float) -> BottleneckInfo:
     n1, d = W1.shape
     n3 = W3.shape[0]
     if tol == 0:
-        raise NotCovered("tol = 0 asks for a decision over the exact floats, which a "
-                          "floating-point canonical form cannot give")
+        raise NotCovered(
+            "tol = 0 asks for a decision over the exact floats, which a "
+            "floating-point canonical form cannot give"
+        )
     if n1 > d or not is_bottleneck(params, tol=tol):
-        raise NotCovered(f"not a bottleneck: needs n1 <= d and W1 of full row rank "
-                          f"(n1 = {n1}, d = {d})")
+        raise NotCovered(
+            f"not a bottleneck: needs n1 <= d and W1 of full row rank (n1 = {n1}, d = {d})"
+        )
     S = row_signs(params, tol)
     kinds = row_kinds(S)
     live = live_rows(S)
     if not live:
-        raise NotCovered("no live second-layer neuron: the function is constant and the "
-                          "first layer is free")
+        raise NotCovered(
+            "no live second-layer neuron: the function is constant and the first layer is free"
+        )
     linear = [j for j in live if kinds[j] == "linear"]
     crossing = [j for j in live if kinds[j] != "linear"]
     dead = [j for j in range(W2.shape[0]) if j not in live]
-    if n1 == 1 and np.any(S[:, 1] > 0) and \
-            _hiding_orientation(params, S, crossing, tol) is None:
+    if n1 == 1 and np.any(S[:, 1] > 0) and _hiding_orientation(params, S, crossing, tol) is None:
         # the first-layer kink (u = 0) must show: the masked product W3 D2 W2 over the rows
         # active just above u = 0 must not vanish (maximal rank, docs/relu_equivalence.md §1)
         act = [j for j in range(S.shape[0]) if S[j, 1] > 0 or (S[j, 1] == 0 and S[j, 0] > 0)]
-        jump = np.abs(W3[:, act] @ W2[act, 0]) * np.sqrt(np.sum(W1 ** 2) + b1[0] ** 2)
+        jump = np.abs(W3[:, act] @ W2[act, 0]) * np.sqrt(np.sum(W1**2) + b1[0] ** 2)
         if np.max(jump, initial=0.0) <= tol * path_norm_scale(params):
-            raise NotCovered("n1 = 1 and the kink of the first-layer neuron is cancelled by "
-                              "the second layer (W3 D2 W2 = 0 at its breakpoint): not generic")
+            raise NotCovered(
+                "n1 = 1 and the kink of the first-layer neuron is cancelled by "
+                "the second layer (W3 D2 W2 = 0 at its breakpoint): not generic"
+            )
     scale = path_norm_scale(params)
-    norms1 = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
+    norms1 = np.sqrt(np.sum(W1**2, axis=1) + b1**2)
     R = np.hstack([W2 * norms1[None, :], b2[:, None]])
-    for j in crossing:   # (the always-active block is judged by its linear map alone)
+    for j in crossing:  # (the always-active block is judged by its linear map alone)
         if np.sum(np.abs(W3[:, j])) * np.sum(np.abs(R[j])) <= tol * scale:
-            raise NotCovered(f"live second-layer neuron {j} has outgoing weights within tol "
-                              f"of zero")
+            raise NotCovered(
+                f"live second-layer neuron {j} has outgoing weights within tol of zero"
+            )
     U = R[crossing] / np.linalg.norm(R[crossing], axis=1, keepdims=True)
     if len(crossing) > 1:
-        gap = np.minimum(np.max(np.abs(U[:, None, :] - U[None, :, :]), axis=2),
-                         np.max(np.abs(U[:, None, :] + U[None, :, :]), axis=2))
+        gap = np.minimum(
+            np.max(np.abs(U[:, None, :] - U[None, :, :]), axis=2),
+            np.max(np.abs(U[:, None, :] + U[None, :, :]), axis=2),
+        )
         gap[np.tril_indices(len(crossing))] = np.inf
         if np.min(gap) <= 10 * tol:
             a, b = np.unravel_index(int(np.argmin(gap)), gap.shape)
-            raise NotCovered(f"second-layer rows {crossing[a]} and {crossing[b]} define "
-                              f"the same hyperplane of the orthant")
+            raise NotCovered(
+                f"second-layer rows {crossing[a]} and {crossing[b]} define "
+                f"the same hyperplane of the orthant"
+            )
     hid = hidden_hyperplanes(S)
     hidden = next(iter(hid)) if hid else None
     SL = S[live]
@@ -193,12 +209,17 @@ def analyze_bottleneck(params: Params, tol: float) -> BottleneckInfo:
             continue
         # a live row with a nonzero entry k and a positive entry outside column k
         if not np.any((SL[:, k] != 0) & (npos - pos[:, k] > 0)):
-            raise NotCovered(f"first-layer neuron {k} is seen by no live second-layer row "
-                              f"that is active on the face z_{k} = 0")
+            raise NotCovered(
+                f"first-layer neuron {k} is seen by no live second-layer row "
+                f"that is active on the face z_{k} = 0"
+            )
     flippable: list[int] = []
     if hidden is not None:
-        flippable = [k for k in range(n1) if k != hidden
-                     and Flip(hidden, (k,)).applies(params, tol=tol).applies]
+        flippable = [
+            k
+            for k in range(n1)
+            if k != hidden and Flip(hidden, (k,)).applies(params, tol=tol).applies
+        ]
     return BottleneckInfo(n1, n3, hidden, crossing, linear, dead, flippable)
 
 
@@ -228,7 +249,7 @@ def _hiding_orientation(params: Params, S: np.ndarray, crossing: list, tol: floa
     hides ``i``; else ``None`` (also when there is no always-active neuron)."""
     (W1, b1), (W2, b2), (W3, b3) = params
     n1 = W1.shape[0]
-    norms = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
+    norms = np.sqrt(np.sum(W1**2, axis=1) + b1**2)
     lin = [j for j in range(S.shape[0]) if j not in crossing and np.any(S[j] > 0)]
     if not lin or not crossing:
         return None
@@ -269,8 +290,9 @@ def _kinds(cur: Params, tol: float) -> tuple[list, list, list]:
     return crossing, linear, dead
 
 
-def _reorient(path: list, before: list, cur: Params, turned: tuple, A: np.ndarray,
-              tol: float) -> Params:
+def _reorient(
+    path: list, before: list, cur: Params, turned: tuple, A: np.ndarray, tol: float
+) -> Params:
     """Turn the crossing neurons ``turned`` around and put the always-active block on the
     rows ``A`` (zero biases, outgoing ``L A^+`` for its new linear map ``L``), the other
     non-crossing neurons dead ``(0, ..., 0, -1)``: ``BlockRefactor`` (every non-crossing
@@ -279,39 +301,60 @@ def _reorient(path: list, before: list, cur: Params, turned: tuple, A: np.ndarra
     (W1, b1), (W2, b2), (W3, b3) = cur
     n1, n3 = W1.shape[0], W3.shape[0]
     N = [j for j in range(W2.shape[0]) if j not in crossing]
-    L = W3[:, linear] @ W2[linear] + sum((np.outer(W3[:, j], W2[j]) for j in turned),
-                                         np.zeros((n3, n1)))
+    L = W3[:, linear] @ W2[linear] + sum(
+        (np.outer(W3[:, j], W2[j]) for j in turned), np.zeros((n3, n1))
+    )
     k = A.shape[0]
     C = L @ np.linalg.pinv(A) if k else np.zeros((n3, 0))
     if turned:
         if any(j not in linear for j in N):
-            rows = [np.append(W2[j], b2[j]) if j in linear else np.append(np.ones(n1), 0.0)
-                    for j in N]
+            rows = [
+                np.append(W2[j], b2[j]) if j in linear else np.append(np.ones(n1), 0.0) for j in N
+            ]
             out = np.column_stack([W3[:, j] if j in linear else np.zeros(n3) for j in N])
-            cur = _step(path, before, cur, BlockRefactor(tuple(N), tuple(map(tuple, rows)),
-                                                         tuple(map(tuple, out))), tol)
+            cur = _step(
+                path,
+                before,
+                cur,
+                BlockRefactor(tuple(N), tuple(map(tuple, rows)), tuple(map(tuple, out))),
+                tol,
+            )
         pad = np.hstack([np.vstack([A, np.ones((len(N) - k, n1))]), np.zeros((len(N), 1))])
         out = np.hstack([C, np.zeros((n3, len(N) - k))])
-        cur = _step(path, before, cur, SecondLayerFlip(tuple(turned), tuple(N),
-                                                       tuple(map(tuple, pad)),
-                                                       tuple(map(tuple, out))), tol)
-    rows = np.vstack([np.hstack([A, np.zeros((k, 1))]),
-                      np.tile(np.append(np.zeros(n1), -1.0), (len(N) - k, 1))])
+        cur = _step(
+            path,
+            before,
+            cur,
+            SecondLayerFlip(
+                tuple(turned), tuple(N), tuple(map(tuple, pad)), tuple(map(tuple, out))
+            ),
+            tol,
+        )
+    rows = np.vstack(
+        [np.hstack([A, np.zeros((k, 1))]), np.tile(np.append(np.zeros(n1), -1.0), (len(N) - k, 1))]
+    )
     out = np.hstack([C, np.zeros((n3, len(N) - k))])
     (_, _), (W2, b2), (W3, _) = cur
     now = np.hstack([W2[N], b2[N, None]])
     # no non-crossing neuron left (a canonical form passed again): nothing to put in place
-    if N and (now.shape != rows.shape or np.max(np.abs(now - rows)) > 0
-              or np.max(np.abs(W3[:, N] - out)) > 0):
-        cur = _step(path, before, cur, BlockRefactor(tuple(N), tuple(map(tuple, rows)),
-                                                     tuple(map(tuple, out))), tol)
-        (_, _), (W2, b2), (W3, _) = cur   # snap rounding: the rows exactly as chosen
+    if N and (
+        now.shape != rows.shape
+        or np.max(np.abs(now - rows)) > 0
+        or np.max(np.abs(W3[:, N] - out)) > 0
+    ):
+        cur = _step(
+            path,
+            before,
+            cur,
+            BlockRefactor(tuple(N), tuple(map(tuple, rows)), tuple(map(tuple, out))),
+            tol,
+        )
+        (_, _), (W2, b2), (W3, _) = cur  # snap rounding: the rows exactly as chosen
         W2[N], b2[N] = rows[:, :-1], rows[:, -1]
     return cur
 
 
-def _choose_turned(cur: Params, info: BottleneckInfo, tol: float,
-                   thorough: bool = True) -> tuple:
+def _choose_turned(cur: Params, info: BottleneckInfo, tol: float, thorough: bool = True) -> tuple:
     """The crossing neurons to turn around (canonical first layer and unit crossing rows),
     chosen among the orientations the available neurons can carry by the rules of
     :mod:`neuromanifold.relu._bottleneck.block` (:class:`BlockNotCovered` when none is
@@ -321,20 +364,28 @@ def _choose_turned(cur: Params, info: BottleneckInfo, tol: float,
     n1, n3 = W1.shape[0], W3.shape[0]
     m = len(linear) + len(dead)
     against = [j for j in crossing if _orientation_key(W2[j]) < 0]
-    if m == 0:   # no neuron can carry a linear part: nothing turns
+    if m == 0:  # no neuron can carry a linear part: nothing turns
         return ()
-    if m >= min(n3 + 1, n1):          # every orientation is possible: the reference one
+    if m >= min(n3 + 1, n1):  # every orientation is possible: the reference one
         return tuple(against)
     ref = {j: (-W2[j] if j in against else W2[j]) for j in crossing}
     order = sorted(crossing, key=lambda j: tuple(ref[j]))
-    flip = choose_turned(W3[:, linear] @ W2[linear], W3[:, order], W2[order],
-                         np.array([j in against for j in order], dtype=bool), m, tol,
-                         path_norm_scale(cur), thorough)
+    flip = choose_turned(
+        W3[:, linear] @ W2[linear],
+        W3[:, order],
+        W2[order],
+        np.array([j in against for j in order], dtype=bool),
+        m,
+        tol,
+        path_norm_scale(cur),
+        thorough,
+    )
     return tuple(sorted(order[a] for a in np.flatnonzero(flip)))
 
 
-def _canonical(params: Params, tol: float,
-               thorough: bool = True) -> tuple[Params, list, list, BottleneckInfo]:
+def _canonical(
+    params: Params, tol: float, thorough: bool = True
+) -> tuple[Params, list, list, BottleneckInfo]:
     """Canonical representative, the path of symmetries to it, the parameters before each
     step, and the structure (of the canonical parameters' index order).
 
@@ -353,10 +404,11 @@ def _canonical(params: Params, tol: float,
         before: list[Params] = []
         (_, _), (W2, _), (W3, _) = cur
         S = row_signs(cur, tol)
-        up = [j for j in range(S.shape[0]) if S[j, 0] > 0]      # active for large u
+        up = [j for j in range(S.shape[0]) if S[j, 0] > 0]  # active for large u
         slope = W3[:, up] @ W2[up, 0] if up else np.zeros(W3.shape[0])
-        scale = path_norm_scale(cur) / max(float(np.sqrt(np.sum(cur[0][0] ** 2)
-                                                         + cur[0][1][0] ** 2)), 1e-300)
+        scale = path_norm_scale(cur) / max(
+            float(np.sqrt(np.sum(cur[0][0] ** 2) + cur[0][1][0] ** 2)), 1e-300
+        )
         m = len(info.linear) + len(info.dead)
         flat = np.max(np.abs(slope), initial=0.0) <= tol * scale
         turned = tuple(j for j in info.crossing if S[j, 0] > 0)
@@ -374,7 +426,7 @@ def _canonical(params: Params, tol: float,
                 if _orientation_key(a[0][0][0][0]) > 0:
                     return a[0], path + a[1], before + a[2], a[3]
                 return b[0], path + [flip] + b[1], before + [cur] + b[2], b[3]
-            path, before = [], []   # pragma: no cover - the ramp form always flips
+            path, before = [], []  # pragma: no cover - the ramp form always flips
     return _canonical_one(cur, tol, snapped, snap_bound, thorough)
 
 
@@ -387,8 +439,7 @@ def _unit_rows(cur: Params, rows: list) -> Scaling:
     return Scaling(2, tuple(s2))
 
 
-def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float,
-                   thorough: bool = True):
+def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float, thorough: bool = True):
     """:func:`_canonical` with the first-layer direction kept (``cur`` already snapped)."""
     path: list[Symmetry] = []
     before: list[Params] = []
@@ -415,7 +466,7 @@ def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float,
             cur = _step(path, before, cur, Flip(i, turn), tol)
     # 3. first-layer norms
     W1, b1 = cur[0]
-    s = 1.0 / np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
+    s = 1.0 / np.sqrt(np.sum(W1**2, axis=1) + b1**2)
     if i is not None:
         s[i] = 1.0 / np.linalg.norm(W1[i])
     cur = _step(path, before, cur, Scaling(1, tuple(s)), tol)
@@ -440,18 +491,22 @@ def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float,
             turned = _choose_turned(cur, info, tol, thorough) if i is None else ()
             (_, _), (W2, _), (W3, _) = cur
             crossing, linear, dead = _kinds(cur, tol)
-            L = W3[:, linear] @ W2[linear] + sum((np.outer(W3[:, j], W2[j]) for j in turned),
-                                                 np.zeros((n3, n1)))
+            L = W3[:, linear] @ W2[linear] + sum(
+                (np.outer(W3[:, j], W2[j]) for j in turned), np.zeros((n3, n1))
+            )
             # L's rounding is that of its own terms, not the network's scale
             summed = list(linear) + list(turned)
-            terms = float(np.sum(np.linalg.norm(W3[:, summed], axis=0)
-                                 * np.linalg.norm(W2[summed], axis=1)))
+            terms = float(
+                np.sum(np.linalg.norm(W3[:, summed], axis=0) * np.linalg.norm(W2[summed], axis=1))
+            )
             A = block_rows(L, tol, path_norm_scale(cur), terms)
             if A.shape[0] > len(linear) + len(dead):
-                raise BlockNotCovered(f"the rows chosen for the always-active block "
-                                      f"({A.shape[0]}) exceed its {len(linear) + len(dead)} "
-                                      f"neurons: the cone of its linear part is too "
-                                      f"ill-conditioned to decide")
+                raise BlockNotCovered(
+                    f"the rows chosen for the always-active block "
+                    f"({A.shape[0]}) exceed its {len(linear) + len(dead)} "
+                    f"neurons: the cone of its linear part is too "
+                    f"ill-conditioned to decide"
+                )
         except BlockNotCovered as exc:
             # the form refuses; the verdict still has the block as it is (unit rows)
             block = exc.args[0]
@@ -464,15 +519,22 @@ def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float,
 
     def key(j):
         return tuple(W2[j]) + (b2[j],)
+
     perm2 = sorted(crossing, key=key) + sorted(linear, key=key) + dead
     if perm2 != list(range(W2.shape[0])):
         cur = _step(path, before, cur, Permutation(2, tuple(perm2)), tol)
-    structure = BottleneckInfo(n1, n3, 0 if i is not None else None,
-                      list(range(len(crossing))),
-                      list(range(len(crossing), len(crossing) + len(linear))),
-                      list(range(len(crossing) + len(linear), len(perm2))),
-                      sorted(perm1.index(k) for k in info.flippable), block,
-                      snapped, snap_bound)
+    structure = BottleneckInfo(
+        n1,
+        n3,
+        0 if i is not None else None,
+        list(range(len(crossing))),
+        list(range(len(crossing), len(crossing) + len(linear))),
+        list(range(len(crossing) + len(linear), len(perm2))),
+        sorted(perm1.index(k) for k in info.flippable),
+        block,
+        snapped,
+        snap_bound,
+    )
     return cur, path, before, structure
 
 
@@ -520,8 +582,10 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
         if info.block is None:
             return out
         reason = info.block
-    raise InputError(f"canonical_form needs a generic three-layer bottleneck network "
-                     f"(docs/relu_equivalence.md); here: {reason}")
+    raise InputError(
+        f"canonical_form needs a generic three-layer bottleneck network "
+        f"(docs/relu_equivalence.md); here: {reason}"
+    )
 
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
@@ -587,7 +651,7 @@ def _layer2_invariant(cp: Params, info: BottleneckInfo):
         r = np.append(W2[j], b2[j])
         c = W3[:, j] * np.linalg.norm(r)
         r = r / np.linalg.norm(r)
-        if _orientation_key(r[:-1]) < 0:   # c relu(r) = c relu(-r) + c r
+        if _orientation_key(r[:-1]) < 0:  # c relu(r) = c relu(-r) + c r
             M += np.outer(c, r[:-1])
             v += c * r[-1]
             r = -r
@@ -622,8 +686,9 @@ def _witness(p: Params, q: Params, tol: float, scale: float, seed: int = 0):
     return None, None, float(rel[k])
 
 
-def _refactor_attempt(cur: Params, cq: Params, ip: BottleneckInfo, iq: BottleneckInfo, align: list, land,
-                      tol: float):
+def _refactor_attempt(
+    cur: Params, cq: Params, ip: BottleneckInfo, iq: BottleneckInfo, align: list, land, tol: float
+):
     """Connect ``cur`` (p moved, first layer aligned with ``c_q``) to ``c_q`` when the
     crossing rows agree up to sign: permute the crossing rows onto q's, refactor the
     dead and always-active neurons onto q's rows (``BlockRefactor``, carrying p's linear
@@ -634,14 +699,16 @@ def _refactor_attempt(cur: Params, cq: Params, ip: BottleneckInfo, iq: Bottlenec
         return None
     Rq = np.hstack([W2q, b2q[:, None]])
     Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
-    k = len(ip.crossing)   # crossing rows come first in both canonical orders
+    k = len(ip.crossing)  # crossing rows come first in both canonical orders
     steps = list(align)
     try:
         if k:
             up = lambda R: R / np.linalg.norm(R, axis=1, keepdims=True)  # noqa: E731
             A, B = up(Rc[:k]), up(Rq[:k])
-            cost = np.minimum(np.max(np.abs(A[None] - B[:, None]), axis=2),
-                              np.max(np.abs(A[None] + B[:, None]), axis=2))
+            cost = np.minimum(
+                np.max(np.abs(A[None] - B[:, None]), axis=2),
+                np.max(np.abs(A[None] + B[:, None]), axis=2),
+            )
             r, c = linear_sum_assignment(cost)
             perm2 = np.arange(Rc.shape[0])
             perm2[:k] = c[np.argsort(r)]
@@ -663,17 +730,21 @@ def _refactor_attempt(cur: Params, cq: Params, ip: BottleneckInfo, iq: Bottlenec
             for a, j in enumerate(qlin):
                 out[:, N.index(j)] = X[:, a]
         if N:
-            refactor = BlockRefactor(tuple(N), tuple(map(tuple, Rq[N])),
-                                     tuple(map(tuple, out)))
+            refactor = BlockRefactor(tuple(N), tuple(map(tuple, Rq[N])), tuple(map(tuple, out)))
             cur = refactor.apply(cur, tol=tol)
             steps.append(refactor)
         if turned:
-            flip = SecondLayerFlip(turned, tuple(qlin), tuple(map(tuple, Rq[qlin])),
-                                   tuple(map(tuple, W3q[:, qlin])))
+            flip = SecondLayerFlip(
+                turned, tuple(qlin), tuple(map(tuple, Rq[qlin])), tuple(map(tuple, W3q[:, qlin]))
+            )
             cur = flip.apply(cur, tol=tol)
             steps.append(flip)
-        return land(cur, steps, "equal after refactoring the always-active block"
-                    + (" and turning second-layer neurons around" if turned else ""))
+        return land(
+            cur,
+            steps,
+            "equal after refactoring the always-active block"
+            + (" and turning second-layer neurons around" if turned else ""),
+        )
     except (SymmetryError, InputError):
         return None
 
@@ -718,41 +789,76 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
         raise ArchitectureError(
             f"networks must have the same input and output dimensions to be compared; got "
             f"(d, n3) = {(p[0][0].shape[1], p[2][0].shape[0])} and "
-            f"{(q[0][0].shape[1], q[2][0].shape[0])}")
-    scale = check_finite_result(max(path_norm_scale(p), path_norm_scale(q)),
-                                "the networks' scale (path norm)")
+            f"{(q[0][0].shape[1], q[2][0].shape[0])}"
+        )
+    scale = check_finite_result(
+        max(path_norm_scale(p), path_norm_scale(q)), "the networks' scale (path norm)"
+    )
 
-    def result(equiv, symmetry=None, mpd=None, witness=None, wd=None, md=None,
-               certified=False, note=""):
-        return BottleneckEquivalence(applies=True, equivalent=equiv, symmetry=symmetry,
-                                     max_parameter_difference=mpd, witness=witness,
-                                     witness_difference=wd, max_difference=md,
-                                     certified=certified, tol=tol, scale=scale,
-                                     method="bottleneck", note=note + snap_note)
+    def result(
+        equiv, symmetry=None, mpd=None, witness=None, wd=None, md=None, certified=False, note=""
+    ):
+        return BottleneckEquivalence(
+            applies=True,
+            equivalent=equiv,
+            symmetry=symmetry,
+            max_parameter_difference=mpd,
+            witness=witness,
+            witness_difference=wd,
+            max_difference=md,
+            certified=certified,
+            tol=tol,
+            scale=scale,
+            method="bottleneck",
+            note=note + snap_note,
+        )
+
     try:
         # the block's orientation is chosen quickly: without it the verdict decides from
         # the block as it is
         cp, path_p, before_p, ip = _canonical(p, tol, thorough=False)
         cq, path_q, before_q, iq = _canonical(q, tol, thorough=False)
     except NotCovered as exc:
-        return BottleneckEquivalence(applies=False, equivalent=None, symmetry=None,
-                                     max_parameter_difference=None, witness=None,
-                                     witness_difference=None, max_difference=None,
-                                     certified=False, tol=tol, scale=scale, method="none",
-                                     note=f"fast path does not apply: {exc.args[0]}")
+        return BottleneckEquivalence(
+            applies=False,
+            equivalent=None,
+            symmetry=None,
+            max_parameter_difference=None,
+            witness=None,
+            witness_difference=None,
+            max_difference=None,
+            certified=False,
+            tol=tol,
+            scale=scale,
+            method="none",
+            note=f"fast path does not apply: {exc.args[0]}",
+        )
     snapped = [(n, b) for n, b in ((ip.snapped, ip.snap_bound), (iq.snapped, iq.snap_bound)) if n]
-    snap_note = ("" if not snapped else
-                 f"; not generic: {' and '.join(str(n) for n, _ in snapped)} entries of "
-                 f"[W2 | b2] or second-layer neurons within tol of zero were set to 0 (moving "
-                 f"the function by at most "
-                 f"{max(b for _, b in snapped):.3g} relative)")
+    snap_note = (
+        ""
+        if not snapped
+        else f"; not generic: {' and '.join(str(n) for n, _ in snapped)} entries of "
+        f"[W2 | b2] or second-layer neurons within tol of zero were set to 0 (moving "
+        f"the function by at most "
+        f"{max(b for _, b in snapped):.3g} relative)"
+    )
 
     def not_equivalent(why):
         x, wd, md = _witness(p, q, tol, scale)
-        return result(False, witness=x, wd=wd, md=md, certified=x is not None,
-                      note=f"{why}; " + ("witness found on a sample" if x is not None
-                                          else "no witness on the sample (decided by the "
-                                               "canonical forms)"))
+        return result(
+            False,
+            witness=x,
+            wd=wd,
+            md=md,
+            certified=x is not None,
+            note=f"{why}; "
+            + (
+                "witness found on a sample"
+                if x is not None
+                else "no witness on the sample (decided by the canonical forms)"
+            ),
+        )
+
     if ip.n1 != iq.n1 or (ip.hidden is None) != (iq.hidden is None):
         return not_equivalent("the first layers differ (number of neurons or hidden hyperplane)")
     if ip.flippable != iq.flippable:
@@ -761,16 +867,22 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
     (W1p, b1p), (W1q, b1q) = cp[0], cq[0]
     F1p, F1q = np.hstack([W1p, b1p[:, None]]), np.hstack([W1q, b1q[:, None]])
     start = 0 if ip.hidden is None else 1
-    perm1 = np.concatenate([np.arange(start), start + _assign(F1p[start:], F1q[start:])]).astype(int)
+    perm1 = np.concatenate([np.arange(start), start + _assign(F1p[start:], F1q[start:])]).astype(
+        int
+    )
     # a change of a normalized row moves the function's coefficients by at most the change
     # times the path weight through the neuron: compare relative to the scale
     atol = tol * max(scale, 1e-300)
-    pw1 = np.maximum(np.max(np.abs(cp[2][0]) @ np.abs(cp[1][0]), axis=0)[perm1],
-                     np.max(np.abs(cq[2][0]) @ np.abs(cq[1][0]), axis=0))
+    pw1 = np.maximum(
+        np.max(np.abs(cp[2][0]) @ np.abs(cp[1][0]), axis=0)[perm1],
+        np.max(np.abs(cq[2][0]) @ np.abs(cq[1][0]), axis=0),
+    )
     d1 = float(np.max(np.max(np.abs(F1p[perm1] - F1q), axis=1) * pw1))
     if d1 > atol:
-        return not_equivalent(f"the first layers differ (by {d1 / scale:.3g} relative to the "
-                              f"scale, weighted by the paths through each neuron)")
+        return not_equivalent(
+            f"the first layers differ (by {d1 / scale:.3g} relative to the "
+            f"scale, weighted by the paths through each neuron)"
+        )
     align: list[Symmetry] = []
     cur = cp
     if np.any(perm1 != np.arange(ip.n1)):
@@ -779,8 +891,12 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
     # second layer
     (W2q, b2q), (W3q, b3q) = cq[1], cq[2]
     Rq = np.hstack([W2q, b2q[:, None]])
-    same_shape = ((len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
-                  and cur[1][0].shape == W2q.shape and not ip.block and not iq.block)
+    same_shape = (
+        (len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
+        and cur[1][0].shape == W2q.shape
+        and not ip.block
+        and not iq.block
+    )
 
     def land(cur, steps, how):
         """The symmetry p -> q if ``cur`` (p moved by ``path_p + steps``) matches ``c_q`` up
@@ -805,22 +921,38 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
         except SymmetryError:  # pragma: no cover - would be a bug
             return None
         qs = max(path_norm_scale(q), 1e-300)
-        mpd = max(float(np.max(np.abs(a - b))) for (Wa, ba), (Wb, bb) in zip(got, q)
-                  for a, b in ((Wa, Wb), (ba, bb))) / qs
+        mpd = (
+            max(
+                float(np.max(np.abs(a - b)))
+                for (Wa, ba), (Wb, bb) in zip(got, q)
+                for a, b in ((Wa, Wb), (ba, bb))
+            )
+            / qs
+        )
         # the image of p computes f_p; how far can its remaining difference from q move
         # the function? (a parameter difference within tol need not be a function one)
         md = function_distance_bound(got, q) / max(path_norm_scale(p), qs)
         ok = md + SYMMETRY_ROUNDING <= tol
-        return result(True, sym, mpd, md=md, certified=ok,
-                      note=f"{how}; {len(sym)} named symmetries take p to q, up to a "
-                           f"function difference of at most {md:.3g} relative"
-                           + ("" if ok else f" (above tol {tol:g}: not certified)"))
+        return result(
+            True,
+            sym,
+            mpd,
+            md=md,
+            certified=ok,
+            note=f"{how}; {len(sym)} named symmetries take p to q, up to a "
+            f"function difference of at most {md:.3g} relative"
+            + ("" if ok else f" (above tol {tol:g}: not certified)"),
+        )
+
     if same_shape:
         res = land(cur, align, "equal canonical forms")
         if res is not None:
             return res
-    elif ((len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
-          and cur[1][0].shape == W2q.shape and ip.linear):
+    elif (
+        (len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
+        and cur[1][0].shape == W2q.shape
+        and ip.linear
+    ):
         # a block without canonical form: after matching the crossing rows, try the mixing
         # that takes p's block rows onto q's (least squares, checked by applying it)
         Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
@@ -837,8 +969,11 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
         Mx = Rq[A, :-1] @ np.linalg.pinv(Wa)
         try:
             mix = LinearBlockMixing(tuple(A), Mx, tuple(Rq[A, -1] - Mx @ ba))
-            res = land(mix.apply(moved, tol=tol), steps + [mix], "equal up to the mixing of "
-                       "the always-active block")
+            res = land(
+                mix.apply(moved, tol=tol),
+                steps + [mix],
+                "equal up to the mixing of the always-active block",
+            )
         except (SymmetryError, InputError):
             res = None
         if res is not None:
@@ -848,24 +983,43 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
     Hq, wq, Mq, vq = _layer2_invariant(cq, iq)
     if len(Hp) == len(Hq):
         pr = _assign(Hp, Hq)
-        wmax = np.maximum(np.max(np.abs(wp[pr]), axis=1), np.max(np.abs(wq), axis=1)) \
-            if len(Hp) else None
-        if (len(Hp) == 0 or (np.max(np.max(np.abs(Hp[pr] - Hq), axis=1) * wmax) <= atol
-                             and np.max(np.abs(wp[pr] - wq)) <= atol)) \
-                and np.max(np.abs(Mp - Mq)) <= atol and np.max(np.abs(vp - vq)) <= atol:
+        wmax = (
+            np.maximum(np.max(np.abs(wp[pr]), axis=1), np.max(np.abs(wq), axis=1))
+            if len(Hp)
+            else None
+        )
+        if (
+            (
+                len(Hp) == 0
+                or (
+                    np.max(np.max(np.abs(Hp[pr] - Hq), axis=1) * wmax) <= atol
+                    and np.max(np.abs(wp[pr] - wq)) <= atol
+                )
+            )
+            and np.max(np.abs(Mp - Mq)) <= atol
+            and np.max(np.abs(vp - vq)) <= atol
+        ):
             if same_shape and ip.linear:  # turn the crossing rows that differ in sign
                 Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
                 C = Rc[ip.crossing] @ Rq[iq.crossing].T
-                turned = tuple(int(ip.crossing[a]) for a in range(len(ip.crossing))
-                               if C[a, int(np.argmax(np.abs(C[a])))] < 0)
+                turned = tuple(
+                    int(ip.crossing[a])
+                    for a in range(len(ip.crossing))
+                    if C[a, int(np.argmax(np.abs(C[a])))] < 0
+                )
                 if turned:
-                    flip = SecondLayerFlip(turned, tuple(ip.linear),
-                                           tuple(map(tuple, Rq[iq.linear])),
-                                           tuple(map(tuple, W3q[:, iq.linear])))
+                    flip = SecondLayerFlip(
+                        turned,
+                        tuple(ip.linear),
+                        tuple(map(tuple, Rq[iq.linear])),
+                        tuple(map(tuple, W3q[:, iq.linear])),
+                    )
                     try:
-                        res = land(flip.apply(cur, tol=tol), align + [flip],
-                                   "equal canonical forms after turning second-layer neurons "
-                                   "around")
+                        res = land(
+                            flip.apply(cur, tol=tol),
+                            align + [flip],
+                            "equal canonical forms after turning second-layer neurons around",
+                        )
                     except SymmetryError:
                         res = None
                     if res is not None:
@@ -873,10 +1027,15 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
             res = _refactor_attempt(cur, cq, ip, iq, align, land, tol)
             if res is not None:
                 return res
-            return result(True, md=0.0, certified=False,
-                          note="same first layer and same weighted arrangement of layers 2-3 "
-                               "on the orthant, but the named symmetries do not connect the "
-                               "two (second-layer orientations or the always-active block "
-                               "differ, or the widths differ)")
-    return not_equivalent("same first layer, but the weighted arrangements of layers 2-3 on "
-                          "the orthant differ")
+            return result(
+                True,
+                md=0.0,
+                certified=False,
+                note="same first layer and same weighted arrangement of layers 2-3 "
+                "on the orthant, but the named symmetries do not connect the "
+                "two (second-layer orientations or the always-active block "
+                "differ, or the widths differ)",
+            )
+    return not_equivalent(
+        "same first layer, but the weighted arrangements of layers 2-3 on the orthant differ"
+    )

@@ -105,8 +105,9 @@ class FiberFamily(Result):
         mixing cone) that the symbols must satisfy."""
         import sympy
 
-        (W1, b1), (W2, b2), (W3, b3) = [(sympy.Matrix(W.tolist()), sympy.Matrix(b.tolist()))
-                                        for W, b in self.base]
+        (W1, b1), (W2, b2), (W3, b3) = [
+            (sympy.Matrix(W.tolist()), sympy.Matrix(b.tolist())) for W, b in self.base
+        ]
         n1, d = W1.shape
         n2, n3 = W2.shape[0], W3.shape[0]
         cons: list = []
@@ -117,8 +118,10 @@ class FiberFamily(Result):
             t = [sympy.Integer(0)] * n1
         else:
             s = [sympy.Symbol(f"s_{k}", positive=True) for k in range(n1)]
-            t = [sympy.Symbol(f"t_{k}") if k in self.translations else sympy.Integer(0)
-                 for k in range(n1)]
+            t = [
+                sympy.Symbol(f"t_{k}") if k in self.translations else sympy.Integer(0)
+                for k in range(n1)
+            ]
             cons += [sympy.Gt(x, 0) for x in s]
             cons += [sympy.Ge(t[k], sympy.Float(lo, 12)) for k, lo in self.translations.items()]
             W1n = sympy.diag(*s) * W1
@@ -161,27 +164,37 @@ class FiberFamily(Result):
     def describe(self) -> str:
         """The family in words and sympy: its layers and constraints."""
         layers, cons = self.symbolic()
-        names = [s.name + str(getattr(s, "flipped", getattr(s, "neurons", (getattr(s, "neuron", ""),))))
-                 for s in self.discrete]
+        names = [
+            s.name + str(getattr(s, "flipped", getattr(s, "neurons", (getattr(s, "neuron", ""),))))
+            for s in self.discrete
+        ]
         head = f"family {names or 'identity'} (dimension {self.dimension})"
         lines = [head]
         for l, (W, b) in enumerate(layers, start=1):
             for name, M in ((f"W{l}'", W), (f"b{l}'", b)):
                 # a trained layer's matrix of expressions fills hundreds of lines: its
                 # size alone, the entries being in to_dict() (--json)
-                shown = (M.tolist() if np.size(M) <= _SHOWN_ENTRIES
-                         else f"<{np.shape(M)} entries; --json PATH for all>")
+                shown = (
+                    M.tolist()
+                    if np.size(M) <= _SHOWN_ENTRIES
+                    else f"<{np.shape(M)} entries; --json PATH for all>"
+                )
                 lines.append(f"  {name} = {shown}")
         # constraints sympy already knows hold (e.g. s_0 > 0 for a positive symbol) print
         # as True: say which symbols are positive instead
         shown = [str(c) for c in cons if c is not True and str(c) != "True"]
-        free = sorted({str(x) for W, b in layers for e in list(W) + list(b)
-                       for x in getattr(e, "free_symbols", ()) if x.is_positive},
-                      key=lambda n: [int(t) if t.isdigit() else t
-                                     for t in re.split(r"(\d+)", n)])  # s_2 before s_10
+        free = sorted(
+            {
+                str(x)
+                for W, b in layers
+                for e in list(W) + list(b)
+                for x in getattr(e, "free_symbols", ())
+                if x.is_positive
+            },
+            key=lambda n: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", n)],
+        )  # s_2 before s_10
         positive = f"{', '.join(free)} > 0" if free else ""
-        lines.append("  where " + (", ".join(filter(None, [positive] + shown))
-                                   or "no constraints"))
+        lines.append("  where " + (", ".join(filter(None, [positive] + shown)) or "no constraints"))
         return "\n".join(lines)
 
     # -- sampling -----------------------------------------------------------------------
@@ -344,18 +357,27 @@ class BottleneckFiber(Result):
     def describe(self, max_families: int | None = None) -> str:
         """Every family (the first ``max_families``, when given) with its sympy layers and
         constraints; a parameter that is not generic is said to have at least these."""
-        head = (f"fiber of dimension {self.dimension}: {len(self.families)} families x "
-                f"permutations = {self.num_pieces} pieces (generic={self.generic})")
+        head = (
+            f"fiber of dimension {self.dimension}: {len(self.families)} families x "
+            f"permutations = {self.num_pieces} pieces (generic={self.generic})"
+        )
         if not self.generic:
-            head = (f"fiber of dimension at least {self.dimension}: {len(self.families)} "
-                    f"families x permutations = {self.num_pieces} pieces, what the symmetries "
-                    f"generate (generic=False: the parameter fails a genericity condition, so "
-                    f"the fiber can have parts no symmetry reaches; identifiability "
-                    f"{ {True: 'True', False: 'False', None: 'undecided'}[self.identifiable]})")
-        rest = len(self.families) - (len(self.families) if max_families is None
-                                     else max_families)
-        more = [f"... {rest} more famil{'y' if rest == 1 else 'ies'} (--show N, or --json PATH "
-                f"for all)"] if rest > 0 else []
+            head = (
+                f"fiber of dimension at least {self.dimension}: {len(self.families)} "
+                f"families x permutations = {self.num_pieces} pieces, what the symmetries "
+                f"generate (generic=False: the parameter fails a genericity condition, so "
+                f"the fiber can have parts no symmetry reaches; identifiability "
+                f"{ {True: 'True', False: 'False', None: 'undecided'}[self.identifiable] })"
+            )
+        rest = len(self.families) - (len(self.families) if max_families is None else max_families)
+        more = (
+            [
+                f"... {rest} more famil{'y' if rest == 1 else 'ies'} (--show N, or --json PATH "
+                f"for all)"
+            ]
+            if rest > 0
+            else []
+        )
         return "\n".join([head] + [f.describe() for f in self.families[:max_families]] + more)
 
     def sample(self, n: int = 1, seed: Any = 0, *, dyadic: bool = False) -> list[Params]:
@@ -405,16 +427,25 @@ def _family(base: Params, delta: tuple, tol: float) -> FiberFamily:
     linear = tuple(j for j, k in enumerate(kinds) if k == "linear")
     live = tuple(j for j, k in enumerate(kinds) if k not in ("dead", "linear"))
     all_dead = len(dead) == n2
-    trans = {} if all_dead else {h.neuron: h.interval[0] for h in ident.hidden_hyperplanes
-                                 if h.hiding}
+    trans = (
+        {} if all_dead else {h.neuron: h.interval[0] for h in ident.hidden_hyperplanes if h.hiding}
+    )
     lin_dim = 0
     if linear:
         J = list(linear)
         lin_dim = _mixing_cone_dimension(W3[:, J], W2[J], tol) + len(J)
     first = n1 * d + n1 if all_dead else n1 + len(trans)
     dim = first + len(live) + (n1 + 1 + n3) * len(dead) + lin_dim
-    return FiberFamily(discrete=delta, base=base, dimension=dim, translations=trans,
-                       dead=dead, linear=linear, live=live, all_dead=all_dead)
+    return FiberFamily(
+        discrete=delta,
+        base=base,
+        dimension=dim,
+        translations=trans,
+        dead=dead,
+        linear=linear,
+        live=live,
+        all_dead=all_dead,
+    )
 
 
 def fiber(params: Any, *, tol: float = DEFAULT_TOL) -> BottleneckFiber:
@@ -439,9 +470,11 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL) -> BottleneckFiber:
     tol = check_tol(tol)
     ident = identifiability(params, tol=tol)
     if not ident.bottleneck:
-        raise InputError("fiber needs a bottleneck parameter (n1 <= d and W1 of full row "
-                         f"rank); got widths d = {params[0][0].shape[1]}, n1 = "
-                         f"{params[0][0].shape[0]}")
+        raise InputError(
+            "fiber needs a bottleneck parameter (n1 <= d and W1 of full row "
+            f"rank); got widths d = {params[0][0].shape[1]}, n1 = "
+            f"{params[0][0].shape[0]}"
+        )
     (W1, b1), (W2, b2), (W3, b3) = params
     n1, d = W1.shape
     n2 = W2.shape[0]
@@ -451,20 +484,24 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL) -> BottleneckFiber:
     all_dead = len(ident.dead_neurons) == n2
     for h in ident.hidden_hyperplanes:
         if h.flippable and not all_dead:
-            discrete = [base + ((Flip(h.neuron, sub),) if sub else ())
-                        for base in discrete
-                        for r in range(len(h.flippable) + 1)
-                        for sub in itertools.combinations(h.flippable, r)]
+            discrete = [
+                base + ((Flip(h.neuron, sub),) if sub else ())
+                for base in discrete
+                for r in range(len(h.flippable) + 1)
+                for sub in itertools.combinations(h.flippable, r)
+            ]
     ramp = [f for f in ident.flips if f.name == "ramp_flip"]
     if ramp:
         discrete = discrete + [(ramp[0],)]
     if ident.linear_neurons:
         crossing = [j for j, k in enumerate(ident.row_kinds) if k not in ("dead", "linear")]
         if len(crossing) > _MAX_SUBSETS_LOG2:
-            raise InputError(f"fiber lists every subset of crossing second-layer neurons that "
-                             f"can turn around through the linear block; {len(crossing)} "
-                             f"crossing neurons give up to 2^{len(crossing)} families (at most "
-                             f"2^{_MAX_SUBSETS_LOG2} are listed)")
+            raise InputError(
+                f"fiber lists every subset of crossing second-layer neurons that "
+                f"can turn around through the linear block; {len(crossing)} "
+                f"crossing neurons give up to 2^{len(crossing)} families (at most "
+                f"2^{_MAX_SUBSETS_LOG2} are listed)"
+            )
         for r in range(1, len(crossing) + 1):
             for sub in itertools.combinations(crossing, r):
                 flip = SecondLayerFlip.construct(params, sub, ident.linear_neurons, tol=tol)
@@ -489,6 +526,12 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL) -> BottleneckFiber:
     for f in families:
         perms = math.factorial(n2) // (math.factorial(len(f.dead)) * math.factorial(len(f.linear)))
         pieces += perms * (1 if f.all_dead else math.factorial(n1))
-    return BottleneckFiber(params=params, families=tuple(families), dimension=dim,
-                           num_pieces=pieces, generic=ident.generic,
-                           identifiable=ident.identifiable, tol=tol)
+    return BottleneckFiber(
+        params=params,
+        families=tuple(families),
+        dimension=dim,
+        num_pieces=pieces,
+        generic=ident.generic,
+        identifiable=ident.identifiable,
+        tol=tol,
+    )

@@ -190,20 +190,27 @@ def _fast_genericity(params, tol: float) -> tuple[list[str], list[int]]:
     visible-kinks condition was only sampled."""
     # each condition is invariant under a positive rescaling of a layer: rescale every
     # layer to entries of size <= 1, so that products of huge weights cannot overflow
-    params = [(W / m, b / m) if (m := max(np.max(np.abs(W), initial=0.0),
-                                          np.max(np.abs(b), initial=0.0))) > 0 else (W, b)
-              for W, b in params]
+    params = [
+        (W / m, b / m)
+        if (m := max(np.max(np.abs(W), initial=0.0), np.max(np.abs(b), initial=0.0))) > 0
+        else (W, b)
+        for W, b in params
+    ]
     out = []
     (W1, _), (W2, b2), (W3, _) = params
     n1, d = W1.shape
     if not is_bottleneck(params, tol=tol):
-        out.append(f"bottleneck: needs n1 <= d and W1 of full row rank; got n1 = {n1}, d = {d}"
-                   + ("" if n1 > d else ", W1 rank-deficient"))
+        out.append(
+            f"bottleneck: needs n1 <= d and W1 of full row rank; got n1 = {n1}, d = {d}"
+            + ("" if n1 > d else ", W1 rank-deficient")
+        )
     S = row_signs(params, tol)
     zeros = [(int(j), int(k)) for j, k in zip(*np.nonzero(S == 0))]
     if zeros:
-        out.append(f"nonzero signs: [W2 | b2] has zero entries (row, column) {zeros[:6]}"
-                   + (" ..." if len(zeros) > 6 else ""))
+        out.append(
+            f"nonzero signs: [W2 | b2] has zero entries (row, column) {zeros[:6]}"
+            + (" ..." if len(zeros) > 6 else "")
+        )
     R = weighted_rows(params)
     contrib = np.linalg.norm(W3, axis=0) * np.linalg.norm(R, axis=1)
     top = float(np.max(contrib)) if contrib.size else 0.0
@@ -225,8 +232,9 @@ def _exhaustive(n1: int, n2: int) -> bool:
     return n1 <= 2 or n2 <= 10 or (n1 == 3 and n2 <= 24)
 
 
-def _face_patterns(W2: np.ndarray, b2: np.ndarray, k: int, exhaustive: bool,
-                   sample: tuple | None) -> np.ndarray:
+def _face_patterns(
+    W2: np.ndarray, b2: np.ndarray, k: int, exhaustive: bool, sample: tuple | None
+) -> np.ndarray:
     """Activation sets (boolean masks, one per row) of the second layer on the face
     ``z_k = 0`` of the orthant: on every region (exact region engine), or on the sample
     ``(Z, Z @ W2.T + b2)`` of orthant points (:func:`_face_sample`) moved onto the face
@@ -237,11 +245,12 @@ def _face_patterns(W2: np.ndarray, b2: np.ndarray, k: int, exhaustive: bool,
     if exhaustive:
         Wf = np.delete(W2, k, axis=1)
         face = [(Wf, b2), (np.ones((1, n2)), np.zeros(1))]
-        return np.array([np.asarray(R.pattern[0], bool)
-                         for R in regions(face, "orthant").regions], dtype=bool).reshape(-1, n2)
+        return np.array(
+            [np.asarray(R.pattern[0], bool) for R in regions(face, "orthant").regions], dtype=bool
+        ).reshape(-1, n2)
     Z, base = sample
     term = Z[:, k, None] * W2[None, :, k]
-    V = base - term                                  # the points with z_k set to 0
+    V = base - term  # the points with z_k set to 0
     # where the subtraction cancels, its sign is rounding: those points are recomputed
     near = np.any(np.abs(V) <= 1e-12 * (np.abs(base) + np.abs(term)), axis=1)
     if near.any():
@@ -249,9 +258,10 @@ def _face_patterns(W2: np.ndarray, b2: np.ndarray, k: int, exhaustive: bool,
         Zk[:, k] = 0.0
         V[near] = Zk @ W2.T + b2
     A = V > 0
-    packed = np.packbits(A, axis=1)                 # distinct patterns, by their bytes
-    _, first = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).ravel(),
-                         return_index=True)
+    packed = np.packbits(A, axis=1)  # distinct patterns, by their bytes
+    _, first = np.unique(
+        packed.view(np.dtype((np.void, packed.shape[1]))).ravel(), return_index=True
+    )
     return A[np.sort(first)]
 
 
@@ -261,8 +271,10 @@ def _face_sample(W2: np.ndarray, b2: np.ndarray) -> tuple[np.ndarray, np.ndarray
     pre-activations."""
     rng = np.random.default_rng(0)
     n1 = W2.shape[1]
-    Z = np.vstack([rng.exponential(1.0, (400, n1)) * sc for sc in (1e-3, 1e-1, 1.0, 10.0, 1e3)]
-                  + [np.zeros((1, n1))])
+    Z = np.vstack(
+        [rng.exponential(1.0, (400, n1)) * sc for sc in (1e-3, 1e-1, 1.0, 10.0, 1e3)]
+        + [np.zeros((1, n1))]
+    )
     Z[rng.random(Z.shape) < 0.3] = 0.0
     return Z, Z @ W2.T + b2
 
@@ -273,8 +285,14 @@ def _separated(V: np.ndarray) -> bool:
     if V.shape[1] == 0:
         return True
     from scipy.optimize import linprog
-    res = linprog(np.zeros(V.shape[0]), A_ub=-V.T, b_ub=-np.ones(V.shape[1]),
-                  bounds=[(None, None)] * V.shape[0], method="highs")
+
+    res = linprog(
+        np.zeros(V.shape[0]),
+        A_ub=-V.T,
+        b_ub=-np.ones(V.shape[1]),
+        bounds=[(None, None)] * V.shape[0],
+        method="highs",
+    )
     return res.status == 0
 
 
@@ -287,7 +305,7 @@ def _face_jumps(params, S, tol) -> tuple[list[str], list[int]]:
     out, sampled = [], []
     sample = None
     for k in range(n1):
-        col = W3 * R[:, k][None, :]          # W3[:, j] * (weighted) W2[j, k]
+        col = W3 * R[:, k][None, :]  # W3[:, j] * (weighted) W2[j, k]
         top = float(np.max(np.abs(col))) if col.size else 0.0
         if top > 0 and np.all(S[live, k] != 0) and _separated(col[:, live]):
             continue  # no subset of the live rows' jumps cancels
@@ -305,9 +323,11 @@ def _face_jumps(params, S, tol) -> tuple[list[str], list[int]]:
         vanish = (jumps <= max(tol, 1e-15) * top) | (top == 0.0)
         if vanish.any():
             J = pats[int(np.argmax(vanish))]
-            out.append(f"visible kinks: the gradient jump across first-layer hyperplane {k} "
-                       f"vanishes where second-layer neurons {np.flatnonzero(J).tolist()} "
-                       f"are active")
+            out.append(
+                f"visible kinks: the gradient jump across first-layer hyperplane {k} "
+                f"vanishes where second-layer neurons {np.flatnonzero(J).tolist()} "
+                f"are active"
+            )
     return out, sampled
 
 
@@ -320,9 +340,14 @@ def _nudge(lo: float, hi: float) -> float:
     return 0.0
 
 
-def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
-                    exact_genericity: bool = False, max_regions: int | None = None,
-                    time_limit: float | None = None) -> Identifiability:
+def identifiability(
+    params: Any,
+    *,
+    tol: float = DEFAULT_TOL,
+    exact_genericity: bool = False,
+    max_regions: int | None = None,
+    time_limit: float | None = None,
+) -> Identifiability:
     """Is a three-layer bottleneck parameter identifiable up to permutation and scaling?
 
     Args:
@@ -368,24 +393,39 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
     found, flips, hidden = sign_pattern_symmetries(params, S, tol)
     reasons = [reason for reason, _ in found]
     witnesses = [w for _, ws in found for w in ws]
-    identifiable, undecided = _verdict(params, reasons, witnesses, bottleneck, failures,
-                                       bool(sampled), tol)
+    identifiable, undecided = _verdict(
+        params, reasons, witnesses, bottleneck, failures, bool(sampled), tol
+    )
     if not reasons:
-        reasons.append("no dead or always-active second-layer neuron, no hidden first-layer "
-                       "hyperplane and no ramp flip"
-                       + (": the fiber is the permutation-scaling orbit" if identifiable else ""))
+        reasons.append(
+            "no dead or always-active second-layer neuron, no hidden first-layer "
+            "hyperplane and no ramp flip"
+            + (": the fiber is the permutation-scaling orbit" if identifiable else "")
+        )
     if not bottleneck:
-        reasons.append("not a bottleneck (n1 > d or W1 rank-deficient): the first layer does "
-                       "not cover the orthant")
-    certified = identifiable is False and any(
-        w.applies(params, tol=0).applies for w in witnesses)
-    return Identifiability(identifiable=identifiable, bottleneck=bottleneck,
-                           generic=not failures, genericity_failures=tuple(failures),
-                           dead_neurons=dead, linear_neurons=linear,
-                           hidden_hyperplanes=tuple(hidden), flips=tuple(flips),
-                           witnesses=tuple(witnesses), row_kinds=tuple(kinds),
-                           sign_patterns=S, reasons=tuple(reasons), certified=certified,
-                           tol=tol, method=method, undecided_reason=undecided)
+        reasons.append(
+            "not a bottleneck (n1 > d or W1 rank-deficient): the first layer does "
+            "not cover the orthant"
+        )
+    certified = identifiable is False and any(w.applies(params, tol=0).applies for w in witnesses)
+    return Identifiability(
+        identifiable=identifiable,
+        bottleneck=bottleneck,
+        generic=not failures,
+        genericity_failures=tuple(failures),
+        dead_neurons=dead,
+        linear_neurons=linear,
+        hidden_hyperplanes=tuple(hidden),
+        flips=tuple(flips),
+        witnesses=tuple(witnesses),
+        row_kinds=tuple(kinds),
+        sign_patterns=S,
+        reasons=tuple(reasons),
+        certified=certified,
+        tol=tol,
+        method=method,
+        undecided_reason=undecided,
+    )
 
 
 def sign_pattern_symmetries(params, S: np.ndarray, tol: float) -> tuple[list, list, tuple]:
@@ -399,9 +439,12 @@ def sign_pattern_symmetries(params, S: np.ndarray, tol: float) -> tuple[list, li
     linear = tuple(j for j, k in enumerate(kinds) if k == "linear")
     *hiding, hidden = _hidden_hyperplanes(params, S, tol)
     found, flips = [], []
-    for reasons, witnesses, part_flips in (   # the order of the reasons
-            _dead_rows(params, dead), _always_active_block(params, kinds, linear, tol),
-            hiding, _ramp_flip(params, kinds, tol)):
+    for reasons, witnesses, part_flips in (  # the order of the reasons
+        _dead_rows(params, dead),
+        _always_active_block(params, kinds, linear, tol),
+        hiding,
+        _ramp_flip(params, kinds, tol),
+    ):
         found += zip(reasons, witnesses)
         flips += part_flips
     return found, flips, hidden
@@ -414,21 +457,25 @@ def _dead_rows(params, dead: tuple) -> tuple[list, list, list]:
     for j in dead:
         row = tuple(W2[j]) + (float(b2[j]),)
         witnesses.append((DeadNeuronMove(j, row, tuple(W3[:, j] + 1.0)),))
-        reasons.append(f"second-layer neuron {j} is dead on the orthant (no positive entry in "
-                       f"its row of [W2 | b2]): its weights are free")
+        reasons.append(
+            f"second-layer neuron {j} is dead on the orthant (no positive entry in "
+            f"its row of [W2 | b2]): its weights are free"
+        )
     return reasons, witnesses, []
 
 
-def _always_active_block(params, kinds: list, linear: tuple,
-                         tol: float) -> tuple[list, list, list]:
+def _always_active_block(params, kinds: list, linear: tuple, tol: float) -> tuple[list, list, list]:
     """Reasons, witnesses and second-layer flips of the always-active block."""
     if not linear:
         return [], [], []
     W2, b2 = params[1]
     scale = float(np.max(np.abs(np.hstack([W2[list(linear)], b2[list(linear), None]]))))
     witnesses = [LinearBlockMixing((j,), np.eye(1), (max(scale, 1.0),)) for j in linear]
-    what = ("is always active" if len(linear) == 1
-            else "are always active and can be mixed by invertible matrices")
+    what = (
+        "is always active"
+        if len(linear) == 1
+        else "are always active and can be mixed by invertible matrices"
+    )
     flips, turn = [], []
     for j, kind in enumerate(kinds):
         if kind not in ("dead", "linear"):
@@ -436,10 +483,16 @@ def _always_active_block(params, kinds: list, linear: tuple,
             if flip is not None:
                 flips.append(flip)
                 turn.append(j)
-    reason = (f"second-layer neuron(s) {list(linear)} {what} (no negative entry): their "
-              f"biases shift into b3"
-              + (f"; crossing neurons {turn} can turn around, the always-active block "
-                 f"absorbing their linear parts" if turn else ""))
+    reason = (
+        f"second-layer neuron(s) {list(linear)} {what} (no negative entry): their "
+        f"biases shift into b3"
+        + (
+            f"; crossing neurons {turn} can turn around, the always-active block "
+            f"absorbing their linear parts"
+            if turn
+            else ""
+        )
+    )
     return [reason], [tuple(witnesses)], flips
 
 
@@ -450,10 +503,14 @@ def _hidden_hyperplanes(params, S: np.ndarray, tol: float) -> tuple[list, list, 
     reasons, witnesses, flips, hidden = [], [], [], []
     for i, rows in hidden_hyperplanes(S).items():
         lo, hi = translation_interval(params, i, S)
-        flippable = tuple(k for k in range(n1) if k != i and rows
-                          and Flip(i, (k,)).applies(params, tol=tol).applies)
-        hidden.append(HiddenHyperplane(neuron=i, hiding=rows, interval=(lo, hi),
-                                       flippable=flippable))
+        flippable = tuple(
+            k
+            for k in range(n1)
+            if k != i and rows and Flip(i, (k,)).applies(params, tol=tol).applies
+        )
+        hidden.append(
+            HiddenHyperplane(neuron=i, hiding=rows, interval=(lo, hi), flippable=flippable)
+        )
         flips.extend(Flip(i, (k,)) for k in flippable)
         t = _nudge(lo, hi)
         witnesses.append((HidingTranslation(i, t),) if t != 0.0 else ())
@@ -462,7 +519,8 @@ def _hidden_hyperplanes(params, S: np.ndarray, tol: float) -> tuple[list, list, 
             f"nonpositive bias and nonpositive weights outside column {i}"
             + (f"; live rows {list(rows)} hide it" if rows else "; no live row sees it")
             + f"): it translates for t in [{lo:.6g}, {hi:.6g}]"
-            + (f"; neurons {list(flippable)} can flip around it" if flippable else ""))
+            + (f"; neurons {list(flippable)} can flip around it" if flippable else "")
+        )
     return reasons, witnesses, flips, tuple(hidden)
 
 
@@ -476,12 +534,25 @@ def _ramp_flip(params, kinds: list, tol: float) -> tuple[list, list, list]:
     rf = RampFlip(top)
     if not rf.applies(params, tol=tol).applies:
         return [], [], []
-    return ([f"n1 = 1 and every live second-layer row is a ramp or a constant: the ramp flip "
-             f"around row {top} reverses the first layer"], [(rf,)], [rf])
+    return (
+        [
+            f"n1 = 1 and every live second-layer row is a ramp or a constant: the ramp flip "
+            f"around row {top} reverses the first layer"
+        ],
+        [(rf,)],
+        [rf],
+    )
 
 
-def _verdict(params, reasons: list, witnesses: list, bottleneck: bool, failures: list,
-             sampled: bool, tol: float) -> tuple[bool | None, str | None]:
+def _verdict(
+    params,
+    reasons: list,
+    witnesses: list,
+    bottleneck: bool,
+    failures: list,
+    sampled: bool,
+    tol: float,
+) -> tuple[bool | None, str | None]:
     """``(identifiable, undecided_reason)``: ``False`` only with a witness that applies
     (re-checked at ``tol``), ``True`` only where the characterization applies (a
     bottleneck, every genericity condition checked exhaustively and holding, no reason
@@ -489,9 +560,11 @@ def _verdict(params, reasons: list, witnesses: list, bottleneck: bool, failures:
     if reasons:
         if any(w.applies(params, tol=tol).applies for w in witnesses):
             return False, None
-        return None, ("the sign patterns suggest symmetries, but none of their witnesses "
-                      "applies at this tolerance (re-checked); a verified fiber point off the "
-                      "orbit (relu.search_symmetries) would decide 'not identifiable'")
+        return None, (
+            "the sign patterns suggest symmetries, but none of their witnesses "
+            "applies at this tolerance (re-checked); a verified fiber point off the "
+            "orbit (relu.search_symmetries) would decide 'not identifiable'"
+        )
     missing = []
     if not bottleneck:
         missing.append("it is not a bottleneck (n1 > d or W1 rank-deficient)")
@@ -499,13 +572,17 @@ def _verdict(params, reasons: list, witnesses: list, bottleneck: bool, failures:
     if failed:
         missing.append("genericity fails (" + "; ".join(failed) + ")")
     if sampled:
-        missing.append("the visible-kinks condition was only sampled, not checked on every "
-                       "region of the faces")
+        missing.append(
+            "the visible-kinks condition was only sampled, not checked on every region of the faces"
+        )
     if not missing:
         return True, None
-    return None, ("no symmetry moves it off its orbit, but the characterization (generic "
-                  "three-layer bottleneck networks) does not apply: " + "; ".join(missing)
-                  + ". The sign-pattern test is only sufficient here; a verified fiber point "
-                  "off the orbit (relu.search_symmetries) would decide 'not identifiable', "
-                  "and nothing in the library proves 'identifiable' outside the "
-                  "characterization yet")
+    return None, (
+        "no symmetry moves it off its orbit, but the characterization (generic "
+        "three-layer bottleneck networks) does not apply: "
+        + "; ".join(missing)
+        + ". The sign-pattern test is only sufficient here; a verified fiber point "
+        "off the orbit (relu.search_symmetries) would decide 'not identifiable', "
+        "and nothing in the library proves 'identifiable' outside the "
+        "characterization yet"
+    )

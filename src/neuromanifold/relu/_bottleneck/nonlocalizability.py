@@ -74,9 +74,15 @@ from .._core.net import check_params
 from .identifiability import identifiability
 from .shape import three_layer
 
-__all__ = ["PartIdentifiability", "Nonlocalizability", "NonlocalizableSearch",
-           "nonlocalizability", "nonlocalizable_example", "search_nonlocalizable",
-           "orbit_distance"]
+__all__ = [
+    "PartIdentifiability",
+    "Nonlocalizability",
+    "NonlocalizableSearch",
+    "nonlocalizability",
+    "nonlocalizable_example",
+    "search_nonlocalizable",
+    "orbit_distance",
+]
 
 #: a fiber point counts as off the permutation-scaling orbit above this orbit distance
 OFF_ORBIT = 1e-6
@@ -208,15 +214,17 @@ def orbit_distance(p: Any, q: Any) -> float:
 
     a, b = check_params(p), check_params(q)
     if [W.shape for W, _ in a] != [W.shape for W, _ in b]:
-        raise ArchitectureError(f"p and q must have the same widths; got layer shapes "
-                                f"{[W.shape for W, _ in a]} and {[W.shape for W, _ in b]}")
+        raise ArchitectureError(
+            f"p and q must have the same widths; got layer shapes "
+            f"{[W.shape for W, _ in a]} and {[W.shape for W, _ in b]}"
+        )
 
     def normalize(layers, l):
         W, c = layers[l]
         R = np.hstack([W, c[:, None]])
         m = np.max(np.abs(R), axis=1)
         m[m == 0] = 1.0
-        s = m * np.sqrt(np.sum((R / m[:, None]) ** 2, axis=1))   # no overflow in the squares
+        s = m * np.sqrt(np.sum((R / m[:, None]) ** 2, axis=1))  # no overflow in the squares
         s[s == 0] = 1.0
         Wn, cn = layers[l + 1]
         layers[l] = (W / s[:, None], c / s)
@@ -234,8 +242,14 @@ def orbit_distance(p: Any, q: Any) -> float:
         b[l] = (b[l][0][perm], b[l][1][perm])
         b[l + 1] = (b[l + 1][0][:, perm], b[l + 1][1])
     scale = max(1.0, max(float(np.max(np.abs(M))) for W, c in a for M in (W, c)))
-    return max(float(np.max(np.abs(Wa - Wb), initial=0.0)) for (Wa, ca), (Wb, cb) in zip(a, b)
-               for Wa, Wb in ((Wa, Wb), (ca, cb))) / scale
+    return (
+        max(
+            float(np.max(np.abs(Wa - Wb), initial=0.0))
+            for (Wa, ca), (Wb, cb) in zip(a, b)
+            for Wa, Wb in ((Wa, Wb), (ca, cb))
+        )
+        / scale
+    )
 
 
 def _exact_rank(layers: list, ncols: int | None = None) -> tuple[int, int]:
@@ -270,12 +284,16 @@ def verify_point(p: list, q: list, tol: float, exact: bool = True) -> dict:
     else:
         exact = None
     dist = orbit_distance(p, q)
-    return {"equivalent": bool(eq.equivalent),
-            "exactly_equal": None if exact is None else bool(exact),
-            "equivalence_certified": bool(eq.certified), "num_regions": eq.num_regions,
-            "orbit_distance": float(dist), "off_orbit": bool(dist > OFF_ORBIT),
-            "b3_change": float(np.max(np.abs(np.asarray(p[-1][1]) - np.asarray(q[-1][1])))),
-            "verified": bool(eq.equivalent and eq.certified and dist > OFF_ORBIT)}
+    return {
+        "equivalent": bool(eq.equivalent),
+        "exactly_equal": None if exact is None else bool(exact),
+        "equivalence_certified": bool(eq.certified),
+        "num_regions": eq.num_regions,
+        "orbit_distance": float(dist),
+        "off_orbit": bool(dist > OFF_ORBIT),
+        "b3_change": float(np.max(np.abs(np.asarray(p[-1][1]) - np.asarray(q[-1][1])))),
+        "verified": bool(eq.equivalent and eq.certified and dist > OFF_ORBIT),
+    }
 
 
 # --------------------------------------------------------------------------- the parts
@@ -288,11 +306,22 @@ def _first_two(params: list) -> PartIdentifiability:
     rank, nreg = _exact_rank(N, P12)
     bound = P12 - n1
     return PartIdentifiability(
-        part="f2 o f1", formula="x -> relu(W2 relu(W1 x + b1) + b2) on R^d (outputs observed)", num_params=P12, num_scalings=n1,
-        rank=rank, bound=bound, identifiable=rank == bound, scope="local", certified=True,
-        evidence={"method": "exact rank of the Jacobian of (W1, b1, W2, b2) -> f2 o f1 over all "
-                   f"{nreg} linear regions of R^d",
-         "num_regions": nreg, "rank_deficit": bound - rank})
+        part="f2 o f1",
+        formula="x -> relu(W2 relu(W1 x + b1) + b2) on R^d (outputs observed)",
+        num_params=P12,
+        num_scalings=n1,
+        rank=rank,
+        bound=bound,
+        identifiable=rank == bound,
+        scope="local",
+        certified=True,
+        evidence={
+            "method": "exact rank of the Jacobian of (W1, b1, W2, b2) -> f2 o f1 over all "
+            f"{nreg} linear regions of R^d",
+            "num_regions": nreg,
+            "rank_deficit": bound - rank,
+        },
+    )
 
 
 def _cancelling_subsets(W2: np.ndarray, W3: np.ndarray) -> tuple[list, int, int]:
@@ -326,20 +355,32 @@ def _last_two(params: list, tol: float) -> PartIdentifiability:
     for i, j in itertools.combinations(range(n2), 2):
         if int(flint.fmpq_mat(2, n1 + 1, Rq[i] + Rq[j]).rank()) < 2:
             parallel.append((i, j))
-    ev = {"method": "exact functional dimension on R^{n1}; weighted arrangement on R^{n1} "
-                    "(one neuron per hyperplane, orientations reversible only through "
-                    "cancelling linear parts)",
-          "num_regions": fd.num_regions, "rank_deficit": fd.bound - fd.rank,
-          "zero_rows": zero_rows, "zero_columns": zero_cols, "parallel_rows": parallel}
+    ev = {
+        "method": "exact functional dimension on R^{n1}; weighted arrangement on R^{n1} "
+        "(one neuron per hyperplane, orientations reversible only through "
+        "cancelling linear parts)",
+        "num_regions": fd.num_regions,
+        "rank_deficit": fd.bound - fd.rank,
+        "zero_rows": zero_rows,
+        "zero_columns": zero_cols,
+        "parallel_rows": parallel,
+    }
     witness = None
     if zero_rows or zero_cols or parallel:
         ident: bool | None = False if fd.rank < fd.bound else None
-        ev["why"] = "a neuron without a hyperplane of its own (zero row or column, or "\
-                    "parallel rows): the arrangement argument does not apply"
+        ev["why"] = (
+            "a neuron without a hyperplane of its own (zero row or column, or "
+            "parallel rows): the arrangement argument does not apply"
+        )
     else:
         subsets, rank, checked = _cancelling_subsets(W2, W3)
-        ev.update({"rank_one_terms_rank": rank, "subsets_checked": checked,
-                   "cancelling_subsets": [list(S) for S in subsets]})
+        ev.update(
+            {
+                "rank_one_terms_rank": rank,
+                "subsets_checked": checked,
+                "cancelling_subsets": [list(S) for S in subsets],
+            }
+        )
         ident = not subsets and fd.rank == fd.bound
         if subsets:
             S = list(subsets[0])
@@ -348,11 +389,19 @@ def _last_two(params: list, tol: float) -> PartIdentifiability:
             witness = [(W2f, b2f), (W3.copy(), b3 + W3[:, S] @ b2[S])]
             ev["witness_check"] = verify_point(g, witness, tol)
             ident = False if ev["witness_check"]["verified"] else None
-    return PartIdentifiability(part="f3 o f2",
-                               formula="z -> W3 relu(W2 z + b2) + b3 on R^{n1}",
-                               num_params=fd.num_params, num_scalings=n2, rank=fd.rank,
-                               bound=fd.bound, identifiable=ident, scope="global",
-                               certified=ident is not None, evidence=ev, witness=witness)
+    return PartIdentifiability(
+        part="f3 o f2",
+        formula="z -> W3 relu(W2 z + b2) + b3 on R^{n1}",
+        num_params=fd.num_params,
+        num_scalings=n2,
+        rank=fd.rank,
+        bound=fd.bound,
+        identifiable=ident,
+        scope="global",
+        certified=ident is not None,
+        evidence=ev,
+        witness=witness,
+    )
 
 
 def _whole(params: list, tol: float) -> tuple[PartIdentifiability, str | None]:
@@ -362,8 +411,7 @@ def _whole(params: list, tol: float) -> tuple[PartIdentifiability, str | None]:
     bound = P - n1 - n2
     ident = identifiability(params, tol=tol)
     tried, witness, mechanism, check = [], None, None, None
-    for sym in tuple(ident.witnesses) + tuple(f for f in ident.flips
-                                              if f not in ident.witnesses):
+    for sym in tuple(ident.witnesses) + tuple(f for f in ident.flips if f not in ident.witnesses):
         try:
             q = sym.apply(params, tol=tol)
         except NeuromanifoldError as exc:  # a witness that does not apply at tol
@@ -374,22 +422,40 @@ def _whole(params: list, tol: float) -> tuple[PartIdentifiability, str | None]:
         if res["verified"]:
             witness, mechanism, check = q, sym.name, res
             break
-    ev = {"method": "witness symmetries of the fast path applied, each checked by the exact "
-                    "region engine and the orbit distance; exact rank over all "
-                    f"{nreg} linear regions of R^d",
-          "num_regions": nreg, "rank_deficit": bound - rank,
-          "fast_path": {"identifiable": bool(ident.identifiable), "generic": bool(ident.generic),
-                        "bottleneck": bool(ident.bottleneck), "reasons": list(ident.reasons)},
-          "tried": tried, "witness_check": check}
+    ev = {
+        "method": "witness symmetries of the fast path applied, each checked by the exact "
+        "region engine and the orbit distance; exact rank over all "
+        f"{nreg} linear regions of R^d",
+        "num_regions": nreg,
+        "rank_deficit": bound - rank,
+        "fast_path": {
+            "identifiable": bool(ident.identifiable),
+            "generic": bool(ident.generic),
+            "bottleneck": bool(ident.bottleneck),
+            "reasons": list(ident.reasons),
+        },
+        "tried": tried,
+        "witness_check": check,
+    }
     verdict = False if witness is not None else None
     if verdict is None and rank == bound and ident.identifiable:
-        ev["why"] = "no witness: locally identifiable (exact rank at the bound) and the fast " \
-                    "path finds no symmetry; global identifiability is not proved here"
-    return PartIdentifiability(part="f3 o f2 o f1",
-                               formula="x -> W3 relu(W2 relu(W1 x + b1) + b2) + b3 on R^d",
-                               num_params=P, num_scalings=n1 + n2, rank=rank, bound=bound,
-                               identifiable=verdict, scope="global",
-                               certified=witness is not None, evidence=ev, witness=witness), mechanism
+        ev["why"] = (
+            "no witness: locally identifiable (exact rank at the bound) and the fast "
+            "path finds no symmetry; global identifiability is not proved here"
+        )
+    return PartIdentifiability(
+        part="f3 o f2 o f1",
+        formula="x -> W3 relu(W2 relu(W1 x + b1) + b2) + b3 on R^d",
+        num_params=P,
+        num_scalings=n1 + n2,
+        rank=rank,
+        bound=bound,
+        identifiable=verdict,
+        scope="global",
+        certified=witness is not None,
+        evidence=ev,
+        witness=witness,
+    ), mechanism
 
 
 def nonlocalizability(params: Any, *, tol: Any = DEFAULT_TOL) -> Nonlocalizability:
@@ -415,21 +481,38 @@ def nonlocalizability(params: Any, *, tol: Any = DEFAULT_TOL) -> Nonlocalizabili
     certified = nonloc and first.certified and last.certified and whole.certified
     widths = (params[0][0].shape[1],) + tuple(W.shape[0] for W, _ in params)
     if nonloc:
-        reason = (f"f2 o f1 is identifiable (exact rank {first.rank} = {first.num_params} - "
-                  f"{first.num_scalings}), f3 o f2 is identifiable (exact rank {last.rank} = "
-                  f"{last.num_params} - {last.num_scalings}, no cancelling orientations), and "
-                  f"f3 o f2 o f1 is not: the {mechanism} gives an equivalent parameter off the "
-                  f"orbit (orbit distance {whole.evidence['witness_check']['orbit_distance']:.3g})"
-                  + (f"; exact rank {whole.rank} < {whole.bound}, a continuous fiber direction"
-                     if whole.rank < whole.bound else "; the extra fiber point is isolated "
-                     "(exact rank at the bound): a discrete symmetry"))
+        reason = (
+            f"f2 o f1 is identifiable (exact rank {first.rank} = {first.num_params} - "
+            f"{first.num_scalings}), f3 o f2 is identifiable (exact rank {last.rank} = "
+            f"{last.num_params} - {last.num_scalings}, no cancelling orientations), and "
+            f"f3 o f2 o f1 is not: the {mechanism} gives an equivalent parameter off the "
+            f"orbit (orbit distance {whole.evidence['witness_check']['orbit_distance']:.3g})"
+            + (
+                f"; exact rank {whole.rank} < {whole.bound}, a continuous fiber direction"
+                if whole.rank < whole.bound
+                else "; the extra fiber point is isolated "
+                "(exact rank at the bound): a discrete symmetry"
+            )
+        )
     else:
         bad = [x.part for x in (first, last) if not x.identifiable]
-        reason = ("not nonlocalizable: " + (f"{', '.join(bad)} not identifiable" if bad else
-                  "no fiber point of the whole off the orbit was found"))
-    return Nonlocalizability(params=params, widths=widths, first_two=first, last_two=last,
-                             whole=whole, nonlocalizable=nonloc, certified=bool(certified),
-                             mechanism=mechanism, tol=tol, reason=reason)
+        reason = "not nonlocalizable: " + (
+            f"{', '.join(bad)} not identifiable"
+            if bad
+            else "no fiber point of the whole off the orbit was found"
+        )
+    return Nonlocalizability(
+        params=params,
+        widths=widths,
+        first_two=first,
+        last_two=last,
+        whole=whole,
+        nonlocalizable=nonloc,
+        certified=bool(certified),
+        mechanism=mechanism,
+        tol=tol,
+        reason=reason,
+    )
 
 
 _KINDS = ("always-active", "ramp")
@@ -466,13 +549,17 @@ def nonlocalizable_example(*, kind: str = "always-active", tol: Any = 0) -> Nonl
     """
     check_choice(kind, "kind", _KINDS)
     if kind == "always-active":
-        params = [(np.array([[1.0, 0.5], [-0.5, 1.0]]), np.array([0.25, -0.5])),
-                  (np.array([[1.0, 0.5], [1.0, -1.0]]), np.array([0.25, 0.5])),
-                  (np.array([[1.0, -0.75]]), np.array([0.5]))]
+        params = [
+            (np.array([[1.0, 0.5], [-0.5, 1.0]]), np.array([0.25, -0.5])),
+            (np.array([[1.0, 0.5], [1.0, -1.0]]), np.array([0.25, 0.5])),
+            (np.array([[1.0, -0.75]]), np.array([0.5])),
+        ]
     else:
-        params = [(np.array([[2.0, -1.0]]), np.array([0.5])),
-                  (np.array([[-1.5]]), np.array([3.0])),
-                  (np.array([[2.0]]), np.array([0.75]))]
+        params = [
+            (np.array([[2.0, -1.0]]), np.array([0.5])),
+            (np.array([[-1.5]]), np.array([3.0])),
+            (np.array([[2.0]]), np.array([0.75])),
+        ]
     return nonlocalizability(params, tol=tol)
 
 
@@ -483,27 +570,34 @@ def _widths_list(widths: Any) -> list[tuple[int, ...]]:
     except TypeError:
         widths = None
     if not widths:
-        raise InputError(f"widths must be (d, n1, n2, n3) or a list of them; got "
-                         f"{short_repr(given)}")
-    items = [widths] if all(isinstance(w, (int, np.integer)) and not isinstance(w, bool)
-                            for w in widths) else list(widths)
+        raise InputError(
+            f"widths must be (d, n1, n2, n3) or a list of them; got {short_repr(given)}"
+        )
+    items = (
+        [widths]
+        if all(isinstance(w, (int, np.integer)) and not isinstance(w, bool) for w in widths)
+        else list(widths)
+    )
     out = []
     for w in items:
         if isinstance(w, (str, bytes)) or not hasattr(w, "__len__") or len(w) != 4:
-            raise ArchitectureError(f"every architecture must be four widths (d, n1, n2, n3); "
-                                    f"got {short_repr(w)}")
-        w = tuple(check_positive_int(v, "every width", ArchitectureError, maximum=10_000)
-                  for v in w)
+            raise ArchitectureError(
+                f"every architecture must be four widths (d, n1, n2, n3); got {short_repr(w)}"
+            )
+        w = tuple(
+            check_positive_int(v, "every width", ArchitectureError, maximum=10_000) for v in w
+        )
         if w[1] > w[0]:
-            raise ArchitectureError(f"the search draws bottleneck networks, which need "
-                                    f"n1 <= d; got widths {w}")
+            raise ArchitectureError(
+                f"the search draws bottleneck networks, which need n1 <= d; got widths {w}"
+            )
         out.append(w)
     return out
 
 
-def search_nonlocalizable(widths: Any, *, trials: int = 50, seed: Any = 0,
-                          tol: Any = DEFAULT_TOL, progress: bool = False
-                          ) -> NonlocalizableSearch:
+def search_nonlocalizable(
+    widths: Any, *, trials: int = 50, seed: Any = 0, tol: Any = DEFAULT_TOL, progress: bool = False
+) -> NonlocalizableSearch:
     """How often ``f2 o f1`` and ``f3 o f2`` are identifiable and ``f3 o f2 o f1`` is not,
     among random bottleneck parameters (every entry standard normal).
 
@@ -529,14 +623,18 @@ def search_nonlocalizable(widths: Any, *, trials: int = 50, seed: Any = 0,
     rng = as_seed_rng(seed)
     bar = None
     if progress:
-        bar = progress_bar(total=trials * len(archs), desc="non-localizability",
-                           unit="parameter")
+        bar = progress_bar(total=trials * len(archs), desc="non-localizability", unit="parameter")
     out = []
     try:
         for w in archs:
             d, n1, n2, n3 = w
-            counts = {"first_two_identifiable": 0, "last_two_identifiable": 0,
-                      "whole_not_identifiable": 0, "nonlocalizable": 0, "certified": 0}
+            counts = {
+                "first_two_identifiable": 0,
+                "last_two_identifiable": 0,
+                "whole_not_identifiable": 0,
+                "nonlocalizable": 0,
+                "certified": 0,
+            }
             mech: dict[str, int] = {}
             example = None
             for _ in range(trials):
@@ -544,9 +642,11 @@ def search_nonlocalizable(widths: Any, *, trials: int = 50, seed: Any = 0,
                     W1 = rng.standard_normal((n1, d))
                     if np.linalg.matrix_rank(W1) == n1:
                         break
-                params = [(W1, rng.standard_normal(n1)),
-                          (rng.standard_normal((n2, n1)), rng.standard_normal(n2)),
-                          (rng.standard_normal((n3, n2)), rng.standard_normal(n3))]
+                params = [
+                    (W1, rng.standard_normal(n1)),
+                    (rng.standard_normal((n2, n1)), rng.standard_normal(n2)),
+                    (rng.standard_normal((n3, n2)), rng.standard_normal(n3)),
+                ]
                 r = nonlocalizability(params, tol=tol)
                 counts["first_two_identifiable"] += bool(r.first_two.identifiable)
                 counts["last_two_identifiable"] += bool(r.last_two.identifiable)
@@ -559,14 +659,24 @@ def search_nonlocalizable(widths: Any, *, trials: int = 50, seed: Any = 0,
                         example = [[W.tolist(), b.tolist()] for W, b in params]
                 if bar is not None:
                     bar.update(1)
-            out.append({"widths": list(w), "trials": trials, **counts,
-                        "rate": counts["nonlocalizable"] / trials, "mechanisms": mech,
-                        "example": example})
+            out.append(
+                {
+                    "widths": list(w),
+                    "trials": trials,
+                    **counts,
+                    "rate": counts["nonlocalizable"] / trials,
+                    "mechanisms": mech,
+                    "example": example,
+                }
+            )
     finally:
         if bar is not None:
             bar.close()
-    return NonlocalizableSearch(architectures=tuple(out), total_trials=trials * len(archs),
-                                total_nonlocalizable=sum(a["nonlocalizable"] for a in out),
-                                seed=seed if not isinstance(seed, np.random.Generator) else "generator",
-                                tol=tol,
-                                draw="Gaussian entries (standard normal), W1 of full row rank")
+    return NonlocalizableSearch(
+        architectures=tuple(out),
+        total_trials=trials * len(archs),
+        total_nonlocalizable=sum(a["nonlocalizable"] for a in out),
+        seed=seed if not isinstance(seed, np.random.Generator) else "generator",
+        tol=tol,
+        draw="Gaussian entries (standard normal), W1 of full row rank",
+    )

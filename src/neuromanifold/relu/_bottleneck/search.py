@@ -126,9 +126,9 @@ def _flatten(params: Params) -> np.ndarray:
 def _unflatten(theta: np.ndarray, widths: tuple[int, ...]) -> Params:
     out, k = [], 0
     for n, m in zip(widths[:-1], widths[1:]):
-        W = theta[k:k + n * m].reshape(m, n)
+        W = theta[k : k + n * m].reshape(m, n)
         k += n * m
-        out.append((W.copy(), theta[k:k + m].copy()))
+        out.append((W.copy(), theta[k : k + m].copy()))
         k += m
     return out
 
@@ -144,13 +144,19 @@ def _residual_and_jacobian(theta, widths, X, Y, weight=None):
     N, d = X.shape
     n1, n2, n3 = widths[1], widths[2], widths[3]
     D1, D2 = (z1 > 0).astype(float), (z2 > 0).astype(float)
-    G2 = W3[None, :, :] * D2[:, None, :]                          # N x n3 x n2: df/dz2
-    G1 = np.einsum("noj,jk->nok", G2, W2) * D1[:, None, :]          # N x n3 x n1: df/dz1
-    J = np.concatenate([
-        (G1[:, :, :, None] * X[:, None, None, :]).reshape(N, n3, n1 * d), G1,
-        (G2[:, :, :, None] * h1[:, None, None, :]).reshape(N, n3, n2 * n1), G2,
-        np.einsum("oq,nj->noqj", np.eye(n3), h2).reshape(N, n3, n3 * n2),
-        np.broadcast_to(np.eye(n3), (N, n3, n3))], axis=2)
+    G2 = W3[None, :, :] * D2[:, None, :]  # N x n3 x n2: df/dz2
+    G1 = np.einsum("noj,jk->nok", G2, W2) * D1[:, None, :]  # N x n3 x n1: df/dz1
+    J = np.concatenate(
+        [
+            (G1[:, :, :, None] * X[:, None, None, :]).reshape(N, n3, n1 * d),
+            G1,
+            (G2[:, :, :, None] * h1[:, None, None, :]).reshape(N, n3, n2 * n1),
+            G2,
+            np.einsum("oq,nj->noqj", np.eye(n3), h2).reshape(N, n3, n3 * n2),
+            np.broadcast_to(np.eye(n3), (N, n3, n3)),
+        ],
+        axis=2,
+    )
     if weight is not None:
         F, Y, J = F * weight[:, None], Y * weight[:, None], J * weight[:, None, None]
     return (F - Y).ravel(), J.reshape(N * n3, -1)
@@ -178,23 +184,28 @@ def _classify_one_neuron(p: Params, q: Params, classify_tol: float) -> tuple[str
     wp = np.append(p[0][0][0], p[0][1][0])
     wq = np.append(q[0][0][0], q[0][1][0])
     cos = float(wp @ wq / (np.linalg.norm(wp) * np.linalg.norm(wq)))
-    cos_w = float(p[0][0][0] @ q[0][0][0] / (np.linalg.norm(p[0][0][0]) * np.linalg.norm(q[0][0][0])))
+    cos_w = float(
+        p[0][0][0] @ q[0][0][0] / (np.linalg.norm(p[0][0][0]) * np.linalg.norm(q[0][0][0]))
+    )
     kinds = row_kinds(row_signs(p, classify_tol))
     rows = {k: kinds.count(k) for k in sorted(set(kinds))}
     (W2, b2), (W3, _) = q[1], q[2]
-    on = b2 > 0                      # rows active just right of q's first-layer breakpoint
+    on = b2 > 0  # rows active just right of q's first-layer breakpoint
     jump = np.abs(W3[:, on] @ W2[on, 0]) * np.linalg.norm(wq)
     if cos > 1 - 1e-6:
         return "n1 = 1", f"rows {rows}; first-layer neuron kept (up to scale)"
     if HidingTranslation(0, 0.0).applies(p, tol=classify_tol) and cos_w > 1 - 1e-6:
         return "n1 = 1", f"rows {rows}; hidden first-layer neuron translated (hiding translation)"
     if np.max(jump, initial=0.0) <= 1e-6 * path_norm_scale(q):
-        return "not generic", (f"rows {rows}; the first-layer neuron moved, its kink cancelled by "
-                               f"the second layer (W3 D2 W2 vanishes at its breakpoint)")
+        return "not generic", (
+            f"rows {rows}; the first-layer neuron moved, its kink cancelled by "
+            f"the second layer (W3 D2 W2 vanishes at its breakpoint)"
+        )
     if any(RampFlip(j).applies(p, tol=classify_tol) for j in range(W2.shape[0])):
         return "n1 = 1", f"rows {rows}; first-layer neuron turned around; a ramp flip applies"
-    return "unexplained", (f"rows {rows}; first-layer neuron moved (cosine {cos:.3f}) and no "
-                           f"named symmetry applies")
+    return "unexplained", (
+        f"rows {rows}; first-layer neuron moved (cosine {cos:.3f}) and no named symmetry applies"
+    )
 
 
 def _classify(p: Params, q: Params, classify_tol: float) -> tuple[str, str]:
@@ -216,29 +227,47 @@ def _classify(p: Params, q: Params, classify_tol: float) -> tuple[str, str]:
         try:
             cp, cq = canonical_form(p, tol=classify_tol), canonical_form(q, tol=classify_tol)
         except InputError:
-            return "unnamed", (f"rows {count(kp)} -> {count(kq)}; the always-active block has "
-                               f"no canonical form")
-        cross = lambda c, ks: np.array([np.append(c[1][0][j], c[1][1][j])  # noqa: E731
-                                        for j in range(len(ks)) if ks[j] in ("mixed", "hiding")])
+            return "unnamed", (
+                f"rows {count(kp)} -> {count(kq)}; the always-active block has no canonical form"
+            )
+        cross = lambda c, ks: np.array(
+            [
+                np.append(c[1][0][j], c[1][1][j])  # noqa: E731
+                for j in range(len(ks))
+                if ks[j] in ("mixed", "hiding")
+            ]
+        )
         kcp = row_kinds(row_signs(cp, classify_tol))
         kcq = row_kinds(row_signs(cq, classify_tol))
         Rp, Rq = cross(cp, kcp), cross(cq, kcq)
         turned = 0
         if len(Rp) and len(Rq):
-            C = (Rp / np.linalg.norm(Rp, axis=1, keepdims=True)) @ \
-                (Rq / np.linalg.norm(Rq, axis=1, keepdims=True)).T
+            C = (Rp / np.linalg.norm(Rp, axis=1, keepdims=True)) @ (
+                Rq / np.linalg.norm(Rq, axis=1, keepdims=True)
+            ).T
             turned = int(np.sum(C[np.arange(len(Rp)), np.argmax(np.abs(C), axis=1)] < 0))
-        what = (f"{turned} crossing second-layer neuron(s) turned around, the linear term "
-                f"absorbed by the always-active block" if turned else
-                "the always-active block changed beyond mixing")
+        what = (
+            f"{turned} crossing second-layer neuron(s) turned around, the linear term "
+            f"absorbed by the always-active block"
+            if turned
+            else "the always-active block changed beyond mixing"
+        )
         return "unnamed", f"rows {count(kp)} -> {count(kq)}; {what}"
     return "unexplained", r.note
 
 
 @renamed_keywords(starts="num_starts")
-def search_symmetries(params: Any = None, *, widths: Any = None, num_starts: int = 40,
-                      initial: Any = None, tol: float = 1e-8, classify_tol: float = 1e-6,
-                      seed: Any = 0, progress: bool = False) -> SymmetrySearch:
+def search_symmetries(
+    params: Any = None,
+    *,
+    widths: Any = None,
+    num_starts: int = 40,
+    initial: Any = None,
+    tol: float = 1e-8,
+    classify_tol: float = 1e-6,
+    seed: Any = 0,
+    progress: bool = False,
+) -> SymmetrySearch:
     """Search the fiber of a three-layer bottleneck network for points not explained by the
     named symmetries (module docs).
 
@@ -277,11 +306,14 @@ def search_symmetries(params: Any = None, *, widths: Any = None, num_starts: int
             raise InputError(f"widths must be (d, n1, n2, n3); got {short_repr(widths)}")
         d, n1, n2, n3 = (check_positive_int(w, "every width", maximum=10_000) for w in ws)
         if not (1 <= n1 <= d and n2 >= 1 and n3 >= 1):
-            raise InputError(f"widths must be a bottleneck d >= n1 >= 1, n2, n3 >= 1; got "
-                             f"{short_repr(widths)}")
-        params = [(rng.standard_normal((n1, d)), rng.standard_normal(n1)),
-                  (rng.standard_normal((n2, n1)), rng.standard_normal(n2)),
-                  (rng.standard_normal((n3, n2)), rng.standard_normal(n3))]
+            raise InputError(
+                f"widths must be a bottleneck d >= n1 >= 1, n2, n3 >= 1; got {short_repr(widths)}"
+            )
+        params = [
+            (rng.standard_normal((n1, d)), rng.standard_normal(n1)),
+            (rng.standard_normal((n2, n1)), rng.standard_normal(n2)),
+            (rng.standard_normal((n3, n2)), rng.standard_normal(n3)),
+        ]
     p = three_layer(params, "search_symmetries")
     w = (p[0][0].shape[1], p[0][0].shape[0], p[1][0].shape[0], p[2][0].shape[0])
     num_starts = check_nonnegative_int(num_starts, "num_starts", maximum=10_000)
@@ -290,31 +322,45 @@ def search_symmetries(params: Any = None, *, widths: Any = None, num_starts: int
     Y = forward(p, X)
     wt = 1.0 / np.maximum(1.0, np.max(np.abs(X), axis=1))
     scale = max(path_norm_scale(p), 1e-300)
-    if not 2.0 ** -FIT_RANGE <= scale <= 2.0 ** FIT_RANGE:
+    if not 2.0**-FIT_RANGE <= scale <= 2.0**FIT_RANGE:
         raise ParameterError(
             f"search_symmetries fits networks in floats (least squares on squared "
             f"residuals): the target's scale (path norm {scale:.3g}) must lie within "
-            f"2**-{FIT_RANGE} .. 2**{FIT_RANGE}; rescale the network first")
+            f"2**-{FIT_RANGE} .. 2**{FIT_RANGE}; rescale the network first"
+        )
     inits = [_flatten(three_layer(q, "initial")) for q in (initial or [])]
     n_hidden = w[1] + w[2]
     for k in range(num_starts):
-        if k % 3 == 0:   # a random point
+        if k % 3 == 0:  # a random point
             inits.append(rng.standard_normal(len(_flatten(p))))
             continue
         # the target with hidden neurons turned around (one, or a random subset) and noise
         q = [(W.copy(), b.copy()) for W, b in p]
-        turn = (rng.random(n_hidden) < 0.5) if k % 3 == 2 else np.eye(n_hidden)[rng.integers(n_hidden)] > 0
+        turn = (
+            (rng.random(n_hidden) < 0.5)
+            if k % 3 == 2
+            else np.eye(n_hidden)[rng.integers(n_hidden)] > 0
+        )
         for l, sl in ((0, slice(0, w[1])), (1, slice(w[1], n_hidden))):
             s = np.where(turn[sl], -1.0, 1.0)
             q[l] = (q[l][0] * s[:, None], q[l][1] * s)
         theta = _flatten(q)
-        inits.append(theta * np.exp(0.1 * rng.standard_normal(len(theta)))
-                     + 0.05 * rng.standard_normal(len(theta)))
+        inits.append(
+            theta * np.exp(0.1 * rng.standard_normal(len(theta)))
+            + 0.05 * rng.standard_normal(len(theta))
+        )
     candidates, confirmed = 0, []
     for theta0 in inits:
-        sol = least_squares(lambda t: _residual_and_jacobian(t, w, X, Y, wt)[0], theta0,
-                            jac=lambda t: _residual_and_jacobian(t, w, X, Y, wt)[1],
-                            method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=400)
+        sol = least_squares(
+            lambda t: _residual_and_jacobian(t, w, X, Y, wt)[0],
+            theta0,
+            jac=lambda t: _residual_and_jacobian(t, w, X, Y, wt)[1],
+            method="lm",
+            xtol=1e-15,
+            ftol=1e-15,
+            gtol=1e-15,
+            max_nfev=400,
+        )
         q = _unflatten(sol.x, w)
         if _relative_difference(p, q, X, scale) > 1e-9:
             continue
@@ -323,7 +369,9 @@ def search_symmetries(params: Any = None, *, widths: Any = None, num_starts: int
         diff = _relative_difference(p, q, Xd, scale)
         if diff > tol:
             if progress:
-                print(f"candidate not confirmed: relative difference {diff:.2e} on the dense sample")
+                print(
+                    f"candidate not confirmed: relative difference {diff:.2e} on the dense sample"
+                )
             continue
         kind, sig = _classify(p, q, classify_tol)
         confirmed.append((kind, sig, q, diff))
@@ -332,12 +380,22 @@ def search_symmetries(params: Any = None, *, widths: Any = None, num_starts: int
     groups: dict[tuple[str, str], list] = {}
     for kind, sig, q, diff in confirmed:
         groups.setdefault((kind, sig), []).append((q, diff))
-    clusters = [SearchCluster(kind=k, signature=s, count=len(v), example=v[0][0],
-                              max_difference=max(x[1] for x in v))
-                for (k, s), v in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
+    clusters = [
+        SearchCluster(
+            kind=k, signature=s, count=len(v), example=v[0][0], max_difference=max(x[1] for x in v)
+        )
+        for (k, s), v in sorted(groups.items(), key=lambda kv: -len(kv[1]))
+    ]
     beyond = any(c.kind in ("unnamed", "unexplained") for c in clusters)
-    return SymmetrySearch(widths=w, target=p,
-                          target_generic=fast_path_reason(p, tol=classify_tol) is None,
-                          starts=len(inits), candidates=candidates, confirmed=len(confirmed),
-                          clusters=clusters, beyond_named=beyond, tol=float(tol),
-                          classify_tol=float(classify_tol))
+    return SymmetrySearch(
+        widths=w,
+        target=p,
+        target_generic=fast_path_reason(p, tol=classify_tol) is None,
+        starts=len(inits),
+        candidates=candidates,
+        confirmed=len(confirmed),
+        clusters=clusters,
+        beyond_named=beyond,
+        tol=float(tol),
+        classify_tol=float(classify_tol),
+    )

@@ -37,8 +37,16 @@ from ..._validation import check_finite_result
 from ...exact import to_fmpq
 from .._core.net import check_params
 
-__all__ = ["three_layer", "is_bottleneck", "weighted_rows", "row_signs", "row_kinds",
-           "hides", "hidden_hyperplanes", "live_rows"]
+__all__ = [
+    "three_layer",
+    "is_bottleneck",
+    "weighted_rows",
+    "row_signs",
+    "row_kinds",
+    "hides",
+    "hidden_hyperplanes",
+    "live_rows",
+]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 
@@ -55,7 +63,8 @@ def three_layer(params: Any, what: str = "this analysis") -> Params:
     if len(params) != 3:
         raise ArchitectureError(
             f"{what} needs a three-layer network [(W1, b1), (W2, b2), (W3, b3)]; "
-            f"got {len(params)} layer(s)")
+            f"got {len(params)} layer(s)"
+        )
     return params
 
 
@@ -75,8 +84,7 @@ def is_bottleneck(params: Any, *, tol: float = DEFAULT_TOL) -> bool:
     if tol == 0:
         import flint
 
-        M = flint.fmpq_mat(d, n1,
-                           [to_fmpq(float(W1[i, k])) for k in range(d) for i in range(n1)])
+        M = flint.fmpq_mat(d, n1, [to_fmpq(float(W1[i, k])) for k in range(d) for i in range(n1)])
         return int(M.rank()) == n1
     return numerical_rank(W1.T, tol)[0] == n1
 
@@ -91,8 +99,7 @@ def weighted_rows(params: Params) -> np.ndarray:
     norms = peak * np.sqrt(np.sum((rows / safe[:, None]) ** 2, axis=1))  # no square overflows
     with np.errstate(over="ignore"):
         R = np.hstack([W2 * norms[None, :], b2[:, None]])
-    return check_finite_result(R, "the second-layer rows weighted by the first layer's "
-                                  "row norms")
+    return check_finite_result(R, "the second-layer rows weighted by the first layer's row norms")
 
 
 def row_signs(params: Params, tol: float = DEFAULT_TOL) -> np.ndarray:
@@ -104,7 +111,7 @@ def row_signs(params: Params, tol: float = DEFAULT_TOL) -> np.ndarray:
     >>> row_signs(P).tolist()
     [[1, -1, -1], [0, 1, 0]]
     """
-    if tol == 0:   # exact: the floats' own signs (the weighting could underflow to 0)
+    if tol == 0:  # exact: the floats' own signs (the weighting could underflow to 0)
         W2, b2 = params[1]
         return np.sign(np.hstack([W2, b2[:, None]])).astype(int)
     R = weighted_rows(params)
@@ -154,5 +161,8 @@ def hidden_hyperplanes(signs: np.ndarray) -> dict[int, tuple[int, ...]]:
     {0: (0,)}
     """
     n1 = signs.shape[1] - 1
-    return {i: tuple(int(j) for j in np.flatnonzero(signs[:, i] > 0))
-            for i in range(n1) if hides(signs, i)}
+    return {
+        i: tuple(int(j) for j in np.flatnonzero(signs[:, i] > 0))
+        for i in range(n1)
+        if hides(signs, i)
+    }

@@ -57,9 +57,22 @@ from ..._validation import as_finite_array, as_seed_rng, check_finite_result, ch
 from .._core.net import check_params
 from .shape import hides, live_rows, row_signs, three_layer
 
-__all__ = ["Applicability", "Symmetry", "Permutation", "Scaling", "DeadNeuronMove",
-           "LinearBlockMixing", "HidingTranslation", "Flip", "RampFlip", "SecondLayerFlip",
-           "BlockRefactor", "apply_sequence", "random_orbit_point", "ORBIT_MOVES"]
+__all__ = [
+    "Applicability",
+    "Symmetry",
+    "Permutation",
+    "Scaling",
+    "DeadNeuronMove",
+    "LinearBlockMixing",
+    "HidingTranslation",
+    "Flip",
+    "RampFlip",
+    "SecondLayerFlip",
+    "BlockRefactor",
+    "apply_sequence",
+    "random_orbit_point",
+    "ORBIT_MOVES",
+]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 
@@ -94,9 +107,9 @@ def _copy(params: Params) -> Params:
 
 def _int_tuple(value: Any, what: str) -> tuple[int, ...]:
     if type(value) is tuple and all(type(v) is int for v in value):
-        return value   # already what is stored (the common case: built by this package)
+        return value  # already what is stored (the common case: built by this package)
     arr = as_finite_array(value, what, error=InputError)
-    if arr.ndim != 1 or np.any(arr != np.round(arr)) or np.any(np.abs(arr) > 2 ** 53):
+    if arr.ndim != 1 or np.any(arr != np.round(arr)) or np.any(np.abs(arr) > 2**53):
         raise InputError(f"{what} must be a sequence of integers; got {short_repr(value)}")
     return tuple(int(v) for v in arr)
 
@@ -162,21 +175,25 @@ class Symmetry(Result):
         ok, reason, _ = self._check(params, tol)
         if not ok:
             raise SymmetryError(f"{self!r} does not apply: {reason}")
-        return check_finite_result(self._transform(_copy(params), tol),
-                                   f"the parameters transformed by {self!r}")
+        return check_finite_result(
+            self._transform(_copy(params), tol), f"the parameters transformed by {self!r}"
+        )
 
     def inverse(self, params: Any) -> "Symmetry":
         """The symmetry taking ``self.apply(params)`` back to ``params``."""
         raise NotImplementedError
 
 
-def _check_layer(layer: Any, params: Params, per_neuron: tuple | None = None,
-                 name: str = "") -> str | None:
+def _check_layer(
+    layer: Any, params: Params, per_neuron: tuple | None = None, name: str = ""
+) -> str | None:
     """Why ``layer`` is not a hidden layer of ``params`` (or why ``per_neuron``, one value
     per neuron of it, has the wrong length), or ``None``."""
     if not 1 <= layer <= len(params) - 1:
-        return (f"layer must be a hidden layer 1..{len(params) - 1} of this "
-                f"{len(params)}-layer network; got {layer}")
+        return (
+            f"layer must be a hidden layer 1..{len(params) - 1} of this "
+            f"{len(params)}-layer network; got {layer}"
+        )
     n = params[layer - 1][0].shape[0]
     if per_neuron is not None and len(per_neuron) != n:
         return f"hidden layer {layer} has {n} neurons, {name} has {len(per_neuron)}"
@@ -294,12 +311,24 @@ class DeadNeuronMove(_ThreeLayer):
         if not 0 <= j < n2:
             return False, f"neuron must be a second-layer neuron 0..{n2 - 1}; got {j}", None
         if len(self.row) != n1 + 1 or len(self.outgoing) != n3:
-            return False, (f"row must have n1 + 1 = {n1 + 1} entries and outgoing n3 = {n3}; "
-                           f"got {len(self.row)} and {len(self.outgoing)}"), None
+            return (
+                False,
+                (
+                    f"row must have n1 + 1 = {n1 + 1} entries and outgoing n3 = {n3}; "
+                    f"got {len(self.row)} and {len(self.outgoing)}"
+                ),
+                None,
+            )
         s = row_signs(params, tol)[j]
         if np.any(s > 0):
-            return False, (f"second-layer neuron {j} is not dead on the orthant: its row of "
-                           f"[W2 | b2] has positive entries at {np.flatnonzero(s > 0).tolist()}"), None
+            return (
+                False,
+                (
+                    f"second-layer neuron {j} is not dead on the orthant: its row of "
+                    f"[W2 | b2] has positive entries at {np.flatnonzero(s > 0).tolist()}"
+                ),
+                None,
+            )
         new = self._transform(_copy(params), tol)
         if np.any(row_signs(new, tol)[j] > 0):
             return False, f"the new row {short_repr(self.row)} has a positive entry", None
@@ -339,11 +368,14 @@ class LinearBlockMixing(_ThreeLayer):
     def __post_init__(self):
         J = _int_tuple(self.neurons, "neurons")
         if len(set(J)) != len(J) or not J:
-            raise InputError(f"neurons must be distinct and non-empty; got {short_repr(self.neurons)}")
+            raise InputError(
+                f"neurons must be distinct and non-empty; got {short_repr(self.neurons)}"
+            )
         M = _finite_matrix(self.matrix, "matrix")
         if M.shape != (len(J), len(J)) or not np.all(np.isfinite(M)):
-            raise InputError(f"matrix must be a finite {len(J)}x{len(J)} array; "
-                             f"got {short_repr(self.matrix)}")
+            raise InputError(
+                f"matrix must be a finite {len(J)}x{len(J)} array; got {short_repr(self.matrix)}"
+            )
         if np.linalg.matrix_rank(M) < len(J):
             raise InputError(f"matrix must be invertible; got {short_repr(M)}")
         M.setflags(write=False)
@@ -357,18 +389,32 @@ class LinearBlockMixing(_ThreeLayer):
     def _check(self, params, tol):
         n2 = params[1][0].shape[0]
         if not all(0 <= j < n2 for j in self.neurons):
-            return False, f"neurons must be second-layer neurons 0..{n2 - 1}; got {self.neurons}", None
+            return (
+                False,
+                f"neurons must be second-layer neurons 0..{n2 - 1}; got {self.neurons}",
+                None,
+            )
         S = row_signs(params, tol)
         bad = [j for j in self.neurons if np.any(S[j] < 0)]
         if bad:
-            return False, (f"second-layer neuron(s) {bad} are not always active on the orthant "
-                           f"(their rows of [W2 | b2] have negative entries)"), None
+            return (
+                False,
+                (
+                    f"second-layer neuron(s) {bad} are not always active on the orthant "
+                    f"(their rows of [W2 | b2] have negative entries)"
+                ),
+                None,
+            )
         new = self._transform(_copy(params), tol)
         S2 = row_signs(new, tol)
         bad = [j for j in self.neurons if np.any(S2[j] < 0)]
         if bad:
             return False, f"the mixed rows {bad} would have negative entries", None
-        return True, f"second-layer neurons {list(self.neurons)} are always active before and after", None
+        return (
+            True,
+            f"second-layer neurons {list(self.neurons)} are always active before and after",
+            None,
+        )
 
     def _transform(self, params, tol):
         (W1, b1), (W2, b2), (W3, b3) = params
@@ -432,23 +478,44 @@ class HidingTranslation(_ThreeLayer):
         S = row_signs(params, tol)
         if not hides(S, i):
             bad = [j for j in range(S.shape[0]) if np.any(np.delete(S[j], i) > 0)]
-            return False, (f"first-layer hyperplane {i} is not hidden: second-layer rows {bad} "
-                           f"have a positive bias or a positive weight outside column {i}"), None
+            return (
+                False,
+                (
+                    f"first-layer hyperplane {i} is not hidden: second-layer rows {bad} "
+                    f"have a positive bias or a positive weight outside column {i}"
+                ),
+                None,
+            )
         valid = translation_interval(params, i, S)
         new = self._transform(_copy(params), tol)
         if not hides(row_signs(new, tol), i):
-            return False, (f"t = {self.t!r} is outside the valid interval {list(valid)}: "
-                           f"a second-layer bias would become positive"), valid
+            return (
+                False,
+                (
+                    f"t = {self.t!r} is outside the valid interval {list(valid)}: "
+                    f"a second-layer bias would become positive"
+                ),
+                valid,
+            )
         # the move is exact in real numbers, not in floats: b1_i + t and b2 - t W2[:, i]
         # are rounded, by about 2**-52 of their size, which must stay within tol
         (_, _), (W2, b2), (W3, _) = new
-        with np.errstate(over="ignore"):   # an infinite loss is refused below
-            lost = 2.0 ** -52 * (abs(new[0][1][i]) * np.max(np.abs(W2[:, i]))
-                                 + np.max(np.abs(b2))) * np.max(np.abs(W3))
+        with np.errstate(over="ignore"):  # an infinite loss is refused below
+            lost = (
+                2.0**-52
+                * (abs(new[0][1][i]) * np.max(np.abs(W2[:, i])) + np.max(np.abs(b2)))
+                * np.max(np.abs(W3))
+            )
         if lost > max(tol, SYMMETRY_ROUNDING) * max(path_norm_scale(params), 1e-300):
-            return False, (f"t = {self.t!r} is so large that the translated biases lose the "
-                           f"function in float64 rounding (by up to {lost:.3g}, beyond tol "
-                           f"{tol:g} of the network's scale)"), valid
+            return (
+                False,
+                (
+                    f"t = {self.t!r} is so large that the translated biases lose the "
+                    f"function in float64 rounding (by up to {lost:.3g}, beyond tol "
+                    f"{tol:g} of the network's scale)"
+                ),
+                valid,
+            )
         return True, f"first-layer hyperplane {i} is hidden and t lies in {list(valid)}", valid
 
     def _transform(self, params, tol):
@@ -489,8 +556,10 @@ class Flip(_ThreeLayer):
         if len(set(f)) != len(f):
             raise InputError(f"flipped must be distinct neurons; got {short_repr(self.flipped)}")
         if self.hidden in f:
-            raise InputError(f"flipped must not contain the hidden neuron {self.hidden}; "
-                             f"got {short_repr(self.flipped)}")
+            raise InputError(
+                f"flipped must not contain the hidden neuron {self.hidden}; "
+                f"got {short_repr(self.flipped)}"
+            )
         object.__setattr__(self, "flipped", f)
 
     def _check(self, params, tol):
@@ -498,8 +567,14 @@ class Flip(_ThreeLayer):
         n1 = W1.shape[0]
         i = self.hidden
         if not 0 <= i < n1 or not all(0 <= k < n1 for k in self.flipped):
-            return False, (f"hidden and flipped must be first-layer neurons 0..{n1 - 1}; "
-                           f"got {i} and {self.flipped}"), None
+            return (
+                False,
+                (
+                    f"hidden and flipped must be first-layer neurons 0..{n1 - 1}; "
+                    f"got {i} and {self.flipped}"
+                ),
+                None,
+            )
         S = row_signs(params, tol)
         if not hides(S, i):
             return False, f"first-layer hyperplane {i} is not hidden by the second layer", None
@@ -507,18 +582,30 @@ class Flip(_ThreeLayer):
         if not live:
             return False, f"no live second-layer neuron hides first-layer neuron {i}", None
         j0 = live[0]
-        norms = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
+        norms = np.sqrt(np.sum(W1**2, axis=1) + b1**2)
         for k in self.flipped:
             r0 = W2[j0, k] / W2[j0, i]
             for j in live[1:]:
                 r = W2[j, k] / W2[j, i]
                 scale = max(norms[i], abs(r0) * norms[k]) / max(norms[k], 1e-300)
                 if not _close(r, r0, tol, scale):
-                    return False, (f"live second-layer rows {j0} and {j} hide {i} with different "
-                                   f"ratios a_k/a_i for k = {k} ({r0:.6g} and {r:.6g})"), None
+                    return (
+                        False,
+                        (
+                            f"live second-layer rows {j0} and {j} hide {i} with different "
+                            f"ratios a_k/a_i for k = {k} ({r0:.6g} and {r:.6g})"
+                        ),
+                        None,
+                    )
         what = "the single live" if len(live) == 1 else f"all {len(live)} live"
-        return True, (f"{what} second-layer row(s) {live} hide first-layer neuron {i}, "
-                      f"so neurons {list(self.flipped)} can flip"), None
+        return (
+            True,
+            (
+                f"{what} second-layer row(s) {live} hide first-layer neuron {i}, "
+                f"so neurons {list(self.flipped)} can flip"
+            ),
+            None,
+        )
 
     def _transform(self, params, tol):
         (W1, b1), (W2, b2), (W3, b3) = params
@@ -572,22 +659,46 @@ class RampFlip(_ThreeLayer):
             return False, f"neuron must be a second-layer neuron 0..{n2 - 1}; got {j}", None
         S = row_signs(params, tol)
         if not (S[j, 0] < 0 < S[j, 1]):
-            return False, (f"second-layer row {j} is not a ramp (negative weight, positive "
-                           f"bias): signs {S[j].tolist()}"), None
+            return (
+                False,
+                (
+                    f"second-layer row {j} is not a ramp (negative weight, positive "
+                    f"bias): signs {S[j].tolist()}"
+                ),
+                None,
+            )
         c = b2[j] / -W2[j, 0]
-        norm = float(np.sqrt(np.sum(W1 ** 2) + b1[0] ** 2))
+        norm = float(np.sqrt(np.sum(W1**2) + b1[0] ** 2))
         for m in live_rows(S):
             if m == j or S[m, 0] == 0:
                 continue
             if S[m, 0] > 0:
-                return False, (f"second-layer row {m} has a positive weight: it is not constant "
-                               f"for large first-layer pre-activations"), None
+                return (
+                    False,
+                    (
+                        f"second-layer row {m} has a positive weight: it is not constant "
+                        f"for large first-layer pre-activations"
+                    ),
+                    None,
+                )
             cm = b2[m] / -W2[m, 0]
             if cm > c and not _close(cm, c, tol, max(norm, abs(c))):
-                return False, (f"ramp {m} has a larger breakpoint ({cm:.6g}) than ramp {j} "
-                               f"({c:.6g}): flip around the largest one"), None
-        return True, (f"every live second-layer row is a ramp or a constant, n1 = 1, and ramp "
-                      f"{j} has the largest breakpoint {c:.6g}"), None
+                return (
+                    False,
+                    (
+                        f"ramp {m} has a larger breakpoint ({cm:.6g}) than ramp {j} "
+                        f"({c:.6g}): flip around the largest one"
+                    ),
+                    None,
+                )
+        return (
+            True,
+            (
+                f"every live second-layer row is a ramp or a constant, n1 = 1, and ramp "
+                f"{j} has the largest breakpoint {c:.6g}"
+            ),
+            None,
+        )
 
     def _transform(self, params, tol):
         (W1, b1), (W2, b2), (W3, b3) = params
@@ -637,8 +748,10 @@ def nonnegative_factor(M: np.ndarray, A: np.ndarray, tol: float) -> np.ndarray |
         return np.array(rows)
     if k == r:
         from scipy.optimize import linprog
-        res = linprog(np.zeros(r), A_ub=-V.T, b_ub=-np.ones(n1), bounds=[(None, None)] * r,
-                      method="highs")
+
+        res = linprog(
+            np.zeros(r), A_ub=-V.T, b_ub=-np.ones(n1), bounds=[(None, None)] * r, method="highs"
+        )
         if res.status != 0:
             return None
         y = res.x
@@ -678,12 +791,16 @@ class SecondLayerFlip(_ThreeLayer):
         Jf = _int_tuple(self.neurons, "neurons")
         J = _int_tuple(self.linear, "linear")
         if not Jf or len(set(Jf)) != len(Jf) or len(set(J)) != len(J) or set(Jf) & set(J):
-            raise InputError(f"neurons must be distinct, non-empty and disjoint from linear; "
-                             f"got {short_repr(self.neurons)} and {short_repr(self.linear)}")
+            raise InputError(
+                f"neurons must be distinct, non-empty and disjoint from linear; "
+                f"got {short_repr(self.neurons)} and {short_repr(self.linear)}"
+            )
         R, C = _finite_matrix(self.rows, "rows"), _finite_matrix(self.outgoing, "outgoing")
         if (R.size % len(J) or C.size % len(J)) if J else R.size:
-            raise InputError(f"rows and outgoing must have one row/column per linear neuron "
-                             f"{J}; got {short_repr(self.rows)} and {short_repr(self.outgoing)}")
+            raise InputError(
+                f"rows and outgoing must have one row/column per linear neuron "
+                f"{J}; got {short_repr(self.rows)} and {short_repr(self.outgoing)}"
+            )
         R = R.reshape(len(J), -1)
         C = C.reshape(-1, len(J)) if J else np.zeros((C.size, 0))
         object.__setattr__(self, "neurons", Jf)
@@ -692,8 +809,14 @@ class SecondLayerFlip(_ThreeLayer):
         object.__setattr__(self, "outgoing", tuple(tuple(float(v) for v in r) for r in C))
 
     @classmethod
-    def construct(cls, params: Any, neurons: Sequence[int], linear: Sequence[int] | None = None,
-                  *, tol: float = DEFAULT_TOL) -> "SecondLayerFlip | None":
+    def construct(
+        cls,
+        params: Any,
+        neurons: Sequence[int],
+        linear: Sequence[int] | None = None,
+        *,
+        tol: float = DEFAULT_TOL,
+    ) -> "SecondLayerFlip | None":
         """A flip of ``neurons`` with a new factorization of the linear block (the
         always-active neurons ``linear``, by default all of them), or ``None`` when none is
         found (see :func:`nonnegative_factor`: the current rows when they span enough,
@@ -714,12 +837,17 @@ class SecondLayerFlip(_ThreeLayer):
         if linear is not None:
             linear = _int_tuple(linear, "linear")
         if any(not 0 <= j < n2 for j in neurons + (linear or ())):
-            raise InputError(f"neurons and linear must be second-layer neurons 0..{n2 - 1}; "
-                             f"got {short_repr(neurons)} and {short_repr(linear)}")
+            raise InputError(
+                f"neurons and linear must be second-layer neurons 0..{n2 - 1}; "
+                f"got {short_repr(neurons)} and {short_repr(linear)}"
+            )
         S = row_signs(params, tol)
         if linear is None:
-            linear = [j for j in range(S.shape[0]) if not np.any(S[j] < 0)
-                      and np.any(S[j] > 0) and j not in neurons]
+            linear = [
+                j
+                for j in range(S.shape[0])
+                if not np.any(S[j] < 0) and np.any(S[j] > 0) and j not in neurons
+            ]
         J, F = list(linear), list(neurons)
         if not J:
             return None
@@ -741,13 +869,22 @@ class SecondLayerFlip(_ThreeLayer):
         R = np.array(self.rows).reshape(len(J), -1)
         C = np.array(self.outgoing).reshape(n3 if J else 0, -1) if J else np.zeros((n3, 0))
         if R.shape != (len(J), n1 + 1) or C.shape != (n3, len(J)):
-            return False, (f"rows must be {len(J)} x {n1 + 1} and outgoing {n3} x {len(J)}; "
-                           f"got {R.shape} and {C.shape}"), None
+            return (
+                False,
+                (
+                    f"rows must be {len(J)} x {n1 + 1} and outgoing {n3} x {len(J)}; "
+                    f"got {R.shape} and {C.shape}"
+                ),
+                None,
+            )
         S = row_signs(params, tol)
         bad = [j for j in F if not (np.any(S[j] > 0) and np.any(S[j] < 0))]
         if bad:
-            return False, (f"second-layer neurons {bad} are not crossing (a live row with a "
-                           f"negative entry)"), None
+            return (
+                False,
+                (f"second-layer neurons {bad} are not crossing (a live row with a negative entry)"),
+                None,
+            )
         bad = [j for j in J if np.any(S[j] < 0)]
         if bad:
             return False, f"second-layer neurons {bad} are not always active", None
@@ -756,20 +893,36 @@ class SecondLayerFlip(_ThreeLayer):
         bad = [j for j in J if np.any(S2[j] < 0)]
         if bad:
             return False, f"the new rows of neurons {bad} have negative entries", None
-        norms = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
+        norms = np.sqrt(np.sum(W1**2, axis=1) + b1**2)
         target = (W3[:, J] @ W2[J] + sum(np.outer(W3[:, j], W2[j]) for j in F)) * norms
         got = (C @ R[:, :-1]) * norms
         # the scale of the terms (their sum may cancel to rounding level)
-        terms = (np.abs(W3[:, J]) @ np.abs(W2[J]) + sum((np.abs(np.outer(W3[:, j], W2[j]))
-                                                        for j in F), 0.0)) * norms
-        scale = max(float(np.max(terms, initial=0.0)),
-                    float(np.max(np.abs(C) @ np.abs(R[:, :-1] * norms), initial=0.0)))
+        terms = (
+            np.abs(W3[:, J]) @ np.abs(W2[J])
+            + sum((np.abs(np.outer(W3[:, j], W2[j])) for j in F), 0.0)
+        ) * norms
+        scale = max(
+            float(np.max(terms, initial=0.0)),
+            float(np.max(np.abs(C) @ np.abs(R[:, :-1] * norms), initial=0.0)),
+        )
         err = float(np.max(np.abs(got - target)))
         if err > tol * scale:
-            return False, (f"outgoing @ rows does not factor the new linear part of the block "
-                           f"(difference {err:.3g})"), None
-        return True, (f"crossing neurons {F} turn around; always-active neurons {J} absorb "
-                      f"their linear parts"), None
+            return (
+                False,
+                (
+                    f"outgoing @ rows does not factor the new linear part of the block "
+                    f"(difference {err:.3g})"
+                ),
+                None,
+            )
+        return (
+            True,
+            (
+                f"crossing neurons {F} turn around; always-active neurons {J} absorb "
+                f"their linear parts"
+            ),
+            None,
+        )
 
     def _transform(self, params, tol):
         (W1, b1), (W2, b2), (W3, b3) = params
@@ -789,9 +942,12 @@ class SecondLayerFlip(_ThreeLayer):
         params = self._prepare(params)
         (_, _), (W2, b2), (W3, _) = params
         J = list(self.linear)
-        return SecondLayerFlip(self.neurons, self.linear,
-                               tuple(map(tuple, np.hstack([W2[J], b2[J, None]]))),
-                               tuple(map(tuple, W3[:, J])))
+        return SecondLayerFlip(
+            self.neurons,
+            self.linear,
+            tuple(map(tuple, np.hstack([W2[J], b2[J, None]]))),
+            tuple(map(tuple, W3[:, J])),
+        )
 
 
 @dataclasses.dataclass(frozen=True, repr=False, eq=False)
@@ -818,11 +974,15 @@ class BlockRefactor(_ThreeLayer):
     def __post_init__(self):
         J = _int_tuple(self.neurons, "neurons")
         if not J or len(set(J)) != len(J):
-            raise InputError(f"neurons must be distinct and non-empty; got {short_repr(self.neurons)}")
+            raise InputError(
+                f"neurons must be distinct and non-empty; got {short_repr(self.neurons)}"
+            )
         R, C = _finite_matrix(self.rows, "rows"), _finite_matrix(self.outgoing, "outgoing")
         if R.size % len(J) or C.size % len(J):
-            raise InputError(f"rows and outgoing must have one row/column per neuron {J}; "
-                             f"got {short_repr(self.rows)} and {short_repr(self.outgoing)}")
+            raise InputError(
+                f"rows and outgoing must have one row/column per neuron {J}; "
+                f"got {short_repr(self.rows)} and {short_repr(self.outgoing)}"
+            )
         R = R.reshape(len(J), -1)
         C = C.reshape(-1, len(J))
         object.__setattr__(self, "neurons", J)
@@ -838,8 +998,14 @@ class BlockRefactor(_ThreeLayer):
         R = np.array(self.rows).reshape(len(J), -1)
         C = np.array(self.outgoing).reshape(-1, len(J))
         if R.shape != (len(J), n1 + 1) or C.shape != (n3, len(J)):
-            return False, (f"rows must be {len(J)} x {n1 + 1} and outgoing {n3} x {len(J)}; "
-                           f"got {R.shape} and {C.shape}"), None
+            return (
+                False,
+                (
+                    f"rows must be {len(J)} x {n1 + 1} and outgoing {n3} x {len(J)}; "
+                    f"got {R.shape} and {C.shape}"
+                ),
+                None,
+            )
         S = row_signs(params, tol)
         bad = [j for j in J if np.any(S[j] > 0) and np.any(S[j] < 0)]
         if bad:
@@ -851,19 +1017,28 @@ class BlockRefactor(_ThreeLayer):
             return False, f"the new rows of neurons {bad} are neither dead nor always active", None
         old_lin = [j for j in J if np.any(S[j] > 0)]
         new_lin = [a for a, j in enumerate(J) if np.any(S2[j] > 0)]
-        norms = np.sqrt(np.sum(W1 ** 2, axis=1) + b1 ** 2)
+        norms = np.sqrt(np.sum(W1**2, axis=1) + b1**2)
         target = (W3[:, old_lin] @ W2[old_lin]) * norms
         got = (C[:, new_lin] @ R[new_lin, :-1]) * norms
-        scale = max(float(np.max((np.abs(W3[:, old_lin]) @ np.abs(W2[old_lin])) * norms,
-                                 initial=0.0)),
-                    float(np.max(np.abs(C[:, new_lin]) @ np.abs(R[new_lin, :-1] * norms),
-                                 initial=0.0)))
+        scale = max(
+            float(np.max((np.abs(W3[:, old_lin]) @ np.abs(W2[old_lin])) * norms, initial=0.0)),
+            float(np.max(np.abs(C[:, new_lin]) @ np.abs(R[new_lin, :-1] * norms), initial=0.0)),
+        )
         err = float(np.max(np.abs(got - target), initial=0.0))
         if err > tol * scale:
-            return False, (f"the new always-active rows do not carry the block's linear map "
-                           f"(difference {err:.3g})"), None
-        return True, (f"neurons {J} stay dead or always active and the block carries the same "
-                      f"linear map"), None
+            return (
+                False,
+                (
+                    f"the new always-active rows do not carry the block's linear map "
+                    f"(difference {err:.3g})"
+                ),
+                None,
+            )
+        return (
+            True,
+            (f"neurons {J} stay dead or always active and the block carries the same linear map"),
+            None,
+        )
 
     def _transform(self, params, tol):
         (W1, b1), (W2, b2), (W3, b3) = params
@@ -884,12 +1059,16 @@ class BlockRefactor(_ThreeLayer):
         params = self._prepare(params)
         (_, _), (W2, b2), (W3, _) = params
         J = list(self.neurons)
-        return BlockRefactor(self.neurons, tuple(map(tuple, np.hstack([W2[J], b2[J, None]]))),
-                             tuple(map(tuple, W3[:, J])))
+        return BlockRefactor(
+            self.neurons,
+            tuple(map(tuple, np.hstack([W2[J], b2[J, None]]))),
+            tuple(map(tuple, W3[:, J])),
+        )
 
 
-def apply_sequence(symmetries: Sequence[Symmetry], params: Any, *,
-                   tol: float = DEFAULT_TOL) -> Params:
+def apply_sequence(
+    symmetries: Sequence[Symmetry], params: Any, *, tol: float = DEFAULT_TOL
+) -> Params:
     """Apply the symmetries in order (each to the result of the previous one).
 
     Args:
@@ -903,8 +1082,9 @@ def apply_sequence(symmetries: Sequence[Symmetry], params: Any, *,
     """
     out = check_params(params)
     if isinstance(symmetries, (str, bytes, Symmetry)) or not isinstance(symmetries, Sequence):
-        raise InputError(f"symmetries must be a sequence of symmetry objects; got "
-                         f"{short_repr(symmetries)}")
+        raise InputError(
+            f"symmetries must be a sequence of symmetry objects; got {short_repr(symmetries)}"
+        )
     for n, s in enumerate(symmetries):
         if not isinstance(s, Symmetry):
             raise InputError(f"symmetries must be symmetry objects; item {n} is {short_repr(s)}")
@@ -916,12 +1096,22 @@ def apply_sequence(symmetries: Sequence[Symmetry], params: Any, *,
 
 
 #: the kinds of moves :func:`random_orbit_point` draws from (symmetry names)
-ORBIT_MOVES = ("scaling", "dead_neuron_move", "linear_block_mixing", "block_refactor",
-               "second_layer_flip", "hiding_translation", "flip", "ramp_flip", "permutation")
+ORBIT_MOVES = (
+    "scaling",
+    "dead_neuron_move",
+    "linear_block_mixing",
+    "block_refactor",
+    "second_layer_flip",
+    "hiding_translation",
+    "flip",
+    "ramp_flip",
+    "permutation",
+)
 
 
-def random_orbit_point(params: Any, *, seed: Any = 0, moves: Sequence[str] | None = None,
-                       tol: float = DEFAULT_TOL) -> tuple[Params, list[Symmetry]]:
+def random_orbit_point(
+    params: Any, *, seed: Any = 0, moves: Sequence[str] | None = None, tol: float = DEFAULT_TOL
+) -> tuple[Params, list[Symmetry]]:
     """A random point of the orbit of ``params`` under the named symmetries, and the chain
     of symmetries that reaches it (each one applies to the result of the previous one).
 
@@ -956,14 +1146,18 @@ def random_orbit_point(params: Any, *, seed: Any = 0, moves: Sequence[str] | Non
     tol = check_tol(tol)
     rng = as_seed_rng(seed)
     params = three_layer(params, "random_orbit_point")
-    if moves is not None and (isinstance(moves, (str, bytes))
-                              or not isinstance(moves, (Sequence, set, frozenset))):
-        raise InputError(f"moves must be a sequence of names from {ORBIT_MOVES}; got "
-                         f"{short_repr(moves)}")
+    if moves is not None and (
+        isinstance(moves, (str, bytes)) or not isinstance(moves, (Sequence, set, frozenset))
+    ):
+        raise InputError(
+            f"moves must be a sequence of names from {ORBIT_MOVES}; got {short_repr(moves)}"
+        )
     use = set(ORBIT_MOVES if moves is None else moves)
     unknown = use - set(ORBIT_MOVES)
     if unknown:
-        raise InputError(f"moves must be names from {ORBIT_MOVES}; got {short_repr(sorted(unknown))}")
+        raise InputError(
+            f"moves must be names from {ORBIT_MOVES}; got {short_repr(sorted(unknown))}"
+        )
     (W1, _), (W2, _), (W3, _) = params
     n1, n2, n3 = W1.shape[0], W2.shape[0], W3.shape[0]
     seq: list[Symmetry] = []
@@ -981,14 +1175,21 @@ def random_orbit_point(params: Any, *, seed: Any = 0, moves: Sequence[str] | Non
     dead = [j for j in range(n2) if not np.any(S[j] > 0)]
     if "dead_neuron_move" in use:
         for j in dead:
-            add(DeadNeuronMove(j, tuple(-rng.uniform(0.1, 2.0, n1 + 1)),
-                               tuple(rng.standard_normal(n3))))
+            add(
+                DeadNeuronMove(
+                    j, tuple(-rng.uniform(0.1, 2.0, n1 + 1)), tuple(rng.standard_normal(n3))
+                )
+            )
     lin = [j for j in range(n2) if np.any(S[j] > 0) and not np.any(S[j] < 0)]
     if "block_refactor" in use and dead and rng.random() < 0.5:
         new = [j for j in dead if rng.random() < 0.7] or dead[:1]
-        add(BlockRefactor(tuple(new), tuple(tuple(rng.uniform(0.3, 2.0, n1)) + (0.0,)
-                                            for _ in new),
-                          tuple((0.0,) * len(new) for _ in range(n3))))
+        add(
+            BlockRefactor(
+                tuple(new),
+                tuple(tuple(rng.uniform(0.3, 2.0, n1)) + (0.0,) for _ in new),
+                tuple((0.0,) * len(new) for _ in range(n3)),
+            )
+        )
         lin = sorted(lin + new)
     if "linear_block_mixing" in use and lin:
         M = np.eye(len(lin)) + rng.uniform(0, 0.3, (len(lin), len(lin)))

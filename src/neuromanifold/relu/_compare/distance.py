@@ -131,8 +131,11 @@ class Distance(Result):
         thr = self.tol * self.scale
         if self.upper <= thr:
             return True
-        at_point = self.lower if self.relative or self.point is None else \
-            self.lower / max(1.0, float(np.max(np.abs(self.point))))
+        at_point = (
+            self.lower
+            if self.relative or self.point is None
+            else self.lower / max(1.0, float(np.max(np.abs(self.point))))
+        )
         return False if at_point > thr else None
 
 
@@ -178,11 +181,10 @@ def _unit_box(dom: Domain) -> tuple[Any, Domain, Any]:
         (W, b), rest = exact[0], exact[1:]
         W = qrows(W)
         W1 = [[w * rk for w, rk in zip(row, r)] for row in W]
-        b1 = [bi + sum((w * ck for w, ck in zip(row, c)), flint.fmpq(0))
-              for row, bi in zip(W, b)]
+        b1 = [bi + sum((w * ck for w, ck in zip(row, c)), flint.fmpq(0)) for row, bi in zip(W, b)]
         return [(np.array(W1, dtype=object), np.array(b1, dtype=object))] + [
-            (np.array(qrows(Wl), dtype=object), np.array(bl, dtype=object))
-            for Wl, bl in rest]
+            (np.array(qrows(Wl), dtype=object), np.array(bl, dtype=object)) for Wl, bl in rest
+        ]
 
     d = lo.size
     unit = Domain.box(-np.ones(d), np.ones(d))
@@ -203,13 +205,23 @@ def _interval_bound(p: list, q: list, dom: Domain) -> float:
             lo, hi = difference_bounds(p, q, dom)[0][-1]
             width = min(width, float(np.max(np.maximum(-lo, hi))))
     # the subtraction's own rounding: one relative ulp, and up
-    return math.nextafter(width * (1 + 2 ** -52), math.inf) if np.isfinite(width) else math.inf
+    return math.nextafter(width * (1 + 2**-52), math.inf) if np.isfinite(width) else math.inf
 
 
-def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
-             gap: Any = None, method: str = "auto", seed: Any = 0,
-             time_limit: float | None = 60.0, max_regions: int | None = None,
-             progress: bool = False, top1: bool = False) -> Distance:
+def distance(
+    p: Any,
+    q: Any,
+    domain: Any = None,
+    *,
+    tol: Any = DEFAULT_TOL,
+    gap: Any = None,
+    method: str = "auto",
+    seed: Any = 0,
+    time_limit: float | None = 60.0,
+    max_regions: int | None = None,
+    progress: bool = False,
+    top1: bool = False,
+) -> Distance:
     """The largest output difference of two ReLU networks on a domain, as a certified
     interval ``[lower, upper]`` (see the module docs for what is measured and how).
 
@@ -255,30 +267,42 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     fp = check_params(p) if fp is None else fp
     fq = check_params(q) if fq is None else fq
     # the clock starts before the exact copies are made (2 s for a pair at 784 inputs)
-    budget = Budget("distance", fp[0][0].shape[1], max_regions=max_regions,
-                    time_limit=time_limit, progress=progress, unit="joint region")
-    pair0 = Pair(p, q, tol)          # the networks as given: exact values, checked shapes
+    budget = Budget(
+        "distance",
+        fp[0][0].shape[1],
+        max_regions=max_regions,
+        time_limit=time_limit,
+        progress=progress,
+        unit="joint region",
+    )
+    pair0 = Pair(p, q, tol)  # the networks as given: exact values, checked shapes
     dom = as_domain(domain, pair0.d)
     if top1 and dom.kind != "box":
-        raise InputError(f"top1=True compares the top classes on a box: pass domain as "
-                         f"(lower, upper) or a box Domain; got the {dom.kind} domain")
+        raise InputError(
+            f"top1=True compares the top classes on a box: pass domain as "
+            f"(lower, upper) or a box Domain; got the {dom.kind} domain"
+        )
     gap = tol * pair0.scale if gap is None else check_nonnegative_float(gap, "gap")
     # bounds from the parameters alone, the answer when the budget ends first
     same = [W.shape for W, _ in fp] == [W.shape for W, _ in fq]
-    fallback = (function_distance_bound(fp, fq) if same and floats else math.inf,
-                "parameter_bound")
+    fallback = (function_distance_bound(fp, fq) if same and floats else math.inf, "parameter_bound")
     if dom.kind == "box":
         compose, work_dom, to_x = _unit_box(dom)
         # the exact layers pair0 already holds (the same values exact_params gives)
-        pair = Pair(compose(list(zip(pair0.p.Wq, pair0.p.bq))),
-                    compose(list(zip(pair0.q.Wq, pair0.q.bq))), tol)
+        pair = Pair(
+            compose(list(zip(pair0.p.Wq, pair0.p.bq))),
+            compose(list(zip(pair0.q.Wq, pair0.q.bq))),
+            tol,
+        )
         # |f_p(x) - f_q(x)| <= bound * max(1, |x|_inf) and |x|_inf <= R on the box
         reach = max(1.0, float(np.max(np.abs(np.r_[dom.lower, dom.upper]))))
-        fallback = min((fallback[0] * reach, fallback[1]),
-                       (_interval_bound(fp, fq, dom) if floats else math.inf, "interval"))
+        fallback = min(
+            (fallback[0] * reach, fallback[1]),
+            (_interval_bound(fp, fq, dom) if floats else math.inf, "interval"),
+        )
     else:
         pair, work_dom, to_x = pair0, dom, (lambda z: np.asarray(z, float))
-    unit = math.ldexp(1.0, pair.E)   # balanced outputs are the outputs / 2**E
+    unit = math.ldexp(1.0, pair.E)  # balanced outputs are the outputs / 2**E
     best = Best(pair)
     gap_q = to_fmpq(gap / unit)
     num_regions, upper, how, note = None, None, None, ""
@@ -289,26 +313,30 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         note = f"about {expected:.0f} joint regions expected: {chosen}; "
     # the lower end: one batch when the region engine will find the maximum anyway, else
     # a share of the budget (the MILPs' incumbents come late, if at all)
-    search = 0.0 if chosen == "regions" else \
-        (2.0 if time_limit is None else min(0.2 * float(budget.remaining()), 10.0))
+    search = (
+        0.0
+        if chosen == "regions"
+        else (2.0 if time_limit is None else min(0.2 * float(budget.remaining()), 10.0))
+    )
     num_points = _search(pair, work_dom, rng, best, search)
     note += f"{num_points:,} points searched; "
     try:
         if chosen == "regions":
             up_q = sup_by_regions(pair, work_dom, budget, best, gap=gap_q) * pow2(pair.E)
             upper, how, certified = to_float(up_q), "regions", True
-            if to_fmpq(upper) < up_q:   # rounded outward
+            if to_fmpq(upper) < up_q:  # rounded outward
                 upper = math.nextafter(upper, math.inf)
             num_regions = budget.num_regions
             note += f"the exact maximum over {num_regions} joint regions"
         else:
-            up, solved = sup_by_milp(pair, work_dom, budget, best,
-                                     time_limit=budget.remaining())
+            up, solved = sup_by_milp(pair, work_dom, budget, best, time_limit=budget.remaining())
             if up is not None:
                 upper, how, certified = up * unit, "milp", False
-                note += (f"the MILPs' floating-point dual bound plus the drift the solver's "
-                         f"tolerances allow (not exact); {solved} of {2 * pair.m} MILPs "
-                         f"reached their optimum, the others stopped at their time share")
+                note += (
+                    f"the MILPs' floating-point dual bound plus the drift the solver's "
+                    f"tolerances allow (not exact); {solved} of {2 * pair.m} MILPs "
+                    f"reached their optimum, the others stopped at their time share"
+                )
             else:
                 note += "a MILP stopped with no bound (time limit)"
     except ComputationLimitError as err:
@@ -320,28 +348,55 @@ def distance(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         if upper is None or how == "milp":
             upper, how, certified = fallback[0], fallback[1], math.isfinite(fallback[0])
             note += f"; upper bound from {how.replace('_', ' ')}"
-    if how == "regions":   # exact endpoints: compare them before rounding outward
+    if how == "regions":  # exact endpoints: compare them before rounding outward
         converged = up_q - lower_q <= to_fmpq(gap)
     else:
         converged = upper - lower <= gap
     upper = max(upper, lower)
-    agreement = (_top1(pair0, pair, work_dom, to_x, budget, rng, engine=chosen == "regions",
-                       extra=point) if top1 else None)
-    return Distance(top1=agreement, lower=lower, upper=upper, point=point, relative=dom.kind != "box",
-                    upper_method=how, certified=bool(certified), gap=gap,
-                    converged=bool(converged), scale=float(pair0.scale), tol=tol,
-                    num_regions=num_regions, num_lps=budget.num_lps,
-                    num_milps=2 * pair.m if how == "milp" else 0, domain=dom,
-                    note=note + ("" if converged else
-                                 f"; not converged: upper - lower = {upper - lower:.3g} > "
-                                 f"gap {gap:.3g}"))
+    agreement = (
+        _top1(pair0, pair, work_dom, to_x, budget, rng, engine=chosen == "regions", extra=point)
+        if top1
+        else None
+    )
+    return Distance(
+        top1=agreement,
+        lower=lower,
+        upper=upper,
+        point=point,
+        relative=dom.kind != "box",
+        upper_method=how,
+        certified=bool(certified),
+        gap=gap,
+        converged=bool(converged),
+        scale=float(pair0.scale),
+        tol=tol,
+        num_regions=num_regions,
+        num_lps=budget.num_lps,
+        num_milps=2 * pair.m if how == "milp" else 0,
+        domain=dom,
+        note=note
+        + (
+            ""
+            if converged
+            else f"; not converged: upper - lower = {upper - lower:.3g} > gap {gap:.3g}"
+        ),
+    )
 
 
-def _top1(pair0: Pair, pair: Pair, dom: Domain, to_x, budget: Budget,
-          rng: np.random.Generator, *, engine: bool, extra: np.ndarray | None) -> Top1:
+def _top1(
+    pair0: Pair,
+    pair: Pair,
+    dom: Domain,
+    to_x,
+    budget: Budget,
+    rng: np.random.Generator,
+    *,
+    engine: bool,
+    extra: np.ndarray | None,
+) -> Top1:
     """The :class:`Top1` verdict: sampled points of the unit box (and ``extra``, an input
     of the user's box) checked exactly, then, when ``engine``, the joint regions."""
-    thr_abs = pair0.thr_q * pow2(pair0.E)       # tol * scale, absolute, as a rational
+    thr_abs = pair0.thr_q * pow2(pair0.E)  # tol * scale, absolute, as a rational
     tol = pair0.tol
     found: dict = {}
 
@@ -355,62 +410,101 @@ def _top1(pair0: Pair, pair: Pair, dom: Domain, to_x, budget: Budget,
             for c in (k for k in range(len(u)) if u[k] == top):
                 if vmax - v[c] > pair0.thr_q:
                     other = max(range(len(v)), key=lambda k: v[k])
-                    found.update(witness=np.asarray(x, float),
-                                 classes=(c, other) if first == 0 else (other, c),
-                                 margin=to_float((vmax - v[c]) * pow2(pair0.E)))
+                    found.update(
+                        witness=np.asarray(x, float),
+                        classes=(c, other) if first == 0 else (other, c),
+                        margin=to_float((vmax - v[c]) * pow2(pair0.E)),
+                    )
                     return True
         return False
 
     def result(same, method, note, certified=True):
-        return Top1(same=same, witness=found.get("witness"), classes=found.get("classes"),
-                    margin=found.get("margin"), certified=certified, method=method, tol=tol,
-                    note=note)
+        return Top1(
+            same=same,
+            witness=found.get("witness"),
+            classes=found.get("classes"),
+            margin=found.get("margin"),
+            certified=certified,
+            method=method,
+            tol=tol,
+            note=note,
+        )
 
     # sampling: the points where one network's top class is furthest below the other's
     # largest output, in floats, then checked exactly
     thr_f = to_float(thr_abs * pow2(-pair.E))
-    Z = np.vstack([sample_points(dom, pair.d, rng, 4 * _NUM_SAMPLES),
-                   np.where(rng.random((_NUM_SAMPLES, pair.d)) < 0.5, -1.0, 1.0)])
+    Z = np.vstack(
+        [
+            sample_points(dom, pair.d, rng, 4 * _NUM_SAMPLES),
+            np.where(rng.random((_NUM_SAMPLES, pair.d)) < 0.5, -1.0, 1.0),
+        ]
+    )
     with np.errstate(all="ignore"):
         P, Q = forward_unchecked(pair.fp, Z), forward_unchecked(pair.fq, Z)
         rows = np.arange(len(Z))
-        score = np.maximum(Q.max(axis=1) - Q[rows, P.argmax(axis=1)],
-                           P.max(axis=1) - P[rows, Q.argmax(axis=1)])
+        score = np.maximum(
+            Q.max(axis=1) - Q[rows, P.argmax(axis=1)], P.max(axis=1) - P[rows, Q.argmax(axis=1)]
+        )
     score = np.where(np.isfinite(score), score, 0.0)
     order = [k for k in np.argsort(-score)[:16] if score[k] > 0.5 * thr_f]
     tried = [to_x(Z[k]) for k in order] + ([extra] if extra is not None else [])
     if any(counterexample(x) for x in tried):
-        return result(False, "search", f"a counterexample among {len(Z):,} sampled points "
-                                       f"of the box, checked in exact arithmetic")
+        return result(
+            False,
+            "search",
+            f"a counterexample among {len(Z):,} sampled points "
+            f"of the box, checked in exact arithmetic",
+        )
     searched = f"no counterexample among {len(Z):,} sampled points"
     if not engine:
-        return result(None, "search", f"{searched}; the joint regions (the proof) were not "
-                                      f"enumerated: the MILPs ran instead (method='milp', "
-                                      f"or more regions expected than the region engine "
-                                      f"takes; method='regions' forces them)",
-                      certified=False)
+        return result(
+            None,
+            "search",
+            f"{searched}; the joint regions (the proof) were not "
+            f"enumerated: the MILPs ran instead (method='milp', "
+            f"or more regions expected than the region engine "
+            f"takes; method='regions' forces them)",
+            certified=False,
+        )
     try:
-        out = top1_by_regions(pair, dom, budget, thr_abs * pow2(-pair.E),
-                              lambda z: counterexample(to_x(z)))
+        out = top1_by_regions(
+            pair, dom, budget, thr_abs * pow2(-pair.E), lambda z: counterexample(to_x(z))
+        )
     except ComputationLimitError as err:
-        return result(None, "search", f"{searched}; the joint regions stopped: {err}",
-                      certified=False)
+        return result(
+            None, "search", f"{searched}; the joint regions stopped: {err}", certified=False
+        )
     if out is None:
-        return result(True, "regions", f"{searched}; on every joint region each class "
-                                       f"either network ranks first stays within tol of "
-                                       f"the other's largest output (exact LP bounds)")
+        return result(
+            True,
+            "regions",
+            f"{searched}; on every joint region each class "
+            f"either network ranks first stays within tol of "
+            f"the other's largest output (exact LP bounds)",
+        )
     z, confirmed = out
     if confirmed:
-        return result(False, "regions", "a counterexample from a joint region's LP, "
-                                        "checked in exact arithmetic")
+        return result(
+            False,
+            "regions",
+            "a counterexample from a joint region's LP, checked in exact arithmetic",
+        )
     if any(counterexample(to_x(y)) for y in _beside(np.asarray(z, float), dom, rng)):
-        return result(False, "regions", "a counterexample beside the rational one the exact "
-                                        "simplex found on a joint region (on a tie of one "
-                                        "network's top classes), checked in exact arithmetic")
+        return result(
+            False,
+            "regions",
+            "a counterexample beside the rational one the exact "
+            "simplex found on a joint region (on a tie of one "
+            "network's top classes), checked in exact arithmetic",
+        )
     found.update(witness=to_x(z), classes=None, margin=None)
-    return result(False, "regions", "the exact simplex found a rational counterexample "
-                                    "on a joint region; the float input given rounds it "
-                                    "(it may sit on a tie)")
+    return result(
+        False,
+        "regions",
+        "the exact simplex found a rational counterexample "
+        "on a joint region; the float input given rounds it "
+        "(it may sit on a tie)",
+    )
 
 
 def _beside(z: np.ndarray, dom: Domain, rng: np.random.Generator, limit: int = 256):
@@ -436,8 +530,7 @@ def _beside(z: np.ndarray, dom: Domain, rng: np.random.Generator, limit: int = 2
                 yield y
 
 
-def _search(pair: Pair, dom: Domain, rng: np.random.Generator, best: Best,
-            seconds: float) -> int:
+def _search(pair: Pair, dom: Domain, rng: np.random.Generator, best: Best, seconds: float) -> int:
     """Look for a large difference for ``seconds``: batches of the domain (uniform, and on
     a box its vertices), then, on a box, a sign-gradient ascent from the best points found
     (the difference is piecewise linear: the gradient of its largest output, stepped to
@@ -461,11 +554,11 @@ def _search(pair: Pair, dom: Domain, rng: np.random.Generator, best: Best,
             break
     if dom.kind == "box":
         for k in range(len(top_x)):
-            if time.monotonic() >= t_end + seconds:   # the ascent gets at most as long again
+            if time.monotonic() >= t_end + seconds:  # the ascent gets at most as long again
                 break
             top_x[k], top_v[k], m = ascend_difference(pair, dom, top_x[k], top_v[k])
             n += m
-    order = np.argsort(-top_v)   # the ascent may have reordered them
+    order = np.argsort(-top_v)  # the ascent may have reordered them
     for k, x in enumerate(top_x[order]):
         # each offer is an exact forward pass (a tenth of a second at 784 inputs): the best
         # point always, the others while the search's time lasts

@@ -52,7 +52,6 @@ Every "not equivalent" result carries a witness ``x`` in the domain at which the
 relative difference exceeds ``tol`` (exceeds 0 when ``tol = 0``).
 """
 
-
 from __future__ import annotations
 
 import dataclasses
@@ -111,9 +110,18 @@ _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
 
 
-def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
-               method: str = "auto", seed: Any = 0, progress: bool = False,
-               max_regions: int | None = None, time_limit: float | None = None) -> Equivalence:
+def equivalent(
+    p: Any,
+    q: Any,
+    domain: Any = None,
+    *,
+    tol: Any = DEFAULT_TOL,
+    method: str = "auto",
+    seed: Any = 0,
+    progress: bool = False,
+    max_regions: int | None = None,
+    time_limit: float | None = None,
+) -> Equivalence:
     """Decide whether two ReLU networks compute the same function on a domain, up to ``tol``.
 
     Args:
@@ -149,7 +157,7 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
     progress = check_bool(progress, "progress")
     check_choice(method, "method", _METHODS)
     check_seed(seed)
-    _, time_limit = check_budget(max_regions, time_limit)   # refused whichever path decides
+    _, time_limit = check_budget(max_regions, time_limit)  # refused whichever path decides
     start = time.monotonic()
     # the exact steps before the budget's own checks (the exact copies of the networks, the
     # exact matching and reduction) read the deadline row by row
@@ -162,13 +170,26 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
                     return res
             pair = Pair(p, q, tol)
     except DeadlinePassed:
-        raise Budget("equivalent", 1, max_regions=max_regions, time_limit=time_limit,
-                     progress=False, unit="joint region", start=start).time_error(
-            stage="the exact copies of the networks") from None
+        raise Budget(
+            "equivalent",
+            1,
+            max_regions=max_regions,
+            time_limit=time_limit,
+            progress=False,
+            unit="joint region",
+            start=start,
+        ).time_error(stage="the exact copies of the networks") from None
     rng = as_seed_rng(seed)
     dom = as_domain(domain, pair.d)
-    budget = Budget("equivalent", pair.d, max_regions=max_regions, time_limit=time_limit,
-                    progress=progress, unit="joint region", start=start)
+    budget = Budget(
+        "equivalent",
+        pair.d,
+        max_regions=max_regions,
+        time_limit=time_limit,
+        progress=progress,
+        unit="joint region",
+        start=start,
+    )
     if method == "regions":
         return by_regions(pair, dom, budget)
     if method == "milp":
@@ -177,8 +198,9 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
             return res
         budget.check_time(stage="the MILP")
         out = by_regions(pair, dom, budget)
-        return dataclasses.replace(out, num_milps=2 * pair.m,
-                                   note=f"the MILP was inconclusive; {out.note}")
+        return dataclasses.replace(
+            out, num_milps=2 * pair.m, note=f"the MILP was inconclusive; {out.note}"
+        )
     # auto: the cheap checks first, then regions or the MILP by the expected cost
     try:
         with deadline_scope(at):
@@ -201,19 +223,22 @@ def equivalent(p: Any, q: Any, domain: Any = None, *, tol: Any = DEFAULT_TOL,
         why += f"; about {expected:.0f} joint regions expected: regions first"
         return dataclasses.replace(out, note=f"{why}; {out.note}")
     left = budget.remaining()
-    res = by_milp(pair, dom, budget, time_limit=_MILP_SHARE if left is None
-                   else min(_MILP_SHARE, left))
+    res = by_milp(
+        pair, dom, budget, time_limit=_MILP_SHARE if left is None else min(_MILP_SHARE, left)
+    )
     if res is not None and not res.equivalent:
         return res
     try:
         budget.check_time(stage="the MILP")
         out = by_regions(pair, dom, budget)
     except ComputationLimitError as err:
-        err.partial = res   # the MILP's floating-point "equivalent" (certified=False), if any
+        err.partial = res  # the MILP's floating-point "equivalent" (certified=False), if any
         raise
-    why += (f"; about {expected:.0f} joint regions expected: the MILP first, which "
-            + ("found no confirmed difference" if res is not None else
-               "was inconclusive (or reached its time share)"))
+    why += f"; about {expected:.0f} joint regions expected: the MILP first, which " + (
+        "found no confirmed difference"
+        if res is not None
+        else "was inconclusive (or reached its time share)"
+    )
     return dataclasses.replace(out, num_milps=2 * pair.m, note=f"{why}; {out.note}")
 
 
@@ -222,6 +247,7 @@ def expected_joint_regions(pair: Pair, dom: Domain, rng) -> float:
     points, Chao1-corrected as in :func:`~neuromanifold.relu.estimate_regions`), to order
     the expensive methods; a few milliseconds."""
     from collections import Counter
+
     X = sample_points(dom, pair.d, rng, _NUM_ESTIMATE)
     pats = []
     for net in (pair.fp, pair.fq):
@@ -241,6 +267,7 @@ def expected_joint_regions(pair: Pair, dom: Domain, rng) -> float:
 
 
 # -- sampled check -------------------------------------------------------------------------
+
 
 def sample_points(dom: Domain, d: int, rng: np.random.Generator, n: int) -> np.ndarray:
     if dom.kind == "box":
@@ -267,7 +294,7 @@ def relative_difference(pair: Pair, X: np.ndarray) -> np.ndarray:
 #: offsets from a first-layer kink at which :func:`kink_points` looks, relative to
 #: ``max(1, ||x||_inf)``: a difference confined to a thin strip along a hyperplane (a hidden
 #: hyperplane translated just past its valid interval) shows only there
-_KINK_OFFSETS = np.array([0.0] + [s * 10.0 ** -k for k in (9, 7, 5, 3, 1) for s in (1, -1)])
+_KINK_OFFSETS = np.array([0.0] + [s * 10.0**-k for k in (9, 7, 5, 3, 1) for s in (1, -1)])
 
 
 #: at most this many kink points (a 784-256 first layer pair has 512 hyperplanes: one
@@ -275,8 +302,9 @@ _KINK_OFFSETS = np.array([0.0] + [s * 10.0 ** -k for k in (9, 7, 5, 3, 1) for s 
 _MAX_KINK_POINTS = 8192
 
 
-def kink_points(pair: Pair, dom: Domain, rng: np.random.Generator, per_neuron: int = 4
-                ) -> np.ndarray:
+def kink_points(
+    pair: Pair, dom: Domain, rng: np.random.Generator, per_neuron: int = 4
+) -> np.ndarray:
     """Points on and next to every first-layer kink of both networks: sample points of the
     domain projected onto each neuron's hyperplane ``w . x + b = 0``, then moved along
     ``w`` by the offsets :data:`_KINK_OFFSETS` (clipped to the domain). Fewer base points
@@ -296,7 +324,7 @@ def kink_points(pair: Pair, dom: Domain, rng: np.random.Generator, per_neuron: i
     with np.errstate(all="ignore"):
         nw = np.einsum("ij,ij->i", w, w)
         t = (np.einsum("ikj,ij->ik", X0, w) + b[:, None]) / nw[:, None]
-        on = X0 - t[:, :, None] * w[:, None, :]                       # on the hyperplane
+        on = X0 - t[:, :, None] * w[:, None, :]  # on the hyperplane
         size = np.maximum(1.0, np.abs(on).max(axis=2))[:, :, None, None]
         unit = (w / np.sqrt(nw)[:, None])[:, None, None, :]
         X = on[:, :, None, :] + _KINK_OFFSETS[None, None, :, None] * size * unit
@@ -304,8 +332,9 @@ def kink_points(pair: Pair, dom: Domain, rng: np.random.Generator, per_neuron: i
     return X[np.all(np.isfinite(X), axis=1)]
 
 
-def _preactivation_and_gradient(params: list, l: int, neurons: np.ndarray, X: np.ndarray
-                                ) -> tuple[np.ndarray, np.ndarray]:
+def _preactivation_and_gradient(
+    params: list, l: int, neurons: np.ndarray, X: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Per row ``X[k]``: the pre-activation of neuron ``neurons[k]`` of layer ``l`` (0 is
     the first hidden layer) and its gradient in x (on the region of ``X[k]``)."""
     H, masks = X, []
@@ -321,8 +350,9 @@ def _preactivation_and_gradient(params: list, l: int, neurons: np.ndarray, X: np
     return z, G
 
 
-def _preactivation_from_first(params: list, l: int, neurons: np.ndarray, Z1: np.ndarray
-                              ) -> np.ndarray:
+def _preactivation_from_first(
+    params: list, l: int, neurons: np.ndarray, Z1: np.ndarray
+) -> np.ndarray:
     """The pre-activation of neuron ``neurons[k]`` of layer ``l >= 1`` from the first
     layer's pre-activations ``Z1[k]``."""
     H = np.maximum(Z1, 0.0)
@@ -336,8 +366,9 @@ def _preactivation_from_first(params: list, l: int, neurons: np.ndarray, Z1: np.
 _BENT_SAMPLES = 512
 
 
-def bent_points(pair: Pair, dom: Domain, rng: np.random.Generator, per_neuron: int = 4
-                ) -> np.ndarray:
+def bent_points(
+    pair: Pair, dom: Domain, rng: np.random.Generator, per_neuron: int = 4
+) -> np.ndarray:
     """Points on and next to the bent hyperplanes of every neuron past the first hidden
     layer of both networks. For each such neuron, pairs of sample points where its
     pre-activation has opposite signs; the pre-activation is continuous along the segment
@@ -347,8 +378,12 @@ def bent_points(pair: Pair, dom: Domain, rng: np.random.Generator, per_neuron: i
     copies with nearby biases, say) shows only there. Fewer pairs per neuron on wide
     networks, and a random subset of the neurons beyond :data:`_MAX_KINK_POINTS`; a neuron
     of one sign on every sample gets none."""
-    jobs = [(n, l, j) for n, net in enumerate((pair.fp, pair.fq))
-            for l in range(1, len(net) - 1) for j in range(net[l][0].shape[0])]
+    jobs = [
+        (n, l, j)
+        for n, net in enumerate((pair.fp, pair.fq))
+        for l in range(1, len(net) - 1)
+        for j in range(net[l][0].shape[0])
+    ]
     fit = _MAX_KINK_POINTS // _KINK_OFFSETS.size
     if len(jobs) > fit:
         jobs = [jobs[i] for i in sorted(rng.choice(len(jobs), fit, replace=False))]
@@ -395,8 +430,10 @@ def bent_points(pair: Pair, dom: Domain, rng: np.random.Generator, per_neuron: i
                 keep = np.isfinite(norm) & (norm > 0)
                 X, unit = X[keep], G[keep] / norm[keep, None]
                 size = np.maximum(1.0, np.abs(X).max(axis=1, initial=0.0))
-                P = X[:, None, :] + _KINK_OFFSETS[None, :, None] * size[:, None, None] * \
-                    unit[:, None, :]
+                P = (
+                    X[:, None, :]
+                    + _KINK_OFFSETS[None, :, None] * size[:, None, None] * unit[:, None, :]
+                )
                 out.append(clip(P.reshape(-1, pair.d), dom))
     X = np.vstack(out)
     return X[np.all(np.isfinite(X), axis=1)]
@@ -413,8 +450,9 @@ def _output_gradient(params: list, x: np.ndarray, o: int) -> np.ndarray:
 _STEPS = np.array([1.0, 0.5, 0.25, 0.1, 0.03, 0.01, 0.003, 0.001])
 
 
-def ascend_difference(pair: Pair, dom: Domain, x: np.ndarray, value: float,
-                      steps: int = 40) -> tuple[np.ndarray, float, int]:
+def ascend_difference(
+    pair: Pair, dom: Domain, x: np.ndarray, value: float, steps: int = 40
+) -> tuple[np.ndarray, float, int]:
     """Sign-gradient ascent of the relative difference (:func:`relative_difference`) from
     ``x``, whose value is ``value``: the gradient of the largest output difference, stepped
     at shrinking sizes, a step kept only when it raises the value (the difference is
@@ -424,21 +462,25 @@ def ascend_difference(pair: Pair, dom: Domain, x: np.ndarray, value: float,
     the number of points evaluated."""
     if dom.kind == "box":
         lo, hi = np.asarray(dom.lower, float), np.asarray(dom.upper, float)
-    else:   # the box of the start's size, where |x|_inf (the denominator) stays <= r
+    else:  # the box of the start's size, where |x|_inf (the denominator) stays <= r
         r = max(1.0, float(np.max(np.abs(x))))
         lo, hi = np.full(x.size, 0.0 if dom.kind == "orthant" else -r), np.full(x.size, r)
     n = 0
     for _ in range(steps):
         with np.errstate(all="ignore"):
-            delta = forward_unchecked(pair.fp, x[None, :])[0] - \
-                forward_unchecked(pair.fq, x[None, :])[0]
+            delta = (
+                forward_unchecked(pair.fp, x[None, :])[0]
+                - forward_unchecked(pair.fq, x[None, :])[0]
+            )
             o = int(np.argmax(np.abs(delta)))
-            g = np.sign(delta[o]) * (_output_gradient(pair.fp, x, o)
-                                     - _output_gradient(pair.fq, x, o))
+            g = np.sign(delta[o]) * (
+                _output_gradient(pair.fp, x, o) - _output_gradient(pair.fq, x, o)
+            )
         if not np.all(np.isfinite(g)) or not np.any(g):
             break
-        cands = np.clip(x[None, :] + _STEPS[:, None] * np.sign(g)[None, :]
-                        * (hi - lo)[None, :], lo, hi)
+        cands = np.clip(
+            x[None, :] + _STEPS[:, None] * np.sign(g)[None, :] * (hi - lo)[None, :], lo, hi
+        )
         vals = relative_difference(pair, cands)
         n += len(cands)
         k = int(np.argmax(vals))
@@ -458,8 +500,13 @@ def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
     every first-layer kink (:func:`kink_points`) and deeper bent hyperplane
     (:func:`bent_points`); confirm the largest relative differences exactly. ``None`` when
     no sample confirms a difference."""
-    X = np.vstack([sample_points(dom, pair.d, rng, _NUM_SAMPLES), kink_points(pair, dom, rng),
-                   bent_points(pair, dom, rng)])
+    X = np.vstack(
+        [
+            sample_points(dom, pair.d, rng, _NUM_SAMPLES),
+            kink_points(pair, dom, rng),
+            bent_points(pair, dom, rng),
+        ]
+    )
     rel = relative_difference(pair, X)
     top = np.argsort(-rel)[:8]
     if pair.tol > 0 and _NEAR * pair.thr < rel[top[0]] <= pair.thr:
@@ -475,23 +522,28 @@ def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
         if pair.tol > 0 and not rel[i] > pair.thr:
             break
         if pair.exceeds(X[i]):
-            return equivalence_result(pair, dom, equivalent=False, witness=X[i],
-                           max_difference=max(float(rel[order[0]]) / base,
-                                              pair.rel_value(X[i])),
-                           method="sampling", certified=True,
-                           note=f"sampled check: the largest of {len(X)} sampled "
-                                "differences (the domain, on and next to every first-layer "
-                                "kink and every deeper bent hyperplane, and an ascent from "
-                                "the best when they came close) exceeds tol, confirmed in "
-                                "exact arithmetic")
+            return equivalence_result(
+                pair,
+                dom,
+                equivalent=False,
+                witness=X[i],
+                max_difference=max(float(rel[order[0]]) / base, pair.rel_value(X[i])),
+                method="sampling",
+                certified=True,
+                note=f"sampled check: the largest of {len(X)} sampled "
+                "differences (the domain, on and next to every first-layer "
+                "kink and every deeper bent hyperplane, and an ascent from "
+                "the best when they came close) exceeds tol, confirmed in "
+                "exact arithmetic",
+            )
     return None
 
 
 # -- a weight matching in floats, certified by a bound ------------------------------------
 
 #: unit roundoff of float64, and the smallest normal float64
-_U = 2.0 ** -53
-_TINY = 2.0 ** -1022
+_U = 2.0**-53
+_TINY = 2.0**-1022
 
 
 def match_hidden_neurons(p: list, q: list) -> tuple[list, list] | None:
@@ -502,6 +554,7 @@ def match_hidden_neurons(p: list, q: list) -> tuple[list, list] | None:
     neuron perm[i]) and the image of p (floats), or ``None`` when no positive match exists.
     Nothing is decided here: the caller certifies."""
     from scipy.optimize import linear_sum_assignment  # start-up: a slow import
+
     perm_prev, s_prev = None, None
     image, found = [], []
     for l, ((Wp, bp), (Wq, bq)) in enumerate(zip(p, q)):
@@ -517,10 +570,10 @@ def match_hidden_neurons(p: list, q: list) -> tuple[list, list] | None:
         # cosines of the rows (W_j, b_j) of q and of p
         cos = (Wq @ A.T + np.outer(bq, bp)) / np.outer(norm_q, norm_p)
         if not np.all(np.isfinite(cos)):
-            return None   # row norms beyond the float range (entries near 2**512)
+            return None  # row norms beyond the float range (entries near 2**512)
         rows, perm = linear_sum_assignment(cos, maximize=True)
         if np.any(cos[rows, perm] < 0.5):
-            return None   # a neuron of q matched to no positive multiple of one of p
+            return None  # a neuron of q matched to no positive multiple of one of p
         scales = norm_q / norm_p[perm]
         image.append((scales[:, None] * A[perm], scales * bp[perm]))
         found.append((perm, scales))
@@ -540,8 +593,14 @@ def _flat_layers(raw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         if not isinstance(layer, (list, tuple)) or len(layer) != 2:
             return None
         W, b = layer
-        if not (type(W) is np.ndarray and type(b) is np.ndarray and W.dtype == np.float64
-                and b.dtype == np.float64 and W.ndim == 2 and b.ndim == 1):
+        if not (
+            type(W) is np.ndarray
+            and type(b) is np.ndarray
+            and W.dtype == np.float64
+            and b.dtype == np.float64
+            and W.ndim == 2
+            and b.ndim == 1
+        ):
             return None
         rows, cols = W.shape
         if not (rows and cols and b.shape[0] == rows and (not dims or dims[-1] == cols)):
@@ -552,8 +611,11 @@ def _flat_layers(raw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         offsets.append(at)
         at += rows * cols + rows
         parts += (W.ravel(), b)
-    return (np.concatenate(parts), np.array(dims, dtype=np.int64),
-            np.array(offsets, dtype=np.int64))
+    return (
+        np.concatenate(parts),
+        np.array(dims, dtype=np.int64),
+        np.array(offsets, dtype=np.int64),
+    )
 
 
 def _compiled_match(p_raw: Any, q_raw: Any) -> tuple | None:
@@ -566,7 +628,7 @@ def _compiled_match(p_raw: Any, q_raw: Any) -> tuple | None:
     code, perms, scales, scale_p, scale_q, bound = match_kernel(fp[0], fq[0], fp[1], fp[2])
     found, at = [], 0
     for n in fp[1][1:-1].tolist():
-        found.append((perms[at:at + n], scales[at:at + n]))
+        found.append((perms[at : at + n], scales[at : at + n]))
         at += n
     return code, found, scale_p, scale_q, bound, int(fp[1][0])
 
@@ -605,8 +667,9 @@ def by_matching(p_raw: Any, q_raw: Any, domain: Any, tol: float) -> Equivalence 
             rounding = 4 * _U * len(p) * scale_p
             # the rounding term holds for entries of the image rounded in the normal range
             # only: a subnormal entry (or a term that itself underflows) loses more
-            if not rounding >= _TINY or any(np.any((np.abs(a) < _TINY) & (a != 0))
-                                            for layer in image for a in layer):
+            if not rounding >= _TINY or any(
+                np.any((np.abs(a) < _TINY) & (a != 0)) for layer in image for a in layer
+            ):
                 return None
             bound = function_distance_bound(image, q) + rounding
         d = p[0][0].shape[1]
@@ -618,16 +681,27 @@ def by_matching(p_raw: Any, q_raw: Any, domain: Any, tol: float) -> Equivalence 
         sym.append(Permutation(l + 1, tuple(perm.tolist())))
         sym.append(Scaling(l + 1, tuple(scales.tolist())))
     return Equivalence(
-        equivalent=True, witness=None, witness_difference=None,
-        max_difference=bound / scale, method="matching", certified=True, tol=tol,
-        scale=float(scale), num_regions=None, num_lps=0, num_milps=0,
-        domain=as_domain(domain, d), symmetry=tuple(sym),
+        equivalent=True,
+        witness=None,
+        witness_difference=None,
+        max_difference=bound / scale,
+        method="matching",
+        certified=True,
+        tol=tol,
+        scale=float(scale),
+        num_regions=None,
+        num_lps=0,
+        num_milps=0,
+        domain=as_domain(domain, d),
+        symmetry=tuple(sym),
         note=f"q is a permutation and positive rescaling of p's hidden neurons (matched "
-             f"in floats) up to a difference of the functions of at most {bound / scale:.3g} "
-             f"relative (bound from the parameters, the rounding of the match included)")
+        f"in floats) up to a difference of the functions of at most {bound / scale:.3g} "
+        f"relative (bound from the parameters, the rounding of the match included)",
+    )
 
 
 # -- a permutation and rescaling of hidden neurons ----------------------------------------
+
 
 def _by_symmetry(pair: Pair, dom: Domain) -> Equivalence | None:
     """Match every hidden neuron of q to a positive multiple of one of p (layer by layer,
@@ -650,28 +724,41 @@ def _by_symmetry(pair: Pair, dom: Domain) -> Equivalence | None:
     B = telescoping_bound(
         [abs_floats(W, b) for W, b in zip(Wn, bn)],
         [(np.abs(W), np.abs(b)) for W, b in bq.params],
-        [abs_floats(bq.Wq[l] - Wn[l], [u - v for u, v in zip(bq.bq[l], bn[l])])
-         for l in range(L)])
+        [abs_floats(bq.Wq[l] - Wn[l], [u - v for u, v in zip(bq.bq[l], bn[l])]) for l in range(L)],
+    )
     if not B <= pair.thr:
         return None
     base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
-    out = equivalence_result(pair, dom, equivalent=True, max_difference=B / base, method="symmetry",
-                  certified=True,
-                  note="q is a permutation and positive rescaling of p's hidden neurons up to "
-                       f"a parameter difference that moves the function by at most "
-                       f"{B / base:.3g} relative (Lipschitz bound in the parameters)")
+    out = equivalence_result(
+        pair,
+        dom,
+        equivalent=True,
+        max_difference=B / base,
+        method="symmetry",
+        certified=True,
+        note="q is a permutation and positive rescaling of p's hidden neurons up to "
+        f"a parameter difference that moves the function by at most "
+        f"{B / base:.3g} relative (Lipschitz bound in the parameters)",
+    )
     sym = []
     try:
         for l, (perm, s) in enumerate(found):
             # named transformations of the networks as given (the balancing powers of two
             # undone)
             sym.append(Permutation(l + 1, tuple(perm)))
-            sym.append(Scaling(l + 1, tuple(
-                math.ldexp(to_float(s[i]), bq.exps[l][i] - bp.exps[l][perm[i]])
-                for i in range(len(perm)))))
-    except OverflowError:   # a scale beyond the float range: the verdict stands without it
-        return dataclasses.replace(out, note=out.note + "; no symmetry returned: a scale "
-                                                        "is beyond the float64 range")
+            sym.append(
+                Scaling(
+                    l + 1,
+                    tuple(
+                        math.ldexp(to_float(s[i]), bq.exps[l][i] - bp.exps[l][perm[i]])
+                        for i in range(len(perm))
+                    ),
+                )
+            )
+    except OverflowError:  # a scale beyond the float range: the verdict stands without it
+        return dataclasses.replace(
+            out, note=out.note + "; no symmetry returned: a scale is beyond the float64 range"
+        )
     return dataclasses.replace(out, symmetry=tuple(sym))
 
 
@@ -687,6 +774,7 @@ def _exact_image(bp: ExactNet, bq: ExactNet, d: int):
     ``Wn, bn`` (exact) and the per-layer ``(perm, scales)``; ``None`` when some neuron has
     no match within 1e-6."""
     from scipy.optimize import linear_sum_assignment  # start-up: a slow import
+
     L = bp.num_layers
     perm_prev = list(range(d))
     s_prev = [_ONE] * d
@@ -714,10 +802,10 @@ def _exact_image(bp: ExactNet, bq: ExactNet, d: int):
             return None
         Up, Uq = Rp / np_[:, None], Rq / nq_[:, None]
         cost = np.empty((n, n))
-        step = max(1, 2 ** 22 // (n * (m_in + 1)))   # blocks of rows: memory, and the clock
+        step = max(1, 2**22 // (n * (m_in + 1)))  # blocks of rows: memory, and the clock
         for a in range(0, n, step):
             check_deadline()
-            cost[a:a + step] = np.abs(Uq[a:a + step, None, :] - Up[None, :, :]).max(axis=2)
+            cost[a : a + step] = np.abs(Uq[a : a + step, None, :] - Up[None, :, :]).max(axis=2)
         rows, cols = linear_sum_assignment(cost)
         if cost[rows, cols].max() > 1e-6:
             return None
@@ -739,6 +827,7 @@ def _exact_image(bp: ExactNet, bq: ExactNet, d: int):
 
 # -- a reduced form: dead, constant and parallel neurons merged away ----------------------
 
+
 def _reduce(net: ExactNet, tol: float):
     """The exact reduction valid on every input (:func:`reduce_everywhere`: the statuses
     read off the sign patterns, no domain statuses): ``(params, delta)``, the reduced
@@ -750,8 +839,9 @@ def _reduce(net: ExactNet, tol: float):
     return fraction_params(W, b), delta
 
 
-def _by_reduction(pair: Pair, dom: Domain, p: Any = None, q: Any = None,
-                  deadline: float | None = None) -> Equivalence | None:
+def _by_reduction(
+    pair: Pair, dom: Domain, p: Any = None, q: Any = None, deadline: float | None = None
+) -> Equivalence | None:
     """Remove dead and constant neurons and merge (nearly) parallel ones in both networks
     (:func:`_reduce`), then the symmetry check on the reduced pair; the three differences
     (p to its reduction, the reductions, q's reduction to q) add up within ``tol``.
@@ -763,8 +853,10 @@ def _by_reduction(pair: Pair, dom: Domain, p: Any = None, q: Any = None,
     rp, rq = _reduce(pair.p, pair.tol), _reduce(pair.q, pair.tol)
     if rp is None and rq is None:
         return None
-    (pp, dp), (qq, dq) = (rp or (fraction_params(pair.p.Wq, pair.p.bq), 0.0)), \
-        (rq or (fraction_params(pair.q.Wq, pair.q.bq), 0.0))
+    (pp, dp), (qq, dq) = (
+        (rp or (fraction_params(pair.p.Wq, pair.p.bq), 0.0)),
+        (rq or (fraction_params(pair.q.Wq, pair.q.bq), 0.0)),
+    )
     budget = pair.tol * pair.scale - dp - dq
     if budget < 0 or (pair.tol == 0 and (dp or dq)):
         return None
@@ -772,8 +864,9 @@ def _by_reduction(pair: Pair, dom: Domain, p: Any = None, q: Any = None,
         probe = Pair(pp, qq, 0.0)
     except NeuromanifoldError:
         return None
-    sub = probe.with_tol(0.0 if pair.tol == 0 else (
-        min(budget / probe.scale, 0.5) if probe.scale > 0 else 0.0))
+    sub = probe.with_tol(
+        0.0 if pair.tol == 0 else (min(budget / probe.scale, 0.5) if probe.scale > 0 else 0.0)
+    )
     res = _by_symmetry(sub, dom)
     if res is None:
         return None
@@ -782,26 +875,36 @@ def _by_reduction(pair: Pair, dom: Domain, p: Any = None, q: Any = None,
     if rel > pair.tol:
         return None
     widths = lambda ps: "-".join(str(W.shape[0]) for W, _ in ps[:-1])  # noqa: E731
-    out = equivalence_result(pair, dom, equivalent=True, max_difference=rel, method="reduction",
-                   certified=True,
-                   note=f"with dead, constant and parallel hidden neurons merged (hidden widths "
-                        f"{widths(pair.p.params)} -> {widths(pp)} and "
-                        f"{widths(pair.q.params)} -> {widths(qq)}), q is a permutation and "
-                        f"positive rescaling of p; the differences add up to at most "
-                        f"{rel:.3g} relative")
+    out = equivalence_result(
+        pair,
+        dom,
+        equivalent=True,
+        max_difference=rel,
+        method="reduction",
+        certified=True,
+        note=f"with dead, constant and parallel hidden neurons merged (hidden widths "
+        f"{widths(pair.p.params)} -> {widths(pp)} and "
+        f"{widths(pair.q.params)} -> {widths(qq)}), q is a permutation and "
+        f"positive rescaling of p; the differences add up to at most "
+        f"{rel:.3g} relative",
+    )
     fp, fq = (None, None) if p is None else (float_params(p), float_params(q))
-    try:   # the verdict stands; its symmetry is left out past the deadline
-        found = None if fp is None or fq is None else reduction_symmetry(fp, fq, pair.tol,
-                                                                         deadline)
+    try:  # the verdict stands; its symmetry is left out past the deadline
+        found = None if fp is None or fq is None else reduction_symmetry(fp, fq, pair.tol, deadline)
     except DeadlinePassed:
         found = None
     if found is None or not found[1] <= max(pair.tol, DEFAULT_TOL) * pair.scale:
         return out
     sym, bound = found
-    return dataclasses.replace(out, symmetry=sym, note=(
-        f"{out.note}; symmetry: {len(sym)} named moves (the removed neurons made null, a "
-        f"permutation and rescaling, the other network's moves undone) whose image of p, "
-        f"applied in floats, is within {bound / pair.scale:.3g} relative of q"))
+    return dataclasses.replace(
+        out,
+        symmetry=sym,
+        note=(
+            f"{out.note}; symmetry: {len(sym)} named moves (the removed neurons made null, a "
+            f"permutation and rescaling, the other network's moves undone) whose image of p, "
+            f"applied in floats, is within {bound / pair.scale:.3g} relative of q"
+        ),
+    )
 
 
 def _by_bottleneck(pair: Pair, p: Any, q: Any, dom: Domain) -> Equivalence | None:
@@ -819,14 +922,27 @@ def _by_bottleneck(pair: Pair, p: Any, q: Any, dom: Domain) -> Equivalence | Non
     if res.equivalent:
         if not res.symmetry:
             return None  # decided by an invariant, not by named symmetries
-        out = equivalence_result(pair, dom, equivalent=True, max_difference=res.max_difference,
-                      method="bottleneck", certified=True,
-                      note=f"generic bottleneck networks: {res.note}")
+        out = equivalence_result(
+            pair,
+            dom,
+            equivalent=True,
+            max_difference=res.max_difference,
+            method="bottleneck",
+            certified=True,
+            note=f"generic bottleneck networks: {res.note}",
+        )
         return dataclasses.replace(out, symmetry=tuple(res.symmetry))
     if res.witness is None:
         return None
-    out = equivalence_result(pair, dom, equivalent=False, witness=res.witness,
-                  max_difference=res.max_difference, method="bottleneck", certified=True,
-                  note=f"generic bottleneck networks: {res.note}")
+    out = equivalence_result(
+        pair,
+        dom,
+        equivalent=False,
+        witness=res.witness,
+        max_difference=res.max_difference,
+        method="bottleneck",
+        certified=True,
+        note=f"generic bottleneck networks: {res.note}",
+    )
     # the witness is confirmed exactly like every other witness
     return out if pair.exceeds(res.witness) else None

@@ -81,7 +81,7 @@ class Fingerprint(Result):
 
 #: the float rounding a symmetric copy can put on a normalized value (of size <= 1), per
 #: layer: a few roundings of about 2**-53 each
-NOISE = 64 * 2.0 ** -53
+NOISE = 64 * 2.0**-53
 
 
 def _buckets(values: np.ndarray, tol: float, depth: int = 1) -> tuple[np.ndarray, bool]:
@@ -90,7 +90,7 @@ def _buckets(values: np.ndarray, tol: float, depth: int = 1) -> tuple[np.ndarray
     # near an edge: within EDGE of a bucket, or within the rounding noise when the buckets
     # are so narrow (tol below about 1e-12) that the noise is the larger
     near = bool(np.any(np.abs(np.abs(scaled - q) - 0.5) < max(EDGE, NOISE * depth / tol)))
-    return q.astype(np.int64) if np.all(np.abs(q) < 2 ** 62) else q, near
+    return q.astype(np.int64) if np.all(np.abs(q) < 2**62) else q, near
 
 
 def _normalized(params: list, tol: float):
@@ -98,7 +98,7 @@ def _normalized(params: list, tol: float):
     arrays per layer, and whether it is near an edge or tied."""
     near = tied = False
     keys = []
-    carry = None   # the previous layer's scales and order, applied to this layer's columns
+    carry = None  # the previous layer's scales and order, applied to this layer's columns
     for l, (W, b) in enumerate(params):
         W = np.array(W, dtype=float)
         b = np.array(b, dtype=float)
@@ -150,8 +150,9 @@ def fingerprint(params: Any, *, tol: Any = DEFAULT_TOL) -> Fingerprint:
     """
     tol = check_tol(tol)
     if tol == 0:
-        raise InputError("fingerprint needs tol > 0 (the bucket width of the normalized "
-                         "weights); got 0")
+        raise InputError(
+            "fingerprint needs tol > 0 (the bucket width of the normalized weights); got 0"
+        )
     P = check_params(params)
     widths = (P[0][0].shape[1],) + tuple(W.shape[0] for W, _ in P)
     complete, how = False, "permutations and positive rescalings of the hidden neurons"
@@ -164,11 +165,17 @@ def fingerprint(params: Any, *, tol: Any = DEFAULT_TOL) -> Fingerprint:
     keys, near, tied = _normalized(P, tol)
     text = repr((widths, keys)).encode()
     digest = hashlib.sha256(text).hexdigest()[:16]
-    return Fingerprint(digest=digest, complete=complete, widths=widths, tol=tol,
-                       near_edge=near, tied=tied,
-                       note=f"quotiented: {how}; buckets of width {tol:g}"
-                            + ("; a value near a bucket edge" if near else "")
-                            + ("; two neurons tied" if tied else ""))
+    return Fingerprint(
+        digest=digest,
+        complete=complete,
+        widths=widths,
+        tol=tol,
+        near_edge=near,
+        tied=tied,
+        note=f"quotiented: {how}; buckets of width {tol:g}"
+        + ("; a value near a bucket edge" if near else "")
+        + ("; two neurons tied" if tied else ""),
+    )
 
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
@@ -191,8 +198,9 @@ class FunctionGroups(Result):
     note: str
 
 
-def group_by_function(networks: Any, *, tol: Any = DEFAULT_TOL,
-                      verify: bool = True) -> FunctionGroups:
+def group_by_function(
+    networks: Any, *, tol: Any = DEFAULT_TOL, verify: bool = True
+) -> FunctionGroups:
     """Group networks by function: equal fingerprints first; a network whose fingerprint is
     not decisive (near an edge or tied) is compared by :func:`equivalent` with the first
     of every group of its widths before it founds a group of its own; with ``verify`` every
@@ -213,8 +221,10 @@ def group_by_function(networks: Any, *, tol: Any = DEFAULT_TOL,
             raise TypeError
         nets = list(networks)
     except TypeError:
-        raise InputError(f"networks must be a sequence of networks (lists of (W, b), loaded "
-                         f"models, ...); got {short_repr(networks)}") from None
+        raise InputError(
+            f"networks must be a sequence of networks (lists of (W, b), loaded "
+            f"models, ...); got {short_repr(networks)}"
+        ) from None
     fps = [fingerprint(p, tol=tol) for p in nets]
     groups: list[list[int]] = []
     by_digest: dict[str, int] = {}
@@ -224,8 +234,10 @@ def group_by_function(networks: Any, *, tol: Any = DEFAULT_TOL,
         g = by_digest.get(fp.digest)
         if g is None and not fp.decisive:
             for k, members in enumerate(groups):
-                if fps[members[0]].widths[0] == fp.widths[0] and \
-                        fps[members[0]].widths[-1] == fp.widths[-1]:
+                if (
+                    fps[members[0]].widths[0] == fp.widths[0]
+                    and fps[members[0]].widths[-1] == fp.widths[-1]
+                ):
                     checks += 1
                     r = equivalent(nets[members[0]], nets[i], tol=tol)
                     if r.equivalent:
@@ -236,16 +248,18 @@ def group_by_function(networks: Any, *, tol: Any = DEFAULT_TOL,
             r = equivalent(nets[groups[g][0]], nets[i], tol=tol)
             certified = certified and r.certified
             if not r.equivalent:
-                g, split = None, True   # one fingerprint, two functions: kept apart
+                g, split = None, True  # one fingerprint, two functions: kept apart
         if g is None:
             groups.append([i])
             by_digest.setdefault(fp.digest, len(groups) - 1)
         else:
             groups[g].append(i)
-    return FunctionGroups(groups=tuple(tuple(g) for g in groups),
-                          fingerprints=tuple(fp.digest for fp in fps), certified=certified,
-                          num_checks=checks,
-                          note=f"{len(nets)} networks, {len(groups)} functions; {checks} "
-                               f"equivalence checks"
-                               + ("; a shared fingerprint held two functions (kept apart)"
-                                  if split else ""))
+    return FunctionGroups(
+        groups=tuple(tuple(g) for g in groups),
+        fingerprints=tuple(fp.digest for fp in fps),
+        certified=certified,
+        num_checks=checks,
+        note=f"{len(nets)} networks, {len(groups)} functions; {checks} "
+        f"equivalence checks"
+        + ("; a shared fingerprint held two functions (kept apart)" if split else ""),
+    )

@@ -41,16 +41,21 @@ class Domain(Result):
         # analysis trusts kind, shapes and bounds, and a 'sphere' or an empty box would
         # otherwise be analysed as something it is not.
         if self.kind not in ("whole", "orthant", "box"):
-            raise DomainError(f"a domain's kind is 'whole', 'orthant' or 'box'; got "
-                              f"{short_repr(self.kind)}")
-        dim = check_positive_int(self.dim, "domain dimension", DomainError,
-                                 maximum=MAX_PARAMS)
-        A = as_finite_array(self.A, "domain A", error=DomainError).reshape(-1, dim) \
-            if np.size(self.A) % dim == 0 else None
+            raise DomainError(
+                f"a domain's kind is 'whole', 'orthant' or 'box'; got {short_repr(self.kind)}"
+            )
+        dim = check_positive_int(self.dim, "domain dimension", DomainError, maximum=MAX_PARAMS)
+        A = (
+            as_finite_array(self.A, "domain A", error=DomainError).reshape(-1, dim)
+            if np.size(self.A) % dim == 0
+            else None
+        )
         c = as_finite_array(self.c, "domain c", ndim=1, error=DomainError)
         if A is None or A.shape[0] != c.shape[0]:
-            raise DomainError(f"a domain's A must have shape (m, {dim}) and c shape (m,); got "
-                              f"{np.shape(self.A)} and {c.shape}")
+            raise DomainError(
+                f"a domain's A must have shape (m, {dim}) and c shape (m,); got "
+                f"{np.shape(self.A)} and {c.shape}"
+            )
         object.__setattr__(self, "A", A)
         object.__setattr__(self, "c", c)
         if self.kind == "box":
@@ -87,8 +92,7 @@ class Domain(Result):
         hi = as_finite_array(upper, "box upper bound", ndim=1, error=DomainError)
         _check_box(lo, hi)
         d = lo.size
-        return cls("box", d, np.vstack([np.eye(d), -np.eye(d)]), np.concatenate([hi, -lo]),
-                   lo, hi)
+        return cls("box", d, np.vstack([np.eye(d), -np.eye(d)]), np.concatenate([hi, -lo]), lo, hi)
 
     @classmethod
     def from_data(cls, X: Any, *, min_width: float = 1e-9) -> "Domain":
@@ -101,11 +105,11 @@ class Domain(Result):
         """
         X = as_finite_array(X, "data", ndim=2, error=DomainError)
         if X.shape[0] == 0 or X.shape[1] == 0:
-            raise DomainError(f"data must have at least one row and one column; got shape "
-                              f"{X.shape}")
+            raise DomainError(
+                f"data must have at least one row and one column; got shape {X.shape}"
+            )
         if not (isinstance(min_width, (int, float)) and 0 < min_width < 1):
-            raise DomainError(f"min_width must be a number in (0, 1); got "
-                              f"{short_repr(min_width)}")
+            raise DomainError(f"min_width must be a number in (0, 1); got {short_repr(min_width)}")
         lo, hi = X.min(axis=0), X.max(axis=0)
         flat = hi <= lo
         hi = np.where(flat, lo + min_width * np.maximum(1.0, np.abs(lo)), hi)
@@ -130,8 +134,9 @@ class Domain(Result):
         tol = check_nonnegative_float(tol, "tol")
         X = np.atleast_2d(as_finite_array(X, "X", error=DomainError))
         if X.ndim != 2 or X.shape[1] != self.dim:
-            raise DomainError(f"X must have shape (N, {self.dim}) for this domain; "
-                              f"got shape {X.shape}")
+            raise DomainError(
+                f"X must have shape (N, {self.dim}) for this domain; got shape {X.shape}"
+            )
         return np.all(X @ self.A.T <= self.c + tol, axis=1)
 
 
@@ -141,15 +146,19 @@ def _check_box(lo: np.ndarray, hi: np.ndarray) -> None:
     if lo.shape != hi.shape:
         raise DomainError(f"box bounds must have the same shape; got {lo.shape} and {hi.shape}")
     if not np.all(lo < hi):
-        raise DomainError(f"box must satisfy lower < upper in every coordinate; got "
-                          f"lower={short_repr(lo)}, upper={short_repr(hi)}")
+        raise DomainError(
+            f"box must satisfy lower < upper in every coordinate; got "
+            f"lower={short_repr(lo)}, upper={short_repr(hi)}"
+        )
     with np.errstate(over="ignore"):
         wide = ~np.isfinite(hi - lo) | (np.maximum(np.abs(lo), np.abs(hi)) > MAX_BOX_BOUND)
     if np.any(wide):
         i = int(np.argmax(wide))
-        raise DomainError(f"box bounds must lie within +-{MAX_BOX_BOUND:g}; got [{lo[i]:g}, "
-                          f"{hi[i]:g}] in coordinate {i} (for all of R^d use the domain "
-                          f"'whole')")
+        raise DomainError(
+            f"box bounds must lie within +-{MAX_BOX_BOUND:g}; got [{lo[i]:g}, "
+            f"{hi[i]:g}] in coordinate {i} (for all of R^d use the domain "
+            f"'whole')"
+        )
 
 
 #: the largest |bound| of a box: beyond it, widths, squares and LP scalings of the box
@@ -181,19 +190,28 @@ def as_domain(domain: Any, dim: int) -> Domain:
             return Domain.orthant(dim)
         raise DomainError(
             f"domain must be None, 'whole', 'orthant', a (lower, upper) box or a Domain; "
-            f"got {domain!r}")
+            f"got {domain!r}"
+        )
     if isinstance(domain, Domain):
         if domain.dim != dim:
-            raise DomainError(f"domain has dimension {domain.dim} but the network's input dimension is {dim}")
+            raise DomainError(
+                f"domain has dimension {domain.dim} but the network's input dimension is {dim}"
+            )
         return domain
     if isinstance(domain, (tuple, list)) and len(domain) == 2:
-        lo, hi = (np.broadcast_to(as_finite_array(v, "box bound", error=DomainError), (dim,))
-                  if np.ndim(v) == 0 else v for v in domain)
+        lo, hi = (
+            np.broadcast_to(as_finite_array(v, "box bound", error=DomainError), (dim,))
+            if np.ndim(v) == 0
+            else v
+            for v in domain
+        )
         box = Domain.box(lo, hi)
         if box.dim != dim:
             raise DomainError(
-                f"box has dimension {box.dim} but the network's input dimension is {dim}")
+                f"box has dimension {box.dim} but the network's input dimension is {dim}"
+            )
         return box
     raise DomainError(
         f"domain must be None, 'whole', 'orthant', a (lower, upper) box or a Domain; "
-        f"got {short_repr(domain)}")
+        f"got {short_repr(domain)}"
+    )

@@ -63,35 +63,42 @@ def check_params(params: Any, widths: Sequence[int] | None = None) -> Params:
     """
     params = param_list(params)
     if isinstance(params, np.ndarray) or not isinstance(params, Sequence) or len(params) == 0:
-        raise ParameterError(f"ReLU parameters must be a non-empty list of (W, b) pairs; got {short_repr(params)}")
+        raise ParameterError(
+            f"ReLU parameters must be a non-empty list of (W, b) pairs; got {short_repr(params)}"
+        )
     out: Params = []
     for l, layer in enumerate(params, start=1):
         if not isinstance(layer, Sequence) or len(layer) != 2:
-            raise ParameterError(
-                f"layer {l} must be a pair (W, b); got {short_repr(layer)}")
+            raise ParameterError(f"layer {l} must be a pair (W, b); got {short_repr(layer)}")
         # the shared input rules first: no complex, boolean, string or other objects
         # (numpy would drop an imaginary part or parse "1.5"); tensors detached
         W = as_finite_array(layer[0], f"W_{l}", ndim=2)
         b = as_finite_array(layer[1], f"b_{l}", ndim=1)
         if W.shape[0] == 0 or W.shape[1] == 0:
-            raise ParameterError(f"W_{l} must have at least one row and column; got shape {W.shape}")
+            raise ParameterError(
+                f"W_{l} must have at least one row and column; got shape {W.shape}"
+            )
         if b.shape[0] != W.shape[0]:
-            raise ParameterError(f"b_{l} must have one entry per row of W_{l} ({W.shape[0]}); got shape {b.shape}")
+            raise ParameterError(
+                f"b_{l} must have one entry per row of W_{l} ({W.shape[0]}); got shape {b.shape}"
+            )
         if out and W.shape[1] != out[-1][0].shape[0]:
             raise ParameterError(
                 f"W_{l} must have {out[-1][0].shape[0]} columns (the width of layer {l - 1}); "
-                f"got shape {W.shape}")
+                f"got shape {W.shape}"
+            )
         out.append((W, b))
     if widths is not None:
         got = (out[0][0].shape[1],) + tuple(W.shape[0] for W, _ in out)
         if got != tuple(widths):
             raise ParameterError(
-                f"parameters have widths {got} but the network has widths {tuple(widths)}")
+                f"parameters have widths {got} but the network has widths {tuple(widths)}"
+            )
     return out
 
 
 def _exact_entry(x: Any) -> flint.fmpq:
-    if isinstance(x, (float, np.floating)):   # the common case: to_fmpq's fast path
+    if isinstance(x, (float, np.floating)):  # the common case: to_fmpq's fast path
         return to_fmpq(x)
     if isinstance(x, flint.fmpq):
         return x
@@ -112,8 +119,9 @@ def float_params(raw: Any) -> list | None:
     except Exception:  # anything numpy cannot read plainly: the caller validates it
         return None
     for x in arrays:
-        if x.dtype.kind not in "fiu" or (x.dtype.kind in "iu" and x.size
-                                         and np.abs(x).max() >= 2 ** 53):
+        if x.dtype.kind not in "fiu" or (
+            x.dtype.kind in "iu" and x.size and np.abs(x).max() >= 2**53
+        ):
             return None
     return check_params(raw)
 
@@ -260,12 +268,13 @@ class ReLUNet:
         theta = as_finite_array(theta, "theta", ndim=1)
         if theta.size != self.num_params:
             raise ParameterError(
-                f"theta must have {self.num_params} entries for {self!r}; got {theta.size}")
+                f"theta must have {self.num_params} entries for {self!r}; got {theta.size}"
+            )
         out, pos = [], 0
         for n, m in zip(self.widths[:-1], self.widths[1:]):
-            W = theta[pos:pos + m * n].reshape(m, n)
+            W = theta[pos : pos + m * n].reshape(m, n)
             pos += m * n
-            out.append((W.copy(), theta[pos:pos + m].copy()))
+            out.append((W.copy(), theta[pos : pos + m].copy()))
             pos += m
         return out
 

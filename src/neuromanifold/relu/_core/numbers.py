@@ -24,8 +24,18 @@ from ...exact import fmpq_to_fraction
 from .domain import Domain
 from .net import check_params, param_list
 
-__all__ = ["exact_value", "exact_layers", "fraction_to_fmpq", "float_to_fmpq", "to_float",
-           "clipped_float", "pow2", "binary_exponent", "open_range", "forward_error_bounds"]
+__all__ = [
+    "exact_value",
+    "exact_layers",
+    "fraction_to_fmpq",
+    "float_to_fmpq",
+    "to_float",
+    "clipped_float",
+    "pow2",
+    "binary_exponent",
+    "open_range",
+    "forward_error_bounds",
+]
 
 _INF = math.inf
 _ZERO = Fraction(0)
@@ -51,8 +61,10 @@ def exact_value(x: Any) -> Fraction:
         return Fraction(float(x))
     if hasattr(x, "p") and hasattr(x, "q") and getattr(x, "is_Rational", False):  # sympy
         return Fraction(int(x.p), int(x.q))
-    raise ParameterError(f"parameter entries must be real numbers (float, int, Fraction); got "
-                         f"{short_repr(x)} of type {type(x).__name__}")
+    raise ParameterError(
+        f"parameter entries must be real numbers (float, int, Fraction); got "
+        f"{short_repr(x)} of type {type(x).__name__}"
+    )
 
 
 def exact_layers(params: Any) -> tuple[list, list]:
@@ -63,22 +75,29 @@ def exact_layers(params: Any) -> tuple[list, list]:
     """
     params = param_list(params)
     if isinstance(params, (str, bytes)):
-        raise ParameterError(f"ReLU parameters must be a non-empty list of (W, b) pairs; got "
-                             f"{short_repr(params)}")
+        raise ParameterError(
+            f"ReLU parameters must be a non-empty list of (W, b) pairs; got {short_repr(params)}"
+        )
     with warnings.catch_warnings():  # numpy casts complex arrays to float with a warning
         warnings.simplefilter("error", np.exceptions.ComplexWarning)
         try:
             layers = check_params(params)
         except np.exceptions.ComplexWarning as exc:
-            raise ParameterError(f"parameter entries must be real numbers (float, int, "
-                                 f"Fraction); got complex values in {short_repr(params)}") from exc
+            raise ParameterError(
+                f"parameter entries must be real numbers (float, int, "
+                f"Fraction); got complex values in {short_repr(params)}"
+            ) from exc
     exact = []
     for l, ((W, b), (Wf, bf)) in enumerate(zip(params, layers), start=1):
         # entries as passed (a boolean among floats is refused by _frac); tensors detached
         We = np.asarray(_detached(W, f"W_{l}"), dtype=object).reshape(Wf.shape)
         be = np.asarray(_detached(b, f"b_{l}"), dtype=object).reshape(bf.shape)
-        exact.append(([[exact_value(x) for x in row] for row in We.tolist()],
-                      [exact_value(x) for x in be.tolist()]))
+        exact.append(
+            (
+                [[exact_value(x) for x in row] for row in We.tolist()],
+                [exact_value(x) for x in be.tolist()],
+            )
+        )
     return layers, exact
 
 
@@ -118,7 +137,7 @@ def clipped_float(v: flint.fmpq) -> float:
 
 def pow2(e: int) -> flint.fmpq:
     """``2**e`` as an exact rational (any integer ``e``)."""
-    return flint.fmpq(2 ** e) if e >= 0 else flint.fmpq(1, 2 ** -e)
+    return flint.fmpq(2**e) if e >= 0 else flint.fmpq(1, 2**-e)
 
 
 def binary_exponent(v: flint.fmpq) -> int:
@@ -148,7 +167,7 @@ def open_range(a: Sequence[Fraction], dom: Domain) -> tuple[Any, Any] | None:
     return None
 
 
-_U = 2.0 ** -53
+_U = 2.0**-53
 
 
 def forward_error_bounds(params: list, X: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -169,7 +188,7 @@ def forward_error_bounds(params: list, X: np.ndarray) -> list[tuple[np.ndarray, 
             A = np.abs(W)
             Z = H @ W.T + b
             err = E @ A.T + g * (np.abs(H) @ A.T + np.abs(b))
-            err = err * (1 + 1e-10) + n * 2.0 ** -1070
+            err = err * (1 + 1e-10) + n * 2.0**-1070
             err = np.where(np.isfinite(err) & np.isfinite(Z), err, np.inf)
             out.append((Z, err))
             H, E = np.maximum(Z, 0.0), err

@@ -49,7 +49,7 @@ __all__ = ["canonical_form", "permutation_scaling_form"]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 _QUOTIENTS = ("auto", "all", "permutation-scaling")
-_U = 2.0 ** -53
+_U = 2.0**-53
 #: the smallest positive normal float64: below it the relative rounding bound fails
 _TINY = np.finfo(float).tiny
 
@@ -92,31 +92,39 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL, quotient: str = "au
     P = check_params(params)
     quotient = check_choice(quotient, "quotient", _QUOTIENTS)
     if quotient == "all" and len(P) != 3:
-        raise InputError(f"quotient='all' needs a three-layer network (no complete list of "
-                         f"the symmetries is known at {len(P)} layers); "
-                         f"quotient='permutation-scaling' takes every depth")
+        raise InputError(
+            f"quotient='all' needs a three-layer network (no complete list of "
+            f"the symmetries is known at {len(P)} layers); "
+            f"quotient='permutation-scaling' takes every depth"
+        )
     if len(P) == 3 and quotient != "permutation-scaling":
         try:
             return three_layer_canonical_form(P, tol=tol)
         except InputError as exc:
             if "generic three-layer bottleneck" not in str(exc):
                 raise
-            raise InputError(f"{exc}; quotient='permutation-scaling' gives the form modulo "
-                             f"permutation and scaling after a lossless reduction") from None
+            raise InputError(
+                f"{exc}; quotient='permutation-scaling' gives the form modulo "
+                f"permutation and scaling after a lossless reduction"
+            ) from None
     tol = check_tol(tol)
     if tol == 0:
-        raise InputError("canonical_form needs tol > 0: the normal form divides by row "
-                         "norms, which rounds; got tol = 0")
+        raise InputError(
+            "canonical_form needs tol > 0: the normal form divides by row "
+            "norms, which rounds; got tol = 0"
+        )
     if len(P) == 1:
         return P
     form, bound = permutation_scaling_form(P, tol)
     scale = path_norm_scale(P)
     if not bound <= tol * scale:
         rel = bound / scale if scale > 0 else float("inf")
-        raise InputError(f"canonical_form cannot certify its result within tol = {tol:g}: "
-                         f"the bound on the function change is {rel:.3g} relative (weights "
-                         f"near the float range's ends, where the normal form's rounding "
-                         f"has no relative bound)")
+        raise InputError(
+            f"canonical_form cannot certify its result within tol = {tol:g}: "
+            f"the bound on the function change is {rel:.3g} relative (weights "
+            f"near the float range's ends, where the normal form's rounding "
+            f"has no relative bound)"
+        )
     return form
 
 
@@ -145,9 +153,13 @@ def _reduced(P: Params, tol: float) -> tuple[Params, float]:
     form, so their order is arbitrary there; merged first, they cannot make the order in
     which a later block meets its rows (and so the basis it keeps) depend on the copy."""
     hidden = range(1, len(P))
-    if not any(dead_neurons(P, l, 0.0) or active_neurons(P, l, 0.0)
-               or silent_neurons(P, l, 0.0) or parallel_pairs(P, l, tol, limit=1)
-               for l in hidden):
+    if not any(
+        dead_neurons(P, l, 0.0)
+        or active_neurons(P, l, 0.0)
+        or silent_neurons(P, l, 0.0)
+        or parallel_pairs(P, l, tol, limit=1)
+        for l in hidden
+    ):
         return P, 0.0
     cur, total = P, 0.0
     while True:
@@ -157,15 +169,16 @@ def _reduced(P: Params, tol: float) -> tuple[Params, float]:
             ex = exact_params(cur)
             Wq, bq = [m for m, _ in ex], [v for _, v in ex]
             dead, active = sign_statuses(Wq, bq)
-            W, b, _, delta = reduce_exact(Wq, bq, tol, dead=dead,
-                                          linear=active if blocks else None)
+            W, b, _, delta = reduce_exact(Wq, bq, tol, dead=dead, linear=active if blocks else None)
             if blocks:
                 zero_active_biases(W, b)
             floats, rounding = rounded_layers(W, b)
             cur, normal = _normal_form(floats)
             total += float(delta + rounding) + normal
-        if sum(b.size for _, b in cur) == size and \
-                sum(int(np.count_nonzero(b)) for _, b in cur) == biases:
+        if (
+            sum(b.size for _, b in cur) == size
+            and sum(int(np.count_nonzero(b)) for _, b in cur) == biases
+        ):
             return cur, total
 
 
@@ -186,17 +199,23 @@ def _normal_form(P: Params) -> tuple[Params, float]:
         Wn, bn = form[l + 1]
         M = Wn * s[None, :]
         # the product, divided again in the next layer, must hold its relative bound too
-        if np.count_nonzero(M) != np.count_nonzero(Wn) or not np.all(np.isfinite(M)) \
-                or np.any((M != 0) & (np.abs(M) < _TINY)):
+        if (
+            np.count_nonzero(M) != np.count_nonzero(Wn)
+            or not np.all(np.isfinite(M))
+            or np.any((M != 0) & (np.abs(M) < _TINY))
+        ):
             inf = None
         form[l] = (W[order], b[order])
         form[l + 1] = (M[:, order], bn)
     if inf is None:
         return form, float("inf")
     for (W, b), (V, c) in zip(P, form):
-        for A, B in ((W, V), (b, c)):   # same zeros (up to the order), finite, normal
-            if np.count_nonzero(A) != np.count_nonzero(B) or not np.all(np.isfinite(B)) \
-                    or np.any((B != 0) & (np.abs(B) < _TINY)):
+        for A, B in ((W, V), (b, c)):  # same zeros (up to the order), finite, normal
+            if (
+                np.count_nonzero(A) != np.count_nonzero(B)
+                or not np.all(np.isfinite(B))
+                or np.any((B != 0) & (np.abs(B) < _TINY))
+            ):
                 return form, float("inf")
     a = [(np.abs(W) * (1 + 4 * _U), np.abs(b) * (1 + 4 * _U)) for W, b in form]
     f = [(np.abs(W), np.abs(b)) for W, b in form]

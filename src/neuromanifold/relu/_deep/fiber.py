@@ -95,18 +95,20 @@ class MoveFamily(Result):
         """The family in words."""
         who = ", ".join(map(str, self.neurons))
         if self.kind == "parallel":
-            text = (f"neurons {who} parallel (ratio {self.ratio:.6g}): outgoing weight moves "
-                    f"between them")
+            text = (
+                f"neurons {who} parallel (ratio {self.ratio:.6g}): outgoing weight moves "
+                f"between them"
+            )
         else:
             text = {
                 "scaling": f"positive scaling of its {len(self.neurons)} neurons",
                 "dead": f"neuron {who} dead on every input: outgoing weights free, row in the "
-                        f"dead cone",
+                f"dead cone",
                 "dead_on_image": f"neuron {who} dead on every input (proved on the image of "
-                                 f"the layers before): outgoing weights free",
+                f"the layers before): outgoing weights free",
                 "silent": f"neuron {who} without outgoing weights: row free",
                 "active_bias": f"neuron {who} active on every input: bias shifts into the "
-                               f"next layer",
+                f"next layer",
                 "active_block": f"always-active block {{{who}}}: rows mix by I + E, E >= 0",
             }[self.kind]
         return f"layer {self.layer}: {text} ({self.num_directions} directions)"
@@ -154,17 +156,25 @@ class DeepFiber(Result):
         ``max_families``, when given), one per line."""
         widths = "-".join(map(str, self.widths))
         if self.local_dimension is not None:
-            head = (f"fiber of local dimension {self.local_dimension} at this parameter "
-                    f"(widths {widths}; proved: the listed moves generate "
-                    f"{self.dimension} dimensions, and P - rank of the Jacobian = "
-                    f"{self.num_params} - {self.jacobian_rank})")
+            head = (
+                f"fiber of local dimension {self.local_dimension} at this parameter "
+                f"(widths {widths}; proved: the listed moves generate "
+                f"{self.dimension} dimensions, and P - rank of the Jacobian = "
+                f"{self.num_params} - {self.jacobian_rank})"
+            )
         else:
-            upper = ("unknown" if self.kernel_dimension is None else
-                     f"at most {self.kernel_dimension}")
-            head = (f"fiber of local dimension at least {self.dimension}, {upper} "
-                    f"(widths {widths}; undecided: {self.undecided_reason})")
-        return "\n".join([head] + ["  " + f.describe() for f in self.families[:max_families]]
-                         + _more(self.families, max_families))
+            upper = (
+                "unknown" if self.kernel_dimension is None else f"at most {self.kernel_dimension}"
+            )
+            head = (
+                f"fiber of local dimension at least {self.dimension}, {upper} "
+                f"(widths {widths}; undecided: {self.undecided_reason})"
+            )
+        return "\n".join(
+            [head]
+            + ["  " + f.describe() for f in self.families[:max_families]]
+            + _more(self.families, max_families)
+        )
 
     def sample(self, n: int = 1, seed: Any = 0, *, dyadic: bool = False) -> list[Params]:
         """``n`` random points of the part of the fiber the families generate: every move
@@ -195,6 +205,7 @@ class DeepFiber(Result):
 
 # -- the families and their tangent vectors ------------------------------------------------
 
+
 def _families(params: Params, status: tuple | None) -> list[MoveFamily]:
     """Every move family of ``params``, in the order of :data:`KINDS`: decided on the
     exact floats, and on ``status`` (per hidden layer, what
@@ -209,33 +220,49 @@ def _families(params: Params, status: tuple | None) -> list[MoveFamily]:
         proved = status[h - 1] if status is not None else ("",) * n
         on_image = [j for j in range(n) if proved[j] == "dead" and j not in dead]
         silent = set(silent_neurons(params, h, 0.0))
-        sizes = {"dead": (1 if h == 1 else fan_in + 1) + fan_out,
-                 "dead_on_image": fan_out, "silent": fan_in + 1}
+        sizes = {
+            "dead": (1 if h == 1 else fan_in + 1) + fan_out,
+            "dead_on_image": fan_out,
+            "silent": fan_in + 1,
+        }
         for j in range(n):
             # a free row needs a zero column, a free column a dead neuron: a neuron that
             # is both gets one family, the larger
-            kinds = (["dead"] if j in dead else ["dead_on_image"] if j in on_image else [])
+            kinds = ["dead"] if j in dead else ["dead_on_image"] if j in on_image else []
             kinds += ["silent"] if j in silent else []
             if kinds:
                 kind = max(kinds, key=sizes.get)
-                fams[kind].append(MoveFamily(kind=kind, layer=h, neurons=(j,),
-                                             num_directions=sizes[kind]))
+                fams[kind].append(
+                    MoveFamily(kind=kind, layer=h, neurons=(j,), num_directions=sizes[kind])
+                )
         moved = set(dead) | set(on_image) | silent
         for j0, k in parallel_classes(params, h, 0.0, skip=moved):
-            fams["parallel"].append(MoveFamily(kind="parallel", layer=h, neurons=(j0, k),
-                                               num_directions=fan_out,
-                                               ratio=_ratio(W, b, j0, k)))
-        block = [j for j in range(n) if (j in active or proved[j] == "linear")
-                 and j not in moved]
+            fams["parallel"].append(
+                MoveFamily(
+                    kind="parallel",
+                    layer=h,
+                    neurons=(j0, k),
+                    num_directions=fan_out,
+                    ratio=_ratio(W, b, j0, k),
+                )
+            )
+        block = [j for j in range(n) if (j in active or proved[j] == "linear") and j not in moved]
         for j in block:
-            fams["active_bias"].append(MoveFamily(kind="active_bias", layer=h, neurons=(j,),
-                                                  num_directions=1))
+            fams["active_bias"].append(
+                MoveFamily(kind="active_bias", layer=h, neurons=(j,), num_directions=1)
+            )
         if len(block) >= 2:
-            fams["active_block"].append(MoveFamily(
-                kind="active_block", layer=h, neurons=tuple(block),
-                num_directions=len(block) * (len(block) - 1)))
-        fams["scaling"].append(MoveFamily(kind="scaling", layer=h, neurons=tuple(range(n)),
-                                          num_directions=n))
+            fams["active_block"].append(
+                MoveFamily(
+                    kind="active_block",
+                    layer=h,
+                    neurons=tuple(block),
+                    num_directions=len(block) * (len(block) - 1),
+                )
+            )
+        fams["scaling"].append(
+            MoveFamily(kind="scaling", layer=h, neurons=tuple(range(n)), num_directions=n)
+        )
     return [f for k in KINDS for f in fams[k]]
 
 
@@ -305,7 +332,7 @@ def _tangents(params: Params, families: list[MoveFamily]):
             i = int(np.argmax(np.abs(rj)))
             num, den = int(res(rk[i])[0]), int(res(rj[i])[0])
             if den == 0:
-                continue   # the ratio has no residue: leaving the vector out only lowers the rank
+                continue  # the ratio has no residue: leaving the vector out only lowers the rank
             lam = num * pow(den, -1, PRIME) % PRIME
             cj, ck = lay.column(h, j), lay.column(h, k)
             for o in range(len(cj)):
@@ -317,11 +344,11 @@ def _tangents(params: Params, families: list[MoveFamily]):
         elif f.kind == "active_block":
             for a in f.neurons:
                 for c in f.neurons:
-                    if a != c:   # E = e_a e_c^T: row a += row c, column c -= column a
+                    if a != c:  # E = e_a e_c^T: row a += row c, column c -= column a
                         idx = np.concatenate([lay.row(h, a), lay.column(h, c)])
                         val = np.concatenate([res(np.append(W[c], b[c])), res(-C[:, a])])
                         rows.append((idx, val))
-        else:   # scaling
+        else:  # scaling
             for j in f.neurons:
                 idx = np.concatenate([lay.row(h, j), lay.column(h, j)])
                 val = np.concatenate([res(np.append(W[j], b[j])), res(-C[:, j])])
@@ -329,8 +356,9 @@ def _tangents(params: Params, families: list[MoveFamily]):
     return unit, rows, lay.P
 
 
-def _rank_mod_p(rows: list, skip: set, P: int, rng: np.random.Generator,
-                deadline: float | None = None) -> int | None:
+def _rank_mod_p(
+    rows: list, skip: set, P: int, rng: np.random.Generator, deadline: float | None = None
+) -> int | None:
     """Rank modulo :data:`PRIME` of the sparse ``rows`` with the coordinates ``skip``
     left out, after compression by a random matrix (exact products,
     :func:`residue_matmul`); a lower bound of the rank over the rationals. ``None`` when
@@ -353,9 +381,8 @@ def _rank_mod_p(rows: list, skip: set, P: int, rng: np.random.Generator,
 
     expected = rank_seconds((k, k), exact=True)
 
-    def late() -> bool:   # a rank of a quarter second or less is always taken
-        return deadline is not None and expected > 0.25 and \
-            time.monotonic() + expected > deadline
+    def late() -> bool:  # a rank of a quarter second or less is always taken
+        return deadline is not None and expected > 0.25 and time.monotonic() + expected > deadline
 
     if late():
         return None
@@ -363,16 +390,17 @@ def _rank_mod_p(rows: list, skip: set, P: int, rng: np.random.Generator,
         A = np.mod(M.toarray(), PRIME).astype(np.int64)
     else:
         A = np.zeros((k, k), dtype=np.int64)
-        for s in range(0, M.shape[1], 1 << 13):   # sparse slices of 2**13 columns
+        for s in range(0, M.shape[1], 1 << 13):  # sparse slices of 2**13 columns
             if late():
                 return None
-            part = M[:, s:s + (1 << 13)]
+            part = M[:, s : s + (1 << 13)]
             R = rng.integers(0, PRIME, (part.shape[1], k))
             A = (A + residue_matmul(part, R)) % PRIME
     return residue_rank(A)
 
 
 # -- sampling ------------------------------------------------------------------------------
+
 
 def _sample_one(params: Params, families, rng: np.random.Generator, dyadic: bool) -> Params:
     """One point of the generated part (:meth:`DeepFiber.sample`)."""
@@ -404,7 +432,7 @@ def _sample_one(params: Params, families, rng: np.random.Generator, dyadic: bool
             C[:, k] -= s
         elif f.kind == "active_bias":
             j = f.neurons[0]
-            t = num(0, 1)   # t >= 0: relu(z + t) = z + t wherever z >= 0
+            t = num(0, 1)  # t >= 0: relu(z + t) = z + t wherever z >= 0
             b[j] += t
             p[h] = (C, p[h][1] - t * C[:, j])
         elif f.kind == "active_block" and not dyadic:
@@ -414,8 +442,11 @@ def _sample_one(params: Params, families, rng: np.random.Generator, dyadic: bool
             W[A], b[A] = R[:, :-1], R[:, -1]
             C[:, A] = np.linalg.solve(G.T, C[:, A].T).T
         elif f.kind == "scaling":
-            u = (2.0 ** rng.integers(-2, 3, len(f.neurons)) if dyadic
-                 else np.exp(rng.uniform(-1, 1, len(f.neurons))))
+            u = (
+                2.0 ** rng.integers(-2, 3, len(f.neurons))
+                if dyadic
+                else np.exp(rng.uniform(-1, 1, len(f.neurons)))
+            )
             W *= u[:, None]
             b *= u
             C /= u[None, :]
@@ -429,8 +460,14 @@ def _sample_one(params: Params, families, rng: np.random.Generator, dyadic: bool
 
 # -- the entry point -----------------------------------------------------------------------
 
-def fiber(params: Any, *, tol: float = DEFAULT_TOL, max_regions: int | None = None,
-          time_limit: float | None = None):
+
+def fiber(
+    params: Any,
+    *,
+    tol: float = DEFAULT_TOL,
+    max_regions: int | None = None,
+    time_limit: float | None = None,
+):
     """The fiber of a ReLU parameter, ``{theta' : f_theta' = f_theta}``.
 
     A three-layer bottleneck parameter (``n1 <= d``, ``W1`` of full row rank) gets its
@@ -481,30 +518,44 @@ def fiber(params: Any, *, tol: float = DEFAULT_TOL, max_regions: int | None = No
     left = None if time_limit is None else max(time_limit - (time.monotonic() - start), 1e-3)
     rank, reason = _jacobian_rank(params, P - dimension, max_regions, left)
     if generated is None and rows:
-        reason = (f"the rank of the {len(rows)} other move tangents was not computed within "
-                  f"the time limit, so the dimension counts the {len(unit)} coordinate moves "
-                  f"alone (a lower bound); " + (reason or "a larger time_limit decides more"))
+        reason = (
+            f"the rank of the {len(rows)} other move tangents was not computed within "
+            f"the time limit, so the dimension counts the {len(unit)} coordinate moves "
+            f"alone (a lower bound); " + (reason or "a larger time_limit decides more")
+        )
     kernel = None if rank is None else P - rank
     local = dimension if kernel == dimension else None
     if local is None and reason is None:
-        reason = (f"the listed moves generate {dimension} dimensions and the Jacobian's rank "
-                  f"is proven to be at least {rank} (so at most {kernel}); a move not listed "
-                  f"(a symmetry of three consecutive layers, a neuron dead on the image of "
-                  f"the layers before that no bound proves dead on R^d) or a larger proven "
-                  f"rank would close the gap, which can also be real (a kernel direction no "
-                  f"curve in the fiber follows)")
+        reason = (
+            f"the listed moves generate {dimension} dimensions and the Jacobian's rank "
+            f"is proven to be at least {rank} (so at most {kernel}); a move not listed "
+            f"(a symmetry of three consecutive layers, a neuron dead on the image of "
+            f"the layers before that no bound proves dead on R^d) or a larger proven "
+            f"rank would close the gap, which can also be real (a kernel direction no "
+            f"curve in the fiber follows)"
+        )
     widths = (params[0][0].shape[1],) + tuple(W.shape[0] for W, _ in params)
-    return DeepFiber(params=params, widths=widths, num_params=P, families=tuple(families),
-                     dimension=dimension, jacobian_rank=rank, kernel_dimension=kernel,
-                     local_dimension=local, undecided_reason=None if local is not None
-                     else reason)
+    return DeepFiber(
+        params=params,
+        widths=widths,
+        num_params=P,
+        families=tuple(families),
+        dimension=dimension,
+        jacobian_rank=rank,
+        kernel_dimension=kernel,
+        local_dimension=local,
+        undecided_reason=None if local is not None else reason,
+    )
 
 
 def _more(families: tuple, shown: int | None) -> list[str]:
     """The line that says how many families :meth:`describe` left out, if any."""
     rest = len(families) - (len(families) if shown is None else shown)
-    return [f"  ... {rest} more famil{'y' if rest == 1 else 'ies'} (--show N, or --json "
-            f"PATH for all)"] if rest > 0 else []
+    return (
+        [f"  ... {rest} more famil{'y' if rest == 1 else 'ies'} (--show N, or --json PATH for all)"]
+        if rest > 0
+        else []
+    )
 
 
 def _check_float_values(raw: Any, params: Params) -> None:
@@ -514,9 +565,9 @@ def _check_float_values(raw: Any, params: Params) -> None:
     if float_params(raw) is not None:
         return
     for l, ((We, be), (W, b)) in enumerate(zip(exact_params(raw), params), start=1):
-        for (i, k), v in [((i, k), We[i, k]) for i in range(W.shape[0])
-                          for k in range(W.shape[1])] + [((i, None), be[i])
-                                                         for i in range(len(b))]:
+        for (i, k), v in [
+            ((i, k), We[i, k]) for i in range(W.shape[0]) for k in range(W.shape[1])
+        ] + [((i, None), be[i]) for i in range(len(b))]:
             f = W[i, k] if k is not None else b[i]
             if to_fmpq(float(f)) != v:
                 where = f"W_{l}[{i}, {k}]" if k is not None else f"b_{l}[{i}]"
@@ -524,7 +575,8 @@ def _check_float_values(raw: Any, params: Params) -> None:
                     f"fiber decides its moves on float64 entries, and {where} = {v} is not "
                     f"a float64 number (it would be read as {float(f)!r}, another network "
                     f"whose parallel rows and signs can differ); pass the float64 network "
-                    f"to analyse that one")
+                    f"to analyse that one"
+                )
 
 
 def _statuses(params: Params, max_regions, time_limit) -> tuple | None:
@@ -544,7 +596,7 @@ def _jacobian_rank(params: Params, goal: int, max_regions, time_limit):
     reaches ``goal`` (the most it can be) or its budget ends; ``r = None`` with the reason
     when there is none."""
     if len(params) == 1:
-        return params[0][0].size + params[0][1].size, None   # f is its parameter
+        return params[0][0].size + params[0][1].size, None  # f is its parameter
     try:
         r = rank_lower_bound(params, goal, max_regions=max_regions, time_limit=time_limit)
     except ComputationLimitError as exc:
@@ -554,10 +606,14 @@ def _jacobian_rank(params: Params, goal: int, max_regions, time_limit):
             return None, f"the Jacobian's rank was not reached within the budget ({exc})"
     rank, smooth = r
     if rank is None:
-        return None, ("the Jacobian's rank was not computed: the last level of its layered "
-                      "rank is too wide to factorize at this size")
+        return None, (
+            "the Jacobian's rank was not computed: the last level of its layered "
+            "rank is too wide to factorize at this size"
+        )
     if not smooth:
-        return None, ("a neuron's pre-activation is identically zero on a region, so "
-                      "theta -> f_theta(x) is not differentiable there and the Jacobian "
-                      "bounds nothing")
+        return None, (
+            "a neuron's pre-activation is identically zero on a region, so "
+            "theta -> f_theta(x) is not differentiable there and the Jacobian "
+            "bounds nothing"
+        )
     return rank, None

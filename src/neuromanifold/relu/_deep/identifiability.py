@@ -114,9 +114,13 @@ class DeepIdentifiability(Result):
 
     def describe(self) -> str:
         """The verdict and its reasons, one per line."""
-        proof = ("; proved: a witness applies at tol = 0" if self.certified and
-                 self.identifiable is False else
-                 "; the witnesses apply at this tol only" if self.identifiable is False else "")
+        proof = (
+            "; proved: a witness applies at tol = 0"
+            if self.certified and self.identifiable is False
+            else "; the witnesses apply at this tol only"
+            if self.identifiable is False
+            else ""
+        )
         lines = [f"{self.verdict} (widths {'-'.join(map(str, self.widths))}{proof})"]
         lines += ["  " + r for r in self.reasons]
         if self.undecided_reason:
@@ -124,9 +128,14 @@ class DeepIdentifiability(Result):
         return "\n".join(lines)
 
 
-def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
-                    exact_genericity: bool = False, max_regions: int | None = None,
-                    time_limit: float | None = None):
+def identifiability(
+    params: Any,
+    *,
+    tol: float = DEFAULT_TOL,
+    exact_genericity: bool = False,
+    max_regions: int | None = None,
+    time_limit: float | None = None,
+):
     """Is a ReLU parameter identifiable up to permutation and positive scaling?
 
     Three-layer networks get the bottleneck characterization (an
@@ -154,24 +163,47 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
     """
     params = check_params(params)
     if len(params) == 3:
-        return three_layer_identifiability(params, tol=tol, exact_genericity=exact_genericity,
-                                           max_regions=max_regions, time_limit=time_limit)
+        return three_layer_identifiability(
+            params,
+            tol=tol,
+            exact_genericity=exact_genericity,
+            max_regions=max_regions,
+            time_limit=time_limit,
+        )
     tol = check_tol(tol)
     if check_bool(exact_genericity, "exact_genericity"):
-        raise InputError(f"exact_genericity=True is the genericity test of three-layer "
-                         f"networks; this network has {len(params)} layers")
+        raise InputError(
+            f"exact_genericity=True is the genericity test of three-layer "
+            f"networks; this network has {len(params)} layers"
+        )
     check_budget(max_regions, time_limit)
     widths = (params[0][0].shape[1],) + tuple(W.shape[0] for W, _ in params)
     if len(params) == 1:
         return DeepIdentifiability(
-            identifiable=True, widths=widths, dead_neurons=(), active_neurons=(),
-            silent_neurons=(), parallel_pairs=(), witnesses=(), orbit_gaps=(),
-            function_bounds=(), reasons=("no hidden layer: f(x) = W x + b determines W and b",), certified=True,
-            tol=tol, method="no hidden layer")
+            identifiable=True,
+            widths=widths,
+            dead_neurons=(),
+            active_neurons=(),
+            silent_neurons=(),
+            parallel_pairs=(),
+            witnesses=(),
+            orbit_gaps=(),
+            function_bounds=(),
+            reasons=("no hidden layer: f(x) = W x + b determines W and b",),
+            certified=True,
+            tol=tol,
+            method="no hidden layer",
+        )
     hidden = range(1, len(params))
-    status = {name: tuple(tuple(fn(params, l, tol)) for l in hidden)
-              for name, fn in (("dead", dead_neurons), ("active", active_neurons),
-                               ("silent", silent_neurons), ("parallel", parallel_pairs))}
+    status = {
+        name: tuple(tuple(fn(params, l, tol)) for l in hidden)
+        for name, fn in (
+            ("dead", dead_neurons),
+            ("active", active_neurons),
+            ("silent", silent_neurons),
+            ("parallel", parallel_pairs),
+        )
+    }
     candidates = _layer_moves(params, status) + _window_moves(params, tol)
     scale = path_norm_scale(params)
     reasons, witnesses, distances, bounds = [], [], [], []
@@ -185,7 +217,7 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
             witnesses.append(move)
             distances.append(dist)
             bounds.append(bound)
-    if not witnesses:   # neurons dead or active on the image of the layers before
+    if not witnesses:  # neurons dead or active on the image of the layers before
         for reason, move in _image_moves(params, status):
             dist = orbit_gap(params, move.apply(params, tol=0))
             if dist > OFF_ORBIT:
@@ -193,26 +225,48 @@ def identifiability(params: Any, *, tol: float = DEFAULT_TOL,
                 witnesses.append(move)
                 distances.append(dist)
                 bounds.append(0.0)
-    common = dict(widths=widths, dead_neurons=status["dead"],
-                  active_neurons=status["active"], silent_neurons=status["silent"],
-                  parallel_pairs=status["parallel"], tol=tol,
-                  method="sign patterns per layer and per three-layer window")
+    common = dict(
+        widths=widths,
+        dead_neurons=status["dead"],
+        active_neurons=status["active"],
+        silent_neurons=status["silent"],
+        parallel_pairs=status["parallel"],
+        tol=tol,
+        method="sign patterns per layer and per three-layer window",
+    )
     if witnesses:
-        return DeepIdentifiability(identifiable=False, witnesses=tuple(witnesses),
-                                   orbit_gaps=tuple(distances), function_bounds=tuple(bounds),
-                                   reasons=tuple(reasons), certified=0.0 in bounds, **common)
-    why = ("no symmetry beyond permutation and scaling was found (dead, always-active, "
-           "silent and parallel neurons of every layer; the sign-pattern symmetries of every "
-           "three-layer window), but no characterization of the symmetries is checked at "
-           f"{len(params)} layers: Phuong and Lampert (2020) prove identifiability for "
-           "non-increasing widths in their general position, Grillo and Montufar (2026) an "
-           "open set of identifiable parameters for input and hidden widths >= 2, and "
-           "neither condition is checked on a given parameter. A verified fiber point off "
-           "the orbit would decide 'not identifiable'")
+        return DeepIdentifiability(
+            identifiable=False,
+            witnesses=tuple(witnesses),
+            orbit_gaps=tuple(distances),
+            function_bounds=tuple(bounds),
+            reasons=tuple(reasons),
+            certified=0.0 in bounds,
+            **common,
+        )
+    why = (
+        "no symmetry beyond permutation and scaling was found (dead, always-active, "
+        "silent and parallel neurons of every layer; the sign-pattern symmetries of every "
+        "three-layer window), but no characterization of the symmetries is checked at "
+        f"{len(params)} layers: Phuong and Lampert (2020) prove identifiability for "
+        "non-increasing widths in their general position, Grillo and Montufar (2026) an "
+        "open set of identifiable parameters for input and hidden widths >= 2, and "
+        "neither condition is checked on a given parameter. A verified fiber point off "
+        "the orbit would decide 'not identifiable'"
+    )
     return DeepIdentifiability(
-        identifiable=None, witnesses=(), orbit_gaps=(), function_bounds=(), certified=False,
-        reasons=("no dead, always-active, silent or parallel neuron and no sign-pattern "
-                 "symmetry of a three-layer window",), undecided_reason=why, **common)
+        identifiable=None,
+        witnesses=(),
+        orbit_gaps=(),
+        function_bounds=(),
+        certified=False,
+        reasons=(
+            "no dead, always-active, silent or parallel neuron and no sign-pattern "
+            "symmetry of a three-layer window",
+        ),
+        undecided_reason=why,
+        **common,
+    )
 
 
 def _function_change(params, move, tol: float, scale: float) -> float | None:
@@ -228,8 +282,9 @@ def _function_change(params, move, tol: float, scale: float) -> float | None:
     near = snapped(params, move, tol)
     if near is None or not move.applies(near, tol=0).applies or not scale > 0:
         return None
-    bound = (function_distance_bound(params, near)
-             + function_distance_bound(move.apply(params, tol=tol), move.apply(near, tol=0)))
+    bound = function_distance_bound(params, near) + function_distance_bound(
+        move.apply(params, tol=tol), move.apply(near, tol=0)
+    )
     return bound / scale if bound <= tol * scale else None
 
 
@@ -240,23 +295,40 @@ def _layer_moves(params, status: dict) -> list[tuple[str, Any]]:
         W, b = params[l - 1]
         Wn = params[l][0]
         for j in status["dead"][l - 1]:
-            col = Wn[:, j]   # negated (or ones for a zero column): never a positive multiple
-            out.append((f"neuron {j} of hidden layer {l} is dead on every input: its "
-                        f"outgoing weights are free",
-                        DeadNeuronOutgoing(l, j, tuple(-col if np.any(col) else col + 1.0))))
+            col = Wn[:, j]  # negated (or ones for a zero column): never a positive multiple
+            out.append(
+                (
+                    f"neuron {j} of hidden layer {l} is dead on every input: its "
+                    f"outgoing weights are free",
+                    DeadNeuronOutgoing(l, j, tuple(-col if np.any(col) else col + 1.0)),
+                )
+            )
         for j in status["active"][l - 1]:
             shift = max(1.0, abs(float(b[j])))
-            out.append((f"neuron {j} of hidden layer {l} is active on every input: its bias "
-                        f"shifts into the next layer's", ActiveBiasShift(l, j, shift)))
+            out.append(
+                (
+                    f"neuron {j} of hidden layer {l} is active on every input: its bias "
+                    f"shifts into the next layer's",
+                    ActiveBiasShift(l, j, shift),
+                )
+            )
         for j in status["silent"][l - 1]:
-            out.append((f"neuron {j} of hidden layer {l} has zero outgoing weights: its "
-                        f"incoming row is free",
-                        SilentNeuronIncoming(l, j, tuple(-W[j]) + (-float(b[j]),))))
+            out.append(
+                (
+                    f"neuron {j} of hidden layer {l} has zero outgoing weights: its "
+                    f"incoming row is free",
+                    SilentNeuronIncoming(l, j, tuple(-W[j]) + (-float(b[j]),)),
+                )
+            )
         for j, k in status["parallel"][l - 1]:
             size = max(1.0, float(np.max(np.abs(Wn[:, [j, k]]), initial=0.0)))
-            out.append((f"neurons {j} and {k} of hidden layer {l} have parallel rows: "
-                        f"outgoing weight moves between them",
-                        ParallelNeuronSplit(l, (j, k), (size,) * Wn.shape[0])))
+            out.append(
+                (
+                    f"neurons {j} and {k} of hidden layer {l} have parallel rows: "
+                    f"outgoing weight moves between them",
+                    ParallelNeuronSplit(l, (j, k), (size,) * Wn.shape[0]),
+                )
+            )
     return out
 
 
@@ -275,13 +347,21 @@ def _image_moves(params, status: dict) -> list[tuple[str, Any]]:
             proof = "(proved by the exact region engine, not by its sign pattern)"
             if kind == "dead" and j not in status["dead"][l - 1]:
                 col = Wn[:, j]
-                out.append((f"neuron {j} of hidden layer {l} is dead on every input {proof}: "
-                            f"its outgoing weights are free",
-                            DeadNeuronOutgoing(l, j, tuple(-col if np.any(col) else col + 1.0))))
+                out.append(
+                    (
+                        f"neuron {j} of hidden layer {l} is dead on every input {proof}: "
+                        f"its outgoing weights are free",
+                        DeadNeuronOutgoing(l, j, tuple(-col if np.any(col) else col + 1.0)),
+                    )
+                )
             elif kind == "linear" and j not in status["active"][l - 1]:
-                out.append((f"neuron {j} of hidden layer {l} is active on every input "
-                            f"{proof}: its bias shifts into the next layer's",
-                            ActiveBiasShift(l, j, max(1.0, abs(float(b[j]))))))
+                out.append(
+                    (
+                        f"neuron {j} of hidden layer {l} is active on every input "
+                        f"{proof}: its bias shifts into the next layer's",
+                        ActiveBiasShift(l, j, max(1.0, abs(float(b[j])))),
+                    )
+                )
     return out
 
 
@@ -289,14 +369,20 @@ def _window_moves(params, tol: float) -> list[tuple[str, Any]]:
     """Candidate witnesses of every three-layer window, lifted, with their reasons."""
     out = []
     for start in range(1, len(params) - 1):
-        window = params[start - 1:start + 2]
+        window = params[start - 1 : start + 2]
         try:
             found, _, _ = sign_pattern_symmetries(window, row_signs(window, tol), tol)
-        except ParameterError:   # products beyond the float range: no window verdict
+        except ParameterError:  # products beyond the float range: no window verdict
             continue
-        where = (f"layers {start}-{start + 2} as a three-layer window (its first and second "
-                 f"layers are hidden layers {start} and {start + 1}): ")
+        where = (
+            f"layers {start}-{start + 2} as a three-layer window (its first and second "
+            f"layers are hidden layers {start} and {start + 1}): "
+        )
         # dead and always-active neurons are the per-layer moves already
-        out += [(where + r, WindowSymmetry(start, w)) for r, ws in found for w in ws
-                if not isinstance(w, (DeadNeuronMove, LinearBlockMixing))]
+        out += [
+            (where + r, WindowSymmetry(start, w))
+            for r, ws in found
+            for w in ws
+            if not isinstance(w, (DeadNeuronMove, LinearBlockMixing))
+        ]
     return out

@@ -47,6 +47,7 @@ __all__ = ["null_moves", "reduction_symmetry"]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 
+
 def _layer_moves(P: Params, h: int, tol: float) -> list[Symmetry]:
     """The moves of one pass over hidden layer ``h`` (module docs), each valid after the
     ones before it: bias shifts, dead columns zeroed and parallel columns handed to the
@@ -63,8 +64,10 @@ def _layer_moves(P: Params, h: int, tol: float) -> list[Symmetry]:
     moves += [DeadNeuronOutgoing(h, j, (0.0,) * C.shape[0]) for j in dead if live_col[j]]
     # a shifted bias: parallel next pass
     skip = set(dead) | set(shifted) | set(np.flatnonzero(~live_col).tolist())
-    moves += [ParallelNeuronSplit(h, (j0, k), tuple(float(v) for v in C[:, k]))
-              for j0, k in parallel_classes(P, h, tol, skip=skip)]
+    moves += [
+        ParallelNeuronSplit(h, (j0, k), tuple(float(v) for v in C[:, k]))
+        for j0, k in parallel_classes(P, h, tol, skip=skip)
+    ]
     return moves
 
 
@@ -73,12 +76,14 @@ def _silent_moves(P: Params, h: int) -> list[Symmetry]:
     W, b = P[h - 1]
     live_row = np.any(W != 0, axis=1) | (b != 0)
     silent = live_row & ~np.any(P[h][0] != 0, axis=0)
-    return [SilentNeuronIncoming(h, int(j), (0.0,) * (W.shape[1] + 1))
-            for j in np.flatnonzero(silent)]
+    return [
+        SilentNeuronIncoming(h, int(j), (0.0,) * (W.shape[1] + 1)) for j in np.flatnonzero(silent)
+    ]
 
 
-def null_moves(params: Params, tol: float = 0.0, deadline: float | None = None
-               ) -> tuple[list[Symmetry], list[Symmetry], Params] | None:
+def null_moves(
+    params: Params, tol: float = 0.0, deadline: float | None = None
+) -> tuple[list[Symmetry], list[Symmetry], Params] | None:
     """``(moves, inverses, nulled)``: the moves that make every removable neuron null
     (module docs), in order, each checked to apply at ``tol`` to the parameters it meets
     (exactly with ``tol = 0``: rows parallel up to ``tol`` are the only decision it
@@ -91,11 +96,11 @@ def null_moves(params: Params, tol: float = 0.0, deadline: float | None = None
 
     def step(P: Params, move: Symmetry) -> Params:
         ok = move.applies(P, tol=tol)
-        if not ok.applies:   # pragma: no cover - each move is built to apply
+        if not ok.applies:  # pragma: no cover - each move is built to apply
             raise SymmetryError(f"{move!r} does not apply: {ok.reason}")
         inverses.append(move.inverse(P))
         moves.append(move)
-        return move._transform(P, tol)    # in place: no copy per move
+        return move._transform(P, tol)  # in place: no copy per move
 
     changed = True
     while changed:
@@ -105,7 +110,7 @@ def null_moves(params: Params, tol: float = 0.0, deadline: float | None = None
                 return None
             for move in _layer_moves(P, h, tol):
                 P = step(P, move)
-            for move in _silent_moves(P, h):   # read after the pass's splits and zeros
+            for move in _silent_moves(P, h):  # read after the pass's splits and zeros
                 P = step(P, move)
         changed = len(moves) > before
     return moves, inverses, P
@@ -117,6 +122,7 @@ def _match_live(p: Params, q: Params) -> list[tuple] | None:
     by one assignment on their cosines, the null ones in order; ``None`` when the counts of
     live neurons differ or a live row has no positive match."""
     from scipy.optimize import linear_sum_assignment  # start-up: a slow import
+
     found: list[tuple] = []
     perm_prev = s_prev = None
     for l in range(len(p) - 1):
@@ -144,8 +150,9 @@ def _match_live(p: Params, q: Params) -> list[tuple] | None:
     return found
 
 
-def reduction_symmetry(p: Params, q: Params, tol: float, deadline: float | None = None
-                       ) -> tuple[tuple, float] | None:
+def reduction_symmetry(
+    p: Params, q: Params, tol: float, deadline: float | None = None
+) -> tuple[tuple, float] | None:
     """``(symmetry, bound)``: named symmetries taking ``p`` to ``q`` (module docs), the
     removable neurons made null at ``tol`` (exactly at ``tol = 0``), and ``bound``, the
     bound of :func:`~neuromanifold._tolerance.function_distance_bound` between the image
@@ -160,14 +167,13 @@ def reduction_symmetry(p: Params, q: Params, tol: float, deadline: float | None 
     if found_p is None or found_q is None:
         return None
     (mp, _, nulled_p), (_, undo_q, nulled_q) = found_p, found_q
-    with np.errstate(over="ignore", invalid="ignore"):   # rows beyond the float range
+    with np.errstate(over="ignore", invalid="ignore"):  # rows beyond the float range
         found = _match_live(nulled_p, nulled_q)
     if found is None:
         return None
     sym: list[Symmetry] = list(mp)
     for l, (perm, scales) in enumerate(found):
-        sym += [Permutation(l + 1, tuple(perm.tolist())),
-                Scaling(l + 1, tuple(scales.tolist()))]
+        sym += [Permutation(l + 1, tuple(perm.tolist())), Scaling(l + 1, tuple(scales.tolist()))]
     sym += undo_q[::-1]
     try:
         image = apply_sequence(sym, p, tol=max(tol, DEFAULT_TOL))

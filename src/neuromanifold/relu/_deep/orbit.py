@@ -18,7 +18,7 @@ def _unit_rows(layers: list, l: int) -> None:
     R = np.hstack([W, c[:, None]])
     m = np.max(np.abs(R), axis=1, initial=0.0)
     m[m == 0] = 1.0
-    s = m * np.sqrt(np.sum((R / m[:, None]) ** 2, axis=1))   # no overflow in the squares
+    s = m * np.sqrt(np.sum((R / m[:, None]) ** 2, axis=1))  # no overflow in the squares
     Wn, cn = layers[l + 1]
     # a zero row's scaling moves only its outgoing column: that column gets unit size
     out = np.max(np.abs(Wn), axis=0, initial=0.0)
@@ -48,8 +48,12 @@ def orbit_gap(p: list, q: list) -> float:
         if not (np.all(np.isfinite(Ra)) and np.all(np.isfinite(Rb))):
             return float("nan")
         if l < len(a) - 1:
-            cost = np.vstack([np.max(np.abs(Ra[i:i + _CHUNK, None, :] - Rb[None, :, :]), axis=2)
-                              for i in range(0, len(Ra), _CHUNK)])
+            cost = np.vstack(
+                [
+                    np.max(np.abs(Ra[i : i + _CHUNK, None, :] - Rb[None, :, :]), axis=2)
+                    for i in range(0, len(Ra), _CHUNK)
+                ]
+            )
             _, perm = linear_sum_assignment(cost)
             b[l] = (b[l][0][perm], b[l][1][perm])
             b[l + 1] = (b[l + 1][0][:, perm], b[l + 1][1])

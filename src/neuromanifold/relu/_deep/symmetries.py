@@ -53,9 +53,22 @@ from .._analysis.reduction import close_pairs, sign_kinds
 from .._bottleneck.shape import row_signs
 from .._bottleneck.symmetries import Symmetry
 
-__all__ = ["WindowSymmetry", "DeadNeuronOutgoing", "SilentNeuronIncoming", "ActiveBiasShift",
-           "ParallelNeuronSplit", "layer_signs", "dead_neurons", "dead_on_image", "active_neurons",
-           "silent_neurons", "parallel_pairs", "parallel_classes", "proved_statuses", "snapped"]
+__all__ = [
+    "WindowSymmetry",
+    "DeadNeuronOutgoing",
+    "SilentNeuronIncoming",
+    "ActiveBiasShift",
+    "ParallelNeuronSplit",
+    "layer_signs",
+    "dead_neurons",
+    "dead_on_image",
+    "active_neurons",
+    "silent_neurons",
+    "parallel_pairs",
+    "parallel_classes",
+    "proved_statuses",
+    "snapped",
+]
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 
@@ -78,8 +91,10 @@ def _number(value: Any, what: str) -> float:
 def _where(params: Params, layer: int, neuron: int | None = None) -> str | None:
     """Why ``layer`` (and ``neuron``) is not a hidden layer (neuron) of ``params``."""
     if not 1 <= layer <= len(params) - 1:
-        return (f"layer must be a hidden layer 1..{len(params) - 1} of this "
-                f"{len(params)}-layer network; got {layer}")
+        return (
+            f"layer must be a hidden layer 1..{len(params) - 1} of this "
+            f"{len(params)}-layer network; got {layer}"
+        )
     n = params[layer - 1][0].shape[0]
     if neuron is not None and not 0 <= neuron < n:
         return f"neuron must be 0..{n - 1} in hidden layer {layer}; got {neuron}"
@@ -91,7 +106,7 @@ def layer_signs(params: Params, layer: int, tol: float) -> np.ndarray:
     layer ``layer`` at relative tolerance ``tol``, bias last; for ``layer >= 2`` column
     ``k`` is weighted by the norm of row ``k`` of the layer before (module docs)."""
     W, b = params[layer - 1]
-    if layer == 1 or tol == 0:   # exact: the floats' own signs (a weighting could underflow)
+    if layer == 1 or tol == 0:  # exact: the floats' own signs (a weighting could underflow)
         R = np.hstack([W, b[:, None]])
         if tol == 0:
             return np.sign(R).astype(int)
@@ -137,6 +152,7 @@ def proved_statuses(params: Params) -> tuple[tuple, str] | None:
     region engine decided them (few regions expected, at most :data:`PROOF_REGIONS`),
     else ``None`` (its bounds prove nothing dead on all of R^d)."""
     from .._analysis.neurons import neurons  # start-up: the region engine, on demand
+
     try:
         res = neurons(params, max_regions=PROOF_REGIONS)
     except NeuromanifoldError:
@@ -215,15 +231,16 @@ def parallel_classes(params: Params, layer: int, tol: float, skip=()) -> list[tu
     return out
 
 
-def _is_parallel(params: Params, layer: int, j: int, k: int, tol: float,
-                 U: np.ndarray | None = None) -> bool:
+def _is_parallel(
+    params: Params, layer: int, j: int, k: int, tol: float, U: np.ndarray | None = None
+) -> bool:
     """Whether rows ``j`` and ``k`` of hidden layer ``layer`` are positive multiples (unit
     rows ``U``, computed when not given, within ``tol``; exactly for ``tol = 0``)."""
     if tol > 0:
         U = _unit_rows(params, layer) if U is None else U
         return bool(np.max(np.abs(U[j] - U[k])) <= tol)
     W, b = params[layer - 1]
-    rj = [Fraction(float(v)) for v in np.append(W[j], b[j])]   # exact: floats are rationals
+    rj = [Fraction(float(v)) for v in np.append(W[j], b[j])]  # exact: floats are rationals
     rk = [Fraction(float(v)) for v in np.append(W[k], b[k])]
     p = next((i for i, v in enumerate(rj) if v != 0), None)
     if p is None or rk[p] == 0 or (rk[p] > 0) != (rj[p] > 0):
@@ -246,7 +263,7 @@ class WindowSymmetry(Symmetry):
     """
 
     start: int
-    symmetry: Any   # a three-layer Symmetry (Any: from_dict finds its class by its fields)
+    symmetry: Any  # a three-layer Symmetry (Any: from_dict finds its class by its fields)
     _name = "window"
 
     def __post_init__(self):
@@ -255,20 +272,29 @@ class WindowSymmetry(Symmetry):
             raise InputError(f"symmetry must be a Symmetry; got {short_repr(self.symmetry)}")
 
     def _window(self, params: Params) -> Params:
-        return params[self.start - 1:self.start + 2]
+        return params[self.start - 1 : self.start + 2]
 
     def _check(self, params, tol):
         L = len(params)
         if not 1 <= self.start <= L - 2:
-            return False, (f"start must be 1..{L - 2} (three layers from there) in this "
-                           f"{L}-layer network; got {self.start}"), None
+            return (
+                False,
+                (
+                    f"start must be 1..{L - 2} (three layers from there) in this "
+                    f"{L}-layer network; got {self.start}"
+                ),
+                None,
+            )
         res = self.symmetry.applies(self._window(params), tol=tol)
-        return (res.applies, f"on layers {self.start}-{self.start + 2}: {res.reason}",
-                res.valid_set)
+        return (
+            res.applies,
+            f"on layers {self.start}-{self.start + 2}: {res.reason}",
+            res.valid_set,
+        )
 
     def _transform(self, params, tol):
         s = self.start - 1
-        params[s:s + 3] = self.symmetry.apply(self._window(params), tol=tol)
+        params[s : s + 3] = self.symmetry.apply(self._window(params), tol=tol)
         return params
 
     def inverse(self, params) -> "WindowSymmetry":
@@ -300,15 +326,27 @@ class DeadNeuronOutgoing(Symmetry):
         if len(self.outgoing) != n:
             return False, f"outgoing must have {n} entries; got {len(self.outgoing)}", None
         if self.neuron in dead_neurons(params, self.layer, tol):
-            return True, (f"neuron {self.neuron} of hidden layer {self.layer} is dead on "
-                          f"every input"), None
+            return (
+                True,
+                (f"neuron {self.neuron} of hidden layer {self.layer} is dead on every input"),
+                None,
+            )
         proof = dead_on_image(params, self.layer, self.neuron)
         if proof is None:
-            return False, (f"neuron {self.neuron} of hidden layer {self.layer} is not dead "
-                           f"on every input by its sign pattern, nor by the exact region "
-                           f"engine (within {PROOF_REGIONS:,} regions)"), None
-        return True, (f"neuron {self.neuron} of hidden layer {self.layer} is dead on every "
-                      f"input: {proof}"), None
+            return (
+                False,
+                (
+                    f"neuron {self.neuron} of hidden layer {self.layer} is not dead "
+                    f"on every input by its sign pattern, nor by the exact region "
+                    f"engine (within {PROOF_REGIONS:,} regions)"
+                ),
+                None,
+            )
+        return (
+            True,
+            (f"neuron {self.neuron} of hidden layer {self.layer} is dead on every input: {proof}"),
+            None,
+        )
 
     def _transform(self, params, tol):
         params[self.layer][0][:, self.neuron] = self.outgoing
@@ -317,8 +355,9 @@ class DeadNeuronOutgoing(Symmetry):
     def inverse(self, params) -> "DeadNeuronOutgoing":
         """The move taking ``self.apply(params)`` back to ``params``."""
         params = self._prepare(params)
-        return DeadNeuronOutgoing(self.layer, self.neuron,
-                                  tuple(params[self.layer][0][:, self.neuron]))
+        return DeadNeuronOutgoing(
+            self.layer, self.neuron, tuple(params[self.layer][0][:, self.neuron])
+        )
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -342,18 +381,36 @@ class SilentNeuronIncoming(Symmetry):
             return False, bad, None
         W, _ = params[self.layer - 1]
         if len(self.row) != W.shape[1] + 1:
-            return False, (f"row must have {W.shape[1] + 1} entries (weights, then the "
-                           f"bias); got {len(self.row)}"), None
+            return (
+                False,
+                (
+                    f"row must have {W.shape[1] + 1} entries (weights, then the "
+                    f"bias); got {len(self.row)}"
+                ),
+                None,
+            )
         col = params[self.layer][0][:, self.neuron]
         if np.any(col != 0):
             # at tol > 0 the column must be negligible after the move as well
             moved = self._transform([(W.copy(), b.copy()) for W, b in params], tol)
-            if tol == 0 or self.neuron not in silent_neurons(moved, self.layer, tol) \
-                    or self.neuron not in silent_neurons(params, self.layer, tol):
-                return False, (f"neuron {self.neuron} of hidden layer {self.layer} has "
-                               f"nonzero outgoing weights"), None
-        return True, (f"neuron {self.neuron} of hidden layer {self.layer} has zero outgoing "
-                      f"weights"), None
+            if (
+                tol == 0
+                or self.neuron not in silent_neurons(moved, self.layer, tol)
+                or self.neuron not in silent_neurons(params, self.layer, tol)
+            ):
+                return (
+                    False,
+                    (
+                        f"neuron {self.neuron} of hidden layer {self.layer} has "
+                        f"nonzero outgoing weights"
+                    ),
+                    None,
+                )
+        return (
+            True,
+            (f"neuron {self.neuron} of hidden layer {self.layer} has zero outgoing weights"),
+            None,
+        )
 
     def _transform(self, params, tol):
         W, b = params[self.layer - 1]
@@ -365,8 +422,9 @@ class SilentNeuronIncoming(Symmetry):
         """The move taking ``self.apply(params)`` back to ``params``."""
         params = self._prepare(params)
         W, b = params[self.layer - 1]
-        return SilentNeuronIncoming(self.layer, self.neuron,
-                                    tuple(W[self.neuron]) + (float(b[self.neuron]),))
+        return SilentNeuronIncoming(
+            self.layer, self.neuron, tuple(W[self.neuron]) + (float(b[self.neuron]),)
+        )
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -388,24 +446,42 @@ class ActiveBiasShift(Symmetry):
         bad = _where(params, self.layer, self.neuron)
         if bad:
             return False, bad, None
-        for when, p in (("", params),
-                        (" after the shift", self._transform([(W.copy(), b.copy())
-                                                              for W, b in params], tol))):
+        for when, p in (
+            ("", params),
+            (" after the shift", self._transform([(W.copy(), b.copy()) for W, b in params], tol)),
+        ):
             # z >= 0 on every input, a zero row included (relu(0 + t) = t for t >= 0): a
             # constant neuron shifted to bias 0, and back
             S = layer_signs(p, self.layer, tol)[self.neuron]
-            if not (np.all(S >= 0) if self.layer > 1 else
-                    not np.any(S[:-1]) and S[-1] >= 0):
+            if not (np.all(S >= 0) if self.layer > 1 else not np.any(S[:-1]) and S[-1] >= 0):
                 # or z >= 0 proved by the exact region engine, and a shift t >= 0 keeps it
                 proved = proved_statuses(params) if self.shift >= 0 else None
                 if proved is not None and proved[0][self.layer - 1][self.neuron] == "linear":
-                    return True, (f"neuron {self.neuron} of hidden layer {self.layer} is "
-                                  f"active on every input of R^d, proved by the exact "
-                                  f"region engine ({proved[1]}), and the shift is >= 0"), None
-                return False, (f"neuron {self.neuron} of hidden layer {self.layer} is not "
-                               f"active on every input{when} by its sign pattern"), None
-        return True, (f"neuron {self.neuron} of hidden layer {self.layer} is active on every "
-                      f"input before and after"), None
+                    return (
+                        True,
+                        (
+                            f"neuron {self.neuron} of hidden layer {self.layer} is "
+                            f"active on every input of R^d, proved by the exact "
+                            f"region engine ({proved[1]}), and the shift is >= 0"
+                        ),
+                        None,
+                    )
+                return (
+                    False,
+                    (
+                        f"neuron {self.neuron} of hidden layer {self.layer} is not "
+                        f"active on every input{when} by its sign pattern"
+                    ),
+                    None,
+                )
+        return (
+            True,
+            (
+                f"neuron {self.neuron} of hidden layer {self.layer} is active on every "
+                f"input before and after"
+            ),
+            None,
+        )
 
     def _transform(self, params, tol):
         W, b = params[self.layer - 1]
@@ -437,8 +513,9 @@ class ParallelNeuronSplit(Symmetry):
             raise InputError(f"neurons must be two neuron indices; got {short_repr(self.neurons)}")
         pair = (int(arr[0]), int(arr[1]))
         if pair[0] == pair[1]:
-            raise InputError(f"neurons must be two different neurons; got "
-                             f"{short_repr(self.neurons)}")
+            raise InputError(
+                f"neurons must be two different neurons; got {short_repr(self.neurons)}"
+            )
         object.__setattr__(self, "neurons", pair)
         object.__setattr__(self, "amount", _floats(self.amount, "amount"))
 
@@ -452,10 +529,22 @@ class ParallelNeuronSplit(Symmetry):
             return False, f"amount must have {n} entries; got {len(self.amount)}", None
         W, b = params[self.layer - 1]
         if not (np.any(W[j] != 0) or b[j] != 0) or not _is_parallel(params, self.layer, j, k, tol):
-            return False, (f"rows {j} and {k} of hidden layer {self.layer} are not positive "
-                           f"multiples of each other"), None
-        return True, (f"row {k} of hidden layer {self.layer} is "
-                      f"{_ratio(params, self.layer, j, k):.6g} times row {j}"), None
+            return (
+                False,
+                (
+                    f"rows {j} and {k} of hidden layer {self.layer} are not positive "
+                    f"multiples of each other"
+                ),
+                None,
+            )
+        return (
+            True,
+            (
+                f"row {k} of hidden layer {self.layer} is "
+                f"{_ratio(params, self.layer, j, k):.6g} times row {j}"
+            ),
+            None,
+        )
 
     def _transform(self, params, tol):
         j, k = self.neurons
@@ -503,7 +592,7 @@ def snapped(params: Params, move: Symmetry, tol: float) -> Params | None:
         s = move.start
         if not 1 <= s <= len(P) - 2:
             return None
-        zero = row_signs(params[s - 1:s + 2], tol) == 0
+        zero = row_signs(params[s - 1 : s + 2], tol) == 0
         W, b = P[s]
         W[zero[:, :-1]] = 0.0
         b[zero[:, -1]] = 0.0

@@ -52,8 +52,18 @@ class Budget:
         start: when the analysis started (``time.monotonic()``; default: now).
     """
 
-    def __init__(self, what: str, d: int, *, max_regions: int | None, time_limit: float | None,
-                 progress: Any, unit: str = "region", detail=None, start: float | None = None):
+    def __init__(
+        self,
+        what: str,
+        d: int,
+        *,
+        max_regions: int | None,
+        time_limit: float | None,
+        progress: Any,
+        unit: str = "region",
+        detail=None,
+        start: float | None = None,
+    ):
         self.what, self.unit, self.detail = what, unit, detail
         self.max_regions, self.time_limit = check_budget(max_regions, time_limit)
         self.progress = check_bool(progress, "progress")
@@ -84,12 +94,15 @@ class Budget:
         extra = f"; {self.detail()}" if self.detail is not None else ""
         # the advice fits the stage: a MILP has no region count to estimate, and
         # estimate_regions counts one network's regions, not joint ones
-        advice = ("raise the limit" if "MILP" in stage or self.unit != "region" else
-                  "raise the limit, or see estimate_regions for the expected number of "
-                  "regions")
+        advice = (
+            "raise the limit"
+            if "MILP" in stage or self.unit != "region"
+            else "raise the limit, or see estimate_regions for the expected number of regions"
+        )
         err = ComputationLimitError(
             f"{self.what} stopped at the {reason}{where} after {self.num_regions} "
-            f"{self.unit}s ({self.num_lps} LPs, {self.elapsed:.3g} s){extra}; {advice}")
+            f"{self.unit}s ({self.num_lps} LPs, {self.elapsed:.3g} s){extra}; {advice}"
+        )
         err.num_regions, err.num_lps, err.elapsed = self.num_regions, self.num_lps, self.elapsed
         err.partial = partial
         return err
@@ -103,15 +116,15 @@ class Budget:
         if self.deadline is not None and time.monotonic() + upcoming > self.deadline:
             raise self.time_error(partial() if callable(partial) else partial, stage)
 
-    def cells(self, nets: Sequence[ExactNet], domain: Domain,
-              partial=None) -> Iterator:
+    def cells(self, nets: Sequence[ExactNet], domain: Domain, partial=None) -> Iterator:
         """The engine's cells (see :func:`~neuromanifold.relu._engine.cells.iter_cells`), counted
         against the budget. ``partial``: a callable building the partial result when a
         budget is reached (called then, with nothing)."""
         bar = None
         if self.progress:
-            bar = progress_bar(desc=f"{self.what}: {self.unit}s", unit=self.unit.split()[-1],
-                       leave=False)
+            bar = progress_bar(
+                desc=f"{self.what}: {self.unit}s", unit=self.unit.split()[-1], leave=False
+            )
         it = iter_cells(nets, domain, self.engine, self.counts)
         try:
             while True:
@@ -122,8 +135,10 @@ class Budget:
                 except EngineDeadline:
                     raise self.time_error(partial() if partial else None) from None
                 if self.max_regions is not None and self.num_regions >= self.max_regions:
-                    raise self.error(f"region limit (max_regions={self.max_regions})",
-                                     partial() if partial else None)
+                    raise self.error(
+                        f"region limit (max_regions={self.max_regions})",
+                        partial() if partial else None,
+                    )
                 self.num_regions += 1
                 if bar is not None:
                     bar.update(1)

@@ -45,9 +45,18 @@ from .._core.net import check_params, exact_params
 from .._core.numbers import clipped_float, float_to_fmpq, pow2
 from .lp import LPCounter, solve_lp
 
-__all__ = ["ExactNet", "Cell", "Engine", "EngineDeadline", "enumerate_cells", "iter_cells",
-           "iter_subtree", "stages_of",
-           "exact_forward", "pow2_floats"]
+__all__ = [
+    "ExactNet",
+    "Cell",
+    "Engine",
+    "EngineDeadline",
+    "enumerate_cells",
+    "iter_cells",
+    "iter_subtree",
+    "stages_of",
+    "exact_forward",
+    "pow2_floats",
+]
 
 #: LP optimum above which a cell is taken as full-dimensional (then checked exactly);
 #: below it an exact emptiness certificate is attempted first.
@@ -68,6 +77,7 @@ def _kernels():
     global _WALK
     if _WALK is None:
         from . import kernels as _walk  # start-up: numba is imported when a cell is refined
+
         _WALK = _walk
     return _WALK
 
@@ -75,6 +85,7 @@ def _kernels():
 class EngineDeadline(Exception):
     """Internal: the engine's deadline passed (turned into ComputationLimitError by the
     callers that set one)."""
+
 
 _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
@@ -149,7 +160,9 @@ def pow2_floats(entries: Sequence[flint.fmpq], lead: int | None = None) -> tuple
     return out, e
 
 
-def exact_forward(net: ExactNet, x: Sequence[Any]) -> tuple[list[flint.fmpq], list[list[flint.fmpq]]]:
+def exact_forward(
+    net: ExactNet, x: Sequence[Any]
+) -> tuple[list[flint.fmpq], list[list[flint.fmpq]]]:
     """Exact forward pass at a rational point.
 
     Returns:
@@ -208,12 +221,23 @@ class Cell:
     #: point inside the cell; ``None``: only the center
     points: tuple | None = None
 
-    def with_row(self, a_q, c_q, a_f, c_f, owner, center_f, center_q, radius,
-                 points: tuple | None = None) -> "Cell":
-        return Cell(self.rows_q + [a_q], self.offs_q + [c_q],
-                    _append_row(self.rows_f, a_f), _append_row(self.offs_f, c_f),
-                    self.owners + [owner], center_f, center_q, radius,
-                    self.maps_q, self.patterns, self.zero_preact, points)
+    def with_row(
+        self, a_q, c_q, a_f, c_f, owner, center_f, center_q, radius, points: tuple | None = None
+    ) -> "Cell":
+        return Cell(
+            self.rows_q + [a_q],
+            self.offs_q + [c_q],
+            _append_row(self.rows_f, a_f),
+            _append_row(self.offs_f, c_f),
+            self.owners + [owner],
+            center_f,
+            center_q,
+            radius,
+            self.maps_q,
+            self.patterns,
+            self.zero_preact,
+            points,
+        )
 
     def evolve(self, **changes) -> "Cell":
         """A copy with some fields changed (``dataclasses.replace`` without its
@@ -227,8 +251,11 @@ class Cell:
         """The known interior points ``(floats, exact, radii)`` (at least the center)."""
         if self.points is not None:
             return self.points
-        return (np.asarray(self.center_f, dtype=float)[None, :], [self.center_q],
-                np.array([float(self.radius)]))
+        return (
+            np.asarray(self.center_f, dtype=float)[None, :],
+            [self.center_q],
+            np.array([float(self.radius)]),
+        )
 
 
 def _append_row(A: np.ndarray, row) -> np.ndarray:
@@ -322,8 +349,9 @@ class Engine:
                     ymax = float(np.max(y)) if k else 0.0
                     if ymax > 0:
                         sup = np.nonzero(y > CERT_REL * ymax)[0]
-                        Sq, sq, E, e = _scaled_system([rows_q[i] for i in sup],
-                                                      [offs_q[i] for i in sup], eq, d, scaled)
+                        Sq, sq, E, e = _scaled_system(
+                            [rows_q[i] for i in sup], [offs_q[i] for i in sup], eq, d, scaled
+                        )
                         mu = () if eq is None else [-float(sol.dual_eq[0]) / ne]
                         if _motzkin(Sq, sq, y[sup], E, e, mu):
                             self.certificates += 1
@@ -345,8 +373,12 @@ class Engine:
             return None
         pf = np.array([clipped_float(v) for v in p])
         slack = [clipped_float(c - dot(a, p)) for a, c in zip(Sq, sq)]
-        snorms = [float(np.linalg.norm(pow2_floats(a)[0])) * 2.0 ** pow2_floats(a)[1]
-                  if any(v != 0 for v in a) else 0.0 for a in Sq]
+        snorms = [
+            float(np.linalg.norm(pow2_floats(a)[0])) * 2.0 ** pow2_floats(a)[1]
+            if any(v != 0 for v in a)
+            else 0.0
+            for a in Sq
+        ]
         radius = min([sl / nm for sl, nm in zip(slack, snorms) if nm > 0] + [RADIUS_CAP])
         return pf, p, radius
 
@@ -360,7 +392,7 @@ class Engine:
         if rows_f is not None and len(rows_q):
             if xf is None:
                 xf = np.array([clipped_float(v) for v in xq])
-            sign = float_signs(-rows_f, offs_f, xf).tolist()   # lists: a few rows
+            sign = float_signs(-rows_f, offs_f, xf).tolist()  # lists: a few rows
             if -1 in sign:
                 return False
             todo = [i for i, v in enumerate(sign) if v == 0]
@@ -375,7 +407,7 @@ class Engine:
 #: 2**-53 relatively; d + 1 products summed): (2 d + 8) 2**-53 covers it; we use at least
 #: 1e-13 (see :func:`float_signs`).
 def _sign_rel(d: int) -> float:
-    return max(1e-13, (2 * d + 8) * 2.0 ** -52)
+    return max(1e-13, (2 * d + 8) * 2.0**-52)
 
 
 def float_signs(A: np.ndarray, c: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -410,10 +442,10 @@ def _square_certificate(Sq: list, sq: list) -> bool | None:
     d = len(Sq) - 1
     N, _ = flint.fmpq_mat(d + 1, d, [v for row in Sq for v in row]).transpose().numer_denom()
     X, nullity = N.nullspace()
-    if nullity != 1:   # dependent rows: the general rounding decides
+    if nullity != 1:  # dependent rows: the general rounding decides
         return None
     z = [X[i, 0] for i in range(d + 1)]
-    if z[d] == 0:      # the first d rows are dependent
+    if z[d] == 0:  # the first d rows are dependent
         return None
     if z[d] < 0:
         z = [-v for v in z]
@@ -475,7 +507,7 @@ def initial_cell(domain: Domain, engine: Engine, nets: Sequence[ExactNet]) -> Ce
         a = [zero if v == 0 else to_fmpq(float(v)) for v in row.tolist()] + [to_fmpq(float(off))]
         f, e = pow2_floats(a, d)
         scale = _pow2q(-e)
-        a = [v * scale if v != 0 else v for v in a]   # stored scaled like the float copy
+        a = [v * scale if v != 0 else v for v in a]  # stored scaled like the float copy
         rows_q.append(a[:d])
         offs_q.append(a[d])
         fl.append(f)
@@ -489,8 +521,9 @@ def initial_cell(domain: Domain, engine: Engine, nets: Sequence[ExactNet]) -> Ce
         cf, cq, r = res
     else:
         cf, cq, r = np.zeros(d), [_ZERO] * d, RADIUS_CAP
-    return Cell(rows_q, offs_q, rows_f, offs_f, [None] * len(rows_q), cf, cq, r,
-                maps_q, [[] for _ in nets])
+    return Cell(
+        rows_q, offs_q, rows_f, offs_f, [None] * len(rows_q), cf, cq, r, maps_q, [[] for _ in nets]
+    )
 
 
 def _side_row(aq, cq, af, cf, active: bool):
@@ -502,7 +535,7 @@ def _side_row(aq, cq, af, cf, active: bool):
 
 #: Float magnitudes inside which scaling by a power of two is exact (normal range, with a
 #: margin); outside it :func:`pow2_floats` converts entry by entry.
-_SAFE_LO, _SAFE_HI = 2.0 ** -960, 2.0 ** 960
+_SAFE_LO, _SAFE_HI = 2.0**-960, 2.0**960
 
 
 def _pow2_rows(ent: Sequence[flint.fmpq], n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -528,26 +561,29 @@ def _pow2_rows(ent: Sequence[flint.fmpq], n: int, d: int) -> tuple[np.ndarray, n
         F = None
     if F is None:
         rest = range(n)
-    else:   # every row at once; the rows that fail a check go entry by entry below
+    else:  # every row at once; the rows that fail a check go entry by entry below
         A = np.abs(F)
         m = A[:, :d].max(axis=1)
         m = np.where(m == 0.0, A.max(axis=1), m)
         pos = A > 0
         ok = (m > 0) & np.all(~pos | ((A > _SAFE_LO) & (A < _SAFE_HI)), axis=1)
-        for j, i in zip(*np.nonzero(~pos & ok[:, None])):   # a float 0 must be an exact 0
+        for j, i in zip(*np.nonzero(~pos & ok[:, None])):  # a float 0 must be an exact 0
             if ent[j * (d + 1) + i] != 0:
                 ok[j] = False
         e = np.frexp(m)[1].astype(np.int64) - 1
-        with np.errstate(over="ignore"):   # rows out of range are not used
+        with np.errstate(over="ignore"):  # rows out of range are not used
             scaled = np.ldexp(F, -e[:, None])
         sz = np.abs(scaled)
         ok &= np.all((sz == 0) | (sz > _SAFE_LO), axis=1)
         out[ok] = scaled[ok]
         ex[ok] = e[ok]
-        rest = [j for j in np.nonzero(~ok)[0].tolist()
-                if not (m[j] == 0 and all(v == 0 for v in ent[j * (d + 1): (j + 1) * (d + 1)]))]
+        rest = [
+            j
+            for j in np.nonzero(~ok)[0].tolist()
+            if not (m[j] == 0 and all(v == 0 for v in ent[j * (d + 1) : (j + 1) * (d + 1)]))
+        ]
     for j in rest:
-        out[j], ex[j] = pow2_floats(ent[j * (d + 1): (j + 1) * (d + 1)], d)
+        out[j], ex[j] = pow2_floats(ent[j * (d + 1) : (j + 1) * (d + 1)], d)
     return out, ex
 
 
@@ -570,9 +606,12 @@ def float_signs_at(A: np.ndarray, c: np.ndarray, X: np.ndarray) -> tuple[np.ndar
     where floating point does not decide it (then the caller decides exactly)."""
     _walk = _kernels()
 
-    return _walk.signs_kernel(np.ascontiguousarray(A, dtype=float),
-                              np.ascontiguousarray(c, dtype=float),
-                              np.ascontiguousarray(X, dtype=float), _sign_rel(X.shape[1]))
+    return _walk.signs_kernel(
+        np.ascontiguousarray(A, dtype=float),
+        np.ascontiguousarray(c, dtype=float),
+        np.ascontiguousarray(X, dtype=float),
+        _sign_rel(X.shape[1]),
+    )
 
 
 def _radius(cell: "Cell", x: np.ndarray) -> float:
@@ -581,13 +620,25 @@ def _radius(cell: "Cell", x: np.ndarray) -> float:
     :func:`neuromanifold.relu._engine.kernels.ball_radius`)."""
     _walk = _kernels()
 
-    return float(_walk.ball_radius(np.ascontiguousarray(cell.rows_f, dtype=float),
-                                   np.ascontiguousarray(cell.offs_f, dtype=float),
-                                   np.ascontiguousarray(x, dtype=float), RADIUS_CAP))
+    return float(
+        _walk.ball_radius(
+            np.ascontiguousarray(cell.rows_f, dtype=float),
+            np.ascontiguousarray(cell.offs_f, dtype=float),
+            np.ascontiguousarray(x, dtype=float),
+            RADIUS_CAP,
+        )
+    )
 
 
-def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target: float,
-            max_iter: int, trace: list | None = None):
+def _ascent(
+    A: np.ndarray,
+    c: np.ndarray,
+    x0: np.ndarray,
+    g: np.ndarray,
+    target: float,
+    max_iter: int,
+    trace: list | None = None,
+):
     """Maximize ``g . x`` over ``{x : A x <= c}`` (rows of unit length) by an active-set
     walk in floats from ``x0`` (strictly inside), stopping as soon as ``g . x > target``
     (compiled: :func:`neuromanifold.relu._engine.kernels.ascent_kernel`).
@@ -604,9 +655,13 @@ def _ascent(A: np.ndarray, c: np.ndarray, x0: np.ndarray, g: np.ndarray, target:
     _walk = _kernels()
 
     code, x, last, W, lam = _walk.ascent_kernel(
-        np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(c, dtype=float),
-        np.ascontiguousarray(x0, dtype=float), np.ascontiguousarray(g, dtype=float),
-        float(target), int(max_iter))
+        np.ascontiguousarray(A, dtype=float),
+        np.ascontiguousarray(c, dtype=float),
+        np.ascontiguousarray(x0, dtype=float),
+        np.ascontiguousarray(g, dtype=float),
+        float(target),
+        int(max_iter),
+    )
     if trace is not None:
         trace[:] = [last]
     if code == _walk.CROSS:
@@ -628,8 +683,7 @@ def refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> l
     return list(iter_refine_stage(cell, k, l, net, engine))
 
 
-def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
-                      ) -> Iterator[Cell]:
+def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> Iterator[Cell]:
     """The cells of :func:`refine_stage`, one at a time, in the same order (depth first
     over the binary space partition: at most one pending sibling per split level).
 
@@ -648,7 +702,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
     Zq = net.Wq[l] * cell.maps_q[k] + net.Baugq[l]
     n = Zq.nrows()
     ent = Zq.entries()
-    aq = [ent[j * (d + 1): j * (d + 1) + d] for j in range(n)]
+    aq = [ent[j * (d + 1) : j * (d + 1) + d] for j in range(n)]
     cq = [ent[j * (d + 1) + d] for j in range(n)]
     # float copies, each row scaled by a power of two (exact data stay exact; the floats
     # steer the LPs and decide signs only beyond their rounding bound)
@@ -686,13 +740,17 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             return None
         xq = [float_to_fmpq(v) for v in xf]
         if not certify:
-            ok = bool(np.all(geo.rows_f @ xf < geo.offs_f)) and \
-                all(float(r[2] @ xf) < r[3] for r in rows)
+            ok = bool(np.all(geo.rows_f @ xf < geo.offs_f)) and all(
+                float(r[2] @ xf) < r[3] for r in rows
+            )
             return xq if ok else None
         # one float check of the new rows and the cell's rows (xq is exactly xf); the
         # rows it leaves undecided are checked exactly, the new ones first
-        sg = float_signs(-np.vstack([np.array([r[2] for r in rows]), geo.rows_f]),
-                         np.concatenate([[r[3] for r in rows], geo.offs_f]), xf)
+        sg = float_signs(
+            -np.vstack([np.array([r[2] for r in rows]), geo.rows_f]),
+            np.concatenate([[r[3] for r in rows], geo.offs_f]),
+            xf,
+        )
         sg = sg.tolist()
         if -1 in sg:
             return None
@@ -709,16 +767,16 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             raise EngineDeadline()
         geo, bits, cand = stack.pop()
         Pf, Pq, Pr = geo.pool()
-        newf: list = []   # points found at this node: floats, exact, radius in geo
+        newf: list = []  # points found at this node: floats, exact, radius in geo
         newq: list = []
         newr: list = []
-        news: list = []   # float signs of every candidate at each new point (0: undecided)
+        news: list = []  # float signs of every candidate at each new point (0: undecided)
         crossing: list[int] = []
         geo_n = None
         if cand:
             ci = np.array(cand)
             S, Z = float_signs_at(Zf[ci, :d], Zf[ci, d], Pf)
-            S = S.tolist()   # lists: a few candidates by a few points
+            S = S.tolist()  # lists: a few candidates by a few points
             for t, row in enumerate(S):
                 if 0 in row:
                     S[t] = [v if v else exact_sign(cand[t], Pq[i]) for i, v in enumerate(row)]
@@ -729,6 +787,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
 
             def cand_signs(xf: np.ndarray) -> np.ndarray:
                 return float_signs(Zc[0], Zc[1], xf)
+
         for t, j in enumerate(cand):
             pos, neg, through = has_pos[t], has_neg[t], has_zero[t]
             for sg, xq in zip(news, newq):
@@ -765,7 +824,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             direc = -unit if near else unit
             if geo_n is None:
                 geo_n = _unit_rows(geo)
-                slack_n = geo_n[1][:, None] - geo_n[0] @ Pf.T   # (rows, pool points)
+                slack_n = geo_n[1][:, None] - geo_n[0] @ Pf.T  # (rows, pool points)
             i = int(_walk.best_start(geo_n[0], slack_n, direc, dist))
             engine.walks += 1
             out = _ascent(geo_n[0], geo_n[1], Pf[i], -rfa / nrm, -rfc / nrm, 3 * d + 6)
@@ -798,9 +857,13 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             elif out is not None:  # certify=False: the float walk decides
                 bits[j] = near
                 continue
-            res = engine.decide(geo.rows_q + [ra], geo.offs_q + [rc],
-                                np.vstack([geo.rows_f, rfa[None, :]]),
-                                np.append(geo.offs_f, rfc), scaled=True)
+            res = engine.decide(
+                geo.rows_q + [ra],
+                geo.offs_q + [rc],
+                np.vstack([geo.rows_f, rfa[None, :]]),
+                np.append(geo.offs_f, rfc),
+                scaled=True,
+            )
             if res is None:
                 bits[j] = near
             else:
@@ -816,7 +879,7 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             Pr = np.concatenate([Pr, newr])
         j = crossing[0]
         rest = crossing[1:]
-        sv, zj = float_signs_at(Zf[j:j + 1, :d], Zf[j:j + 1, d], Pf)
+        sv, zj = float_signs_at(Zf[j : j + 1, :d], Zf[j : j + 1, d], Pf)
         sv = [v if v else exact_sign(j, Pq[i]) for i, v in enumerate(sv[0].tolist())]
         dj = np.abs(zj[0]) / float(Znorm[j])
         owner = (k, l, j)
@@ -826,32 +889,42 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine
             if sel:
                 pts = (Pf[sel], [Pq[i] for i in sel], np.minimum(Pr[sel], dj[sel]))
             else:  # no point on this side (a step was refused): an LP decides
-                res = engine.decide(geo.rows_q + [ra], geo.offs_q + [rc],
-                                    np.vstack([geo.rows_f, rfa[None, :]]),
-                                    np.append(geo.offs_f, rfc), scaled=True)
+                res = engine.decide(
+                    geo.rows_q + [ra],
+                    geo.offs_q + [rc],
+                    np.vstack([geo.rows_f, rfa[None, :]]),
+                    np.append(geo.offs_f, rfc),
+                    scaled=True,
+                )
                 if res is None:
                     continue
                 pts = (res[0][None, :], [res[1]], np.array([res[2]]))
             best = int(np.argmax(pts[2]))
-            child = geo.with_row(ra, rc, rfa, rfc, owner, pts[0][best], pts[1][best],
-                                 float(pts[2][best]), points=pts)
+            child = geo.with_row(
+                ra, rc, rfa, rfc, owner, pts[0][best], pts[1][best], float(pts[2][best]), points=pts
+            )
             b = list(bits)
             b[j] = side
             stack.append((child, b, rest))
 
 
-def _center_walk(A: np.ndarray, c: np.ndarray, x0: np.ndarray, r0: float,
-                 max_iter: int) -> tuple[np.ndarray, float]:
+def _center_walk(
+    A: np.ndarray, c: np.ndarray, x0: np.ndarray, r0: float, max_iter: int
+) -> tuple[np.ndarray, float]:
     """The float walk of :func:`_recenter` (compiled:
     :func:`neuromanifold.relu._engine.kernels.center_kernel`): the point reached from ``x0`` and the
     float radius of its ball in ``{x : A x <= c}``. A proposal only: the point is kept
     when it passes the exact check."""
     _walk = _kernels()
 
-    x, r = _walk.center_kernel(np.ascontiguousarray(A, dtype=float),
-                               np.ascontiguousarray(c, dtype=float),
-                               np.ascontiguousarray(x0, dtype=float), float(r0), RADIUS_CAP,
-                               int(max_iter))
+    x, r = _walk.center_kernel(
+        np.ascontiguousarray(A, dtype=float),
+        np.ascontiguousarray(c, dtype=float),
+        np.ascontiguousarray(x0, dtype=float),
+        float(r0),
+        RADIUS_CAP,
+        int(max_iter),
+    )
     return x, float(r)
 
 
@@ -872,8 +945,9 @@ def _recenter(geo: Cell, engine: Engine) -> Cell:
     if not (r > r0 * (1.0 + 1e-6) and _finite(x)):
         return geo
     xq = [float_to_fmpq(v) for v in x]
-    if engine.certify and not engine._inside(geo.rows_q, geo.offs_q, xq, geo.rows_f,
-                                             geo.offs_f, xf=x):
+    if engine.certify and not engine._inside(
+        geo.rows_q, geo.offs_q, xq, geo.rows_f, geo.offs_f, xf=x
+    ):
         return geo
     pts = (_append_row(Pf, x), Pq + [xq], _append_row(Pr, r))
     return geo.evolve(center_f=x, center_q=xq, radius=r, points=pts)
@@ -926,8 +1000,9 @@ def thickness(cell: Cell, d: int) -> float:
     return float(sol.x[d + 1])
 
 
-def iter_cells(nets: Sequence[ExactNet], domain: Domain, engine: Engine,
-               counts: list[int] | None = None) -> Iterator[Cell]:
+def iter_cells(
+    nets: Sequence[ExactNet], domain: Domain, engine: Engine, counts: list[int] | None = None
+) -> Iterator[Cell]:
     """The full-dimensional cells of the joint pattern refinement of ``nets`` on ``domain``,
     one at a time, depth first over the layer-by-layer split tree.
 
@@ -956,8 +1031,9 @@ def stages_of(nets: Sequence[ExactNet]) -> list[tuple[int, int]]:
     return [(k, l) for k, net in enumerate(nets) for l in net.hidden_layers]
 
 
-def iter_subtree(cell: Cell, s: int, nets: Sequence[ExactNet], engine: Engine,
-                 counts: list[int] | None = None) -> Iterator[Cell]:
+def iter_subtree(
+    cell: Cell, s: int, nets: Sequence[ExactNet], engine: Engine, counts: list[int] | None = None
+) -> Iterator[Cell]:
     """The final cells below ``cell``, a cell that has gone through the stages before
     stage ``s``: stage ``s`` splits it, then every later stage splits each piece, depth
     first (see :func:`iter_cells`). ``counts[t]`` is incremented for each cell reached
@@ -978,8 +1054,13 @@ def iter_subtree(cell: Cell, s: int, nets: Sequence[ExactNet], engine: Engine,
     yield from walk(cell, s)
 
 
-def enumerate_cells(nets: Sequence[ExactNet], domain: Domain, engine: Engine,
-                    progress: bool = False, desc: str = "regions") -> tuple[list[Cell], list[int]]:
+def enumerate_cells(
+    nets: Sequence[ExactNet],
+    domain: Domain,
+    engine: Engine,
+    progress: bool = False,
+    desc: str = "regions",
+) -> tuple[list[Cell], list[int]]:
     """All full-dimensional cells of the joint pattern refinement of ``nets`` on ``domain``.
 
     Returns:

@@ -69,8 +69,8 @@ def ascent_kernel(A, c, x0, g, target, max_iter):
     slack = c - A @ x
     W = np.empty(d, np.int64)
     m = 0
-    Q = np.zeros((d, d))    # orthonormal basis of the active walls' normals: Q[:m]
-    L = np.zeros((d, d))    # A[W] = L[:m, :m] @ Q[:m] (lower triangular)
+    Q = np.zeros((d, d))  # orthonormal basis of the active walls' normals: Q[:m]
+    L = np.zeros((d, d))  # A[W] = L[:m, :m] @ Q[:m] (lower triangular)
     gn = math.sqrt(np.dot(g, g))
     gx = np.dot(g, x)
     u = np.empty(d)
@@ -84,7 +84,7 @@ def ascent_kernel(A, c, x0, g, target, max_iter):
             h = np.dot(Q[a], g)
             for i in range(d):
                 u[i] -= h * Q[a, i]
-        gu = np.dot(u, u)   # = g . u
+        gu = np.dot(u, u)  # = g . u
         if gu <= (1e-11 * gn) ** 2:
             # g is a combination of the active walls, g = Q^T L^T lam: solve L^T lam = Q g
             lam = np.empty(m)
@@ -98,7 +98,7 @@ def ascent_kernel(A, c, x0, g, target, max_iter):
                 if lam[a] < -1e-12 * gn and (worst < 0 or lam[a] < lam[worst]):
                     worst = a
             if worst < 0:
-                if gx > target:   # the walk stops before (kept for safety)
+                if gx > target:  # the walk stops before (kept for safety)
                     return CROSS, x, x, no_w, no_lam
                 return MAX, x.copy(), x, W[:m].copy(), np.maximum(lam, 0.0)
             # leave the wall with the most negative multiplier; refactor the others
@@ -127,7 +127,7 @@ def ascent_kernel(A, c, x0, g, target, max_iter):
                 if s < t:
                     t, r = s, j
         lead = max(need, 0.0)
-        if r < 0:   # unbounded along u: past the target (or one step along u for target inf)
+        if r < 0:  # unbounded along u: past the target (or one step along u for target inf)
             return CROSS, x + (2.0 * lead + 1.0 if lead < np.inf else 1.0) * u, x, no_w, no_lam
         t = max(t, 0.0)
         if need < t:
@@ -135,13 +135,13 @@ def ascent_kernel(A, c, x0, g, target, max_iter):
         x += t * u
         slack -= t * rate
         gx += t * gu
-        if m == d:   # d independent walls leave no direction
+        if m == d:  # d independent walls leave no direction
             return NONE, x, x, no_w, no_lam
         v = A[r].copy()
         coef = np.zeros(m)
         _orthogonalize(Q, m, v, coef)
         nv = math.sqrt(np.dot(v, v))
-        if not nv > 1e-9:   # a wall dependent on the active ones (degenerate): an LP decides
+        if not nv > 1e-9:  # a wall dependent on the active ones (degenerate): an LP decides
             return NONE, x, x, no_w, no_lam
         Q[m] = v / nv
         L[m, :m] = coef
@@ -225,7 +225,7 @@ def signs_kernel(A, c, X, rel):
         ax1 = 0.0
         for j in range(d):
             ax1 += abs(X[p, j])
-        floor = 2.0 ** -1070 * (1.0 + ax1)
+        floor = 2.0**-1070 * (1.0 + ax1)
         for i in range(m):
             z = 0.0
             s = 0.0
@@ -302,7 +302,7 @@ def unproved_pairs_kernel(D, MA, MB, fa, fb, row0, c_det, c, out, count):
             for i in range(k):
                 for j in range(k):
                     M[i, j] = MA[row0 + a, i, j] + MB[b, i, j]
-            cc = c + 2.0 * k * 1.1102230246251565e-16 * F   # the rounding of M's entries
+            cc = c + 2.0 * k * 1.1102230246251565e-16 * F  # the rounding of M's entries
             tr = 0.0
             for i in range(k):
                 for j in range(k):

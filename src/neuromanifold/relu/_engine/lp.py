@@ -74,8 +74,10 @@ def _dense_index(m: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     if out is None:
         if len(_INDEX_CACHE) > 4096:
             _INDEX_CACHE.clear()
-        out = _INDEX_CACHE[key] = (np.arange(0, m * n, n, dtype=np.int32),
-                                   np.tile(np.arange(n, dtype=np.int32), m))
+        out = _INDEX_CACHE[key] = (
+            np.arange(0, m * n, n, dtype=np.int32),
+            np.tile(np.arange(n, dtype=np.int32), m),
+        )
     return out
 
 
@@ -106,9 +108,23 @@ def _solve_core(c, A_ub, b_ub, A_eq, b_eq, lb, ub) -> LPSolution:
     solver.clearModel()
     # passModel(num_col, num_row, num_nz, a_format (2 = row-wise), sense (1 = minimize),
     #           offset, costs, column bounds, row bounds, matrix, integrality)
-    solver.passModel(n, m, m * n, 2, 1, 0.0, np.ascontiguousarray(c, dtype=float), col_lo,
-                     col_hi, lo, hi, start, index,
-                     np.ascontiguousarray(A, dtype=float).ravel(), np.zeros(n, dtype=np.int32))
+    solver.passModel(
+        n,
+        m,
+        m * n,
+        2,
+        1,
+        0.0,
+        np.ascontiguousarray(c, dtype=float),
+        col_lo,
+        col_hi,
+        lo,
+        hi,
+        start,
+        index,
+        np.ascontiguousarray(A, dtype=float).ravel(),
+        np.zeros(n, dtype=np.int32),
+    )
     solver.run()
     status = solver.getModelStatus()
     S = h.HighsModelStatus
@@ -116,8 +132,9 @@ def _solve_core(c, A_ub, b_ub, A_eq, b_eq, lb, ub) -> LPSolution:
         sol = solver.getSolution()
         duals = np.asarray(sol.row_dual, dtype=float)
         x = np.asarray(sol.col_value, dtype=float)
-        return LPSolution("optimal", x, float(c @ x),
-                          duals[:nub], duals[nub:] if A_eq is not None else None)
+        return LPSolution(
+            "optimal", x, float(c @ x), duals[:nub], duals[nub:] if A_eq is not None else None
+        )
     if status == S.kInfeasible:
         return LPSolution("infeasible")
     if status in (S.kUnbounded, S.kUnboundedOrInfeasible):
@@ -126,14 +143,19 @@ def _solve_core(c, A_ub, b_ub, A_eq, b_eq, lb, ub) -> LPSolution:
 
 
 def _solve_linprog(c, A_ub, b_ub, A_eq, b_eq, lb, ub) -> LPSolution:
-    bounds = [(None if not np.isfinite(l) else l, None if not np.isfinite(u) else u)
-              for l, u in zip(lb, ub)]
-    res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds,
-                  method="highs-ds")
+    bounds = [
+        (None if not np.isfinite(l) else l, None if not np.isfinite(u) else u)
+        for l, u in zip(lb, ub)
+    ]
+    res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs-ds")
     if res.status == 0:
-        return LPSolution("optimal", np.asarray(res.x), float(res.fun),
-                          np.asarray(res.ineqlin.marginals),
-                          None if A_eq is None else np.asarray(res.eqlin.marginals))
+        return LPSolution(
+            "optimal",
+            np.asarray(res.x),
+            float(res.fun),
+            np.asarray(res.ineqlin.marginals),
+            None if A_eq is None else np.asarray(res.eqlin.marginals),
+        )
     if res.status == 2:
         return LPSolution("infeasible")
     if res.status == 3:
@@ -141,8 +163,17 @@ def _solve_linprog(c, A_ub, b_ub, A_eq, b_eq, lb, ub) -> LPSolution:
     return LPSolution("error")
 
 
-def solve_lp(c, A_ub, b_ub, A_eq=None, b_eq=None, lb=None, ub=None,
-             counter: LPCounter | None = None, use_core: bool | None = None) -> LPSolution:
+def solve_lp(
+    c,
+    A_ub,
+    b_ub,
+    A_eq=None,
+    b_eq=None,
+    lb=None,
+    ub=None,
+    counter: LPCounter | None = None,
+    use_core: bool | None = None,
+) -> LPSolution:
     """Minimize ``c.x`` subject to ``A_ub x <= b_ub``, ``A_eq x = b_eq``, ``lb <= x <= ub``.
 
     ``lb``/``ub`` default to free variables (``-inf``/``inf``). Dense inputs.
@@ -221,17 +252,23 @@ def _stdout_silenced():
         os.close(null)
 
 
-def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None,
-                     objective_target=None) -> MILPSolution:
+def _solve_milp_core(
+    c, A, ub, lb_v, ub_v, integer, time_limit=None, objective_target=None
+) -> MILPSolution:
     h = _highs_core
     solver = h._core._Highs()
     # one thread, as the LP solver: HiGHS's thread scheduler is process-wide and set by
     # the first solver that runs, and a later solver asking for another thread count
     # fails without solving (status "not set")
-    for name, value in (("output_flag", False), ("log_to_console", False), ("threads", 1),
-                        ("mip_feasibility_tolerance", MILP_FEAS),
-                        ("primal_feasibility_tolerance", MILP_FEAS),
-                        ("mip_rel_gap", 1e-9), ("mip_abs_gap", MILP_FEAS)):
+    for name, value in (
+        ("output_flag", False),
+        ("log_to_console", False),
+        ("threads", 1),
+        ("mip_feasibility_tolerance", MILP_FEAS),
+        ("primal_feasibility_tolerance", MILP_FEAS),
+        ("mip_rel_gap", 1e-9),
+        ("mip_abs_gap", MILP_FEAS),
+    ):
         solver.setOptionValue(name, value)
     if time_limit is not None:
         solver.setOptionValue("time_limit", float(max(time_limit, 1e-3)))
@@ -241,14 +278,30 @@ def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None,
     m = A.shape[0]
     inf = h.kHighsInf
     rows = [np.nonzero(A[i])[0] for i in range(m)]
-    start = np.cumsum([0] + [len(r) for r in rows[:-1]]).astype(np.int32) if m else \
-        np.zeros(0, dtype=np.int32)
+    start = (
+        np.cumsum([0] + [len(r) for r in rows[:-1]]).astype(np.int32)
+        if m
+        else np.zeros(0, dtype=np.int32)
+    )
     index = np.concatenate(rows).astype(np.int32) if m else np.zeros(0, dtype=np.int32)
     value = np.concatenate([A[i, r] for i, r in enumerate(rows)]) if m else np.zeros(0)
-    solver.passModel(n, m, int(index.size), 2, 1, 0.0, np.ascontiguousarray(c, dtype=float),
-                     np.asarray(lb_v, float), np.asarray(ub_v, float), np.full(m, -inf),
-                     np.asarray(ub, float), start, index, np.ascontiguousarray(value, float),
-                     np.asarray(integer, dtype=np.int32))
+    solver.passModel(
+        n,
+        m,
+        int(index.size),
+        2,
+        1,
+        0.0,
+        np.ascontiguousarray(c, dtype=float),
+        np.asarray(lb_v, float),
+        np.asarray(ub_v, float),
+        np.full(m, -inf),
+        np.asarray(ub, float),
+        start,
+        index,
+        np.ascontiguousarray(value, float),
+        np.asarray(integer, dtype=np.int32),
+    )
     with _stdout_silenced():
         solver.run()
     status = solver.getModelStatus()
@@ -257,11 +310,15 @@ def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None,
         return MILPSolution("infeasible")
     if status == h.HighsModelStatus.kOptimal:
         kind = "optimal"
-    elif (objective_target is not None and status == h.HighsModelStatus.kObjectiveTarget
-          and info.primal_solution_status == 2):
+    elif (
+        objective_target is not None
+        and status == h.HighsModelStatus.kObjectiveTarget
+        and info.primal_solution_status == 2
+    ):
         kind = "target"
     elif status == h.HighsModelStatus.kTimeLimit and np.isfinite(
-            float(getattr(info, "mip_dual_bound", np.inf))):
+        float(getattr(info, "mip_dual_bound", np.inf))
+    ):
         # stopped by the clock: the proven bound still holds (and the incumbent, if any)
         bound = float(info.mip_dual_bound)
         if info.primal_solution_status != 2:
@@ -276,8 +333,16 @@ def _solve_milp_core(c, A, ub, lb_v, ub_v, integer, time_limit=None,
     return MILPSolution(kind, x, fun, bound if np.isfinite(bound) else fun)
 
 
-def solve_milp(c, A, ub, lb_v, ub_v, integer, time_limit: float | None = None,
-               objective_target: float | None = None) -> MILPSolution:
+def solve_milp(
+    c,
+    A,
+    ub,
+    lb_v,
+    ub_v,
+    integer,
+    time_limit: float | None = None,
+    objective_target: float | None = None,
+) -> MILPSolution:
     """Minimize ``c.x`` subject to ``A x <= ub``, ``lb_v <= x <= ub_v``, ``x_j`` integer
     where ``integer[j]``; HiGHS with tight feasibility tolerances (:data:`MILP_FEAS`),
     silent (nothing is printed). Past ``time_limit`` seconds the status is ``"error"``.
@@ -294,19 +359,31 @@ def solve_milp(c, A, ub, lb_v, ub_v, integer, time_limit: float | None = None,
     A = np.asarray(A, dtype=float).reshape(-1, c.size)
     if _USE_CORE:
         try:
-            return _solve_milp_core(c, A, np.asarray(ub, float), lb_v, ub_v, integer,
-                                    time_limit, objective_target)
+            return _solve_milp_core(
+                c, A, np.asarray(ub, float), lb_v, ub_v, integer, time_limit, objective_target
+            )
         except Exception:  # pragma: no cover - binding API changed: use scipy
             pass
     from scipy.optimize import Bounds, LinearConstraint, milp  # pragma: no cover
 
     cons = [LinearConstraint(A, -np.inf, ub)] if A.shape[0] else []  # pragma: no cover
     with _stdout_silenced():  # pragma: no cover
-        res = milp(c, integrality=np.asarray(integer), bounds=Bounds(lb_v, ub_v),
-                   constraints=cons, options={"mip_rel_gap": 1e-9, **(
-                       {"time_limit": time_limit} if time_limit is not None else {})})
+        res = milp(
+            c,
+            integrality=np.asarray(integer),
+            bounds=Bounds(lb_v, ub_v),
+            constraints=cons,
+            options={
+                "mip_rel_gap": 1e-9,
+                **({"time_limit": time_limit} if time_limit is not None else {}),
+            },
+        )
     if res.status != 0 or res.x is None:  # pragma: no cover
         return MILPSolution("error")
     dual = getattr(res, "mip_dual_bound", None)  # pragma: no cover
-    return MILPSolution("optimal", np.asarray(res.x), float(res.fun),
-                        float(dual) if dual is not None and np.isfinite(dual) else float(res.fun))
+    return MILPSolution(
+        "optimal",
+        np.asarray(res.x),
+        float(res.fun),
+        float(dual) if dual is not None and np.isfinite(dual) else float(res.fun),
+    )

@@ -28,9 +28,9 @@ from numba import njit
 MATCHED, NOT_FINITE, NO_MATCH, FALLBACK = 0, 1, 2, 3
 
 #: half the smallest subnormal, rounded up: what gradual underflow can take from a product
-_UNDERFLOW = 2.0 ** -1074
+_UNDERFLOW = 2.0**-1074
 #: float64 unit roundoff
-_U = 2.0 ** -53
+_U = 2.0**-53
 
 
 @njit(cache=True)
@@ -64,7 +64,7 @@ def lsap_max(S):
             in_rows[i] = True
             for it in range(num_remaining):
                 j = remaining[it]
-                r = min_val - S[i, j] - u[i] - v[j]   # the cost is -S
+                r = min_val - S[i, j] - u[i] - v[j]  # the cost is -S
                 if r < shortest[j]:
                     path[j] = i
                     shortest[j] = r
@@ -105,7 +105,9 @@ def _layer(flat, dims, offsets, l):
     """Views of layer ``l``'s ``W`` (``dims[l+1] x dims[l]``) and ``b`` in a flat buffer."""
     rows, cols = dims[l + 1], dims[l]
     o = offsets[l]
-    return flat[o:o + rows * cols].reshape((rows, cols)), flat[o + rows * cols:o + rows * cols + rows]
+    return flat[o : o + rows * cols].reshape((rows, cols)), flat[
+        o + rows * cols : o + rows * cols + rows
+    ]
 
 
 @njit(cache=True)

@@ -54,8 +54,15 @@ import numpy as np
 
 from .._core.domain import Domain
 
-__all__ = ["MILPBuilder", "ReLULayer", "homogenized_input", "affine", "relu_layer",
-           "encode_network", "BOUND_PAD"]
+__all__ = [
+    "MILPBuilder",
+    "ReLULayer",
+    "homogenized_input",
+    "affine",
+    "relu_layer",
+    "encode_network",
+    "BOUND_PAD",
+]
 
 #: the relative padding of interval bounds against rounding
 BOUND_PAD = 1e-9
@@ -103,7 +110,7 @@ class MILPBuilder:
         if M.shape[-1] == n:
             return M
         out = np.zeros(M.shape[:-1] + (n,))
-        out[..., :M.shape[-1]] = M
+        out[..., : M.shape[-1]] = M
         return out
 
     def bounds(self, Z: np.ndarray, *, pad: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -128,12 +135,17 @@ class MILPBuilder:
         rhs = np.zeros(len(self.rows))
         for r, (expr, extra, ub) in enumerate(self.rows):
             if expr is not None:
-                A[r, :expr.shape[0]] = expr
+                A[r, : expr.shape[0]] = expr
             for v, c in extra.items():
                 A[r, v] += c
             rhs[r] = ub
-        return (A, rhs, np.array(self.lb, dtype=float), np.array(self.ub, dtype=float),
-                np.array(self.integer, dtype=np.int32))
+        return (
+            A,
+            rhs,
+            np.array(self.lb, dtype=float),
+            np.array(self.ub, dtype=float),
+            np.array(self.integer, dtype=np.int32),
+        )
 
 
 def homogenized_input(B: MILPBuilder, domain: Domain) -> tuple[list[int], int]:
@@ -141,8 +153,10 @@ def homogenized_input(B: MILPBuilder, domain: Domain) -> tuple[list[int], int]:
     ``x = y / s``, with the domain's rows; returns ``(ys, s)``."""
     d = domain.dim
     if domain.kind == "box":
-        ys = [B.var(min(0.0, max(-1.0, float(lo))), max(0.0, min(1.0, float(hi))))
-              for lo, hi in zip(domain.lower, domain.upper)]
+        ys = [
+            B.var(min(0.0, max(-1.0, float(lo))), max(0.0, min(1.0, float(hi))))
+            for lo, hi in zip(domain.lower, domain.upper)
+        ]
     else:
         lo = 0.0 if domain.kind == "orthant" else -1.0
         ys = [B.var(lo, 1.0) for _ in range(d)]
@@ -197,9 +211,14 @@ class ReLULayer:
 BIG_M_FLOOR = 1e-6
 
 
-def relu_layer(B: MILPBuilder, Z: np.ndarray, *, margin: float | None = None,
-               both_sides: bool = False,
-               each: Callable[[int, int], None] | None = None) -> ReLULayer:
+def relu_layer(
+    B: MILPBuilder,
+    Z: np.ndarray,
+    *,
+    margin: float | None = None,
+    both_sides: bool = False,
+    each: Callable[[int, int], None] | None = None,
+) -> ReLULayer:
     """Encode ``h = relu(Z)`` (module docs): bounds, the fixed neurons, and for each other
     neuron ``h``, a binary ``a`` and its rows.
 
@@ -242,23 +261,24 @@ def relu_layer(B: MILPBuilder, Z: np.ndarray, *, margin: float | None = None,
             if margin is not None:
                 mg = float(mgs[i])
                 off = mg if both_sides else 0.0
-                B.row(-z, {a: mg - l_i}, -l_i)                 # a = 1: z >= mg
-                B.row(z, {a: -(h_i + off)}, -off)              # a = 0: z <= -off
-            B.row(z, {h: -1.0}, 0.0)                           # z <= h
-            B.row(-z, {h: 1.0, a: -l_i}, -l_i)                 # h <= z - lo (1 - a)
-            B.row(None, {h: 1.0, a: -h_i}, 0.0)                # h <= hi a
+                B.row(-z, {a: mg - l_i}, -l_i)  # a = 1: z >= mg
+                B.row(z, {a: -(h_i + off)}, -off)  # a = 0: z <= -off
+            B.row(z, {h: -1.0}, 0.0)  # z <= h
+            B.row(-z, {h: 1.0, a: -l_i}, -l_i)  # h <= z - lo (1 - a)
+            B.row(None, {h: 1.0, a: -h_i}, 0.0)  # h <= hi a
             if each is not None:
                 each(i, a)
     H = np.zeros((n, B.num_vars))
     on = state == 1
-    H[on, :Z.shape[1]] = Z[on]
+    H[on, : Z.shape[1]] = Z[on]
     free = state == 0
     H[free, h_idx[free]] = 1.0
     return ReLULayer(Z, lo, hi, state, h_idx, a_idx, H)
 
 
-def encode_network(B: MILPBuilder, params: list, H: np.ndarray, s: int, *,
-                   margin: float | None = None) -> tuple[list[ReLULayer], np.ndarray]:
+def encode_network(
+    B: MILPBuilder, params: list, H: np.ndarray, s: int, *, margin: float | None = None
+) -> tuple[list[ReLULayer], np.ndarray]:
     """Encode a network ``[(W, b), ...]`` on the input expressions ``H``: returns its
     hidden layers and the expressions of its outputs (the last layer is affine).
     With ``margin`` the first hidden layer uses the margin rule on both sides, later
@@ -277,8 +297,9 @@ def encode_network(B: MILPBuilder, params: list, H: np.ndarray, s: int, *,
     """
     layers = []
     for l, (W, b) in enumerate(params[:-1]):
-        layer = relu_layer(B, affine(B, W, b, H, s), margin=margin,
-                           both_sides=margin is not None and l == 0)
+        layer = relu_layer(
+            B, affine(B, W, b, H, s), margin=margin, both_sides=margin is not None and l == 0
+        )
         layers.append(layer)
         H = layer.H
     W, b = params[-1]

@@ -54,6 +54,7 @@ _WINDOW = 32
 
 # -- what crosses the process boundary ---------------------------------------------------
 
+
 def _pack_net(net: ExactNet) -> tuple:
     return net.params, [(W.nrows(), W.ncols(), W.entries(), b) for W, b in zip(net.Wq, net.bq)]
 
@@ -65,8 +66,9 @@ def _unpack_net(packed: tuple) -> ExactNet:
 
 def _pack_cell(cell: Cell) -> Cell:
     """The cell with its exact maps as ``(rows, cols, entries)`` (fmpq_mat does not pickle)."""
-    return dataclasses.replace(cell, maps_q=[(M.nrows(), M.ncols(), M.entries())
-                                             for M in cell.maps_q])
+    return dataclasses.replace(
+        cell, maps_q=[(M.nrows(), M.ncols(), M.entries()) for M in cell.maps_q]
+    )
 
 
 def _unpack_cell(cell: Cell) -> Cell:
@@ -79,8 +81,9 @@ _WORKER: dict = {}
 
 
 def _init_worker(packed_nets: list, certify: bool, leaf: Callable, leaf_args: tuple) -> None:
-    _WORKER.update(nets=[_unpack_net(p) for p in packed_nets], certify=certify, leaf=leaf,
-                   leaf_args=leaf_args)
+    _WORKER.update(
+        nets=[_unpack_net(p) for p in packed_nets], certify=certify, leaf=leaf, leaf_args=leaf_args
+    )
 
 
 def _run_task(cells: list[Cell]) -> tuple[list, list[int], tuple[int, ...]]:
@@ -93,8 +96,17 @@ def _run_task(cells: list[Cell]) -> tuple[list, list[int], tuple[int, ...]]:
     for packed in cells:
         for cell in iter_subtree(_unpack_cell(packed), 1, nets, engine, counts):
             out.append(leaf(cell, nets, *args))
-    return out, counts, (engine.counter.count, engine.walks, engine.walk_proofs,
-                         engine.exact_fallbacks, engine.certificates)
+    return (
+        out,
+        counts,
+        (
+            engine.counter.count,
+            engine.walks,
+            engine.walk_proofs,
+            engine.exact_fallbacks,
+            engine.certificates,
+        ),
+    )
 
 
 def _worker_main(conn, init_args: tuple) -> None:
@@ -110,11 +122,11 @@ def _worker_main(conn, init_args: tuple) -> None:
             return
         try:
             reply = ("ok", _run_task(task))
-        except BaseException as exc:   # noqa: BLE001 - handed to the caller, raised there
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, raised there
             reply = ("error", exc)
         try:
             conn.send(reply)
-        except Exception:   # the exception does not pickle: its text does
+        except Exception:  # the exception does not pickle: its text does
             conn.send(("error", RuntimeError(f"{type(reply[1]).__name__}: {reply[1]}")))
 
 
@@ -128,6 +140,7 @@ def _add_counters(engine: Engine, stats: tuple[int, ...]) -> None:
 
 
 # -- the calling side --------------------------------------------------------------------
+
 
 def _context():
     """``fork`` when this process runs no other thread (fast, and it works in scripts
@@ -163,7 +176,7 @@ class _Workers:
     def __init__(self, n: int, init_args: tuple):
         ctx = _context()
         self.procs, self.conns = [], []
-        self.task: dict[int, int] = {}   # worker -> id of the task it runs
+        self.task: dict[int, int] = {}  # worker -> id of the task it runs
         for _ in range(n):
             here, there = ctx.Pipe()
             proc = ctx.Process(target=_worker_main, args=(there, init_args), daemon=True)
@@ -178,7 +191,7 @@ class _Workers:
     def send(self, i: int, task_id: int, payload: Any) -> None:
         try:
             self.conns[i].send(payload)
-        except OSError:   # the worker is gone (a broken pipe)
+        except OSError:  # the worker is gone (a broken pipe)
             self.procs[i].join(timeout=5)
             raise self._died(i) from None
         self.task[i] = task_id
@@ -188,7 +201,8 @@ class _Workers:
             f"a worker process of the region enumeration died (exit code "
             f"{self.procs[i].exitcode}). Out of memory? Started from a script while "
             f"threads were running, the workers need the script's code under "
-            f"`if __name__ == '__main__':`. workers=1 runs in this process.")
+            f"`if __name__ == '__main__':`. workers=1 runs in this process."
+        )
 
     def receive(self, timeout: float | None) -> list[tuple[int, bytes]]:
         """``(task id, pickled reply)`` of the tasks finished within ``timeout`` (at least
@@ -197,8 +211,11 @@ class _Workers:
         time on unpickling (:func:`_reply`). Raises :class:`WorkerError` if a busy worker
         died."""
         busy = list(self.task)
-        ready = set(mp_connection.wait([self.conns[i] for i in busy] +
-                                       [self.procs[i].sentinel for i in busy], timeout))
+        ready = set(
+            mp_connection.wait(
+                [self.conns[i] for i in busy] + [self.procs[i].sentinel for i in busy], timeout
+            )
+        )
         out = []
         for i in busy:
             conn, died = self.conns[i], self.procs[i].sentinel in ready
@@ -227,8 +244,16 @@ class _Workers:
             conn.close()
 
 
-def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[int], *,
-                workers: int, leaf: Callable, leaf_args: tuple = ()) -> Iterator[Any]:
+def iter_leaves(
+    nets: Sequence[ExactNet],
+    domain,
+    engine: Engine,
+    counts: list[int],
+    *,
+    workers: int,
+    leaf: Callable,
+    leaf_args: tuple = (),
+) -> Iterator[Any]:
     """``leaf(cell, nets, *leaf_args)`` for every final cell of the joint refinement of
     ``nets`` on ``domain``, in the order of :func:`~neuromanifold.relu._engine.cells.iter_cells`.
 
@@ -253,20 +278,22 @@ def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[i
     if getattr(multiprocessing.current_process(), "_inheriting", False):
         # a forkserver/spawn worker re-running the caller's script (no main guard): stop
         # here rather than run the script's work once more per worker
-        raise WorkerError("a worker process started to run the calling script again; "
-                          "with threads running, workers are started by forkserver, "
-                          "which needs the script's code under "
-                          "`if __name__ == '__main__':`")
+        raise WorkerError(
+            "a worker process started to run the calling script again; "
+            "with threads running, workers are started by forkserver, "
+            "which needs the script's code under "
+            "`if __name__ == '__main__':`"
+        )
     k0, l0 = stages[0]
     first = iter_refine_stage(root, k0, l0, nets[k0], engine)
     pool = _Workers(workers, ([_pack_net(n) for n in nets], engine.certify, leaf, leaf_args))
-    sizes: dict[int, int] = {}     # task id -> first-stage cells in it
-    results: dict[int, Any] = {}   # finished tasks waiting for their turn
+    sizes: dict[int, int] = {}  # task id -> first-stage cells in it
+    results: dict[int, Any] = {}  # finished tasks waiting for their turn
     next_id = turn = 0
     done_cells = done_leaves = 0
     exhausted = False
 
-    prepared: list = []   # (cells, payload): the next tasks, packed before a worker asks
+    prepared: list = []  # (cells, payload): the next tasks, packed before a worker asks
 
     def prepare() -> bool:
         nonlocal exhausted
@@ -301,14 +328,20 @@ def iter_leaves(nets: Sequence[ExactNet], domain, engine: Engine, counts: list[i
         dispatch()
         while turn < next_id:
             while turn not in results:
-                timeout = None if engine.deadline is None else \
-                    max(0.0, engine.deadline - time.monotonic())
+                timeout = (
+                    None
+                    if engine.deadline is None
+                    else max(0.0, engine.deadline - time.monotonic())
+                )
                 replies = pool.receive(timeout)
-                dispatch()   # the idle workers get new tasks before the replies are read
+                dispatch()  # the idle workers get new tasks before the replies are read
                 for task_id, raw in replies:
                     results[task_id] = _reply(raw)
-                if turn not in results and engine.deadline is not None and \
-                        time.monotonic() >= engine.deadline:
+                if (
+                    turn not in results
+                    and engine.deadline is not None
+                    and time.monotonic() >= engine.deadline
+                ):
                     raise EngineDeadline()
             out, sub_counts, stats = results.pop(turn)
             done_cells += sizes.pop(turn)

@@ -60,7 +60,10 @@ Vec = tuple  # tuple of Fractions
 # exact inputs (also used by the orthant fiber and by genericity)
 # ---------------------------------------------------------------------------------------
 
-def canonical_hyperplane(a: Sequence[Fraction], beta: Fraction) -> tuple[Vec, Fraction, Fraction, int]:
+
+def canonical_hyperplane(
+    a: Sequence[Fraction], beta: Fraction
+) -> tuple[Vec, Fraction, Fraction, int]:
     """``(normal, offset, lam, pivot)`` with ``(a, beta) = lam (normal, offset)`` and
     ``normal[pivot] = 1`` at the first nonzero entry of ``a`` (``a`` must be nonzero)."""
     p = next(i for i, x in enumerate(a) if x != 0)
@@ -75,8 +78,9 @@ def _lp_range(a: Sequence[Fraction], dom: Domain) -> tuple[float, float]:
     af = np.array([float(x) for x in a])
     out = []
     for sgn in (1.0, -1.0):
-        res = linprog(sgn * af, A_ub=dom.A, b_ub=dom.c, bounds=[(None, None)] * dom.dim,
-                      method="highs")
+        res = linprog(
+            sgn * af, A_ub=dom.A, b_ub=dom.c, bounds=[(None, None)] * dom.dim, method="highs"
+        )
         if res.status == 3:
             out.append(-_INF)
         elif res.status == 0:
@@ -107,13 +111,15 @@ def one_hidden_layer(params: Any, what: str) -> tuple[list, list]:
     if len(layers) != 2:
         raise ArchitectureError(
             f"{what} needs a one-hidden-layer network (two affine layers (W, b), (C, gamma)); "
-            f"got {len(layers)} affine layers")
+            f"got {len(layers)} affine layers"
+        )
     return layers, exact
 
 
 # ---------------------------------------------------------------------------------------
 # float views used by the tolerance (exact data in, floats out, no overflow)
 # ---------------------------------------------------------------------------------------
+
 
 def _direction(v: Sequence[Any]) -> tuple[float, ...]:
     """``v / ||v||_1`` as floats (``v`` nonzero: Fractions or floats), without overflow."""
@@ -140,19 +146,22 @@ def _jump_norm(weight: Sequence[Fraction], ext: Sequence[Fraction]) -> float:
 
 def _jump(weight: Sequence[Fraction], ext: Sequence[Fraction]) -> np.ndarray:
     """The extended jump ``w (n, t)^T`` (m x (d+1)) as floats."""
-    return np.array([[float(w * x) for x in ext] for w in weight]).reshape(len(weight),
-                                                                           len(ext))
+    return np.array([[float(w * x) for x in ext] for w in weight]).reshape(len(weight), len(ext))
 
 
 def _qopnorm(X: flint.fmpq_mat) -> float:
     """The largest row l1 norm of an exact matrix, as a float (computed exactly)."""
-    return float(max((sum((abs(x) for x in row), flint.fmpq(0)) for row in X.tolist()),
-                     default=flint.fmpq(0)))
+    return float(
+        max(
+            (sum((abs(x) for x in row), flint.fmpq(0)) for row in X.tolist()), default=flint.fmpq(0)
+        )
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # the weighted arrangement
 # ---------------------------------------------------------------------------------------
+
 
 def _fstr(x: Fraction) -> str:
     return str(x) if x.denominator != 1 else str(x.numerator)
@@ -264,8 +273,9 @@ class WeightedArrangement(Result):
         Z = np.atleast_2d(as_finite_array(Z, "Z", error=InputError))
         if Z.ndim != 2 or Z.shape[1] != self.input_dim:
             raise InputError(f"Z must have shape (N, {self.input_dim}); got shape {Z.shape}")
-        M = np.array([[float(x) for x in row] for row in self.linear]).reshape(self.output_dim,
-                                                                            self.input_dim)
+        M = np.array([[float(x) for x in row] for row in self.linear]).reshape(
+            self.output_dim, self.input_dim
+        )
         out = Z @ M.T + np.array([float(x) for x in self.bias])
         for H in self.hyperplanes:
             n = np.array([float(x) for x in H.normal])
@@ -283,8 +293,10 @@ class WeightedArrangement(Result):
 
     def describe(self) -> str:
         """A readable multi-line description."""
-        lines = [f"weighted arrangement on {self.domain.kind} (d={self.input_dim}, "
-                 f"m={self.output_dim}): {self.num_hyperplanes} visible hyperplane(s)"]
+        lines = [
+            f"weighted arrangement on {self.domain.kind} (d={self.input_dim}, "
+            f"m={self.output_dim}): {self.num_hyperplanes} visible hyperplane(s)"
+        ]
         lines += ["  " + str(H) + f"  [neurons {list(H.neurons)}]" for H in self.hyperplanes]
         lines.append("  linear part M = " + "[" + ", ".join(_vstr(r) for r in self.linear) + "]")
         lines.append("  bias v = " + _vstr(self.bias))
@@ -323,8 +335,12 @@ class ArrangementComparison(Result):
 
 
 def _same_domain(a: Domain, b: Domain) -> bool:
-    return (a.kind == b.kind and a.dim == b.dim and np.array_equal(a.A, b.A)
-            and np.array_equal(a.c, b.c))
+    return (
+        a.kind == b.kind
+        and a.dim == b.dim
+        and np.array_equal(a.A, b.A)
+        and np.array_equal(a.c, b.c)
+    )
 
 
 def _exact_difference(p: WeightedArrangement, q: WeightedArrangement) -> str:
@@ -335,8 +351,10 @@ def _exact_difference(p: WeightedArrangement, q: WeightedArrangement) -> str:
         if key not in kp or key not in kq:
             return f"hyperplane {_vstr(key[0])}.z + {_fstr(key[1])} = 0 is only in one"
         if kp[key] != kq[key]:
-            return (f"weights on hyperplane {_vstr(key[0])}.z + {_fstr(key[1])} = 0 "
-                    f"differ: {_vstr(kp[key])} vs {_vstr(kq[key])}")
+            return (
+                f"weights on hyperplane {_vstr(key[0])}.z + {_fstr(key[1])} = 0 "
+                f"differ: {_vstr(kp[key])} vs {_vstr(kq[key])}"
+            )
     if p.linear != q.linear:
         return "the linear parts differ"
     if p.bias != q.bias:
@@ -344,8 +362,9 @@ def _exact_difference(p: WeightedArrangement, q: WeightedArrangement) -> str:
     return ""
 
 
-def _tolerant_difference(p: WeightedArrangement, q: WeightedArrangement,
-                         tol: float) -> tuple[float, str]:
+def _tolerant_difference(
+    p: WeightedArrangement, q: WeightedArrangement, tol: float
+) -> tuple[float, str]:
     """The largest difference (absolute, largest row l1 norm, computed exactly) between
     the extended jumps of matched hyperplanes and between the affine parts, and where.
 
@@ -374,8 +393,9 @@ def _tolerant_difference(p: WeightedArrangement, q: WeightedArrangement,
                     aff = aff + J
                     break
             else:
-                groups.append([e, J if sign > 0 else -J,
-                               f"{_vstr(H.normal)}.z + {_fstr(H.offset)} = 0"])
+                groups.append(
+                    [e, J if sign > 0 else -J, f"{_vstr(H.normal)}.z + {_fstr(H.offset)} = 0"]
+                )
         affine.append(aff)
     worst, where = 0.0, ""
     for _, D, label in groups:
@@ -386,15 +406,23 @@ def _tolerant_difference(p: WeightedArrangement, q: WeightedArrangement,
     return worst, where
 
 
-def _compare(p: WeightedArrangement, q: WeightedArrangement,
-             tol: float) -> tuple[bool, str, float, bool]:
+def _compare(
+    p: WeightedArrangement, q: WeightedArrangement, tol: float
+) -> tuple[bool, str, float, bool]:
     """``(equal, reason, relative difference, exact verdict)``."""
     if not isinstance(q, WeightedArrangement):
         raise InputError(f"can only compare with a WeightedArrangement; got {short_repr(q)}")
     tol = check_tol(tol)
     if (p.input_dim, p.output_dim) != (q.input_dim, q.output_dim):
-        return False, (f"dimensions differ: (d, m) = {(p.input_dim, p.output_dim)} vs "
-                       f"{(q.input_dim, q.output_dim)}"), _INF, True
+        return (
+            False,
+            (
+                f"dimensions differ: (d, m) = {(p.input_dim, p.output_dim)} vs "
+                f"{(q.input_dim, q.output_dim)}"
+            ),
+            _INF,
+            True,
+        )
     if not _same_domain(p.domain, q.domain):
         return False, "the domains differ", _INF, True
     exact = p.exact and q.exact
@@ -409,12 +437,12 @@ def _compare(p: WeightedArrangement, q: WeightedArrangement,
     if rel <= tol:
         return True, "", rel, False
     # the exact arrangements differ, so (when they are exact) the functions differ
-    return False, f"{where} differ by {rel:.3g} relative to the scale (> tol = {tol:g})", rel, \
-        exact
+    return False, f"{where} differ by {rel:.3g} relative to the scale (> tol = {tol:g})", rel, exact
 
 
-def weighted_arrangement(params: Any, domain: Any = "orthant", *,
-                         tol: float = DEFAULT_TOL) -> WeightedArrangement:
+def weighted_arrangement(
+    params: Any, domain: Any = "orthant", *, tol: float = DEFAULT_TOL
+) -> WeightedArrangement:
     """The canonical weighted arrangement of a one-hidden-layer network on a domain.
 
     Args:
@@ -465,8 +493,11 @@ def weighted_arrangement(params: Any, domain: Any = "orthant", *,
     merged: list[tuple[tuple, tuple | None, list[int]]] = []
     for key in sorted(groups):
         j0 = groups[key][0]  # the direction of (n, t) is sign(lam) (W[j0], b[j0])
-        e = None if tol == 0 or len(groups) < 2 else _direction(
-            [x if own_lam[j0] > 0 else -x for x in list(Wf[j0]) + [bf[j0]]])
+        e = (
+            None
+            if tol == 0 or len(groups) < 2
+            else _direction([x if own_lam[j0] > 0 else -x for x in list(Wf[j0]) + [bf[j0]]])
+        )
         for _, e0, members in merged:
             if e is not None and _same_direction(e, e0, tol):
                 members.extend(groups[key])
@@ -480,14 +511,18 @@ def weighted_arrangement(params: Any, domain: Any = "orthant", *,
         lams = []
         own = set(groups[(normal, offset)])
         for j in members:  # merged neurons: the exact projection coefficient on (n, t)
-            lam = own_lam[j] if j in own else \
-                sum((x * y for x, y in zip(list(W[j]) + [b[j]], ext)), _ZERO) \
+            lam = (
+                own_lam[j]
+                if j in own
+                else sum((x * y for x, y in zip(list(W[j]) + [b[j]], ext)), _ZERO)
                 / sum((x * x for x in ext), _ZERO)
+            )
             lams.append(lam)
             if lam < 0:
                 affine_neurons.append(j)
-        w = tuple(sum((abs(lam) * C[o][j] for j, lam in zip(members, lams)), _ZERO)
-                  for o in range(m))
+        w = tuple(
+            sum((abs(lam) * C[o][j] for j, lam in zip(members, lams)), _ZERO) for o in range(m)
+        )
         if all(x == 0 for x in w):
             hidden.extend(members)
             continue
@@ -496,26 +531,47 @@ def weighted_arrangement(params: Any, domain: Any = "orthant", *,
             exact = False
             continue
         order = sorted(range(len(members)), key=lambda i: members[i])
-        hyperplanes.append(ArrangementHyperplane(normal=normal, offset=offset, weight=w,
-                                                 neurons=tuple(members[i] for i in order),
-                                                 scales=tuple(lams[i] for i in order)))
+        hyperplanes.append(
+            ArrangementHyperplane(
+                normal=normal,
+                offset=offset,
+                weight=w,
+                neurons=tuple(members[i] for i in order),
+                scales=tuple(lams[i] for i in order),
+            )
+        )
     # affine part (M | v) = (0 | gamma) + sum over affine-acting neurons C[:, j] (W[j] | b[j])
     aff = sorted(active + affine_neurons)
-    Mv = rational_matmul([[C[o][j] for j in aff] for o in range(m)],
-                                 [list(W[j]) + [b[j]] for j in aff], len(aff), d + 1)
+    Mv = rational_matmul(
+        [[C[o][j] for j in aff] for o in range(m)],
+        [list(W[j]) + [b[j]] for j in aff],
+        len(aff),
+        d + 1,
+    )
     M = tuple(tuple(fmpq_to_fraction(x) for x in row[:d]) for row in Mv)
     v = tuple(g[o] + fmpq_to_fraction(Mv[o][d]) for o in range(m))
     return WeightedArrangement(
-        domain=dom, input_dim=d, output_dim=m, hyperplanes=tuple(hyperplanes),
-        linear=M, bias=v, active_neurons=tuple(active),
-        inactive_neurons=tuple(inactive), hidden_neurons=tuple(sorted(hidden)),
-        scale=scale, tolerance=tol, exact=exact, certified=certified,
+        domain=dom,
+        input_dim=d,
+        output_dim=m,
+        hyperplanes=tuple(hyperplanes),
+        linear=M,
+        bias=v,
+        active_neurons=tuple(active),
+        inactive_neurons=tuple(inactive),
+        hidden_neurons=tuple(sorted(hidden)),
+        scale=scale,
+        tolerance=tol,
+        exact=exact,
+        certified=certified,
         method=("exact rational (closed-form ranges)" if certified else "LP ranges (floats)")
-        + ("" if exact else f"; tolerance {tol:g} merged or dropped hyperplanes"))
+        + ("" if exact else f"; tolerance {tol:g} merged or dropped hyperplanes"),
+    )
 
 
-def arrangements_equal(p: Any, q: Any, domain: Any = "orthant", *,
-                       tol: float = DEFAULT_TOL) -> ArrangementComparison:
+def arrangements_equal(
+    p: Any, q: Any, domain: Any = "orthant", *, tol: float = DEFAULT_TOL
+) -> ArrangementComparison:
     """Whether two one-hidden-layer networks are equal on ``domain``, by comparing their
     canonical weighted arrangements.
 
@@ -555,7 +611,14 @@ def arrangements_equal(p: Any, q: Any, domain: Any = "orthant", *,
     B = weighted_arrangement(q, domain, tol=tol)
     eq, reason, diff, exact_verdict = _compare(A, B, tol)
     return ArrangementComparison(
-        equal=eq, reason=reason, difference=diff, scale=max(A.scale, B.scale), tolerance=tol,
+        equal=eq,
+        reason=reason,
+        difference=diff,
+        scale=max(A.scale, B.scale),
+        tolerance=tol,
         certified=exact_verdict and A.certified and B.certified,
-        method="canonical weighted arrangements" + (
-            " (exact)" if tol == 0 else f" (relative tolerance {tol:g})"), first=A, second=B)
+        method="canonical weighted arrangements"
+        + (" (exact)" if tol == 0 else f" (relative tolerance {tol:g})"),
+        first=A,
+        second=B,
+    )

@@ -88,6 +88,7 @@ def _normalized(v: Sequence[flint.fmpq]) -> list[flint.fmpq]:
 # combinatorial types
 # ---------------------------------------------------------------------------------------
 
+
 @dataclasses.dataclass(frozen=True)
 class _Type:
     targets: tuple  # ((p_k, q_k), ...)
@@ -97,8 +98,12 @@ class _Type:
 
     @property
     def n(self) -> int:
-        return (sum(p + q for p, q in self.targets) + sum(p + q for p, q in self.cancels)
-                + self.n_linear + self.n_dead)
+        return (
+            sum(p + q for p, q in self.targets)
+            + sum(p + q for p, q in self.cancels)
+            + self.n_linear
+            + self.n_dead
+        )
 
     def labels(self) -> tuple[tuple, ...]:
         """Per canonical neuron position: ("H", k, s), ("E", e, s), ("linear",), ("dead",)."""
@@ -135,10 +140,21 @@ def _compositions(r: int, total: int):
 def _cancel_multisets(total: int, max_shape=None):
     """Non-increasing sequences of shapes (p, q) (p >= q, p >= 1) with sizes summing <= total."""
     yield ()
-    shapes = sorted(((p, s - p) for s in range(1, total + 1) for p in range(s, -1, -1)
-                     if p >= s - p and p >= 1), key=lambda t: (t[0] + t[1], t[0]), reverse=True)
+    shapes = sorted(
+        (
+            (p, s - p)
+            for s in range(1, total + 1)
+            for p in range(s, -1, -1)
+            if p >= s - p and p >= 1
+        ),
+        key=lambda t: (t[0] + t[1], t[0]),
+        reverse=True,
+    )
     for sh in shapes:
-        if max_shape is not None and (sh[0] + sh[1], sh[0]) > (max_shape[0] + max_shape[1], max_shape[0]):
+        if max_shape is not None and (sh[0] + sh[1], sh[0]) > (
+            max_shape[0] + max_shape[1],
+            max_shape[0],
+        ):
             continue
         size = sh[0] + sh[1]
         if size > total:
@@ -155,7 +171,7 @@ def _count_types(n: int, r: int, degenerate: bool) -> int:
     the rest split between linear and dead neurons (``rest + 1`` ways).
     """
     if not degenerate:
-        return 2 ** r * (n - r + 1) if r <= n else 0
+        return 2**r * (n - r + 1) if r <= n else 0
     # T[s]: weighted count of the target parts using s neurons in all
     T = [1] + [0] * n
     for _ in range(r):
@@ -171,8 +187,7 @@ def _count_types(n: int, r: int, degenerate: bool) -> int:
         for _ in range(s // 2 + 1):
             for c in range(s, n + 1):
                 E[c] += E[c - s]
-    return sum(T[s] * E[c] * (n - s - c + 1)
-               for s in range(n + 1) for c in range(n - s + 1))
+    return sum(T[s] * E[c] * (n - s - c + 1) for s in range(n + 1) for c in range(n - s + 1))
 
 
 def _enumerate_types(n: int, r: int, degenerate: bool):
@@ -180,7 +195,7 @@ def _enumerate_types(n: int, r: int, degenerate: bool):
         if not degenerate and any(p + q != 1 for p, q in targets):
             continue
         left = n - sum(p + q for p, q in targets)
-        for cancels in (_cancel_multisets(left) if degenerate else [()]):
+        for cancels in _cancel_multisets(left) if degenerate else [()]:
             rest = left - sum(p + q for p, q in cancels)
             for n_lin in range(rest, -1, -1):
                 yield _Type(targets, cancels, n_lin, rest - n_lin)
@@ -189,6 +204,7 @@ def _enumerate_types(n: int, r: int, degenerate: bool):
 # ---------------------------------------------------------------------------------------
 # the factorization geometry of a type
 # ---------------------------------------------------------------------------------------
+
 
 class _Geometry:
     """Invariants of the linear factorization problem of one (only-negative, both) choice.
@@ -210,13 +226,14 @@ class _Geometry:
         J = [i for i in range(d) if i not in self.I]
         # S_c = R' ∩ {x_J = 0}: combinations y of the basis rows with (y^T Rp)_J = 0
         if self.rho:
-            Y = rational_nullspace([[self.Rp[k][j] for k in range(self.rho)] for j in J],
-                                   self.rho)
+            Y = rational_nullspace([[self.Rp[k][j] for k in range(self.rho)] for j in J], self.rho)
             self.Sc = [rational_combination(y, self.Rp, d) for y in Y]
         else:
             self.Sc = []
         self.c = len(self.Sc)
-        self.a = self.u + self.c - rational_rank([list(x) for x in NB] + self.Sc, d) if self.c else 0
+        self.a = (
+            self.u + self.c - rational_rank([list(x) for x in NB] + self.Sc, d) if self.c else 0
+        )
         # nonnegative rank of L_T alone: least k with L_T = C W, W >= 0 of k rows
         if self.rho_L == 0:
             self.nu = 0
@@ -243,7 +260,9 @@ class _Geometry:
         return out
 
 
-def _max_support(basis: list[list[flint.fmpq]], d: int) -> tuple[tuple[int, ...], list | None, bool]:
+def _max_support(
+    basis: list[list[flint.fmpq]], d: int
+) -> tuple[tuple[int, ...], list | None, bool]:
     """Coordinates I on which some nonnegative vector of ``span(basis)`` is positive, an
     exact such vector ``p`` (support exactly I) and whether the split was certified.
 
@@ -264,12 +283,17 @@ def _max_support(basis: list[list[flint.fmpq]], d: int) -> tuple[tuple[int, ...]
     N = N / np.linalg.norm(N, axis=1, keepdims=True)
     k1, k2 = B.shape[0], N.shape[0]
     # variables (y, z): x = B^T y >= 0, lam = N^T z >= 0, x + lam >= 1
-    A_ub = np.vstack([np.hstack([-B.T, np.zeros((d, k2))]),
-                      np.hstack([np.zeros((d, k1)), -N.T]),
-                      np.hstack([-B.T, -N.T])])
+    A_ub = np.vstack(
+        [
+            np.hstack([-B.T, np.zeros((d, k2))]),
+            np.hstack([np.zeros((d, k1)), -N.T]),
+            np.hstack([-B.T, -N.T]),
+        ]
+    )
     b_ub = np.concatenate([np.zeros(2 * d), -np.ones(d)])
-    res = linprog(np.zeros(k1 + k2), A_ub=A_ub, b_ub=b_ub,
-                  bounds=[(-1e6, 1e6)] * (k1 + k2), method="highs")
+    res = linprog(
+        np.zeros(k1 + k2), A_ub=A_ub, b_ub=b_ub, bounds=[(-1e6, 1e6)] * (k1 + k2), method="highs"
+    )
     if res.status != 0:  # pragma: no cover - Tucker's theorem guarantees feasibility
         return tuple(range(d)), None, False
     x = B.T @ res.x[:k1]
@@ -303,6 +327,7 @@ def _exact_support_vector(basis, zero, pos, d, approx) -> list | None:
 # ---------------------------------------------------------------------------------------
 # the target, and the equations of a piece (flint polynomials)
 # ---------------------------------------------------------------------------------------
+
 
 class _Context:
     """Target data shared by the pieces of one fiber (not part of any repr); exact
@@ -352,10 +377,12 @@ class _Context:
             import sympy
 
             n, d, m = self.n, self.d, self.m
-            names = ([f"W1[{j + 1},{i + 1}]" for j in range(n) for i in range(d)]
-                     + [f"b1[{j + 1}]" for j in range(n)]
-                     + [f"W2[{o + 1},{j + 1}]" for o in range(m) for j in range(n)]
-                     + [f"b2[{o + 1}]" for o in range(m)])
+            names = (
+                [f"W1[{j + 1},{i + 1}]" for j in range(n) for i in range(d)]
+                + [f"b1[{j + 1}]" for j in range(n)]
+                + [f"W2[{o + 1},{j + 1}]" for o in range(m) for j in range(n)]
+                + [f"b2[{o + 1}]" for o in range(m)]
+            )
             self._syms = tuple(sympy.Symbol(s, real=True) for s in names)
         return self._syms
 
@@ -365,7 +392,10 @@ class _Context:
             # L_T = M + sum_{k only negative} w_k n_k^T
             WN = rational_matmul(
                 [[self.weights[k][o] for k in only_neg] for o in range(self.m)],
-                [list(self.normals[k]) for k in only_neg], len(only_neg), self.d)
+                [list(self.normals[k]) for k in only_neg],
+                len(only_neg),
+                self.d,
+            )
             LT = [[x + y for x, y in zip(r1, r2)] for r1, r2 in zip(self.M, WN)]
             self._geo[key] = _Geometry(LT, [self.normals[k] for k in both], self.d)
         return self._geo[key]
@@ -403,8 +433,11 @@ def _piece_equations(ctx: _Context, t: _Type) -> list:
     for j, lab in enumerate(labels):
         if lab[0] == "E" and lab[1] not in refs:
             refs[lab[1]] = j
-    aff = [j for j, lab in enumerate(labels) if lab[0] == "linear"
-           or (lab[0] in ("H", "E") and lab[2] < 0)]
+    aff = [
+        j
+        for j, lab in enumerate(labels)
+        if lab[0] == "linear" or (lab[0] in ("H", "E") and lab[2] < 0)
+    ]
     # neurons on a visible hyperplane: (W1[j], b1[j]) parallel to (n_k, t_k)
     for j, lab in enumerate(labels):
         if lab[0] != "H":
@@ -419,8 +452,10 @@ def _piece_equations(ctx: _Context, t: _Type) -> list:
         p = ctx.pivots[k]
         on_k = [(j, lab[2]) for j, lab in enumerate(labels) if lab[0] == "H" and lab[1] == k]
         for o in range(m):
-            eqs.append(sum((s * X[ctx.iW(j, p)] * X[ctx.iC(o, j)] for j, s in on_k), ctx.zero)
-                       - ctx.weights[k][o])
+            eqs.append(
+                sum((s * X[ctx.iW(j, p)] * X[ctx.iC(o, j)] for j, s in on_k), ctx.zero)
+                - ctx.weights[k][o]
+            )
     # cancel groups: rows parallel to the reference row, weighted jumps summing to zero
     for e, j0 in refs.items():
         members = [(j, lab[2]) for j, lab in enumerate(labels) if lab[0] == "E" and lab[1] == e]
@@ -429,8 +464,17 @@ def _piece_equations(ctx: _Context, t: _Type) -> list:
                 for i1, i2 in itertools.combinations(range(d + 1), 2):
                     eqs.append(row(j, i1) * row(j0, i2) - row(j, i2) * row(j0, i1))
         for o in range(m):
-            eqs.append(sum((s * sum((row(j, i) * row(j0, i) for i in range(d + 1)), ctx.zero)
-                            * X[ctx.iC(o, j)] for j, s in members), ctx.zero))
+            eqs.append(
+                sum(
+                    (
+                        s
+                        * sum((row(j, i) * row(j0, i) for i in range(d + 1)), ctx.zero)
+                        * X[ctx.iC(o, j)]
+                        for j, s in members
+                    ),
+                    ctx.zero,
+                )
+            )
     # affine part: sum over affine-acting neurons of W2[:, j] (W1[j], b1[j]) = (M, v - b2)
     for o in range(m):
         for i in range(d + 1):
@@ -479,15 +523,29 @@ def _piece_inequalities(ctx: _Context, t: _Type) -> tuple:
         for k, H in enumerate(ctx.H):
             p = ctx.pivots[k]
             target = [sympy.Rational(x.numerator, x.denominator) for x in H.normal] + [
-                sympy.Rational(H.offset.numerator, H.offset.denominator)]
-            out.append(sympy.Or(*[sympy.Ne(sympy.expand(r0[i] - target[i] * r0[p]), 0)
-                                  for i in range(d + 1) if i != p]))
+                sympy.Rational(H.offset.numerator, H.offset.denominator)
+            ]
+            out.append(
+                sympy.Or(
+                    *[
+                        sympy.Ne(sympy.expand(r0[i] - target[i] * r0[p]), 0)
+                        for i in range(d + 1)
+                        if i != p
+                    ]
+                )
+            )
         for e2, j1 in refs.items():
             if e2 <= e:
                 continue
             r1 = row(j1)
-            out.append(sympy.Or(*[sympy.Ne(sympy.expand(r0[i1] * r1[i2] - r0[i2] * r1[i1]), 0)
-                                  for i1, i2 in itertools.combinations(range(d + 1), 2)]))
+            out.append(
+                sympy.Or(
+                    *[
+                        sympy.Ne(sympy.expand(r0[i1] * r1[i2] - r0[i2] * r1[i1]), 0)
+                        for i1, i2 in itertools.combinations(range(d + 1), 2)
+                    ]
+                )
+            )
     return tuple(out)
 
 
@@ -495,13 +553,16 @@ def _piece_inequalities(ctx: _Context, t: _Type) -> tuple:
 # the pieces
 # ---------------------------------------------------------------------------------------
 
+
 def _context(obj: Any) -> Any:
     """The symbolic context of a fiber or piece; an :class:`InputError` for one loaded with
     ``from_dict`` (the context is not stored in ``to_dict``)."""
     if obj._ctx is None:
-        raise InputError(f"this {type(obj).__name__} was loaded with from_dict: its symbolic "
-                         f"context (equations, sampling) is not stored; compute "
-                         f"orthant_fiber(params) again")
+        raise InputError(
+            f"this {type(obj).__name__} was loaded with from_dict: its symbolic "
+            f"context (equations, sampling) is not stored; compute "
+            f"orthant_fiber(params) again"
+        )
     return obj._ctx
 
 
@@ -587,8 +648,10 @@ class FiberPiece(Result):
 
     def describe(self) -> str:
         """A readable multi-line description (sympy conditions)."""
-        lines = [f"piece {self.index} [{', '.join(self.labels)}] ({self.kind}, "
-                 f"dimension {self.dimension}, {self.copies} permuted copies)"]
+        lines = [
+            f"piece {self.index} [{', '.join(self.labels)}] ({self.kind}, "
+            f"dimension {self.dimension}, {self.copies} permuted copies)"
+        ]
         lines += ["  " + str(e) for e in self.equations]
         lines += ["  " + str(e) for e in self.inequalities]
         return "\n".join(lines)
@@ -611,10 +674,14 @@ class FiberPiece(Result):
         qs = dict(self.strata)
         if stratum is None:
             stratum = max(self.strata, key=lambda s: (s[1], s[0]))[0]
-        if isinstance(stratum, (bool, np.bool_)) or not isinstance(stratum, (int, np.integer)) \
-                or int(stratum) not in qs:
-            raise InputError(f"stratum must be one of {sorted(qs)} for this piece; got "
-                             f"{short_repr(stratum)}")
+        if (
+            isinstance(stratum, (bool, np.bool_))
+            or not isinstance(stratum, (int, np.integer))
+            or int(stratum) not in qs
+        ):
+            raise InputError(
+                f"stratum must be one of {sorted(qs)} for this piece; got {short_repr(stratum)}"
+            )
         x = _sample_piece(_context(self), self._type, self._geo, int(stratum), rng)
         return _to_params(self._ctx, x, exact)
 
@@ -647,16 +714,20 @@ def _flatten_exact(ctx: _Context, params: Any) -> list[flint.fmpq]:
     layers, exact = exact_layers(params)
     widths = (layers[0][0].shape[1],) + tuple(W.shape[0] for W, _ in layers)
     if widths != (ctx.d, ctx.n, ctx.m):
-        raise ParameterError(f"parameters must have widths {(ctx.d, ctx.n, ctx.m)}; got "
-                             f"widths {widths}")
+        raise ParameterError(
+            f"parameters must have widths {(ctx.d, ctx.n, ctx.m)}; got widths {widths}"
+        )
     (W, b), (C, g) = exact
-    return [_q(x) for x in ([x for row in W for x in row] + list(b)
-                            + [x for row in C for x in row] + list(g))]
+    return [
+        _q(x)
+        for x in ([x for row in W for x in row] + list(b) + [x for row in C for x in row] + list(g))
+    ]
 
 
 # ---------------------------------------------------------------------------------------
 # exact sampling
 # ---------------------------------------------------------------------------------------
+
 
 def _rnd(rng: np.random.Generator, scale: float = 1.0) -> flint.fmpq:
     return flint.fmpq(int(round(float(rng.standard_normal()) * scale * 256)), 256)
@@ -723,9 +794,12 @@ def _sample_sigma(geo: _Geometry, kA: int, nB: int, e2: int, q: int, m: int, rng
         if idx:
             Fs = [F[i] for i in idx]
             Fst = [list(col) for col in zip(*Fs)]
-            X = rational_solve(rational_matmul(Fs, Fst, d, len(idx)),
-                              rational_matmul(Fs, [list(col) for col in zip(*geo.LT)], d, m),
-                              len(idx), m)  # len(idx) x m
+            X = rational_solve(
+                rational_matmul(Fs, Fst, d, len(idx)),
+                rational_matmul(Fs, [list(col) for col in zip(*geo.LT)], d, m),
+                len(idx),
+                m,
+            )  # len(idx) x m
             for o in range(m):
                 for a, i in enumerate(idx):
                     G[o][i] = X[a][o]
@@ -814,8 +888,12 @@ def _sample_piece(ctx: _Context, t: _Type, geo: _Geometry, q: int, rng) -> list[
         if lab[0] == "linear" or (lab[0] in ("H", "E") and lab[2] < 0):
             for o in range(m):
                 gamma[o] -= Cs[j][o] * rows[j][d]
-    return ([rows[j][i] for j in range(n) for i in range(d)] + [rows[j][d] for j in range(n)]
-            + [Cs[j][o] for o in range(m) for j in range(n)] + gamma)
+    return (
+        [rows[j][i] for j in range(n) for i in range(d)]
+        + [rows[j][d] for j in range(n)]
+        + [Cs[j][o] for o in range(m) for j in range(n)]
+        + gamma
+    )
 
 
 def _to_params(ctx: _Context, x: Sequence[Any], exact: bool) -> list:
@@ -839,6 +917,7 @@ def _to_params(ctx: _Context, x: Sequence[Any], exact: bool) -> list:
 # ---------------------------------------------------------------------------------------
 # the fiber
 # ---------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class OrthantFiber(Result):
@@ -897,12 +976,14 @@ class OrthantFiber(Result):
         tol = check_tol(tol)
         A = weighted_arrangement(params, "orthant", tol=tol)
         layers = check_params(params)
-        same = tuple([layers[0][0].shape[1], layers[0][0].shape[0], layers[1][0].shape[0]]) \
-            == tuple(self.widths)
+        same = tuple(
+            [layers[0][0].shape[1], layers[0][0].shape[0], layers[1][0].shape[0]]
+        ) == tuple(self.widths)
         return same and A.equals(self.arrangement, tol=tol)
 
-    def sample(self, seed: Any = 0, *, piece: int | None = None, exact: bool = False,
-               permute: bool = True):
+    def sample(
+        self, seed: Any = 0, *, piece: int | None = None, exact: bool = False, permute: bool = True
+    ):
         """Parameters in the fiber.
 
         Args:
@@ -921,10 +1002,14 @@ class OrthantFiber(Result):
             raise InputError("the fiber has no pieces")
         if piece is None:
             piece = int(rng.integers(len(self.pieces)))
-        if isinstance(piece, (bool, np.bool_)) or not isinstance(piece, (int, np.integer)) \
-                or not 0 <= piece < len(self.pieces):
-            raise InputError(f"piece must be an index in [0, {len(self.pieces)}); got "
-                             f"{short_repr(piece)}")
+        if (
+            isinstance(piece, (bool, np.bool_))
+            or not isinstance(piece, (int, np.integer))
+            or not 0 <= piece < len(self.pieces)
+        ):
+            raise InputError(
+                f"piece must be an index in [0, {len(self.pieces)}); got {short_repr(piece)}"
+            )
         (W1, b1), (W2, b2) = self.pieces[int(piece)].sample(rng, exact=exact)
         if permute:
             perm = rng.permutation(W1.shape[0])
@@ -965,8 +1050,9 @@ class OrthantFiber(Result):
                 P, N = N, P
             groups.append(((len(P), len(N)), P, N))
         groups.sort(key=lambda g: (g[0][0] + g[0][1], g[0][0]), reverse=True)
-        t = _Type(tuple((len(P), len(N)) for P, N in tg), tuple(g[0] for g in groups),
-                  len(lin), len(dead))
+        t = _Type(
+            tuple((len(P), len(N)) for P, N in tg), tuple(g[0] for g in groups), len(lin), len(dead)
+        )
         order = [j for P, N in tg for j in P + N] + [j for g in groups for j in g[1] + g[2]]
         order += lin + dead
         for P in self.pieces:
@@ -976,12 +1062,17 @@ class OrthantFiber(Result):
 
     def describe(self, max_pieces: int = 5) -> str:
         """A readable multi-line description, listing at most ``max_pieces`` pieces."""
-        if isinstance(max_pieces, (bool, np.bool_)) or not isinstance(
-                max_pieces, (int, np.integer)) or max_pieces < 0:
+        if (
+            isinstance(max_pieces, (bool, np.bool_))
+            or not isinstance(max_pieces, (int, np.integer))
+            or max_pieces < 0
+        ):
             raise InputError(f"max_pieces must be an integer >= 0; got {short_repr(max_pieces)}")
-        lines = [f"fiber of a {self.widths} network on the orthant: dimension {self.dimension}, "
-                 f"{len(self.pieces)} nonempty piece(s) up to permutation "
-                 f"({self.num_types} types)"]
+        lines = [
+            f"fiber of a {self.widths} network on the orthant: dimension {self.dimension}, "
+            f"{len(self.pieces)} nonempty piece(s) up to permutation "
+            f"({self.num_types} types)"
+        ]
         lines.append(self.arrangement.describe())
         for P in self.pieces[:max_pieces]:
             lines.append(P.describe())
@@ -995,8 +1086,14 @@ class OrthantFiber(Result):
 MAX_TYPES = 200_000
 
 
-def orthant_fiber(params: Any, domain: Any = "orthant", *, degenerate: bool = True,
-                  progress: bool = False, max_types: int = MAX_TYPES) -> OrthantFiber:
+def orthant_fiber(
+    params: Any,
+    domain: Any = "orthant",
+    *,
+    degenerate: bool = True,
+    progress: bool = False,
+    max_types: int = MAX_TYPES,
+) -> OrthantFiber:
     """The fiber of a one-hidden-layer network on the nonnegative orthant (docs/concepts_relu.md §2).
 
     Every parameter of the same widths ``d -> n -> m`` realizing the same function on
@@ -1030,8 +1127,10 @@ def orthant_fiber(params: Any, domain: Any = "orthant", *, degenerate: bool = Tr
     layers, _ = one_hidden_layer(params, "orthant_fiber")
     dom = as_domain(domain, layers[0][0].shape[1])
     if dom.kind != "orthant":
-        raise DomainError(f"orthant_fiber computes fibers on the nonnegative orthant only; "
-                          f"got domain {short_repr(domain)}")
+        raise DomainError(
+            f"orthant_fiber computes fibers on the nonnegative orthant only; "
+            f"got domain {short_repr(domain)}"
+        )
     degenerate = check_bool(degenerate, "degenerate")
     progress = check_bool(progress, "progress")
     max_types = check_positive_int(max_types, "max_types")
@@ -1040,12 +1139,19 @@ def orthant_fiber(params: Any, domain: Any = "orthant", *, degenerate: bool = Tr
     ctx = _Context(arr, n)
     count = _count_types(n, ctx.r, bool(degenerate))
     if count > max_types:
-        hint = (" or pass degenerate=False (standard pieces only: "
-                f"{_count_types(n, ctx.r, False)} types)") if degenerate else ""
+        hint = (
+            (
+                " or pass degenerate=False (standard pieces only: "
+                f"{_count_types(n, ctx.r, False)} types)"
+            )
+            if degenerate
+            else ""
+        )
         raise InputError(
             f"the fiber of a {(ctx.d, n, ctx.m)} network with {ctx.r} visible hyperplane(s) "
             f"has {count} combinatorial types to enumerate, more than max_types = "
-            f"{max_types}; raise max_types{hint}")
+            f"{max_types}; raise max_types{hint}"
+        )
     types = list(_enumerate_types(n, ctx.r, bool(degenerate)))
     found = []
     for t in progress_iter(types, progress, "fiber types", "type"):
@@ -1065,14 +1171,30 @@ def orthant_fiber(params: Any, domain: Any = "orthant", *, degenerate: bool = Tr
     found.sort(key=lambda f: (-f[0], not f[1], f[5]))
     pieces = []
     for i, (dim, std, t, geo, strata, labs) in enumerate(found):
-        pieces.append(FiberPiece(
-            index=i, labels=labs, kind="standard" if std else "degenerate", copies=t.copies(),
-            dimension=dim, strata=strata,
-            required_linear_part=geo.LT_fractions, linear_rank=geo.rho,
-            nonnegative_rank=geo.nu, certified=geo.certified, _ctx=ctx, _type=t, _geo=geo))
+        pieces.append(
+            FiberPiece(
+                index=i,
+                labels=labs,
+                kind="standard" if std else "degenerate",
+                copies=t.copies(),
+                dimension=dim,
+                strata=strata,
+                required_linear_part=geo.LT_fractions,
+                linear_rank=geo.rho,
+                nonnegative_rank=geo.nu,
+                certified=geo.certified,
+                _ctx=ctx,
+                _type=t,
+                _geo=geo,
+            )
+        )
     return OrthantFiber(
-        arrangement=arr, widths=(ctx.d, n, ctx.m), pieces=tuple(pieces),
-        dimension=max((P.dimension for P in pieces), default=-1), num_types=len(types),
+        arrangement=arr,
+        widths=(ctx.d, n, ctx.m),
+        pieces=tuple(pieces),
+        dimension=max((P.dimension for P in pieces), default=-1),
+        num_types=len(types),
         certified=all(P.certified for P in pieces) and arr.certified,
         method="exact type enumeration; dimensions by the factorization-strata formula",
-        _ctx=ctx)
+        _ctx=ctx,
+    )
