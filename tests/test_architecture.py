@@ -5,6 +5,7 @@ private imports planted in a copy are caught."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,3 +241,49 @@ def test_the_architecture_page_shows_the_table():
     page = (SRC.parent / "docs" / "architecture.md").read_text()
     block = page.split("<!-- layers -->\n", 1)[1].split("<!-- /layers -->", 1)[0]
     assert block == _layers.markdown()
+
+
+# -- the floor plans people read: every folder of the package, and no other ----------------
+
+
+def _folders() -> set[str]:
+    """Every package folder under src/neuromanifold, as ``relu/`` or ``_engine/`` (the
+    rooms of relu by their own names)."""
+    out, package = set(), SRC / "neuromanifold"
+    for init in package.rglob("__init__.py"):
+        rel = init.parent.relative_to(package)
+        if rel.parts and "__pycache__" not in rel.parts:
+            out.add(rel.parts[-1] + "/")
+    return out
+
+
+def _tree_block(text: str, opening: str) -> set[str]:
+    block = text.split(opening, 1)[1].split("```")[1]  # its first code block
+    return {w for w in re.findall(r"(?<![\w/.])(_?[a-z]\w*/)", block)} - {"src/", "neuromanifold/"}
+
+
+@pytest.mark.parametrize(
+    "page, opening", [("README.md", "## Layout"), ("docs/architecture.md", "## The tree")]
+)
+def test_the_pages_trees_name_every_folder(page, opening):
+    text = (SRC.parent / page).read_text()
+    shown = _tree_block(text, opening)
+    folders = _folders()
+    assert folders - shown == set(), f"{page} leaves out {sorted(folders - shown)}"
+    extra = shown - folders - {"tests/", "benchmarks/", "docs/", "support/"}
+    assert extra == set(), f"{page} names folders that do not exist: {sorted(extra)}"
+
+
+def test_numba_loads_with_the_first_analysis_that_needs_a_kernel():
+    """Importing the package compiles nothing and loads no numba (a third of a second of
+    start-up for every command); the first region enumeration does."""
+    import subprocess
+
+    code = (
+        "import sys, neuromanifold.relu as r\n"
+        "print('numba' in sys.modules)\n"
+        "r.regions(r.ReLUNet([2, 3, 1]).random_params(seed=0))\n"
+        "print('numba' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]

@@ -37,8 +37,6 @@ from .._core.net import (
     check_params,
 )
 from .._engine.cells import Engine, EngineDeadline, ExactNet, iter_cells, output_map, thickness
-from .._engine.kernels import unproved_pairs_kernel
-from .._engine.matching import match_kernel
 from .._engine.parallel import iter_leaves
 
 __all__ = [
@@ -708,6 +706,9 @@ def warm_up() -> None:
 
     >>> warm_up()
     """
+    from .._engine.kernels import unproved_pairs_kernel  # start-up: numba loads here
+    from .._engine.matching import match_kernel  # start-up: numba loads here
+
     p = ReLUNet([3, 4, 4, 1]).random_params(0)
     regions(p)
     regions(p, (-1.0, 1.0))

@@ -67,7 +67,6 @@ import numpy as np
 from scipy.optimize import linprog
 
 from .._core.clock import check_deadline
-from .._engine.kernels import unproved_pairs_kernel
 
 __all__ = ["BlockNotCovered", "MAX_NODES", "block_rows", "carried", "choose_turned"]
 
@@ -582,6 +581,8 @@ def _unproved(MA: np.ndarray, MB: np.ndarray, c: float) -> np.ndarray | None:
     fa = np.linalg.norm(MA.reshape(len(MA), -1), axis=1)
     fb = np.linalg.norm(MB.reshape(len(MB), -1), axis=1)
     CA, CB = _minors(MA, False), _minors(MB, True)
+    from .._engine.kernels import unproved_pairs_kernel  # start-up: numba loads on first use
+
     out = np.empty((min(MAX_UNPROVED, len(MA) * len(MB)) + 1, 2), dtype=np.int64)
     count = 0
     # tiles of 512 x 4096 determinants: the product and the scan share the cache

@@ -90,7 +90,6 @@ from .._core.numbers import to_float
 from .._deep.nulling import reduction_symmetry
 from .._engine.budget import Budget, check_budget
 from .._engine.cells import ExactNet
-from .._engine.matching import MATCHED, NO_MATCH, match_kernel
 
 __all__ = ["Equivalence", "equivalent"]
 
@@ -622,6 +621,8 @@ def _compiled_match(p_raw: Any, q_raw: Any) -> tuple | None:
     """:func:`match_kernel` on two float64 networks of one architecture: ``(code, found,
     scale_p, scale_q, bound, d)`` with ``found`` the per-layer ``(perm, scales)`` and ``d``
     the input dimension, or ``None`` when the input is not of that plain form."""
+    from .._engine.matching import match_kernel  # start-up: numba loads on first use
+
     fp, fq = _flat_layers(p_raw), _flat_layers(q_raw)
     if fp is None or fq is None or not np.array_equal(fp[1], fq[1]):
         return None
@@ -646,6 +647,8 @@ def by_matching(p_raw: Any, q_raw: Any, domain: Any, tol: float) -> Equivalence 
     (:func:`~neuromanifold.relu._engine.matching.match_kernel`); it hands back to numpy
     where its float chains cannot be trusted, and on non-finite entries, which the
     validation then refuses."""
+    from .._engine.matching import MATCHED, NO_MATCH  # start-up: with the kernel's module
+
     compiled = _compiled_match(p_raw, q_raw)
     if compiled is not None and compiled[0] == NO_MATCH:
         return None
