@@ -96,6 +96,14 @@ def violations(sources: dict[str, tuple[str, bool]], root: str = "neuromanifold"
     for imp in read_imports(sources):
         where = f"{imp.module}:{imp.line}"
         top = imp.target.split(".")[0]
+        if imp.function_level and not imp.comment.startswith(_layers.IMPORT_REASONS):
+            found.append(
+                f"{where}: a function-level import of {imp.target} without a reason from "
+                f"the list ({', '.join(_layers.IMPORT_REASONS)} ...): "
+                f"{imp.comment or 'no comment'!r}"
+            )
+        if top == "importlib" and imp.module not in _layers.IMPORTLIB:
+            found.append(f"{where}: importlib outside the modules that say why (_layers.IMPORTLIB)")
         if top != root:
             if top in _layers.OPTIONAL and not imp.function_level:
                 found.append(f"{where}: the optional extra {top!r} imported at module level")
@@ -122,8 +130,6 @@ def violations(sources: dict[str, tuple[str, bool]], root: str = "neuromanifold"
         private = [n for n in imp.names if n.startswith("_") and not n.startswith("__")]
         if private:
             found.append(f"{where}: private name(s) {private} taken from {target}")
-        if imp.function_level and not imp.comment:
-            found.append(f"{where}: a function-level import of {target} without a one-line reason")
     found.extend(f"import cycle: {' -> '.join(c)}" for c in cycles(graph))
     return found
 
@@ -210,8 +216,14 @@ PLANTED = {
     "no reason": (
         "neuromanifold.relu._analysis.bent",
         "def f():\n    from .regions import regions\n",
-        "without a one-line",
+        "without a reason from the list",
     ),
+    "a reason not on the list": (
+        "neuromanifold.relu._analysis.bent",
+        "def f():\n    import json  # I like it here\n",
+        "without a reason from the list",
+    ),
+    "importlib": ("neuromanifold.relu._analysis.bent", "import importlib\n", "importlib outside"),
     "optional extra": ("neuromanifold.io._formats", "import torch\n", "optional extra"),
 }
 

@@ -118,6 +118,17 @@ ROOMS: dict[str, tuple[tuple[tuple[str, str], ...], ...]] = {
 }
 
 #: Third-party packages a module may import only inside a function (optional extras).
+#: the reasons a function-level import may give, as the start of its comment: a package
+#: only some files need (optional extra), an import too slow for every start (start-up),
+#: or an import that would close a cycle at module level (layering)
+IMPORT_REASONS = ("optional extra:", "start-up:", "layering:")
+
+#: the modules that import by name (importlib), and why
+IMPORTLIB = {
+    "neuromanifold": "the subpackages load on first use (nm.relu, nm.io, ...)",
+    "neuromanifold.cli._main": "the command modules, registered by name",
+}
+
 OPTIONAL = ("torch", "sklearn", "dask", "distributed", "onnx", "jax", "mkdocs")
 
 

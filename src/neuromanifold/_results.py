@@ -6,6 +6,7 @@ measured differences, whether it is certified, the tolerance used).
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import math
 import re
@@ -429,8 +430,6 @@ def _decode(value: Any, hint: Any, where: str) -> Any:
 
 def _parse_key(key: str) -> Any:
     """A dict key stored as ``str(key)`` back to a number or a tuple of numbers."""
-    import ast
-
     try:
         return ast.literal_eval(key)
     except (ValueError, SyntaxError):

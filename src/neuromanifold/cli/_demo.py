@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 import numpy as np
@@ -77,8 +78,6 @@ def _short_name(network: str) -> str:
     """``LinearConvNet(filter_shapes=[3, 2, 2], strides=[2, 2])`` as ``conv 3,2,2 / 2,2``
     (filter sizes / strides; 2D sizes as 2x2), ``LinearFCNet(widths=[3, 4, 2])`` as
     ``fc 3-4-2``: the table's first column stays narrow (the JSON keeps the repr)."""
-    import re
-
     nums = lambda text: re.findall(r"\((\d+), (\d+)\)|(\d+)", text)  # noqa: E731
 
     def join(text):

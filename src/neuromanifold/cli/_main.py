@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -23,7 +24,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"neuromanifold {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    import importlib
 
     for name in _COMMAND_MODULES:
         importlib.import_module(f"{__package__}._{name}").register(sub)

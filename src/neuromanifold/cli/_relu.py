@@ -344,10 +344,10 @@ def _fiber(args) -> int:
 
 
 def _plot(args) -> int:
-    import matplotlib
+    import matplotlib  # start-up: a slow import
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # start-up: a slow import
 
     from .._errors import InputError  # start-up: loaded when the subcommand runs
     from ..relu import plot_arrangement  # start-up: loaded when the subcommand runs

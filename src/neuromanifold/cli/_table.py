@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 from collections.abc import Sequence
+
+import numpy as np
 
 
 def format_table(
@@ -31,8 +35,6 @@ def format_table(
     cell of
     words
     """
-    import textwrap
-
     cells = [[str(h) for h in header]] + [[str(c) for c in row] for row in rows]
     ncol = len(header)
     widths = [max(len(r[i]) for r in cells) for i in range(ncol)]
@@ -80,8 +82,6 @@ def format_table(
 
 def terminal_width() -> int:
     """The terminal's width in columns (``COLUMNS`` when set; 100 when unknown)."""
-    import shutil
-
     return shutil.get_terminal_size((100, 24)).columns
 
 
@@ -94,8 +94,6 @@ def fit(text: str, width: int | None = None) -> str:
           line of
           words
     """
-    import textwrap
-
     width = terminal_width() if width is None else width
     out = []
     for line in text.split("\n"):
@@ -126,8 +124,6 @@ def short_array(a: object, max_items: int = 6, precision: int = 4) -> str:
     >>> short_array([[1.0, 2.0], [3.0, 4.0]])
     '2x2 [[1 2] [3 4]]'
     """
-    import numpy as np
-
     arr = np.asarray(a, dtype=float)
 
     def num(x):

@@ -26,7 +26,7 @@ __all__ = ["naive_lie_trace", "generator_polynomials"]
 
 
 def _rat(q: flint.fmpq):
-    import sympy
+    import sympy  # start-up: a slow import
 
     return sympy.Rational(int(q.p), int(q.q))
 
@@ -34,7 +34,7 @@ def _rat(q: flint.fmpq):
 def generator_polynomials(model: Any, params: Any = None, data: Any = None):
     """``(symbols, polynomials, theta)``: the generators ``phi_i`` as sympy expressions in
     the flattened parameters, and the exact point."""
-    import sympy
+    import sympy  # start-up: a slow import
 
     m = model_of(model, params, data)
     syms = sympy.symbols(f"t0:{m.D}")
@@ -102,7 +102,7 @@ def _is_relu(model: Any) -> bool:
 
 def _paths(Ws: list, bs: list) -> list:
     """Every path monomial of a ReLU network (from an input or a bias to an output)."""
-    import sympy
+    import sympy  # start-up: a slow import
 
     # paths[l][j]: the monomials of the paths ending at neuron j of layer l
     n0 = Ws[0].shape[1]
@@ -128,7 +128,7 @@ def naive_lie_trace(
         ``dimension``, ``reason`` (``"closed"``, ``"stable"`` or ``"max depth"``) and
         ``num_fields`` (functions kept).
     """
-    import sympy
+    import sympy  # start-up: a slow import
 
     syms, polys, theta = generator_polynomials(model, params, data)
     D = len(syms)

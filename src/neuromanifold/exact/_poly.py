@@ -94,7 +94,7 @@ def poly_to_sympy(p: flint.fmpq_mpoly, symbols: Sequence[Any]):
     >>> poly_to_sympy(x / 2 - y, sympy.symbols("u v"))
     u/2 - v
     """
-    import sympy
+    import sympy  # start-up: a slow import
 
     _check_poly(p)
     if (

@@ -276,7 +276,7 @@ def _tableau(method: str) -> dict:
             "exponent": -1 / 5,
             "max_factor": 5.0,
         }
-    from scipy.integrate._ivp import dop853_coefficients as d
+    from scipy.integrate._ivp import dop853_coefficients as d  # start-up: a slow import
 
     n = d.N_STAGES
     return {

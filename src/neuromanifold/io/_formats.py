@@ -97,7 +97,7 @@ def _read_safetensors(path: Path) -> tuple[dict[str, Any], bool]:
     """The file's arrays, and whether they come in the network's order: the format keeps
     its names sorted, so only the order :func:`save` stores (metadata
     ``neuromanifold.order``) is one."""
-    from safetensors import SafetensorError, safe_open
+    from safetensors import SafetensorError, safe_open  # start-up: a slow import
 
     try:
         with safe_open(str(path), framework="np") as f:
@@ -163,7 +163,7 @@ def _unwrap_checkpoint(obj: Any) -> tuple[Any, tuple[str, ...]]:
 
 def _read_torch(path: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
     try:
-        import torch
+        import torch  # optional extra: only torch models need it
     except ImportError:
         raise ModelFileError(f"{path}: {_TORCH_HINT}") from None
     try:
@@ -206,7 +206,7 @@ def _legacy_torch_magic(path: Path) -> bool:
 
 
 def _from_torch_module(obj: Any, strides: Any) -> Model:
-    import torch.nn as tnn
+    import torch.nn as tnn  # optional extra: only torch models need it
 
     source = f"torch {type(obj).__name__}"
     if not isinstance(obj, tnn.Sequential):
@@ -401,7 +401,7 @@ def save(model: Any, path: Any, *, strides: Any = None) -> None:
             with open(path, "wb") as fh:
                 np.savez(fh, **arrays)
         elif suffix == ".safetensors":
-            from safetensors.numpy import save_file
+            from safetensors.numpy import save_file  # start-up: a slow import
 
             meta = {"neuromanifold.kind": model.kind, ORDER_KEY: json.dumps(list(arrays))}
             if model.strides is not None:

@@ -42,7 +42,7 @@ _BRANCH_COLORS = [
 def new_figure(**kwargs: Any) -> Any:
     """A matplotlib Figure not registered with pyplot: it draws with any backend (the
     library never switches the user's backend) and needs no closing."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # start-up: a slow import
 
     return Figure(**kwargs)
 
@@ -78,7 +78,7 @@ def flow_figure(flow: Any, riemannian: Any = None, *, title: str = "") -> Any:
     axes[1].set(title="invariant drift |delta(t) - delta(0)|", xlabel="t")
     axes[1].ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
     v = np.asarray(flow.end_to_end).reshape(len(t), -1)
-    from matplotlib import colormaps
+    from matplotlib import colormaps  # start-up: a slow import
 
     colors = colormaps["viridis"](np.linspace(0, 0.9, v.shape[1]))
     for i in range(v.shape[1]):
@@ -304,7 +304,7 @@ def hiding_family(
         raise InputError(f"neuron must be a hidden first-layer hyperplane {hidden}; got {neuron}")
     lo_t, hi_t = HidingTranslation(neuron, 0.0).applies(params).valid_set
     if window is None:
-        from matplotlib.figure import Figure
+        from matplotlib.figure import Figure  # start-up: a slow import
 
         ax = plot_arrangement(params, ax=Figure().subplots(), legend=False)
         (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()

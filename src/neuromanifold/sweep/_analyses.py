@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .._errors import InputError, short_repr
 from .._results import to_jsonable
 from .._validation import check_positive_int
@@ -73,8 +75,6 @@ def conservation(arch: dict, seed: int) -> dict:
     """Number of conservation laws of gradient flow at a random ReLU parameter
     (docs/conservation.md): path-lifting, or the outputs at ``data_points`` random
     Gaussian inputs; with the known laws' count and the number of hidden neurons."""
-    import numpy as np
-
     net = _relu(arch)
     n = arch.get("data_points")
     X = (

@@ -243,7 +243,7 @@ def _local(tasks: list[Task], workers: int):
 
 def _dask(tasks: list[Task], scheduler: Any):
     try:
-        from distributed import Client, as_completed
+        from distributed import Client, as_completed  # optional extra: only Dask sweeps need it
     except ImportError:
         raise InputError("a Dask scheduler needs dask: pip install 'neuromanifold[dask]'") from None
     if isinstance(scheduler, Client):

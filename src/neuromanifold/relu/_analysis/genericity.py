@@ -264,7 +264,7 @@ def _contains_blocked(S: tuple, pairs: set, others: list) -> bool:
 def _lp_meets(N: list, c: list, rows: list, offs: list, d: int) -> tuple[bool, list | None]:
     """Whether ``{N x = c}`` meets ``{rows x <= offs}`` (LP with a small slack), and an
     exact point of the intersection if one could be certified."""
-    from scipy.optimize import linprog
+    from scipy.optimize import linprog  # start-up: a slow import
 
     # rows vanishing identically on {N x = c} hold with equality there: leave them out of
     # the slack maximization (else the optimal slack is 0 and the point is not central)

@@ -3,6 +3,7 @@ hyperplanes (visible solid, hidden dashed), with matplotlib."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -119,7 +120,6 @@ def _left(budget: dict | None) -> dict:
     budget ``{"max_regions", "end"}`` (``end``: a ``time.monotonic()`` deadline or None)."""
     if budget is None:
         return {}
-    import time
 
     left = None if budget["end"] is None else max(budget["end"] - time.monotonic(), 1e-3)
     return {"max_regions": budget["max_regions"], "time_limit": left}
@@ -175,7 +175,7 @@ def _default_window(
 
 def _chebyshev(poly: np.ndarray) -> tuple[np.ndarray, float]:
     """Center and radius of the largest disc inside a convex polygon (counterclockwise)."""
-    from scipy.optimize import linprog
+    from scipy.optimize import linprog  # start-up: a slow import
 
     edges = np.roll(poly, -1, axis=0) - poly
     normals = np.column_stack([edges[:, 1], -edges[:, 0]])
@@ -196,9 +196,9 @@ def _chebyshev(poly: np.ndarray) -> tuple[np.ndarray, float]:
 
 def _check_style(ax: Any, cmap: Any, alpha: Any):
     """The Axes (or None), the colormap object and alpha, checked."""
-    import matplotlib
-    import matplotlib.pyplot as plt
-    from matplotlib.axes import Axes
+    import matplotlib  # start-up: a slow import
+    import matplotlib.pyplot as plt  # start-up: a slow import
+    from matplotlib.axes import Axes  # start-up: a slow import
 
     if ax is not None and not isinstance(ax, Axes):
         raise InputError(f"ax must be a matplotlib Axes instance (or None); got {short_repr(ax)}")
@@ -286,8 +286,6 @@ def plot_arrangement(
     >>> [float(x) for x in plot_arrangement(p, ax=Figure().subplots(), window=(-1, 3)).get_xlim()]
     [-1.0, 3.0]
     """
-    import time
-
     max_regions, time_limit = check_budget(max_regions, time_limit)
     budget = {
         "max_regions": max_regions,
@@ -327,11 +325,11 @@ def plot_arrangement(
             raise InputError(f"the window {lo}..{hi} does not meet the orthant")
     clip_lo = lo
     R = _regions(layers, Domain.box(clip_lo, hi), **_left(budget))
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Polygon
+    from matplotlib.lines import Line2D  # start-up: a slow import
+    from matplotlib.patches import Polygon  # start-up: a slow import
 
     if ax is None:
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # start-up: a slow import
 
         _, ax = plt.subplots(figsize=(6, 6))
     thr = tol * path_norm_scale(layers)

@@ -103,7 +103,7 @@ class FiberFamily(Result):
         ``[(W1', b1'), (W2', b2'), (W3', b3')]`` (sympy matrices in the family's symbols)
         and ``constraints`` the sympy relations (inequalities and the equations of the
         mixing cone) that the symbols must satisfy."""
-        import sympy
+        import sympy  # start-up: a slow import
 
         (W1, b1), (W2, b2), (W3, b3) = [
             (sympy.Matrix(W.tolist()), sympy.Matrix(b.tolist())) for W, b in self.base

@@ -284,7 +284,7 @@ def _separated(V: np.ndarray) -> bool:
     non-empty subset of the columns sums to zero)."""
     if V.shape[1] == 0:
         return True
-    from scipy.optimize import linprog
+    from scipy.optimize import linprog  # start-up: a slow import
 
     res = linprog(
         np.zeros(V.shape[0]),

@@ -210,7 +210,7 @@ def orbit_distance(p: Any, q: Any) -> float:
     >>> round(orbit_distance(P, [P[0], (P[1][0], np.ones(1))]), 3)   # b2 moved by 1
     0.447
     """
-    from scipy.optimize import linear_sum_assignment
+    from scipy.optimize import linear_sum_assignment  # start-up: a slow import
 
     a, b = check_params(p), check_params(q)
     if [W.shape for W, _ in a] != [W.shape for W, _ in b]:

@@ -82,7 +82,7 @@ def is_bottleneck(params: Any, *, tol: float = DEFAULT_TOL) -> bool:
     if n1 > d:
         return False
     if tol == 0:
-        import flint
+        import flint  # start-up: a slow import
 
         M = flint.fmpq_mat(d, n1, [to_fmpq(float(W1[i, k])) for k in range(d) for i in range(n1)])
         return int(M.rank()) == n1

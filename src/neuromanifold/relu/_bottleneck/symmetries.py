@@ -747,7 +747,7 @@ def nonnegative_factor(M: np.ndarray, A: np.ndarray, tol: float) -> np.ndarray |
         rows = [v + lam for v in V] + [np.full(n1, lam)] * (k - r)
         return np.array(rows)
     if k == r:
-        from scipy.optimize import linprog
+        from scipy.optimize import linprog  # start-up: a slow import
 
         res = linprog(
             np.zeros(r), A_ub=-V.T, b_ub=-np.ones(n1), bounds=[(None, None)] * r, method="highs"

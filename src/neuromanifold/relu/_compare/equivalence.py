@@ -57,6 +57,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections import Counter
 from typing import Any
 
 import flint
@@ -245,8 +246,6 @@ def expected_joint_regions(pair: Pair, dom: Domain, rng) -> float:
     """A rough count of the joint regions (distinct joint activation patterns at random
     points, Chao1-corrected as in :func:`~neuromanifold.relu.estimate_regions`), to order
     the expensive methods; a few milliseconds."""
-    from collections import Counter
-
     X = sample_points(dom, pair.d, rng, _NUM_ESTIMATE)
     pats = []
     for net in (pair.fp, pair.fq):

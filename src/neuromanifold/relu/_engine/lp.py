@@ -364,7 +364,7 @@ def solve_milp(
             )
         except Exception:  # pragma: no cover - binding API changed: use scipy
             pass
-    from scipy.optimize import Bounds, LinearConstraint, milp  # pragma: no cover
+    from scipy.optimize import Bounds, LinearConstraint, milp  # start-up: slow  # pragma: no cover
 
     cons = [LinearConstraint(A, -np.inf, ub)] if A.shape[0] else []  # pragma: no cover
     with _stdout_silenced():  # pragma: no cover

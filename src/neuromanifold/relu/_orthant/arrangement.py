@@ -73,7 +73,7 @@ def canonical_hyperplane(
 
 def _lp_range(a: Sequence[Fraction], dom: Domain) -> tuple[float, float]:
     """Float ``(inf, sup)`` of ``<a, z>`` over a general polyhedral domain (LP)."""
-    from scipy.optimize import linprog
+    from scipy.optimize import linprog  # start-up: a slow import
 
     af = np.array([float(x) for x in a])
     out = []

@@ -274,7 +274,7 @@ def _max_support(
         return (), None, True
     if rho == d:
         return tuple(range(d)), [_Q1] * d, True
-    from scipy.optimize import linprog
+    from scipy.optimize import linprog  # start-up: a slow import
 
     perp = rational_nullspace(basis, d)
     B = np.array([[float(x) for x in r] for r in basis])
@@ -374,7 +374,7 @@ class _Context:
     @property
     def symbols(self):
         if self._syms is None:
-            import sympy
+            import sympy  # start-up: a slow import
 
             n, d, m = self.n, self.d, self.m
             names = (
@@ -484,7 +484,7 @@ def _piece_equations(ctx: _Context, t: _Type) -> list:
 
 
 def _piece_inequalities(ctx: _Context, t: _Type) -> tuple:
-    import sympy
+    import sympy  # start-up: a slow import
 
     syms = ctx.symbols
     labels = t.labels()
@@ -630,7 +630,7 @@ class FiberPiece(Result):
     @property
     def equations(self) -> tuple:
         """The defining polynomial equations (sympy ``Eq(expr, 0)``)."""
-        import sympy
+        import sympy  # start-up: a slow import
 
         syms = self.symbols
         return tuple(sympy.Eq(poly_to_sympy(p, syms), 0) for p in self._polys())
@@ -642,7 +642,7 @@ class FiberPiece(Result):
 
     def condition(self):
         """The whole piece as one sympy boolean ``And(equations, inequalities)``."""
-        import sympy
+        import sympy  # start-up: a slow import
 
         return sympy.And(*self.equations, *self.inequalities)
 
