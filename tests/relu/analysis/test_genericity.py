@@ -246,3 +246,12 @@ def test_axis_pairs_are_the_minimal_dependent_facet_families(d, orthant):
             if rational_rank([[Fraction(x) for x in elems[i][1]] for i in S], d) < k:
                 minimal.add(frozenset(S))
     assert got == minimal
+
+
+def test_weights_near_the_float_maximum_are_refused_not_overflowed():
+    import neuromanifold as nm
+
+    p = nm.ReLUNet([2, 3, 2, 1]).random_params(seed=0)
+    huge = [(W * 1e307, b * 1e307) for W, b in p]
+    with pytest.raises(nm.ParameterError, match="beyond the float range"):
+        nm.relu.genericity(huge)

@@ -41,10 +41,11 @@ import flint
 import numpy as np
 
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
+from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank, path_norm_scale
 from ..._validation import check_bool
 from ...exact import dot, rational_rank, round_certificate
 from .._core.domain import Domain, as_domain
+from .._core.net import check_params
 from .._core.numbers import (
     binary_exponent,
     exact_layers,
@@ -601,6 +602,9 @@ def genericity(
     tol = check_tol(tol)
     progress = check_bool(progress, "progress")
     layers, exact = exact_layers(params)
+    # the tolerance is relative to the network's scale, which must be a float (weights
+    # near the float maximum overflowed deep inside, as an OverflowError)
+    path_norm_scale(check_params(params))
     d = layers[0][0].shape[1]
     dom = as_domain(domain, d)
     L = len(layers)
