@@ -551,3 +551,27 @@ def test_a_network_too_large_to_allocate_is_refused_with_the_limit(make):
 
 def test_mnist_scale_widths_are_accepted():
     assert nm.ReLUNet([784, 256, 128, 10]).widths == (784, 256, 128, 10)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "neuromanifold.relu",
+        "neuromanifold.flows",
+        "neuromanifold.exact",
+        "neuromanifold.linear",
+        "neuromanifold.io",
+        "neuromanifold.fibers",
+    ],
+)
+def test_a_public_module_shows_its_all_and_its_documented_submodules_only(name):
+    """Names the library's other packages need live behind each package's _library door,
+    so tab completion shows the API and nothing else."""
+    import importlib
+    import types
+
+    module = importlib.import_module(name)
+    shown = {n for n in dir(module) if not n.startswith("_")}
+    submodules = {n for n in shown if isinstance(getattr(module, n), types.ModuleType)}
+    assert shown - submodules == set(module.__all__) - submodules
+    assert submodules <= {"symmetries"}

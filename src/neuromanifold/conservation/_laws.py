@@ -29,7 +29,8 @@ from .._tolerance import DEFAULT_TOL, check_tol
 from .._validation import as_real_array, as_seed_rng, check_finite_result, check_positive_int
 from ..exact import to_fmpq
 from ..linear import LinearConvNet, LinearFCNet
-from ..relu import ReLUNet, block_law_terms, check_params, rescaling_law_terms
+from ..relu import ReLUNet, check_params
+from ..relu._library import block_law_terms, rescaling_law_terms
 from ._field import MAX_INNER, Field
 from ._lie import lie_rank
 from ._programs import ConvProgram, DenseProgram

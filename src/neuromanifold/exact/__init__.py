@@ -50,9 +50,3 @@ __all__ = [
     "strict_interior_point",
     "strictly_satisfies",
 ]
-
-# For the library's other packages (not public, not in __all__): the one door into exact.
-from ._factor import mpoly_dense
-from ._lp import dot, round_certificate
-from ._rescaling import apply_rescaling
-from ._roots import isolate_factors, working_precision

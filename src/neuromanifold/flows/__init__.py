@@ -33,14 +33,3 @@ __all__ = [
     "gradient_flows",
     "BatchedFlowResult",
 ]
-
-# For the library's other packages (not public, not in __all__): the one door into flows.
-from ._batched import integrate_flows
-from ._gradient_flow import (
-    DEFAULT_MAX_STEPS,
-    SOLVERS,
-    Stepper,
-    check_finite,
-    check_num_times,
-    quiet_overflow,
-)

@@ -37,6 +37,3 @@ __all__ = [
 from ._regular import RegularPoint, is_regular_point
 
 __all__ += ["is_regular_point", "RegularPoint"]
-
-# For the library's other packages (not public, not in __all__): the one door into linear.
-from ._regular import classify_branches

@@ -29,7 +29,8 @@ from .._validation import (
     check_positive_int,
     renamed_keywords,
 )
-from ..flows import DEFAULT_MAX_STEPS, SOLVERS, SquareLoss, gradient_flow, integrate_flows
+from ..flows import SquareLoss, gradient_flow
+from ..flows._library import DEFAULT_MAX_STEPS, SOLVERS, integrate_flows
 from ._conv import LinearConvNet
 from ._fc import LinearFCNet
 

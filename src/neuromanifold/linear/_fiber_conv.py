@@ -45,17 +45,14 @@ from .._validation import (
     check_positive_int,
 )
 from ..exact import (
-    apply_rescaling,
     certified_roots,
-    isolate_factors,
     line_univariate,
-    mpoly_dense,
     power_classes,
     real_irreducible,
     rescaled_norms_exact,
     to_fmpq,
-    working_precision,
 )
+from ..exact._library import apply_rescaling, isolate_factors, mpoly_dense, working_precision
 from ..fibers import Fiber
 
 __all__ = ["conv_fiber", "Fiber"]

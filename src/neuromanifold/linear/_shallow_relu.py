@@ -59,7 +59,7 @@ from .._validation import (
     check_positive_float,
     check_positive_int,
 )
-from ..exact import apply_rescaling
+from ..exact._library import apply_rescaling
 from ..fibers import Fiber, invariant_scale, invariant_vector
 from ._base import LinearNetBase, finite_result
 from ._conv import LinearConvNet

@@ -12,7 +12,8 @@ from .._errors import InputError, short_repr
 from .._results import Result
 from .._tolerance import DEFAULT_TOL
 from .._validation import check_bool, check_options, check_positive_float
-from ..linear import LinearConvNet, classify_branches
+from ..linear import LinearConvNet
+from ..linear._library import classify_branches
 
 __all__ = ["NTKDependence", "ntk_dependence"]
 

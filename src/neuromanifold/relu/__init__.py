@@ -136,9 +136,3 @@ __all__ = [
     "block_law",
     "active_blocks",
 ]
-
-# For the library's other packages (not public, not in __all__): the one door into relu.
-from ._analysis.flow import block_law_terms, rescaling_law_terms
-from ._bottleneck.identifiability import fast_genericity
-from ._bottleneck.nonlocalizability import OFF_ORBIT, verify_point
-from ._bottleneck.shape import is_bottleneck, three_layer

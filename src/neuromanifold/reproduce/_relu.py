@@ -45,15 +45,8 @@ from .._results import to_jsonable
 from .._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
 from .._validation import as_seed_rng, check_bool
 from ..conservation import conservation_laws
-from ..relu import (
-    OFF_ORBIT,
-    fast_genericity,
-    genericity,
-    identifiability,
-    is_bottleneck,
-    three_layer,
-    verify_point,
-)
+from ..relu import genericity, identifiability
+from ..relu._library import OFF_ORBIT, fast_genericity, is_bottleneck, three_layer, verify_point
 from ..relu.symmetries import (
     DeadNeuronMove,
     Flip,

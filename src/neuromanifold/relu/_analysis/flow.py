@@ -37,7 +37,7 @@ from ..._validation import (
     check_positive_float,
     renamed_keywords,
 )
-from ...flows import SOLVERS, Stepper, check_finite, check_num_times, quiet_overflow
+from ...flows._library import SOLVERS, Stepper, check_finite, check_num_times, quiet_overflow
 from .._core.net import ReLUNet, check_params, forward_unchecked
 
 __all__ = [

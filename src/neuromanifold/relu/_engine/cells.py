@@ -39,7 +39,8 @@ import numpy as np
 
 from ..._errors import ComputationLimitError
 from ..._progress import progress_bar
-from ...exact import dot, round_certificate, strict_interior_point, to_fmpq
+from ...exact import strict_interior_point, to_fmpq
+from ...exact._library import dot, round_certificate
 from .._core.domain import Domain
 from .._core.net import check_params, exact_params
 from .._core.numbers import clipped_float, float_to_fmpq, pow2

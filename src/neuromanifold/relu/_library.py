@@ -1,0 +1,18 @@
+"""The door of ``relu`` for the library's other packages: names they use and users
+do not (so not in ``neuromanifold.relu``'s public surface). Import them from here,
+never from ``relu``'s private modules."""
+
+from ._analysis.flow import block_law_terms, rescaling_law_terms
+from ._bottleneck.identifiability import fast_genericity
+from ._bottleneck.nonlocalizability import OFF_ORBIT, verify_point
+from ._bottleneck.shape import is_bottleneck, three_layer
+
+__all__ = [
+    "OFF_ORBIT",
+    "block_law_terms",
+    "fast_genericity",
+    "is_bottleneck",
+    "rescaling_law_terms",
+    "three_layer",
+    "verify_point",
+]
