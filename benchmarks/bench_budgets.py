@@ -7,8 +7,8 @@ Networks: a scikit-learn ``MLPClassifier`` 64-32-16-10 trained on the bundled di
 analysed on [0, 1]^784; near misses for the comparisons (the first bias of q moved by 1e-7).
 Also a Gaussian 8-60-60-1 (the fiber) and 4-640-640-1 (equivalent to a copy whose dead
 neuron has other outgoing weights), where one step that cannot be interrupted once ran past
-the limit. Each analysis runs with ``time_limit`` 2 s and 5 s. A row reports the time it took, whether
-it finished or stopped at the limit, whether that was within the rule, and whether the
+the limit. Each analysis runs with ``time_limit`` 2 s and 5 s. A row reports the time it took,
+whether it finished or stopped at the limit, whether that was within the rule, and whether the
 error carried a partial result. There is no baseline: absolute figures only.
 
     python benchmarks/bench_budgets.py [--quick]

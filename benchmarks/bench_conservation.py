@@ -90,7 +90,8 @@ def main(argv=None) -> list[dict]:
             None,
             spread,
             peak,
-            note=f"{certified}/{n} certified; baseline not run at this size (see the small-set row)",
+            note=f"{certified}/{n} certified; baseline not run at this size "
+            f"(see the small-set row)",
         )
     )
 

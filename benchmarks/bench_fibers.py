@@ -8,7 +8,8 @@ point: 10! / 2!^5 = 113,400 points.
   breadth-first with numpy, vectorized polynomial products and rescaling, residual check).
 * Baseline (same run): enumerate the subsets with ``itertools.combinations`` layer after
   layer, rebuild each layer polynomial with ``numpy.poly``, then rescale each point with a
-  scalar bracketing root solve (``scipy.optimize.brentq``) of the docs/concepts_linear.md §2 equation.
+  scalar bracketing root solve (``scipy.optimize.brentq``) of the docs/concepts_linear.md §2
+  equation.
 
 Both produce the same list of points (checked: nearest-neighbour distance between the two
 sets). A second table times the D = 2 route (exact factorization over Q + grouping +

@@ -5,8 +5,8 @@ Networks (``MLPRegressor``, ReLU, Adam, ``random_state=0``, loaded with
 ``neuromanifold.io.load``): 4-16-16-1 trained on 4-D data (analysed on all of R^4),
 8-32-32-1 trained on 8-D data (analysed on the box [-1, 1]^8), 2-16-16-1 trained on 2-D
 data. Every row runs under a ``time_limit`` and says "did not finish within N s" when it
-runs out, with how far it got. The memory rows run in a fresh process and report its peak resident memory
-(imports included, about 150-200 MB).
+runs out, with how far it got. The memory rows run in a fresh process and report its peak resident
+memory (imports included, about 150-200 MB).
 
 Baselines: where one runs on the same input in the same run (``method="regions"`` against
 ``method="auto"``), a ratio; every other row reports absolute figures only (time, regions,

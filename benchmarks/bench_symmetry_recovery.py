@@ -3,10 +3,12 @@
 A generic bottleneck network ``p`` is transformed into ``q`` by a random symmetry
 (``neuromanifold.relu.symmetries.random_orbit_point``): permutations of both hidden layers,
 positive rescalings (log-uniform in [1/4, 4]) and, where they apply, dead-neuron moves,
-mixing of the always-active block, a hiding translation and flips (the ``planted`` rows draw second-layer rows with those sign
-patterns on purpose). Then the symmetry is recovered from ``(p, q)`` alone.
+mixing of the always-active block, a hiding translation and flips (the ``planted`` rows draw
+second-layer rows with those sign patterns on purpose). Then the symmetry is recovered from ``(p,
+q)`` alone.
 
-* Ours: ``neuromanifold.relu._bottleneck.canonical.equivalent_bottleneck`` (canonical forms, polynomial
+* Ours: ``neuromanifold.relu._bottleneck.canonical.equivalent_bottleneck`` (canonical forms,
+polynomial
   time). Recovered iff the returned list of named symmetries, applied to ``p``, gives ``q``
   up to ``1e-9`` times the path-norm scale.
 * Baseline (same run): Git Re-Basin weight matching (Ainsworth et al. 2022): coordinate
@@ -302,7 +304,8 @@ def _any_depth(args, rows):
                         "rebasin (PermutationCoordinateDescent, tracing included)",
                         mr,
                         spread=(max(t_ours) - min(t_ours)) / mo,
-                        note=f"recovered: ours {ok}/{trials} (certified), rebasin {rb_hit}/{trials} "
+                        note=f"recovered: ours {ok}/{trials} (certified), "
+                        f"rebasin {rb_hit}/{trials} "
                         f"(permutations only, uncertified); medians over the trials",
                     ),
                 }

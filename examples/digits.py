@@ -219,9 +219,8 @@ def run(
             f"(differs from p by {param_distance(p, q):.3g} in the parameters)"
         )
         print(f"   equivalent={eq.equivalent} (method {eq.method}, certified={eq.certified})")
-        print(
-            f"   recovered symmetry: {[type(s).__name__ + f'(layer={s.layer})' for s in eq.symmetry]}"
-        )
+        named = [type(s).__name__ + f"(layer={s.layer})" for s in eq.symmetry]
+        print(f"   recovered symmetry: {named}")
         print(f"   max |apply_sequence(symmetry, p) - q| = {rep['copy_symmetry_error']:.3g}")
         if C is not None:
             print(

@@ -153,9 +153,8 @@ def markdown() -> str:
         ]
         for i, tier in enumerate(table, start=1):
             for name, what in tier:
-                out.append(
-                    f"| {i} | `{_path(name, facade=name in ROOMS and table is not TIERS)}` | {what} |"
-                )
+                shown = _path(name, facade=name in ROOMS and table is not TIERS)
+                out.append(f"| {i} | `{shown}` | {what} |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 

@@ -88,14 +88,15 @@ def path_norm_scale(params: Sequence[tuple[Any, Any]]) -> float:
         params: list of ``(W, b)`` pairs (floats, integers or Fractions).
 
     Returns:
-        The largest row sum of ``|M_L| ... |M_1|`` (outputs only) with ``M_l = [[W_l, b_l], [0, 1]]``, as a
-        float (0.0 for the zero network); a :class:`ParameterError` when it exceeds the
+        The largest row sum of ``|M_L| ... |M_1|`` (outputs only) with ``M_l = [[W_l, b_l], [0,
+        1]]``, as a float (0.0 for the zero network); a :class:`ParameterError` when it exceeds the
         float range. Computed in plain float64 when the products stay far from both ends
         of the float range (a bound on what underflow can take decides), else with the
         exponent factored out layer by layer, so networks scaled by ``2**-1000`` or
         ``2**1000`` neither underflow nor overflow.
 
-    >>> path_norm_scale([(np.array([[2.0, -1.0]]), np.array([0.5])), (np.array([[3.0]]), np.array([1.0]))])
+    >>> path_norm_scale([(np.array([[2.0, -1.0]]), np.array([0.5])), (np.array([[3.0]]),
+    ...                  np.array([1.0]))])
     11.5
     """
     # the row sums of |M_L| ... |M_1| are |M_L| ( ... (|M_1| 1)): one matrix-vector product

@@ -85,7 +85,8 @@ def as_real_array(
     >>> as_real_array([1 + 0j], "w")
     Traceback (most recent call last):
     ...
-    neuromanifold.ParameterError: w must be an array of real numbers (complex numbers are refused: their imaginary part would be dropped); got [(1+0j)]
+    neuromanifold.ParameterError: w must be an array of real numbers (complex numbers are refused:
+    their imaginary part would be dropped); got [(1+0j)]
     """
     what = f"{name} must be an array of real numbers"
     if value is None or isinstance(value, (str, bytes, bytearray)):
@@ -225,7 +226,8 @@ def check_finite_result(value: Any, what: str) -> Any:
     >>> check_finite_result([np.array([np.inf])], "the NTK")
     Traceback (most recent call last):
     ...
-    neuromanifold.ParameterError: overflow: the NTK is not finite in float64 (the inputs are too large in magnitude; rescale them)
+    neuromanifold.ParameterError: overflow: the NTK is not finite in float64 (the inputs are too
+    large in magnitude; rescale them)
     """
     if not _all_finite(value):
         raise ParameterError(

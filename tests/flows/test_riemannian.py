@@ -1,5 +1,5 @@
-"""Riemannian gradient flow in function space (docs/concepts_linear.md §5): lifting, agreement with the
-parameter flow where the NTK is parameter-independent, different flows from different
+"""Riemannian gradient flow in function space (docs/concepts_linear.md §5): lifting, agreement with
+the parameter flow where the NTK is parameter-independent, different flows from different
 lifts where it is not."""
 
 import json
@@ -40,7 +40,8 @@ def _loss(net, rng, spread=1.0):
 
 
 def _stride1_lifts():
-    """The two fiber points of v0 = (1, -3, 2), delta = 1 for k = (2, 2), stride 1 (docs/concepts_linear.md §3),
+    """The two fiber points of v0 = (1, -3, 2), delta = 1 for k = (2, 2), stride 1
+    (docs/concepts_linear.md §3),
     by hand: pi(v0) = (1 - t)(1 - 2t); layer 1 takes root 1 (lift A) or root 1/2 (lift B),
     and c^2 = ||w_1||^2 / ||root factor||^2 solves the rescaling equation for delta = 1."""
     xa = (-1 + np.sqrt(41)) / 4  # 5 / x - 2 x = 1

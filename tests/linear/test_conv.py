@@ -1,4 +1,5 @@
-"""LinearConvNet: the map mu, its Jacobian, NTK, invariants, dimension (docs/concepts_linear.md §1, 1.2)."""
+"""LinearConvNet: the map mu, its Jacobian, NTK, invariants, dimension (docs/concepts_linear.md §1,
+1.2)."""
 
 import math
 
@@ -123,7 +124,8 @@ def test_dimension_formula_1d(net, seed):
     ],
 )
 def test_full_dimensional(ks, strides, full):
-    """M is full-dimensional iff dim M = prod k (docs/concepts_linear.md §1): stride 1 in 1D always is."""
+    """M is full-dimensional iff dim M = prod k (docs/concepts_linear.md §1): stride 1 in 1D always
+    is."""
     net = LinearConvNet(ks, strides)
     assert (
         net.is_full_dimensional

@@ -1,4 +1,5 @@
-"""LinearFCNet: end-to-end map, Jacobian, NTK operator, invariants, balanced A_W (docs/concepts_linear.md §3, 1.4)."""
+"""LinearFCNet: end-to-end map, Jacobian, NTK operator, invariants, balanced A_W
+(docs/concepts_linear.md §3, 1.4)."""
 
 import numpy as np
 import pytest
@@ -73,7 +74,8 @@ def test_balanced_params_with_given_end_to_end():
 
 @given(net=fc_nets(), seed=st.integers(0, 2**31))
 def test_symmetries(net, seed):
-    """W_l -> G_l W_l G_{l-1}^{-1} keeps W; orthogonal G keep Delta and K (docs/concepts_linear.md §4)."""
+    """W_l -> G_l W_l G_{l-1}^{-1} keeps W; orthogonal G keep Delta and K (docs/concepts_linear.md
+    §4)."""
     rng = np.random.default_rng(seed)
     params = net.random_params(rng)
     W, K = net.end_to_end(params), net.ntk(params)

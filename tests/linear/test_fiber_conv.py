@@ -1,4 +1,5 @@
-"""Exact fibers of linear convolutional networks (LinearConvNet.fiber, docs/concepts_linear.md §1-1.3).
+"""Exact fibers of linear convolutional networks (LinearConvNet.fiber, docs/concepts_linear.md
+§1-1.3).
 
 Every point is re-verified here with net.end_to_end / net.invariants, independently of
 the fiber's own residual bookkeeping.

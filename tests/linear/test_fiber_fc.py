@@ -1,4 +1,5 @@
-"""Sampled fibers of fully connected linear networks (LinearFCNet.fiber, docs/concepts_linear.md §4)."""
+"""Sampled fibers of fully connected linear networks (LinearFCNet.fiber, docs/concepts_linear.md
+§4)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,5 @@
-"""Shallow ReLU models on linear networks (docs/concepts_linear.md §6): NTK, invariants, fibers, the dependence
+"""Shallow ReLU models on linear networks (docs/concepts_linear.md §6): NTK, invariants, fibers, the
+dependence
 test, and the path-lifting reading."""
 
 import numpy as np

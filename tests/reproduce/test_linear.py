@@ -1,4 +1,5 @@
-"""The computed docs/concepts_linear.md §3 table (reproduce linear): rows, verdicts from the computation,
+"""The computed docs/concepts_linear.md §3 table (reproduce linear): rows, verdicts from the
+computation,
 re-verified witnesses, refined rows, the CLI and its JSON."""
 
 import argparse
@@ -120,7 +121,8 @@ def test_refined_rows_follow_mixed_parents(rows):
 
 
 def test_stride_one_and_interchangeable_refinements_found(rows):
-    """The computation (not a stored answer) finds the known refinements of docs/concepts_linear.md §3."""
+    """The computation (not a stored answer) finds the known refinements of docs/concepts_linear.md
+    §3."""
     by = {(r.architecture, r.condition): r for r in rows}
     d2 = [
         r

@@ -79,8 +79,8 @@ def structured_one_hidden(rng, d, n, m):
 
 def symmetric_copy(rng, p):
     """A parameter of the same function on the orthant, by the layer-wise symmetries of
-    docs/concepts_relu.md §4: permutation and positive (power-of-two) scaling, free outgoing weights and
-    any nonpositive row for dead neurons, any row for neurons with zero outgoing weights,
+    docs/concepts_relu.md §4: permutation and positive (power-of-two) scaling, free outgoing weights
+    and any nonpositive row for dead neurons, any row for neurons with zero outgoing weights,
     mixing of the linear neurons by a nonnegative invertible matrix and nonnegative bias
     shifts compensated in b2, a dead neuron turned into a second copy of a visible one."""
     (W, b), (C, g) = p

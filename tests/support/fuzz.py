@@ -470,7 +470,8 @@ def _suffix(v) -> str:
 
 def _hostile(v) -> str:
     """A file of ``v``'s format whose header asks for too much: an npz member or an ONNX
-    initializer declaring 2**40 entries, a safetensors tensor of float8 (no numpy dtype), a sweep configuration
+    initializer declaring 2**40 entries, a safetensors tensor of float8 (no numpy dtype), a sweep
+    configuration
     with 10^12 seeds; any other format gets garbage."""
     import io as _io
     import json

@@ -78,7 +78,8 @@ def test_local_sweep_resume_and_failures(config, tmp_path):
         ),
         ("this is not toml [", "not a readable TOML"),
         (
-            'seeds = 1000000000000\n[[grid]]\nanalysis = "relu_regions"\narchitectures = [{widths = [2, 1]}]',
+            'seeds = 1000000000000\n[[grid]]\nanalysis = "relu_regions"\n'
+            "architectures = [{widths = [2, 1]}]",
             "count from 1 to 100,000",
         ),
         (

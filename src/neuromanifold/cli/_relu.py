@@ -391,13 +391,16 @@ def _fundim(args) -> int:
     if res.smallest_counted is not None or res.largest_dropped is not None:
         lines.append(
             f"gap of the rank: smallest singular value counted "
-            f"{res.smallest_counted if res.smallest_counted is None else f'{res.smallest_counted:.3g}'}, "
-            f"largest dropped "
-            f"{res.largest_dropped if res.largest_dropped is None else f'{res.largest_dropped:.3g}'}"
+            f"{_g(res.smallest_counted)}, largest dropped {_g(res.largest_dropped)}"
         )
     if res.note:
         lines.append(res.note)
     return emit(args, "\n".join(lines), res.to_dict())
+
+
+def _g(value) -> str:
+    """A number in 3 significant digits, None as None."""
+    return "None" if value is None else f"{value:.3g}"
 
 
 def _genericity(args) -> int:

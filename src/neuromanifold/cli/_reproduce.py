@@ -87,11 +87,11 @@ def run(args: argparse.Namespace) -> int:
                     "Paper A: is the NTK a function of the end-to-end filter and the invariants?",
                     linear,
                     [
-                        "Achour, Kohn, Rauhut, 'The Riemannian Geometry Associated to Gradient Flows "
-                        "of Linear Convolutional Networks' (arXiv 2507.06367). Each row tests one "
-                        "claim over several architectures and random instances; a disagreement "
-                        "counts only with a re-verified witness that meets every hypothesis of the "
-                        "claim."
+                        "Achour, Kohn, Rauhut, 'The Riemannian Geometry Associated to Gradient "
+                        "Flows of Linear Convolutional Networks' (arXiv 2507.06367). Each row "
+                        "tests one claim over several architectures and random instances; a "
+                        "disagreement counts only with a re-verified witness that meets every "
+                        "hypothesis of the claim."
                     ],
                 )
             )
@@ -103,11 +103,12 @@ def run(args: argparse.Namespace) -> int:
                     relu_rows,
                     [
                         "Gegenfurtner, Grillo, Montufar, 'The Symmetries of Three-Layer ReLU "
-                        "Networks' (arXiv 2605.18319). Each row tests one claim on random parameters "
-                        "(Gaussian, and drawn to hit every sign pattern of [W2 | b2]) against the "
-                        "exact ground truth (exact functional dimension, the exact region engine); "
-                        "a disagreement counts only with verified evidence at a parameter meeting "
-                        "every hypothesis (bottleneck, full-rank W1, genericity)."
+                        "Networks' (arXiv 2605.18319). Each row tests one claim on random "
+                        "parameters (Gaussian, and drawn to hit every sign pattern of [W2 | b2]) "
+                        "against the exact ground truth (exact functional dimension, the exact "
+                        "region engine); a disagreement counts only with verified evidence at a "
+                        "parameter meeting every hypothesis (bottleneck, full-rank W1, "
+                        "genericity)."
                     ],
                 )
             )
@@ -141,7 +142,9 @@ def summary_line(counts: dict) -> str:
 
     >>> rows = {"agrees": 2, "disagrees": 1, "outside the hypotheses": 1, "inconclusive": 0}
     >>> print(summary_line({"rows": rows, "claims": rows}))
-    4 rows (4 of the paper's claims, the rest refinements): 1 genuine disagreement (verified evidence meeting every hypothesis); 2 agree; 1 outside the hypotheses; 0 inconclusive. Paper's claims: 1 disagree, 2 agree, 1 outside, 0 inconclusive.
+    4 rows (4 of the paper's claims, the rest refinements): 1 genuine disagreement (verified
+    evidence meeting every hypothesis); 2 agree; 1 outside the hypotheses; 0 inconclusive. Paper's
+    claims: 1 disagree, 2 agree, 1 outside, 0 inconclusive.
     """
     r, c = counts["rows"], counts["claims"]
     n = sum(r.values())

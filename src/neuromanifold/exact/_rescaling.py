@@ -1,4 +1,5 @@
-"""The rescaling lemma of docs/concepts_linear.md §2, solved exactly (rationals) or vectorized (floats).
+"""The rescaling lemma of docs/concepts_linear.md §2, solved exactly (rationals) or vectorized
+(floats).
 
 Given layers with squared norms ``n_l > 0`` and target invariants
 ``delta_l = t_{l+1} - t_l`` (l = 1..L-1), there is exactly one positive rescaling
@@ -31,7 +32,8 @@ def _offsets(deltas: np.ndarray) -> np.ndarray:
 
 
 def rescaled_norms(norms_sq: np.ndarray, deltas: np.ndarray, *, max_iter: int = 200) -> np.ndarray:
-    """Target squared norms ``t_l`` of the unique rescaling (docs/concepts_linear.md §2), vectorized.
+    """Target squared norms ``t_l`` of the unique rescaling (docs/concepts_linear.md §2),
+    vectorized.
 
     Solves ``h(s) = sum_l log(e^s + E_l) - sum_l log n_l = 0`` for ``s = log y``. h is
     increasing and convex in s with ``h' >= 1`` (the term with ``E_l = 0`` contributes

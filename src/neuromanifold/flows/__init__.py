@@ -1,4 +1,5 @@
-"""Losses and gradient flows, shared by the linear and ReLU domains (docs/concepts_linear.md §2, 1.5)."""
+"""Losses and gradient flows, shared by the linear and ReLU domains (docs/concepts_linear.md §2,
+1.5)."""
 
 from ._batched import BatchedFlowResult, gradient_flows
 from ._gradient_flow import GradientFlowResult, gradient_flow, invariant_vector

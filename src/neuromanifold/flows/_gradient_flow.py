@@ -1,4 +1,5 @@
-"""Gradient flow in parameter space, ``theta' = -grad_theta l(mu(theta))`` (docs/concepts_linear.md §2, 1.5)."""
+"""Gradient flow in parameter space, ``theta' = -grad_theta l(mu(theta))`` (docs/concepts_linear.md
+§2, 1.5)."""
 
 from __future__ import annotations
 

@@ -98,7 +98,8 @@ class QuadraticLoss:
 
 
 class SquareLoss(QuadraticLoss):
-    """The square loss ``1/2 sum_i ||net(x_i) - y_i||^2`` as a quadratic in v (docs/concepts_linear.md §5).
+    """The square loss ``1/2 sum_i ||net(x_i) - y_i||^2`` as a quadratic in v
+    (docs/concepts_linear.md §5).
 
     The network output is linear in v, ``net(x_i) = M_i v``, so with ``M`` the stacked
     ``M_i`` and ``y`` the stacked targets, ``l(v) = 1/2 ||M v - y||^2

@@ -1,4 +1,5 @@
-"""Riemannian gradient flow in function space, ``v' = -K(v, delta) grad l(v)`` (docs/concepts_linear.md §5).
+"""Riemannian gradient flow in function space, ``v' = -K(v, delta) grad l(v)``
+(docs/concepts_linear.md §5).
 
 The parameter flow ``theta' = -grad_theta l(mu(theta))`` moves ``v = mu(theta)`` by
 ``v' = -K_theta grad l(v)`` (docs/concepts_linear.md §2), and conserves the invariants
@@ -234,7 +235,8 @@ def _as_invariant_vector(invariants: Any) -> np.ndarray:
 # --------------------------------------------------------------------------- the flow
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class RiemannianFlowResult(Result):
-    """A Riemannian gradient flow in function space, sampled at ``times`` (docs/concepts_linear.md §5).
+    """A Riemannian gradient flow in function space, sampled at ``times`` (docs/concepts_linear.md
+    §5).
 
     Attributes:
         times: sample times, shape ``(T,)``.

@@ -1,5 +1,6 @@
 """Linear networks (paper A, docs/concepts_linear.md): convolutional in any dimension and fully
-connected; their fibers, convergence studies, and the shallow ReLU extension (docs/concepts_linear.md §6)."""
+connected; their fibers, convergence studies, and the shallow ReLU extension
+(docs/concepts_linear.md §6)."""
 
 from .._errors import UndecidedFactorizationError
 from ..fibers import Fiber

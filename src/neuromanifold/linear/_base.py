@@ -138,8 +138,8 @@ class LinearNetBase:
         """``d delta / d theta``: rows = the flattened invariants (:func:`invariant_vector`),
         columns = the flattened parameters.
 
-        Every conserved quantity here is a quadratic form in theta (docs/concepts_linear.md §2, 1.4, 1.6),
-        and for a quadratic the central difference with a unit step is the exact
+        Every conserved quantity here is a quadratic form in theta (docs/concepts_linear.md §2, 1.4,
+        1.6), and for a quadratic the central difference with a unit step is the exact
         derivative: ``(f(x + e) - f(x - e)) / 2 = grad f(x) . e``.
         """
         theta = self.flatten(params)

@@ -191,7 +191,8 @@ class LinearConvNet(LinearNetBase):
         )
         if D == 0:
             raise ArchitectureError(
-                f"filter_shapes must be a list of ints (1D) or of D-tuples; got {short_repr(filter_shapes)}"
+                f"filter_shapes must be a list of ints (1D) or of D-tuples; got "
+                f"{short_repr(filter_shapes)}"
             )
         shapes = []
         for l, k in enumerate(filter_shapes, start=1):
@@ -329,7 +330,8 @@ class LinearConvNet(LinearNetBase):
 
     @finite_result("the end-to-end filter")
     def end_to_end(self, params: Any) -> np.ndarray:
-        """The end-to-end filter ``v = mu(params)`` (docs/concepts_linear.md §1), of shape ``end_to_end_shape``."""
+        """The end-to-end filter ``v = mu(params)`` (docs/concepts_linear.md §1), of shape
+        ``end_to_end_shape``."""
         ups = self._upsampled(self.check_params(params))
         v = ups[0]
         for u in ups[1:]:
@@ -337,7 +339,8 @@ class LinearConvNet(LinearNetBase):
         return v
 
     def _partial_products(self, params: list[np.ndarray]) -> list[np.ndarray]:
-        """``P_l``: the convolution of every upsampled filter except layer l's (docs/concepts_linear.md §2)."""
+        """``P_l``: the convolution of every upsampled filter except layer l's
+        (docs/concepts_linear.md §2)."""
         ups = self._upsampled(params)
         L = len(ups)
         one = np.ones((1,) * self.ndim)
@@ -352,7 +355,8 @@ class LinearConvNet(LinearNetBase):
         return [signal.convolve(prefix[l], suffix[l]) for l in range(L)]
 
     def _jacobian_blocks(self, params: list[np.ndarray]) -> list[np.ndarray]:
-        """``J_l`` (|v| x |w_l|): column j is ``P_l`` shifted by ``j * S_{l-1}`` (docs/concepts_linear.md §2).
+        """``J_l`` (|v| x |w_l|): column j is ``P_l`` shifted by ``j * S_{l-1}``
+        (docs/concepts_linear.md §2).
 
         The reference construction (one scatter per layer from the D-dimensional ``P_l``);
         :meth:`jacobian` and :meth:`ntk` use the flat construction of

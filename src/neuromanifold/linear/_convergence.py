@@ -1,7 +1,8 @@
-"""Convergence study of gradient flows from random data and initializations (docs/concepts_linear.md §5).
+"""Convergence study of gradient flows from random data and initializations (docs/concepts_linear.md
+§5).
 
-Paper A's claim [docs/concepts_linear.md §5]: for 1D linear convolutional networks with all strides > 1, generic
-data and generic initialization, the gradient flow converges to a critical point in the
+Paper A's claim [docs/concepts_linear.md §5]: for 1D linear convolutional networks with all strides
+> 1, generic data and generic initialization, the gradient flow converges to a critical point in the
 smooth locus of the neuromanifold and avoids the zero function (a saddle). This module
 does not assume it: it runs many flows and records, per run, whether the flow converged
 (gradient norm), whether the limit is a smooth point (rank of the Jacobian, numerically,

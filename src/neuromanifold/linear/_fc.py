@@ -1,4 +1,5 @@
-"""Fully connected linear networks (docs/concepts_linear.md §4) and the balanced operator A_W (docs/concepts_linear.md §3).
+"""Fully connected linear networks (docs/concepts_linear.md §4) and the balanced operator A_W
+(docs/concepts_linear.md §3).
 
 Widths ``d_0, ..., d_N``; ``W_l`` has shape ``(d_l, d_{l-1})``; the end-to-end matrix is
 ``W = W_N ... W_1``. Vectors of matrices are row-major (C order) throughout, so
@@ -52,7 +53,8 @@ def _fmpq_chain(mats: list, n: int) -> flint.fmpq_mat:
 
 
 def balanced_ntk_operator(W: Any, num_layers: int) -> np.ndarray:
-    """The matrix of ``A_W(Z) = sum_{j=1}^N (W W^T)^{(N-j)/N} Z (W^T W)^{(j-1)/N}`` (docs/concepts_linear.md §3).
+    """The matrix of ``A_W(Z) = sum_{j=1}^N (W W^T)^{(N-j)/N} Z (W^T W)^{(j-1)/N}``
+    (docs/concepts_linear.md §3).
 
     This is the NTK of a balanced fully connected network with end-to-end matrix ``W``
     and ``N`` layers (Arora, Cohen, Hazan 2018), acting on row-major ``vec(Z)``.
@@ -85,7 +87,8 @@ def balanced_ntk_operator(W: Any, num_layers: int) -> np.ndarray:
 
 
 class LinearFCNet(LinearNetBase):
-    """A fully connected linear network with widths ``(d_0, ..., d_N)`` (docs/concepts_linear.md §4).
+    """A fully connected linear network with widths ``(d_0, ..., d_N)`` (docs/concepts_linear.md
+    §4).
 
     Args:
         widths: at least two positive ints; ``W_l`` has shape ``(d_l, d_{l-1})``.
@@ -243,7 +246,8 @@ class LinearFCNet(LinearNetBase):
 
     @finite_result("the NTK")
     def ntk(self, params: Any) -> np.ndarray:
-        """``K = sum_l (A_l A_l^T) kron (B_l^T B_l)`` (docs/concepts_linear.md §4), without forming J."""
+        """``K = sum_l (A_l A_l^T) kron (B_l^T B_l)`` (docs/concepts_linear.md §4), without forming
+        J."""
         params = self.check_params(params)
         return sum(np.kron(A @ A.T, B.T @ B) for A, B in self._outer_inner(params))
 

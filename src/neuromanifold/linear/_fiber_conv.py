@@ -2,7 +2,8 @@
 
 The fiber of ``(v, delta)`` is the set of filters ``theta = (w_1..w_L)`` with
 ``mu(theta) = v`` and ``delta(theta) = delta``, listed one per class modulo the sign flips
-of docs/concepts_linear.md §2. ``pi(v)(t) = prod_l pi(w_l)(t^{S_{l-1}})`` turns this into factoring pi(v):
+of docs/concepts_linear.md §2. ``pi(v)(t) = prod_l pi(w_l)(t^{S_{l-1}})`` turns this into factoring
+pi(v):
 
 * **1D** (:func:`_fiber_1d`): isolate the roots of pi(v) (certified), group them in orbits
   under the S-th roots of unity (certified), enumerate every way to hand real roots,
@@ -647,7 +648,8 @@ def _fiber_1d(
 
 
 def _apply_rescaling(layers: list[np.ndarray], deltas: np.ndarray) -> None:
-    """Scale each stacked layer by the unique positive rescaling (docs/concepts_linear.md §2), in place."""
+    """Scale each stacked layer by the unique positive rescaling (docs/concepts_linear.md §2), in
+    place."""
     apply_rescaling(layers, deltas)
 
 

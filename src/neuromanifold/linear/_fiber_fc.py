@@ -1,4 +1,5 @@
-"""Sampled fibers of fully connected linear networks at fixed (W, Delta) (docs/concepts_linear.md §4).
+"""Sampled fibers of fully connected linear networks at fixed (W, Delta) (docs/concepts_linear.md
+§4).
 
 The fiber ``{theta : W_N...W_1 = W, W_{l+1}^T W_{l+1} - W_l W_l^T = Delta_l}`` is a real
 algebraic set of positive dimension (generically ``sum_l d_l (d_l - 1) / 2``: the

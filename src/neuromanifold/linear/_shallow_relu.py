@@ -158,7 +158,8 @@ class _ShallowBase(LinearNetBase):
 
 # --------------------------------------------------------------------------- ReLU CNN
 class ShallowReLUCNN(_ShallowBase):
-    """``f(x) = sum_i a_i relu((alpha_{v,S} x)_i)`` with ``v = mu(w_1..w_L)`` (docs/concepts_linear.md §6).
+    """``f(x) = sum_i a_i relu((alpha_{v,S} x)_i)`` with ``v = mu(w_1..w_L)``
+    (docs/concepts_linear.md §6).
 
     Args:
         filter_shapes, strides: the linear convolutional network (as for

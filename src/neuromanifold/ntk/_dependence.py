@@ -131,7 +131,8 @@ def ntk_dependence(
     """Decide whether the NTK is a function of (end-to-end function, invariants) at ``params``.
 
     Computes the fiber ``F = {theta : mu(theta) = mu(params), delta(theta) = delta(params)}``,
-    the NTK at every point of F, and compares them (docs/concepts_linear.md §3). For linear convolutional
+    the NTK at every point of F, and compares them (docs/concepts_linear.md §3). For linear
+    convolutional
     networks the fiber is computed by the exact route: the end-to-end polynomial and the
     invariants are taken as exact rationals from the float filters (floats are exact binary
     rationals), so the factorization is exact and the enumeration complete. For fully

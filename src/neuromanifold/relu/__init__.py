@@ -2,7 +2,8 @@
 
 Networks and domains (docs/concepts_relu.md §1), linear regions and bent hyperplanes, ground-truth
 functional equivalence, functional dimension, one hidden layer on the orthant
-(docs/concepts_relu.md §2), genericity (docs/concepts_relu.md §3), non-localizability (§6) and pictures.
+(docs/concepts_relu.md §2), genericity (docs/concepts_relu.md §3), non-localizability (§6) and
+pictures.
 """
 
 from . import symmetries

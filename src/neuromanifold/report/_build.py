@@ -224,7 +224,8 @@ def fiber_section(*, seed: int = 0) -> tuple[Section, dict]:
         lines.append(
             f"{net!r}: v = {np.array2string(np.ravel(v), precision=3)}, "
             f"delta = {float(delta[0]):.3g}; the fiber has {fib.num_points} "
-            f"branch{'es' if fib.num_points != 1 else ''} ({'certified' if fib.certified else 'not certified'} complete), "
+            f"branch{'es' if fib.num_points != 1 else ''} "
+            f"({'certified' if fib.certified else 'not certified'} complete), "
             f"and the NTK at its points with the same delta differs from the NTK at "
             f"theta by at most {max(diffs):.2g} (relative)."
         )

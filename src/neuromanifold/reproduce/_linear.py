@@ -717,7 +717,8 @@ def _special_strided_params(net: Any) -> Callable[[np.random.Generator], Any]:
 
 
 def default_linear_claims(*, quick: bool = False) -> list[Claim]:
-    """The rows of docs/concepts_linear.md §3 with the architectures tested for each (inputs, not verdicts).
+    """The rows of docs/concepts_linear.md §3 with the architectures tested for each (inputs, not
+    verdicts).
 
     Each row lists architectures satisfying its condition, chosen to cover the condition
     (several filter sizes, strides, depths) including structurally special ones (layers

@@ -1044,7 +1044,8 @@ def _conservation_flow_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
             records,
             computed=f"drift <= {DRIFT_TOL:g} on {sum(r['agree'] for r in records if r['within'])} "
             f"of {sum(r['within'] for r in records)}",
-            summary=f"square loss, 8 random points, t in [0, 1] ({sum(not r['reached_end'] for r in records)} "
+            summary=f"square loss, 8 random points, t in [0, 1] "
+            f"({sum(not r['reached_end'] for r in records)} "
             f"stalled at a kink earlier, {stalled} at t = 0: left out); largest relative drift "
             f"{worst if worst is None else f'{worst:.1e}'}",
             extra={"instances": records},

@@ -1,4 +1,5 @@
-"""Genericity (docs/concepts_relu.md §3): supertransversality and maximal rank of masked products."""
+"""Genericity (docs/concepts_relu.md §3): supertransversality and maximal rank of masked
+products."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Ground-truth functional equivalence: symmetries, perturbations, docs/concepts_relu.md §4, agreement."""
+"""Ground-truth functional equivalence: symmetries, perturbations, docs/concepts_relu.md §4,
+agreement."""
 
 import inspect
 import os
@@ -77,7 +78,8 @@ RELU_X_MINUS_1 = [(np.array([[1.0]]), np.array([-1.0])), (np.array([[1.0]]), np.
 @pytest.mark.parametrize("method", ["regions", "milp", "auto"])
 @pytest.mark.parametrize("t", [-1.0, -0.75, 0.0, 0.5, 3.0, -1.5, -2.0])
 def test_spec_hiding_family(t, method):
-    """docs/concepts_relu.md §4: theta_t realizes relu(x - 1) exactly for t >= -1 (d = n1 = n2 = n3 = 1)."""
+    """docs/concepts_relu.md §4: theta_t realizes relu(x - 1) exactly for t >= -1 (d = n1 = n2 = n3
+    = 1)."""
     r = equivalent(_hiding(t), RELU_X_MINUS_1, method=method)
     assert r.equivalent == (t >= -1)
     if not r.equivalent:

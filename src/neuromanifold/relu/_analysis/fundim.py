@@ -1063,9 +1063,9 @@ class _Run:
                             f"below the bound: {found.rank} is the rank of the regions of "
                             f"{self.sampled} sampled points (random, and around neurons rarely "
                             f"active at those), computed layer by layer (levels {found.levels}), a "
-                            f"lower bound; more regions, the MILP phase or the enumeration could raise "
-                            f"it, but at P = {self.P:,} they need the stacked P-column rows (done up "
-                            f"to P = {_DENSE_LIMIT:,})"
+                            f"lower bound; more regions, the MILP phase or the enumeration could "
+                            f"raise it, but at P = {self.P:,} they need the stacked P-column rows "
+                            f"(done up to P = {_DENSE_LIMIT:,})"
                         ),
                         _never_active(points),
                     ],

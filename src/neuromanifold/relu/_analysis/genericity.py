@@ -1,5 +1,5 @@
-"""Genericity of ReLU network parameters (docs/concepts_relu.md §3): supertransversality and maximal rank
-of masked products, each failure reported with what failed.
+"""Genericity of ReLU network parameters (docs/concepts_relu.md §3): supertransversality and maximal
+rank of masked products, each failure reported with what failed.
 
 The precise definitions (written out in ``docs/relu_arrangement.md``):
 
@@ -572,7 +572,8 @@ def genericity(
     max_regions: int | None = None,
     time_limit: float | None = None,
 ) -> Genericity:
-    """Check the genericity conditions of docs/concepts_relu.md §3 (definitions in the module docstring).
+    """Check the genericity conditions of docs/concepts_relu.md §3 (definitions in the module
+    docstring).
 
     Args:
         params: list of ``(W, b)`` pairs (any depth).

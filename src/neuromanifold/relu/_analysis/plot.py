@@ -135,8 +135,8 @@ def _default_window(
     crossings still shows its lines). Far outliers (a crossing of two nearly parallel
     hyperplanes) would shrink everything else to a dot: when there are a dozen
     candidates or more, those beyond a gap (more than twice as far from the median
-    candidate as every closer one) are left out, keeping at least three quarters. The window frames the rest with a margin, no
-    side shorter than 0.6 of the other.
+    candidate as every closer one) are left out, keeping at least three quarters. The window frames
+    the rest with a margin, no side shorter than 0.6 of the other.
 
     Returns:
         ``(lower, upper, vertices outside the window, regions of the whole domain)``.

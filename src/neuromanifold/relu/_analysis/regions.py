@@ -1,8 +1,8 @@
 """Linear regions of a ReLU network: every activation pattern on a full-dimensional set.
 
 See :mod:`neuromanifold.relu._engine.cells` for the algorithm (layer-by-layer refinement; a
-float walk or an LP per undecided hyperplane, certified exactly) and ``docs/relu.md`` for the definitions.
-:func:`iter_regions` streams the regions depth first (memory independent of their
+float walk or an LP per undecided hyperplane, certified exactly) and ``docs/relu.md`` for the
+definitions. :func:`iter_regions` streams the regions depth first (memory independent of their
 number, with budgets); :func:`regions` collects them; :func:`estimate_regions` bounds and
 estimates their number before any enumeration (``docs/relu_arrangement.md`` §5).
 """
@@ -175,7 +175,8 @@ def activation_pattern(params: Any, x: Any) -> list[np.ndarray]:
     Returns:
         One boolean array per hidden layer (True = active, pre-activation > 0).
 
-    >>> activation_pattern([(np.array([[1.0], [-1.0]]), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))], [2.0])
+    >>> activation_pattern([(np.array([[1.0], [-1.0]]), np.zeros(2)), (np.ones((1, 2)),
+    ...                     np.zeros(1))], [2.0])
     [array([ True, False])]
     """
     params = check_params(params)
@@ -412,8 +413,8 @@ def iter_regions(
     Args:
         params: list of ``(W, b)`` pairs.
         domain: ``None`` (all of R^d), ``"orthant"``, a ``(lower, upper)`` box or a Domain.
-        min_thickness: relative thickness below which a region is left out (``0``, the default: every
-            region; see ``docs/relu_arrangement.md`` §5). A region counts when it contains
+        min_thickness: relative thickness below which a region is left out (``0``, the default:
+            every region; see ``docs/relu_arrangement.md`` §5). A region counts when it contains
             a ball of radius ``> min_thickness * max(1, ||x||_inf)`` around some x; slivers between
             neurons that coincide up to rounding are thinner than that.
         certify: ``True`` (default): every region and every discarded side is certified
@@ -490,8 +491,8 @@ def regions(
         params: list of ``(W, b)`` pairs.
         domain: ``None`` (all of R^d), ``"orthant"``, a ``(lower, upper)`` box or a Domain.
         progress: show a progress bar on stderr.
-        min_thickness, certify, max_regions, time_limit, workers: as for :func:`iter_regions`; on a budget
-            the :class:`~neuromanifold.ComputationLimitError` carries the regions found so
+        min_thickness, certify, max_regions, time_limit, workers: as for :func:`iter_regions`; on a
+            budget the :class:`~neuromanifold.ComputationLimitError` carries the regions found so
             far as ``partial`` (a :class:`Regions` with ``certified=False``).
 
     Returns:

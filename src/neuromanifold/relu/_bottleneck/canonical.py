@@ -231,7 +231,8 @@ def fast_path_reason(params: Any, *, tol: float = DEFAULT_TOL) -> str | None:
     >>> fast_path_reason(P) is None
     True
     >>> fast_path_reason(P, tol=0)
-    'tol = 0 asks for a decision over the exact floats, which a floating-point canonical form cannot give'
+    'tol = 0 asks for a decision over the exact floats, which a floating-point canonical form cannot
+    give'
     """
     tol = check_tol(tol)
     params = three_layer(params, "the bottleneck fast path")
@@ -548,8 +549,8 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL) -> Params:
     zero outgoing weights, crossing second-layer neurons turned to a canonical orientation,
     the always-active block refactored onto canonical nonnegative rows of the row space
     of its linear part (any number of neurons), the hidden hyperplane translated to a
-    fixed position and flips turned to a fixed orientation (module docs); ``n1 = 1`` included. Two such
-    networks related by the symmetries of :mod:`neuromanifold.relu.symmetries` have the
+    fixed position and flips turned to a fixed orientation (module docs); ``n1 = 1`` included. Two
+    such networks related by the symmetries of :mod:`neuromanifold.relu.symmetries` have the
     same canonical form up to rounding. Entries of ``[W2 | b2]`` within ``tol`` of zero
     (weight decay leaves many) are set to 0 first when that moves the function by at most
     ``tol`` (docs/relu_equivalence.md §1); the result is then a point of the fiber of
@@ -780,7 +781,8 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
     >>> Q = apply_sequence([Scaling(1, (4.0, 0.5))], P)
     >>> r = equivalent_bottleneck(P, Q)
     >>> r.equivalent, r.certified, [s.name for s in r.symmetry]
-    (True, True, ['scaling', 'hiding_translation', 'scaling', 'scaling', 'hiding_translation', 'scaling'])
+    (True, True, ['scaling', 'hiding_translation', 'scaling', 'scaling', 'hiding_translation',
+    'scaling'])
     """
     tol = check_tol(tol)
     p = three_layer(p, "equivalent_bottleneck")

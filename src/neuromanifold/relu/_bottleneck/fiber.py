@@ -395,7 +395,8 @@ class BottleneckFiber(Result):
         Returns:
             A list of ``n`` parameters ``[(W1, b1), (W2, b2), (W3, b3)]``.
 
-        >>> P = [(np.eye(1), np.zeros(1)), (np.ones((1, 1)), -np.ones(1)), (np.ones((1, 1)), np.zeros(1))]
+        >>> P = [(np.eye(1), np.zeros(1)), (np.ones((1, 1)), -np.ones(1)), (np.ones((1, 1)),
+        ...      np.zeros(1))]
         >>> len(fiber(P).sample(3, seed=1))
         3
         """

@@ -364,7 +364,8 @@ def identifiability(
         hidden hyperplanes with the neurons hiding them, the flips, witnesses, genericity
         and the reasons in words.
 
-    >>> P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, -1.0])),
+    >>> P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [-1.0, 2.0]]),
+    ...      np.array([0.5, -1.0])),
     ...      (np.array([[1.0, 2.0]]), np.zeros(1))]
     >>> identifiability(P).identifiable
     True

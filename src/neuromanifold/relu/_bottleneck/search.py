@@ -230,13 +230,16 @@ def _classify(p: Params, q: Params, classify_tol: float) -> tuple[str, str]:
             return "unnamed", (
                 f"rows {count(kp)} -> {count(kq)}; the always-active block has no canonical form"
             )
-        cross = lambda c, ks: np.array(
-            [
-                np.append(c[1][0][j], c[1][1][j])  # noqa: E731
-                for j in range(len(ks))
-                if ks[j] in ("mixed", "hiding")
-            ]
-        )
+
+        def cross(c, ks):
+            return np.array(
+                [
+                    np.append(c[1][0][j], c[1][1][j])
+                    for j in range(len(ks))
+                    if ks[j] in ("mixed", "hiding")
+                ]
+            )
+
         kcp = row_kinds(row_signs(cp, classify_tol))
         kcq = row_kinds(row_signs(cq, classify_tol))
         Rp, Rq = cross(cp, kcp), cross(cq, kcq)

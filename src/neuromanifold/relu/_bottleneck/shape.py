@@ -57,7 +57,8 @@ def three_layer(params: Any, what: str = "this analysis") -> Params:
     >>> three_layer([(np.eye(1), np.zeros(1))])
     Traceback (most recent call last):
     ...
-    neuromanifold.ArchitectureError: this analysis needs a three-layer network [(W1, b1), (W2, b2), (W3, b3)]; got 1 layer(s)
+    neuromanifold.ArchitectureError: this analysis needs a three-layer network [(W1, b1), (W2, b2),
+    (W3, b3)]; got 1 layer(s)
     """
     params = check_params(params)
     if len(params) != 3:
@@ -72,7 +73,8 @@ def is_bottleneck(params: Any, *, tol: float = DEFAULT_TOL) -> bool:
     """Whether ``n1 <= d`` and ``W1`` has full row rank (at relative tolerance ``tol``,
     exact rank when ``tol = 0``).
 
-    >>> is_bottleneck([(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1)), (np.eye(1), np.zeros(1))])
+    >>> is_bottleneck([(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1)), (np.eye(1),
+    ...                np.zeros(1))])
     True
     """
     params = three_layer(params, "is_bottleneck")
@@ -106,7 +108,8 @@ def row_signs(params: Params, tol: float = DEFAULT_TOL) -> np.ndarray:
     """Sign pattern (entries in ``{-1, 0, 1}``) of every row of ``[W2 | b2]`` at relative
     tolerance ``tol`` (module docstring); shape ``(n2, n1 + 1)``, bias last.
 
-    >>> P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [0.0, 2.0]]), np.array([-1.0, 1e-12])),
+    >>> P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [0.0, 2.0]]),
+    ...      np.array([-1.0, 1e-12])),
     ...      (np.ones((1, 2)), np.zeros(1))]
     >>> row_signs(P).tolist()
     [[1, -1, -1], [0, 1, 0]]

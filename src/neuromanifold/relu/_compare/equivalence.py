@@ -39,14 +39,16 @@ Methods:
   check after reducing both networks (``"reduction"``: neurons without outgoing weights
   removed, neurons with a zero incoming row folded into the next bias, positive multiples
   of one row merged, each step exact, rows parallel up to ``tol`` moved onto each other
-  with the effect bounded), then the polynomial-time test of generic three-layer bottleneck networks (on R^d), then, ordered
-  by their expected cost, the regions method (which certifies) when at most 50,000 joint
+  with the effect bounded), then the polynomial-time test of generic three-layer bottleneck networks
+  (on R^d), then, ordered by their expected cost, the regions method (which certifies) when at most
+  50,000 joint
   regions are expected (distinct joint activation patterns at 20,000 random points,
   Chao1-corrected), else the MILP first (at most 60 s) and the regions method after it.
   Between two networks that agree the MILP has no bound to prune with: on a trained
   2-16-16-1 pair it ran for more than 300 s where the regions method took 9 s.
 
-``max_regions`` and ``time_limit`` bound the whole call (the same semantics as for :func:`~neuromanifold.relu.regions`).
+``max_regions`` and ``time_limit`` bound the whole call (the same semantics as for
+:func:`~neuromanifold.relu.regions`).
 
 Every "not equivalent" result carries a witness ``x`` in the domain at which the exact
 relative difference exceeds ``tol`` (exceeds 0 when ``tol = 0``).

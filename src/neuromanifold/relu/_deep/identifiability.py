@@ -14,8 +14,8 @@ symmetries that move the parameter off its permutation-scaling orbit:
 
 Each witness is re-checked (``applies`` at ``tol``) and its image measured against the
 orbit (:func:`~neuromanifold.relu._deep.orbit.orbit_gap`, layer by layer): a witness that
-applies and moves the parameter off the orbit makes the verdict ``False``. Otherwise the verdict is ``None``:
-no complete description of the symmetries is checked outside three layers. Phuong and
+applies and moves the parameter off the orbit makes the verdict ``False``. Otherwise the verdict is
+``None``: no complete description of the symmetries is checked outside three layers. Phuong and
 Lampert ("Functional vs. parametric equivalence of ReLU networks", ICLR 2020, arXiv
 1910.00744) prove that for architectures of non-increasing widths permutation and scaling
 are the only symmetries of networks in their general position, and Grillo and Montúfar
@@ -154,7 +154,8 @@ def identifiability(
         :class:`DeepIdentifiability` (every other depth): the verdict, its witnesses and
         reasons, and what would decide an open verdict.
 
-    >>> P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [1.0, -2.0]]), np.array([-0.5, -1.0])),
+    >>> P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [1.0, -2.0]]),
+    ...      np.array([-0.5, -1.0])),
     ...      (np.array([[1.0, -1.0], [-1.0, 2.0]]), np.array([0.5, 0.25])),
     ...      (np.array([[1.0, 2.0]]), np.zeros(1))]   # layer 2 hides hyperplane 0 of layer 1
     >>> r = identifiability(P)

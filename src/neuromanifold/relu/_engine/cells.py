@@ -415,8 +415,8 @@ def float_signs(A: np.ndarray, c: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Signs of the affine functions ``A[i] . x + c[i]`` where floating point decides them:
     +1 / -1 when the float value exceeds the rounding bound ``_sign_rel(d) * (|A| |x| +
     |c|)`` (plus ``2**-1070 (1 + |x|_1)`` for entries that underflowed), 0 when it does not
-    (then the caller decides exactly). Valid when every float is within a relative 2**-53 of the exact value it
-    stands for (the pow2-scaled rows and centers of the engine; clipped values, at or
+    (then the caller decides exactly). Valid when every float is within a relative 2**-53 of the
+    exact value it stands for (the pow2-scaled rows and centers of the engine; clipped values, at or
     above 1e300, are never trusted)."""
     return float_signs_at(A, c, np.asarray(x, dtype=float).reshape(1, -1))[0][:, 0]
 

@@ -1094,7 +1094,8 @@ def orthant_fiber(
     progress: bool = False,
     max_types: int = MAX_TYPES,
 ) -> OrthantFiber:
-    """The fiber of a one-hidden-layer network on the nonnegative orthant (docs/concepts_relu.md §2).
+    """The fiber of a one-hidden-layer network on the nonnegative orthant (docs/concepts_relu.md
+    §2).
 
     Every parameter of the same widths ``d -> n -> m`` realizing the same function on
     ``z >= 0`` lies in exactly one piece (up to permuting hidden neurons): a choice of
