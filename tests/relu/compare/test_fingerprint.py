@@ -85,3 +85,52 @@ def test_narrow_buckets_flag_the_float_noise_of_a_copy():
     q = float_permuted_rescaled(p, rng)
     f, g = fingerprint(p, tol=1e-14), fingerprint(q, tol=1e-14)
     assert f.digest == g.digest or not (f.decisive and g.decisive)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([(3, 4, 4, 2), (2, 5, 3, 1), (4, 3, 3, 3, 2)]),
+    zero=st.sampled_from([0.0, -0.0]),
+    data=st.data(),
+)
+def test_a_zero_row_does_not_split_a_permuted_rescaled_copy(seed, widths, zero, data):
+    """A neuron whose row and bias are all (signed) zeros outputs 0 everywhere; rescaling it
+    moved its outgoing weights and changed the digest of a decisive fingerprint (seed 28,
+    3-4-4-2), which group_by_function reads as two functions."""
+    from neuromanifold.relu import symmetries as S
+
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(list(widths)).random_params(seed=seed)
+    layer = data.draw(st.integers(0, len(widths) - 3))
+    j = data.draw(st.integers(0, widths[layer + 1] - 1))
+    p[layer][0][j, :] = zero
+    p[layer][1][j] = zero
+    moves = []
+    for h in range(1, len(widths) - 1):
+        moves.append(S.Permutation(h, tuple(rng.permutation(widths[h]).tolist())))
+        moves.append(S.Scaling(h, tuple((2.0 ** rng.integers(-3, 4, widths[h])).tolist())))
+    q = S.apply_sequence(moves, p)
+    fp, fq = fingerprint(p), fingerprint(q)
+    if fp.decisive and fq.decisive:
+        assert fp.digest == fq.digest
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_same_function_at_another_depth_or_with_a_free_column_is_one_group(seed):
+    """Digests differ where the function does not: an identity ReLU layer inserted (one
+    layer deeper, relu(relu(z)) = relu(z)), and a dead neuron's outgoing weights changed
+    (the same widths; no permutation or scaling relates the two). Both were split into
+    two groups by their decisive fingerprints; distinct functions stay apart."""
+    P = ReLUNet([3, 4, 4, 2]).random_params(seed=seed)
+    deeper = [P[0], (np.eye(4), np.zeros(4)), P[1], P[2]]
+    W1, b1 = P[0][0].copy(), P[0][1].copy()
+    W1[0], b1[0] = np.zeros(3), -1.0  # relu(-1) = 0 everywhere: the column is free
+    dead = [(W1, b1), P[1], P[2]]
+    moved = [(W1, b1), (P[1][0].copy(), P[1][1]), P[2]]
+    moved[1][0][:, 0] += 5.0
+    other = ReLUNet([3, 4, 4, 2]).random_params(seed=seed + 100)
+    r = group_by_function([P, deeper, dead, moved, other])
+    assert r.groups == ((0, 1), (2, 3), (4,))
+    assert r.certified
+    assert fingerprint(dead).digest != fingerprint(moved).digest

@@ -33,9 +33,10 @@ import numpy as np
 
 from ..._errors import InputError, NeuromanifoldError, short_repr
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, check_tol
+from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
 from .._bottleneck.canonical import canonical_form, fast_path_reason
 from .._core.net import check_params
+from .._core.numbers import forward_error_bounds
 from .equivalence import equivalent
 
 __all__ = ["Fingerprint", "fingerprint", "FunctionGroups", "group_by_function"]
@@ -90,7 +91,8 @@ def _buckets(values: np.ndarray, tol: float, depth: int = 1) -> tuple[np.ndarray
     # near an edge: within EDGE of a bucket, or within the rounding noise when the buckets
     # are so narrow (tol below about 1e-12) that the noise is the larger
     near = bool(np.any(np.abs(np.abs(scaled - q) - 0.5) < max(EDGE, NOISE * depth / tol)))
-    return q.astype(np.int64) if np.all(np.abs(q) < 2**62) else q, near
+    # + 0.0: a -0.0 bucket is the 0.0 bucket
+    return q.astype(np.int64) if np.all(np.abs(q) < 2**62) else q + 0.0, near
 
 
 def _normalized(params: list, tol: float):
@@ -117,12 +119,13 @@ def _normalized(params: list, tol: float):
             break
         R = np.hstack([W, b[:, None]])
         s = np.abs(R).max(axis=1)
-        s = np.where(s > 0, s, 1.0)
-        q, n = _buckets(R / s[:, None], tol, l + 1)
+        q, n = _buckets(R / np.where(s > 0, s, 1.0)[:, None], tol, l + 1)
         near |= n
         order = sorted(range(len(q)), key=lambda j: tuple(q[j].tolist()))
         tied |= any(np.array_equal(q[i], q[j]) for i, j in zip(order, order[1:]))
         keys.append(q[order].tolist())
+        # a neuron with an all-zero row outputs 0 on every input: its outgoing weights do
+        # not reach the function, and rescaling it moved them, so they are carried as 0
         carry = (np.array(order), s[order])
     return keys, near, tied
 
@@ -198,13 +201,55 @@ class FunctionGroups(Result):
     note: str
 
 
+class _Probes:
+    """The networks' outputs at shared random inputs with rigorous bounds on their float
+    rounding: outputs further apart than both bounds plus the tolerance prove two
+    functions different (see :func:`group_by_function`)."""
+
+    def __init__(self, nets: list, tol: float):
+        self.tol, self.nets, self.out = tol, nets, {}
+        self.points: dict[int, np.ndarray] = {}
+
+    def _at(self, i: int) -> tuple:
+        if i not in self.out:
+            P = check_params(self.nets[i])
+            d = P[0][0].shape[1]
+            if d not in self.points:
+                rng = np.random.default_rng(0)
+                self.points[d] = rng.standard_normal((64, d)) * np.exp(
+                    rng.uniform(-2.0, 2.0, (64, 1))
+                )
+            X = self.points[d]
+            dummy = (np.zeros((1, P[-1][0].shape[0])), np.zeros(1))
+            Y, E = forward_error_bounds(list(P) + [dummy], X)[-1]
+            try:
+                scale = path_norm_scale(P)
+            except NeuromanifoldError:
+                scale = np.inf
+            self.out[i] = (Y, E, scale, np.maximum(1.0, np.abs(X).max(axis=1)))
+        return self.out[i]
+
+    def differ(self, i: int, j: int) -> bool:
+        Yi, Ei, si, r = self._at(i)
+        Yj, Ej, sj, _ = self._at(j)
+        with np.errstate(invalid="ignore", over="ignore"):
+            margin = Ei + Ej + self.tol * max(si, sj) * r[:, None]
+            return bool(np.any(np.abs(Yi - Yj) > margin))
+
+
 def group_by_function(
     networks: Any, *, tol: Any = DEFAULT_TOL, verify: bool = True
 ) -> FunctionGroups:
-    """Group networks by function: equal fingerprints first; a network whose fingerprint is
-    not decisive (near an edge or tied) is compared by :func:`equivalent` with the first
-    of every group of its widths before it founds a group of its own; with ``verify`` every
-    member is checked against its group's first (a certified verdict each).
+    """Group networks by function: equal fingerprints first; with ``verify`` every member is
+    checked against its group's first (a certified verdict each).
+
+    Different digests prove different functions only for complete fingerprints (generic
+    three-layer bottlenecks): a dead neuron's outgoing weights, an inserted identity layer
+    or another depth change the digest and not the function. So a network whose digest
+    matches no group is compared with the first of every group of its input and output
+    dimensions: where their outputs at 64 shared random inputs differ by more than the
+    float rounding of both (bounded rigorously) plus ``tol`` times the scale, the
+    functions are proved different at once; otherwise :func:`equivalent` decides.
 
     Args:
         networks: a sequence of networks (anything :func:`fingerprint` takes).
@@ -226,23 +271,26 @@ def group_by_function(
             f"models, ...); got {short_repr(networks)}"
         ) from None
     fps = [fingerprint(p, tol=tol) for p in nets]
+    probes = _Probes(nets, tol)
     groups: list[list[int]] = []
     by_digest: dict[str, int] = {}
     checks = 0
     certified, split = bool(verify), False
     for i, fp in enumerate(fps):
         g = by_digest.get(fp.digest)
-        if g is None and not fp.decisive:
+        if g is None:
             for k, members in enumerate(groups):
-                if (
-                    fps[members[0]].widths[0] == fp.widths[0]
-                    and fps[members[0]].widths[-1] == fp.widths[-1]
-                ):
-                    checks += 1
-                    r = equivalent(nets[members[0]], nets[i], tol=tol)
-                    if r.equivalent:
-                        g, certified = k, certified and r.certified
-                        break
+                first = fps[members[0]]
+                if (first.widths[0], first.widths[-1]) != (fp.widths[0], fp.widths[-1]):
+                    continue
+                complete = fp.complete and first.complete and fp.widths == first.widths
+                if (complete and fp.decisive and first.decisive) or probes.differ(members[0], i):
+                    continue  # proved different: complete digests, or outputs apart
+                checks += 1
+                r = equivalent(nets[members[0]], nets[i], tol=tol)
+                if r.equivalent:
+                    g, certified = k, certified and r.certified
+                    break
         if g is not None and verify and by_digest.get(fp.digest) == g:
             checks += 1
             r = equivalent(nets[groups[g][0]], nets[i], tol=tol)
