@@ -273,7 +273,7 @@ def _fingerprint(args) -> int:
     paths = [args.model] + list(args.other)
     models = [load_model(path, "relu") for path in paths]
     fps = [fingerprint(m.params, tol=args.tol) for m in models]
-    groups = group_by_function([m.params for m in models], tol=args.tol)
+    groups = group_by_function([m.params for m in models], tol=args.tol, time_limit=args.time_limit)
     width = max(len(p) for p in paths)
     lines = [
         f"{p:<{width}}  {fp.digest}" + ("" if fp.complete else "  (modulo permutation and scaling)")
@@ -289,11 +289,13 @@ def _fingerprint(args) -> int:
     )
     for k, g in enumerate(groups.groups, start=1):
         lines.append(f"  {k}. " + ", ".join(paths[i] for i in g))
+    lines.append(groups.note)
     data = {
         "files": paths,
         "fingerprints": [fp.to_dict() for fp in fps],
         "groups": [[paths[i] for i in g] for g in groups.groups],
         "certified": groups.certified,
+        "note": groups.note,
     }
     return emit(args, "\n".join(lines), data)
 
@@ -688,7 +690,7 @@ _ACTION_SPECS = {
         "A short string per model, equal for networks related by the symmetries; "
         "the files grouped by the function they compute.",
         [("model", None, "model file"), ("other", "*", "more model files")],
-        ["tol"],
+        ["tol", "time_limit_60"],
     ),
     "canonical": (
         "one canonical representative of the network's fiber",

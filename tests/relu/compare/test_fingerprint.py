@@ -134,3 +134,13 @@ def test_the_same_function_at_another_depth_or_with_a_free_column_is_one_group(s
     assert r.groups == ((0, 1), (2, 3), (4,))
     assert r.certified
     assert fingerprint(dead).digest != fingerprint(moved).digest
+
+
+def test_grouping_holds_its_time_limit_and_says_what_it_left_undecided():
+    P = ReLUNet([3, 4, 4, 2]).random_params(seed=0)
+    deeper = [P[0], (np.eye(4), np.zeros(4)), P[1], P[2]]
+    r = group_by_function([P, deeper], time_limit=1e-9)  # past before the first check
+    assert r.groups == ((0,), (1,)) and not r.certified
+    assert "undecided at the time limit" in r.note
+    with pytest.raises(InputError, match="verify"):
+        group_by_function([P], verify="yes")

@@ -27,16 +27,19 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import time
 from typing import Any
 
 import numpy as np
 
-from ..._errors import InputError, NeuromanifoldError, short_repr
+from ..._errors import ComputationLimitError, InputError, NeuromanifoldError, short_repr
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
+from ..._validation import check_bool
 from .._bottleneck.canonical import canonical_form, fast_path_reason
 from .._core.net import check_params
 from .._core.numbers import forward_error_bounds
+from .._engine.budget import check_budget
 from .equivalence import equivalent
 
 __all__ = ["Fingerprint", "fingerprint", "FunctionGroups", "group_by_function"]
@@ -238,7 +241,7 @@ class _Probes:
 
 
 def group_by_function(
-    networks: Any, *, tol: Any = DEFAULT_TOL, verify: bool = True
+    networks: Any, *, tol: Any = DEFAULT_TOL, verify: bool = True, time_limit: Any = None
 ) -> FunctionGroups:
     """Group networks by function: equal fingerprints first; with ``verify`` every member is
     checked against its group's first (a certified verdict each).
@@ -256,11 +259,18 @@ def group_by_function(
         tol: the tolerance of the fingerprints and of the equivalence checks.
         verify: check every member against its group's first (milliseconds each for
             permuted and rescaled copies).
+        time_limit: seconds for the equivalence checks (``None``: no limit); a check
+            that would start past it, or that runs out of it, is left undecided: the
+            network then founds a group of its own, ``certified`` is False and the note
+            counts the undecided checks (two groups may then hold one function).
 
     Returns:
         A :class:`FunctionGroups`.
     """
     tol = check_tol(tol)
+    verify = check_bool(verify, "verify")
+    _, time_limit = check_budget(None, time_limit)
+    deadline = None if time_limit is None else time.monotonic() + time_limit
     try:
         if isinstance(networks, (str, bytes, dict, type)):
             raise TypeError
@@ -274,8 +284,25 @@ def group_by_function(
     probes = _Probes(nets, tol)
     groups: list[list[int]] = []
     by_digest: dict[str, int] = {}
-    checks = 0
-    certified, split = bool(verify), False
+    checks = undecided = 0
+    certified, split = verify, False
+
+    def same(a: int, b: int) -> bool | None:
+        """equivalent within what is left of the time limit; None when undecided."""
+        nonlocal checks, certified, undecided
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            undecided += 1
+            return None
+        checks += 1
+        try:
+            r = equivalent(nets[a], nets[b], tol=tol, time_limit=left)
+        except ComputationLimitError:
+            undecided += 1
+            return None
+        certified = certified and r.certified
+        return r.equivalent
+
     for i, fp in enumerate(fps):
         g = by_digest.get(fp.digest)
         if g is None:
@@ -286,17 +313,17 @@ def group_by_function(
                 complete = fp.complete and first.complete and fp.widths == first.widths
                 if (complete and fp.decisive and first.decisive) or probes.differ(members[0], i):
                     continue  # proved different: complete digests, or outputs apart
-                checks += 1
-                r = equivalent(nets[members[0]], nets[i], tol=tol)
-                if r.equivalent:
-                    g, certified = k, certified and r.certified
+                if same(members[0], i):
+                    g = k
                     break
         if g is not None and verify and by_digest.get(fp.digest) == g:
-            checks += 1
-            r = equivalent(nets[groups[g][0]], nets[i], tol=tol)
-            certified = certified and r.certified
-            if not r.equivalent:
+            verdict = same(groups[g][0], i)
+            if verdict is False:
                 g, split = None, True  # one fingerprint, two functions: kept apart
+            elif verdict is None:
+                g = None  # not proved equivalent within the limit: kept apart
+        if undecided:
+            certified = False
         if g is None:
             groups.append([i])
             by_digest.setdefault(fp.digest, len(groups) - 1)
@@ -309,5 +336,11 @@ def group_by_function(
         num_checks=checks,
         note=f"{len(nets)} networks, {len(groups)} functions; {checks} "
         f"equivalence checks"
-        + ("; a shared fingerprint held two functions (kept apart)" if split else ""),
+        + ("; a shared fingerprint held two functions (kept apart)" if split else "")
+        + (
+            f"; {undecided} comparison(s) undecided at the time limit ({time_limit:g} s): "
+            f"some groups may hold one function"
+            if undecided
+            else ""
+        ),
     )
