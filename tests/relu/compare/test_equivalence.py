@@ -523,6 +523,18 @@ def test_reduction_never_merges_opposite_neurons():
     assert not equivalent(p, q).equivalent
 
 
+def test_a_zero_network_with_a_neuron_to_reduce_is_equivalent_to_itself():
+    """Scale 0 (zero output layer) and a zero row to remove: the reduction's symmetry note
+    divided its bound 0 by the scale 0 (a ZeroDivisionError, which group_by_function
+    passed on for a zoo holding such a network)."""
+    W1, b1 = np.array([[1.0, 2.0], [-1.0, 0.5]]), np.array([0.5, 0.0])
+    W2, b2 = np.array([[0.0, 0.0], [0.3, -0.7]]), np.array([0.0, 0.2])
+    p = [(W1, b1), (W2, b2), (np.zeros((1, 2)), np.zeros(1))]
+    r = equivalent(p, p)
+    assert r.equivalent and r.certified and r.method == "reduction"
+    assert "within 0 relative" in r.note
+
+
 # -- the float weight matching of method="auto": fast path against the ground truth -------
 
 

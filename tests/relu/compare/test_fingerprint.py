@@ -144,3 +144,44 @@ def test_grouping_holds_its_time_limit_and_says_what_it_left_undecided():
     assert "undecided at the time limit" in r.note
     with pytest.raises(InputError, match="verify"):
         group_by_function([P], verify="yes")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([(3, 4, 4, 2), (4, 3, 5, 2), (2, 5, 3, 1), (4, 3, 3, 3, 2)]),
+    places=st.lists(st.sampled_from(["row", "bias", "column", "entry"]), min_size=1, max_size=3),
+    tol=st.sampled_from([1e-9, 1e-300]),
+    data=st.data(),
+)
+def test_signed_zeros_do_not_change_a_digest(seed, widths, places, tol, data):
+    """-0.0 planted in rows (with their biases), biases, columns and entries: the same
+    network with +0.0 has the same digest (the same numbers; at tol = 1e-300 the buckets
+    are floats, and a -0.0 bucket hashed as '-0.0'), and so has a permuted copy rescaled by
+    powers of two (exact arithmetic) when both are decisive (3-4-4-2 seed 28 split)."""
+    from neuromanifold.relu import symmetries as S
+
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(list(widths)).random_params(seed=seed)
+    for place in places:
+        l = data.draw(st.integers(0, len(p) - 1))
+        W, b = p[l]
+        j, k = data.draw(st.integers(0, W.shape[0] - 1)), data.draw(st.integers(0, W.shape[1] - 1))
+        if place == "row":
+            W[j, :], b[j] = -0.0, -0.0
+        elif place == "bias":
+            b[j] = -0.0
+        elif place == "column":
+            W[:, k] = -0.0
+        else:
+            W[j, k] = -0.0
+    plus = [(W + 0.0, b + 0.0) for W, b in p]
+    moves = []
+    for h in range(1, len(widths) - 1):
+        moves.append(S.Permutation(h, tuple(rng.permutation(widths[h]).tolist())))
+        moves.append(S.Scaling(h, tuple((2.0 ** rng.integers(-3, 4, widths[h])).tolist())))
+    q = S.apply_sequence(moves, p)
+    fp, fq = fingerprint(p, tol=tol), fingerprint(q, tol=tol)
+    assert fingerprint(plus, tol=tol).digest == fp.digest
+    if fp.decisive and fq.decisive:
+        assert fp.digest == fq.digest

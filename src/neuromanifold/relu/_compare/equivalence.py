@@ -900,13 +900,15 @@ def _by_reduction(
     if found is None or not found[1] <= max(pair.tol, DEFAULT_TOL) * pair.scale:
         return out
     sym, bound = found
+    # a zero network (scale 0) got here with bound 0: within 0 relative, not a division by 0
+    rel = bound / pair.scale if pair.scale > 0 else 0.0
     return dataclasses.replace(
         out,
         symmetry=sym,
         note=(
             f"{out.note}; symmetry: {len(sym)} named moves (the removed neurons made null, a "
             f"permutation and rescaling, the other network's moves undone) whose image of p, "
-            f"applied in floats, is within {bound / pair.scale:.3g} relative of q"
+            f"applied in floats, is within {rel:.3g} relative of q"
         ),
     )
 
