@@ -493,3 +493,9 @@ def test_a_folder_is_named_as_a_folder(tmp_path):
     (tmp_path / "m.safetensors").mkdir()
     with pytest.raises(nm.ModelFileError, match="a folder of that name exists"):
         save([(np.eye(2), np.zeros(2))], tmp_path / "m.safetensors")
+
+
+def test_unordered_layers_that_chain_in_no_order_are_called_inconsistent(tmp_path):
+    arrays = {"a.weight": np.ones((3, 2)), "b.weight": np.ones((1, 4))}
+    with pytest.raises(nm.ModelFileError, match="inconsistent layer shapes: no order"):
+        load(_write(tmp_path, arrays, ".safetensors"))

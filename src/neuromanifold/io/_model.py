@@ -192,11 +192,14 @@ def _layer_order(layers: dict, source: str, ordered: bool) -> tuple[list[str], s
     found = _chains_by_shape(shapes)
     if len(found) == 1:
         return found[0], "layers ordered by the one chain their shapes allow"
+    if not found and all(len(s) == 2 for s in shapes.values()) and len(given) <= 12:
+        raise ModelFileError(
+            f"{source}: inconsistent layer shapes: no order of the layers {short_repr(shapes)} "
+            f"chains (each weight's columns must equal the previous layer's rows)"
+        )
     why = (
         f"the shapes chain in more than one order (e.g. {found[0]} and {found[1]})"
         if found
-        else "no order of the shapes chains"
-        if all(len(s) == 2 for s in shapes.values()) and len(given) <= 12
         else "neither the names nor the shapes say it"
     )
     raise ModelFileError(
