@@ -9,7 +9,7 @@ equivalent"). The "block" rows plant two always-active second-layer neurons and 
 and take ``q = random_orbit_point(p)`` (mixings and refactors of the block, second-layer
 neurons turned around through it), so the canonical block is exercised.
 
-* Ours: ``neuromanifold.relu._bottleneck.canonical.equivalent_bottleneck`` (canonical forms).
+* Ours: ``neuromanifold.relu._canonical.three_layer.equivalent_bottleneck`` (canonical forms).
 * Baseline (same run): ``neuromanifold.relu.equivalent(p, q, method="regions")``, the
   exact region enumeration of the joint network. It runs in a child process and is
   stopped after ``--budget`` seconds (default 45); once it is stopped, larger sizes are
@@ -42,7 +42,7 @@ from _timing import median_time, peak_memory_mb, suite_row
 
 from neuromanifold._tolerance import path_norm_scale
 from neuromanifold.relu import equivalent
-from neuromanifold.relu._bottleneck.canonical import equivalent_bottleneck, fast_path_reason
+from neuromanifold.relu._canonical.three_layer import equivalent_bottleneck, fast_path_reason
 from neuromanifold.relu.symmetries import random_orbit_point
 
 

@@ -7,7 +7,7 @@ mixing of the always-active block, a hiding translation and flips (the ``planted
 second-layer rows with those sign patterns on purpose). Then the symmetry is recovered from ``(p,
 q)`` alone.
 
-* Ours: ``neuromanifold.relu._bottleneck.canonical.equivalent_bottleneck`` (canonical forms,
+* Ours: ``neuromanifold.relu._canonical.three_layer.equivalent_bottleneck`` (canonical forms,
 polynomial
   time). Recovered iff the returned list of named symmetries, applied to ``p``, gives ``q``
   up to ``1e-9`` times the path-norm scale.
@@ -57,7 +57,7 @@ from scipy.optimize import linear_sum_assignment
 
 from neuromanifold import relu
 from neuromanifold._tolerance import path_norm_scale
-from neuromanifold.relu._bottleneck.canonical import equivalent_bottleneck, fast_path_reason
+from neuromanifold.relu._canonical.three_layer import equivalent_bottleneck, fast_path_reason
 from neuromanifold.relu.symmetries import apply_sequence, random_orbit_point
 
 

@@ -4,7 +4,7 @@ architectures (d <= 3, n1 <= 3, n2 <= 3).
 For every architecture, random Gaussian targets ("generic") and targets whose second-layer
 rows are drawn with chosen sign patterns ("planted": a single live row hiding a
 first-layer neuron; always-active rows; ramps for n1 = 1) are searched with
-``neuromanifold.relu._bottleneck.search.search_symmetries`` (many starts minimizing the
+``neuromanifold.relu._fiber.search.search_symmetries`` (many starts minimizing the
 output difference on points of every region, candidates confirmed on a dense sample,
 classified by the polynomial equivalence test). The table lists every cluster of
 confirmed fiber points: which symmetries explain them, or what is new.
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from neuromanifold.relu._bottleneck.search import search_symmetries
+from neuromanifold.relu._fiber.search import search_symmetries
 
 
 def planted(rng, widths, pattern):

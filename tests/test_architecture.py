@@ -212,21 +212,21 @@ PLANTED = {
         "private to",
     ),
     "private name": (
-        "neuromanifold.relu._analysis.bent",
+        "neuromanifold.relu._regions.bent",
         "from .regions import _sample_x\n",
         "private name",
     ),
     "no reason": (
-        "neuromanifold.relu._analysis.bent",
+        "neuromanifold.relu._regions.bent",
         "def f():\n    from .regions import regions\n",
         "without a reason from the list",
     ),
     "a reason not on the list": (
-        "neuromanifold.relu._analysis.bent",
+        "neuromanifold.relu._regions.bent",
         "def f():\n    import json  # I like it here\n",
         "without a reason from the list",
     ),
-    "importlib": ("neuromanifold.relu._analysis.bent", "import importlib\n", "importlib outside"),
+    "importlib": ("neuromanifold.relu._regions.bent", "import importlib\n", "importlib outside"),
     "optional extra": ("neuromanifold.io._formats", "import torch\n", "optional extra"),
 }
 

@@ -2141,6 +2141,7 @@ NOT_FUZZED: dict[str, str] = {
             "Genericity",
             "GenericityFailure",
             "Identifiability",
+            "ThreeLayerIdentifiability",
             "HiddenHyperplane",
             "BottleneckEquivalence",
             "SymmetrySearch",
@@ -2160,6 +2161,8 @@ NOT_FUZZED: dict[str, str] = {
         )
     },
     "neuromanifold.relu.warm_up": "takes no input (compiles the engine's kernels)",
+    "neuromanifold.relu.ReLUFiber": "the question's class; its routes BottleneckFiber and "
+    "DeepFiber are fuzzed through their sample",
     "neuromanifold.relu.RegionStream": "the iterator iter_regions returns (fuzzed through it)",
     "neuromanifold.relu.ArrangementHyperplane": _RESULT + "; unit() takes no input",
     "neuromanifold.relu.symmetries.Applicability": _RESULT,

@@ -8,7 +8,9 @@
   module's ``__all__`` whose home is this module, followed by links for the names it
   re-exports from another documented module (``neuromanifold.LinearConvNet`` links to
   ``neuromanifold.linear.LinearConvNet``), so every public name is documented once and
-  listed wherever it is exported. Adding a name to an ``__all__`` needs no change here;
+  listed wherever it is exported. Where the ``__all__`` is written in sections (a comment
+  line heads each, as ``neuromanifold.relu`` groups its names by question), the page has
+  one section per comment, in that order. Adding a name to an ``__all__`` needs no change here;
   adding a module needs one page (one line) and one nav entry.
 * **Command-line pages.** The ``--help`` blocks of ``docs/cli/*.md`` must equal the
   parser's current help (``docs/_ext/cli_help.py`` regenerates them; ``make docs`` runs
@@ -78,7 +80,25 @@ def expand_directive(module: str, documented: list[str]) -> str:
         where = home(module, name, documented)
         (own if where == module else elsewhere).append((name, where))
     lines = [f"::: {module}", "    options:"]
-    if own:
+    sections = groups(module)
+    if own and sections:  # grouped by question: one section each, its names in order
+        lines += ["      members: []"]
+        home_here = {name for name, _ in own}
+        for heading, names in sections:
+            names = [n for n in names if n in home_here]
+            if not names:
+                continue
+            page = re.search(r"\s*\(docs/([\w.]+\.md)([^)]*)\)", heading)
+            title = heading[: page.start()] if page else heading
+            lines += ["", f"## {title[:1].upper() + title[1:]}", ""]
+            if page:
+                lines += [
+                    f"The concepts: [{page.group(1)}](../{page.group(1)}){page.group(2)}.",
+                    "",
+                ]
+            for name in names:
+                lines += [f"::: {module}.{name}", "    options:", "      heading_level: 3", ""]
+    elif own:
         lines += ["      members:"] + [f"        - {name}" for name, _ in own]
     else:
         lines += ["      members: []"]
@@ -94,6 +114,22 @@ def expand_directive(module: str, documented: list[str]) -> str:
             is_module = inspect.ismodule(getattr(importlib.import_module(module), name))
             lines.append(f"* [`{module}.{name}`][{where if is_module else where + '.' + name}]")
     return "\n".join(lines) + "\n"
+
+
+def groups(module: str) -> list[tuple[str, list[str]]]:
+    """The sections of a module's ``__all__`` as its source writes them: a comment line
+    opens a section (its text is the heading), the names under it belong to it. ``[]``
+    when the ``__all__`` has no comment (one flat list)."""
+    source = inspect.getsource(importlib.import_module(module))
+    match = re.search(r"^__all__ = \[\n(.*?)^\]", source, re.M | re.S)
+    out: list[tuple[str, list[str]]] = []
+    for line in match.group(1).splitlines() if match else []:
+        line = line.strip()
+        if line.startswith("#"):
+            out.append((line.lstrip("# ").strip(), []))
+        elif line.startswith('"') and out:
+            out[-1][1].append(line.strip('",'))
+    return out
 
 
 def on_config(config, **kwargs):

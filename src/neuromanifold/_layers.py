@@ -59,59 +59,108 @@ TIERS: tuple[tuple[tuple[str, str], ...], ...] = (
 
 #: The rooms of a domain, read like :data:`TIERS`.
 ROOMS: dict[str, tuple[tuple[tuple[str, str], ...], ...]] = {
+    # One room per question a user asks (one verb, one result class; the theory regimes
+    # are routes inside it), above the machinery every room shares.
     "neuromanifold.relu": (
         (("neuromanifold.relu", "the public facade: the names of `neuromanifold.relu`"),),
         (("neuromanifold.relu.symmetries", "the public facade of the named symmetries"),),
         (
             (
-                "neuromanifold.relu._compare",
-                "comparing two networks: equivalence (sampling, "
-                "weight matching, reduction, the bottleneck fast "
-                "path, then the exact engine) and distance",
+                "neuromanifold.relu._fingerprint",
+                "question: which networks of a zoo compute one function? (fingerprint, "
+                "group_by_function)",
             ),
         ),
         (
             (
-                "neuromanifold.relu._deep",
-                "any depth: symmetries per layer and per three-layer "
-                "window, identifiability, canonical form modulo "
-                "permutation and scaling",
+                "neuromanifold.relu._distance",
+                "question: how far apart are two networks on a domain? (distance, top1)",
+            ),
+            (
+                "neuromanifold.relu._nonlocalizability",
+                "question: is identifiability decided locally? (non-localizability)",
             ),
         ),
         (
             (
-                "neuromanifold.relu._bottleneck",
-                "the three-layer theory: shape, symmetries, "
-                "canonical form, identifiability, fibers, "
-                "symmetry search, non-localizability",
+                "neuromanifold.relu._fiber",
+                "question: which parameters compute this function? (fiber: the three-layer "
+                "and any-depth routes, the symmetry search)",
+            ),
+            (
+                "neuromanifold.relu._equivalence",
+                "question: do two networks compute one function? (equivalent: sampling, "
+                "the compiled weight matching, reduction, the bottleneck fast path, the "
+                "exact engine)",
             ),
         ),
         (
+            (
+                "neuromanifold.relu._identifiability",
+                "question: is the parameter determined up to permutation and scaling? "
+                "(identifiability: the three-layer and any-depth routes)",
+            ),
+            (
+                "neuromanifold.relu._canonical",
+                "question: one representative per orbit (canonical_form: the three-layer "
+                "and any-depth routes, the always-active block and its kernel)",
+            ),
+        ),
+        (
+            (
+                "neuromanifold.relu._symmetries",
+                "question: which transformations keep the function? (three-layer and "
+                "any-depth symmetries, orbits, shapes)",
+            ),
+        ),
+        (
+            (
+                "neuromanifold.relu._reduction",
+                "question: the smallest network of the same function (reduce)",
+            ),
+        ),
+        (
+            (
+                "neuromanifold.relu._fundim",
+                "question: the functional dimension (rank of the parameter Jacobian)",
+            ),
+            ("neuromanifold.relu._genericity", "question: is the parameter generic?"),
+            (
+                "neuromanifold.relu._neurons",
+                "question: which neurons are dead, linear or switching on a domain?",
+            ),
+        ),
+        (
+            (
+                "neuromanifold.relu._regions",
+                "question: the linear regions and bent hyperplanes (and their pictures)",
+            ),
             (
                 "neuromanifold.relu._orthant",
-                "one hidden layer on the orthant: weighted arrangements and their fibers",
+                "question: one hidden layer on the orthant: weighted arrangements and their fibers",
             ),
-        ),
-        (
             (
-                "neuromanifold.relu._analysis",
-                "ground-truth analyses on the engine: regions, "
-                "bent hyperplanes, neurons on a domain, joint "
-                "regions of two networks, functional dimension, "
-                "genericity, flows, plots",
+                "neuromanifold.relu._flow",
+                "question: gradient flow and its conservation laws",
             ),
         ),
         (
             (
                 "neuromanifold.relu._engine",
-                "the exact region engine: cells, compiled float "
-                "kernels, LP, MILP encoding, workers, budgets",
+                "machinery: the exact region engine (cells, joint regions of two "
+                "networks, compiled float kernels, LP, MILP encoding, workers, budgets)",
+            ),
+        ),
+        (
+            (
+                "neuromanifold.relu._bounds",
+                "machinery: bounds on neurons and on the difference of two networks",
             ),
         ),
         (
             (
                 "neuromanifold.relu._core",
-                "networks, domains, the one exact and the one float conversion",
+                "machinery: networks, domains, the one exact and the one float conversion",
             ),
         ),
     ),

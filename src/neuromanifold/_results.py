@@ -158,6 +158,8 @@ class Result:
                 f"{cls.__name__}.from_dict needs a dict as returned by to_dict; "
                 f"got {short_repr(data)}"
             )
+        if cls.__dict__.get("_QUESTION", False):
+            return _route_for(cls, data).from_dict(data)
         if not dataclasses.is_dataclass(cls):
             raise InputError(f"{cls.__name__} is not a result class with fields")
         hints = _field_hints(cls)
@@ -201,6 +203,36 @@ class Result:
 # --------------------------------------------------------------------------- loading back
 _HINTS: dict[type, dict[str, Any]] = {}
 _BY_KEYS: dict[Any, Any] = {}
+
+
+def _route_for(question: type, data: Mapping[str, Any]) -> type:
+    """The route class of a question's result (a subclass of ``question``, which sets
+    ``_QUESTION = True``) whose fields ``data`` holds: every required field present and
+    no key outside its fields."""
+    keys = {str(k) for k in data}
+    fitting = []
+    for route in question.__subclasses__():
+        fields = {f.name for f in dataclasses.fields(route) if not f.name.startswith("_")}
+        required = {
+            f.name
+            for f in dataclasses.fields(route)
+            if f.init
+            and not f.name.startswith("_")
+            and f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        }
+        if required <= keys <= fields:
+            fitting.append(route)
+    if len(fitting) != 1:
+        routes = ", ".join(r.__name__ for r in question.__subclasses__())
+        raise InputError(
+            f"{question.__name__}.from_dict: the keys fit "
+            f"{'none' if not fitting else 'more than one'} of its routes ({routes}); "
+            f"got the keys {short_repr(sorted(keys))}"
+        )
+    return fitting[0]
+
+
 _NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 

@@ -358,7 +358,7 @@ def test_the_identity_test_refuses_a_law_that_is_not_conserved():
     # a block law of a block that is not active at the data is not conserved there
     q = [(np.eye(2), np.zeros(2)), (np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
     mq = model_of(q, None, [[1.0, -1.0], [-1.0, 1.0]])
-    from neuromanifold.relu._analysis.flow import block_law_terms
+    from neuromanifold.relu._flow.flow import block_law_terms
 
     ((name, terms),) = block_law_terms((2, 2, 2, 1), 2, [0, 1])
     assert not _verify_laws(

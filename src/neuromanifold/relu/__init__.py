@@ -1,34 +1,33 @@
-"""ReLU networks (paper B, docs/concepts_relu.md): the exact piecewise-linear engine.
+"""ReLU networks (paper B, docs/concepts_relu.md), one question per room.
 
-Networks and domains (docs/concepts_relu.md §1), linear regions and bent hyperplanes, ground-truth
-functional equivalence, functional dimension, one hidden layer on the orthant
-(docs/concepts_relu.md §2), genericity (docs/concepts_relu.md §3), non-localizability (§6) and
-pictures.
+Each question a user asks has one verb and one result class (``__all__`` below lists them
+by question): regions and bent hyperplanes, neurons on a domain, functional dimension,
+genericity, reduction, identifiability, fiber, canonical form, equivalence, distance,
+fingerprints, one hidden layer on the orthant, non-localizability, gradient flow. Where
+theory gives several regimes (three layers, any depth), the verb picks the route and the
+result names it in ``method``; the route's result class subclasses the question's.
 """
 
 from . import symmetries
-from ._analysis.bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
-from ._analysis.flow import ReLUFlowResult, active_blocks, block_law, gradient_flow
-from ._analysis.fundim import FunctionalDimension, functional_dimension
-from ._analysis.genericity import Genericity, GenericityFailure, genericity
-from ._analysis.neurons import NeuronStatus, neurons
-from ._analysis.plot import plot_arrangement
-from ._analysis.reduction import Reduction, reduce
-from ._analysis.regions import (
-    Region,
-    RegionEstimate,
-    Regions,
-    RegionStream,
-    activation_pattern,
-    estimate_regions,
-    iter_regions,
-    regions,
-    warm_up,
-)
-from ._bottleneck.canonical import BottleneckEquivalence, equivalent_bottleneck
-from ._bottleneck.fiber import BottleneckFiber, FiberFamily
-from ._bottleneck.identifiability import HiddenHyperplane, Identifiability
-from ._bottleneck.nonlocalizability import (
+from ._canonical.canonical import canonical_form
+from ._canonical.three_layer import BottleneckEquivalence, equivalent_bottleneck
+from ._core.domain import Domain, as_domain
+from ._core.net import ReLUNet, check_params, forward
+from ._distance.distance import Distance, Top1, distance
+from ._equivalence.equivalence import Equivalence, equivalent
+from ._fiber.fiber import DeepFiber, MoveFamily, fiber
+from ._fiber.result import ReLUFiber
+from ._fiber.search import SearchCluster, SymmetrySearch, search_symmetries
+from ._fiber.three_layer import BottleneckFiber, FiberFamily
+from ._fingerprint.fingerprint import Fingerprint, FunctionGroups, fingerprint, group_by_function
+from ._flow.flow import ReLUFlowResult, active_blocks, block_law, gradient_flow
+from ._fundim.fundim import FunctionalDimension, functional_dimension
+from ._genericity.genericity import Genericity, GenericityFailure, genericity
+from ._identifiability.identifiability import DeepIdentifiability, identifiability
+from ._identifiability.three_layer import HiddenHyperplane, ThreeLayerIdentifiability
+from ._identifiability.verdict import Identifiability
+from ._neurons.neurons import NeuronStatus, neurons
+from ._nonlocalizability.nonlocalizability import (
     Nonlocalizability,
     NonlocalizableSearch,
     PartIdentifiability,
@@ -37,15 +36,6 @@ from ._bottleneck.nonlocalizability import (
     orbit_distance,
     search_nonlocalizable,
 )
-from ._bottleneck.search import SearchCluster, SymmetrySearch, search_symmetries
-from ._compare.distance import Distance, Top1, distance
-from ._compare.equivalence import Equivalence, equivalent
-from ._compare.fingerprint import Fingerprint, FunctionGroups, fingerprint, group_by_function
-from ._core.domain import Domain, as_domain
-from ._core.net import ReLUNet, check_params, forward
-from ._deep.canonical import canonical_form
-from ._deep.fiber import DeepFiber, MoveFamily, fiber
-from ._deep.identifiability import DeepIdentifiability, identifiability
 from ._orthant.arrangement import (
     ArrangementComparison,
     ArrangementHyperplane,
@@ -54,15 +44,30 @@ from ._orthant.arrangement import (
     weighted_arrangement,
 )
 from ._orthant.fiber import FiberPiece, OrthantFiber, orthant_fiber
+from ._reduction.reduction import Reduction, reduce
+from ._regions.bent import BentHyperplanes, BentNeuron, BentPiece, bent_hyperplanes
+from ._regions.plot import plot_arrangement
+from ._regions.regions import (
+    Region,
+    RegionEstimate,
+    Regions,
+    RegionStream,
+    activation_pattern,
+    estimate_regions,
+    iter_regions,
+    regions,
+)
+from ._warm_up import warm_up
 
 __all__ = [
-    # networks and domains
+    # networks and domains (the machinery every question reads)
     "ReLUNet",
     "forward",
     "check_params",
     "Domain",
     "as_domain",
-    # regions, bent hyperplanes, equivalence, functional dimension
+    "warm_up",
+    # what are its linear regions and bent hyperplanes? (docs/relu.md)
     "regions",
     "Region",
     "Regions",
@@ -71,27 +76,58 @@ __all__ = [
     "RegionStream",
     "estimate_regions",
     "RegionEstimate",
-    "warm_up",
     "bent_hyperplanes",
     "BentHyperplanes",
     "BentNeuron",
     "BentPiece",
+    "plot_arrangement",
+    # which neurons are dead, linear or switching on a domain?
+    "neurons",
+    "NeuronStatus",
+    # what is its functional dimension?
+    "functional_dimension",
+    "FunctionalDimension",
+    # is the parameter generic?
+    "genericity",
+    "Genericity",
+    "GenericityFailure",
+    # the smallest network of the same function
+    "reduce",
+    "Reduction",
+    # is the parameter identifiable up to permutation and scaling? (docs/relu_symmetries.md)
+    "identifiability",
+    "Identifiability",
+    "ThreeLayerIdentifiability",
+    "DeepIdentifiability",
+    "HiddenHyperplane",
+    "symmetries",
+    # which parameters compute the same function?
+    "fiber",
+    "ReLUFiber",
+    "BottleneckFiber",
+    "FiberFamily",
+    "DeepFiber",
+    "MoveFamily",
+    "search_symmetries",
+    "SymmetrySearch",
+    "SearchCluster",
+    # one representative per orbit (docs/relu_equivalence.md)
+    "canonical_form",
+    # do two networks compute the same function?
     "equivalent",
     "Equivalence",
+    "equivalent_bottleneck",
+    "BottleneckEquivalence",
+    # how far apart are two networks on a domain?
     "distance",
     "Distance",
     "Top1",
-    "neurons",
-    "NeuronStatus",
-    "reduce",
-    "Reduction",
+    # which networks of a zoo compute one function?
     "fingerprint",
     "Fingerprint",
     "group_by_function",
     "FunctionGroups",
-    "functional_dimension",
-    "FunctionalDimension",
-    # one hidden layer on the orthant
+    # one hidden layer on the orthant (docs/relu_arrangement.md)
     "weighted_arrangement",
     "WeightedArrangement",
     "ArrangementHyperplane",
@@ -100,30 +136,7 @@ __all__ = [
     "orthant_fiber",
     "OrthantFiber",
     "FiberPiece",
-    # genericity, pictures
-    "genericity",
-    "Genericity",
-    "GenericityFailure",
-    "plot_arrangement",
-    # symmetries and identifiability (docs/relu_symmetries.md; any depth: docs/relu_depth.md)
-    "symmetries",
-    "identifiability",
-    "Identifiability",
-    "DeepIdentifiability",
-    "HiddenHyperplane",
-    "fiber",
-    "BottleneckFiber",
-    "FiberFamily",
-    "DeepFiber",
-    "MoveFamily",
-    # canonical form, polynomial-time equivalence, fiber search (docs/relu_equivalence.md)
-    "canonical_form",
-    "equivalent_bottleneck",
-    "BottleneckEquivalence",
-    "search_symmetries",
-    "SymmetrySearch",
-    "SearchCluster",
-    # non-localizability of identifiability (docs/concepts_relu.md §6)
+    # is identifiability decided locally? (docs/concepts_relu.md §6)
     "nonlocalizability",
     "nonlocalizable_example",
     "search_nonlocalizable",

@@ -2,10 +2,10 @@
 do not (so not in ``neuromanifold.relu``'s public surface). Import them from here,
 never from ``relu``'s private modules."""
 
-from ._analysis.flow import block_law_terms, rescaling_law_terms
-from ._bottleneck.identifiability import fast_genericity
-from ._bottleneck.nonlocalizability import OFF_ORBIT, verify_point
-from ._bottleneck.shape import is_bottleneck, three_layer
+from ._flow.flow import block_law_terms, rescaling_law_terms
+from ._identifiability.three_layer import fast_genericity
+from ._nonlocalizability.nonlocalizability import OFF_ORBIT, verify_point
+from ._symmetries.shape import is_bottleneck, three_layer
 
 __all__ = [
     "OFF_ORBIT",

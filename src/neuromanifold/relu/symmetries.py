@@ -9,7 +9,14 @@ symmetry lifted to three consecutive layers among them (``docs/relu_depth.md``).
 'permutation'
 """
 
-from ._bottleneck.symmetries import (
+from ._symmetries.any_depth import (
+    ActiveBiasShift,
+    DeadNeuronOutgoing,
+    ParallelNeuronSplit,
+    SilentNeuronIncoming,
+    WindowSymmetry,
+)
+from ._symmetries.three_layer import (
     ORBIT_MOVES,
     Applicability,
     BlockRefactor,
@@ -24,13 +31,6 @@ from ._bottleneck.symmetries import (
     Symmetry,
     apply_sequence,
     random_orbit_point,
-)
-from ._deep.symmetries import (
-    ActiveBiasShift,
-    DeadNeuronOutgoing,
-    ParallelNeuronSplit,
-    SilentNeuronIncoming,
-    WindowSymmetry,
 )
 
 __all__ = [

@@ -20,10 +20,10 @@ from neuromanifold.relu import (
     identifiability,
     plot_arrangement,
 )
-from neuromanifold.relu._analysis import bent as _bent
-from neuromanifold.relu._analysis import genericity as _genericity
-from neuromanifold.relu._analysis import joint_regions as _joint
-from neuromanifold.relu._compare import equivalence as _equivalence
+from neuromanifold.relu._engine import joint_regions as _joint
+from neuromanifold.relu._equivalence import equivalence as _equivalence
+from neuromanifold.relu._genericity import genericity as _genericity
+from neuromanifold.relu._regions import bent as _bent
 from tests.support.relu import dyadic_net
 
 

@@ -1,7 +1,7 @@
 """Big-M encoding of ReLU networks as mixed-integer programs for HiGHS
 (:func:`neuromanifold.relu._engine.lp.solve_milp`), shared by ``equivalent(method="milp")``
-(:mod:`neuromanifold.relu._compare.equivalence`) and the tangent MILPs of ``functional_dimension``
-(:mod:`neuromanifold.relu._analysis.tangent`).
+(:mod:`neuromanifold.relu._equivalence.equivalence`) and the tangent MILPs of
+``functional_dimension`` (:mod:`neuromanifold.relu._fundim.tangent`).
 
 The network is encoded on the *homogenized* domain: ``x = y / s`` with ``|y_k| <= 1`` and
 ``0 <= s <= 1`` (``0 <= y`` on the orthant, ``lower s <= y <= upper s`` on a box), every

@@ -1,0 +1,579 @@
+"""The distance between two ReLU networks: the largest difference of their outputs over a
+domain, as a certified interval.
+
+``distance(p, q, domain)`` bounds
+
+    ``D = sup_x max_o |f_p(x)_o - f_q(x)_o|``              on a box (absolute), and
+    ``D = sup_x max_o |f_p(x)_o - f_q(x)_o| / max(1, ||x||_inf)``   on R^d or the orthant
+
+(on an unbounded domain the difference of two different networks grows linearly, so it is
+measured per unit of ``max(1, ||x||_inf)``, as in the tolerance contract) from both sides:
+
+* ``lower``: the exact difference at ``point``, an input of the domain, found by sampling
+  (uniform and over several scales), the maximizers of the LPs or MILPs below and the
+  exact simplex; re-evaluated in exact rational arithmetic at the returned float point.
+* ``upper``: proven by
+  - ``"regions"``: the joint regions of both networks (the exact region engine), on each an
+    LP with an exact duality bound, and the exact simplex where that bound is weaker than
+    ``lower + gap``: an exact bound (``certified=True``);
+  - ``"milp"``: one mixed-integer program per output and sign (HiGHS, big-M constants from
+    interval and LP bounds), whose floating-point dual bound plus the drift its
+    feasibility tolerances allow is reported with ``certified=False``;
+  - ``"parameter_bound"`` / ``"interval"`` when the budget ends first: the bound of
+    :func:`neuromanifold._tolerance.function_distance_bound` (two networks of one
+    architecture) or interval arithmetic over the box (``certified=True``, with a margin
+    for float rounding), whichever is smaller.
+
+With ``top1=True`` (a box only) the result also says whether the two networks rank the same
+class first at every point of the box (:class:`Top1`): the classifier property equivalence
+verifiers check. A *counterexample* is an input where a class one network ranks first (ties
+included) falls more than ``tol * scale`` (absolute, in output units) below the other
+network's largest output, checked in exact arithmetic; with ``tol=0``, a point where the
+sets of top classes differ. "Same" is proved by the joint regions (per region, network and
+class an LP with an exact duality bound, the exact simplex where that is too weak); where
+the engine does not run or the budget ends first, sampling looks for a counterexample and
+the answer is otherwise undecided (``same=None``).
+
+A box is mapped onto ``[-1, 1]^d`` by composing the first layer with the affine map, in
+exact arithmetic; there ``max(1, ||z||_inf) = 1``, so the region engine's homogenized
+supremum is the absolute one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any
+
+import flint
+import numpy as np
+
+from ..._errors import ComputationLimitError, InputError
+from ..._results import Result
+from ..._tolerance import DEFAULT_TOL, check_tol, function_distance_bound
+from ..._validation import as_seed_rng, check_bool, check_choice, check_nonnegative_float
+from ...exact import qrows, to_fmpq
+from .._bounds.interval import box_bounds, difference_bounds
+from .._core.domain import Domain, as_domain
+from .._core.net import check_params, float_params, forward_unchecked
+from .._core.numbers import pow2, to_float
+from .._engine.budget import Budget
+from .._engine.cells import exact_forward
+from .._engine.joint_regions import Best, Pair, sup_by_milp, sup_by_regions, top1_by_regions
+from .._equivalence.equivalence import (
+    ascend_difference,
+    expected_joint_regions,
+    relative_difference,
+    sample_points,
+)
+
+__all__ = ["Distance", "Top1", "distance"]
+
+_METHODS = ("auto", "regions", "milp")
+#: ``method="auto"`` runs the region engine when at most this many joint regions are
+#: expected, else the MILP
+_REGIONS_FIRST = 20_000
+_NUM_SAMPLES = 4096
+
+
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
+class Distance(Result):
+    """The distance of two ReLU networks on a domain, as an interval (see the module docs).
+
+    Attributes:
+        lower: the exact difference at ``point`` (rounded down): ``D >= lower``.
+        upper: a bound with ``D <= upper`` (rounded up), proven by ``upper_method``.
+        point: the input of the domain where ``lower`` is attained.
+        relative: True on an unbounded domain (the values are per unit of
+            ``max(1, ||x||_inf)``), False on a box (absolute output differences).
+        upper_method: ``"regions"``, ``"milp"``, ``"parameter_bound"`` or ``"interval"``.
+        certified: ``upper`` is proven (exact arithmetic, or float bounds with a margin
+            for their rounding); False for the MILP's floating-point bound.
+        gap: the width asked for: the search stops once ``upper - lower <= gap``.
+        converged: whether it did (else the budget ended first; ``note`` says where).
+        scale: the larger path norm of the two networks (``tol * scale`` is the
+            equivalence threshold of :func:`~neuromanifold.relu.equivalent`).
+        tol: the relative tolerance; ``within_tol`` compares ``upper`` with it.
+        num_regions: joint regions enumerated (``None`` when the engine did not run).
+        num_lps, num_milps: LPs and MILPs solved.
+        domain: the domain.
+        note: how the bounds were found, in words.
+        top1: with ``top1=True``, whether the two networks rank the same class first on
+            the box (a :class:`Top1`); else ``None``.
+    """
+
+    lower: float
+    upper: float
+    point: np.ndarray | None
+    relative: bool
+    upper_method: str
+    certified: bool
+    gap: float
+    converged: bool
+    scale: float
+    tol: float
+    num_regions: int | None
+    num_lps: int
+    num_milps: int
+    domain: Domain
+    note: str
+    top1: "Top1 | None" = None
+
+    @property
+    def within_tol(self) -> bool | None:
+        """Whether the networks are equivalent up to ``tol`` on the domain, as
+        :func:`~neuromanifold.relu.equivalent` measures it (per unit of
+        ``max(1, ||x||_inf)``, threshold ``tol * scale``): True when ``upper`` is within
+        the threshold (on a box ``upper`` is absolute, and the relative difference is at
+        most it), False when the difference at ``point`` exceeds it, None when the
+        interval does not decide."""
+        thr = self.tol * self.scale
+        if self.upper <= thr:
+            return True
+        at_point = (
+            self.lower
+            if self.relative or self.point is None
+            else self.lower / max(1.0, float(np.max(np.abs(self.point))))
+        )
+        return False if at_point > thr else None
+
+
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
+class Top1(Result):
+    """Whether two classifiers rank the same class first at every point of a box.
+
+    Attributes:
+        same: True (proved: no counterexample anywhere on the box), False (``witness`` is
+            one) or ``None`` (undecided: no counterexample found, and the proof did not
+            run or did not finish; ``note`` says which).
+        witness: an input of the box where the top classes differ (see the module docs),
+            or ``None``.
+        classes: ``(class A ranks first, class B ranks first)`` at the witness, or ``None``.
+        margin: at the witness, how far (output units) the class one network ranks first
+            falls below the other network's largest output; ``None`` without a witness.
+        certified: the verdict is proved (``False`` only when ``same`` is ``None``).
+        method: ``"regions"`` (the joint regions decided) or ``"search"`` (sampling found
+            the witness, or nothing decided).
+        tol: the relative tolerance; the margin counts above ``tol * scale``.
+        note: how the verdict was reached, in words.
+    """
+
+    same: bool | None
+    witness: np.ndarray | None
+    classes: tuple[int, int] | None
+    margin: float | None
+    certified: bool
+    method: str
+    tol: float
+    note: str
+
+
+def _unit_box(dom: Domain) -> tuple[Any, Domain, Any]:
+    """The map taking a network to the network on ``[-1, 1]^d`` (its first layer composed
+    with the affine map of ``[-1, 1]^d`` onto the box, in exact rationals), the unit box,
+    and the map ``z -> x`` (floats, clipped to the box)."""
+    lo, hi = np.asarray(dom.lower, float), np.asarray(dom.upper, float)
+    c = [(to_fmpq(a) + to_fmpq(b)) / 2 for a, b in zip(lo, hi)]
+    r = [(to_fmpq(b) - to_fmpq(a)) / 2 for a, b in zip(lo, hi)]
+
+    def compose(exact):
+        (W, b), rest = exact[0], exact[1:]
+        W = qrows(W)
+        W1 = [[w * rk for w, rk in zip(row, r)] for row in W]
+        b1 = [bi + sum((w * ck for w, ck in zip(row, c)), flint.fmpq(0)) for row, bi in zip(W, b)]
+        return [(np.array(W1, dtype=object), np.array(b1, dtype=object))] + [
+            (np.array(qrows(Wl), dtype=object), np.array(bl, dtype=object)) for Wl, bl in rest
+        ]
+
+    d = lo.size
+    unit = Domain.box(-np.ones(d), np.ones(d))
+    center, half = (lo + hi) / 2, (hi - lo) / 2
+    return compose, unit, (lambda z: np.clip(center + half * np.asarray(z, float), lo, hi))
+
+
+def _interval_bound(p: list, q: list, dom: Domain) -> float:
+    """Interval arithmetic over the box (every layer's float rounding bounded): ``max_o``
+    of the widest difference of the two networks' output intervals, and for one
+    architecture of the difference carried through the layers
+    (:func:`~neuromanifold.relu._neurons.neurons.difference_bounds`), rounded up."""
+    with np.errstate(all="ignore"):
+        lp, hp = box_bounds(p, dom)[-1]
+        lq, hq = box_bounds(q, dom)[-1]
+        width = float(np.max(np.maximum(hp - lq, hq - lp)))
+        if [W.shape for W, _ in p] == [W.shape for W, _ in q]:
+            lo, hi = difference_bounds(p, q, dom)[0][-1]
+            width = min(width, float(np.max(np.maximum(-lo, hi))))
+    # the subtraction's own rounding: one relative ulp, and up
+    return math.nextafter(width * (1 + 2**-52), math.inf) if np.isfinite(width) else math.inf
+
+
+def distance(
+    p: Any,
+    q: Any,
+    domain: Any = None,
+    *,
+    tol: Any = DEFAULT_TOL,
+    gap: Any = None,
+    method: str = "auto",
+    seed: Any = 0,
+    time_limit: float | None = 60.0,
+    max_regions: int | None = None,
+    progress: bool = False,
+    top1: bool = False,
+) -> Distance:
+    """The largest output difference of two ReLU networks on a domain, as a certified
+    interval ``[lower, upper]`` (see the module docs for what is measured and how).
+
+    Args:
+        p, q: parameters (lists of ``(W, b)``, a loaded model, a fitted MLP, ...) with the
+            same input and output dimensions.
+        domain: ``None`` (all of R^d), ``"orthant"``, a ``(lower, upper)`` box or a Domain.
+        tol: the relative tolerance of :func:`~neuromanifold.relu.equivalent`; the result's
+            ``within_tol`` says whether the networks are equivalent up to it.
+        gap: stop once ``upper - lower <= gap`` (in the units of the result); default
+            ``tol * scale``, the resolution of the tolerance contract; ``0`` asks for the
+            exact supremum (the region engine).
+        method: ``"auto"`` (the region engine when few joint regions are expected, else the
+            MILP), ``"regions"`` or ``"milp"``.
+        seed: seed of the sampling (int, None or a numpy Generator).
+        time_limit, max_regions: the budget of the whole call (default 60 s; ``None``: no
+            limit); when it ends, the interval found so far is returned with
+            ``converged=False`` and the reason in ``note`` (the upper bound is then the
+            MILPs' dual bound or the parameter or interval bound, whichever is smaller).
+        progress: a progress bar on stderr.
+        top1: also decide whether both networks rank the same class first at every point
+            of the box (the result's ``top1``, a :class:`Top1`; see the module docs); it
+            shares the budget, and needs a box.
+
+    Returns:
+        A :class:`Distance`.
+
+    >>> one = [(np.array([[1.0]]), np.zeros(1)), (np.array([[1.0]]), np.zeros(1))]
+    >>> shifted = [(np.array([[1.0]]), np.array([0.5])), (np.array([[1.0]]), np.zeros(1))]
+    >>> r = distance(one, shifted, (-1.0, 1.0))
+    >>> r.lower, r.upper, r.upper_method, r.certified
+    (0.5, 0.5, 'regions', True)
+    """
+    tol = check_tol(tol)
+    progress = check_bool(progress, "progress")
+    check_choice(method, "method", _METHODS)
+    rng = as_seed_rng(seed)
+    top1 = check_bool(top1, "top1")
+    # float64 copies, and whether floats are what was given (the float bounds below hold
+    # for the networks given only then)
+    fp, fq = float_params(p), float_params(q)
+    floats = fp is not None and fq is not None
+    fp = check_params(p) if fp is None else fp
+    fq = check_params(q) if fq is None else fq
+    # the clock starts before the exact copies are made (2 s for a pair at 784 inputs)
+    budget = Budget(
+        "distance",
+        fp[0][0].shape[1],
+        max_regions=max_regions,
+        time_limit=time_limit,
+        progress=progress,
+        unit="joint region",
+    )
+    pair0 = Pair(p, q, tol)  # the networks as given: exact values, checked shapes
+    dom = as_domain(domain, pair0.d)
+    if top1 and dom.kind != "box":
+        raise InputError(
+            f"top1=True compares the top classes on a box: pass domain as "
+            f"(lower, upper) or a box Domain; got the {dom.kind} domain"
+        )
+    gap = tol * pair0.scale if gap is None else check_nonnegative_float(gap, "gap")
+    # bounds from the parameters alone, the answer when the budget ends first
+    same = [W.shape for W, _ in fp] == [W.shape for W, _ in fq]
+    fallback = (function_distance_bound(fp, fq) if same and floats else math.inf, "parameter_bound")
+    if dom.kind == "box":
+        compose, work_dom, to_x = _unit_box(dom)
+        # the exact layers pair0 already holds (the same values exact_params gives)
+        pair = Pair(
+            compose(list(zip(pair0.p.Wq, pair0.p.bq))),
+            compose(list(zip(pair0.q.Wq, pair0.q.bq))),
+            tol,
+        )
+        # |f_p(x) - f_q(x)| <= bound * max(1, |x|_inf) and |x|_inf <= R on the box
+        reach = max(1.0, float(np.max(np.abs(np.r_[dom.lower, dom.upper]))))
+        fallback = min(
+            (fallback[0] * reach, fallback[1]),
+            (_interval_bound(fp, fq, dom) if floats else math.inf, "interval"),
+        )
+    else:
+        pair, work_dom, to_x = pair0, dom, (lambda z: np.asarray(z, float))
+    unit = math.ldexp(1.0, pair.E)  # balanced outputs are the outputs / 2**E
+    best = Best(pair)
+    gap_q = to_fmpq(gap / unit)
+    num_regions, upper, how, note = None, None, None, ""
+    chosen = method
+    if method == "auto":
+        expected = expected_joint_regions(pair, work_dom, rng)
+        chosen = "regions" if expected <= _REGIONS_FIRST else "milp"
+        note = f"about {expected:.0f} joint regions expected: {chosen}; "
+    # the lower end: one batch when the region engine will find the maximum anyway, else
+    # a share of the budget (the MILPs' incumbents come late, if at all)
+    search = (
+        0.0
+        if chosen == "regions"
+        else (2.0 if time_limit is None else min(0.2 * float(budget.remaining()), 10.0))
+    )
+    num_points = _search(pair, work_dom, rng, best, search)
+    note += f"{num_points:,} points searched; "
+    try:
+        if chosen == "regions":
+            up_q = sup_by_regions(pair, work_dom, budget, best, gap=gap_q) * pow2(pair.E)
+            upper, how, certified = to_float(up_q), "regions", True
+            if to_fmpq(upper) < up_q:  # rounded outward
+                upper = math.nextafter(upper, math.inf)
+            num_regions = budget.num_regions
+            note += f"the exact maximum over {num_regions} joint regions"
+        else:
+            up, solved = sup_by_milp(pair, work_dom, budget, best, time_limit=budget.remaining())
+            if up is not None:
+                upper, how, certified = up * unit, "milp", False
+                note += (
+                    f"the MILPs' floating-point dual bound plus the drift the solver's "
+                    f"tolerances allow (not exact); {solved} of {2 * pair.m} MILPs "
+                    f"reached their optimum, the others stopped at their time share"
+                )
+            else:
+                note += "a MILP stopped with no bound (time limit)"
+    except ComputationLimitError as err:
+        num_regions = err.num_regions if chosen == "regions" else None
+        note += f"stopped: {err}"
+    point = to_x(best.point) if best.point is not None else None
+    lower, lower_q = _exact_lower(pair0, point, relative=dom.kind != "box")
+    if upper is None or fallback[0] < upper:
+        if upper is None or how == "milp":
+            upper, how, certified = fallback[0], fallback[1], math.isfinite(fallback[0])
+            note += f"; upper bound from {how.replace('_', ' ')}"
+    if how == "regions":  # exact endpoints: compare them before rounding outward
+        converged = up_q - lower_q <= to_fmpq(gap)
+    else:
+        converged = upper - lower <= gap
+    upper = max(upper, lower)
+    agreement = (
+        _top1(pair0, pair, work_dom, to_x, budget, rng, engine=chosen == "regions", extra=point)
+        if top1
+        else None
+    )
+    return Distance(
+        top1=agreement,
+        lower=lower,
+        upper=upper,
+        point=point,
+        relative=dom.kind != "box",
+        upper_method=how,
+        certified=bool(certified),
+        gap=gap,
+        converged=bool(converged),
+        scale=float(pair0.scale),
+        tol=tol,
+        num_regions=num_regions,
+        num_lps=budget.num_lps,
+        num_milps=2 * pair.m if how == "milp" else 0,
+        domain=dom,
+        note=note
+        + (
+            ""
+            if converged
+            else f"; not converged: upper - lower = {upper - lower:.3g} > gap {gap:.3g}"
+        ),
+    )
+
+
+def _top1(
+    pair0: Pair,
+    pair: Pair,
+    dom: Domain,
+    to_x,
+    budget: Budget,
+    rng: np.random.Generator,
+    *,
+    engine: bool,
+    extra: np.ndarray | None,
+) -> Top1:
+    """The :class:`Top1` verdict: sampled points of the unit box (and ``extra``, an input
+    of the user's box) checked exactly, then, when ``engine``, the joint regions."""
+    thr_abs = pair0.thr_q * pow2(pair0.E)  # tol * scale, absolute, as a rational
+    tol = pair0.tol
+    found: dict = {}
+
+    def counterexample(x: np.ndarray) -> bool:
+        """Whether ``x`` (an input of the user's box) is a counterexample, exactly."""
+        xq = [to_fmpq(float(v)) for v in x]
+        a, _ = exact_forward(pair0.bp, xq)
+        b, _ = exact_forward(pair0.bq, xq)
+        for first, (u, v) in enumerate(((a, b), (b, a))):
+            top, vmax = max(u), max(v)
+            for c in (k for k in range(len(u)) if u[k] == top):
+                if vmax - v[c] > pair0.thr_q:
+                    other = max(range(len(v)), key=lambda k: v[k])
+                    found.update(
+                        witness=np.asarray(x, float),
+                        classes=(c, other) if first == 0 else (other, c),
+                        margin=to_float((vmax - v[c]) * pow2(pair0.E)),
+                    )
+                    return True
+        return False
+
+    def result(same, method, note, certified=True):
+        return Top1(
+            same=same,
+            witness=found.get("witness"),
+            classes=found.get("classes"),
+            margin=found.get("margin"),
+            certified=certified,
+            method=method,
+            tol=tol,
+            note=note,
+        )
+
+    # sampling: the points where one network's top class is furthest below the other's
+    # largest output, in floats, then checked exactly
+    thr_f = to_float(thr_abs * pow2(-pair.E))
+    Z = np.vstack(
+        [
+            sample_points(dom, pair.d, rng, 4 * _NUM_SAMPLES),
+            np.where(rng.random((_NUM_SAMPLES, pair.d)) < 0.5, -1.0, 1.0),
+        ]
+    )
+    with np.errstate(all="ignore"):
+        P, Q = forward_unchecked(pair.fp, Z), forward_unchecked(pair.fq, Z)
+        rows = np.arange(len(Z))
+        score = np.maximum(
+            Q.max(axis=1) - Q[rows, P.argmax(axis=1)], P.max(axis=1) - P[rows, Q.argmax(axis=1)]
+        )
+    score = np.where(np.isfinite(score), score, 0.0)
+    order = [k for k in np.argsort(-score)[:16] if score[k] > 0.5 * thr_f]
+    tried = [to_x(Z[k]) for k in order] + ([extra] if extra is not None else [])
+    if any(counterexample(x) for x in tried):
+        return result(
+            False,
+            "search",
+            f"a counterexample among {len(Z):,} sampled points "
+            f"of the box, checked in exact arithmetic",
+        )
+    searched = f"no counterexample among {len(Z):,} sampled points"
+    if not engine:
+        return result(
+            None,
+            "search",
+            f"{searched}; the joint regions (the proof) were not "
+            f"enumerated: the MILPs ran instead (method='milp', "
+            f"or more regions expected than the region engine "
+            f"takes; method='regions' forces them)",
+            certified=False,
+        )
+    try:
+        out = top1_by_regions(
+            pair, dom, budget, thr_abs * pow2(-pair.E), lambda z: counterexample(to_x(z))
+        )
+    except ComputationLimitError as err:
+        return result(
+            None, "search", f"{searched}; the joint regions stopped: {err}", certified=False
+        )
+    if out is None:
+        return result(
+            True,
+            "regions",
+            f"{searched}; on every joint region each class "
+            f"either network ranks first stays within tol of "
+            f"the other's largest output (exact LP bounds)",
+        )
+    z, confirmed = out
+    if confirmed:
+        return result(
+            False,
+            "regions",
+            "a counterexample from a joint region's LP, checked in exact arithmetic",
+        )
+    if any(counterexample(to_x(y)) for y in _beside(np.asarray(z, float), dom, rng)):
+        return result(
+            False,
+            "regions",
+            "a counterexample beside the rational one the exact "
+            "simplex found on a joint region (on a tie of one "
+            "network's top classes), checked in exact arithmetic",
+        )
+    found.update(witness=to_x(z), classes=None, margin=None)
+    return result(
+        False,
+        "regions",
+        "the exact simplex found a rational counterexample "
+        "on a joint region; the float input given rounds it "
+        "(it may sit on a tie)",
+    )
+
+
+def _beside(z: np.ndarray, dom: Domain, rng: np.random.Generator, limit: int = 256):
+    """Float points of ``dom`` beside ``z``, nearest first (at most ``limit``): a rational
+    counterexample on a tie of one network's top classes has float ones on one side of the
+    tie, which rounding ``z`` may miss. Steps of ``2^-52`` to ``2^-16`` times ``|z|`` along
+    the coordinates (the first 16) and 8 random directions, both ways."""
+    d = z.size
+    dirs = [np.eye(d)[i] for i in range(min(d, 16))] + list(rng.standard_normal((8, d)))
+    dirs = [u / np.max(np.abs(u)) for u in dirs]
+    size = max(float(np.max(np.abs(z), initial=0.0)), 1.0)
+    count = 0
+    for k in range(0, 37, 4):
+        for u in dirs:
+            for y in (z + 2.0 ** (k - 52) * size * u, z - 2.0 ** (k - 52) * size * u):
+                if dom.kind == "box":
+                    y = np.clip(y, dom.lower, dom.upper)
+                elif dom.kind == "orthant":
+                    y = np.maximum(y, 0.0)
+                count += 1
+                if count > limit:
+                    return
+                yield y
+
+
+def _search(pair: Pair, dom: Domain, rng: np.random.Generator, best: Best, seconds: float) -> int:
+    """Look for a large difference for ``seconds``: batches of the domain (uniform, and on
+    a box its vertices), then, on a box, a sign-gradient ascent from the best points found
+    (the difference is piecewise linear: the gradient of its largest output, stepped to
+    the box's faces at shrinking step sizes). The best points are offered to ``best``
+    (evaluated exactly). Returns the number of points evaluated."""
+    t_end = time.monotonic() + seconds
+    top_x, top_v, n = None, None, 0
+    while True:
+        X = sample_points(dom, pair.d, rng, _NUM_SAMPLES)
+        if dom.kind == "box":
+            V = np.where(rng.random((_NUM_SAMPLES // 4, pair.d)) < 0.5, dom.lower, dom.upper)
+            X = np.vstack([X, V])
+        rel = relative_difference(pair, X)
+        n += len(X)
+        keep = np.argsort(-rel)[:8]
+        top_x = X[keep] if top_x is None else np.vstack([top_x, X[keep]])
+        top_v = rel[keep] if top_v is None else np.concatenate([top_v, rel[keep]])
+        order = np.argsort(-top_v)[:8]
+        top_x, top_v = top_x[order], top_v[order]
+        if time.monotonic() >= t_end:
+            break
+    if dom.kind == "box":
+        for k in range(len(top_x)):
+            if time.monotonic() >= t_end + seconds:  # the ascent gets at most as long again
+                break
+            top_x[k], top_v[k], m = ascend_difference(pair, dom, top_x[k], top_v[k])
+            n += m
+    order = np.argsort(-top_v)  # the ascent may have reordered them
+    for k, x in enumerate(top_x[order]):
+        # each offer is an exact forward pass (a tenth of a second at 784 inputs): the best
+        # point always, the others while the search's time lasts
+        if k and time.monotonic() >= t_end + seconds:
+            break
+        best.offer(x)
+    return n
+
+
+def _exact_lower(pair: Pair, x: np.ndarray | None, *, relative: bool) -> tuple:
+    """The exact difference of the networks as given at ``x`` (per unit of
+    ``max(1, ||x||_inf)`` when ``relative``): rounded down, and exactly."""
+    if x is None:
+        return 0.0, flint.fmpq(0)
+    diff, norm = pair.relative(x)
+    value = (diff / norm if relative else diff) * pow2(pair.E)
+    f = to_float(value)
+    return (max(0.0, math.nextafter(f, -math.inf)) if to_fmpq(f) > value else f), value
