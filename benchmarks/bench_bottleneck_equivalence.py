@@ -40,8 +40,8 @@ import time
 import numpy as np
 from _timing import median_time, peak_memory_mb, suite_row
 
-from neuromanifold._tolerance import path_norm_scale
 from neuromanifold.relu import equivalent
+from neuromanifold.relu._bounds.parameters import path_norm_scale
 from neuromanifold.relu._canonical.three_layer import equivalent_bottleneck, fast_path_reason
 from neuromanifold.relu.symmetries import random_orbit_point
 

@@ -51,7 +51,8 @@ from _timing import peak_memory_mb, pin_threads, suite_row
 from bench_symmetry_recovery import normalized_matching, planted_copy
 
 from neuromanifold import ComputationLimitError, NeuromanifoldError, io, relu
-from neuromanifold._tolerance import DEFAULT_TOL, numerical_rank, path_norm_scale
+from neuromanifold._tolerance import DEFAULT_TOL, numerical_rank
+from neuromanifold.relu._bounds.parameters import path_norm_scale
 from neuromanifold.relu.symmetries import random_orbit_point
 
 NONE = "-"

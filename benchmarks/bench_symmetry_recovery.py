@@ -56,7 +56,7 @@ from _timing import suite_row
 from scipy.optimize import linear_sum_assignment
 
 from neuromanifold import relu
-from neuromanifold._tolerance import path_norm_scale
+from neuromanifold.relu._bounds.parameters import path_norm_scale
 from neuromanifold.relu._canonical.three_layer import equivalent_bottleneck, fast_path_reason
 from neuromanifold.relu.symmetries import apply_sequence, random_orbit_point
 

@@ -321,8 +321,8 @@ def test_scales_survive_chains_of_tiny_then_huge_layers():
     the parameter bound may underflow on the way (tolerances are relative to them)."""
     import numpy as np
 
-    from neuromanifold._tolerance import function_distance_bound, path_norm_scale
     from neuromanifold.relu import equivalent
+    from neuromanifold.relu._bounds.parameters import function_distance_bound, path_norm_scale
 
     L = lambda w: (np.array([[w]]), np.zeros(1))  # noqa: E731
     a, A = 2.0**-600, 2.0**600

@@ -47,10 +47,6 @@ TIERS: tuple[tuple[tuple[str, str], ...], ...] = (
         ("neuromanifold._tolerance", "the tolerance contract"),
         ("neuromanifold._validation", "input checks, one per rule"),
         ("neuromanifold._progress", "the one progress-bar helper"),
-        (
-            "neuromanifold._live",
-            "live model objects (scikit-learn, torch, io.Model) as ReLU parameters",
-        ),
         ("neuromanifold._version", "the version string"),
         ("neuromanifold._layers", "this table"),
     ),
@@ -160,7 +156,8 @@ ROOMS: dict[str, tuple[tuple[tuple[str, str], ...], ...]] = {
         (
             (
                 "neuromanifold.relu._core",
-                "machinery: networks, domains, the one exact and the one float conversion",
+                "machinery: networks (live scikit-learn and torch models read as parameters), "
+                "domains, the one exact and the one float conversion",
             ),
         ),
     ),

@@ -9,7 +9,7 @@ import inspect
 import numpy as np
 
 from neuromanifold import relu
-from neuromanifold._tolerance import path_norm_scale
+from neuromanifold.relu._bounds.parameters import path_norm_scale
 
 GT_TOL = 1e-9
 

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from .._errors import ModelFileError, NeuromanifoldError, short_repr
-from .._live import live_relu_params, tensor_to_numpy
 from .._validation import MAX_PARAMS
+from ..relu._library import live_relu_params, tensor_to_numpy
 from ._model import ORDER_KEY, STRIDES_KEY, Model, model_from_arrays, stored_strides_list
 from ._onnx import read_onnx, write_onnx
 

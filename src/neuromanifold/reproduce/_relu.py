@@ -42,11 +42,18 @@ from .. import relu
 from .._errors import ComputationLimitError, InputError, NeuromanifoldError, short_repr
 from .._progress import progress_bar
 from .._results import to_jsonable
-from .._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
+from .._tolerance import DEFAULT_TOL, check_tol
 from .._validation import as_seed_rng, check_bool
 from ..conservation import conservation_laws
 from ..relu import genericity, identifiability
-from ..relu._library import OFF_ORBIT, fast_genericity, is_bottleneck, three_layer, verify_point
+from ..relu._library import (
+    OFF_ORBIT,
+    fast_genericity,
+    is_bottleneck,
+    path_norm_scale,
+    three_layer,
+    verify_point,
+)
 from ..relu.symmetries import (
     DeadNeuronMove,
     Flip,

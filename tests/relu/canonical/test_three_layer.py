@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import neuromanifold as nm
 from neuromanifold import InputError, relu
-from neuromanifold._tolerance import path_norm_scale
+from neuromanifold.relu._bounds.parameters import path_norm_scale
 from neuromanifold.relu._canonical import block
 from neuromanifold.relu._canonical.three_layer import (
     canonical_form,

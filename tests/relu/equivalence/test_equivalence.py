@@ -11,9 +11,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from neuromanifold import ArchitectureError, InputError, ParameterError
-from neuromanifold._tolerance import path_norm_scale
 from neuromanifold.exact import to_fmpq
 from neuromanifold.relu import ReLUNet, distance, equivalent, forward, regions
+from neuromanifold.relu._bounds.parameters import path_norm_scale
 from neuromanifold.relu._engine.cells import ExactNet, exact_forward
 from neuromanifold.relu.symmetries import apply_sequence
 from tests.support.relu import (

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
 from neuromanifold import ParameterError, relu
-from neuromanifold._tolerance import function_distance_bound, path_norm_scale
+from neuromanifold.relu._bounds.parameters import function_distance_bound, path_norm_scale
 from neuromanifold.relu._equivalence.equivalence import (
     _compiled_match,
     _flat_layers,

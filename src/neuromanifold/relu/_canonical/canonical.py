@@ -21,7 +21,8 @@ positive scaling of every hidden layer, after a lossless reduction:
 The result is certified: the reduction's change (its snapping, and the rounding of its
 exact weights) plus a bound on the normal form's rounding (every entry within three units
 in the last place of the exact rescaling, carried through
-:func:`neuromanifold._tolerance.telescoping_bound`) stay within ``tol`` times the scale.
+:func:`neuromanifold.relu._bounds.parameters.telescoping_bound`)
+stay within ``tol`` times the scale.
 
 What it does not quotient out: the mixings of an always-active block of two or more
 neurons, every symmetry of the three-layer windows beyond dead and always-active neurons
@@ -38,8 +39,9 @@ from typing import Any
 import numpy as np
 
 from ..._errors import InputError
-from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale, telescoping_bound
+from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import check_choice
+from .._bounds.parameters import path_norm_scale, telescoping_bound
 from .._core.net import check_params, exact_params
 from .._reduction.reduction import reduce_exact, rounded_layers, sign_statuses, zero_active_biases
 from .._symmetries.any_depth import active_neurons, dead_neurons, parallel_pairs, silent_neurons

@@ -44,14 +44,9 @@ from scipy.optimize import linear_sum_assignment
 
 from ..._errors import ArchitectureError, InputError, SymmetryError
 from ..._results import Result
-from ..._tolerance import (
-    DEFAULT_TOL,
-    SYMMETRY_ROUNDING,
-    check_tol,
-    function_distance_bound,
-    path_norm_scale,
-)
+from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import check_finite_result
+from .._bounds.parameters import SYMMETRY_ROUNDING, function_distance_bound, path_norm_scale
 from .._core.net import forward
 from .._symmetries.shape import (
     hidden_hyperplanes,
@@ -107,7 +102,8 @@ def _snap(params: Params, tol: float) -> tuple[Params, int, float]:
     neuron whose path weight ``|W3[:, j]|_1 |R_j|_1`` is at most ``tol`` times the scale made
     dead (row ``(0, ..., 0, -1)``, zero outgoing weights); the number of such entries and
     neurons, and a bound on the relative function change
-    (:func:`neuromanifold._tolerance.function_distance_bound` over the path-norm scale).
+    (:func:`neuromanifold.relu._bounds.parameters.function_distance_bound`
+    over the path-norm scale).
     Training with weight decay leaves many such entries (docs/relu_equivalence.md §1).
     :class:`NotCovered` when the bound exceeds ``tol``."""
     R = weighted_rows(params)
@@ -608,7 +604,7 @@ class BottleneckEquivalence(Result):
         max_difference: for "not equivalent", the largest relative difference on the
             sample searched for a witness; when a symmetry connects them, a bound on the
             relative function difference between its image of ``p`` and ``q``
-            (:func:`neuromanifold._tolerance.function_distance_bound`).
+            (:func:`neuromanifold.relu._bounds.parameters.function_distance_bound`).
         certified: "equivalent" with a symmetry that applies step by step and whose image
             of ``p`` is within ``tol`` of ``q`` as a function (the bound above, plus a
             float-rounding margin), or "not equivalent" with a witness.

@@ -15,7 +15,6 @@ import flint
 import numpy as np
 
 from ..._errors import InputError, ParameterError, short_repr
-from ..._live import is_live_relu_model, live_relu_params
 from ..._validation import (
     as_finite_array,
     as_real_array,
@@ -25,6 +24,7 @@ from ..._validation import (
 )
 from ...exact import to_fmpq
 from .clock import check_deadline
+from .live import is_live_relu_model, live_relu_params
 
 __all__ = ["ReLUNet", "forward", "check_params", "param_list", "widths_of", "exact_params"]
 

@@ -20,7 +20,7 @@ measured per unit of ``max(1, ||x||_inf)``, as in the tolerance contract) from b
     interval and LP bounds), whose floating-point dual bound plus the drift its
     feasibility tolerances allow is reported with ``certified=False``;
   - ``"parameter_bound"`` / ``"interval"`` when the budget ends first: the bound of
-    :func:`neuromanifold._tolerance.function_distance_bound` (two networks of one
+    :func:`neuromanifold.relu._bounds.parameters.function_distance_bound` (two networks of one
     architecture) or interval arithmetic over the box (``certified=True``, with a margin
     for float rounding), whichever is smaller.
 
@@ -51,10 +51,11 @@ import numpy as np
 
 from ..._errors import ComputationLimitError, InputError
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, check_tol, function_distance_bound
+from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_choice, check_nonnegative_float
 from ...exact import qrows, to_fmpq
 from .._bounds.interval import box_bounds, difference_bounds
+from .._bounds.parameters import function_distance_bound
 from .._core.domain import Domain, as_domain
 from .._core.net import check_params, float_params, forward_unchecked
 from .._core.numbers import pow2, to_float

@@ -31,10 +31,11 @@ import numpy as np
 from ..._errors import ArchitectureError
 from ..._progress import progress_bar
 from ..._results import Result
-from ..._tolerance import check_tol, path_norm_scale
+from ..._tolerance import check_tol
 from ..._validation import check_finite_result
 from ...exact import exact_lp_max, to_fmpq
 from .._bounds.interval import difference_bounds
+from .._bounds.parameters import path_norm_scale
 from .._core.domain import Domain, as_domain
 from .._core.net import check_params, exact_params
 from .._core.numbers import binary_exponent, pow2, to_float

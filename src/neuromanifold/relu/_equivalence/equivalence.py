@@ -1,7 +1,7 @@
 """Functional equivalence of two ReLU networks on a domain, up to a relative tolerance.
 
 The question (``docs/relu.md``, section "Tolerances"): with ``scale`` the larger path norm
-of the two networks (:func:`neuromanifold._tolerance.path_norm_scale`), do ``f_p`` and
+of the two networks (:func:`neuromanifold.relu._bounds.parameters.path_norm_scale`), do ``f_p`` and
 ``f_q`` agree up to ``tol``, i.e. is
 
     ``sup_x max_o |f_p(x)_o - f_q(x)_o| / max(1, ||x||_inf)  <=  tol * scale``
@@ -28,7 +28,8 @@ Methods:
 * ``"auto"``: with ``tol > 0`` and float parameters, first a weight matching in floats
   (``"matching"``: each hidden layer's rows normalized and matched by one assignment,
   the permutation and positive rescaling applied to p, and the certificate: the bound of
-  :func:`neuromanifold._tolerance.function_distance_bound` between that copy and q, plus
+  :func:`neuromanifold.relu._bounds.parameters.function_distance_bound`
+  between that copy and q, plus
   the float rounding of applying the symmetry, at most ``tol * scale``; a matching that
   does not certify decides nothing); then a cheap sampled check (both networks on a few
   thousand points of the domain; the largest differences are checked exactly), then a
@@ -66,15 +67,10 @@ import flint
 import numpy as np
 
 from ..._errors import ComputationLimitError, NeuromanifoldError
-from ..._tolerance import (
-    DEFAULT_TOL,
-    check_tol,
-    function_distance_bound,
-    path_norm_scale,
-    telescoping_bound,
-)
+from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_choice, check_seed
 from ...exact import to_fmpq
+from .._bounds.parameters import function_distance_bound, path_norm_scale, telescoping_bound
 from .._canonical.three_layer import equivalent_bottleneck
 from .._core.clock import DeadlinePassed, check_deadline, deadline_scope
 from .._core.domain import Domain, as_domain

@@ -2,9 +2,9 @@
 
 :func:`match_kernel` does in one call what ``relu.equivalent``'s matching path does in
 numpy (:func:`neuromanifold.relu._equivalence.equivalence.match_hidden_neurons`, then
-:func:`neuromanifold._tolerance.path_norm_scale` and
-:func:`neuromanifold._tolerance.function_distance_bound`): per hidden layer, the rows
-``(W_j, b_j)`` of p (in q's coordinates of the layer before) and of q normalized, matched by
+:func:`neuromanifold.relu._bounds.parameters.path_norm_scale` and
+:func:`neuromanifold.relu._bounds.parameters.function_distance_bound`): per hidden layer, the
+rows ``(W_j, b_j)`` of p (in q's coordinates of the layer before) and of q normalized, matched by
 a linear assignment on their cosines, and the telescoping bound of the image of p against q.
 On the networks of a few dozen neurons the matching is meant for, the numpy version is some
 hundred small calls whose dispatch is the cost (0.6 ms at 8-6-8-1 against 0.13 ms for the
@@ -13,10 +13,10 @@ microseconds more than the recipe.
 
 The assignment is scipy's algorithm (the shortest augmenting path of Crouse 2016, with the
 same order of columns, so ties break alike). The bound is the plain float64 chain of
-:func:`neuromanifold._tolerance.telescoping_bound` with the same margin ``1 + 1e-9`` and the
-same bound on gradual underflow; wherever that bound is not negligible the kernel reports
-:data:`FALLBACK` and the exponent-tracked numpy chain decides. Tests check both against
-their numpy twins.
+:func:`neuromanifold.relu._bounds.parameters.telescoping_bound` with the same margin
+``1 + 1e-9`` and the same bound on gradual underflow; wherever that bound is not
+negligible the kernel reports :data:`FALLBACK` and the exponent-tracked numpy chain
+decides. Tests check both against their numpy twins.
 """
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ def _layer(flat, dims, offsets, l):
 
 @njit(cache=True)
 def _chain_slack(peaks, num_layers, n, num_products):
-    """:func:`neuromanifold._tolerance._underflow_slack` from the per-layer largest entries."""
+    """:func:`neuromanifold.relu._bounds.parameters.underflow_slack` from the per-layer
+    largest entries."""
     growth = 1.0
     for l in range(num_layers):
         growth *= max(1.0, n * peaks[l])
@@ -123,8 +124,9 @@ def _chain_slack(peaks, num_layers, n, num_products):
 
 @njit(cache=True)
 def path_norm_kernel(flat, dims, offsets):
-    """The plain float64 path norm of :func:`neuromanifold._tolerance.path_norm_scale`, or
-    ``-1.0`` when underflow could matter or a value left the float range."""
+    """The plain float64 path norm of
+    :func:`neuromanifold.relu._bounds.parameters.path_norm_scale`, or ``-1.0`` when
+    underflow could matter or a value left the float range."""
     L = dims.size - 1
     x = np.ones(dims[0])
     peaks = np.zeros(L)

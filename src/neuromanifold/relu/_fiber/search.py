@@ -39,7 +39,7 @@ from scipy.optimize import least_squares
 
 from ..._errors import InputError, ParameterError, short_repr
 from ..._results import Result
-from ..._tolerance import check_tol, path_norm_scale
+from ..._tolerance import check_tol
 from ..._validation import (
     as_seed_rng,
     check_bool,
@@ -47,6 +47,7 @@ from ..._validation import (
     check_positive_int,
     renamed_keywords,
 )
+from .._bounds.parameters import path_norm_scale
 from .._canonical.three_layer import (
     NotCovered,
     analyze_bottleneck,

@@ -34,8 +34,9 @@ import numpy as np
 
 from ..._errors import ComputationLimitError, InputError, NeuromanifoldError, short_repr
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
+from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import check_bool
+from .._bounds.parameters import path_norm_scale
 from .._canonical.three_layer import canonical_form, fast_path_reason
 from .._core.net import check_params
 from .._core.numbers import forward_error_bounds

@@ -73,8 +73,9 @@ import scipy.linalg
 
 from ..._progress import progress_bar
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank, path_norm_scale
+from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
 from ..._validation import as_real_array, check_bool, check_choice
+from .._bounds.parameters import path_norm_scale
 from .._core.domain import Domain, as_domain
 from .._core.net import param_list
 from .._engine.budget import Budget, check_budget

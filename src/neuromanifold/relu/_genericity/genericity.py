@@ -41,10 +41,11 @@ import flint
 import numpy as np
 
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank, path_norm_scale
+from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
 from ..._validation import check_bool
 from ...exact import rational_rank
 from ...exact._library import dot, round_certificate
+from .._bounds.parameters import path_norm_scale
 from .._core.domain import Domain, as_domain
 from .._core.net import check_params
 from .._core.numbers import (

@@ -33,8 +33,9 @@ from typing import Any
 import numpy as np
 
 from ..._errors import InputError, ParameterError
-from ..._tolerance import DEFAULT_TOL, check_tol, function_distance_bound, path_norm_scale
+from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import check_bool
+from .._bounds.parameters import function_distance_bound, path_norm_scale
 from .._core.net import check_params
 from .._engine.budget import check_budget
 from .._symmetries.any_depth import (

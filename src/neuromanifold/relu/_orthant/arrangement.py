@@ -36,9 +36,10 @@ import numpy as np
 
 from ..._errors import ArchitectureError, InputError, short_repr
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
+from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_finite_array
 from ...exact import fmpq_to_fraction, qmat, rational_matmul
+from .._bounds.parameters import path_norm_scale
 from .._core.domain import Domain, as_domain
 from .._core.numbers import exact_layers, open_range
 

@@ -34,8 +34,9 @@ import flint
 import numpy as np
 
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale, telescoping_bound
+from ..._tolerance import DEFAULT_TOL, check_tol
 from ...exact import fmpq_to_fraction, qrows, to_fmpq
+from .._bounds.parameters import path_norm_scale, telescoping_bound
 from .._core.clock import check_deadline
 from .._core.domain import Domain
 from .._core.net import check_params, exact_params, float_params
@@ -108,7 +109,8 @@ def abs_floats(W, b) -> tuple[np.ndarray, np.ndarray]:
 
 
 def difference_bound(Wa, ba, Wb, bb) -> float:
-    """The bound of :func:`neuromanifold._tolerance.function_distance_bound` for two exact
+    """The bound of
+    :func:`neuromanifold.relu._bounds.parameters.function_distance_bound` for two exact
     networks of the same widths (lists of rows of fmpq), the differences taken exactly."""
     L = len(Wa)
     return telescoping_bound(

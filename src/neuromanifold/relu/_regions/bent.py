@@ -22,9 +22,10 @@ import numpy as np
 
 from ..._errors import ComputationLimitError, InputError, short_repr  # noqa: F401
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
+from ..._tolerance import DEFAULT_TOL, check_tol
 from ...exact import fmpq_to_fraction, to_fmpq
 from ...exact._library import dot
+from .._bounds.parameters import path_norm_scale
 from .._core.domain import Domain, as_domain
 from .._engine.budget import Budget
 from .._engine.cells import ExactNet, layer_maps, pow2_floats

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 from ..._errors import ArchitectureError, InputError, short_repr
-from ..._tolerance import DEFAULT_TOL, check_tol, path_norm_scale
+from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_finite_array, check_bool
+from .._bounds.parameters import path_norm_scale
 from .._core.domain import Domain, as_domain
 from .._core.net import check_params
 from .._engine.budget import check_budget

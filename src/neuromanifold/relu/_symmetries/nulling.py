@@ -31,7 +31,8 @@ import time
 import numpy as np
 
 from ..._errors import SymmetryError
-from ..._tolerance import DEFAULT_TOL, function_distance_bound
+from ..._tolerance import DEFAULT_TOL
+from .._bounds.parameters import function_distance_bound
 from .._core.rows import sign_kinds
 from .any_depth import (
     ActiveBiasShift,
@@ -155,7 +156,8 @@ def reduction_symmetry(
 ) -> tuple[tuple, float] | None:
     """``(symmetry, bound)``: named symmetries taking ``p`` to ``q`` (module docs), the
     removable neurons made null at ``tol`` (exactly at ``tol = 0``), and ``bound``, the
-    bound of :func:`~neuromanifold._tolerance.function_distance_bound` between the image
+    bound of
+    :func:`~neuromanifold.relu._bounds.parameters.function_distance_bound` between the image
     of ``p`` (the whole sequence applied in floats, every step checked at
     ``max(tol, DEFAULT_TOL)``: the other network's moves are undone on rows that match
     its own up to rounding) and ``q``; ``None`` when the nulled networks are not matched

@@ -52,8 +52,9 @@ import numpy as np
 
 from ..._errors import InputError, SymmetryError, short_repr
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, SYMMETRY_ROUNDING, check_tol, path_norm_scale
+from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_finite_array, as_seed_rng, check_finite_result, check_nonnegative_int
+from .._bounds.parameters import SYMMETRY_ROUNDING, path_norm_scale
 from .._core.net import check_params
 from .shape import hides, live_rows, row_signs, three_layer
 

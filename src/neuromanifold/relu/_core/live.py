@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import short_repr
+from ..._errors import short_repr
 
 __all__ = ["is_live_relu_model", "live_relu_params", "tensor_to_numpy"]
 
