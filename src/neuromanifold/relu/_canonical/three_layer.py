@@ -792,30 +792,10 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
     scale = check_finite_result(
         max(path_norm_scale(p), path_norm_scale(q)), "the networks' scale (path norm)"
     )
-
-    def result(
-        equiv, symmetry=None, mpd=None, witness=None, wd=None, md=None, certified=False, note=""
-    ):
-        return BottleneckEquivalence(
-            applies=True,
-            equivalent=equiv,
-            symmetry=symmetry,
-            max_parameter_difference=mpd,
-            witness=witness,
-            witness_difference=wd,
-            max_difference=md,
-            certified=certified,
-            tol=tol,
-            scale=scale,
-            method="bottleneck",
-            note=note + snap_note,
-        )
-
     try:
         # the block's orientation is chosen quickly: without it the verdict decides from
         # the block as it is
-        cp, path_p, before_p, ip = _canonical(p, tol, thorough=False)
-        cq, path_q, before_q, iq = _canonical(q, tol, thorough=False)
+        forms = (_canonical(p, tol, thorough=False), _canonical(q, tol, thorough=False))
     except NotCovered as exc:
         return BottleneckEquivalence(
             applies=False,
@@ -831,19 +811,70 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
             method="none",
             note=f"fast path does not apply: {exc.args[0]}",
         )
-    snapped = [(n, b) for n, b in ((ip.snapped, ip.snap_bound), (iq.snapped, iq.snap_bound)) if n]
-    snap_note = (
-        ""
-        if not snapped
-        else f"; not generic: {' and '.join(str(n) for n, _ in snapped)} entries of "
-        f"[W2 | b2] or second-layer neurons within tol of zero were set to 0 (moving "
-        f"the function by at most "
-        f"{max(b for _, b in snapped):.3g} relative)"
-    )
+    return _Matching(p, q, tol, scale, *forms).decide()
 
-    def not_equivalent(why):
-        x, wd, md = _witness(p, q, tol, scale)
-        return result(
+
+class _Matching:
+    """The comparison of two canonical forms (:func:`equivalent_bottleneck`), step by step:
+    first layers, then second layers as they are, through the always-active block's
+    mixing, through turned rows or a refactoring, and last the orientation-free invariant
+    of layers 2-3. Each step either lands on q (a checked symmetry) or hands on."""
+
+    def __init__(self, p, q, tol: float, scale: float, form_p, form_q):
+        self.p, self.q, self.tol, self.scale = p, q, tol, scale
+        self.cp, self.path_p, _, self.ip = form_p
+        self.cq, self.path_q, self.before_q, self.iq = form_q
+        # a change of a normalized row moves the function's coefficients by at most the
+        # change times the path weight through the neuron: compare relative to the scale
+        self.atol = tol * max(scale, 1e-300)
+        (W2q, b2q), (self.W3q, self.b3q) = self.cq[1], self.cq[2]
+        self.Rq = np.hstack([W2q, b2q[:, None]])
+        snapped = [
+            (n, b)
+            for n, b in (
+                (self.ip.snapped, self.ip.snap_bound),
+                (self.iq.snapped, self.iq.snap_bound),
+            )
+            if n
+        ]
+        self.snap_note = (
+            ""
+            if not snapped
+            else f"; not generic: {' and '.join(str(n) for n, _ in snapped)} entries of "
+            f"[W2 | b2] or second-layer neurons within tol of zero were set to 0 (moving "
+            f"the function by at most "
+            f"{max(b for _, b in snapped):.3g} relative)"
+        )
+
+    def result(
+        self,
+        equiv,
+        symmetry=None,
+        mpd=None,
+        witness=None,
+        wd=None,
+        md=None,
+        certified=False,
+        note="",
+    ) -> BottleneckEquivalence:
+        return BottleneckEquivalence(
+            applies=True,
+            equivalent=equiv,
+            symmetry=symmetry,
+            max_parameter_difference=mpd,
+            witness=witness,
+            witness_difference=wd,
+            max_difference=md,
+            certified=certified,
+            tol=self.tol,
+            scale=self.scale,
+            method="bottleneck",
+            note=note + self.snap_note,
+        )
+
+    def not_equivalent(self, why: str) -> BottleneckEquivalence:
+        x, wd, md = _witness(self.p, self.q, self.tol, self.scale)
+        return self.result(
             False,
             witness=x,
             wd=wd,
@@ -857,48 +888,60 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
             ),
         )
 
-    if ip.n1 != iq.n1 or (ip.hidden is None) != (iq.hidden is None):
-        return not_equivalent("the first layers differ (number of neurons or hidden hyperplane)")
-    if ip.flippable != iq.flippable:
-        return not_equivalent("the first layers differ (flippable neurons)")
-    # align first layers (the hidden neuron sits at 0 in both)
-    (W1p, b1p), (W1q, b1q) = cp[0], cq[0]
-    F1p, F1q = np.hstack([W1p, b1p[:, None]]), np.hstack([W1q, b1q[:, None]])
-    start = 0 if ip.hidden is None else 1
-    perm1 = np.concatenate([np.arange(start), start + _assign(F1p[start:], F1q[start:])]).astype(
-        int
-    )
-    # a change of a normalized row moves the function's coefficients by at most the change
-    # times the path weight through the neuron: compare relative to the scale
-    atol = tol * max(scale, 1e-300)
-    pw1 = np.maximum(
-        np.max(np.abs(cp[2][0]) @ np.abs(cp[1][0]), axis=0)[perm1],
-        np.max(np.abs(cq[2][0]) @ np.abs(cq[1][0]), axis=0),
-    )
-    d1 = float(np.max(np.max(np.abs(F1p[perm1] - F1q), axis=1) * pw1))
-    if d1 > atol:
-        return not_equivalent(
-            f"the first layers differ (by {d1 / scale:.3g} relative to the "
-            f"scale, weighted by the paths through each neuron)"
-        )
-    align: list[Symmetry] = []
-    cur = cp
-    if np.any(perm1 != np.arange(ip.n1)):
-        align.append(Permutation(1, tuple(int(v) for v in perm1)))
-        cur = align[-1].apply(cur, tol=tol)
-    # second layer
-    (W2q, b2q), (W3q, b3q) = cq[1], cq[2]
-    Rq = np.hstack([W2q, b2q[:, None]])
-    same_shape = (
-        (len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
-        and cur[1][0].shape == W2q.shape
-        and not ip.block
-        and not iq.block
-    )
+    def decide(self) -> BottleneckEquivalence:
+        ip, iq = self.ip, self.iq
+        if ip.n1 != iq.n1 or (ip.hidden is None) != (iq.hidden is None):
+            return self.not_equivalent(
+                "the first layers differ (number of neurons or hidden hyperplane)"
+            )
+        if ip.flippable != iq.flippable:
+            return self.not_equivalent("the first layers differ (flippable neurons)")
+        aligned = self.align_first_layers()
+        if isinstance(aligned, BottleneckEquivalence):
+            return aligned
+        cur, align = aligned
+        same_counts = (len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
+        same_shape = same_counts and cur[1][0].shape == self.Rq[:, :-1].shape
+        res = None
+        if same_shape and not ip.block and not iq.block:
+            res = self.land(cur, align, "equal canonical forms")
+        elif same_shape and ip.linear:
+            res = self.through_block_mixing(cur, align)
+        if res is not None:
+            return res
+        return self.by_layer2_invariant(cur, align, same_shape and not ip.block and not iq.block)
 
-    def land(cur, steps, how):
+    def align_first_layers(self):
+        """``(cur, align)``: p's canonical form with its first layer permuted onto q's (the
+        hidden neuron sits at 0 in both), or the verdict when the first layers differ."""
+        ip, cp, cq = self.ip, self.cp, self.cq
+        (W1p, b1p), (W1q, b1q) = cp[0], cq[0]
+        F1p, F1q = np.hstack([W1p, b1p[:, None]]), np.hstack([W1q, b1q[:, None]])
+        start = 0 if ip.hidden is None else 1
+        perm1 = np.concatenate(
+            [np.arange(start), start + _assign(F1p[start:], F1q[start:])]
+        ).astype(int)
+        pw1 = np.maximum(
+            np.max(np.abs(cp[2][0]) @ np.abs(cp[1][0]), axis=0)[perm1],
+            np.max(np.abs(cq[2][0]) @ np.abs(cq[1][0]), axis=0),
+        )
+        d1 = float(np.max(np.max(np.abs(F1p[perm1] - F1q), axis=1) * pw1))
+        if d1 > self.atol:
+            return self.not_equivalent(
+                f"the first layers differ (by {d1 / self.scale:.3g} relative to the "
+                f"scale, weighted by the paths through each neuron)"
+            )
+        align: list[Symmetry] = []
+        cur = cp
+        if np.any(perm1 != np.arange(ip.n1)):
+            align.append(Permutation(1, tuple(int(v) for v in perm1)))
+            cur = align[-1].apply(cur, tol=self.tol)
+        return cur, align
+
+    def land(self, cur, steps, how):
         """The symmetry p -> q if ``cur`` (p moved by ``path_p + steps``) matches ``c_q`` up
         to a permutation of the second layer, else None."""
+        ip, Rq, W3q, tol = self.ip, self.Rq, self.W3q, self.tol
         (W2p, b2p), (W3p, b3p) = cur[1], cur[2]
         Rp = np.hstack([W2p, b2p[:, None]])
         perm2 = np.arange(W2p.shape[0])
@@ -907,31 +950,31 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
             perm2[g] = g[_assign(Rp[g], Rq[g])]
         pw2 = np.maximum(np.max(np.abs(W3p[:, perm2]), axis=0), np.max(np.abs(W3q), axis=0))
         d2 = float(np.max(np.max(np.abs(Rp[perm2] - Rq), axis=1) * pw2))
-        d3 = max(float(np.max(np.abs(W3p[:, perm2] - W3q))), float(np.max(np.abs(b3p - b3q))))
-        if d2 > atol or d3 > atol:
+        d3 = max(float(np.max(np.abs(W3p[:, perm2] - W3q))), float(np.max(np.abs(b3p - self.b3q))))
+        if d2 > self.atol or d3 > self.atol:
             return None
         steps = list(steps)
         if np.any(perm2 != np.arange(len(perm2))):
             steps.append(Permutation(2, tuple(int(v) for v in perm2)))
-        sym = path_p + steps + _inverse_path(path_q, before_q)
+        sym = self.path_p + steps + _inverse_path(self.path_q, self.before_q)
         try:
-            got = apply_sequence(sym, p, tol=tol)
+            got = apply_sequence(sym, self.p, tol=tol)
         except SymmetryError:  # pragma: no cover - would be a bug
             return None
-        qs = max(path_norm_scale(q), 1e-300)
+        qs = max(path_norm_scale(self.q), 1e-300)
         mpd = (
             max(
                 float(np.max(np.abs(a - b)))
-                for (Wa, ba), (Wb, bb) in zip(got, q)
+                for (Wa, ba), (Wb, bb) in zip(got, self.q)
                 for a, b in ((Wa, Wb), (ba, bb))
             )
             / qs
         )
         # the image of p computes f_p; how far can its remaining difference from q move
         # the function? (a parameter difference within tol need not be a function one)
-        md = function_distance_bound(got, q) / max(path_norm_scale(p), qs)
+        md = function_distance_bound(got, self.q) / max(path_norm_scale(self.p), qs)
         ok = md + SYMMETRY_ROUNDING <= tol
-        return result(
+        return self.result(
             True,
             sym,
             mpd,
@@ -942,17 +985,10 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
             + ("" if ok else f" (above tol {tol:g}: not certified)"),
         )
 
-    if same_shape:
-        res = land(cur, align, "equal canonical forms")
-        if res is not None:
-            return res
-    elif (
-        (len(ip.crossing), len(ip.linear)) == (len(iq.crossing), len(iq.linear))
-        and cur[1][0].shape == W2q.shape
-        and ip.linear
-    ):
-        # a block without canonical form: after matching the crossing rows, try the mixing
-        # that takes p's block rows onto q's (least squares, checked by applying it)
+    def through_block_mixing(self, cur, align):
+        """A block without canonical form: after matching the crossing rows, the mixing
+        that takes p's block rows onto q's (least squares, checked by applying it)."""
+        ip, Rq, tol = self.ip, self.Rq, self.tol
         Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
         g = np.array(ip.crossing, dtype=int)
         perm2 = np.arange(Rc.shape[0])
@@ -967,73 +1003,78 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
         Mx = Rq[A, :-1] @ np.linalg.pinv(Wa)
         try:
             mix = LinearBlockMixing(tuple(A), Mx, tuple(Rq[A, -1] - Mx @ ba))
-            res = land(
+            return self.land(
                 mix.apply(moved, tol=tol),
                 steps + [mix],
                 "equal up to the mixing of the always-active block",
             )
         except (SymmetryError, InputError):
-            res = None
-        if res is not None:
-            return res
-    # same first layer, different second layer: the orientation-free invariant decides
-    Hp, wp, Mp, vp = _layer2_invariant(cur, ip)
-    Hq, wq, Mq, vq = _layer2_invariant(cq, iq)
-    if len(Hp) == len(Hq):
+            return None
+
+    def by_layer2_invariant(self, cur, align, same_shape: bool) -> BottleneckEquivalence:
+        """Same first layer, different second layer: the orientation-free invariant of
+        layers 2-3 on the orthant decides; a named symmetry is searched where it holds."""
+        ip, iq, atol = self.ip, self.iq, self.atol
+        Hp, wp, Mp, vp = _layer2_invariant(cur, ip)
+        Hq, wq, Mq, vq = _layer2_invariant(self.cq, iq)
+        if len(Hp) != len(Hq):
+            return self.not_equivalent(_LAYER2_DIFFER)
         pr = _assign(Hp, Hq)
-        wmax = (
-            np.maximum(np.max(np.abs(wp[pr]), axis=1), np.max(np.abs(wq), axis=1))
-            if len(Hp)
-            else None
-        )
-        if (
-            (
-                len(Hp) == 0
-                or (
-                    np.max(np.max(np.abs(Hp[pr] - Hq), axis=1) * wmax) <= atol
-                    and np.max(np.abs(wp[pr] - wq)) <= atol
-                )
+        rows_agree = len(Hp) == 0 or (
+            np.max(
+                np.max(np.abs(Hp[pr] - Hq), axis=1)
+                * np.maximum(np.max(np.abs(wp[pr]), axis=1), np.max(np.abs(wq), axis=1))
             )
-            and np.max(np.abs(Mp - Mq)) <= atol
-            and np.max(np.abs(vp - vq)) <= atol
-        ):
-            if same_shape and ip.linear:  # turn the crossing rows that differ in sign
-                Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
-                C = Rc[ip.crossing] @ Rq[iq.crossing].T
-                turned = tuple(
-                    int(ip.crossing[a])
-                    for a in range(len(ip.crossing))
-                    if C[a, int(np.argmax(np.abs(C[a])))] < 0
-                )
-                if turned:
-                    flip = SecondLayerFlip(
-                        turned,
-                        tuple(ip.linear),
-                        tuple(map(tuple, Rq[iq.linear])),
-                        tuple(map(tuple, W3q[:, iq.linear])),
-                    )
-                    try:
-                        res = land(
-                            flip.apply(cur, tol=tol),
-                            align + [flip],
-                            "equal canonical forms after turning second-layer neurons around",
-                        )
-                    except SymmetryError:
-                        res = None
-                    if res is not None:
-                        return res
-            res = _refactor_attempt(cur, cq, ip, iq, align, land, tol)
+            <= atol
+            and np.max(np.abs(wp[pr] - wq)) <= atol
+        )
+        if not (rows_agree and np.max(np.abs(Mp - Mq)) <= atol and np.max(np.abs(vp - vq)) <= atol):
+            return self.not_equivalent(_LAYER2_DIFFER)
+        if same_shape and ip.linear:
+            res = self.through_turned_rows(cur, align)
             if res is not None:
                 return res
-            return result(
-                True,
-                md=0.0,
-                certified=False,
-                note="same first layer and same weighted arrangement of layers 2-3 "
-                "on the orthant, but the named symmetries do not connect the "
-                "two (second-layer orientations or the always-active block "
-                "differ, or the widths differ)",
+        res = _refactor_attempt(cur, self.cq, ip, iq, align, self.land, self.tol)
+        if res is not None:
+            return res
+        return self.result(
+            True,
+            md=0.0,
+            certified=False,
+            note="same first layer and same weighted arrangement of layers 2-3 "
+            "on the orthant, but the named symmetries do not connect the "
+            "two (second-layer orientations or the always-active block "
+            "differ, or the widths differ)",
+        )
+
+    def through_turned_rows(self, cur, align):
+        """Turn the crossing rows that differ in sign around (``SecondLayerFlip``)."""
+        ip, iq, Rq = self.ip, self.iq, self.Rq
+        Rc = np.hstack([cur[1][0], cur[1][1][:, None]])
+        C = Rc[ip.crossing] @ Rq[iq.crossing].T
+        turned = tuple(
+            int(ip.crossing[a])
+            for a in range(len(ip.crossing))
+            if C[a, int(np.argmax(np.abs(C[a])))] < 0
+        )
+        if not turned:
+            return None
+        flip = SecondLayerFlip(
+            turned,
+            tuple(ip.linear),
+            tuple(map(tuple, Rq[iq.linear])),
+            tuple(map(tuple, self.W3q[:, iq.linear])),
+        )
+        try:
+            return self.land(
+                flip.apply(cur, tol=self.tol),
+                align + [flip],
+                "equal canonical forms after turning second-layer neurons around",
             )
-    return not_equivalent(
-        "same first layer, but the weighted arrangements of layers 2-3 on the orthant differ"
-    )
+        except SymmetryError:
+            return None
+
+
+_LAYER2_DIFFER = (
+    "same first layer, but the weighted arrangements of layers 2-3 on the orthant differ"
+)
