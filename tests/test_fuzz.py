@@ -1418,9 +1418,9 @@ MORE_ENTRIES = [
     ),
     E(
         "relu.search_nonlocalizable",
-        lambda: dict(widths=(1, 1, 1, 1), trials=1, seed=0, tol=1e-9),
+        lambda: dict(widths=(1, 1, 1, 1), num_samples=1, seed=0, tol=1e-9),
         lambda widths, **kw: relu.search_nonlocalizable(widths, **kw),
-        {"widths": "array", "trials": "count", "seed": "seed", "tol": "real"},
+        {"widths": "array", "num_samples": "count", "seed": "seed", "tol": "real"},
     ),
     E(
         "relu.orbit_distance",

@@ -437,6 +437,7 @@ _SEED_POSITIONAL_OK = {
 }
 _ONE_NAME = {
     "t_end": "t_final",
+    "trials": "num_samples",
     "starts": "num_starts",
     "samples": "num_samples",
     "n_samples": "num_samples",
@@ -480,7 +481,8 @@ def _convention_violations():
             if p.name not in _OPTION_NAMES or p.default is inspect.Parameter.empty:
                 continue
             if p.kind is not inspect.Parameter.KEYWORD_ONLY and not (
-                p.name == "seed" and name in _SEED_POSITIONAL_OK
+                # a sampler's count and seed may come first, as numpy's size and seed
+                p.name in ("seed", "num_samples") and name in _SEED_POSITIONAL_OK
             ):
                 out.append(f"{label}({p.name})")
             if p.name == "seed" and p.default != 0:

@@ -46,12 +46,22 @@ from ._errors import InputError, short_repr
 
 __all__ = [
     "DEFAULT_TOL",
+    "RESIDUAL_TOL",
+    "NTK_TOL",
     "check_tol",
     "numerical_rank",
 ]
 
 #: Default relative tolerance of every comparing or ranking analysis.
 DEFAULT_TOL = 1e-9
+
+#: Default relative residual below which a numerically fitted point counts as on its fiber
+#: (the function and the invariants it must match, relative to their size): fibers of
+#: linear networks, the symmetry search's confirmation, the reproductions' witnesses.
+RESIDUAL_TOL = 1e-8
+
+#: Default relative NTK difference above which the NTK counts as changing along a fiber.
+NTK_TOL = 1e-8
 
 
 def check_tol(tol: Any, name: str = "tol") -> float:

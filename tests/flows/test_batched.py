@@ -82,14 +82,14 @@ def test_both_pairs_and_both_velocity_paths_are_the_single_flow(method, monomial
     net = nm.LinearConvNet([3, 2, 2], [2, 2])
     loss = nm.SquareLoss.from_data(net, *random_regression_data(net, seed=1))
     starts = [net.random_params(seed=s) for s in range(3)]
-    res = gradient_flows(net, starts, loss, 0.5, num_times=3, method=method)
+    res = gradient_flows(net, starts, loss, 0.5, num_times=3, solver=method)
     assert res.success.all() and res.max_invariant_drift.max() < 1e-9
     for i, p in enumerate(starts):
         single = nm.gradient_flow(net, p, loss, 0.5, num_times=3)
         scale = max(1.0, np.abs(single.end_to_end).max())
         np.testing.assert_allclose(res.end_to_end[i], single.end_to_end, atol=1e-8 * scale)
-    with pytest.raises(nm.InputError, match="method"):
-        gradient_flows(net, starts, loss, 0.5, method="LSODA")
+    with pytest.raises(nm.InputError, match="solver"):
+        gradient_flows(net, starts, loss, 0.5, solver="LSODA")
 
 
 @settings(max_examples=6)

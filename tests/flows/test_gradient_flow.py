@@ -103,8 +103,8 @@ def test_loss_and_flow_errors():
     loss3 = QuadraticLoss(np.eye(3), [0, 0, 0])
     with pytest.raises(InputError, match="t_final"):
         gradient_flow(net, net.random_params(0), loss3, -1.0)
-    with pytest.raises(InputError, match="method must be one of"):
-        gradient_flow(net, net.random_params(0), loss3, 1.0, method="nope")
+    with pytest.raises(InputError, match="solver must be one of"):
+        gradient_flow(net, net.random_params(0), loss3, 1.0, solver="nope")
     with pytest.raises(InputError, match="t_final"):
         gradient_flow(net, net.random_params(0), loss3, True)
     with pytest.raises(InputError, match="rtol must be a positive"):
@@ -129,7 +129,7 @@ def test_stepper_matches_solve_ivp(method, rng):
     X, Y = _data(net, rng)
     loss = SquareLoss.from_data(net, X, Y)
     params = net.random_params(rng)
-    flow = gradient_flow(net, params, loss, 0.5, num_times=6, method=method)
+    flow = gradient_flow(net, params, loss, 0.5, num_times=6, solver=method)
     velocity = parameter_velocity(net, loss)
     sol = solve_ivp(
         lambda t, y: velocity(y),
@@ -155,7 +155,7 @@ def test_flow_budgets(rng):
     assert info.value.kind == "steps" and info.value.y.shape == (net.num_params,)
     with pytest.raises(ComputationLimitError, match="max_steps=3"):
         gradient_flow(net, params, loss, 10.0, max_steps=3)
-    flow = gradient_flow(net, params, loss, 1e-300, num_times=3, method="DOP853")
+    flow = gradient_flow(net, params, loss, 1e-300, num_times=3, solver="DOP853")
     assert flow.success  # a tiny horizon is fine for an explicit method
 
 
@@ -228,3 +228,17 @@ def test_monomial_flow_is_the_convolution_flow(rng):
         parameter_velocity(
             LinearConvNet([2, 2], strides=[2]), QuadraticLoss(np.eye(4), np.zeros(4))
         )(np.concatenate(big))
+
+
+def test_the_old_keyword_method_still_names_the_solver():
+    """``method`` means an algorithm's route across the library; the ODE solver is
+    ``solver``, and ``method=`` keeps working for a release with a DeprecationWarning."""
+    net = LinearFCNet([2, 3, 2])
+    loss = QuadraticLoss(np.eye(4), np.ones(4))
+    params = net.random_params(0)
+    with pytest.warns(DeprecationWarning, match="use solver="):
+        old = gradient_flow(net, params, loss, 0.1, num_times=2, method="RK45")
+    new = gradient_flow(net, params, loss, 0.1, num_times=2, solver="RK45")
+    assert old.solver == new.solver == "RK45"
+    with pytest.raises(InputError, match="got both"):
+        gradient_flow(net, params, loss, 0.1, method="RK45", solver="RK45")

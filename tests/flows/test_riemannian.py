@@ -227,8 +227,8 @@ def test_bad_inputs(rng):
     loss = _loss(net, rng)
     with pytest.raises(InputError, match="t_final"):
         riemannian_flow(net, v, d, loss, -1.0, lift=theta)
-    with pytest.raises(InputError, match="method"):
-        riemannian_flow(net, v, d, loss, 1.0, lift=theta, method="Euler")
+    with pytest.raises(InputError, match="solver"):
+        riemannian_flow(net, v, d, loss, 1.0, lift=theta, solver="Euler")
     with pytest.raises(InputError, match="entries"):
         riemannian_flow(net, v, d, QuadraticLoss(np.eye(3), np.zeros(3)), 1.0, lift=theta)
     with pytest.raises(InputError, match="v0"):
@@ -404,7 +404,7 @@ def test_absurd_horizons_raise_fast(call, rng):
     with pytest.raises(ComputationLimitError, match="step budget max_steps=5") as info:
         run(1.0, max_steps=5)
     with pytest.raises(ComputationLimitError, match="made no progress"):
-        run(1e-300, method="LSODA")
+        run(1e-300, solver="LSODA")
     with pytest.raises(ComputationLimitError, match="time limit"):
         run(1e6, time_limit=1e-9)
     if call == "riemannian_flow":  # the part computed so far comes with the error

@@ -95,8 +95,8 @@ def test_bad_inputs():
         convergence_study([], 1)
     with pytest.raises(InputError, match="num_samples"):
         convergence_study(net, 1, num_samples=-1)
-    with pytest.raises(InputError, match="method must be one of"):
-        convergence_study(net, 1, method="Euler")
+    with pytest.raises(InputError, match="solver must be one of"):
+        convergence_study(net, 1, solver="Euler")
     with pytest.raises(InputError, match="rtol"):
         convergence_study(net, 1, rtol="a")
     with pytest.raises(InputError, match="num_samples"):

@@ -136,7 +136,7 @@ def build_results():
     out.append(nm.conservation_laws(P3))  # with its KnownLaw instances
     out.append(relu.gradient_flow(P3, [[0.5, 1.0], [1.0, 0.2]], [[1.0], [0.0]], 0.1, num_times=3))
     out.append(relu.nonlocalizable_example(kind="ramp"))  # with its PartIdentifiability
-    out.append(relu.search_nonlocalizable((1, 1, 1, 1), trials=1))
+    out.append(relu.search_nonlocalizable((1, 1, 1, 1), num_samples=1))
     return out
 
 

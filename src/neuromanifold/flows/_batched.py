@@ -27,7 +27,13 @@ import numpy as np
 from .._errors import ComputationLimitError, InputError, short_repr
 from .._progress import progress_bar
 from .._results import Result
-from .._validation import check_bool, check_choice, check_positive_float, check_positive_int
+from .._validation import (
+    check_bool,
+    check_choice,
+    check_positive_float,
+    check_positive_int,
+    renamed_keywords,
+)
 from ._gradient_flow import OUT_OF_REACH, MonomialPath, check_num_times
 from ._losses import QuadraticLoss
 
@@ -265,9 +271,9 @@ def _stack_params(net: Any, params: Any) -> np.ndarray:
     return np.stack([net.flatten(net.check_params(p)) for p in params])
 
 
-def _tableau(method: str) -> dict:
+def _tableau(solver: str) -> dict:
     """Butcher tableau, error estimate and step-size exponent of an embedded pair."""
-    if method == "RK45":
+    if solver == "RK45":
         return {
             "C": _C,
             "A": [np.array(r) for r in _A],
@@ -314,6 +320,7 @@ def _error_norm(tab: dict, K: np.ndarray, h: np.ndarray, sc: np.ndarray) -> np.n
     return np.where(denom == 0, 0.0, out)
 
 
+@renamed_keywords(method="solver")
 def gradient_flows(
     net: Any,
     params: Any,
@@ -321,7 +328,7 @@ def gradient_flows(
     t_final: float,
     *,
     num_times: int = 21,
-    method: str = "DOP853",
+    solver: str = "DOP853",
     rtol: float = 1e-10,
     atol: float = 1e-12,
     max_steps: int = 200_000,
@@ -348,7 +355,7 @@ def gradient_flows(
             the end-to-end filter).
         t_final: the final time, > 0.
         num_times: number of sample times in ``[0, t_final]`` (>= 2).
-        method: ``"DOP853"`` (default, order 8, as :func:`neuromanifold.gradient_flow`)
+        solver: ``"DOP853"`` (default, order 8, as :func:`neuromanifold.gradient_flow`)
             or ``"RK45"`` (Dormand-Prince 5(4)).
         rtol, atol: the tolerances (per component, as in ``solve_ivp``).
         max_steps: a budget of accepted steps per trajectory; a trajectory that runs out
@@ -387,7 +394,7 @@ def gradient_flows(
         )
     t_final = check_positive_float(t_final, "t_final")
     num_times = check_num_times(num_times)
-    check_choice(method, "method", ("DOP853", "RK45"))
+    check_choice(solver, "solver", ("DOP853", "RK45"))
     rtol, atol = check_positive_float(rtol, "rtol"), check_positive_float(atol, "atol")
     max_steps = check_positive_int(max_steps, "max_steps")
     if time_limit is not None:
@@ -403,7 +410,7 @@ def gradient_flows(
         offset,
         t_final,
         num_times=num_times,
-        method=method,
+        solver=solver,
         rtol=rtol,
         atol=atol,
         max_steps=max_steps,
@@ -426,7 +433,7 @@ def integrate_flows(
     t_final: float,
     *,
     num_times: int,
-    method: str,
+    solver: str,
     rtol: float,
     atol: float,
     max_steps: int,
@@ -481,7 +488,7 @@ def integrate_flows(
         )
         return v, losses, np.diff(norms, axis=1)
 
-    tab = _tableau(method)
+    tab = _tableau(solver)
     n_st = tab["stages"]
     times = np.linspace(0.0, t_final, num_times)
     vs, losses, invs = [

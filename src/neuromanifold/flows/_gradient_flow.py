@@ -16,7 +16,13 @@ from scipy import integrate
 from .._errors import ComputationLimitError, InputError, ParameterError, short_repr
 from .._progress import progress_bar
 from .._results import Result
-from .._validation import check_bool, check_choice, check_positive_float, check_positive_int
+from .._validation import (
+    check_bool,
+    check_choice,
+    check_positive_float,
+    check_positive_int,
+    renamed_keywords,
+)
 from ..fibers import invariant_scale, invariant_vector
 from ._losses import QuadraticLoss
 
@@ -62,7 +68,7 @@ def check_flow_args(
     loss: Any,
     t_final: Any,
     num_times: Any,
-    method: Any,
+    solver: Any,
     rtol: Any,
     atol: Any,
     max_steps: Any = DEFAULT_MAX_STEPS,
@@ -85,7 +91,7 @@ def check_flow_args(
         )
     check_positive_float(t_final, "t_final")
     check_num_times(num_times)
-    check_choice(method, "method", SOLVERS)
+    check_choice(solver, "solver", SOLVERS)
     check_positive_float(rtol, "rtol")
     check_positive_float(atol, "atol")
     check_positive_int(max_steps, "max_steps")
@@ -134,7 +140,7 @@ class Stepper:
         y0: np.ndarray,
         times: np.ndarray,
         *,
-        method: str,
+        solver: str,
         rtol: float,
         atol: float,
         max_steps: int,
@@ -145,7 +151,7 @@ class Stepper:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             # scipy's first-step heuristic divides by norms that may overflow; the
             # velocity itself raises on overflow
-            self.solver = _SOLVER_CLASSES[method](
+            self.solver = _SOLVER_CLASSES[solver](
                 rhs, 0.0, y0, float(times[-1]), rtol=rtol, atol=atol
             )
         self.times, self.max_steps, self.time_limit, self.what = times, max_steps, time_limit, what
@@ -232,9 +238,9 @@ class Stepper:
         stalled = kind == "stalled"
         t, t_final = float(self.solver.t), float(self.times[-1])
         advice = (
-            "use a longer horizon or another method"
+            "use a longer horizon or another solver"
             if stalled
-            else "raise max_steps or time_limit, shorten t_final, or use a stiff method such "
+            else "raise max_steps or time_limit, shorten t_final, or use a stiff solver such "
             "as 'LSODA'"
         )
         err = ComputationLimitError(
@@ -262,7 +268,7 @@ class GradientFlowResult(Result):
             and ``K`` from the structured NTK: the check that ``v' = -K grad l(v)``.
         loss_monotone: whether the sampled loss never increases (up to ``1e-12`` relative).
         gradient_norm: ``||grad_theta l||`` at the final time.
-        method, rtol, atol: the solver settings; success, message, nfev: solver report.
+        solver, rtol, atol: the solver settings; success, message, nfev: solver report.
         num_steps: accepted solver steps (at most ``max_steps``).
     """
 
@@ -275,7 +281,7 @@ class GradientFlowResult(Result):
     max_ntk_residual: float
     loss_monotone: bool
     gradient_norm: float
-    method: str
+    solver: str
     rtol: float
     atol: float
     success: bool
@@ -470,6 +476,7 @@ class Conv1DFastPath:
             )
 
 
+@renamed_keywords(method="solver")
 @quiet_overflow
 def gradient_flow(
     net: Any,
@@ -478,7 +485,7 @@ def gradient_flow(
     t_final: float,
     *,
     num_times: int = 101,
-    method: str = "DOP853",
+    solver: str = "DOP853",
     rtol: float = 1e-10,
     atol: float = 1e-12,
     max_steps: int = DEFAULT_MAX_STEPS,
@@ -494,7 +501,7 @@ def gradient_flow(
         loss: a :class:`QuadraticLoss` (or :class:`SquareLoss`) on the end-to-end map.
         t_final: final time, > 0.
         num_times: number of sample times in ``[0, t_final]``.
-        method: a ``solve_ivp`` method (:data:`SOLVERS`): ``"DOP853"`` (default, 8th
+        solver: a ``solve_ivp`` solver (:data:`SOLVERS`): ``"DOP853"`` (default, 8th
             order), ``"RK45"``, ``"RK23"`` or a stiff one (``"Radau"``, ``"BDF"``,
             ``"LSODA"``).
         rtol, atol: solver tolerances.
@@ -515,7 +522,7 @@ def gradient_flow(
     >>> bool(flow.loss[-1] < flow.loss[0]), flow.max_invariant_drift < 1e-8
     (True, True)
     """
-    check_flow_args(net, loss, t_final, num_times, method, rtol, atol, max_steps, time_limit)
+    check_flow_args(net, loss, t_final, num_times, solver, rtol, atol, max_steps, time_limit)
     progress = check_bool(progress, "progress")
     params0 = net.check_params(params0)
     theta0 = net.flatten(params0)
@@ -525,7 +532,7 @@ def gradient_flow(
         lambda t, theta: velocity(theta),
         theta0,
         times,
-        method=method,
+        solver=solver,
         rtol=rtol,
         atol=atol,
         max_steps=max_steps,
@@ -573,7 +580,7 @@ def gradient_flow(
         max_ntk_residual=float(max(residuals)),
         loss_monotone=monotone,
         gradient_norm=float(np.linalg.norm(velocity(stepper.solver.y))),
-        method=method,
+        solver=solver,
         rtol=rtol,
         atol=atol,
         success=stepper.finished,

@@ -60,6 +60,7 @@ from .._validation import (
     check_options,
     check_positive_float,
     check_positive_int,
+    renamed_keywords,
 )
 from ..fibers import invariant_scale, invariant_vector
 from ._gradient_flow import (
@@ -271,7 +272,7 @@ class RiemannianFlowResult(Result):
         singular_tol: the threshold at which a singular point stops the flow.
         riemannian_gradient_norm: ``||K(v, delta) grad l(v)||`` at the final time.
         loss_monotone: whether the sampled loss never increases (up to 1e-12 relative).
-        method, rtol, atol: solver settings; success, message, nfev: solver report;
+        solver, rtol, atol: solver settings; success, message, nfev: solver report;
         num_steps: accepted solver steps.
     """
 
@@ -291,7 +292,7 @@ class RiemannianFlowResult(Result):
     singular_tol: float = dataclasses.field(repr=False)
     riemannian_gradient_norm: float = dataclasses.field(repr=False)
     loss_monotone: bool
-    method: str
+    solver: str
     rtol: float = dataclasses.field(repr=False)
     atol: float = dataclasses.field(repr=False)
     success: bool
@@ -524,6 +525,7 @@ def _assemble(
     )
 
 
+@renamed_keywords(method="solver")
 @quiet_overflow
 def riemannian_flow(
     net: Any,
@@ -535,7 +537,7 @@ def riemannian_flow(
     lift: Any = None,
     lift_index: int = 0,
     num_times: int = 101,
-    method: str = "DOP853",
+    solver: str = "DOP853",
     rtol: float = 1e-10,
     atol: float = 1e-12,
     lift_tol: float = 1e-13,
@@ -568,7 +570,7 @@ def riemannian_flow(
             the fiber.
         lift_index: which fiber point to start from when ``lift`` is None.
         num_times: number of sample times in ``[0, t_final]``.
-        method: an explicit (``"DOP853"``, ``"RK45"``, ``"RK23"``) or stiff (``"Radau"``,
+        solver: an explicit (``"DOP853"``, ``"RK45"``, ``"RK23"``) or stiff (``"Radau"``,
             ``"BDF"``, ``"LSODA"``) scipy solver.
         rtol, atol: solver tolerances.
         lift_tol: relative residual each function-space lift is solved to.
@@ -598,7 +600,7 @@ def riemannian_flow(
     >>> bool(flow.loss[-1] < flow.loss[0]), flow.max_kernel_mismatch < 1e-10
     (True, True)
     """
-    check_flow_args(net, loss, t_final, num_times, method, rtol, atol, max_steps, time_limit)
+    check_flow_args(net, loss, t_final, num_times, solver, rtol, atol, max_steps, time_limit)
     lift_tol = check_positive_float(lift_tol, "lift_tol")
     max_lift_residual = check_positive_float(max_lift_residual, "max_lift_residual")
     singular_tol = check_positive_float(singular_tol, "singular_tol")
@@ -629,7 +631,7 @@ def riemannian_flow(
         lambda t, theta: velocity(theta),
         theta0,
         times,
-        method=method,
+        solver=solver,
         rtol=rtol,
         atol=atol,
         max_steps=max_steps,
@@ -641,7 +643,7 @@ def riemannian_flow(
     def result(upto: float = math.inf) -> RiemannianFlowResult:
         keep = [y for y, t in zip(stepper.samples, times) if t <= upto] or stepper.samples[:1]
         settings = dict(
-            method=method,
+            solver=solver,
             rtol=rtol,
             atol=atol,
             success=upto == math.inf and stepper.finished,
@@ -695,6 +697,7 @@ class FlowComparison(Result):
     parameter: GradientFlowResult
 
 
+@renamed_keywords(method="solver")
 @quiet_overflow
 def compare_with_parameter_flow(
     net: Any,
@@ -704,7 +707,7 @@ def compare_with_parameter_flow(
     *,
     lift: Any = None,
     num_times: int = 21,
-    method: str = "DOP853",
+    solver: str = "DOP853",
     rtol: float = 1e-10,
     atol: float = 1e-12,
     singular_tol: float = DEFAULT_TOL,
@@ -723,7 +726,7 @@ def compare_with_parameter_flow(
         net, loss, t_final: as in :func:`gradient_flow`.
         params0: the initial parameters ``theta0``.
         lift: the Riemannian flow's initial lift (default: from ``net.fiber``).
-        num_times, method, rtol, atol, singular_tol, max_steps, time_limit: as in
+        num_times, solver, rtol, atol, singular_tol, max_steps, time_limit: as in
             :func:`riemannian_flow` (the last two apply to each flow).
         **fiber_options: passed to ``net.fiber`` (only when ``lift`` is None).
 
@@ -750,7 +753,7 @@ def compare_with_parameter_flow(
         t_final,
         lift=lift,
         num_times=num_times,
-        method=method,
+        solver=solver,
         rtol=rtol,
         atol=atol,
         singular_tol=singular_tol,
@@ -764,7 +767,7 @@ def compare_with_parameter_flow(
         loss,
         t_final,
         num_times=num_times,
-        method=method,
+        solver=solver,
         rtol=rtol,
         atol=atol,
         max_steps=max_steps,
@@ -835,6 +838,7 @@ class LiftComparison(Result):
     all_finished: bool
 
 
+@renamed_keywords(method="solver")
 @quiet_overflow
 def compare_lifts(
     net: Any,
@@ -845,7 +849,7 @@ def compare_lifts(
     *,
     lifts: Any = None,
     num_times: int = 21,
-    method: str = "DOP853",
+    solver: str = "DOP853",
     rtol: float = 1e-10,
     atol: float = 1e-12,
     singular_tol: float = DEFAULT_TOL,
@@ -863,7 +867,7 @@ def compare_lifts(
         net, v0, invariants, loss, t_final: as in :func:`riemannian_flow`.
         lifts: the initial lifts to compare (at least one); default every point of
             ``net.fiber(v0, invariants, **fiber_options)``.
-        num_times, method, rtol, atol, singular_tol, max_steps, time_limit: as in
+        num_times, solver, rtol, atol, singular_tol, max_steps, time_limit: as in
             :func:`riemannian_flow` (the budgets apply to each flow).
 
     Returns:
@@ -914,7 +918,7 @@ def compare_lifts(
                 t_final,
                 lift=p,
                 num_times=num_times,
-                method=method,
+                solver=solver,
                 rtol=rtol,
                 atol=atol,
                 singular_tol=singular_tol,

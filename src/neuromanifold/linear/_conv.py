@@ -21,6 +21,7 @@ from scipy import fft as sp_fft
 from scipy import signal
 
 from .._errors import ArchitectureError, InputError, short_repr
+from .._tolerance import RESIDUAL_TOL
 from .._validation import (
     as_finite_array,
     as_real_array,
@@ -654,7 +655,7 @@ class LinearConvNet(LinearNetBase):
         invariants: Any,
         *,
         method: str = "auto",
-        tol: float = 1e-8,
+        tol: float = RESIDUAL_TOL,
         num_starts: int = 20,
         seed: Any = 0,
         start: Any = None,

@@ -82,7 +82,7 @@ class ConvergenceRun(Result):
         at_zero: ``relative_distance_from_zero <= zero_tol``.
         limit_reached: a flow segment used up its step budget (``max_steps``) before its
             horizon; the run stops there, unconverged unless the gradient is already small.
-        solver: what integrated the run: ``"LSODA"`` (or the ``method`` asked for) alone,
+        solver: what integrated the run: ``"LSODA"`` (or the ``solver`` asked for) alone,
             ``"DOP853 batched"`` (with the other runs), or ``"DOP853 batched + LSODA"``
             (a stiff run handed over to the per-run solver).
     """
@@ -148,7 +148,7 @@ class ConvergenceStudy(Result):
     tol: float
     smooth_tol: float
     zero_tol: float
-    method: str
+    solver: str
     batched: bool = False
 
     def table(self) -> list[list]:
@@ -178,7 +178,7 @@ MAX_NUM_SAMPLES = 1_000_000
 MAX_NUM_RUNS = 100_000
 
 
-@renamed_keywords(rng="seed")
+@renamed_keywords(rng="seed", method="solver")
 def random_regression_data(net: Any, seed: Any = 0, *, num_samples: int | None = None):
     """Random inputs and targets for ``net`` with enough samples for a positive definite
     square loss: Gaussian signals (conv: spatial size the end-to-end filter plus
@@ -233,7 +233,7 @@ def convergence_study(
     smooth_tol: float = 1e-6,
     zero_tol: float = 1e-6,
     num_samples: int | None = None,
-    method: str = "LSODA",
+    solver: str = "LSODA",
     rtol: float = 1e-9,
     atol: float = 1e-11,
     exact: bool = False,
@@ -254,10 +254,10 @@ def convergence_study(
     together, segment by segment, by :func:`neuromanifold.flows.gradient_flows` (DOP853,
     step control per run, one loss per run), with the same data, initializations and
     continuation rules; a run whose segment the explicit pair cannot finish within
-    :data:`BATCH_MAX_STEPS` steps (a stiff flow) continues alone with ``method``, and
+    :data:`BATCH_MAX_STEPS` steps (a stiff flow) continues alone with ``solver``, and
     so do the last runs when fewer than :data:`MIN_BATCH` are left. Runs
     of other networks, and every run with ``batched=False`` (the reference), are
-    integrated one by one with ``method``. Both paths give the same verdicts up to the
+    integrated one by one with ``solver``. Both paths give the same verdicts up to the
     study's tolerances (the trajectories differ by the solvers' errors).
 
     Args:
@@ -272,9 +272,9 @@ def convergence_study(
         zero_tol: the limit is "at zero" when ``||v|| <= zero_tol * ||v*||``.
         num_samples: samples per data set (default: just enough for a positive definite
             loss).
-        method, rtol, atol: solver settings of the per-run path (the default LSODA
-            switches to a stiff method when the flow becomes stiff); the batched path uses
-            ``method`` when it is ``"DOP853"`` or ``"RK45"``, else DOP853, with the same
+        solver, rtol, atol: solver settings of the per-run path (the default LSODA
+            switches to a stiff solver when the flow becomes stiff); the batched path uses
+            ``solver`` when it is ``"DOP853"`` or ``"RK45"``, else DOP853, with the same
             tolerances.
         exact: also compute the exact rank of the Jacobian at the final parameters.
         max_steps: step budget of each flow segment; a segment that uses it up ends its
@@ -318,7 +318,7 @@ def convergence_study(
     deadline = None if time_limit is None else time.monotonic() + time_limit
     if num_samples is not None:
         num_samples = check_positive_int(num_samples, "num_samples", maximum=MAX_NUM_SAMPLES)
-    check_choice(method, "method", SOLVERS)
+    check_choice(solver, "solver", SOLVERS)
     if max_time < t_final:
         raise InputError(f"max_time ({max_time}) must be >= t_final ({t_final})")
     rng = as_seed_rng(seed)
@@ -336,13 +336,13 @@ def convergence_study(
                     for i in range(num_runs)
                 ]
                 _batched_runs(
-                    states, method, rtol, atol, max_time, max_steps, deadline, time_limit, bar
+                    states, solver, rtol, atol, max_time, max_steps, deadline, time_limit, bar
                 )
             else:
                 states = []
                 for i in range(num_runs):
                     st = _RunState(net, i, rng, t_final, max_time, tol, num_samples)
-                    _continue_run(st, method, rtol, atol, max_time, max_steps, deadline, time_limit)
+                    _continue_run(st, solver, rtol, atol, max_time, max_steps, deadline, time_limit)
                     states.append(st)
                     if bar is not None:
                         bar.update(1)
@@ -359,7 +359,7 @@ def convergence_study(
         tol=tol,
         smooth_tol=smooth_tol,
         zero_tol=zero_tol,
-        method=method,
+        solver=solver,
         batched=batched,
     )
 
@@ -456,7 +456,7 @@ def _remaining(deadline, time_limit, what, flow_time):
 
 def _continue_run(
     st: _RunState,
-    method,
+    solver,
     rtol,
     atol,
     max_time,
@@ -464,11 +464,11 @@ def _continue_run(
     deadline=None,
     time_limit=None,
 ) -> None:
-    """Integrate one run alone (``solve_ivp``'s ``method``), segment after segment, until
+    """Integrate one run alone (``solve_ivp``'s ``solver``), segment after segment, until
     it converges, reaches ``max_time`` or uses up a segment's step budget."""
     net, loss = st.net, st.loss
     what = f"run {st.index} of {net!r}"
-    st.solver = f"{st.solver} + {method}" if st.solver else method
+    st.solver = f"{st.solver} + {solver}" if st.solver else solver
     while not st.done:
         remaining = _remaining(deadline, time_limit, what, st.elapsed)
         try:
@@ -478,7 +478,7 @@ def _continue_run(
                 loss,
                 st.segment,
                 num_times=11,
-                method=method,
+                solver=solver,
                 rtol=rtol,
                 atol=atol,
                 max_steps=max_steps,
@@ -508,15 +508,15 @@ def _continue_run(
 
 
 def _batched_runs(
-    states: list, method, rtol, atol, max_time, max_steps, deadline, time_limit, bar=None
+    states: list, solver, rtol, atol, max_time, max_steps, deadline, time_limit, bar=None
 ) -> None:
     """Integrate the runs of one :class:`LinearConvNet` together, segment by segment
     (:func:`neuromanifold.flows.gradient_flows`'s explicit pairs, one loss per run); a
     run whose segment the explicit pair cannot finish within :data:`BATCH_MAX_STEPS`
-    steps (a stiff flow) is handed, from where it got, to ``method`` alone, and so are
+    steps (a stiff flow) is handed, from where it got, to ``solver`` alone, and so are
     the runs left when fewer than :data:`MIN_BATCH` remain."""
     net = states[0].net
-    pair = method if method in ("DOP853", "RK45") else "DOP853"
+    pair = solver if solver in ("DOP853", "RK45") else "DOP853"
     budget = min(max_steps, BATCH_MAX_STEPS)
     handed = []
     active = list(states)
@@ -538,7 +538,7 @@ def _batched_runs(
                     np.array([st.loss.offset for st in group]),
                     segment,
                     num_times=11,
-                    method=pair,
+                    solver=pair,
                     rtol=rtol,
                     atol=atol,
                     max_steps=budget,
@@ -584,7 +584,7 @@ def _batched_runs(
                     st.segment -= reached
                     handed.append(st)
     for st in handed + active:
-        _continue_run(st, method, rtol, atol, max_time, max_steps, deadline, time_limit)
+        _continue_run(st, solver, rtol, atol, max_time, max_steps, deadline, time_limit)
         if bar is not None:
             bar.update(1)
 

@@ -38,6 +38,7 @@ from scipy import optimize, signal
 
 from .._errors import InputError, NotInNeuromanifoldError, UndecidedFactorizationError, short_repr
 from .._progress import progress_bar
+from .._tolerance import RESIDUAL_TOL
 from .._validation import (
     as_seed_rng,
     check_bool,
@@ -163,7 +164,7 @@ def conv_fiber(
     invariants: Any,
     *,
     method: str = "auto",
-    tol: float = 1e-8,
+    tol: float = RESIDUAL_TOL,
     num_starts: int = 20,
     seed: Any = None,
     start: Any = None,

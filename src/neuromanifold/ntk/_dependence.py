@@ -10,7 +10,7 @@ import numpy as np
 
 from .._errors import InputError, short_repr
 from .._results import Result
-from .._tolerance import DEFAULT_TOL
+from .._tolerance import DEFAULT_TOL, NTK_TOL
 from .._validation import check_bool, check_options, check_positive_float
 from ..linear import LinearConvNet
 from ..linear._library import classify_branches
@@ -126,7 +126,12 @@ def _standing_hypotheses(net: Any, params: Any, fib: Any) -> tuple[tuple, bool |
 
 
 def ntk_dependence(
-    net: Any, params: Any, *, tol: float = 1e-8, check_hypotheses: bool = True, **fiber_options: Any
+    net: Any,
+    params: Any,
+    *,
+    tol: float = NTK_TOL,
+    check_hypotheses: bool = True,
+    **fiber_options: Any,
 ) -> NTKDependence:
     """Decide whether the NTK is a function of (end-to-end function, invariants) at ``params``.
 

@@ -49,7 +49,7 @@ import numpy as np
 from .._errors import InputError, short_repr
 from .._progress import progress_bar
 from .._results import to_jsonable
-from .._tolerance import check_tol
+from .._tolerance import NTK_TOL, RESIDUAL_TOL, check_tol
 from .._validation import as_seed_rng, check_bool, check_positive_float, check_positive_int
 from ..fibers import invariant_scale, invariant_vector
 from ..linear import LinearConvNet, LinearFCNet, ShallowReLUCNN, ShallowReLUMLP
@@ -255,7 +255,7 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def verify_witness(
-    model: Any, witnesses: Any, *, tol: float = 1e-6, fiber_tol: float = 1e-8
+    model: Any, witnesses: Any, *, tol: float = 1e-6, fiber_tol: float = RESIDUAL_TOL
 ) -> dict:
     """Re-check a witness pair from scratch: same function, same invariants, different NTK.
 
@@ -294,7 +294,7 @@ def verify_witness(
 
 
 # --------------------------------------------------------------------------- computing
-def verify_independence(model: Any, params: Any, *, tol: float = 1e-8) -> dict:
+def verify_independence(model: Any, params: Any, *, tol: float = NTK_TOL) -> dict:
     """Re-check a counterexample to a dependence claim from scratch (without
     :func:`neuromanifold.ntk.ntk_dependence`): the fiber through ``params`` is recomputed
     and must be certified complete, every point must realize the function and the

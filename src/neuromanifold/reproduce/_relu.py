@@ -835,10 +835,12 @@ def _nonlocal_rows(ctx: ReLUContext, claim: ReLUClaim) -> list[Row]:
         if ctx.quick
         else [(2, 2, 2, 1), (3, 2, 3, 1), (2, 1, 2, 1), (3, 3, 2, 1)]
     )
-    s = relu.search_nonlocalizable(archs, trials=2 if ctx.quick else 10, seed=ctx.rng, tol=ctx.tol)
+    s = relu.search_nonlocalizable(
+        archs, num_samples=2 if ctx.quick else 10, seed=ctx.rng, tol=ctx.tol
+    )
     ctx.tick()
     rate = ", ".join(
-        f"{_arch(a['widths'])} {a['nonlocalizable']}/{a['trials']}" for a in s.architectures
+        f"{_arch(a['widths'])} {a['nonlocalizable']}/{a['num_samples']}" for a in s.architectures
     )
     return [
         verdict_row(

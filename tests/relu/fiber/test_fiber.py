@@ -251,3 +251,12 @@ def test_the_last_rank_is_not_started_past_the_limit():
     F = fiber(P, time_limit=1.0)
     assert time.monotonic() - t < 1.1 + 1.5  # the rule is 10 % + 1 s; a margin for CI
     assert F.dimension >= 120 and F.local_dimension is None
+
+
+def test_sample_takes_num_samples_and_the_old_n_warns():
+    """One name per concept: a count of samples is ``num_samples`` across the library."""
+    P = ReLUNet([2, 3, 3, 1]).random_params(0)
+    F = fiber(P)
+    assert len(F.sample(num_samples=2, seed=0)) == 2
+    with pytest.warns(DeprecationWarning, match="use num_samples="):
+        assert len(F.sample(n=2, seed=0)) == 2

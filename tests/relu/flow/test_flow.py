@@ -136,7 +136,7 @@ def test_block_law_formula():
         (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones((2, 1)), 1.0), "Y must have shape"),
         (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), -1.0), "t_final"),
         (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, num_times=1), "num_times"),
-        (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, method="Euler"), "method"),
+        (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, solver="Euler"), "solver"),
         (lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, laws="all"), "laws must"),
         (
             lambda p: gradient_flow(p, np.ones((3, 2)), np.ones(3), 1.0, laws=[(2, [9])]),

@@ -151,13 +151,13 @@ def test_orbit_distance_vanishes_exactly_on_the_orbit(seed):
 
 
 def test_search_counts_are_consistent():
-    s = relu.search_nonlocalizable([(2, 2, 2, 1), (2, 1, 2, 1)], trials=6, seed=3)
-    assert s.total_trials == 12 and len(s.architectures) == 2
+    s = relu.search_nonlocalizable([(2, 2, 2, 1), (2, 1, 2, 1)], num_samples=6, seed=3)
+    assert s.total_samples == 12 and len(s.architectures) == 2
     for a in s.architectures:
         assert a["nonlocalizable"] <= min(
             a["first_two_identifiable"], a["last_two_identifiable"], a["whole_not_identifiable"]
         )
-        assert a["rate"] == a["nonlocalizable"] / a["trials"]
+        assert a["rate"] == a["nonlocalizable"] / a["num_samples"]
         assert sum(a["mechanisms"].values()) == a["nonlocalizable"]
         if a["example"] is not None:
             ex = [(np.array(W), np.array(b)) for W, b in a["example"]]
@@ -170,11 +170,11 @@ def test_input_errors():
     with pytest.raises(InputError, match="kind must be one of"):
         relu.nonlocalizable_example(kind="dead")
     with pytest.raises(ArchitectureError, match="n1 <= d"):
-        relu.search_nonlocalizable((1, 2, 1, 1), trials=1)
+        relu.search_nonlocalizable((1, 2, 1, 1), num_samples=1)
     with pytest.raises(ArchitectureError, match="four widths"):
-        relu.search_nonlocalizable([(1, 1, 1)], trials=1)
-    with pytest.raises(InputError, match="trials must be at most"):
-        relu.search_nonlocalizable((1, 1, 1, 1), trials=10**9)
+        relu.search_nonlocalizable([(1, 1, 1)], num_samples=1)
+    with pytest.raises(InputError, match="num_samples must be at most"):
+        relu.search_nonlocalizable((1, 1, 1, 1), num_samples=10**9)
     with pytest.raises(ArchitectureError, match="three-layer"):
         relu.nonlocalizability([(np.eye(1), np.zeros(1))])
     with pytest.raises(ArchitectureError, match="same widths"):

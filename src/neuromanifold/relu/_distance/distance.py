@@ -59,7 +59,7 @@ from .._bounds.parameters import function_distance_bound
 from .._core.domain import Domain, as_domain
 from .._core.net import check_params, float_params, forward_unchecked
 from .._core.numbers import pow2, to_float
-from .._engine.budget import Budget
+from .._engine.budget import ANYTIME_TIME_LIMIT, Budget
 from .._engine.cells import exact_forward
 from .._engine.joint_regions import Best, Pair, sup_by_milp, sup_by_regions, top1_by_regions
 from .._equivalence.equivalence import (
@@ -218,7 +218,7 @@ def distance(
     gap: Any = None,
     method: str = "auto",
     seed: Any = 0,
-    time_limit: float | None = 60.0,
+    time_limit: float | None = ANYTIME_TIME_LIMIT,
     max_regions: int | None = None,
     progress: bool = False,
     top1: bool = False,
@@ -238,7 +238,8 @@ def distance(
         method: ``"auto"`` (the region engine when few joint regions are expected, else the
             MILP), ``"regions"`` or ``"milp"``.
         seed: seed of the sampling (int, None or a numpy Generator).
-        time_limit, max_regions: the budget of the whole call (default 60 s; ``None``: no
+        time_limit, max_regions: the budget of the whole call (default 60 s, the
+            library's one default budget, that of its anytime analyses; ``None``: no
             limit); when it ends, the interval found so far is returned with
             ``converged=False`` and the reason in ``note`` (the upper bound is then the
             MILPs' dual bound or the parameter or interval bound, whichever is smaller).

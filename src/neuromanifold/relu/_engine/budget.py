@@ -24,7 +24,14 @@ from ..._validation import check_bool, check_positive_float, check_positive_int
 from .._core.domain import Domain
 from .cells import Engine, EngineDeadline, ExactNet, iter_cells
 
-__all__ = ["Budget", "check_budget"]
+__all__ = ["ANYTIME_TIME_LIMIT", "Budget", "check_budget"]
+
+#: The one default budget of the library. A decision (``equivalent``, ``identifiability``,
+#: ``functional_dimension``, ...) has no default limit (``time_limit=None``): past a limit
+#: the user sets it raises ComputationLimitError with what it has. An anytime analysis,
+#: which returns its best interval when its time is up (``distance``), stops after this
+#: many seconds unless told otherwise: its exact finish may never come at trained sizes.
+ANYTIME_TIME_LIMIT = 60.0
 
 
 def check_budget(max_regions: Any, time_limit: Any) -> tuple[int | None, float | None]:

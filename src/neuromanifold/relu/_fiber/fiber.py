@@ -51,7 +51,7 @@ import numpy as np
 from ..._errors import ComputationLimitError, InputError, NeuromanifoldError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
-from ..._validation import as_seed_rng, check_bool, check_positive_int
+from ..._validation import as_seed_rng, check_bool, check_positive_int, renamed_keywords
 from ...exact import to_fmpq
 from .._core.net import check_params, exact_params, float_params
 from .._core.rows import sign_kinds
@@ -178,13 +178,14 @@ class DeepFiber(ReLUFiber):
             + _more(self.families, max_families)
         )
 
-    def sample(self, n: int = 1, seed: Any = 0, *, dyadic: bool = False) -> list[Params]:
-        """``n`` random points of the part of the fiber the families generate: every move
+    @renamed_keywords(n="num_samples")
+    def sample(self, num_samples: int = 1, seed: Any = 0, *, dyadic: bool = False) -> list[Params]:
+        """``num_samples`` random points of the part of the fiber the families generate: every move
         with random amounts, in the order they compose, then random permutations of every
         hidden layer.
 
         Args:
-            n: number of samples.
+            num_samples: number of samples (``n`` before; the old keyword warns).
             seed: int, None or a numpy Generator.
             dyadic: scalings by powers of two, other amounts multiples of 1/8 and no block
                 mixing (``G^-1`` is not dyadic), so that a dyadic parameter gives samples
@@ -192,14 +193,14 @@ class DeepFiber(ReLUFiber):
                 ratio aside).
 
         Returns:
-            A list of ``n`` parameters ``[(W_1, b_1), ..., (W_L, b_L)]``.
+            A list of ``num_samples`` parameters ``[(W_1, b_1), ..., (W_L, b_L)]``.
 
         >>> P = [(np.eye(2), np.zeros(2)), (np.ones((2, 2)), np.zeros(2)),
         ...      (np.ones((2, 2)), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
         >>> len(fiber(P).sample(2, seed=1))
         2
         """
-        n = check_positive_int(n, "n", maximum=1_000_000)
+        n = check_positive_int(num_samples, "num_samples", maximum=1_000_000)
         rng = as_seed_rng(seed)
         dyadic = check_bool(dyadic, "dyadic")
         return [_sample_one(self.params, self.families, rng, dyadic) for _ in range(n)]

@@ -53,6 +53,6 @@ class ReLUFiber(Result):
         """The families in words (every route implements it)."""
         raise NotImplementedError
 
-    def sample(self, n: int = 1, seed: Any = 0, *, dyadic: bool = False) -> list:  # noqa: ARG002
-        """``n`` random fiber points (every route implements it)."""  # pragma: no cover
+    def sample(self, num_samples: int = 1, seed: Any = 0, *, dyadic: bool = False) -> list:
+        """``num_samples`` random fiber points (every route implements it)."""  # pragma: no cover
         raise NotImplementedError

@@ -39,7 +39,7 @@ from scipy.optimize import least_squares
 
 from ..._errors import InputError, ParameterError, short_repr
 from ..._results import Result
-from ..._tolerance import check_tol
+from ..._tolerance import RESIDUAL_TOL, check_tol
 from ..._validation import (
     as_seed_rng,
     check_bool,
@@ -267,7 +267,7 @@ def search_symmetries(
     widths: Any = None,
     num_starts: int = 40,
     initial: Any = None,
-    tol: float = 1e-8,
+    tol: float = RESIDUAL_TOL,
     classify_tol: float = 1e-6,
     seed: Any = 0,
     progress: bool = False,

@@ -380,12 +380,13 @@ class BottleneckFiber(ReLUFiber):
         )
         return "\n".join([head] + [f.describe() for f in self.families[:max_families]] + more)
 
-    def sample(self, n: int = 1, seed: Any = 0, *, dyadic: bool = False) -> list[Params]:
-        """``n`` random points of the fiber: a random family, a random point of it and
+    @renamed_keywords(n="num_samples")
+    def sample(self, num_samples: int = 1, seed: Any = 0, *, dyadic: bool = False) -> list[Params]:
+        """``num_samples`` random points of the fiber: a random family, a random point of it and
         random permutations of both hidden layers.
 
         Args:
-            n: number of samples.
+            num_samples: number of samples (``n`` before; the old keyword warns).
             seed: int, None or a numpy Generator.
             dyadic: draw the continuous parameters as dyadic rationals (scalings powers of
                 two), so that a dyadic parameter yields samples exactly in the fiber in
@@ -393,14 +394,14 @@ class BottleneckFiber(ReLUFiber):
                 dyadic).
 
         Returns:
-            A list of ``n`` parameters ``[(W1, b1), (W2, b2), (W3, b3)]``.
+            A list of ``num_samples`` parameters ``[(W1, b1), (W2, b2), (W3, b3)]``.
 
         >>> P = [(np.eye(1), np.zeros(1)), (np.ones((1, 1)), -np.ones(1)), (np.ones((1, 1)),
         ...      np.zeros(1))]
         >>> len(fiber(P).sample(3, seed=1))
         3
         """
-        n = check_positive_int(n, "n", maximum=1_000_000)
+        n = check_positive_int(num_samples, "num_samples", maximum=1_000_000)
         rng = as_seed_rng(seed)
         dyadic = check_bool(dyadic, "dyadic")
         out = []

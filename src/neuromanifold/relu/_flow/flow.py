@@ -263,7 +263,7 @@ class ReLUFlowResult(Result):
         blocks: the tracked blocks as ``(layer, neurons)``.
         loss_monotone: whether the sampled loss never increases (up to ``1e-12``
             relative).
-        method, rtol, atol: the solver settings; success, message, nfev: solver report.
+        solver, rtol, atol: the solver settings; success, message, nfev: solver report.
         num_steps: accepted solver steps.
     """
 
@@ -281,7 +281,7 @@ class ReLUFlowResult(Result):
     first_change_time: float | None
     blocks: tuple
     loss_monotone: bool
-    method: str
+    solver: str
     rtol: float = dataclasses.field(repr=False)
     atol: float = dataclasses.field(repr=False)
     success: bool
@@ -328,7 +328,7 @@ def _velocity(net: ReLUNet, X: np.ndarray, Y: np.ndarray):
     return velocity
 
 
-@renamed_keywords(t_end="t_final")
+@renamed_keywords(t_end="t_final", method="solver")
 def gradient_flow(
     params: Any,
     X: Any,
@@ -337,7 +337,7 @@ def gradient_flow(
     *,
     num_times: int = 101,
     laws: Any = "auto",
-    method: str = "DOP853",
+    solver: str = "DOP853",
     rtol: float = 1e-10,
     atol: float = 1e-12,
     max_steps: int = 10_000,
@@ -358,7 +358,7 @@ def gradient_flow(
             two neurons are); ``"rescaling"``: the rescaling laws only; or a list of
             blocks ``(layer, neurons)`` to track besides the rescaling laws (whether or
             not they are active).
-        method: a ``solve_ivp`` method (``"DOP853"``, ``"RK45"``, ``"LSODA"``, ...).
+        solver: a ``solve_ivp`` solver (``"DOP853"``, ``"RK45"``, ``"LSODA"``, ...).
         rtol, atol: solver tolerances.
         max_steps, time_limit: the step budget and optional wall-clock limit (seconds);
             reaching either raises :class:`neuromanifold.ComputationLimitError`.
@@ -390,7 +390,7 @@ def gradient_flow(
         )
     check_positive_float(t_final, "t_final")
     check_num_times(num_times)
-    check_choice(method, "method", SOLVERS)
+    check_choice(solver, "solver", SOLVERS)
     check_positive_float(rtol, "rtol")
     check_positive_float(atol, "atol")
     progress = check_bool(progress, "progress")
@@ -408,7 +408,7 @@ def gradient_flow(
         lambda t, th: velocity(th),
         theta0,
         times,
-        method=method,
+        solver=solver,
         rtol=rtol,
         atol=atol,
         max_steps=max_steps,
@@ -421,10 +421,10 @@ def gradient_flow(
     except ComputationLimitError as err:
         # e.g. a sliding mode at a kink (the step size collapses): the samples so far
         err.partial = _result(
-            net, X, Y, times, stepper, tracked, num_rescaling, blocks, method, rtol, atol
+            net, X, Y, times, stepper, tracked, num_rescaling, blocks, solver, rtol, atol
         )
         raise
-    return _result(net, X, Y, times, stepper, tracked, num_rescaling, blocks, method, rtol, atol)
+    return _result(net, X, Y, times, stepper, tracked, num_rescaling, blocks, solver, rtol, atol)
 
 
 def _result(
@@ -436,7 +436,7 @@ def _result(
     tracked: list,
     num_rescaling: int,
     blocks: list,
-    method: str,
+    solver: str,
     rtol: float,
     atol: float,
 ) -> ReLUFlowResult:
@@ -482,7 +482,7 @@ def _result(
         first_change_time=first,
         blocks=tuple((layer, tuple(A)) for layer, A in blocks),
         loss_monotone=monotone,
-        method=method,
+        solver=solver,
         rtol=float(rtol),
         atol=float(atol),
         success=stepper.finished,

@@ -65,6 +65,7 @@ from ..._validation import (
     check_choice,
     check_finite_result,
     check_positive_int,
+    renamed_keywords,
 )
 from ...exact import to_fmpq
 from .._core.net import check_params
@@ -164,20 +165,20 @@ class NonlocalizableSearch(Result):
     """How often non-localizability occurs among random parameters.
 
     Attributes:
-        architectures: one dict per architecture: ``widths``, ``trials``, counts
+        architectures: one dict per architecture: ``widths``, ``num_samples``, counts
             ``first_two_identifiable``, ``last_two_identifiable``,
             ``whole_not_identifiable`` (verified witness), ``nonlocalizable`` and
-            ``certified``, the ``rate`` ``nonlocalizable / trials``, ``mechanisms``
+            ``certified``, the ``rate`` ``nonlocalizable / num_samples``, ``mechanisms``
             (symmetry name -> count) and ``example`` (the first nonlocalizable parameter
             found, as lists, or ``None``).
-        total_trials, total_nonlocalizable: sums over the architectures.
+        total_samples, total_nonlocalizable: sums over the architectures.
         seed: the seed of the draws.
         tol: the tolerance used.
         draw: how parameters were drawn, in words.
     """
 
     architectures: tuple
-    total_trials: int
+    total_samples: int
     total_nonlocalizable: int
     seed: Any
     tol: float
@@ -595,15 +596,22 @@ def _widths_list(widths: Any) -> list[tuple[int, ...]]:
     return out
 
 
+@renamed_keywords(trials="num_samples")
 def search_nonlocalizable(
-    widths: Any, *, trials: int = 50, seed: Any = 0, tol: Any = DEFAULT_TOL, progress: bool = False
+    widths: Any,
+    *,
+    num_samples: int = 50,
+    seed: Any = 0,
+    tol: Any = DEFAULT_TOL,
+    progress: bool = False,
 ) -> NonlocalizableSearch:
     """How often ``f2 o f1`` and ``f3 o f2`` are identifiable and ``f3 o f2 o f1`` is not,
     among random bottleneck parameters (every entry standard normal).
 
     Args:
         widths: one architecture ``(d, n1, n2, n3)`` with ``n1 <= d``, or a list of them.
-        trials: random parameters per architecture.
+        num_samples: random parameters per architecture (``trials`` before; the old
+            keyword warns).
         seed: int, None or a numpy Generator.
         tol: as for :func:`nonlocalizability`.
         progress: a progress bar on stderr.
@@ -611,13 +619,13 @@ def search_nonlocalizable(
     Returns:
         A :class:`NonlocalizableSearch` with the counts and rates per architecture.
 
-    >>> s = search_nonlocalizable((2, 2, 2, 1), trials=4, seed=1)
+    >>> s = search_nonlocalizable((2, 2, 2, 1), num_samples=4, seed=1)
     >>> a = s.architectures[0]
-    >>> a["trials"], 0 <= a["nonlocalizable"] <= a["whole_not_identifiable"] <= 4
+    >>> a["num_samples"], 0 <= a["nonlocalizable"] <= a["whole_not_identifiable"] <= 4
     (4, True)
     """
     archs = _widths_list(widths)
-    trials = check_positive_int(trials, "trials", maximum=MAX_TRIALS)
+    trials = check_positive_int(num_samples, "num_samples", maximum=MAX_TRIALS)
     tol = check_tol(tol)
     progress = check_bool(progress, "progress")
     rng = as_seed_rng(seed)
@@ -662,7 +670,7 @@ def search_nonlocalizable(
             out.append(
                 {
                     "widths": list(w),
-                    "trials": trials,
+                    "num_samples": trials,
                     **counts,
                     "rate": counts["nonlocalizable"] / trials,
                     "mechanisms": mech,
@@ -674,7 +682,7 @@ def search_nonlocalizable(
             bar.close()
     return NonlocalizableSearch(
         architectures=tuple(out),
-        total_trials=trials * len(archs),
+        total_samples=trials * len(archs),
         total_nonlocalizable=sum(a["nonlocalizable"] for a in out),
         seed=seed if not isinstance(seed, np.random.Generator) else "generator",
         tol=tol,
