@@ -188,9 +188,11 @@ def residue_matmul(A, B: np.ndarray) -> np.ndarray:
             ) % PRIME
         return out
     Af = A.astype(float)
-    hi = np.fmod(Af @ (B >> 13).astype(float), PRIME)
-    lo = Af @ (B & (_HALF - 1)).astype(float)
-    return np.fmod(hi * _HALF + lo, PRIME).astype(np.int64)
+    # the float products are exact integers below 2**53: reduce them as int64 (numpy's
+    # float fmod takes some 150 ns an entry, 12 times the integer remainder)
+    hi = (Af @ (B >> 13).astype(float)).astype(np.int64) % PRIME
+    lo = (Af @ (B & (_HALF - 1)).astype(float)).astype(np.int64)
+    return (hi * _HALF + lo) % PRIME
 
 
 def residue_rank(A: np.ndarray) -> int:
@@ -215,6 +217,42 @@ def svd_seconds_per_cube() -> float:
         np.linalg.svd(A, compute_uv=False)
         best = min(best, time.perf_counter() - start)
     return best / 256**3
+
+
+@functools.lru_cache(maxsize=1)
+def _matmul_seconds_per_term() -> float:
+    """Seconds per multiply-add of a float matrix product on this machine, from 256 x 256
+    (the fastest of three, a few milliseconds once per process)."""
+    A = np.random.default_rng(0).standard_normal((256, 256))
+    best = math.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        A @ A
+        best = min(best, time.perf_counter() - start)
+    return best / 256**3
+
+
+@functools.lru_cache(maxsize=1)
+def _remainder_seconds_per_entry() -> float:
+    """Seconds per entry of the int64 remainder modulo :data:`PRIME` (from 512 x 512)."""
+    A = np.random.default_rng(0).integers(0, 1 << 52, (512, 512))
+    best = math.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        A % PRIME
+        best = min(best, time.perf_counter() - start)
+    return best / 512**2
+
+
+def matmul_seconds(rows: int, inner: int, cols: int, exact: bool) -> float:
+    """The expected seconds of a ``rows x inner`` by ``inner x cols`` product: of residues
+    (:func:`residue_matmul`: two float products and three remainders an entry) or of
+    floats."""
+    if not exact:
+        return _matmul_seconds_per_term() * rows * inner * cols
+    return 2 * _matmul_seconds_per_term() * rows * inner * cols + (
+        4 * _remainder_seconds_per_entry() * rows * cols
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -322,18 +360,25 @@ def _inputs(num, Ws: list, bs: list, masks: list, M: np.ndarray) -> list[np.ndar
     return K
 
 
-def _rest_rows(num, G: list, K: list, start: int, Lam: np.ndarray, cols) -> np.ndarray:
+def _rest_rows(
+    num, G: list, K: list, start: int, Lam: np.ndarray, cols, check=lambda upcoming=0.0: None
+) -> np.ndarray:
     """The blocks of layers ``start`` and on of the combinations ``Lam`` (``(regions, m,
     s)``) of the rows along layer ``start - 1``'s homogeneous directions ``cols``: one row
-    per (direction, combination)."""
+    per (direction, combination). ``check`` is called between the products (each can take
+    a second at trained sizes), so that a budget stops here."""
     R, m, s = Lam.shape
     out = []
     for l in range(start, len(G)):
+        check()
         T = num.matmul(np.transpose(G[l], (0, 2, 1)), Lam)  # (R, n_l, s)
+        check()
         Kc = K[l][:, :, cols]  # (R, n_in + 1, c)
         # sum over regions of T (x) K column, for each direction and combination
         A = np.transpose(Kc, (2, 1, 0)).reshape(-1, R)  # (c * (n_in + 1), R)
         B = T.reshape(R, -1)  # (R, n_l * s)
+        # the largest product of the split (2 s at 8-60-60-1): not started past a budget
+        check(upcoming=matmul_seconds(A.shape[0], R, B.shape[1], num.exact))
         Y = num.matmul(A, B).reshape(len(cols), Kc.shape[1], T.shape[1], s)
         out.append(np.transpose(Y, (0, 3, 2, 1)).reshape(len(cols) * s, T.shape[1] * Kc.shape[1]))
     return np.concatenate(out, axis=1)
@@ -423,15 +468,16 @@ def _split(num, Ws, bs, patterns, H, kept, two, rest_cols, slack, check):
             levels[1] += r2
             if rest_cols and N2.shape[1]:
                 Lam = num.matmul(N1 * D[:, j, None, None].astype(N1.dtype), N2)
-                rows.append(_rest_rows(num, G, K, 2, Lam, [j]))
+                rows.append(_rest_rows(num, G, K, 2, Lam, [j], check))
             check()
         used = D[:, kept]
     elif rest_cols:
         # the direct level over layers 2 and on, along u = e_j: layer 2's input is D H u
         DH = num.weights(H)[None, :, :] * D[:, :, None].astype(eye.dtype)
         Kz = _inputs(num, W, b, masks, eye)
+        check()
         K = [None, DH] + [num.matmul(Kz[l], DH) for l in range(2, L)]
-        rows.append(_rest_rows(num, G, K, 1, N1, list(range(d + 1))))
+        rows.append(_rest_rows(num, G, K, 1, N1, list(range(d + 1)), check))
         kept, used = slice(None), np.ones((R, d + 1), dtype=bool)
     if rows:
         scale = None if num.exact else _rest_scale(G, K, 2 if two else 1, used, kept)
