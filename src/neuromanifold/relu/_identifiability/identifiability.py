@@ -28,6 +28,7 @@ b``) is identifiable: the function is its parameter.
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ from ..._errors import InputError, ParameterError
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import check_bool
 from .._bounds.parameters import function_distance_bound, path_norm_scale
-from .._core.net import check_params
+from .._core.net import check_params, float_params
 from .._engine.budget import check_budget
 from .._symmetries.any_depth import (
     ActiveBiasShift,
@@ -54,6 +55,7 @@ from .._symmetries.any_depth import (
 from .._symmetries.orbit import orbit_gap
 from .._symmetries.shape import row_signs
 from .._symmetries.three_layer import DeadNeuronMove, LinearBlockMixing
+from .local import LocalVerdict, local_identifiability
 from .three_layer import identifiability as three_layer_identifiability
 from .three_layer import sign_pattern_symmetries
 from .verdict import Identifiability
@@ -113,7 +115,7 @@ class DeepIdentifiability(Identifiability):
         lines += ["  " + r for r in self.reasons]
         if self.undecided_reason:
             lines.append("  undecided: " + self.undecided_reason)
-        return "\n".join(lines)
+        return "\n".join(lines + self.local_line())
 
 
 def identifiability(
@@ -123,6 +125,7 @@ def identifiability(
     exact_genericity: bool = False,
     max_regions: int | None = None,
     time_limit: float | None = None,
+    local: bool = False,
 ) -> Identifiability:
     """Is a ReLU parameter identifiable up to permutation and positive scaling?
 
@@ -135,7 +138,12 @@ def identifiability(
         params: the network's ``[(W_1, b_1), ..., (W_L, b_L)]``.
         tol: relative tolerance of the sign decisions (``0`` exact).
         exact_genericity: three layers only: also run the exact genericity test.
-        max_regions, time_limit: the budget of that exact test.
+        max_regions, time_limit: the budget of that exact test and of the local verdict's
+            rank.
+        local: also decide local identifiability (the result's ``locally_identifiable``):
+            near the parameter, is the fiber the orbit of the neuron scalings? Proved from
+            the exact rank of the parameter Jacobian (:mod:`.local`); at trained sizes
+            this costs what ``functional_dimension(params, tol=0)`` costs.
 
     Returns:
         An :class:`~neuromanifold.relu.Identifiability`: a
@@ -152,6 +160,33 @@ def identifiability(
     (False, True, WindowSymmetry(start=1, symmetry=HidingTranslation(...)))
     """
     params = check_params(params)
+    local = check_bool(local, "local")
+    start = time.monotonic()
+    res = _route(params, tol, exact_genericity, max_regions, time_limit)
+    if not local:
+        return res
+    left = None if time_limit is None else max(time_limit - (time.monotonic() - start), 1e-3)
+    if res.identifiable is True:
+        found = LocalVerdict(
+            locally_identifiable=True,
+            jacobian_rank=None,
+            rank_bound=0,
+            reason="identifiable: the whole fiber is the permutation-scaling orbit",
+        )
+    else:
+        found = local_identifiability(
+            float_params(params), res.witnesses, max_regions=max_regions, time_limit=left
+        )
+    return dataclasses.replace(
+        res,
+        locally_identifiable=found.locally_identifiable,
+        jacobian_rank=found.jacobian_rank,
+        local_reason=found.reason,
+    )
+
+
+def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiability:
+    """The route by depth: the three-layer characterization, else the any-depth search."""
     if len(params) == 3:
         return three_layer_identifiability(
             params,

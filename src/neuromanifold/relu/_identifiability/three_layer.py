@@ -155,7 +155,7 @@ class ThreeLayerIdentifiability(Identifiability):
         lines = [head] + ["  " + r for r in self.reasons]
         if self.undecided_reason:
             lines.append("  undecided: " + self.undecided_reason)
-        return "\n".join(lines)
+        return "\n".join(lines + self.local_line())
 
 
 def fast_genericity(params: Any, *, tol: float = DEFAULT_TOL) -> tuple[str, ...]:

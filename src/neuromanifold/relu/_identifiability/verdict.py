@@ -40,6 +40,13 @@ class Identifiability(Result):
         tol: the relative tolerance of the sign decisions.
         method: the route, in words.
         undecided_reason: for ``identifiable=None``, why and what would decide it.
+        locally_identifiable: with ``local=True``: ``True`` when the fiber near the
+            parameter is proved to be the orbit of the neuron scalings (the exact
+            Jacobian rank equals ``P - H``), ``False`` with a continuous family of fiber
+            points leaving the orbit, ``None`` when open or not asked (``local_reason``).
+        jacobian_rank: the proven lower bound of the Jacobian's rank the local verdict
+            used (``None`` when none was computed).
+        local_reason: the local verdict's reason, in words.
     """
 
     _QUESTION: ClassVar[bool] = True
@@ -52,8 +59,20 @@ class Identifiability(Result):
     tol: float
     method: str
     undecided_reason: str | None = None
+    locally_identifiable: bool | None = None
+    jacobian_rank: int | None = dataclasses.field(default=None, repr=False)
+    local_reason: str | None = dataclasses.field(default=None, repr=False)
 
     @property
     def verdict(self) -> str:
         """``"identifiable"``, ``"not identifiable"`` or ``"undecided"``."""
         return verdict_word(self.identifiable)
+
+    def local_line(self) -> list[str]:
+        """The local verdict in one line (empty when it was not asked)."""
+        if self.local_reason is None:
+            return []
+        word = {True: "locally identifiable", False: "not locally identifiable"}.get(
+            self.locally_identifiable, "local identifiability undecided"
+        )
+        return [f"  {word}: {self.local_reason}"]

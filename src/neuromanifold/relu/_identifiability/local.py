@@ -1,0 +1,165 @@
+"""Local identifiability, proved from the rank of the parameter Jacobian.
+
+**The theorem used.** Let ``theta`` have ``P`` parameters and ``H`` hidden neurons, each
+with a nonzero incoming row ``(W_l[j], b_l[j])``, and let ``r`` be a proven lower bound of
+the rank at ``theta`` of ``theta' -> (f_theta'(x_1), ..., f_theta'(x_m))`` for points
+``x_i`` strictly inside linear regions whose activation patterns are proven (the exact
+route of :func:`~neuromanifold.relu.functional_dimension`). Near ``theta`` the patterns
+stay, so that map is polynomial; ``r`` of its coordinates have independent gradients at
+``theta``, and by the implicit function theorem their common level set is, near
+``theta``, a submanifold ``M`` of dimension ``P - r`` containing the fiber. The positive
+rescalings of the hidden neurons keep the function, and their orbit ``O`` through
+``theta`` has dimension ``H`` (their tangents are independent: layer by layer, a neuron's
+nonzero incoming row is moved by its own scaling and by no scaling of a later layer), so
+``O`` lies in the fiber and ``r <= P - H``. When ``r = P - H``, ``O`` is a submanifold of
+``M`` of the same dimension, hence open in ``M``: near ``theta`` the fiber **is** the
+scaling orbit (the permutations are discrete and do not show locally). This is the
+rank condition of Bona-Pellissier, Bachoc and Malgouyres ("Local identifiability of deep
+ReLU neural networks: the theory", NeurIPS 2022) on a finite set of inputs, decided with
+an exact rank instead of a floating-point one, and the equality of the functional
+dimension with its bound ``P - H`` that Grigsby, Lindsey and Rolnick relate to hidden
+symmetries.
+
+**Not locally identifiable** is proved by a witness of a continuous family (a dead
+neuron's free outgoing weights, a silent neuron's free row, an always-active bias shift,
+a split between parallel neurons, a hidden hyperplane's translation, a mixing of an
+always-active block) that applies at ``tol = 0``: the family is a curve of fiber points
+through ``theta`` that leaves the orbit. Otherwise the local verdict is open, with why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..._errors import ComputationLimitError
+from .._fundim.fundim import rank_lower_bound
+
+__all__ = ["LocalVerdict", "local_identifiability", "CONTINUOUS_MOVES"]
+
+#: the symmetries that come in continuous families through the parameter (their amount
+#: ranges over an interval containing the identity); a witness of one that applies at
+#: tol = 0 proves the fiber larger than the orbit near the parameter
+CONTINUOUS_MOVES = (
+    "DeadNeuronOutgoing",
+    "SilentNeuronIncoming",
+    "ActiveBiasShift",
+    "ParallelNeuronSplit",
+    "DeadNeuronMove",
+    "LinearBlockMixing",
+    "HidingTranslation",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalVerdict:
+    """What :func:`local_identifiability` proved: ``locally_identifiable`` (``True``,
+    ``False`` or ``None``), the proven rank ``jacobian_rank`` (``None`` when not
+    computed), its bound ``P - H`` and the reason in words."""
+
+    locally_identifiable: bool | None
+    jacobian_rank: int | None
+    rank_bound: int
+    reason: str
+
+
+def _move_name(witness: Any) -> str:
+    inner = getattr(witness, "symmetry", witness)  # a WindowSymmetry wraps its move
+    return type(inner).__name__
+
+
+def local_identifiability(
+    params: list,
+    witnesses: tuple,
+    *,
+    max_regions: int | None = None,
+    time_limit: float | None = None,
+) -> LocalVerdict:
+    """Is the fiber near ``params`` the scaling orbit (module docs)? ``witnesses`` are the
+    identifiability search's, re-checked here at ``tol = 0``."""
+    P = sum(W.size + b.size for W, b in params)
+    hidden = params[:-1]
+    H = sum(W.shape[0] for W, _ in hidden)
+    bound = P - H
+    continuous = [
+        w
+        for w in witnesses
+        if _move_name(w) in CONTINUOUS_MOVES and w.applies(params, tol=0).applies
+    ]
+    if continuous:
+        return LocalVerdict(
+            locally_identifiable=False,
+            jacobian_rank=None,
+            rank_bound=bound,
+            reason=f"{_move_name(continuous[0])} applies at tol = 0: a continuous family "
+            f"of fiber points through the parameter leaves the scaling orbit",
+        )
+    zero_rows = [
+        (l + 1, j)
+        for l, (W, b) in enumerate(hidden)
+        for j in range(W.shape[0])
+        if not (W[j].any() or b[j])
+    ]
+    if zero_rows:
+        l, j = zero_rows[0]
+        return LocalVerdict(
+            locally_identifiable=None,
+            jacobian_rank=None,
+            rank_bound=bound,
+            reason=f"neuron {j} of layer {l} has zero incoming weights and bias, so its "
+            f"scaling moves nothing and the rank test does not apply",
+        )
+    if H == 0:
+        return LocalVerdict(
+            locally_identifiable=True,
+            jacobian_rank=P,
+            rank_bound=P,
+            reason="no hidden layer: the function is its parameter",
+        )
+    try:
+        rank, smooth = rank_lower_bound(
+            params, bound, max_regions=max_regions, time_limit=time_limit
+        )
+    except ComputationLimitError as exc:
+        part = getattr(exc, "partial", None)
+        rank, smooth = (None, True) if part is None else (part.rank, part.smooth)
+        if rank is None or rank < bound:
+            return LocalVerdict(
+                locally_identifiable=None,
+                jacobian_rank=rank,
+                rank_bound=bound,
+                reason=f"the Jacobian's rank reached {rank} of {bound} within the budget ({exc})",
+            )
+    if rank is None:
+        return LocalVerdict(
+            locally_identifiable=None,
+            jacobian_rank=None,
+            rank_bound=bound,
+            reason="the Jacobian's rank was not computed: the last level of its layered "
+            "rank is too wide to factorize at this size",
+        )
+    if not smooth:
+        return LocalVerdict(
+            locally_identifiable=None,
+            jacobian_rank=rank,
+            rank_bound=bound,
+            reason="a neuron's pre-activation is identically zero on a region, so "
+            "theta -> f_theta(x) is not differentiable there and the rank bounds nothing",
+        )
+    if rank >= bound:
+        return LocalVerdict(
+            locally_identifiable=True,
+            jacobian_rank=rank,
+            rank_bound=bound,
+            reason=f"proved: the Jacobian's rank is P - H = {P} - {H} = {bound} (exact, "
+            f"over regions with proven patterns), so near the parameter the fiber is "
+            f"the orbit of the {H} neuron scalings",
+        )
+    return LocalVerdict(
+        locally_identifiable=None,
+        jacobian_rank=rank,
+        rank_bound=bound,
+        reason=f"the proven rank {rank} is below P - H = {bound}: the fiber near the "
+        f"parameter may be larger than the scaling orbit (a rank lower bound cannot show "
+        f"it is), and no continuous symmetry applies exactly",
+    )
