@@ -197,7 +197,7 @@ PLANTED = {
     "upward": ("neuromanifold.exact._lp", "from ..relu import ReLUNet\n", "upward"),
     "upward room": (
         "neuromanifold.relu._engine.lp",
-        "from .._analysis.regions import regions\n",
+        "from .._regions.regions import regions\n",
         "upward",
     ),
     "cross-domain": ("neuromanifold.linear._fc", "from ..relu import forward\n", "cross-domain"),

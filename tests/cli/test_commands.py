@@ -485,3 +485,47 @@ def test_hints_name_options_not_python_calls(tmp_path):
     out = run("relu", "neurons", tmp_path / "n.npz", "--method", "bounds")
     assert out.returncode == 0 and "(bounds, certified)" in out.stdout
     assert "method='regions'" not in out.stdout
+
+
+def test_a_box_with_one_interval_per_input(files, tmp_path):
+    """``--domain box:LO1:HI1,LO2:HI2``: each input its own interval, as the library's
+    Domain.box takes them; ``box:LO,HI`` keeps meaning the same interval everywhere."""
+    params = nm.io.load(files / "a.npz").params
+    out = run(
+        "relu",
+        "regions",
+        files / "a.npz",
+        "--domain",
+        "box:-1:1,0:2.5",
+        "--json",
+        tmp_path / "r.json",
+    )
+    assert out.returncode == 0, out.stderr
+    want = nm.relu.regions(params, domain=nm.relu.Domain.box([-1, 0], [1, 2.5]))
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert len(data["regions"]) == want.num_regions
+    assert data["domain"]["lower"] == [-1, 0] and data["domain"]["upper"] == [1, 2.5]
+    same = run(
+        "relu", "regions", files / "a.npz", "--domain", "box:-1,1", "--json", tmp_path / "s.json"
+    )
+    assert same.returncode == 0, same.stderr
+    data = json.loads((tmp_path / "s.json").read_text())
+    assert data["domain"]["lower"] == [-1, -1] and data["domain"]["upper"] == [1, 1]
+
+
+@pytest.mark.parametrize(
+    "box, status, match",
+    [
+        ("box:-1:1,0:2,0:1", 1, "box has dimension 3 but the network's input dimension is 2"),
+        ("box:-1:1", 1, "box has dimension 1 but the network's input dimension is 2"),
+        ("box:-1:1,2:0", 2, "coordinate 1 is '2:0' (LO=2 > HI=0)"),
+        ("box:-1:1,0", 2, "coordinate 1 is '0', not LO:HI"),
+        ("box:-1:1,a:2", 2, "coordinate 1 is 'a:2', not LO:HI"),
+        ("box:-1:1,nan:2", 2, "coordinate 1 is 'nan:2'"),
+    ],
+)
+def test_per_input_box_refusals_name_the_coordinate_or_both_dimensions(files, box, status, match):
+    out = run("relu", "regions", files / "a.npz", "--domain", box)
+    assert out.returncode == status, (out.stdout, out.stderr)
+    err = " ".join(out.stderr.split())
+    assert match in err and "Traceback" not in err, err

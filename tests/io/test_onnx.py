@@ -422,3 +422,206 @@ def test_an_input_with_a_zero_length_axis_is_refused(tmp_path):
         "zero-length|fc",
         n_in=0,
     )
+
+
+# -- VNN-COMP layouts: MatMul(W, x) on a 1-D input, input normalization ----------------
+
+
+def _vnn_graph(tmp_path, rng, *, norm, column=False, dtype=np.float64, name="vnn.onnx"):
+    """An ACAS Xu-like graph as VNN-COMP 2026's acas_xu_vnnlib2 exports it: the input X
+    of shape [5] (or a column [5, 1]), ``MatMul(W, X)`` with the weight first, Add of a
+    bias, Relu, ...; ``norm`` lists the normalization nodes in front of the first layer
+    as ``(op, constant)``. Returns the path and the graph's own numpy evaluation."""
+    widths = [5, 6, 4, 3]
+    col = (lambda v: v.reshape(-1, 1)) if column else (lambda v: v)
+    consts, nodes, current = {}, [], "X"
+    for k, (op, c) in enumerate(norm):
+        consts[f"n{k}"] = np.asarray(c, dtype)
+        nodes.append(helper.make_node(op, [current, f"n{k}"], [f"z{k}"], name=f"{op.lower()}_{k}"))
+        current = f"z{k}"
+    Ws, bs = [], []
+    for l, (n, m) in enumerate(zip(widths[:-1], widths[1:])):
+        W, b = rng.standard_normal((m, n)).astype(dtype), col(rng.standard_normal(m).astype(dtype))
+        consts[f"W{l}"], consts[f"b{l}"] = W, b
+        Ws.append(W.astype(np.float64))
+        bs.append(b.astype(np.float64))
+        nodes.append(helper.make_node("MatMul", [f"W{l}", current], [f"m{l}"], name=f"mm{l}"))
+        last = l == len(widths) - 2
+        out = "Y" if last else f"a{l}"
+        nodes.append(helper.make_node("Add", [f"m{l}", f"b{l}"], [out], name=f"add{l}"))
+        current = out
+        if not last:
+            nodes.append(helper.make_node("Relu", [out], [f"h{l}"], name=f"relu{l}"))
+            current = f"h{l}"
+    path = _graph(
+        tmp_path,
+        nodes,
+        consts,
+        name=name,
+        inputs=("X",),
+        output="Y",
+        dtype=dtype,
+        shape=[5, 1] if column else [5],
+    )
+
+    def direct(x):  # the graph evaluated op by op in float64 (x: one input, shape (5,))
+        z = col(np.asarray(x, np.float64))
+        for op, c in norm:
+            c = np.asarray(c, dtype).astype(np.float64)
+            z = {"Sub": np.subtract, "Div": np.divide, "Mul": np.multiply}[op](z, c)
+        for l, (W, b) in enumerate(zip(Ws, bs)):
+            z = W @ z + b
+            if l < len(Ws) - 1:
+                z = np.maximum(z, 0)
+        return z.reshape(-1)
+
+    return path, direct
+
+
+_NORMS = {
+    "none": [],
+    "per-coordinate mean and std": [
+        ("Sub", [19791.1, 0.0, 0.0, 650.0, 600.0]),
+        ("Div", [60261.0, 6.28318, 6.28318, 1100.0, 1200.0]),
+    ],
+    "scalar mean, per-coordinate scale": [("Sub", 0.5), ("Mul", [2.0, -1.0, 0.25, 3.0, 1.5])],
+    "std only, scalar": [("Div", 4.0)],
+}
+
+
+@pytest.mark.parametrize("column", [False, True], ids=["vector", "column"])
+@pytest.mark.parametrize("norm", sorted(_NORMS))
+def test_vnncomp_weight_first_graphs_read_as_the_graph_computes(tmp_path, norm, column):
+    """MatMul(W, X) on a 1-D input [5] (or a column [5, 1]) with a normalization folded
+    into the first layer: the loaded network computes what the graph computes, by a
+    direct numpy evaluation and by onnx's reference evaluator, at random inputs."""
+    rng = np.random.default_rng(7)
+    consts = [
+        (op, np.asarray(c).reshape(-1, 1) if column and np.ndim(c) else c) for op, c in _NORMS[norm]
+    ]
+    path, direct = _vnn_graph(tmp_path, rng, norm=consts, column=column)
+    model = load(path)
+    assert model.architecture == (5, 6, 4, 3) and model.converted_from == "float64"
+    assert any("MatMul(W, x)" in n for n in model.notes)
+    assert any("normalization folded" in n for n in model.notes) == bool(consts)
+    scale = np.array([60261.0, 6.3, 6.3, 1100.0, 1200.0])
+    X = rng.uniform(-1, 1, (40, 5)) * scale
+    ours = nm.relu.forward(model.params, X)
+    want = np.array([direct(x) for x in X])
+    np.testing.assert_allclose(ours, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
+    ref = ReferenceEvaluator(str(path))
+    for x, y in zip(X[:8], ours[:8]):
+        ran = ref.run(None, {"X": x.reshape((5, 1) if column else (5,))})[0].reshape(-1)
+        np.testing.assert_allclose(ran, y, rtol=1e-9, atol=1e-9 * np.abs(y).max())
+
+
+def test_the_acas_xu_layout_in_float32(tmp_path):
+    """The benchmark's own dtype: float32 constants, read as float32 and said so."""
+    rng = np.random.default_rng(3)
+    path, direct = _vnn_graph(
+        tmp_path, rng, norm=_NORMS["per-coordinate mean and std"], dtype=np.float32
+    )
+    model = load(path)
+    assert model.converted_from == "float32"
+    X = rng.uniform(-1, 1, (20, 5)).astype(np.float32) * np.float32(600)
+    want = np.array([direct(x) for x in X])
+    np.testing.assert_allclose(nm.relu.forward(model.params, X), want, rtol=1e-9, atol=1e-9)
+    ran = np.array([ReferenceEvaluator(str(path)).run(None, {"X": x})[0] for x in X])
+    np.testing.assert_allclose(ran, want, rtol=1e-4, atol=1e-4)
+
+
+def test_layouts_outside_the_vnncomp_pattern_are_refused_by_node(tmp_path):
+    rng = np.random.default_rng(0)
+    mm = helper.make_node
+    W, V = rng.standard_normal((3, 4)), rng.standard_normal((2, 3))
+    c = {"W": W, "V": V, "b": np.ones(3), "m": np.ones(4), "z": np.array([1.0, 0, 1, 1])}
+    tail = [mm("Relu", ["a"], ["h"], name="r"), mm("MatMul", ["V", "h"], ["y"], name="fc2")]
+    f64 = {"dtype": np.float64}
+    # W @ x on a batch of rows mixes the examples
+    _refused(
+        tmp_path,
+        [mm("MatMul", ["W2", "x"], ["a"], name="wx"), *tail],
+        {**c, "W2": rng.standard_normal((3, 5))},
+        r"'wx' \(op type 'MatMul'\).*1-D activation \[n\] or a column",
+        shape=[5, 4],
+        **f64,
+    )
+    # the constant first in Sub or Div is not a normalization
+    for op in ("Sub", "Div"):
+        _refused(
+            tmp_path,
+            [
+                mm(op, ["m", "x"], ["n"], name="flip"),
+                mm("MatMul", ["W", "n"], ["a"], name="fc"),
+                *tail,
+            ],
+            c,
+            rf"'flip' \(op type '{op}'\).*constant second",
+            shape=[4],
+            **f64,
+        )
+    # a normalization after the first layer
+    _refused(
+        tmp_path,
+        [
+            mm("MatMul", ["W", "x"], ["m1"], name="fc"),
+            mm("Sub", ["m1", "b"], ["a"], name="late"),
+            *tail,
+        ],
+        c,
+        r"'late' \(op type 'Sub'\).*in front of the first affine layer",
+        shape=[4],
+        **f64,
+    )
+    # a std with a zero entry
+    _refused(
+        tmp_path,
+        [
+            mm("Div", ["x", "z"], ["n"], name="std"),
+            mm("MatMul", ["W", "n"], ["a"], name="fc"),
+            *tail,
+        ],
+        c,
+        r"'std' \(op type 'Div'\).*zero entry",
+        shape=[4],
+        **f64,
+    )
+    # a bias of shape (3,) on a column (3, 1) broadcasts to a 3 x 3 matrix
+    _refused(
+        tmp_path,
+        [
+            mm("MatMul", ["W", "x"], ["m1"], name="fc"),
+            mm("Add", ["m1", "b"], ["a"], name="rowbias"),
+            *tail,
+        ],
+        c,
+        r"'rowbias' \(op type 'Add'\).*bias of shape \(3,\) on an activation of shape \[3, 1\]",
+        shape=[4, 1],
+        **f64,
+    )
+    # x @ W after a column layer W @ x
+    _refused(
+        tmp_path,
+        [
+            mm("MatMul", ["W", "x"], ["a"], name="fc"),
+            mm("Relu", ["a"], ["h"], name="r"),
+            mm("MatMul", ["h", "U"], ["y"], name="back"),
+        ],
+        {**c, "U": np.ones((1, 2))},
+        r"'back' \(op type 'MatMul'\).*x @ W on a column",
+        shape=[4, 1],
+        **f64,
+    )
+    # a per-coordinate mean of a column shape on a 1-D input expands it to a matrix
+    _refused(
+        tmp_path,
+        [
+            mm("Sub", ["x", "mc"], ["n"], name="sub"),
+            mm("MatMul", ["W", "n"], ["a"], name="fc"),
+            *tail,
+        ],
+        {**c, "mc": np.ones((4, 1))},
+        r"'fc' \(op type 'MatMul'\).*shape is \[4, 4\]",
+        shape=[4],
+        **f64,
+    )

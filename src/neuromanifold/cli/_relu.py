@@ -2,8 +2,10 @@
 .onnx, PyTorch state_dict files), analysed exactly. ``relu ACTION --help`` lists the
 options of one action; each action takes only its own.
 
-Domains: ``--domain whole`` (R^d, the default), ``orthant`` (x >= 0), or a box
-``box:LO,HI`` (the same bounds on every axis).
+Domains: ``--domain whole`` (R^d, the default), ``orthant`` (x >= 0), a box
+``box:LO,HI`` (the same bounds on every axis), or a box with one interval per axis,
+``box:LO1:HI1,LO2:HI2,...`` (as many intervals as the network has inputs; ``LO:LO``
+fixes that input, as VNN-COMP properties do).
 
 Budgets: the actions that enumerate linear regions (whose number grows exponentially
 with the widths) take ``--max-regions N`` and ``--time-limit SECONDS``, and stop with a
@@ -36,20 +38,58 @@ from ._common import (
 from ._table import format_table, short_array, terminal_width
 
 
+class _Box(tuple):
+    """A ``--domain box:...`` as ``(lower, upper)`` (what the analyses take as a box),
+    printed as it was written."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
 def _domain(text: str):
-    """argparse type for ``--domain``."""
+    """argparse type for ``--domain``: ``whole``, ``orthant``, ``box:LO,HI`` (one interval
+    for every coordinate, LO < HI) or ``box:LO1:HI1,LO2:HI2,...`` (one interval per
+    coordinate, LO <= HI: an interval LO:LO fixes that coordinate)."""
     if text in ("whole", "orthant"):
         return None if text == "whole" else "orthant"
-    if text.startswith("box:"):
+    usage = (
+        "must be 'whole', 'orthant', 'box:LO,HI' (every coordinate, LO < HI) or "
+        "'box:LO1:HI1,LO2:HI2,...' (one interval per coordinate, LO <= HI)"
+    )
+    if not text.startswith("box:"):
+        raise argparse.ArgumentTypeError(f"{usage}; got {text!r}")
+    body = text[4:]
+    if ":" not in body:  # one interval for every coordinate
         try:
-            lo, hi = (float(t) for t in text[4:].split(","))
+            lo, hi = (float(t) for t in body.split(","))
         except ValueError:
             lo = hi = float("nan")
-        if lo < hi:
-            return (lo, hi)
-    raise argparse.ArgumentTypeError(
-        f"must be 'whole', 'orthant' or 'box:LO,HI' with LO < HI; got {text!r}"
-    )
+        if not lo < hi:
+            raise argparse.ArgumentTypeError(f"{usage}; got {text!r}")
+        box = _Box((lo, hi))
+    else:
+        lows, highs = [], []
+        for i, part in enumerate(body.split(",")):
+            try:
+                lo, hi = (float(t) for t in part.split(":"))
+            except ValueError:
+                raise argparse.ArgumentTypeError(
+                    f"{usage}; coordinate {i} is {part!r}, not LO:HI, in {text!r}"
+                ) from None
+            if not lo <= hi:  # NaN too
+                raise argparse.ArgumentTypeError(
+                    f"a box needs LO <= HI in every coordinate; coordinate {i} is "
+                    f"{part!r} (LO={lo:g} > HI={hi:g}) in {text!r}"
+                    if lo > hi
+                    else f"{usage}; coordinate {i} is {part!r} in {text!r}"
+                )
+            lows.append(lo)
+            highs.append(hi)
+        box = _Box((np.array(lows), np.array(highs)))
+    box.text = text
+    return box
 
 
 def _tol(text: str) -> float:
@@ -524,7 +564,10 @@ _OPTIONS = {
         "--domain",
         type=_domain,
         default=None,
-        help="whole (R^d, the default), orthant, or box:LO,HI",
+        metavar="DOMAIN",
+        help="whole (R^d, the default), orthant, box:LO,HI (the same interval on every "
+        "input), or box:LO1:HI1,LO2:HI2,... (one interval per input, as many as the "
+        "network has inputs; LO:LO fixes that input)",
     ),
     "method": _opt(
         "--method",

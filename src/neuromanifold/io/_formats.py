@@ -266,8 +266,11 @@ def load(source: Any, *, strides: Any = None) -> Model:
     Args:
         source: a path to ``.npz`` (read with ``allow_pickle=False``), ``.safetensors``,
             an ONNX graph (``.onnx``: Gemm, MatMul + Add, Relu, Flatten, Identity and
-            Reshape of the batch axis, or bias-free Conv; weights from initializers; any
-            other operator is refused by name; needs the ``onnx`` extra),
+            Reshape of the batch axis, or bias-free Conv; weights from initializers;
+            ``MatMul(W, x)`` with the weight first on a 1-D input or a column, and an
+            input normalization ``Sub``/``Div``/``Mul`` by constants folded into the
+            first layer, as VNN-COMP graphs have them; any other operator is refused by
+            name; needs the ``onnx`` extra),
             or a PyTorch ``state_dict`` file (``.pt``/``.pth``/``.bin``, read with
             ``torch.load(..., weights_only=True)``); or a ``torch.nn.Sequential`` of
             ``Linear``/``ReLU`` (a ReLU network) or of bias-free single-channel

@@ -7,10 +7,20 @@ only operators whose meaning is an affine layer, a ReLU or a no-op on a batch of
 are read (:data:`READABLE_OPS`). Anything else is refused with the node's name and op
 type, since guessing what an unknown operator computes would make every later answer
 wrong. Reading executes nothing: the weights are the graph's constant tensors.
+
+Two layouts of VNN-COMP graphs are read besides the batch of rows ``x @ W``:
+
+* ``MatMul(W, x)``, the constant weight first, on a 1-D activation ``x`` of shape
+  ``[n]`` or a column ``[n, 1]``: the layer ``W x`` (W of shape ``(out, in)``);
+* input normalization in front of the first affine layer: ``Sub(x, mean)``,
+  ``Div(x, std)`` and ``Mul(x, scale)`` (``Mul(scale, x)``) by constants, per coordinate
+  or scalar, folded exactly into the first layer (``W' = W / std``,
+  ``b' = b - W (mean / std)``, computed in float64), which the model's notes say.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +33,21 @@ from ._model import Model, model_from_arrays
 __all__ = ["read_onnx", "write_onnx", "READABLE_OPS"]
 
 #: the ONNX operators :func:`read_onnx` reads; any other node is refused by name
-READABLE_OPS = ("Gemm", "MatMul", "Add", "Relu", "Flatten", "Identity", "Reshape", "Conv")
+READABLE_OPS = (
+    "Gemm",
+    "MatMul",
+    "Add",
+    "Relu",
+    "Flatten",
+    "Identity",
+    "Reshape",
+    "Conv",
+    "Sub",
+    "Div",
+    "Mul",
+)
+#: the elementwise operators read as input normalization in front of the first layer
+_NORMALIZATION = ("Sub", "Div", "Mul")
 _HINT = "reading ONNX needs the onnx package: pip install 'neuromanifold[onnx]'"
 _OPSET = 13
 
@@ -41,6 +65,11 @@ class _Graph:
 
     def __init__(self, onnx: Any, graph: Any, source: str):
         self.onnx, self.source = onnx, source
+        self.shapes: dict[str, list[int | None] | None] = {}  # by onnx's shape inference
+        self.norm: list[tuple[Any, np.ndarray]] = []  # normalization nodes before layer 0
+        self.rows = False  # a layer read as x @ W on a 2D activation (examples are rows)
+        self.columns = False  # a layer read as W @ x on a column [n, 1]
+        self.notes: list[str] = []
         self.consts: dict[str, np.ndarray] = {}
         for init in graph.initializer:
             self.consts[init.name] = self.array(init, f"initializer {init.name!r}")
@@ -110,7 +139,9 @@ class _Graph:
             )
         return self.layers[-1]
 
-    def add_affine(self, node: Any, W: np.ndarray, b: np.ndarray) -> None:
+    def add_affine(
+        self, node: Any, W: np.ndarray, b: np.ndarray, shape: tuple | None = None
+    ) -> None:
         if not self.flat:
             raise self.refuse(
                 node,
@@ -131,7 +162,125 @@ class _Graph:
                 "a second affine layer with no ReLU between it and the "
                 "previous one; a ReLU network alternates them",
             )
-        self.layers.append({"W": W, "b": b, "relu": False})
+        dtypes = {W.dtype, b.dtype}
+        if self.norm:
+            W, b = self.fold(W, b, shape)
+            dtypes |= {c.dtype for _, c in self.norm}
+            self.norm = []
+        layer = {"W": W, "b": b, "relu": False, "dtypes": dtypes}
+        if shape is not None:
+            layer["shape"] = (W.shape[0],) + tuple(shape[1:])
+        self.layers.append(layer)
+
+    def row_layer(self, node: Any) -> None:
+        """A layer ``x @ W`` (or Gemm): the examples are the rows of the activation."""
+        shape = self.shapes.get(self.current)
+        if self.columns and (shape is None or len(shape) != 1):
+            raise self.refuse(
+                node,
+                "x @ W on a column after layers read as W @ x; one graph reads its "
+                "examples either as rows (x @ W) or as one vector or column (W @ x)",
+            )
+        if shape is None or len(shape) != 1:
+            self.rows = True
+
+    def weight_first(self, node: Any) -> None:
+        """``MatMul(W, x)``: the layer ``W x`` on a 1-D activation ``[n]`` or a column
+        ``[n, 1]`` (the layout of VNN-COMP's ACAS Xu graphs)."""
+        W = self.const(node, 0)
+        if W.ndim != 2:
+            raise self.refuse(
+                node, f"a weight of shape {W.shape}; only W @ x with a 2D W (out, in) is read"
+            )
+        shape = self.shapes.get(self.current)
+        vector = shape is not None and len(shape) == 1
+        column = shape is not None and len(shape) == 2 and shape[1] == 1 and not self.rows
+        if not (vector or column):
+            shown = "unknown" if shape is None else [d if d else "?" for d in shape]
+            raise self.refuse(
+                node,
+                f"MatMul(W, x) with the constant weight first is read only on a 1-D "
+                f"activation [n] or a column [n, 1] (the layer W x); this activation's "
+                f"shape is {shown}",
+            )
+        if shape[0] is not None and shape[0] != W.shape[1]:
+            raise self.refuse(
+                node, f"a weight of shape {W.shape} on an activation of shape {shape}"
+            )
+        if column:
+            self.columns = True
+        if not self.layers:
+            self.features = W.shape[1]
+            self.notes.append(
+                "MatMul(W, x) with the weight first read as the layer W x "
+                f"(on a {'1-D input' if vector else 'column input [n, 1]'})"
+            )
+        self.add_affine(node, W, np.zeros(W.shape[0]), shape=(W.shape[1],) + tuple(shape[1:]))
+
+    def keeps(self, node: Any, c: np.ndarray, shape: tuple, what: str) -> np.ndarray:
+        """``c`` as one value per coordinate of a vector ``(n,)`` or column ``(n, 1)``
+        activation: it must broadcast to that shape without changing it."""
+        try:
+            good = c.ndim <= len(shape) and np.broadcast_shapes(c.shape, shape) == shape
+        except ValueError:
+            good = False
+        if not good:
+            raise self.refuse(
+                node,
+                f"{what} of shape {c.shape} on an activation of shape {list(shape)}; "
+                f"it must be a scalar or one value per coordinate of that shape",
+            )
+        return np.broadcast_to(c, shape).reshape(shape[0]).astype(np.float64)
+
+    def normalization(self, node: Any, op: str) -> None:
+        """``Sub(x, mean)``, ``Div(x, std)``, ``Mul(x, scale)`` in front of the first
+        affine layer, recorded and folded into it by :meth:`fold`."""
+        if self.layers:
+            raise self.refuse(
+                node,
+                f"{op} is read only as input normalization in front of the first affine "
+                f"layer ((x - mean) / std, x * scale, by constants)",
+            )
+        first = node.input[0] == self.current
+        if op in ("Sub", "Div") and not first:
+            raise self.refuse(
+                node,
+                f"{op}(c, x) with the input second; only "
+                + ("x - mean" if op == "Sub" else "x / std")
+                + " (the constant second) is read as input normalization",
+            )
+        c = self.const(node, 1 if first else 0)
+        if not np.all(np.isfinite(c)):
+            raise self.refuse(node, f"a normalization constant holding NaN or inf: {c}")
+        if op == "Div" and np.any(c == 0):
+            raise self.refuse(node, f"a division by a constant with a zero entry: {c}")
+        self.norm.append((node, c))
+
+    def fold(self, W: np.ndarray, b: np.ndarray, shape: tuple | None) -> tuple:
+        """The first layer composed with the input normalization before it, in float64:
+        with x' = (x - mean) / std, ``W x' + b = (W / std) x + (b - (W / std) mean)``."""
+        n = W.shape[1]
+        W, b = W.astype(np.float64), b.astype(np.float64)
+        steps = []
+        for node, c in self.norm:
+            if shape is not None:
+                v = self.keeps(node, c, shape, "a normalization constant")
+            else:
+                v = self.bias(node, c, n)
+            steps.append((node, v))
+        for node, v in reversed(steps):
+            if node.op_type == "Div":
+                W = W / v
+            elif node.op_type == "Mul":
+                W = W * v
+            else:
+                b = b - W @ v
+        named = ", ".join(f"{n.op_type} {n.name or '(unnamed)'!r}" for n, _ in steps)
+        self.notes.append(
+            f"input normalization folded exactly into the first affine layer ({named}: "
+            f"W' = W / std, b' = b - W (mean / std))"
+        )
+        return W, b
 
     def step(self, node: Any) -> None:
         """Read one node of the data path."""
@@ -160,8 +309,15 @@ class _Graph:
                         f"read",
                     )
             if op in ("Reshape", "Flatten"):
+                if self.columns:
+                    raise self.refuse(
+                        node,
+                        f"{op} of a column read as W @ x; only Relu, Add of a bias and "
+                        f"MatMul(W, x) follow a layer W @ x",
+                    )
                 self.flat = True
         elif op == "Gemm":
+            self.row_layer(node)
             if a.get("transA", 0):
                 raise self.refuse(node, "transA=1 (the batch must be the first axis)")
             B = self.const(node, 1)
@@ -172,17 +328,26 @@ class _Graph:
             if len(node.input) > 2 and node.input[2]:
                 b = self.bias(node, float(a.get("beta", 1.0)) * self.const(node, 2), W.shape[0])
             self.add_affine(node, W, b)
+        elif op == "MatMul" and node.input[0] != self.current:
+            self.weight_first(node)
         elif op == "MatMul":
             B = self.const(node, 1)
             if B.ndim != 2:
                 raise self.refuse(
                     node, f"a weight of shape {B.shape}; only x @ W with a 2D W is read"
                 )
+            self.row_layer(node)
             self.add_affine(node, B.T, np.zeros(B.shape[1]))
         elif op == "Add":
             layer = self.open_layer(node)
             c = self.const(node, 1 if node.input[0] == self.current else 0)
-            layer["b"] = layer["b"] + self.bias(node, c, layer["W"].shape[0])
+            if "shape" in layer:  # after W @ x: the bias keeps the vector or column shape
+                layer["b"] = layer["b"] + self.keeps(node, c, layer["shape"], "a bias")
+            else:
+                layer["b"] = layer["b"] + self.bias(node, c, layer["W"].shape[0])
+            layer["dtypes"].add(c.dtype)
+        elif op in _NORMALIZATION:
+            self.normalization(node, op)
         elif op == "Relu":
             self.open_layer(node)["relu"] = True
         elif op == "Conv":
@@ -203,6 +368,13 @@ class _Graph:
             ) from None
 
     def add_conv(self, node: Any, a: dict[str, Any]) -> None:
+        if self.norm:
+            first = self.norm[0][0]
+            raise self.refuse(
+                first,
+                "input normalization in front of a Conv; it is folded only into a "
+                "first affine layer (Gemm or MatMul)",
+            )
         w = self.const(node, 1)
         if w.ndim not in (3, 4):
             raise self.refuse(
@@ -245,7 +417,7 @@ def read_onnx(path: Path, *, strides: Any = None) -> Model:
         )
     _refuse_custom_domains(proto, source)
     graph = _Graph(onnx, proto.graph, source)  # the constants, their sizes checked first
-    _check_graph(onnx, proto, source)
+    graph.shapes = _shapes(_check_graph(onnx, proto, source))
     inputs = [i.name for i in proto.graph.input if i.name not in graph.consts]
     if len(inputs) != 1 or len(proto.graph.output) != 1:
         raise ModelFileError(
@@ -268,6 +440,8 @@ def read_onnx(path: Path, *, strides: Any = None) -> Model:
     graph.flat = len(dims) <= 2
     rest = dims[1:]
     graph.features = int(np.prod(rest)) if rest and all(d for d in rest) else None
+    if len(dims) == 1 and dims[0]:
+        graph.features = dims[0]
     for node in proto.graph.node:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
             continue
@@ -285,6 +459,9 @@ def read_onnx(path: Path, *, strides: Any = None) -> Model:
         except (ValueError, TypeError, OverflowError) as exc:  # a value no rule foresaw
             raise graph.refuse(node, f"cannot be read ({type(exc).__name__}: {exc})") from None
         graph.current = node.output[0]
+    if graph.norm:
+        node = graph.norm[0][0]
+        raise graph.refuse(node, "input normalization followed by no affine layer")
     if graph.current != proto.graph.output[0].name:
         raise ModelFileError(
             f"{source}: the graph's output {proto.graph.output[0].name!r} "
@@ -305,7 +482,22 @@ def _refuse_custom_domains(proto: Any, source: str) -> None:
         )
 
 
-def _check_graph(onnx: Any, proto: Any, source: str) -> None:
+def _shapes(inferred: Any) -> dict[str, list[int | None] | None]:
+    """The shape onnx's inference gives each value (``None`` for an unknown axis; the
+    value is absent, or ``None``, when its rank is unknown)."""
+    g = inferred.graph
+    out: dict[str, list[int | None] | None] = {}
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        t = vi.type.tensor_type
+        out[vi.name] = (
+            [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+            if t.HasField("shape")
+            else None
+        )
+    return out
+
+
+def _check_graph(onnx: Any, proto: Any, source: str) -> Any:
     """ONNX's own rules before the reader's: every node of the standard domain against
     its operator's schema (number of inputs and outputs, attribute types), then the
     graph's types and shapes by strict shape inference (a bool or string weight, a
@@ -326,7 +518,7 @@ def _check_graph(onnx: Any, proto: Any, source: str) -> None:
                 f"{node.op_type!r}) is not valid ONNX: {exc}"
             ) from None
     try:
-        onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+        return onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
     except Exception as exc:  # InferenceError, and others on malformed graphs
         raise ModelFileError(
             f"{source}: not a valid ONNX graph (onnx's type and shape "
@@ -341,7 +533,7 @@ def _model(graph: _Graph, source: str, strides: Any, proto: Any) -> Model:
     opset = max(
         (o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), default=None
     )
-    note = f"read the ONNX graph (opset {opset}) node by node"
+    note = (f"read the ONNX graph (opset {opset}) node by node",) + tuple(graph.notes)
     convs = [layer for layer in layers if "w" in layer]
     if convs:
         if len(convs) != len(layers):
@@ -351,7 +543,7 @@ def _model(graph: _Graph, source: str, strides: Any, proto: Any) -> Model:
             )
         arrays = {f"{l}.weight": layer["w"] for l, layer in enumerate(layers)}
         given = [layer["stride"] for layer in layers] if strides is None else strides
-        return model_from_arrays(arrays, source, strides=given, notes=(note,), weights_only=False)
+        return model_from_arrays(arrays, source, strides=given, notes=note, weights_only=False)
     inner = [l for l, layer in enumerate(layers[:-1]) if not layer["relu"]]
     if inner or layers[-1]["relu"]:
         raise ModelFileError(
@@ -366,7 +558,11 @@ def _model(graph: _Graph, source: str, strides: Any, proto: Any) -> Model:
     arrays = {}
     for l, layer in enumerate(layers):
         arrays[f"{2 * l}.weight"], arrays[f"{2 * l}.bias"] = layer["W"], layer["b"]
-    return model_from_arrays(arrays, source, notes=(note,), weights_only=False)
+    model = model_from_arrays(arrays, source, notes=note, weights_only=False)
+    # a folded layer is computed in float64; the dtype reported is the one stored
+    dtypes = {str(t) for layer in layers for t in layer["dtypes"]}
+    stored = "float64" if dtypes <= {"float64"} else "/".join(sorted(dtypes - {"float64"}))
+    return dataclasses.replace(model, converted_from=stored)
 
 
 def write_onnx(model: Model, path: Path) -> None:

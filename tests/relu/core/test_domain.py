@@ -11,7 +11,7 @@ from neuromanifold.relu import Domain, as_domain
     "args, match",
     [
         (("sphere", 2, np.zeros((0, 2)), np.zeros(0)), "kind"),
-        (("box", 2, np.zeros((4, 2)), np.zeros(4), np.ones(2), np.zeros(2)), "lower < upper"),
+        (("box", 2, np.zeros((4, 2)), np.zeros(4), np.ones(2), np.zeros(2)), "lower <= upper"),
         (("box", 2, np.zeros((4, 2)), np.zeros(4), None, None), "box lower bound"),
         (("whole", 2, np.zeros((3, 3)), np.zeros(3)), "shape"),
         (("whole", 0, np.zeros((0, 0)), np.zeros(0)), "dimension"),

@@ -7,6 +7,7 @@ takes a ``domain`` argument, accepted in any form :func:`as_domain` understands.
 from __future__ import annotations
 
 import dataclasses
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -14,8 +15,9 @@ import numpy as np
 from ..._errors import DomainError, short_repr
 from ..._results import Result
 from ..._validation import MAX_PARAMS, as_finite_array, check_nonnegative_float, check_positive_int
+from .net import check_params
 
-__all__ = ["Domain", "as_domain"]
+__all__ = ["Domain", "as_domain", "FixedInputs"]
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -87,7 +89,11 @@ class Domain(Result):
 
     @classmethod
     def box(cls, lower: Any, upper: Any) -> "Domain":
-        """The box ``lower <= x <= upper`` (each bound a vector, or scalars with ``dim``)."""
+        """The box ``lower <= x <= upper`` (each bound a vector, or scalars with ``dim``).
+
+        ``lower[i] == upper[i]`` fixes coordinate ``i`` (a degenerate box, as a
+        VNN-COMP property fixing an input has it); the analyses then work on the slice
+        of the other coordinates (see :attr:`fixed`)."""
         lo = as_finite_array(lower, "box lower bound", ndim=1, error=DomainError)
         hi = as_finite_array(upper, "box upper bound", ndim=1, error=DomainError)
         _check_box(lo, hi)
@@ -116,6 +122,13 @@ class Domain(Result):
         return cls.box(lo, hi)
 
     @property
+    def fixed(self) -> np.ndarray:
+        """The coordinates a box fixes (``lower == upper``), as indices; empty otherwise."""
+        if self.kind != "box":
+            return np.zeros(0, dtype=int)
+        return np.flatnonzero(self.lower == self.upper)
+
+    @property
     def is_bounded(self) -> bool:
         """Whether the domain is bounded (a box)."""
         return self.kind == "box"
@@ -141,14 +154,17 @@ class Domain(Result):
 
 
 def _check_box(lo: np.ndarray, hi: np.ndarray) -> None:
-    """Bounds of a box: one shape, lower < upper everywhere, and a width float64 holds
+    """Bounds of a box: one shape, lower <= upper everywhere (lower == upper fixes that
+    coordinate: a degenerate box), and a width float64 holds
     (a box of (-1e308, 1e308) has width inf, on which sampling, scaling and LPs fail)."""
     if lo.shape != hi.shape:
         raise DomainError(f"box bounds must have the same shape; got {lo.shape} and {hi.shape}")
-    if not np.all(lo < hi):
+    if not np.all(lo <= hi):
+        i = int(np.argmax(~(lo <= hi)))
         raise DomainError(
-            f"box must satisfy lower < upper in every coordinate; got "
-            f"lower={short_repr(lo)}, upper={short_repr(hi)}"
+            f"box must satisfy lower <= upper in every coordinate; coordinate {i} has "
+            f"lower={float(lo[i])!r} > upper={float(hi[i])!r} (lower={short_repr(lo)}, "
+            f"upper={short_repr(hi)})"
         )
     with np.errstate(over="ignore"):
         wide = ~np.isfinite(hi - lo) | (np.maximum(np.abs(lo), np.abs(hi)) > MAX_BOX_BOUND)
@@ -215,3 +231,74 @@ def as_domain(domain: Any, dim: int) -> Domain:
         f"domain must be None, 'whole', 'orthant', a (lower, upper) box or a Domain; "
         f"got {short_repr(domain)}"
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedInputs:
+    """A box that fixes some coordinates, as the box of the other ones.
+
+    A network on such a box is the network whose first layer takes the free coordinates
+    only, the fixed ones folded into its bias exactly (``b + W[:, fixed] v`` as
+    ``Fraction``s): the analyses whose engine needs a full-dimensional domain run on
+    that network and the lower-dimensional box, and points come back with the fixed
+    values put in (:meth:`lift`).
+    """
+
+    domain: Domain  # the box of the free coordinates
+    free: np.ndarray
+    fixed: np.ndarray
+    values: np.ndarray
+    dim: int
+
+    @classmethod
+    def of(cls, dom: Domain) -> "FixedInputs | None":
+        """``None`` unless ``dom`` is a box fixing some coordinate; a
+        :class:`DomainError` when it fixes every one (a single point has no regions)."""
+        fixed = dom.fixed
+        if fixed.size == 0:
+            return None
+        free = np.flatnonzero(dom.lower != dom.upper)
+        if free.size == 0:
+            raise DomainError(
+                f"the box fixes every coordinate (lower == upper = {short_repr(dom.lower)}): "
+                f"a single point; evaluate the network there (relu.forward) instead"
+            )
+        return cls(
+            Domain.box(dom.lower[free], dom.upper[free]), free, fixed, dom.lower[fixed], dom.dim
+        )
+
+    def reduce(self, params: list) -> list:
+        """``params`` with the fixed inputs folded into the first layer's bias, exactly."""
+
+        def exact(v: Any) -> Any:
+            if isinstance(v, Fraction):
+                return v
+            if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+                return Fraction(int(v))
+            return Fraction(float(v))
+
+        checked = check_params(params)  # every form the analyses take, validated
+        # a list of (W, b) keeps its exact entries (Fractions, integers); other forms
+        # (a Model, a torch module) are their float64 values
+        raw = params if isinstance(params, (list, tuple)) else checked
+        (W, b), rest = raw[0], list(raw[1:])
+        W = np.asarray(W)
+        v = [Fraction(float(x)) for x in self.values]
+        b1 = np.array(
+            [
+                exact(b[i]) + sum((exact(W[i, j]) * x for j, x in zip(self.fixed, v)), Fraction(0))
+                for i in range(W.shape[0])
+            ],
+            dtype=object,
+        )
+        return [(W[:, self.free], b1)] + rest
+
+    def lift(self, x: Any) -> np.ndarray | None:
+        """A point of the free coordinates as a point of the box (``None`` stays ``None``)."""
+        if x is None:
+            return None
+        x = np.asarray(x)
+        out = np.empty(self.dim, dtype=x.dtype if x.dtype == object else float)
+        out[self.free] = x
+        out[self.fixed] = self.values
+        return out

@@ -73,8 +73,8 @@ from ...exact import to_fmpq
 from .._bounds.parameters import function_distance_bound, path_norm_scale, telescoping_bound
 from .._canonical.three_layer import equivalent_bottleneck
 from .._core.clock import DeadlinePassed, check_deadline, deadline_scope
-from .._core.domain import Domain, as_domain
-from .._core.net import float_params, forward_unchecked, param_list
+from .._core.domain import Domain, FixedInputs, as_domain
+from .._core.net import check_params, float_params, forward_unchecked, param_list
 from .._core.numbers import to_float
 from .._engine.budget import Budget, check_budget
 from .._engine.cells import ExactNet
@@ -106,6 +106,15 @@ _REGIONS_FIRST = 50_000
 _MILP_SHARE = 60.0
 _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
+
+
+def _fixed_inputs(p: Any, domain: Any) -> tuple | None:
+    """``(FixedInputs, the box)`` when ``domain`` is a box fixing some input, else None."""
+    if domain is None or isinstance(domain, str):
+        return None
+    dom = as_domain(domain, check_params(p)[0][0].shape[1])
+    cut = FixedInputs.of(dom)
+    return None if cut is None else (cut, dom)
 
 
 def equivalent(
@@ -156,6 +165,27 @@ def equivalent(
     check_choice(method, "method", _METHODS)
     check_seed(seed)
     _, time_limit = check_budget(max_regions, time_limit)  # refused whichever path decides
+    fixed = _fixed_inputs(p, domain)
+    if fixed is not None:  # a box fixing inputs: the networks on the others, exactly
+        cut, dom = fixed
+        res = equivalent(
+            cut.reduce(p),
+            cut.reduce(q),
+            cut.domain,
+            tol=tol,
+            method=method,
+            seed=seed,
+            progress=progress,
+            max_regions=max_regions,
+            time_limit=time_limit,
+        )
+        return dataclasses.replace(
+            res,
+            witness=cut.lift(res.witness),
+            domain=dom,
+            note=f"inputs {cut.fixed.tolist()} fixed by the box, folded exactly into the "
+            f"first layers' biases; " + res.note,
+        )
     start = time.monotonic()
     # the exact steps before the budget's own checks (the exact copies of the networks, the
     # exact matching and reduction) read the deadline row by row

@@ -28,7 +28,7 @@ from ..._errors import ComputationLimitError, InputError
 from ..._results import Result
 from ..._validation import as_finite_array, as_seed_rng, check_choice, check_positive_int
 from .._bounds.interval import box_bounds
-from .._core.domain import Domain, as_domain
+from .._core.domain import Domain, FixedInputs, as_domain
 from .._core.net import check_params, float_params
 from .._core.numbers import forward_error_bounds
 from .._regions.bent import bent_hyperplanes
@@ -175,17 +175,26 @@ def neurons(
     if X is not None and X.shape[1] != d:
         raise InputError(f"data must have {d} columns (the input dimension); got shape {X.shape}")
     dom = Domain.from_data(X) if domain is None and X is not None else as_domain(domain, d)
+    cut = FixedInputs.of(dom)
+    note = "entries read as float64 (exact Fraction values not used); " if rounded else ""
+    if cut is not None:  # a box fixing inputs: the network on the others
+        note += (
+            f"inputs {cut.fixed.tolist()} fixed by the box, folded into the first layer's "
+            f"bias (rounded to float64); "
+        )
     result = _decide(
-        P,
-        dom,
-        X,
+        P if cut is None else check_params(cut.reduce(params)),
+        dom if cut is None else cut.domain,
+        X if cut is None or X is None else X[:, cut.free],
         method,
         num_samples,
         seed,
         max_regions,
         time_limit,
-        "entries read as float64 (exact Fraction values not used); " if rounded else "",
+        note,
     )
+    if cut is not None:
+        result = dataclasses.replace(result, domain=dom)
     if X is None or X.shape[0] == 0:
         return result
     where = "the bounding box of the data" if domain is None else "the given domain"

@@ -31,7 +31,7 @@ from ..._validation import (
     check_workers,
     renamed_keywords,
 )
-from .._core.domain import Domain, as_domain
+from .._core.domain import Domain, FixedInputs, as_domain
 from .._core.net import (
     ReLUNet,  # noqa: F401  (check_params re-exported for callers)
     check_params,
@@ -268,6 +268,18 @@ class RegionStream:
         self.finished = False
         self._engine = Engine(net.d, certify=certify)
         self._gen = self._run()
+        self._cut: Any = None  # a box fixing inputs: the regions are lifted back to it
+        self.params = net.params
+
+    def _restrict(self, cut: Any, net: ExactNet, dom: Domain) -> "RegionStream":
+        """This stream, run on the free inputs of ``cut``, as one on ``net`` and ``dom``."""
+        self._cut, self.widths, self.domain_shown, self.params = cut, net.widths, dom, net.params
+        return self
+
+    @property
+    def shown_domain(self) -> Domain:
+        """The domain asked for (a box fixing inputs, when the stream runs on the rest)."""
+        return self.domain_shown if self._cut is not None else self.domain
 
     @property
     def num_lps(self) -> int:
@@ -288,7 +300,8 @@ class RegionStream:
         return self
 
     def __next__(self) -> Region:
-        return next(self._gen)
+        region = next(self._gen)
+        return region if self._cut is None else _lift_region(region, self._cut)
 
     def close(self) -> None:
         """Stop the enumeration early (and its worker processes, if any); the counts
@@ -456,15 +469,40 @@ def iter_regions(
     )
     net = ExactNet.from_params(params)
     dom = as_domain(domain, net.d)
-    return RegionStream(
-        net,
-        dom,
+    cut = FixedInputs.of(dom)
+    stream = RegionStream(
+        net if cut is None else ExactNet.from_params(cut.reduce(params)),
+        dom if cut is None else cut.domain,
         tol=tol,
         certify=certify,
         max_regions=max_regions,
         time_limit=time_limit,
         progress=progress,
         workers=workers,
+    )
+    return stream if cut is None else stream._restrict(cut, net, dom)
+
+
+def _lift_region(r: Region, cut: FixedInputs) -> Region:
+    """A region of the free inputs as a region of the box fixing the others: the point
+    with the fixed values put in, the linear map with zero columns for the fixed inputs
+    (constant on the box; the offset carries them), the box's rows in front."""
+    d, k = cut.dim, cut.domain.dim
+    point_exact = np.empty(d, dtype=object)
+    point_exact[cut.free] = list(r.point_exact)
+    point_exact[cut.fixed] = [Fraction(float(v)) for v in cut.values]
+    linear = np.full((r.linear.shape[0], d), Fraction(0), dtype=object)
+    linear[:, cut.free] = r.linear
+    A = np.zeros((r.A.shape[0] - 2 * k, d))
+    A[:, cut.free] = r.A[2 * k :]
+    lo, hi = cut.lift(cut.domain.lower), cut.lift(cut.domain.upper)
+    return dataclasses.replace(
+        r,
+        point=cut.lift(r.point),
+        point_exact=tuple(point_exact),
+        linear=linear,
+        A=np.vstack([np.eye(d), -np.eye(d), A]),
+        c=np.concatenate([hi, -lo, r.c[2 * k :]]),
     )
 
 
@@ -533,9 +571,9 @@ def _collect(it: RegionStream, out: list, complete: bool) -> Regions:
         num_exact_fallbacks=it.num_exact_fallbacks,
         counts=tuple(it.counts),
         widths=it.widths,
-        domain=it.domain,
+        domain=it.shown_domain,
         certified=complete and it.certified,
-        params=it.net.params,
+        params=it.params,
         tol=it.tol,
         num_thin_regions=it.num_thin_regions,
         num_walks=it.num_walks,
