@@ -159,6 +159,13 @@ def test_relu_identify_canonical_fiber(bottleneck, tmp_path):
     assert out.stdout.startswith(nm.relu.identifiability(p).verdict + " (bottleneck=")
     data = json.loads((tmp_path / "i.json").read_text())
     assert data["identifiable"] == nm.relu.identifiability(p).identifiable
+    assert data["locally_identifiable"] is None  # not asked
+    loc = run("relu", "identify", d / "p.npz", "--local", "--json", tmp_path / "l.json")
+    want = nm.relu.identifiability(p, local=True)
+    assert loc.returncode == 0 and "locally identifiable" in loc.stdout
+    assert json.loads((tmp_path / "l.json").read_text())["locally_identifiable"] == (
+        want.locally_identifiable
+    )
     can = run("relu", "canonical", d / "q.safetensors", "--out", tmp_path / "c.npz")
     assert can.returncode == 0, can.stderr
     canon_q = nm.io.load(tmp_path / "c.npz").params

@@ -357,7 +357,7 @@ def _identify(args) -> int:
     from ..relu import identifiability  # start-up: loaded when the subcommand runs
 
     model = load_model(args.model, "relu")
-    res = identifiability(model.params, tol=args.tol, **_budget(args))
+    res = identifiability(model.params, tol=args.tol, local=args.local, **_budget(args))
     return emit(args, res.describe(), res.to_dict())
 
 
@@ -655,6 +655,13 @@ _OPTIONS = {
         default=1,
         help="processes that enumerate (default 1; worth it from some thousands of regions on)",
     ),
+    "local": _opt(
+        "--local",
+        action="store_true",
+        help="also decide local identifiability: is the fiber near the parameter the "
+        "orbit of the neuron scalings? (proved from the exact rank of the parameter "
+        "Jacobian; at trained sizes it costs what fundim --tol 0 costs)",
+    ),
     "quotient": _opt(
         "--quotient",
         choices=["auto", "all", "permutation-scaling"],
@@ -695,7 +702,7 @@ _ACTION_SPECS = {
         "theorem applies (generic three-layer bottlenecks), else 'undecided' with "
         "the reason.",
         _MODEL,
-        ["tol", "max_regions", "time_limit_60"],
+        ["tol", "local", "max_regions", "time_limit_60"],
     ),
     "equiv": (
         "do A and B compute the same function on the domain?",
