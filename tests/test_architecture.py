@@ -302,3 +302,49 @@ def test_numba_loads_with_the_first_analysis_that_needs_a_kernel():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+# -- the unit of reading ---------------------------------------------------------------------
+
+#: the most lines a function's body may have (its docstring not counted)
+MAX_FUNCTION_LINES = 150
+
+#: functions still over the limit, each to be split; the list may only shrink
+LONG_FUNCTIONS = {
+    "neuromanifold.linear._fiber_conv._fiber_nd",
+    "neuromanifold.reproduce._linear.default_linear_claims",  # a table of claims, row by row
+    "neuromanifold.relu._engine.cells.iter_refine_stage",
+    "neuromanifold.flows._batched.integrate_flows",
+}
+
+
+def _body_lines(node: ast.AST) -> int:
+    lines = node.end_lineno - node.lineno + 1
+    first = node.body[0] if node.body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        lines -= first.end_lineno - first.lineno + 1
+    return lines
+
+
+def long_functions() -> dict[str, int]:
+    """``{module.function: lines}`` of every function over :data:`MAX_FUNCTION_LINES`."""
+    out = {}
+    for path in (SRC / "neuromanifold").rglob("*.py"):
+        module = ".".join(path.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if _body_lines(node) > MAX_FUNCTION_LINES:
+                    out[f"{module}.{node.name}"] = _body_lines(node)
+    return out
+
+
+def test_no_new_function_over_the_limit_and_the_list_only_shrinks():
+    found = long_functions()
+    new = sorted(set(found) - LONG_FUNCTIONS)
+    assert not new, f"functions over {MAX_FUNCTION_LINES} lines: {[(n, found[n]) for n in new]}"
+    gone = sorted(LONG_FUNCTIONS - set(found))
+    assert not gone, f"split now, so take them off LONG_FUNCTIONS: {gone}"

@@ -3,6 +3,7 @@ hyperplanes (visible solid, hidden dashed), with matplotlib."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -307,8 +308,58 @@ def plot_arrangement(
         )
     if window is not None and bounds is not None:
         raise InputError("give the window once: window= (bounds= is its former name)")
-    window = bounds if window is None else window
     dom = as_domain(domain, 2)
+    lo, hi, outside, total = _window(layers, dom, bounds if window is None else window, budget)
+    R = _regions(layers, Domain.box(lo, hi), **_left(budget))
+    if ax is None:
+        import matplotlib.pyplot as plt  # start-up: a slow import
+
+        _, ax = plt.subplots(figsize=(6, 6))
+    pen = _Pen(
+        ax=ax,
+        layers=layers,
+        lo=lo,
+        hi=hi,
+        thr=tol * path_norm_scale(layers),
+        scale=float(np.max(np.abs(np.concatenate([lo, hi])))) + 1.0,
+        show_hidden=show_hidden,
+    )
+    labels = []
+    for i, reg in enumerate(R):
+        poly = _region_polygon(reg.A, reg.c, lo, hi)
+        if len(poly) < 3:
+            continue
+        if color_by == "map":
+            coeffs = np.round(_output_map(layers, reg.pattern).ravel(), 6) + 0.0
+            index = hash(tuple(coeffs.tolist())) % colors.N
+        else:
+            index = i % colors.N
+        pen.fill(poly, colors(index), alpha)
+        if annotate:
+            key = "|".join("".join("1" if v else "0" for v in p) for p in reg.pattern)
+            labels.append((key, poly))
+        pen.draw_kinks(reg.pattern, poly)
+    if dom.kind == "orthant":
+        ax.plot([lo[0], hi[0]], [0.0, 0.0], color="0.4", linewidth=0.8)
+        ax.plot([0.0, 0.0], [lo[1], hi[1]], color="0.4", linewidth=0.8)
+    _frame(ax, lo, hi, labels)
+    widths = (2,) + tuple(W.shape[0] for W, _ in layers)
+    shown = len(R)
+    if total is not None and shown < total:
+        title = f"widths {widths}: {shown} of {total} regions in the window"
+        if outside:
+            title += f"\n({outside} crossing{'s' if outside > 1 else ''} farther out)"
+    else:
+        title = f"widths {widths}: {shown} regions in the window"
+    ax.set_title(title, fontsize=10)
+    if legend:
+        pen.legend()
+    return ax
+
+
+def _window(layers: list, dom: Domain, window: Any, budget: dict) -> tuple:
+    """``(lo, hi, outside, total)``: the window asked for, the box, or the default one
+    (:func:`_default_window`), cut to the domain."""
     outside, total = 0, None
     if window is not None:
         lo, hi = _check_window(window)
@@ -324,41 +375,50 @@ def plot_arrangement(
         lo = np.maximum(lo, 0.0)
         if not np.all(lo < hi):
             raise InputError(f"the window {lo}..{hi} does not meet the orthant")
-    clip_lo = lo
-    R = _regions(layers, Domain.box(clip_lo, hi), **_left(budget))
-    from matplotlib.lines import Line2D  # start-up: a slow import
-    from matplotlib.patches import Polygon  # start-up: a slow import
+    return lo, hi, outside, total
 
-    if ax is None:
-        import matplotlib.pyplot as plt  # start-up: a slow import
 
-        _, ax = plt.subplots(figsize=(6, 6))
-    thr = tol * path_norm_scale(layers)
-    scale = float(np.max(np.abs(np.concatenate([lo, hi])))) + 1.0
-    drawn: set = set()
-    layers_seen: set = set()
-    any_hidden = False
-    labels = []
-    for i, reg in enumerate(R):
-        poly = _region_polygon(reg.A, reg.c, clip_lo, hi)
-        if len(poly) < 3:
-            continue
-        if color_by == "map":
-            coeffs = np.round(_output_map(layers, reg.pattern).ravel(), 6) + 0.0
-            index = hash(tuple(coeffs.tolist())) % colors.N
-        else:
-            index = i % colors.N
-        ax.add_patch(
-            Polygon(poly, closed=True, facecolor=colors(index), alpha=alpha, edgecolor="none")
+def _frame(ax: Any, lo: np.ndarray, hi: np.ndarray, labels: list) -> None:
+    """Limits, aspect, axis labels and the regions' pattern labels."""
+    ax.set_xlim(float(lo[0]), float(hi[0]))
+    ax.set_ylim(float(lo[1]), float(hi[1]))
+    ax.set_aspect("equal", adjustable="box")
+    ax.set_xlabel("$x_1$")
+    ax.set_ylabel("$x_2$")
+    _write_labels(ax, labels, lo, hi)
+
+
+@dataclasses.dataclass
+class _Pen:
+    """What draws the regions and the pieces of the bent hyperplanes, and remembers what
+    it drew (each piece once, the layers seen, whether a hidden piece appeared)."""
+
+    ax: Any
+    layers: list
+    lo: np.ndarray
+    hi: np.ndarray
+    thr: float
+    scale: float
+    show_hidden: bool
+    drawn: set = dataclasses.field(default_factory=set)
+    layers_seen: set = dataclasses.field(default_factory=set)
+    any_hidden: bool = False
+
+    def fill(self, poly: np.ndarray, color: Any, alpha: float) -> None:
+        from matplotlib.patches import Polygon  # start-up: a slow import
+
+        self.ax.add_patch(
+            Polygon(poly, closed=True, facecolor=color, alpha=alpha, edgecolor="none")
         )
-        if annotate:
-            key = "|".join("".join("1" if v else "0" for v in p) for p in reg.pattern)
-            labels.append((key, poly))
-        pre = _preacts(layers, reg.pattern)
-        out_here = _output_map(layers, reg.pattern)
-        for l, Z in enumerate(pre):
+
+    def draw_kinks(self, pattern: tuple, poly: np.ndarray) -> None:
+        """The pieces of the bent hyperplanes on the boundary of one region, solid where
+        the function bends there, dashed where it does not."""
+        layers, scale = self.layers, self.scale
+        out_here = _output_map(layers, pattern)
+        for l, Z in enumerate(_preacts(layers, pattern)):
             for j in range(Z.shape[0]):
-                if not reg.pattern[l][j]:
+                if not pattern[l][j]:
                     continue  # draw each piece once, from the side where the neuron is active
                 alpha_, beta = Z[j, :2], Z[j, 2]
                 nrm = float(np.linalg.norm(alpha_))
@@ -374,44 +434,30 @@ def plot_arrangement(
                 if np.linalg.norm(p1 - p0) <= 1e-9 * scale:
                     continue
                 key = (l, j, tuple(np.round(np.concatenate([p0, p1]), 9)))
-                if key in drawn:
+                if key in self.drawn:
                     continue
-                drawn.add(key)
-                flipped = [np.array(p, dtype=bool) for p in reg.pattern]
+                self.drawn.add(key)
+                flipped = [np.array(p, dtype=bool) for p in pattern]
                 flipped[l][j] = False
                 jump = _output_map(layers, flipped)[:, :2] - out_here[:, :2]
-                visible = bool(np.max(np.abs(jump).sum(axis=1)) > thr)
+                visible = bool(np.max(np.abs(jump).sum(axis=1)) > self.thr)
                 if not visible:
-                    any_hidden = True
-                    if not show_hidden:
+                    self.any_hidden = True
+                    if not self.show_hidden:
                         continue
-                layers_seen.add(l)
-                ax.plot(
+                self.layers_seen.add(l)
+                self.ax.plot(
                     [p0[0], p1[0]],
                     [p0[1], p1[1]],
                     color=_LAYER_COLORS[l % len(_LAYER_COLORS)],
                     linestyle="-" if visible else "--",
                     linewidth=2.0 if visible else 1.4,
                 )
-    if dom.kind == "orthant":
-        ax.plot([lo[0], hi[0]], [0.0, 0.0], color="0.4", linewidth=0.8)
-        ax.plot([0.0, 0.0], [lo[1], hi[1]], color="0.4", linewidth=0.8)
-    ax.set_xlim(float(lo[0]), float(hi[0]))
-    ax.set_ylim(float(lo[1]), float(hi[1]))
-    ax.set_aspect("equal", adjustable="box")
-    ax.set_xlabel("$x_1$")
-    ax.set_ylabel("$x_2$")
-    _write_labels(ax, labels, lo, hi)
-    widths = (2,) + tuple(W.shape[0] for W, _ in layers)
-    shown = len(R)
-    if total is not None and shown < total:
-        title = f"widths {widths}: {shown} of {total} regions in the window"
-        if outside:
-            title += f"\n({outside} crossing{'s' if outside > 1 else ''} farther out)"
-    else:
-        title = f"widths {widths}: {shown} regions in the window"
-    ax.set_title(title, fontsize=10)
-    if legend:
+
+    def legend(self) -> None:
+        """One entry per layer drawn, and one for hidden pieces (below the axes)."""
+        from matplotlib.lines import Line2D  # start-up: a slow import
+
         handles = [
             Line2D(
                 [],
@@ -420,12 +466,12 @@ def plot_arrangement(
                 linewidth=2,
                 label=f"layer {l + 1}",
             )
-            for l in sorted(layers_seen)
+            for l in sorted(self.layers_seen)
         ]
-        if any_hidden and show_hidden:
+        if self.any_hidden and self.show_hidden:
             handles.append(Line2D([], [], color="gray", linestyle="--", label="hidden (no bend)"))
         if handles:
-            ax.legend(
+            self.ax.legend(
                 handles=handles,
                 loc="upper center",
                 bbox_to_anchor=(0.5, -0.17),
@@ -434,7 +480,6 @@ def plot_arrangement(
                 frameon=False,
                 handlelength=2.2,
             )
-    return ax
 
 
 def _write_labels(ax: Any, labels: list, lo: np.ndarray, hi: np.ndarray) -> None:
