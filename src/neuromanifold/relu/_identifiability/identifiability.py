@@ -243,7 +243,7 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
             distances.append(dist)
             bounds.append(bound)
     if not witnesses:  # neurons dead or active on the image of the layers before
-        for reason, move in _image_moves(params, status):
+        for reason, move in _image_moves(params, status, time_limit):
             dist = orbit_gap(params, move.apply(params, tol=0))
             if dist > OFF_ORBIT:
                 reasons.append(reason)
@@ -357,11 +357,11 @@ def _layer_moves(params, status: dict) -> list[tuple[str, Any]]:
     return out
 
 
-def _image_moves(params, status: dict) -> list[tuple[str, Any]]:
+def _image_moves(params, status: dict, time_limit: float | None) -> list[tuple[str, Any]]:
     """Candidate witnesses for neurons that the exact region engine proves dead or active
     on all of R^d while their sign patterns do not show it (:func:`proved_statuses`: only
     when few regions are expected), with their reasons; each applies exactly."""
-    proved = proved_statuses(params)
+    proved = proved_statuses(params, time_limit)
     if proved is None:
         return []
     out = []

@@ -147,17 +147,20 @@ def dead_on_image(params: Params, layer: int, neuron: int) -> str | None:
     return f"inactive on all of R^d, proved by the exact region engine ({statuses[1]})"
 
 
-def proved_statuses(params: Params) -> tuple[tuple, str] | None:
+def proved_statuses(params: Params, time_limit: float | None = None) -> tuple[tuple, str] | None:
     """``(status, note)`` on R^d from the exact region engine's activation patterns (at
     most :data:`PROOF_REGIONS` regions): per hidden layer, per neuron, ``"dead"`` (inactive
     on every region, so its pre-activation is ``<= 0`` everywhere), ``"linear"`` (active
-    on every region) or ``"switching"``; ``None`` past the budget. Only the patterns are
+    on every region) or ``"switching"``; ``None`` past the budget (``time_limit``
+    seconds, or more regions expected than it allows). Only the patterns are
     needed, not which kinks are visible (what ``neurons`` adds with the bent hyperplanes,
     which took 80 s at 4-8-6-4-2 where the regions take a few)."""
-    from .._regions.regions import regions  # start-up: the region engine, on demand
+    from .._regions.regions import estimate_regions, regions  # start-up: on demand
 
+    if estimate_regions(params, num_samples=2000).estimate > PROOF_REGIONS:
+        return None  # the enumeration would stop at its budget (or run for hours first)
     try:
-        found = regions(params, max_regions=PROOF_REGIONS)
+        found = regions(params, max_regions=PROOF_REGIONS, time_limit=time_limit)
     except NeuromanifoldError:
         return None
     if not found.regions:
