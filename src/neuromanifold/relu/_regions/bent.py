@@ -15,6 +15,7 @@ every region.
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 import flint
@@ -280,6 +281,7 @@ def bent_hyperplanes(
         )
 
     partial = lambda: result(False)  # noqa: E731
+    step = 0.0
     for cell in budget.cells([net], dom, partial=partial):
         ri = len(out)
         out.append(region_of(cell, ri, net))
@@ -290,8 +292,13 @@ def bent_hyperplanes(
                 seen_on[(l, i)] = True
             else:
                 seen_off[(l, i)] = True
+        # a region's pieces are one step (a second each beside a layer of 5,000 neurons):
+        # not started when the last one says it would end past the limit
+        budget.check_time(partial, stage="the pieces of a region", upcoming=step)
+        started = time.monotonic()
         with budget.guard(partial, "the pieces of a region"):
             _region_pieces(cell, ri, net, engine, pieces, thr, scale, piece_lps)
+        step = time.monotonic() - started
     # every neighbor was enumerated: resolve the indices
     for l, i in hidden:
         for k, p in enumerate(pieces[(l, i)]):
