@@ -654,10 +654,17 @@ def by_milp(
         if budget.progress
         else None
     )
+    program = _Programs(
+        diff=diff,
+        arrays=(A, ubs, lbv, ubv, integer),
+        ys=ys,
+        s_var=s_var,
+        K=K,
+        base=base,
+        noise=noise,
+    )
     try:
-        return _milp_programs(
-            pair, dom, B, diff, A, ubs, lbv, ubv, integer, ys, s_var, m, K, base, noise, t_end, bar
-        )
+        return _milp_programs(pair, dom, program, t_end, bar)
     finally:
         if bar is not None:
             bar.close()
@@ -711,11 +718,28 @@ def _milp_encoding(pair: Pair, dom: Domain, *, difference_cuts: bool = False):
     return B, B.widen(out_p) - B.widen(out_q), problem, ys, s_var, noise
 
 
-def _milp_programs(
-    pair, dom, B, diff, A, ubs, lbv, ubv, integer, ys, s_var, m, K, base, noise, t_end, bar
-):
+@dataclasses.dataclass(frozen=True)
+class _Programs:
+    """The MILPs of :func:`by_milp`, one per output and sign: the output differences
+    ``diff``, the problem's ``arrays`` ``(A, ubs, lbv, ubv, integer)``, the input variables
+    ``ys`` and ``s_var``, the objective's factor ``K``, the unit ``base`` and the solver
+    ``noise``."""
+
+    diff: Any
+    arrays: tuple
+    ys: list
+    s_var: int
+    K: float
+    base: float
+    noise: float
+
+
+def _milp_programs(pair, dom, program: _Programs, t_end, bar):
     """The 2 m MILPs of :func:`by_milp` and the verdict they give (``None`` when one of
     them is inconclusive or the time runs out)."""
+    diff, (A, ubs, lbv, ubv, integer) = program.diff, program.arrays
+    ys, s_var, K, base, noise = program.ys, program.s_var, program.K, program.base, program.noise
+    m = pair.m
     bound = 0.0
     best_val, witness = -np.inf, None
     for o in range(m):
