@@ -158,7 +158,7 @@ _OPTIONS = {
 _NETWORK = ["filters", "strides", "params", "seed"]
 
 #: action -> (help, description, positionals, options)
-_ACTION_SPECS = {
+_SUBCOMMANDS = {
     "dimension": (
         "the neuromanifold's dimension against the parameter count bound",
         "The neuromanifold's dimension against the parameter count bound.",
@@ -199,5 +199,5 @@ def register(sub) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_actions(p, "linear", _ACTION_SPECS, _OPTIONS)
+    add_actions(p, "linear", _SUBCOMMANDS, _OPTIONS)
     p.set_defaults(func=run, _parser=p)

@@ -686,7 +686,7 @@ _PAIR = [("model", None, "model file A"), ("other", 1, "model file B")]
 _BUDGET = ["max_regions", "time_limit"]
 
 #: action -> (help, description, positionals, options)
-_ACTION_SPECS = {
+_SUBCOMMANDS = {
     "regions": (
         "every linear region on the domain",
         "Every linear region on the domain, with its activation pattern and an "
@@ -796,5 +796,5 @@ def register(sub) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_actions(p, "relu", _ACTION_SPECS, _OPTIONS)
+    add_actions(p, "relu", _SUBCOMMANDS, _OPTIONS)
     p.set_defaults(func=run, _parser=p)

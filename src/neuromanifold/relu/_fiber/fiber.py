@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import ComputationLimitError, InputError, NeuromanifoldError
+from ..._errors import InputError, NeuromanifoldError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_positive_int, renamed_keywords
@@ -56,7 +56,7 @@ from ...exact import to_fmpq
 from .._core.net import check_params, exact_params, float_params
 from .._core.rows import sign_kinds
 from .._engine.budget import check_budget
-from .._fundim.fundim import rank_lower_bound
+from .._fundim.fundim import proven_jacobian_rank
 from .._fundim.layered_rank import PRIME, rank_seconds, residue_matmul, residue_rank, residues
 from .._neurons.neurons import neurons
 from .._symmetries.any_depth import layer_signs, parallel_classes, silent_neurons
@@ -522,7 +522,7 @@ def fiber(
     # still a proven lower bound
     dimension = len(unit) + (generated or 0)
     left = None if time_limit is None else max(time_limit - (time.monotonic() - start), 1e-3)
-    rank, reason = _jacobian_rank(params, P - dimension, max_regions, left)
+    rank, reason = proven_jacobian_rank(params, P - dimension, max_regions, left)
     if generated is None and rows:
         reason = (
             f"the rank of the {len(rows)} other move tangents was not computed within "
@@ -595,31 +595,3 @@ def _statuses(params: Params, max_regions, time_limit) -> tuple | None:
         return neurons(params, max_regions=max_regions, time_limit=time_limit).status
     except NeuromanifoldError:
         return None
-
-
-def _jacobian_rank(params: Params, goal: int, max_regions, time_limit):
-    """``(r, reason)``: a proven lower bound ``r`` of the Jacobian's rank, run until it
-    reaches ``goal`` (the most it can be) or its budget ends; ``r = None`` with the reason
-    when there is none."""
-    if len(params) == 1:
-        return params[0][0].size + params[0][1].size, None  # f is its parameter
-    try:
-        r = rank_lower_bound(params, goal, max_regions=max_regions, time_limit=time_limit)
-    except ComputationLimitError as exc:
-        part = getattr(exc, "partial", None)
-        r = None if part is None else (part.rank, part.smooth)
-        if r is None:
-            return None, f"the Jacobian's rank was not reached within the budget ({exc})"
-    rank, smooth = r
-    if rank is None:
-        return None, (
-            "the Jacobian's rank was not computed: the last level of its layered "
-            "rank is too wide to factorize at this size"
-        )
-    if not smooth:
-        return None, (
-            "a neuron's pre-activation is identically zero on a region, so "
-            "theta -> f_theta(x) is not differentiable there and the Jacobian "
-            "bounds nothing"
-        )
-    return rank, None

@@ -71,6 +71,7 @@ import flint
 import numpy as np
 import scipy.linalg
 
+from ..._errors import ComputationLimitError
 from ..._progress import progress_bar
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
@@ -84,7 +85,12 @@ from .._regions.regions import sample_domain
 from .layered_rank import LayeredRank, certified_pattern, layered_rank, svd_seconds_per_cube
 from .tangent import TangentMILP, interior_point
 
-__all__ = ["rank_lower_bound", "FunctionalDimension", "functional_dimension"]
+__all__ = [
+    "rank_lower_bound",
+    "proven_jacobian_rank",
+    "FunctionalDimension",
+    "functional_dimension",
+]
 
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
@@ -1259,3 +1265,33 @@ class _Run:
                 f"with tol=0, by the exact enumeration of every region)"
             )
         return "the exact rank over the regions used is a lower bound (not every region used)"
+
+
+def proven_jacobian_rank(params: list, goal: int, max_regions, time_limit) -> tuple:
+    """``(r, reason)``: a proven lower bound ``r`` of the Jacobian's rank
+    (:func:`rank_lower_bound`), run until it reaches ``goal`` (the most it can be) or its
+    budget ends (the rank found by then, still a lower bound); ``r = None`` with the reason
+    when there is none. The fiber's upper bound and the local identifiability verdict
+    both read it."""
+    if len(params) == 1:
+        return params[0][0].size + params[0][1].size, None  # f is its parameter
+    try:
+        r = rank_lower_bound(params, goal, max_regions=max_regions, time_limit=time_limit)
+    except ComputationLimitError as exc:
+        part = getattr(exc, "partial", None)
+        r = None if part is None else (part.rank, part.smooth)
+        if r is None:
+            return None, f"the Jacobian's rank was not reached within the budget ({exc})"
+    rank, smooth = r
+    if rank is None:
+        return None, (
+            "the Jacobian's rank was not computed: the last level of its layered "
+            "rank is too wide to factorize at this size"
+        )
+    if not smooth:
+        return None, (
+            "a neuron's pre-activation is identically zero on a region, so "
+            "theta -> f_theta(x) is not differentiable there and the Jacobian "
+            "bounds nothing"
+        )
+    return rank, None

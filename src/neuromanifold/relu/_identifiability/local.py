@@ -32,8 +32,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..._errors import ComputationLimitError
-from .._fundim.fundim import rank_lower_bound
+from .._fundim.fundim import proven_jacobian_rank
 
 __all__ = ["LocalVerdict", "local_identifiability", "CONTINUOUS_MOVES"]
 
@@ -116,35 +115,10 @@ def local_identifiability(
             rank_bound=P,
             reason="no hidden layer: the function is its parameter",
         )
-    try:
-        rank, smooth = rank_lower_bound(
-            params, bound, max_regions=max_regions, time_limit=time_limit
-        )
-    except ComputationLimitError as exc:
-        part = getattr(exc, "partial", None)
-        rank, smooth = (None, True) if part is None else (part.rank, part.smooth)
-        if rank is None or rank < bound:
-            return LocalVerdict(
-                locally_identifiable=None,
-                jacobian_rank=rank,
-                rank_bound=bound,
-                reason=f"the Jacobian's rank reached {rank} of {bound} within the budget ({exc})",
-            )
+    rank, why = proven_jacobian_rank(params, bound, max_regions, time_limit)
     if rank is None:
         return LocalVerdict(
-            locally_identifiable=None,
-            jacobian_rank=None,
-            rank_bound=bound,
-            reason="the Jacobian's rank was not computed: the last level of its layered "
-            "rank is too wide to factorize at this size",
-        )
-    if not smooth:
-        return LocalVerdict(
-            locally_identifiable=None,
-            jacobian_rank=rank,
-            rank_bound=bound,
-            reason="a neuron's pre-activation is identically zero on a region, so "
-            "theta -> f_theta(x) is not differentiable there and the rank bounds nothing",
+            locally_identifiable=None, jacobian_rank=None, rank_bound=bound, reason=why
         )
     if rank >= bound:
         return LocalVerdict(
@@ -161,5 +135,6 @@ def local_identifiability(
         rank_bound=bound,
         reason=f"the proven rank {rank} is below P - H = {bound}: the fiber near the "
         f"parameter may be larger than the scaling orbit (a rank lower bound cannot show "
-        f"it is), and no continuous symmetry applies exactly",
+        f"it is; a larger time_limit may prove more), and no continuous symmetry applies "
+        f"exactly",
     )
