@@ -83,6 +83,7 @@ class _Graph:
         self.current: str = ""
         self.flat = True  # each example is one row (rank <= 2)
         self.features: int | None = None  # entries per example, when the graph says
+        self.example_shape: tuple | None = None  # the input's shape past the batch axis
 
     def array(self, tensor: Any, what: str) -> np.ndarray:
         count = int(np.prod([int(d) for d in tensor.dims], dtype=object))
@@ -265,6 +266,11 @@ class _Graph:
         for node, c in self.norm:
             if shape is not None:
                 v = self.keeps(node, c, shape, "a normalization constant")
+            elif c.ndim > 2 and c.shape == (1, *(self.example_shape or ())):
+                # a constant of the input's own shape (batch 1) in front of Flatten, as
+                # VNN-COMP's ACAS Xu graphs (1, 1, 1, 5): one value per input feature, in
+                # the order Flatten lays them out
+                v = c.reshape(-1).astype(np.float64)
             else:
                 v = self.bias(node, c, n)
             steps.append((node, v))
@@ -440,6 +446,7 @@ def read_onnx(path: Path, *, strides: Any = None) -> Model:
     graph.flat = len(dims) <= 2
     rest = dims[1:]
     graph.features = int(np.prod(rest)) if rest and all(d for d in rest) else None
+    graph.example_shape = tuple(rest) if rest and all(d for d in rest) else None
     if len(dims) == 1 and dims[0]:
         graph.features = dims[0]
     for node in proto.graph.node:

@@ -206,3 +206,35 @@ def test_top1_undecided_when_the_proof_does_not_run():
         distance(p, q, None, top1=True)
     with pytest.raises(InputError, match="top1"):
         distance(p, q, (-1.0, 1.0), top1="yes")
+
+
+def test_the_bound_engine_certifies_a_permuted_rescaled_copy_at_once():
+    p = ReLUNet([6, 24, 24, 3]).random_params(seed=5)
+    q = float_permuted_rescaled(p, np.random.default_rng(5))
+    r = distance(p, q, (-np.ones(6), np.ones(6)), method="bounds", time_limit=20)
+    assert r.upper_method == "branch_and_bound" and r.certified and r.converged
+    assert r.upper <= r.tol * r.scale and r.within_tol is True
+    assert "aligned by the weight matching" in r.note
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10**6), size=st.sampled_from([1e-3, 0.3]))
+def test_the_bound_engine_contains_the_exact_supremum(seed, size):
+    rng = np.random.default_rng(seed)
+    p = ReLUNet([3, 5, 4, 2]).random_params(seed=seed)
+    q = [(W + size * rng.standard_normal(W.shape), b) for W, b in p]
+    box = (-np.ones(3), np.full(3, 0.5))
+    exact = distance(p, q, box, method="regions", gap=0, time_limit=None)
+    r = distance(p, q, box, method="bounds", gap=1e-3 * exact.upper, time_limit=20)
+    assert r.upper_method == "branch_and_bound" and r.certified
+    assert r.lower <= exact.upper and r.upper >= exact.lower
+    assert r.converged and r.upper <= exact.upper + 1e-3 * exact.upper * (1 + 1e-9)
+
+
+def test_the_bound_engine_needs_a_box_and_one_depth():
+    p = ReLUNet([2, 3, 1]).random_params(seed=0)
+    with pytest.raises(InputError, match="on the whole domain"):
+        distance(p, p, None, method="bounds")
+    q = ReLUNet([2, 3, 3, 1]).random_params(seed=0)
+    with pytest.raises(InputError, match="depths 2 and 3"):
+        distance(p, q, (-1.0, 1.0), method="bounds")

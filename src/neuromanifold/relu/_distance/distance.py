@@ -16,6 +16,11 @@ measured per unit of ``max(1, ||x||_inf)``, as in the tolerance contract) from b
   - ``"regions"``: the joint regions of both networks (the exact region engine), on each an
     LP with an exact duality bound, and the exact simplex where that bound is weaker than
     ``lower + gap``: an exact bound (``certified=True``);
+  - ``"branch_and_bound"`` (on a box): the bound engine, linear bound propagation on
+    the two networks' *difference* (neuron paired with neuron after the weight matching
+    aligns them, so a permuted copy's bound is its rounding) or on the two side by side,
+    and a branch and bound that splits the box where the bound is worst; rigorous in
+    floating point (``certified=True``);
   - ``"milp"``: one mixed-integer program per output and sign (HiGHS, big-M constants from
     interval and LP bounds), whose floating-point dual bound plus the drift its
     feasibility tolerances allow is reported with ``certified=False``;
@@ -54,8 +59,10 @@ from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_choice, check_nonnegative_float
 from ...exact import qrows, to_fmpq
+from .._bounds.branch import branch_and_bound
 from .._bounds.interval import box_bounds, difference_bounds
-from .._bounds.parameters import function_distance_bound
+from .._bounds.linear import difference_chain, product_chain, propagate
+from .._bounds.parameters import function_distance_bound, path_norm_scale
 from .._core.domain import Domain, as_domain
 from .._core.net import check_params, float_params, forward_unchecked
 from .._core.numbers import pow2, to_float
@@ -65,17 +72,24 @@ from .._engine.joint_regions import Best, Pair, sup_by_milp, sup_by_regions, top
 from .._equivalence.equivalence import (
     ascend_difference,
     expected_joint_regions,
+    match_hidden_neurons,
     relative_difference,
     sample_points,
 )
 
 __all__ = ["Distance", "Top1", "distance"]
 
-_METHODS = ("auto", "regions", "milp")
+_METHODS = ("auto", "regions", "bounds", "milp")
 #: ``method="auto"`` runs the region engine when at most this many joint regions are
-#: expected, else the MILP
+#: expected, else the bound engine (on a box), else the MILP
 _REGIONS_FIRST = 20_000
+#: ... and, where the bound engine runs, only when at most this many are expected (the
+#: exact engine then ends in about a second; beyond, the bound engine reaches the gap
+#: first)
+_REGIONS_BEFORE_BOUNDS = 300
 _NUM_SAMPLES = 4096
+#: float64's unit roundoff and smallest normal number
+_U, _TINY = 2.0**-53, 2.0**-1022
 
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
@@ -88,7 +102,8 @@ class Distance(Result):
         point: the input of the domain where ``lower`` is attained.
         relative: True on an unbounded domain (the values are per unit of
             ``max(1, ||x||_inf)``), False on a box (absolute output differences).
-        upper_method: ``"regions"``, ``"milp"``, ``"parameter_bound"`` or ``"interval"``.
+        upper_method: ``"regions"``, ``"branch_and_bound"``, ``"milp"``,
+            ``"parameter_bound"`` or ``"interval"``.
         certified: ``upper`` is proven (exact arithmetic, or float bounds with a margin
             for their rounding); False for the MILP's floating-point bound.
         gap: the width asked for: the search stops once ``upper - lower <= gap``.
@@ -209,6 +224,62 @@ def _interval_bound(p: list, q: list, dom: Domain) -> float:
     return math.nextafter(width * (1 + 2**-52), math.inf) if np.isfinite(width) else math.inf
 
 
+def _bound_engine(fp: list, fq: list, dom: Domain) -> tuple | None:
+    """What the bound engine bounds for two float networks on a box: ``(chain, rounding,
+    in words)``, or ``None`` when their depths differ.
+
+    One architecture: the difference chain of q and the image of p under the weight
+    matching (a permutation and positive rescaling of its hidden neurons; the identity
+    pairing when none matches), whose function differs from p's by its float rounding
+    only, at most ``4 u L`` times p's path norm per unit of ``max(1, |x|_inf)`` (as
+    ``equivalent`` certifies a match), added as ``rounding``. Otherwise, one depth: the two
+    networks side by side."""
+    if len(fp) != len(fq):
+        return None
+    reach = max(1.0, float(np.max(np.abs(np.r_[dom.lower, dom.upper]))))
+    if [W.shape for W, _ in fp] != [W.shape for W, _ in fq]:
+        return product_chain(fp, fq), 0.0, "the two networks side by side"
+    with np.errstate(all="ignore"):
+        match = match_hidden_neurons(fp, fq) if len(fp) > 1 else None
+        if match is not None:
+            image = match[1]
+            rounding = 4 * _U * len(fp) * path_norm_scale(fp) * reach
+            normal = all(
+                not np.any((np.abs(a) < _TINY) & (a != 0)) for layer in image for a in layer
+            )
+            if (
+                normal
+                and math.isfinite(rounding)
+                and any(
+                    not np.array_equal(perm, np.arange(perm.size)) or not np.all(scales == 1)
+                    for perm, scales in match[0]
+                )
+            ):
+                return (
+                    difference_chain(image, fq),
+                    math.nextafter(rounding * (1 + 1e-9), math.inf),
+                    "the difference of the two networks, aligned by the weight matching",
+                )
+    return difference_chain(fp, fq), 0.0, "the difference of the two networks"
+
+
+def _root_decides(chain, dom: Domain, gap: float) -> bool:
+    """Whether the bound over the whole box is already within ``gap`` (a permuted or
+    rescaled copy): the search for the lower end is then one batch, not a share of the
+    budget."""
+    _, up, _ = propagate(chain, dom.lower[None], dom.upper[None])
+    return bool(np.max(up) <= gap)
+
+
+def _difference_at(fp: list, fq: list):
+    """``x -> max_o |f_p(x)_o - f_q(x)_o|`` on rows of points, in floats."""
+
+    def value(X: np.ndarray) -> np.ndarray:
+        return np.max(np.abs(forward_unchecked(fp, X) - forward_unchecked(fq, X)), axis=1)
+
+    return value
+
+
 def distance(
     p: Any,
     q: Any,
@@ -235,8 +306,10 @@ def distance(
         gap: stop once ``upper - lower <= gap`` (in the units of the result); default
             ``tol * scale``, the resolution of the tolerance contract; ``0`` asks for the
             exact supremum (the region engine).
-        method: ``"auto"`` (the region engine when few joint regions are expected, else the
-            MILP), ``"regions"`` or ``"milp"``.
+        method: ``"auto"`` (the region engine when few joint regions are expected, else
+            the bound engine on a box when ``gap > 0``, else the MILP; the exact engine
+            is tried for fewer regions where the bound engine runs), ``"regions"``,
+            ``"bounds"`` (a box, float networks of one depth) or ``"milp"``.
         seed: seed of the sampling (int, None or a numpy Generator).
         time_limit, max_regions: the budget of the whole call (default 60 s, the
             library's one default budget, that of its anytime analyses; ``None``: no
@@ -307,17 +380,27 @@ def distance(
     unit = math.ldexp(1.0, pair.E)  # balanced outputs are the outputs / 2**E
     best = Best(pair)
     gap_q = to_fmpq(gap / unit)
-    num_regions, upper, how, note = None, None, None, ""
+    num_regions, upper, how, note, bb_point = None, None, None, "", None
     chosen = method
+    engine = _bound_engine(fp, fq, dom) if floats and dom.kind == "box" else None
+    if method == "bounds" and engine is None:
+        raise InputError(
+            "method='bounds' bounds two float networks of one depth on a box; got "
+            + ("networks of depths %d and %d" % (len(fp), len(fq)) if floats else "exact entries")
+            + ("" if dom.kind == "box" else f" on the {dom.kind} domain")
+        )
     if method == "auto":
         expected = expected_joint_regions(pair, work_dom, rng)
-        chosen = "regions" if expected <= _REGIONS_FIRST else "milp"
+        if engine is not None and gap > 0:
+            chosen = "regions" if expected <= _REGIONS_BEFORE_BOUNDS else "bounds"
+        else:
+            chosen = "regions" if expected <= _REGIONS_FIRST else "milp"
         note = f"about {expected:.0f} joint regions expected: {chosen}; "
     # the lower end: one batch when the region engine will find the maximum anyway, else
     # a share of the budget (the MILPs' incumbents come late, if at all)
     search = (
         0.0
-        if chosen == "regions"
+        if chosen == "regions" or (chosen == "bounds" and _root_decides(engine[0], dom, gap))
         else (2.0 if time_limit is None else min(0.2 * float(budget.remaining()), 10.0))
     )
     num_points = _search(pair, work_dom, rng, best, search)
@@ -330,6 +413,24 @@ def distance(
                 upper = math.nextafter(upper, math.inf)
             num_regions = budget.num_regions
             note += f"the exact maximum over {num_regions} joint regions"
+        elif chosen == "bounds":
+            chain, rounding, how_aligned = engine
+            bb = branch_and_bound(
+                chain,
+                dom.lower,
+                dom.upper,
+                _difference_at(fp, fq),
+                gap=gap,
+                deadline=budget.deadline,
+                lower=to_float(best.value * pow2(pair.E)) if best.point is not None else 0.0,
+            )
+            upper, how, certified = bb.upper + rounding, "branch_and_bound", True
+            upper = math.nextafter(upper, math.inf) if rounding else upper
+            bb_point = bb.point
+            note += (
+                f"linear bound propagation on {how_aligned}, branch and bound over "
+                f"{bb.num_boxes:,} boxes ({bb.num_open:,} left open)"
+            )
         else:
             up, solved = sup_by_milp(pair, work_dom, budget, best, time_limit=budget.remaining())
             if up is not None:
@@ -346,6 +447,10 @@ def distance(
         note += f"stopped: {err}"
     point = to_x(best.point) if best.point is not None else None
     lower, lower_q = _exact_lower(pair0, point, relative=dom.kind != "box")
+    if bb_point is not None:  # the branch and bound's best point, in the user's box
+        bb_lower = _exact_lower(pair0, bb_point, relative=False)
+        if bb_lower[1] > lower_q:
+            point, (lower, lower_q) = bb_point, bb_lower
     if upper is None or fallback[0] < upper:
         if upper is None or how == "milp":
             upper, how, certified = fallback[0], fallback[1], math.isfinite(fallback[0])

@@ -1,0 +1,152 @@
+"""Branch and bound on the input box: the largest value of a chain's outputs over a box,
+bracketed by an interval that shrinks monotonically.
+
+The box with the largest upper bound is split in two along its widest coordinate (the
+relaxations of the hidden neurons loosen with the box's width; splitting where the
+bound's own linear function varies most, ``|coefficient| * width``, measured 5x looser
+after 15 s on ACAS Xu, as it keeps halving one coordinate), both halves are bounded by
+linear bound propagation
+(:func:`~neuromanifold.relu._bounds.linear.propagate`, many boxes per pass), and every
+bounded box offers points to the lower end (its centre and the vertex that maximizes its
+bound's linear function). A box whose bound is at most the best value found is
+dropped; the upper end is the largest bound of the boxes left (and at least that
+value). Best-first: the boxes are bounded in batches, the worst first, until the
+interval is within the gap asked for or the budget ends (an anytime answer: the interval
+so far).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from .linear import Chain, propagate
+
+__all__ = ["BranchAndBound", "branch_and_bound"]
+
+
+@dataclasses.dataclass(frozen=True)
+class BranchAndBound:
+    """The outcome of :func:`branch_and_bound`.
+
+    Attributes:
+        upper: a rigorous bound of the largest output over the box.
+        lower: the largest value found at ``point`` (as ``evaluate`` computes it).
+        point: where, or ``None``.
+        converged: ``upper - lower <= gap``.
+        num_boxes: boxes bounded.
+        num_open: boxes left open (each with a bound above ``lower + gap``).
+    """
+
+    upper: float
+    lower: float
+    point: np.ndarray | None
+    converged: bool
+    num_boxes: int
+    num_open: int
+
+
+def branch_and_bound(
+    chain: Chain,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    evaluate: Callable[[np.ndarray], np.ndarray],
+    *,
+    gap: float,
+    deadline: float | None,
+    lower: float = 0.0,
+    point: np.ndarray | None = None,
+    batch: int = 32,
+    max_boxes: int | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    intermediate: str = "backward",
+) -> BranchAndBound:
+    """Bracket ``max_x max_rows (chain outputs)`` over the box ``[lo, hi]`` (see the
+    module docs).
+
+    Args:
+        chain: what to bound (its outputs are bounded with both signs: the quantity is the
+            largest absolute output).
+        lo, hi: the box (1-D).
+        evaluate: the quantity at points (``(n, d)`` -> ``(n,)``), for the lower end.
+        gap: stop once ``upper - lower <= gap``.
+        deadline: a ``time.monotonic()`` value to stop at (``None``: none).
+        lower, point: a value already found, and where.
+        batch: boxes split per pass.
+        max_boxes: stop after bounding this many boxes.
+        should_stop: asked between passes (a shared budget).
+        intermediate: how the hidden layers are bounded (see
+            :func:`~neuromanifold.relu._bounds.linear.propagate`).
+    """
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    best, best_x = float(lower), point
+    counter = itertools.count()
+    _, up, M = propagate(chain, lo[None], hi[None], intermediate=intermediate)
+    heap: list = []
+    num_boxes = 1
+
+    def offer(los, his, ups, Ms):
+        nonlocal best, best_x
+        rows = np.argmax(ups, axis=1)
+        coef = Ms[np.arange(len(rows)), rows]
+        vertices = np.where(coef > 0, his, los)
+        X = np.vstack([vertices, (los + his) / 2])
+        vals = evaluate(X)
+        k = int(np.argmax(vals))
+        if vals[k] > best:
+            best, best_x = float(vals[k]), X[k]
+        for i in range(len(los)):
+            bound = float(ups[i, rows[i]])
+            # a box whose bound is at most a value found cannot raise the maximum (the
+            # upper end stays at least ``best``, so dropping it keeps that end rigorous)
+            if bound > best:
+                heapq.heappush(heap, (-bound, next(counter), los[i], his[i], coef[i]))
+
+    offer(lo[None], hi[None], up, M)
+    while heap:
+        top = -heap[0][0]
+        if top - best <= gap:
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+        if max_boxes is not None and num_boxes >= max_boxes:
+            break
+        if should_stop is not None and should_stop():
+            break
+        parents = []
+        while heap and len(parents) < batch:
+            item = heapq.heappop(heap)
+            if -item[0] - best <= gap:
+                heapq.heappush(heap, item)
+                break
+            parents.append(item)
+        los, his, parent_bounds = [], [], []
+        for neg, _, blo, bhi, _coef in parents:
+            width = bhi - blo
+            k = int(np.argmax(width))
+            mid = blo[k] + width[k] / 2
+            left_hi, right_lo = bhi.copy(), blo.copy()
+            left_hi[k], right_lo[k] = mid, mid
+            los += [blo, right_lo]
+            his += [left_hi, bhi]
+            parent_bounds += [-neg, -neg]
+        los, his = np.array(los), np.array(his)
+        _, ups, Ms = propagate(chain, los, his, intermediate=intermediate)
+        # a child's bound never above its parent's (both hold on the child)
+        ups = np.minimum(ups, np.array(parent_bounds)[:, None])
+        num_boxes += len(los)
+        offer(los, his, ups, Ms)
+    upper = max(best, -heap[0][0]) if heap else best
+    return BranchAndBound(
+        upper=upper,
+        lower=best,
+        point=best_x,
+        converged=upper - best <= gap,
+        num_boxes=num_boxes,
+        num_open=len(heap),
+    )

@@ -1,0 +1,442 @@
+"""Linear bound propagation: bounds of a ReLU network's neurons, or of two networks'
+difference, by linear relaxations carried back to the input (CROWN, DeepPoly), rigorous in
+floating point.
+
+A network is a :class:`Chain` of affine maps ``pre_j = A_j post_(j-1) + c_j`` (``post_(-1)``
+the input) and, between them, a ReLU-like map ``post_j = phi(pre_j)`` that a
+:class:`Relaxation` encloses by two linear functions of ``pre_j``. An upper bound of a
+linear function ``lambda . pre_k`` over a box is found by substituting backwards: the
+affine map replaces ``pre_j`` by ``post_(j-1)``, the relaxation replaces ``post_(j-1)``
+by ``pre_(j-1)`` (the upper function where the coefficient is positive, the lower one where
+it is negative), down to the input, where a linear function's maximum over the box is read
+off its signs. Intermediate neurons' bounds, which the relaxations need, are found the
+same way, layer by layer.
+
+Three chains share that one engine:
+
+* :func:`network_chain`: one network, the triangle relaxation of every unstable ReLU
+  (upper: the chord; lower: ``slope * z`` with ``slope`` 0 or 1, CROWN's adaptive choice,
+  or any given slope in [0, 1], the alpha of alpha-CROWN).
+* :func:`product_chain`: two networks of one depth side by side, the output their
+  difference: what a single-network verifier bounds when given ``f - g``.
+* :func:`difference_chain`: two networks of one architecture, neuron paired with neuron
+  (align them first: a permuted copy must be permuted back), carrying each neuron's
+  pre-activation ``a`` in the first network and its *difference* ``d`` to the second
+  (ReluDiff, NeuroDiff): ``delta = relu(a + d) - relu(a)`` lies between ``min(0, d)``
+  and ``max(0, d)``, is ``d``, ``0``, ``a + d`` or ``-a`` when both neurons are stable,
+  and is at least ``d`` (at most ``d``) when the first (second) neuron is active. Two
+  nearly equal networks get a bound of the size of their difference instead of the
+  difference of two large bounds.
+
+Every bound is rigorous in float64: each matrix product's rounding is bounded a priori
+(``gamma_n |A| |B|`` applied to bounds of the variables' magnitudes) and added to the
+constant, relaxation slopes are rounded outward, and the final sum is rounded up. Batched:
+every array carries a leading axis of boxes, so a branch and bound bounds many boxes in one
+pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "Chain",
+    "Relaxation",
+    "network_chain",
+    "product_chain",
+    "difference_chain",
+    "bound_linear",
+    "propagate",
+]
+
+#: the unit roundoff of float64
+_U = 2.0**-53
+#: what gradual underflow can take from one product, with room
+_TINY = 2.0**-1060
+
+
+def _gamma(k: int) -> float:
+    """The relative error bound of a k-term float dot product, with a margin."""
+    return 1.01 * k * _U / (1 - k * _U)
+
+
+@dataclasses.dataclass(frozen=True)
+class Relaxation:
+    """Two linear functions enclosing ``post = phi(pre)`` on a layer's box, per box of the
+    batch: ``L pre + l0 <= post <= U pre + u0``.
+
+    The layer's neurons come in ``P`` blocks of one size (one network: 1 block; two
+    networks: 2); ``U[i][j]`` is the diagonal (shape ``(B, n)``) by which block ``j`` of
+    ``pre`` enters block ``i`` of ``post``, or ``None`` for zero. ``post_abs`` and
+    ``pre_abs`` bound the magnitudes of the variables (for the rounding bounds)."""
+
+    U: list
+    u0: np.ndarray
+    L: list
+    l0: np.ndarray
+    post_abs: np.ndarray
+    pre_abs: np.ndarray
+
+    def substitute(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For coefficients ``M`` (``(B, r, P n)``) on ``post``: the coefficients on
+        ``pre`` and the constant of the upper bound of ``M post``, and a bound on the
+        rounding error of both (applied to ``|pre|``)."""
+        P = len(self.U)
+        n = M.shape[-1] // P
+        Mp, Mn = np.maximum(M, 0.0), np.minimum(M, 0.0)
+        lam = np.zeros(M.shape[:-1] + (P * n,))
+        # |Mp U| |pre| = Mp (|U| |pre|) for a diagonal U: a vector per block, not a matrix
+        weight_p, weight_n = np.zeros((M.shape[0], P * n)), np.zeros((M.shape[0], P * n))
+        for i in range(P):
+            rows = slice(i * n, (i + 1) * n)
+            for j in range(P):
+                cols = slice(j * n, (j + 1) * n)
+                if self.U[i][j] is not None:
+                    lam[..., cols] += Mp[..., rows] * self.U[i][j][:, None, :]
+                    weight_p[:, rows] += np.abs(self.U[i][j]) * self.pre_abs[:, cols]
+                if self.L[i][j] is not None:
+                    lam[..., cols] += Mn[..., rows] * self.L[i][j][:, None, :]
+                    weight_n[:, rows] += np.abs(self.L[i][j]) * self.pre_abs[:, cols]
+        const = _matvec(Mp, self.u0) + _matvec(Mn, self.l0)
+        err = _gamma(2 * P + 1) * (_matvec(Mp, weight_p) - _matvec(Mn, weight_n))
+        err += _gamma(M.shape[-1] + 1) * (
+            _matvec(Mp, np.abs(self.u0)) - _matvec(Mn, np.abs(self.l0))
+        )
+        return lam, const, err
+
+    def forward(self, Up: np.ndarray, Lo: np.ndarray, xa1: np.ndarray) -> tuple:
+        """The symbolic bounds of ``post`` (linear functions of the input, ``(B, P n,
+        d + 1)``, the constant last) from those of ``pre``: where a relaxation's
+        coefficient is negative the other side of ``pre`` enters. ``xa1`` is ``(|x|, 1)``'s
+        bound, for the rounding."""
+        P = len(self.U)
+        n = Up.shape[1] // P
+        post_up, post_lo = np.zeros_like(Up), np.zeros_like(Lo)
+        size = (np.abs(Up) + np.abs(Lo)) @ xa1[:, :, None]  # (B, P n, 1)
+        err = np.zeros(Up.shape[:2])
+        for i in range(P):
+            rows = slice(i * n, (i + 1) * n)
+            for j in range(P):
+                cols = slice(j * n, (j + 1) * n)
+                for D, hi_side, lo_side, out in (
+                    (self.U[i][j], Up, Lo, post_up),
+                    (self.L[i][j], Lo, Up, post_lo),
+                ):
+                    if D is None:
+                        continue
+                    Dp, Dn = np.maximum(D, 0.0)[:, :, None], np.minimum(D, 0.0)[:, :, None]
+                    out[:, rows] += Dp * hi_side[:, cols] + Dn * lo_side[:, cols]
+                    err[:, rows] += np.abs(D) * size[:, cols, 0]
+        post_up[..., -1] += self.u0
+        post_lo[..., -1] += self.l0
+        err = _gamma(2 * P + 2) * (err + np.abs(self.u0) + np.abs(self.l0))
+        post_up[..., -1] += err
+        post_lo[..., -1] -= err
+        return post_up, post_lo
+
+
+def _matvec(M: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``M[b] @ v[b]`` for every box ``b``: ``(B, r, n), (B, n) -> (B, r)``."""
+    return (M @ v[:, :, None])[..., 0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Chain:
+    """A piecewise-linear network as affine maps and relaxations (see the module docs).
+
+    Attributes:
+        affine: ``(A_j, c_j)`` per layer, the output layer last.
+        bound_rows: per hidden layer, the rows ``T`` whose bounds ``T pre_j`` the
+            relaxation needs.
+        relax: ``relax(j, lower, upper, slopes)`` -> the :class:`Relaxation` of hidden
+            layer ``j`` from the bounds of its ``bound_rows``; ``slopes`` (or ``None``)
+            are the lower relaxations' slopes in [0, 1] (see :func:`network_chain`).
+        outputs: rows ``R`` on the output layer's ``pre``: the quantities bounded are
+            ``R pre_out`` (both signs are asked for separately).
+    """
+
+    affine: list
+    bound_rows: list
+    relax: Callable
+    outputs: np.ndarray
+
+    @property
+    def depth(self) -> int:
+        return len(self.affine)
+
+
+def bound_linear(
+    chain: Chain,
+    C: np.ndarray,
+    k: int,
+    relaxations: Sequence[Relaxation],
+    lo: np.ndarray,
+    hi: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rigorous upper bounds of ``C pre_k`` (``C``: ``(B, r, n_k)``) over the boxes
+    ``[lo, hi]`` (``(B, d)``), substituting backwards through ``relaxations`` (those of
+    the hidden layers before ``k``). Returns the bounds ``(B, r)`` and the linear
+    function of the input they come from (``(B, r, d)``)."""
+    lam = C
+    B, r = C.shape[:2]
+    const = np.zeros((B, r))
+    err = np.zeros((B, r))
+    x_abs = np.maximum(np.abs(lo), np.abs(hi))
+    for j in range(k, -1, -1):
+        A, c = chain.affine[j]
+        add = lam @ c
+        # gamma_(n+2): the dot product's rounding, and one rounding of A's and c's entries
+        # (a difference chain's weight differences are rounded once)
+        err += _gamma(c.size + 2) * (np.abs(lam) @ np.abs(c)) + _U * (np.abs(const) + np.abs(add))
+        const = const + add
+        post_abs = x_abs if j == 0 else relaxations[j - 1].post_abs
+        err += _gamma(A.shape[1] + 2) * _matvec(np.abs(lam), post_abs @ np.abs(A).T)
+        M = lam @ A
+        if j == 0:
+            break
+        lam, add, e = relaxations[j - 1].substitute(M)
+        err += e + _U * (np.abs(const) + np.abs(add)) + _TINY * M.shape[-1]
+        const = const + add
+    Mp, Mn = np.maximum(M, 0.0), np.minimum(M, 0.0)
+    val = _matvec(Mp, hi) + _matvec(Mn, lo) + const
+    err += _gamma(lo.shape[1] + 2) * (_matvec(np.abs(M), x_abs) + np.abs(const))
+    up = val + err * (1 + 1e-9) + _TINY * (M.shape[-1] + 1)
+    return up + 4 * _U * np.abs(up), M
+
+
+def propagate(
+    chain: Chain,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    slopes: Sequence | None = None,
+    *,
+    intermediate: str = "backward",
+) -> tuple[list, np.ndarray, np.ndarray]:
+    """Bound every hidden layer's ``bound_rows`` (layer by layer, each from the
+    relaxations of the layers before), then the chain's outputs, over the boxes
+    ``[lo, hi]`` (``(B, d)``).
+
+    ``intermediate`` says how the hidden layers are bounded: ``"backward"`` substitutes
+    back to the input for every layer (CROWN; its cost grows with the square of the depth),
+    ``"forward"`` carries a lower and an upper linear function of the input through the
+    layers (symbolic intervals; looser, and far cheaper on a low-dimensional input, where
+    a branch and bound wants many small boxes). The outputs are always substituted back.
+
+    Returns:
+        ``(bounds, upper, M)``: per hidden layer ``(lower, upper)`` of its bound rows
+        (``(B, t)`` each); the upper bounds of ``+R pre_out`` and ``-R pre_out`` stacked
+        (``(B, 2 m)``); and their linear functions of the input (``(B, 2 m, d)``).
+    """
+    B, d = lo.shape
+    relaxations, bounds = [], []
+    if intermediate == "forward":
+        xa1 = np.concatenate([np.maximum(np.abs(lo), np.abs(hi)), np.ones((B, 1))], axis=1)
+        post_up = np.zeros((B, d, d + 1))
+        post_up[:, np.arange(d), np.arange(d)] = 1.0
+        post_lo = post_up
+    for j, T in enumerate(chain.bound_rows):
+        t = T.shape[0]
+        if intermediate == "forward":
+            A, c = chain.affine[j]
+            pre_up, pre_lo = _affine_forward(A, c, post_up, post_lo, xa1)
+            rows_up, rows_lo = _affine_forward(T, np.zeros(t), pre_up, pre_lo, xa1)
+            upper = _concretize(rows_up, lo, hi, xa1)
+            lower = -_concretize(-rows_lo, lo, hi, xa1)
+        else:
+            C = np.broadcast_to(np.concatenate([T, -T]), (B, 2 * t, T.shape[1]))
+            up, _ = bound_linear(chain, C, j, relaxations, lo, hi)
+            upper, lower = up[:, :t], -up[:, t:]
+        bounds.append((lower, upper))
+        relaxations.append(chain.relax(j, lower, upper, None if slopes is None else slopes[j]))
+        if intermediate == "forward":
+            post_up, post_lo = relaxations[-1].forward(pre_up, pre_lo, xa1)
+    R = chain.outputs
+    C = np.broadcast_to(np.concatenate([R, -R]), (B, 2 * R.shape[0], R.shape[1]))
+    upper, M = bound_linear(chain, C, chain.depth - 1, relaxations, lo, hi)
+    return bounds, upper, M
+
+
+def _affine_forward(A, c, up, lo, xa1) -> tuple[np.ndarray, np.ndarray]:
+    """Symbolic bounds of ``A v + c`` from those of ``v`` (``(B, m, d + 1)``), the
+    rounding of the products bounded and moved into the constants."""
+    Ap, An = np.maximum(A, 0.0), np.minimum(A, 0.0)
+    new_up, new_lo = Ap @ up + An @ lo, Ap @ lo + An @ up
+    size = ((np.abs(up) + np.abs(lo)) @ xa1[:, :, None])[..., 0]  # (B, m)
+    err = _gamma(A.shape[1] + 3) * (size @ np.abs(A).T + np.abs(c))
+    new_up[..., -1] += c + err
+    new_lo[..., -1] += c - err
+    return new_up, new_lo
+
+
+def _concretize(S: np.ndarray, lo: np.ndarray, hi: np.ndarray, xa1: np.ndarray) -> np.ndarray:
+    """The rigorous maximum over the boxes of the linear functions ``S`` (``(B, t, d + 1)``,
+    the constant last)."""
+    coef, const = S[..., :-1], S[..., -1]
+    val = _matvec(np.maximum(coef, 0.0), hi) + _matvec(np.minimum(coef, 0.0), lo) + const
+    err = _gamma(lo.shape[1] + 2) * _matvec(np.abs(S), xa1)
+    up = val + err * (1 + 1e-9) + _TINY * S.shape[-1]
+    return up + 4 * _U * np.abs(up)
+
+
+# -- relaxations ------------------------------------------------------------------------
+
+
+def _relu_relaxation(lo: np.ndarray, hi: np.ndarray, slope: np.ndarray | None) -> tuple:
+    """The triangle relaxation of ``relu`` on ``[lo, hi]`` (per neuron): upper slope and
+    intercept (the chord, rounded outward), lower slope (``slope`` where unstable, default
+    CROWN's adaptive 1 if ``hi >= -lo`` else 0; 1 where active, 0 where inactive)."""
+    on, off = lo >= 0, hi <= 0
+    unstable = ~(on | off)
+    with np.errstate(all="ignore"):
+        s = np.where(unstable, hi / (hi - lo) * (1 + 8 * _U), 0.0)
+        t = np.where(unstable, np.nextafter(-s * lo, np.inf), 0.0)
+    s = np.where(on, 1.0, s)
+    if slope is None:
+        slope = (hi >= -lo).astype(float)
+    lower = np.where(on, 1.0, np.where(off, 0.0, np.clip(slope, 0.0, 1.0)))
+    return s, t, lower
+
+
+def network_chain(params: Sequence) -> Chain:
+    """One ReLU network (float64 ``(W, b)`` pairs): its output rows are the identity."""
+    affine = [(np.asarray(W, float), np.asarray(b, float)) for W, b in params]
+
+    def relax(j, lower, upper, slope):
+        s, t, sl = _relu_relaxation(lower, upper, slope)
+        return Relaxation(
+            U=[[s]],
+            u0=t,
+            L=[[sl]],
+            l0=np.zeros_like(t),
+            post_abs=np.maximum(upper, 0.0),
+            pre_abs=np.maximum(np.abs(lower), np.abs(upper)),
+        )
+
+    rows = [np.eye(W.shape[0]) for W, _ in affine[:-1]]
+    return Chain(
+        affine=affine, bound_rows=rows, relax=relax, outputs=np.eye(affine[-1][0].shape[0])
+    )
+
+
+def _stack(blocks: list) -> np.ndarray:
+    return np.block(blocks)
+
+
+def product_chain(p: Sequence, q: Sequence) -> Chain:
+    """Two networks of one depth side by side (hidden layer ``j`` holds both networks'
+    neurons, p's first, padded to one width); the outputs are ``f_q - f_p``."""
+    P = [(np.asarray(W, float), np.asarray(b, float)) for W, b in p]
+    Q = [(np.asarray(W, float), np.asarray(b, float)) for W, b in q]
+    widths = [max(Wp.shape[0], Wq.shape[0]) for (Wp, _), (Wq, _) in zip(P, Q)]
+    affine = []
+    prev = None
+    for j, ((Wp, bp), (Wq, bq)) in enumerate(zip(P, Q)):
+        n = widths[j]
+        if j == len(P) - 1:
+            n = Wp.shape[0]
+        A = np.zeros((2 * n, Wp.shape[1] if prev is None else 2 * prev))
+        c = np.zeros(2 * n)
+        if prev is None:
+            A[: Wp.shape[0]], A[n : n + Wq.shape[0]] = Wp, Wq
+        else:
+            A[: Wp.shape[0], : Wp.shape[1]] = Wp
+            A[n : n + Wq.shape[0], prev : prev + Wq.shape[1]] = Wq
+        c[: Wp.shape[0]], c[n : n + Wq.shape[0]] = bp, bq
+        affine.append((A, c))
+        prev = n
+
+    def relax(j, lower, upper, slope):
+        s, t, sl = _relu_relaxation(lower, upper, slope)
+        n = s.shape[1] // 2
+        return Relaxation(
+            U=[[s[:, :n], None], [None, s[:, n:]]],
+            u0=t,
+            L=[[sl[:, :n], None], [None, sl[:, n:]]],
+            l0=np.zeros_like(t),
+            post_abs=np.maximum(upper, 0.0),
+            pre_abs=np.maximum(np.abs(lower), np.abs(upper)),
+        )
+
+    m = P[-1][0].shape[0]
+    rows = [np.eye(2 * n) for n in widths[:-1]]
+    return Chain(
+        affine=affine, bound_rows=rows, relax=relax, outputs=np.hstack([-np.eye(m), np.eye(m)])
+    )
+
+
+def _difference_relaxation(al, au, dl, du, bl, bu, slope) -> Relaxation:
+    """The relaxation of ``(r, delta) = (relu(a), relu(a + d) - relu(a))`` from bounds of
+    ``a``, ``d`` and ``b = a + d`` (see the module docs for the cases)."""
+    s, t, sl = _relu_relaxation(al, au, slope)
+    z = np.zeros_like(al)
+    one = np.ones_like(al)
+    pon, poff, qon, qoff = al >= 0, au <= 0, bl >= 0, bu <= 0
+    split = (dl < 0) & (du > 0)
+    with np.errstate(all="ignore"):
+        lam = np.where(split, du / (du - dl) * (1 + 8 * _U), 0.0)
+        lam0 = np.where(split, np.nextafter(-lam * dl, np.inf), 0.0)
+        mu = np.where(split, -dl / (du - dl) * (1 + 8 * _U), 0.0)
+        mu0 = np.where(split, np.nextafter(-mu * du, -np.inf), 0.0)
+    # upper: max(0, d) relaxed over [dl, du]; d where the second neuron is active, 0 where
+    # it is inactive
+    ud = np.where(dl >= 0, one, np.where(du <= 0, z, lam))
+    u0 = np.where(dl >= 0, z, np.where(du <= 0, z, lam0))
+    ud, u0 = np.where(qon, one, np.where(qoff, z, ud)), np.where(qon | qoff, z, u0)
+    # lower: min(0, d) relaxed; d where the first neuron is active, 0 where it is inactive
+    ld = np.where(du <= 0, one, np.where(dl >= 0, z, mu))
+    l0 = np.where(du <= 0, z, np.where(dl >= 0, z, mu0))
+    ld, l0 = np.where(pon, one, np.where(poff, z, ld)), np.where(pon | poff, z, l0)
+    ua = la = z
+    # both neurons stable: delta is linear in (a, d)
+    for case, ca, cd in (
+        (pon & qon, 0.0, 1.0),
+        (poff & qoff, 0.0, 0.0),
+        (poff & qon, 1.0, 1.0),
+        (pon & qoff, -1.0, 0.0),
+    ):
+        ua, la = np.where(case, ca, ua), np.where(case, ca, la)
+        ud, ld = np.where(case, cd, ud), np.where(case, cd, ld)
+        u0, l0 = np.where(case, 0.0, u0), np.where(case, 0.0, l0)
+    d_abs = np.maximum(np.abs(dl), np.abs(du))
+    return Relaxation(
+        U=[[s, None], [ua, ud]],
+        u0=np.concatenate([t, u0], axis=1),
+        L=[[sl, None], [la, ld]],
+        l0=np.concatenate([z, l0], axis=1),
+        post_abs=np.concatenate([np.maximum(au, 0.0), d_abs], axis=1),
+        pre_abs=np.concatenate([np.maximum(np.abs(al), np.abs(au)), d_abs], axis=1),
+    )
+
+
+def difference_chain(p: Sequence, q: Sequence) -> Chain:
+    """Two networks of one architecture, neuron paired with neuron (see the module docs):
+    layer ``j`` holds ``(a_j, d_j)`` with ``a_j`` p's pre-activations and ``d_j`` q's minus
+    p's; the outputs are ``d_out = f_q - f_p``."""
+    P = [(np.asarray(W, float), np.asarray(b, float)) for W, b in p]
+    Q = [(np.asarray(W, float), np.asarray(b, float)) for W, b in q]
+    affine = []
+    for j, ((Wp, bp), (Wq, bq)) in enumerate(zip(P, Q)):
+        dW, db = Wq - Wp, bq - bp
+        if j == 0:
+            A = np.vstack([Wp, dW])
+        else:
+            A = _stack([[Wp, np.zeros_like(Wp)], [dW, Wq]])
+        affine.append((A, np.concatenate([bp, db])))
+
+    def relax(j, lower, upper, slope):
+        n = lower.shape[1] // 3
+        al, dl, bl = lower[:, :n], lower[:, n : 2 * n], lower[:, 2 * n :]
+        au, du, bu = upper[:, :n], upper[:, n : 2 * n], upper[:, 2 * n :]
+        return _difference_relaxation(al, au, dl, du, bl, bu, slope)
+
+    rows = []
+    for W, _ in P[:-1]:
+        n = W.shape[0]
+        eye, zero = np.eye(n), np.zeros((n, n))
+        rows.append(_stack([[eye, zero], [zero, eye], [eye, eye]]))
+    m = P[-1][0].shape[0]
+    outputs = np.hstack([np.zeros((m, m)), np.eye(m)])
+    return Chain(affine=affine, bound_rows=rows, relax=relax, outputs=outputs)

@@ -1,0 +1,89 @@
+"""Branch and bound on the box: its interval contains the exact supremum (the region
+engine's), shrinks to it, and honours its budget."""
+
+import time
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neuromanifold.relu import ReLUNet, distance
+from neuromanifold.relu._bounds.branch import branch_and_bound
+from neuromanifold.relu._bounds.linear import difference_chain, product_chain
+from neuromanifold.relu._core.net import forward_unchecked
+
+
+def _gap_of(p, q):
+    def value(X):
+        return np.max(np.abs(forward_unchecked(p, X) - forward_unchecked(q, X)), axis=1)
+
+    return value
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from([[2, 4, 1], [2, 5, 4, 2], [3, 4, 3, 1]]),
+    size=st.sampled_from([1e-3, 0.1, 1.0]),
+)
+def test_the_interval_contains_the_exact_supremum_and_closes_on_it(seed, widths, size):
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(widths).random_params(seed=seed)
+    q = [
+        (W + size * rng.standard_normal(W.shape), b + size * rng.standard_normal(b.shape))
+        for W, b in p
+    ]
+    d = widths[0]
+    lo, hi = -np.ones(d), np.ones(d)
+    exact = distance(p, q, (lo, hi), method="regions", gap=0, time_limit=None)
+    # exact.lower <= sup <= exact.upper, equal up to the float rounding of the maximizer
+    for chain in (difference_chain(p, q), product_chain(p, q)):
+        r = branch_and_bound(
+            chain, lo, hi, _gap_of(p, q), gap=1e-3 * exact.upper, deadline=time.monotonic() + 20
+        )
+        assert r.upper >= exact.lower  # contains the exact supremum
+        assert r.lower <= exact.upper * (1 + 1e-12)
+        if r.converged:
+            assert r.upper - exact.upper <= 1e-3 * exact.upper * (1 + 1e-9) + 1e-12
+
+
+def test_a_budget_of_boxes_and_of_time_holds():
+    p = ReLUNet([4, 16, 16, 2]).random_params(seed=0)
+    q = ReLUNet([4, 16, 16, 2]).random_params(seed=1)
+    lo, hi = -np.ones(4), np.ones(4)
+    r = branch_and_bound(
+        difference_chain(p, q),
+        lo,
+        hi,
+        _gap_of(p, q),
+        gap=0.0,
+        deadline=None,
+        max_boxes=100,
+        batch=8,
+    )
+    assert not r.converged and r.num_boxes <= 100 + 16 and r.upper >= r.lower
+    t = time.monotonic()
+    r = branch_and_bound(
+        difference_chain(p, q), lo, hi, _gap_of(p, q), gap=0.0, deadline=time.monotonic() + 0.5
+    )
+    assert time.monotonic() - t < 3.0 and not r.converged
+
+
+def test_the_upper_end_never_grows():
+    p = ReLUNet([3, 8, 8, 1]).random_params(seed=2)
+    q = ReLUNet([3, 8, 8, 1]).random_params(seed=3)
+    lo, hi = -np.ones(3), np.ones(3)
+    ups = [
+        branch_and_bound(
+            difference_chain(p, q),
+            lo,
+            hi,
+            _gap_of(p, q),
+            gap=0.0,
+            deadline=None,
+            max_boxes=n,
+            batch=4,
+        ).upper
+        for n in (1, 20, 80, 320)
+    ]
+    assert all(a >= b for a, b in zip(ups, ups[1:]))

@@ -1,0 +1,176 @@
+"""Linear bound propagation: every bound holds at every sampled point (one network's
+neurons, two networks' difference, the two side by side; both ways of bounding the hidden
+layers), a wrong relaxation is caught by the same check, and the difference bound of two
+nearby networks is of the size of their difference."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neuromanifold.relu import ReLUNet
+from neuromanifold.relu._bounds import linear
+from neuromanifold.relu._bounds.linear import (
+    difference_chain,
+    network_chain,
+    product_chain,
+    propagate,
+)
+
+ARCHITECTURES = [[2, 5, 1], [3, 6, 5, 2], [4, 8, 8, 8, 3], [1, 3, 3, 1]]
+
+
+def _pre_activations(params, X):
+    out, h = [], X
+    for l, (W, b) in enumerate(params):
+        z = h @ W.T + b
+        out.append(z)
+        h = np.maximum(z, 0.0)
+    return out
+
+
+def _boxes(rng, d, k):
+    """k random boxes in [-2, 2]^d, some coordinates fixed (lower == upper)."""
+    a, b = rng.uniform(-2, 2, (k, d)), rng.uniform(-2, 2, (k, d))
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    fixed = rng.random((k, d)) < 0.2
+    hi = np.where(fixed, lo, hi)
+    return lo, hi
+
+
+def _points(rng, lo, hi, n=400):
+    """Points of each box: uniform and vertices, ``(k, n, d)``."""
+    k, d = lo.shape
+    t = rng.random((k, n, d))
+    t[:, : n // 4] = rng.random((k, n // 4, d)) < 0.5
+    return lo[:, None] + t * (hi - lo)[:, None]
+
+
+def _violations(p, q, rng, *, intermediate="backward", num_boxes=6):
+    """How many sampled values fall outside the bounds: one network's hidden neurons and
+    outputs, the difference chain's (a, d, a + d) per layer and its outputs, the
+    product chain's outputs. The samples are computed in floats, the bounds hold for
+    the exact values: a value counts outside beyond the samples' own rounding (1e-12
+    relative to the layer's size), far below what a wrong relaxation moves."""
+    d = p[0][0].shape[1]
+    lo, hi = _boxes(rng, d, num_boxes)
+    X = _points(rng, lo, hi)
+    bad = 0
+
+    def outside(vals, lower, upper):
+        slack = 1e-12 * max(1.0, float(np.max(np.abs(vals), initial=0.0)))
+        return int(np.sum(vals < lower - slack) + np.sum(vals > upper + slack))
+
+    for k in range(num_boxes):
+        Z = _pre_activations(p, X[k])
+        bounds, upper, _ = propagate(
+            network_chain(p), lo[k : k + 1], hi[k : k + 1], intermediate=intermediate
+        )
+        for (l, u), z in zip(bounds, Z[:-1]):
+            bad += outside(z, l[0], u[0])
+        m = Z[-1].shape[1]
+        bad += outside(Z[-1], -upper[0, m:], upper[0, :m])
+        if q is None:
+            continue
+        Zq = _pre_activations(q, X[k])
+        diff = Zq[-1] - Z[-1]
+        for chain in (difference_chain(p, q), product_chain(p, q)):
+            bounds, upper, _ = propagate(
+                chain, lo[k : k + 1], hi[k : k + 1], intermediate=intermediate
+            )
+            bad += outside(diff, -upper[0, m:], upper[0, :m])
+        bounds, _, _ = propagate(
+            difference_chain(p, q), lo[k : k + 1], hi[k : k + 1], intermediate=intermediate
+        )
+        for (l, u), a, b in zip(bounds, Z[:-1], Zq[:-1]):
+            vals = np.hstack([a, b - a, b])
+            bad += outside(vals, l[0], u[0])
+    return bad
+
+
+def _perturbed(p, rng, size):
+    return [
+        (W + size * rng.standard_normal(W.shape), b + size * rng.standard_normal(b.shape))
+        for W, b in p
+    ]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from(ARCHITECTURES),
+    size=st.sampled_from([0.0, 1e-3, 0.1, 1.0]),
+    intermediate=st.sampled_from(["backward", "forward"]),
+)
+def test_every_bound_holds_at_every_sampled_point(seed, widths, size, intermediate):
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(widths).random_params(seed=seed)
+    q = _perturbed(p, rng, size)
+    assert _violations(p, q, rng, intermediate=intermediate) == 0
+
+
+def test_bounds_hold_where_rounding_decides():
+    # equal networks: the difference is 0 and every bound of it rests on the rounding terms
+    p = ReLUNet([3, 7, 7, 2]).random_params(seed=3)
+    p = [(W * 1e8, b * 1e8) for W, b in p]
+    lo, hi = np.full((1, 3), -1.0), np.full((1, 3), 1.0)
+    _, upper, _ = propagate(difference_chain(p, p), lo, hi)
+    assert np.all(upper >= 0) and np.max(upper) < 1e-3
+
+
+@pytest.mark.parametrize("mutation", ["upper_slope", "lower_slope", "difference_chord"])
+def test_a_wrong_relaxation_is_caught(monkeypatch, mutation):
+    """The check above must fail on a relaxation that is not one: a chord too flat, a
+    lower slope above 1, the difference's chord through the wrong end."""
+    original, original_diff = linear._relu_relaxation, linear._difference_relaxation
+
+    def wrong(lo, hi, slope):
+        s, t, low = original(lo, hi, slope)
+        if mutation == "upper_slope":
+            return s * 0.8, t, low
+        return s, t, np.where((lo < 0) & (hi > 0), 1.5, low)
+
+    def wrong_difference(al, au, dl, du, bl, bu, slope):
+        r = original_diff(al, au, dl, du, bl, bu, slope)
+        n = al.shape[1]
+        u0 = r.u0.copy()
+        u0[:, n:] = np.where((dl < 0) & (du > 0), 0.0, u0[:, n:])  # the chord through 0
+        return linear.Relaxation(
+            U=r.U, u0=u0, L=r.L, l0=r.l0, post_abs=r.post_abs, pre_abs=r.pre_abs
+        )
+
+    if mutation == "difference_chord":
+        monkeypatch.setattr(linear, "_difference_relaxation", wrong_difference)
+    else:
+        monkeypatch.setattr(linear, "_relu_relaxation", wrong)
+    rng = np.random.default_rng(0)
+    found = 0
+    for seed in range(6):
+        p = ReLUNet([3, 6, 5, 2]).random_params(seed=seed)
+        found += _violations(p, _perturbed(p, rng, 0.3), rng)
+    assert found > 0
+
+
+def test_the_difference_bound_is_of_the_size_of_the_difference():
+    rng = np.random.default_rng(1)
+    p = ReLUNet([8, 32, 32, 4]).random_params(seed=1)
+    lo, hi = np.full((1, 8), -1.0), np.full((1, 8), 1.0)
+    own = np.max(propagate(network_chain(p), lo, hi)[1])
+    for size in (1e-2, 1e-4, 1e-6):
+        q = _perturbed(p, rng, size)
+        diff = np.max(propagate(difference_chain(p, q), lo, hi)[1])
+        side_by_side = np.max(propagate(product_chain(p, q), lo, hi)[1])
+        assert diff < 1e4 * size * own / 10 and side_by_side > own
+    assert np.max(propagate(difference_chain(p, p), lo, hi)[1]) < 1e-12
+
+
+def test_product_chain_takes_two_widths():
+    p = ReLUNet([3, 5, 4, 2]).random_params(seed=0)
+    q = ReLUNet([3, 7, 2, 2]).random_params(seed=1)
+    rng = np.random.default_rng(0)
+    lo, hi = _boxes(rng, 3, 3)
+    X = _points(rng, lo, hi)
+    _, upper, _ = propagate(product_chain(p, q), lo, hi)
+    for k in range(3):
+        diff = _pre_activations(q, X[k])[-1] - _pre_activations(p, X[k])[-1]
+        assert np.all(diff <= upper[k, :2]) and np.all(-diff <= upper[k, 2:])
