@@ -24,7 +24,9 @@ Three chains share that one engine:
   pre-activation ``a`` in the first network and its *difference* ``d`` to the second
   (ReluDiff, NeuroDiff): ``delta = relu(a + d) - relu(a)`` lies between ``min(0, d)``
   and ``max(0, d)``, is ``d``, ``0``, ``a + d`` or ``-a`` when both neurons are stable,
-  and is at least ``d`` (at most ``d``) when the first (second) neuron is active. Two
+  and is at least ``d`` (at most ``d``) when the first (second) neuron is active; when
+  one neuron is stable, the other's own triangle relaxation (in ``a`` and ``d``) is
+  taken where it is the tighter, so the bound closes as the box shrinks. Two
   nearly equal networks get a bound of the size of their difference instead of the
   difference of two large bounds.
 
@@ -390,6 +392,32 @@ def _difference_relaxation(al, au, dl, du, bl, bu, slope) -> Relaxation:
     l0 = np.where(du <= 0, z, np.where(dl >= 0, z, mu0))
     ld, l0 = np.where(pon, one, np.where(poff, z, ld)), np.where(pon | poff, z, l0)
     ua = la = z
+    # one neuron stable, the other not: delta is the unstable one's relu (or minus it) plus
+    # a linear term, and that relu's own triangle relaxation closes on a small box where
+    # the bounds of d alone do not (d stays of the size of the two networks' difference);
+    # taken where its gap (the chord's largest distance to the relu) is the smaller
+    sb, tb, _ = _relu_relaxation(bl, bu, None)
+    a_abs = np.maximum(np.abs(al), np.abs(au))
+    with np.errstate(all="ignore"):
+        gap_a = np.where(pon | poff, np.inf, -al * au / (au - al))
+        gap_b = np.where(qon | qoff, np.inf, -bl * bu / (bu - bl))
+    gap_d = np.maximum(np.abs(dl), np.abs(du))
+    # q active: delta = a + d - relu(a) >= (1 - s) a + d - t
+    use = qon & (gap_a < gap_d)
+    c = 1.0 - s
+    la, ld = np.where(use, c, la), np.where(use, 1.0, ld)
+    l0 = np.where(use, np.nextafter(-t - _U * np.abs(c) * a_abs, -np.inf), l0)
+    # q inactive: delta = -relu(a) >= -s a - t
+    use = qoff & (gap_a < gap_d)
+    la, ld, l0 = np.where(use, -s, la), np.where(use, 0.0, ld), np.where(use, -t, l0)
+    # p active: delta = relu(b) - a <= (sb - 1) a + sb d + tb
+    use = pon & (gap_b < gap_d)
+    c = sb - 1.0
+    ua, ud = np.where(use, c, ua), np.where(use, sb, ud)
+    u0 = np.where(use, np.nextafter(tb + _U * np.abs(c) * a_abs, np.inf), u0)
+    # p inactive: delta = relu(b) <= sb (a + d) + tb
+    use = poff & (gap_b < gap_d)
+    ua, ud, u0 = np.where(use, sb, ua), np.where(use, sb, ud), np.where(use, tb, u0)
     # both neurons stable: delta is linear in (a, d)
     for case, ca, cd in (
         (pon & qon, 0.0, 1.0),

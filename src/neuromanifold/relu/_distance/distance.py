@@ -228,39 +228,102 @@ def _bound_engine(fp: list, fq: list, dom: Domain) -> tuple | None:
     """What the bound engine bounds for two float networks on a box: ``(chain, rounding,
     in words)``, or ``None`` when their depths differ.
 
-    One architecture: the difference chain of q and the image of p under the weight
-    matching (a permutation and positive rescaling of its hidden neurons; the identity
-    pairing when none matches), whose function differs from p's by its float rounding
-    only, at most ``4 u L`` times p's path norm per unit of ``max(1, |x|_inf)`` (as
-    ``equivalent`` certifies a match), added as ``rounding``. Otherwise, one depth: the two
-    networks side by side."""
+    The candidates, the one with the smallest bound over the whole box chosen: the two
+    networks side by side (one depth), and for one architecture the difference chain of
+    the two as given and of q and the image of p under the weight matching (a permutation
+    and positive rescaling of its hidden neurons), whose function differs from p's by its
+    float rounding only, at most ``4 u L`` times p's path norm per unit of
+    ``max(1, |x|_inf)`` (as ``equivalent`` certifies a match), added as ``rounding``.
+    A wrong match is still sound, only loose: the smallest bound decides."""
     if len(fp) != len(fq):
         return None
+    candidates = [(product_chain(fp, fq), 0.0, "the two networks side by side")]
+    if [W.shape for W, _ in fp] == [W.shape for W, _ in fq]:
+        candidates.append((difference_chain(fp, fq), 0.0, "the difference of the two networks"))
+        aligned = _aligned(fp, fq, dom)
+        if aligned is not None:
+            candidates.append(aligned)
+
+    def root(candidate):
+        _, up, _ = propagate(candidate[0], dom.lower[None], dom.upper[None])
+        return float(np.max(up)) + candidate[1]
+
+    return min(candidates, key=root)
+
+
+def _aligned(fp: list, fq: list, dom: Domain) -> tuple | None:
+    """The difference chain of q and p's image under the weight matching, with the
+    rounding term (see :func:`_bound_engine`), or ``None`` when nothing matches or the
+    match is the identity."""
     reach = max(1.0, float(np.max(np.abs(np.r_[dom.lower, dom.upper]))))
-    if [W.shape for W, _ in fp] != [W.shape for W, _ in fq]:
-        return product_chain(fp, fq), 0.0, "the two networks side by side"
     with np.errstate(all="ignore"):
         match = match_hidden_neurons(fp, fq) if len(fp) > 1 else None
-        if match is not None:
-            image = match[1]
-            rounding = 4 * _U * len(fp) * path_norm_scale(fp) * reach
-            normal = all(
-                not np.any((np.abs(a) < _TINY) & (a != 0)) for layer in image for a in layer
-            )
-            if (
-                normal
-                and math.isfinite(rounding)
-                and any(
-                    not np.array_equal(perm, np.arange(perm.size)) or not np.all(scales == 1)
-                    for perm, scales in match[0]
-                )
-            ):
-                return (
-                    difference_chain(image, fq),
-                    math.nextafter(rounding * (1 + 1e-9), math.inf),
-                    "the difference of the two networks, aligned by the weight matching",
-                )
-    return difference_chain(fp, fq), 0.0, "the difference of the two networks"
+        if match is None:
+            return None
+        image = match[1]
+        rounding = 4 * _U * len(fp) * path_norm_scale(fp) * reach
+    normal = all(not np.any((np.abs(a) < _TINY) & (a != 0)) for layer in image for a in layer)
+    moved = any(
+        not np.array_equal(perm, np.arange(perm.size)) or not np.all(scales == 1)
+        for perm, scales in match[0]
+    )
+    if not (normal and moved and math.isfinite(rounding)):
+        return None
+    return (
+        difference_chain(image, fq),
+        math.nextafter(rounding * (1 + 1e-9), math.inf),
+        "the difference of the two networks, aligned by the weight matching",
+    )
+
+
+def _engine_for(method: str, fp: list, fq: list, dom: Domain, floats: bool) -> tuple | None:
+    """:func:`_bound_engine` where it runs (float networks on a box), else ``None``; an
+    :class:`InputError` when ``method="bounds"`` asks for it there."""
+    engine = _bound_engine(fp, fq, dom) if floats and dom.kind == "box" else None
+    if method == "bounds" and engine is None:
+        raise InputError(
+            "method='bounds' bounds two float networks of one depth on a box; got "
+            + ("networks of depths %d and %d" % (len(fp), len(fq)) if floats else "exact entries")
+            + ("" if dom.kind == "box" else f" on the {dom.kind} domain")
+        )
+    return engine
+
+
+def _route(method: str, pair: Pair, dom: Domain, rng, engine, gap: float) -> tuple[str, str]:
+    """The upper end's method (``"auto"`` resolved by the joint regions expected) and the
+    note's first words."""
+    if method != "auto":
+        return method, ""
+    expected = expected_joint_regions(pair, dom, rng)
+    if engine is not None and gap > 0:
+        chosen = "regions" if expected <= _REGIONS_BEFORE_BOUNDS else "bounds"
+    else:
+        chosen = "regions" if expected <= _REGIONS_FIRST else "milp"
+    return chosen, f"about {expected:.0f} joint regions expected: {chosen}; "
+
+
+def _by_bounds(
+    engine: tuple, fp: list, fq: list, dom: Domain, budget: Budget, gap: float, best: Best
+) -> tuple[float, np.ndarray | None, str]:
+    """The upper end by the bound engine's branch and bound over the box (its lower end
+    starts from ``best``): ``(upper, the best point it found, what it did in words)``."""
+    chain, rounding, how_aligned = engine
+    bb = branch_and_bound(
+        chain,
+        dom.lower,
+        dom.upper,
+        _difference_at(fp, fq),
+        gap=gap,
+        deadline=budget.deadline,
+        lower=to_float(best.value * pow2(best.pair.E)) if best.point is not None else 0.0,
+    )
+    upper = bb.upper + rounding
+    upper = math.nextafter(upper, math.inf) if rounding else upper
+    note = (
+        f"linear bound propagation on {how_aligned}, branch and bound over "
+        f"{bb.num_boxes:,} boxes ({bb.num_open:,} left open)"
+    )
+    return upper, bb.point, note
 
 
 def _root_decides(chain, dom: Domain, gap: float) -> bool:
@@ -380,22 +443,9 @@ def distance(
     unit = math.ldexp(1.0, pair.E)  # balanced outputs are the outputs / 2**E
     best = Best(pair)
     gap_q = to_fmpq(gap / unit)
-    num_regions, upper, how, note, bb_point = None, None, None, "", None
-    chosen = method
-    engine = _bound_engine(fp, fq, dom) if floats and dom.kind == "box" else None
-    if method == "bounds" and engine is None:
-        raise InputError(
-            "method='bounds' bounds two float networks of one depth on a box; got "
-            + ("networks of depths %d and %d" % (len(fp), len(fq)) if floats else "exact entries")
-            + ("" if dom.kind == "box" else f" on the {dom.kind} domain")
-        )
-    if method == "auto":
-        expected = expected_joint_regions(pair, work_dom, rng)
-        if engine is not None and gap > 0:
-            chosen = "regions" if expected <= _REGIONS_BEFORE_BOUNDS else "bounds"
-        else:
-            chosen = "regions" if expected <= _REGIONS_FIRST else "milp"
-        note = f"about {expected:.0f} joint regions expected: {chosen}; "
+    num_regions, upper, how, bb_point = None, None, None, None
+    engine = _engine_for(method, fp, fq, dom, floats)
+    chosen, note = _route(method, pair, work_dom, rng, engine, gap)
     # the lower end: one batch when the region engine will find the maximum anyway, else
     # a share of the budget (the MILPs' incumbents come late, if at all)
     search = (
@@ -414,23 +464,9 @@ def distance(
             num_regions = budget.num_regions
             note += f"the exact maximum over {num_regions} joint regions"
         elif chosen == "bounds":
-            chain, rounding, how_aligned = engine
-            bb = branch_and_bound(
-                chain,
-                dom.lower,
-                dom.upper,
-                _difference_at(fp, fq),
-                gap=gap,
-                deadline=budget.deadline,
-                lower=to_float(best.value * pow2(pair.E)) if best.point is not None else 0.0,
-            )
-            upper, how, certified = bb.upper + rounding, "branch_and_bound", True
-            upper = math.nextafter(upper, math.inf) if rounding else upper
-            bb_point = bb.point
-            note += (
-                f"linear bound propagation on {how_aligned}, branch and bound over "
-                f"{bb.num_boxes:,} boxes ({bb.num_open:,} left open)"
-            )
+            upper, bb_point, part = _by_bounds(engine, fp, fq, dom, budget, gap, best)
+            how, certified = "branch_and_bound", True
+            note += part
         else:
             up, solved = sup_by_milp(pair, work_dom, budget, best, time_limit=budget.remaining())
             if up is not None:
