@@ -1041,7 +1041,19 @@ def _files():
             'output = "out.jsonl"\n[[grid]]\nanalysis = "linear_dimension"\n'
             "architectures = [{filters = [2, 2], strides = [1]}]\n"
         )
+    vnnlib = os.path.join(folder, "query.vnnlib")
+    with open(vnnlib, "w") as fh:
+        fh.write(
+            "(vnnlib-version <2.0>)\n"
+            "(declare-network f (declare-input X float32 [2]) (declare-output Y float32 [1]))\n"
+            "(declare-network g (equal-to f) (declare-input X2 float32 [2])"
+            " (declare-output Y2 float32 [1]))\n"
+            "(assert (and (>= X[0] -1.0) (<= X[0] 1.0)))\n"
+            "(assert (and (>= X[1] -1.0) (<= X[1] 1.0)))\n"
+            "(assert (or (> (- Y[0] Y2[0]) 0.1) (< (- Y[0] Y2[0]) -0.1)))\n"
+        )
     return {
+        "vnnlib": vnnlib,
         "relu": relu_path,
         "conv": conv_path,
         "toml": toml,
@@ -1699,7 +1711,33 @@ MORE_ENTRIES = [
         {"records": "object"},
         extra=[("records", "record_missing_keys", lambda v: [{"within": True}], True)],
     ),
+    E(
+        "relu.verify",
+        lambda: dict(
+            f=_relu_params(),
+            g=_relu_params_b(),
+            query=relu.DifferenceQuery.within(*BOX, 0.1, 1),
+            time_limit=5.0,
+        ),
+        lambda f, g, query, time_limit: relu.verify(f, g, query, time_limit=time_limit),
+        {"f": "relu_params", "g": "relu_params", "query": "object", "time_limit": "real"},
+        optional=("time_limit",),
+    ),
+    E(
+        "relu.DifferenceQuery.within",
+        lambda: dict(lower=np.array(BOX[0]), upper=np.array(BOX[1]), eps=0.1, num_outputs=1),
+        lambda lower, upper, eps, num_outputs: relu.DifferenceQuery.within(
+            lower, upper, eps, num_outputs
+        ),
+        {"lower": "array", "upper": "array", "eps": "real", "num_outputs": "count"},
+    ),
     # ---------------------------------------------------------------- io
+    E(
+        "io.read_vnnlib",
+        lambda: dict(path=_files()["vnnlib"]),
+        lambda path: nm.io.read_vnnlib(path),
+        {"path": "path"},
+    ),
     E(
         "io.load",
         lambda: dict(source=_files()["relu"]),
@@ -1866,6 +1904,23 @@ MORE_ENTRIES = [
             ["relu", "distance", _files()["relu"], other, "--gap", gap, "--domain", "box:-1,1"]
         ),
         {"other": "cli_file", "gap": "cli_real"},
+    ),
+    E(
+        "cli verify",
+        lambda: dict(query=_files()["vnnlib"], timeout="10"),
+        lambda query, timeout: _cli(
+            [
+                "verify",
+                query,
+                "--network",
+                f"f={_files()['relu']}",
+                "--network",
+                f"g={_files()['onnx']}",
+                "--timeout",
+                timeout,
+            ]
+        ),
+        {"query": "cli_file", "timeout": "cli_real"},
     ),
     E(
         "cli relu distance --top1",
@@ -2153,6 +2208,7 @@ NOT_FUZZED: dict[str, str] = {
             "RegionEstimate",
             "Distance",
             "Top1",
+            "Verification",
             "Reduction",
             "Fingerprint",
             "FunctionGroups",
@@ -2257,7 +2313,7 @@ def test_every_public_name_is_fuzzed():
     both = sorted(q for q in NOT_FUZZED if id(public[q]) in covered)
     assert not both, f"NOT_FUZZED names that an Entry covers (drop them): {both}"
     cli = {e.name.split()[1] for e in ENTRIES if e.name.startswith("cli ")}
-    assert {"demo", "reproduce", "linear", "relu", "sweep"} <= cli, cli
+    assert {"demo", "reproduce", "linear", "relu", "verify", "sweep"} <= cli, cli
 
 
 # --------------------------------------------------------------------------- generated

@@ -66,6 +66,11 @@ ROOMS: dict[str, tuple[tuple[tuple[str, str], ...], ...]] = {
                 "question: which networks of a zoo compute one function? (fingerprint, "
                 "group_by_function)",
             ),
+            (
+                "neuromanifold.relu._verify",
+                "question: does a two-network query hold on a box? (verify: sat, unsat "
+                "or unknown, as a VNN-LIB solver answers)",
+            ),
         ),
         (
             (
@@ -150,7 +155,8 @@ ROOMS: dict[str, tuple[tuple[tuple[str, str], ...], ...]] = {
         (
             (
                 "neuromanifold.relu._bounds",
-                "machinery: bounds on neurons and on the difference of two networks",
+                "machinery: the bound engine: interval and linear bound propagation for "
+                "one network and for two networks' difference, branch and bound on the box",
             ),
         ),
         (

@@ -13,7 +13,7 @@ from .._version import __version__
 
 # Each command module exposes ``register(subparsers)``, which adds its parser and sets
 # ``func`` (taking the parsed args, returning an exit code).
-_COMMAND_MODULES = ["demo", "reproduce", "linear", "relu", "sweep"]
+_COMMAND_MODULES = ["demo", "reproduce", "linear", "relu", "verify", "sweep"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,5 +8,6 @@ No file is ever unpickled.
 
 from ._formats import SUFFIXES, load, save
 from ._model import Model
+from ._vnnlib import read_vnnlib
 
-__all__ = ["load", "save", "Model", "SUFFIXES"]
+__all__ = ["load", "save", "Model", "SUFFIXES", "read_vnnlib"]

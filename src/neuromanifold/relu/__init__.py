@@ -3,9 +3,10 @@
 Each question a user asks has one verb and one result class (``__all__`` below lists them
 by question): regions and bent hyperplanes, neurons on a domain, functional dimension,
 genericity, reduction, identifiability, fiber, canonical form, equivalence, distance,
-fingerprints, one hidden layer on the orthant, non-localizability, gradient flow. Where
-theory gives several regimes (three layers, any depth), the verb picks the route and the
-result names it in ``method``; the route's result class subclasses the question's.
+verification of a two-network query, fingerprints, one hidden layer on the orthant,
+non-localizability, gradient flow. Where theory gives several regimes (three layers, any
+depth), the verb picks the route and the result names it in ``method``; the route's
+result class subclasses the question's.
 """
 
 from . import symmetries
@@ -57,6 +58,7 @@ from ._regions.regions import (
     iter_regions,
     regions,
 )
+from ._verify.verify import DifferenceQuery, Verification, verify
 from ._warm_up import warm_up
 
 __all__ = [
@@ -122,6 +124,10 @@ __all__ = [
     "distance",
     "Distance",
     "Top1",
+    # does a two-network query hold on a box? (a VNN-LIB solver's answer)
+    "verify",
+    "Verification",
+    "DifferenceQuery",
     # which networks of a zoo compute one function?
     "fingerprint",
     "Fingerprint",

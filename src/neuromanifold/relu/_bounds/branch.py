@@ -59,19 +59,21 @@ def branch_and_bound(
     *,
     gap: float,
     deadline: float | None,
-    lower: float = 0.0,
+    lower: float = -np.inf,
     point: np.ndarray | None = None,
     batch: int = 32,
     max_boxes: int | None = None,
     should_stop: Callable[[], bool] | None = None,
     intermediate: str = "backward",
+    offsets: np.ndarray | None = None,
+    decide: float | None = None,
 ) -> BranchAndBound:
     """Bracket ``max_x max_rows (chain outputs)`` over the box ``[lo, hi]`` (see the
     module docs).
 
     Args:
-        chain: what to bound (its outputs are bounded with both signs: the quantity is the
-            largest absolute output).
+        chain: what to bound: its outputs with both signs (the quantity is the largest
+            absolute output), or with ``offsets``, ``max_k (output_k - offsets[k])``.
         lo, hi: the box (1-D).
         evaluate: the quantity at points (``(n, d)`` -> ``(n,)``), for the lower end.
         gap: stop once ``upper - lower <= gap``.
@@ -82,11 +84,22 @@ def branch_and_bound(
         should_stop: asked between passes (a shared budget).
         intermediate: how the hidden layers are bounded (see
             :func:`~neuromanifold.relu._bounds.linear.propagate`).
+        offsets: see ``chain``.
+        decide: also stop once the interval lies on one side of this value (a query:
+            ``lower > decide`` or ``upper <= decide``).
     """
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
     best, best_x = float(lower), point
     counter = itertools.count()
-    _, up, M = propagate(chain, lo[None], hi[None], intermediate=intermediate)
+
+    def bounds(los, his):
+        _, ups, Ms = propagate(chain, los, his, intermediate=intermediate)
+        if offsets is None:
+            return ups, Ms
+        k = len(offsets)
+        return np.nextafter(ups[:, :k] - offsets, np.inf), Ms[:, :k]
+
+    up, M = bounds(lo[None], hi[None])
     heap: list = []
     num_boxes = 1
 
@@ -112,6 +125,8 @@ def branch_and_bound(
         top = -heap[0][0]
         if top - best <= gap:
             break
+        if decide is not None and (best > decide or max(top, best) <= decide):
+            break
         if deadline is not None and time.monotonic() >= deadline:
             break
         if max_boxes is not None and num_boxes >= max_boxes:
@@ -136,7 +151,7 @@ def branch_and_bound(
             his += [left_hi, bhi]
             parent_bounds += [-neg, -neg]
         los, his = np.array(los), np.array(his)
-        _, ups, Ms = propagate(chain, los, his, intermediate=intermediate)
+        ups, Ms = bounds(los, his)
         # a child's bound never above its parent's (both hold on the child)
         ups = np.minimum(ups, np.array(parent_bounds)[:, None])
         num_boxes += len(los)

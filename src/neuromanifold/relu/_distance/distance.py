@@ -77,7 +77,7 @@ from .._equivalence.equivalence import (
     sample_points,
 )
 
-__all__ = ["Distance", "Top1", "distance"]
+__all__ = ["Distance", "Top1", "distance", "difference_bound_chain"]
 
 _METHODS = ("auto", "regions", "bounds", "milp")
 #: ``method="auto"`` runs the region engine when at most this many joint regions are
@@ -224,7 +224,7 @@ def _interval_bound(p: list, q: list, dom: Domain) -> float:
     return math.nextafter(width * (1 + 2**-52), math.inf) if np.isfinite(width) else math.inf
 
 
-def _bound_engine(fp: list, fq: list, dom: Domain) -> tuple | None:
+def difference_bound_chain(fp: list, fq: list, dom: Domain) -> tuple | None:
     """What the bound engine bounds for two float networks on a box: ``(chain, rounding,
     in words)``, or ``None`` when their depths differ.
 
@@ -253,7 +253,7 @@ def _bound_engine(fp: list, fq: list, dom: Domain) -> tuple | None:
 
 def _aligned(fp: list, fq: list, dom: Domain) -> tuple | None:
     """The difference chain of q and p's image under the weight matching, with the
-    rounding term (see :func:`_bound_engine`), or ``None`` when nothing matches or the
+    rounding term (see :func:`difference_bound_chain`), or ``None`` when nothing matches or the
     match is the identity."""
     reach = max(1.0, float(np.max(np.abs(np.r_[dom.lower, dom.upper]))))
     with np.errstate(all="ignore"):
@@ -277,9 +277,9 @@ def _aligned(fp: list, fq: list, dom: Domain) -> tuple | None:
 
 
 def _engine_for(method: str, fp: list, fq: list, dom: Domain, floats: bool) -> tuple | None:
-    """:func:`_bound_engine` where it runs (float networks on a box), else ``None``; an
+    """:func:`difference_bound_chain` where it runs (float networks on a box), else ``None``; an
     :class:`InputError` when ``method="bounds"`` asks for it there."""
-    engine = _bound_engine(fp, fq, dom) if floats and dom.kind == "box" else None
+    engine = difference_bound_chain(fp, fq, dom) if floats and dom.kind == "box" else None
     if method == "bounds" and engine is None:
         raise InputError(
             "method='bounds' bounds two float networks of one depth on a box; got "
