@@ -77,13 +77,17 @@ def test_the_answers_and_the_result_file(files, tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[0] == "unsat"
 
 
+def _err(capsys):
+    return " ".join(capsys.readouterr().err.split())  # unwrapped
+
+
 def test_usage_errors_name_the_networks(files, capsys):
     assert main(["verify", str(files / "q0.1.vnnlib"), "--network", f"f={files / 'f.npz'}"]) == 1
-    assert "no --network for g" in capsys.readouterr().err
+    assert "no --network for g" in _err(capsys)
     assert _verify(files, "q0.1.vnnlib", "shifted.npz", "--network", "h=x.npz") == 1
-    assert "--network h is not declared" in capsys.readouterr().err
+    assert "--network h is not declared" in _err(capsys)
     assert main(["verify", str(files / "q0.1.vnnlib"), "--network", "f"]) == 1
-    assert "NAME=MODEL" in capsys.readouterr().err
+    assert "NAME=MODEL" in _err(capsys)
     assert main(["verify", str(files / "missing.vnnlib")]) == 3
     with pytest.raises(SystemExit) as exc:
         main(["verify", str(files / "q0.1.vnnlib"), "--timeout", "-1"])

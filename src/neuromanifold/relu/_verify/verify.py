@@ -106,9 +106,10 @@ class Verification(Result):
         outputs: ``(f(x), g(x))`` at the counterexample (floats of the exact values).
         violated: the index of the constraint it meets.
         margin: the exact ``rows[k] . (f - g) - thresholds[k]`` there (rounded down).
-        lower, upper: a certified interval of ``max_k (rows[k] . (f - g) - thresholds[k])``
-            over the box (``lower`` attained at an input, exactly re-evaluated; ``upper``
-            rigorous): ``"unsat"`` when ``upper`` is below 0 (at most 0 for ``>``).
+        lower, upper: an interval of ``max_k (rows[k] . (f - g) - thresholds[k])`` over
+            the box: ``upper`` rigorous (``"unsat"`` when it is below 0, at most 0 for
+            ``>``); ``lower`` the largest margin found (exact at a counterexample, else
+            evaluated in floats).
         certified: the status is proven (False only for ``"unknown"``).
         num_boxes: boxes the branch and bound bounded.
         seconds: wall-clock time.
@@ -171,10 +172,22 @@ def verify(
     if fp is None or fq is None:
         raise InputError("verify takes float networks (the bound engine bounds floats)")
     fp, fq = check_params(fp), check_params(fq)
-    for params in (fp, fq):  # a scale beyond the float range is refused, as by distance
-        path_norm_scale(params)
+    # a scale beyond the float range is refused, as by distance
+    scale = path_norm_scale(fp) + path_norm_scale(fq)
     dom = _query_domain(query, fp, fq)
     rows, thr = np.asarray(query.rows, float), np.asarray(query.thresholds, float)
+    # the bound from the parameters alone: |f(x)_o| <= scale_f * max(1, |x|_inf), so
+    # rows_k . (f - g) <= |rows_k|_1 (scale_f + scale_g) reach; finite, the answer's
+    # upper end when the bounds' arithmetic overflows
+    reach = max(1.0, float(np.max(np.abs(np.r_[dom.lower, dom.upper]))))
+    with np.errstate(over="ignore"):
+        coarse = float(np.max(np.abs(rows).sum(axis=1) * scale * reach - thr))
+    if not math.isfinite(coarse):
+        raise InputError(
+            f"the networks' outputs on this box may reach about {scale * reach:.3g}, beyond "
+            f"the float range; rescale the inputs or the networks"
+        )
+    coarse = math.nextafter(coarse * (1 + 1e-9) + 1e-300, math.inf)
     # the chain bounds g - f; the query is about f - g
     chain, rounding, how = difference_bound_chain(fp, fq, dom)
     chain = dataclasses.replace(chain, outputs=-rows @ chain.outputs)
@@ -197,7 +210,7 @@ def verify(
     if vals[k] >= 0:  # a candidate already: re-checked exactly before any bounding
         witness = _exact_check(fp, fq, query, X[k])
         if witness is not None:
-            return _answer(witness, X[k], witness["margin"], math.inf, 0, start, "sampling")
+            return _answer(witness, X[k], witness["margin"], coarse, 0, start, "sampling")
     bb = branch_and_bound(
         chain,
         dom.lower,
