@@ -112,3 +112,19 @@ def test_bench_depth_quick(capsys):
     assert notes["equivalent, near miss"].startswith("False, certified=True")
     assert "the copy's form equal: True" in notes["canonical form"]
     assert all(r["baseline_s"] for r in rows if r["baseline"] != "-")
+
+
+def test_bench_bounds_quick(tmp_path, capsys):
+    import neuromanifold as nm
+
+    # a network of ACAS Xu's shape under ACAS Xu's file name: no download in the tests
+    net = nm.ReLUNet([5, 50, 50, 50, 50, 50, 50, 5]).random_params(seed=0)
+    nm.io.save(net, tmp_path / "ACASXU_run2a_1_1_batch_2000.onnx")
+    rows = load_benchmark("bench_bounds").main(["--quick", "--acas", str(tmp_path)])
+    assert len(rows) == 3 and all(r["ours_s"] > 0 for r in rows)
+    verdict = rows[0]["note"].split(" in ")[0]
+    assert verdict in ("sat", "unsat", "unknown")
+    for r in rows[1:]:  # the certified interval holds the sampled maximum
+        lower, upper = map(float, r["note"][1:].split("]")[0].split(", "))
+        assert lower <= upper
+        assert float(r["note"].rsplit(" ", 1)[1]) <= upper
