@@ -575,6 +575,14 @@ _OPTIONS = {
         default="auto",
         help="the algorithm (default auto)",
     ),
+    "distance_method": _opt(
+        "--method",
+        choices=["auto", "regions", "bounds", "milp"],
+        default="auto",
+        help="the upper end's algorithm: auto (the region engine when few joint regions "
+        "are expected, else the bound engine on a box, else the MILP), regions (exact), "
+        "bounds (linear bound propagation and branch and bound, a box), milp",
+    ),
     "neurons_method": _opt(
         "--method",
         choices=["auto", "regions", "bounds"],
@@ -717,7 +725,7 @@ _SUBCOMMANDS = {
         "interval [lower, upper] with the input attaining lower; with --top1 on a "
         "box, whether A and B rank the same class first everywhere.",
         _PAIR,
-        ["domain", "method", "gap", "top1", "tol", "max_regions", "time_limit_60"],
+        ["domain", "distance_method", "gap", "top1", "tol", "max_regions", "time_limit_60"],
     ),
     "neurons": (
         "which neurons are dead, linear, hidden or visible",
