@@ -174,3 +174,22 @@ def test_product_chain_takes_two_widths():
     for k in range(3):
         diff = _pre_activations(q, X[k])[-1] - _pre_activations(p, X[k])[-1]
         assert np.all(diff <= upper[k, :2]) and np.all(-diff <= upper[k, 2:])
+
+
+def test_neuron_bounds_are_within_the_interval_bounds_and_hold():
+    from neuromanifold.relu._bounds.interval import box_bounds
+    from neuromanifold.relu._bounds.linear import neuron_bounds
+    from neuromanifold.relu._core.domain import Domain
+
+    rng = np.random.default_rng(7)
+    p = ReLUNet([4, 12, 12, 12, 2]).random_params(seed=7)
+    lo, hi = -np.ones(4), np.full(4, 0.5)
+    tight, loose = neuron_bounds(p, lo, hi), box_bounds(p, Domain.box(lo, hi))[:-1]
+    X = rng.uniform(lo, hi, (20000, 4))
+    Z = _pre_activations(p, X)[:-1]
+    narrower = 0
+    for (l, u), (il, iu), z in zip(tight, loose, Z):
+        assert np.all(il <= l) and np.all(u <= iu)
+        assert np.all(z >= l - 1e-12) and np.all(z <= u + 1e-12)
+        narrower += int(np.sum(u - l < iu - il))
+    assert narrower > 0  # the linear bounds are the tighter on deep neurons

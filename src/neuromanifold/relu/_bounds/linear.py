@@ -44,6 +44,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from .._core.domain import Domain
+from .interval import box_bounds
+
 __all__ = [
     "Chain",
     "Relaxation",
@@ -52,6 +55,7 @@ __all__ = [
     "difference_chain",
     "bound_linear",
     "propagate",
+    "neuron_bounds",
 ]
 
 #: the unit roundoff of float64
@@ -468,3 +472,15 @@ def difference_chain(p: Sequence, q: Sequence) -> Chain:
     m = P[-1][0].shape[0]
     outputs = np.hstack([np.zeros((m, m)), np.eye(m)])
     return Chain(affine=affine, bound_rows=rows, relax=relax, outputs=outputs)
+
+
+def neuron_bounds(params: Sequence, lower: np.ndarray, upper: np.ndarray) -> list:
+    """Per hidden layer, rigorous bounds ``(lo, hi)`` of every neuron's pre-activation over
+    the box: linear bound propagation (CROWN) intersected with interval arithmetic
+    (:func:`~neuromanifold.relu._bounds.interval.box_bounds`), each the tighter on some
+    neurons."""
+    lo, hi = np.asarray(lower, float), np.asarray(upper, float)
+    with np.errstate(all="ignore"):
+        boxed = box_bounds(params, Domain.box(lo, hi))[:-1]
+        linear, _, _ = propagate(network_chain(params), lo[None], hi[None])
+    return [(np.maximum(a, la[0]), np.minimum(b, ua[0])) for (a, b), (la, ua) in zip(boxed, linear)]

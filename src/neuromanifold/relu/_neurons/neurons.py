@@ -7,8 +7,9 @@ Two routes, both certified where they decide:
   a neuron is ``"dead"`` (inactive on every region), ``"linear"`` (active on every
   region), ``"hidden"`` (it switches, but no piece of its bent hyperplane bends the
   function) or ``"visible"``.
-* ``"bounds"``, for networks of trained size: interval arithmetic over the box, with the
-  float rounding of every layer bounded (a neuron whose pre-activation has upper bound
+* ``"bounds"``, for networks of trained size: linear bound propagation (CROWN)
+  intersected with interval arithmetic over the box, with the float rounding of every
+  layer bounded (a neuron whose pre-activation has upper bound
   ``<= 0`` is dead on the domain, lower bound ``>= 0`` linear), and points of the domain
   (a sample, and the user's data) whose float forward pass carries a rigorous error
   bound: a pre-activation certified ``> 0`` at one point and ``< 0`` at another makes the
@@ -27,7 +28,7 @@ import numpy as np
 from ..._errors import ComputationLimitError, InputError
 from ..._results import Result
 from ..._validation import as_finite_array, as_seed_rng, check_choice, check_positive_int
-from .._bounds.interval import box_bounds
+from .._bounds.linear import neuron_bounds
 from .._core.domain import Domain, FixedInputs, as_domain
 from .._core.net import check_params, float_params
 from .._core.numbers import forward_error_bounds
@@ -269,7 +270,7 @@ def _by_bounds(P, dom, X, rng, num_samples, note) -> NeuronStatus:
     d = P[0][0].shape[1]
     pts = _points(dom, d, rng, num_samples, X)
     signs = _certified_signs(P, pts)
-    bounds = box_bounds(P, dom)[:-1] if dom.kind == "box" else None
+    bounds = neuron_bounds(P, dom.lower, dom.upper) if dom.kind == "box" else None
     status, undecided = [], 0
     for l, (pos, neg) in enumerate(signs):
         layer = []
@@ -297,6 +298,6 @@ def _by_bounds(P, dom, X, rng, num_samples, note) -> NeuronStatus:
         certified=True,
         num_points=int(pts.shape[0]),
         domain=dom,
-        note=note + f"interval bounds over the domain and certified signs at "
+        note=note + f"linear and interval bounds over the domain and certified signs at "
         f"{pts.shape[0]} points" + why,
     )
