@@ -201,6 +201,8 @@ def _distance(args) -> int:
         method=args.method,
         progress=True,
         top1=args.top1,
+        workers=args.workers,
+        scheduler=args.scheduler,
         **budget,
     )
     where = args.domain or "R^d"
@@ -663,6 +665,20 @@ _OPTIONS = {
         default=1,
         help="processes that enumerate (default 1; worth it from some thousands of regions on)",
     ),
+    "bound_workers": _opt(
+        "--workers",
+        metavar="N",
+        type=positive_int,
+        default=1,
+        help="processes for the bound engine's branch and bound (default 1)",
+    ),
+    "scheduler": _opt(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="run the bound engine's branch and bound on this Dask cluster (tcp://HOST:8786), "
+        "or 'local' for a LocalCluster of --workers processes",
+    ),
     "local": _opt(
         "--local",
         action="store_true",
@@ -725,7 +741,17 @@ _SUBCOMMANDS = {
         "interval [lower, upper] with the input attaining lower; with --top1 on a "
         "box, whether A and B rank the same class first everywhere.",
         _PAIR,
-        ["domain", "distance_method", "gap", "top1", "tol", "max_regions", "time_limit_60"],
+        [
+            "domain",
+            "distance_method",
+            "gap",
+            "top1",
+            "tol",
+            "max_regions",
+            "time_limit_60",
+            "bound_workers",
+            "scheduler",
+        ],
     ),
     "neurons": (
         "which neurons are dead, linear, hidden or visible",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import emit, load_model, positive_float, writable_path
+from ._common import emit, load_model, positive_float, positive_int, writable_path
 
 #: the default time limit, VNN-COMP's per-instance timeout
 TIMEOUT = 100.0
@@ -45,6 +45,19 @@ def register(sub) -> None:
         help=f"seconds (default {TIMEOUT:g}); the answer is unknown when it ends first",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the search for counterexamples")
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="processes for the branch and bound (default 1)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the branch and bound on this Dask cluster (tcp://HOST:8786), or 'local' "
+        "for a LocalCluster of --workers processes",
+    )
     p.add_argument(
         "--result", type=writable_path, metavar="FILE", help="write VNN-COMP's result file"
     )
@@ -76,7 +89,15 @@ def run(args: argparse.Namespace) -> int:
         )
     f = load_model(given[query.names[0]], kind="relu")
     g = load_model(given[query.names[1]], kind="relu")
-    res = relu.verify(f, g, query, time_limit=args.timeout, seed=args.seed)
+    res = relu.verify(
+        f,
+        g,
+        query,
+        time_limit=args.timeout,
+        seed=args.seed,
+        workers=args.workers,
+        scheduler=args.scheduler,
+    )
     lines = [res.status, _describe(res, query)]
     if args.result:
         with open(args.result, "w") as fh:

@@ -41,6 +41,8 @@ class BranchAndBound:
         converged: ``upper - lower <= gap``.
         num_boxes: boxes bounded.
         num_open: boxes left open (each with a bound above ``lower + gap``).
+        open_boxes: those boxes, as ``(bound, lo, hi, neuron bounds)``: a later call
+            resumes from them (``start``).
     """
 
     upper: float
@@ -49,6 +51,7 @@ class BranchAndBound:
     converged: bool
     num_boxes: int
     num_open: int
+    open_boxes: tuple = dataclasses.field(default=(), repr=False)
 
 
 def branch_and_bound(
@@ -67,6 +70,7 @@ def branch_and_bound(
     intermediate: str = "backward",
     offsets: np.ndarray | None = None,
     decide: float | None = None,
+    start: list | None = None,
 ) -> BranchAndBound:
     """Bracket ``max_x max_rows (chain outputs)`` over the box ``[lo, hi]`` (see the
     module docs).
@@ -87,23 +91,24 @@ def branch_and_bound(
         offsets: see ``chain``.
         decide: also stop once the interval lies on one side of this value (a query:
             ``lower > decide`` or ``upper <= decide``).
+        start: open boxes of an earlier call (its ``open_boxes``) to go on from, instead
+            of the whole box (``lo``, ``hi`` are then only the box's extent).
     """
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
     best, best_x = float(lower), point
     counter = itertools.count()
 
-    def bounds(los, his):
-        _, ups, Ms = propagate(chain, los, his, intermediate=intermediate)
-        if offsets is None:
-            return ups, Ms
-        k = len(offsets)
-        return np.nextafter(ups[:, :k] - offsets, np.inf), Ms[:, :k]
+    def bounds(los, his, prior=None):
+        layers, ups, Ms = propagate(chain, los, his, intermediate=intermediate, prior=prior)
+        if offsets is not None:
+            k = len(offsets)
+            ups, Ms = np.nextafter(ups[:, :k] - offsets, np.inf), Ms[:, :k]
+        return ups, Ms, layers
 
-    up, M = bounds(lo[None], hi[None])
     heap: list = []
-    num_boxes = 1
+    num_boxes = 0
 
-    def offer(los, his, ups, Ms):
+    def offer(los, his, ups, Ms, layers):
         nonlocal best, best_x
         rows = np.argmax(ups, axis=1)
         coef = Ms[np.arange(len(rows)), rows]
@@ -118,9 +123,17 @@ def branch_and_bound(
             # a box whose bound is at most a value found cannot raise the maximum (the
             # upper end stays at least ``best``, so dropping it keeps that end rigorous)
             if bound > best:
-                heapq.heappush(heap, (-bound, next(counter), los[i], his[i], coef[i]))
+                known = [(lo_[i], hi_[i]) for lo_, hi_ in layers]
+                heapq.heappush(heap, (-bound, next(counter), los[i], his[i], known))
 
-    offer(lo[None], hi[None], up, M)
+    if start is None:
+        up, M, layers = bounds(lo[None], hi[None])
+        num_boxes = 1
+        offer(lo[None], hi[None], up, M, layers)
+    else:
+        for bound, blo, bhi, known in start:
+            if bound > best:
+                heapq.heappush(heap, (-bound, next(counter), blo, bhi, known))
     while heap:
         top = -heap[0][0]
         if top - best <= gap:
@@ -140,8 +153,8 @@ def branch_and_bound(
                 heapq.heappush(heap, item)
                 break
             parents.append(item)
-        los, his, parent_bounds = [], [], []
-        for neg, _, blo, bhi, _coef in parents:
+        los, his, parent_bounds, known = [], [], [], []
+        for neg, _, blo, bhi, parent_layers in parents:
             width = bhi - blo
             k = int(np.argmax(width))
             mid = blo[k] + width[k] / 2
@@ -150,12 +163,18 @@ def branch_and_bound(
             los += [blo, right_lo]
             his += [left_hi, bhi]
             parent_bounds += [-neg, -neg]
+            known += [parent_layers, parent_layers]
         los, his = np.array(los), np.array(his)
-        ups, Ms = bounds(los, his)
+        # the parent's neuron bounds hold on both halves
+        prior = [
+            (np.array([k[j][0] for k in known]), np.array([k[j][1] for k in known]))
+            for j in range(len(known[0]))
+        ]
+        ups, Ms, layers = bounds(los, his, prior)
         # a child's bound never above its parent's (both hold on the child)
         ups = np.minimum(ups, np.array(parent_bounds)[:, None])
         num_boxes += len(los)
-        offer(los, his, ups, Ms)
+        offer(los, his, ups, Ms, layers)
     upper = max(best, -heap[0][0]) if heap else best
     return BranchAndBound(
         upper=upper,
@@ -164,4 +183,5 @@ def branch_and_bound(
         converged=upper - best <= gap,
         num_boxes=num_boxes,
         num_open=len(heap),
+        open_boxes=tuple((-item[0], item[2], item[3], item[4]) for item in heap),
     )

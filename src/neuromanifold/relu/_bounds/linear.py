@@ -220,6 +220,7 @@ def propagate(
     slopes: Sequence | None = None,
     *,
     intermediate: str = "backward",
+    prior: Sequence | None = None,
 ) -> tuple[list, np.ndarray, np.ndarray]:
     """Bound every hidden layer's ``bound_rows`` (layer by layer, each from the
     relaxations of the layers before), then the chain's outputs, over the boxes
@@ -230,6 +231,8 @@ def propagate(
     ``"forward"`` carries a lower and an upper linear function of the input through the
     layers (symbolic intervals; looser, and far cheaper on a low-dimensional input, where
     a branch and bound wants many small boxes). The outputs are always substituted back.
+    ``prior``: bounds already known per hidden layer (a parent box's, which hold on its
+    halves), intersected with the new ones before the relaxations are built.
 
     Returns:
         ``(bounds, upper, M)``: per hidden layer ``(lower, upper)`` of its bound rows
@@ -255,6 +258,8 @@ def propagate(
             C = np.broadcast_to(np.concatenate([T, -T]), (B, 2 * t, T.shape[1]))
             up, _ = bound_linear(chain, C, j, relaxations, lo, hi)
             upper, lower = up[:, :t], -up[:, t:]
+        if prior is not None:
+            lower, upper = np.maximum(lower, prior[j][0]), np.minimum(upper, prior[j][1])
         bounds.append((lower, upper))
         relaxations.append(chain.relax(j, lower, upper, None if slopes is None else slopes[j]))
         if intermediate == "forward":
@@ -306,11 +311,11 @@ def _relu_relaxation(lo: np.ndarray, hi: np.ndarray, slope: np.ndarray | None) -
     return s, t, lower
 
 
-def network_chain(params: Sequence) -> Chain:
-    """One ReLU network (float64 ``(W, b)`` pairs): its output rows are the identity."""
-    affine = [(np.asarray(W, float), np.asarray(b, float)) for W, b in params]
+class _NetworkRelax:
+    """The relaxations of one network's ReLUs (a class, not a closure: chains are sent to
+    worker processes)."""
 
-    def relax(j, lower, upper, slope):
+    def __call__(self, j, lower, upper, slope) -> Relaxation:
         s, t, sl = _relu_relaxation(lower, upper, slope)
         return Relaxation(
             U=[[s]],
@@ -321,14 +326,37 @@ def network_chain(params: Sequence) -> Chain:
             pre_abs=np.maximum(np.abs(lower), np.abs(upper)),
         )
 
+
+def network_chain(params: Sequence) -> Chain:
+    """One ReLU network (float64 ``(W, b)`` pairs): its output rows are the identity."""
+    affine = [(np.asarray(W, float), np.asarray(b, float)) for W, b in params]
     rows = [np.eye(W.shape[0]) for W, _ in affine[:-1]]
     return Chain(
-        affine=affine, bound_rows=rows, relax=relax, outputs=np.eye(affine[-1][0].shape[0])
+        affine=affine,
+        bound_rows=rows,
+        relax=_NetworkRelax(),
+        outputs=np.eye(affine[-1][0].shape[0]),
     )
 
 
 def _stack(blocks: list) -> np.ndarray:
     return np.block(blocks)
+
+
+class _ProductRelax:
+    """The relaxations of two networks' ReLUs side by side (p's neurons first)."""
+
+    def __call__(self, j, lower, upper, slope) -> Relaxation:
+        s, t, sl = _relu_relaxation(lower, upper, slope)
+        n = s.shape[1] // 2
+        return Relaxation(
+            U=[[s[:, :n], None], [None, s[:, n:]]],
+            u0=t,
+            L=[[sl[:, :n], None], [None, sl[:, n:]]],
+            l0=np.zeros_like(t),
+            post_abs=np.maximum(upper, 0.0),
+            pre_abs=np.maximum(np.abs(lower), np.abs(upper)),
+        )
 
 
 def product_chain(p: Sequence, q: Sequence) -> Chain:
@@ -354,22 +382,13 @@ def product_chain(p: Sequence, q: Sequence) -> Chain:
         affine.append((A, c))
         prev = n
 
-    def relax(j, lower, upper, slope):
-        s, t, sl = _relu_relaxation(lower, upper, slope)
-        n = s.shape[1] // 2
-        return Relaxation(
-            U=[[s[:, :n], None], [None, s[:, n:]]],
-            u0=t,
-            L=[[sl[:, :n], None], [None, sl[:, n:]]],
-            l0=np.zeros_like(t),
-            post_abs=np.maximum(upper, 0.0),
-            pre_abs=np.maximum(np.abs(lower), np.abs(upper)),
-        )
-
     m = P[-1][0].shape[0]
     rows = [np.eye(2 * n) for n in widths[:-1]]
     return Chain(
-        affine=affine, bound_rows=rows, relax=relax, outputs=np.hstack([-np.eye(m), np.eye(m)])
+        affine=affine,
+        bound_rows=rows,
+        relax=_ProductRelax(),
+        outputs=np.hstack([-np.eye(m), np.eye(m)]),
     )
 
 
@@ -443,6 +462,16 @@ def _difference_relaxation(al, au, dl, du, bl, bu, slope) -> Relaxation:
     )
 
 
+class _DifferenceRelax:
+    """The relaxations of a difference chain's layers, from the bounds of (a, d, a + d)."""
+
+    def __call__(self, j, lower, upper, slope) -> Relaxation:
+        n = lower.shape[1] // 3
+        al, dl, bl = lower[:, :n], lower[:, n : 2 * n], lower[:, 2 * n :]
+        au, du, bu = upper[:, :n], upper[:, n : 2 * n], upper[:, 2 * n :]
+        return _difference_relaxation(al, au, dl, du, bl, bu, slope)
+
+
 def difference_chain(p: Sequence, q: Sequence) -> Chain:
     """Two networks of one architecture, neuron paired with neuron (see the module docs):
     layer ``j`` holds ``(a_j, d_j)`` with ``a_j`` p's pre-activations and ``d_j`` q's minus
@@ -458,12 +487,6 @@ def difference_chain(p: Sequence, q: Sequence) -> Chain:
             A = _stack([[Wp, np.zeros_like(Wp)], [dW, Wq]])
         affine.append((A, np.concatenate([bp, db])))
 
-    def relax(j, lower, upper, slope):
-        n = lower.shape[1] // 3
-        al, dl, bl = lower[:, :n], lower[:, n : 2 * n], lower[:, 2 * n :]
-        au, du, bu = upper[:, :n], upper[:, n : 2 * n], upper[:, 2 * n :]
-        return _difference_relaxation(al, au, dl, du, bl, bu, slope)
-
     rows = []
     for W, _ in P[:-1]:
         n = W.shape[0]
@@ -471,7 +494,7 @@ def difference_chain(p: Sequence, q: Sequence) -> Chain:
         rows.append(_stack([[eye, zero], [zero, eye], [eye, eye]]))
     m = P[-1][0].shape[0]
     outputs = np.hstack([np.zeros((m, m)), np.eye(m)])
-    return Chain(affine=affine, bound_rows=rows, relax=relax, outputs=outputs)
+    return Chain(affine=affine, bound_rows=rows, relax=_DifferenceRelax(), outputs=outputs)
 
 
 def neuron_bounds(params: Sequence, lower: np.ndarray, upper: np.ndarray) -> list:

@@ -57,11 +57,17 @@ import numpy as np
 from ..._errors import ComputationLimitError, InputError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
-from ..._validation import as_seed_rng, check_bool, check_choice, check_nonnegative_float
+from ..._validation import (
+    as_seed_rng,
+    check_bool,
+    check_choice,
+    check_nonnegative_float,
+)
 from ...exact import qrows, to_fmpq
 from .._bounds.branch import branch_and_bound
 from .._bounds.interval import box_bounds, difference_bounds
 from .._bounds.linear import difference_chain, product_chain, propagate
+from .._bounds.parallel import check_parallel, parallel_branch_and_bound
 from .._bounds.parameters import function_distance_bound, path_norm_scale
 from .._core.domain import Domain, as_domain
 from .._core.net import check_params, float_params, forward_unchecked
@@ -303,25 +309,47 @@ def _route(method: str, pair: Pair, dom: Domain, rng, engine, gap: float) -> tup
 
 
 def _by_bounds(
-    engine: tuple, fp: list, fq: list, dom: Domain, budget: Budget, gap: float, best: Best
+    engine: tuple,
+    fp: list,
+    fq: list,
+    dom: Domain,
+    budget: Budget,
+    gap: float,
+    best: Best,
+    parallel: tuple[int, str | None],
 ) -> tuple[float, np.ndarray | None, str]:
     """The upper end by the bound engine's branch and bound over the box (its lower end
-    starts from ``best``): ``(upper, the best point it found, what it did in words)``."""
+    starts from ``best``; ``parallel``: workers and scheduler): ``(upper, the best point it
+    found, what it did in words)``."""
     chain, rounding, how_aligned = engine
-    bb = branch_and_bound(
-        chain,
-        dom.lower,
-        dom.upper,
-        _difference_at(fp, fq),
+    workers, scheduler = parallel
+    options = dict(
         gap=gap,
         deadline=budget.deadline,
         lower=to_float(best.value * pow2(best.pair.E)) if best.point is not None else 0.0,
     )
+    if workers > 1 or scheduler is not None:
+        bb = parallel_branch_and_bound(
+            chain,
+            dom.lower,
+            dom.upper,
+            _DifferenceAt(fp, fq),
+            workers=workers,
+            scheduler=scheduler,
+            **options,
+        )
+    else:
+        bb = branch_and_bound(chain, dom.lower, dom.upper, _DifferenceAt(fp, fq), **options)
     upper = bb.upper + rounding
     upper = math.nextafter(upper, math.inf) if rounding else upper
+    where = (
+        ""
+        if workers == 1 and scheduler is None
+        else (f" on {'the Dask cluster ' + scheduler if scheduler else f'{workers} processes'}")
+    )
     note = (
         f"linear bound propagation on {how_aligned}, branch and bound over "
-        f"{bb.num_boxes:,} boxes ({bb.num_open:,} left open)"
+        f"{bb.num_boxes:,} boxes{where} ({bb.num_open:,} left open)"
     )
     return upper, bb.point, note
 
@@ -334,13 +362,16 @@ def _root_decides(chain, dom: Domain, gap: float) -> bool:
     return bool(np.max(up) <= gap)
 
 
-def _difference_at(fp: list, fq: list):
-    """``x -> max_o |f_p(x)_o - f_q(x)_o|`` on rows of points, in floats."""
+class _DifferenceAt:
+    """``x -> max_o |f_p(x)_o - f_q(x)_o|`` on rows of points, in floats (a class, not a
+    closure: it is sent to worker processes)."""
 
-    def value(X: np.ndarray) -> np.ndarray:
-        return np.max(np.abs(forward_unchecked(fp, X) - forward_unchecked(fq, X)), axis=1)
+    def __init__(self, fp: list, fq: list):
+        self.fp, self.fq = fp, fq
 
-    return value
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        D = forward_unchecked(self.fp, X) - forward_unchecked(self.fq, X)
+        return np.max(np.abs(D), axis=1)
 
 
 def distance(
@@ -356,6 +387,8 @@ def distance(
     max_regions: int | None = None,
     progress: bool = False,
     top1: bool = False,
+    workers: int = 1,
+    scheduler: str | None = None,
 ) -> Distance:
     """The largest output difference of two ReLU networks on a domain, as a certified
     interval ``[lower, upper]`` (see the module docs for what is measured and how).
@@ -383,6 +416,9 @@ def distance(
         top1: also decide whether both networks rank the same class first at every point
             of the box (the result's ``top1``, a :class:`Top1`; see the module docs); it
             shares the budget, and needs a box.
+        workers, scheduler: the bound engine's branch and bound on ``workers`` processes,
+            or on the Dask cluster at ``scheduler`` (``"local"``: a ``LocalCluster`` of
+            ``workers`` processes started for the call).
 
     Returns:
         A :class:`Distance`.
@@ -398,6 +434,7 @@ def distance(
     check_choice(method, "method", _METHODS)
     rng = as_seed_rng(seed)
     top1 = check_bool(top1, "top1")
+    workers, scheduler = check_parallel(workers, scheduler)
     # float64 copies, and whether floats are what was given (the float bounds below hold
     # for the networks given only then)
     fp, fq = float_params(p), float_params(q)
@@ -464,7 +501,9 @@ def distance(
             num_regions = budget.num_regions
             note += f"the exact maximum over {num_regions} joint regions"
         elif chosen == "bounds":
-            upper, bb_point, part = _by_bounds(engine, fp, fq, dom, budget, gap, best)
+            upper, bb_point, part = _by_bounds(
+                engine, fp, fq, dom, budget, gap, best, (workers, scheduler)
+            )
             how, certified = "branch_and_bound", True
             note += part
         else:

@@ -23,7 +23,6 @@ import dataclasses
 import itertools
 import multiprocessing
 import pickle
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing import connection as mp_connection
@@ -32,6 +31,7 @@ from typing import Any
 import flint
 
 from ..._errors import WorkerError
+from .._core.processes import process_context
 from .cells import (
     Cell,
     Engine,
@@ -142,20 +142,6 @@ def _add_counters(engine: Engine, stats: tuple[int, ...]) -> None:
 # -- the calling side --------------------------------------------------------------------
 
 
-def _context():
-    """``fork`` when this process runs no other thread (fast, and it works in scripts
-    without a ``__main__`` guard), else ``forkserver`` (forking a threaded process can
-    deadlock the child), else ``spawn``."""
-    methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if ctx.get_start_method() == "forkserver":
-        # workers fork from a server that has the engine imported already
-        ctx.set_forkserver_preload(["neuromanifold.relu._engine.parallel"])
-    return ctx
-
-
 def _reply(raw: bytes) -> Any:
     """A worker's result from its pickled reply; a task's exception is raised here."""
     kind, value = pickle.loads(raw)
@@ -174,7 +160,8 @@ class _Workers:
     """
 
     def __init__(self, n: int, init_args: tuple):
-        ctx = _context()
+        # workers fork from a server that has the engine imported already
+        ctx = process_context("neuromanifold.relu._engine.parallel")
         self.procs, self.conns = [], []
         self.task: dict[int, int] = {}  # worker -> id of the task it runs
         for _ in range(n):

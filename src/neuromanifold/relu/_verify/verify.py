@@ -35,6 +35,7 @@ from ..._validation import (
     check_positive_int,
 )
 from .._bounds.branch import branch_and_bound
+from .._bounds.parallel import check_parallel, parallel_branch_and_bound
 from .._bounds.parameters import path_norm_scale
 from .._core.domain import Domain
 from .._core.net import check_params, float_params, forward_unchecked
@@ -136,6 +137,8 @@ def verify(
     *,
     time_limit: float | None = DEFAULT_TIMEOUT,
     seed: Any = 0,
+    workers: int = 1,
+    scheduler: str | None = None,
 ) -> Verification:
     """Decide a two-network query on a box (see the module docs).
 
@@ -147,6 +150,8 @@ def verify(
             query).
         time_limit: seconds (``None``: until decided).
         seed: seed of the sampling for counterexamples.
+        workers, scheduler: the branch and bound on ``workers`` processes, or on the Dask
+            cluster at ``scheduler`` (``"local"``: a ``LocalCluster`` started for the call).
 
     Returns:
         A :class:`Verification`.
@@ -166,6 +171,7 @@ def verify(
             f"{short_repr(query)}"
         )
     _, time_limit = check_budget(None, time_limit)
+    workers, scheduler = check_parallel(workers, scheduler)
     deadline = None if time_limit is None else start + float(time_limit)
     rng = as_seed_rng(seed)
     fp, fq = float_params(f), float_params(g)
@@ -194,9 +200,7 @@ def verify(
     # the rounding term bounds |f - f'| per output: |rows_k . (f - f')| <= |rows_k|_1 * it
     offsets = thr - rounding * np.abs(rows).sum(axis=1)
 
-    def margins(X: np.ndarray) -> np.ndarray:
-        D = forward_unchecked(fp, X) - forward_unchecked(fq, X)
-        return np.max(D @ rows.T - thr, axis=1)
+    margins = _Margins(fp, fq, rows, thr)
 
     # a first look for counterexamples: uniform points and the box's vertices
     X = np.vstack(
@@ -211,18 +215,15 @@ def verify(
         witness = _exact_check(fp, fq, query, X[k])
         if witness is not None:
             return _answer(witness, X[k], witness["margin"], coarse, 0, start, "sampling")
-    bb = branch_and_bound(
-        chain,
-        dom.lower,
-        dom.upper,
-        margins,
-        gap=0.0,
-        deadline=deadline,
-        lower=float(vals[k]),
-        point=X[k],
-        offsets=offsets,
-        decide=0.0,
+    options = dict(
+        gap=0.0, deadline=deadline, lower=float(vals[k]), point=X[k], offsets=offsets, decide=0.0
     )
+    if workers > 1 or scheduler is not None:
+        bb = parallel_branch_and_bound(
+            chain, dom.lower, dom.upper, margins, workers=workers, scheduler=scheduler, **options
+        )
+    else:
+        bb = branch_and_bound(chain, dom.lower, dom.upper, margins, **options)
     witness = _exact_check(fp, fq, query, bb.point) if bb.point is not None else None
     how = f"linear bound propagation on {how}; {bb.num_boxes:,} boxes"
     return _answer(
@@ -259,6 +260,18 @@ def _answer(witness, x, lower, upper, num_boxes, start, how, strict=True) -> Ver
         seconds=time.monotonic() - start,
         note=f"{note} ({how})",
     )
+
+
+class _Margins:
+    """``x -> max_k (rows_k . (f(x) - g(x)) - t_k)`` on rows of points, in floats (a class:
+    it is sent to worker processes)."""
+
+    def __init__(self, fp: list, fq: list, rows: np.ndarray, thresholds: np.ndarray):
+        self.fp, self.fq, self.rows, self.thresholds = fp, fq, rows, thresholds
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        D = forward_unchecked(self.fp, X) - forward_unchecked(self.fq, X)
+        return np.max(D @ self.rows.T - self.thresholds, axis=1)
 
 
 def _query_domain(query: DifferenceQuery, fp: list, fq: list) -> Domain:
