@@ -14,6 +14,9 @@ Rows, each pair measured in one run:
   ``$NEUROMANIFOLD_ACAS_DIR`` (files ``ACASXU_run2a_I_J_batch_2000.onnx``), else
   downloaded once from VNN-COMP 2021's public repository into
   ``~/.cache/neuromanifold/acasxu``; rows are skipped (and say why) when neither works.
+* **Scale-out**: the branch and bound of the first ACAS Xu pair on 2 processes against the
+  serial one, the same budget each: boxes bounded and the upper end reached (the parallel
+  efficiency is the ratio of boxes per second over the number of processes).
 * **Checkpoints at MNIST size**: 784-64-32-10 on [0, 1]^784 and 64-32-16-10 on [0, 1]^64,
   every weight moved by a relative N(0, 1e-3): ``relu.distance`` for 30 s, against the
   interval bound and sampling.
@@ -129,6 +132,34 @@ def _distance_row(task: str, size: str, p, q, lo, hi, budget: float) -> tuple[di
     return suite_row(task, size, t, "-", None, note=note), note
 
 
+def _parallel_row(p, q, seconds: float) -> tuple[dict, str]:
+    """Serial and 2-process branch and bound of ``q - p`` on the ACAS Xu box, ``seconds``
+    each, on the difference chain as ``distance`` runs it."""
+    from neuromanifold.relu._bounds.branch import branch_and_bound
+    from neuromanifold.relu._bounds.linear import difference_chain
+    from neuromanifold.relu._bounds.parallel import parallel_branch_and_bound
+    from neuromanifold.relu._distance.distance import _DifferenceAt
+
+    args = (difference_chain(p, q), LOWER, UPPER, _DifferenceAt(p, q))
+    serial = branch_and_bound(*args, gap=0.0, deadline=time.monotonic() + seconds)
+    two = parallel_branch_and_bound(*args, workers=2, gap=0.0, deadline=time.monotonic() + seconds)
+    eff = two.num_boxes / (2 * serial.num_boxes)
+    note = (
+        f"{seconds:g} s each: 2 processes bounded {two.num_boxes:,} boxes (upper "
+        f"{two.upper:.4g}), serial {serial.num_boxes:,} (upper {serial.upper:.4g}); "
+        f"parallel efficiency {eff:.0%}"
+    )
+    row = suite_row(
+        "branch and bound on 2 processes (ACAS Xu 1_1 vs 5 %-pruned)",
+        "5-50x6-5",
+        seconds,
+        "serial, same budget",
+        None,
+        note=note,
+    )
+    return row, note
+
+
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes only (for tests)")
@@ -191,6 +222,10 @@ def main(argv=None) -> list[dict]:
             )
             rows.append(row)
             print(f"  distance: {note}")
+            if name == "1_1" and label == "5 %-pruned" and not args.quick:
+                row, note = _parallel_row(p, q, budget)
+                rows.append(row)
+                print(f"  scale-out: {note}")
     sizes = [[64, 32, 16, 10]] if args.quick else [[64, 32, 16, 10], [784, 64, 32, 10]]
     for widths in sizes:
         p = relu.ReLUNet(widths).random_params(seed=0)
