@@ -138,9 +138,9 @@ def _parallel_row(p, q, seconds: float) -> tuple[dict, str]:
     from neuromanifold.relu._bounds.branch import branch_and_bound
     from neuromanifold.relu._bounds.linear import difference_chain
     from neuromanifold.relu._bounds.parallel import parallel_branch_and_bound
-    from neuromanifold.relu._distance.distance import _DifferenceAt
+    from neuromanifold.relu._equivalence.alignment import DifferenceAt
 
-    args = (difference_chain(p, q), LOWER, UPPER, _DifferenceAt(p, q))
+    args = (difference_chain(p, q), LOWER, UPPER, DifferenceAt(p, q))
     serial = branch_and_bound(*args, gap=0.0, deadline=time.monotonic() + seconds)
     two = parallel_branch_and_bound(*args, workers=2, gap=0.0, deadline=time.monotonic() + seconds)
     eff = two.num_boxes / (2 * serial.num_boxes)

@@ -10,7 +10,7 @@ from neuromanifold.relu import DifferenceQuery, ReLUNet, distance, verify
 from neuromanifold.relu._bounds.branch import branch_and_bound
 from neuromanifold.relu._bounds.linear import difference_chain
 from neuromanifold.relu._bounds.parallel import parallel_branch_and_bound, split_box
-from neuromanifold.relu._distance.distance import _DifferenceAt
+from neuromanifold.relu._equivalence.alignment import DifferenceAt
 
 
 def test_the_parts_cover_the_box():
@@ -33,7 +33,7 @@ def test_the_parallel_interval_is_the_serial_one(scheduler):
     lo, hi = -np.ones(3), np.ones(3)
     exact = distance(p, q, (lo, hi), method="regions", gap=0, time_limit=None)
     gap = 1e-3 * exact.upper
-    args = (difference_chain(p, q), lo, hi, _DifferenceAt(p, q))
+    args = (difference_chain(p, q), lo, hi, DifferenceAt(p, q))
     serial = branch_and_bound(*args, gap=gap, deadline=time.monotonic() + 30)
     par = parallel_branch_and_bound(
         *args, workers=2, scheduler=scheduler, gap=gap, deadline=time.monotonic() + 60

@@ -745,3 +745,52 @@ def _with_pass_through(p, w, b, c):
     extra = np.zeros((Wl.shape[0], 1))
     extra[0, 0] = c
     return layers + [(np.hstack([Wl, extra]), bl)]
+
+
+def _corner_sliver(widths, seed, inside):
+    """A network and its copy whose first-layer neuron 0 switches on only near one corner
+    of [0, 1]^d (``inside``) or nowhere (``not inside``): a near miss no sampling sees."""
+    p = ReLUNet(widths).random_params(seed=seed)
+    (W, b), rest = p[0], p[1:]
+    top = np.maximum(W[0], 0).sum() + b[0]
+    shift = 1e-3 * np.abs(W[0]).sum()
+    b2 = b.copy()
+    b2[0] = b[0] - top + (shift if inside else -shift)
+    return [(W, b2)] + rest
+
+
+def test_the_bound_engine_finds_a_near_miss_no_sampling_sees():
+    widths = [32, 16, 32, 10]
+    f, g = _corner_sliver(widths, 1, False), _corner_sliver(widths, 1, True)
+    box = (np.zeros(32), np.ones(32))
+    X = np.random.default_rng(0).uniform(0, 1, (50_000, 32))
+    assert np.max(np.abs(forward(f, X) - forward(g, X))) == 0.0  # sampling sees nothing
+    r = equivalent(f, g, box, time_limit=60)
+    assert r.equivalent is False and r.method == "bounds" and r.certified
+    x = r.witness
+    assert np.all((0 <= x) & (x <= 1)) and np.max(np.abs(forward(f, x) - forward(g, x))) > 0
+
+
+def test_the_bound_engine_proves_a_nearby_copy_equivalent_on_a_box():
+    from neuromanifold.relu._core.domain import Domain
+    from neuromanifold.relu._engine.budget import Budget
+    from neuromanifold.relu._engine.joint_regions import Pair
+    from neuromanifold.relu._equivalence.alignment import by_bounds
+
+    p = ReLUNet([12, 24, 24, 3]).random_params(seed=2)
+    rng = np.random.default_rng(2)
+    q = [(W * (1 + 1e-9 * rng.standard_normal(W.shape)), b) for W, b in p]
+    dom = Domain.box(-np.ones(12), np.ones(12))
+    budget = Budget("equivalent", 12, max_regions=None, time_limit=60, progress=False)
+    r = by_bounds(Pair(p, q, 1e-5), dom, p, q, budget)
+    assert r.equivalent is True and r.certified and r.method == "bounds"
+    assert r.max_difference <= 1e-5
+    # and a tolerance below the difference is not proven (no verdict, or a witness)
+    r = by_bounds(
+        Pair(p, q, 1e-15),
+        dom,
+        p,
+        q,
+        Budget("equivalent", 12, max_regions=None, time_limit=2, progress=False),
+    )
+    assert r is None or r.equivalent is False

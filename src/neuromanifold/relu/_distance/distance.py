@@ -66,24 +66,24 @@ from ..._validation import (
 from ...exact import qrows, to_fmpq
 from .._bounds.branch import branch_and_bound
 from .._bounds.interval import box_bounds, difference_bounds
-from .._bounds.linear import difference_chain, product_chain, propagate
+from .._bounds.linear import propagate
 from .._bounds.parallel import check_parallel, parallel_branch_and_bound
-from .._bounds.parameters import function_distance_bound, path_norm_scale
+from .._bounds.parameters import function_distance_bound
 from .._core.domain import Domain, as_domain
 from .._core.net import check_params, float_params, forward_unchecked
 from .._core.numbers import pow2, to_float
 from .._engine.budget import ANYTIME_TIME_LIMIT, Budget
 from .._engine.cells import exact_forward
 from .._engine.joint_regions import Best, Pair, sup_by_milp, sup_by_regions, top1_by_regions
+from .._equivalence.alignment import DifferenceAt, difference_bound_chain
 from .._equivalence.equivalence import (
     ascend_difference,
     expected_joint_regions,
-    match_hidden_neurons,
     relative_difference,
     sample_points,
 )
 
-__all__ = ["Distance", "Top1", "distance", "difference_bound_chain"]
+__all__ = ["Distance", "Top1", "distance"]
 
 _METHODS = ("auto", "regions", "bounds", "milp")
 #: ``method="auto"`` runs the region engine when at most this many joint regions are
@@ -230,58 +230,6 @@ def _interval_bound(p: list, q: list, dom: Domain) -> float:
     return math.nextafter(width * (1 + 2**-52), math.inf) if np.isfinite(width) else math.inf
 
 
-def difference_bound_chain(fp: list, fq: list, dom: Domain) -> tuple | None:
-    """What the bound engine bounds for two float networks on a box: ``(chain, rounding,
-    in words)``, or ``None`` when their depths differ.
-
-    The candidates, the one with the smallest bound over the whole box chosen: the two
-    networks side by side (one depth), and for one architecture the difference chain of
-    the two as given and of q and the image of p under the weight matching (a permutation
-    and positive rescaling of its hidden neurons), whose function differs from p's by its
-    float rounding only, at most ``4 u L`` times p's path norm per unit of
-    ``max(1, |x|_inf)`` (as ``equivalent`` certifies a match), added as ``rounding``.
-    A wrong match is still sound, only loose: the smallest bound decides."""
-    if len(fp) != len(fq):
-        return None
-    candidates = [(product_chain(fp, fq), 0.0, "the two networks side by side")]
-    if [W.shape for W, _ in fp] == [W.shape for W, _ in fq]:
-        candidates.append((difference_chain(fp, fq), 0.0, "the difference of the two networks"))
-        aligned = _aligned(fp, fq, dom)
-        if aligned is not None:
-            candidates.append(aligned)
-
-    def root(candidate):
-        _, up, _ = propagate(candidate[0], dom.lower[None], dom.upper[None])
-        return float(np.max(up)) + candidate[1]
-
-    return min(candidates, key=root)
-
-
-def _aligned(fp: list, fq: list, dom: Domain) -> tuple | None:
-    """The difference chain of q and p's image under the weight matching, with the
-    rounding term (see :func:`difference_bound_chain`), or ``None`` when nothing matches or the
-    match is the identity."""
-    reach = max(1.0, float(np.max(np.abs(np.r_[dom.lower, dom.upper]))))
-    with np.errstate(all="ignore"):
-        match = match_hidden_neurons(fp, fq) if len(fp) > 1 else None
-        if match is None:
-            return None
-        image = match[1]
-        rounding = 4 * _U * len(fp) * path_norm_scale(fp) * reach
-    normal = all(not np.any((np.abs(a) < _TINY) & (a != 0)) for layer in image for a in layer)
-    moved = any(
-        not np.array_equal(perm, np.arange(perm.size)) or not np.all(scales == 1)
-        for perm, scales in match[0]
-    )
-    if not (normal and moved and math.isfinite(rounding)):
-        return None
-    return (
-        difference_chain(image, fq),
-        math.nextafter(rounding * (1 + 1e-9), math.inf),
-        "the difference of the two networks, aligned by the weight matching",
-    )
-
-
 def _engine_for(method: str, fp: list, fq: list, dom: Domain, floats: bool) -> tuple | None:
     """:func:`difference_bound_chain` where it runs (float networks on a box), else ``None``; an
     :class:`InputError` when ``method="bounds"`` asks for it there."""
@@ -333,13 +281,13 @@ def _by_bounds(
             chain,
             dom.lower,
             dom.upper,
-            _DifferenceAt(fp, fq),
+            DifferenceAt(fp, fq),
             workers=workers,
             scheduler=scheduler,
             **options,
         )
     else:
-        bb = branch_and_bound(chain, dom.lower, dom.upper, _DifferenceAt(fp, fq), **options)
+        bb = branch_and_bound(chain, dom.lower, dom.upper, DifferenceAt(fp, fq), **options)
     upper = bb.upper + rounding
     upper = math.nextafter(upper, math.inf) if rounding else upper
     where = (
@@ -360,18 +308,6 @@ def _root_decides(chain, dom: Domain, gap: float) -> bool:
     budget."""
     _, up, _ = propagate(chain, dom.lower[None], dom.upper[None])
     return bool(np.max(up) <= gap)
-
-
-class _DifferenceAt:
-    """``x -> max_o |f_p(x)_o - f_q(x)_o|`` on rows of points, in floats (a class, not a
-    closure: it is sent to worker processes)."""
-
-    def __init__(self, fp: list, fq: list):
-        self.fp, self.fq = fp, fq
-
-    def __call__(self, X: np.ndarray) -> np.ndarray:
-        D = forward_unchecked(self.fp, X) - forward_unchecked(self.fq, X)
-        return np.max(np.abs(D), axis=1)
 
 
 def distance(

@@ -79,8 +79,9 @@ class Equivalence(Result):
         method: the method that decided: ``"regions"``, ``"milp"``, ``"sampling"``,
             ``"matching"`` (a float weight matching certified by a parameter bound),
             ``"symmetry"``, ``"reduction"`` (the symmetry check after dead, constant and
-            parallel hidden neurons are merged away) or ``"bottleneck"`` (the
-            polynomial-time test of docs/relu_equivalence.md).
+            parallel hidden neurons are merged away), ``"bottleneck"`` (the
+            polynomial-time test of docs/relu_equivalence.md) or ``"bounds"`` (on a box:
+            the bound engine's rigorous bound, or a witness its branch and bound found).
         certified: the verdict is proved (exact arithmetic or an exactly checked witness).
         tol: the relative tolerance used (0.0 = exact).
         scale: the larger path norm of the two networks (``tol * scale`` is the absolute

@@ -89,6 +89,7 @@ from .._engine.joint_regions import (
 from .._reduction.reduction import abs_floats, fraction_params, reduce_everywhere
 from .._symmetries.nulling import reduction_symmetry
 from .._symmetries.three_layer import Permutation, Scaling
+from .alignment import by_bounds, match_hidden_neurons
 
 __all__ = ["Equivalence", "equivalent"]
 
@@ -101,6 +102,8 @@ _NUM_ESTIMATE = 20000
 #: ``method="auto"`` runs the regions method before the MILP when at most this many joint
 #: regions are expected (about 10-20 ms each; the MILP of two networks that agree has no
 #: bound to prune with and took over 300 s on a 2-16-16-1 pair the regions settle in 9 s)
+#: on a box, the bound engine runs first when more joint regions than this are expected
+_REGIONS_BEFORE_BOUNDS = 300
 _REGIONS_FIRST = 50_000
 #: seconds the MILP may take in ``method="auto"`` before the regions method decides
 _MILP_SHARE = 60.0
@@ -246,6 +249,11 @@ def equivalent(
     budget.check_time(stage="the sampled and symmetry checks")
     expected = expected_joint_regions(pair, dom, rng)
     why = "sampling found no difference above tol"
+    if dom.kind == "box" and expected > _REGIONS_BEFORE_BOUNDS:
+        res = by_bounds(pair, dom, p, q, budget)
+        if res is not None:
+            return dataclasses.replace(res, note=f"{why}; {res.note}")
+        why += "; the bound engine did not decide in its share of the budget"
     if expected <= _REGIONS_FIRST:
         out = by_regions(pair, dom, budget)
         why += f"; about {expected:.0f} joint regions expected: regions first"
@@ -570,41 +578,6 @@ def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
 #: unit roundoff of float64, and the smallest normal float64
 _U = 2.0**-53
 _TINY = 2.0**-1022
-
-
-def match_hidden_neurons(p: list, q: list) -> tuple[list, list] | None:
-    """Propose a permutation and positive rescaling of p's hidden neurons onto q's: per
-    hidden layer, p's rows (in q's coordinates of the previous layer) and q's rows,
-    normalized to unit length, matched by one ``linear_sum_assignment`` on their inner
-    products. Returns the per-layer ``(perm, scales)`` (q's neuron i ~ scales[i] times p's
-    neuron perm[i]) and the image of p (floats), or ``None`` when no positive match exists.
-    Nothing is decided here: the caller certifies."""
-    from scipy.optimize import linear_sum_assignment  # start-up: a slow import
-
-    perm_prev, s_prev = None, None
-    image, found = [], []
-    for l, ((Wp, bp), (Wq, bq)) in enumerate(zip(p, q)):
-        # p's layer in q's coordinates of the previous layer
-        A = Wp if perm_prev is None else Wp[:, perm_prev] / s_prev[None, :]
-        if l == len(p) - 1:
-            image.append((A, bp.copy()))
-            break
-        norm_p = np.sqrt(np.einsum("ij,ij->i", A, A) + bp * bp)
-        norm_q = np.sqrt(np.einsum("ij,ij->i", Wq, Wq) + bq * bq)
-        if not (np.all(norm_p > 0) and np.all(norm_q > 0)):
-            return None
-        # cosines of the rows (W_j, b_j) of q and of p
-        cos = (Wq @ A.T + np.outer(bq, bp)) / np.outer(norm_q, norm_p)
-        if not np.all(np.isfinite(cos)):
-            return None  # row norms beyond the float range (entries near 2**512)
-        rows, perm = linear_sum_assignment(cos, maximize=True)
-        if np.any(cos[rows, perm] < 0.5):
-            return None  # a neuron of q matched to no positive multiple of one of p
-        scales = norm_q / norm_p[perm]
-        image.append((scales[:, None] * A[perm], scales * bp[perm]))
-        found.append((perm, scales))
-        perm_prev, s_prev = perm, scales
-    return found, image
 
 
 def _flat_layers(raw: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
