@@ -117,3 +117,18 @@ def live_output_weight(p, domain, rng):
     eff = np.abs(p[-1][0]) * act[None, :]
     o, j = np.unravel_index(int(np.argmax(eff)), eff.shape)
     return int(o), int(j), float(eff[o, j])
+
+
+def exact_outputs(params, x):
+    """The outputs at ``x`` in exact rational arithmetic (Fractions), an independent
+    forward pass of the float entries."""
+    from fractions import Fraction
+
+    h = [Fraction(float(v)) for v in x]
+    for l, (W, b) in enumerate(params):
+        z = [
+            sum((Fraction(float(w)) * v for w, v in zip(row, h)), Fraction(float(c)))
+            for row, c in zip(np.asarray(W), np.asarray(b))
+        ]
+        h = z if l == len(params) - 1 else [max(v, Fraction(0)) for v in z]
+    return h

@@ -11,22 +11,11 @@ from hypothesis import strategies as st
 
 from neuromanifold import ArchitectureError, InputError
 from neuromanifold.relu import ReLUNet, distance, equivalent, forward
-from tests.support.relu import float_permuted_rescaled
-
-
-def _exact_outputs(params, x):
-    h = [Fraction(float(v)) for v in x]
-    for l, (W, b) in enumerate(params):
-        z = [
-            sum((Fraction(float(w)) * v for w, v in zip(row, h)), Fraction(float(c)))
-            for row, c in zip(np.asarray(W), np.asarray(b))
-        ]
-        h = z if l == len(params) - 1 else [max(v, Fraction(0)) for v in z]
-    return h
+from tests.support.relu import exact_outputs, float_permuted_rescaled
 
 
 def _exact_difference(p, q, x, relative):
-    diff = max(abs(a - b) for a, b in zip(_exact_outputs(p, x), _exact_outputs(q, x)))
+    diff = max(abs(a - b) for a, b in zip(exact_outputs(p, x), exact_outputs(q, x)))
     return diff / max(Fraction(1), max(abs(Fraction(float(v))) for v in x)) if relative else diff
 
 
@@ -133,7 +122,7 @@ def test_within_tol_measures_as_equivalent_does_on_a_box_past_the_unit():
 def _is_counterexample(p, q, x, thr):
     """Independently of the package: a class one network ranks first (ties included)
     more than ``thr`` below the other network's largest output."""
-    a, b = _exact_outputs(p, x), _exact_outputs(q, x)
+    a, b = exact_outputs(p, x), exact_outputs(q, x)
     return any(
         max(v) - v[c] > thr for u, v in ((a, b), (b, a)) for c in range(len(u)) if u[c] == max(u)
     )

@@ -12,18 +12,7 @@ from hypothesis import strategies as st
 
 from neuromanifold import InputError
 from neuromanifold.relu import DifferenceQuery, ReLUNet, Verification, distance, verify
-from tests.support.relu import float_permuted_rescaled
-
-
-def _exact_outputs(params, x):
-    h = [Fraction(float(v)) for v in x]
-    for l, (W, b) in enumerate(params):
-        z = [
-            sum((Fraction(float(w)) * v for w, v in zip(row, h)), Fraction(float(c)))
-            for row, c in zip(np.asarray(W), np.asarray(b))
-        ]
-        h = z if l == len(params) - 1 else [max(v, Fraction(0)) for v in z]
-    return h
+from tests.support.relu import exact_outputs, float_permuted_rescaled
 
 
 @settings(max_examples=8, deadline=None)
@@ -39,7 +28,7 @@ def test_the_answer_agrees_with_the_exact_supremum(seed, ratio):
     if r.status == "sat":
         x = r.counterexample
         assert np.all(lo <= x) and np.all(x <= hi)
-        diff = [a - b for a, b in zip(_exact_outputs(p, x), _exact_outputs(q, x))]
+        diff = [a - b for a, b in zip(exact_outputs(p, x), exact_outputs(q, x))]
         assert max(abs(v) for v in diff) > Fraction(eps)
         assert eps < exact.upper
     elif r.status == "unsat":

@@ -162,12 +162,16 @@ class Chain:
             are the lower relaxations' slopes in [0, 1] (see :func:`network_chain`).
         outputs: rows ``R`` on the output layer's ``pre``: the quantities bounded are
             ``R pre_out`` (both signs are asked for separately).
+        settled: ``settled(lower, upper)`` -> per box, the bound rows whose relaxation
+            known bounds already make exact (a stable neuron): a box's halves need no new
+            bounds of those (``None``: every row is bounded again).
     """
 
     affine: list
     bound_rows: list
     relax: Callable
     outputs: np.ndarray
+    settled: Callable | None = None
 
     @property
     def depth(self) -> int:
@@ -255,9 +259,20 @@ def propagate(
             upper = _concretize(rows_up, lo, hi, xa1)
             lower = -_concretize(-rows_lo, lo, hi, xa1)
         else:
-            C = np.broadcast_to(np.concatenate([T, -T]), (B, 2 * t, T.shape[1]))
+            # rows every box of the batch has settled keep their known bounds
+            need = (
+                np.ones(t, bool)
+                if prior is None or chain.settled is None
+                else ~np.all(chain.settled(*prior[j]), axis=0)
+            )
+            Tn = T[need]
+            C = np.broadcast_to(np.concatenate([Tn, -Tn]), (B, 2 * len(Tn), T.shape[1]))
             up, _ = bound_linear(chain, C, j, relaxations, lo, hi)
-            upper, lower = up[:, :t], -up[:, t:]
+            if prior is None:
+                upper, lower = up[:, :t], -up[:, t:]
+            else:
+                lower, upper = prior[j][0].copy(), prior[j][1].copy()
+                upper[:, need], lower[:, need] = up[:, : len(Tn)], -up[:, len(Tn) :]
         if prior is not None:
             lower, upper = np.maximum(lower, prior[j][0]), np.minimum(upper, prior[j][1])
         bounds.append((lower, upper))
@@ -311,6 +326,19 @@ def _relu_relaxation(lo: np.ndarray, hi: np.ndarray, slope: np.ndarray | None) -
     return s, t, lower
 
 
+def _stable(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Rows of stable ReLUs (their relaxation is the ReLU itself)."""
+    return (lower >= 0) | (upper <= 0)
+
+
+def _both_stable(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Rows ``(a, d, a + d)`` of neurons stable in both networks (``delta`` is then linear
+    in ``(a, d)`` and ``relu(a)`` is ``a`` or 0): all three rows are settled."""
+    n = lower.shape[1] // 3
+    both = _stable(lower[:, :n], upper[:, :n]) & _stable(lower[:, 2 * n :], upper[:, 2 * n :])
+    return np.concatenate([both, both, both], axis=1)
+
+
 class _NetworkRelax:
     """The relaxations of one network's ReLUs (a class, not a closure: chains are sent to
     worker processes)."""
@@ -336,6 +364,7 @@ def network_chain(params: Sequence) -> Chain:
         bound_rows=rows,
         relax=_NetworkRelax(),
         outputs=np.eye(affine[-1][0].shape[0]),
+        settled=_stable,
     )
 
 
@@ -389,6 +418,7 @@ def product_chain(p: Sequence, q: Sequence) -> Chain:
         bound_rows=rows,
         relax=_ProductRelax(),
         outputs=np.hstack([-np.eye(m), np.eye(m)]),
+        settled=_stable,
     )
 
 
@@ -494,7 +524,13 @@ def difference_chain(p: Sequence, q: Sequence) -> Chain:
         rows.append(_stack([[eye, zero], [zero, eye], [eye, eye]]))
     m = P[-1][0].shape[0]
     outputs = np.hstack([np.zeros((m, m)), np.eye(m)])
-    return Chain(affine=affine, bound_rows=rows, relax=_DifferenceRelax(), outputs=outputs)
+    return Chain(
+        affine=affine,
+        bound_rows=rows,
+        relax=_DifferenceRelax(),
+        outputs=outputs,
+        settled=_both_stable,
+    )
 
 
 def neuron_bounds(params: Sequence, lower: np.ndarray, upper: np.ndarray) -> list:

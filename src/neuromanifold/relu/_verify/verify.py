@@ -35,6 +35,7 @@ from ..._validation import (
     check_positive_int,
 )
 from .._bounds.branch import branch_and_bound
+from .._bounds.linear import propagate
 from .._bounds.parallel import check_parallel, parallel_branch_and_bound
 from .._bounds.parameters import path_norm_scale
 from .._core.domain import Domain
@@ -214,7 +215,11 @@ def verify(
     if vals[k] >= 0:  # a candidate already: re-checked exactly before any bounding
         witness = _exact_check(fp, fq, query, X[k])
         if witness is not None:
-            return _answer(witness, X[k], witness["margin"], coarse, 0, start, "sampling")
+            # the upper end: the bound over the whole box (one pass), or the coarse one
+            _, up, _ = propagate(chain, dom.lower[None], dom.upper[None])
+            root = float(np.max(np.nextafter(up[0, : len(offsets)] - offsets, np.inf)))
+            upper = min(root, coarse) if math.isfinite(root) else coarse
+            return _answer(witness, X[k], witness["margin"], upper, 1, start, "sampling")
     options = dict(
         gap=0.0, deadline=deadline, lower=float(vals[k]), point=X[k], offsets=offsets, decide=0.0
     )
