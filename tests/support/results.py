@@ -99,6 +99,11 @@ def build_results():
     out.append(relu.equivalent(p, q))
     out.append(relu.distance(p, q, (-1.0, 1.0)))
     out.append(relu.distance(p, q, (-1.0, 1.0), top1=True).top1)
+    query = relu.DifferenceQuery.within(
+        -np.ones(p[0][0].shape[1]), np.ones(p[0][0].shape[1]), 0.1, p[-1][0].shape[0]
+    )
+    out.append(query)
+    out.append(relu.verify(p, q, query, time_limit=5))
     out.append(relu.neurons(p, (-1.0, 1.0)))
     out.append(relu.neurons(p, (-1.0, 1.0), method="bounds"))
     out.append(relu.reduce(p, (-1.0, 1.0)))

@@ -117,7 +117,7 @@ def _describe(res, query) -> str:
         x = ", ".join(f"{v:.9g}" for v in res.counterexample)
         out.insert(0, f"  counterexample x = [{x}]")
         out.insert(1, f"  meets {query.text[res.violated]} with margin {res.margin:.6g}")
-        out.insert(2, f"  {f}(x) = {_vec(res.outputs[0])}, {g}(x) = {_vec(res.outputs[1])}")
+        out.insert(2, f"  {f}(x) = {_vec(res.f_outputs)}, {g}(x) = {_vec(res.g_outputs)}")
     return "\n".join(out)
 
 
@@ -131,5 +131,5 @@ def _result_file(res) -> str:
     if res.status != "sat":
         return res.status + "\n"
     parts = [f"(X_{i} {float(v)!r})" for i, v in enumerate(res.counterexample)]
-    parts += [f"(Y_{j} {float(v)!r})" for j, v in enumerate(res.outputs[0])]
+    parts += [f"(Y_{j} {float(v)!r})" for j, v in enumerate(res.f_outputs)]
     return "sat\n(" + "\n ".join(parts) + ")\n"

@@ -105,7 +105,8 @@ class Verification(Result):
     Attributes:
         status: ``"sat"`` (a counterexample), ``"unsat"`` (proven: none) or ``"unknown"``.
         counterexample: the input (floats) when ``"sat"``, else ``None``.
-        outputs: ``(f(x), g(x))`` at the counterexample (floats of the exact values).
+        f_outputs, g_outputs: ``f(x)`` and ``g(x)`` at the counterexample (floats of the
+            exact values).
         violated: the index of the constraint it meets.
         margin: the exact ``rows[k] . (f - g) - thresholds[k]`` there (rounded down).
         lower, upper: an interval of ``max_k (rows[k] . (f - g) - thresholds[k])`` over
@@ -120,7 +121,8 @@ class Verification(Result):
 
     status: str
     counterexample: np.ndarray | None
-    outputs: tuple | None
+    f_outputs: np.ndarray | None
+    g_outputs: np.ndarray | None
     violated: int | None
     margin: float | None
     lower: float
@@ -255,7 +257,8 @@ def _answer(witness, x, lower, upper, num_boxes, start, how, strict=True) -> Ver
     return Verification(
         status=status,
         counterexample=None if witness is None else x,
-        outputs=None if witness is None else witness["outputs"],
+        f_outputs=None if witness is None else witness["outputs"][0],
+        g_outputs=None if witness is None else witness["outputs"][1],
         violated=None if witness is None else witness["k"],
         margin=None if witness is None else witness["margin"],
         lower=lower,
