@@ -118,6 +118,10 @@ def adversarial_params(net, rng, kind):
     elif kind == "scales":
         exps = rng.integers(-120, 121, size=len(params)).astype(float)
         exps -= exps.mean()
+        # centred exponents reach 240; a Jacobian block is the product of the other
+        # layers (10^-e_l) and K its square: at most 10^60 per block keeps K in range
+        # (seed 3129 on a five-layer 2D net overflowed to inf before this bound)
+        exps *= min(1.0, 60.0 / max(float(np.abs(exps).max()), 1.0))
         params = [w * 10.0**e for w, e in zip(params, exps)]
     elif kind == "decades":
         params = [w * 10.0 ** rng.uniform(-8, 8, size=w.shape) for w in params]
