@@ -176,8 +176,8 @@ def main(argv=None) -> list[dict]:
             ("N(0, 1e-3)-perturbed", lambda p: perturbed(p, 1e-3)),
         ]
     )
-    timeout = 3.0 if args.quick else TIMEOUT
-    budget = 2.0 if args.quick else DISTANCE_BUDGET
+    timeout = 2.0 if args.quick else TIMEOUT
+    budget = 1.0 if args.quick else DISTANCE_BUDGET
     for name in names:
         p = acas_network(name, args.acas)
         if p is None:

@@ -47,8 +47,8 @@ def test_distance_and_verify_take_workers():
     p = ReLUNet([4, 10, 10, 1]).random_params(seed=1)
     q = [(W * 1.001, b) for W, b in p]
     box = (-np.ones(4), np.ones(4))
-    one = distance(p, q, box, method="bounds", time_limit=20)
-    two = distance(p, q, box, method="bounds", time_limit=20, workers=2)
+    one = distance(p, q, box, method="bounds", time_limit=6)
+    two = distance(p, q, box, method="bounds", time_limit=6, workers=2)
     assert "on 2 processes" in two.note
     assert two.lower <= one.upper and one.lower <= two.upper
     query = DifferenceQuery.within(*box, 10 * one.upper, 1)

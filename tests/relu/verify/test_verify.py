@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from neuromanifold import InputError
@@ -15,7 +15,7 @@ from neuromanifold.relu import DifferenceQuery, ReLUNet, Verification, distance,
 from tests.support.relu import exact_outputs, float_permuted_rescaled
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(seed=st.integers(0, 10**6), ratio=st.sampled_from([0.5, 0.98, 1.02, 2.0]))
 def test_the_answer_agrees_with_the_exact_supremum(seed, ratio):
     rng = np.random.default_rng(seed)
@@ -23,8 +23,11 @@ def test_the_answer_agrees_with_the_exact_supremum(seed, ratio):
     q = [(W + 0.2 * rng.standard_normal(W.shape), b) for W, b in p]
     lo, hi = -np.ones(2), np.ones(2)
     exact = distance(p, q, (lo, hi), method="regions", gap=0, time_limit=None)
+    # equal on the box (the change only met dead neurons): |f - g| > 0 has no
+    # counterexample, and float bounds cannot prove a supremum of exactly 0 (unknown)
+    assume(exact.upper > 0)
     eps = ratio * exact.upper
-    r = verify(p, q, DifferenceQuery.within(lo, hi, eps, 2), time_limit=30)
+    r = verify(p, q, DifferenceQuery.within(lo, hi, eps, 2), time_limit=15)
     if r.status == "sat":
         x = r.counterexample
         assert np.all(lo <= x) and np.all(x <= hi)
@@ -49,7 +52,7 @@ def test_a_permuted_copy_is_proven_within_any_eps():
 def test_the_budget_ends_in_unknown_with_a_certified_interval():
     p = ReLUNet([6, 32, 32, 2]).random_params(seed=1)
     q = [(W * 1.01, b) for W, b in p]
-    exact_lower = distance(p, q, (-np.ones(6), np.ones(6)), time_limit=5).lower
+    exact_lower = distance(p, q, (-np.ones(6), np.ones(6)), time_limit=2).lower
     # eps just above what sampling finds: neither side decides in a short budget
     query = DifferenceQuery.within(-np.ones(6), np.ones(6), exact_lower * 1.0001, 2)
     r = verify(p, q, query, time_limit=0.5)
