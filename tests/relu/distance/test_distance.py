@@ -206,7 +206,7 @@ def test_the_bound_engine_certifies_a_permuted_rescaled_copy_at_once():
     assert "aligned by the weight matching" in r.note
 
 
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=2, deadline=None)
 @given(seed=st.integers(0, 10**6), size=st.sampled_from([1e-3, 0.3]))
 def test_the_bound_engine_contains_the_exact_supremum(seed, size):
     rng = np.random.default_rng(seed)

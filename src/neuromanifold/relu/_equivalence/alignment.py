@@ -23,8 +23,8 @@ __all__ = ["match_hidden_neurons", "difference_bound_chain", "by_bounds", "Diffe
 
 #: float64's unit roundoff and smallest normal number
 _U, _TINY = 2.0**-53, 2.0**-1022
-#: the bound engine's share of what is left of equivalent's budget (30 s without one)
-_BOUNDS_SHARE, _BOUNDS_SECONDS = 0.5, 30.0
+#: the bound engine's share of what is left of equivalent's budget (10 s without one)
+_BOUNDS_SHARE, _BOUNDS_SECONDS = 0.5, 10.0
 
 
 def match_hidden_neurons(p: list, q: list) -> tuple[list, list] | None:
