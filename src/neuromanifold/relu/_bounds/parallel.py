@@ -88,7 +88,21 @@ def parallel_branch_and_bound(
     """:func:`~neuromanifold.relu._bounds.branch.branch_and_bound` in rounds on ``workers``
     processes or a Dask cluster (see the module docs); ``kwargs`` are the serial call's
     other options (``offsets``, ``batch``, ...). ``chain`` and ``evaluate`` must pickle
-    (module-level classes, not closures)."""
+    (module-level classes, not closures). With one worker and no scheduler it is the
+    serial call, in this process."""
+    if workers == 1 and scheduler is None:
+        return branch_and_bound(
+            chain,
+            lo,
+            hi,
+            evaluate,
+            gap=gap,
+            deadline=deadline,
+            lower=lower,
+            point=point,
+            decide=decide,
+            **kwargs,
+        )
     best, best_x = float(lower), point
     opened: list | None = None  # None: the first round starts from the parts of the box
     num_boxes = 0

@@ -64,7 +64,6 @@ from ..._validation import (
     check_nonnegative_float,
 )
 from ...exact import qrows, to_fmpq
-from .._bounds.branch import branch_and_bound
 from .._bounds.interval import box_bounds, difference_bounds
 from .._bounds.linear import propagate
 from .._bounds.parallel import check_parallel, parallel_branch_and_bound
@@ -94,8 +93,6 @@ _REGIONS_FIRST = 20_000
 #: first)
 _REGIONS_BEFORE_BOUNDS = 300
 _NUM_SAMPLES = 4096
-#: float64's unit roundoff and smallest normal number
-_U, _TINY = 2.0**-53, 2.0**-1022
 
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
@@ -276,18 +273,15 @@ def _by_bounds(
         deadline=budget.deadline,
         lower=to_float(best.value * pow2(best.pair.E)) if best.point is not None else 0.0,
     )
-    if workers > 1 or scheduler is not None:
-        bb = parallel_branch_and_bound(
-            chain,
-            dom.lower,
-            dom.upper,
-            DifferenceAt(fp, fq),
-            workers=workers,
-            scheduler=scheduler,
-            **options,
-        )
-    else:
-        bb = branch_and_bound(chain, dom.lower, dom.upper, DifferenceAt(fp, fq), **options)
+    bb = parallel_branch_and_bound(
+        chain,
+        dom.lower,
+        dom.upper,
+        DifferenceAt(fp, fq),
+        workers=workers,
+        scheduler=scheduler,
+        **options,
+    )
     upper = bb.upper + rounding
     upper = math.nextafter(upper, math.inf) if rounding else upper
     where = (

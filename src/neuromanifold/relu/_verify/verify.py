@@ -34,7 +34,6 @@ from ..._validation import (
     check_nonnegative_float,
     check_positive_int,
 )
-from .._bounds.branch import branch_and_bound
 from .._bounds.linear import propagate
 from .._bounds.parallel import check_parallel, parallel_branch_and_bound
 from .._bounds.parameters import path_norm_scale
@@ -225,12 +224,9 @@ def verify(
     options = dict(
         gap=0.0, deadline=deadline, lower=float(vals[k]), point=X[k], offsets=offsets, decide=0.0
     )
-    if workers > 1 or scheduler is not None:
-        bb = parallel_branch_and_bound(
-            chain, dom.lower, dom.upper, margins, workers=workers, scheduler=scheduler, **options
-        )
-    else:
-        bb = branch_and_bound(chain, dom.lower, dom.upper, margins, **options)
+    bb = parallel_branch_and_bound(
+        chain, dom.lower, dom.upper, margins, workers=workers, scheduler=scheduler, **options
+    )
     witness = _exact_check(fp, fq, query, bb.point) if bb.point is not None else None
     how = f"linear bound propagation on {how}; {bb.num_boxes:,} boxes"
     return _answer(
