@@ -72,6 +72,18 @@ def _mlp():
     return net, net.random_params(seed=1)
 
 
+def _conv_layers():
+    from neuromanifold.relu import layers as nl
+
+    return [
+        nl.Conv(np.array([[[1.0, -0.5]], [[0.3, 0.8]]]), np.array([0.1, -0.2])),
+        nl.ReLU(),
+        nl.MaxPool(kernel=2, stride=1),
+        nl.Flatten(),
+        nl.Dense(np.array([[1.0, -2.0, 0.5, 0.2]]), np.array([0.3])),
+    ]
+
+
 @functools.cache
 def _relu_params():
     return [
@@ -1731,6 +1743,30 @@ MORE_ENTRIES = [
         ),
         {"lower": "array", "upper": "array", "eps": "real", "num_outputs": "count"},
     ),
+    E(
+        "relu.ReLUConvNet",
+        lambda: dict(input_shape=(1, 4), layers=_conv_layers()),
+        lambda input_shape, layers: relu.ReLUConvNet(input_shape=input_shape, layers=layers),
+        {"input_shape": "object", "layers": "object"},
+    ),
+    E(
+        "relu.channel_spec",
+        lambda: dict(net=relu.ReLUConvNet(input_shape=(1, 4), layers=_conv_layers())),
+        lambda net: relu.channel_spec(net),
+        {"net": "object"},
+    ),
+    E(
+        "relu.layers.Conv",
+        lambda: dict(weight=np.ones((2, 1, 3)), bias=np.zeros(2)),
+        lambda weight, bias: nm.relu.layers.Conv(weight, bias),
+        {"weight": "array", "bias": "array"},
+    ),
+    E(
+        "relu.layers.Dense",
+        lambda: dict(weight=np.ones((2, 3)), bias=np.zeros(2)),
+        lambda weight, bias: nm.relu.layers.Dense(weight, bias),
+        {"weight": "array", "bias": "array"},
+    ),
     # ---------------------------------------------------------------- io
     E(
         "io.read_vnnlib",
@@ -2214,6 +2250,9 @@ NOT_FUZZED: dict[str, str] = {
             "FunctionGroups",
             "DeepIdentifiability",
             "MoveFamily",
+            "ChannelSpec",
+            "ChannelGroup",
+            "ChannelSymmetry",
         )
     },
     "neuromanifold.relu.warm_up": "takes no input (compiles the engine's kernels)",

@@ -31,6 +31,7 @@ MODULES = [
     "neuromanifold.report",
     "neuromanifold.conservation",
     "neuromanifold.relu.symmetries",
+    "neuromanifold.relu.layers",
 ]
 
 PUBLIC = sorted({(m, n) for m in MODULES for n in importlib.import_module(m).__all__})
@@ -576,4 +577,4 @@ def test_a_public_module_shows_its_all_and_its_documented_submodules_only(name):
     shown = {n for n in dir(module) if not n.startswith("_")}
     submodules = {n for n in shown if isinstance(getattr(module, n), types.ModuleType)}
     assert shown - submodules == set(module.__all__) - submodules
-    assert submodules <= {"symmetries"}
+    assert submodules <= {"symmetries", "layers"}

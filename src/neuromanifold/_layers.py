@@ -59,7 +59,10 @@ ROOMS: dict[str, tuple[tuple[tuple[str, str], ...], ...]] = {
     # are routes inside it), above the machinery every room shares.
     "neuromanifold.relu": (
         (("neuromanifold.relu", "the public facade: the names of `neuromanifold.relu`"),),
-        (("neuromanifold.relu.symmetries", "the public facade of the named symmetries"),),
+        (
+            ("neuromanifold.relu.symmetries", "the public facade of the named symmetries"),
+            ("neuromanifold.relu.layers", "the public facade of the convolutional layers"),
+        ),
         (
             (
                 "neuromanifold.relu._fingerprint",
@@ -218,7 +221,8 @@ def _path(name: str, facade: bool = False) -> str:
     if name == "neuromanifold" or facade:
         return rel + "/__init__.py"
     if (
-        name in ("neuromanifold.__main__", "neuromanifold.relu.symmetries")
+        name
+        in ("neuromanifold.__main__", "neuromanifold.relu.symmetries", "neuromanifold.relu.layers")
         or name.rpartition(".")[2].startswith("_")
         and name.count(".") == 1
     ):

@@ -103,6 +103,20 @@ def build_results():
         -np.ones(p[0][0].shape[1]), np.ones(p[0][0].shape[1]), 0.1, p[-1][0].shape[0]
     )
     out.append(query)
+    from neuromanifold.relu import layers as nl
+
+    cnn = relu.ReLUConvNet(
+        input_shape=(1, 4),
+        layers=[
+            nl.Conv(np.ones((2, 1, 2)), np.array([0.0, -1.0])),
+            nl.ReLU(),
+            nl.Flatten(),
+            nl.Dense(np.ones((1, 6)), np.zeros(1)),
+        ],
+    )
+    spec = relu.channel_spec(cnn)
+    out += [spec, spec.groups[0]]
+    out += list(relu.equivalent(cnn, cnn).symmetry)
     out.append(relu.verify(p, q, query, time_limit=5))
     out.append(relu.neurons(p, (-1.0, 1.0)))
     out.append(relu.neurons(p, (-1.0, 1.0), method="bounds"))

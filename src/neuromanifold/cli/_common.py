@@ -160,7 +160,7 @@ def load_model(path: str, kind: str | None = None, strides: Any = None):
     from .._errors import ModelFileError  # start-up: loaded when the subcommand runs
 
     model = io.load(path, strides=strides)
-    if kind is not None and model.kind != kind:
+    if kind is not None and model.kind != kind and (kind, model.kind) != ("relu", "relu_conv"):
         raise ModelFileError(f"{path}: holds a {model.kind} model; this command needs {kind}")
     print(
         fit("\n".join([f"read {model.describe()}"] + [f"  {n}" for n in model.notes])),

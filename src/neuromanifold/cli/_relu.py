@@ -345,6 +345,13 @@ def _fingerprint(args) -> int:
 def _symmetry_words(s) -> str:
     """A named symmetry in a line: permutations as the neuron each one moves to, scalings
     as their factors (abbreviated past six), the rest by name."""
+    if hasattr(s, "group"):  # a convolutional network's channel group
+        moved = [f"{i}->{j}" for j, i in enumerate(s.perm) if i != j]
+        return (
+            f"channels of {s.group}: "
+            + (", ".join(moved) if moved else "identity")
+            + f"; scaled by {short_array(np.asarray(s.scale), precision=4)}"
+        )
     if s.name == "permutation":
         moved = [f"{i}->{j}" for j, i in enumerate(s.perm) if i != j]
         return f"permutation of hidden layer {s.layer}: " + (
@@ -353,6 +360,20 @@ def _symmetry_words(s) -> str:
     if s.name == "scaling":
         return f"scaling of hidden layer {s.layer} by {short_array(s.scales, precision=4)}"
     return repr(s)
+
+
+def _spec(args) -> int:
+    from ..relu import channel_spec  # start-up: loaded when the subcommand runs
+
+    model = load_model(args.model, "relu")
+    if model.kind != "relu_conv":
+        text = (
+            "a fully connected network: one group per hidden layer (its neurons' "
+            "permutation and positive scaling); see relu identify for every symmetry"
+        )
+        return emit(args, text, {"model": model.describe(), "groups": []})
+    spec = channel_spec(model.params)
+    return emit(args, spec.describe(), spec.to_dict())
 
 
 def _identify(args) -> int:
@@ -522,6 +543,7 @@ _ACTIONS = {
     "fundim": _fundim,
     "genericity": _genericity,
     "ntk": _ntk,
+    "spec": _spec,
 }
 
 
@@ -812,6 +834,14 @@ _SUBCOMMANDS = {
         "on the domain, each failure with its witness.",
         _MODEL,
         ["domain", "tol", *_BUDGET],
+    ),
+    "spec": (
+        "the channel symmetries of a convolutional network, as a permutation spec",
+        "The channel groups of a convolutional network, derived from its layers: "
+        "which weight axes each permutation and positive scaling acts on (Git "
+        "Re-Basin's permutation spec, written for you).",
+        _MODEL,
+        [],
     ),
     "ntk": (
         "the empirical NTK at random inputs of the domain",

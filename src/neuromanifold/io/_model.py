@@ -34,13 +34,14 @@ class Model(Result):
     """A network read by :func:`neuromanifold.io.load`.
 
     Attributes:
-        kind: ``"relu"`` (fully connected ReLU network) or ``"linear_conv"`` (linear
-            convolutional network).
+        kind: ``"relu"`` (fully connected ReLU network), ``"relu_conv"`` (convolutional
+            ReLU network) or ``"linear_conv"`` (linear convolutional network).
         params: for ``"relu"`` a list of ``(W, b)`` float64 pairs, ``W`` of shape
-            ``(n_l, n_{l-1})``; for ``"linear_conv"`` a list of float64 filters (layer 1
-            acts first).
-        architecture: widths ``(n_0, ..., n_L)`` for ``"relu"``; filter shapes for
-            ``"linear_conv"``.
+            ``(n_l, n_{l-1})``; for ``"relu_conv"`` the
+            :class:`~neuromanifold.relu.ReLUConvNet`; for ``"linear_conv"`` a list of
+            float64 filters (layer 1 acts first).
+        architecture: widths ``(n_0, ..., n_L)`` for ``"relu"``; the input shape and the
+            layers' descriptions for ``"relu_conv"``; filter shapes for ``"linear_conv"``.
         strides: the strides of a linear convolutional network (one per layer), else None.
         source: where the model came from (a path or a description of the object).
         converted_from: the dtype of the weights as stored (e.g. ``"float32"``); every
@@ -63,12 +64,16 @@ class Model(Result):
         :class:`neuromanifold.LinearConvNet`."""
         if self.kind == "relu":
             return ReLUNet(self.architecture)
+        if self.kind == "relu_conv":
+            return self.params
         return LinearConvNet(list(self.architecture), strides=list(self.strides))
 
     def describe(self) -> str:
         """One line for people: kind, architecture, dtype conversion and source."""
         if self.kind == "relu":
             arch = "ReLU network " + "-".join(str(n) for n in self.architecture)
+        elif self.kind == "relu_conv":
+            arch = self.params.describe()
         else:
             shapes = ",".join("x".join(str(k) for k in s) for s in self.architecture)
             strides = ",".join("x".join(str(k) for k in s) for s in self.strides)

@@ -29,6 +29,7 @@ import numpy as np
 from .._errors import ModelFileError
 from .._validation import MAX_PARAMS
 from ._model import Model, model_from_arrays
+from ._onnx_conv import is_conv_relu_graph, read_conv_graph
 
 __all__ = ["read_onnx", "write_onnx", "READABLE_OPS"]
 
@@ -449,6 +450,8 @@ def read_onnx(path: Path, *, strides: Any = None) -> Model:
     graph.example_shape = tuple(rest) if rest and all(d for d in rest) else None
     if len(dims) == 1 and dims[0]:
         graph.features = dims[0]
+    if is_conv_relu_graph(proto):
+        return read_conv_graph(graph, proto, source, graph.example_shape)
     for node in proto.graph.node:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
             continue

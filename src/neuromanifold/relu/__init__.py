@@ -9,9 +9,10 @@ depth), the verb picks the route and the result names it in ``method``; the rout
 result class subclasses the question's.
 """
 
-from . import symmetries
+from . import layers, symmetries
 from ._canonical.canonical import canonical_form
 from ._canonical.three_layer import BottleneckEquivalence, equivalent_bottleneck
+from ._core.conv.network import ReLUConvNet
 from ._core.domain import Domain, as_domain
 from ._core.net import ReLUNet, check_params, forward
 from ._distance.distance import Distance, Top1, distance
@@ -58,12 +59,15 @@ from ._regions.regions import (
     iter_regions,
     regions,
 )
+from ._symmetries.channels import ChannelGroup, ChannelSpec, ChannelSymmetry, channel_spec
 from ._verify.verify import DifferenceQuery, Verification, verify
 from ._warm_up import warm_up
 
 __all__ = [
     # networks and domains (the machinery every question reads)
     "ReLUNet",
+    "ReLUConvNet",
+    "layers",
     "forward",
     "check_params",
     "Domain",
@@ -103,6 +107,11 @@ __all__ = [
     "DeepIdentifiability",
     "HiddenHyperplane",
     "symmetries",
+    # which channel permutations and scalings keep a convolutional network's function?
+    "channel_spec",
+    "ChannelSpec",
+    "ChannelGroup",
+    "ChannelSymmetry",
     # which parameters compute the same function?
     "fiber",
     "ReLUFiber",

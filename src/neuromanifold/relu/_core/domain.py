@@ -17,7 +17,7 @@ from ..._results import Result
 from ..._validation import MAX_PARAMS, as_finite_array, check_nonnegative_float, check_positive_int
 from .net import check_params
 
-__all__ = ["Domain", "as_domain", "FixedInputs"]
+__all__ = ["Domain", "as_domain", "FixedInputs", "sample_points"]
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -302,3 +302,17 @@ class FixedInputs:
         out[self.free] = x
         out[self.fixed] = self.values
         return out
+
+
+def sample_points(dom: Domain, d: int, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` points of the domain: uniform on a box; else homogeneous (see below)."""
+    if dom.kind == "box":
+        return dom.lower + (dom.upper - dom.lower) * rng.random((n, d))
+    # homogeneous sampling x = y / s, the measure of the relative difference; a quarter of
+    # the points far out (s down to 1e-6) for differences at infinity
+    y = rng.uniform(-1.0, 1.0, (n, d))
+    if dom.kind == "orthant":
+        y = np.abs(y)
+    s = rng.uniform(0.0, 1.0, n)
+    s[: n // 4] = 10.0 ** -rng.uniform(0.0, 6.0, n // 4)
+    return y / np.maximum(s, 1e-6)[:, None]

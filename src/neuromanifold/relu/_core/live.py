@@ -14,8 +14,15 @@ from typing import Any
 import numpy as np
 
 from ..._errors import short_repr
+from .conv.network import ReLUConvNet
 
-__all__ = ["is_live_relu_model", "live_relu_params", "tensor_to_numpy"]
+__all__ = [
+    "is_live_relu_model",
+    "live_relu_params",
+    "tensor_to_numpy",
+    "as_conv_net",
+    "refuse_conv",
+]
 
 #: torch modules that compute nothing in an inference pass
 _PASS_THROUGH = ("Identity", "Flatten", "Dropout")
@@ -40,14 +47,45 @@ def _is_torch_sequential(obj: Any) -> bool:
     return type(obj).__module__.startswith("torch") and type(obj).__name__ == "Sequential"
 
 
+def as_conv_net(obj: Any) -> Any:
+    """The :class:`~neuromanifold.relu.ReLUConvNet` that ``obj`` is or holds (a Model of
+    kind ``"relu_conv"``), else None."""
+    if isinstance(obj, ReLUConvNet):
+        return obj
+    if _is_model(obj) and getattr(obj, "kind", None) == "relu_conv":
+        return obj.params
+    return None
+
+
+def refuse_conv(obj: Any, question: str, error: type[Exception]) -> None:
+    """Refuse a convolutional network where ``question`` is about the parameters of a
+    fully connected one (their dense view has other parameters than the kernels)."""
+    if as_conv_net(obj) is not None:
+        raise error(
+            f"{question} answers about the parameters of a fully connected ReLU network; "
+            f"got a convolutional network, whose parameters are its kernels. For it: "
+            f"relu.channel_spec (its channel symmetries); equivalent, distance, regions, "
+            f"neurons, verify, reduce and fingerprint read its function through its dense "
+            f"view"
+        )
+
+
 def is_live_relu_model(obj: Any) -> bool:
     """Whether ``obj`` is one of the objects :func:`live_relu_params` reads."""
-    return _is_model(obj) or _is_sklearn_mlp(obj) or _is_torch_sequential(obj)
+    return (
+        _is_model(obj)
+        or _is_sklearn_mlp(obj)
+        or _is_torch_sequential(obj)
+        or as_conv_net(obj) is not None
+    )
 
 
 def live_relu_params(obj: Any, error: type[Exception]) -> list[tuple[np.ndarray, np.ndarray]]:
     """The ``(W, b)`` list of a live ReLU model (see the module docs); ``error`` (an
     exception class of the caller's) names the rule otherwise."""
+    conv = as_conv_net(obj)
+    if conv is not None:  # its function, as a fully connected ReLU network
+        return conv.dense_params()
     if _is_model(obj):
         if obj.kind != "relu":
             raise error(f"{obj.source}: holds a {obj.kind} model; this needs a ReLU network")

@@ -73,7 +73,8 @@ from ...exact import to_fmpq
 from .._bounds.parameters import function_distance_bound, path_norm_scale, telescoping_bound
 from .._canonical.three_layer import equivalent_bottleneck
 from .._core.clock import DeadlinePassed, check_deadline, deadline_scope
-from .._core.domain import Domain, FixedInputs, as_domain
+from .._core.domain import Domain, FixedInputs, as_domain, sample_points
+from .._core.live import as_conv_net
 from .._core.net import check_params, float_params, forward_unchecked, param_list
 from .._core.numbers import to_float
 from .._engine.budget import Budget, check_budget
@@ -90,6 +91,7 @@ from .._reduction.reduction import abs_floats, fraction_params, reduce_everywher
 from .._symmetries.nulling import reduction_symmetry
 from .._symmetries.three_layer import Permutation, Scaling
 from .alignment import by_bounds, match_hidden_neurons
+from .conv import by_channels, conv_witness
 
 __all__ = ["Equivalence", "equivalent"]
 
@@ -168,6 +170,11 @@ def equivalent(
     check_choice(method, "method", _METHODS)
     check_seed(seed)
     _, time_limit = check_budget(max_regions, time_limit)  # refused whichever path decides
+    conv_p, conv_q = as_conv_net(p), as_conv_net(q)
+    if conv_p is not None or conv_q is not None:
+        options = dict(tol=tol, method=method, seed=seed, progress=progress)
+        budget = dict(max_regions=max_regions, time_limit=time_limit)
+        return _equivalent_conv(p, q, conv_p, conv_q, domain, options, budget)
     fixed = _fixed_inputs(p, domain)
     if fixed is not None:  # a box fixing inputs: the networks on the others, exactly
         cut, dom = fixed
@@ -278,6 +285,27 @@ def equivalent(
     return dataclasses.replace(out, num_milps=2 * pair.m, note=f"{why}; {out.note}")
 
 
+def _equivalent_conv(
+    p: Any, q: Any, conv_p: Any, conv_q: Any, domain: Any, options: dict, budget: dict
+) -> Equivalence:
+    """:func:`equivalent` when one network is convolutional: by the channels (a matched
+    channel symmetry certified by the parameter bound, or an exactly checked witness at
+    a sampled input), else on the dense views."""
+    if conv_p is not None and conv_q is not None and options["method"] == "auto":
+        dom = as_domain(domain, conv_p.input_dim)
+        res = by_channels(conv_p, conv_q, dom, options["tol"])
+        if res is None:
+            res = conv_witness(conv_p, conv_q, dom, options["tol"], as_seed_rng(options["seed"]))
+        if res is not None:
+            return res
+    res = equivalent(param_list(p), param_list(q), domain, **options, **budget)
+    return dataclasses.replace(
+        res,
+        note="decided on the dense views (the same functions as fully connected ReLU "
+        "networks; scale is the dense views' path norm); " + res.note,
+    )
+
+
 def expected_joint_regions(pair: Pair, dom: Domain, rng) -> float:
     """A rough count of the joint regions (distinct joint activation patterns at random
     points, Chao1-corrected as in :func:`~neuromanifold.relu.estimate_regions`), to order
@@ -301,19 +329,6 @@ def expected_joint_regions(pair: Pair, dom: Domain, rng) -> float:
 
 
 # -- sampled check -------------------------------------------------------------------------
-
-
-def sample_points(dom: Domain, d: int, rng: np.random.Generator, n: int) -> np.ndarray:
-    if dom.kind == "box":
-        return dom.lower + (dom.upper - dom.lower) * rng.random((n, d))
-    # homogeneous sampling x = y / s, the measure of the relative difference; a quarter of
-    # the points far out (s down to 1e-6) for differences at infinity
-    y = rng.uniform(-1.0, 1.0, (n, d))
-    if dom.kind == "orthant":
-        y = np.abs(y)
-    s = rng.uniform(0.0, 1.0, n)
-    s[: n // 4] = 10.0 ** -rng.uniform(0.0, 6.0, n // 4)
-    return y / np.maximum(s, 1e-6)[:, None]
 
 
 def relative_difference(pair: Pair, X: np.ndarray) -> np.ndarray:

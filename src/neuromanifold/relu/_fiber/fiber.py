@@ -48,11 +48,12 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import InputError, NeuromanifoldError
+from ..._errors import InputError, NeuromanifoldError, ParameterError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_positive_int, renamed_keywords
 from ...exact import to_fmpq
+from .._core.live import refuse_conv
 from .._core.net import check_params, exact_params, float_params
 from .._core.rows import sign_kinds
 from .._engine.budget import check_budget
@@ -505,6 +506,7 @@ def fiber(
     >>> F.dimension, F.local_dimension, F.num_params - F.jacobian_rank
     (11, 11, 11)
     """
+    refuse_conv(params, "fiber", ParameterError)
     raw = params
     params = check_params(params)
     tol = check_tol(tol)

@@ -55,6 +55,7 @@ from .._canonical.three_layer import (
     equivalent_bottleneck,
     fast_path_reason,
 )
+from .._core.live import refuse_conv
 from .._core.net import forward
 from .._regions.regions import regions
 from .._symmetries.shape import row_kinds, row_signs, three_layer
@@ -296,6 +297,7 @@ def search_symmetries(
     >>> S.confirmed, S.clusters[0].kind
     (1, 'named')
     """
+    refuse_conv(params, "search_symmetries", ParameterError)
     progress = check_bool(progress, "progress")
     tol, classify_tol = check_tol(tol), check_tol(classify_tol, "classify_tol")
     rng = as_seed_rng(seed)

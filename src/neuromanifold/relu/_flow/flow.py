@@ -38,6 +38,7 @@ from ..._validation import (
     renamed_keywords,
 )
 from ...flows._library import SOLVERS, Stepper, check_finite, check_num_times, quiet_overflow
+from .._core.live import refuse_conv
 from .._core.net import ReLUNet, check_params, forward_unchecked
 
 __all__ = [
@@ -376,6 +377,7 @@ def gradient_flow(
     >>> bool(flow.loss[-1] < flow.loss[0]), flow.max_law_drift < 1e-8
     (True, True)
     """
+    refuse_conv(params, "gradient_flow", ParameterError)
 
     params = check_params(params)
     net = ReLUNet.from_params(params)

@@ -71,13 +71,14 @@ import flint
 import numpy as np
 import scipy.linalg
 
-from ..._errors import ComputationLimitError
+from ..._errors import ComputationLimitError, ParameterError
 from ..._progress import progress_bar
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
 from ..._validation import as_real_array, check_bool, check_choice
 from .._bounds.parameters import path_norm_scale
 from .._core.domain import Domain, as_domain
+from .._core.live import refuse_conv
 from .._core.net import param_list
 from .._engine.budget import Budget, check_budget
 from .._engine.cells import ExactNet, exact_forward, layer_maps, thickness
@@ -735,6 +736,7 @@ def functional_dimension(
     >>> functional_dimension([(W1, np.zeros(2)), (W2, np.zeros(1))], tol=0).rank
     7
     """
+    refuse_conv(params, "functional_dimension", ParameterError)
     tol = check_tol(tol)
     check_choice(method, "method", _FD_METHODS)
     max_regions, time_limit = check_budget(max_regions, time_limit)

@@ -40,6 +40,7 @@ from typing import Any
 import flint
 import numpy as np
 
+from ..._errors import ParameterError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
 from ..._validation import check_bool
@@ -47,6 +48,7 @@ from ...exact import rational_rank
 from ...exact._library import dot, round_certificate
 from .._bounds.parameters import path_norm_scale
 from .._core.domain import Domain, as_domain
+from .._core.live import refuse_conv
 from .._core.net import check_params
 from .._core.numbers import (
     binary_exponent,
@@ -602,6 +604,7 @@ def genericity(
     >>> genericity([(W1, [-1.0, -1.0, -2.0]), ([[1.0, 1.0, 1.0]], [0.0])]).failures[0].kind
     'common point'
     """
+    refuse_conv(params, "genericity", ParameterError)
     tol = check_tol(tol)
     progress = check_bool(progress, "progress")
     layers, exact = exact_layers(params)

@@ -37,6 +37,7 @@ from ..._errors import InputError, ParameterError
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import check_bool
 from .._bounds.parameters import function_distance_bound, path_norm_scale
+from .._core.live import refuse_conv
 from .._core.net import check_params, float_params
 from .._engine.budget import check_budget
 from .._symmetries.any_depth import (
@@ -159,6 +160,7 @@ def identifiability(
     >>> r.identifiable, r.certified, r.witnesses[0]
     (False, True, WindowSymmetry(start=1, symmetry=HidingTranslation(...)))
     """
+    refuse_conv(params, "identifiability", ParameterError)
     params = check_params(params)
     local = check_bool(local, "local")
     start = time.monotonic()

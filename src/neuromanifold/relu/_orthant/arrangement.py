@@ -34,13 +34,14 @@ from typing import Any
 import flint
 import numpy as np
 
-from ..._errors import ArchitectureError, InputError, short_repr
+from ..._errors import ArchitectureError, InputError, ParameterError, short_repr
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_finite_array
 from ...exact import fmpq_to_fraction, qmat, rational_matmul
 from .._bounds.parameters import path_norm_scale
 from .._core.domain import Domain, as_domain
+from .._core.live import refuse_conv
 from .._core.numbers import exact_layers, open_range
 
 __all__ = [
@@ -468,6 +469,7 @@ def weighted_arrangement(
     >>> [str(H) for H in A.hyperplanes], A.active_neurons
     (['H: (1, -1).z + 0 = 0, weight (3)'], (2,))
     """
+    refuse_conv(params, "weighted_arrangement", ParameterError)
     layers, exact_layers = one_hidden_layer(params, "weighted_arrangement")
     tol = check_tol(tol)
     (W, b), (C, g) = exact_layers

@@ -55,6 +55,7 @@ from ...exact import (
     to_fmpq,
 )
 from .._core.domain import as_domain
+from .._core.live import refuse_conv
 from .._core.net import check_params
 from .._core.numbers import exact_layers, to_float
 from .arrangement import (
@@ -1125,6 +1126,7 @@ def orthant_fiber(
     >>> F.dimension, [P.labels for P in F.pieces]
     (1, [('H1+',)])
     """
+    refuse_conv(params, "orthant_fiber", ParameterError)
     layers, _ = one_hidden_layer(params, "orthant_fiber")
     dom = as_domain(domain, layers[0][0].shape[1])
     if dom.kind != "orthant":

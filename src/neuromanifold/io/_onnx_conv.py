@@ -1,0 +1,243 @@
+"""Convolutional ReLU networks from ONNX graphs, node by node.
+
+Read: ``Conv`` (bias, strides, pads, dilations; one group), ``BatchNormalization``
+(inference mode, folded into the Conv or dense layer right before it, and said so),
+``Relu``, ``MaxPool`` and ``AveragePool`` (floor mode), ``GlobalAveragePool``,
+``Flatten`` (axis 1) and a ``Reshape`` that flattens, ``Gemm``, ``MatMul`` (+ ``Add`` of
+a bias), and a final ``Softmax``/``LogSoftmax`` (left out and said so: the analyses are
+on the logits, and logits equal up to a constant are the same classifier). Every other
+operator, attribute value or branching graph is refused with the node's name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .._errors import ArchitectureError, ModelFileError
+from ..relu import ReLUConvNet
+from ..relu import layers as nl
+from ._model import Model
+
+__all__ = ["is_conv_relu_graph", "read_conv_graph"]
+
+_CONV_OPS = {"Relu", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization"}
+_PASS = {"Identity", "Dropout"}
+
+
+def is_conv_relu_graph(proto: Any) -> bool:
+    """A graph with a convolution and a ReLU or pooling: a convolutional ReLU network
+    (a graph of bias-free convolutions alone is a linear convolutional network)."""
+    ops = {n.op_type for n in proto.graph.node}
+    return "Conv" in ops and bool(ops & _CONV_OPS)
+
+
+class _ConvWalk:
+    def __init__(self, graph: Any, example_shape: tuple):
+        self.g = graph
+        self.layers: list[nl.Layer] = []
+        self.notes: list[str] = []
+        self.shape = tuple(example_shape)
+        self.pending_bias: Any = None  # a MatMul waiting for its Add
+        self.ended = False  # a final Softmax seen: nothing may follow
+
+    def push(self, layer: nl.Layer, node: Any) -> None:
+        try:
+            self.shape = tuple(layer.out_shape(self.shape))
+        except ArchitectureError as err:
+            raise self.g.refuse(node, str(err)) from None
+        self.layers.append(layer)
+
+    def ints(self, a: dict, key: str, default: Any) -> Any:
+        value = a.get(key, default)
+        return None if value is None else [int(v) for v in value]
+
+    def step(self, node: Any) -> None:
+        g, op, a = self.g, node.op_type, self.g.attrs(node)
+        if self.ended:
+            raise g.refuse(node, "follows the final Softmax; only a last Softmax is read")
+        if op in _PASS:
+            return
+        if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+            raise g.refuse(node, "auto_pad is not read; export with explicit pads")
+        if op == "Conv":
+            W, b = g.const(node, 1), (g.const(node, 2) if len(node.input) > 2 else None)
+            if W.ndim not in (3, 4):
+                raise g.refuse(node, f"a Conv weight has 3 or 4 axes; got shape {W.shape}")
+            if int(a.get("group", 1)) != 1:
+                raise g.refuse(node, f"grouped convolution (group={a['group']}) is not read")
+            n = W.ndim - 2
+            b = np.zeros(W.shape[0]) if b is None else b
+            layer = nl.Conv(
+                np.asarray(W, np.float64),
+                np.asarray(b, np.float64),
+                stride=self.ints(a, "strides", [1] * n),
+                padding=self.ints(a, "pads", [0] * 2 * n),
+                dilation=self.ints(a, "dilations", [1] * n),
+                name=node.input[1].removesuffix(".weight"),
+            )
+            self.push(layer, node)
+        elif op == "BatchNormalization":
+            self.batch_norm(node, a)
+        elif op == "Relu":
+            self.push(nl.ReLU(), node)
+        elif op in ("MaxPool", "AveragePool"):
+            if int(a.get("ceil_mode", 0)) != 0:
+                raise g.refuse(node, "ceil_mode=1 is not read (floor mode only)")
+            if op == "MaxPool" and (
+                any(d != 1 for d in a.get("dilations", [])) or len(node.output) != 1
+            ):
+                raise g.refuse(node, "dilated max pooling or its indices output is not read")
+            k = self.ints(a, "kernel_shape", None)
+            kw = dict(kernel=tuple(k), stride=tuple(self.ints(a, "strides", k)))
+            kw["padding"] = tuple(self.ints(a, "pads", [0] * 2 * len(k)))
+            if op == "MaxPool":
+                self.push(nl.MaxPool(**kw), node)
+            else:
+                include = bool(a.get("count_include_pad", 0))
+                self.push(nl.AvgPool(**kw, count_include_pad=include), node)
+        elif op == "GlobalAveragePool":
+            self.push(nl.GlobalAvgPool(), node)
+        elif op in ("Flatten", "Reshape"):
+            self.flatten(node, a)
+        elif op in ("Gemm", "MatMul"):
+            self.dense(node, a)
+        elif op == "Add":
+            self.add(node)
+        elif op in ("Softmax", "LogSoftmax"):
+            self.ended = True
+            self.notes.append(
+                f"the final {op} left out: the analyses are on the logits (logits equal "
+                f"up to a constant are the same classifier)"
+            )
+        else:
+            raise g.refuse(
+                node,
+                "not a layer of a convolutional ReLU network (read: Conv, "
+                "BatchNormalization, Relu, MaxPool, AveragePool, GlobalAveragePool, "
+                "Flatten, Reshape, Gemm, MatMul, Add of a bias, a final Softmax)",
+            )
+
+    def batch_norm(self, node: Any, a: dict) -> None:
+        g = self.g
+        last = self.layers[-1] if self.layers else None
+        if not isinstance(last, nl.AffineLayer):
+            raise g.refuse(
+                node, "BatchNormalization is read right after a Conv or dense layer only"
+            )
+        if int(a.get("training_mode", 0)):
+            raise g.refuse(node, "training_mode=1: only inference-mode BatchNormalization")
+        gamma, beta, mean, var = (np.asarray(g.const(node, i), np.float64) for i in range(1, 5))
+        eps = float(a.get("epsilon", 1e-5))
+        if np.any(var + eps <= 0):
+            raise g.refuse(node, "a variance + epsilon <= 0")
+        s = gamma / np.sqrt(var + eps)
+        shape = (-1,) + (1,) * (last.weight.ndim - 1)
+        folded = dataclasses.replace(
+            last, weight=last.weight * s.reshape(shape), bias=(last.bias - mean) * s + beta
+        )
+        self.layers[-1] = folded
+        self.notes.append(
+            f"BatchNormalization {node.name or node.output[0]!r} (inference mode) folded "
+            f"into the affine layer before it"
+        )
+
+    def flatten(self, node: Any, a: dict) -> None:
+        g = self.g
+        if node.op_type == "Flatten" and int(a.get("axis", 1)) != 1:
+            raise g.refuse(node, "Flatten is read with axis=1 only (batch first)")
+        if node.op_type == "Reshape":
+            shape = [int(v) for v in g.const(node, 1, "iu").ravel()]
+            total = int(np.prod(self.shape))
+            if len(shape) != 2 or shape[1] not in (-1, total) or shape[0] not in (-1, 0, 1):
+                raise g.refuse(
+                    node, f"a Reshape is read when it flattens to (batch, {total}); got {shape}"
+                )
+        self.push(nl.Flatten(), node)
+
+    def dense(self, node: Any, a: dict) -> None:
+        g = self.g
+        if len(self.shape) != 1:
+            raise g.refuse(node, f"a dense layer on an unflattened tensor of shape {self.shape}")
+        if node.op_type == "Gemm":
+            if int(a.get("transA", 0)):
+                raise g.refuse(node, "transA=1 is not read")
+            W = np.asarray(g.const(node, 1), np.float64)
+            W = W if int(a.get("transB", 0)) else W.T
+            W = W * float(a.get("alpha", 1.0))
+            b = (
+                np.asarray(g.const(node, 2), np.float64) * float(a.get("beta", 1.0))
+                if len(node.input) > 2
+                else np.zeros(W.shape[0])
+            )
+            b = np.broadcast_to(b.ravel() if b.size == W.shape[0] else b, (W.shape[0],)).copy()
+        else:
+            W = np.asarray(g.const(node, 1), np.float64).T
+            b = np.zeros(W.shape[0])
+        name = node.input[1].removesuffix(".weight")
+        self.push(nl.Dense(W, b, name=name), node)
+
+    def add(self, node: Any) -> None:
+        g = self.g
+        last = self.layers[-1] if self.layers else None
+        other = [i for i in node.input if i != g.current]
+        if not isinstance(last, nl.Dense) or len(other) != 1 or other[0] not in g.consts:
+            raise g.refuse(
+                node,
+                "an Add is read as a dense layer's bias (a constant after MatMul or Gemm); "
+                "residual connections are not read yet",
+            )
+        c = np.asarray(g.const(node, list(node.input).index(other[0])), np.float64).ravel()
+        if c.size not in (1, last.bias.size):
+            raise g.refuse(node, f"a bias of {c.size} entries for {last.bias.size} outputs")
+        self.layers[-1] = nl.Dense(last.weight, last.bias + c, name=last.name)
+
+
+def read_conv_graph(graph: Any, proto: Any, source: str, example_shape: tuple | None) -> Any:
+    """The :class:`~neuromanifold.io.Model` (kind ``"relu_conv"``) of a convolutional
+    ReLU graph; ``graph`` is the reader's constants and walk state."""
+    if not example_shape or len(example_shape) not in (2, 3):
+        raise ModelFileError(
+            f"{source}: a convolutional network's input must declare its shape "
+            f"(batch, channels, length) or (batch, channels, height, width); got "
+            f"{example_shape}"
+        )
+    walk = _ConvWalk(graph, tuple(int(d) for d in example_shape))
+    for node in proto.graph.node:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            continue
+        if graph.current not in node.input[:2] or len(node.output) != 1:
+            raise graph.refuse(
+                node,
+                "not on a straight line from the input; only a chain of layers is read "
+                "(residual connections are not read yet)",
+            )
+        try:
+            walk.step(node)
+        except ModelFileError:
+            raise
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise graph.refuse(node, f"cannot be read ({type(exc).__name__}: {exc})") from None
+        graph.current = node.output[0]
+    if graph.current != proto.graph.output[0].name:
+        raise ModelFileError(f"{source}: the graph's output is not the end of the chain of layers")
+    try:
+        net = ReLUConvNet(
+            input_shape=tuple(int(d) for d in example_shape),
+            layers=walk.layers,
+            notes=tuple(walk.notes),
+        )
+    except ArchitectureError as err:
+        raise ModelFileError(f"{source}: {err}") from None
+    dtypes = {str(v.dtype) for v in graph.consts.values() if v.dtype.kind == "f"}
+    return Model(
+        kind="relu_conv",
+        params=net,
+        architecture=(tuple(net.input_shape), tuple(layer.describe() for layer in net.layers)),
+        strides=None,
+        source=source,
+        converted_from="/".join(sorted(dtypes)) or "float64",
+        notes=("read the ONNX graph node by node",) + tuple(walk.notes),
+    )

@@ -1,0 +1,334 @@
+"""A convolutional ReLU network: an input shape and a chain of layers, read through one
+interface (:mod:`~neuromanifold.relu._core.conv.layer`).
+
+Three views of one network:
+
+* the structured forward pass (:meth:`ReLUConvNet.forward`), on float or exact inputs;
+* the **dense view** (:meth:`ReLUConvNet.dense_params`): the same function as a fully
+  connected ReLU network ``[(W_1, b_1), ..., (W_L, b_L)]``, which every analysis of fully
+  connected networks reads. Affine layers between two ReLUs (convolutions, average
+  pooling, flattening, dense layers) are composed into one matrix; max pooling is written
+  in its exact ReLU form, one layer of ReLUs per halving of the window:
+  ``max(a, b) = b + relu(a - b)``, with ``b`` carried as ``relu(b)`` when ``b >= 0`` is
+  known (after a ReLU) and as ``relu(b) - relu(-b)`` otherwise. A max pooling right before
+  a ReLU is moved after it (the two commute), so its entries are known nonnegative;
+* the bound (:func:`difference_bound`): per layer, ``|z| <= r`` and ``|z_p - z_q| <= e``
+  carried through the layers, the parameter bound of two networks of one architecture.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...._errors import ArchitectureError, ComputationLimitError, short_repr
+from .elementwise import ReLU
+from .layer import AffineLayer, Layer, exact_array
+from .pool import MaxPool
+
+__all__ = ["ReLUConvNet", "difference_bound", "MAX_DENSE_ENTRIES"]
+
+#: the largest dense view built (entries of all its matrices): 400 MB of float64
+MAX_DENSE_ENTRIES = 50_000_000
+_U = 2.0**-53
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class ReLUConvNet:
+    """A convolutional ReLU network with its parameters.
+
+    Args:
+        input_shape: the shape of one input, channels first: ``(C, H, W)`` for images,
+            ``(C, L)`` for sequences, ``(n,)`` for vectors. Inputs of the analyses are
+            flat vectors of ``prod(input_shape)`` entries in C order.
+        layers: the layers in order (:mod:`neuromanifold.relu.layers`).
+
+    >>> import numpy as np
+    >>> from neuromanifold.relu import layers as nl
+    >>> net = ReLUConvNet(
+    ...     input_shape=(1, 4, 4),
+    ...     layers=[nl.Conv(np.ones((2, 1, 3, 3)), np.zeros(2)), nl.ReLU(), nl.Flatten(),
+    ...             nl.Dense(np.ones((1, 8)), np.zeros(1))],
+    ... )
+    >>> net.forward(np.ones((1, 16)))
+    array([[72.]])
+    >>> [W.shape for W, _ in net.dense_params()]
+    [(8, 16), (1, 8)]
+    """
+
+    input_shape: tuple[int, ...]
+    layers: tuple[Layer, ...]
+    notes: tuple[str, ...] = ()
+    _cache: dict = dataclasses.field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        shape = self.input_shape
+        if (
+            isinstance(shape, (str, bytes))
+            or not isinstance(shape, Sequence)
+            or not 1 <= len(shape) <= 3
+            or not all(isinstance(n, (int, np.integer)) and n >= 1 for n in shape)
+        ):
+            raise ArchitectureError(
+                f"input_shape must be 1 to 3 positive integers (channels first); got "
+                f"{short_repr(shape)}"
+            )
+        layers = self.layers
+        if isinstance(layers, Layer) or not isinstance(layers, Sequence) or not layers:
+            raise ArchitectureError(
+                f"layers must be a non-empty list of layers; got {short_repr(layers)}"
+            )
+        for i, layer in enumerate(layers):
+            if not isinstance(layer, Layer):
+                raise ArchitectureError(
+                    f"layer {i} must be a layer of neuromanifold.relu.layers; got "
+                    f"{short_repr(layer)}"
+                )
+        object.__setattr__(self, "input_shape", tuple(int(n) for n in shape))
+        object.__setattr__(self, "layers", tuple(layers))
+        object.__setattr__(self, "notes", tuple(self.notes))
+        shapes = [self.input_shape]
+        for i, layer in enumerate(self.layers):
+            try:
+                shapes.append(tuple(layer.out_shape(shapes[-1])))
+            except ArchitectureError as err:
+                raise ArchitectureError(f"layer {i} ({layer.describe()}): {err}") from None
+        if not any(isinstance(layer, AffineLayer) for layer in self.layers):
+            raise ArchitectureError("a network needs at least one convolution or dense layer")
+        self._cache["shapes"] = tuple(shapes)
+
+    # -- shapes -------------------------------------------------------------------------
+    @property
+    def shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The tensor shapes: the input's, then after each layer."""
+        return self._cache["shapes"]
+
+    @property
+    def input_dim(self) -> int:
+        """Entries of one input (``prod(input_shape)``)."""
+        return int(np.prod(self.input_shape))
+
+    @property
+    def output_dim(self) -> int:
+        """Entries of one output."""
+        return int(np.prod(self.shapes[-1]))
+
+    @property
+    def num_params(self) -> int:
+        """The number of parameters (every weight and bias)."""
+        return sum(a.size for layer in self.layers for a in layer.arrays().values())
+
+    def describe(self) -> str:
+        """One line for people: the input shape and the layers."""
+        inner = " -> ".join(layer.describe() for layer in self.layers)
+        shape = "x".join(map(str, self.input_shape))
+        return f"convolutional ReLU network on {shape} inputs: {inner}"
+
+    def __repr__(self) -> str:
+        return (
+            f"ReLUConvNet(input_shape={self.input_shape}, {len(self.layers)} layers, "
+            f"{self.num_params} parameters)"
+        )
+
+    # -- the forward pass ---------------------------------------------------------------
+    def _batch(self, x: Any) -> np.ndarray:
+        arr = np.asarray(x)
+        if arr.dtype != object:
+            arr = arr.astype(np.float64)
+        if arr.ndim == 1:
+            arr = arr[None]
+        if arr.shape[1:] == self.input_shape:
+            return arr
+        if arr.ndim == 2 and arr.shape[1] == self.input_dim:
+            return arr.reshape(arr.shape[0], *self.input_shape)
+        raise ArchitectureError(
+            f"inputs must have shape (batch, {self.input_dim}) or (batch, "
+            f"{', '.join(map(str, self.input_shape))}); got {arr.shape}"
+        )
+
+    def forward(self, x: Any) -> np.ndarray:
+        """The outputs ``(batch, output_dim)`` at inputs ``(batch, input_dim)`` (or
+        ``(batch, *input_shape)``)."""
+        z = self._batch(x)
+        for layer in self.layers:
+            z = layer.forward(z)
+        return z.reshape(z.shape[0], -1)
+
+    def exact_forward(self, x: Any) -> np.ndarray:
+        """The outputs at ``x`` in exact rational arithmetic (an object array of
+        ``Fraction``; floats are read as the binary rationals they are)."""
+        z = self._batch(x)
+        z = exact_array(z)
+        for layer in self.layers:
+            z = layer.forward(z)
+        return z.reshape(z.shape[0], -1)
+
+    # -- the dense view -----------------------------------------------------------------
+    def dense_params(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The same function as a fully connected ReLU network (see the module docs);
+        an ArchitectureError when it would hold more than :data:`MAX_DENSE_ENTRIES`."""
+        if "dense" not in self._cache:
+            self._cache["dense"] = _DenseView(self).build()
+        return [(W.copy(), b.copy()) for W, b in self._cache["dense"]]
+
+    def with_layers(self, layers: Sequence[Layer]) -> ReLUConvNet:
+        """The same network shape with other layers (of the same shapes)."""
+        return ReLUConvNet(input_shape=self.input_shape, layers=tuple(layers), notes=self.notes)
+
+
+class _DenseView:
+    """The unrolling of :meth:`ReLUConvNet.dense_params`: the current tensor as an affine
+    map ``A z + c`` of the last ReLU layer's outputs ``z`` (the input at first)."""
+
+    def __init__(self, net: ReLUConvNet):
+        self.net = net
+        n = net.input_dim
+        self.A = sp.identity(n, format="csr")
+        self.c = np.zeros(n)
+        self.nonneg = np.zeros(n, dtype=bool)
+        self.params: list[tuple[np.ndarray, np.ndarray]] = []
+        self.entries = 0
+
+    def build(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        layers = list(self.net.layers)
+        shapes = list(self.net.shapes)
+        for i in range(len(layers) - 1):  # max pooling before a ReLU: after it (they commute)
+            if isinstance(layers[i], MaxPool) and isinstance(layers[i + 1], ReLU):
+                layers[i], layers[i + 1] = layers[i + 1], layers[i]
+                shapes[i + 1] = shapes[i]
+        for layer, shape in zip(layers, shapes):
+            if isinstance(layer, ReLU):
+                self.emit(sp.identity(self.A.shape[0], format="csr"), np.zeros(0))
+            elif isinstance(layer, MaxPool):
+                self.max_pool(layer, shape)
+            else:
+                M, t = layer.linear_map(shape)
+                self.affine(sp.csr_matrix(M), np.asarray(t, dtype=np.float64))
+        self.emit(None, None)
+        return self.params
+
+    def affine(self, M: sp.csr_matrix, t: np.ndarray) -> None:
+        bad_rows = (abs(M) @ (~self.nonneg).astype(np.float64)) > 0
+        negative = (M.minimum(0) @ np.ones(M.shape[1])) < 0
+        self.nonneg = ~bad_rows & ~negative & (t >= 0)
+        self.A = (M @ self.A).tocsr()
+        self.c = M @ self.c + t
+
+    def emit(self, E: sp.csr_matrix | None, e0: np.ndarray | None) -> None:
+        """A layer of the fully connected network: ``W = E A``, ``b = E c`` (``E = None``:
+        the current map itself, the output layer), ReLU after it unless it is the last."""
+        W = self.A if E is None else (E @ self.A)
+        b = self.c if E is None else E @ self.c
+        self.entries += W.shape[0] * W.shape[1]
+        if self.entries > MAX_DENSE_ENTRIES:
+            raise ComputationLimitError(
+                f"the dense view of this network (the same function as a fully connected "
+                f"ReLU network) would hold more than {MAX_DENSE_ENTRIES:,} weights; this "
+                f"analysis needs it (convolutional analyses without it: equivalent, "
+                f"channel_spec)"
+            )
+        self.params.append((np.asarray(W.todense()), np.asarray(b, dtype=np.float64)))
+        n = W.shape[0]
+        self.A = sp.identity(n, format="csr")
+        self.c = np.zeros(n)
+        self.nonneg = np.ones(n, dtype=bool)
+
+    def max_pool(self, pool: MaxPool, shape: tuple[int, ...]) -> None:
+        flat, valid = pool.windows(shape)
+        C, P = shape[0], flat.shape[0]
+        n_in = int(np.prod(shape[1:]))
+        # candidates: for every output entry, the rows of A it takes the max of
+        cand = [
+            [c * n_in + int(f) for f, v in zip(flat[p], valid[p]) if v]
+            for c in range(C)
+            for p in range(P)
+        ]
+        nonneg = self.nonneg.copy()
+        while any(len(k) > 1 for k in cand):
+            neurons: list[dict[int, float]] = []  # each new ReLU's input, as row -> coefficient
+            exprs: list[list[dict[int, float]]] = []  # each candidate, as neuron -> coefficient
+            new_nonneg: list[list[bool]] = []
+
+            def carry(row: int, out: dict[int, float]) -> None:
+                neurons.append({row: 1.0})
+                out[len(neurons) - 1] = out.get(len(neurons) - 1, 0.0) + 1.0
+                if not nonneg[row]:
+                    neurons.append({row: -1.0})
+                    out[len(neurons) - 1] = -1.0
+
+            for k in cand:
+                level, signs = [], []
+                for j in range(0, len(k), 2):
+                    expr: dict[int, float] = {}
+                    if j + 1 < len(k):
+                        a, b = k[j], k[j + 1]
+                        neurons.append({a: 1.0, b: -1.0} if a != b else {a: 0.0})
+                        expr[len(neurons) - 1] = 1.0
+                        carry(b, expr)
+                        signs.append(bool(nonneg[a] or nonneg[b]))
+                    else:
+                        carry(k[j], expr)
+                        signs.append(bool(nonneg[k[j]]))
+                    level.append(expr)
+                exprs.append(level)
+                new_nonneg.append(signs)
+            E = _sparse_rows(neurons, self.A.shape[0])
+            self.emit(E, None)
+            flat_exprs = [e for level in exprs for e in level]
+            self.A = _sparse_rows(flat_exprs, len(neurons))
+            self.c = np.zeros(len(flat_exprs))
+            nonneg = np.array([s for signs in new_nonneg for s in signs], dtype=bool)
+            at, cand = 0, []
+            for level in exprs:
+                cand.append(list(range(at, at + len(level))))
+                at += len(level)
+        order = [k[0] for k in cand]
+        self.A = self.A[order]
+        self.c = self.c[order]
+        self.nonneg = nonneg[order]
+
+
+def _sparse_rows(rows: list[dict[int, float]], width: int) -> sp.csr_matrix:
+    """A sparse matrix from its rows given as ``{column: value}``."""
+    data, cols, ptr = [], [], [0]
+    for row in rows:
+        cols += list(row)
+        data += list(row.values())
+        ptr.append(len(cols))
+    return sp.csr_matrix((data, cols, ptr), shape=(len(rows), width))
+
+
+def difference_bound(p: ReLUConvNet, q: ReLUConvNet) -> tuple[float, float, float]:
+    """``(bound, scale_p, scale_q)``: ``|f_p(x) - f_q(x)| <= bound * max(1, ||x||_inf)`` for
+    every output and input, and ``|f(x)| <= scale * max(1, ||x||_inf)`` for each network
+    (its path norm: the layers with absolute weights applied to ones). Both networks must
+    have the same layers up to their parameters. The float sums of nonnegative terms are
+    rounded by at most ``n u`` relative each (``n`` the fan-in); the factor
+    ``1 + 2 u N`` (``N`` the sum of fan-ins along the chain) covers them."""
+    if len(p.layers) != len(q.layers) or p.input_shape != q.input_shape:
+        raise ArchitectureError(
+            "the two networks must have the same layers and input shape (up to parameters)"
+        )
+    r_p = np.ones(p.input_shape)
+    r_q = np.ones(p.input_shape)
+    e = np.zeros(p.input_shape)
+    fan = 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        for lp, lq in zip(p.layers, q.layers):
+            if type(lp) is not type(lq) or lp.config() != lq.config():
+                raise ArchitectureError(
+                    f"the two networks differ at a layer: {lp.describe()} against {lq.describe()}"
+                )
+            r_new, e = lp.bound_step(r_p, e, lq)
+            r_q, _ = lq.bound_step(r_q, np.zeros_like(r_q), lq)
+            r_p = r_new
+            if isinstance(lp, AffineLayer):
+                fan += lp.weight[0].size + 1
+    margin = 1.0 + 2 * _U * (fan + 8)
+    vals = [float(np.max(e)) * margin, float(np.max(r_p)) * margin, float(np.max(r_q)) * margin]
+    return tuple(v if math.isfinite(v) else math.inf for v in vals)

@@ -1,0 +1,205 @@
+"""The channel symmetries of a convolutional ReLU network, derived from its layers.
+
+Every hidden tensor that one affine layer (a convolution or a dense layer) produces and
+another consumes carries a **channel group**: permuting its channels and scaling each by
+a positive number, in the producer's outputs (weights and bias, axis 0) and inversely in
+the consumer's inputs (weights, axis 1; blocks of ``H * W`` entries after a flatten),
+keeps the function, because everything in between (ReLU, max and average pooling,
+flattening) commutes with it. This is the permutation spec that weight-matching tools
+(Git Re-Basin) ask their users to write by hand; here it is read off the graph.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..._errors import ArchitectureError
+from ..._results import Result
+from .._core.conv.elementwise import Flatten, ReLU
+from .._core.conv.layer import AffineLayer
+from .._core.conv.network import ReLUConvNet
+from .._core.live import as_conv_net
+
+__all__ = [
+    "ChannelGroup",
+    "ChannelSpec",
+    "ChannelSymmetry",
+    "channel_spec",
+    "apply_channel_symmetries",
+]
+
+
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
+class ChannelGroup(Result):
+    """One hidden tensor's channels and where a permutation and scaling of them acts.
+
+    Attributes:
+        name: ``"P1"``, ``"P2"``, ... in the order of the layers.
+        size: the number of channels.
+        producers: the layer indices whose output channels (weight and bias, axis 0) it
+            permutes and scales.
+        consumers: ``(layer index, block)``: the layers reading the tensor, whose input
+            channels (weight axis 1, ``block`` entries per channel after a flatten) it
+            permutes and scales inversely.
+        through: the layers between producer and consumer (``"relu"``, ``"maxpool"``, ...).
+        scaling: ``"positive"`` when a ReLU or a max pooling is in between (a negative
+            scale would not commute with it); ``"nonzero"`` for a purely linear link (any
+            invertible mixing of the channels keeps the function there; only permutations
+            and scalings are used).
+    """
+
+    name: str
+    size: int
+    producers: tuple
+    consumers: tuple
+    through: tuple
+    scaling: str
+
+
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
+class ChannelSpec(Result):
+    """The channel symmetries of a network (:func:`channel_spec`).
+
+    Attributes:
+        groups: the :class:`ChannelGroup` of every hidden tensor between two affine layers.
+        axes: for every parameter array (``"<layer name>.weight"``, ``".bias"``), which
+            group acts on each of its axes (``None``: none), as Git Re-Basin's
+            ``axes_to_perm``.
+        note: what the spec leaves out.
+    """
+
+    groups: tuple
+    axes: dict[str, tuple]
+    note: str
+
+    def describe(self) -> str:
+        """The groups and the axes, as lines for people."""
+        lines = [f"{len(self.groups)} channel group(s)"]
+        for g in self.groups:
+            lines.append(
+                f"  {g.name}: {g.size} channels, produced by layer(s) {list(g.producers)}, "
+                f"read by layer(s) {[c for c, _ in g.consumers]}, through "
+                f"{'/'.join(g.through) or 'nothing'}, {g.scaling} scaling"
+            )
+        lines.append("axes (Git Re-Basin's permutation spec):")
+        for name, axes in self.axes.items():
+            lines.append(f"  {name}: {tuple(axes)}")
+        return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
+class ChannelSymmetry(Result):
+    """A permutation and positive scaling of one channel group: new channel ``i`` is
+    ``scale[i]`` times old channel ``perm[i]``."""
+
+    group: str
+    perm: tuple
+    scale: tuple
+
+
+def layer_name(net: ReLUConvNet, i: int) -> str:
+    layer = net.layers[i]
+    return getattr(layer, "name", "") or str(i)
+
+
+def channel_spec(net: ReLUConvNet) -> ChannelSpec:
+    """The channel groups of ``net`` (see the module docs), with the axes of every
+    parameter array they act on.
+
+    Args:
+        net: a :class:`~neuromanifold.relu.ReLUConvNet` (or the model
+            :func:`neuromanifold.io.load` read from a convolutional ONNX graph).
+
+    Returns:
+        A :class:`ChannelSpec`.
+
+    >>> import numpy as np
+    >>> from neuromanifold.relu import ReLUConvNet, layers as nl
+    >>> net = ReLUConvNet(input_shape=(1, 4, 4), layers=[
+    ...     nl.Conv(np.ones((2, 1, 3, 3)), np.zeros(2)), nl.ReLU(), nl.Flatten(),
+    ...     nl.Dense(np.ones((1, 8)), np.zeros(1))])
+    >>> spec = channel_spec(net)
+    >>> spec.axes["0.weight"], spec.axes["3.weight"]
+    (('P1', None, None, None), (None, 'P1'))
+    """
+    net = as_conv_net(net) if as_conv_net(net) is not None else net
+    if not isinstance(net, ReLUConvNet):
+        raise ArchitectureError(f"channel_spec reads a ReLUConvNet; got {type(net).__name__}")
+    groups: list[dict] = []
+    open_group: dict | None = None
+    for i, layer in enumerate(net.layers):
+        shape = net.shapes[i]
+        if isinstance(layer, AffineLayer):
+            if open_group is not None:
+                open_group["consumers"].append((i, open_group["block"]))
+                groups.append(open_group)
+            open_group = {
+                "producers": [i],
+                "consumers": [],
+                "through": [],
+                "size": layer.out_channels,
+                "block": 1,
+            }
+        elif open_group is not None:
+            open_group["through"].append(layer.kind)
+            if isinstance(layer, Flatten):
+                open_group["block"] = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    out, axes = [], {}
+    for k, g in enumerate(groups, start=1):
+        positive = any(t in (ReLU.kind, "maxpool") for t in g["through"])
+        out.append(
+            ChannelGroup(
+                name=f"P{k}",
+                size=g["size"],
+                producers=tuple(g["producers"]),
+                consumers=tuple(g["consumers"]),
+                through=tuple(g["through"]),
+                scaling="positive" if positive else "nonzero",
+            )
+        )
+    for i, layer in enumerate(net.layers):
+        if not isinstance(layer, AffineLayer):
+            continue
+        w_axes: list = [None] * layer.weight.ndim
+        for g in out:
+            if i in g.producers:
+                w_axes[0] = g.name
+            if any(c == i for c, _ in g.consumers):
+                w_axes[1] = g.name
+        name = layer_name(net, i)
+        axes[f"{name}.weight"] = tuple(w_axes)
+        axes[f"{name}.bias"] = (w_axes[0],)
+    return ChannelSpec(
+        groups=tuple(out),
+        axes=axes,
+        note="permutations and positive scalings of the channels of each hidden tensor "
+        "between two affine layers; the input and output channels are fixed; axes are of "
+        "the weights as (out, in, kernel...). Symmetries "
+        "beyond these (as a dead channel's free weights) are not listed",
+    )
+
+
+def apply_channel_symmetries(
+    net: ReLUConvNet, syms: tuple, spec: ChannelSpec | None = None
+) -> ReLUConvNet:
+    """``net`` moved by each :class:`ChannelSymmetry` of ``syms`` (same function)."""
+    spec = channel_spec(net) if spec is None else spec
+    by_name = {g.name: g for g in spec.groups}
+    layers = list(net.layers)
+    for s in syms:
+        g = by_name.get(s.group)
+        perm = np.asarray(s.perm, dtype=np.int64)
+        scale = np.asarray(s.scale, dtype=np.float64)
+        if g is None or perm.shape != (g.size,) or scale.shape != (g.size,):
+            raise ArchitectureError(f"no channel group {s.group!r} of {len(s.perm)} channels")
+        if sorted(perm.tolist()) != list(range(g.size)) or not np.all(scale > 0):
+            raise ArchitectureError(
+                f"{s.group}: perm must be a permutation and every scale positive"
+            )
+        for i in g.producers:
+            layers[i] = layers[i].act_on_outputs(perm, scale)
+        for i, block in g.consumers:
+            layers[i] = layers[i].act_on_inputs(perm, scale, block)
+    return net.with_layers(layers)

@@ -1,0 +1,276 @@
+"""Convolutional ReLU networks: every view of one network is the same function, and the
+channel symmetries derived from the layers keep it; the dense view (a fully connected
+network, the ground truth every MLP analysis reads) is checked against the structured
+forward pass, an independent loop convolution and onnx's reference evaluator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import neuromanifold as nm
+from neuromanifold.relu import ReLUConvNet, channel_spec
+from neuromanifold.relu import layers as nl
+from neuromanifold.relu._core.conv.network import difference_bound
+from neuromanifold.relu._symmetries.channels import ChannelSymmetry, apply_channel_symmetries
+
+
+def _conv_loop(x, W, b, stride, pad, dil):
+    """A 2-D convolution by loops (the textbook definition)."""
+    C, H, Wd = x.shape
+    xp = np.zeros((C, H + pad[0] + pad[2], Wd + pad[1] + pad[3]))
+    xp[:, pad[0] : pad[0] + H, pad[1] : pad[1] + Wd] = x
+    kh, kw = W.shape[2:]
+    Ho = (xp.shape[1] - dil[0] * (kh - 1) - 1) // stride[0] + 1
+    Wo = (xp.shape[2] - dil[1] * (kw - 1) - 1) // stride[1] + 1
+    out = np.zeros((W.shape[0], Ho, Wo))
+    for o in range(W.shape[0]):
+        for i in range(Ho):
+            for j in range(Wo):
+                patch = xp[
+                    :,
+                    i * stride[0] : i * stride[0] + dil[0] * (kh - 1) + 1 : dil[0],
+                    j * stride[1] : j * stride[1] + dil[1] * (kw - 1) + 1 : dil[1],
+                ]
+                out[o, i, j] = (patch * W[o]).sum() + b[o]
+    return out
+
+
+@st.composite
+def conv_nets(draw):
+    """Random small CNNs: 1-D or 2-D, stride, padding, dilation, max/avg pooling before or
+    after the ReLU, a global average pooling or a flatten, one or two dense layers."""
+    seed = draw(st.integers(0, 2**31))
+    rng = np.random.default_rng(seed)
+    two_d = draw(st.booleans())
+    size = draw(st.integers(5, 8))
+    c0, c1, c2 = (draw(st.integers(1, 3)) for _ in range(3))
+    k = (3, 3) if two_d else (3,)
+    shape = (c0, size, size) if two_d else (c0, size)
+    pad = draw(st.integers(0, 1))
+    layers = [
+        nl.Conv(
+            rng.normal(size=(c1, c0, *k)), rng.normal(size=c1), stride=1, padding=pad, dilation=1
+        )
+    ]
+    pool = draw(st.sampled_from(["max_before", "max_after", "avg", "none"]))
+    pk = (2, 2) if two_d else (2,)
+    if pool == "max_before":
+        layers += [nl.MaxPool(kernel=pk, stride=1), nl.ReLU()]
+    elif pool == "max_after":
+        layers += [nl.ReLU(), nl.MaxPool(kernel=pk, stride=draw(st.integers(1, 2)))]
+    elif pool == "avg":
+        layers += [nl.ReLU(), nl.AvgPool(kernel=pk)]
+    else:
+        layers += [nl.ReLU()]
+    dil = draw(st.integers(1, 2))
+    layers.append(
+        nl.Conv(
+            rng.normal(size=(c2, c1, *k)),
+            rng.normal(size=c2),
+            stride=draw(st.integers(1, 2)),
+            dilation=dil,
+            padding=1,
+        )
+    )
+    layers.append(nl.ReLU())
+    if draw(st.booleans()):
+        layers.append(nl.GlobalAvgPool())
+    layers.append(nl.Flatten())
+    try:
+        width = ReLUConvNet(input_shape=shape, layers=layers).output_dim
+    except nm.ArchitectureError:
+        from hypothesis import assume
+
+        assume(False)
+    hidden = draw(st.integers(1, 4))
+    layers += [nl.Dense(rng.normal(size=(hidden, width)), rng.normal(size=hidden)), nl.ReLU()]
+    layers.append(nl.Dense(rng.normal(size=(2, hidden)), rng.normal(size=2)))
+    return ReLUConvNet(input_shape=shape, layers=layers), rng
+
+
+@settings(max_examples=25, deadline=None)
+@given(conv_nets())
+def test_dense_view_and_exact_forward_are_the_structured_function(case):
+    net, rng = case
+    X = rng.normal(size=(30, net.input_dim)) * 2
+    y = net.forward(X)
+    dense = net.dense_params()
+    assert np.allclose(nm.relu.forward(dense, X), y, rtol=1e-9, atol=1e-9 * (1 + np.abs(y).max()))
+    exact = net.exact_forward(X[:2]).astype(float)
+    assert np.allclose(exact, y[:2], rtol=1e-12, atol=1e-12 * (1 + np.abs(y).max()))
+    # the scale bounds every output: |f(x)| <= scale * max(1, |x|_inf)
+    _, scale, _ = difference_bound(net, net)
+    assert np.all(np.abs(y).max(axis=1) <= scale * np.maximum(1, np.abs(X).max(axis=1)))
+
+
+@pytest.mark.parametrize(
+    "stride,pad,dil", [((1, 1), (0, 0, 0, 0), (1, 1)), ((2, 1), (1, 0, 2, 1), (1, 2))]
+)
+def test_convolution_is_the_textbook_loop(stride, pad, dil):
+    rng = np.random.default_rng(0)
+    W, b = rng.normal(size=(3, 2, 3, 2)), rng.normal(size=3)
+    conv = nl.Conv(W, b, stride=stride, padding=pad, dilation=dil)
+    x = rng.normal(size=(2, 7, 6))
+    want = _conv_loop(x, W, b, stride, pad, dil)
+    assert np.allclose(conv.forward(x[None])[0], want)
+    M, t = conv.linear_map(x.shape)
+    assert np.allclose(M @ x.ravel() + t, want.ravel())
+
+
+@settings(max_examples=20, deadline=None)
+@given(conv_nets(), st.booleans())
+def test_derived_channel_symmetries_keep_the_function_and_equivalent_certifies_them(case, pow2):
+    net, rng = case
+    spec = channel_spec(net)
+    syms = tuple(
+        ChannelSymmetry(
+            group=g.name,
+            perm=tuple(rng.permutation(g.size).tolist()),
+            scale=tuple(
+                (
+                    2.0 ** rng.integers(-3, 4, g.size) if pow2 else rng.uniform(0.3, 3, g.size)
+                ).tolist()
+            ),
+        )
+        for g in spec.groups
+    )
+    moved = apply_channel_symmetries(net, syms)
+    X = rng.normal(size=(20, net.input_dim))
+    assert np.allclose(moved.forward(X), net.forward(X), rtol=1e-9, atol=1e-9)
+    res = nm.relu.equivalent(net, moved, tol=0 if pow2 else 1e-9)
+    assert res.equivalent and res.certified
+    # the symmetry found takes p to q
+    back = apply_channel_symmetries(net, res.symmetry)
+    assert np.allclose(back.forward(X), moved.forward(X), rtol=1e-9, atol=1e-9)
+    # the dense views agree: the MLP engine is the ground truth
+    assert nm.relu.equivalent(net.dense_params(), moved.dense_params(), tol=1e-9).equivalent
+
+
+def test_a_scale_not_carried_to_the_consumer_is_caught():
+    """A mutation of the symmetry (the producer scaled, the consumer left) changes the
+    function, and equivalent finds the witness, checked exactly."""
+    rng = np.random.default_rng(1)
+    net = ReLUConvNet(
+        input_shape=(1, 6, 6),
+        layers=[
+            nl.Conv(rng.normal(size=(3, 1, 3, 3)), rng.normal(size=3)),
+            nl.ReLU(),
+            nl.MaxPool(kernel=2),
+            nl.Flatten(),
+            nl.Dense(rng.normal(size=(2, 12)), rng.normal(size=2)),
+        ],
+    )
+    layers = list(net.layers)
+    layers[0] = layers[0].act_on_outputs(np.arange(3), np.array([1.0, 2.0, 1.0]))
+    broken = net.with_layers(layers)
+    res = nm.relu.equivalent(net, broken, tol=0)
+    assert not res.equivalent and res.certified
+    x = res.witness
+    assert np.abs(net.forward(x[None]) - broken.forward(x[None])).max() > 0
+
+
+def test_near_miss_gets_an_exactly_checked_witness_and_equal_networks_tol0():
+    rng = np.random.default_rng(2)
+    net = ReLUConvNet(
+        input_shape=(2, 8, 8),
+        layers=[
+            nl.Conv(rng.normal(size=(4, 2, 3, 3)), rng.normal(size=4), padding=1),
+            nl.ReLU(),
+            nl.AvgPool(kernel=2),
+            nl.Conv(rng.normal(size=(3, 4, 3, 3)), rng.normal(size=3)),
+            nl.ReLU(),
+            nl.Flatten(),
+            nl.Dense(rng.normal(size=(2, 12)), rng.normal(size=2)),
+        ],
+    )
+    layers = list(net.layers)
+    W = layers[3].weight.copy()
+    W[1, 2, 1, 1] *= 1 + 1e-3
+    near = net.with_layers(layers[:3] + [nl.Conv(W, layers[3].bias)] + layers[4:])
+    res = nm.relu.equivalent(net, near, tol=0)
+    assert not res.equivalent and res.certified and res.witness_difference > 0
+    assert nm.relu.equivalent(net, net, tol=0).equivalent
+
+
+def test_parameter_questions_refuse_a_convolutional_network():
+    rng = np.random.default_rng(0)
+    net = ReLUConvNet(
+        input_shape=(1, 4),
+        layers=[
+            nl.Conv(rng.normal(size=(2, 1, 2)), rng.normal(size=2)),
+            nl.ReLU(),
+            nl.Flatten(),
+            nl.Dense(rng.normal(size=(1, 6)), np.zeros(1)),
+        ],
+    )
+    for question in (
+        "identifiability",
+        "fiber",
+        "functional_dimension",
+        "canonical_form",
+        "genericity",
+    ):
+        with pytest.raises(nm.ParameterError, match="convolutional"):
+            getattr(nm.relu, question)(net)
+
+
+def test_spec_names_the_axes_as_a_hand_written_spec_would():
+    rng = np.random.default_rng(0)
+    net = ReLUConvNet(
+        input_shape=(3, 10, 10),
+        layers=[
+            nl.Conv(rng.normal(size=(4, 3, 3, 3)), rng.normal(size=4), name="conv1"),
+            nl.ReLU(),
+            nl.MaxPool(kernel=2),
+            nl.Conv(rng.normal(size=(5, 4, 3, 3)), rng.normal(size=5), name="conv2"),
+            nl.ReLU(),
+            nl.Flatten(),
+            nl.Dense(rng.normal(size=(7, 20)), rng.normal(size=7), name="fc1"),
+            nl.ReLU(),
+            nl.Dense(rng.normal(size=(2, 7)), rng.normal(size=2), name="fc2"),
+        ],
+    )
+    spec = channel_spec(net)
+    assert spec.axes == {
+        "conv1.weight": ("P1", None, None, None),
+        "conv1.bias": ("P1",),
+        "conv2.weight": ("P2", "P1", None, None),
+        "conv2.bias": ("P2",),
+        "fc1.weight": ("P3", "P2"),
+        "fc1.bias": ("P3",),
+        "fc2.weight": (None, "P3"),
+        "fc2.bias": (None,),
+    }
+    assert [g.consumers for g in spec.groups][1] == ((6, 4),)  # 2x2 positions per channel
+    assert type(spec).from_dict(spec.to_dict()).to_dict() == spec.to_dict()
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: nl.Conv(np.ones((2, 2)), np.zeros(2)), "3 or 4 axes"),
+        (lambda: nl.Conv(np.ones((2, 1, 3)), np.zeros(3)), "one entry per output channel"),
+        (lambda: nl.Conv(np.ones((2, 1, 3)), np.zeros(2), stride=0), "stride"),
+        (lambda: nl.MaxPool(kernel=0), "kernel"),
+        (
+            lambda: ReLUConvNet(
+                input_shape=(1, 2), layers=[nl.Conv(np.ones((1, 1, 3)), np.zeros(1))]
+            ),
+            "spans",
+        ),
+        (lambda: ReLUConvNet(input_shape=(4,), layers=[nl.ReLU()]), "at least one"),
+        (
+            lambda: ReLUConvNet(
+                input_shape=(1, 4), layers=[nl.Dense(np.ones((1, 4)), np.zeros(1))]
+            ),
+            "Flatten",
+        ),
+        (lambda: ReLUConvNet(input_shape="x", layers=[nl.ReLU()]), "input_shape"),
+    ],
+)
+def test_bad_layers_are_refused_by_rule(make, match):
+    with pytest.raises(nm.ArchitectureError, match=match):
+        make()
