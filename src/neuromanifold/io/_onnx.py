@@ -105,6 +105,27 @@ class _Graph:
                 f"{self.source}: {what} cannot be read as an array ({type(exc).__name__}: {exc})"
             ) from None
 
+    def walk(self, proto: Any, step: Any, hint: str = "") -> None:
+        """``step(node)`` on every node along the one data path from the input (Constant
+        nodes are constants); a node off that path, or a value no rule of ``step``
+        foresaw, is refused with the node's name (``hint`` added to the first)."""
+        for node in proto.graph.node:
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                continue
+            if self.current not in node.input[:2] or len(node.output) != 1:
+                raise self.refuse(
+                    node,
+                    "not on a straight line from the input (it does not take the previous "
+                    "node's output); only a chain of layers is read" + hint,
+                )
+            try:
+                step(node)
+            except ModelFileError:
+                raise
+            except (ValueError, TypeError, OverflowError) as exc:  # a value no rule foresaw
+                raise self.refuse(node, f"cannot be read ({type(exc).__name__}: {exc})") from None
+            self.current = node.output[0]
+
     def refuse(self, node: Any, why: str) -> ModelFileError:
         return ModelFileError(
             f"{self.source}: node {node.name or '(unnamed)'!r} (op type {node.op_type!r}): {why}"
@@ -452,23 +473,7 @@ def read_onnx(path: Path, *, strides: Any = None) -> Model:
         graph.features = dims[0]
     if is_conv_relu_graph(proto):
         return read_conv_graph(graph, proto, source, graph.example_shape)
-    for node in proto.graph.node:
-        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-            continue
-        if graph.current not in node.input[:2] or len(node.output) != 1:
-            raise graph.refuse(
-                node,
-                "not on a straight line from the input (it does not "
-                "take the previous node's output); only a chain of "
-                "layers is read",
-            )
-        try:
-            graph.step(node)
-        except ModelFileError:
-            raise
-        except (ValueError, TypeError, OverflowError) as exc:  # a value no rule foresaw
-            raise graph.refuse(node, f"cannot be read ({type(exc).__name__}: {exc})") from None
-        graph.current = node.output[0]
+    graph.walk(proto, graph.step)
     if graph.norm:
         node = graph.norm[0][0]
         raise graph.refuse(node, "input normalization followed by no affine layer")

@@ -205,22 +205,7 @@ def read_conv_graph(graph: Any, proto: Any, source: str, example_shape: tuple | 
             f"{example_shape}"
         )
     walk = _ConvWalk(graph, tuple(int(d) for d in example_shape))
-    for node in proto.graph.node:
-        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-            continue
-        if graph.current not in node.input[:2] or len(node.output) != 1:
-            raise graph.refuse(
-                node,
-                "not on a straight line from the input; only a chain of layers is read "
-                "(residual connections are not read yet)",
-            )
-        try:
-            walk.step(node)
-        except ModelFileError:
-            raise
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise graph.refuse(node, f"cannot be read ({type(exc).__name__}: {exc})") from None
-        graph.current = node.output[0]
+    graph.walk(proto, walk.step, hint=" (residual connections are not read yet)")
     if graph.current != proto.graph.output[0].name:
         raise ModelFileError(f"{source}: the graph's output is not the end of the chain of layers")
     try:

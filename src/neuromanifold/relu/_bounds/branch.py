@@ -53,6 +53,28 @@ class BranchAndBound:
     num_open: int
     open_boxes: tuple = dataclasses.field(default=(), repr=False)
 
+    @classmethod
+    def of(
+        cls,
+        *,
+        upper: float,
+        lower: float,
+        point: np.ndarray | None,
+        gap: float,
+        num_boxes: int,
+        open_boxes,
+    ) -> BranchAndBound:
+        """The outcome with ``converged`` and ``num_open`` read off the others."""
+        return cls(
+            upper=upper,
+            lower=lower,
+            point=point,
+            converged=upper - lower <= gap,
+            num_boxes=num_boxes,
+            num_open=len(open_boxes),
+            open_boxes=tuple(open_boxes),
+        )
+
 
 def branch_and_bound(
     chain: Chain,
@@ -176,12 +198,11 @@ def branch_and_bound(
         num_boxes += len(los)
         offer(los, his, ups, Ms, layers)
     upper = max(best, -heap[0][0]) if heap else best
-    return BranchAndBound(
+    return BranchAndBound.of(
         upper=upper,
         lower=best,
         point=best_x,
-        converged=upper - best <= gap,
+        gap=gap,
         num_boxes=num_boxes,
-        num_open=len(heap),
-        open_boxes=tuple((-item[0], item[2], item[3], item[4]) for item in heap),
+        open_boxes=[(-item[0], item[2], item[3], item[4]) for item in heap],
     )

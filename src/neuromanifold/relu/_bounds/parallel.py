@@ -134,14 +134,8 @@ def parallel_branch_and_bound(
                 or (deadline is not None and time.monotonic() >= deadline)
             ):
                 break
-    return BranchAndBound(
-        upper=upper,
-        lower=best,
-        point=best_x,
-        converged=upper - best <= gap,
-        num_boxes=num_boxes,
-        num_open=len(opened),
-        open_boxes=tuple(opened),
+    return BranchAndBound.of(
+        upper=upper, lower=best, point=best_x, gap=gap, num_boxes=num_boxes, open_boxes=opened
     )
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import InputError, ParameterError
+from ..._errors import InputError
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import check_choice
 from .._bounds.parameters import path_norm_scale, telescoping_bound
@@ -92,7 +92,7 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL, quotient: str = "au
     >>> [W.shape for W, _ in C], C[0][0].ravel().tolist(), C[1][0].ravel().tolist()
     ([(2, 1), (1, 2), (1, 1), (1, 1)], [-1.0, 1.0], [1.0, 0.6666666666666666])
     """
-    refuse_conv(params, "canonical_form", ParameterError)
+    refuse_conv(params, "canonical_form")
     P = check_params(params)
     quotient = check_choice(quotient, "quotient", _QUOTIENTS)
     if quotient == "all" and len(P) != 3:

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from ..._errors import ArchitectureError, InputError, ParameterError, SymmetryError
+from ..._errors import ArchitectureError, InputError, SymmetryError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import check_finite_result
@@ -781,8 +781,8 @@ def equivalent_bottleneck(p: Any, q: Any, *, tol: float = DEFAULT_TOL) -> Bottle
     (True, True, ['scaling', 'hiding_translation', 'scaling', 'scaling', 'hiding_translation',
     'scaling'])
     """
-    refuse_conv(p, "equivalent_bottleneck", ParameterError)
-    refuse_conv(q, "equivalent_bottleneck", ParameterError)
+    refuse_conv(p, "equivalent_bottleneck")
+    refuse_conv(q, "equivalent_bottleneck")
     tol = check_tol(tol)
     p = three_layer(p, "equivalent_bottleneck")
     q = three_layer(q, "equivalent_bottleneck")

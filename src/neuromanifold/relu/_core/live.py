@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import short_repr
+from ..._errors import ParameterError, short_repr
 from .conv.network import ReLUConvNet
 
 __all__ = [
@@ -57,11 +57,11 @@ def as_conv_net(obj: Any) -> Any:
     return None
 
 
-def refuse_conv(obj: Any, question: str, error: type[Exception]) -> None:
+def refuse_conv(obj: Any, question: str) -> None:
     """Refuse a convolutional network where ``question`` is about the parameters of a
     fully connected one (their dense view has other parameters than the kernels)."""
     if as_conv_net(obj) is not None:
-        raise error(
+        raise ParameterError(
             f"{question} answers about the parameters of a fully connected ReLU network; "
             f"got a convolutional network, whose parameters are its kernels. For it: "
             f"relu.channel_spec (its channel symmetries); equivalent, distance, regions, "

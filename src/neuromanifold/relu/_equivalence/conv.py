@@ -25,7 +25,7 @@ from scipy.optimize import linear_sum_assignment
 
 from ..._errors import ArchitectureError
 from ...exact import to_fmpq
-from .._core.conv.network import ReLUConvNet, difference_bound
+from .._core.conv.network import ReLUConvNet, difference_bound, path_norm
 from .._core.domain import Domain, sample_points
 from .._engine.joint_regions import Equivalence
 from .._symmetries.channels import ChannelSymmetry, apply_channel_symmetries, channel_spec
@@ -90,9 +90,9 @@ def by_channels(p: ReLUConvNet, q: ReLUConvNet, dom: Domain, tol: float) -> Equi
     if not _same_layout(p, q):
         return None
     image, syms = match_channels(p, q)
-    bound, _, scale_q = difference_bound(image, q)
-    _, scale_p, _ = difference_bound(p, p)
-    scale = max(scale_p, scale_q)
+    bound = difference_bound(image, q)
+    scale_p = path_norm(p)
+    scale = max(scale_p, path_norm(q))
     L = sum(1 for layer in p.layers if layer.arrays())
     exact = tol == 0 and bound == 0 and _powers_of_two(syms) and _finite_normal(image)
     rounding = 0.0 if exact else 4 * _U * L * scale_p
@@ -145,7 +145,7 @@ def conv_witness(
             f"the two networks must have the same input and output dimensions; got "
             f"{p.input_dim} -> {p.output_dim} and {q.input_dim} -> {q.output_dim}"
         )
-    scale = max(difference_bound(p, p)[1], difference_bound(q, q)[1])
+    scale = max(path_norm(p), path_norm(q))
     X = sample_points(dom, p.input_dim, rng, _NUM_SAMPLES)
     with np.errstate(all="ignore"):
         diff = np.abs(p.forward(X) - q.forward(X)).max(axis=1)

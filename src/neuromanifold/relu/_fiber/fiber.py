@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import InputError, NeuromanifoldError, ParameterError
+from ..._errors import InputError, NeuromanifoldError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_positive_int, renamed_keywords
@@ -506,7 +506,7 @@ def fiber(
     >>> F.dimension, F.local_dimension, F.num_params - F.jacobian_rank
     (11, 11, 11)
     """
-    refuse_conv(params, "fiber", ParameterError)
+    refuse_conv(params, "fiber")
     raw = params
     params = check_params(params)
     tol = check_tol(tol)

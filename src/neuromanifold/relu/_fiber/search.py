@@ -297,7 +297,7 @@ def search_symmetries(
     >>> S.confirmed, S.clusters[0].kind
     (1, 'named')
     """
-    refuse_conv(params, "search_symmetries", ParameterError)
+    refuse_conv(params, "search_symmetries")
     progress = check_bool(progress, "progress")
     tol, classify_tol = check_tol(tol), check_tol(classify_tol, "classify_tol")
     rng = as_seed_rng(seed)

@@ -377,7 +377,7 @@ def gradient_flow(
     >>> bool(flow.loss[-1] < flow.loss[0]), flow.max_law_drift < 1e-8
     (True, True)
     """
-    refuse_conv(params, "gradient_flow", ParameterError)
+    refuse_conv(params, "gradient_flow")
 
     params = check_params(params)
     net = ReLUNet.from_params(params)

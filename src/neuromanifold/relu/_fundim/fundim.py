@@ -71,7 +71,7 @@ import flint
 import numpy as np
 import scipy.linalg
 
-from ..._errors import ComputationLimitError, ParameterError
+from ..._errors import ComputationLimitError
 from ..._progress import progress_bar
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
@@ -736,7 +736,7 @@ def functional_dimension(
     >>> functional_dimension([(W1, np.zeros(2)), (W2, np.zeros(1))], tol=0).rank
     7
     """
-    refuse_conv(params, "functional_dimension", ParameterError)
+    refuse_conv(params, "functional_dimension")
     tol = check_tol(tol)
     check_choice(method, "method", _FD_METHODS)
     max_regions, time_limit = check_budget(max_regions, time_limit)

@@ -40,7 +40,6 @@ from typing import Any
 import flint
 import numpy as np
 
-from ..._errors import ParameterError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
 from ..._validation import check_bool
@@ -604,7 +603,7 @@ def genericity(
     >>> genericity([(W1, [-1.0, -1.0, -2.0]), ([[1.0, 1.0, 1.0]], [0.0])]).failures[0].kind
     'common point'
     """
-    refuse_conv(params, "genericity", ParameterError)
+    refuse_conv(params, "genericity")
     tol = check_tol(tol)
     progress = check_bool(progress, "progress")
     layers, exact = exact_layers(params)

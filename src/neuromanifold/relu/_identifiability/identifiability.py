@@ -160,7 +160,7 @@ def identifiability(
     >>> r.identifiable, r.certified, r.witnesses[0]
     (False, True, WindowSymmetry(start=1, symmetry=HidingTranslation(...)))
     """
-    refuse_conv(params, "identifiability", ParameterError)
+    refuse_conv(params, "identifiability")
     params = check_params(params)
     local = check_bool(local, "local")
     start = time.monotonic()

@@ -55,7 +55,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from ..._errors import ArchitectureError, InputError, NeuromanifoldError, ParameterError, short_repr
+from ..._errors import ArchitectureError, InputError, NeuromanifoldError, short_repr
 from ..._progress import progress_bar
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
@@ -475,7 +475,7 @@ def nonlocalizability(params: Any, *, tol: Any = DEFAULT_TOL) -> Nonlocalizabili
     >>> r.first_two.identifiable, r.last_two.identifiable, r.whole.identifiable
     (True, True, False)
     """
-    refuse_conv(params, "nonlocalizability", ParameterError)
+    refuse_conv(params, "nonlocalizability")
     params = three_layer(params, "nonlocalizability")
     tol = check_tol(tol)
     first, last = _first_two(params), _last_two(params, tol)

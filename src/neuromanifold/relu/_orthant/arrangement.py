@@ -34,7 +34,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from ..._errors import ArchitectureError, InputError, ParameterError, short_repr
+from ..._errors import ArchitectureError, InputError, short_repr
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_finite_array
@@ -469,7 +469,7 @@ def weighted_arrangement(
     >>> [str(H) for H in A.hyperplanes], A.active_neurons
     (['H: (1, -1).z + 0 = 0, weight (3)'], (2,))
     """
-    refuse_conv(params, "weighted_arrangement", ParameterError)
+    refuse_conv(params, "weighted_arrangement")
     layers, exact_layers = one_hidden_layer(params, "weighted_arrangement")
     tol = check_tol(tol)
     (W, b), (C, g) = exact_layers

@@ -1126,7 +1126,7 @@ def orthant_fiber(
     >>> F.dimension, [P.labels for P in F.pieces]
     (1, [('H1+',)])
     """
-    refuse_conv(params, "orthant_fiber", ParameterError)
+    refuse_conv(params, "orthant_fiber")
     layers, _ = one_hidden_layer(params, "orthant_fiber")
     dom = as_domain(domain, layers[0][0].shape[1])
     if dom.kind != "orthant":

@@ -124,7 +124,7 @@ def channel_spec(net: ReLUConvNet) -> ChannelSpec:
     >>> spec.axes["0.weight"], spec.axes["3.weight"]
     (('P1', None, None, None), (None, 'P1'))
     """
-    net = as_conv_net(net) if as_conv_net(net) is not None else net
+    net = as_conv_net(net) or net
     if not isinstance(net, ReLUConvNet):
         raise ArchitectureError(f"channel_spec reads a ReLUConvNet; got {type(net).__name__}")
     groups: list[dict] = []

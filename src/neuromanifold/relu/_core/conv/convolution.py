@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...._errors import ArchitectureError
-from .layer import AffineLayer, affine, check_array, int_tuple, window_taps
+from .layer import AffineLayer, affine, check_array, int_tuple, pads_tuple, window_taps
 
 __all__ = ["Conv"]
 
@@ -37,10 +37,7 @@ class Conv(AffineLayer):
                 f"a convolution's bias must have one entry per output channel "
                 f"({W.shape[0]}); got shape {b.shape}"
             )
-        pad = self.padding
-        if isinstance(pad, (tuple, list)) and len(pad) == n:
-            pad = tuple(pad) * 2
-        pads = int_tuple(pad, 2 * n, "padding", 0)
+        pads = pads_tuple(self.padding, n, "padding")
         object.__setattr__(self, "weight", W)
         object.__setattr__(self, "bias", b)
         object.__setattr__(self, "stride", int_tuple(self.stride, n, "stride", 1))

@@ -36,6 +36,7 @@ __all__ = [
     "exact_array",
     "affine",
     "int_tuple",
+    "pads_tuple",
     "window_taps",
 ]
 
@@ -203,6 +204,15 @@ def int_tuple(value: Any, n: int | None, what: str, low: int) -> tuple[int, ...]
         count = "" if n is None else f" or {n} of them"
         raise ArchitectureError(f"{what} must be an integer >= {low}{count}; got {value!r}")
     return tuple(int(v) for v in vals)
+
+
+def pads_tuple(value: Any, n: int, what: str) -> tuple[int, ...]:
+    """A padding over ``n`` spatial axes as ONNX's ``pads`` ``(begin_1, ..., begin_n,
+    end_1, ..., end_n)``: from one int (every side), ``n`` ints (both ends of each axis)
+    or ``2 n`` ints."""
+    if isinstance(value, (tuple, list)) and len(value) == n:
+        value = tuple(value) * 2
+    return int_tuple(value, 2 * n, what, 0)
 
 
 def window_taps(

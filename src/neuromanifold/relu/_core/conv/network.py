@@ -12,8 +12,9 @@ Three views of one network:
   ``max(a, b) = b + relu(a - b)``, with ``b`` carried as ``relu(b)`` when ``b >= 0`` is
   known (after a ReLU) and as ``relu(b) - relu(-b)`` otherwise. A max pooling right before
   a ReLU is moved after it (the two commute), so its entries are known nonnegative;
-* the bound (:func:`difference_bound`): per layer, ``|z| <= r`` and ``|z_p - z_q| <= e``
-  carried through the layers, the parameter bound of two networks of one architecture.
+* the bounds (:func:`path_norm`, :func:`difference_bound`): per layer, ``|z| <= r`` and
+  ``|z_p - z_q| <= e`` carried through the layers: a network's scale, and the parameter
+  bound of two networks of one architecture.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from .elementwise import ReLU
 from .layer import AffineLayer, Layer, exact_array
 from .pool import MaxPool
 
-__all__ = ["ReLUConvNet", "difference_bound", "MAX_DENSE_ENTRIES"]
+__all__ = ["ReLUConvNet", "difference_bound", "path_norm", "MAX_DENSE_ENTRIES"]
 
 #: the largest dense view built (entries of all its matrices): 400 MB of float64
 MAX_DENSE_ENTRIES = 50_000_000
@@ -203,13 +204,13 @@ class _DenseView:
                 shapes[i + 1] = shapes[i]
         for layer, shape in zip(layers, shapes):
             if isinstance(layer, ReLU):
-                self.emit(sp.identity(self.A.shape[0], format="csr"), np.zeros(0))
+                self.emit()
             elif isinstance(layer, MaxPool):
                 self.max_pool(layer, shape)
             else:
                 M, t = layer.linear_map(shape)
                 self.affine(sp.csr_matrix(M), np.asarray(t, dtype=np.float64))
-        self.emit(None, None)
+        self.emit()
         return self.params
 
     def affine(self, M: sp.csr_matrix, t: np.ndarray) -> None:
@@ -219,9 +220,10 @@ class _DenseView:
         self.A = (M @ self.A).tocsr()
         self.c = M @ self.c + t
 
-    def emit(self, E: sp.csr_matrix | None, e0: np.ndarray | None) -> None:
+    def emit(self, E: sp.csr_matrix | None = None) -> None:
         """A layer of the fully connected network: ``W = E A``, ``b = E c`` (``E = None``:
-        the current map itself, the output layer), ReLU after it unless it is the last."""
+        the current map itself: a ReLU's input, or the output layer), ReLU after it unless
+        it is the last."""
         W = self.A if E is None else (E @ self.A)
         b = self.c if E is None else E @ self.c
         self.entries += W.shape[0] * W.shape[1]
@@ -256,7 +258,7 @@ class _DenseView:
 
             def carry(row: int, out: dict[int, float]) -> None:
                 neurons.append({row: 1.0})
-                out[len(neurons) - 1] = out.get(len(neurons) - 1, 0.0) + 1.0
+                out[len(neurons) - 1] = 1.0
                 if not nonneg[row]:
                     neurons.append({row: -1.0})
                     out[len(neurons) - 1] = -1.0
@@ -278,7 +280,7 @@ class _DenseView:
                 exprs.append(level)
                 new_nonneg.append(signs)
             E = _sparse_rows(neurons, self.A.shape[0])
-            self.emit(E, None)
+            self.emit(E)
             flat_exprs = [e for level in exprs for e in level]
             self.A = _sparse_rows(flat_exprs, len(neurons))
             self.c = np.zeros(len(flat_exprs))
@@ -303,32 +305,44 @@ def _sparse_rows(rows: list[dict[int, float]], width: int) -> sp.csr_matrix:
     return sp.csr_matrix((data, cols, ptr), shape=(len(rows), width))
 
 
-def difference_bound(p: ReLUConvNet, q: ReLUConvNet) -> tuple[float, float, float]:
-    """``(bound, scale_p, scale_q)``: ``|f_p(x) - f_q(x)| <= bound * max(1, ||x||_inf)`` for
-    every output and input, and ``|f(x)| <= scale * max(1, ||x||_inf)`` for each network
-    (its path norm: the layers with absolute weights applied to ones). Both networks must
-    have the same layers up to their parameters. The float sums of nonnegative terms are
-    rounded by at most ``n u`` relative each (``n`` the fan-in); the factor
-    ``1 + 2 u N`` (``N`` the sum of fan-ins along the chain) covers them."""
+def _margin(net: ReLUConvNet) -> float:
+    """``1 + 2 u N`` with ``N`` the sum of the affine layers' fan-ins: the float sums of
+    nonnegative terms in the bounds below are rounded by at most ``n u`` relative each
+    (``n`` the fan-in), and this factor covers them along the chain."""
+    fan = sum(layer.weight[0].size + 1 for layer in net.layers if isinstance(layer, AffineLayer))
+    return 1.0 + 2 * _U * (fan + 8)
+
+
+def _finite(value: float) -> float:
+    return value if math.isfinite(value) else math.inf
+
+
+def path_norm(net: ReLUConvNet) -> float:
+    """``scale`` with ``|f(x)| <= scale * max(1, ||x||_inf)`` for every output and input:
+    the layers with absolute weights applied to ones (computed once per network)."""
+    if "path_norm" not in net._cache:
+        r = np.ones(net.input_shape)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for layer in net.layers:
+                r, _ = layer.bound_step(r, np.zeros_like(r), layer)
+        net._cache["path_norm"] = _finite(float(np.max(r)) * _margin(net))
+    return net._cache["path_norm"]
+
+
+def difference_bound(p: ReLUConvNet, q: ReLUConvNet) -> float:
+    """``bound`` with ``|f_p(x) - f_q(x)| <= bound * max(1, ||x||_inf)`` for every output
+    and input. Both networks must have the same layers up to their parameters."""
     if len(p.layers) != len(q.layers) or p.input_shape != q.input_shape:
         raise ArchitectureError(
             "the two networks must have the same layers and input shape (up to parameters)"
         )
-    r_p = np.ones(p.input_shape)
-    r_q = np.ones(p.input_shape)
+    r = np.ones(p.input_shape)
     e = np.zeros(p.input_shape)
-    fan = 0
     with np.errstate(over="ignore", invalid="ignore"):
         for lp, lq in zip(p.layers, q.layers):
             if type(lp) is not type(lq) or lp.config() != lq.config():
                 raise ArchitectureError(
                     f"the two networks differ at a layer: {lp.describe()} against {lq.describe()}"
                 )
-            r_new, e = lp.bound_step(r_p, e, lq)
-            r_q, _ = lq.bound_step(r_q, np.zeros_like(r_q), lq)
-            r_p = r_new
-            if isinstance(lp, AffineLayer):
-                fan += lp.weight[0].size + 1
-    margin = 1.0 + 2 * _U * (fan + 8)
-    vals = [float(np.max(e)) * margin, float(np.max(r_p)) * margin, float(np.max(r_q)) * margin]
-    return tuple(v if math.isfinite(v) else math.inf for v in vals)
+            r, e = lp.bound_step(r, e, lq)
+    return _finite(float(np.max(e)) * _margin(p))

@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...._errors import ArchitectureError
-from .layer import Layer, int_tuple, window_taps
+from .layer import Layer, int_tuple, pads_tuple, window_taps
 
 __all__ = ["MaxPool", "AvgPool", "GlobalAvgPool"]
 
@@ -49,10 +49,7 @@ class _Pool(Layer):
             if self.stride is None
             else int_tuple(self.stride, spatial, f"{self.kind}'s stride", 1)
         )
-        pad = self.padding
-        if isinstance(pad, (tuple, list)) and len(pad) == spatial:
-            pad = tuple(pad) * 2
-        pads = int_tuple(pad, 2 * spatial, f"{self.kind}'s padding", 0)
+        pads = pads_tuple(self.padding, spatial, f"{self.kind}'s padding")
         if any(pads[i] >= kernel[i % spatial] for i in range(2 * spatial)):
             raise ArchitectureError(
                 f"a pooling's padding must be smaller than its kernel on each axis; got "
