@@ -327,6 +327,26 @@ def test_milp_rank_equals_the_exhaustive_exact_rank(seed, kind, widths, domain, 
         assert not fd.enumerated, fd.note
 
 
+def test_milp_finds_a_region_that_highs_probing_cut_off():
+    """A 1-3-1-1 network with dyadic weights: with 8 sampled points, one kernel direction
+    moves the function only on the region -1 < x < 0. HiGHS's presolve probing, at the
+    MILP's tight feasibility tolerances, reported "optimal 0" for it, so the rank came
+    out 6 instead of 7 (with probing off the witness is found)."""
+    from neuromanifold.relu._core.domain import as_domain
+    from neuromanifold.relu._fundim.tangent import TangentMILP
+
+    Ws = [np.array([[0.5], [-0.5], [-0.25]]), np.array([[0.5, -0.125, 0.5]]), np.array([[-0.5]])]
+    bs = [np.array([0.0, -0.5, 0.5]), np.array([0.25]), np.array([0.125])]
+    dWs = [np.array([[0.0], [1.0], [0.0]]), np.array([[0.0, -0.25, 0.0]]), np.zeros((1, 1))]
+    dbs = [np.array([0.25, 0.0, 0.0]), np.zeros(1), np.array([0.0625])]
+    for box in (None, (-3, 3), (-1.2, 3)):
+        witness = TangentMILP(Ws, bs, as_domain(box, 1)).exceeds(dWs, dbs, 1e-9)
+        assert witness and abs(witness.value - 0.0625) < 1e-6
+        assert [w.tolist() for w in witness.patterns] == [[False, False, True], [True]]
+    p = [(W.copy(), b.copy()) for W, b in zip(Ws, bs)]
+    assert functional_dimension(p, tol=1e-9, method="milp").rank == _exhaustive_rank(p) == 7
+
+
 def test_milp_phase_finds_regions_that_sampling_misses():
     """Two first-layer neurons active together only on a thin wedge far out: random
     points miss it, the MILP finds it (and with it the full rank)."""

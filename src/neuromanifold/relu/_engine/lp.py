@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
+import re
 import sys
 import threading
 
@@ -252,6 +254,40 @@ def _stdout_silenced():
         os.close(null)
 
 
+@functools.cache
+def _probing_rule_off() -> tuple[str, object]:
+    """The option that switches off HiGHS's presolve probing: ``("presolve_rule_off",
+    bit)``, the bit read from HiGHS's own rule list (its numbering is not part of the
+    API), else ``("presolve", "off")``. With feasibility tolerances at
+    :data:`MILP_FEAS`, HiGHS 1.16's probing declared optimal a program whose optimum it
+    had cut off (a tangent MILP of a 1-3-1-1 network: optimum 0 reported, -625 feasible
+    and found with probing off)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        log = os.path.join(folder, "highs.log")
+        solver = _highs_core._core._Highs()
+        for name, value in (
+            ("threads", 1),  # the first solver sets the scheduler (see below)
+            ("output_flag", True),
+            ("log_to_console", False),
+            ("log_file", log),
+            ("presolve_rule_logging", True),
+            ("presolve_rule_off", (1 << 30) - 1),
+        ):
+            solver.setOptionValue(name, value)
+        solver.addVars(1, np.zeros(1), np.ones(1))
+        with _stdout_silenced():
+            solver.presolve()
+        solver.setOptionValue("output_flag", False)  # closes the log file
+        with open(log, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                found = re.search(r"set bit\s+(\d+)\s*=\s*\d+\):\s*Probing\s*$", line)
+                if found:
+                    return "presolve_rule_off", 1 << int(found.group(1))
+    return "presolve", "off"  # pragma: no cover - another HiGHS: no presolve at all
+
+
 def _solve_milp_core(
     c, A, ub, lb_v, ub_v, integer, time_limit=None, objective_target=None
 ) -> MILPSolution:
@@ -268,6 +304,7 @@ def _solve_milp_core(
         ("primal_feasibility_tolerance", MILP_FEAS),
         ("mip_rel_gap", 1e-9),
         ("mip_abs_gap", MILP_FEAS),
+        _probing_rule_off(),
     ):
         solver.setOptionValue(name, value)
     if time_limit is not None:
