@@ -105,26 +105,35 @@ class _Graph:
                 f"{self.source}: {what} cannot be read as an array ({type(exc).__name__}: {exc})"
             ) from None
 
-    def walk(self, proto: Any, step: Any, hint: str = "") -> None:
+    def walk(self, proto: Any, step: Any) -> None:
         """``step(node)`` on every node along the one data path from the input (Constant
         nodes are constants); a node off that path, or a value no rule of ``step``
-        foresaw, is refused with the node's name (``hint`` added to the first)."""
-        for node in proto.graph.node:
-            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-                continue
+        foresaw, is refused with the node's name."""
+        for node in self.nodes(proto):
             if self.current not in node.input[:2] or len(node.output) != 1:
                 raise self.refuse(
                     node,
                     "not on a straight line from the input (it does not take the previous "
-                    "node's output); only a chain of layers is read" + hint,
+                    "node's output); only a chain of layers is read",
                 )
-            try:
-                step(node)
-            except ModelFileError:
-                raise
-            except (ValueError, TypeError, OverflowError) as exc:  # a value no rule foresaw
-                raise self.refuse(node, f"cannot be read ({type(exc).__name__}: {exc})") from None
+            self.run(node, step)
             self.current = node.output[0]
+
+    def nodes(self, proto: Any) -> Any:
+        """The graph's nodes but its Constants (read as constants), in the file's order
+        (ONNX's is topological)."""
+        for node in proto.graph.node:
+            if not (node.op_type == "Constant" and node.domain in ("", "ai.onnx")):
+                yield node
+
+    def run(self, node: Any, step: Any) -> None:
+        """``step(node)``, a value no rule of ``step`` foresaw refused with the node's name."""
+        try:
+            step(node)
+        except ModelFileError:
+            raise
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise self.refuse(node, f"cannot be read ({type(exc).__name__}: {exc})") from None
 
     def refuse(self, node: Any, why: str) -> ModelFileError:
         return ModelFileError(

@@ -4,9 +4,12 @@ Read: ``Conv`` (bias, strides, pads, dilations; one group), ``BatchNormalization
 (inference mode, folded into the Conv or dense layer right before it, and said so),
 ``Relu``, ``MaxPool`` and ``AveragePool`` (floor mode), ``GlobalAveragePool``,
 ``Flatten`` (axis 1) and a ``Reshape`` that flattens, ``Gemm``, ``MatMul`` (+ ``Add`` of
-a bias), and a final ``Softmax``/``LogSoftmax`` (left out and said so: the analyses are
-on the logits, and logits equal up to a constant are the same classifier). Every other
-operator, attribute value or branching graph is refused with the node's name.
+a bias), ``Add`` of two branches (a residual connection: the branches from the tensor
+where they fork become a :class:`~neuromanifold.relu.layers.Residual` block, the one of
+affine layers only, or none, its skip), and a final ``Softmax``/``LogSoftmax`` (left out
+and said so: the analyses are on the logits, and logits equal up to a constant are the
+same classifier). Every other operator, attribute value or graph shape is refused with
+the node's name.
 """
 
 from __future__ import annotations
@@ -35,13 +38,78 @@ def is_conv_relu_graph(proto: Any) -> bool:
 
 
 class _ConvWalk:
+    """The graph's tensors as chains of layers from the input (``chains``), extended node
+    by node; the node being read sees its input's chain as ``layers`` and ``shape``."""
+
     def __init__(self, graph: Any, example_shape: tuple):
         self.g = graph
         self.layers: list[nl.Layer] = []
         self.notes: list[str] = []
         self.shape = tuple(example_shape)
-        self.pending_bias: Any = None  # a MatMul waiting for its Add
-        self.ended = False  # a final Softmax seen: nothing may follow
+        self.chains: dict[str, tuple[tuple[nl.Layer, ...], tuple]] = {}
+        self.forked = False  # the input of the node being read feeds other nodes too
+        self.output = ""
+
+    def run(self, proto: Any) -> tuple[nl.Layer, ...]:
+        """Every node in order; returns the graph output's chain of layers."""
+        g = self.g
+        nodes = list(g.nodes(proto))
+        uses: dict[str, int] = {}
+        for node in nodes:
+            for t in node.input:
+                uses[t] = uses.get(t, 0) + 1
+        self.output = proto.graph.output[0].name
+        self.chains[g.current] = ((), self.shape)
+        for node in nodes:
+            data = [t for t in node.input if t and t not in g.consts]
+            if len(node.output) != 1:
+                raise g.refuse(node, "a node with more than one output is not read")
+            if node.op_type == "Add" and len(data) == 2:
+                g.run(node, lambda n: self.join(n, data))
+                continue
+            if len(data) != 1 or data[0] not in self.chains:
+                raise g.refuse(
+                    node,
+                    "not on the graph's data path from the input (it must read one tensor "
+                    "computed from the input, its other inputs constants)",
+                )
+            self.layers, self.shape = list(self.chains[data[0]][0]), self.chains[data[0]][1]
+            self.forked = uses.get(data[0], 0) > 1
+            g.run(node, self.step)
+            self.chains[node.output[0]] = (tuple(self.layers), self.shape)
+        for node in nodes:
+            if uses.get(node.output[0], 0) == 0 and node.output[0] != self.output:
+                raise g.refuse(node, "its output is not used (a branch that never rejoins)")
+        if self.output not in self.chains:
+            raise ModelFileError(f"{g.source}: the graph's output is not computed from its input")
+        return self.chains[self.output][0]
+
+    def join(self, node: Any, data: list[str]) -> None:
+        """``Add`` of two tensors computed from the input: a residual block, the two
+        branches from the tensor where they fork."""
+        g = self.g
+        if any(t not in self.chains for t in data):
+            raise g.refuse(node, "adds a tensor that is not computed from the input")
+        (la, sa), (lb, sb) = (self.chains[t] for t in data)
+        if sa != sb:
+            raise g.refuse(node, f"adds tensors of shapes {sa} and {sb} (no broadcasting)")
+        k = 0
+        while k < min(len(la), len(lb)) and la[k] is lb[k]:
+            k += 1
+        block, why = None, ""
+        for body, skip in ((la[k:], lb[k:]), (lb[k:], la[k:])):
+            try:
+                block = nl.Residual(body, skip)
+                break
+            except ArchitectureError as err:
+                why = str(err)
+        if block is None:
+            raise g.refuse(
+                node,
+                f"a sum of two branches is read as a residual block (a body, and a skip of "
+                f"affine layers or none); here: {why}",
+            )
+        self.chains[node.output[0]] = (la[:k] + (block,), sa)
 
     def push(self, layer: nl.Layer, node: Any) -> None:
         try:
@@ -56,8 +124,6 @@ class _ConvWalk:
 
     def step(self, node: Any) -> None:
         g, op, a = self.g, node.op_type, self.g.attrs(node)
-        if self.ended:
-            raise g.refuse(node, "follows the final Softmax; only a last Softmax is read")
         if op in _PASS:
             return
         if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
@@ -107,7 +173,8 @@ class _ConvWalk:
         elif op == "Add":
             self.add(node)
         elif op in ("Softmax", "LogSoftmax"):
-            self.ended = True
+            if node.output[0] != self.output:
+                raise g.refuse(node, "a Softmax is read as the graph's last node only")
             self.notes.append(
                 f"the final {op} left out: the analyses are on the logits (logits equal "
                 f"up to a constant are the same classifier)"
@@ -117,15 +184,18 @@ class _ConvWalk:
                 node,
                 "not a layer of a convolutional ReLU network (read: Conv, "
                 "BatchNormalization, Relu, MaxPool, AveragePool, GlobalAveragePool, "
-                "Flatten, Reshape, Gemm, MatMul, Add of a bias, a final Softmax)",
+                "Flatten, Reshape, Gemm, MatMul, Add of a bias or of two branches, a final "
+                "Softmax)",
             )
 
     def batch_norm(self, node: Any, a: dict) -> None:
         g = self.g
         last = self.layers[-1] if self.layers else None
-        if not isinstance(last, nl.AffineLayer):
+        if not isinstance(last, nl.AffineLayer) or self.forked:
             raise g.refuse(
-                node, "BatchNormalization is read right after a Conv or dense layer only"
+                node,
+                "BatchNormalization is read right after a Conv or dense layer only (whose "
+                "output feeds nothing else)",
             )
         if int(a.get("training_mode", 0)):
             raise g.refuse(node, "training_mode=1: only inference-mode BatchNormalization")
@@ -182,12 +252,12 @@ class _ConvWalk:
     def add(self, node: Any) -> None:
         g = self.g
         last = self.layers[-1] if self.layers else None
-        other = [i for i in node.input if i != g.current]
-        if not isinstance(last, nl.Dense) or len(other) != 1 or other[0] not in g.consts:
+        other = [i for i in node.input if i in g.consts]
+        if not isinstance(last, nl.Dense) or len(other) != 1 or self.forked:
             raise g.refuse(
                 node,
-                "an Add is read as a dense layer's bias (a constant after MatMul or Gemm); "
-                "residual connections are not read yet",
+                "an Add of a constant is read as a dense layer's bias (right after MatMul or "
+                "Gemm, whose output feeds nothing else)",
             )
         c = np.asarray(g.const(node, list(node.input).index(other[0])), np.float64).ravel()
         if c.size not in (1, last.bias.size):
@@ -205,13 +275,11 @@ def read_conv_graph(graph: Any, proto: Any, source: str, example_shape: tuple | 
             f"{example_shape}"
         )
     walk = _ConvWalk(graph, tuple(int(d) for d in example_shape))
-    graph.walk(proto, walk.step, hint=" (residual connections are not read yet)")
-    if graph.current != proto.graph.output[0].name:
-        raise ModelFileError(f"{source}: the graph's output is not the end of the chain of layers")
+    layers = walk.run(proto)
     try:
         net = ReLUConvNet(
             input_shape=tuple(int(d) for d in example_shape),
-            layers=walk.layers,
+            layers=layers,
             notes=tuple(walk.notes),
         )
     except ArchitectureError as err:

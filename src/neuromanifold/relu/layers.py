@@ -2,7 +2,8 @@
 
 Every layer offers one interface (a structured forward pass, its affine map where it has
 one, the channels it produces and reads); BatchNorm in inference mode is folded into the
-affine layer before it when a model is read (:func:`neuromanifold.io.load` says so).
+affine layer before it when a model is read (:func:`neuromanifold.io.load` says so);
+:class:`Residual` is a block ``x -> body(x) + skip(x)`` (identity or projection skip).
 
 >>> import numpy as np
 >>> from neuromanifold.relu import layers
@@ -15,6 +16,7 @@ from ._core.conv.dense import Dense
 from ._core.conv.elementwise import Flatten, ReLU
 from ._core.conv.layer import AffineLayer, Layer
 from ._core.conv.pool import AvgPool, GlobalAvgPool, MaxPool
+from ._core.conv.residual import Residual
 
 __all__ = [
     "Layer",
@@ -26,4 +28,5 @@ __all__ = [
     "MaxPool",
     "AvgPool",
     "GlobalAvgPool",
+    "Residual",
 ]

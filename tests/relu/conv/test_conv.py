@@ -244,7 +244,7 @@ def test_spec_names_the_axes_as_a_hand_written_spec_would():
         "fc2.weight": (None, "P3"),
         "fc2.bias": (None,),
     }
-    assert [g.consumers for g in spec.groups][1] == ((6, 4),)  # 2x2 positions per channel
+    assert [g.consumers for g in spec.groups][1] == (("6", 4),)  # 2x2 positions per channel
     assert type(spec).from_dict(spec.to_dict()).to_dict() == spec.to_dict()
 
 

@@ -262,7 +262,7 @@ def _probing_rule_off() -> tuple[str, object]:
     :data:`MILP_FEAS`, HiGHS 1.16's probing declared optimal a program whose optimum it
     had cut off (a tangent MILP of a 1-3-1-1 network: optimum 0 reported, -625 feasible
     and found with probing off)."""
-    import tempfile
+    import tempfile  # start-up: needed once per process, on the first MILP
 
     with tempfile.TemporaryDirectory() as folder:
         log = os.path.join(folder, "highs.log")

@@ -39,12 +39,13 @@ _NUM_SAMPLES = 512
 def _same_layout(p: ReLUConvNet, q: ReLUConvNet) -> bool:
     return (
         p.input_shape == q.input_shape
-        and len(p.layers) == len(q.layers)
+        and len(p.leaves()) == len(q.leaves())
         and all(
-            type(a) is type(b)
+            pa == pb
+            and type(a) is type(b)
             and a.config() == b.config()
             and all(x.shape == y.shape for x, y in zip(a.arrays().values(), b.arrays().values()))
-            for a, b in zip(p.layers, q.layers)
+            for (pa, a, _), (pb, b, _) in zip(p.leaves(), q.leaves())
         )
     )
 
@@ -53,11 +54,17 @@ def match_channels(p: ReLUConvNet, q: ReLUConvNet) -> tuple[ReLUConvNet, tuple]:
     """``(p*, symmetries)``: ``p`` moved by the channel permutations and positive scalings
     that bring each group's producing rows closest to ``q``'s."""
     spec = channel_spec(p)
+    reads = {path: g.name for g in spec.groups for path, _ in g.consumers}
     syms = []
+    matched: set[str] = set()
     current = p
     for g in spec.groups:
-        rows_p = np.concatenate([current.layers[i].out_rows() for i in g.producers], 1)
-        rows_q = np.concatenate([q.layers[i].out_rows() for i in g.producers], 1)
+        # a tied group's producers whose inputs are matched already (the first one's are:
+        # groups come in the order of their first producer)
+        ready = [path for path in g.producers if reads.get(path, "") in matched | {""}]
+        producers = ready or list(g.producers[:1])
+        rows_p = np.concatenate([current.layer_at(i).out_rows() for i in producers], 1)
+        rows_q = np.concatenate([q.layer_at(i).out_rows() for i in producers], 1)
         with np.errstate(all="ignore"):
             n_p = np.linalg.norm(rows_p, axis=1)
             n_q = np.linalg.norm(rows_q, axis=1)
@@ -76,6 +83,7 @@ def match_channels(p: ReLUConvNet, q: ReLUConvNet) -> tuple[ReLUConvNet, tuple]:
         sym = ChannelSymmetry(group=g.name, perm=tuple(perm.tolist()), scale=tuple(scale.tolist()))
         current = apply_channel_symmetries(current, (sym,), spec)
         syms.append(sym)
+        matched.add(g.name)
     return current, tuple(syms)
 
 
@@ -93,7 +101,7 @@ def by_channels(p: ReLUConvNet, q: ReLUConvNet, dom: Domain, tol: float) -> Equi
     bound = difference_bound(image, q)
     scale_p = path_norm(p)
     scale = max(scale_p, path_norm(q))
-    L = sum(1 for layer in p.layers if layer.arrays())
+    L = sum(1 for _, layer, _ in p.leaves() if layer.arrays())
     exact = tol == 0 and bound == 0 and _powers_of_two(syms) and _finite_normal(image)
     rounding = 0.0 if exact else 4 * _U * L * scale_p
     total = bound + rounding
@@ -127,7 +135,7 @@ def by_channels(p: ReLUConvNet, q: ReLUConvNet, dom: Domain, tol: float) -> Equi
 
 
 def _finite_normal(net: ReLUConvNet) -> bool:
-    for layer in net.layers:
+    for _, layer, _ in net.leaves():
         for a in layer.arrays().values():
             if not np.all(np.isfinite(a)) or np.any((a != 0) & (np.abs(a) < 2.0**-1022)):
                 return False

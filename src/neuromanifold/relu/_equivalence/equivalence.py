@@ -298,7 +298,16 @@ def _equivalent_conv(
             res = conv_witness(conv_p, conv_q, dom, options["tol"], as_seed_rng(options["seed"]))
         if res is not None:
             return res
-    res = equivalent(param_list(p), param_list(q), domain, **options, **budget)
+    try:
+        dense_p, dense_q = param_list(p), param_list(q)
+    except ComputationLimitError as err:
+        raise ComputationLimitError(
+            f"not decided: the channels of the two networks do not match within tol * "
+            f"scale, no sampled input shows a difference above it, and the last resort, "
+            f"the dense views, is too large ({err}). With tol=0 any difference at a "
+            f"sampled input counts (an exactly checked witness)"
+        ) from None
+    res = equivalent(dense_p, dense_q, domain, **options, **budget)
     return dataclasses.replace(
         res,
         note="decided on the dense views (the same functions as fully connected ReLU "

@@ -5,13 +5,17 @@ another consumes carries a **channel group**: permuting its channels and scaling
 a positive number, in the producer's outputs (weights and bias, axis 0) and inversely in
 the consumer's inputs (weights, axis 1; blocks of ``H * W`` entries after a flatten),
 keeps the function, because everything in between (ReLU, max and average pooling,
-flattening) commutes with it. This is the permutation spec that weight-matching tools
-(Git Re-Basin) ask their users to write by hand; here it is read off the graph.
+flattening) commutes with it. A residual sum ``body(x) + skip(x)`` ties the tensors it
+adds: one permutation and scaling for both (and, for an identity skip, for the block's
+input too), so a residual stream is one group across the blocks it passes. This is the
+permutation spec that weight-matching tools (Git Re-Basin) ask their users to write by
+hand; here it is read off the graph.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +24,7 @@ from ..._results import Result
 from .._core.conv.elementwise import Flatten, ReLU
 from .._core.conv.layer import AffineLayer
 from .._core.conv.network import ReLUConvNet
+from .._core.conv.residual import Residual
 from .._core.live import as_conv_net
 
 __all__ = [
@@ -38,9 +43,11 @@ class ChannelGroup(Result):
     Attributes:
         name: ``"P1"``, ``"P2"``, ... in the order of the layers.
         size: the number of channels.
-        producers: the layer indices whose output channels (weight and bias, axis 0) it
-            permutes and scales.
-        consumers: ``(layer index, block)``: the layers reading the tensor, whose input
+        producers: the paths of the layers whose output channels (weight and bias, axis
+            0) it permutes and scales (a layer's index, ``"<block>.body.<j>"`` or
+            ``"<block>.skip.<j>"`` inside a residual block; several when a residual sum
+            ties tensors).
+        consumers: ``(path, block)``: the layers reading the tensor, whose input
             channels (weight axis 1, ``block`` entries per channel after a flatten) it
             permutes and scales inversely.
         through: the layers between producer and consumer (``"relu"``, ``"maxpool"``, ...).
@@ -99,9 +106,48 @@ class ChannelSymmetry(Result):
     scale: tuple
 
 
-def layer_name(net: ReLUConvNet, i: int) -> str:
-    layer = net.layers[i]
-    return getattr(layer, "name", "") or str(i)
+def layer_name(net: ReLUConvNet, path: str) -> str:
+    """The name of the layer at ``path`` in files and specs: its own, else its path."""
+    return getattr(net.layer_at(path), "name", "") or str(path)
+
+
+class _Tensors:
+    """The hidden tensors' channel spaces, merged where a residual sum ties two."""
+
+    def __init__(self) -> None:
+        self.parent: list[int] = []
+        self.info: list[dict] = []
+
+    def new(self, size: int, *, fixed: bool = False, producer: str | None = None) -> int:
+        self.parent.append(len(self.parent))
+        self.info.append(
+            {
+                "size": size,
+                "producers": [producer] if producer else [],
+                "consumers": [],
+                "through": [],
+                "fixed": fixed,
+            }
+        )
+        return len(self.parent) - 1
+
+    def find(self, k: int) -> int:
+        while self.parent[k] != k:
+            self.parent[k] = self.parent[self.parent[k]]
+            k = self.parent[k]
+        return k
+
+    def tie(self, a: int, b: int, same_block: bool) -> int:
+        a, b = self.find(a), self.find(b)
+        if a == b:
+            return a
+        a, b = min(a, b), max(a, b)
+        self.parent[b] = a
+        ia, ib = self.info[a], self.info[b]
+        for key in ("producers", "consumers", "through"):
+            ia[key] += ib[key]
+        ia["fixed"] = ia["fixed"] or ib["fixed"] or not same_block
+        return a
 
 
 def channel_spec(net: ReLUConvNet) -> ChannelSpec:
@@ -127,57 +173,72 @@ def channel_spec(net: ReLUConvNet) -> ChannelSpec:
     net = as_conv_net(net) or net
     if not isinstance(net, ReLUConvNet):
         raise ArchitectureError(f"channel_spec reads a ReLUConvNet; got {type(net).__name__}")
-    groups: list[dict] = []
-    open_group: dict | None = None
-    for i, layer in enumerate(net.layers):
-        shape = net.shapes[i]
-        if isinstance(layer, AffineLayer):
-            if open_group is not None:
-                open_group["consumers"].append((i, open_group["block"]))
-                groups.append(open_group)
-            open_group = {
-                "producers": [i],
-                "consumers": [],
-                "through": [],
-                "size": layer.out_channels,
-                "block": 1,
-            }
-        elif open_group is not None:
-            open_group["through"].append(layer.kind)
-            if isinstance(layer, Flatten):
-                open_group["block"] = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-    out, axes = [], {}
-    for k, g in enumerate(groups, start=1):
+    tensors = _Tensors()
+    order = {path: k for k, (path, _, _) in enumerate(net.leaves())}
+
+    def visit(prefix: str, layers: tuple, shapes: list, at: tuple[int, int]) -> tuple[int, int]:
+        # ``at``: the current tensor's channel space and its entries per channel
+        for j, (layer, shape) in enumerate(zip(layers, shapes)):
+            path = f"{prefix}{j}"
+            if isinstance(layer, Residual):
+                ends = [
+                    visit(f"{path}.{b}.", sub, layer.branch_shapes(shape, b), at)
+                    for b, sub in layer.branches()
+                ]
+                at = (tensors.tie(ends[0][0], ends[1][0], ends[0][1] == ends[1][1]), ends[0][1])
+            elif isinstance(layer, AffineLayer):
+                tensors.info[tensors.find(at[0])]["consumers"].append((path, at[1]))
+                at = (tensors.new(layer.out_channels, producer=path), 1)
+            else:
+                tensors.info[tensors.find(at[0])]["through"].append(layer.kind)
+                if isinstance(layer, Flatten) and len(shape) > 1:
+                    at = (at[0], at[1] * int(np.prod(shape[1:])))
+        return at
+
+    first = tensors.new(net.input_shape[0], fixed=True)  # the input's channels stay
+    last = visit("", net.layers, list(net.shapes), (first, 1))
+    tensors.info[tensors.find(last[0])]["fixed"] = True  # and the output's
+    roots = sorted(
+        (k for k in range(len(tensors.parent)) if tensors.find(k) == k),
+        key=lambda k: min((order[p] for p in tensors.info[k]["producers"]), default=-1),
+    )
+    out = []
+    for k in roots:
+        g = tensors.info[k]
+        if g["fixed"] or not g["producers"] or not g["consumers"]:
+            continue
         positive = any(t in (ReLU.kind, "maxpool") for t in g["through"])
         out.append(
             ChannelGroup(
-                name=f"P{k}",
+                name=f"P{len(out) + 1}",
                 size=g["size"],
-                producers=tuple(g["producers"]),
-                consumers=tuple(g["consumers"]),
-                through=tuple(g["through"]),
+                producers=tuple(sorted(g["producers"], key=order.get)),
+                consumers=tuple(sorted(g["consumers"], key=lambda c: order[c[0]])),
+                through=tuple(dict.fromkeys(g["through"])),
                 scaling="positive" if positive else "nonzero",
             )
         )
-    for i, layer in enumerate(net.layers):
+    axes = {}
+    for path, layer, _ in net.leaves():
         if not isinstance(layer, AffineLayer):
             continue
         w_axes: list = [None] * layer.weight.ndim
         for g in out:
-            if i in g.producers:
+            if path in g.producers:
                 w_axes[0] = g.name
-            if any(c == i for c, _ in g.consumers):
+            if any(c == path for c, _ in g.consumers):
                 w_axes[1] = g.name
-        name = layer_name(net, i)
+        name = layer_name(net, path)
         axes[f"{name}.weight"] = tuple(w_axes)
         axes[f"{name}.bias"] = (w_axes[0],)
     return ChannelSpec(
         groups=tuple(out),
         axes=axes,
         note="permutations and positive scalings of the channels of each hidden tensor "
-        "between two affine layers; the input and output channels are fixed; axes are of "
-        "the weights as (out, in, kernel...). Symmetries "
-        "beyond these (as a dead channel's free weights) are not listed",
+        "between two affine layers, one group for the tensors a residual sum ties; the "
+        "input and output channels are fixed (and a group tied to them); axes are of the "
+        "weights as (out, in, kernel...). Symmetries beyond these (as a dead channel's "
+        "free weights) are not listed",
     )
 
 
@@ -187,7 +248,7 @@ def apply_channel_symmetries(
     """``net`` moved by each :class:`ChannelSymmetry` of ``syms`` (same function)."""
     spec = channel_spec(net) if spec is None else spec
     by_name = {g.name: g for g in spec.groups}
-    layers = list(net.layers)
+    layers: dict[str, Any] = {}
     for s in syms:
         g = by_name.get(s.group)
         perm = np.asarray(s.perm, dtype=np.int64)
@@ -198,8 +259,10 @@ def apply_channel_symmetries(
             raise ArchitectureError(
                 f"{s.group}: perm must be a permutation and every scale positive"
             )
-        for i in g.producers:
-            layers[i] = layers[i].act_on_outputs(perm, scale)
-        for i, block in g.consumers:
-            layers[i] = layers[i].act_on_inputs(perm, scale, block)
-    return net.with_layers(layers)
+        for path in g.producers:
+            layer = layers.get(path) or net.layer_at(path)
+            layers[path] = layer.act_on_outputs(perm, scale)
+        for path, block in g.consumers:
+            layer = layers.get(path) or net.layer_at(path)
+            layers[path] = layer.act_on_inputs(perm, scale, block)
+    return net.with_leaves(layers)

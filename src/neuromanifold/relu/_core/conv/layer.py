@@ -38,6 +38,7 @@ __all__ = [
     "int_tuple",
     "pads_tuple",
     "window_taps",
+    "same_kind",
 ]
 
 
@@ -145,6 +146,15 @@ class AffineLayer(Layer):
         r_new = absolute.forward(r[None])[0]
         e_new = other_abs.forward(e[None])[0] + diff.forward(r[None])[0]
         return r_new, e_new
+
+
+def same_kind(a: Layer, b: Layer) -> None:
+    """An ArchitectureError unless ``a`` and ``b`` are one layer up to their parameters
+    (the same kind and hyperparameters)."""
+    if type(a) is not type(b) or a.config() != b.config():
+        raise ArchitectureError(
+            f"the two networks differ at a layer: {a.describe()} against {b.describe()}"
+        )
 
 
 def check_array(value: Any, what: str, ndim: int | tuple[int, ...]) -> np.ndarray:

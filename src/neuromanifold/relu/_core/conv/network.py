@@ -11,7 +11,9 @@ Three views of one network:
   in its exact ReLU form, one layer of ReLUs per halving of the window:
   ``max(a, b) = b + relu(a - b)``, with ``b`` carried as ``relu(b)`` when ``b >= 0`` is
   known (after a ReLU) and as ``relu(b) - relu(-b)`` otherwise. A max pooling right before
-  a ReLU is moved after it (the two commute), so its entries are known nonnegative;
+  a ReLU is moved after it (the two commute), so its entries are known nonnegative. A
+  residual block's input is carried through the ReLU layers of its body the same way
+  and added at its end;
 * the bounds (:func:`path_norm`, :func:`difference_bound`): per layer, ``|z| <= r`` and
   ``|z_p - z_q| <= e`` carried through the layers: a network's scale, and the parameter
   bound of two networks of one architecture.
@@ -29,8 +31,9 @@ import scipy.sparse as sp
 
 from ...._errors import ArchitectureError, ComputationLimitError, short_repr
 from .elementwise import ReLU
-from .layer import AffineLayer, Layer, exact_array
+from .layer import AffineLayer, Layer, exact_array, same_kind
 from .pool import MaxPool
+from .residual import Residual
 
 __all__ = ["ReLUConvNet", "difference_bound", "path_norm", "MAX_DENSE_ENTRIES"]
 
@@ -122,7 +125,50 @@ class ReLUConvNet:
     @property
     def num_params(self) -> int:
         """The number of parameters (every weight and bias)."""
-        return sum(a.size for layer in self.layers for a in layer.arrays().values())
+        return sum(a.size for _, layer, _ in self.leaves() for a in layer.arrays().values())
+
+    def leaves(self) -> tuple[tuple[str, Layer, tuple[int, ...]], ...]:
+        """Every layer that is not a residual block, in order, as ``(path, layer,
+        in_shape)``: ``path`` is the layer's index, within a residual block
+        ``"<block>.body.<j>"`` or ``"<block>.skip.<j>"``."""
+        if "leaves" not in self._cache:
+            out: list = []
+
+            def visit(prefix: str, layers: Sequence[Layer], shapes: Sequence) -> None:
+                for j, (layer, shape) in enumerate(zip(layers, shapes)):
+                    if isinstance(layer, Residual):
+                        for branch, sub in layer.branches():
+                            visit(f"{prefix}{j}.{branch}.", sub, layer.branch_shapes(shape, branch))
+                    else:
+                        out.append((f"{prefix}{j}", layer, tuple(shape)))
+
+            visit("", self.layers, self.shapes)
+            self._cache["leaves"] = tuple(out)
+        return self._cache["leaves"]
+
+    def layer_at(self, path: str) -> Layer:
+        """The layer at ``path`` (see :meth:`leaves`)."""
+        parts = str(path).split(".")
+        layer: Any = self.layers[int(parts[0])]
+        for branch, j in zip(parts[1::2], parts[2::2]):
+            layer = dict(layer.branches())[branch][int(j)]
+        return layer
+
+    def with_leaves(self, replaced: dict[str, Layer]) -> ReLUConvNet:
+        """The network with the layers at the given paths replaced (same shapes)."""
+
+        def rebuild(prefix: str, layers: Sequence[Layer]) -> list[Layer]:
+            out = []
+            for j, layer in enumerate(layers):
+                path = f"{prefix}{j}"
+                if isinstance(layer, Residual):
+                    for branch, sub in layer.branches():
+                        new = rebuild(f"{path}.{branch}.", sub)
+                        layer = dataclasses.replace(layer, **{branch: tuple(new)})
+                out.append(replaced.get(path, layer))
+            return out
+
+        return self.with_layers(rebuild("", self.layers))
 
     def describe(self) -> str:
         """One line for people: the input shape and the layers."""
@@ -184,7 +230,8 @@ class ReLUConvNet:
 
 class _DenseView:
     """The unrolling of :meth:`ReLUConvNet.dense_params`: the current tensor as an affine
-    map ``A z + c`` of the last ReLU layer's outputs ``z`` (the input at first)."""
+    map ``A z + c`` of the last ReLU layer's outputs ``z`` (the input at first), and the
+    inputs of the open residual blocks (``carried``) as maps of ``z`` too."""
 
     def __init__(self, net: ReLUConvNet):
         self.net = net
@@ -192,12 +239,18 @@ class _DenseView:
         self.A = sp.identity(n, format="csr")
         self.c = np.zeros(n)
         self.nonneg = np.zeros(n, dtype=bool)
+        self.carried: list[tuple[sp.csr_matrix, np.ndarray, np.ndarray]] = []
+        self.width = n  # the number of columns of A: the last ReLU layer's size
         self.params: list[tuple[np.ndarray, np.ndarray]] = []
         self.entries = 0
 
     def build(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        layers = list(self.net.layers)
-        shapes = list(self.net.shapes)
+        self.run(self.net.layers, self.net.shapes)
+        self.emit()
+        return self.params
+
+    def run(self, layers: Sequence[Layer], shapes: Sequence) -> None:
+        layers, shapes = list(layers), list(shapes)
         for i in range(len(layers) - 1):  # max pooling before a ReLU: after it (they commute)
             if isinstance(layers[i], MaxPool) and isinstance(layers[i + 1], ReLU):
                 layers[i], layers[i + 1] = layers[i + 1], layers[i]
@@ -207,11 +260,23 @@ class _DenseView:
                 self.emit()
             elif isinstance(layer, MaxPool):
                 self.max_pool(layer, shape)
+            elif isinstance(layer, Residual):
+                self.residual(layer, shape)
             else:
                 M, t = layer.linear_map(shape)
                 self.affine(sp.csr_matrix(M), np.asarray(t, dtype=np.float64))
-        self.emit()
-        return self.params
+
+    def residual(self, block: Residual, shape: tuple[int, ...]) -> None:
+        """The body with the block's input carried through its ReLUs, then the skip on
+        that input, then their sum."""
+        self.carried.append((self.A, self.c, self.nonneg))
+        self.run(block.body, block.branch_shapes(shape, "body"))
+        body = (self.A, self.c, self.nonneg)
+        self.A, self.c, self.nonneg = self.carried.pop()
+        self.run(block.skip, block.branch_shapes(shape, "skip"))
+        self.A = (body[0] + self.A).tocsr()
+        self.c = body[1] + self.c
+        self.nonneg = body[2] & self.nonneg
 
     def affine(self, M: sp.csr_matrix, t: np.ndarray) -> None:
         bad_rows = (abs(M) @ (~self.nonneg).astype(np.float64)) > 0
@@ -222,23 +287,41 @@ class _DenseView:
 
     def emit(self, E: sp.csr_matrix | None = None) -> None:
         """A layer of the fully connected network: ``W = E A``, ``b = E c`` (``E = None``:
-        the current map itself: a ReLU's input, or the output layer), ReLU after it unless
-        it is the last."""
-        W = self.A if E is None else (E @ self.A)
-        b = self.c if E is None else E @ self.c
+        the current map itself: a ReLU's input, or the output layer), then the carried
+        tensors (``x`` as ``relu(x)`` where ``x >= 0`` is known, else ``relu(x)`` and
+        ``relu(-x)``); ReLU after it unless it is the last."""
+        Ws = [self.A if E is None else (E @ self.A)]
+        bs = [self.c if E is None else E @ self.c]
+        n = Ws[0].shape[0]
+        at = n
+        carried = []
+        for A, c, nonneg in self.carried:
+            neg = np.flatnonzero(~nonneg)
+            Ws += [A, -A[neg]]
+            bs += [c, -c[neg]]
+            k = A.shape[0]
+            carried.append((at, k, neg, nonneg))
+            at += k + neg.size
+        W = sp.vstack(Ws).tocsr() if len(Ws) > 1 else Ws[0]
+        b = np.concatenate(bs)
         self.entries += W.shape[0] * W.shape[1]
         if self.entries > MAX_DENSE_ENTRIES:
             raise ComputationLimitError(
                 f"the dense view of this network (the same function as a fully connected "
                 f"ReLU network) would hold more than {MAX_DENSE_ENTRIES:,} weights; this "
-                f"analysis needs it (convolutional analyses without it: equivalent, "
-                f"channel_spec)"
+                f"analysis needs it (channel_spec, and equivalent by matching channels or "
+                f"by a witness, do not)"
             )
         self.params.append((np.asarray(W.todense()), np.asarray(b, dtype=np.float64)))
-        n = W.shape[0]
-        self.A = sp.identity(n, format="csr")
+        self.width = at
+        self.A = sp.eye(n, at, format="csr")
         self.c = np.zeros(n)
         self.nonneg = np.ones(n, dtype=bool)
+        for idx, (start, k, neg, nonneg) in enumerate(carried):
+            S = sp.lil_matrix((k, at))
+            S[np.arange(k), start + np.arange(k)] = 1.0
+            S[neg, start + k + np.arange(neg.size)] = -1.0
+            self.carried[idx] = (S.tocsr(), np.zeros(k), nonneg)
 
     def max_pool(self, pool: MaxPool, shape: tuple[int, ...]) -> None:
         flat, valid = pool.windows(shape)
@@ -282,7 +365,7 @@ class _DenseView:
             E = _sparse_rows(neurons, self.A.shape[0])
             self.emit(E)
             flat_exprs = [e for level in exprs for e in level]
-            self.A = _sparse_rows(flat_exprs, len(neurons))
+            self.A = _sparse_rows(flat_exprs, self.width)
             self.c = np.zeros(len(flat_exprs))
             nonneg = np.array([s for signs in new_nonneg for s in signs], dtype=bool)
             at, cand = 0, []
@@ -309,7 +392,9 @@ def _margin(net: ReLUConvNet) -> float:
     """``1 + 2 u N`` with ``N`` the sum of the affine layers' fan-ins: the float sums of
     nonnegative terms in the bounds below are rounded by at most ``n u`` relative each
     (``n`` the fan-in), and this factor covers them along the chain."""
-    fan = sum(layer.weight[0].size + 1 for layer in net.layers if isinstance(layer, AffineLayer))
+    fan = sum(
+        layer.weight[0].size + 1 for _, layer, _ in net.leaves() if isinstance(layer, AffineLayer)
+    )
     return 1.0 + 2 * _U * (fan + 8)
 
 
@@ -340,9 +425,6 @@ def difference_bound(p: ReLUConvNet, q: ReLUConvNet) -> float:
     e = np.zeros(p.input_shape)
     with np.errstate(over="ignore", invalid="ignore"):
         for lp, lq in zip(p.layers, q.layers):
-            if type(lp) is not type(lq) or lp.config() != lq.config():
-                raise ArchitectureError(
-                    f"the two networks differ at a layer: {lp.describe()} against {lq.describe()}"
-                )
+            same_kind(lp, lq)
             r, e = lp.bound_step(r, e, lq)
     return _finite(float(np.max(e)) * _margin(p))
