@@ -1767,6 +1767,21 @@ MORE_ENTRIES = [
         lambda weight, bias: nm.relu.layers.Dense(weight, bias),
         {"weight": "array", "bias": "array"},
     ),
+    E(
+        "relu.layers.Residual",
+        lambda: dict(body=[nm.relu.layers.ReLU()], skip=[]),
+        lambda body, skip: nm.relu.layers.Residual(body, skip),
+        {"body": "object", "skip": "object"},
+    ),
+    E(
+        "io.save(relu_conv)",
+        lambda: dict(
+            model=relu.ReLUConvNet(input_shape=(1, 4), layers=_conv_layers()),
+            path=os.path.join(_files()["folder"], "cnn.onnx"),
+        ),
+        lambda model, path: nm.io.save(model, path),
+        {"model": "object", "path": "out_path"},
+    ),
     # ---------------------------------------------------------------- io
     E(
         "io.read_vnnlib",

@@ -22,9 +22,11 @@ import numpy as np
 
 from .._errors import ModelFileError, NeuromanifoldError, short_repr
 from .._validation import MAX_PARAMS
+from ..relu import ReLUConvNet
 from ..relu._library import live_relu_params, tensor_to_numpy
 from ._model import ORDER_KEY, STRIDES_KEY, Model, model_from_arrays, stored_strides_list
 from ._onnx import read_onnx, write_onnx
+from ._onnx_conv import conv_model
 
 __all__ = ["load", "save", "SUFFIXES"]
 
@@ -295,6 +297,8 @@ def load(source: Any, *, strides: Any = None) -> Model:
     """
     if isinstance(source, Model):
         return source
+    if isinstance(source, ReLUConvNet):
+        return conv_model(source, "ReLUConvNet", "float64", source.notes)
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if path.is_dir():
@@ -395,8 +399,14 @@ def save(model: Any, path: Any, *, strides: Any = None) -> None:
         raise ModelFileError(f"{path}: cannot write (a folder of that name exists)")
     if not path.parent.is_dir():
         raise ModelFileError(f"{path}: cannot write (no folder {str(path.parent)!r})")
-    arrays = _named_arrays(model)
     suffix = path.suffix.lower()
+    if model.kind == "relu_conv" and suffix != ".onnx":
+        raise ModelFileError(
+            f"{path}: a convolutional network is saved as .onnx, where its strides, "
+            f"padding, pooling and residual blocks travel with the weights (a .npz or "
+            f".safetensors of weights alone would not say them)"
+        )
+    arrays = _named_arrays(model) if model.kind != "relu_conv" else {}
     try:
         if suffix == ".npz":
             if model.strides is not None:

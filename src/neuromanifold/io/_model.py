@@ -399,7 +399,15 @@ def model_from_arrays(
             notes=tuple(notes),
         )
     shapes = {p: tuple(np.shape(layers[p]["weight"])) for p in order}
+    conv = any(len(s) in (3, 4) and s[:2] != (1, 1) for s in shapes.values())
     raise ModelFileError(
         f"{source}: cannot infer a model from weight shapes {short_repr(shapes)}: expected "
         f"all 2D (fully connected layers) or all (1, 1, k...) (single-channel convolutions)"
+        + (
+            "; these are a convolutional network's weights, which alone do not say its "
+            "strides, padding, pooling or skips: export it to ONNX (torch.onnx.export, or "
+            "neuromanifold.io.save(net, 'model.onnx') for a neuromanifold.relu.ReLUConvNet)"
+            if conv
+            else ""
+        )
     )

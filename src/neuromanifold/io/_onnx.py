@@ -29,7 +29,7 @@ import numpy as np
 from .._errors import ModelFileError
 from .._validation import MAX_PARAMS
 from ._model import Model, model_from_arrays
-from ._onnx_conv import is_conv_relu_graph, read_conv_graph
+from ._onnx_conv import conv_graph_nodes, is_conv_relu_graph, read_conv_graph
 
 __all__ = ["read_onnx", "write_onnx", "READABLE_OPS"]
 
@@ -590,12 +590,17 @@ def _model(graph: _Graph, source: str, strides: Any, proto: Any) -> Model:
 
 
 def write_onnx(model: Model, path: Path) -> None:
-    """An ONNX graph of ``model`` (Gemm and Relu nodes, or bias-free Conv nodes), with
-    a dynamic batch axis, that :func:`read_onnx` and ONNX runtimes read back."""
+    """An ONNX graph of ``model`` (Gemm and Relu nodes; bias-free Conv nodes; or a
+    convolutional ReLU network's nodes), with a dynamic batch axis, that
+    :func:`read_onnx` and ONNX runtimes read back."""
     onnx = _onnx(path)
     helper, numpy_helper = onnx.helper, onnx.numpy_helper
     nodes, inits, current = [], [], "input"
-    if model.kind == "relu":
+    if model.kind == "relu_conv":
+        nodes, inits, current = conv_graph_nodes(onnx, model.params, current)
+        shape_in = ["batch", *model.params.input_shape]
+        shape_out = ["batch", model.params.output_dim]
+    elif model.kind == "relu":
         for l, (W, b) in enumerate(model.params):
             inits += [
                 numpy_helper.from_array(W, f"{l}.weight"),

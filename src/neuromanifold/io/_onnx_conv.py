@@ -24,7 +24,7 @@ from ..relu import ReLUConvNet
 from ..relu import layers as nl
 from ._model import Model
 
-__all__ = ["is_conv_relu_graph", "read_conv_graph"]
+__all__ = ["is_conv_relu_graph", "read_conv_graph", "conv_model", "conv_graph_nodes"]
 
 _CONV_OPS = {"Relu", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization"}
 _PASS = {"Identity", "Dropout"}
@@ -265,6 +265,75 @@ class _ConvWalk:
         self.layers[-1] = nl.Dense(last.weight, last.bias + c, name=last.name)
 
 
+def conv_model(net: ReLUConvNet, source: str, converted_from: str, notes: tuple) -> Model:
+    """The :class:`~neuromanifold.io.Model` (kind ``"relu_conv"``) of ``net``."""
+    return Model(
+        kind="relu_conv",
+        params=net,
+        architecture=(tuple(net.input_shape), tuple(layer.describe() for layer in net.layers)),
+        strides=None,
+        source=source,
+        converted_from=converted_from,
+        notes=notes,
+    )
+
+
+def conv_graph_nodes(onnx: Any, net: ReLUConvNet, x: str) -> tuple[list, list, str]:
+    """``(nodes, initializers, output name)``: ``net`` as ONNX nodes on the tensor ``x``
+    (float64 weights named ``<layer path>.weight`` / ``.bias``, or the layer's own name),
+    which :func:`read_conv_graph` reads back as the same network."""
+    helper, numpy_helper = onnx.helper, onnx.numpy_helper
+    nodes: list = []
+    inits: list = []
+    in_shapes = {path: shape for path, _, shape in net.leaves()}
+
+    def emit(prefix: str, layers: tuple, x: str) -> str:
+        for j, layer in enumerate(layers):
+            path = f"{prefix}{j}"
+            out = f"t{path}"
+            if isinstance(layer, nl.Residual):
+                ends = [emit(f"{path}.{b}.", sub, x) for b, sub in layer.branches()]
+                nodes.append(helper.make_node("Add", ends, [out], name=f"{path}.add"))
+            elif isinstance(layer, nl.AffineLayer):
+                name = layer.name or path
+                inits.append(numpy_helper.from_array(layer.weight, f"{name}.weight"))
+                inits.append(numpy_helper.from_array(layer.bias, f"{name}.bias"))
+                args = [x, f"{name}.weight", f"{name}.bias"]
+                if isinstance(layer, nl.Conv):
+                    nodes.append(
+                        helper.make_node(
+                            "Conv",
+                            args,
+                            [out],
+                            name=path,
+                            kernel_shape=list(layer.weight.shape[2:]),
+                            strides=list(layer.stride),
+                            pads=list(layer.padding),
+                            dilations=list(layer.dilation),
+                        )  # fmt: skip
+                    )
+                else:
+                    nodes.append(helper.make_node("Gemm", args, [out], name=path, transB=1))
+            elif isinstance(layer, (nl.MaxPool, nl.AvgPool)):
+                spatial = len(in_shapes[path]) - 1
+                kernel, stride, pads = layer.geometry(spatial)
+                kw = {"kernel_shape": list(kernel), "strides": list(stride), "pads": list(pads)}
+                if isinstance(layer, nl.AvgPool):
+                    kw["count_include_pad"] = int(layer.count_include_pad)
+                op = "MaxPool" if isinstance(layer, nl.MaxPool) else "AveragePool"
+                nodes.append(helper.make_node(op, [x], [out], name=path, **kw))
+            else:
+                op = {"relu": "Relu", "flatten": "Flatten", "globalavgpool": "GlobalAveragePool"}
+                if layer.kind not in op:
+                    raise ModelFileError(f"cannot write a {layer.describe()} layer to ONNX")
+                kw = {"axis": 1} if layer.kind == "flatten" else {}
+                nodes.append(helper.make_node(op[layer.kind], [x], [out], name=path, **kw))
+            x = out
+        return x
+
+    return nodes, inits, emit("", net.layers, x)
+
+
 def read_conv_graph(graph: Any, proto: Any, source: str, example_shape: tuple | None) -> Any:
     """The :class:`~neuromanifold.io.Model` (kind ``"relu_conv"``) of a convolutional
     ReLU graph; ``graph`` is the reader's constants and walk state."""
@@ -285,12 +354,9 @@ def read_conv_graph(graph: Any, proto: Any, source: str, example_shape: tuple | 
     except ArchitectureError as err:
         raise ModelFileError(f"{source}: {err}") from None
     dtypes = {str(v.dtype) for v in graph.consts.values() if v.dtype.kind == "f"}
-    return Model(
-        kind="relu_conv",
-        params=net,
-        architecture=(tuple(net.input_shape), tuple(layer.describe() for layer in net.layers)),
-        strides=None,
-        source=source,
-        converted_from="/".join(sorted(dtypes)) or "float64",
-        notes=("read the ONNX graph node by node",) + tuple(walk.notes),
+    return conv_model(
+        net,
+        source,
+        "/".join(sorted(dtypes)) or "float64",
+        ("read the ONNX graph node by node",) + tuple(walk.notes),
     )

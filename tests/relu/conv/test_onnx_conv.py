@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import neuromanifold as nm
 
 from .onnx_cnn import lenet_graph
+from .test_conv import conv_nets
+from .test_residual import residual_nets
 
 onnx = pytest.importorskip("onnx")
 
@@ -80,3 +84,46 @@ def test_unsupported_operators_are_refused_by_name(tmp_path):
     onnx.save(model, path)
     with pytest.raises(nm.ModelFileError, match="'act'.*Sigmoid"):
         nm.io.load(path)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.one_of(conv_nets(), residual_nets()))
+def test_a_convolutional_network_saves_to_onnx_and_reads_back(tmp_path_factory, case):
+    """The writer's graph is the same network for the reader (exactly: the same
+    parameters, layer by layer) and for onnx's reference evaluator."""
+    from onnx.reference import ReferenceEvaluator
+
+    net, rng = case
+    path = tmp_path_factory.mktemp("save") / "net.onnx"
+    nm.io.save(net, path)
+    back = nm.io.load(path)
+    assert back.kind == "relu_conv"
+    for (pa, a, sa), (pb, b, sb) in zip(net.leaves(), back.params.leaves(), strict=True):
+        assert (pa, type(a), sa) == (pb, type(b), sb)
+        assert all(np.array_equal(a.arrays()[k], b.arrays()[k]) for k in a.arrays())
+    assert nm.relu.equivalent(net, back.params, tol=0).equivalent
+    X = rng.normal(size=(3, net.input_dim))
+    proto = onnx.load(path)
+    onnx.checker.check_model(proto)
+    y = ReferenceEvaluator(proto).run(None, {"input": X.reshape(3, *net.input_shape)})[0]
+    assert np.allclose(y.reshape(3, -1), net.forward(X), rtol=1e-12, atol=1e-12)
+
+
+def test_a_convolutional_network_is_not_saved_as_weights_alone(tmp_path):
+    rng = np.random.default_rng(0)
+    net = nm.io.load(_saved(lenet_graph(rng, softmax=False), tmp_path)).params
+    for suffix in (".npz", ".safetensors"):
+        with pytest.raises(nm.ModelFileError, match="saved as .onnx"):
+            nm.io.save(net, tmp_path / f"net{suffix}")
+    # a state_dict of a CNN's weights alone: refused with the way out
+    arrays = {f"{k}.{role}": a for k, layer in enumerate(net.layers) for role, a in
+              layer.arrays().items()}  # fmt: skip
+    np.savez(tmp_path / "sd.npz", **arrays)
+    with pytest.raises(nm.ModelFileError, match="convolutional network's weights.*ONNX"):
+        nm.io.load(tmp_path / "sd.npz")
+
+
+def _saved(model, tmp_path):
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    return path

@@ -59,9 +59,9 @@ class ChannelGroup(Result):
 
     name: str
     size: int
-    producers: tuple
-    consumers: tuple
-    through: tuple
+    producers: tuple[str, ...]
+    consumers: tuple[tuple[str, int], ...]
+    through: tuple[str, ...]
     scaling: str
 
 
