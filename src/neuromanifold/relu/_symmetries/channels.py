@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import ArchitectureError
+from ..._errors import ArchitectureError, short_repr
 from ..._results import Result
 from .._core.conv.elementwise import Flatten, ReLU
 from .._core.conv.layer import AffineLayer
@@ -104,6 +104,17 @@ class ChannelSymmetry(Result):
     group: str
     perm: tuple
     scale: tuple
+
+    def apply(self, net: Any) -> ReLUConvNet:
+        """``net`` moved by this symmetry (the same function): the group's producers'
+        output channels permuted and scaled, its consumers' input channels the inverse
+        (the group named as in :func:`channel_spec` of ``net``)."""
+        conv = as_conv_net(net) or net
+        if not isinstance(conv, ReLUConvNet):
+            raise ArchitectureError(
+                f"a channel symmetry moves a ReLUConvNet; got {short_repr(net)}"
+            )
+        return apply_channel_symmetries(conv, (self,))
 
 
 def layer_name(net: ReLUConvNet, path: str) -> str:
