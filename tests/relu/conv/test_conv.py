@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 import neuromanifold as nm
 from neuromanifold.relu import ReLUConvNet, channel_spec
 from neuromanifold.relu import layers as nl
-from neuromanifold.relu._core.conv.network import path_norm
-from neuromanifold.relu._symmetries.channels import ChannelSymmetry, apply_channel_symmetries
+from neuromanifold.relu._core.conv.network import difference_bound, path_norm
+from neuromanifold.relu._symmetries.channels import apply_channel_symmetries
+
+from .strategies import conv_nets, random_channel_symmetries, residual_nets
 
 
 def _conv_loop(x, W, b, stride, pad, dil):
@@ -38,61 +40,8 @@ def _conv_loop(x, W, b, stride, pad, dil):
     return out
 
 
-@st.composite
-def conv_nets(draw):
-    """Random small CNNs: 1-D or 2-D, stride, padding, dilation, max/avg pooling before or
-    after the ReLU, a global average pooling or a flatten, one or two dense layers."""
-    seed = draw(st.integers(0, 2**31))
-    rng = np.random.default_rng(seed)
-    two_d = draw(st.booleans())
-    size = draw(st.integers(5, 8))
-    c0, c1, c2 = (draw(st.integers(1, 3)) for _ in range(3))
-    k = (3, 3) if two_d else (3,)
-    shape = (c0, size, size) if two_d else (c0, size)
-    pad = draw(st.integers(0, 1))
-    layers = [
-        nl.Conv(
-            rng.normal(size=(c1, c0, *k)), rng.normal(size=c1), stride=1, padding=pad, dilation=1
-        )
-    ]
-    pool = draw(st.sampled_from(["max_before", "max_after", "avg", "none"]))
-    pk = (2, 2) if two_d else (2,)
-    if pool == "max_before":
-        layers += [nl.MaxPool(kernel=pk, stride=1), nl.ReLU()]
-    elif pool == "max_after":
-        layers += [nl.ReLU(), nl.MaxPool(kernel=pk, stride=draw(st.integers(1, 2)))]
-    elif pool == "avg":
-        layers += [nl.ReLU(), nl.AvgPool(kernel=pk)]
-    else:
-        layers += [nl.ReLU()]
-    dil = draw(st.integers(1, 2))
-    layers.append(
-        nl.Conv(
-            rng.normal(size=(c2, c1, *k)),
-            rng.normal(size=c2),
-            stride=draw(st.integers(1, 2)),
-            dilation=dil,
-            padding=1,
-        )
-    )
-    layers.append(nl.ReLU())
-    if draw(st.booleans()):
-        layers.append(nl.GlobalAvgPool())
-    layers.append(nl.Flatten())
-    try:
-        width = ReLUConvNet(input_shape=shape, layers=layers).output_dim
-    except nm.ArchitectureError:
-        from hypothesis import assume
-
-        assume(False)
-    hidden = draw(st.integers(1, 4))
-    layers += [nl.Dense(rng.normal(size=(hidden, width)), rng.normal(size=hidden)), nl.ReLU()]
-    layers.append(nl.Dense(rng.normal(size=(2, hidden)), rng.normal(size=2)))
-    return ReLUConvNet(input_shape=shape, layers=layers), rng
-
-
-@settings(max_examples=25, deadline=None)
-@given(conv_nets())
+@settings(max_examples=35, deadline=None)
+@given(st.one_of(conv_nets(), residual_nets()))
 def test_dense_view_and_exact_forward_are_the_structured_function(case):
     net, rng = case
     X = rng.normal(size=(30, net.input_dim)) * 2
@@ -120,28 +69,20 @@ def test_convolution_is_the_textbook_loop(stride, pad, dil):
     assert np.allclose(M @ x.ravel() + t, want.ravel())
 
 
-@settings(max_examples=20, deadline=None)
-@given(conv_nets(), st.booleans())
+@settings(max_examples=30, deadline=None)
+@given(st.one_of(conv_nets(), residual_nets()), st.booleans())
 def test_derived_channel_symmetries_keep_the_function_and_equivalent_certifies_them(case, pow2):
     net, rng = case
-    spec = channel_spec(net)
-    syms = tuple(
-        ChannelSymmetry(
-            group=g.name,
-            perm=tuple(rng.permutation(g.size).tolist()),
-            scale=tuple(
-                (
-                    2.0 ** rng.integers(-3, 4, g.size) if pow2 else rng.uniform(0.3, 3, g.size)
-                ).tolist()
-            ),
-        )
-        for g in spec.groups
-    )
+    syms = random_channel_symmetries(net, rng, pow2)
     moved = apply_channel_symmetries(net, syms)
     X = rng.normal(size=(20, net.input_dim))
     assert np.allclose(moved.forward(X), net.forward(X), rtol=1e-9, atol=1e-9)
     res = nm.relu.equivalent(net, moved, tol=0 if pow2 else 1e-9)
-    assert res.equivalent and res.certified
+    assert res.equivalent and res.certified and res.method == "matching"
+    # the parameter bound holds on samples, for another pair of the same layout
+    other = apply_channel_symmetries(net, syms[:1]) if syms else net
+    diff = np.abs(net.forward(X) - other.forward(X)).max(axis=1)
+    assert np.all(diff <= difference_bound(net, other) * np.maximum(1, np.abs(X).max(axis=1)))
     # the symmetry found takes p to q
     back = apply_channel_symmetries(net, res.symmetry)
     assert np.allclose(back.forward(X), moved.forward(X), rtol=1e-9, atol=1e-9)

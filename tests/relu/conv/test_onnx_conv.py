@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 import neuromanifold as nm
 
 from .onnx_cnn import lenet_graph
-from .test_conv import conv_nets
-from .test_residual import residual_nets
+from .strategies import conv_nets, residual_nets
 
 onnx = pytest.importorskip("onnx")
 

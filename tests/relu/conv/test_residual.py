@@ -6,101 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import neuromanifold as nm
 from neuromanifold.relu import ReLUConvNet, channel_spec
 from neuromanifold.relu import layers as nl
-from neuromanifold.relu._core.conv.network import difference_bound, path_norm
 from neuromanifold.relu._symmetries.channels import ChannelSymmetry, apply_channel_symmetries
 
 from .onnx_cnn import logits_by_onnx, resnet_graph
-
-
-def _conv(rng, cin, cout, k=3, stride=1, two_d=True):
-    shape = (cout, cin, k, k) if two_d else (cout, cin, k)
-    return nl.Conv(
-        rng.normal(size=shape) / np.sqrt(cin * k), rng.normal(size=cout) * 0.3,
-        stride=stride, padding=k // 2,
-    )  # fmt: skip
-
-
-@st.composite
-def residual_nets(draw):
-    """Small networks with residual blocks: identity and projection skips, a block on the
-    raw input (not known nonnegative), a max pooling inside a body, a nested block."""
-    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
-    two_d = draw(st.booleans())
-    size = 4 if two_d else 6
-    c0, c1, c2 = (draw(st.integers(1, 3)) for _ in range(3))
-    shape = (c0, size, size) if two_d else (c0, size)
-    layers: list = []
-    if draw(st.booleans()):  # a block first, on the raw input
-        layers += [nl.Residual([_conv(rng, c0, c0, two_d=two_d), nl.ReLU(),
-                                _conv(rng, c0, c0, two_d=two_d)]), nl.ReLU()]  # fmt: skip
-    layers += [_conv(rng, c0, c1, two_d=two_d), nl.ReLU()]
-    body = [_conv(rng, c1, c1, two_d=two_d), nl.ReLU()]
-    if draw(st.booleans()):  # a nested block
-        body += [nl.Residual([_conv(rng, c1, c1, two_d=two_d), nl.ReLU(),
-                              _conv(rng, c1, c1, two_d=two_d)]), nl.ReLU()]  # fmt: skip
-    body.append(_conv(rng, c1, c1, two_d=two_d))
-    layers += [nl.Residual(body), nl.ReLU()]
-    if draw(st.booleans()):  # a projection block that halves the size
-        pool = [nl.MaxPool(kernel=1)] if draw(st.booleans()) else []
-        layers += [
-            nl.Residual(
-                [_conv(rng, c1, c2, stride=2, two_d=two_d), *pool, nl.ReLU(),
-                 _conv(rng, c2, c2, two_d=two_d)],
-                [_conv(rng, c1, c2, k=1, stride=2, two_d=two_d)],
-            ),
-            nl.ReLU(),
-        ]  # fmt: skip
-        c1 = c2
-    layers += [nl.GlobalAvgPool(), nl.Flatten(), nl.Dense(rng.normal(size=(2, c1)), np.zeros(2))]
-    return ReLUConvNet(input_shape=shape, layers=layers), rng
-
-
-@settings(max_examples=20, deadline=None)
-@given(residual_nets())
-def test_dense_view_and_exact_forward_are_the_residual_function(case):
-    net, rng = case
-    X = rng.normal(size=(30, net.input_dim)) * 2
-    y = net.forward(X)
-    assert np.allclose(nm.relu.forward(net.dense_params(), X), y, rtol=1e-9, atol=1e-9)
-    assert np.allclose(net.exact_forward(X[:2]).astype(float), y[:2], rtol=1e-12, atol=1e-12)
-    assert np.all(np.abs(y).max(axis=1) <= path_norm(net) * np.maximum(1, np.abs(X).max(axis=1)))
-
-
-@settings(max_examples=15, deadline=None)
-@given(residual_nets(), st.booleans())
-def test_tied_channel_groups_keep_the_function_and_are_certified(case, pow2):
-    net, rng = case
-    spec = channel_spec(net)
-    syms = tuple(
-        ChannelSymmetry(
-            group=g.name,
-            perm=tuple(rng.permutation(g.size).tolist()),
-            scale=tuple(
-                (
-                    2.0 ** rng.integers(-2, 3, g.size) if pow2 else rng.uniform(0.3, 3, g.size)
-                ).tolist()
-            ),
-        )
-        for g in spec.groups
-    )
-    moved = apply_channel_symmetries(net, syms)
-    X = rng.normal(size=(20, net.input_dim))
-    assert np.allclose(moved.forward(X), net.forward(X), rtol=1e-9, atol=1e-9)
-    res = nm.relu.equivalent(net, moved, tol=0 if pow2 else 1e-9)
-    assert res.equivalent and res.certified and res.method == "matching"
-    back = apply_channel_symmetries(net, res.symmetry)
-    assert np.allclose(back.forward(X), moved.forward(X), rtol=1e-9, atol=1e-9)
-    # the parameter bound holds on samples, for an unrelated pair of the same layout
-    other = apply_channel_symmetries(net, syms[:1]) if syms else net
-    bound = difference_bound(net, other)
-    diff = np.abs(net.forward(X) - other.forward(X)).max(axis=1)
-    assert np.all(diff <= bound * np.maximum(1, np.abs(X).max(axis=1)) + 1e-12)
+from .strategies import conv_layer
 
 
 def _load(model, tmp_path):
@@ -252,6 +165,6 @@ def test_branch_shapes_must_agree():
     with pytest.raises(nm.ArchitectureError, match="body gives shape .* and its skip"):
         ReLUConvNet(
             input_shape=(1, 4, 4),
-            layers=[nl.Residual([_conv(rng, 1, 2)]), nl.Flatten(),
+            layers=[nl.Residual([conv_layer(rng, 1, 2)]), nl.Flatten(),
                     nl.Dense(np.ones((1, 32)), np.zeros(1))],
         )  # fmt: skip
