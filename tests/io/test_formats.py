@@ -499,3 +499,13 @@ def test_unordered_layers_that_chain_in_no_order_are_called_inconsistent(tmp_pat
     arrays = {"a.weight": np.ones((3, 2)), "b.weight": np.ones((1, 4))}
     with pytest.raises(nm.ModelFileError, match="inconsistent layer shapes: no order"):
         load(_write(tmp_path, arrays, ".safetensors"))
+
+
+def test_strides_for_a_fully_connected_network_are_refused(tmp_path):
+    p = nm.ReLUNet([3, 4, 2]).random_params(seed=1)
+    path = tmp_path / "p.npz"
+    with pytest.raises(nm.ModelFileError, match="strides are for a linear convolutional"):
+        nm.io.save(p, path, strides="abc")
+    nm.io.save(p, path)
+    with pytest.raises(nm.ModelFileError, match="strides are for a linear convolutional"):
+        nm.io.load(path, strides=[2])

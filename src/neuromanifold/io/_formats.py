@@ -392,6 +392,11 @@ def save(model: Any, path: Any, *, strides: Any = None) -> None:
             raise
         except NeuromanifoldError as exc:
             raise ModelFileError(f"cannot save {short_repr(model)}: {exc}") from None
+    if strides is not None and model.kind != "linear_conv":
+        raise ModelFileError(
+            f"strides are for a linear convolutional network (a list of filters); this is "
+            f"a {model.kind} model; got strides={short_repr(strides)}"
+        )
     if not isinstance(path, (str, os.PathLike)):
         raise ModelFileError(f"path must be a file path; got {short_repr(path)}")
     path = Path(path)

@@ -215,3 +215,21 @@ def test_spec_names_the_axes_as_a_hand_written_spec_would():
 def test_bad_layers_are_refused_by_rule(make, match):
     with pytest.raises(nm.ArchitectureError, match=match):
         make()
+
+
+def test_forward_validates_its_inputs_as_the_dense_forward_does():
+    net = ReLUConvNet(
+        input_shape=(1, 4, 4),
+        layers=[nl.Conv(np.ones((2, 1, 3, 3)), np.zeros(2)), nl.ReLU(), nl.Flatten(),
+                nl.Dense(np.ones((1, 8)), np.zeros(1))],
+    )  # fmt: skip
+    for bad, match in (
+        ("abc", "array of real numbers"),
+        (np.full((1, 16), np.nan), "finite"),
+        (np.zeros((2, 5)), "shape"),
+    ):
+        with pytest.raises(nm.InputError, match=match):
+            net.forward(bad)
+    assert net.forward(np.zeros((0, 16))).shape == (0, 1)
+    with pytest.raises(nm.ArchitectureError, match="True or False"):
+        nl.AvgPool(2, count_include_pad="yes")

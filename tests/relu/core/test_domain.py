@@ -47,3 +47,35 @@ def test_round_trip(kind):
     }[kind]
     e = Domain.from_dict(d.to_dict())
     assert e.kind == d.kind and e.A.shape == d.A.shape and np.array_equal(e.c, d.c)
+
+
+@pytest.mark.parametrize(
+    "kind, A, c, bounds",
+    [
+        ("whole", np.vstack([np.eye(3), -np.eye(3)]), 0.1 * np.ones(6), {}),  # a box as 'whole'
+        ("whole", np.vstack([np.eye(3), -np.eye(3)]), -np.ones(6), {}),  # empty
+        ("orthant", np.vstack([np.eye(3), -np.eye(3)]), np.ones(6), {}),
+        ("box", np.vstack([np.eye(3), -np.eye(3)]), np.ones(6),
+         {"lower": -5 * np.ones(3), "upper": 5 * np.ones(3)}),  # A, c say [-1, 1]
+    ],
+)  # fmt: skip
+def test_a_domain_whose_inequalities_contradict_its_kind_is_refused(kind, A, c, bounds):
+    """Analyses read a domain by its kind (distance, equivalent) or by A and c (neurons):
+    a Domain built directly must describe one set, else the two would answer about
+    different sets (an independent fuzz found a distance 'certified' on another box)."""
+    with pytest.raises(nm.DomainError, match="A and c describing that set"):
+        Domain(kind, 3, A, c, **bounds)
+    built = {"whole": Domain.whole(3), "orthant": Domain.orthant(3)}.get(kind)
+    built = built or Domain.box(-5 * np.ones(3), 5 * np.ones(3))
+    assert Domain(built.kind, 3, built.A, built.c, built.lower, built.upper).kind == kind
+
+
+def test_data_outside_the_domain_is_refused():
+    from neuromanifold import relu
+
+    p = nm.ReLUNet([3, 4, 2]).random_params(seed=1)
+    X = np.random.default_rng(0).uniform(-1, 1, (20, 3))
+    assert relu.neurons(p, (-1.0, 1.0), data=X).on_data is not None
+    for call in (relu.neurons, relu.reduce):
+        with pytest.raises(nm.DomainError, match="row 0 .* is outside it"):
+            call(p, (-1.0, 1.0), data=X + 10)

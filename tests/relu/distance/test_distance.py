@@ -227,3 +227,22 @@ def test_the_bound_engine_needs_a_box_and_one_depth():
     q = ReLUNet([2, 3, 3, 1]).random_params(seed=0)
     with pytest.raises(InputError, match="depths 2 and 3"):
         distance(p, q, (-1.0, 1.0), method="bounds")
+
+
+def test_a_bad_or_unreachable_scheduler_is_said_within_the_time_limit():
+    """An address that is not Dask's is an InputError (whatever the method); a scheduler
+    that does not answer is a WorkerError within the time limit (Dask waits 30 s)."""
+    import time
+
+    from neuromanifold import WorkerError
+
+    p = ReLUNet([2, 3, 1]).random_params(seed=1)
+    q = ReLUNet([2, 3, 1]).random_params(seed=2)
+    for method in ("auto", "bounds"):
+        with pytest.raises(InputError, match="Dask scheduler address"):
+            distance(p, q, (-1.0, 1.0), method=method, scheduler="junk://x")
+    pytest.importorskip("dask.distributed")
+    t0 = time.monotonic()
+    with pytest.raises(WorkerError, match="cannot reach the Dask scheduler"):
+        distance(p, q, (-1.0, 1.0), method="bounds", scheduler="tcp://127.0.0.1:1", time_limit=2)
+    assert time.monotonic() - t0 < 2 * 1.1 + 1

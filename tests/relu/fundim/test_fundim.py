@@ -507,3 +507,13 @@ def test_rational_entries_keep_the_exact_route():
     assert not fd.layered and fd.certified and fd.rank == _exhaustive_rank(p)
     floats = [(np.array(W, dtype=float), np.array(b, dtype=float)) for W, b in p]
     assert functional_dimension(floats, tol=0).rank > fd.rank
+
+
+def test_weights_near_the_float_maximum_are_refused_not_ranked():
+    """A weight of 1e308: balancing the neurons overflowed and the rank came out 0 (an
+    independent fuzz). Overflow is now a ParameterError."""
+    p = ReLUNet([3, 4, 4, 2]).random_params(seed=1)
+    p[0][0][0, 0] = 1e308
+    for tol in (1e-9, 0):
+        with pytest.raises(ParameterError, match="overflow"):
+            functional_dimension(p, tol=tol)

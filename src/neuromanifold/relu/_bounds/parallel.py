@@ -16,13 +16,14 @@ of ``workers`` processes started for the call).
 from __future__ import annotations
 
 import concurrent.futures
+import re
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..._errors import InputError, short_repr
+from ..._errors import InputError, WorkerError, short_repr
 from ..._validation import check_workers
 from .._core.processes import process_context
 from .branch import BranchAndBound, branch_and_bound
@@ -35,10 +36,13 @@ def check_parallel(workers: Any, scheduler: Any) -> tuple[int, str | None]:
     """Validated ``(workers, scheduler)``: a positive number of processes, and ``None``, a
     Dask scheduler address or ``"local"``."""
     workers = check_workers(workers)
-    if scheduler is not None and not (isinstance(scheduler, str) and scheduler.strip()):
+    if scheduler is not None and not (
+        isinstance(scheduler, str)
+        and (scheduler == "local" or re.fullmatch(r"(tcp|tls|ucx|ws|wss|inproc)://\S+", scheduler))
+    ):
         raise InputError(
-            f"scheduler must be a Dask scheduler address (tcp://HOST:8786) or 'local'; got "
-            f"{short_repr(scheduler)}"
+            f"scheduler must be a Dask scheduler address (tcp://HOST:8786; tls, ucx, ws "
+            f"and wss too) or 'local'; got {short_repr(scheduler)}"
         )
     return workers, scheduler
 
@@ -106,7 +110,7 @@ def parallel_branch_and_bound(
     best, best_x = float(lower), point
     opened: list | None = None  # None: the first round starts from the parts of the box
     num_boxes = 0
-    with _executor(workers, scheduler) as pool:
+    with _executor(workers, scheduler, deadline) as pool:
         while True:
             now = time.monotonic()
             until = now + ROUND if deadline is None else min(deadline, now + ROUND)
@@ -143,8 +147,8 @@ class _executor:
     """A process pool of ``workers`` processes, or a Dask cluster's executor (a client
     connected to ``scheduler``, or to a ``LocalCluster`` started for ``"local"``)."""
 
-    def __init__(self, workers: int, scheduler: str | None):
-        self.workers, self.scheduler = workers, scheduler
+    def __init__(self, workers: int, scheduler: str | None, deadline: float | None = None):
+        self.workers, self.scheduler, self.deadline = workers, scheduler, deadline
         self.client = self.cluster = None
 
     def __enter__(self):
@@ -162,7 +166,17 @@ class _executor:
             )
             self.client = Client(self.cluster)
         else:
-            self.client = Client(self.scheduler)
+            # connecting counts against the time limit (Dask waits 30 s by default)
+            wait = 30.0 if self.deadline is None else self.deadline - time.monotonic()
+            wait = max(1.0, min(30.0, wait))
+            try:
+                self.client = Client(self.scheduler, timeout=wait)
+            except (OSError, TimeoutError) as exc:
+                raise WorkerError(
+                    f"cannot reach the Dask scheduler at {self.scheduler!r} within {wait:.0f} "
+                    f"s ({type(exc).__name__}: {exc}); start it first, or run with "
+                    f"scheduler='local' or workers=N processes on this machine"
+                ) from None
         return self.client.get_executor()
 
     def __exit__(self, *exc):

@@ -68,6 +68,26 @@ class Domain(Result):
                 raise DomainError(f"box bounds must have shape ({dim},); got {lo.shape}")
             object.__setattr__(self, "lower", lo)
             object.__setattr__(self, "upper", hi)
+        # every analysis reads a domain by its kind (and bounds), some by A and c: they
+        # must describe one set
+        if self.kind == "whole":
+            want_A, want_c = np.zeros((0, dim)), np.zeros(0)
+        elif self.kind == "orthant":
+            want_A, want_c = -np.eye(dim), np.zeros(dim)
+        else:
+            want_A = np.vstack([np.eye(dim), -np.eye(dim)])
+            want_c = np.concatenate([self.upper, -self.lower])
+        if A.shape != want_A.shape or not (np.array_equal(A, want_A) and np.array_equal(c, want_c)):
+            raise DomainError(
+                f"a domain of kind {self.kind!r} has A and c describing that set ("
+                + {
+                    "whole": "no rows",
+                    "orthant": "A = -I, c = 0",
+                    "box": "A = [I; -I], c = [upper; -lower]",
+                }[self.kind]
+                + f"); got A of shape {A.shape}, c = {short_repr(c)}. Build domains with "
+                f"Domain.whole, Domain.orthant or Domain.box"
+            )
 
     @classmethod
     def from_dict(cls, data: Any) -> "Domain":
@@ -120,6 +140,21 @@ class Domain(Result):
         flat = hi <= lo
         hi = np.where(flat, lo + min_width * np.maximum(1.0, np.abs(lo)), hi)
         return cls.box(lo, hi)
+
+    def check_contains(self, X: np.ndarray, what: str = "data") -> None:
+        """A :class:`DomainError` naming the first row of ``X`` outside the domain (``A x
+        <= c`` up to the rounding of the comparison)."""
+        if self.A.shape[0] == 0 or X.shape[0] == 0:
+            return
+        with np.errstate(over="ignore", invalid="ignore"):
+            slack = X @ self.A.T - self.c
+            room = 1e-12 * np.maximum(1.0, np.abs(self.c))
+        bad = np.flatnonzero(np.any(~(slack <= room), axis=1))
+        if bad.size:
+            raise DomainError(
+                f"{what} must be points of the domain ({self.kind}); row {int(bad[0])} "
+                f"({bad.size} of {X.shape[0]} rows) is outside it: {short_repr(X[bad[0]])}"
+            )
 
     @property
     def fixed(self) -> np.ndarray:

@@ -64,6 +64,7 @@ dropped reported.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from typing import Any
 
@@ -71,7 +72,7 @@ import flint
 import numpy as np
 import scipy.linalg
 
-from ..._errors import ComputationLimitError
+from ..._errors import ComputationLimitError, ParameterError
 from ..._progress import progress_bar
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
@@ -250,12 +251,26 @@ def _balanced(params: list) -> tuple[list[np.ndarray], list[np.ndarray]]:
         e = np.where(peak > 0, np.frexp(np.where(peak > 0, peak, 1.0))[1], 0)
         Ws[l] = np.ldexp(Ws[l], -e[:, None])
         bs[l] = np.ldexp(bs[l], -e)
-        Ws[l + 1] = np.ldexp(Ws[l + 1], e[None, :])
-    peak = float(np.max(np.abs(np.hstack([Ws[-1], bs[-1][:, None]]))))
-    if peak > 0:
-        E = int(np.frexp(peak)[1])
-        Ws[-1], bs[-1] = np.ldexp(Ws[-1], -E), np.ldexp(bs[-1], -E)
+        with np.errstate(over="ignore"):
+            Ws[l + 1] = np.ldexp(Ws[l + 1], e[None, :])
+    with np.errstate(over="ignore", invalid="ignore"):
+        peak = float(np.max(np.abs(np.hstack([Ws[-1], bs[-1][:, None]]))))
+        if peak > 0 and math.isfinite(peak):
+            E = int(np.frexp(peak)[1])
+            Ws[-1], bs[-1] = np.ldexp(Ws[-1], -E), np.ldexp(bs[-1], -E)
+    _check_rows_finite(Ws + bs)
     return Ws, bs
+
+
+def _check_rows_finite(arrays: list) -> None:
+    """A :class:`ParameterError` when float arithmetic overflowed on the way to the
+    Jacobian's rows (weights near the float maximum): a rank of such rows means nothing."""
+    if not all(np.all(np.isfinite(a)) for a in arrays):
+        raise ParameterError(
+            "overflow: the Jacobian's rows are not finite in float64 (weights too close to "
+            "the float maximum, even after rescaling each neuron by a power of two); "
+            "divide the weights by a power of two"
+        )
 
 
 def _row_factors(Ws: list, bs: list, patterns, c: np.ndarray) -> tuple[list, list, np.ndarray]:
@@ -659,6 +674,8 @@ def _open_directions(R: np.ndarray, rank: int, known: np.ndarray, count: int) ->
     ``None`` when the numbers do not fit (the known directions are not in the kernel).
     """
     P = R.shape[1]
+    if not (np.all(np.isfinite(R)) and np.all(np.isfinite(known))):
+        return None  # float overflow (weights near the float maximum)
     norms = np.linalg.norm(R, axis=0)
     nz = norms > 0
     A = R[:, nz] / norms[nz]
@@ -676,6 +693,8 @@ def _open_directions(R: np.ndarray, rank: int, known: np.ndarray, count: int) ->
         if np.linalg.cond(M) > 1e12:
             return None
         K = K - known @ np.linalg.solve(M, K[piv, :])
+    if not np.all(np.isfinite(K)):
+        return None
     U, sv, _ = np.linalg.svd(K, full_matrices=False)
     if count <= 0 or U.shape[1] < count or (sv.size > count and sv[count] > 1e-6 * sv[0]):
         return None  # the kernel is not the known directions plus `count` more
@@ -871,6 +890,7 @@ class _Run:
             return True
         if rows_f is None:
             rows_f = _float_rows(self.Ws, self.bs, patterns, x)
+        _check_rows_finite([rows_f])
         self.colmax = np.maximum(self.colmax, np.max(np.abs(rows_f[0 :: d + 1]), axis=0) / scale)
         if self.tol > 0:
             if sketch and rows_f.shape[0] > _SKETCH_ROWS:

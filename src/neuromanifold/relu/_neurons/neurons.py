@@ -176,6 +176,8 @@ def neurons(
     if X is not None and X.shape[1] != d:
         raise InputError(f"data must have {d} columns (the input dimension); got shape {X.shape}")
     dom = Domain.from_data(X) if domain is None and X is not None else as_domain(domain, d)
+    if X is not None:
+        dom.check_contains(X)
     cut = FixedInputs.of(dom)
     note = "entries read as float64 (exact Fraction values not used); " if rounded else ""
     if cut is not None:  # a box fixing inputs: the network on the others

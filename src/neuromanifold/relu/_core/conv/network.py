@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ...._errors import ArchitectureError, ComputationLimitError, short_repr
+from ...._errors import ArchitectureError, ComputationLimitError, InputError, short_repr
+from ...._validation import as_finite_array
 from .elementwise import ReLU
 from .layer import AffineLayer, Layer, exact_array, same_kind
 from .pool import MaxPool
@@ -184,16 +185,16 @@ class ReLUConvNet:
 
     # -- the forward pass ---------------------------------------------------------------
     def _batch(self, x: Any) -> np.ndarray:
-        arr = np.asarray(x)
-        if arr.dtype != object:
-            arr = arr.astype(np.float64)
+        arr = np.asarray(x) if isinstance(x, np.ndarray) and x.dtype == object else None
+        if arr is None:
+            arr = as_finite_array(x, "inputs", error=InputError)
         if arr.ndim == 1:
             arr = arr[None]
         if arr.shape[1:] == self.input_shape:
             return arr
         if arr.ndim == 2 and arr.shape[1] == self.input_dim:
             return arr.reshape(arr.shape[0], *self.input_shape)
-        raise ArchitectureError(
+        raise InputError(
             f"inputs must have shape (batch, {self.input_dim}) or (batch, "
             f"{', '.join(map(str, self.input_shape))}); got {arr.shape}"
         )
@@ -202,6 +203,8 @@ class ReLUConvNet:
         """The outputs ``(batch, output_dim)`` at inputs ``(batch, input_dim)`` (or
         ``(batch, *input_shape)``)."""
         z = self._batch(x)
+        if z.shape[0] == 0:
+            return np.zeros((0, self.output_dim))
         for layer in self.layers:
             z = layer.forward(z)
         return z.reshape(z.shape[0], -1)

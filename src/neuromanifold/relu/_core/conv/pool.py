@@ -126,6 +126,13 @@ class AvgPool(_Pool):
     count_include_pad: bool = False
     kind = "avgpool"
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.count_include_pad, (bool, np.bool_)):
+            raise ArchitectureError(
+                f"count_include_pad must be True or False; got {self.count_include_pad!r}"
+            )
+
     def config(self) -> dict[str, Any]:
         """See :meth:`Layer.config`."""
         return {**super().config(), "count_include_pad": bool(self.count_include_pad)}
