@@ -132,8 +132,11 @@ def test_bench_bounds_quick(tmp_path, capsys):
 
 def test_bench_conv_quick(capsys):
     rows = load_benchmark("bench_conv").main(["--quick"])
-    assert len(rows) == 4
-    pairs = [r for r in rows if r["baseline_s"] is not None]
+    assert len(rows) == 5
+    zoo = rows[0]
+    assert "every member proven equivalent: True" in zoo["note"]
+    assert "found the planted groups: True" in zoo["note"]
+    pairs = [r for r in rows[1:] if r["baseline_s"] is not None]
     assert len(pairs) == 2
     for r in pairs:  # ours certified and recovered; the baseline recovered too
         assert "symmetry maps p to q: True" in r["note"]

@@ -162,11 +162,19 @@ def load_model(path: str, kind: str | None = None, strides: Any = None):
     model = io.load(path, strides=strides)
     if kind is not None and model.kind != kind and (kind, model.kind) != ("relu", "relu_conv"):
         raise ModelFileError(f"{path}: holds a {model.kind} model; this command needs {kind}")
+    full = "\n".join([f"read {model.describe()}"] + [f"  {n}" for n in model.notes])
+    # a folder of one architecture (a zoo): its description once, then the paths
+    same = full.replace(str(model.source), "") == _LAST_READ.get("text")
+    _LAST_READ["text"] = full.replace(str(model.source), "")
     print(
-        fit("\n".join([f"read {model.describe()}"] + [f"  {n}" for n in model.notes])),
+        fit(f"read {path} (the same architecture as the file before)" if same else full),
         file=sys.stderr,
     )
     return model
+
+
+#: what :func:`load_model` printed last, without its path
+_LAST_READ: dict[str, str] = {}
 
 
 class ActionParser(argparse.ArgumentParser):

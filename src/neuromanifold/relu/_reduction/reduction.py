@@ -475,6 +475,7 @@ def reduce(
     )
     floats, rounding = rounded_layers(W, b)
     bound = float(delta + rounding)
+    checked = _spot_check(P, floats, bound, dom, None if data is None else st_data(data))
     scale = path_norm_scale(P)
     widths = lambda ps: (ps[0][0].shape[1],) + tuple(Wl.shape[0] for Wl, _ in ps)  # noqa: E731
     return Reduction(
@@ -491,9 +492,57 @@ def reduce(
         tol=tol,
         scale=float(scale),
         domain=dom,
-        note=f"neuron statuses: {st.method} ({st.note})"
+        note=f"neuron statuses: {st.method} ({st.note}); the reduced network checked against "
+        f"the given one at {checked} points of the domain in exact arithmetic (within the "
+        f"bound)"
         + ("; entries read as float64 (exact Fraction values not used)" if from_fractions else ""),
     )
+
+
+def st_data(data: Any) -> np.ndarray:
+    """The data rows as floats (validated by :func:`neurons` already)."""
+    return np.asarray(data, dtype=np.float64).reshape(len(data), -1)
+
+
+#: points at which :func:`reduce` re-checks its output (and as many data rows at most)
+_SPOT_POINTS = 8
+
+
+def _spot_check(P: list, R: list, bound: float, dom: Domain, data: np.ndarray | None) -> int:
+    """``|f_P(x) - f_R(x)| <= bound * max(1, |x|_inf)`` at sampled points of the domain
+    and data rows, in exact rational arithmetic (the float entries are the rationals they
+    are): a tripwire for a reduction that changed the function (the statuses and moves
+    prove it does not). Returns the number of points checked."""
+    from .._core.domain import sample_points
+
+    X = sample_points(dom, P[0][0].shape[1], np.random.default_rng(0), _SPOT_POINTS)
+    if data is not None and data.shape[0]:
+        X = np.vstack([X, data[:_SPOT_POINTS]])
+    nets = [[(flint.fmpq_mat(_rows(W)), flint.fmpq_mat(_rows(b[:, None]))) for W, b in n]
+            for n in (P, R)]  # fmt: skip
+    limit = to_fmpq(bound)
+    for x in X:
+        outs = []
+        for net in nets:
+            h = flint.fmpq_mat(_rows(x[:, None]))
+            for k, (Wq, bq) in enumerate(net):
+                h = Wq * h + bq
+                if k < len(net) - 1:
+                    h = flint.fmpq_mat([[v if v > 0 else 0] for v in h.entries()])
+            outs.append(h.entries())
+        gap = max((abs(u - v) for u, v in zip(*outs)), default=flint.fmpq(0))
+        room = limit * max(flint.fmpq(1), max(abs(to_fmpq(float(v))) for v in x))
+        if gap > room:
+            raise RuntimeError(
+                f"internal check failed: the reduced network differs from the given one by "
+                f"{float(gap):.3g} at a point of the domain, above its bound {float(room):.3g}; "
+                f"please report this network"
+            )
+    return int(X.shape[0])
+
+
+def _rows(a: np.ndarray) -> list:
+    return [[to_fmpq(float(v)) for v in row] for row in np.asarray(a, dtype=np.float64)]
 
 
 def fraction_params(W: list, b: list) -> list:
