@@ -63,7 +63,7 @@ def test_a_domain_whose_inequalities_contradict_its_kind_is_refused(kind, A, c, 
     """Analyses read a domain by its kind (distance, equivalent) or by A and c (neurons):
     a Domain built directly must describe one set, else the two would answer about
     different sets (an independent fuzz found a distance 'certified' on another box)."""
-    with pytest.raises(nm.DomainError, match="A and c describing that set"):
+    with pytest.raises(nm.DomainError, match="must have A and c that describe that set"):
         Domain(kind, 3, A, c, **bounds)
     built = {"whole": Domain.whole(3), "orthant": Domain.orthant(3)}.get(kind)
     built = built or Domain.box(-5 * np.ones(3), 5 * np.ones(3))

@@ -79,7 +79,7 @@ class Domain(Result):
             want_c = np.concatenate([self.upper, -self.lower])
         if A.shape != want_A.shape or not (np.array_equal(A, want_A) and np.array_equal(c, want_c)):
             raise DomainError(
-                f"a domain of kind {self.kind!r} has A and c describing that set ("
+                f"a domain of kind {self.kind!r} must have A and c that describe that set ("
                 + {
                     "whole": "no rows",
                     "orthant": "A = -I, c = 0",
