@@ -390,14 +390,28 @@ def _canonical(args) -> int:
 
     model = load_model(args.model, "relu")
     canon = canonical_form(model.params, tol=args.tol, quotient=args.quotient)
-    text = "canonical form (the full matrices with --out FILE or --json PATH):\n" + "\n".join(
-        f"  W{l} {short_array(W)}\n  b{l} {short_array(b)}"
-        for l, (W, b) in enumerate(canon, start=1)
-    )
+    if model.kind == "relu_conv":  # a convolutional network, modulo its channel symmetries
+        arrays = {
+            f"{getattr(layer, 'name', '') or path}.{role}": a
+            for path, layer, _ in canon.leaves()
+            for role, a in layer.arrays().items()
+        }
+        text = (
+            "canonical form modulo channel permutation and scaling (the full arrays with "
+            "--out FILE.onnx or --json PATH):\n"
+            + "\n".join(f"  {name} {short_array(a)}" for name, a in arrays.items())
+        )
+        payload = {"canonical_form": arrays, "model": model.describe()}
+    else:
+        text = "canonical form (the full matrices with --out FILE or --json PATH):\n" + "\n".join(
+            f"  W{l} {short_array(W)}\n  b{l} {short_array(b)}"
+            for l, (W, b) in enumerate(canon, start=1)
+        )
+        payload = {"canonical_form": canon, "model": model.describe()}
     if args.out:
         io.save(canon, args.out)
         text += f"\nwrote {args.out}"
-    return emit(args, text, {"canonical_form": canon, "model": model.describe()})
+    return emit(args, text, payload)
 
 
 def _fiber(args) -> int:

@@ -151,7 +151,6 @@ def test_parameter_questions_refuse_a_convolutional_network():
         "identifiability",
         "fiber",
         "functional_dimension",
-        "canonical_form",
         "genericity",
     ):
         with pytest.raises(nm.ParameterError, match="convolutional"):
@@ -233,3 +232,23 @@ def test_forward_validates_its_inputs_as_the_dense_forward_does():
     assert net.forward(np.zeros((0, 16))).shape == (0, 1)
     with pytest.raises(nm.ArchitectureError, match="True or False"):
         nl.AvgPool(2, count_include_pad="yes")
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.one_of(conv_nets(), residual_nets()))
+def test_canonical_form_quotients_the_channel_symmetries(case):
+    """The form computes the network's function (certified within tol) and is the same,
+    up to rounding, for a copy with every channel group permuted and rescaled: the
+    ground truth of the form is the symmetry relating the two."""
+    net, rng = case
+    moved = apply_channel_symmetries(net, random_channel_symmetries(net, rng, False))
+    a, b = nm.relu.canonical_form(net), nm.relu.canonical_form(moved)
+    assert isinstance(a, ReLUConvNet)
+    X = rng.normal(size=(10, net.input_dim))
+    y = net.forward(X)
+    assert np.allclose(a.forward(X), y, rtol=1e-9, atol=1e-9 * (1 + np.abs(y).max()))
+    for (_, la, _), (_, lb, _) in zip(a.leaves(), b.leaves(), strict=True):
+        for role, arr in la.arrays().items():
+            assert np.allclose(arr, lb.arrays()[role], rtol=1e-9, atol=1e-12)
+    with pytest.raises(nm.InputError, match="tol > 0"):
+        nm.relu.canonical_form(net, tol=0)

@@ -60,6 +60,16 @@ def test_a_channel_permuted_copy_is_equivalent_through_the_cli(tmp_path, capsys)
     assert "EQUIVALENT" in out and "channels of P1" in out
     assert main(["relu", "spec", str(a)]) == 0
     assert "conv2.weight: ('P2', 'P1', None, None)" in capsys.readouterr().out
+    # the canonical forms of the two files are one network, written back as ONNX
+    forms = [tmp_path / "ca.onnx", tmp_path / "cb.onnx"]
+    for src, out in zip((a, b), forms):
+        assert main(["relu", "canonical", str(src), "--out", str(out)]) == 0
+        assert "modulo channel permutation and scaling" in capsys.readouterr().out
+    ca, cb = (nm.io.load(f).params for f in forms)
+    for (_, la, _), (_, lb, _) in zip(ca.leaves(), cb.leaves()):
+        for role, arr in la.arrays().items():
+            assert np.allclose(arr, lb.arrays()[role], rtol=1e-12, atol=1e-15)
+    assert nm.relu.equivalent(nm.io.load(a).params, ca).equivalent
 
 
 def test_unsupported_operators_are_refused_by_name(tmp_path):

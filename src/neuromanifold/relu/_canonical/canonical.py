@@ -42,10 +42,12 @@ from ..._errors import InputError
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import check_choice
 from .._bounds.parameters import path_norm_scale, telescoping_bound
-from .._core.live import refuse_conv
+from .._core.conv.network import ReLUConvNet
+from .._core.live import as_conv_net
 from .._core.net import check_params, exact_params
 from .._reduction.reduction import reduce_exact, rounded_layers, sign_statuses, zero_active_biases
 from .._symmetries.any_depth import active_neurons, dead_neurons, parallel_pairs, silent_neurons
+from .conv import conv_canonical_form
 from .three_layer import canonical_form as three_layer_canonical_form
 
 __all__ = ["canonical_form", "permutation_scaling_form"]
@@ -57,7 +59,9 @@ _U = 2.0**-53
 _TINY = np.finfo(float).tiny
 
 
-def canonical_form(params: Any, *, tol: float = DEFAULT_TOL, quotient: str = "auto") -> Params:
+def canonical_form(
+    params: Any, *, tol: float = DEFAULT_TOL, quotient: str = "auto"
+) -> Params | ReLUConvNet:
     """One canonical representative of the parameter's fiber, as far as the known
     symmetries reach.
 
@@ -70,6 +74,10 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL, quotient: str = "au
       widths can shrink; never refused but at the float range's ends;
     * ``"auto"``: ``"all"`` for three layers, ``"permutation-scaling"`` otherwise.
 
+    A convolutional network (:class:`~neuromanifold.relu.ReLUConvNet`, or a model read
+    from a convolutional ONNX graph) gets its form modulo channel permutation and positive
+    scaling, as a convolutional network (:mod:`neuromanifold.relu._canonical.conv`).
+
     Args:
         params: the network's ``[(W_1, b_1), ..., (W_L, b_L)]``.
         tol: relative tolerance of the sign decisions and of the certified change of the
@@ -77,8 +85,9 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL, quotient: str = "au
         quotient: ``"auto"``, ``"all"`` or ``"permutation-scaling"`` (above).
 
     Returns:
-        The canonical parameters, float64 ``(W, b)`` pairs, computing the function of
-        ``params`` to within ``tol`` times its scale.
+        The canonical parameters, float64 ``(W, b)`` pairs (a ``ReLUConvNet`` for a
+        convolutional network), computing the function of ``params`` to within ``tol``
+        times its scale.
 
     Raises:
         InputError: for ``tol = 0``; with ``"all"``, for three-layer networks outside the
@@ -92,7 +101,10 @@ def canonical_form(params: Any, *, tol: float = DEFAULT_TOL, quotient: str = "au
     >>> [W.shape for W, _ in C], C[0][0].ravel().tolist(), C[1][0].ravel().tolist()
     ([(2, 1), (1, 2), (1, 1), (1, 1)], [-1.0, 1.0], [1.0, 0.6666666666666666])
     """
-    refuse_conv(params, "canonical_form")
+    conv = as_conv_net(params)
+    if conv is not None:  # modulo the channel symmetries, as a convolutional network
+        check_choice(quotient, "quotient", _QUOTIENTS)
+        return conv_canonical_form(conv, tol)
     P = check_params(params)
     quotient = check_choice(quotient, "quotient", _QUOTIENTS)
     if quotient == "all" and len(P) != 3:

@@ -28,7 +28,12 @@ from ...exact import to_fmpq
 from .._core.conv.network import ReLUConvNet, difference_bound, path_norm
 from .._core.domain import Domain, sample_points
 from .._engine.joint_regions import Equivalence
-from .._symmetries.channels import ChannelSymmetry, apply_channel_symmetries, channel_spec
+from .._symmetries.channels import (
+    ChannelSymmetry,
+    apply_channel_symmetries,
+    channel_spec,
+    ready_producers,
+)
 
 __all__ = ["by_channels", "conv_witness"]
 
@@ -54,15 +59,11 @@ def match_channels(p: ReLUConvNet, q: ReLUConvNet) -> tuple[ReLUConvNet, tuple]:
     """``(p*, symmetries)``: ``p`` moved by the channel permutations and positive scalings
     that bring each group's producing rows closest to ``q``'s."""
     spec = channel_spec(p)
-    reads = {path: g.name for g in spec.groups for path, _ in g.consumers}
     syms = []
     matched: set[str] = set()
     current = p
     for g in spec.groups:
-        # a tied group's producers whose inputs are matched already (the first one's are:
-        # groups come in the order of their first producer)
-        ready = [path for path in g.producers if reads.get(path, "") in matched | {""}]
-        producers = ready or list(g.producers[:1])
+        producers = ready_producers(spec, g, matched)
         rows_p = np.concatenate([current.layer_at(i).out_rows() for i in producers], 1)
         rows_q = np.concatenate([q.layer_at(i).out_rows() for i in producers], 1)
         with np.errstate(all="ignore"):
@@ -91,6 +92,14 @@ def _powers_of_two(syms: tuple) -> bool:
     return all(s > 0 and math.frexp(s)[0] == 0.5 for sym in syms for s in sym.scale)
 
 
+def conv_rounding(net: ReLUConvNet) -> float:
+    """A bound on the change of ``f_net`` made by rounding the image of a channel
+    symmetry (``|f_image - f_exact image| <= bound * max(1, |x|_inf)``): ``4 u L`` times
+    the network's scale, L its layers with parameters."""
+    L = sum(1 for _, layer, _ in net.leaves() if layer.arrays())
+    return 4 * _U * L * path_norm(net)
+
+
 def by_channels(p: ReLUConvNet, q: ReLUConvNet, dom: Domain, tol: float) -> Equivalence | None:
     """Equivalent (certified) by a matched channel symmetry and the parameter bound, or
     ``None`` when the two networks differ in their layers or the bound is above
@@ -99,11 +108,10 @@ def by_channels(p: ReLUConvNet, q: ReLUConvNet, dom: Domain, tol: float) -> Equi
         return None
     image, syms = match_channels(p, q)
     bound = difference_bound(image, q)
-    scale_p = path_norm(p)
-    scale = max(scale_p, path_norm(q))
-    L = sum(1 for _, layer, _ in p.leaves() if layer.arrays())
+    scale = max(path_norm(p), path_norm(q))
+
     exact = tol == 0 and bound == 0 and _powers_of_two(syms) and _finite_normal(image)
-    rounding = 0.0 if exact else 4 * _U * L * scale_p
+    rounding = 0.0 if exact else conv_rounding(p)
     total = bound + rounding
     if not (math.isfinite(total) and scale > 0):
         return None

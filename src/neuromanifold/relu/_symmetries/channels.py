@@ -33,6 +33,7 @@ __all__ = [
     "ChannelSymmetry",
     "channel_spec",
     "apply_channel_symmetries",
+    "ready_producers",
 ]
 
 
@@ -251,6 +252,15 @@ def channel_spec(net: ReLUConvNet) -> ChannelSpec:
         "weights as (out, in, kernel...). Symmetries beyond these (as a dead channel's "
         "free weights) are not listed",
     )
+
+
+def ready_producers(spec: ChannelSpec, group: ChannelGroup, done: set[str]) -> list[str]:
+    """The producers of ``group`` whose input channels belong to no group or to a group
+    in ``done`` (when groups are taken in order, the first producer always is): the rows
+    by which a group can be matched or ordered, its inputs settled."""
+    reads = {path: g.name for g in spec.groups for path, _ in g.consumers}
+    ready = [path for path in group.producers if reads.get(path, "") in done | {""}]
+    return ready or list(group.producers[:1])
 
 
 def apply_channel_symmetries(
