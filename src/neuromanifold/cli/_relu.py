@@ -275,7 +275,13 @@ def _neurons(args) -> int:
     model = load_model(args.model, "relu")
     X = _read_data(args.data) if args.data else None
     res = neurons(
-        model.params, args.domain, data=X, method=args.method, seed=args.seed, **_budget(args)
+        model.params,
+        args.domain,
+        data=X,
+        method=args.method,
+        seed=args.seed,
+        tol=args.tol,
+        **_budget(args),
     )
     return emit(args, res.describe(), res.to_dict())
 
@@ -795,7 +801,7 @@ _SUBCOMMANDS = {
         "visible on the domain (or on the bounding box of --data X.npy), each "
         "proved.",
         _MODEL,
-        ["domain", "data", "neurons_method", "seed", "max_regions", "time_limit_60"],
+        ["domain", "data", "neurons_method", "tol", "seed", "max_regions", "time_limit_60"],
     ),
     "reduce": (
         "a smaller network computing the same function",

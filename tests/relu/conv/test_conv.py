@@ -252,3 +252,31 @@ def test_canonical_form_quotients_the_channel_symmetries(case):
             assert np.allclose(arr, lb.arrays()[role], rtol=1e-9, atol=1e-12)
     with pytest.raises(nm.InputError, match="tol > 0"):
         nm.relu.canonical_form(net, tol=0)
+
+
+@pytest.mark.parametrize(
+    "perm, scale",
+    [
+        ("abcd", (1.0,) * 4),
+        (None, (1.0,) * 4),
+        ((0.4, 1.4, 2.4, 3.4), (1.0,) * 4),  # was truncated to the identity
+        ((True, False, 2, 3), (1.0,) * 4),
+        (3, (1.0,) * 4),
+        ((0, 1, 2, 2), (1.0,) * 4),
+        ((0, 1, 2, 3), "abc"),
+        ((0, 1, 2, 3), (1 + 1j,) * 4),
+        ((0, 1, 2, 3), (1.0, 0.0, 1.0, 1.0)),
+        ((0, 1, 2, 3), (1.0, 1e-320, 1.0, 1.0)),
+    ],
+)
+def test_a_channel_symmetry_states_its_rules(perm, scale):
+    rng = np.random.default_rng(0)
+    net = ReLUConvNet(
+        input_shape=(1, 4, 4),
+        layers=[nl.Conv(rng.normal(size=(4, 1, 3, 3)), np.zeros(4)), nl.ReLU(), nl.Flatten(),
+                nl.Dense(rng.normal(size=(1, 16)), np.zeros(1))],
+    )  # fmt: skip
+    with pytest.raises(nm.ArchitectureError, match="perm must hold|scale must hold"):
+        nm.relu.ChannelSymmetry(group="P1", perm=perm, scale=scale).apply(net)
+    with pytest.raises(nm.ArchitectureError, match="no channel group 'P9'"):
+        nm.relu.ChannelSymmetry(group="P9", perm=(0, 1, 2, 3), scale=(1.0,) * 4).apply(net)

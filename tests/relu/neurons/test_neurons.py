@@ -148,3 +148,21 @@ def test_the_answer_on_the_data_points_themselves():
     assert neurons(p, (0.0, 1.0)).on_data is None
     back = type(st).from_dict(st.to_dict())
     assert back.on_data == st.on_data
+
+
+def test_hidden_against_visible_has_its_stated_tolerance():
+    """A dead neuron with a weight of 1e10 inflates the path norm, the scale of the
+    relative tolerance: with the default tol the small bends count as none ("hidden"),
+    and the result says against what; with tol=0 every bend counts (an independent fuzz
+    found the first answer unexplained)."""
+    p = ReLUNet([3, 4, 4, 2]).random_params(seed=1)
+    box = ([-2.0, -1, -1], [-1.0, 1, 1])
+    h = [(W.copy(), b.copy()) for W, b in p]
+    h[0][0][0, 0] = 1e10  # neuron 0 stays dead on the box: the same function as at 1e8
+    loose = neurons(h, box)
+    assert loose.tol == 1e-9 and "tol = 1e-09 times the scale" in loose.note
+    exact = neurons(h, box, tol=0)
+    small = [(W.copy(), b.copy()) for W, b in p]
+    small[0][0][0, 0] = 1e8
+    assert exact.status == neurons(small, box, tol=0).status
+    assert "visible" in exact.status[0] and exact.tol == 0

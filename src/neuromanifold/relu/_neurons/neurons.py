@@ -27,6 +27,7 @@ import numpy as np
 
 from ..._errors import ComputationLimitError, InputError
 from ..._results import Result
+from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_finite_array, as_seed_rng, check_choice, check_positive_int
 from .._bounds.linear import neuron_bounds
 from .._core.domain import Domain, FixedInputs, as_domain
@@ -59,6 +60,10 @@ class NeuronStatus(Result):
         num_points: domain points whose certified signs were used (``"bounds"``).
         domain: the domain.
         note: how it was decided, and why any neuron is undecided.
+        tol: the relative tolerance of ``"hidden"`` against ``"visible"``: a piece of a
+            bent hyperplane is visible when the function bends there by more than ``tol``
+            times the network's scale (its path norm; ``0``: any bend). Dead and linear
+            are decided without it.
         on_data: with ``data``, what every neuron does on the data points themselves
             (one tuple per hidden layer): ``"inactive"`` (pre-activation certified
             ``<= 0`` at every point: it fires on none), ``"active"`` (``>= 0`` at every
@@ -74,6 +79,7 @@ class NeuronStatus(Result):
     domain: Domain
     note: str
     on_data: tuple | None = None
+    tol: float = DEFAULT_TOL
 
     def indices(self, status: str) -> list[list[int]]:
         """Per hidden layer, the neurons (0-based) with ``status``."""
@@ -143,6 +149,7 @@ def neurons(
     seed: Any = 0,
     max_regions: int | None = None,
     time_limit: float | None = None,
+    tol: float = DEFAULT_TOL,
 ) -> NeuronStatus:
     """What every hidden neuron does on the domain, each status proved (module docs).
 
@@ -159,6 +166,8 @@ def neurons(
         max_regions, time_limit: the region engine's budget; when it ends, ``"auto"``
             answers by ``"bounds"`` (the note says so), ``"regions"`` raises a
             :class:`~neuromanifold.ComputationLimitError` whose ``partial`` is that answer.
+        tol: relative tolerance of hidden against visible (see
+            :attr:`NeuronStatus.tol`; ``0`` = exact).
 
     Returns:
         A :class:`NeuronStatus`.
@@ -168,6 +177,7 @@ def neurons(
     (('visible', 'dead'),)
     """
     P = check_params(params)
+    tol = check_tol(tol)
     rounded = float_params(params) is None  # Fraction entries: the float64 network
     check_choice(method, "method", _METHODS)
     num_samples = check_positive_int(num_samples, "num_samples", InputError, maximum=10**7)
@@ -195,6 +205,7 @@ def neurons(
         max_regions,
         time_limit,
         note,
+        tol=tol,
     )
     if cut is not None:
         result = dataclasses.replace(result, domain=dom)
@@ -222,7 +233,9 @@ def _on_data(P: list, X: np.ndarray) -> tuple:
     return tuple(out)
 
 
-def _decide(P, dom, X, method, num_samples, seed, max_regions, time_limit, note) -> NeuronStatus:
+def _decide(
+    P, dom, X, method, num_samples, seed, max_regions, time_limit, note, *, tol: float
+) -> NeuronStatus:
     """The statuses on the domain (:func:`neurons`, its arguments checked)."""
     if method != "bounds" and len(P) > 1:
         expected = (
@@ -232,7 +245,9 @@ def _decide(P, dom, X, method, num_samples, seed, max_regions, time_limit, note)
         )
         if method == "regions" or expected <= _REGIONS_FIRST:
             try:
-                B = bent_hyperplanes(P, dom, max_regions=max_regions, time_limit=time_limit)
+                B = bent_hyperplanes(
+                    P, dom, tol=tol, max_regions=max_regions, time_limit=time_limit
+                )
             except ComputationLimitError as err:
                 if method == "regions":
                     # the error of this call, not of the engine's caller inside; what the
@@ -261,7 +276,9 @@ def _decide(P, dom, X, method, num_samples, seed, max_regions, time_limit, note)
                     certified=True,
                     num_points=0,
                     domain=dom,
-                    note=note + f"exact, over {B.regions.num_regions} linear regions",
+                    note=note + f"exact, over {B.regions.num_regions} linear regions (hidden: "
+                    f"no bend above tol = {tol:g} times the scale {B.scale:.4g})",
+                    tol=tol,
                 )
         else:
             note += f"about {expected:.0f} regions expected: bounds; "

@@ -271,15 +271,13 @@ def apply_channel_symmetries(
     by_name = {g.name: g for g in spec.groups}
     layers: dict[str, Any] = {}
     for s in syms:
-        g = by_name.get(s.group)
-        perm = np.asarray(s.perm, dtype=np.int64)
-        scale = np.asarray(s.scale, dtype=np.float64)
-        if g is None or perm.shape != (g.size,) or scale.shape != (g.size,):
-            raise ArchitectureError(f"no channel group {s.group!r} of {len(s.perm)} channels")
-        if sorted(perm.tolist()) != list(range(g.size)) or not np.all(scale > 0):
+        g = by_name.get(s.group) if isinstance(s.group, str) else None
+        if g is None:
             raise ArchitectureError(
-                f"{s.group}: perm must be a permutation and every scale positive"
+                f"no channel group {short_repr(s.group)} in this network (its groups: "
+                f"{', '.join(by_name) or 'none'})"
             )
+        perm, scale = _perm_and_scale(s, g.size)
         for path in g.producers:
             layer = layers.get(path) or net.layer_at(path)
             layers[path] = layer.act_on_outputs(perm, scale)
@@ -287,3 +285,37 @@ def apply_channel_symmetries(
             layer = layers.get(path) or net.layer_at(path)
             layers[path] = layer.act_on_inputs(perm, scale, block)
     return net.with_leaves(layers)
+
+
+def _perm_and_scale(s: ChannelSymmetry, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The symmetry's permutation (integers, each channel once) and scales (finite,
+    positive) as arrays, or an ArchitectureError stating the rule."""
+    perm, scale = s.perm, s.scale
+    if (
+        not isinstance(perm, (tuple, list, np.ndarray))
+        or len(perm) != size
+        or not all(
+            isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)) for i in perm
+        )
+        or sorted(int(i) for i in perm) != list(range(size))
+    ):
+        raise ArchitectureError(
+            f"{s.group}: perm must hold each of the {size} channels 0..{size - 1} once, as "
+            f"integers; got {short_repr(perm)}"
+        )  # fmt: skip
+    try:
+        values = np.asarray(scale, dtype=np.float64)
+    except (TypeError, ValueError):
+        values = None
+    if (
+        values is None
+        or isinstance(scale, (str, bytes))
+        or values.shape != (size,)
+        or not np.all(np.isfinite(values) & (values > 0))
+        or np.any(values < np.finfo(float).tiny)
+    ):
+        raise ArchitectureError(
+            f"{s.group}: scale must hold {size} finite positive (normal) numbers; got "
+            f"{short_repr(scale)}"
+        )
+    return np.asarray(perm, dtype=np.int64), values
