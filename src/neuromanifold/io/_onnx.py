@@ -94,16 +94,57 @@ class _Graph:
                 f"({count:,} entries), more than the limit of {MAX_PARAMS:,}"
             )
         if tensor.data_location == self.onnx.TensorProto.EXTERNAL:
-            raise ModelFileError(
-                f"{self.source}: {what} is stored in an external file; save "
-                f"the model with every tensor inside the .onnx file"
-            )
+            tensor = self.external(tensor, what, count)
         try:
             return np.array(self.onnx.numpy_helper.to_array(tensor))
         except Exception as exc:  # malformed tensor data: onnx raises several types
             raise ModelFileError(
                 f"{self.source}: {what} cannot be read as an array ({type(exc).__name__}: {exc})"
             ) from None
+
+    def external(self, tensor: Any, what: str, count: int) -> Any:
+        """A copy of ``tensor`` with the bytes its external data names (``model.onnx``
+        + ``model.onnx.data``, as torch's exporter writes): read from a file in the
+        model's own folder only, at the stated offset, exactly the tensor's size."""
+        info = {e.key: e.value for e in tensor.external_data}
+        location = info.get("location", "")
+        folder = Path(self.source).resolve().parent
+        target = (folder / location).resolve()
+        if (
+            not location
+            or Path(location).is_absolute()
+            or target.parent != folder
+            or not target.is_file()
+        ):
+            raise ModelFileError(
+                f"{self.source}: {what} is stored in the external file {location!r}, which "
+                f"must be a file in the model's own folder ({folder}); external data is "
+                f"read from there only"
+            )
+        try:
+            dtype = np.dtype(self.onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type))
+            offset = int(info.get("offset", 0))
+            length = int(info["length"]) if "length" in info else None
+        except (TypeError, ValueError, KeyError) as exc:
+            raise ModelFileError(
+                f"{self.source}: {what}: unreadable external data entry ({exc})"
+            ) from None
+        size = count * dtype.itemsize
+        if offset < 0 or length not in (None, size) or offset + size > target.stat().st_size:
+            raise ModelFileError(
+                f"{self.source}: {what} needs {size:,} bytes at offset {offset} of "
+                f"{location!r} (length {info.get('length', 'not given')}, file of "
+                f"{target.stat().st_size:,} bytes)"
+            )
+        with open(target, "rb") as fh:
+            fh.seek(offset)
+            raw = fh.read(size)
+        copy = self.onnx.TensorProto()
+        copy.CopyFrom(tensor)
+        del copy.external_data[:]
+        copy.data_location = self.onnx.TensorProto.DEFAULT
+        copy.raw_data = raw
+        return copy
 
     def walk(self, proto: Any, step: Any) -> None:
         """``step(node)`` on every node along the one data path from the input (Constant

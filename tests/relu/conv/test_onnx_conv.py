@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import neuromanifold as nm
 
-from .onnx_cnn import lenet_graph
+from .onnx_cnn import lenet_graph, logits_by_onnx
 from .strategies import conv_nets, residual_nets
 
 onnx = pytest.importorskip("onnx")
@@ -136,3 +136,38 @@ def _saved(model, tmp_path):
     path = tmp_path / "m.onnx"
     onnx.save(model, path)
     return path
+
+
+def test_external_data_is_read_from_the_models_own_folder_only(tmp_path):
+    """torch's exporter writes model.onnx + model.onnx.data since 2.9: read, from the
+    model's folder only, exactly the tensor's bytes."""
+    from onnx.external_data_helper import convert_model_to_external_data
+
+    rng = np.random.default_rng(4)
+    model = lenet_graph(rng, softmax=False)
+    convert_model_to_external_data(
+        model, all_tensors_to_one_file=True, location="m.onnx.data", size_threshold=0
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    assert (tmp_path / "m.onnx.data").stat().st_size > 0
+    got = nm.io.load(path).params
+    X = rng.uniform(size=(3, 1, 12, 12))
+    want = logits_by_onnx(onnx.load(path), X)
+    assert np.allclose(got.forward(X.reshape(3, -1)), want, atol=1e-5)
+    # a location outside the folder, or data cut short, is refused by name
+    proto = onnx.load(path, load_external_data=False)
+    for where in ("../m.onnx.data", "/etc/passwd", "sub/m.onnx.data"):
+        bad = onnx.ModelProto()
+        bad.CopyFrom(proto)
+        for t in bad.graph.initializer:
+            for e in t.external_data:
+                if e.key == "location":
+                    e.value = where
+        onnx.save(bad, tmp_path / "bad.onnx")
+        with pytest.raises(nm.ModelFileError, match="model's own folder"):
+            nm.io.load(tmp_path / "bad.onnx")
+    data = (tmp_path / "m.onnx.data").read_bytes()
+    (tmp_path / "m.onnx.data").write_bytes(data[: len(data) // 2])
+    with pytest.raises(nm.ModelFileError, match="needs .* bytes at offset"):
+        nm.io.load(path)

@@ -21,8 +21,7 @@ import numpy as np
 
 from ..._errors import InputError
 from ..._tolerance import check_tol
-from .._core.conv.network import ReLUConvNet, path_norm
-from .._equivalence.conv import conv_rounding
+from .._core.conv.network import ReLUConvNet, path_norm, symmetry_rounding
 from .._symmetries.channels import ChannelSymmetry, channel_spec, ready_producers
 
 __all__ = ["channel_normal_form", "conv_canonical_form"]
@@ -52,7 +51,7 @@ def channel_normal_form(net: ReLUConvNet) -> tuple[ReLUConvNet, tuple[ChannelSym
 
 def conv_canonical_form(net: ReLUConvNet, tol: float) -> ReLUConvNet:
     """The channel normal form, certified to compute ``f_net`` within ``tol`` times the
-    scale (the rounding of the rescaling, :func:`conv_rounding`); an InputError when it
+    scale (the rounding of the rescaling, :func:`symmetry_rounding`); an InputError when it
     cannot be (``tol = 0``, or weights near the float range's ends)."""
     tol = check_tol(tol)
     if tol == 0:
@@ -62,7 +61,7 @@ def conv_canonical_form(net: ReLUConvNet, tol: float) -> ReLUConvNet:
         )
     form, _ = channel_normal_form(net)
     scale = path_norm(net)
-    bound = conv_rounding(net)
+    bound = symmetry_rounding(net)
     if not (np.isfinite(bound) and bound <= tol * scale):
         raise InputError(
             f"canonical_form cannot certify its result within tol = {tol:g} (weights near "

@@ -25,7 +25,7 @@ from scipy.optimize import linear_sum_assignment
 
 from ..._errors import ArchitectureError
 from ...exact import to_fmpq
-from .._core.conv.network import ReLUConvNet, difference_bound, path_norm
+from .._core.conv.network import ReLUConvNet, difference_bound, path_norm, symmetry_rounding
 from .._core.domain import Domain, sample_points
 from .._engine.joint_regions import Equivalence
 from .._symmetries.channels import (
@@ -37,7 +37,6 @@ from .._symmetries.channels import (
 
 __all__ = ["by_channels", "conv_witness"]
 
-_U = 2.0**-53
 _NUM_SAMPLES = 512
 
 
@@ -92,14 +91,6 @@ def _powers_of_two(syms: tuple) -> bool:
     return all(s > 0 and math.frexp(s)[0] == 0.5 for sym in syms for s in sym.scale)
 
 
-def conv_rounding(net: ReLUConvNet) -> float:
-    """A bound on the change of ``f_net`` made by rounding the image of a channel
-    symmetry (``|f_image - f_exact image| <= bound * max(1, |x|_inf)``): ``4 u L`` times
-    the network's scale, L its layers with parameters."""
-    L = sum(1 for _, layer, _ in net.leaves() if layer.arrays())
-    return 4 * _U * L * path_norm(net)
-
-
 def by_channels(p: ReLUConvNet, q: ReLUConvNet, dom: Domain, tol: float) -> Equivalence | None:
     """Equivalent (certified) by a matched channel symmetry and the parameter bound, or
     ``None`` when the two networks differ in their layers or the bound is above
@@ -111,7 +102,7 @@ def by_channels(p: ReLUConvNet, q: ReLUConvNet, dom: Domain, tol: float) -> Equi
     scale = max(path_norm(p), path_norm(q))
 
     exact = tol == 0 and bound == 0 and _powers_of_two(syms) and _finite_normal(image)
-    rounding = 0.0 if exact else conv_rounding(p)
+    rounding = 0.0 if exact else symmetry_rounding(p)
     total = bound + rounding
     if not (math.isfinite(total) and scale > 0):
         return None

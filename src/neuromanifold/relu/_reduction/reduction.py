@@ -38,7 +38,7 @@ from ..._tolerance import DEFAULT_TOL, check_tol
 from ...exact import fmpq_to_fraction, qrows, to_fmpq
 from .._bounds.parameters import path_norm_scale, telescoping_bound
 from .._core.clock import check_deadline
-from .._core.domain import Domain
+from .._core.domain import Domain, sample_points
 from .._core.net import check_params, exact_params, float_params
 from .._core.numbers import to_float
 from .._core.rows import close_pairs, sign_kinds
@@ -513,8 +513,6 @@ def _spot_check(P: list, R: list, bound: float, dom: Domain, data: np.ndarray | 
     and data rows, in exact rational arithmetic (the float entries are the rationals they
     are): a tripwire for a reduction that changed the function (the statuses and moves
     prove it does not). Returns the number of points checked."""
-    from .._core.domain import sample_points
-
     X = sample_points(dom, P[0][0].shape[1], np.random.default_rng(0), _SPOT_POINTS)
     if data is not None and data.shape[0]:
         X = np.vstack([X, data[:_SPOT_POINTS]])

@@ -36,7 +36,13 @@ from .layer import AffineLayer, Layer, exact_array, same_kind
 from .pool import MaxPool
 from .residual import Residual
 
-__all__ = ["ReLUConvNet", "difference_bound", "path_norm", "MAX_DENSE_ENTRIES"]
+__all__ = [
+    "ReLUConvNet",
+    "difference_bound",
+    "path_norm",
+    "symmetry_rounding",
+    "MAX_DENSE_ENTRIES",
+]
 
 #: the largest dense view built (entries of all its matrices): 400 MB of float64
 MAX_DENSE_ENTRIES = 50_000_000
@@ -431,3 +437,11 @@ def difference_bound(p: ReLUConvNet, q: ReLUConvNet) -> float:
             same_kind(lp, lq)
             r, e = lp.bound_step(r, e, lq)
     return _finite(float(np.max(e)) * _margin(p))
+
+
+def symmetry_rounding(net: ReLUConvNet) -> float:
+    """A bound on the change of ``f_net`` made by rounding the image of a channel
+    symmetry (``|f_image - f_exact image| <= bound * max(1, |x|_inf)``): ``4 u L`` times
+    the network's scale, L its layers with parameters."""
+    L = sum(1 for _, layer, _ in net.leaves() if layer.arrays())
+    return 4 * _U * L * path_norm(net)
