@@ -292,7 +292,7 @@ def main(argv=None) -> list[dict]:
     args = parser.parse_args(argv)
     size_l, size_r = (12, 16) if args.quick else (28, 32)
     rng = np.random.default_rng(0)
-    rows = zoo_rows(20 if args.quick else 200, rng)
+    rows = zoo_rows(10 if args.quick else 200, rng)
 
     p = lenet(rng, size_l)
     rows += _pair_rows(f"LeNet-5, 1x{size_l}x{size_l}", p, lenet_spec(size_l), rng)
