@@ -314,7 +314,6 @@ LONG_FUNCTIONS = {
     "neuromanifold.linear._fiber_conv._fiber_nd",
     "neuromanifold.reproduce._linear.default_linear_claims",  # a table of claims, row by row
     "neuromanifold.relu._engine.cells.iter_refine_stage",
-    "neuromanifold.flows._batched.integrate_flows",
 }
 
 

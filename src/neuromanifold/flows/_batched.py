@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -424,6 +424,62 @@ def gradient_flows(
 GIVE_UP_AFTER = 50
 
 
+def _flow_ops(net: Any) -> tuple[Callable, Callable]:
+    """``(rhs, e2e)``: the batched velocity ``rhs(theta, A, target)`` of the gradient flow
+    and the end-to-end maps ``e2e(theta)``, by monomials where they apply, else by
+    convolutions."""
+    vshape = net.end_to_end_shape
+    if _BatchedMonomial.applies(net):
+        ops = _BatchedMonomial(net)
+
+        def rhs(th: np.ndarray, A: np.ndarray, target: np.ndarray) -> np.ndarray:
+            return ops.velocity(th, A, target)
+
+        def e2e(th: np.ndarray) -> np.ndarray:
+            return ops.end_to_end(th).reshape((len(th),) + vshape)
+
+        return rhs, e2e
+    conv = _BatchedConv(net)
+
+    def rhs(th: np.ndarray, A: np.ndarray, target: np.ndarray) -> np.ndarray:
+        ws = conv.split(th)
+        v = conv.end_to_end(ws)
+        g = _times_A(v.reshape(len(th), -1) - target, A).reshape(v.shape)  # A symmetric
+        return -conv.vjp(ws, g)
+
+    def e2e(th: np.ndarray) -> np.ndarray:
+        return conv.end_to_end(conv.split(th))
+
+    return rhs, e2e
+
+
+def _step_factor(tab: dict, err: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """The step-size factor of each trial step from its error norm (at most 1 for a
+    rejected step)."""
+    with np.errstate(divide="ignore", over="ignore"):
+        factor = np.where(
+            np.isfinite(err) & (err > 0),
+            0.9 * np.maximum(err, 1e-10) ** tab["exponent"],
+            tab["max_factor"],
+        )
+    # a step whose stages overflowed (error NaN or inf) shrinks by the most
+    factor = np.where(np.isfinite(err), np.clip(factor, 0.2, tab["max_factor"]), 0.2)
+    factor[~ok] = np.minimum(factor[~ok], 1.0)
+    return factor
+
+
+def _drift_and_monotone(invs: np.ndarray, losses: np.ndarray, norms0: np.ndarray) -> tuple:
+    """Per trajectory, the largest drift of the invariants relative to their scale, and
+    whether the loss never rose (beyond rounding)."""
+    scale = np.maximum(np.abs(invs[:, 0]).max(axis=1, initial=0.0), norms0.max(axis=1))
+    scale = np.where(scale > 0, scale, 1.0)
+    drift = np.nanmax(np.abs(invs - invs[:, :1]).max(axis=2, initial=0.0), axis=1) / scale
+    tol = 1e-12 * np.maximum(1.0, np.abs(losses[:, 0]))
+    dl = np.diff(losses, axis=1)
+    monotone = np.all(np.nan_to_num(dl, nan=0.0) <= tol[:, None], axis=1)
+    return drift, monotone
+
+
 def integrate_flows(
     net: Any,
     theta: np.ndarray,
@@ -452,26 +508,7 @@ def integrate_flows(
     shared = A.ndim == 2
     vshape = net.end_to_end_shape
     B, L = theta.shape[0], len(net.filter_shapes)
-    if _BatchedMonomial.applies(net):
-        ops = _BatchedMonomial(net)
-
-        def rhs(th: np.ndarray, A: np.ndarray, target: np.ndarray) -> np.ndarray:
-            return ops.velocity(th, A, target)
-
-        def e2e(th: np.ndarray) -> np.ndarray:
-            return ops.end_to_end(th).reshape((len(th),) + vshape)
-    else:
-        conv = _BatchedConv(net)
-
-        def rhs(th: np.ndarray, A: np.ndarray, target: np.ndarray) -> np.ndarray:
-            ws = conv.split(th)
-            v = conv.end_to_end(ws)
-            g = _times_A(v.reshape(len(th), -1) - target, A).reshape(v.shape)  # A symmetric
-            return -conv.vjp(ws, g)
-
-        def e2e(th: np.ndarray) -> np.ndarray:
-            return conv.end_to_end(conv.split(th))
-
+    rhs, e2e = _flow_ops(net)
     cuts = np.cumsum([0] + [int(np.prod(k)) for k in net.filter_shapes])
 
     def part(idx: np.ndarray) -> tuple:
@@ -555,15 +592,7 @@ def integrate_flows(
                 theta[acc], f[acc], t[acc] = y_new[ok], K[n_st][ok], t[acc] + hh[ok]
                 steps[acc] += 1
                 rejected[idx[~ok]] += 1
-                with np.errstate(divide="ignore", over="ignore"):
-                    factor = np.where(
-                        np.isfinite(err) & (err > 0),
-                        0.9 * np.maximum(err, 1e-10) ** tab["exponent"],
-                        tab["max_factor"],
-                    )
-                # a step whose stages overflowed (error NaN or inf) shrinks by the most
-                factor = np.where(np.isfinite(err), np.clip(factor, 0.2, tab["max_factor"]), 0.2)
-                factor[~ok] = np.minimum(factor[~ok], 1.0)
+                factor = _step_factor(tab, err, ok)
                 # a clipped step (landing on a sample time) does not shrink the next one
                 h[idx] = np.where(ok, np.maximum(hh, h[idx]) * factor, hh * factor)
                 alive[idx] &= (steps[idx] < max_steps) & (h[idx] > 0)
@@ -586,12 +615,7 @@ def integrate_flows(
             bar.close()
     success = alive & np.isclose(t, t_final, rtol=1e-12, atol=1e-12)
     norms0 = np.stack([np.sum(theta0[:, a:b] ** 2, 1) for a, b in zip(cuts[:-1], cuts[1:])], 1)
-    scale = np.maximum(np.abs(invs[:, 0]).max(axis=1, initial=0.0), norms0.max(axis=1))
-    scale = np.where(scale > 0, scale, 1.0)
-    drift = np.nanmax(np.abs(invs - invs[:, :1]).max(axis=2, initial=0.0), axis=1) / scale
-    tol = 1e-12 * np.maximum(1.0, np.abs(losses[:, 0]))
-    dl = np.diff(losses, axis=1)
-    monotone = np.all(np.nan_to_num(dl, nan=0.0) <= tol[:, None], axis=1)
+    drift, monotone = _drift_and_monotone(invs, losses, norms0)
     return BatchedFlowResult(
         times=times,
         end_to_end=vs,
