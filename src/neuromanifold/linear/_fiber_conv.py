@@ -677,32 +677,13 @@ def _period(alpha: tuple[int, ...], S: tuple[int, ...]) -> int:
     return M
 
 
-def _fiber_nd(
-    shapes: list[tuple[int, ...]],
-    S: list[tuple[int, ...]],
-    exact_v: np.ndarray,
-    deltas: np.ndarray,
-    deltas_q: list,
-    *,
-    progress: bool = False,
-) -> tuple[list[np.ndarray], int, bool, list[str]]:
-    """Every fiber point in D >= 2 from the exact factorization of pi(v) over Q.
-
-    Lattice condition (a layer with cumulative stride S is a polynomial in t^S): the
-    product of a layer's factors has its exponents in ``S Z^D`` iff it is invariant under
-    ``t -> zeta t`` for every ``zeta`` in ``mu_{S_1} x ... x mu_{S_D}``. That group maps
-    factors to factors of the same kind and support, so the condition splits: the
-    rational (monomial and multivariate) part must have all exponents in one class mod S;
-    the pieces of each line direction alpha must form whole orbits of roots under the
-    M-th roots of unity (M = :func:`_period`), decided with certified root classes; and
-    the classes of the parts must add up to 0. Every test is exact or certified.
-    """
-    D, L = len(shapes[0]), len(shapes)
-    names = tuple(f"t{a + 1}" for a in range(D))
-    ctx = flint.fmpq_mpoly_ctx.get(names, "lex")
-    P = ctx.from_dict(
-        {tuple(int(i) for i in idx): c for idx, c in np.ndenumerate(exact_v) if c != 0}
-    )
+def _nd_atoms(P: Any, D: int, S: list[tuple[int, ...]]) -> tuple:
+    """The factorization of ``pi(v)`` over Q cut into atoms for :func:`_fiber_nd`:
+    ``(content, factors, const, atoms, line_data, notes, certified)``: monomial and
+    multivariate factors as they are, factors on a line split over R by certified root
+    isolation (their root classes per period in ``line_data``), the atoms by decreasing
+    degree; ``certified`` is False where a factor could not be proved irreducible over R
+    (the notes say which)."""
     content, factors = P.factor()
     const = flint.fmpq(content)
     notes: list[str] = []
@@ -786,6 +767,75 @@ def _fiber_nd(
                     f"{split[j]} real irreducible pieces by certified root isolation"
                 )
     atoms.sort(key=lambda a: -sum(a.deg))
+    return content, factors, const, atoms, line_data, notes, certified
+
+
+def _rescaled_points(
+    points_exact: list, shapes: list, deltas: np.ndarray, deltas_q: list
+) -> list[np.ndarray]:
+    """The fiber points of :func:`_fiber_nd` as float arrays (one per layer, a row per
+    point), each rescaled to the invariants ``deltas``: exactly computed filters through
+    certified norms, the others numerically."""
+    L = len(shapes)
+    out = [np.zeros((len(points_exact),) + tuple(k)) for k in shapes]
+    float_rows = []
+    for p, (filters, exact_ok) in enumerate(points_exact):
+        if exact_ok and L > 1:
+            norms = []
+            for filt in filters:
+                n = flint.fmpq(0)
+                for c in filt.ravel():
+                    n += c * c
+                norms.append(n)
+            with working_precision(128):
+                t = rescaled_norms_exact(norms, deltas_q, prec=128)
+                for l, filt in enumerate(filters):
+                    lam = (t[l] / flint.arb(norms[l])).sqrt()
+                    out[l][p] = np.vectorize(lambda c: float(flint.arb(c) * lam), otypes=[float])(
+                        filt
+                    )
+        else:
+            for l, filt in enumerate(filters):
+                out[l][p] = (
+                    np.vectorize(float, otypes=[float])(filt) if filt.dtype == object else filt
+                )
+            float_rows.append(p)
+    if float_rows:
+        rows = np.array(float_rows)
+        sub = [arr[rows] for arr in out]
+        _apply_rescaling(sub, deltas)
+        for arr, s in zip(out, sub):
+            arr[rows] = s
+    return out
+
+
+def _fiber_nd(
+    shapes: list[tuple[int, ...]],
+    S: list[tuple[int, ...]],
+    exact_v: np.ndarray,
+    deltas: np.ndarray,
+    deltas_q: list,
+    *,
+    progress: bool = False,
+) -> tuple[list[np.ndarray], int, bool, list[str]]:
+    """Every fiber point in D >= 2 from the exact factorization of pi(v) over Q.
+
+    Lattice condition (a layer with cumulative stride S is a polynomial in t^S): the
+    product of a layer's factors has its exponents in ``S Z^D`` iff it is invariant under
+    ``t -> zeta t`` for every ``zeta`` in ``mu_{S_1} x ... x mu_{S_D}``. That group maps
+    factors to factors of the same kind and support, so the condition splits: the
+    rational (monomial and multivariate) part must have all exponents in one class mod S;
+    the pieces of each line direction alpha must form whole orbits of roots under the
+    M-th roots of unity (M = :func:`_period`), decided with certified root classes; and
+    the classes of the parts must add up to 0. Every test is exact or certified.
+    """
+    D, L = len(shapes[0]), len(shapes)
+    names = tuple(f"t{a + 1}" for a in range(D))
+    ctx = flint.fmpq_mpoly_ctx.get(names, "lex")
+    P = ctx.from_dict(
+        {tuple(int(i) for i in idx): c for idx, c in np.ndenumerate(exact_v) if c != 0}
+    )
+    content, factors, const, atoms, line_data, notes, certified = _nd_atoms(P, D, S)
     caps = [tuple((kk - 1) * s for kk, s in zip(k, st)) for k, st in zip(shapes, S)]
     leaves: list[list[list[int]]] = []
     used = [[0] * D for _ in range(L)]
@@ -898,35 +948,7 @@ def _fiber_nd(
             f"v is not in the neuromanifold: {factored}, and no grouping of its real "
             f"irreducible factors fits {rule}"
         )
-    out = [np.zeros((len(points_exact),) + tuple(k)) for k in shapes]
-    float_rows = []
-    for p, (filters, exact_ok) in enumerate(points_exact):
-        if exact_ok and L > 1:
-            norms = []
-            for filt in filters:
-                n = flint.fmpq(0)
-                for c in filt.ravel():
-                    n += c * c
-                norms.append(n)
-            with working_precision(128):
-                t = rescaled_norms_exact(norms, deltas_q, prec=128)
-                for l, filt in enumerate(filters):
-                    lam = (t[l] / flint.arb(norms[l])).sqrt()
-                    out[l][p] = np.vectorize(lambda c: float(flint.arb(c) * lam), otypes=[float])(
-                        filt
-                    )
-        else:
-            for l, filt in enumerate(filters):
-                out[l][p] = (
-                    np.vectorize(float, otypes=[float])(filt) if filt.dtype == object else filt
-                )
-            float_rows.append(p)
-    if float_rows:
-        rows = np.array(float_rows)
-        sub = [arr[rows] for arr in out]
-        _apply_rescaling(sub, deltas)
-        for arr, s in zip(out, sub):
-            arr[rows] = s
+    out = _rescaled_points(points_exact, shapes, deltas, deltas_q)
     return out, len(leaves), certified, notes
 
 
