@@ -21,6 +21,7 @@ Two layouts of VNN-COMP graphs are read besides the batch of rows ``x @ W``:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,7 @@ class _Graph:
         self.columns = False  # a layer read as W @ x on a column [n, 1]
         self.notes: list[str] = []
         self.consts: dict[str, np.ndarray] = {}
+        self.external_ranges: dict[Path, list] = {}  # bytes of external files already read
         for init in graph.initializer:
             self.consts[init.name] = self.array(init, f"initializer {init.name!r}")
         for node in graph.node:
@@ -109,13 +111,17 @@ class _Graph:
         info = {e.key: e.value for e in tensor.external_data}
         location = info.get("location", "")
         folder = Path(self.source).resolve().parent
-        target = (folder / location).resolve()
-        if (
-            not location
-            or Path(location).is_absolute()
-            or target.parent != folder
-            or not target.is_file()
-        ):
+        try:
+            target = (folder / location).resolve()
+            inside = (
+                bool(location)
+                and not Path(location).is_absolute()
+                and target.parent == folder
+                and target.is_file()
+            )
+        except (OSError, ValueError):  # a NUL byte, a name too long, ...
+            inside = False
+        if not inside:
             raise ModelFileError(
                 f"{self.source}: {what} is stored in the external file {location!r}, which "
                 f"must be a file in the model's own folder ({folder}); external data is "
@@ -136,9 +142,22 @@ class _Graph:
                 f"{location!r} (length {info.get('length', 'not given')}, file of "
                 f"{target.stat().st_size:,} bytes)"
             )
+        # two tensors never share bytes: an offset into another tensor's data is refused
+        for start, end, other in self.external_ranges.get(target, []):
+            if offset < end and start < offset + size:
+                raise ModelFileError(
+                    f"{self.source}: {what} takes bytes {offset}..{offset + size} of "
+                    f"{location!r}, which overlap those of {other} ({start}..{end})"
+                )
+        self.external_ranges.setdefault(target, []).append((offset, offset + size, what))
         with open(target, "rb") as fh:
             fh.seek(offset)
             raw = fh.read(size)
+        if "checksum" in info and hashlib.sha1(raw).hexdigest() != info["checksum"].lower():
+            raise ModelFileError(
+                f"{self.source}: {what}: the SHA-1 of its external bytes does not match the "
+                f"checksum the file states"
+            )
         copy = self.onnx.TensorProto()
         copy.CopyFrom(tensor)
         del copy.external_data[:]

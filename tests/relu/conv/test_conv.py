@@ -267,6 +267,8 @@ def test_canonical_form_quotients_the_channel_symmetries(case):
         ((0, 1, 2, 3), (1 + 1j,) * 4),
         ((0, 1, 2, 3), (1.0, 0.0, 1.0, 1.0)),
         ((0, 1, 2, 3), (1.0, 1e-320, 1.0, 1.0)),
+        ((0, 1, 2, 3), ["2", "1", "1", "1"]),
+        ((0, 1, 2, 3), (True,) * 4),
     ],
 )
 def test_a_channel_symmetry_states_its_rules(perm, scale):
@@ -280,3 +282,20 @@ def test_a_channel_symmetry_states_its_rules(perm, scale):
         nm.relu.ChannelSymmetry(group="P1", perm=perm, scale=scale).apply(net)
     with pytest.raises(nm.ArchitectureError, match="no channel group 'P9'"):
         nm.relu.ChannelSymmetry(group="P9", perm=(0, 1, 2, 3), scale=(1.0,) * 4).apply(net)
+
+
+def test_a_channel_symmetry_that_overflows_the_network_is_refused():
+    """Scales of 1e308 are finite and positive, but the moved network's forward pass
+    would overflow (inf - inf = NaN): refused, where the network given is in range."""
+    rng = np.random.default_rng(0)
+    net = ReLUConvNet(
+        input_shape=(1, 4, 4),
+        layers=[nl.Conv(rng.normal(size=(4, 1, 3, 3)), np.ones(4)), nl.ReLU(), nl.Flatten(),
+                nl.Dense(rng.normal(size=(1, 16)), np.zeros(1))],
+    )  # fmt: skip
+    with pytest.raises(nm.ArchitectureError, match="out of the float range"):
+        nm.relu.ChannelSymmetry(group="P1", perm=(0, 1, 2, 3), scale=(1e308, 1, 1, 1)).apply(net)
+    moved = nm.relu.ChannelSymmetry(group="P1", perm=(0, 1, 2, 3), scale=(1e100, 1, 1, 1)).apply(
+        net
+    )
+    assert np.allclose(moved.forward(np.ones((1, 16))), net.forward(np.ones((1, 16))))

@@ -167,6 +167,26 @@ def test_external_data_is_read_from_the_models_own_folder_only(tmp_path):
         onnx.save(bad, tmp_path / "bad.onnx")
         with pytest.raises(nm.ModelFileError, match="model's own folder"):
             nm.io.load(tmp_path / "bad.onnx")
+
+    def edited(key, change, match):
+        bad = onnx.ModelProto()
+        bad.CopyFrom(proto)
+        for e in bad.graph.initializer[0].external_data:
+            if e.key == key:
+                e.value = change(bad)
+        if key == "checksum":
+            bad.graph.initializer[0].external_data.add(key="checksum", value="deadbeef")
+        onnx.save(bad, tmp_path / "bad.onnx")
+        with pytest.raises(nm.ModelFileError, match=match):
+            nm.io.load(tmp_path / "bad.onnx")
+
+    def offset_of_second(bad):
+        return next(e.value for e in bad.graph.initializer[1].external_data if e.key == "offset")
+
+    edited("location", lambda bad: "m.onnx.data\x00zz", "model's own folder")  # NUL byte
+    edited("offset", offset_of_second, "overlap")  # another tensor's bytes
+    edited("offset", lambda bad: "1", "overlap")
+    edited("checksum", None, "SHA-1")
     data = (tmp_path / "m.onnx.data").read_bytes()
     (tmp_path / "m.onnx.data").write_bytes(data[: len(data) // 2])
     with pytest.raises(nm.ModelFileError, match="needs .* bytes at offset"):

@@ -15,6 +15,7 @@ hand; here it is read off the graph.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from ..._errors import ArchitectureError, short_repr
 from ..._results import Result
 from .._core.conv.elementwise import Flatten, ReLU
 from .._core.conv.layer import AffineLayer
-from .._core.conv.network import ReLUConvNet
+from .._core.conv.network import ReLUConvNet, path_norm
 from .._core.conv.residual import Residual
 from .._core.live import as_conv_net
 
@@ -284,7 +285,13 @@ def apply_channel_symmetries(
         for path, block in g.consumers:
             layer = layers.get(path) or net.layer_at(path)
             layers[path] = layer.act_on_inputs(perm, scale, block)
-    return net.with_leaves(layers)
+    moved = net.with_leaves(layers)
+    if math.isfinite(path_norm(net)) and not math.isfinite(path_norm(moved)):
+        raise ArchitectureError(
+            "the scales take the network out of the float range (its layer-by-layer bound "
+            "overflows, so its forward pass would give inf or NaN); use smaller scales"
+        )
+    return moved
 
 
 def _perm_and_scale(s: ChannelSymmetry, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -303,13 +310,16 @@ def _perm_and_scale(s: ChannelSymmetry, size: int) -> tuple[np.ndarray, np.ndarr
             f"{s.group}: perm must hold each of the {size} channels 0..{size - 1} once, as "
             f"integers; got {short_repr(perm)}"
         )  # fmt: skip
+    numbers = isinstance(scale, (tuple, list, np.ndarray)) and all(
+        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+        for v in np.asarray(scale, dtype=object).ravel()
+    )
     try:
-        values = np.asarray(scale, dtype=np.float64)
+        values = np.asarray(scale, dtype=np.float64) if numbers else None
     except (TypeError, ValueError):
         values = None
     if (
         values is None
-        or isinstance(scale, (str, bytes))
         or values.shape != (size,)
         or not np.all(np.isfinite(values) & (values > 0))
         or np.any(values < np.finfo(float).tiny)
