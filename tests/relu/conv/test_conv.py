@@ -254,6 +254,16 @@ def test_canonical_form_quotients_the_channel_symmetries(case):
         nm.relu.canonical_form(net, tol=0)
 
 
+def _four_channels(bias: float) -> ReLUConvNet:
+    """A convolution of four channels, ReLU, flatten, one output."""
+    rng = np.random.default_rng(0)
+    return ReLUConvNet(
+        input_shape=(1, 4, 4),
+        layers=[nl.Conv(rng.normal(size=(4, 1, 3, 3)), np.full(4, bias)), nl.ReLU(),
+                nl.Flatten(), nl.Dense(rng.normal(size=(1, 16)), np.zeros(1))],
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "perm, scale",
     [
@@ -272,12 +282,7 @@ def test_canonical_form_quotients_the_channel_symmetries(case):
     ],
 )
 def test_a_channel_symmetry_states_its_rules(perm, scale):
-    rng = np.random.default_rng(0)
-    net = ReLUConvNet(
-        input_shape=(1, 4, 4),
-        layers=[nl.Conv(rng.normal(size=(4, 1, 3, 3)), np.zeros(4)), nl.ReLU(), nl.Flatten(),
-                nl.Dense(rng.normal(size=(1, 16)), np.zeros(1))],
-    )  # fmt: skip
+    net = _four_channels(bias=0.0)
     with pytest.raises(nm.ArchitectureError, match="perm must hold|scale must hold"):
         nm.relu.ChannelSymmetry(group="P1", perm=perm, scale=scale).apply(net)
     with pytest.raises(nm.ArchitectureError, match="no channel group 'P9'"):
@@ -287,12 +292,7 @@ def test_a_channel_symmetry_states_its_rules(perm, scale):
 def test_a_channel_symmetry_that_overflows_the_network_is_refused():
     """Scales of 1e308 are finite and positive, but the moved network's forward pass
     would overflow (inf - inf = NaN): refused, where the network given is in range."""
-    rng = np.random.default_rng(0)
-    net = ReLUConvNet(
-        input_shape=(1, 4, 4),
-        layers=[nl.Conv(rng.normal(size=(4, 1, 3, 3)), np.ones(4)), nl.ReLU(), nl.Flatten(),
-                nl.Dense(rng.normal(size=(1, 16)), np.zeros(1))],
-    )  # fmt: skip
+    net = _four_channels(bias=1.0)
     with pytest.raises(nm.ArchitectureError, match="out of the float range"):
         nm.relu.ChannelSymmetry(group="P1", perm=(0, 1, 2, 3), scale=(1e308, 1, 1, 1)).apply(net)
     moved = nm.relu.ChannelSymmetry(group="P1", perm=(0, 1, 2, 3), scale=(1e100, 1, 1, 1)).apply(
