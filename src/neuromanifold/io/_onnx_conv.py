@@ -286,6 +286,7 @@ def conv_graph_nodes(onnx: Any, net: ReLUConvNet, x: str) -> tuple[list, list, s
     nodes: list = []
     inits: list = []
     in_shapes = {path: shape for path, _, shape in net.leaves()}
+    names: set[str] = set()
 
     def emit(prefix: str, layers: tuple, x: str) -> str:
         for j, layer in enumerate(layers):
@@ -295,7 +296,9 @@ def conv_graph_nodes(onnx: Any, net: ReLUConvNet, x: str) -> tuple[list, list, s
                 ends = [emit(f"{path}.{b}.", sub, x) for b, sub in layer.branches()]
                 nodes.append(helper.make_node("Add", ends, [out], name=f"{path}.add"))
             elif isinstance(layer, nl.AffineLayer):
-                name = layer.name or path
+                # a layer's own name, unless another layer took it (initializers are unique)
+                name = layer.name if layer.name and layer.name not in names else path
+                names.add(name)
                 inits.append(numpy_helper.from_array(layer.weight, f"{name}.weight"))
                 inits.append(numpy_helper.from_array(layer.bias, f"{name}.bias"))
                 args = [x, f"{name}.weight", f"{name}.bias"]
@@ -310,7 +313,7 @@ def conv_graph_nodes(onnx: Any, net: ReLUConvNet, x: str) -> tuple[list, list, s
                             strides=list(layer.stride),
                             pads=list(layer.padding),
                             dilations=list(layer.dilation),
-                        )  # fmt: skip
+                        )
                     )
                 else:
                     nodes.append(helper.make_node("Gemm", args, [out], name=path, transB=1))

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neuromanifold as nm
+from neuromanifold.relu import layers as nl
 
 from .onnx_cnn import lenet_graph, logits_by_onnx
 from .strategies import conv_nets, residual_nets
@@ -191,3 +192,16 @@ def test_external_data_is_read_from_the_models_own_folder_only(tmp_path):
     (tmp_path / "m.onnx.data").write_bytes(data[: len(data) // 2])
     with pytest.raises(nm.ModelFileError, match="needs .* bytes at offset"):
         nm.io.load(path)
+
+
+def test_two_layers_of_one_name_are_written_apart(tmp_path):
+    rng = np.random.default_rng(0)
+    net = nm.relu.ReLUConvNet(
+        input_shape=(1, 4, 4),
+        layers=[nl.Conv(rng.normal(size=(2, 1, 3, 3)), np.zeros(2), name="c"), nl.ReLU(),
+                nl.Conv(rng.normal(size=(2, 2, 1, 1)), np.zeros(2), name="c"), nl.ReLU(),
+                nl.Flatten(), nl.Dense(rng.normal(size=(1, 8)), np.zeros(1))],
+    )  # fmt: skip
+    nm.io.save(net, tmp_path / "dup.onnx")
+    back = nm.io.load(tmp_path / "dup.onnx").params
+    assert nm.relu.equivalent(net, back, tol=0).equivalent
