@@ -19,9 +19,11 @@ reason; ``test_every_public_name_is_fuzzed`` fails on a new public name until th
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import functools
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -1043,6 +1045,7 @@ def _symmetry_entries():
 def _files():
     """A ReLU model file (.npz and .onnx), a convolutional one, and a sweep configuration."""
     folder = tempfile.mkdtemp(prefix="neuromanifold-fuzz-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # one folder per process
     relu_path, conv_path = os.path.join(folder, "relu.npz"), os.path.join(folder, "conv.npz")
     nm.io.save(_relu_params(), relu_path)
     nm.io.save(_relu_params(), os.path.join(folder, "relu.onnx"))

@@ -3,8 +3,10 @@ trips of ``tests/test_results.py``)."""
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -50,6 +52,7 @@ def build_results():
     from neuromanifold.sweep import SweepSummary, load_config, tasks_of
 
     folder = tempfile.mkdtemp()
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     with open(os.path.join(folder, "s.toml"), "w") as fh:
         fh.write('[[grid]]\nanalysis = "linear_dimension"\narchitectures = [{filters = [2, 2]}]\n')
     out.append(tasks_of(load_config(os.path.join(folder, "s.toml")))[0])
