@@ -299,3 +299,12 @@ def test_a_channel_symmetry_that_overflows_the_network_is_refused():
         net
     )
     assert np.allclose(moved.forward(np.ones((1, 16))), net.forward(np.ones((1, 16))))
+
+
+def test_reduce_of_a_convolutional_network_says_it_reduced_the_dense_view():
+    net = _four_channels(bias=-1.0)  # channel 1 (4 positions) dead on [0, 1]^16
+    r = nm.relu.reduce(net, (0.0, 1.0))
+    assert r.note.startswith("a convolutional network, reduced as its dense view")
+    assert r.exact and (r.widths_before[1], r.widths_after[1]) == (16, 12)
+    X = np.random.default_rng(0).uniform(size=(20, 16))
+    assert np.allclose(nm.relu.forward(r.params, X), net.forward(X))

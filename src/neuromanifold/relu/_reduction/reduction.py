@@ -39,6 +39,7 @@ from ...exact import fmpq_to_fraction, qrows, to_fmpq
 from .._bounds.parameters import path_norm_scale, telescoping_bound
 from .._core.clock import check_deadline
 from .._core.domain import Domain, sample_points
+from .._core.live import as_conv_net
 from .._core.net import check_params, exact_params, float_params
 from .._core.numbers import to_float
 from .._core.rows import close_pairs, sign_kinds
@@ -492,7 +493,14 @@ def reduce(
         tol=tol,
         scale=float(scale),
         domain=dom,
-        note=f"neuron statuses: {st.method} ({st.note}); the reduced network checked against "
+        note=(
+            "a convolutional network, reduced as its dense view (the same function as a "
+            "fully connected ReLU network: widths and neurons are the dense view's, not "
+            "channels); "
+            if as_conv_net(params) is not None
+            else ""
+        )
+        + f"neuron statuses: {st.method} ({st.note}); the reduced network checked against "
         f"the given one at {checked} points of the domain in exact arithmetic (within the "
         f"bound)"
         + ("; entries read as float64 (exact Fraction values not used)" if from_fractions else ""),
