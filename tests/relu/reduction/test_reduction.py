@@ -236,15 +236,17 @@ def test_reduce_checks_its_output_against_its_input():
     points of the domain in exact arithmetic; a changed function (a planted wrong
     reduction) raises instead of being returned."""
     from neuromanifold.relu._core.domain import as_domain
+    from neuromanifold.relu._core.net import exact_params
     from neuromanifold.relu._reduction.reduction import _spot_check
 
     p = ReLUNet([3, 5, 4, 2]).random_params(seed=0)
     dom = as_domain((-1.0, 1.0), 3)
-    assert _spot_check(p, p, 0.0, dom, None) == 8
+    ex = exact_params(p)
+    assert _spot_check(ex, ex, 0.0, dom, None) == 8
     q = [(W.copy(), b.copy()) for W, b in p]
     q[-1][1][0] += 1e-6
     with pytest.raises(RuntimeError, match="internal check failed"):
-        _spot_check(p, q, 0.0, dom, None)
-    assert _spot_check(p, q, 2e-6, dom, None) == 8  # within the bound: passes
+        _spot_check(ex, exact_params(q), 0.0, dom, None)
+    assert _spot_check(ex, exact_params(q), 2e-6, dom, None) == 8  # within the bound: passes
     r = reduce(p, (-1.0, 1.0))
     assert "checked against the given one at 8 points" in r.note

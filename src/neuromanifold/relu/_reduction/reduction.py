@@ -476,7 +476,7 @@ def reduce(
     )
     floats, rounding = rounded_layers(W, b)
     bound = float(delta + rounding)
-    checked = _spot_check(P, floats, bound, dom, None if data is None else st_data(data))
+    checked = _spot_check(ex, exact_params(floats), bound, dom, data)
     scale = path_norm_scale(P)
     widths = lambda ps: (ps[0][0].shape[1],) + tuple(Wl.shape[0] for Wl, _ in ps)  # noqa: E731
     return Reduction(
@@ -507,37 +507,34 @@ def reduce(
     )
 
 
-def st_data(data: Any) -> np.ndarray:
-    """The data rows as floats (validated by :func:`neurons` already)."""
-    return np.asarray(data, dtype=np.float64).reshape(len(data), -1)
-
-
 #: points at which :func:`reduce` re-checks its output (and as many data rows at most)
 _SPOT_POINTS = 8
 
 
-def _spot_check(P: list, R: list, bound: float, dom: Domain, data: np.ndarray | None) -> int:
+def _spot_check(P: list, R: list, bound: float, dom: Domain, data: Any) -> int:
     """``|f_P(x) - f_R(x)| <= bound * max(1, |x|_inf)`` at sampled points of the domain
-    and data rows, in exact rational arithmetic (the float entries are the rationals they
-    are): a tripwire for a reduction that changed the function (the statuses and moves
-    prove it does not). Returns the number of points checked."""
-    X = sample_points(dom, P[0][0].shape[1], np.random.default_rng(0), _SPOT_POINTS)
-    if data is not None and data.shape[0]:
-        X = np.vstack([X, data[:_SPOT_POINTS]])
-    nets = [[(flint.fmpq_mat(_rows(W)), flint.fmpq_mat(_rows(b[:, None]))) for W, b in n]
-            for n in (P, R)]  # fmt: skip
+    and data rows, in exact rational arithmetic (``P`` and ``R`` as
+    :func:`~neuromanifold.relu._core.net.exact_params` gives them): a tripwire for a
+    reduction that changed the function (the statuses and moves prove it does not).
+    Returns the number of points checked."""
+    X = sample_points(dom, P[0][0].ncols(), np.random.default_rng(0), _SPOT_POINTS)
+    if data is not None and len(data):
+        rows = np.asarray(data, dtype=np.float64).reshape(len(data), -1)  # checked by neurons
+        X = np.vstack([X, rows[:_SPOT_POINTS]])
+    nets = [[(W, flint.fmpq_mat(len(b), 1, b)) for W, b in n] for n in (P, R)]
     limit = to_fmpq(bound)
     for x in X:
+        xq = [to_fmpq(float(v)) for v in x]
         outs = []
         for net in nets:
-            h = flint.fmpq_mat(_rows(x[:, None]))
+            h = flint.fmpq_mat(len(xq), 1, xq)
             for k, (Wq, bq) in enumerate(net):
                 h = Wq * h + bq
                 if k < len(net) - 1:
-                    h = flint.fmpq_mat([[v if v > 0 else 0] for v in h.entries()])
+                    h = flint.fmpq_mat(h.nrows(), 1, [v if v > 0 else 0 for v in h.entries()])
             outs.append(h.entries())
         gap = max((abs(u - v) for u, v in zip(*outs)), default=flint.fmpq(0))
-        room = limit * max(flint.fmpq(1), max(abs(to_fmpq(float(v))) for v in x))
+        room = limit * max(flint.fmpq(1), max(abs(v) for v in xq))
         if gap > room:
             raise RuntimeError(
                 f"internal check failed: the reduced network differs from the given one by "
@@ -545,10 +542,6 @@ def _spot_check(P: list, R: list, bound: float, dom: Domain, data: np.ndarray | 
                 f"please report this network"
             )
     return int(X.shape[0])
-
-
-def _rows(a: np.ndarray) -> list:
-    return [[to_fmpq(float(v)) for v in row] for row in np.asarray(a, dtype=np.float64)]
 
 
 def fraction_params(W: list, b: list) -> list:
