@@ -536,3 +536,18 @@ def test_per_input_box_refusals_name_the_coordinate_or_both_dimensions(files, bo
     assert out.returncode == status, (out.stdout, out.stderr)
     err = " ".join(out.stderr.split())
     assert match in err and "Traceback" not in err, err
+
+
+def test_each_command_prints_its_models_in_full(tmp_path, capsys):
+    """A run of files of one architecture is described once per command; the next
+    command in the same process describes its model again."""
+    from neuromanifold.cli import main
+
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    nm.io.save(nm.ReLUNet([2, 3, 1]).random_params(seed=0), a)
+    nm.io.save(nm.ReLUNet([2, 3, 1]).random_params(seed=1), b)
+    assert main(["relu", "fingerprint", str(a), str(b)]) == 0
+    err = capsys.readouterr().err
+    assert "read ReLU network 2-3-1" in err and "(the same architecture as" in err
+    assert main(["relu", "fingerprint", str(b)]) == 0
+    assert "read ReLU network 2-3-1" in capsys.readouterr().err

@@ -164,8 +164,9 @@ def load_model(path: str, kind: str | None = None, strides: Any = None):
         raise ModelFileError(f"{path}: holds a {model.kind} model; this command needs {kind}")
     full = "\n".join([f"read {model.describe()}"] + [f"  {n}" for n in model.notes])
     # a folder of one architecture (a zoo): its description once, then the paths
-    same = full.replace(str(model.source), "") == _LAST_READ.get("text")
-    _LAST_READ["text"] = full.replace(str(model.source), "")
+    text = full.replace(str(model.source), "")
+    same = text == LAST_READ.get("text")
+    LAST_READ["text"] = text
     print(
         fit(f"read {path} (the same architecture as the file before)" if same else full),
         file=sys.stderr,
@@ -173,8 +174,9 @@ def load_model(path: str, kind: str | None = None, strides: Any = None):
     return model
 
 
-#: what :func:`load_model` printed last, without its path
-_LAST_READ: dict[str, str] = {}
+#: what :func:`load_model` printed last in this command, without its path (cleared by
+#: ``main`` for each command, so that a second command in one process prints in full)
+LAST_READ: dict[str, str] = {}
 
 
 class ActionParser(argparse.ArgumentParser):

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from .._errors import InputFileError, ModelFileError, NeuromanifoldError
 from .._version import __version__
+from ._common import LAST_READ
 
 # Each command module exposes ``register(subparsers)``, which adds its parser and sets
 # ``func`` (taking the parsed args, returning an exit code).
@@ -72,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     _check_output_path(parser, getattr(args, "json", None))
+    LAST_READ.clear()
     try:
         return int(args.func(args) or 0)
     except (ModelFileError, InputFileError) as exc:  # a bad input file: exit status 3
