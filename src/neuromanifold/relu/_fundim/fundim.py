@@ -402,6 +402,7 @@ class _FloatRank:
         return 1.2 * per_work * self._work()
 
     def add(self, rows: np.ndarray) -> None:
+        _check_rows_finite([rows])  # every float row of the rank passes here
         self.buffer.append(rows)
         self.pending += rows.shape[0]
 
@@ -674,8 +675,6 @@ def _open_directions(R: np.ndarray, rank: int, known: np.ndarray, count: int) ->
     ``None`` when the numbers do not fit (the known directions are not in the kernel).
     """
     P = R.shape[1]
-    if not (np.all(np.isfinite(R)) and np.all(np.isfinite(known))):
-        return None  # float overflow (weights near the float maximum)
     norms = np.linalg.norm(R, axis=0)
     nz = norms > 0
     A = R[:, nz] / norms[nz]
@@ -693,8 +692,6 @@ def _open_directions(R: np.ndarray, rank: int, known: np.ndarray, count: int) ->
         if np.linalg.cond(M) > 1e12:
             return None
         K = K - known @ np.linalg.solve(M, K[piv, :])
-    if not np.all(np.isfinite(K)):
-        return None
     U, sv, _ = np.linalg.svd(K, full_matrices=False)
     if count <= 0 or U.shape[1] < count or (sv.size > count and sv[count] > 1e-6 * sv[0]):
         return None  # the kernel is not the known directions plus `count` more
@@ -890,7 +887,6 @@ class _Run:
             return True
         if rows_f is None:
             rows_f = _float_rows(self.Ws, self.bs, patterns, x)
-        _check_rows_finite([rows_f])
         self.colmax = np.maximum(self.colmax, np.max(np.abs(rows_f[0 :: d + 1]), axis=0) / scale)
         if self.tol > 0:
             if sketch and rows_f.shape[0] > _SKETCH_ROWS:
