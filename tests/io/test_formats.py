@@ -507,5 +507,6 @@ def test_strides_for_a_fully_connected_network_are_refused(tmp_path):
     with pytest.raises(nm.ModelFileError, match="strides are for a linear convolutional"):
         nm.io.save(p, path, strides="abc")
     nm.io.save(p, path)
-    with pytest.raises(nm.ModelFileError, match="strides are for a linear convolutional"):
-        nm.io.load(path, strides=[2])
+    for source in (path, p, nm.io.load(p)):  # a file, a list of pairs, a loaded model
+        with pytest.raises(nm.ModelFileError, match="strides are for a linear convolutional"):
+            nm.io.load(source, strides=[2])

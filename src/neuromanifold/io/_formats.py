@@ -295,6 +295,18 @@ def load(source: Any, *, strides: Any = None) -> Model:
     >>> load(path).architecture
     (2, 2, 1)
     """
+    model = _read(source, strides)
+    if strides is not None and model.kind != "linear_conv":
+        raise ModelFileError(
+            f"{model.source}: strides are for a linear convolutional network (a list of "
+            f"filters, or convolution kernels); this is a {model.kind} model; got strides="
+            f"{short_repr(strides)}"
+        )
+    return model
+
+
+def _read(source: Any, strides: Any) -> Model:
+    """:func:`load` but its check that ``strides`` went to a network that has them."""
     if isinstance(source, Model):
         return source
     if isinstance(source, ReLUConvNet):
@@ -385,18 +397,12 @@ def save(model: Any, path: Any, *, strides: Any = None) -> None:
     Returns:
         None; a :class:`neuromanifold.ModelFileError` when the path cannot be written.
     """
-    if not isinstance(model, Model):
-        try:
-            model = load(model, strides=strides)
-        except ModelFileError:
-            raise
-        except NeuromanifoldError as exc:
-            raise ModelFileError(f"cannot save {short_repr(model)}: {exc}") from None
-    if strides is not None and model.kind != "linear_conv":
-        raise ModelFileError(
-            f"strides are for a linear convolutional network (a list of filters); this is "
-            f"a {model.kind} model; got strides={short_repr(strides)}"
-        )
+    try:
+        model = load(model, strides=strides)
+    except ModelFileError:
+        raise
+    except NeuromanifoldError as exc:
+        raise ModelFileError(f"cannot save {short_repr(model)}: {exc}") from None
     if not isinstance(path, (str, os.PathLike)):
         raise ModelFileError(f"path must be a file path; got {short_repr(path)}")
     path = Path(path)

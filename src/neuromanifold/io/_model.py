@@ -345,12 +345,6 @@ def model_from_arrays(
                 )
             params.append((W, b))
         widths = (params[0][0].shape[1],) + tuple(W.shape[0] for W, _ in params)
-        if strides is not None:
-            raise ModelFileError(
-                f"{source}: strides are for a linear convolutional network (convolution "
-                f"kernels); this is a fully connected ReLU network; got strides="
-                f"{short_repr(strides)}"
-            )
         if weights_only:
             notes.append(
                 "ReLU assumed between the layers (a weights-only file holds no "

@@ -135,12 +135,12 @@ class _Graph:
             raise ModelFileError(
                 f"{self.source}: {what}: unreadable external data entry ({exc})"
             ) from None
-        size = count * dtype.itemsize
-        if offset < 0 or length not in (None, size) or offset + size > target.stat().st_size:
+        size, stored = count * dtype.itemsize, target.stat().st_size
+        if offset < 0 or length not in (None, size) or offset + size > stored:
             raise ModelFileError(
                 f"{self.source}: {what} needs {size:,} bytes at offset {offset} of "
                 f"{location!r} (length {info.get('length', 'not given')}, file of "
-                f"{target.stat().st_size:,} bytes)"
+                f"{stored:,} bytes)"
             )
         # two tensors never share bytes: an offset into another tensor's data is refused
         for start, end, other in self.external_ranges.get(target, []):
