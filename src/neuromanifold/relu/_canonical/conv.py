@@ -22,7 +22,13 @@ import numpy as np
 from ..._errors import InputError
 from ..._tolerance import check_tol
 from .._core.conv.network import ReLUConvNet, path_norm, symmetry_rounding
-from .._symmetries.channels import ChannelSymmetry, channel_spec, ready_producers
+from .._symmetries.channels import (
+    ChannelSymmetry,
+    apply_channel_symmetries,
+    channel_spec,
+    check_in_range,
+    ready_producers,
+)
 
 __all__ = ["channel_normal_form", "conv_canonical_form"]
 
@@ -43,10 +49,10 @@ def channel_normal_form(net: ReLUConvNet) -> tuple[ReLUConvNet, tuple[ChannelSym
         sym = ChannelSymmetry(
             group=g.name, perm=tuple(order.tolist()), scale=tuple((1.0 / s[order]).tolist())
         )
-        current = sym.apply(current)
+        current = apply_channel_symmetries(current, (sym,), spec)
         syms.append(sym)
         done.add(g.name)
-    return current, tuple(syms)
+    return check_in_range(net, current), tuple(syms)
 
 
 def conv_canonical_form(net: ReLUConvNet, tol: float) -> ReLUConvNet:

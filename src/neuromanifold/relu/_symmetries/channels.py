@@ -35,6 +35,7 @@ __all__ = [
     "channel_spec",
     "apply_channel_symmetries",
     "ready_producers",
+    "check_in_range",
 ]
 
 
@@ -116,7 +117,7 @@ class ChannelSymmetry(Result):
             raise ArchitectureError(
                 f"a channel symmetry moves a ReLUConvNet; got {short_repr(net)}"
             )
-        return apply_channel_symmetries(conv, (self,))
+        return check_in_range(conv, apply_channel_symmetries(conv, (self,)))
 
 
 def layer_name(net: ReLUConvNet, path: str) -> str:
@@ -285,7 +286,14 @@ def apply_channel_symmetries(
         for path, block in g.consumers:
             layer = layers.get(path) or net.layer_at(path)
             layers[path] = layer.act_on_inputs(perm, scale, block)
-    moved = net.with_leaves(layers)
+    return net.with_leaves(layers)
+
+
+def check_in_range(net: ReLUConvNet, moved: ReLUConvNet) -> ReLUConvNet:
+    """``moved``, or an ArchitectureError when channel scales took it out of the float
+    range where ``net`` was in it (its layer-by-layer bound overflows, so its forward
+    pass would give inf or NaN). Checked once per result, not per group: the bound is a
+    pass over the whole network."""
     if math.isfinite(path_norm(net)) and not math.isfinite(path_norm(moved)):
         raise ArchitectureError(
             "the scales take the network out of the float range (its layer-by-layer bound "
