@@ -398,7 +398,7 @@ def _canonical(args) -> int:
     canon = canonical_form(model.params, tol=args.tol, quotient=args.quotient)
     if model.kind == "relu_conv":  # a convolutional network, modulo its channel symmetries
         arrays = {
-            f"{getattr(layer, 'name', '') or path}.{role}": a
+            f"{canon.layer_name(path)}.{role}": a
             for path, layer, _ in canon.leaves()
             for role, a in layer.arrays().items()
         }

@@ -297,7 +297,8 @@ def conv_graph_nodes(onnx: Any, net: ReLUConvNet, x: str) -> tuple[list, list, s
                 nodes.append(helper.make_node("Add", ends, [out], name=f"{path}.add"))
             elif isinstance(layer, nl.AffineLayer):
                 # a layer's own name, unless another layer took it (initializers are unique)
-                name = layer.name if layer.name and layer.name not in names else path
+                name = net.layer_name(path)
+                name = name if name not in names else path
                 names.add(name)
                 inits.append(numpy_helper.from_array(layer.weight, f"{name}.weight"))
                 inits.append(numpy_helper.from_array(layer.bias, f"{name}.bias"))

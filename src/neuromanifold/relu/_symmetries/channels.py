@@ -120,11 +120,6 @@ class ChannelSymmetry(Result):
         return check_in_range(conv, apply_channel_symmetries(conv, (self,)))
 
 
-def layer_name(net: ReLUConvNet, path: str) -> str:
-    """The name of the layer at ``path`` in files and specs: its own, else its path."""
-    return getattr(net.layer_at(path), "name", "") or str(path)
-
-
 class _Tensors:
     """The hidden tensors' channel spaces, merged where a residual sum ties two."""
 
@@ -242,7 +237,7 @@ def channel_spec(net: ReLUConvNet) -> ChannelSpec:
                 w_axes[0] = g.name
             if any(c == path for c, _ in g.consumers):
                 w_axes[1] = g.name
-        name = layer_name(net, path)
+        name = net.layer_name(path)
         axes[f"{name}.weight"] = tuple(w_axes)
         axes[f"{name}.bias"] = (w_axes[0],)
     return ChannelSpec(

@@ -161,6 +161,11 @@ class ReLUConvNet:
             layer = dict(layer.branches())[branch][int(j)]
         return layer
 
+    def layer_name(self, path: str) -> str:
+        """The name of the layer at ``path`` in files, specs and reports: its own, else its
+        path."""
+        return getattr(self.layer_at(path), "name", "") or str(path)
+
     def with_leaves(self, replaced: dict[str, Layer]) -> ReLUConvNet:
         """The network with the layers at the given paths replaced (same shapes)."""
 
