@@ -6,7 +6,7 @@ Networks (scikit-learn ``MLPClassifier``, ``random_state=0``, read with ``io.loa
 64-8-16-10, 64-32-16-10 and 64-64-32-16-10 trained on the bundled digits data, and
 784-256-128-10 and 784-128-64-32-10 trained for 15 epochs on an MNIST-shaped task (3,000
 points of [0, 1]^784 labelled by a random linear teacher). Every analysis runs on all of
-R^d.
+R^d, and the local verdicts and the fiber on the unit box too.
 
 * Permuted and rescaled copy: every hidden layer permuted and rescaled (scales in
   [1/4, 4]). Baseline (same run, same pair): normalized weight matching (unit rows, one
@@ -26,9 +26,12 @@ R^d.
   refactors, second-layer flips, dead-neuron moves) gets the same form. Also on digits
   networks whose second hidden layer is the wider (64-16-32-10 and 64-32-64-10, two rows
   dead; 64-16-32-10 with three dead and three always-active rows), canonical rows only.
-* The fiber (networks of other depths than three, ``time_limit=120``): the dimension the
-  listed moves generate, the proven upper bound ``P - rank``, and the local dimension where
-  they meet.
+* The fiber (networks of other depths than three, ``time_limit=120``), on R^d and on the
+  unit box (the parameters of the same function there): the dimension the listed moves
+  generate, the proven upper bound ``P - rank``, and the local dimension where they meet.
+* Local identifiability (``local=True``, ``time_limit=30``) on R^d and on the unit box
+  (do the values there determine the parameter near itself?): proved from the exact rank,
+  disproved by moves that keep the function, or undecided.
 * Identifiability, the canonical form and the fiber report absolute figures: no other tool
   computes them.
 
@@ -184,6 +187,19 @@ def rows_for(size: str, p, rng) -> list[dict]:
         lambda: relu.identifiability(p),
         f"{r.verdict}, certified={r.certified}, {len(r.witnesses)} witnesses",
     )
+    d = p[0][0].shape[1]
+    unit_box = (np.zeros(d), np.ones(d))
+    for where, dom in (("R^d", None), ("[0, 1]^d", unit_box)):
+        took, r = timed(lambda: relu.identifiability(p, dom, local=True, time_limit=30))
+        word = {True: "locally identifiable", False: "not locally identifiable"}.get(
+            r.locally_identifiable, "undecided"
+        )
+        row(
+            f"local identifiability on {where}",
+            took,
+            None,
+            f"{word} (limit 30 s); rank {r.jacobian_rank}; {r.local_reason[:110]}",
+        )
     copy, _ = planted_copy(rng, p)
     try:
         took, c = timed(lambda: relu.canonical_form(p))
@@ -240,6 +256,13 @@ def rows_for(size: str, p, rng) -> list[dict]:
             else f"undecided: between {F.dimension} and {F.kernel_dimension}"
         )
         row("fiber", took, None, f"{state} ({len(F.families)} move families)")
+        took, F = timed(lambda: relu.fiber(p, unit_box, time_limit=120))
+        state = (
+            f"local dimension {F.local_dimension}, proved"
+            if F.local_dimension is not None
+            else f"undecided: between {F.dimension} and {F.kernel_dimension}"
+        )
+        row("fiber on [0, 1]^d", took, None, f"{state} ({len(F.families)} move families)")
     t0 = time.perf_counter()
     try:
         f = relu.functional_dimension(p, time_limit=120)

@@ -1388,6 +1388,40 @@ MORE_ENTRIES = [
         optional=("max_regions", "time_limit"),
     ),
     E(
+        "relu.fiber",
+        lambda: dict(
+            params=_deep_base(dead=True), domain=None, tol=1e-9, max_regions=50, time_limit=5.0
+        ),
+        lambda params, domain, **kw: relu.fiber(params, domain, **kw),  # on a domain
+        {
+            "params": "relu_params",
+            "domain": "domain",
+            "tol": "real",
+            "max_regions": "count",
+            "time_limit": "real",
+        },
+        optional=("domain", "max_regions", "time_limit"),
+    ),
+    E(
+        "relu.identifiability",
+        lambda: dict(
+            params=_deep_base(dead=True),
+            domain=None,
+            tol=1e-9,
+            exact_genericity=False,
+            time_limit=5.0,
+        ),
+        lambda params, domain, **kw: relu.identifiability(params, domain, **kw),  # local
+        {
+            "params": "relu_params",
+            "domain": "domain",
+            "tol": "real",
+            "exact_genericity": "bool",
+            "time_limit": "real",
+        },
+        optional=("domain", "time_limit"),
+    ),
+    E(
         "relu.DeepFiber.sample",
         lambda: dict(n=2, seed=0, dyadic=False),
         lambda n, seed, dyadic: relu.fiber(_deep_base(dead=True)).sample(n, seed, dyadic=dyadic),

@@ -386,7 +386,9 @@ def _identify(args) -> int:
     from ..relu import identifiability  # start-up: loaded when the subcommand runs
 
     model = load_model(args.model, "relu")
-    res = identifiability(model.params, tol=args.tol, local=args.local, **_budget(args))
+    res = identifiability(
+        model.params, args.domain, tol=args.tol, local=args.local, **_budget(args)
+    )
     return emit(args, res.describe(), res.to_dict())
 
 
@@ -424,7 +426,7 @@ def _fiber(args) -> int:
     from ..relu import fiber  # start-up: loaded when the subcommand runs
 
     model = load_model(args.model, "relu")
-    res = fiber(model.params, tol=args.tol, **_budget(args))
+    res = fiber(model.params, args.domain, tol=args.tol, **_budget(args))
     return emit(args, res.describe(max_families=args.show), res.to_dict)
 
 
@@ -766,9 +768,10 @@ _SUBCOMMANDS = {
         "identifiable' with a witness symmetry (dead, always-active, silent or "
         "parallel neurons, hidden hyperplanes, flips), 'identifiable' only where a "
         "theorem applies (generic three-layer bottlenecks), else 'undecided' with "
-        "the reason.",
+        "the reason. With --local (or --domain) also the local verdict: is the "
+        "parameter determined near itself by the function on R^d (or on the domain)?",
         _MODEL,
-        ["tol", "local", "max_regions", "time_limit_60"],
+        ["domain", "tol", "local", "max_regions", "time_limit_60"],
     ),
     "equiv": (
         "do A and B compute the same function on the domain?",
@@ -831,9 +834,10 @@ _SUBCOMMANDS = {
         "the fiber: its families, or its local dimension",
         "The whole fiber of a generic bottleneck network, as semi-algebraic families; "
         "at other depths the moves through the parameter and the fiber's local "
-        "dimension where two proven bounds meet.",
+        "dimension where two proven bounds meet; with --domain the parameters of the "
+        "same function on that domain.",
         _MODEL,
-        ["tol", "max_regions", "time_limit_60", "show_families"],
+        ["domain", "tol", "max_regions", "time_limit_60", "show_families"],
     ),
     "plot": (
         "the regions and bent hyperplanes of a network on R^2, as a figure",

@@ -22,7 +22,7 @@ from neuromanifold.relu import (
     functional_dimension,
 )
 from neuromanifold.relu import identifiability as relu_identifiability
-from neuromanifold.relu._fiber.fiber import _Layout
+from neuromanifold.relu._symmetries.moves import Layout as _Layout
 from tests.relu.symmetries.test_any_depth import WIDTHS, drawn, gaussian, planted
 from tests.support.symmetry import ground_truth_equivalent, same_orbit
 
@@ -192,7 +192,7 @@ def test_a_rank_that_would_pass_the_limit_is_not_started(rng, monkeypatch):
     """The rank of the moves' tangents is one uninterruptible call (29 s at a width of
     5,000, where fiber(time_limit=5) took 48 s): when its expected time passes the limit
     only the coordinate moves count, a lower bound, and the reason says so."""
-    import neuromanifold.relu._fiber.fiber as module
+    import neuromanifold.relu._symmetries.moves as module
 
     P = planted(rng, (3, 5, 4, 2, 1), "dead", 2, j=1)
     full = fiber(P)

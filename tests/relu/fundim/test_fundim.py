@@ -349,11 +349,17 @@ def test_milp_finds_a_region_that_highs_probing_cut_off():
 
 def test_milp_phase_finds_regions_that_sampling_misses():
     """Two first-layer neurons active together only on a thin wedge far out: random
-    points miss it, the MILP finds it (and with it the full rank)."""
+    points miss it (the search for rare signs, which reaches it too, switched off), the
+    MILP finds it (and with it the full rank)."""
+    from unittest import mock
+
+    from neuromanifold.relu._fundim import fundim as _fundim
+
     W1 = np.array([[1.0, 0.0], [-1.0, 1e-3], [0.0, 1.0]])
     b1 = np.array([0.0, -1e4, 0.0])
     p = [(W1, b1), (np.ones((1, 3)), np.zeros(1))]
-    fd = functional_dimension(p, method="milp")
+    with mock.patch.object(_fundim, "_rare_points", lambda *args: []):
+        fd = functional_dimension(p, method="milp")
     assert fd.rank == _exhaustive_rank(p) == fd.bound and fd.method == "milp"
     assert fd.num_milps > 0 and fd.certified
 

@@ -17,7 +17,7 @@ from ..._results import Result
 from ..._validation import MAX_PARAMS, as_finite_array, check_nonnegative_float, check_positive_int
 from .net import check_params
 
-__all__ = ["Domain", "as_domain", "FixedInputs", "sample_points"]
+__all__ = ["Domain", "as_domain", "full_dimensional", "FixedInputs", "sample_points"]
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -266,6 +266,19 @@ def as_domain(domain: Any, dim: int) -> Domain:
         f"domain must be None, 'whole', 'orthant', a (lower, upper) box or a Domain; "
         f"got {short_repr(domain)}"
     )
+
+
+def full_dimensional(domain: Domain, what: str = "this analysis") -> Domain:
+    """``domain``, refused (:class:`DomainError`) when it is a box fixing some input: the
+    analyses whose answer is about the parameter as given (a fiber, a rank) cannot fold
+    the fixed inputs into the first layer, which would change the parameter."""
+    if domain.fixed.size:
+        raise DomainError(
+            f"{what} needs a full-dimensional domain; the box fixes inputs "
+            f"{domain.fixed.tolist()} (lower == upper): fold them into the first layer's "
+            f"bias and analyse the network of the other inputs on their box"
+        )
+    return domain
 
 
 @dataclasses.dataclass(frozen=True)

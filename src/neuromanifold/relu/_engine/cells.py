@@ -37,11 +37,11 @@ from typing import Any
 import flint
 import numpy as np
 
-from ..._errors import ComputationLimitError, DomainError
+from ..._errors import ComputationLimitError
 from ..._progress import progress_bar
 from ...exact import strict_interior_point, to_fmpq
 from ...exact._library import dot, round_certificate
-from .._core.domain import Domain
+from .._core.domain import Domain, full_dimensional
 from .._core.net import check_params, exact_params
 from .._core.numbers import clipped_float, float_to_fmpq, pow2
 from .lp import LPCounter, solve_lp
@@ -499,13 +499,7 @@ def input_map(d: int) -> flint.fmpq_mat:
 
 
 def initial_cell(domain: Domain, engine: Engine, nets: Sequence[ExactNet]) -> Cell:
-    d = domain.dim
-    if domain.fixed.size:  # the analyses that take such a box run on the other inputs
-        raise DomainError(
-            f"this analysis needs a full-dimensional domain; the box fixes inputs "
-            f"{domain.fixed.tolist()} (lower == upper): fold them into the first layer's "
-            f"bias and analyse the network of the other inputs on their box"
-        )
+    d = full_dimensional(domain).dim  # the analyses that take such a box run on the others
     rows_q, offs_q, fl = [], [], []
     zero = flint.fmpq(0)
     for row, off in zip(domain.A, domain.c):

@@ -562,41 +562,74 @@ def _pre_activations(Ws, bs, X: np.ndarray) -> list[np.ndarray]:
 
 
 def _rare_points(Ws, bs, dom, tol: float, points: list, rng, seen: set, check) -> list:
-    """Points (as :func:`_clear_points` gives them) in regions where a rarely active
-    neuron is active: a neuron's incoming weights need regions where it is active, and
-    random points may never reach a neuron of a deep layer.
+    """Points (as :func:`_clear_points` gives them) in regions where a neuron takes the
+    sign it rarely takes at ``points``: a neuron's incoming weights need regions where it
+    is active, random points may never reach a neuron of a deep layer, and a neuron
+    active at every sampled point looks linear to the rank (an always-active block mixes
+    freely), though on a box it may switch off near one corner only.
 
-    For each neuron of layers 2 and on active at fewer of ``points`` than its fan-in + 1
-    (rarest first, up to :data:`_SAMPLE_BATCH` new regions in all): Newton steps on its
-    pre-activation from the point where it is largest, until it is positive, then random
-    points around that one at three scales, kept where the neuron is active. ``check`` is
-    called once per neuron (the budget)."""
+    For each neuron active at fewer of ``points`` than its fan-in + 1, and each neuron
+    inactive at none of them (rarest first, up to
+    :data:`_SAMPLE_BATCH` new regions in all): steps on its pre-activation's linear piece
+    from the point where it is nearest the other sign, until it has that sign (Newton
+    steps; on a box towards the corner where the piece is extreme, so the point stays in
+    the box), then random points around that one at three scales, kept where the neuron
+    has that sign. ``check`` is called once per neuron (the budget)."""
+    if not points:
+        return []
     X = np.array([x for x, _ in points])
     Z = _pre_activations(Ws, bs, X)
     rare = sorted(
-        (int(np.count_nonzero(Z[l][:, j] > 0)), l, j)
-        for l in range(1, len(Z))
+        (count, l, j, sign)
+        for l in range(len(Z))
         for j in range(Z[l].shape[1])
+        for sign, count, need in (
+            (1, int(np.count_nonzero(Z[l][:, j] > 0)), Ws[l].shape[1] + 1),
+            (-1, int(np.count_nonzero(Z[l][:, j] < 0)), 1),
+        )
+        if count < need
     )
     out: list = []
     d = X.shape[1]
-    for count, l, j in rare:
-        if count > Ws[l].shape[1] or len(out) >= _SAMPLE_BATCH:
+    box = dom.kind == "box"
+    for _, l, j, sign in rare:
+        if len(out) >= _SAMPLE_BATCH:
             break
         check()
-        x = X[np.argmax(Z[l][:, j])].copy()
-        for _ in range(_NEWTON_STEPS):
-            z, g = _pre_activation_gradient(Ws, bs, x, l, j)
-            if z > 0 or not np.any(g):
-                break
-            x = x - 1.05 * z / (g @ g) * g  # just past the zero of its linear piece
-        if _pre_activations(Ws, bs, x[None])[l][0, j] <= 0:
+        x = _reach_sign(Ws, bs, dom, X[np.argmax(sign * Z[l][:, j])].copy(), l, j, sign)
+        if x is None:
             continue
         scales = max(1.0, float(np.linalg.norm(x))) * 10.0 ** rng.integers(-3, 0, (300, 1))
         Y = x + scales * rng.standard_normal((300, d)) / np.sqrt(d)
-        Y = Y[_pre_activations(Ws, bs, Y)[l][:, j] > 0]
+        if box:  # strictly inside: the points need a ball in the domain
+            pad = 1e-9 * (dom.upper - dom.lower)
+            Y = np.clip(Y, dom.lower + pad, dom.upper - pad)
+        Y = Y[sign * _pre_activations(Ws, bs, Y)[l][:, j] > 0]
         out += _clear_points(Ws, bs, dom, tol, Y, seen)
     return out
+
+
+def _reach_sign(Ws, bs, dom, x: np.ndarray, l: int, j: int, sign: int) -> np.ndarray | None:
+    """A point where neuron ``j`` of hidden layer ``l`` (0-based) has the ``sign``
+    (``+1`` active, ``-1`` inactive), searched from ``x`` along its linear pieces (Newton
+    steps; on a box, towards the corner where the piece is extreme, just past the zero),
+    or ``None``."""
+    box = dom.kind == "box"
+    for _ in range(_NEWTON_STEPS):
+        z, g = _pre_activation_gradient(Ws, bs, x, l, j)
+        if sign * z > 0:
+            return x
+        if not np.any(g):
+            return None
+        if box:
+            step = np.where(sign * g > 0, dom.upper, dom.lower) - x
+            gain = sign * float(g @ step)
+            if gain <= 0:
+                return None  # the piece's best corner is where x is
+            x = x + min(1.0, 1.05 * abs(z) / gain) * step
+        else:
+            x = x - 1.05 * z / (g @ g) * g  # just past the zero of its linear piece
+    return x if sign * _pre_activations(Ws, bs, x[None])[l][0, j] > 0 else None
 
 
 def _pre_activation_gradient(Ws, bs, x: np.ndarray, l: int, j: int):
@@ -609,7 +642,7 @@ def _pre_activation_gradient(Ws, bs, x: np.ndarray, l: int, j: int):
     return float(zs[l][0, j]), g
 
 
-#: Newton steps of :func:`_rare_points` towards a neuron's active side.
+#: Steps of :func:`_reach_sign` towards a neuron's other side.
 _NEWTON_STEPS = 50
 
 
@@ -768,10 +801,16 @@ def functional_dimension(
 
 
 def rank_lower_bound(
-    params: Any, goal: int, *, max_regions: int | None = None, time_limit: float | None = None
+    params: Any,
+    goal: int,
+    *,
+    domain: Any = None,
+    max_regions: int | None = None,
+    time_limit: float | None = None,
 ) -> tuple[int | None, bool]:
     """``(r, smooth)``: a proven lower bound ``r`` of the rank of the parameter Jacobian of
-    ``params`` on R^d (exact: modulo a prime over regions whose patterns are proven, or
+    ``params`` on ``domain`` (default R^d; exact: modulo a prime over regions whose
+    patterns are proven at points of the domain, or
     over enumerated regions), searched until it reaches ``goal`` or the regions run out
     (at trained sizes: the layered rank of sampled regions; ``r = None`` when even that is
     too wide to factorize); ``smooth`` as for :class:`FunctionalDimension`. Past a budget
@@ -781,7 +820,7 @@ def rank_lower_bound(
     net = ExactNet.from_params(params)
     path_norm_scale(net.params)
     run = _Run(
-        net, as_domain(None, net.d), 0.0, max_regions, time_limit, False, _floats_exact(params)
+        net, as_domain(domain, net.d), 0.0, max_regions, time_limit, False, _floats_exact(params)
     )
     run.goal = min(goal, run.bound)
     if run.floats:
@@ -1008,11 +1047,14 @@ class _Run:
                 )
             else:
                 batch = next(batches, None)
-                if batch is None:
-                    break
+                if batch is None:  # the random points are spent: the rare signs once more
+                    stalled = True
+                    continue
             new = [pt for pt in batch if not exact or certified_pattern(Wf, bf, *pt)]
             points += new
             if not points:
+                if stalled:  # no region at all: nothing for the rare signs to start from
+                    break
                 continue
             if last is not None:  # a pass over more regions takes longer (its products
                 # grow with them; its last rank is checked on its own)
@@ -1285,16 +1327,20 @@ class _Run:
         return "the exact rank over the regions used is a lower bound (not every region used)"
 
 
-def proven_jacobian_rank(params: list, goal: int, max_regions, time_limit) -> tuple:
-    """``(r, reason)``: a proven lower bound ``r`` of the Jacobian's rank
-    (:func:`rank_lower_bound`), run until it reaches ``goal`` (the most it can be) or its
-    budget ends (the rank found by then, still a lower bound); ``r = None`` with the reason
-    when there is none. The fiber's upper bound and the local identifiability verdict
-    both read it."""
+def proven_jacobian_rank(
+    params: list, goal: int, max_regions, time_limit, domain: Any = None
+) -> tuple:
+    """``(r, reason)``: a proven lower bound ``r`` of the Jacobian's rank on ``domain``
+    (default R^d; :func:`rank_lower_bound`), run until it reaches ``goal`` (the most it can
+    be) or its budget ends (the rank found by then, still a lower bound); ``r = None`` with
+    the reason when there is none. The fiber's upper bound and the local identifiability
+    verdict both read it."""
     if len(params) == 1:
         return params[0][0].size + params[0][1].size, None  # f is its parameter
     try:
-        r = rank_lower_bound(params, goal, max_regions=max_regions, time_limit=time_limit)
+        r = rank_lower_bound(
+            params, goal, domain=domain, max_regions=max_regions, time_limit=time_limit
+        )
     except ComputationLimitError as exc:
         part = getattr(exc, "partial", None)
         r = None if part is None else (part.rank, part.smooth)

@@ -37,6 +37,7 @@ from ..._errors import InputError, ParameterError
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import check_bool
 from .._bounds.parameters import function_distance_bound, path_norm_scale
+from .._core.domain import as_domain, full_dimensional
 from .._core.live import refuse_conv
 from .._core.net import check_params, float_params
 from .._engine.budget import check_budget
@@ -121,6 +122,7 @@ class DeepIdentifiability(Identifiability):
 
 def identifiability(
     params: Any,
+    domain: Any = None,
     *,
     tol: float = DEFAULT_TOL,
     exact_genericity: bool = False,
@@ -137,6 +139,12 @@ def identifiability(
 
     Args:
         params: the network's ``[(W_1, b_1), ..., (W_L, b_L)]``.
+        domain: where the local verdict is asked (implies ``local=True``): ``None``
+            (R^d), ``"orthant"``, a box ``(lower, upper)`` or a
+            :class:`~neuromanifold.relu.Domain`. "Do my network's values on this box
+            determine its parameter near the given one?": more neurons are dead or linear
+            on a box, and their moves then prove it not locally identifiable there. The
+            global verdict ``identifiable`` stays the one on R^d.
         tol: relative tolerance of the sign decisions (``0`` exact).
         exact_genericity: three layers only: also run the exact genericity test.
         max_regions, time_limit: the budget of that exact test and of the local verdict's
@@ -163,12 +171,16 @@ def identifiability(
     refuse_conv(params, "identifiability")
     params = check_params(params)
     local = check_bool(local, "local")
+    dom = None
+    if domain is not None:
+        dom = full_dimensional(as_domain(domain, params[0][0].shape[1]), "identifiability")
+        dom, local = (None if dom.kind == "whole" else dom), True
     start = time.monotonic()
     res = _route(params, tol, exact_genericity, max_regions, time_limit)
     if not local:
         return res
     left = None if time_limit is None else max(time_limit - (time.monotonic() - start), 1e-3)
-    if res.identifiable is True:
+    if res.identifiable is True and dom is None:
         found = LocalVerdict(
             locally_identifiable=True,
             jacobian_rank=None,
@@ -177,13 +189,18 @@ def identifiability(
         )
     else:
         found = local_identifiability(
-            float_params(params), res.witnesses, max_regions=max_regions, time_limit=left
+            float_params(params),
+            res.witnesses,
+            domain=dom,
+            max_regions=max_regions,
+            time_limit=left,
         )
     return dataclasses.replace(
         res,
         locally_identifiable=found.locally_identifiable,
         jacobian_rank=found.jacobian_rank,
         local_reason=found.reason,
+        local_domain=dom,
     )
 
 

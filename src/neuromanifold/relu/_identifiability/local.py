@@ -25,14 +25,26 @@ neuron's free outgoing weights, a silent neuron's free row, an always-active bia
 a split between parallel neurons, a hidden hyperplane's translation, a mixing of an
 always-active block) that applies at ``tol = 0``: the family is a curve of fiber points
 through ``theta`` that leaves the orbit. Otherwise the local verdict is open, with why.
+
+**On a domain** ``D`` (a box, the orthant) the question is whether the values on ``D``
+determine the parameter near ``theta``: the same argument with points of ``D`` (a region
+meeting ``D`` meets its interior, where the rows of the region are those of an open set).
+More neurons are dead or linear on ``D``: the moves those allow (what
+:func:`~neuromanifold.relu.neurons` proves there; a neuron certified negative on the whole
+box has a free row too) keep the function on ``D``, and when the dimension they generate,
+an exact rank modulo a prime, exceeds ``H``, the fiber on ``D`` near ``theta`` contains a
+manifold larger than the orbit: not locally identifiable from ``D``, proved.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
+from .._core.domain import Domain
 from .._fundim.fundim import proven_jacobian_rank
+from .._symmetries.moves import domain_statuses, generated_dimension, move_families
 
 __all__ = ["LocalVerdict", "local_identifiability", "CONTINUOUS_MOVES"]
 
@@ -71,11 +83,14 @@ def local_identifiability(
     params: list,
     witnesses: tuple,
     *,
+    domain: Domain | None = None,
     max_regions: int | None = None,
     time_limit: float | None = None,
 ) -> LocalVerdict:
-    """Is the fiber near ``params`` the scaling orbit (module docs)? ``witnesses`` are the
-    identifiability search's, re-checked here at ``tol = 0``."""
+    """Is the fiber near ``params`` the scaling orbit (module docs), on R^d or, given, on
+    ``domain``? ``witnesses`` are the identifiability search's (on R^d, so on any domain
+    too), re-checked here at ``tol = 0``."""
+    start = time.monotonic()
     P = sum(W.size + b.size for W, b in params)
     hidden = params[:-1]
     H = sum(W.shape[0] for W, _ in hidden)
@@ -115,7 +130,15 @@ def local_identifiability(
             rank_bound=P,
             reason="no hidden layer: the function is its parameter",
         )
-    rank, why = proven_jacobian_rank(params, bound, max_regions, time_limit)
+    if domain is not None:
+        moved = _moves_on_domain(params, domain, H, max_regions, time_limit)
+        if moved is not None:
+            return LocalVerdict(
+                locally_identifiable=False, jacobian_rank=None, rank_bound=bound, reason=moved
+            )
+        if time_limit is not None:
+            time_limit = max(time_limit - (time.monotonic() - start), 1e-3)
+    rank, why = proven_jacobian_rank(params, bound, max_regions, time_limit, domain=domain)
     if rank is None:
         return LocalVerdict(
             locally_identifiable=None, jacobian_rank=None, rank_bound=bound, reason=why
@@ -137,4 +160,27 @@ def local_identifiability(
         f"parameter may be larger than the scaling orbit (a rank lower bound cannot show "
         f"it is; a larger time_limit may prove more), and no continuous symmetry applies "
         f"exactly",
+    )
+
+
+def _moves_on_domain(params: list, dom: Domain, H: int, max_regions, time_limit) -> str | None:
+    """The reason the fiber on ``dom`` is larger than the scaling orbit near ``params``
+    (the moves its neurons' statuses there allow generate more than ``H`` dimensions),
+    or ``None`` when they do not show it."""
+    half = None if time_limit is None else time_limit / 2
+    status, margin = domain_statuses(params, dom, max_regions, half)
+    families = move_families(params, status, margin)
+    if all(f.kind == "scaling" for f in families):
+        return None
+    deadline = None if half is None else time.monotonic() + half
+    dimension, _, _, _ = generated_dimension(params, families, deadline)
+    if dimension <= H:
+        return None
+    named = [f.describe() for f in families if f.kind != "scaling"]
+    return (
+        f"on the {dom.kind}, moves that keep the function there generate {dimension} "
+        f"dimensions at the parameter (an exact rank), more than the {H} of the scaling "
+        f"orbit: "
+        + "; ".join(named[:4])
+        + (f"; and {len(named) - 4} more" if len(named) > 4 else "")
     )

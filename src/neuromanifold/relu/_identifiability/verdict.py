@@ -9,6 +9,7 @@ import dataclasses
 from typing import ClassVar
 
 from ..._results import Result
+from .._core.domain import Domain
 
 __all__ = ["Identifiability", "verdict_word"]
 
@@ -47,6 +48,8 @@ class Identifiability(Result):
         jacobian_rank: the proven lower bound of the Jacobian's rank the local verdict
             used (``None`` when none was computed).
         local_reason: the local verdict's reason, in words.
+        local_domain: the domain of the local verdict (``None``: R^d): is the parameter
+            determined near itself by the function's values there?
     """
 
     _QUESTION: ClassVar[bool] = True
@@ -62,6 +65,7 @@ class Identifiability(Result):
     locally_identifiable: bool | None = None
     jacobian_rank: int | None = dataclasses.field(default=None, repr=False)
     local_reason: str | None = dataclasses.field(default=None, repr=False)
+    local_domain: Domain | None = dataclasses.field(default=None, repr=False)
 
     @property
     def verdict(self) -> str:
@@ -75,4 +79,5 @@ class Identifiability(Result):
         word = {True: "locally identifiable", False: "not locally identifiable"}.get(
             self.locally_identifiable, "local identifiability undecided"
         )
-        return [f"  {word}: {self.local_reason}"]
+        where = "" if self.local_domain is None else f" on the {self.local_domain.kind}"
+        return [f"  {word}{where}: {self.local_reason}"]
