@@ -178,7 +178,7 @@ def _moves_on_domain(params: list, dom: Domain, H: int, max_regions, time_limit)
         return None
     named = [f.describe() for f in families if f.kind != "scaling"]
     return (
-        f"on the {dom.kind}, moves that keep the function there generate {dimension} "
+        f"moves that keep the function on the {dom.kind} generate {dimension} "
         f"dimensions at the parameter (an exact rank), more than the {H} of the scaling "
         f"orbit: "
         + "; ".join(named[:4])

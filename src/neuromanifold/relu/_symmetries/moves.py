@@ -100,7 +100,8 @@ class MoveFamily(Result):
                 f"shifts into the next layer",
                 "active_block": f"always-active block {{{who}}}: rows mix by I + E, E >= 0",
             }[self.kind]
-        return f"layer {self.layer}: {text} ({self.num_directions} directions)"
+        plural = "" if self.num_directions == 1 else "s"
+        return f"layer {self.layer}: {text} ({self.num_directions} direction{plural})"
 
 
 def domain_statuses(
