@@ -29,9 +29,9 @@ R^d, and the local verdicts and the fiber on the unit box too.
 * The fiber (networks of other depths than three, ``time_limit=120``), on R^d and on the
   unit box (the parameters of the same function there): the dimension the listed moves
   generate, the proven upper bound ``P - rank``, and the local dimension where they meet.
-* Local identifiability (``local=True``, ``time_limit=30``) on R^d and on the unit box
-  (do the values there determine the parameter near itself?): proved from the exact rank,
-  disproved by moves that keep the function, or undecided.
+* Local identifiability (``local=True``, ``time_limit=30``) on R^d, on the unit box and
+  from the values at the training inputs (do they determine the parameter near itself?):
+  proved from the exact rank, disproved by moves that keep the function, or undecided.
 * Identifiability, the canonical form and the fiber report absolute figures: no other tool
   computes them.
 
@@ -62,21 +62,25 @@ NONE = "-"
 TASK = "trained networks of any depth"
 
 
+def training_data(data: str) -> tuple:
+    """``(X, y)`` of "digits" (scaled to [0, 1]) or "mnist-shaped"."""
+    if data == "digits":
+        from sklearn.datasets import load_digits
+
+        X, y = load_digits(return_X_y=True)
+        return X / 16.0, y
+    rng = np.random.default_rng(0)
+    X = rng.random((3000, 784))
+    return X, np.argmax((X - 0.5) @ rng.standard_normal((784, 10)), axis=1)
+
+
 def trained(hidden: tuple, data: str):
     """An ``MLPClassifier`` with these hidden widths, trained on ``data`` ("digits" or
     "mnist-shaped"), as ReLU parameters."""
     from sklearn.neural_network import MLPClassifier
 
-    if data == "digits":
-        from sklearn.datasets import load_digits
-
-        X, y = load_digits(return_X_y=True)
-        X, epochs = X / 16.0, 200
-    else:
-        rng = np.random.default_rng(0)
-        X = rng.random((3000, 784))
-        y = np.argmax((X - 0.5) @ rng.standard_normal((784, 10)), axis=1)
-        epochs = 15
+    X, y = training_data(data)
+    epochs = 200 if data == "digits" else 15
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning
         clf = MLPClassifier(hidden_layer_sizes=hidden, max_iter=epochs, random_state=0).fit(X, y)
@@ -200,6 +204,17 @@ def rows_for(size: str, p, rng) -> list[dict]:
             None,
             f"{word} (limit 30 s); rank {r.jacobian_rank}; {r.local_reason[:110]}",
         )
+    X = training_data(size.split()[-1])[0]
+    took, r = timed(lambda: relu.identifiability(p, data=X, time_limit=30))
+    word = {True: "locally identifiable", False: "not locally identifiable"}.get(
+        r.locally_identifiable, "undecided"
+    )
+    row(
+        "local identifiability from the training inputs",
+        took,
+        None,
+        f"{word} from {len(X):,} points (limit 30 s); {r.local_reason[:110]}",
+    )
     copy, _ = planted_copy(rng, p)
     try:
         took, c = timed(lambda: relu.canonical_form(p))

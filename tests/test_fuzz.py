@@ -1407,6 +1407,7 @@ MORE_ENTRIES = [
         lambda: dict(
             params=_deep_base(dead=True),
             domain=None,
+            data=np.random.default_rng(0).standard_normal((40, 2)),
             tol=1e-9,
             exact_genericity=False,
             time_limit=5.0,
@@ -1415,11 +1416,12 @@ MORE_ENTRIES = [
         {
             "params": "relu_params",
             "domain": "domain",
+            "data": "array",
             "tol": "real",
             "exact_genericity": "bool",
             "time_limit": "real",
         },
-        optional=("domain", "time_limit"),
+        optional=("domain", "data", "time_limit"),
     ),
     E(
         "relu.DeepFiber.sample",

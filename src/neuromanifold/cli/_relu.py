@@ -386,8 +386,9 @@ def _identify(args) -> int:
     from ..relu import identifiability  # start-up: loaded when the subcommand runs
 
     model = load_model(args.model, "relu")
+    X = _read_data(args.data) if args.data else None
     res = identifiability(
-        model.params, args.domain, tol=args.tol, local=args.local, **_budget(args)
+        model.params, args.domain, data=X, tol=args.tol, local=args.local, **_budget(args)
     )
     return emit(args, res.describe(), res.to_dict())
 
@@ -692,6 +693,12 @@ _OPTIONS = {
         metavar="X.npy",
         help="data points (n x d, .npy); their bounding box is the domain unless --domain is given",
     ),
+    "data_values": _opt(
+        "--data",
+        metavar="X.npy",
+        help="data points (n x d, .npy): the local verdict from the network's values at "
+        "them (not with --domain)",
+    ),
     "points": _opt(
         "--points",
         metavar="N",
@@ -768,10 +775,11 @@ _SUBCOMMANDS = {
         "identifiable' with a witness symmetry (dead, always-active, silent or "
         "parallel neurons, hidden hyperplanes, flips), 'identifiable' only where a "
         "theorem applies (generic three-layer bottlenecks), else 'undecided' with "
-        "the reason. With --local (or --domain) also the local verdict: is the "
-        "parameter determined near itself by the function on R^d (or on the domain)?",
+        "the reason. With --local (or --domain, or --data) also the local verdict: is "
+        "the parameter determined near itself by the function on R^d (on the domain, "
+        "or by its values at the data points)?",
         _MODEL,
-        ["domain", "tol", "local", "max_regions", "time_limit_60"],
+        ["domain", "data_values", "tol", "local", "max_regions", "time_limit_60"],
     ),
     "equiv": (
         "do A and B compute the same function on the domain?",

@@ -83,7 +83,7 @@ def test_a_neuron_off_on_the_box_makes_it_not_locally_identifiable_there(widths,
     assert r.locally_identifiable is False
     assert r.local_domain is not None and r.local_domain.kind == "box"
     if whole.locally_identifiable is not False:  # else a move of R^d decided it first
-        assert "negative on the whole domain" in r.local_reason
+        assert "negative throughout" in r.local_reason
     assert "not locally identifiable on the box" in r.describe()
     Q = fiber(P, box, time_limit=30).sample(1, seed=seed)[0]
     assert orbit_gap(P, Q) > 1e-6

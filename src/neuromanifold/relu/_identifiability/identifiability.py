@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import InputError, ParameterError
+from ..._errors import InputError, ParameterError, short_repr
 from ..._tolerance import DEFAULT_TOL, check_tol
-from ..._validation import check_bool
+from ..._validation import as_finite_array, check_bool
 from .._bounds.parameters import function_distance_bound, path_norm_scale
 from .._core.domain import as_domain, full_dimensional
 from .._core.live import refuse_conv
@@ -124,6 +124,7 @@ def identifiability(
     params: Any,
     domain: Any = None,
     *,
+    data: Any = None,
     tol: float = DEFAULT_TOL,
     exact_genericity: bool = False,
     max_regions: int | None = None,
@@ -145,6 +146,11 @@ def identifiability(
             determine its parameter near the given one?": more neurons are dead or linear
             on a box, and their moves then prove it not locally identifiable there. The
             global verdict ``identifiable`` stays the one on R^d.
+        data: points (an array ``(n, d)``) at which the local verdict is asked instead
+            (implies ``local=True``; not with ``domain``): "is my network determined, near
+            itself, by its values on my training inputs?" The exact rank of the Jacobian
+            at those points (up to 6,000 parameters), or moves their certified signs
+            allow (a neuron negative at every point has free weights).
         tol: relative tolerance of the sign decisions (``0`` exact).
         exact_genericity: three layers only: also run the exact genericity test.
         max_regions, time_limit: the budget of that exact test and of the local verdict's
@@ -171,16 +177,30 @@ def identifiability(
     refuse_conv(params, "identifiability")
     params = check_params(params)
     local = check_bool(local, "local")
-    dom = None
+    d = params[0][0].shape[1]
+    dom = X = None
+    if domain is not None and data is not None:
+        raise InputError(
+            "identifiability takes a domain or data points for its local verdict, not both; "
+            f"got domain={short_repr(domain)} and data of shape {np.shape(data)}"
+        )
     if domain is not None:
-        dom = full_dimensional(as_domain(domain, params[0][0].shape[1]), "identifiability")
+        dom = full_dimensional(as_domain(domain, d), "identifiability")
         dom, local = (None if dom.kind == "whole" else dom), True
+    if data is not None:
+        X = as_finite_array(data, "data", ndim=2, error=InputError)
+        if X.shape[1] != d or X.shape[0] == 0:
+            raise InputError(
+                f"data must have at least one row and {d} columns (the input dimension); "
+                f"got shape {X.shape}"
+            )
+        local = True
     start = time.monotonic()
     res = _route(params, tol, exact_genericity, max_regions, time_limit)
     if not local:
         return res
     left = None if time_limit is None else max(time_limit - (time.monotonic() - start), 1e-3)
-    if res.identifiable is True and dom is None:
+    if res.identifiable is True and dom is None and X is None:
         found = LocalVerdict(
             locally_identifiable=True,
             jacobian_rank=None,
@@ -192,6 +212,7 @@ def identifiability(
             float_params(params),
             res.witnesses,
             domain=dom,
+            data=X,
             max_regions=max_regions,
             time_limit=left,
         )
@@ -201,6 +222,7 @@ def identifiability(
         jacobian_rank=found.jacobian_rank,
         local_reason=found.reason,
         local_domain=dom,
+        local_data_points=None if X is None else X.shape[0],
     )
 
 

@@ -34,6 +34,12 @@ More neurons are dead or linear on ``D``: the moves those allow (what
 box has a free row too) keep the function on ``D``, and when the dimension they generate,
 an exact rank modulo a prime, exceeds ``H``, the fiber on ``D`` near ``theta`` contains a
 manifold larger than the orbit: not locally identifiable from ``D``, proved.
+
+**From data** (finitely many points ``x_1 .. x_N``, each with a proven pattern): the rank
+of the Jacobian at those very points (:mod:`~neuromanifold.relu._fundim.points`), and the
+moves their certified signs allow (a neuron negative at every point has a free row and
+column near ``theta``; active at every one, a bias shift). "Is my network determined, near
+itself, by its values on my training inputs?"
 """
 
 from __future__ import annotations
@@ -42,9 +48,17 @@ import dataclasses
 import time
 from typing import Any
 
+import numpy as np
+
 from .._core.domain import Domain
 from .._fundim.fundim import proven_jacobian_rank
-from .._symmetries.moves import domain_statuses, generated_dimension, move_families
+from .._fundim.points import point_jacobian_rank
+from .._symmetries.moves import (
+    data_statuses,
+    domain_statuses,
+    generated_dimension,
+    move_families,
+)
 
 __all__ = ["LocalVerdict", "local_identifiability", "CONTINUOUS_MOVES"]
 
@@ -84,12 +98,13 @@ def local_identifiability(
     witnesses: tuple,
     *,
     domain: Domain | None = None,
+    data: np.ndarray | None = None,
     max_regions: int | None = None,
     time_limit: float | None = None,
 ) -> LocalVerdict:
     """Is the fiber near ``params`` the scaling orbit (module docs), on R^d or, given, on
-    ``domain``? ``witnesses`` are the identifiability search's (on R^d, so on any domain
-    too), re-checked here at ``tol = 0``."""
+    ``domain`` or at the rows of ``data``? ``witnesses`` are the identifiability search's
+    (on R^d, so on any subset too), re-checked here at ``tol = 0``."""
     start = time.monotonic()
     P = sum(W.size + b.size for W, b in params)
     hidden = params[:-1]
@@ -130,6 +145,8 @@ def local_identifiability(
             rank_bound=P,
             reason="no hidden layer: the function is its parameter",
         )
+    if data is not None:
+        return _from_data(params, data, H, bound, start, time_limit)
     if domain is not None:
         moved = _moves_on_domain(params, domain, H, max_regions, time_limit)
         if moved is not None:
@@ -163,22 +180,65 @@ def local_identifiability(
     )
 
 
+def _from_data(params: list, X, H: int, bound: int, start: float, time_limit) -> LocalVerdict:
+    """The local verdict from the values at the rows of ``X`` (module docs)."""
+    deadline = None if time_limit is None else start + time_limit
+    status, margin = data_statuses(params, X)
+    moved = _moves_beyond_orbit(
+        params, status, margin, H, deadline, f"the values at the {len(X):,} data points"
+    )
+    if moved is not None:
+        return LocalVerdict(
+            locally_identifiable=False, jacobian_rank=None, rank_bound=bound, reason=moved
+        )
+    rank, used, why = point_jacobian_rank(params, X, bound, deadline)
+    if rank is not None and rank >= bound:
+        return LocalVerdict(
+            locally_identifiable=True,
+            jacobian_rank=rank,
+            rank_bound=bound,
+            reason=f"proved: the Jacobian's rank at {used:,} of the data points (those with "
+            f"proven patterns) is P - H = {bound} (exact), so near the parameter the "
+            f"parameters with the same values there are the orbit of the {H} neuron scalings",
+        )
+    if rank is None:
+        return LocalVerdict(
+            locally_identifiable=None, jacobian_rank=None, rank_bound=bound, reason=why
+        )
+    return LocalVerdict(
+        locally_identifiable=None,
+        jacobian_rank=rank,
+        rank_bound=bound,
+        reason=f"the proven rank {rank} at {used:,} data points is below P - H = {bound}: "
+        f"the values there may leave the parameter undetermined beyond the scalings (more "
+        f"points, or points in other regions, can raise the rank)" + (f"; {why}" if why else ""),
+    )
+
+
 def _moves_on_domain(params: list, dom: Domain, H: int, max_regions, time_limit) -> str | None:
     """The reason the fiber on ``dom`` is larger than the scaling orbit near ``params``
     (the moves its neurons' statuses there allow generate more than ``H`` dimensions),
     or ``None`` when they do not show it."""
     half = None if time_limit is None else time_limit / 2
     status, margin = domain_statuses(params, dom, max_regions, half)
+    deadline = None if half is None else time.monotonic() + half
+    return _moves_beyond_orbit(
+        params, status, margin, H, deadline, f"the function on the {dom.kind}"
+    )
+
+
+def _moves_beyond_orbit(params, status, margin, H: int, deadline, where: str) -> str | None:
+    """The reason the moves that ``status`` and ``margin`` allow generate more than the
+    ``H`` dimensions of the scaling orbit, or ``None``."""
     families = move_families(params, status, margin)
     if all(f.kind == "scaling" for f in families):
         return None
-    deadline = None if half is None else time.monotonic() + half
     dimension, _, _, _ = generated_dimension(params, families, deadline)
     if dimension <= H:
         return None
     named = [f.describe() for f in families if f.kind != "scaling"]
     return (
-        f"moves that keep the function on the {dom.kind} generate {dimension} "
+        f"moves that keep {where} generate {dimension} "
         f"dimensions at the parameter (an exact rank), more than the {H} of the scaling "
         f"orbit: "
         + "; ".join(named[:4])

@@ -3,7 +3,8 @@ families (the fiber's generators, :func:`~neuromanifold.relu.fiber`), their tang
 and the dimension they generate, proven by an exact rank modulo a prime.
 
 A move is decided on the exact floats and on what :func:`~neuromanifold.relu.neurons`
-proved each neuron does on the domain (R^d, or a box): a neuron dead there has free
+proved each neuron does on the domain (R^d, or a box), or on certified signs at a finite
+set of points (a user's data): a neuron dead there has free
 outgoing weights, and, when its pre-activation is certified ``< 0`` on the whole domain
 (a strict margin), a free incoming row too near the parameter (the margin persists under
 small moves); a neuron active there shifts its bias into the next layer's. Both the fiber
@@ -23,6 +24,7 @@ from ..._errors import NeuromanifoldError
 from ..._results import Result
 from .._bounds.linear import neuron_bounds
 from .._core.domain import Domain
+from .._core.numbers import forward_error_bounds
 from .._core.rows import sign_kinds
 from .._fundim.layered_rank import PRIME, rank_seconds, residue_matmul, residue_rank, residues
 from .._neurons.neurons import neurons
@@ -33,6 +35,7 @@ __all__ = [
     "MoveFamily",
     "Layout",
     "domain_statuses",
+    "data_statuses",
     "move_families",
     "move_tangents",
     "rank_mod_p",
@@ -91,8 +94,8 @@ class MoveFamily(Result):
                 "scaling": f"positive scaling of its {len(self.neurons)} neurons",
                 "dead": f"neuron {who} dead on every input: outgoing weights free, row in the "
                 f"dead cone",
-                "dead_with_margin": f"neuron {who} negative on the whole domain (certified "
-                f"margin): outgoing weights free, row free near the parameter",
+                "dead_with_margin": f"neuron {who} negative throughout (a certified margin): "
+                f"outgoing weights free, row free near the parameter",
                 "dead_on_image": f"neuron {who} dead on every input of the domain (proved on "
                 f"the image of the layers before): outgoing weights free",
                 "silent": f"neuron {who} without outgoing weights: row free",
@@ -123,6 +126,21 @@ def domain_statuses(
         with np.errstate(all="ignore"):
             margin = tuple(hi < 0 for _, hi in neuron_bounds(params, dom.lower, dom.upper))
     return status, margin
+
+
+def data_statuses(params: Params, X: np.ndarray) -> tuple[tuple, tuple]:
+    """``(status, margin)`` of the hidden neurons at the rows of ``X`` (certified signs:
+    the float pass and its rounding-error bound): ``"dead"`` where the pre-activation is
+    ``<= 0`` at every point (with ``margin``: ``< 0`` at every one, so its row is free
+    near the parameter: finitely many strict inequalities persist), ``"linear"`` where it
+    is ``>= 0`` at every point, else ``""``."""
+    status, margin = [], []
+    for Z, err in forward_error_bounds(params, X):
+        dead = np.all(Z + err <= 0, axis=0)
+        linear = np.all(Z - err >= 0, axis=0) & ~dead
+        status.append(tuple("dead" if a else "linear" if b else "" for a, b in zip(dead, linear)))
+        margin.append(np.all(Z + err < 0, axis=0))
+    return tuple(status), tuple(margin)
 
 
 def move_families(
