@@ -1390,17 +1390,23 @@ MORE_ENTRIES = [
     E(
         "relu.fiber",
         lambda: dict(
-            params=_deep_base(dead=True), domain=None, tol=1e-9, max_regions=50, time_limit=5.0
+            params=_deep_base(dead=True),
+            domain=None,
+            data=np.random.default_rng(0).standard_normal((40, 2)),
+            tol=1e-9,
+            max_regions=50,
+            time_limit=5.0,
         ),
         lambda params, domain, **kw: relu.fiber(params, domain, **kw),  # on a domain
         {
             "params": "relu_params",
             "domain": "domain",
+            "data": "array",
             "tol": "real",
             "max_regions": "count",
             "time_limit": "real",
         },
-        optional=("domain", "max_regions", "time_limit"),
+        optional=("domain", "data", "max_regions", "time_limit"),
     ),
     E(
         "relu.identifiability",

@@ -427,7 +427,8 @@ def _fiber(args) -> int:
     from ..relu import fiber  # start-up: loaded when the subcommand runs
 
     model = load_model(args.model, "relu")
-    res = fiber(model.params, args.domain, tol=args.tol, **_budget(args))
+    X = _read_data(args.data) if args.data else None
+    res = fiber(model.params, args.domain, data=X, tol=args.tol, **_budget(args))
     return emit(args, res.describe(max_families=args.show), res.to_dict)
 
 
@@ -696,7 +697,7 @@ _OPTIONS = {
     "data_values": _opt(
         "--data",
         metavar="X.npy",
-        help="data points (n x d, .npy): the local verdict from the network's values at "
+        help="data points (n x d, .npy): the question asked of the network's values at "
         "them (not with --domain)",
     ),
     "points": _opt(
@@ -843,9 +844,9 @@ _SUBCOMMANDS = {
         "The whole fiber of a generic bottleneck network, as semi-algebraic families; "
         "at other depths the moves through the parameter and the fiber's local "
         "dimension where two proven bounds meet; with --domain the parameters of the "
-        "same function on that domain.",
+        "same function on that domain, with --data of the same values at the points.",
         _MODEL,
-        ["domain", "tol", "max_regions", "time_limit_60", "show_families"],
+        ["domain", "data_values", "tol", "max_regions", "time_limit_60", "show_families"],
     ),
     "plot": (
         "the regions and bent hyperplanes of a network on R^2, as a figure",

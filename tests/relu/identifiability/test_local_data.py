@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuromanifold import InputError
-from neuromanifold.relu import Identifiability, ReLUNet, forward, identifiability
+from neuromanifold.relu import DeepFiber, Identifiability, ReLUNet, fiber, forward, identifiability
 from neuromanifold.relu._fundim.points import point_jacobian_rank
 from neuromanifold.relu._symmetries.orbit import orbit_gap
 
@@ -51,7 +51,7 @@ def test_the_data_verdict_agrees_with_the_float_rank_and_with_moves(widths, seed
     P = ReLUNet(widths).random_params(seed)
     X = np.random.default_rng(seed).standard_normal((400, widths[0])) * 3
     r = identifiability(P, data=X, time_limit=30)
-    assert r.local_data_points == 400 and r.local_domain is None
+    assert r.local_num_data_points == 400 and r.local_domain is None
     bound = _num_params(P) - _hidden(P)
     if r.locally_identifiable is True:
         assert r.jacobian_rank == bound == float_rank(P, X)
@@ -75,7 +75,7 @@ def test_a_neuron_negative_at_every_data_point_frees_its_weights():
     assert orbit_gap(P, Q) > 1e-6
     assert identifiability(P, local=True).locally_identifiable is True
     back = Identifiability.from_dict(r.to_dict())
-    assert back.local_data_points == 300 and back.locally_identifiable is False
+    assert back.local_num_data_points == 300 and back.locally_identifiable is False
 
 
 def test_few_points_do_not_decide_it_and_many_do():
@@ -105,3 +105,33 @@ def test_bad_data_is_refused():
         identifiability(P, (np.zeros(3), np.ones(3)), data=np.zeros((5, 3)))
     with pytest.raises(InputError):
         identifiability(P, data=np.full((5, 3), np.nan))
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    widths=st.sampled_from([[3, 5, 4, 2], [2, 4, 3, 3, 1], [3, 4, 2]]),
+    n=st.integers(1, 60),
+    seed=st.integers(0, 10**6),
+)
+def test_the_data_fiber_keeps_the_values_and_its_bounds_hold(widths, n, seed):
+    """Every sample of the fiber at the data points has the same values there; the
+    dimension the moves generate never exceeds ``P - rank`` at the points, whose rank is
+    the float rank of the dense Jacobian there."""
+    P = ReLUNet(widths).random_params(seed)
+    X = np.random.default_rng(seed).standard_normal((n, widths[0]))
+    F = fiber(P, data=X, time_limit=30)
+    assert F.num_data_points == n and F.domain is None
+    assert F.jacobian_rank == float_rank(P, X)
+    assert F.dimension <= F.kernel_dimension
+    for Q in F.sample(3, seed=seed):
+        assert np.allclose(forward(Q, X), forward(P, X), rtol=1e-9, atol=1e-9)
+    back = fiber(P, data=X, time_limit=30).to_dict()
+    assert DeepFiber.from_dict(back).num_data_points == n
+
+
+def test_the_fiber_refuses_a_domain_and_data_together():
+    P = ReLUNet([3, 4, 2]).random_params(0)
+    with pytest.raises(InputError, match="not both"):
+        fiber(P, (np.zeros(3), np.ones(3)), data=np.zeros((5, 3)))
+    with pytest.raises(InputError, match="3 columns"):
+        fiber(P, data=np.zeros((5, 4)))

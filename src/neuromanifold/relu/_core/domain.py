@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import DomainError, short_repr
+from ..._errors import DomainError, InputError, short_repr
 from ..._results import Result
 from ..._validation import MAX_PARAMS, as_finite_array, check_nonnegative_float, check_positive_int
 from .net import check_params
 
-__all__ = ["Domain", "as_domain", "full_dimensional", "FixedInputs", "sample_points"]
+__all__ = ["Domain", "as_domain", "as_data", "full_dimensional", "FixedInputs", "sample_points"]
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -266,6 +266,18 @@ def as_domain(domain: Any, dim: int) -> Domain:
         f"domain must be None, 'whole', 'orthant', a (lower, upper) box or a Domain; "
         f"got {short_repr(domain)}"
     )
+
+
+def as_data(data: Any, dim: int) -> np.ndarray:
+    """``data`` as finite points of R^dim (an array ``(n, dim)``, ``n >= 1``), else an
+    :class:`~neuromanifold.InputError` that says the rule."""
+    X = as_finite_array(data, "data", ndim=2, error=InputError)
+    if X.shape[1] != dim or X.shape[0] == 0:
+        raise InputError(
+            f"data must have at least one row and {dim} columns (the input dimension); "
+            f"got shape {X.shape}"
+        )
+    return X
 
 
 def full_dimensional(domain: Domain, what: str = "this analysis") -> Domain:

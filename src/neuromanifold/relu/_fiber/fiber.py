@@ -48,17 +48,19 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import InputError
+from ..._errors import InputError, short_repr
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_positive_int, renamed_keywords
 from ...exact import to_fmpq
-from .._core.domain import Domain, as_domain, full_dimensional
+from .._core.domain import Domain, as_data, as_domain, full_dimensional
 from .._core.live import refuse_conv
 from .._core.net import check_params, exact_params, float_params
 from .._engine.budget import check_budget
 from .._fundim.fundim import proven_jacobian_rank
+from .._fundim.points import point_jacobian_rank
 from .._symmetries.moves import (
     MoveFamily,
+    data_statuses,
     domain_statuses,
     generated_dimension,
     move_families,
@@ -100,7 +102,8 @@ class DeepFiber(ReLUFiber):
             meet (proved; the listed moves then account for all of it), else ``None``.
         undecided_reason: for ``local_dimension=None``, why and what would decide it.
         domain: where the functions agree (R^d unless a smaller domain was asked; the
-            moves and the rank are those of the domain).
+            moves and the rank are those of the domain); ``None`` with data.
+        num_data_points: with data, the number of points whose values agree, else ``None``.
         tol: 0.0: every move is decided on the exact floats.
         method: ``"moves per layer, bounded by the Jacobian's rank"``.
     """
@@ -110,6 +113,7 @@ class DeepFiber(ReLUFiber):
     local_dimension: int | None
     undecided_reason: str | None = None
     domain: Domain | None = None
+    num_data_points: int | None = None
     tol: float = 0.0
     method: str = DEEP_METHOD
 
@@ -119,6 +123,8 @@ class DeepFiber(ReLUFiber):
         widths = "-".join(map(str, self.widths))
         if self.domain is not None and self.domain.kind != "whole":
             widths += f", on the {self.domain.kind}"
+        if self.num_data_points is not None:
+            widths += f", at {self.num_data_points:,} data points"
         if self.local_dimension is not None:
             head = (
                 f"fiber of local dimension {self.local_dimension} at this parameter "
@@ -175,12 +181,14 @@ def fiber(
     params: Any,
     domain: Any = None,
     *,
+    data: Any = None,
     tol: float = DEFAULT_TOL,
     max_regions: int | None = None,
     time_limit: float | None = None,
 ) -> ReLUFiber:
     """The fiber of a ReLU parameter, ``{theta' : f_theta' = f_theta}`` (on a domain: the
-    parameters whose function agrees with ``f_theta`` there).
+    parameters whose function agrees with ``f_theta`` there; with data: whose values at
+    the data points agree).
 
     A three-layer bottleneck parameter (``n1 <= d``, ``W1`` of full row rank) on R^d gets
     its explicit semi-algebraic families (:class:`~neuromanifold.relu.BottleneckFiber`);
@@ -197,6 +205,10 @@ def fiber(
             neurons are dead or linear (what :func:`~neuromanifold.relu.neurons` proves
             there), and a neuron certified negative on the whole box has a free row near
             the parameter: the fiber on the box is larger, the moves say by how much.
+        data: points (an array ``(n, d)``; not with ``domain``): the parameters whose
+            values at them are ``f_theta``'s. The moves their certified signs allow, and
+            the upper bound ``P - rank`` from the Jacobian at the points (exact modulo a
+            prime, up to 6,000 parameters).
         tol: relative tolerance of the sign decisions of the three-layer bottleneck
             families; a :class:`DeepFiber` decides every move on the exact floats (and
             refuses entries float64 does not hold, such as ``Fraction(1, 3)``).
@@ -225,19 +237,32 @@ def fiber(
     params = check_params(params)
     tol = check_tol(tol)
     max_regions, time_limit = check_budget(max_regions, time_limit)
-    dom = full_dimensional(as_domain(domain, params[0][0].shape[1]), "fiber")
-    if dom.kind == "whole" and len(params) == 3 and is_bottleneck(params, tol=tol):
+    d = params[0][0].shape[1]
+    if domain is not None and data is not None:
+        raise InputError(
+            "fiber takes a domain or data points, not both; got domain="
+            f"{short_repr(domain)} and data of shape {np.shape(data)}"
+        )
+    X = None if data is None else as_data(data, d)
+    dom = full_dimensional(as_domain(domain, d), "fiber")
+    if X is None and dom.kind == "whole" and len(params) == 3 and is_bottleneck(params, tol=tol):
         return bottleneck_fiber(params, tol=tol)
     _check_float_values(raw, params)
     start = time.monotonic()
-    half = None if time_limit is None else time_limit / 2
-    status, margin = domain_statuses(params, dom, max_regions, half)
-    families = move_families(params, status, margin)
     deadline = None if time_limit is None else start + time_limit
+    if X is None:
+        half = None if time_limit is None else time_limit / 2
+        status, margin = domain_statuses(params, dom, max_regions, half)
+    else:
+        status, margin = data_statuses(params, X)
+    families = move_families(params, status, margin)
     dimension, num_unit, num_other, complete = generated_dimension(params, families, deadline)
     P = sum(W.size + b.size for W, b in params)
     left = None if time_limit is None else max(time_limit - (time.monotonic() - start), 1e-3)
-    rank, reason = proven_jacobian_rank(params, P - dimension, max_regions, left, domain=dom)
+    if X is None:
+        rank, reason = proven_jacobian_rank(params, P - dimension, max_regions, left, domain=dom)
+    else:
+        rank, _, reason = point_jacobian_rank(params, X, P - dimension, deadline)
     if not complete:
         # past the budget the coordinate moves alone count: independent by construction,
         # still a proven lower bound
@@ -268,7 +293,8 @@ def fiber(
         kernel_dimension=kernel,
         local_dimension=local,
         undecided_reason=None if local is not None else reason,
-        domain=dom,
+        domain=None if X is not None else dom,
+        num_data_points=None if X is None else X.shape[0],
     )
 
 

@@ -35,9 +35,9 @@ import numpy as np
 
 from ..._errors import InputError, ParameterError, short_repr
 from ..._tolerance import DEFAULT_TOL, check_tol
-from ..._validation import as_finite_array, check_bool
+from ..._validation import check_bool
 from .._bounds.parameters import function_distance_bound, path_norm_scale
-from .._core.domain import as_domain, full_dimensional
+from .._core.domain import as_data, as_domain, full_dimensional
 from .._core.live import refuse_conv
 from .._core.net import check_params, float_params
 from .._engine.budget import check_budget
@@ -188,13 +188,7 @@ def identifiability(
         dom = full_dimensional(as_domain(domain, d), "identifiability")
         dom, local = (None if dom.kind == "whole" else dom), True
     if data is not None:
-        X = as_finite_array(data, "data", ndim=2, error=InputError)
-        if X.shape[1] != d or X.shape[0] == 0:
-            raise InputError(
-                f"data must have at least one row and {d} columns (the input dimension); "
-                f"got shape {X.shape}"
-            )
-        local = True
+        X, local = as_data(data, d), True
     start = time.monotonic()
     res = _route(params, tol, exact_genericity, max_regions, time_limit)
     if not local:
@@ -222,7 +216,7 @@ def identifiability(
         jacobian_rank=found.jacobian_rank,
         local_reason=found.reason,
         local_domain=dom,
-        local_data_points=None if X is None else X.shape[0],
+        local_num_data_points=None if X is None else X.shape[0],
     )
 
 

@@ -50,7 +50,7 @@ class Identifiability(Result):
         local_reason: the local verdict's reason, in words.
         local_domain: the domain of the local verdict (``None``: R^d): is the parameter
             determined near itself by the function's values there?
-        local_data_points: with ``data``, the number of data points the local verdict
+        local_num_data_points: with ``data``, the number of data points the local verdict
             is about (its values at those points), else ``None``.
     """
 
@@ -68,7 +68,7 @@ class Identifiability(Result):
     jacobian_rank: int | None = dataclasses.field(default=None, repr=False)
     local_reason: str | None = dataclasses.field(default=None, repr=False)
     local_domain: Domain | None = dataclasses.field(default=None, repr=False)
-    local_data_points: int | None = dataclasses.field(default=None, repr=False)
+    local_num_data_points: int | None = dataclasses.field(default=None, repr=False)
 
     @property
     def verdict(self) -> str:
@@ -83,6 +83,6 @@ class Identifiability(Result):
             self.locally_identifiable, "local identifiability undecided"
         )
         where = "" if self.local_domain is None else f" on the {self.local_domain.kind}"
-        if self.local_data_points is not None:
-            where = f" from the values at {self.local_data_points:,} data points"
+        if self.local_num_data_points is not None:
+            where = f" from the values at {self.local_num_data_points:,} data points"
         return [f"  {word}{where}: {self.local_reason}"]
