@@ -684,63 +684,55 @@ def refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> l
     return list(iter_refine_stage(cell, k, l, net, engine))
 
 
-def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> Iterator[Cell]:
-    """The cells of :func:`refine_stage`, one at a time, in the same order (depth first
-    over the binary space partition: at most one pending sibling per split level).
+class _Stage:
+    """The rows of one refinement stage of a cell: layer ``l``'s pre-activations at the
+    cell's map (exact, and float copies each row scaled by a power of two: exact data
+    stay exact, the floats steer the LPs and decide signs only beyond their rounding
+    bound), the neurons constant on the cell, and the checks every node of the stage's
+    splitting shares."""
 
-    Each cell carries a pool of points certified strictly inside it (``Cell.points``). A
-    hyperplane with pool points strictly on both sides crosses the cell (no LP). A
-    one-sided hyperplane that passes within a pool point's ball gets a point on its far
-    side by a step across it (checked exactly; no LP). Only the remaining one-sided
-    hyperplanes need an LP on the far side: empty (certified) fixes the neuron's bit for
-    the sub-tree, non-empty adds the LP's point to the pool. A split hands each side the
-    pool points on that side, so a split itself never needs an LP.
-    """
-    _walk = _kernels()
+    def __init__(self, cell: Cell, k: int, l: int, net: ExactNet, engine: Engine):
+        self.engine, self.k, self.l = engine, k, l
+        d = self.d = engine.d
+        self.Zq = net.Wq[l] * cell.maps_q[k] + net.Baugq[l]
+        n = self.n = self.Zq.nrows()
+        ent = self.ent = self.Zq.entries()
+        self.aq = [ent[j * (d + 1) : j * (d + 1) + d] for j in range(n)]
+        self.cq = [ent[j * (d + 1) + d] for j in range(n)]
+        self.Zf, self.Ze = _pow2_rows(ent, n, d)
+        self.bits0: list[bool | None] = [None] * n
+        self.cand0 = []
+        zero = cell.zero_preact
+        for j in range(n):
+            if all(v == 0 for v in self.aq[j]):
+                # constant on the cell; exactly 0 counts as inactive
+                self.bits0[j] = bool(self.cq[j] > 0)
+                zero = zero or self.cq[j] == 0
+            else:
+                self.cand0.append(j)
+        self.cell = cell if zero == cell.zero_preact else cell.evolve(zero_preact=zero)
+        self.Znorm = np.sqrt(np.einsum("ij,ij->i", self.Zf[:, :d], self.Zf[:, :d]))
+        self._scaled: dict = {}
 
-    d = engine.d
-    certify = engine.certify
-    Zq = net.Wq[l] * cell.maps_q[k] + net.Baugq[l]
-    n = Zq.nrows()
-    ent = Zq.entries()
-    aq = [ent[j * (d + 1) : j * (d + 1) + d] for j in range(n)]
-    cq = [ent[j * (d + 1) + d] for j in range(n)]
-    # float copies, each row scaled by a power of two (exact data stay exact; the floats
-    # steer the LPs and decide signs only beyond their rounding bound)
-    Zf, Ze = _pow2_rows(ent, n, d)
-    bits0: list[bool | None] = [None] * n
-    cand0 = []
-    zero = cell.zero_preact
-    for j in range(n):
-        if all(v == 0 for v in aq[j]):
-            bits0[j] = bool(cq[j] > 0)  # constant on the cell; exactly 0 counts as inactive
-            zero = zero or cq[j] == 0
-        else:
-            cand0.append(j)
-    if zero != cell.zero_preact:
-        cell = cell.evolve(zero_preact=zero)
-    Znorm = np.sqrt(np.einsum("ij,ij->i", Zf[:, :d], Zf[:, :d]))
-    scaled: dict = {}
-
-    def side_row(j: int, active: bool):
+    def side_row(self, j: int, active: bool):
         """The exact and float rows of the side ``active`` of neuron j, scaled alike."""
-        s = scaled.get(j)
+        s = self._scaled.get(j)
         if s is None:
-            f = _pow2q(-int(Ze[j]))
-            s = scaled[j] = ([v * f for v in aq[j]], cq[j] * f)
-        return _side_row(s[0], s[1], Zf[j, :d], Zf[j, d], active)
+            f = _pow2q(-int(self.Ze[j]))
+            s = self._scaled[j] = ([v * f for v in self.aq[j]], self.cq[j] * f)
+        return _side_row(s[0], s[1], self.Zf[j, : self.d], self.Zf[j, self.d], active)
 
-    def exact_sign(j: int, xq) -> int:
-        z = dot(aq[j], xq) + cq[j]
+    def exact_sign(self, j: int, xq) -> int:
+        z = dot(self.aq[j], xq) + self.cq[j]
         return (z > 0) - (z < 0)
 
-    def admit(geo: Cell, rows, xf: np.ndarray):
+    def admit(self, geo: Cell, rows, xf: np.ndarray):
         """``xf`` as an exact point if it is strictly inside ``geo`` and the extra
         ``rows`` (exact check when certifying), else None."""
         if not _finite(xf):
             return None
         xq = [float_to_fmpq(v) for v in xf]
-        if not certify:
+        if not self.engine.certify:
             ok = bool(np.all(geo.rows_f @ xf < geo.offs_f)) and all(
                 float(r[2] @ xf) < r[3] for r in rows
             )
@@ -762,141 +754,163 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine)
                 return None
         return xq
 
-    stack = [(cell, bits0, cand0)]
-    while stack:
-        if engine.deadline is not None and time.monotonic() > engine.deadline:
-            raise EngineDeadline()
-        geo, bits, cand = stack.pop()
-        Pf, Pq, Pr = geo.pool()
-        newf: list = []  # points found at this node: floats, exact, radius in geo
-        newq: list = []
-        newr: list = []
-        news: list = []  # float signs of every candidate at each new point (0: undecided)
-        crossing: list[int] = []
-        geo_n = None
+    def decide_side(self, geo: Cell, ra, rc, rfa, rfc):
+        """The engine's LP on the side ``(ra, rc)`` of ``geo``: None (empty, certified) or
+        a point strictly inside."""
+        return self.engine.decide(
+            geo.rows_q + [ra],
+            geo.offs_q + [rc],
+            np.vstack([geo.rows_f, rfa[None, :]]),
+            np.append(geo.offs_f, rfc),
+            scaled=True,
+        )
+
+
+class _Node:
+    """One node of a stage's splitting: the cell ``geo``, its pool of points and the
+    candidates' signs at them, and the points found while its candidates are decided
+    (:func:`iter_refine_stage`)."""
+
+    def __init__(self, st: _Stage, geo: Cell, cand: list):
+        self.st, self.geo, self.cand = st, geo, cand
+        d = st.d
+        self.Pf, self.Pq, self.Pr = geo.pool()
+        self.newf: list = []  # points found at this node: floats, exact, radius in geo
+        self.newq: list = []
+        self.newr: list = []
+        self.news: list = []  # float signs of every candidate at each new point (0: undecided)
+        self.crossing: list[int] = []
+        self.geo_n = self.slack_n = None
         if cand:
             ci = np.array(cand)
-            S, Z = float_signs_at(Zf[ci, :d], Zf[ci, d], Pf)
+            S, self.Z = float_signs_at(st.Zf[ci, :d], st.Zf[ci, d], self.Pf)
             S = S.tolist()  # lists: a few candidates by a few points
             for t, row in enumerate(S):
                 if 0 in row:
-                    S[t] = [v if v else exact_sign(cand[t], Pq[i]) for i, v in enumerate(row)]
-            has_pos = [1 in row for row in S]
-            has_neg = [-1 in row for row in S]
-            has_zero = [0 in row for row in S]
-            Zc = (Zf[ci, :d], Zf[ci, d])
+                    S[t] = [
+                        v if v else st.exact_sign(cand[t], self.Pq[i]) for i, v in enumerate(row)
+                    ]
+            self.S = S
+            self.has_pos = [1 in row for row in S]
+            self.has_neg = [-1 in row for row in S]
+            self.has_zero = [0 in row for row in S]
+            self.Zc = (st.Zf[ci, :d], st.Zf[ci, d])
 
-            def cand_signs(xf: np.ndarray) -> np.ndarray:
-                return float_signs(Zc[0], Zc[1], xf)
+    def add(self, xf: np.ndarray, xq) -> None:
+        """A new point of the node's cell, with the candidates' float signs there."""
+        self.newf.append(xf)
+        self.newq.append(xq)
+        self.news.append(float_signs(self.Zc[0], self.Zc[1], xf))
+        self.newr.append(_radius(self.geo, xf))
 
-        for t, j in enumerate(cand):
-            pos, neg, through = has_pos[t], has_neg[t], has_zero[t]
-            for sg, xq in zip(news, newq):
-                s = int(sg[t]) or exact_sign(j, xq)
-                pos, neg, through = pos or s > 0, neg or s < 0, through or s == 0
-            if pos and neg:
-                crossing.append(j)
-                continue
-            nrm = float(Znorm[j])
-            unit = Zf[j, :d] / nrm
-            if through:
-                # the hyperplane passes through a point strictly inside: it crosses; a step
-                # along the normal each way gives the sides their points
-                i = S[t].index(0) if has_zero[t] else None
-                if i is not None:
-                    step = 0.5 * float(Pr[i])
-                    for sgn, want in ((1.0, pos), (-1.0, neg)):
-                        if want:
-                            continue
-                        xf = Pf[i] + sgn * step * unit
-                        xq = admit(geo, [side_row(j, sgn > 0)], xf) if step > 0 else None
-                        if xq is not None:
-                            newf.append(xf), newq.append(xq), news.append(cand_signs(xf))
-                            newr.append(_radius(geo, xf))
-                crossing.append(j)
-                continue
-            near = pos
-            # walk from the pool point with the most room across the hyperplane: straight
-            # along its normal, then along the cell's walls (an active-set ascent in
-            # floats). Past the hyperplane: a far point (checked exactly). Stuck below it:
-            # the active walls' multipliers, checked exactly as an emptiness certificate.
-            ra, rc, rfa, rfc = side_row(j, not near)
-            dist = np.abs(Z[t]) / nrm
-            direc = -unit if near else unit
-            if geo_n is None:
-                geo_n = _unit_rows(geo)
-                slack_n = geo_n[1][:, None] - geo_n[0] @ Pf.T  # (rows, pool points)
-            i = int(_walk.best_start(geo_n[0], slack_n, direc, dist))
-            engine.walks += 1
-            out = _ascent(geo_n[0], geo_n[1], Pf[i], -rfa / nrm, -rfc / nrm, 3 * d + 6)
-            if out is not None and out[0] == "cross":
-                xb = out[1]
-                x0 = Pf[i]
-                fb, f0 = float(rfa @ xb - rfc), float(rfa @ x0 - rfc)
-                lam = 0.5 * fb / (fb - f0) if fb < 0 and f0 > fb else 0.0
-                xf = xb + lam * (x0 - xb)
-                xq = admit(geo, [(ra, rc, rfa, rfc)], xf) if lam > 0 else None
-                if xq is not None:
-                    newf.append(xf), newq.append(xq), news.append(cand_signs(xf))
-                    newr.append(_radius(geo, xf))
-                    crossing.append(j)
-                    continue
-            elif out is not None and certify:
-                W, lamW = out[1], out[2]
-                keep = [w for w, v in zip(W, lamW) if v > 0]
-                y = [float(v) * geo_n[2][w] for w, v in zip(W, lamW) if v > 0]
-                Sq = [geo.rows_q[w] for w in keep] + [ra]
-                sq = [geo.offs_q[w] for w in keep] + [rc]
-                ok = _square_certificate(Sq, sq) if len(keep) == d else None
-                if ok is None and keep:
-                    ok = _motzkin(Sq, sq, np.array(y + [1.0 / nrm]), (), (), ())
-                if ok:
-                    engine.certificates += 1
-                    engine.walk_proofs += 1
-                    bits[j] = near
-                    continue
-            elif out is not None:  # certify=False: the float walk decides
+    def decide(self, t: int, j: int, bits: list, walk) -> None:
+        """Candidate ``j`` (the ``t``-th): crossing the cell (into :attr:`crossing`, with
+        points on its sides where found), or on one side of it (its bit set)."""
+        st, geo = self.st, self.geo
+        pos, neg, through = self.has_pos[t], self.has_neg[t], self.has_zero[t]
+        for sg, xq in zip(self.news, self.newq):
+            s = int(sg[t]) or st.exact_sign(j, xq)
+            pos, neg, through = pos or s > 0, neg or s < 0, through or s == 0
+        if pos and neg:
+            self.crossing.append(j)
+            return
+        nrm = float(st.Znorm[j])
+        unit = st.Zf[j, : st.d] / nrm
+        if through:
+            # the hyperplane passes through a point strictly inside: it crosses; a step
+            # along the normal each way gives the sides their points
+            i = self.S[t].index(0) if self.has_zero[t] else None
+            if i is not None:
+                step = 0.5 * float(self.Pr[i])
+                for sgn, want in ((1.0, pos), (-1.0, neg)):
+                    if want:
+                        continue
+                    xf = self.Pf[i] + sgn * step * unit
+                    xq = st.admit(geo, [st.side_row(j, sgn > 0)], xf) if step > 0 else None
+                    if xq is not None:
+                        self.add(xf, xq)
+            self.crossing.append(j)
+            return
+        if self._walk_across(t, j, pos, nrm, unit, bits, walk):
+            return
+        ra, rc, rfa, rfc = st.side_row(j, not pos)
+        res = st.decide_side(geo, ra, rc, rfa, rfc)
+        if res is None:
+            bits[j] = pos
+        else:
+            self.add(res[0], res[1])
+            self.crossing.append(j)
+
+    def _walk_across(self, t, j, near: bool, nrm: float, unit, bits: list, walk) -> bool:
+        """Walk from the pool point with the most room across candidate ``j``'s hyperplane:
+        straight along its normal, then along the cell's walls (an active-set ascent in
+        floats). Past the hyperplane: a far point (checked exactly; ``j`` crosses). Stuck
+        below it: the active walls' multipliers, checked exactly as an emptiness
+        certificate (``j``'s bit set). True when either decided it."""
+        st, geo = self.st, self.geo
+        d = st.d
+        ra, rc, rfa, rfc = st.side_row(j, not near)
+        dist = np.abs(self.Z[t]) / nrm
+        direc = -unit if near else unit
+        if self.geo_n is None:
+            self.geo_n = _unit_rows(geo)
+            self.slack_n = self.geo_n[1][:, None] - self.geo_n[0] @ self.Pf.T  # (rows, points)
+        geo_n = self.geo_n
+        i = int(walk.best_start(geo_n[0], self.slack_n, direc, dist))
+        st.engine.walks += 1
+        out = _ascent(geo_n[0], geo_n[1], self.Pf[i], -rfa / nrm, -rfc / nrm, 3 * d + 6)
+        if out is not None and out[0] == "cross":
+            xb, x0 = out[1], self.Pf[i]
+            fb, f0 = float(rfa @ xb - rfc), float(rfa @ x0 - rfc)
+            lam = 0.5 * fb / (fb - f0) if fb < 0 and f0 > fb else 0.0
+            xf = xb + lam * (x0 - xb)
+            xq = st.admit(geo, [(ra, rc, rfa, rfc)], xf) if lam > 0 else None
+            if xq is not None:
+                self.add(xf, xq)
+                self.crossing.append(j)
+                return True
+        elif out is not None and st.engine.certify:
+            W, lamW = out[1], out[2]
+            keep = [w for w, v in zip(W, lamW) if v > 0]
+            y = [float(v) * geo_n[2][w] for w, v in zip(W, lamW) if v > 0]
+            Sq = [geo.rows_q[w] for w in keep] + [ra]
+            sq = [geo.offs_q[w] for w in keep] + [rc]
+            ok = _square_certificate(Sq, sq) if len(keep) == d else None
+            if ok is None and keep:
+                ok = _motzkin(Sq, sq, np.array(y + [1.0 / nrm]), (), (), ())
+            if ok:
+                st.engine.certificates += 1
+                st.engine.walk_proofs += 1
                 bits[j] = near
-                continue
-            res = engine.decide(
-                geo.rows_q + [ra],
-                geo.offs_q + [rc],
-                np.vstack([geo.rows_f, rfa[None, :]]),
-                np.append(geo.offs_f, rfc),
-                scaled=True,
-            )
-            if res is None:
-                bits[j] = near
-            else:
-                newf.append(res[0]), newq.append(res[1]), news.append(cand_signs(res[0]))
-                newr.append(_radius(geo, res[0]))
-                crossing.append(j)
-        if not crossing:
-            yield _leaf(_recenter(geo, engine), bits, n, k, Zq, ent)
-            continue
-        if newq:
-            Pf = np.vstack([Pf, np.array(newf)])
-            Pq = Pq + newq
-            Pr = np.concatenate([Pr, newr])
-        j = crossing[0]
-        rest = crossing[1:]
-        sv, zj = float_signs_at(Zf[j : j + 1, :d], Zf[j : j + 1, d], Pf)
-        sv = [v if v else exact_sign(j, Pq[i]) for i, v in enumerate(sv[0].tolist())]
-        dj = np.abs(zj[0]) / float(Znorm[j])
-        owner = (k, l, j)
+                return True
+        elif out is not None:  # certify=False: the float walk decides
+            bits[j] = near
+            return True
+        return False
+
+    def children(self, bits: list) -> list:
+        """The node's cell split by its first crossing neuron: each nonempty side with the
+        pool points on that side (an LP decides a side without one), the side's bit set,
+        the other crossing neurons left to decide."""
+        st, geo = self.st, self.geo
+        Pf, Pq, Pr = self.Pf, self.Pq, self.Pr
+        if self.newq:
+            Pf = np.vstack([Pf, np.array(self.newf)])
+            Pq = Pq + self.newq
+            Pr = np.concatenate([Pr, self.newr])
+        j, rest = self.crossing[0], self.crossing[1:]
+        sv, zj = float_signs_at(st.Zf[j : j + 1, : st.d], st.Zf[j : j + 1, st.d], Pf)
+        sv = [v if v else st.exact_sign(j, Pq[i]) for i, v in enumerate(sv[0].tolist())]
+        dj = np.abs(zj[0]) / float(st.Znorm[j])
+        owner = (st.k, st.l, j)
+        out = []
         for side in (True, False):
-            ra, rc, rfa, rfc = side_row(j, side)
+            ra, rc, rfa, rfc = st.side_row(j, side)
             sel = [i for i, v in enumerate(sv) if (v > 0 if side else v < 0)]
             if sel:
                 pts = (Pf[sel], [Pq[i] for i in sel], np.minimum(Pr[sel], dj[sel]))
             else:  # no point on this side (a step was refused): an LP decides
-                res = engine.decide(
-                    geo.rows_q + [ra],
-                    geo.offs_q + [rc],
-                    np.vstack([geo.rows_f, rfa[None, :]]),
-                    np.append(geo.offs_f, rfc),
-                    scaled=True,
-                )
+                res = st.decide_side(geo, ra, rc, rfa, rfc)
                 if res is None:
                     continue
                 pts = (res[0][None, :], [res[1]], np.array([res[2]]))
@@ -906,7 +920,36 @@ def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine)
             )
             b = list(bits)
             b[j] = side
-            stack.append((child, b, rest))
+            out.append((child, b, rest))
+        return out
+
+
+def iter_refine_stage(cell: Cell, k: int, l: int, net: ExactNet, engine: Engine) -> Iterator[Cell]:
+    """The cells of :func:`refine_stage`, one at a time, in the same order (depth first
+    over the binary space partition: at most one pending sibling per split level).
+
+    Each cell carries a pool of points certified strictly inside it (``Cell.points``). A
+    hyperplane with pool points strictly on both sides crosses the cell (no LP). A
+    one-sided hyperplane that passes within a pool point's ball gets a point on its far
+    side by a step across it (checked exactly; no LP). Only the remaining one-sided
+    hyperplanes need an LP on the far side: empty (certified) fixes the neuron's bit for
+    the sub-tree, non-empty adds the LP's point to the pool. A split hands each side the
+    pool points on that side, so a split itself never needs an LP.
+    """
+    walk = _kernels()
+    st = _Stage(cell, k, l, net, engine)
+    stack = [(st.cell, st.bits0, st.cand0)]
+    while stack:
+        if engine.deadline is not None and time.monotonic() > engine.deadline:
+            raise EngineDeadline()
+        geo, bits, cand = stack.pop()
+        node = _Node(st, geo, cand)
+        for t, j in enumerate(cand):
+            node.decide(t, j, bits, walk)
+        if not node.crossing:
+            yield _leaf(_recenter(geo, engine), bits, st.n, k, st.Zq, st.ent)
+            continue
+        stack.extend(node.children(bits))
 
 
 def _center_walk(
