@@ -135,3 +135,64 @@ def test_the_fiber_refuses_a_domain_and_data_together():
         fiber(P, (np.zeros(3), np.ones(3)), data=np.zeros((5, 3)))
     with pytest.raises(InputError, match="3 columns"):
         fiber(P, data=np.zeros((5, 4)))
+
+
+def test_no_hidden_layer_needs_enough_points_to_be_determined():
+    """f(x) = W x + b is not determined by its value at one point (found in review)."""
+    P = [(np.array([[1.0, 2.0]]), np.array([0.5]))]
+    one = identifiability(P, data=np.array([[0.0, 1.0]]))
+    assert one.locally_identifiable is not True
+    Q = [(np.array([[1.0, 2.0 + 0.25]]), np.array([0.5 - 0.25]))]  # same value at (0, 1)
+    assert np.array_equal(forward(Q, np.array([[0.0, 1.0]])), forward(P, np.array([[0.0, 1.0]])))
+    three = identifiability(P, data=np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 0.0]]))
+    assert three.locally_identifiable is True
+    assert "1 data point:" in one.describe()
+
+
+def test_an_input_constant_on_the_data_frees_the_weights_on_it():
+    """A blank border pixel: the first layer's weights on it trade with the biases. The
+    False is re-checked by that move: the same values at the data, off the orbit."""
+    P = ReLUNet([3, 5, 4, 2]).random_params(3)
+    X = np.random.default_rng(0).standard_normal((400, 3)) * 3
+    X[:, 1] = 0.5
+    r = identifiability(P, data=X)
+    assert r.locally_identifiable is False and "input 1 is 0.5" in r.local_reason
+    Q = [(W.copy(), b.copy()) for W, b in P]
+    delta = np.linspace(0.25, 1.0, 5)
+    Q[0][0][:, 1] += delta
+    Q[0][1][:] -= 0.5 * delta
+    assert np.allclose(forward(Q, X), forward(P, X), rtol=1e-12, atol=1e-12)
+    assert orbit_gap(P, Q) > 1e-6
+    F = fiber(P, data=X)
+    assert any(f.kind == "constant_input" and f.input_index == 1 for f in F.families)
+    for S in F.sample(3, seed=1):
+        assert np.allclose(forward(S, X), forward(P, X), rtol=1e-9, atol=1e-9)
+
+
+def test_points_on_a_line_leave_it_undecided_without_walking_every_point():
+    """Data on a line through the input space (no coordinate constant): the rank stalls
+    below P - H, and the search stops after batches that add nothing."""
+    P = ReLUNet([3, 5, 4, 2]).random_params(3)
+    t = np.random.default_rng(0).standard_normal((5000, 1)) * 3
+    X = t * np.array([[1.0, 0.5, -0.25]]) + np.array([[0.1, 0.2, 0.3]])
+    rank, used, why = point_jacobian_rank(P, X, 45)
+    assert rank < 45 and used < 5000 and "did not raise the rank" in why
+    r = identifiability(P, data=X)
+    assert r.locally_identifiable is not True
+
+
+def test_a_network_of_fractions_gets_no_local_verdict_from_its_rounding():
+    """Found in review: the local verdict ran on the float64 copy of exact entries,
+    where two rows parallel in exact arithmetic are not."""
+    from fractions import Fraction as F
+
+    r1 = [F(1, 3), F(1, 10), F(-2, 7)]
+    r2 = [3 * v for v in r1]  # row 2 = 3 row 1, exactly
+    P = [
+        (np.array([r1[:2], r2[:2], [1, -1]], dtype=object), np.array([r1[2], r2[2], F(1, 5)])),
+        (np.array([[1, 2, -1]], dtype=object), np.array([0], dtype=object)),
+    ]
+    r = identifiability(P, (-3 * np.ones(2), 3 * np.ones(2)))
+    assert r.locally_identifiable is None and "float64" in r.local_reason
+    with pytest.raises(InputError, match="float64"):
+        fiber(P, data=np.zeros((3, 2)))

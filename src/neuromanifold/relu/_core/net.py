@@ -126,6 +126,28 @@ def float_params(raw: Any) -> list | None:
     return check_params(raw)
 
 
+def float64_mismatch(raw: Any, params: Params) -> str | None:
+    """``None`` when every entry of ``raw`` is the float64 number in ``params`` (its
+    checked float copy), else the first one that is not (a ``Fraction``, a large integer),
+    in words: the analyses that decide on the float64 network would decide on another
+    one (two rows parallel in exact arithmetic need not be after rounding, nor the
+    reverse)."""
+    if float_params(raw) is not None:
+        return None
+    for l, ((We, be), (W, b)) in enumerate(zip(exact_params(raw), params), start=1):
+        for (i, k), v in [
+            ((i, k), We[i, k]) for i in range(W.shape[0]) for k in range(W.shape[1])
+        ] + [((i, None), be[i]) for i in range(len(b))]:
+            f = W[i, k] if k is not None else b[i]
+            if to_fmpq(float(f)) != v:
+                where = f"W_{l}[{i}, {k}]" if k is not None else f"b_{l}[{i}]"
+                return (
+                    f"{where} = {v} is not a float64 number (it would be read as "
+                    f"{float(f)!r}, another network whose parallel rows and signs can differ)"
+                )
+    return None
+
+
 def exact_params(params: Any) -> list[tuple[flint.fmpq_mat, list[flint.fmpq]]]:
     """The exact values of the very entries passed, as ``(W, b)`` with ``W`` an
     ``fmpq_mat`` and ``b`` a list of ``fmpq``.

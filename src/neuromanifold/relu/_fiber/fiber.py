@@ -51,15 +51,15 @@ import numpy as np
 from ..._errors import InputError, short_repr
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_positive_int, renamed_keywords
-from ...exact import to_fmpq
 from .._core.domain import Domain, as_data, as_domain, full_dimensional
 from .._core.live import refuse_conv
-from .._core.net import check_params, exact_params, float_params
+from .._core.net import check_params, float64_mismatch
 from .._engine.budget import check_budget
 from .._fundim.fundim import proven_jacobian_rank
 from .._fundim.points import point_jacobian_rank
 from .._symmetries.moves import (
     MoveFamily,
+    constant_inputs,
     data_statuses,
     domain_statuses,
     generated_dimension,
@@ -124,7 +124,8 @@ class DeepFiber(ReLUFiber):
         if self.domain is not None and self.domain.kind != "whole":
             widths += f", on the {self.domain.kind}"
         if self.num_data_points is not None:
-            widths += f", at {self.num_data_points:,} data points"
+            n = self.num_data_points
+            widths += f", at {n:,} data point{'s' if n != 1 else ''}"
         if self.local_dimension is not None:
             head = (
                 f"fiber of local dimension {self.local_dimension} at this parameter "
@@ -247,7 +248,12 @@ def fiber(
     dom = full_dimensional(as_domain(domain, d), "fiber")
     if X is None and dom.kind == "whole" and len(params) == 3 and is_bottleneck(params, tol=tol):
         return bottleneck_fiber(params, tol=tol)
-    _check_float_values(raw, params)
+    mismatch = float64_mismatch(raw, params)
+    if mismatch is not None:
+        raise InputError(
+            f"fiber decides its moves on float64 entries, and {mismatch}; pass the float64 "
+            f"network to analyse that one"
+        )
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
     if X is None:
@@ -255,7 +261,8 @@ def fiber(
         status, margin = domain_statuses(params, dom, max_regions, half)
     else:
         status, margin = data_statuses(params, X)
-    families = move_families(params, status, margin)
+    constant = () if X is None else constant_inputs(X)
+    families = move_families(params, status, margin, constant)
     dimension, num_unit, num_other, complete = generated_dimension(params, families, deadline)
     P = sum(W.size + b.size for W, b in params)
     left = None if time_limit is None else max(time_limit - (time.monotonic() - start), 1e-3)
@@ -306,24 +313,3 @@ def _more(families: tuple, shown: int | None) -> list[str]:
         if rest > 0
         else []
     )
-
-
-def _check_float_values(raw: Any, params: Params) -> None:
-    """Refuse entries (``Fraction``, large integers) that float64 does not hold exactly:
-    the moves are decided on the float64 network, which would then be another network
-    (two rows parallel in exact arithmetic need not be after rounding, nor the reverse)."""
-    if float_params(raw) is not None:
-        return
-    for l, ((We, be), (W, b)) in enumerate(zip(exact_params(raw), params), start=1):
-        for (i, k), v in [
-            ((i, k), We[i, k]) for i in range(W.shape[0]) for k in range(W.shape[1])
-        ] + [((i, None), be[i]) for i in range(len(b))]:
-            f = W[i, k] if k is not None else b[i]
-            if to_fmpq(float(f)) != v:
-                where = f"W_{l}[{i}, {k}]" if k is not None else f"b_{l}[{i}]"
-                raise InputError(
-                    f"fiber decides its moves on float64 entries, and {where} = {v} is not "
-                    f"a float64 number (it would be read as {float(f)!r}, another network "
-                    f"whose parallel rows and signs can differ); pass the float64 network "
-                    f"to analyse that one"
-                )

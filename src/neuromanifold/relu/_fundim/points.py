@@ -11,8 +11,8 @@ they are stacked densely: the floats are exact binary fractions, reduced modulo
 :data:`~neuromanifold.relu._fundim.layered_rank.PRIME`, every product exact, and the rank of
 the stacked rows modulo the prime is a proven lower bound of their rank over the
 rationals. Points are added in batches until the rank reaches its goal or the points run
-out; points whose pattern is not proven are left out (a subset of the points can only
-lower the rank).
+out, stop raising it, or fill the rows' memory; points whose pattern is not
+proven are left out (a subset of the points can only lower the rank).
 """
 
 from __future__ import annotations
@@ -25,6 +25,13 @@ from .._core.numbers import forward_error_bounds
 from .layered_rank import DIRECT_LIMIT, PRIME, rank_seconds, residue_matmul, residue_rank, residues
 
 __all__ = ["point_jacobian_rank", "POINT_RANK_LIMIT"]
+
+#: Residues the stacked rows may hold (200 MB) before more points are refused, unless
+#: fewer than twice the parameters' rows
+_MAX_ENTRIES = 25_000_000
+
+#: Batches in a row that add no rank before the points are no longer taken
+_STALLED = 3
 
 #: Parameters up to which the stacked rows at the points are factorized (their rank is one
 #: flint call on a matrix of about P x P residues).
@@ -67,8 +74,17 @@ def point_jacobian_rank(
     m = params[-1][0].shape[0]
     batch = max(1, -(-(goal + 16) // m))  # enough rows for the goal, and a little slack
     rows = np.zeros((0, P), dtype=np.int64)
-    rank, used = 0, 0
+    rank, used, stalled = 0, 0, 0
     for start in range(0, Xp.shape[0], batch):
+        if rows.shape[0] >= max(2 * P, _MAX_ENTRIES // P):  # the dense rows' memory
+            return (
+                rank,
+                used,
+                (
+                    f"the rank stays below its goal after {rows.shape[0]:,} rows, where more "
+                    f"points are not taken (the dense rows' memory)"
+                ),
+            )
         stop = min(start + batch, Xp.shape[0])
         block = _rows(params, Xp[start:stop], [mk[start:stop] for mk in masks])
         grown = np.vstack([rows, block])
@@ -82,10 +98,14 @@ def point_jacobian_rank(
                     f"{expected:.0f} s for {grown.shape[0]:,} rows)"
                 ),
             )
+        before = rank
         rows, used = grown, stop
         rank = residue_rank(rows)
         if rank >= goal:
             break
+        stalled = stalled + 1 if rank == before else 0
+        if stalled == _STALLED:  # batches of new points added nothing: more are unlikely to
+            return rank, used, f"{_STALLED} batches of more points did not raise the rank"
     return rank, used, None
 
 

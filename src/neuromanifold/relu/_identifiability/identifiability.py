@@ -39,7 +39,7 @@ from ..._validation import check_bool
 from .._bounds.parameters import function_distance_bound, path_norm_scale
 from .._core.domain import as_data, as_domain, full_dimensional
 from .._core.live import refuse_conv
-from .._core.net import check_params, float_params
+from .._core.net import check_params, float64_mismatch, float_params
 from .._engine.budget import check_budget
 from .._symmetries.any_depth import (
     ActiveBiasShift,
@@ -175,6 +175,7 @@ def identifiability(
     (False, True, WindowSymmetry(start=1, symmetry=HidingTranslation(...)))
     """
     refuse_conv(params, "identifiability")
+    raw = params
     params = check_params(params)
     local = check_bool(local, "local")
     d = params[0][0].shape[1]
@@ -194,12 +195,21 @@ def identifiability(
     if not local:
         return res
     left = None if time_limit is None else max(time_limit - (time.monotonic() - start), 1e-3)
+    mismatch = float64_mismatch(raw, params)
     if res.identifiable is True and dom is None and X is None:
         found = LocalVerdict(
             locally_identifiable=True,
             jacobian_rank=None,
             rank_bound=0,
             reason="identifiable: the whole fiber is the permutation-scaling orbit",
+        )
+    elif mismatch is not None:
+        found = LocalVerdict(
+            locally_identifiable=None,
+            jacobian_rank=None,
+            rank_bound=0,
+            reason=f"the local verdict decides on float64 entries (its rank is of the float "
+            f"network), and {mismatch}; pass the float64 network to ask it of that one",
         )
     else:
         found = local_identifiability(

@@ -54,6 +54,7 @@ from .._core.domain import Domain
 from .._fundim.fundim import proven_jacobian_rank
 from .._fundim.points import point_jacobian_rank
 from .._symmetries.moves import (
+    constant_inputs,
     data_statuses,
     domain_statuses,
     generated_dimension,
@@ -138,6 +139,8 @@ def local_identifiability(
             reason=f"neuron {j} of layer {l} has zero incoming weights and bias, so its "
             f"scaling moves nothing and the rank test does not apply",
         )
+    if data is not None:  # finitely many values: even an affine map needs enough of them
+        return _from_data(params, data, H, bound, start, time_limit)
     if H == 0:
         return LocalVerdict(
             locally_identifiable=True,
@@ -145,8 +148,6 @@ def local_identifiability(
             rank_bound=P,
             reason="no hidden layer: the function is its parameter",
         )
-    if data is not None:
-        return _from_data(params, data, H, bound, start, time_limit)
     if domain is not None:
         moved = _moves_on_domain(params, domain, H, max_regions, time_limit)
         if moved is not None:
@@ -184,9 +185,10 @@ def _from_data(params: list, X, H: int, bound: int, start: float, time_limit) ->
     """The local verdict from the values at the rows of ``X`` (module docs)."""
     deadline = None if time_limit is None else start + time_limit
     status, margin = data_statuses(params, X)
-    moved = _moves_beyond_orbit(
-        params, status, margin, H, deadline, f"the values at the {len(X):,} data points"
-    )
+    constant = constant_inputs(X)
+    plural = "s" if len(X) > 1 else ""
+    where = f"the values at the {len(X):,} data point{plural}"
+    moved = _moves_beyond_orbit(params, status, margin, H, deadline, where, constant)
     if moved is not None:
         return LocalVerdict(
             locally_identifiable=False, jacobian_rank=None, rank_bound=bound, reason=moved
@@ -227,10 +229,12 @@ def _moves_on_domain(params: list, dom: Domain, H: int, max_regions, time_limit)
     )
 
 
-def _moves_beyond_orbit(params, status, margin, H: int, deadline, where: str) -> str | None:
-    """The reason the moves that ``status`` and ``margin`` allow generate more than the
-    ``H`` dimensions of the scaling orbit, or ``None``."""
-    families = move_families(params, status, margin)
+def _moves_beyond_orbit(
+    params, status, margin, H: int, deadline, where: str, constant: tuple = ()
+) -> str | None:
+    """The reason the moves that ``status``, ``margin`` and ``constant`` allow generate
+    more than the ``H`` dimensions of the scaling orbit, or ``None``."""
+    families = move_families(params, status, margin, constant)
     if all(f.kind == "scaling" for f in families):
         return None
     dimension, _, _, _ = generated_dimension(params, families, deadline)

@@ -84,5 +84,6 @@ class Identifiability(Result):
         )
         where = "" if self.local_domain is None else f" on the {self.local_domain.kind}"
         if self.local_num_data_points is not None:
-            where = f" from the values at {self.local_num_data_points:,} data points"
+            n = self.local_num_data_points
+            where = f" from the values at {n:,} data point{'s' if n != 1 else ''}"
         return [f"  {word}{where}: {self.local_reason}"]

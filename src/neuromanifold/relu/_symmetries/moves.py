@@ -36,6 +36,7 @@ __all__ = [
     "Layout",
     "domain_statuses",
     "data_statuses",
+    "constant_inputs",
     "move_families",
     "move_tangents",
     "rank_mod_p",
@@ -55,6 +56,7 @@ KINDS = (
     "active_bias",
     "active_block",
     "scaling",
+    "constant_input",
 )
 
 
@@ -67,12 +69,17 @@ class MoveFamily(Result):
         kind: ``"scaling"``, ``"dead"`` (by its signs, on R^d), ``"dead_with_margin"``
             (pre-activation certified ``< 0`` on the whole domain), ``"dead_on_image"``
             (dead on the domain, proved on the image of the layers before),
-            ``"silent"``, ``"parallel"``, ``"active_bias"`` or ``"active_block"``.
+            ``"silent"``, ``"parallel"``, ``"active_bias"``, ``"active_block"`` or
+            ``"constant_input"`` (an input coordinate constant at the data points: the
+            first layer's weights on it trade with its biases; valid at any parameter, so
+            it composes last).
         layer: the hidden layer (1-based, like ``W_l``).
         neurons: the neurons moved (a pair ``(j, k)`` for ``"parallel"``: row ``k`` is
             ``ratio`` times row ``j``).
         num_directions: the tangent vectors the family contributes (before the rank).
         ratio: ``lam`` of a parallel pair, else ``None``.
+        input_index, value: for ``"constant_input"``, the input coordinate and its value
+            at every data point, else ``None``.
     """
 
     kind: str
@@ -80,11 +87,18 @@ class MoveFamily(Result):
     neurons: tuple
     num_directions: int
     ratio: float | None = None
+    input_index: int | None = None
+    value: float | None = None
 
     def describe(self) -> str:
         """The family in words."""
         who = ", ".join(map(str, self.neurons))
-        if self.kind == "parallel":
+        if self.kind == "constant_input":
+            text = (
+                f"input {self.input_index} is {self.value:.6g} at every data point: the "
+                f"weights on it trade with the biases"
+            )
+        elif self.kind == "parallel":
             text = (
                 f"neurons {who} parallel (ratio {self.ratio:.6g}): outgoing weight moves "
                 f"between them"
@@ -102,7 +116,7 @@ class MoveFamily(Result):
                 "active_bias": f"neuron {who} active on every input of the domain: bias "
                 f"shifts into the next layer",
                 "active_block": f"always-active block {{{who}}}: rows mix by I + E, E >= 0",
-            }[self.kind]
+            }.get(self.kind)
         plural = "" if self.num_directions == 1 else "s"
         return f"layer {self.layer}: {text} ({self.num_directions} direction{plural})"
 
@@ -133,7 +147,8 @@ def data_statuses(params: Params, X: np.ndarray) -> tuple[tuple, tuple]:
     the float pass and its rounding-error bound): ``"dead"`` where the pre-activation is
     ``<= 0`` at every point (with ``margin``: ``< 0`` at every one, so its row is free
     near the parameter: finitely many strict inequalities persist), ``"linear"`` where it
-    is ``>= 0`` at every point, else ``""``."""
+    is ``>= 0`` at every point, else ``""``. (:func:`constant_inputs` gives the input
+    coordinates the data do not vary.)"""
     status, margin = [], []
     for Z, err in forward_error_bounds(params, X):
         dead = np.all(Z + err <= 0, axis=0)
@@ -143,15 +158,23 @@ def data_statuses(params: Params, X: np.ndarray) -> tuple[tuple, tuple]:
     return tuple(status), tuple(margin)
 
 
+def constant_inputs(X: np.ndarray) -> tuple:
+    """``((i, value), ...)``: the input coordinates equal at every row of ``X`` (a blank
+    border pixel), with their value."""
+    same = np.flatnonzero(np.all(X == X[:1], axis=0))
+    return tuple((int(i), float(X[0, i])) for i in same)
+
+
 def move_families(
-    params: Params, status: tuple | None, margin: tuple | None = None
+    params: Params, status: tuple | None, margin: tuple | None = None, constant: tuple = ()
 ) -> list[MoveFamily]:
     """Every move family of ``params``, in the order of :data:`KINDS`: decided on the
     exact floats, and on ``status`` (per hidden layer, what
     :func:`~neuromanifold.relu.neurons` proved each neuron does on the domain) for neurons
     dead or linear on the image of the layers before only; ``margin`` (per hidden layer, a
     boolean per neuron: pre-activation certified ``< 0`` on the whole domain) frees the
-    rows of those dead neurons."""
+    rows of those dead neurons; ``constant`` (:func:`constant_inputs` of data points) adds
+    a ``"constant_input"`` family per coordinate."""
     fams: dict[str, list] = {k: [] for k in KINDS}
     for h in range(1, len(params)):
         W, b = params[h - 1]
@@ -206,6 +229,18 @@ def move_families(
             )
         fams["scaling"].append(
             MoveFamily(kind="scaling", layer=h, neurons=tuple(range(n)), num_directions=n)
+        )
+    n1 = params[0][0].shape[0]
+    for i, v in constant if len(params) > 1 else ():
+        fams["constant_input"].append(
+            MoveFamily(
+                kind="constant_input",
+                layer=1,
+                neurons=tuple(range(n1)),
+                num_directions=n1,
+                input_index=i,
+                value=v,
+            )
         )
     return [f for k in KINDS for f in fams[k]]
 
@@ -295,6 +330,10 @@ def move_tangents(params: Params, families: list[MoveFamily]):
                         idx = np.concatenate([lay.row(h, a), lay.column(h, c)])
                         val = np.concatenate([res(np.append(W[c], b[c])), res(-C[:, a])])
                         rows.append((idx, val))
+        elif f.kind == "constant_input":  # W_1[j, i] += s, b_1[j] -= s value
+            for j in f.neurons:
+                idx = np.array([lay.row(1, j)[f.input_index], lay.row(1, j)[-1]])
+                rows.append((idx, np.append(1, res(-f.value))))
         else:  # scaling
             for j in f.neurons:
                 idx = np.concatenate([lay.row(h, j), lay.column(h, j)])
@@ -405,6 +444,10 @@ def sample_moves(params: Params, families, rng: np.random.Generator, dyadic: boo
             R = G @ np.hstack([W[A], b[A, None]])
             W[A], b[A] = R[:, :-1], R[:, -1]
             C[:, A] = np.linalg.solve(G.T, C[:, A].T).T
+        elif f.kind == "constant_input":
+            s = num(-1, 1, W.shape[0])
+            W[:, f.input_index] += s
+            b -= s * f.value
         elif f.kind == "scaling":
             u = (
                 2.0 ** rng.integers(-2, 3, len(f.neurons))
