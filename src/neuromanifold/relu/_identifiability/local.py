@@ -170,6 +170,14 @@ def local_identifiability(
             f"over regions with proven patterns), so near the parameter the fiber is "
             f"the orbit of the {H} neuron scalings",
         )
+    if rank == 0:
+        return LocalVerdict(
+            locally_identifiable=None,
+            jacobian_rank=0,
+            rank_bound=bound,
+            reason=f"no rank was proven within the budget (its first pass over sampled "
+            f"regions did not end; P - H = {bound}): a larger time_limit decides more",
+        )
     return LocalVerdict(
         locally_identifiable=None,
         jacobian_rank=rank,
