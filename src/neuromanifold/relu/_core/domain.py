@@ -17,7 +17,15 @@ from ..._results import Result
 from ..._validation import MAX_PARAMS, as_finite_array, check_nonnegative_float, check_positive_int
 from .net import check_params
 
-__all__ = ["Domain", "as_domain", "as_data", "full_dimensional", "FixedInputs", "sample_points"]
+__all__ = [
+    "Domain",
+    "as_domain",
+    "as_data",
+    "domain_or_data",
+    "full_dimensional",
+    "FixedInputs",
+    "sample_points",
+]
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -278,6 +286,19 @@ def as_data(data: Any, dim: int) -> np.ndarray:
             f"got shape {X.shape}"
         )
     return X
+
+
+def domain_or_data(domain: Any, data: Any, dim: int, what: str) -> tuple:
+    """``(domain, X)`` of a question asked on a full-dimensional domain or at data points,
+    never both: the :class:`Domain` (:func:`as_domain`, :func:`full_dimensional`) and the
+    points (:func:`as_data`, or ``None``)."""
+    if domain is not None and data is not None:
+        raise InputError(
+            f"{what} takes a domain or data points, not both; got domain="
+            f"{short_repr(domain)} and data of shape {np.shape(data)}"
+        )
+    X = None if data is None else as_data(data, dim)
+    return full_dimensional(as_domain(domain, dim), what), X
 
 
 def full_dimensional(domain: Domain, what: str = "this analysis") -> Domain:

@@ -48,10 +48,10 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import InputError, short_repr
+from ..._errors import InputError
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_seed_rng, check_bool, check_positive_int, renamed_keywords
-from .._core.domain import Domain, as_data, as_domain, full_dimensional
+from .._core.domain import Domain, domain_or_data
 from .._core.live import refuse_conv
 from .._core.net import check_params, float64_mismatch
 from .._engine.budget import check_budget
@@ -239,13 +239,7 @@ def fiber(
     tol = check_tol(tol)
     max_regions, time_limit = check_budget(max_regions, time_limit)
     d = params[0][0].shape[1]
-    if domain is not None and data is not None:
-        raise InputError(
-            "fiber takes a domain or data points, not both; got domain="
-            f"{short_repr(domain)} and data of shape {np.shape(data)}"
-        )
-    X = None if data is None else as_data(data, d)
-    dom = full_dimensional(as_domain(domain, d), "fiber")
+    dom, X = domain_or_data(domain, data, d, "fiber")
     if X is None and dom.kind == "whole" and len(params) == 3 and is_bottleneck(params, tol=tol):
         return bottleneck_fiber(params, tol=tol)
     mismatch = float64_mismatch(raw, params)

@@ -629,6 +629,8 @@ def _reach_sign(Ws, bs, dom, x: np.ndarray, l: int, j: int, sign: int) -> np.nda
             x = x + min(1.0, 1.05 * abs(z) / gain) * step
         else:
             x = x - 1.05 * z / (g @ g) * g  # just past the zero of its linear piece
+            if dom.kind == "orthant":  # stay in the domain: its nearest point
+                x = np.maximum(x, 0.0)
     return x if sign * _pre_activations(Ws, bs, x[None])[l][0, j] > 0 else None
 
 

@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from ..._errors import InputError, ParameterError, short_repr
+from ..._errors import InputError, ParameterError
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import check_bool
 from .._bounds.parameters import function_distance_bound, path_norm_scale
-from .._core.domain import as_data, as_domain, full_dimensional
+from .._core.domain import domain_or_data
 from .._core.live import refuse_conv
 from .._core.net import check_params, float64_mismatch, float_params
 from .._engine.budget import check_budget
@@ -178,18 +178,9 @@ def identifiability(
     raw = params
     params = check_params(params)
     local = check_bool(local, "local")
-    d = params[0][0].shape[1]
-    dom = X = None
-    if domain is not None and data is not None:
-        raise InputError(
-            "identifiability takes a domain or data points for its local verdict, not both; "
-            f"got domain={short_repr(domain)} and data of shape {np.shape(data)}"
-        )
-    if domain is not None:
-        dom = full_dimensional(as_domain(domain, d), "identifiability")
-        dom, local = (None if dom.kind == "whole" else dom), True
-    if data is not None:
-        X, local = as_data(data, d), True
+    dom, X = domain_or_data(domain, data, params[0][0].shape[1], "identifiability")
+    local = local or domain is not None or X is not None
+    dom = None if dom.kind == "whole" else dom
     start = time.monotonic()
     res = _route(params, tol, exact_genericity, max_regions, time_limit)
     if not local:
