@@ -57,15 +57,7 @@ from .._core.net import check_params, float64_mismatch
 from .._engine.budget import check_budget
 from .._fundim.fundim import proven_jacobian_rank
 from .._fundim.points import point_jacobian_rank
-from .._symmetries.moves import (
-    MoveFamily,
-    constant_inputs,
-    data_statuses,
-    domain_statuses,
-    generated_dimension,
-    move_families,
-    sample_moves,
-)
+from .._symmetries.moves import MoveFamily, families_on, generated_dimension, sample_moves
 from .._symmetries.shape import is_bottleneck
 from .result import ReLUFiber
 from .three_layer import fiber as bottleneck_fiber
@@ -250,13 +242,7 @@ def fiber(
         )
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
-    if X is None:
-        half = None if time_limit is None else time_limit / 2
-        status, margin = domain_statuses(params, dom, max_regions, half)
-    else:
-        status, margin = data_statuses(params, X)
-    constant = () if X is None else constant_inputs(X)
-    families = move_families(params, status, margin, constant)
+    families = families_on(params, dom, X, max_regions, time_limit)
     dimension, num_unit, num_other, complete = generated_dimension(params, families, deadline)
     P = sum(W.size + b.size for W, b in params)
     left = None if time_limit is None else max(time_limit - (time.monotonic() - start), 1e-3)

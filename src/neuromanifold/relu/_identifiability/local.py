@@ -53,13 +53,7 @@ import numpy as np
 from .._core.domain import Domain
 from .._fundim.fundim import proven_jacobian_rank
 from .._fundim.points import point_jacobian_rank
-from .._symmetries.moves import (
-    constant_inputs,
-    data_statuses,
-    domain_statuses,
-    generated_dimension,
-    move_families,
-)
+from .._symmetries.moves import families_on, generated_dimension
 
 __all__ = ["LocalVerdict", "local_identifiability", "CONTINUOUS_MOVES"]
 
@@ -192,11 +186,10 @@ def local_identifiability(
 def _from_data(params: list, X, H: int, bound: int, start: float, time_limit) -> LocalVerdict:
     """The local verdict from the values at the rows of ``X`` (module docs)."""
     deadline = None if time_limit is None else start + time_limit
-    status, margin = data_statuses(params, X)
-    constant = constant_inputs(X)
+    families = families_on(params, None, X, None, None)
     plural = "s" if len(X) > 1 else ""
     where = f"the values at the {len(X):,} data point{plural}"
-    moved = _moves_beyond_orbit(params, status, margin, H, deadline, where, constant)
+    moved = _moves_beyond_orbit(params, families, H, deadline, where)
     if moved is not None:
         return LocalVerdict(
             locally_identifiable=False, jacobian_rank=None, rank_bound=bound, reason=moved
@@ -229,20 +222,14 @@ def _moves_on_domain(params: list, dom: Domain, H: int, max_regions, time_limit)
     """The reason the fiber on ``dom`` is larger than the scaling orbit near ``params``
     (the moves its neurons' statuses there allow generate more than ``H`` dimensions),
     or ``None`` when they do not show it."""
-    half = None if time_limit is None else time_limit / 2
-    status, margin = domain_statuses(params, dom, max_regions, half)
-    deadline = None if half is None else time.monotonic() + half
-    return _moves_beyond_orbit(
-        params, status, margin, H, deadline, f"the function on the {dom.kind}"
-    )
+    families = families_on(params, dom, None, max_regions, time_limit)
+    deadline = None if time_limit is None else time.monotonic() + time_limit / 2
+    return _moves_beyond_orbit(params, families, H, deadline, f"the function on the {dom.kind}")
 
 
-def _moves_beyond_orbit(
-    params, status, margin, H: int, deadline, where: str, constant: tuple = ()
-) -> str | None:
-    """The reason the moves that ``status``, ``margin`` and ``constant`` allow generate
-    more than the ``H`` dimensions of the scaling orbit, or ``None``."""
-    families = move_families(params, status, margin, constant)
+def _moves_beyond_orbit(params, families: list, H: int, deadline, where: str) -> str | None:
+    """The reason the move ``families`` generate more than the ``H`` dimensions of the
+    scaling orbit, or ``None``."""
     if all(f.kind == "scaling" for f in families):
         return None
     dimension, _, _, _ = generated_dimension(params, families, deadline)

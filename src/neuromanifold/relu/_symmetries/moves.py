@@ -38,6 +38,7 @@ __all__ = [
     "data_statuses",
     "constant_inputs",
     "move_families",
+    "families_on",
     "move_tangents",
     "rank_mod_p",
     "generated_dimension",
@@ -280,6 +281,19 @@ class Layout:
         """Coordinates of ``b_l`` (``l`` 1-based layer)."""
         W, _ = self.params[l - 1]
         return self.offsets[l - 1] + W.size + np.arange(W.shape[0])
+
+
+def families_on(
+    params: Params, dom: Domain | None, X: np.ndarray | None, max_regions, time_limit
+) -> list[MoveFamily]:
+    """The move families that keep the function on ``dom`` (statuses from
+    :func:`domain_statuses`, half of ``time_limit``) or, given ``X``, its values at the
+    rows of ``X`` (:func:`data_statuses` and :func:`constant_inputs`)."""
+    if X is not None:
+        status, margin = data_statuses(params, X)
+        return move_families(params, status, margin, constant_inputs(X))
+    half = None if time_limit is None else time_limit / 2
+    return move_families(params, *domain_statuses(params, dom, max_regions, half))
 
 
 def move_tangents(params: Params, families: list[MoveFamily]):
