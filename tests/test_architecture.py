@@ -345,3 +345,79 @@ def test_no_new_function_over_the_limit_and_the_list_only_shrinks():
     assert not new, f"functions over {MAX_FUNCTION_LINES} lines: {[(n, found[n]) for n in new]}"
     gone = sorted(LONG_FUNCTIONS - set(found))
     assert not gone, f"split now, so take them off LONG_FUNCTIONS: {gone}"
+
+
+#: a function's body over this many lines says, first thing, why it stays whole
+LONG_READ_LINES = 80
+
+#: the comment that says so, right after the docstring
+WHOLE_MARK = "# Whole:"
+
+#: the most positional parameters a function takes; more travel in a small state object
+MAX_POSITIONAL = 7
+
+
+def _after_docstring(node: ast.AST, lines: list[str]) -> list[str]:
+    """The source lines between a function's docstring (or signature) and its first
+    statement: where the comment saying why it stays whole goes."""
+    body = node.body
+    has_doc = (
+        isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    )
+    # without a docstring, the signature's own lines are scanned too: none is a comment
+    start = body[0].end_lineno if has_doc else node.lineno
+    rest = body[1:] if has_doc else body
+    end = rest[0].lineno - 1 if rest else node.end_lineno
+    return [ln.strip() for ln in lines[start:end]]
+
+
+def reading_breaches(text: str, module: str) -> list[str]:
+    """Functions of ``text`` over :data:`LONG_READ_LINES` lines without a
+    :data:`WHOLE_MARK` comment, and functions with more than :data:`MAX_POSITIONAL`
+    positional parameters (numba kernels, which take arrays only, excepted)."""
+    lines = text.splitlines()
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        name = f"{module}.{node.name}"
+        if _body_lines(node) > LONG_READ_LINES and name not in LONG_FUNCTIONS:
+            if not any(ln.startswith(WHOLE_MARK) for ln in _after_docstring(node, lines)):
+                out.append(f"{name}: {_body_lines(node)} lines and no '{WHOLE_MARK}' comment")
+        a = node.args
+        positional = [p.arg for p in a.posonlyargs + a.args if p.arg not in ("self", "cls")]
+        kernel = any("njit" in ast.unparse(d) for d in node.decorator_list)
+        if len(positional) > MAX_POSITIONAL and not kernel:
+            out.append(f"{name}: {len(positional)} positional parameters {positional}")
+    return out
+
+
+def test_long_functions_say_why_and_helpers_take_few_positional_parameters():
+    found = []
+    for path in sorted((SRC / "neuromanifold").rglob("*.py")):
+        module = ".".join(path.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
+        found += reading_breaches(path.read_text(encoding="utf-8"), module)
+    assert not found, "\n".join(found)
+
+
+_LONG_BODY = "\n".join(f"    x{i} = {i}" for i in range(LONG_READ_LINES + 1))
+
+
+@pytest.mark.parametrize(
+    "text, caught",
+    [
+        (f"def f():\n    '''doc'''\n{_LONG_BODY}\n", True),
+        (f"def f():\n    '''doc'''\n    {WHOLE_MARK} one pass\n{_LONG_BODY}\n", False),
+        (f"def f():\n    {WHOLE_MARK} one pass\n{_LONG_BODY}\n", False),
+        # the mark must come first, not somewhere inside
+        (f"def f():\n    '''doc'''\n    y = 0\n    {WHOLE_MARK} late\n{_LONG_BODY}\n", True),
+        ("def f(a, b, c, d, e, g, h, i):\n    pass\n", True),
+        ("def f(self, a, b, c, d, e, g, h):\n    pass\n", False),
+        ("def f(a, b, c, d, e, g, h, *, i):\n    pass\n", False),
+        ("@njit(cache=True)\ndef f(a, b, c, d, e, g, h, i):\n    pass\n", False),
+    ],
+)
+def test_a_planted_unreadable_function_is_caught(text, caught):
+    assert bool(reading_breaches(text, "m")) == caught

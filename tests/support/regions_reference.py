@@ -110,7 +110,10 @@ def reference_refine_stage(cell, k: int, l: int, net: ExactNet, engine: Engine):
                 )
             if res is None:
                 continue
-            child = geo.with_row(ra, rc, rfa, rfc, owner, *res)
+            center_f, center_q, radius = res
+            child = geo.with_row(
+                ra, rc, rfa, rfc, owner, center_f=center_f, center_q=center_q, radius=radius
+            )
             b = list(bits)
             b[j] = side
             stack.append((child, b, rest))

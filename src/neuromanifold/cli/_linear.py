@@ -36,6 +36,7 @@ def _fmt(x):
 
 
 def run(args: argparse.Namespace) -> int:
+    # Whole: one short branch per action (dimension, ntk, fiber, dependence, flow): a menu
     from .. import (  # start-up: loaded when the subcommand runs
         SquareLoss,
         gradient_flow,

@@ -44,6 +44,7 @@ def _print_table(title: str, rows) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Whole: the subcommand's steps in order: run the claims, print, write JSON, build the report
     from ..reproduce import (  # start-up: loaded when the subcommand runs
         reproduce_linear,
         reproduce_relu,

@@ -161,23 +161,19 @@ class ConservationLaws(Result):
 
 
 # ---------------------------------------------------------------------------- models
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class _Model:
     """What the computation needs from a model: flat exact parameters, a flattening of
     user parameters, the known laws, and a program builder per field."""
 
-    def __init__(
-        self,
-        D: int,
-        theta: list,
-        rationalized: bool,
-        flatten,
-        laws: list,
-        build,
-        generators: str,
-        num_data: int | None,
-    ):
-        self.D, self.theta, self.rationalized, self.flatten = D, theta, rationalized, flatten
-        self.laws, self.build, self.generators, self.num_data = laws, build, generators, num_data
+    D: int
+    theta: list
+    rationalized: bool
+    flatten: Any
+    laws: list
+    build: Any
+    generators: str
+    num_data: int | None
 
 
 def _exact_flat(arrays: list[Any], names: list[str]) -> tuple[list, bool]:
@@ -251,14 +247,14 @@ def _relu_model(params: Any, data: Any) -> _Model:
         )
 
     return _Model(
-        net.num_params,
-        theta,
-        had_float,
-        net.flatten,
-        laws,
-        build,
-        "path-lifting" if X is None else "outputs on data",
-        None if X is None else len(X),
+        D=net.num_params,
+        theta=theta,
+        rationalized=had_float,
+        flatten=net.flatten,
+        laws=laws,
+        build=build,
+        generators="path-lifting" if X is None else "outputs on data",
+        num_data=None if X is None else len(X),
     )
 
 
@@ -332,14 +328,14 @@ def _fc_model(net: Any, params: Any, data: Any) -> _Model:
         )
 
     return _Model(
-        net.num_params,
-        theta,
-        had_float,
-        net.flatten,
-        laws,
-        build,
-        "end-to-end matrix" if X is None else "outputs on data",
-        None if X is None else len(X),
+        D=net.num_params,
+        theta=theta,
+        rationalized=had_float,
+        flatten=net.flatten,
+        laws=laws,
+        build=build,
+        generators="end-to-end matrix" if X is None else "outputs on data",
+        num_data=None if X is None else len(X),
     )
 
 
@@ -365,14 +361,14 @@ def _conv_model(net: Any, params: Any, data: Any) -> _Model:
         terms += [(i, i, -1) for i in range(off[l], off[l + 1])]
         laws.append((f"delta_{l + 1}", "conv", tuple(terms)))
     return _Model(
-        net.num_params,
-        theta,
-        had_float,
-        net.flatten,
-        laws,
-        lambda field: ConvProgram(field, net),
-        "end-to-end filter",
-        None,
+        D=net.num_params,
+        theta=theta,
+        rationalized=had_float,
+        flatten=net.flatten,
+        laws=laws,
+        build=lambda field: ConvProgram(field, net),
+        generators="end-to-end filter",
+        num_data=None,
     )
 
 

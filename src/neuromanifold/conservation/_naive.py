@@ -128,6 +128,7 @@ def naive_lie_trace(
         ``dimension``, ``reason`` (``"closed"``, ``"stable"`` or ``"max depth"``) and
         ``num_fields`` (functions kept).
     """
+    # Whole: its helpers share the symbols, the monomial index and the kept rows of one run
     import sympy  # start-up: a slow import
 
     syms, polys, theta = generator_polynomials(model, params, data)

@@ -330,6 +330,7 @@ def exact_lp_max(
     >>> status, str(val)
     ('optimal', '3')
     """
+    # Whole: the two-phase simplex on one tableau; T, rhs, basis and the columns would all travel
     deadline = _deadline(time_limit)
     g = fmpq_vector(g, "g")
     if n is None:

@@ -503,6 +503,7 @@ def integrate_flows(
     :data:`GIVE_UP_AFTER` accepted steps, would need more than its remaining budget to
     reach ``t_final`` stops there (``success=False``) instead of spending the budget: a
     caller that hands such (stiff) flows to an implicit solver loses little time."""
+    # Whole: one adaptive-step loop over the batch; its t, h, alive and steps arrays change together
     theta0 = theta
     theta = np.array(theta, dtype=float)
     shared = A.ndim == 2

@@ -67,6 +67,7 @@ def check_flow_args(
     net: Any,
     loss: Any,
     t_final: Any,
+    *,
     num_times: Any,
     solver: Any,
     rtol: Any,
@@ -522,7 +523,18 @@ def gradient_flow(
     >>> bool(flow.loss[-1] < flow.loss[0]), flow.max_invariant_drift < 1e-8
     (True, True)
     """
-    check_flow_args(net, loss, t_final, num_times, solver, rtol, atol, max_steps, time_limit)
+    # Whole: a straight line: check, integrate, then one pass over the samples filling the result
+    check_flow_args(
+        net,
+        loss,
+        t_final,
+        num_times=num_times,
+        solver=solver,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        time_limit=time_limit,
+    )
     progress = check_bool(progress, "progress")
     params0 = net.check_params(params0)
     theta0 = net.flatten(params0)

@@ -453,6 +453,7 @@ def _assemble(
     loss: QuadraticLoss,
     delta: np.ndarray,
     first: FiberLift,
+    *,
     samples: list,
     times: np.ndarray,
     velocity: Any,
@@ -600,7 +601,18 @@ def riemannian_flow(
     >>> bool(flow.loss[-1] < flow.loss[0]), flow.max_kernel_mismatch < 1e-10
     (True, True)
     """
-    check_flow_args(net, loss, t_final, num_times, solver, rtol, atol, max_steps, time_limit)
+    # Whole: checks, the initial lift, the stepper; result() closes over them all for the partial
+    check_flow_args(
+        net,
+        loss,
+        t_final,
+        num_times=num_times,
+        solver=solver,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        time_limit=time_limit,
+    )
     lift_tol = check_positive_float(lift_tol, "lift_tol")
     max_lift_residual = check_positive_float(max_lift_residual, "max_lift_residual")
     singular_tol = check_positive_float(singular_tol, "singular_tol")
@@ -656,13 +668,13 @@ def riemannian_flow(
             loss,
             delta,
             first,
-            keep,
-            times,
-            velocity,
-            watch,
-            lift_tol,
-            max_lift_residual,
-            settings,
+            samples=keep,
+            times=times,
+            velocity=velocity,
+            watch=watch,
+            lift_tol=lift_tol,
+            max_lift_residual=max_lift_residual,
+            settings=settings,
         )
 
     try:
@@ -880,6 +892,7 @@ def compare_lifts(
     >>> [o.status for o in cmp.outcomes], cmp.max_difference > 1e-3
     (['finished', 'finished'], True)
     """
+    # Whole: run the flow from each lift, then compare them pairwise: two loops over one list
     if lifts is not None and fiber_options:
         raise InputError(
             f"fiber options are used only to compute the lifts when lifts=None; "

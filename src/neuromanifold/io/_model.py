@@ -297,6 +297,7 @@ def model_from_arrays(
     >>> m.describe()
     'ReLU network 2-3-1 (float32 weights converted to float64) from demo'
     """
+    # Whole: names grouped into layers, then one branch per weight shape: ReLU, conv, or refusal
     arrays = dict(arrays)
     stored_strides = arrays.pop(STRIDES_KEY, None)
     notes = list(notes)

@@ -14,6 +14,7 @@ an output term not paired with the other network's.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,7 @@ def _first_line(exc: Exception) -> str:
 
 
 def _difference_query(query: Any, path: Path) -> DifferenceQuery:
+    # Whole: one pass over the assertions fills the box and the output rows; each check by its error
     nets = list(query.networks)
     if len(nets) != 2:
         raise ModelFileError(
@@ -110,13 +112,20 @@ def _difference_query(query: Any, path: Path) -> DifferenceQuery:
     rows, thresholds, strict, texts = [], [], [], []
     for assertion in query.assertions:
         dnf = assertion.expr.to_dnf()
+        where = f"{path}: {assertion}"
         terms = [
-            [(c, c.lhs.to_linear_expr(), c.rhs.to_linear_expr()) for c in conj] for conj in dnf
+            [
+                _Comparison(
+                    c=c, lin=c.lhs.to_linear_expr(), rhs=c.rhs.to_linear_expr(), where=where
+                )
+                for c in conj
+            ]
+            for conj in dnf
         ]
         kinds = {
-            _kind([t.var.name in inputs for t in list(lin.terms) + list(rhs.terms)])
+            _kind([t.var.name in inputs for t in list(cmp.lin.terms) + list(cmp.rhs.terms)])
             for conj in terms
-            for _, lin, rhs in conj
+            for cmp in conj
         }
         if kinds == {"input"}:
             if len(dnf) != 1:
@@ -124,8 +133,8 @@ def _difference_query(query: Any, path: Path) -> DifferenceQuery:
                     f"{path}: {assertion}: a disjunction of input constraints; a box "
                     f"(a conjunction of bounds on single coordinates) is read"
                 )
-            for c, lin, rhs in terms[0]:
-                _input_bound(c, lin, rhs, in_shape, lower, upper, path, assertion)
+            for cmp in terms[0]:
+                _input_bound(cmp, in_shape, lower, upper)
         elif kinds == {"output"}:
             for conj in terms:
                 if len(conj) != 1:
@@ -134,11 +143,11 @@ def _difference_query(query: Any, path: Path) -> DifferenceQuery:
                         f"case; each case of the counterexample region must be one "
                         f"comparison of the output difference with a constant"
                     )
-                row, t, s = _output_row(*conj[0], f, g, out_shape, path, assertion)
+                row, t, s = _output_row(conj[0], f, g, out_shape)
                 rows.append(row)
                 thresholds.append(t)
                 strict.append(s)
-                texts.append(str(conj[0][0]).strip())
+                texts.append(str(conj[0].c).strip())
         else:  # a comparison of both kinds, or assertions of both kinds joined
             raise ModelFileError(
                 f"{path}: {assertion}: an assertion mixing input and output variables; "
@@ -187,11 +196,23 @@ def _linear(lin: Any, rhs: Any) -> tuple[list, float]:
     return terms, lin.constant - rhs.constant
 
 
-def _input_bound(c, lin, rhs, shape, lower, upper, path, assertion) -> None:
-    terms, const = _linear(lin, rhs)
+@dataclass(frozen=True, kw_only=True)
+class _Comparison:
+    """One comparison ``c`` of an assertion, its sides ``lin`` and ``rhs`` as linear
+    expressions, and ``where`` it was read (the file and the assertion, for messages)."""
+
+    c: Any
+    lin: Any
+    rhs: Any
+    where: str
+
+
+def _input_bound(cmp: _Comparison, shape, lower, upper) -> None:
+    c, where = cmp.c, cmp.where
+    terms, const = _linear(cmp.lin, cmp.rhs)
     if len(terms) != 1 or terms[0][0] == 0:
         raise ModelFileError(
-            f"{path}: {assertion}: an input constraint across coordinates; a box (bounds "
+            f"{where}: an input constraint across coordinates; a box (bounds "
             f"on single coordinates) is read"
         )
     coeff, var = terms[0]
@@ -202,7 +223,7 @@ def _input_bound(c, lin, rhs, shape, lower, upper, path, assertion) -> None:
         lower[i], upper[i] = max(lower[i], value), min(upper[i], value)
         return
     if kind == "NotEqual":
-        raise ModelFileError(f"{path}: {assertion}: '!=' on an input; a box is read")
+        raise ModelFileError(f"{where}: '!=' on an input; a box is read")
     below = kind in ("LessEqual", "LessThan")  # coeff * x + const <= 0
     if coeff < 0:
         below = not below
@@ -213,9 +234,10 @@ def _input_bound(c, lin, rhs, shape, lower, upper, path, assertion) -> None:
         lower[i] = max(lower[i], value)
 
 
-def _output_row(c, lin, rhs, f, g, shape, path, assertion) -> tuple:
+def _output_row(cmp: _Comparison, f, g, shape) -> tuple:
     """One output comparison as ``(row, threshold, strict)`` of ``row . (Y - Y2) > t``."""
-    terms, const = _linear(lin, rhs)
+    c, where = cmp.c, cmp.where
+    terms, const = _linear(cmp.lin, cmp.rhs)
     m = int(np.prod(shape))
     cf, cg = np.zeros(m), np.zeros(m)
     for coeff, var in terms:
@@ -224,10 +246,10 @@ def _output_row(c, lin, rhs, f, g, shape, path, assertion) -> tuple:
         elif var.name == g.outputs[0].name:
             cg[_flat(list(var.indices), shape)] += coeff
         else:
-            raise ModelFileError(f"{path}: {assertion}: variable {var.name!r} is not an output")
+            raise ModelFileError(f"{where}: variable {var.name!r} is not an output")
     if not np.array_equal(cf, -cg):
         raise ModelFileError(
-            f"{path}: {assertion}: an output constraint that is not on the difference "
+            f"{where}: an output constraint that is not on the difference "
             f"{f.outputs[0].name} - {g.outputs[0].name} (each term needs its partner with "
             f"the opposite coefficient)"
         )
@@ -238,6 +260,5 @@ def _output_row(c, lin, rhs, f, g, shape, path, assertion) -> tuple:
     if kind in ("LessThan", "LessEqual"):
         return -cf, const, kind == "LessThan"
     raise ModelFileError(
-        f"{path}: {assertion}: {kind} on outputs; the counterexample region is read as "
-        f"comparisons >, >=, <, <="
+        f"{where}: {kind} on outputs; the counterexample region is read as comparisons >, >=, <, <="
     )

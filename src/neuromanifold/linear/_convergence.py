@@ -292,6 +292,7 @@ def convergence_study(
     >>> [r.converged for r in study.runs], study.summaries[0].claim_applies
     ([True, True], True)
     """
+    # Whole: check every argument, then run each network's flows, batched or one by one
     if isinstance(net, Sequence) and not isinstance(net, (str, bytes)):
         nets = list(net)
     else:
@@ -326,6 +327,15 @@ def convergence_study(
     bar = None
     if progress:
         bar = progress_bar(total=len(nets) * num_runs, desc="convergence study", unit="flow")
+    how = _Integration(
+        solver=solver,
+        rtol=rtol,
+        atol=atol,
+        max_time=max_time,
+        max_steps=max_steps,
+        deadline=deadline,
+        time_limit=time_limit,
+    )
     runs, summaries = [], []
     try:
         for net in nets:
@@ -335,14 +345,12 @@ def convergence_study(
                     _RunState(net, i, rng, t_final, max_time, tol, num_samples)
                     for i in range(num_runs)
                 ]
-                _batched_runs(
-                    states, solver, rtol, atol, max_time, max_steps, deadline, time_limit, bar
-                )
+                _batched_runs(states, how, bar)
             else:
                 states = []
                 for i in range(num_runs):
                     st = _RunState(net, i, rng, t_final, max_time, tol, num_samples)
-                    _continue_run(st, solver, rtol, atol, max_time, max_steps, deadline, time_limit)
+                    _continue_run(st, how)
                     states.append(st)
                     if bar is not None:
                         bar.update(1)
@@ -454,18 +462,26 @@ def _remaining(deadline, time_limit, what, flow_time):
     return remaining
 
 
-def _continue_run(
-    st: _RunState,
-    solver,
-    rtol,
-    atol,
-    max_time,
-    max_steps=DEFAULT_MAX_STEPS,
-    deadline=None,
-    time_limit=None,
-) -> None:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Integration:
+    """How every run of a study is integrated: ``solve_ivp``'s ``solver`` and tolerances,
+    the flow time ``max_time`` a run may take, a segment's step budget ``max_steps``, and
+    the study's ``deadline`` (from ``time_limit`` seconds, both ``None`` without one)."""
+
+    solver: str
+    rtol: float
+    atol: float
+    max_time: float
+    max_steps: int
+    deadline: float | None
+    time_limit: float | None
+
+
+def _continue_run(st: _RunState, how: _Integration) -> None:
     """Integrate one run alone (``solve_ivp``'s ``solver``), segment after segment, until
     it converges, reaches ``max_time`` or uses up a segment's step budget."""
+    solver, rtol, atol, max_time = how.solver, how.rtol, how.atol, how.max_time
+    max_steps, deadline, time_limit = how.max_steps, how.deadline, how.time_limit
     net, loss = st.net, st.loss
     what = f"run {st.index} of {net!r}"
     st.solver = f"{st.solver} + {solver}" if st.solver else solver
@@ -507,14 +523,14 @@ def _continue_run(
         )
 
 
-def _batched_runs(
-    states: list, solver, rtol, atol, max_time, max_steps, deadline, time_limit, bar=None
-) -> None:
+def _batched_runs(states: list, how: _Integration, bar=None) -> None:
     """Integrate the runs of one :class:`LinearConvNet` together, segment by segment
     (:func:`neuromanifold.flows.gradient_flows`'s explicit pairs, one loss per run); a
     run whose segment the explicit pair cannot finish within :data:`BATCH_MAX_STEPS`
     steps (a stiff flow) is handed, from where it got, to ``solver`` alone, and so are
     the runs left when fewer than :data:`MIN_BATCH` remain."""
+    solver, rtol, atol, max_time = how.solver, how.rtol, how.atol, how.max_time
+    max_steps, deadline, time_limit = how.max_steps, how.deadline, how.time_limit
     net = states[0].net
     pair = solver if solver in ("DOP853", "RK45") else "DOP853"
     budget = min(max_steps, BATCH_MAX_STEPS)
@@ -584,7 +600,7 @@ def _batched_runs(
                     st.segment -= reached
                     handed.append(st)
     for st in handed + active:
-        _continue_run(st, solver, rtol, atol, max_time, max_steps, deadline, time_limit)
+        _continue_run(st, how)
         if bar is not None:
             bar.update(1)
 

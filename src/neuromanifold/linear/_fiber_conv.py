@@ -503,6 +503,7 @@ def _fiber_1d(
     k: tuple[int, ...], S: tuple[int, ...], coeffs: list, deltas: np.ndarray, deltas_q: list
 ) -> tuple[list[np.ndarray], int, bool, list[str]]:
     """Every 1D fiber point, as stacked per-layer arrays ``(N, k_l)``."""
+    # Whole: atoms_for and recurse close over the root classes, strides and results of one fiber
     L = len(k)
     P = flint.fmpq_poly([to_fmpq(c) for c in coeffs])
     K = len(coeffs)
@@ -684,6 +685,7 @@ def _nd_atoms(P: Any, D: int, S: list[tuple[int, ...]]) -> tuple:
     isolation (their root classes per period in ``line_data``), the atoms by decreasing
     degree; ``certified`` is False where a factor could not be proved irreducible over R
     (the notes say which)."""
+    # Whole: a pass over the factors, then one over the lines; both fill the same atoms and notes
     content, factors = P.factor()
     const = flint.fmpq(content)
     notes: list[str] = []
@@ -829,6 +831,7 @@ def _fiber_nd(
     M-th roots of unity (M = :func:`_period`), decided with certified root classes; and
     the classes of the parts must add up to 0. Every test is exact or certified.
     """
+    # Whole: assign and on_lattice close over the atoms, caps and line data of one factorization
     D, L = len(shapes[0]), len(shapes)
     names = tuple(f"t{a + 1}" for a in range(D))
     ctx = flint.fmpq_mpoly_ctx.get(names, "lex")
@@ -968,6 +971,7 @@ def _numerical_fiber(
 ) -> Fiber:
     """Project v onto the neuromanifold by least squares, enumerate the fiber of the
     projected point exactly, and polish every point back to (v, delta). Uncertified."""
+    # Whole: project, enumerate, polish: three steps sharing the power-of-two shift and the starts
     rng = as_seed_rng(seed)
     # the neuromanifold is a cone (v -> c^L v when every layer is scaled by c): project
     # v rescaled by an exact power of two to norm ~1, so that tiny or huge filters do not

@@ -195,6 +195,7 @@ def fc_fiber(
 
 
 def _fc_fiber(net, W, deltas, *, num_starts, seed, walk_steps, tol, start, progress) -> Fiber:
+    # Whole: start, solve, walk, dedupe, measure: short loops over one growing list of points
     num_starts = check_positive_int(num_starts, "num_starts", maximum=10_000)
     walk_steps = check_nonnegative_int(walk_steps, "walk_steps", maximum=10_000)
     tol = check_positive_float(tol, "tol")

@@ -277,6 +277,7 @@ def classify_branches(
     """The verdict of :func:`is_regular_point` from the fiber's branches ``points`` (one
     per orbit of rescalings and signs); ``target`` is the exact ``pi(v)`` (enables the
     exact comparison), ``certified`` whether the list of branches is proven complete."""
+    # Whole: ranks, tangent-space classes, then one chain of verdicts that reads them all at once
     d = net.dimension
     n = len(points)
     if n == 0:  # pragma: no cover - a fiber of a point of M is never empty

@@ -164,6 +164,7 @@ def fiber_figure(net: Any, params: Any, *, title: str = "") -> Any:
     >>> [ax.get_title() for ax in fig.axes]
     ['first filter w₁', 'second filter w₂', 'invariant along each branch']
     """
+    # Whole: one figure drawn panel by panel; its axes, branch colours and norms are shared
 
     if (
         not isinstance(net, LinearConvNet)

@@ -284,6 +284,7 @@ def verdict_row(
     Returns:
         The :class:`Row`.
     """
+    # Whole: tally the records, re-check proved contradictions, then the one ladder of verdicts
     keys = ("within", "agree", "proof", "hypotheses", "params", "architecture")
     if (
         isinstance(records, (str, bytes))

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from neuromanifold.relu._canonical import block
 from neuromanifold.relu._canonical.block import (
     BlockNotCovered,
+    TurningProblem,
     _by_bounds,
     _by_enumeration,
     _by_independent_rows,
@@ -28,6 +29,10 @@ from neuromanifold.relu._canonical.block import (
 )
 
 TOL = 1e-9
+
+
+def problem(L0, Wc, Ac, against, m, tol, ref):
+    return TurningProblem(L0=L0, Wc=Wc, Ac=Ac, against=against, m=m, tol=tol, ref=ref)
 
 
 def planted(rng, n3, n1, nc, m):
@@ -71,7 +76,7 @@ def chosen_from(route, L_ref, Wc, Ac, bits, m, ref):
     """The final orientation (rows against the reference) that ``route`` picks when the
     network is now in orientation ``bits`` (``None`` when the route does not certify)."""
     rows = np.where(bits[:, None], -Ac, Ac)  # the rows as they are now
-    flip = route(linear_part(L_ref, Wc, Ac, bits), Wc, rows, bits.copy(), m, TOL, ref)
+    flip = route(problem(linear_part(L_ref, Wc, Ac, bits), Wc, rows, bits.copy(), m, TOL, ref))
     return None if flip is None else bits ^ flip
 
 
@@ -115,7 +120,7 @@ def test_the_branch_and_bound_refuses_past_its_budget(monkeypatch):
     Wc, Ac, L_ref = planted(rng, 10, 4, 20, 2)
     monkeypatch.setattr(block, "MAX_NODES", 50)
     with pytest.raises(BlockNotCovered, match="not decided within 50 branches"):
-        choose_turned(L_ref, Wc, Ac, np.zeros(20, dtype=bool), 2, TOL, 1.0)
+        choose_turned(problem(L_ref, Wc, Ac, np.zeros(20, dtype=bool), 2, TOL, 1.0))
 
 
 def test_a_cut_never_drops_a_carried_orientation():
@@ -126,7 +131,7 @@ def test_a_cut_never_drops_a_carried_orientation():
         Wc, Ac, L_ref = planted(rng, 8, 6, 10, 1)
         ref = 1.0
         truth = {tuple(b) for b in carried_orientations(L_ref, Wc, Ac, 1, ref)}
-        got = tuple(_by_bounds(L_ref, Wc, Ac, np.zeros(10, dtype=bool), 1, TOL, ref))
+        got = tuple(_by_bounds(problem(L_ref, Wc, Ac, np.zeros(10, dtype=bool), 1, TOL, ref)))
         assert got in truth
         assert got == tuple(min((np.array(t) for t in truth), key=_key))
 
@@ -196,14 +201,14 @@ def test_the_wedge_route_certifies_dependent_rows():
     L0 = np.zeros((10, 32))
     ref = float(np.sum(np.abs(Wc)) * np.max(np.abs(Ac)))
     against = rng.random(63) < 0.5
-    flip = _by_independent_wedges(L0, Wc, Ac, against, 1, TOL, ref)
+    flip = _by_independent_wedges(problem(L0, Wc, Ac, against, 1, TOL, ref))
     assert flip is not None and not flip.any()  # no single crossing row is sign-definite
     # a nonnegative row can carry the block alone: turning it is the choice when its row
     # is against the reference
     Ac[5] = np.abs(Ac[5])
     against[:] = False
     against[5] = True
-    flip = _by_independent_wedges(L0, Wc, Ac, against, 1, TOL, ref)
+    flip = _by_independent_wedges(problem(L0, Wc, Ac, against, 1, TOL, ref))
     assert np.flatnonzero(flip).tolist() == [5]
 
 
@@ -215,7 +220,7 @@ def test_a_cancellation_is_never_missed():
     Wc[:, 1] = 2.0 * Wc[:, 0]
     Ac[1] = np.abs(rng.standard_normal(3)) - 0.5 * Ac[0]  # M_0 + M_1 = w_0 (a_0 + 2 a_1)^T
     L0 = np.zeros((5, 3))
-    assert _by_independent_wedges(L0, Wc, Ac, np.zeros(8, dtype=bool), 1, TOL, 1.0) is None
+    assert _by_independent_wedges(problem(L0, Wc, Ac, np.zeros(8, dtype=bool), 1, TOL, 1.0)) is None
 
 
 @settings(max_examples=30, deadline=None)
@@ -251,7 +256,7 @@ def test_the_split_route_finds_a_cancellation_of_many_neurons():
     L_ref = np.zeros((n3, n1))
     ref = float(np.sum(np.abs(Wc)) * np.max(np.abs(Ac)))
     assert carried(linear_part(L_ref, Wc, Ac, far), 1, TOL, ref)
-    flip = _by_split_projections(L_ref, Wc, Ac, far.copy(), 1, TOL, ref)
+    flip = _by_split_projections(problem(L_ref, Wc, Ac, far.copy(), 1, TOL, ref))
     assert flip is not None and np.array_equal(flip, far)
 
 

@@ -358,7 +358,7 @@ def test_milp_phase_finds_regions_that_sampling_misses():
     W1 = np.array([[1.0, 0.0], [-1.0, 1e-3], [0.0, 1.0]])
     b1 = np.array([0.0, -1e4, 0.0])
     p = [(W1, b1), (np.ones((1, 3)), np.zeros(1))]
-    with mock.patch.object(_fundim, "_rare_points", lambda *args: []):
+    with mock.patch.object(_fundim, "_rare_points", lambda *args, **kwargs: []):
         fd = functional_dimension(p, method="milp")
     assert fd.rank == _exhaustive_rank(p) == fd.bound and fd.method == "milp"
     assert fd.num_milps > 0 and fd.certified

@@ -32,7 +32,7 @@ def test_a_neuron_switching_in_one_corner_of_the_box_is_reached(sign):
     points = [pt for batch in _sample_points(Ws, bs, dom, 0.0, rng, seen) for pt in batch]
     Z = _pre_activations(Ws, bs, np.array([x for x, _ in points]))
     assert not np.any(sign * Z[0][:, 0] > 0)  # random points never see it
-    more = _rare_points(Ws, bs, dom, 0.0, points, rng, seen, lambda: None)
+    more = _rare_points(Ws, bs, dom, tol=0.0, points=points, rng=rng, seen=seen, check=lambda: None)
     X = np.array([x for x, _ in more])
     hits = sign * _pre_activations(Ws, bs, X)[0][:, 0] > 0
     assert hits.sum() >= 1

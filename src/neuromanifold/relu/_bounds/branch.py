@@ -116,6 +116,7 @@ def branch_and_bound(
         start: open boxes of an earlier call (its ``open_boxes``) to go on from, instead
             of the whole box (``lo``, ``hi`` are then only the box's extent).
     """
+    # Whole: offer() and the main loop share the heap and the best value found (nonlocal)
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
     best, best_x = float(lower), point
     counter = itertools.count()

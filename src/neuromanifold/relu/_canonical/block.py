@@ -62,13 +62,21 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import linprog
 
 from .._core.clock import check_deadline
 
-__all__ = ["BlockNotCovered", "MAX_NODES", "block_rows", "carried", "choose_turned"]
+__all__ = [
+    "BlockNotCovered",
+    "MAX_NODES",
+    "TurningProblem",
+    "block_rows",
+    "carried",
+    "choose_turned",
+]
 
 #: at most this many crossing neurons get every orientation tried
 MAX_ENUMERATED = 16
@@ -99,6 +107,23 @@ _U = 2.0**-53
 class BlockNotCovered(Exception):
     """No orientation of the crossing neurons, or no rows for the always-active block, was
     certified canonical (reason in args[0])."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurningProblem:
+    """Which crossing neurons to turn around, as every route of :func:`choose_turned` reads
+    it: ``L0`` the block's linear part now, ``Wc`` (``n3 x nc``) the crossing neurons'
+    outgoing weights, ``Ac`` (``nc x n1``) their rows, ``against`` the rows now against the
+    reference orientation, ``m`` the neurons for the block (``1 <= m < min(n3 + 1, n1)``),
+    ``tol`` and ``ref`` the rank threshold's tolerance and scale."""
+
+    L0: np.ndarray
+    Wc: np.ndarray
+    Ac: np.ndarray
+    against: np.ndarray
+    m: int
+    tol: float
+    ref: float
 
 
 def _threshold(tol: float, largest, ref: float):
@@ -373,9 +398,10 @@ def _key(bits: np.ndarray) -> tuple:
     return int(bits.sum()), tuple(np.flatnonzero(bits))
 
 
-def _first_carried(found, L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
+def _first_carried(found, pb: TurningProblem) -> np.ndarray:
     """Among the orientations ``found`` (every one of rank at most ``m``), the carried one
     with the fewest rows against the reference (:func:`_key`)."""
+    L0, Wc, Ac, against, m, tol, ref = pb.L0, pb.Wc, pb.Ac, pb.against, pb.m, pb.tol, pb.ref
     for flips in sorted(found, key=lambda fl: _key(fl ^ against)):
         if carried(L0 + Wc[:, flips] @ Ac[flips], m, tol, ref):
             return flips
@@ -388,7 +414,8 @@ def _subsets(n: int) -> np.ndarray:
     return (np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1
 
 
-def _by_enumeration(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
+def _by_enumeration(pb: TurningProblem) -> np.ndarray:
+    L0, Wc, Ac, against, m, tol, ref = pb.L0, pb.Wc, pb.Ac, pb.against, pb.m, pb.tol, pb.ref
     nc = Ac.shape[0]
     n3, n1 = L0.shape
     terms = np.einsum("ij,jk->jik", Wc, Ac).reshape(nc, n3 * n1)
@@ -404,10 +431,11 @@ def _by_enumeration(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray:
     raise BlockNotCovered(_NOT_CARRIED)
 
 
-def _by_independent_rows(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None:
+def _by_independent_rows(pb: TurningProblem) -> np.ndarray | None:
     """The orientation from the least-rank one when the crossing rows are independent
     (module docs), or ``None`` when they are not or the least-rank orientation is not
     certified unique."""
+    L0, Wc, Ac, against, m, tol, ref = pb.L0, pb.Wc, pb.Ac, pb.against, pb.m, pb.tol, pb.ref
     nc, n1 = Ac.shape
     if nc > n1:
         return None
@@ -458,7 +486,7 @@ def _compound_gram(G1: np.ndarray, G2: np.ndarray, subsets: np.ndarray) -> np.nd
     return out
 
 
-def _by_independent_wedges(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None:
+def _by_independent_wedges(pb: TurningProblem) -> np.ndarray | None:
     """The orientation when the ``(m + 1)``-fold wedge products of the block's rank-one
     components are linearly independent, with a margin (module docs), or ``None`` when
     they are not (or are too many to check).
@@ -474,6 +502,7 @@ def _by_independent_wedges(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | Non
     ``|E|``) has minors of norm at most ``B`` below. So when ``sqrt(lam) > B`` every
     orientation of rank at most ``m`` turns at most ``m - rho`` neurons: those are listed
     and the first rule picks among them."""
+    L0, Wc, Ac, m, tol, ref = pb.L0, pb.Wc, pb.Ac, pb.m, pb.tol, pb.ref
     nc = Ac.shape[0]
     n3, n1 = L0.shape
     k = m + 1
@@ -524,7 +553,7 @@ def _by_independent_wedges(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | Non
             L = L0 + Wc[:, flips] @ Ac[flips]
             if _rank_of(L, tol, ref) <= m:
                 found.append(flips)
-    return _first_carried(found, L0, Wc, Ac, against, m, tol, ref)
+    return _first_carried(found, pb)
 
 
 @functools.lru_cache(maxsize=None)
@@ -626,7 +655,7 @@ def _complement(M: np.ndarray) -> np.ndarray:
     return U[:, int(np.sum(s > 1e-12 * s[0])) :]
 
 
-def _by_split_projections(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None:
+def _by_split_projections(pb: TurningProblem) -> np.ndarray | None:
     """Every orientation of rank at most ``m`` when the crossing neurons split into two
     sides ``U``, ``V`` of at most ``(n3 - k) + (n1 - k)`` each (``k = m + 1``, at most
     :data:`MAX_SPLIT_ORDER`), then the first rule's choice among them; ``None`` when the
@@ -642,6 +671,7 @@ def _by_split_projections(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None
     ``T ∩ U`` has rank at most ``m``. The same for ``V``; the unresolved subsets of the two
     sides are then paired through random orthonormal ``P``, ``Q`` annihilating nothing,
     and the pairs still unresolved are decided by :func:`_rank_of` itself."""
+    L0, Wc, Ac, m, tol, ref = pb.L0, pb.Wc, pb.Ac, pb.m, pb.tol, pb.ref
     nc = Ac.shape[0]
     n3, n1 = L0.shape
     k = m + 1
@@ -708,13 +738,14 @@ def _by_split_projections(L0, Wc, Ac, against, m, tol, ref) -> np.ndarray | None
         Ls = L0[None] + np.einsum("ij,sj,jk->sik", Wc, chunk.astype(float), Ac)
         low = _ranks(np.linalg.svd(Ls, compute_uv=False), tol, ref) <= m
         found.extend(chunk[low])
-    return _first_carried(found, L0, Wc, Ac, against, m, tol, ref)
+    return _first_carried(found, pb)
 
 
-def _cut(M, free, Wc, Ac, norms, m, tol, ref) -> bool:
+def _cut(M, free, norms, pb: TurningProblem) -> bool:
     """Whether no completion of the branch (``M`` with the neurons ``free`` undecided) has
     rank at most ``m``: projections annihilate the largest undecided terms (rows, then
     columns), the rest is bounded around its midpoint by Weyl's inequality."""
+    Wc, Ac, m, tol, ref = pb.Wc, pb.Ac, pb.m, pb.tol, pb.ref
     n3, n1 = M.shape
     f = free[np.argsort(-norms[free], kind="stable")]
     cap_rows, cap_cols = max(n1 - m - 1, 0), max(n3 - m - 1, 0)
@@ -747,7 +778,8 @@ def _cut(M, free, Wc, Ac, norms, m, tol, ref) -> bool:
     return float(sv[m]) - slack > float(_threshold(tol, big, ref))
 
 
-def _by_bounds(L0, Wc, Ac, against, m, tol, ref, max_nodes: int = MAX_NODES) -> np.ndarray:
+def _by_bounds(pb: TurningProblem, max_nodes: int = MAX_NODES) -> np.ndarray:
+    L0, Wc, Ac, m, tol, ref = pb.L0, pb.Wc, pb.Ac, pb.m, pb.tol, pb.ref
     nc = Ac.shape[0]
     n3, n1 = L0.shape
     norms = np.linalg.norm(Wc, axis=0) * np.linalg.norm(Ac, axis=1)
@@ -776,43 +808,33 @@ def _by_bounds(L0, Wc, Ac, against, m, tol, ref, max_nodes: int = MAX_NODES) -> 
             if _rank_of(M, tol, ref) <= m:
                 found.append(flips)
             continue
-        if _cut(M, np.arange(k, nc), Wc, Ac, norms, m, tol, ref):
+        if _cut(M, np.arange(k, nc), norms, pb):
             continue
         on = flips.copy()
         on[k] = True
         stack.append((k + 1, M + np.outer(Wc[:, k], Ac[k]), on))
         stack.append((k + 1, M, flips))
-    return _first_carried(found, L0, Wc, Ac, against, m, tol, ref)
+    return _first_carried(found, pb)
 
 
-def choose_turned(
-    L0: np.ndarray,
-    Wc: np.ndarray,
-    Ac: np.ndarray,
-    against: np.ndarray,
-    m: int,
-    tol: float,
-    ref: float,
-    thorough: bool = True,
-) -> np.ndarray:
-    """Which crossing neurons to turn around (a boolean mask over them, in their canonical
-    order): ``L0`` the block's linear part now, ``Wc`` (``n3 x nc``) their outgoing weights,
-    ``Ac`` (``nc x n1``) their rows, ``against`` the rows now against the reference
-    orientation, ``m`` the neurons for the block (``1 <= m < min(n3 + 1, n1)``). Module
-    docs; :class:`BlockNotCovered` when the branch and bound runs out. Not ``thorough``
-    (for ``equivalent``, which decides from the block as it is when the choice refuses):
+def choose_turned(pb: TurningProblem, thorough: bool = True) -> np.ndarray:
+    """Which crossing neurons of ``pb`` to turn around (a boolean mask over them, in their
+    canonical order). Module docs; :class:`BlockNotCovered` when the branch and bound runs
+    out. Not ``thorough`` (for ``equivalent``, which decides from the block as it is when
+    the choice refuses):
     without the split route (seconds to tens of seconds) and with :data:`QUICK_NODES`
     branches."""
+    L0, Ac = pb.L0, pb.Ac
     nc, n1 = Ac.shape
     if nc == 0:
         return np.zeros(0, dtype=bool)
     if nc <= MAX_ENUMERATED and 2**nc * L0.size <= MAX_ENTRIES:
-        return _by_enumeration(L0, Wc, Ac, against, m, tol, ref)
-    flip = _by_independent_rows(L0, Wc, Ac, against, m, tol, ref)
+        return _by_enumeration(pb)
+    flip = _by_independent_rows(pb)
     if flip is None:
-        flip = _by_independent_wedges(L0, Wc, Ac, against, m, tol, ref)
+        flip = _by_independent_wedges(pb)
     if flip is None and thorough:
-        flip = _by_split_projections(L0, Wc, Ac, against, m, tol, ref)
+        flip = _by_split_projections(pb)
     if flip is not None:
         return flip
-    return _by_bounds(L0, Wc, Ac, against, m, tol, ref, MAX_NODES if thorough else QUICK_NODES)
+    return _by_bounds(pb, MAX_NODES if thorough else QUICK_NODES)

@@ -71,7 +71,7 @@ from .._symmetries.three_layer import (
     Symmetry,
     apply_sequence,
 )
-from .block import BlockNotCovered, block_rows, choose_turned
+from .block import BlockNotCovered, TurningProblem, block_rows, choose_turned
 
 __all__ = ["canonical_form", "equivalent_bottleneck", "BottleneckEquivalence", "fast_path_reason"]
 
@@ -368,16 +368,16 @@ def _choose_turned(cur: Params, info: BottleneckInfo, tol: float, thorough: bool
         return tuple(against)
     ref = {j: (-W2[j] if j in against else W2[j]) for j in crossing}
     order = sorted(crossing, key=lambda j: tuple(ref[j]))
-    flip = choose_turned(
-        W3[:, linear] @ W2[linear],
-        W3[:, order],
-        W2[order],
-        np.array([j in against for j in order], dtype=bool),
-        m,
-        tol,
-        path_norm_scale(cur),
-        thorough,
+    problem = TurningProblem(
+        L0=W3[:, linear] @ W2[linear],
+        Wc=W3[:, order],
+        Ac=W2[order],
+        against=np.array([j in against for j in order], dtype=bool),
+        m=m,
+        tol=tol,
+        ref=path_norm_scale(cur),
     )
+    flip = choose_turned(problem, thorough)
     return tuple(sorted(order[a] for a in np.flatnonzero(flip)))
 
 
@@ -439,6 +439,7 @@ def _unit_rows(cur: Params, rows: list) -> Scaling:
 
 def _canonical_one(cur: Params, tol: float, snapped: int, snap_bound: float, thorough: bool = True):
     """:func:`_canonical` with the first-layer direction kept (``cur`` already snapped)."""
+    # Whole: the numbered steps of the canonical form in order, each threading path and before
     path: list[Symmetry] = []
     before: list[Params] = []
     info = analyze_bottleneck(cur, tol)
@@ -852,6 +853,7 @@ class _Matching:
     def result(
         self,
         equiv,
+        *,
         symmetry=None,
         mpd=None,
         witness=None,
@@ -979,8 +981,8 @@ class _Matching:
         ok = md + SYMMETRY_ROUNDING <= tol
         return self.result(
             True,
-            sym,
-            mpd,
+            symmetry=sym,
+            mpd=mpd,
             md=md,
             certified=ok,
             note=f"{how}; {len(sym)} named symmetries take p to q, up to a "

@@ -258,6 +258,7 @@ def _by_bounds(
     fp: list,
     fq: list,
     dom: Domain,
+    *,
     budget: Budget,
     gap: float,
     best: Best,
@@ -302,6 +303,31 @@ def _root_decides(chain, dom: Domain, gap: float) -> bool:
     budget."""
     _, up, _ = propagate(chain, dom.lower[None], dom.upper[None])
     return bool(np.max(up) <= gap)
+
+
+def _working_pair(pair0: Pair, dom: Domain, fp: list, fq: list, floats: bool) -> tuple:
+    """The pair the engines read (on a box: both networks composed with the map from the
+    unit box), the domain they read it on, the map back to the user's inputs, and the
+    upper bound from the parameters alone, ``(value, method)``: the answer when the
+    budget ends first."""
+    same = [W.shape for W, _ in fp] == [W.shape for W, _ in fq]
+    fallback = (function_distance_bound(fp, fq) if same and floats else math.inf, "parameter_bound")
+    if dom.kind != "box":
+        return pair0, dom, (lambda z: np.asarray(z, float)), fallback
+    compose, work_dom, to_x = _unit_box(dom)
+    # the exact layers pair0 already holds (the same values exact_params gives)
+    pair = Pair(
+        compose(list(zip(pair0.p.Wq, pair0.p.bq))),
+        compose(list(zip(pair0.q.Wq, pair0.q.bq))),
+        pair0.tol,
+    )
+    # |f_p(x) - f_q(x)| <= bound * max(1, |x|_inf) and |x|_inf <= R on the box
+    reach = max(1.0, float(np.max(np.abs(np.r_[dom.lower, dom.upper]))))
+    fallback = min(
+        (fallback[0] * reach, fallback[1]),
+        (_interval_bound(fp, fq, dom) if floats else math.inf, "interval"),
+    )
+    return pair, work_dom, to_x, fallback
 
 
 def distance(
@@ -359,6 +385,7 @@ def distance(
     >>> r.lower, r.upper, r.upper_method, r.certified
     (0.5, 0.5, 'regions', True)
     """
+    # Whole: one budget and one note run through the search, the chosen engine and the fallback
     tol = check_tol(tol)
     progress = check_bool(progress, "progress")
     check_choice(method, "method", _METHODS)
@@ -388,25 +415,7 @@ def distance(
             f"(lower, upper) or a box Domain; got the {dom.kind} domain"
         )
     gap = tol * pair0.scale if gap is None else check_nonnegative_float(gap, "gap")
-    # bounds from the parameters alone, the answer when the budget ends first
-    same = [W.shape for W, _ in fp] == [W.shape for W, _ in fq]
-    fallback = (function_distance_bound(fp, fq) if same and floats else math.inf, "parameter_bound")
-    if dom.kind == "box":
-        compose, work_dom, to_x = _unit_box(dom)
-        # the exact layers pair0 already holds (the same values exact_params gives)
-        pair = Pair(
-            compose(list(zip(pair0.p.Wq, pair0.p.bq))),
-            compose(list(zip(pair0.q.Wq, pair0.q.bq))),
-            tol,
-        )
-        # |f_p(x) - f_q(x)| <= bound * max(1, |x|_inf) and |x|_inf <= R on the box
-        reach = max(1.0, float(np.max(np.abs(np.r_[dom.lower, dom.upper]))))
-        fallback = min(
-            (fallback[0] * reach, fallback[1]),
-            (_interval_bound(fp, fq, dom) if floats else math.inf, "interval"),
-        )
-    else:
-        pair, work_dom, to_x = pair0, dom, (lambda z: np.asarray(z, float))
+    pair, work_dom, to_x, fallback = _working_pair(pair0, dom, fp, fq, floats)
     unit = math.ldexp(1.0, pair.E)  # balanced outputs are the outputs / 2**E
     best = Best(pair)
     gap_q = to_fmpq(gap / unit)
@@ -432,7 +441,14 @@ def distance(
             note += f"the exact maximum over {num_regions} joint regions"
         elif chosen == "bounds":
             upper, bb_point, part = _by_bounds(
-                engine, fp, fq, dom, budget, gap, best, (workers, scheduler)
+                engine,
+                fp,
+                fq,
+                dom,
+                budget=budget,
+                gap=gap,
+                best=best,
+                parallel=(workers, scheduler),
             )
             how, certified = "branch_and_bound", True
             note += part
@@ -508,6 +524,7 @@ def _top1(
 ) -> Top1:
     """The :class:`Top1` verdict: sampled points of the unit box (and ``extra``, an input
     of the user's box) checked exactly, then, when ``engine``, the joint regions."""
+    # Whole: verdicts in order (sampling, regions, exact simplex) sharing the witness found
     thr_abs = pair0.thr_q * pow2(pair0.E)  # tol * scale, absolute, as a rational
     tol = pair0.tol
     found: dict = {}

@@ -223,7 +223,7 @@ class Cell:
     points: tuple | None = None
 
     def with_row(
-        self, a_q, c_q, a_f, c_f, owner, center_f, center_q, radius, points: tuple | None = None
+        self, a_q, c_q, a_f, c_f, owner, *, center_f, center_q, radius, points: tuple | None = None
     ) -> "Cell":
         return Cell(
             self.rows_q + [a_q],
@@ -916,7 +916,15 @@ class _Node:
                 pts = (res[0][None, :], [res[1]], np.array([res[2]]))
             best = int(np.argmax(pts[2]))
             child = geo.with_row(
-                ra, rc, rfa, rfc, owner, pts[0][best], pts[1][best], float(pts[2][best]), points=pts
+                ra,
+                rc,
+                rfa,
+                rfc,
+                owner,
+                center_f=pts[0][best],
+                center_q=pts[1][best],
+                radius=float(pts[2][best]),
+                points=pts,
             )
             b = list(bits)
             b[j] = side

@@ -475,6 +475,7 @@ def _exact_candidates(v, d: int):
 def by_regions(pair: Pair, dom: Domain, budget: Budget) -> Equivalence:
     """The regions method, streamed: only the joint regions where the maps differ by more
     than ``tol`` (by their bound) are kept, to look for a witness at the end."""
+    # Whole: one pass over the regions, then two over the suspects; sup and the counts run through
     engine = budget.engine
     d, m = pair.d, pair.m
     base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0

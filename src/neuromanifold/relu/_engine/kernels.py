@@ -61,6 +61,7 @@ def ascent_kernel(A, c, x0, g, target, max_iter):
         ``max_iter`` steps, or a degenerate wall); ``x_last`` is the last point the walk
         reached (``x0`` if it never moved).
     """
+    # Whole: a numba kernel: one walk whose Q, L, W and slack change together at every step
     k, d = A.shape
     x = x0.copy()
     slack = c - A @ x

@@ -171,6 +171,7 @@ def solve_lp(
     b_ub,
     A_eq=None,
     b_eq=None,
+    *,
     lb=None,
     ub=None,
     counter: LPCounter | None = None,
@@ -289,7 +290,7 @@ def _probing_rule_off() -> tuple[str, object]:
 
 
 def _solve_milp_core(
-    c, A, ub, lb_v, ub_v, integer, time_limit=None, objective_target=None
+    c, A, ub, lb_v, ub_v, integer, *, time_limit=None, objective_target=None
 ) -> MILPSolution:
     h = _highs_core
     solver = h._core._Highs()
@@ -377,6 +378,7 @@ def solve_milp(
     lb_v,
     ub_v,
     integer,
+    *,
     time_limit: float | None = None,
     objective_target: float | None = None,
 ) -> MILPSolution:
@@ -397,7 +399,14 @@ def solve_milp(
     if _USE_CORE:
         try:
             return _solve_milp_core(
-                c, A, np.asarray(ub, float), lb_v, ub_v, integer, time_limit, objective_target
+                c,
+                A,
+                np.asarray(ub, float),
+                lb_v,
+                ub_v,
+                integer,
+                time_limit=time_limit,
+                objective_target=objective_target,
             )
         except Exception:  # pragma: no cover - binding API changed: use scipy
             pass

@@ -252,6 +252,7 @@ def iter_leaves(
     for a worker, :class:`~neuromanifold.relu._engine.cells.EngineDeadline` is raised (the
     caller may move the deadline between items, as for the serial engine).
     """
+    # Whole: a generator; prepare() and dispatch() share its task ids, queues and counters
     stages = stages_of(nets)
     counts[:] = [0] * len(stages)
     root = initial_cell(domain, engine, nets)

@@ -165,6 +165,7 @@ def equivalent(
     >>> r.equivalent, r.witness_difference
     (False, 1.0)
     """
+    # Whole: the methods in order of cost, each falling through to the next under one budget
     tol = check_tol(tol)
     progress = check_bool(progress, "progress")
     check_choice(method, "method", _METHODS)

@@ -166,6 +166,7 @@ def match_kernel(P, Q, dims, offsets):
         neuron of q matches no positive multiple of one of p (cosine below 0.5);
         :data:`FALLBACK`: a plain float chain cannot be trusted (the numpy path decides).
     """
+    # Whole: a numba kernel: match layer by layer, then bound the image; both loops share buffers
     L = dims.size - 1
     hidden = 0
     for l in range(1, L):

@@ -297,6 +297,7 @@ def search_symmetries(
     >>> S.confirmed, S.clusters[0].kind
     (1, 'named')
     """
+    # Whole: the target, the starts, the fits and the clusters in order, on one rng and sample
     refuse_conv(params, "search_symmetries")
     progress = check_bool(progress, "progress")
     tol, classify_tol = check_tol(tol), check_tol(classify_tol, "classify_tol")

@@ -418,15 +418,30 @@ def gradient_flow(
         what="ReLU gradient flow",
         progress=progress,
     )
+
+    def result() -> ReLUFlowResult:
+        """The result from the samples so far (all of them once the stepper finished)."""
+        return _result(
+            net,
+            X,
+            Y,
+            times,
+            stepper=stepper,
+            tracked=tracked,
+            num_rescaling=num_rescaling,
+            blocks=blocks,
+            solver=solver,
+            rtol=rtol,
+            atol=atol,
+        )
+
     try:
         quiet_overflow(stepper.run)()
     except ComputationLimitError as err:
         # e.g. a sliding mode at a kink (the step size collapses): the samples so far
-        err.partial = _result(
-            net, X, Y, times, stepper, tracked, num_rescaling, blocks, solver, rtol, atol
-        )
+        err.partial = result()
         raise
-    return _result(net, X, Y, times, stepper, tracked, num_rescaling, blocks, solver, rtol, atol)
+    return result()
 
 
 def _result(
@@ -434,6 +449,7 @@ def _result(
     X: np.ndarray,
     Y: np.ndarray,
     times: np.ndarray,
+    *,
     stepper: Any,
     tracked: list,
     num_rescaling: int,

@@ -561,7 +561,7 @@ def _pre_activations(Ws, bs, X: np.ndarray) -> list[np.ndarray]:
     return out
 
 
-def _rare_points(Ws, bs, dom, tol: float, points: list, rng, seen: set, check) -> list:
+def _rare_points(Ws, bs, dom, *, tol: float, points: list, rng, seen: set, check) -> list:
     """Points (as :func:`_clear_points` gives them) in regions where a neuron takes the
     sign it rarely takes at ``points``: a neuron's incoming weights need regions where it
     is active, random points may never reach a neuron of a deep layer, and a neuron
@@ -1045,7 +1045,14 @@ class _Run:
             self._check_time()
             if stalled:
                 batch = _rare_points(
-                    self.Ws, self.bs, self.dom, self.tol, points, rng, seen, self._check_time
+                    self.Ws,
+                    self.bs,
+                    self.dom,
+                    tol=self.tol,
+                    points=points,
+                    rng=rng,
+                    seen=seen,
+                    check=self._check_time,
                 )
             else:
                 batch = next(batches, None)

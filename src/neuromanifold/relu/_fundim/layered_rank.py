@@ -423,10 +423,21 @@ def layered_rank(
         return None
     rng = np.random.default_rng(seed)
     num = _Residues(rng) if exact else _Floats(tol, rng)
-    return _split(num, Ws, bs, patterns, H, kept, two, rest_cols, slack, check)
+    return _split(
+        num,
+        Ws,
+        bs,
+        patterns=patterns,
+        H=H,
+        kept=kept,
+        two=two,
+        rest_cols=rest_cols,
+        slack=slack,
+        check=check,
+    )
 
 
-def _split(num, Ws, bs, patterns, H, kept, two, rest_cols, slack, check):
+def _split(num, Ws, bs, *, patterns, H, kept, two, rest_cols, slack, check):
     """:func:`layered_rank` past its checks, with random subspaces of ``slack`` extra
     dimensions."""
     W = [num.weights(w) for w in Ws]

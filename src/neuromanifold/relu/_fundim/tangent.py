@@ -95,6 +95,7 @@ class TangentMILP:
             to its tolerances); ``None`` when it does not finish (time limit, numerical
             trouble).
         """
+        # Whole: builds one MILP row by row; its builder and bounds feed the two solves at the end
         Ws, bs = self.Ws, self.bs
         m = Ws[-1].shape[0]
         B = MILPBuilder()

@@ -412,10 +412,21 @@ class _Checker:
                 ]
                 if subs:
                     self.count += len(subs)
-                    self._chunk(subs, k, elems, Nf, Af, strong, fails, blocked, rows, offs)
+                    self._chunk(
+                        subs,
+                        k,
+                        elems,
+                        Nf,
+                        Af=Af,
+                        strong=strong,
+                        fails=fails,
+                        blocked=blocked,
+                        rows=rows,
+                        offs=offs,
+                    )
         return fails
 
-    def _chunk(self, subs, k, elems, Nf, Af, strong, fails, blocked, rows, offs):
+    def _chunk(self, subs, k, elems, Nf, *, Af, strong, fails, blocked, rows, offs):
         """Examine the families ``subs`` of size ``k`` (see :meth:`families`)."""
         d = self.d
         arr = np.array(subs, dtype=int)
@@ -603,6 +614,7 @@ def genericity(
     >>> genericity([(W1, [-1.0, -1.0, -2.0]), ([[1.0, 1.0, 1.0]], [0.0])]).failures[0].kind
     'common point'
     """
+    # Whole: report() and the budget's partial close over the failures, checker and products
     refuse_conv(params, "genericity")
     tol = check_tol(tol)
     progress = check_bool(progress, "progress")
@@ -681,13 +693,13 @@ def genericity(
                 _exact_preacts(Wq, bq, pattern, d),
                 pattern,
                 key,
-                facets,
-                cell,
-                d,
-                checker,
-                budget,
-                seen,
-                failures,
+                facets=facets,
+                cell=cell,
+                d=d,
+                checker=checker,
+                budget=budget,
+                seen=seen,
+                out=failures,
             )
         _masked_products(Wq, widths, key, tol, checker, products, failures)
     return report(True)
@@ -788,6 +800,7 @@ def _piece_families(
     pre: list,
     pattern: list,
     key: tuple,
+    *,
     facets: list,
     cell,
     d: int,
@@ -799,6 +812,7 @@ def _piece_families(
     """S2 on one region: the pieces of the deeper neurons (and the domain's facets) that
     touch the closed region, in non-general position, appended to ``out``; ``seen`` keeps
     each failure once across regions."""
+    # Whole: collect the region's pieces, then test their families; each failure built where found
     rows, offs = [f[1] for f in facets], [f[2] for f in facets]
     pieces, sides = [], []
     for l, layer in enumerate(pre):

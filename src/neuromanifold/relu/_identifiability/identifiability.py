@@ -223,6 +223,7 @@ def identifiability(
 
 def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiability:
     """The route by depth: the three-layer characterization, else the any-depth search."""
+    # Whole: the dispatch by depth, then the any-depth search and its verdict, each feeding the next
     if len(params) == 3:
         return three_layer_identifiability(
             params,

@@ -100,6 +100,7 @@ def local_identifiability(
     """Is the fiber near ``params`` the scaling orbit (module docs), on R^d or, given, on
     ``domain`` or at the rows of ``data``? ``witnesses`` are the identifiability search's
     (on R^d, so on any subset too), re-checked here at ``tol = 0``."""
+    # Whole: a ladder of verdicts, each an early return; the cases read best as one list
     start = time.monotonic()
     P = sum(W.size + b.size for W, b in params)
     hidden = params[:-1]

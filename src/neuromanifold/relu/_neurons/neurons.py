@@ -199,12 +199,12 @@ def neurons(
         P if cut is None else check_params(cut.reduce(params)),
         dom if cut is None else cut.domain,
         X if cut is None or X is None else X[:, cut.free],
-        method,
-        num_samples,
-        seed,
-        max_regions,
-        time_limit,
-        note,
+        method=method,
+        num_samples=num_samples,
+        seed=seed,
+        max_regions=max_regions,
+        time_limit=time_limit,
+        note=note,
         tol=tol,
     )
     if cut is not None:
@@ -234,7 +234,7 @@ def _on_data(P: list, X: np.ndarray) -> tuple:
 
 
 def _decide(
-    P, dom, X, method, num_samples, seed, max_regions, time_limit, note, *, tol: float
+    P, dom, X, *, method, num_samples, seed, max_regions, time_limit, note, tol: float
 ) -> NeuronStatus:
     """The statuses on the domain (:func:`neurons`, its arguments checked)."""
     if method != "bounds" and len(P) > 1:

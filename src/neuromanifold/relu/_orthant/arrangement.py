@@ -469,6 +469,7 @@ def weighted_arrangement(
     >>> [str(H) for H in A.hyperplanes], A.active_neurons
     (['H: (1, -1).z + 0 = 0, weight (3)'], (2,))
     """
+    # Whole: sort the neurons, merge hyperplanes, weigh them, sum the affine part: one exact pass
     refuse_conv(params, "weighted_arrangement")
     layers, exact_layers = one_hidden_layer(params, "weighted_arrangement")
     tol = check_tol(tol)

@@ -1126,6 +1126,7 @@ def orthant_fiber(
     >>> F.dimension, [P.labels for P in F.pieces]
     (1, [('H1+',)])
     """
+    # Whole: check, count, enumerate the types, then build the pieces: one short pipeline
     refuse_conv(params, "orthant_fiber")
     layers, _ = one_hidden_layer(params, "orthant_fiber")
     dom = as_domain(domain, layers[0][0].shape[1])

@@ -201,6 +201,7 @@ def bent_hyperplanes(
     ...     print(err.num_regions, [n.status for n in err.partial.neurons])
     2 ['visible', 'undecided']
     """
+    # Whole: result() gives both the answer and the budget's partial, over the same dicts
     tol = check_tol(tol)
     net = ExactNet.from_params(params)
     dom = as_domain(domain, net.d)
@@ -297,7 +298,9 @@ def bent_hyperplanes(
         budget.check_time(partial, stage="the pieces of a region", upcoming=step)
         started = time.monotonic()
         with budget.guard(partial, "the pieces of a region"):
-            _region_pieces(cell, ri, net, engine, pieces, thr, scale, piece_lps)
+            _region_pieces(
+                cell, ri, net, engine, pieces=pieces, thr=thr, scale=scale, piece_lps=piece_lps
+            )
         step = time.monotonic() - started
     # every neighbor was enumerated: resolve the indices
     for l, i in hidden:
@@ -321,10 +324,11 @@ def _candidate_rows(cell, d: int) -> np.ndarray:
 
 
 def _region_pieces(
-    cell, ri: int, net, engine, pieces: dict, thr, scale: float, piece_lps: list
+    cell, ri: int, net, engine, *, pieces: dict, thr, scale: float, piece_lps: list
 ) -> None:
     """Append to ``pieces`` the pieces of every neuron active on the region ``cell`` (their
     neighbor left unresolved: ``neighbor=-1`` and the neighbor's pattern key kept)."""
+    # Whole: one loop over the region's neurons; each piece's LP, pattern and jump built in turn
     d = net.d
     pattern = cell.patterns[0]
     Zs = layer_maps(net, pattern)

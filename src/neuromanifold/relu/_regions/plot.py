@@ -288,6 +288,7 @@ def plot_arrangement(
     >>> [float(x) for x in plot_arrangement(p, ax=Figure().subplots(), window=(-1, 3)).get_xlim()]
     [-1.0, 3.0]
     """
+    # Whole: check the options, draw region by region, then the title: a figure's steps in order
     max_regions, time_limit = check_budget(max_regions, time_limit)
     budget = {
         "max_regions": max_regions,

@@ -1144,6 +1144,7 @@ def random_orbit_point(
     >>> bool(np.allclose(apply_sequence(seq, P)[0][0], Q[0][0]))
     True
     """
+    # Whole: the moves in their fixed order, a few lines each; add() threads cur and seq
     tol = check_tol(tol)
     rng = as_seed_rng(seed)
     params = three_layer(params, "random_orbit_point")

@@ -165,6 +165,7 @@ def verify(
     >>> verify(f, g, DifferenceQuery.within([-1.0], [1.0], 0.001, 1)).status
     'sat'
     """
+    # Whole: check, bound coarsely, sample, then branch and bound: the steps in order on one box
     start = time.monotonic()
     if not isinstance(query, DifferenceQuery):
         raise InputError(
@@ -220,7 +221,9 @@ def verify(
             _, up, _ = propagate(chain, dom.lower[None], dom.upper[None])
             root = float(np.max(np.nextafter(up[0, : len(offsets)] - offsets, np.inf)))
             upper = min(root, coarse) if math.isfinite(root) else coarse
-            return _answer(witness, X[k], witness["margin"], upper, 1, start, "sampling")
+            return _answer(
+                witness, X[k], witness["margin"], upper, num_boxes=1, start=start, how="sampling"
+            )
     options = dict(
         gap=0.0, deadline=deadline, lower=float(vals[k]), point=X[k], offsets=offsets, decide=0.0
     )
@@ -234,14 +237,14 @@ def verify(
         bb.point,
         float(bb.lower),
         float(bb.upper),
-        bb.num_boxes,
-        start,
-        how,
+        num_boxes=bb.num_boxes,
+        start=start,
+        how=how,
         strict=all(query.strict),
     )
 
 
-def _answer(witness, x, lower, upper, num_boxes, start, how, strict=True) -> Verification:
+def _answer(witness, x, lower, upper, *, num_boxes, start, how, strict=True) -> Verification:
     """The :class:`Verification` from a counterexample (or ``None``) and the interval."""
     if witness is not None:
         status, note = "sat", "a counterexample, re-checked in exact arithmetic"
