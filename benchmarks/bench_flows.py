@@ -1,7 +1,7 @@
 """Many gradient flows at once against a loop of ``solve_ivp``, and one flow against the
 same ``solve_ivp`` driven by torch autograd.
 
-* Batched: ``neuromanifold.flows.gradient_flows`` integrates B initializations of a
+* Batched: ``neuromanifold.linear.gradient_flows`` integrates B initializations of a
   strided 1D network together (vectorized DOP853, step control per trajectory, the
   velocity of the whole batch from BLAS products over the network's monomials).
   Baseline: what a user writes otherwise, a loop of ``neuromanifold.gradient_flow``
@@ -28,8 +28,7 @@ from _timing import median_time, peak_memory_mb, pin_threads, suite_row
 from scipy.integrate import solve_ivp
 
 import neuromanifold as nm
-from neuromanifold.flows import gradient_flows
-from neuromanifold.linear import random_regression_data
+from neuromanifold.linear import gradient_flows, random_regression_data
 
 NET = ([3, 2, 2], [2, 2])
 

@@ -1568,7 +1568,7 @@ MORE_ENTRIES = [
         {"net": "object", "params": "params"},
     ),
     E(
-        "flows.gradient_flows",
+        "linear.gradient_flows",
         lambda: dict(
             net=_conv()[0],
             params=[_conv()[1], _conv()[0].random_params(1)],
@@ -1576,7 +1576,7 @@ MORE_ENTRIES = [
             t_final=0.2,
             num_times=3,
         ),
-        lambda net, params, loss, t_final, num_times: flows.gradient_flows(
+        lambda net, params, loss, t_final, num_times: nm.linear.gradient_flows(
             net, params, loss, t_final, num_times=num_times
         ),
         {
@@ -2178,7 +2178,7 @@ HEAVY = {
     "relu.nonlocalizable_example",
     "relu.search_nonlocalizable",
     "relu.gradient_flow",
-    "flows.gradient_flows",
+    "linear.gradient_flows",
     "exact.polynomial_ring",
     "exact.poly_to_sympy",
     "reproduce.verify_independence",
@@ -2328,6 +2328,7 @@ NOT_FUZZED: dict[str, str] = {
         for n in ("PathLiftingCheck", "ConvergenceRun", "ConvergenceSummary")
     },
     "neuromanifold.linear.ConvergenceStudy": _RESULT + "; table() takes no input",
+    "neuromanifold.linear.BatchedFlowResult": _RESULT,
     **{
         f"neuromanifold.flows.{n}": _RESULT
         for n in (
@@ -2336,7 +2337,6 @@ NOT_FUZZED: dict[str, str] = {
             "LiftComparison",
             "LiftOutcome",
             "FlowComparison",
-            "BatchedFlowResult",
         )
     },
     "neuromanifold.reproduce.Row": _RESULT + "; summary() takes no input",

@@ -182,6 +182,7 @@ IMPORT_REASONS = ("optional extra:", "start-up:", "layering:")
 IMPORTLIB = {
     "neuromanifold": "the subpackages load on first use (nm.relu, nm.io, ...)",
     "neuromanifold.cli._main": "the command modules, registered by name",
+    "neuromanifold.flows": "names moved to a domain, read from there when asked (deprecated)",
 }
 
 OPTIONAL = ("torch", "sklearn", "dask", "distributed", "onnx", "jax", "mkdocs")

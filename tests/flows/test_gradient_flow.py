@@ -175,7 +175,7 @@ def test_overflow_is_an_error_not_nan():
 def test_monomial_velocity_equals_the_vjp(net, seed, zeros):
     """The monomial velocity is -J^T A (v - target) computed through net.vjp, to rounding,
     on random architectures (1D to 3D) with exact zero weights."""
-    from neuromanifold.flows._gradient_flow import MonomialPath
+    from neuromanifold.linear._flow_paths import MonomialPath
 
     if not MonomialPath.applies(net):
         return
@@ -202,7 +202,7 @@ def test_monomial_velocity_equals_the_vjp(net, seed, zeros):
 def test_monomial_flow_is_the_convolution_flow(rng):
     """Both velocity paths give the same flow and conserve the invariants; the monomial
     path is not used beyond its size limit."""
-    from neuromanifold.flows._gradient_flow import MONOMIAL_MAX_TERMS, MonomialPath
+    from neuromanifold.linear._flow_paths import MONOMIAL_MAX_TERMS, MonomialPath
 
     net = LinearConvNet([3, 2, 2], strides=[2, 2])
     loss = SquareLoss.from_data(net, *_data(net, rng))

@@ -29,8 +29,9 @@ from neuromanifold.flows import (
     lift_to_fiber,
     riemannian_flow,
 )
-from neuromanifold.flows._gradient_flow import Conv1DFastPath, parameter_velocity
+from neuromanifold.flows._gradient_flow import parameter_velocity
 from neuromanifold.linear._base import LinearNetBase
+from neuromanifold.linear._flow_paths import Conv1DFastPath
 
 
 def _loss(net, rng, spread=1.0):

@@ -47,7 +47,7 @@ def build_results():
     )
     out.append(flows.compare_with_parameter_flow(conv, theta, loss, 0.2, lift=theta, num_times=3))
     out.append(nm.convergence_study(conv, 1, seed=0, t_final=0.1, max_time=0.1))
-    out.append(flows.gradient_flows(conv, [theta, conv.random_params(1)], loss, 0.2))
+    out.append(nm.linear.gradient_flows(conv, [theta, conv.random_params(1)], loss, 0.2))
     out.append(nm.io.load([(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]))
     from neuromanifold.sweep import SweepSummary, load_config, tasks_of
 

@@ -2,22 +2,26 @@
 do not (so not in ``neuromanifold.flows``'s public surface). Import them from here,
 never from ``flows``'s private modules."""
 
-from ._batched import integrate_flows
 from ._gradient_flow import (
     DEFAULT_MAX_STEPS,
+    OUT_OF_REACH,
     SOLVERS,
     Stepper,
     check_finite,
     check_num_times,
+    fast_path,
     quiet_overflow,
+    register_fast_path,
 )
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
+    "OUT_OF_REACH",
     "SOLVERS",
     "Stepper",
     "check_finite",
     "check_num_times",
-    "integrate_flows",
+    "fast_path",
     "quiet_overflow",
+    "register_fast_path",
 ]

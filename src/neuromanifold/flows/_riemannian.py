@@ -65,11 +65,11 @@ from .._validation import (
 from ..fibers import invariant_scale, invariant_vector
 from ._gradient_flow import (
     DEFAULT_MAX_STEPS,
-    Conv1DFastPath,
     GradientFlowResult,
     Stepper,
     check_finite,
     check_flow_args,
+    fast_path,
     gradient_flow,
     parameter_velocity,
     quiet_overflow,
@@ -349,7 +349,7 @@ class _SingularityWatch:
         self.net, self.dim, self.tol, self.velocity = net, dim, tol, velocity
         self.min = (math.inf, 0.0)
         self.s, self.slope = math.inf, 0.0
-        fast = Conv1DFastPath(net) if Conv1DFastPath.applies(net) else None
+        fast = fast_path(net, ("convolution",))
         self.jacobian = (
             fast.jacobian
             if fast is not None

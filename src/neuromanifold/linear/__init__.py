@@ -4,7 +4,9 @@ connected; their fibers, convergence studies, and the shallow ReLU extension
 
 from .._errors import UndecidedFactorizationError
 from ..fibers import Fiber
+from . import _flow_paths  # noqa: F401 - offers the shared flows its fast paths
 from ._base import JacobianRank
+from ._batched_flows import BatchedFlowResult, gradient_flows
 from ._conv import LinearConvNet, correlate, upsample
 from ._convergence import (
     ConvergenceRun,
@@ -34,6 +36,8 @@ __all__ = [
     "ConvergenceRun",
     "ConvergenceSummary",
     "random_regression_data",
+    "gradient_flows",
+    "BatchedFlowResult",
 ]
 from ._regular import RegularPoint, is_regular_point
 

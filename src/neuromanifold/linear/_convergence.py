@@ -31,7 +31,8 @@ from .._validation import (
     renamed_keywords,
 )
 from ..flows import SquareLoss, gradient_flow
-from ..flows._library import DEFAULT_MAX_STEPS, SOLVERS, integrate_flows
+from ..flows._library import DEFAULT_MAX_STEPS, SOLVERS
+from ._batched_flows import integrate_flows
 from ._conv import LinearConvNet
 from ._fc import LinearFCNet
 
@@ -251,7 +252,7 @@ def convergence_study(
     (in at most 40 continuations: from a tiny ``t_final`` the horizon grows faster).
 
     With ``batched`` (the default) the runs of a :class:`LinearConvNet` are integrated
-    together, segment by segment, by :func:`neuromanifold.flows.gradient_flows` (DOP853,
+    together, segment by segment, by :func:`neuromanifold.linear.gradient_flows` (DOP853,
     step control per run, one loss per run), with the same data, initializations and
     continuation rules; a run whose segment the explicit pair cannot finish within
     :data:`BATCH_MAX_STEPS` steps (a stiff flow) continues alone with ``solver``, and
@@ -525,7 +526,7 @@ def _continue_run(st: _RunState, how: _Integration) -> None:
 
 def _batched_runs(states: list, how: _Integration, bar=None) -> None:
     """Integrate the runs of one :class:`LinearConvNet` together, segment by segment
-    (:func:`neuromanifold.flows.gradient_flows`'s explicit pairs, one loss per run); a
+    (:func:`neuromanifold.linear.gradient_flows`'s explicit pairs, one loss per run); a
     run whose segment the explicit pair cannot finish within :data:`BATCH_MAX_STEPS`
     steps (a stiff flow) is handed, from where it got, to ``solver`` alone, and so are
     the runs left when fewer than :data:`MIN_BATCH` remain."""

@@ -34,8 +34,9 @@ from .._validation import (
     check_positive_int,
     renamed_keywords,
 )
-from ._gradient_flow import OUT_OF_REACH, MonomialPath, check_num_times
-from ._losses import QuadraticLoss
+from ..flows import QuadraticLoss
+from ..flows._library import OUT_OF_REACH, check_num_times
+from ._flow_paths import MonomialPath
 
 __all__ = ["BatchedFlowResult", "gradient_flows"]
 
@@ -175,7 +176,7 @@ class _BatchedConv:
 
 class _BatchedMonomial:
     """The same map and velocity for a small network from its monomials (as
-    :class:`~neuromanifold.flows._gradient_flow.MonomialPath`, batched): ``v = m @ Pos``
+    :class:`~neuromanifold.linear._flow_paths.MonomialPath`, batched): ``v = m @ Pos``
     and ``J^T g = (E * (g @ Pos^T)) @ Q`` with 0/1 matrices ``Pos`` (tuple -> entry of v)
     and ``Q`` (layer and tuple -> parameter), so every step is a BLAS product over the
     whole batch."""

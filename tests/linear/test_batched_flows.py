@@ -7,8 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neuromanifold as nm
-from neuromanifold.flows import gradient_flows
-from neuromanifold.linear import random_regression_data
+from neuromanifold.linear import gradient_flows, random_regression_data
 
 ARCHS = [
     ([3, 2, 2], [2, 2]),
@@ -75,10 +74,10 @@ def test_bad_input(kwargs, message):
 def test_both_pairs_and_both_velocity_paths_are_the_single_flow(method, monomials, monkeypatch):
     """DOP853 and RK45, with the batch's velocity from monomials or (limit set to 0)
     from batched convolutions: each trajectory is the single flow."""
-    from neuromanifold.flows import _gradient_flow
+    from neuromanifold.linear import _flow_paths
 
     if not monomials:
-        monkeypatch.setattr(_gradient_flow, "MONOMIAL_MAX_TERMS", 0)
+        monkeypatch.setattr(_flow_paths, "MONOMIAL_MAX_TERMS", 0)
     net = nm.LinearConvNet([3, 2, 2], [2, 2])
     loss = nm.SquareLoss.from_data(net, *random_regression_data(net, seed=1))
     starts = [net.random_params(seed=s) for s in range(3)]
@@ -185,3 +184,15 @@ def test_an_out_of_reach_horizon_stops_at_once_and_marks_what_was_reached():
     assert np.isfinite(res.loss[res.reached]).all() and np.isnan(res.loss[~res.reached]).all()
     ok = gradient_flows(net, [net.random_params(seed=0)], loss, 1.0, num_times=3)
     assert ok.success.all() and ok.reached.all()
+
+
+def test_the_old_name_warns_and_is_the_same_function():
+    """The batched flows moved from ``flows`` (shared) to ``linear`` (their domain): the
+    old names still work, with a DeprecationWarning naming the new one."""
+    with pytest.warns(DeprecationWarning, match="neuromanifold.linear.gradient_flows"):
+        old = nm.flows.gradient_flows
+    assert old is gradient_flows
+    with pytest.warns(DeprecationWarning, match="neuromanifold.linear.BatchedFlowResult"):
+        assert nm.flows.BatchedFlowResult is nm.linear.BatchedFlowResult
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        nm.flows.nothing  # noqa: B018
