@@ -9,8 +9,10 @@
   re-exports from another documented module (``neuromanifold.LinearConvNet`` links to
   ``neuromanifold.linear.LinearConvNet``), so every public name is documented once and
   listed wherever it is exported. Where the ``__all__`` is written in sections (a comment
-  line heads each, as ``neuromanifold.relu`` groups its names by question), the page has
-  one section per comment, in that order. Adding a name to an ``__all__`` needs no change here;
+  line heads each, as ``neuromanifold.relu`` groups its names by question), each section
+  is a page of its own, generated (``api/relu/identifiability.md``, named after the
+  section's first name) and listed in the nav under the module's page, which lists the
+  questions in order with their names. Adding a name to an ``__all__`` needs no change here;
   adding a module needs one page (one line) and one nav entry.
 * **Command-line pages.** The ``--help`` blocks of ``docs/cli/*.md`` must equal the
   parser's current help (``docs/_ext/cli_help.py`` regenerates them; ``make docs`` runs
@@ -80,24 +82,18 @@ def expand_directive(module: str, documented: list[str]) -> str:
         where = home(module, name, documented)
         (own if where == module else elsewhere).append((name, where))
     lines = [f"::: {module}", "    options:"]
-    sections = groups(module)
-    if own and sections:  # grouped by question: one section each, its names in order
+    pages = question_pages(module, documented)
+    if pages:  # grouped by question: a page each, listed here with its names
         lines += ["      members: []"]
-        home_here = {name for name, _ in own}
-        for heading, names in sections:
-            names = [n for n in names if n in home_here]
-            if not names:
-                continue
-            page = re.search(r"\s*\(docs/([\w.]+\.md)([^)]*)\)", heading)
-            title = heading[: page.start()] if page else heading
-            lines += ["", f"## {title[:1].upper() + title[1:]}", ""]
-            if page:
-                lines += [
-                    f"The concepts: [{page.group(1)}](../{page.group(1)}){page.group(2)}.",
-                    "",
-                ]
-            for name in names:
-                lines += [f"::: {module}.{name}", "    options:", "      heading_level: 3", ""]
+        folder = module.rpartition(".")[2]
+        for title, concepts, uri, names in pages:
+            lines += ["", f"## {title}", ""]
+            lines += [f"[The page of this question]({folder}/{uri.rpartition('/')[2]})"]
+            if concepts:
+                lines[-1] += f"; the concepts: [{concepts[0]}](../{concepts[0]}){concepts[1]}"
+            lines += [""]
+            page = f"{folder}/{uri.rpartition('/')[2]}"
+            lines += [f"* [`{module}.{name}`]({page}#{module}.{name})" for name in names]
     elif own:
         lines += ["      members:"] + [f"        - {name}" for name, _ in own]
     else:
@@ -132,6 +128,35 @@ def groups(module: str) -> list[tuple[str, list[str]]]:
     return out
 
 
+def question_pages(module: str, documented: list[str]) -> list[tuple[str, tuple, str, list]]:
+    """One page per section of ``module``'s ``__all__`` (:func:`groups`): ``(title, the
+    concepts page and its anchor or (), the page's src_uri, the names whose home is
+    ``module``)``, the page named after its first name (``api/relu/regions.md``). ``[]``
+    for a module written as one flat list."""
+    out = []
+    for heading, names in groups(module):
+        names = [n for n in names if home(module, n, documented) == module]
+        if not names:
+            continue
+        found = re.search(r"\s*\(docs/([\w.]+\.md)([^)]*)\)", heading)
+        title = heading[: found.start()] if found else heading
+        concepts = (found.group(1), found.group(2)) if found else ()
+        uri = f"api/{module.rpartition('.')[2]}/{names[0].lower()}.md"
+        out.append((title[:1].upper() + title[1:], concepts, uri, names))
+    return out
+
+
+def question_page(module: str, title: str, concepts: tuple, names: list[str]) -> str:
+    """The Markdown of one question's page: its names rendered in full."""
+    lines = [f"# {title}", ""]
+    if concepts:
+        lines += [f"The concepts: [{concepts[0]}](../../{concepts[0]}){concepts[1]}.", ""]
+    lines += [f"Exported by [`{module}`](../{module.rpartition('.')[2]}.md).", ""]
+    for name in names:
+        lines += [f"::: {module}.{name}", "    options:", "      heading_level: 2", ""]
+    return "\n".join(lines)
+
+
 def on_config(config, **kwargs):
     root = Path(config["config_file_path"]).parent
     # document (and import) this checkout, like mkdocstrings' paths; find cli_help
@@ -149,7 +174,37 @@ def on_files(files, config, **kwargs):
     }
     _API_PAGES.clear()
     _API_PAGES.update(api_modules(pages))
+    from mkdocs.structure.files import File  # start-up: the hooks import mkdocs only here
+
+    documented = sorted(_API_PAGES)
+    for module in documented:
+        for title, concepts, uri, names in question_pages(module, documented):
+            files.append(
+                File.generated(config, uri, content=question_page(module, title, concepts, names))
+            )
     return files
+
+
+def on_nav(nav, config, files, **kwargs):
+    """The question pages under their module's page in the nav."""
+    from mkdocs.structure.nav import Section  # start-up: the hooks import mkdocs only here
+
+    documented = sorted(_API_PAGES)
+    for module in documented:
+        pages = question_pages(module, documented)
+        if not pages:
+            continue
+        for section in (item for item in nav.items if isinstance(item, Section)):
+            for i, child in enumerate(section.children):
+                if (
+                    getattr(child, "file", None) is not None
+                    and child.file.src_uri == _API_PAGES[module]
+                ):
+                    questions = [files.get_file_from_path(uri).page for _, _, uri, _ in pages]
+                    for page in questions:
+                        page.parent = section
+                    section.children[i + 1 : i + 1] = questions
+    return nav
 
 
 def on_page_markdown(markdown: str, page, config, files, **kwargs) -> str:
@@ -159,7 +214,7 @@ def on_page_markdown(markdown: str, page, config, files, **kwargs) -> str:
         root = Path(config["config_file_path"]).parent
         readme = (root / "README.md").read_text(encoding="utf-8")
         return markdown.replace(MARKER, readme_for_site(readme))
-    if page.file.src_uri.startswith("api/"):
+    if page.file.src_uri in _API_PAGES.values():  # a module's page (not a question's)
         documented = sorted(_API_PAGES)
         return _DIRECTIVE.sub(lambda m: expand_directive(m.group(1), documented), markdown)
     if page.file.src_uri.startswith("cli/"):

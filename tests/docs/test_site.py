@@ -282,17 +282,38 @@ def test_every_name_is_documented_once_at_its_home():
     assert "[`neuromanifold.ntk.Fiber`][neuromanifold.fibers.Fiber]" in text
 
 
+def test_every_question_of_relu_has_a_page_with_its_names():
+    documented = sorted(api_pages())
+    pages = mkdocs_hooks.question_pages("neuromanifold.relu", documented)
+    uris = [uri for _, _, uri, _ in pages]
+    assert len(uris) == len(set(uris)) >= 15
+    by_uri = {uri: names for _, _, uri, names in pages}
+    assert {"identifiability", "Identifiability"} <= set(by_uri["api/relu/identifiability.md"])
+    listed = [n for names in by_uri.values() for n in names]
+    assert len(listed) == len(set(listed))  # each name on one question's page
+    # every name whose home is relu is on a question's page (the rest link elsewhere)
+    relu = importlib.import_module("neuromanifold.relu")
+    own = [
+        n
+        for n in relu.__all__
+        if mkdocs_hooks.home("neuromanifold.relu", n, documented) == "neuromanifold.relu"
+    ]
+    assert sorted(listed) == sorted(own)
+    text = mkdocs_hooks.question_page("neuromanifold.relu", *pages[1][:2], pages[1][3])
+    assert (
+        text.startswith(f"# {pages[1][0]}") and f"::: neuromanifold.relu.{pages[1][3][0]}" in text
+    )
+
+
 def undocumented(site: Path, modules: list[str], pages: dict[str, str]) -> list[str]:
     """``module.name`` for every name of every ``__all__`` that the built API page of its
     module neither documents (an element with that id) nor links to where it is documented
-    (an ``href`` to an id present in the site)."""
+    (an ``href`` to an id present in the site's API pages, the question pages included)."""
     ids: set[str] = set()
     html_of: dict[str, str] = {}
-    for page in set(pages.values()):
-        text = html.unescape(
-            (site / (page.removesuffix(".md") + ".html")).read_text(encoding="utf-8")
-        )
-        html_of[page] = text
+    for path in sorted((site / "api").rglob("*.html")):
+        text = html.unescape(path.read_text(encoding="utf-8"))
+        html_of[path.relative_to(site).with_suffix(".md").as_posix()] = text
         ids |= set(re.findall(r'\bid="([^"]+)"', text))
     missing = []
     for module in modules:
@@ -388,7 +409,13 @@ def test_site_builds_strict_and_documents_every_public_name(tmp_path):
     assert html.escape(first_heading, quote=False) in home and "include: README.md" not in home
     relu_page = html.unescape((site / "cli" / "relu.html").read_text(encoding="utf-8"))
     assert "usage: neuromanifold relu" in relu_page
-    api_relu = (site / "api" / "relu.html").read_text(encoding="utf-8")
+    api_relu = (site / "api" / "relu" / "regions.html").read_text(encoding="utf-8")
+    # one page per question, each in the nav of every page
+    questions = mkdocs_hooks.question_pages("neuromanifold.relu", sorted(api_pages()))
+    flows_page = (site / "api" / "flows.html").read_text(encoding="utf-8")
+    for _, _, uri, _ in questions:
+        assert (site / uri.replace(".md", ".html")).is_file(), uri
+        assert uri.removeprefix("api/").replace(".md", ".html") in flows_page, uri
     # opened from disk a link must name a file: no directory URLs, every target exists
     broken = []
     for page in site.rglob("*.html"):
