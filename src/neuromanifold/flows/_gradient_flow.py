@@ -38,6 +38,10 @@ OUT_OF_REACH = 100
 #: default step budget of every flow: an absurd horizon (``t_final=1e300``) raises a
 #: :class:`ComputationLimitError` after this many solver steps instead of running forever
 DEFAULT_MAX_STEPS = 10_000
+#: default relative and absolute tolerances of the ODE solver of every single flow (a
+#: study of many runs, ``convergence_study``, uses looser ones of its own)
+SOLVER_RTOL = 1e-10
+SOLVER_ATOL = 1e-12
 #: most sample times a flow records (every one stores the parameters and v)
 MAX_NUM_TIMES = 1_000_000
 #: steps after which a horizon out of reach of the budget (at the current step size) fails
@@ -382,8 +386,8 @@ def gradient_flow(
     *,
     num_times: int = 101,
     solver: str = "DOP853",
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
+    rtol: float = SOLVER_RTOL,
+    atol: float = SOLVER_ATOL,
     max_steps: int = DEFAULT_MAX_STEPS,
     time_limit: float | None = None,
     progress: bool = False,

@@ -5,6 +5,8 @@ never from ``flows``'s private modules."""
 from ._gradient_flow import (
     DEFAULT_MAX_STEPS,
     OUT_OF_REACH,
+    SOLVER_ATOL,
+    SOLVER_RTOL,
     SOLVERS,
     Stepper,
     check_finite,
@@ -17,6 +19,8 @@ from ._gradient_flow import (
 __all__ = [
     "DEFAULT_MAX_STEPS",
     "OUT_OF_REACH",
+    "SOLVER_ATOL",
+    "SOLVER_RTOL",
     "SOLVERS",
     "Stepper",
     "check_finite",

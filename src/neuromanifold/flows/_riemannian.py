@@ -65,6 +65,8 @@ from .._validation import (
 from ..fibers import invariant_scale, invariant_vector
 from ._gradient_flow import (
     DEFAULT_MAX_STEPS,
+    SOLVER_ATOL,
+    SOLVER_RTOL,
     GradientFlowResult,
     Stepper,
     check_finite,
@@ -87,6 +89,9 @@ __all__ = [
     "compare_with_parameter_flow",
     "FlowComparison",
 ]
+
+#: default relative residual of a lift onto the fiber (Newton's iterations stop below it)
+LIFT_TOL = 1e-13
 
 
 # --------------------------------------------------------------------------- lifting
@@ -135,7 +140,7 @@ def _check_lift_finite(rel: float, r: np.ndarray) -> None:
 
 @quiet_overflow
 def lift_to_fiber(
-    net: Any, v: Any, invariants: Any, start: Any, *, tol: float = 1e-13, max_iter: int = 50
+    net: Any, v: Any, invariants: Any, start: Any, *, tol: float = LIFT_TOL, max_iter: int = 50
 ) -> FiberLift:
     """Continue a lift: Gauss-Newton on ``mu(theta) = v``, ``delta(theta) = delta`` from ``start``.
 
@@ -539,9 +544,9 @@ def riemannian_flow(
     lift_index: int = 0,
     num_times: int = 101,
     solver: str = "DOP853",
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
-    lift_tol: float = 1e-13,
+    rtol: float = SOLVER_RTOL,
+    atol: float = SOLVER_ATOL,
+    lift_tol: float = LIFT_TOL,
     max_lift_residual: float = 1e-4,
     singular_tol: float = DEFAULT_TOL,
     max_steps: int = DEFAULT_MAX_STEPS,
@@ -720,8 +725,8 @@ def compare_with_parameter_flow(
     lift: Any = None,
     num_times: int = 21,
     solver: str = "DOP853",
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
+    rtol: float = SOLVER_RTOL,
+    atol: float = SOLVER_ATOL,
     singular_tol: float = DEFAULT_TOL,
     max_steps: int = DEFAULT_MAX_STEPS,
     time_limit: float | None = None,
@@ -862,8 +867,8 @@ def compare_lifts(
     lifts: Any = None,
     num_times: int = 21,
     solver: str = "DOP853",
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
+    rtol: float = SOLVER_RTOL,
+    atol: float = SOLVER_ATOL,
     singular_tol: float = DEFAULT_TOL,
     max_steps: int = DEFAULT_MAX_STEPS,
     time_limit: float | None = None,

@@ -35,7 +35,7 @@ from .._validation import (
     renamed_keywords,
 )
 from ..flows import QuadraticLoss
-from ..flows._library import OUT_OF_REACH, check_num_times
+from ..flows._library import OUT_OF_REACH, SOLVER_ATOL, SOLVER_RTOL, check_num_times
 from ._flow_paths import MonomialPath
 
 __all__ = ["BatchedFlowResult", "gradient_flows"]
@@ -330,8 +330,8 @@ def gradient_flows(
     *,
     num_times: int = 21,
     solver: str = "DOP853",
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
+    rtol: float = SOLVER_RTOL,
+    atol: float = SOLVER_ATOL,
     max_steps: int = 200_000,
     time_limit: float | None = None,
     progress: bool = False,

@@ -24,7 +24,7 @@ from .._validation import (
 )
 from ..exact import fmpq_matrix
 from ._base import LinearNetBase, finite_result
-from ._fiber_fc import fc_fiber
+from ._fiber_fc import FC_FIBER_TOL, fc_fiber
 
 __all__ = ["LinearFCNet", "balanced_ntk_operator"]
 
@@ -298,7 +298,7 @@ class LinearFCNet(LinearNetBase):
         seed: Any = 0,
         start: Any = None,
         walk_steps: int = 4,
-        tol: float = 1e-11,
+        tol: float = FC_FIBER_TOL,
         progress: bool = False,
     ):
         """Sample the fiber at fixed ``(W, Delta)`` numerically (docs/concepts_linear.md §4).

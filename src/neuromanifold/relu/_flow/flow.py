@@ -37,7 +37,15 @@ from ..._validation import (
     check_positive_float,
     renamed_keywords,
 )
-from ...flows._library import SOLVERS, Stepper, check_finite, check_num_times, quiet_overflow
+from ...flows._library import (
+    SOLVER_ATOL,
+    SOLVER_RTOL,
+    SOLVERS,
+    Stepper,
+    check_finite,
+    check_num_times,
+    quiet_overflow,
+)
 from .._core.live import refuse_conv
 from .._core.net import ReLUNet, check_params, forward_unchecked
 
@@ -339,8 +347,8 @@ def gradient_flow(
     num_times: int = 101,
     laws: Any = "auto",
     solver: str = "DOP853",
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
+    rtol: float = SOLVER_RTOL,
+    atol: float = SOLVER_ATOL,
     max_steps: int = 10_000,
     time_limit: float | None = None,
     progress: bool = False,
