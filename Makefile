@@ -12,7 +12,9 @@ $(PY):
 # Reinstall whenever pyproject.toml changes.
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	# torch: the live-module readers are tested; ==2.13.0 is the CPU build this machine kind
+	# keeps on disk (a range would fetch a CUDA build of several GB)
+	$(PY) -m pip install --quiet -e '.[test,torch]' torch==2.13.0
 	$(PY) -c "import neuromanifold.relu; neuromanifold.relu.warm_up()"  # numba's kernel cache
 	touch $(STAMP)
 

@@ -128,6 +128,16 @@ def _loss(net, params):
     return nm.QuadraticLoss(np.eye(net.end_to_end_size), np.ones(net.end_to_end_size) * 0.5)
 
 
+def _torch_cnn():
+    import torch  # a test extra: make test installs it
+
+    torch.manual_seed(0)
+    nn = torch.nn
+    return nn.Sequential(
+        nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.Flatten(), nn.Linear(32, 2)
+    ).eval()
+
+
 def E(name, setup, call, kinds, **kw):
     return Entry(name=name, setup=setup, call=call, kinds=kinds, **kw)
 
@@ -1859,6 +1869,12 @@ MORE_ENTRIES = [
         {"source": "params", "strides": "array"},
         skip=(("source", "missing_layer"),),
     ),  # one filter with one stride is a network
+    E(
+        "io.load(torch module)",
+        lambda: dict(source=_torch_cnn(), input_shape=[1, 6, 6]),
+        lambda source, input_shape: nm.io.load(source, input_shape=input_shape),
+        {"input_shape": "array"},
+    ),
     E(
         "io.save",
         lambda: dict(model=_relu_params(), path=os.path.join(_files()["folder"], "saved.npz")),

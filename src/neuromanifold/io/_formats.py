@@ -9,8 +9,10 @@ containers.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import sys
 import warnings
 import zipfile
 import zlib
@@ -26,7 +28,8 @@ from ..relu import ReLUConvNet
 from ..relu._library import live_relu_params, tensor_to_numpy
 from ._model import ORDER_KEY, STRIDES_KEY, Model, model_from_arrays, stored_strides_list
 from ._onnx import read_onnx, write_onnx
-from ._onnx_conv import conv_model
+from ._onnx_conv import ConvWalk, conv_model, read_conv_graph
+from ._torch import check_input_shape, dense_chain, fx_graph
 
 __all__ = ["load", "save", "SUFFIXES"]
 
@@ -207,51 +210,69 @@ def _legacy_torch_magic(path: Path) -> bool:
         return fh.read(2) == b"\x80\x02"
 
 
-def _from_torch_module(obj: Any, strides: Any) -> Model:
+def _from_torch_module(obj: Any, strides: Any, input_shape: Any) -> Model:
     import torch.nn as tnn  # optional extra: only torch models need it
 
     source = f"torch {type(obj).__name__}"
-    if not isinstance(obj, tnn.Sequential):
-        if not isinstance(obj, tnn.Module):
-            raise ModelFileError(f"{source}: not a torch.nn.Module")
-        # any other module: its state_dict, ordered as the shapes chain (its forward pass,
-        # and so its activations, cannot be read without running it)
-        return model_from_arrays(
-            {k: _to_numpy(v) for k, v in obj.state_dict().items()},
-            source,
-            strides=strides,
-            notes=(
-                "read from its state_dict (a module other than "
-                "Sequential does not show its forward pass)",
-            ),
-        )
-    mods = [m for m in obj if not isinstance(m, (tnn.Identity, tnn.Flatten, tnn.Dropout))]
+    if not isinstance(obj, tnn.Module):
+        raise ModelFileError(f"{source}: not a torch.nn.Module")
+    if isinstance(obj, tnn.Sequential) and input_shape is None:
+        mods = [m for m in obj if not isinstance(m, (tnn.Identity, tnn.Flatten, tnn.Dropout))]
+        convs = [m for m in mods if isinstance(m, (tnn.Conv1d, tnn.Conv2d))]
+        if convs and len(convs) == len(mods) and all(m.bias is None for m in convs):
+            return _linear_conv_module(convs, source, strides)
+        if not convs:  # Linear and ReLU: the fully connected network
+            return _relu_model(live_relu_params(obj, ModelFileError), source)
+    return _traced_module(obj, source, input_shape)
+
+
+def _linear_conv_module(convs: list, source: str, strides: Any) -> Model:
+    """A Sequential of bias-free convolutions alone: a linear convolutional network."""
     arrays: dict[str, Any] = {}
-    convs = [m for m in mods if isinstance(m, (tnn.Conv1d, tnn.Conv2d))]
-    if convs:
-        if len(convs) != len(mods):
-            other = [type(m).__name__ for m in mods if m not in convs]
+    for i, m in enumerate(convs):
+        if (
+            any(p != 0 for p in np.atleast_1d(m.padding))
+            or any(d != 1 for d in np.atleast_1d(m.dilation))
+            or m.groups != 1
+        ):
             raise ModelFileError(
-                f"{source}: a linear convolutional network has only Conv1d/"
-                f"Conv2d layers (no activation); found {other}"
+                f"{source}: layer {i} uses padding, dilation or groups; "
+                f"only valid correlation (padding 0, dilation 1) is modelled"
             )
-        for i, m in enumerate(convs):
-            if (
-                any(p != 0 for p in np.atleast_1d(m.padding))
-                or any(d != 1 for d in np.atleast_1d(m.dilation))
-                or m.groups != 1
-            ):
-                raise ModelFileError(
-                    f"{source}: layer {i} uses padding, dilation or groups; "
-                    f"only valid correlation (padding 0, dilation 1) is modelled"
-                )
-            arrays[f"{i}.weight"] = _to_numpy(m.weight)
-            if m.bias is not None:
-                arrays[f"{i}.bias"] = _to_numpy(m.bias)
-        given = [tuple(int(s) for s in m.stride) for m in convs] if strides is None else strides
-        return model_from_arrays(arrays, source, strides=given, weights_only=False)
-    params = live_relu_params(obj, ModelFileError)
-    return _relu_model(params, source)
+        arrays[f"{i}.weight"] = _to_numpy(m.weight)
+    given = [tuple(int(s) for s in m.stride) for m in convs] if strides is None else strides
+    return model_from_arrays(arrays, source, strides=given, weights_only=False)
+
+
+def _traced_module(obj: Any, source: str, input_shape: Any) -> Model:
+    """A module read from its forward pass (torch.fx): a convolutional ReLU network, or a
+    fully connected one when its layers are Linear and ReLU alone."""
+    graph, proto = fx_graph(obj, source)
+    first = next((n for n in graph.nodes_ if graph.current in n.input), None)
+    if input_shape is None:
+        if first is None or first.op_type != "Gemm":
+            raise ModelFileError(
+                f"{source}: its first layer does not fix the input's shape: pass "
+                f"input_shape=(channels, length) or (channels, height, width)"
+            )
+        input_shape = (graph.const(first, 1).shape[1],)
+    shape = check_input_shape(input_shape, source)
+    note = "read from its forward pass (torch.fx)"
+    if len(shape) == 1:
+        walk = ConvWalk(graph, shape)
+        layers = walk.run(proto)
+        params = dense_chain(layers)
+        if params is None:
+            raise ModelFileError(
+                f"{source}: a fully connected network is read as Linear layers with a ReLU "
+                f"between each two (no residual sums or pooling); got "
+                f"{[type(layer).__name__ for layer in layers]}"
+            )
+        model = _relu_model(params, source)
+        notes = (note,) + tuple(walk.notes)
+        return dataclasses.replace(model, notes=tuple(model.notes) + notes)
+    model = read_conv_graph(graph, proto, source, shape)
+    return dataclasses.replace(model, notes=(note,) + tuple(model.notes[1:]))
 
 
 def _relu_model(params: list, source: str) -> Model:
@@ -262,7 +283,7 @@ def _relu_model(params: list, source: str) -> Model:
     return model_from_arrays(arrays, source, weights_only=False)
 
 
-def load(source: Any, *, strides: Any = None) -> Model:
+def load(source: Any, *, strides: Any = None, input_shape: Any = None) -> Model:
     """Read a network from a file or a live object; nothing it holds is executed.
 
     Args:
@@ -277,11 +298,21 @@ def load(source: Any, *, strides: Any = None) -> Model:
             ``torch.load(..., weights_only=True)``); or a ``torch.nn.Sequential`` of
             ``Linear``/``ReLU`` (a ReLU network) or of bias-free single-channel
             ``Conv1d``/``Conv2d`` (a linear convolutional network, strides taken from the
-            modules); a fitted scikit-learn ``MLPRegressor``/``MLPClassifier`` with ReLU
-            (the network up to its output logits); a dict of named arrays (a state_dict);
+            modules); any other live ``torch.nn.Module`` (a custom ``forward`` included)
+            read from its forward pass as ``torch.fx`` traces it, in inference mode:
+            ``Conv1d``/``Conv2d``, ``BatchNorm1d``/``2d`` (folded into the layer before
+            it), ``ReLU``, max and average pooling, ``AdaptiveAvgPool`` to 1, ``Flatten``,
+            ``Linear``, sums of two branches (residual blocks) and a final
+            ``Softmax``/``LogSoftmax`` (left out: the analyses are on the logits), every
+            other layer refused by name; a fitted scikit-learn
+            ``MLPRegressor``/``MLPClassifier`` with ReLU (the network up to its output
+            logits); a dict of named arrays (a state_dict);
             a list of ``(W, b)`` pairs; or a :class:`Model`.
         strides: strides of a convolutional network when the source does not carry them
             (one per layer, or one per layer but the last).
+        input_shape: the shape of one input, past the batch axis, for a live
+            ``torch.nn.Module`` whose first layer does not fix it (a convolution:
+            ``(channels, length)`` or ``(channels, height, width)``).
 
     Returns:
         A :class:`Model`: kind, float64 parameters, inferred architecture, source. A
@@ -295,7 +326,16 @@ def load(source: Any, *, strides: Any = None) -> Model:
     >>> load(path).architecture
     (2, 2, 1)
     """
-    model = _read(source, strides)
+    torch_nn = sys.modules.get("torch.nn")
+    live_torch = torch_nn is not None and isinstance(source, torch_nn.Module)
+    if input_shape is not None and not live_torch:
+        raise ModelFileError(
+            f"input_shape is for a live torch.nn.Module (whose convolutions do not fix "
+            f"it); got input_shape={short_repr(input_shape)} for a {type(source).__name__}"
+        )
+    model = (
+        _from_torch_module(source, strides, input_shape) if live_torch else _read(source, strides)
+    )
     if strides is not None and model.kind != "linear_conv":
         raise ModelFileError(
             f"{model.source}: strides are for a linear convolutional network (a list of "
@@ -335,7 +375,7 @@ def _read(source: Any, strides: Any) -> Model:
         return model_from_arrays(arrays, str(path), strides=strides, notes=notes, ordered=ordered)
     module = type(source).__module__ or ""
     if module.startswith("torch"):
-        return _from_torch_module(source, strides)
+        return _from_torch_module(source, strides, None)
     if module.startswith("sklearn"):
         return _relu_model(
             live_relu_params(source, ModelFileError), f"scikit-learn {type(source).__name__}"

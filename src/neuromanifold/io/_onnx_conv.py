@@ -24,7 +24,7 @@ from ..relu import ReLUConvNet
 from ..relu import layers as nl
 from ._model import Model
 
-__all__ = ["is_conv_relu_graph", "read_conv_graph", "conv_model", "conv_graph_nodes"]
+__all__ = ["ConvWalk", "is_conv_relu_graph", "read_conv_graph", "conv_model", "conv_graph_nodes"]
 
 _CONV_OPS = {"Relu", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization"}
 _PASS = {"Identity", "Dropout"}
@@ -37,7 +37,7 @@ def is_conv_relu_graph(proto: Any) -> bool:
     return "Conv" in ops and bool(ops & _CONV_OPS)
 
 
-class _ConvWalk:
+class ConvWalk:
     """The graph's tensors as chains of layers from the input (``chains``), extended node
     by node; the node being read sees its input's chain as ``layers`` and ``shape``."""
 
@@ -347,7 +347,7 @@ def read_conv_graph(graph: Any, proto: Any, source: str, example_shape: tuple | 
             f"(batch, channels, length) or (batch, channels, height, width); got "
             f"{example_shape}"
         )
-    walk = _ConvWalk(graph, tuple(int(d) for d in example_shape))
+    walk = ConvWalk(graph, tuple(int(d) for d in example_shape))
     layers = walk.run(proto)
     try:
         net = ReLUConvNet(
