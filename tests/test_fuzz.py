@@ -539,6 +539,17 @@ ENTRIES = [
         optional=("domain",),
     ),
     E(
+        "relu.reduce(cnn)",
+        lambda: dict(
+            params=relu.ReLUConvNet(input_shape=(1, 4), layers=_conv_layers()),
+            domain=([0.0] * 4, [1.0] * 4),
+            tol=0.0,
+        ),
+        lambda params, domain, tol: relu.reduce(params, domain, tol=tol),
+        {"domain": "domain", "tol": "real"},
+        optional=("domain",),
+    ),
+    E(
         "relu.fingerprint",
         lambda: dict(params=_relu_params(), tol=1e-9),
         lambda params, tol: relu.fingerprint(params, tol=tol),

@@ -36,7 +36,12 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, Result):
         return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        # private fields (a cache) are not the value's: as Result.to_dict leaves them out
+        return {
+            f.name: to_jsonable(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if not f.name.startswith("_")
+        }
     if isinstance(value, np.ndarray):
         if value.dtype == object:
             return [to_jsonable(x) for x in value.tolist()]

@@ -292,7 +292,8 @@ def _reduce(args) -> int:
 
     model = load_model(args.model, "relu")
     X = _read_data(args.data) if args.data else None
-    res = reduce(model.params, args.domain, tol=args.tol, data=X, time_limit=args.time_limit)
+    source = model.network() if model.kind == "relu_conv" else model.params
+    res = reduce(source, args.domain, tol=args.tol, data=X, time_limit=args.time_limit)
     w = lambda ws: "-".join(map(str, ws))  # noqa: E731
     lines = [
         f"reduced {w(res.widths_before)} -> {w(res.widths_after)} on "
@@ -310,7 +311,7 @@ def _reduce(args) -> int:
     )
     lines += ["  " + m for m in shown] + [res.note]
     if args.out:
-        io.save(res.params, args.out)
+        io.save(res.params if res.network is None else res.network, args.out)
         lines.append(f"wrote {args.out}")
     return emit(args, "\n".join(lines), res.to_dict())
 

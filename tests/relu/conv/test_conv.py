@@ -301,10 +301,13 @@ def test_a_channel_symmetry_that_overflows_the_network_is_refused():
     assert np.allclose(moved.forward(np.ones((1, 16))), net.forward(np.ones((1, 16))))
 
 
-def test_reduce_of_a_convolutional_network_says_it_reduced_the_dense_view():
-    net = _four_channels(bias=-1.0)  # channel 1 (4 positions) dead on [0, 1]^16
+def test_reduce_of_a_convolutional_network_reduces_its_channels():
+    net = _four_channels(bias=-1.0)  # channel 1 dead on [0, 1]^16 (its weights are < 0)
+    net = net.with_layers(
+        [nl.Conv(-np.abs(net.layers[0].weight), net.layers[0].bias)] + list(net.layers[1:])
+    )
     r = nm.relu.reduce(net, (0.0, 1.0))
-    assert r.note.startswith("a convolutional network, reduced as its dense view")
-    assert r.exact and (r.widths_before[1], r.widths_after[1]) == (16, 12)
+    assert r.note.startswith("a convolutional network, reduced by channel")
+    assert r.exact and r.widths_before == (1, 4, 1) and r.widths_after == (1, 1, 1)
     X = np.random.default_rng(0).uniform(size=(20, 16))
-    assert np.allclose(nm.relu.forward(r.params, X), net.forward(X))
+    assert np.allclose(r.network.forward(X), net.forward(X))

@@ -1,0 +1,254 @@
+"""The reduction of a convolutional ReLU network by channel: a smaller CNN, the same function.
+
+Between two affine layers ``P`` (producer) and ``Q`` (consumer) of the network's top-level
+chain, with only per-channel, positively homogeneous layers between them (``ReLU``, max
+and average pooling, global average pooling, ``Flatten``), output channel ``c`` of ``P``
+reaches ``Q`` as channel ``c`` of ``Q``'s input (``Flatten`` lays channel ``c`` out as one
+block of columns). Three moves keep the function exactly:
+
+* a **zero-output** channel (every weight of ``Q`` reading it is 0) is removed from ``P``'s
+  outputs and ``Q``'s inputs: nothing reads it;
+* a **dead** channel (a ReLU between, and ``P``'s pre-activation of the channel ``<= 0`` at
+  every position and every input of the domain, proved by interval bounds carried
+  through the network with outward margins; on R^d only a channel of zero weights and a
+  bias ``<= 0``) is removed the same way: it reaches ``Q`` as zeros;
+* a **duplicate** channel ``c'`` whose weights and bias are ``lam > 0`` times those of
+  channel ``c`` reaches ``Q`` as ``lam`` times channel ``c`` (every layer between commutes
+  with a positive scale), so ``Q``'s weights reading ``c`` gain ``lam`` times those reading
+  ``c'``, and ``c'`` is removed; checked in exact rationals, and made only when the merged
+  weights are float64 numbers (else the function would move by the rounding; such a pair
+  is named in the note and kept).
+
+Channels tied by a residual block's sum, and layers inside residual blocks, are left as
+they are (the note says so): removing one of them means removing it from every tensor
+the sum ties, not done here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+
+import numpy as np
+
+from .._core.conv.elementwise import Flatten, ReLU
+from .._core.conv.layer import AffineLayer
+from .._core.conv.network import ReLUConvNet
+from .._core.conv.pool import AvgPool, GlobalAvgPool, MaxPool
+from .._core.domain import Domain
+
+__all__ = ["ChannelReduction", "reduce_channels"]
+
+#: the layers a channel crosses unchanged up to a positive scale (per channel, positively
+#: homogeneous)
+_BETWEEN = (ReLU, MaxPool, AvgPool, GlobalAvgPool, Flatten)
+
+#: relative margin added to every interval bound (the float rounding of the sums)
+_MARGIN = 1e-10
+
+#: a radius at or above this is "unbounded" (R^d, or an overflow): nothing is proved dead
+_HUGE = 1e290
+
+
+@dataclasses.dataclass(frozen=True)
+class ChannelReduction:
+    """What :func:`reduce_channels` did: the reduced network, the moves, what it left."""
+
+    network: ReLUConvNet
+    moves: tuple
+    left: tuple
+
+
+def _segments(net: ReLUConvNet) -> list[tuple[int, int]]:
+    """``(i, j)``: top-level affine layers ``i`` and ``j`` with only :data:`_BETWEEN`
+    layers between them."""
+    out = []
+    layers = net.layers
+    for i, layer in enumerate(layers):
+        if not isinstance(layer, AffineLayer):
+            continue
+        j = i + 1
+        while j < len(layers) and isinstance(layers[j], _BETWEEN):
+            j += 1
+        if j < len(layers) and isinstance(layers[j], AffineLayer):
+            out.append((i, j))
+    return out
+
+
+def _pre_activation_bounds(net: ReLUConvNet, dom: Domain) -> dict[int, np.ndarray]:
+    """For every top-level affine layer, an upper bound on its outputs over the domain
+    (shape of its output), ``inf`` where none is proved. Intervals as center and radius,
+    every affine step widened by :data:`_MARGIN` of its magnitude."""
+    d = net.input_dim
+    if dom.kind == "box":
+        lo, hi = np.asarray(dom.lower, float), np.asarray(dom.upper, float)
+        center, radius = (lo + hi) / 2, (hi - lo) / 2
+    else:  # R^d or the orthant: unbounded; only zero weights prove anything
+        center, radius = np.zeros(d), np.full(d, _HUGE)
+    center = center.reshape((1,) + net.input_shape)
+    radius = radius.reshape((1,) + net.input_shape)
+    upper: dict[int, np.ndarray] = {}
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k, layer in enumerate(net.layers):
+            if isinstance(layer, AffineLayer):
+                absolute = dataclasses.replace(
+                    layer, weight=np.abs(layer.weight), bias=np.zeros_like(layer.bias)
+                )
+                c = layer.forward(center)
+                r = absolute.forward(radius)
+                size = absolute.forward(np.abs(center)) + np.abs(layer.bias).reshape(
+                    (1, -1) + (1,) * (c.ndim - 2)
+                )
+                r = r + _MARGIN * (size + r)
+                r = np.where(np.isfinite(r) & (r < _HUGE), r, _HUGE)
+                center, radius = c, r
+                u = center[0] + radius[0]
+                upper[k] = np.where(radius[0] >= _HUGE, np.inf, u)
+            elif not isinstance(layer, _BETWEEN):  # a residual block: not bounded here
+                out = layer.forward(center)
+                center, radius = np.zeros_like(out), np.full_like(out, _HUGE)
+            else:  # monotone: bound the ends, back to center and radius
+                a = layer.forward(center - radius)
+                b = layer.forward(center + radius)
+                center, radius = (a + b) / 2, np.maximum((b - a) / 2, 0.0)
+                radius = np.where(np.isfinite(radius) & (radius < _HUGE), radius, _HUGE)
+    return upper
+
+
+def _dead(net: ReLUConvNet, i: int, j: int, upper: dict) -> list[int]:
+    """Output channels of layer ``i`` whose pre-activation is proved ``<= 0`` everywhere
+    on the domain, when a ReLU is between ``i`` and ``j``."""
+    between = net.layers[i + 1 : j]
+    if not any(isinstance(layer, ReLU) for layer in between):
+        return []
+    # pooling before the ReLU keeps a nonpositive channel nonpositive (max and averages
+    # of nonpositive numbers and zero padding)
+    u = upper[i]
+    u = u.reshape(u.shape[0], -1)
+    return [int(c) for c in np.flatnonzero(np.all(u <= 0, axis=1))]
+
+
+def _block(net: ReLUConvNet, i: int, j: int) -> int:
+    """Entries per channel of ``i``'s output in ``j``'s input (after a Flatten)."""
+    layer_j = net.layers[j]
+    channels = net.layers[i].out_channels
+    return layer_j.weight.shape[1] // channels
+
+
+def _reading(layer: AffineLayer, channels: int, block: int) -> np.ndarray:
+    """``layer``'s weight with its input axis split as ``(channels, block)``:
+    ``[out, channel, block, ...]``."""
+    W = layer.weight
+    return W.reshape(W.shape[0], channels, block, *W.shape[2:])
+
+
+def _zero_output(net: ReLUConvNet, i: int, j: int) -> list[int]:
+    channels, block = net.layers[i].out_channels, _block(net, i, j)
+    R = _reading(net.layers[j], channels, block)
+    R = np.moveaxis(R, 1, 0).reshape(channels, -1)
+    return [int(c) for c in np.flatnonzero(~np.any(R != 0, axis=1))]
+
+
+def _multiple(a: np.ndarray, b: np.ndarray) -> Fraction | None:
+    """``lam > 0`` with ``b == lam a`` exactly (as rationals), else ``None``."""
+    nz = np.flatnonzero(a)
+    if nz.size == 0 or not np.array_equal(np.flatnonzero(b), nz):
+        return None
+    lam = Fraction(float(b[nz[0]])) / Fraction(float(a[nz[0]]))
+    if lam <= 0:
+        return None
+    if all(Fraction(float(y)) == lam * Fraction(float(x)) for x, y in zip(a[nz], b[nz])):
+        return lam
+    return None
+
+
+def _merged(keep: np.ndarray, gone: np.ndarray, lam: Fraction) -> np.ndarray | None:
+    """``keep + lam * gone`` when every entry is a float64 number, else ``None``."""
+    out = keep + float(lam) * gone
+    for x, y, z in zip(keep.ravel(), gone.ravel(), out.ravel()):
+        if Fraction(float(z)) != Fraction(float(x)) + lam * Fraction(float(y)):
+            return None
+    return out
+
+
+def _duplicates(net: ReLUConvNet, i: int, j: int, skip: set, left: list) -> dict[int, tuple]:
+    """``{c': (c, lam, merged reading of c)}``: channels of layer ``i`` that are ``lam > 0``
+    times an earlier kept channel ``c``, with the merged weights of layer ``j``."""
+    P, Q = net.layers[i], net.layers[j]
+    rows = P.out_rows()
+    channels, block = P.out_channels, _block(net, i, j)
+    R = _reading(Q, channels, block).copy()
+    out: dict[int, tuple] = {}
+    kept: list[int] = []
+    for c2 in range(channels):
+        if c2 in skip:
+            continue
+        for c in kept:
+            lam = _multiple(rows[c], rows[c2])
+            if lam is None:
+                continue
+            merged = _merged(R[:, c], R[:, c2], lam)
+            if merged is None:
+                left.append(
+                    f"layer {i} ({type(P).__name__}): channel {c2} is {float(lam):.6g} times "
+                    f"channel {c}, not merged (the merged weights of layer {j} are not "
+                    f"float64 numbers)"
+                )
+                continue
+            R[:, c] = merged
+            out[c2] = (c, lam, merged)
+            break
+        else:
+            kept.append(c2)
+    return out
+
+
+def _drop(net: ReLUConvNet, i: int, j: int, gone: list, merges: dict) -> ReLUConvNet:
+    """The network with output channels ``gone`` of layer ``i`` removed (and from ``j``'s
+    inputs), the ``merges`` (:func:`_duplicates`) written into ``j`` first."""
+    P, Q = net.layers[i], net.layers[j]
+    channels, block = P.out_channels, _block(net, i, j)
+    R = _reading(Q, channels, block).copy()
+    for c2, (c, _, merged) in merges.items():
+        R[:, c] = merged
+    keep = [c for c in range(channels) if c not in set(gone) | set(merges)]
+    newP = dataclasses.replace(P, weight=P.weight[keep], bias=P.bias[keep])
+    W = R[:, keep]
+    newQ = dataclasses.replace(Q, weight=W.reshape(W.shape[0], -1, *W.shape[3:]))
+    layers = list(net.layers)
+    layers[i], layers[j] = newP, newQ
+    return ReLUConvNet(input_shape=net.input_shape, layers=tuple(layers), notes=net.notes)
+
+
+def reduce_channels(net: ReLUConvNet, dom: Domain) -> ChannelReduction:
+    """The moves of the module docs on every segment of ``net``'s top-level chain."""
+    upper = _pre_activation_bounds(net, dom)
+    moves: list[str] = []
+    left: list[str] = []
+    for i, j in _segments(net):
+        P = net.layers[i]
+        what = f"layer {i} ({type(P).__name__}{' ' + repr(P.name) if P.name else ''})"
+        dead = _dead(net, i, j, upper)
+        zero = [c for c in _zero_output(net, i, j) if c not in dead]
+        if len(dead) + len(zero) >= P.out_channels:  # keep one: a layer needs a channel
+            keep_one = max(dead + zero)
+            dead = [c for c in dead if c != keep_one]
+            zero = [c for c in zero if c != keep_one]
+        merges = _duplicates(net, i, j, set(dead) | set(zero), left)
+        if not (dead or zero or merges):
+            continue
+        if dead:
+            moves.append(
+                f"{what}: dead channels {dead} removed (pre-activation <= 0 on the domain)"
+            )
+        if zero:
+            moves.append(f"{what}: zero-output channels {zero} removed (layer {j} reads none)")
+        for c2, (c, lam, _) in merges.items():
+            moves.append(f"{what}: channel {c2} = {float(lam):.6g} x channel {c}, merged into it")
+        net = _drop(net, i, j, dead + zero, merges)
+    if any(type(layer).__name__ == "Residual" for layer in net.layers):
+        left.append(
+            "channels inside residual blocks and tied by their sums are not reduced (a "
+            "channel of a sum leaves every tensor the sum ties, not done here)"
+        )
+    return ChannelReduction(network=net, moves=tuple(moves), left=tuple(left))

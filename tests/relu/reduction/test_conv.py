@@ -1,0 +1,192 @@
+"""``reduce`` of a convolutional network by channel (``relu/_reduction/conv.py``): every
+planted dead, zero-output and duplicate channel of 3- to 6-layer CNNs removed, the
+function kept exactly (exact rational outputs of the given and the reduced network, and
+the dense unrolling's exact engine on a small one); what is not reduced is said."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import neuromanifold as nm
+from neuromanifold.relu import ReLUConvNet
+from neuromanifold.relu import layers as nl
+
+
+def _dyadic(rng, shape):
+    """Weights on a grid of 1/8: sums and merges of them are float64 numbers."""
+    return np.round(rng.standard_normal(shape) * 8) / 8
+
+
+def _planted(seed: int, depth: int):
+    """A CNN of ``depth`` convolutions (then a dense head) on 1x8x8 inputs in [0, 1], with
+    one dead, one zero-output and one duplicate channel planted in every convolution;
+    returns the network and the channels each convolution should keep."""
+    rng = np.random.default_rng(seed)
+    channels, layers, kept = 1, [], []
+    size = 8
+    for k in range(depth):
+        out = 5
+        W, b = _dyadic(rng, (out, channels, 2, 2)), _dyadic(rng, out)
+        W[[0, 2]], b[[0, 2]] = np.abs(W[[0, 2]]), 0.5  # alive: positive on every input
+        if k == 0:  # dead on [0, 1]^64: nonpositive weights, negative bias
+            W[1], b[1] = -np.abs(W[1]), -0.5
+        else:  # dead everywhere: zero weights, bias <= 0
+            W[1], b[1] = 0.0, -0.25
+        W[3], b[3] = 2 * W[0], 2 * b[0]  # a duplicate of channel 0
+        layers += [nl.Conv(W, b, padding=1 if k % 2 else 0), nl.ReLU()]
+        size = size + (1 if k % 2 else -1)
+        channels = out
+        kept.append(2)  # channels 0 and 2: 1 dead, 3 merged, 4 zero-output (below)
+    head = _dyadic(rng, (3, channels * size * size))
+    layers += [nl.Flatten(), nl.Dense(head, _dyadic(rng, 3))]
+    net = ReLUConvNet(input_shape=(1, 8, 8), layers=layers)
+    # channel 4 of every convolution: nothing reads it
+    fixed = list(net.layers)
+    for k in range(depth):
+        nxt = 2 * (k + 1)
+        Q = fixed[nxt + 1] if k == depth - 1 else fixed[nxt]
+        if k == depth - 1:
+            W = Q.weight.reshape(3, channels, -1).copy()
+            W[:, 4] = 0
+            fixed[nxt + 1] = nl.Dense(W.reshape(3, -1), Q.bias)
+        else:
+            W = Q.weight.copy()
+            W[:, 4] = 0
+            fixed[nxt] = nl.Conv(W, Q.bias, padding=Q.padding)
+    return net.with_layers(fixed), kept
+
+
+def _same_exactly(p: ReLUConvNet, q: ReLUConvNet, X: np.ndarray) -> bool:
+    return all(np.array_equal(p.exact_forward(x[None]), q.exact_forward(x[None])) for x in X)
+
+
+@pytest.mark.parametrize("depth", [2, 3, 4, 5])
+@pytest.mark.parametrize("seed", range(2))
+def test_every_planted_channel_is_removed_and_the_function_kept_exactly(seed, depth):
+    net, kept = _planted(seed, depth)
+    box = (np.zeros(64), np.ones(64))
+    r = nm.relu.reduce(net, box)
+    assert r.widths_before == (1,) + (5,) * depth + (3,)
+    assert r.widths_after == (1,) + tuple(kept) + (3,), r.moves
+    assert r.exact and r.bound == 0.0 and r.params == []
+    X = np.random.default_rng(seed).uniform(size=(6, 64))
+    assert _same_exactly(net, r.network, X)
+    kinds = " ".join(r.moves)
+    assert "dead channels [1]" in kinds and "zero-output channels [4]" in kinds
+    assert "channel 3 = 2 x channel 0, merged" in kinds
+
+
+def test_the_dense_unrolling_agrees_on_a_small_one():
+    """The ground truth of the MLP analyses: the exact engine proves the dense views of
+    the given and the reduced network equal on the box."""
+    net, _ = _planted(0, 2)
+    small = ReLUConvNet(
+        input_shape=(1, 4, 4),
+        layers=[net.layers[0], nl.ReLU(), nl.Flatten(),
+                nl.Dense(np.ones((1, 45)) / 8, np.zeros(1))],
+    )  # fmt: skip
+    r = nm.relu.reduce(small, (np.zeros(16), np.ones(16)))
+    assert r.widths_after[1] < 5
+    box = (np.zeros(16), np.ones(16))
+    e = nm.relu.equivalent(small.dense_params(), r.network.dense_params(), box, tol=0)
+    assert e.equivalent is True and e.certified
+
+
+def test_a_wrong_merge_would_be_caught():
+    """The checks' power: merging channel 3 into 0 without its factor 2 changes the
+    exact outputs."""
+    net, _ = _planted(1, 2)
+    r = nm.relu.reduce(net, (np.zeros(64), np.ones(64)))
+    Q = net.layers[2]
+    W = Q.weight.copy()
+    W[:, 0] += W[:, 3]  # lam forgotten
+    wrong = net.with_layers([net.layers[0], net.layers[1], nl.Conv(W, Q.bias, padding=1)]
+                            + list(net.layers[3:]))  # fmt: skip
+    X = np.random.default_rng(2).uniform(size=(3, 64))
+    W2 = net.layers[0].weight.copy()
+    W2[3] = 0  # channel 3 silenced in place of removed: the same as removing it
+    wrong = wrong.with_layers([nl.Conv(W2, np.where(np.arange(5) == 3, -1.0,
+                                                    net.layers[0].bias))]
+                              + list(wrong.layers[1:]))  # fmt: skip
+    assert _same_exactly(net, r.network, X)
+    assert not _same_exactly(net, wrong, X)
+
+
+def test_a_merge_that_rounding_would_change_is_kept_and_named():
+    """Channel 2 is exactly 3 times channel 0, but the head's merged weights
+    ``0.1 + 3 * 0.3`` are no float64 number: merging would move the function, so the pair
+    is kept and named."""
+    W = np.zeros((3, 1, 2, 2))
+    W[0, 0] = [[1.0, 2.0], [3.0, 4.0]]
+    W[1, 0] = [[1.0, -1.0], [0.5, 2.0]]
+    W[2] = 3 * W[0]
+    b = np.array([1.0, 0.5, 3.0])
+    head = np.zeros((1, 27))
+    head[0, :9], head[0, 9:18], head[0, 18:] = 0.1, 0.7, 0.3
+    net = ReLUConvNet(
+        input_shape=(1, 4, 4),
+        layers=[nl.Conv(W, b), nl.ReLU(), nl.Flatten(), nl.Dense(head, np.zeros(1))],
+    )
+    assert Fraction(0.1) + 3 * Fraction(0.3) != Fraction(0.1 + 3 * 0.3)
+    r = nm.relu.reduce(net, (np.zeros(16), np.ones(16)))
+    assert r.widths_after == r.widths_before
+    assert "channel 2 is 3 times channel 0, not merged" in r.note
+    X = np.random.default_rng(0).uniform(size=(4, 16))
+    assert _same_exactly(net, r.network, X)
+
+
+def test_on_all_of_r_d_only_zero_weights_prove_a_channel_dead():
+    net, _ = _planted(0, 2)
+    r = nm.relu.reduce(net)  # layer 0's channel 1 is dead on the box only
+    assert "layer 0 (Conv): dead channels" not in " ".join(r.moves)
+    assert "layer 2 (Conv): dead channels [1]" in " ".join(r.moves)
+    X = np.random.default_rng(0).normal(size=(4, 64)) * 3
+    assert _same_exactly(net, r.network, X)
+
+
+def test_data_gives_the_box():
+    net, _ = _planted(0, 2)
+    X = np.random.default_rng(0).uniform(size=(30, 64))
+    r = nm.relu.reduce(net, data=X)
+    assert r.domain.kind == "box" and "dead channels [1]" in " ".join(r.moves)
+    with pytest.raises(nm.InputError, match="must lie in the domain"):
+        nm.relu.reduce(net, (np.zeros(64), np.ones(64) * 0.5), data=X)
+
+
+def test_residual_blocks_are_left_and_said():
+    rng = np.random.default_rng(0)
+    conv = lambda: nl.Conv(rng.standard_normal((2, 2, 3, 3)), rng.standard_normal(2), padding=1)  # noqa: E731
+    net = ReLUConvNet(
+        input_shape=(2, 4, 4),
+        layers=[nl.Residual([conv(), nl.ReLU(), conv()], []), nl.ReLU(), nl.Flatten(),
+                nl.Dense(rng.standard_normal((1, 32)), np.zeros(1))],
+    )  # fmt: skip
+    r = nm.relu.reduce(net, (np.zeros(32), np.ones(32)))
+    assert "residual blocks" in r.note and r.widths_after == r.widths_before
+
+
+def test_a_reduction_result_round_trips():
+    net, _ = _planted(0, 2)
+    r = nm.relu.reduce(net, (np.zeros(64), np.ones(64)))
+    back = type(r).from_dict(r.to_dict())
+    assert back.moves == r.moves and back.widths_after == r.widths_after
+
+
+def test_the_cli_reduces_a_cnn_file_and_writes_the_smaller_one(tmp_path):
+    pytest.importorskip("onnx")
+    import subprocess
+    import sys
+
+    net, kept = _planted(0, 2)
+    nm.io.save(net, tmp_path / "cnn.onnx")
+    out = subprocess.run(
+        [sys.executable, "-m", "neuromanifold", "relu", "reduce", str(tmp_path / "cnn.onnx"),
+         "--domain", "box:0,1", "--out", str(tmp_path / "small.onnx")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "reduced 1-5-5-3 -> 1-2-2-3" in out.stdout and "wrote" in out.stdout
+    small = nm.io.load(tmp_path / "small.onnx").network()
+    X = np.random.default_rng(0).uniform(size=(3, 64))
+    assert _same_exactly(net, small, X)
