@@ -794,3 +794,38 @@ def test_the_bound_engine_proves_a_nearby_copy_equivalent_on_a_box():
         Budget("equivalent", 12, max_regions=None, time_limit=2, progress=False),
     )
     assert r is None or r.equivalent is False
+
+
+def _hidden_translated_past_its_interval(delta: float):
+    """32-16-32-10 with first-layer hyperplane 3 hidden (every second-layer row
+    nonpositive outside column 3), translated ``delta`` past the end of its valid interval:
+    the two networks differ on about one input in 200,000 of the unit cube."""
+    from neuromanifold.relu._symmetries.shape import row_signs
+    from neuromanifold.relu._symmetries.three_layer import translation_interval
+
+    rng = np.random.default_rng(1)
+    W1, b1 = rng.standard_normal((16, 32)), -np.abs(rng.standard_normal(16)) * 3
+    W2, b2 = -np.abs(rng.standard_normal((32, 16))), -np.abs(rng.standard_normal(32)) * 0.5
+    W2[:, 3] = rng.standard_normal(32) * 2
+    W3, b3 = rng.standard_normal((10, 32)), rng.standard_normal(10)
+    p = [(W1, b1), (W2, b2), (W3, b3)]
+    t = translation_interval(p, 3, row_signs(p, 0))[1] + delta
+    b1q = b1.copy()
+    b1q[3] += t
+    return p, [(W1, b1q), (W2, b2 - t * W2[:, 3]), (W3, b3)]
+
+
+def test_a_hidden_hyperplane_just_past_its_interval_is_found_by_the_wide_sampling():
+    """The near miss of the bound-engine issue: the cheap checks miss it and the exact
+    engines do not finish; the wide sampled check finds an input, confirmed exactly."""
+    p, q = _hidden_translated_past_its_interval(1e-3)
+    box = (np.zeros(32), np.ones(32))
+    r = equivalent(p, q, box, time_limit=30)
+    assert r.equivalent is False and r.certified and r.method == "sampling"
+    assert r.note.startswith("wide sampled check")
+    x = r.witness
+    diff = np.abs(forward(p, x[None]) - forward(q, x[None])).max()
+    assert diff > r.tol * r.scale
+    # inside its interval the same move keeps the function: no witness is invented
+    p2, q2 = _hidden_translated_past_its_interval(-1e-3)
+    assert distance(p2, q2, box, time_limit=2).lower <= 1e-9 * r.scale

@@ -256,6 +256,9 @@ def equivalent(
         return res
     budget.check_time(stage="the sampled and symmetry checks")
     expected = expected_joint_regions(pair, dom, rng)
+    res = _by_wide_sampling(pair, dom, rng, budget.remaining(), expected)
+    if res is not None:
+        return res
     why = "sampling found no difference above tol"
     if dom.kind == "box" and expected > _REGIONS_BEFORE_BOUNDS:
         res = by_bounds(pair, dom, p, q, budget)
@@ -573,6 +576,20 @@ def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
         climbed = [ascend_difference(pair, dom, X[i], float(rel[i]))[:2] for i in top]
         X = np.vstack([X] + [c[0][None, :] for c in climbed])
         rel = np.concatenate([rel, [c[1] for c in climbed]])
+    return _confirmed(
+        pair,
+        dom,
+        X,
+        rel,
+        f"sampled check: the largest of {len(X)} sampled differences (the domain, on and "
+        "next to every first-layer kink and every deeper bent hyperplane, and an ascent from "
+        "the best when they came close) exceeds tol, confirmed in exact arithmetic",
+    )
+
+
+def _confirmed(pair: Pair, dom: Domain, X: np.ndarray, rel: np.ndarray, note: str):
+    """The inequivalence witnessed by the sample of largest relative difference whose
+    difference the exact arithmetic confirms above tol (of the 8 largest), else ``None``."""
     order = np.argsort(-rel)[:8]
     base = math.ldexp(pair.scale, -pair.E) if pair.scale > 0 else 1.0
     for i in order:
@@ -589,12 +606,53 @@ def _by_sampling(pair: Pair, dom: Domain, rng) -> Equivalence | None:
                 max_difference=max(float(rel[order[0]]) / base, pair.rel_value(X[i])),
                 method="sampling",
                 certified=True,
-                note=f"sampled check: the largest of {len(X)} sampled "
-                "differences (the domain, on and next to every first-layer "
-                "kink and every deeper bent hyperplane, and an ascent from "
-                "the best when they came close) exceeds tol, confirmed in "
-                "exact arithmetic",
+                note=note,
             )
+    return None
+
+
+#: the wide sampled check draws this many points at a time ...
+_WIDE_CHUNK = 16384
+#: ... at most this many in all, within at most this many seconds and this share of the
+#: budget left: a difference confined to one input in 100,000 of the domain (a hidden
+#: hyperplane translated past its valid interval) shows in it, at a cost the exact
+#: engines would spend on a handful of regions
+_WIDE_MAX_POINTS = 4_000_000
+_WIDE_SECONDS = 2.0
+_WIDE_SHARE = 0.1
+#: ... and this many seconds per joint region expected: a few percent of what the regions
+#: engine spends on one, so that a pair the exact engine settles at once is not delayed
+_WIDE_PER_REGION = 0.002
+
+
+def _by_wide_sampling(
+    pair: Pair, dom: Domain, rng, left: float | None, expected: float
+) -> Equivalence | None:
+    """Uniform points of the domain (its sampling) in chunks, for a few seconds (fewer
+    when few joint regions are expected), before the exact engines: an inequivalence
+    confirmed in exact arithmetic, else ``None``."""
+    seconds = min(_WIDE_SECONDS, _WIDE_PER_REGION * expected)
+    if left is not None:
+        seconds = min(seconds, _WIDE_SHARE * left)
+    stop = time.monotonic() + seconds
+    drawn = 0
+    while drawn < _WIDE_MAX_POINTS and time.monotonic() < stop:
+        X = sample_points(dom, pair.d, rng, _WIDE_CHUNK)
+        drawn += len(X)
+        rel = relative_difference(pair, X)
+        if pair.tol == 0 and not np.any(rel > 0):
+            continue
+        res = _confirmed(
+            pair,
+            dom,
+            X,
+            rel,
+            f"wide sampled check: one of {drawn:,} sampled points of the domain shows a "
+            f"difference above tol, confirmed in exact arithmetic (the cheap checks before "
+            f"found none)",
+        )
+        if res is not None:
+            return res
     return None
 
 
