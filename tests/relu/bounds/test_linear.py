@@ -193,3 +193,112 @@ def test_neuron_bounds_are_within_the_interval_bounds_and_hold():
         assert np.all(z >= l - 1e-12) and np.all(z <= u + 1e-12)
         narrower += int(np.sum(u - l < iu - il))
     assert narrower > 0  # the linear bounds are the tighter on deep neurons
+
+
+# -- optimized slopes (alpha) -------------------------------------------------------------
+
+
+def _chains(p, q):
+    return {
+        "network": network_chain(p),
+        "difference": difference_chain(p, q),
+        "product": product_chain(p, q),
+    }
+
+
+def _truth(name, p, q, X):
+    """The chain's outputs at ``X`` (one network's outputs, or ``f_q - f_p``)."""
+    out = _pre_activations(p, X)[-1]
+    return out if name == "network" else _pre_activations(q, X)[-1] - out
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    widths=st.sampled_from(ARCHITECTURES),
+    size=st.sampled_from([1e-3, 0.1, 1.0]),
+)
+def test_optimized_slopes_give_bounds_that_hold_and_are_no_looser(seed, widths, size):
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(widths).random_params(seed=seed)
+    q = _perturbed(p, rng, size)
+    lo, hi = _boxes(rng, widths[0], 3)
+    X = _points(rng, lo, hi)
+    for name, chain in _chains(p, q).items():
+        bounds, crown, _ = propagate(chain, lo, hi)
+        slopes = linear.optimize_slopes(chain, lo, hi, bounds, steps=15)
+        assert all(np.all((s >= 0) & (s <= 1)) for s in slopes)
+        alpha, _ = linear.optimized_output_bounds(chain, lo, hi, bounds, steps=15)
+        m = alpha.shape[1] // 2
+        for k in range(len(lo)):
+            vals = _truth(name, p, q, X[k])
+            slack = 1e-12 * max(1.0, float(np.max(np.abs(vals))))
+            assert np.all(vals <= alpha[k, :m] + slack) and np.all(-vals <= alpha[k, m:] + slack)
+        # the best slopes are kept per box: the largest row no looser than CROWN's (up to
+        # the float rounding terms, which the two evaluate on different coefficients)
+        assert np.all(alpha.max(axis=1) <= crown.max(axis=1) * (1 + 1e-9) + 1e-9)
+
+
+def test_the_slopes_gradient_is_the_bounds_derivative():
+    """The reverse pass of the back substitution against a finite difference, on every
+    chain, for every unstable neuron of the first hidden layer whose slope moves the
+    bound."""
+    rng = np.random.default_rng(0)
+    p = ReLUNet([4, 12, 12, 3]).random_params(seed=0)
+    q = _perturbed(p, rng, 0.1)
+    lo, hi = -np.ones((1, 4)), np.ones((1, 4))
+    for name, chain in _chains(p, q).items():
+        bounds, _, _ = propagate(chain, lo, hi)
+        rels = [chain.relax(j, l, u, None) for j, (l, u) in enumerate(bounds)]
+        base = [np.concatenate([r.L[i][i] for i in r.slope_blocks], axis=1) for r in rels]
+
+        def top_bound(slopes, row=None):
+            rr = [chain.relax(j, l, u, s) for j, ((l, u), s) in enumerate(zip(bounds, slopes))]
+            val, Ms = linear._output_bound(chain, rr, lo, hi)
+            return val, Ms, rr
+
+        val, Ms, rr = top_bound(base)
+        top = int(np.argmax(val[0]))
+        w = np.zeros_like(val)
+        w[0, top] = 1.0
+        g_M = w[..., None] * np.where(Ms[0] > 0, hi[:, None, :], lo[:, None, :])
+        A, c = chain.affine[0]
+        g_lam = g_M @ A.T + w[..., None] * c
+        _, g = linear._substitute_gradient(rr[0], Ms[1], g_lam, w)
+        l0, u0 = bounds[0]
+        width = g.shape[1] // len(rr[0].slope_blocks)
+        checked = 0
+        for k in np.flatnonzero(np.abs(g[0]) > 1e-8):
+            block_k = k % width
+            if not (l0[0, block_k] < 0 < u0[0, block_k]):
+                continue
+            moved = [s.copy() for s in base]
+            step = 1e-6 if moved[0][0, k] < 0.5 else -1e-6
+            moved[0][0, k] += step
+            fd = (top_bound(moved)[0][0, top] - val[0, top]) / step
+            assert abs(fd - g[0, k]) <= 1e-5 * max(1.0, abs(g[0, k])), (name, k)
+            checked += 1
+        assert checked > 0, name
+
+
+def test_branch_and_bound_with_optimized_slopes_brackets_the_maximum():
+    from neuromanifold.relu._bounds.branch import branch_and_bound
+    from neuromanifold.relu._equivalence.alignment import DifferenceAt
+
+    p = ReLUNet([2, 8, 8, 2]).random_params(seed=1)
+    q = _perturbed(p, np.random.default_rng(1), 0.05)
+    lo, hi = -np.ones(2), np.ones(2)
+    bb = branch_and_bound(
+        difference_chain(p, q), lo, hi, DifferenceAt(p, q), gap=1e-4, deadline=None,
+        max_boxes=4000, alpha_steps=5,
+    )  # fmt: skip
+    X = np.random.default_rng(2).uniform(-1, 1, (20000, 2))
+    sampled = np.abs(_pre_activations(q, X)[-1] - _pre_activations(p, X)[-1]).max()
+    at = np.abs(_pre_activations(q, bb.point[None])[-1] - _pre_activations(p, bb.point[None])[-1])
+    assert np.isclose(bb.lower, at.max())  # the lower end is a value attained
+    assert sampled <= bb.upper and bb.upper - bb.lower <= 1e-4 + 1e-12
+    plain = branch_and_bound(
+        difference_chain(p, q), lo, hi, DifferenceAt(p, q), gap=1e-4, deadline=None,
+        max_boxes=4000,
+    )  # fmt: skip
+    assert max(plain.lower, bb.lower) <= min(plain.upper, bb.upper) + 1e-12

@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .linear import Chain, propagate
+from .linear import Chain, optimized_output_bounds, propagate
 
 __all__ = ["BranchAndBound", "branch_and_bound"]
 
@@ -93,6 +93,7 @@ def branch_and_bound(
     offsets: np.ndarray | None = None,
     decide: float | None = None,
     start: list | None = None,
+    alpha_steps: int = 0,
 ) -> BranchAndBound:
     """Bracket ``max_x max_rows (chain outputs)`` over the box ``[lo, hi]`` (see the
     module docs).
@@ -115,6 +116,9 @@ def branch_and_bound(
             ``lower > decide`` or ``upper <= decide``).
         start: open boxes of an earlier call (its ``open_boxes``) to go on from, instead
             of the whole box (``lo``, ``hi`` are then only the box's extent).
+        alpha_steps: steps of the lower slopes' optimization per pass
+            (:func:`~neuromanifold.relu._bounds.linear.optimized_output_bounds`; 0: CROWN's
+            adaptive slopes alone).
     """
     # Whole: offer() and the main loop share the heap and the best value found (nonlocal)
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
@@ -123,6 +127,11 @@ def branch_and_bound(
 
     def bounds(los, his, prior=None):
         layers, ups, Ms = propagate(chain, los, his, intermediate=intermediate, prior=prior)
+        if alpha_steps:
+            # the optimized slopes' bound where it is the tighter (both are rigorous)
+            ups2, Ms2 = optimized_output_bounds(chain, los, his, layers, steps=alpha_steps)
+            better = ups2 < ups
+            ups, Ms = np.where(better, ups2, ups), np.where(better[..., None], Ms2, Ms)
         if offsets is not None:
             k = len(offsets)
             ups, Ms = np.nextafter(ups[:, :k] - offsets, np.inf), Ms[:, :k]
