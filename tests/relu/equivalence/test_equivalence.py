@@ -829,3 +829,57 @@ def test_a_hidden_hyperplane_just_past_its_interval_is_found_by_the_wide_samplin
     # inside its interval the same move keeps the function: no witness is invented
     p2, q2 = _hidden_translated_past_its_interval(-1e-3)
     assert distance(p2, q2, box, time_limit=2).lower <= 1e-9 * r.scale
+
+
+def _bounds_everywhere(p, q, tol):
+    from neuromanifold.relu._engine.budget import Budget
+    from neuromanifold.relu._engine.joint_regions import Pair
+    from neuromanifold.relu._equivalence.alignment import by_bounds_everywhere
+
+    budget = Budget("equivalent", p[0][0].shape[1], time_limit=20, max_regions=None,
+                    progress=False)  # fmt: skip
+    return by_bounds_everywhere(Pair(p, q, tol), p, q, budget)
+
+
+def test_the_lifted_network_is_s_times_f_at_x_over_s():
+    from neuromanifold.relu._equivalence.alignment import lifted
+
+    rng = np.random.default_rng(0)
+    p = ReLUNet([3, 6, 5, 2]).random_params(seed=0)
+    y, s = rng.uniform(-1, 1, (20, 3)), rng.uniform(1e-3, 1, 20)
+    got = forward(lifted(p), np.c_[y, s])
+    np.testing.assert_allclose(got, s[:, None] * forward(p, y / s[:, None]), atol=1e-9)
+    homogeneous = [(W, np.zeros_like(b)) for W, b in p]  # s = 0: the limit at infinity
+    np.testing.assert_allclose(forward(lifted(p), np.c_[y, np.zeros(20)]),
+                               forward(homogeneous, y), atol=1e-12)  # fmt: skip
+
+
+def test_a_difference_only_far_out_is_found_on_r_d_by_the_faces():
+    """A neuron with bias -1000 whose outgoing weights differ: the networks agree on the
+    unit box (and far beyond) and differ at infinity; the faces times 1/|x|_inf find an
+    input of R^d, confirmed exactly, where a check of the unit box alone would not."""
+    p = ReLUNet([3, 8, 8, 2]).random_params(seed=0)
+    (W1, b1), (W2, b2) = p[0], p[1]
+    b1 = b1.copy()
+    b1[0] = -1000.0
+    W2q = W2.copy()
+    W2q[:, 0] += 0.5
+    P = [(W1, b1), (W2, b2)] + p[2:]
+    Q = [(W1, b1), (W2q, b2)] + p[2:]
+    r = _bounds_everywhere(P, Q, 1e-6)
+    assert r.equivalent is False and r.certified and np.abs(r.witness).max() > 1000
+    assert equivalent(P, Q, (-np.ones(3), np.ones(3)), tol=1e-6).equivalent is True
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_bound_route_on_r_d_agrees_with_the_exact_engine(seed):
+    rng = np.random.default_rng(seed)
+    p = ReLUNet([2, 4, 3, 1]).random_params(seed=seed)
+    size = [0.0, 1e-12, 1e-3][seed % 3]
+    q = [(W * (1 + size * rng.standard_normal(W.shape)), b) for W, b in p]
+    r = _bounds_everywhere(p, q, 1e-6)
+    truth = equivalent(p, q, tol=1e-6, method="regions")
+    if r is not None:
+        assert r.equivalent == truth.equivalent, (seed, r.note, truth.note)
+    if size < 1e-6:  # within the tolerance: the bound engine proves it
+        assert r is not None and r.equivalent is True

@@ -177,3 +177,109 @@ def by_bounds(pair: Pair, dom: Domain, p, q, budget: Budget):
             f"{bb.num_boxes:,} boxes bound the difference within tol on the box",
         )
     return None
+
+
+def lifted(params: list) -> list:
+    """The network ``g(y, s) = s f(y / s)`` (``s > 0``) and its limit at ``s = 0``, the
+    homogeneous part (``f`` without its biases), as one bias-free ReLU network of the
+    input ``(y, s)``, ``s >= 0``: every bias becomes a weight on ``s``, which every hidden
+    layer carries through its ReLU (``relu(s) = s``)."""
+    out = []
+    for k, (W, b) in enumerate(params):
+        last = k == len(params) - 1
+        A = np.zeros((W.shape[0] + (0 if last else 1), W.shape[1] + 1))
+        A[: W.shape[0], : W.shape[1]], A[: W.shape[0], -1] = W, b
+        if not last:
+            A[-1, -1] = 1.0
+        out.append((A, np.zeros(A.shape[0])))
+    return out
+
+
+def _faces(d: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The boxes of ``(y, s)`` that cover the relative contract on R^d: the unit box
+    (``s = 1``: ``|x|_inf <= 1``, where the relative difference is at most the absolute
+    one) and, for ``|x|_inf = t >= 1``, the faces ``y_i = +-1`` of the unit cube with
+    ``s = 1/t`` in [0, 1] (``s = 0``: the homogeneous parts, the limit at infinity)."""
+    boxes = [(np.r_[-np.ones(d), 1.0], np.ones(d + 1))]
+    for i in range(d):
+        for sign in (1.0, -1.0):
+            lo, hi = np.r_[-np.ones(d), 0.0], np.ones(d + 1)
+            lo[i] = hi[i] = sign
+            boxes.append((lo, hi))
+    return boxes
+
+
+def _on_rd(point: np.ndarray, pair: Pair) -> np.ndarray | None:
+    """An input ``x`` of R^d for a point ``(y, s)`` of a face box where the lifted
+    difference exceeds the threshold, confirmed exactly (``x = y / s``; at ``s = 0``, the
+    homogeneous parts differ and ``s`` is moved off 0 until a finite ``x`` shows it)."""
+    y, s = point[:-1], float(point[-1])
+    for t in [s] + [10.0**-k for k in range(1, 13)] if s == 0 else [s]:
+        if t <= 0:
+            continue
+        x = y / t
+        if np.all(np.isfinite(x)) and pair.exceeds(x):
+            return x
+    return None
+
+
+def by_bounds_everywhere(pair: Pair, p, q, budget: Budget):
+    """Equivalence on all of R^d by the bound engine: the relative contract
+    ``|f_p(x) - f_q(x)| <= tol * scale * max(1, |x|_inf)`` holds on R^d exactly when the
+    lifted networks (:func:`lifted`) differ by at most ``tol * scale`` on the boxes of
+    :func:`_faces` (the unit box, and the cube's faces times ``s`` in [0, 1]); each box's
+    branch and bound gets its share of the budget. ``True`` when every box's rigorous
+    upper end is within the threshold, a witness of R^d confirmed exactly, else ``None``."""
+    fp, fq = float_params(p), float_params(q)
+    if fp is None or fq is None or len(fp) != len(fq) or pair.tol == 0 or pair.scale == 0:
+        return None
+    lp, lq = lifted(fp), lifted(fq)
+    d = fp[0][0].shape[1]
+    whole = Domain.box(np.r_[-np.ones(d), 0.0], np.ones(d + 1))
+    chain, rounding, how = difference_bound_chain(lp, lq, whole)
+    thr = pair.tol * pair.scale
+    left = budget.remaining()
+    seconds = _BOUNDS_SECONDS if left is None else _BOUNDS_SHARE * left
+    stop = time.monotonic() + seconds
+    boxes = _faces(d)
+    evaluate = DifferenceAt(lp, lq)
+    num, upper = 0, 0.0
+    for k, (lo, hi) in enumerate(boxes):
+        now = time.monotonic()
+        share = (stop - now) / (len(boxes) - k)
+        if share <= 0:
+            return None
+        bb = branch_and_bound(
+            chain, lo, hi, evaluate, gap=0.0, deadline=now + share, decide=thr - rounding
+        )
+        num += bb.num_boxes
+        if bb.point is not None and bb.lower > thr:
+            x = _on_rd(bb.point, pair)
+            if x is not None:
+                return equivalence_result(
+                    pair,
+                    Domain.whole(d),
+                    equivalent=False,
+                    witness=x,
+                    max_difference=pair.rel_value(x),
+                    method="bounds",
+                    certified=True,
+                    note=f"the bound engine's branch and bound on the unit box and the "
+                    f"cube's faces times 1/|x|_inf ({num:,} boxes) found a relative "
+                    f"difference above tol, confirmed in exact arithmetic",
+                )
+        upper = max(upper, bb.upper + rounding)
+        if upper > thr:
+            return None
+    return equivalence_result(
+        pair,
+        Domain.whole(d),
+        equivalent=True,
+        witness=None,
+        max_difference=math.nextafter(upper, math.inf) / pair.scale,
+        method="bounds",
+        certified=True,
+        note=f"linear bound propagation on {how} of the networks lifted to (x / |x|_inf, "
+        f"1 / |x|_inf) and a branch and bound over {num:,} boxes (the unit box and the "
+        f"cube's {2 * d} faces) bound the relative difference within tol on R^d",
+    )

@@ -90,7 +90,7 @@ from .._engine.joint_regions import (
 from .._reduction.reduction import abs_floats, fraction_params, reduce_everywhere
 from .._symmetries.nulling import reduction_symmetry
 from .._symmetries.three_layer import Permutation, Scaling
-from .alignment import by_bounds, match_hidden_neurons
+from .alignment import by_bounds, by_bounds_everywhere, match_hidden_neurons
 from .conv import by_channels, conv_witness
 
 __all__ = ["Equivalence", "equivalent"]
@@ -260,8 +260,11 @@ def equivalent(
     if res is not None:
         return res
     why = "sampling found no difference above tol"
-    if dom.kind == "box" and expected > _REGIONS_BEFORE_BOUNDS:
-        res = by_bounds(pair, dom, p, q, budget)
+    if dom.kind in ("box", "whole") and expected > _REGIONS_BEFORE_BOUNDS:
+        if dom.kind == "box":
+            res = by_bounds(pair, dom, p, q, budget)
+        else:  # the relative contract, reduced to boxes
+            res = by_bounds_everywhere(pair, p, q, budget)
         if res is not None:
             return dataclasses.replace(res, note=f"{why}; {res.note}")
         why += "; the bound engine did not decide in its share of the budget"
