@@ -539,6 +539,17 @@ ENTRIES = [
         optional=("domain",),
     ),
     E(
+        "relu.neurons(cnn)",
+        lambda: dict(
+            params=relu.ReLUConvNet(input_shape=(1, 4), layers=_conv_layers()),
+            domain=([0.0] * 4, [1.0] * 4),
+            data=np.full((3, 4), 0.5),
+        ),
+        lambda params, domain, data: relu.neurons(params, domain, data=data, method="bounds"),
+        {"domain": "domain", "data": "array"},
+        optional=("domain", "data"),
+    ),
+    E(
         "relu.reduce(cnn)",
         lambda: dict(
             params=relu.ReLUConvNet(input_shape=(1, 4), layers=_conv_layers()),

@@ -275,7 +275,7 @@ def _neurons(args) -> int:
     model = load_model(args.model, "relu")
     X = _read_data(args.data) if args.data else None
     res = neurons(
-        model.params,
+        model.network() if model.kind == "relu_conv" else model.params,
         args.domain,
         data=X,
         method=args.method,

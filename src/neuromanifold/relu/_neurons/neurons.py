@@ -29,8 +29,10 @@ from ..._errors import ComputationLimitError, InputError
 from ..._results import Result
 from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import as_finite_array, as_seed_rng, check_choice, check_positive_int
+from .._bounds.conv import activated, channel_bounds, channel_values
 from .._bounds.linear import neuron_bounds
 from .._core.domain import Domain, FixedInputs, as_domain
+from .._core.live import as_conv_net
 from .._core.net import check_params, float_params
 from .._core.numbers import forward_error_bounds
 from .._regions.bent import bent_hyperplanes
@@ -70,6 +72,16 @@ class NeuronStatus(Result):
             point), ``"both"`` (certified of each sign at some point) or ``"undecided"``
             (within the float rounding of 0 at a point); ``None`` without data. A neuron
             inactive on the data can still fire elsewhere on their bounding box.
+        channel_layers: for a convolutional network, the top-level convolutions and dense
+            layers whose channels reach a ReLU (their indices in ``net.layers``); ``()``
+            otherwise. ``status`` and ``on_data`` are then the dense view's neurons.
+        channels: per layer of ``channel_layers``, one status per channel: ``"dead"``
+            (pre-activation ``<= 0`` at every position on the whole domain), ``"linear"``
+            (``>= 0`` everywhere) or ``"undecided"``, proved by interval bounds carried
+            through the layers (on a box; on R^d only zero weights prove a sign).
+        channels_on_data: with data, per layer and channel, as ``on_data`` for neurons:
+            ``"inactive"``, ``"active"``, ``"both"`` or ``"undecided"`` at the data points
+            (every position of the channel counted); ``None`` without data.
     """
 
     status: tuple
@@ -80,6 +92,9 @@ class NeuronStatus(Result):
     note: str
     on_data: tuple | None = None
     tol: float = DEFAULT_TOL
+    channel_layers: tuple = ()
+    channels: tuple = ()
+    channels_on_data: tuple | None = None
 
     def indices(self, status: str) -> list[list[int]]:
         """Per hidden layer, the neurons (0-based) with ``status``."""
@@ -114,6 +129,16 @@ class NeuronStatus(Result):
                 off = kinds["inactive"]
                 shown = ", ".join(map(str, off[:12])) + (", ..." if len(off) > 12 else "")
                 lines.append(f"  layer {l}: {parts}" + (f"; never active: {shown}" if off else ""))
+        if self.channel_layers:
+            lines.append("channels (convolutional network; layer indices as in net.layers):")
+            data = self.channels_on_data or (None,) * len(self.channels)
+            for k, layer, on in zip(self.channel_layers, self.channels, data):
+                dead = [c for c, v in enumerate(layer) if v == "dead"]
+                never = [] if on is None else [c for c, v in enumerate(on) if v == "inactive"]
+                lines.append(
+                    f"  layer {k} ({len(layer)} channels): dead on the domain {dead or 'none'}"
+                    + ("" if on is None else f"; never active on the data {never or 'none'}")
+                )
         return "\n".join(lines + [self.note])
 
 
@@ -209,12 +234,52 @@ def neurons(
     )
     if cut is not None:
         result = dataclasses.replace(result, domain=dom)
+    conv = as_conv_net(params)
+    if conv is not None:
+        result = dataclasses.replace(result, **_channel_statuses(conv, dom, X))
     if X is None or X.shape[0] == 0:
         return result
     where = "the bounding box of the data" if domain is None else "the given domain"
     return dataclasses.replace(
         result, on_data=_on_data(P, X), note=f"statuses on {where}; " + result.note
     )
+
+
+def _channel_statuses(net: Any, dom: Domain, X: np.ndarray | None) -> dict:
+    """The channel fields of :class:`NeuronStatus` for a convolutional network."""
+    layers = activated(net)
+    bounds = channel_bounds(net, dom)
+    channels = []
+    for k in layers:
+        lo, hi = (a.reshape(a.shape[0], -1) for a in bounds[k])
+        channels.append(
+            tuple(
+                "dead" if np.all(h <= 0) else "linear" if np.all(lo_c >= 0) else "undecided"
+                for lo_c, h in zip(lo, hi)
+            )
+        )
+    on_data = None
+    if X is not None and X.shape[0]:
+        values = channel_values(net, X)
+        on_data = []
+        for k in layers:
+            Z, err = values[k]
+            Z = np.moveaxis(Z, 1, 0).reshape(Z.shape[1], -1)
+            err = np.moveaxis(err, 1, 0).reshape(err.shape[1], -1)
+            on_data.append(
+                tuple(
+                    "both"
+                    if np.any(z - e > 0) and np.any(z + e < 0)
+                    else "inactive"
+                    if np.all(z + e <= 0)
+                    else "active"
+                    if np.all(z - e >= 0)
+                    else "undecided"
+                    for z, e in zip(Z, err)
+                )
+            )
+        on_data = tuple(on_data)
+    return dict(channel_layers=tuple(layers), channels=tuple(channels), channels_on_data=on_data)
 
 
 def _on_data(P: list, X: np.ndarray) -> tuple:

@@ -10,8 +10,9 @@ block of columns). Three moves keep the function exactly:
   outputs and ``Q``'s inputs: nothing reads it;
 * a **dead** channel (a ReLU between, and ``P``'s pre-activation of the channel ``<= 0`` at
   every position and every input of the domain, proved by interval bounds carried
-  through the network with outward margins; on R^d only a channel of zero weights and a
-  bias ``<= 0``) is removed the same way: it reaches ``Q`` as zeros;
+  through the network with outward margins (:mod:`~neuromanifold.relu._bounds.conv`; on
+  R^d only a channel of zero weights and a bias ``<= 0``) is removed the same way: it
+  reaches ``Q`` as zeros;
 * a **duplicate** channel ``c'`` whose weights and bias are ``lam > 0`` times those of
   channel ``c`` reaches ``Q`` as ``lam`` times channel ``c`` (every layer between commutes
   with a positive scale), so ``Q``'s weights reading ``c`` gain ``lam`` times those reading
@@ -31,23 +32,17 @@ from fractions import Fraction
 
 import numpy as np
 
-from .._core.conv.elementwise import Flatten, ReLU
+from .._bounds.conv import MONOTONE, channel_bounds
+from .._core.conv.elementwise import ReLU
 from .._core.conv.layer import AffineLayer
 from .._core.conv.network import ReLUConvNet
-from .._core.conv.pool import AvgPool, GlobalAvgPool, MaxPool
 from .._core.domain import Domain
 
 __all__ = ["ChannelReduction", "reduce_channels"]
 
 #: the layers a channel crosses unchanged up to a positive scale (per channel, positively
-#: homogeneous)
-_BETWEEN = (ReLU, MaxPool, AvgPool, GlobalAvgPool, Flatten)
-
-#: relative margin added to every interval bound (the float rounding of the sums)
-_MARGIN = 1e-10
-
-#: a radius at or above this is "unbounded" (R^d, or an overflow): nothing is proved dead
-_HUGE = 1e290
+#: homogeneous, and monotone)
+_BETWEEN = MONOTONE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,46 +70,6 @@ def _segments(net: ReLUConvNet) -> list[tuple[int, int]]:
     return out
 
 
-def _pre_activation_bounds(net: ReLUConvNet, dom: Domain) -> dict[int, np.ndarray]:
-    """For every top-level affine layer, an upper bound on its outputs over the domain
-    (shape of its output), ``inf`` where none is proved. Intervals as center and radius,
-    every affine step widened by :data:`_MARGIN` of its magnitude."""
-    d = net.input_dim
-    if dom.kind == "box":
-        lo, hi = np.asarray(dom.lower, float), np.asarray(dom.upper, float)
-        center, radius = (lo + hi) / 2, (hi - lo) / 2
-    else:  # R^d or the orthant: unbounded; only zero weights prove anything
-        center, radius = np.zeros(d), np.full(d, _HUGE)
-    center = center.reshape((1,) + net.input_shape)
-    radius = radius.reshape((1,) + net.input_shape)
-    upper: dict[int, np.ndarray] = {}
-    with np.errstate(over="ignore", invalid="ignore"):
-        for k, layer in enumerate(net.layers):
-            if isinstance(layer, AffineLayer):
-                absolute = dataclasses.replace(
-                    layer, weight=np.abs(layer.weight), bias=np.zeros_like(layer.bias)
-                )
-                c = layer.forward(center)
-                r = absolute.forward(radius)
-                size = absolute.forward(np.abs(center)) + np.abs(layer.bias).reshape(
-                    (1, -1) + (1,) * (c.ndim - 2)
-                )
-                r = r + _MARGIN * (size + r)
-                r = np.where(np.isfinite(r) & (r < _HUGE), r, _HUGE)
-                center, radius = c, r
-                u = center[0] + radius[0]
-                upper[k] = np.where(radius[0] >= _HUGE, np.inf, u)
-            elif not isinstance(layer, _BETWEEN):  # a residual block: not bounded here
-                out = layer.forward(center)
-                center, radius = np.zeros_like(out), np.full_like(out, _HUGE)
-            else:  # monotone: bound the ends, back to center and radius
-                a = layer.forward(center - radius)
-                b = layer.forward(center + radius)
-                center, radius = (a + b) / 2, np.maximum((b - a) / 2, 0.0)
-                radius = np.where(np.isfinite(radius) & (radius < _HUGE), radius, _HUGE)
-    return upper
-
-
 def _dead(net: ReLUConvNet, i: int, j: int, upper: dict) -> list[int]:
     """Output channels of layer ``i`` whose pre-activation is proved ``<= 0`` everywhere
     on the domain, when a ReLU is between ``i`` and ``j``."""
@@ -123,7 +78,7 @@ def _dead(net: ReLUConvNet, i: int, j: int, upper: dict) -> list[int]:
         return []
     # pooling before the ReLU keeps a nonpositive channel nonpositive (max and averages
     # of nonpositive numbers and zero padding)
-    u = upper[i]
+    u = upper[i][1]
     u = u.reshape(u.shape[0], -1)
     return [int(c) for c in np.flatnonzero(np.all(u <= 0, axis=1))]
 
@@ -222,7 +177,7 @@ def _drop(net: ReLUConvNet, i: int, j: int, gone: list, merges: dict) -> ReLUCon
 
 def reduce_channels(net: ReLUConvNet, dom: Domain) -> ChannelReduction:
     """The moves of the module docs on every segment of ``net``'s top-level chain."""
-    upper = _pre_activation_bounds(net, dom)
+    upper = channel_bounds(net, dom)
     moves: list[str] = []
     left: list[str] = []
     for i, j in _segments(net):
