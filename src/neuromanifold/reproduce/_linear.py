@@ -716,24 +716,11 @@ def _special_strided_params(net: Any) -> Callable[[np.random.Generator], Any]:
     return make
 
 
-def default_linear_claims(*, quick: bool = False) -> list[Claim]:
-    """The rows of docs/concepts_linear.md §3 with the architectures tested for each (inputs, not
-    verdicts).
-
-    Each row lists architectures satisfying its condition, chosen to cover the condition
-    (several filter sizes, strides, depths) including structurally special ones (layers
-    of filter size 1, same filter shapes, filters degenerate along an axis, one linear
-    layer), candidate refinements to explain differing verdicts, and the hypotheses each
-    claim is made under (paper A's standing assumptions, the row's condition, the smooth
-    locus for the independence theorems, genericity; docs/reproduction.md).
-
-    Args:
-        quick: fewer architectures per row (for tests).
-
-    Returns:
-        A list of :class:`Claim`, one per row of docs/concepts_linear.md §3.
-    """
-    quick = check_bool(quick, "quick")
+def _claim_cases(quick: bool) -> dict[str, list]:
+    """The architectures tested for each row of :func:`default_linear_claims`, by row:
+    ``fc_b``, ``fc_g``, ``c1_strided``, ``c1_special``, ``c1_stride1``, ``c2``, ``r_cnn``,
+    ``r_mlp`` (fewer with ``quick``)."""
+    # Whole: a table of architectures per row; splitting it would only cut the table
 
     def conv(shapes, strides=None):
         net = LinearConvNet(shapes, strides)
@@ -766,13 +753,6 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
         model = ShallowReLUMLP.with_random_inputs(widths, seed=7)
         opts = {} if len(widths) == 2 else {"num_starts": 4 if quick else 6, "seed": "instance"}
         return Case(model, model.linear, model.random_params, opts)
-
-    is_conv_1d = lambda net: isinstance(net, LinearConvNet) and net.ndim == 1  # noqa: E731
-    exchange = [
-        Refinement("interchangeable layers (same shape, same S_{l-1})", _interchangeable),
-        Refinement("two filters on one common axis (1D or like (k,1)), same S_{l-1}", _common_axis),
-    ]
-    one_layer = Refinement("one linear layer (V = W_1)", lambda net: net.num_layers == 1)
 
     if quick:
         fc_b = [fc_balanced([2, 2, 2])]
@@ -849,6 +829,49 @@ def default_linear_claims(*, quick: bool = False) -> list[Claim]:
             relu_cnn([2, 3], [1]),
         ]
         r_mlp = [relu_mlp([2, 2, 2]), relu_mlp([2, 3, 2]), relu_mlp([2, 2]), relu_mlp([3, 2])]
+
+    return dict(
+        fc_b=fc_b,
+        fc_g=fc_g,
+        c1_strided=c1_strided,
+        c1_special=c1_special,
+        c1_stride1=c1_stride1,
+        c2=c2,
+        r_cnn=r_cnn,
+        r_mlp=r_mlp,
+    )
+
+
+def default_linear_claims(*, quick: bool = False) -> list[Claim]:
+    """The rows of docs/concepts_linear.md §3 with the architectures tested for each (inputs, not
+    verdicts).
+
+    Each row lists architectures satisfying its condition, chosen to cover the condition
+    (several filter sizes, strides, depths) including structurally special ones (layers
+    of filter size 1, same filter shapes, filters degenerate along an axis, one linear
+    layer), candidate refinements to explain differing verdicts, and the hypotheses each
+    claim is made under (paper A's standing assumptions, the row's condition, the smooth
+    locus for the independence theorems, genericity; docs/reproduction.md).
+
+    Args:
+        quick: fewer architectures per row (for tests).
+
+    Returns:
+        A list of :class:`Claim`, one per row of docs/concepts_linear.md §3.
+    """
+    # Whole: the table of claims, one row each with its hypotheses; only the table is here
+    quick = check_bool(quick, "quick")
+    cases = _claim_cases(quick)
+    fc_b, fc_g, c1_strided = cases["fc_b"], cases["fc_g"], cases["c1_strided"]
+    c1_special, c1_stride1, c2 = cases["c1_special"], cases["c1_stride1"], cases["c2"]
+    r_cnn, r_mlp = cases["r_cnn"], cases["r_mlp"]
+
+    is_conv_1d = lambda net: isinstance(net, LinearConvNet) and net.ndim == 1  # noqa: E731
+    exchange = [
+        Refinement("interchangeable layers (same shape, same S_{l-1})", _interchangeable),
+        Refinement("two filters on one common axis (1D or like (k,1)), same S_{l-1}", _common_axis),
+    ]
+    one_layer = Refinement("one linear layer (V = W_1)", lambda net: net.num_layers == 1)
 
     fc_net = architecture_hypothesis(
         "fully connected linear network", lambda net: isinstance(net, LinearFCNet)
