@@ -113,10 +113,11 @@ def test_a_wrong_merge_would_be_caught():
     assert not _same_exactly(net, wrong, X)
 
 
-def test_a_merge_that_rounding_would_change_is_kept_and_named():
-    """Channel 2 is exactly 3 times channel 0, but the head's merged weights
-    ``0.1 + 3 * 0.3`` are no float64 number: merging would move the function, so the pair
-    is kept and named."""
+def test_a_merge_that_rounds_is_made_with_its_bound():
+    """Channel 2 is exactly 3 times channel 0, and the head's merged weights
+    ``0.1 + 3 * 0.3`` are no float64 number: the merge is made, the exact merged network
+    keeps the function exactly (lossless) and the float one within ``bound``, which the
+    exact outputs at sampled inputs respect (and nearly reach: the rounding is real)."""
     W = np.zeros((3, 1, 2, 2))
     W[0, 0] = [[1.0, 2.0], [3.0, 4.0]]
     W[1, 0] = [[1.0, -1.0], [0.5, 2.0]]
@@ -130,10 +131,40 @@ def test_a_merge_that_rounding_would_change_is_kept_and_named():
     )
     assert Fraction(0.1) + 3 * Fraction(0.3) != Fraction(0.1 + 3 * 0.3)
     r = nm.relu.reduce(net, (np.zeros(16), np.ones(16)))
-    assert r.widths_after == r.widths_before
-    assert "channel 2 is 3 times channel 0, not merged" in r.note
-    X = np.random.default_rng(0).uniform(size=(4, 16))
-    assert _same_exactly(net, r.network, X)
+    assert r.widths_after == (1, 2, 1) and "channel 2 = 3 x channel 0, merged" in r.moves[0]
+    assert r.lossless and not r.exact and 0 < r.bound < 1e-12 * r.scale and r.within_tol
+    X = np.random.default_rng(0).uniform(size=(6, 16))
+    gaps = [
+        Fraction(
+            str(abs(net.exact_forward(x[None])[0, 0] - r.network.exact_forward(x[None])[0, 0]))
+        )
+        for x in X
+    ]
+    assert all(g <= Fraction(r.bound) * max(1, Fraction(float(np.abs(x).max())))
+               for g, x in zip(gaps, X))  # fmt: skip
+    assert max(gaps) > 0
+
+
+def test_the_rounding_bound_is_needed():
+    """The bound's own power: merged weights moved by more than their rounding (a
+    mutation of the merge) leave the outputs outside the bound computed for the true
+    rounding."""
+    from neuromanifold.relu._reduction.conv import rounding_bound
+
+    rng = np.random.default_rng(1)
+    net = ReLUConvNet(
+        input_shape=(1, 4, 4),
+        layers=[nl.Conv(rng.standard_normal((2, 1, 2, 2)), np.ones(2)), nl.ReLU(),
+                nl.Flatten(), nl.Dense(rng.standard_normal((1, 18)), np.zeros(1))],
+    )  # fmt: skip
+    E = np.full(net.layers[3].weight.shape, 1e-15)
+    bound = rounding_bound(net, {3: E})
+    moved = net.with_layers(
+        list(net.layers[:3]) + [nl.Dense(net.layers[3].weight + 1e-12, np.zeros(1))]
+    )
+    x = np.ones((1, 16))
+    assert abs(float(moved.forward(x)[0, 0] - net.forward(x)[0, 0])) > bound
+    assert 0 < bound < 1e-12
 
 
 def test_on_all_of_r_d_only_zero_weights_prove_a_channel_dead():
@@ -190,3 +221,27 @@ def test_the_cli_reduces_a_cnn_file_and_writes_the_smaller_one(tmp_path):
     small = nm.io.load(tmp_path / "small.onnx").network()
     X = np.random.default_rng(0).uniform(size=(3, 64))
     assert _same_exactly(net, small, X)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_float_duplicates_of_trained_looking_weights_are_merged_within_the_bound(seed):
+    """He-initialized float weights (not dyadic), a channel planted as 2 (or 0.5) times
+    another in each of two convolutions: merged; the outputs at sampled inputs, exactly,
+    within the reported bound."""
+    rng = np.random.default_rng(seed)
+    W1, b1 = rng.normal(size=(4, 1, 3, 3)) * 0.5, rng.normal(size=4) * 0.1
+    W1[3], b1[3] = 2 * W1[0], 2 * b1[0]
+    W2, b2 = rng.normal(size=(5, 4, 2, 2)) * 0.35, rng.normal(size=5) * 0.1
+    W2[4], b2[4] = 0.5 * W2[1], 0.5 * b2[1]
+    net = ReLUConvNet(
+        input_shape=(1, 6, 6),
+        layers=[nl.Conv(W1, b1), nl.ReLU(), nl.Conv(W2, b2), nl.ReLU(), nl.Flatten(),
+                nl.Dense(rng.normal(size=(2, 45)), np.zeros(2))],
+    )  # fmt: skip
+    r = nm.relu.reduce(net, (np.zeros(36), np.ones(36)))
+    assert r.widths_after == (1, 3, 4, 2), r.moves
+    assert r.lossless and r.within_tol and r.bound < 1e-12 * r.scale
+    X = np.random.default_rng(seed + 5).uniform(size=(5, 36))
+    for x in X:
+        gap = np.abs(net.exact_forward(x[None]) - r.network.exact_forward(x[None])).max()
+        assert Fraction(str(gap)) <= Fraction(r.bound) * max(1, Fraction(float(x.max())))

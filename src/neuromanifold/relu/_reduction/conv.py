@@ -16,9 +16,9 @@ block of columns). Three moves keep the function exactly:
 * a **duplicate** channel ``c'`` whose weights and bias are ``lam > 0`` times those of
   channel ``c`` reaches ``Q`` as ``lam`` times channel ``c`` (every layer between commutes
   with a positive scale), so ``Q``'s weights reading ``c`` gain ``lam`` times those reading
-  ``c'``, and ``c'`` is removed; checked in exact rationals, and made only when the merged
-  weights are float64 numbers (else the function would move by the rounding; such a pair
-  is named in the note and kept).
+  ``c'``, and ``c'`` is removed; checked in exact rationals. The merged weights are rounded
+  to float64: the exact merged network keeps the function exactly, and the float one
+  within :func:`rounding_bound` (0 when every merged weight is a float64 number).
 
 Channels tied by a residual block's sum, and layers inside residual blocks, are left as
 they are (the note says so): removing one of them means removing it from every tensor
@@ -45,13 +45,20 @@ __all__ = ["ChannelReduction", "reduce_channels"]
 _BETWEEN = MONOTONE
 
 
+#: relative widening of every step of :func:`rounding_bound` (the float sums of nonnegative
+#: terms there are rounded by at most fan-in times u, far below it)
+_WIDEN = 1e-9
+
+
 @dataclasses.dataclass(frozen=True)
 class ChannelReduction:
-    """What :func:`reduce_channels` did: the reduced network, the moves, what it left."""
+    """What :func:`reduce_channels` did: the reduced network, the moves, what it left, and
+    the bound on what the merges' float rounding moves (:func:`rounding_bound`)."""
 
     network: ReLUConvNet
     moves: tuple
     left: tuple
+    bound: float
 
 
 def _segments(net: ReLUConvNet) -> list[tuple[int, int]]:
@@ -117,22 +124,28 @@ def _multiple(a: np.ndarray, b: np.ndarray) -> Fraction | None:
     return None
 
 
-def _merged(keep: np.ndarray, gone: np.ndarray, lam: Fraction) -> np.ndarray | None:
-    """``keep + lam * gone`` when every entry is a float64 number, else ``None``."""
+def _merged(keep: np.ndarray, gone: np.ndarray, lam: Fraction) -> tuple[np.ndarray, np.ndarray]:
+    """``keep + lam * gone`` in float64, and a bound on each entry's distance to the exact
+    sum (0 where the float is exact), rounded up."""
     out = keep + float(lam) * gone
-    for x, y, z in zip(keep.ravel(), gone.ravel(), out.ravel()):
-        if Fraction(float(z)) != Fraction(float(x)) + lam * Fraction(float(y)):
-            return None
-    return out
+    err = np.zeros(out.shape)
+    flat = err.reshape(-1)
+    for k, (x, y, z) in enumerate(zip(keep.ravel(), gone.ravel(), out.ravel())):
+        gap = abs(Fraction(float(z)) - (Fraction(float(x)) + lam * Fraction(float(y))))
+        if gap:
+            flat[k] = np.nextafter(float(gap), np.inf)
+    return out, err
 
 
-def _duplicates(net: ReLUConvNet, i: int, j: int, skip: set, left: list) -> dict[int, tuple]:
-    """``{c': (c, lam, merged reading of c)}``: channels of layer ``i`` that are ``lam > 0``
-    times an earlier kept channel ``c``, with the merged weights of layer ``j``."""
+def _duplicates(net: ReLUConvNet, i: int, j: int, skip: set) -> dict[int, tuple]:
+    """``{c': (c, lam, merged reading of c, its rounding)}``: channels of layer ``i`` that
+    are ``lam > 0`` times an earlier kept channel ``c``, with the merged weights of layer
+    ``j`` reading ``c`` and the bound of their rounding (:func:`_merged`)."""
     P, Q = net.layers[i], net.layers[j]
     rows = P.out_rows()
     channels, block = P.out_channels, _block(net, i, j)
     R = _reading(Q, channels, block).copy()
+    E = np.zeros(R.shape)
     out: dict[int, tuple] = {}
     kept: list[int] = []
     for c2 in range(channels):
@@ -142,37 +155,66 @@ def _duplicates(net: ReLUConvNet, i: int, j: int, skip: set, left: list) -> dict
             lam = _multiple(rows[c], rows[c2])
             if lam is None:
                 continue
-            merged = _merged(R[:, c], R[:, c2], lam)
-            if merged is None:
-                left.append(
-                    f"layer {i} ({type(P).__name__}): channel {c2} is {float(lam):.6g} times "
-                    f"channel {c}, not merged (the merged weights of layer {j} are not "
-                    f"float64 numbers)"
-                )
-                continue
-            R[:, c] = merged
-            out[c2] = (c, lam, merged)
+            merged, err = _merged(R[:, c], R[:, c2], lam)
+            # the reading of c so far already carries its earlier merges' rounding
+            R[:, c], E[:, c] = merged, E[:, c] + err
+            out[c2] = (c, lam, merged, E[:, c].copy())
             break
         else:
             kept.append(c2)
     return out
 
 
-def _drop(net: ReLUConvNet, i: int, j: int, gone: list, merges: dict) -> ReLUConvNet:
+def _drop(net: ReLUConvNet, i: int, j: int, gone: list, merges: dict) -> tuple:
     """The network with output channels ``gone`` of layer ``i`` removed (and from ``j``'s
-    inputs), the ``merges`` (:func:`_duplicates`) written into ``j`` first."""
+    inputs), the ``merges`` (:func:`_duplicates`) written into ``j`` first; and the bound
+    on the rounding of ``j``'s new weights (their shape; ``None`` when every one is
+    exact)."""
     P, Q = net.layers[i], net.layers[j]
     channels, block = P.out_channels, _block(net, i, j)
     R = _reading(Q, channels, block).copy()
-    for c2, (c, _, merged) in merges.items():
-        R[:, c] = merged
+    E = np.zeros(R.shape)
+    for c, _, merged, err in merges.values():
+        R[:, c], E[:, c] = merged, err
     keep = [c for c in range(channels) if c not in set(gone) | set(merges)]
     newP = dataclasses.replace(P, weight=P.weight[keep], bias=P.bias[keep])
     W = R[:, keep]
     newQ = dataclasses.replace(Q, weight=W.reshape(W.shape[0], -1, *W.shape[3:]))
     layers = list(net.layers)
     layers[i], layers[j] = newP, newQ
-    return ReLUConvNet(input_shape=net.input_shape, layers=tuple(layers), notes=net.notes)
+    reduced = ReLUConvNet(input_shape=net.input_shape, layers=tuple(layers), notes=net.notes)
+    return reduced, (E[:, keep].reshape(newQ.weight.shape) if np.any(E) else None)
+
+
+def rounding_bound(net: ReLUConvNet, errors: dict) -> float:
+    """``bound`` with ``|f_net(x) - f_exact(x)| <= bound * max(1, |x|_inf)``, where the
+    exact network's weights differ from ``net``'s by at most ``errors[k]`` at layer ``k``
+    (0 without errors): magnitudes ``|z| <= r`` and differences ``|z - z*| <= e`` carried
+    through the layers (the exact layer's weights at most ``|W| + E``), each step widened
+    for its own float rounding."""
+    if not errors:
+        return 0.0
+    r, e = np.ones(net.input_shape), np.zeros(net.input_shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k, layer in enumerate(net.layers):
+            if k in errors:
+                E = errors[k]
+                upper = dataclasses.replace(
+                    layer, weight=np.abs(layer.weight) + E, bias=np.abs(layer.bias)
+                )
+                absolute = dataclasses.replace(
+                    layer, weight=np.abs(layer.weight), bias=np.zeros_like(layer.bias)
+                )
+                error = dataclasses.replace(layer, weight=E, bias=np.zeros_like(layer.bias))
+                r, e = (
+                    upper.forward(r[None])[0],
+                    absolute.forward(e[None])[0] + error.forward(r[None])[0],
+                )
+            else:
+                r, e = layer.bound_step(r, e, layer)
+            r, e = r * (1 + _WIDEN), e * (1 + _WIDEN)
+    bound = float(np.max(e))
+    return bound if np.isfinite(bound) else np.inf
 
 
 def reduce_channels(net: ReLUConvNet, dom: Domain) -> ChannelReduction:
@@ -180,6 +222,7 @@ def reduce_channels(net: ReLUConvNet, dom: Domain) -> ChannelReduction:
     upper = channel_bounds(net, dom)
     moves: list[str] = []
     left: list[str] = []
+    bound = 0.0
     for i, j in _segments(net):
         P = net.layers[i]
         what = f"layer {i} ({type(P).__name__}{' ' + repr(P.name) if P.name else ''})"
@@ -189,7 +232,7 @@ def reduce_channels(net: ReLUConvNet, dom: Domain) -> ChannelReduction:
             keep_one = max(dead + zero)
             dead = [c for c in dead if c != keep_one]
             zero = [c for c in zero if c != keep_one]
-        merges = _duplicates(net, i, j, set(dead) | set(zero), left)
+        merges = _duplicates(net, i, j, set(dead) | set(zero))
         if not (dead or zero or merges):
             continue
         if dead:
@@ -198,12 +241,16 @@ def reduce_channels(net: ReLUConvNet, dom: Domain) -> ChannelReduction:
             )
         if zero:
             moves.append(f"{what}: zero-output channels {zero} removed (layer {j} reads none)")
-        for c2, (c, lam, _) in merges.items():
+        for c2, (c, lam, _, _) in merges.items():
             moves.append(f"{what}: channel {c2} = {float(lam):.6g} x channel {c}, merged into it")
-        net = _drop(net, i, j, dead + zero, merges)
+        net, err = _drop(net, i, j, dead + zero, merges)
+        if err is not None:
+            # this step's network against its exact version (the one before it, exactly):
+            # the steps' bounds add up
+            bound += rounding_bound(net, {j: err})
     if any(type(layer).__name__ == "Residual" for layer in net.layers):
         left.append(
             "channels inside residual blocks and tied by their sums are not reduced (a "
             "channel of a sum leaves every tensor the sum ties, not done here)"
         )
-    return ChannelReduction(network=net, moves=tuple(moves), left=tuple(left))
+    return ChannelReduction(network=net, moves=tuple(moves), left=tuple(left), bound=bound)
