@@ -33,7 +33,9 @@ Rows without a baseline (absolute times): the derived spec against the hand-writ
 (equal or not), a near miss (one weight of the second convolution times 1 + 1e-3) with
 ``tol=0`` (an exactly checked witness), and the planted mistake of git-re-basin issue 10
 (the residual stream permuted in a block's body but not in its skip) shown wrong by a
-witness.
+witness; and ``relu.reduce`` of the LeNet with a dead, a duplicate (2 times another) and
+a zero-output channel planted in each of conv1, conv2, fc1 and fc2, on [0, 1]^d: channels
+removed, the rounding bound, the largest output change at sampled inputs.
 
     python benchmarks/bench_conv.py [--quick]
 """
@@ -46,6 +48,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 import time
@@ -286,6 +289,53 @@ def zoo_rows(functions: int, rng) -> list:
     ]
 
 
+def planted_lenet(p: relu.ReLUConvNet) -> tuple[relu.ReLUConvNet, int]:
+    """``p`` with channels planted in conv1, conv2, fc1 and fc2: one dead on [0, 1]^d (its
+    weights made nonpositive, its bias -1), one duplicate (2 times another channel) and one
+    zero-output (the next layer's weights reading it zeroed) each; returns the network and
+    the number planted."""
+    layers = list(p.layers)
+    pairs = [(0, 3), (3, 7), (7, 9), (9, 11)]  # (producer, consumer) layer indices
+    for i, j in pairs:
+        P, Q = layers[i], layers[j]
+        W, b = P.weight.copy(), P.bias.copy()
+        W[0], b[0] = -np.abs(W[0]), -1.0
+        W[1], b[1] = 2 * W[2], 2 * b[2]
+        layers[i] = dataclasses.replace(P, weight=W, bias=b)
+        C = Q.weight.copy()
+        cols = C.reshape(C.shape[0], P.out_channels, -1, *C.shape[2:])
+        cols[:, 3] = 0
+        layers[j] = dataclasses.replace(Q, weight=cols.reshape(C.shape))
+    return p.with_layers(layers), 3 * len(pairs)
+
+
+def _reduce_row(p: relu.ReLUConvNet, size: int) -> dict:
+    """``relu.reduce`` of a LeNet with planted channels on [0, 1]^d (absolute numbers: no
+    peer reduces channels with a certificate)."""
+    q, planted = planted_lenet(p)
+    d = q.input_dim
+    t0 = time.perf_counter()
+    r = relu.reduce(q, (np.zeros(d), np.ones(d)))
+    took = time.perf_counter() - t0
+    removed = sum(r.widths_before) - sum(r.widths_after)
+    X = np.random.default_rng(1).uniform(size=(200, d))
+    moved = float(np.abs(q.forward(X) - r.network.forward(X)).max())
+    note = (
+        f"{'-'.join(map(str, r.widths_before))} -> {'-'.join(map(str, r.widths_after))}: "
+        f"{removed} channels removed ({planted} planted); bound {r.bound:.2g} "
+        f"(lossless: {r.lossless}); largest output change at 200 inputs {moved:.2g}"
+    )
+    print(f"{'LeNet planted channels, reduce':<34} {took:7.3f} s: {note}")
+    return suite_row(
+        "CNN: reduce by channel (planted dead, duplicate, zero-output)",
+        f"LeNet-5, 1x{size}x{size}, [0, 1]^{d}",
+        took,
+        NONE,
+        None,
+        note=note,
+    )
+
+
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller inputs")
@@ -320,6 +370,8 @@ def main(argv=None) -> list[dict]:
             else "no witness",
         )
     )
+
+    rows.append(_reduce_row(p, size_l))
 
     r = resnet(rng, size_r)
     derived_ok = spec_as_written(r) == sorted(
