@@ -132,7 +132,7 @@ def test_bench_bounds_quick(tmp_path, capsys):
 
 def test_bench_conv_quick(capsys):
     rows = load_benchmark("bench_conv").main(["--quick"])
-    assert len(rows) == 5
+    assert len(rows) == 6
     zoo = rows[0]
     assert "every member proven equivalent: True" in zoo["note"]
     assert "found the planted groups: True" in zoo["note"]
@@ -142,4 +142,7 @@ def test_bench_conv_quick(capsys):
         assert "symmetry maps p to q: True" in r["note"]
         assert "recovered every permutation: True" in r["note"]
     assert "derived spec equals the hand-written one: True" in pairs[1]["note"]
-    assert all("not equivalent: True" in r["note"] for r in rows if r["baseline_s"] is None)
+    reduced = [r for r in rows if r["task"].startswith("CNN: reduce")]
+    assert len(reduced) == 1 and "12 channels removed (12 planted)" in reduced[0]["note"]
+    shown = [r for r in rows if r["baseline_s"] is None and r not in reduced]
+    assert shown and all("not equivalent: True" in r["note"] for r in shown)
