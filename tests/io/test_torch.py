@@ -240,3 +240,101 @@ def test_a_wrong_fold_would_be_caught():
     got, want = _outputs(module, model, (1, 5, 5))
     wrong, _ = _outputs(module, plain, (1, 5, 5))
     assert np.abs(got - want).max() < 1e-5 < np.abs(wrong - want).max()
+
+
+class _InplaceOnASkip(nn.Module):
+    """``nn.ReLU(inplace=True)`` on a tensor a skip reads afterwards (found in review: the
+    trace reads it out of place)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c0, self.relu = nn.Conv1d(2, 2, 1), nn.ReLU(inplace=True)
+        self.c1, self.out = nn.Conv1d(2, 2, 1), nn.Linear(8, 2)
+
+    def forward(self, x):
+        h = self.c0(x)
+        r = self.relu(h)  # h is now relu(h) too
+        return self.out(torch.flatten(self.c1(r) + h, 1))
+
+
+class _AliasedIadd(nn.Module):
+    """``h += ...`` while a skip still holds ``h``: fx records it as ``h + ...``."""
+
+    def __init__(self):
+        super().__init__()
+        self.c0, self.c1 = nn.Conv1d(2, 2, 1), nn.Conv1d(2, 2, 1)
+        self.c2, self.out = nn.Conv1d(2, 2, 1), nn.Linear(8, 2)
+
+    def forward(self, x):
+        h = self.c0(x)
+        skip = h
+        h += self.c1(nn.functional.relu(h))
+        return self.out(torch.flatten(self.c2(nn.functional.relu(h)) + skip, 1))
+
+
+@pytest.mark.parametrize("module", [_InplaceOnASkip(), _AliasedIadd()])
+def test_an_in_place_operation_the_trace_misreads_is_refused(module):
+    torch.manual_seed(0)
+    with pytest.raises(nm.ModelFileError, match="does not compute what the module computes"):
+        nm.io.load(module.double().eval(), input_shape=(2, 4))
+
+
+def test_forward_hooks_are_refused():
+    for module in (
+        nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)),  # the Sequential reader
+        nn.Sequential(nn.Conv1d(1, 2, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4, 1)),
+    ):
+        handle = module[0].register_forward_hook(lambda m, i, o: 2 * o)
+        with pytest.raises(nm.ModelFileError, match="forward hooks are registered on"):
+            nm.io.load(module.eval(), input_shape=None if len(module) == 3 else (1, 4))
+        handle.remove()
+        pre = module[0].register_forward_pre_hook(lambda m, i: (3 * i[0],))
+        with pytest.raises(nm.ModelFileError, match="forward hooks"):
+            nm.io.load(module.eval(), input_shape=None if len(module) == 3 else (1, 4))
+        pre.remove()
+
+
+def test_the_common_flatten_forms_and_a_keyword_call():
+    class LeNetStyle(nn.Module):
+        def __init__(self, form):
+            super().__init__()
+            self.form = form
+            self.conv, self.fc = nn.Conv2d(1, 2, 3), nn.Linear(18, 2)
+
+        def forward(self, x):
+            h = torch.relu(self.conv(x))
+            if self.form == "view":
+                h = h.view(-1, 18)  # the PyTorch tutorial's form
+            elif self.form == "start_dim":
+                h = torch.flatten(h, start_dim=1)
+            else:
+                h = h.reshape(h.size(0), -1)
+            return self.fc(h)
+
+    for form in ("view", "start_dim", "reshape"):
+        module = LeNetStyle(form).eval()
+        model = nm.io.load(module, input_shape=(1, 5, 5))
+        got, want = _outputs(module, model, (1, 5, 5))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+    class Wrong(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.fc = nn.Conv2d(1, 2, 3), nn.Linear(9, 4)
+
+        def forward(self, x):
+            return self.fc(torch.relu(self.conv(x)).view(-1, 9))  # not one row per input
+
+    with pytest.raises(nm.ModelFileError, match="Reshape|flattens"):
+        nm.io.load(Wrong().eval(), input_shape=(1, 5, 5))
+
+    class Keyword(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c, self.fc = nn.Conv1d(1, 2, 1), nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(torch.relu(self.c(input=x)), 1))
+
+    with pytest.raises(nm.ModelFileError, match="positionally"):
+        nm.io.load(Keyword().eval(), input_shape=(1, 4))

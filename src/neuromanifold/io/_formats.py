@@ -25,11 +25,12 @@ import numpy as np
 from .._errors import ModelFileError, NeuromanifoldError, short_repr
 from .._validation import MAX_PARAMS
 from ..relu import ReLUConvNet
+from ..relu import forward as relu_forward
 from ..relu._library import live_relu_params, tensor_to_numpy
 from ._model import ORDER_KEY, STRIDES_KEY, Model, model_from_arrays, stored_strides_list
 from ._onnx import read_onnx, write_onnx
 from ._onnx_conv import ConvWalk, conv_model, read_conv_graph
-from ._torch import check_input_shape, dense_chain, fx_graph
+from ._torch import check_input_shape, check_trace, dense_chain, fx_graph, refuse_hooks
 
 __all__ = ["load", "save", "SUFFIXES"]
 
@@ -216,6 +217,7 @@ def _from_torch_module(obj: Any, strides: Any, input_shape: Any) -> Model:
     source = f"torch {type(obj).__name__}"
     if not isinstance(obj, tnn.Module):
         raise ModelFileError(f"{source}: not a torch.nn.Module")
+    refuse_hooks(obj, source)
     if isinstance(obj, tnn.Sequential) and input_shape is None:
         mods = [m for m in obj if not isinstance(m, (tnn.Identity, tnn.Flatten, tnn.Dropout))]
         convs = [m for m in mods if isinstance(m, (tnn.Conv1d, tnn.Conv2d))]
@@ -270,9 +272,18 @@ def _traced_module(obj: Any, source: str, input_shape: Any) -> Model:
             )
         model = _relu_model(params, source)
         notes = (note,) + tuple(walk.notes)
-        return dataclasses.replace(model, notes=tuple(model.notes) + notes)
+        model = dataclasses.replace(model, notes=tuple(model.notes) + notes)
+        check_trace(obj, lambda X: relu_forward(params, X), shape, _last_op(proto), source)
+        return model
     model = read_conv_graph(graph, proto, source, shape)
+    check_trace(obj, model.network().forward, shape, _last_op(proto), source)
     return dataclasses.replace(model, notes=(note,) + tuple(model.notes[1:]))
+
+
+def _last_op(proto: Any) -> str | None:
+    """The op of the node computing the graph's output (a Softmax the reading leaves out)."""
+    out = proto.graph.output[0].name
+    return next((n.op_type for n in proto.node if n.output[0] == out), None)
 
 
 def _relu_model(params: list, source: str) -> Model:
@@ -284,7 +295,9 @@ def _relu_model(params: list, source: str) -> Model:
 
 
 def load(source: Any, *, strides: Any = None, input_shape: Any = None) -> Model:
-    """Read a network from a file or a live object; nothing it holds is executed.
+    """Read a network from a file or a live object; nothing a file holds is executed (a
+    live ``torch.nn.Module`` read from its forward pass is run at 4 random inputs, to
+    check that the trace computes what the module computes).
 
     Args:
         source: a path to ``.npz`` (read with ``allow_pickle=False``), ``.safetensors``,
@@ -299,7 +312,8 @@ def load(source: Any, *, strides: Any = None, input_shape: Any = None) -> Model:
             ``Linear``/``ReLU`` (a ReLU network) or of bias-free single-channel
             ``Conv1d``/``Conv2d`` (a linear convolutional network, strides taken from the
             modules); any other live ``torch.nn.Module`` (a custom ``forward`` included)
-            read from its forward pass as ``torch.fx`` traces it, in inference mode:
+            read from its forward pass as ``torch.fx`` traces it (and checked against the
+            module itself at random inputs; forward hooks refused), in inference mode:
             ``Conv1d``/``Conv2d``, ``BatchNorm1d``/``2d`` (folded into the layer before
             it), ``ReLU``, max and average pooling, ``AdaptiveAvgPool`` to 1, ``Flatten``,
             ``Linear``, sums of two branches (residual blocks) and a final

@@ -20,7 +20,15 @@ import numpy as np
 from .._errors import ModelFileError
 from ..relu import layers as nl
 
-__all__ = ["FxGraph", "check_input_shape", "dense_chain", "fx_graph"]
+__all__ = [
+    "FxGraph",
+    "check_input_shape",
+    "check_trace",
+    "dense_chain",
+    "fx_graph",
+    "hooks",
+    "refuse_hooks",
+]
 
 
 @dataclasses.dataclass
@@ -140,7 +148,10 @@ class _Tracer:
         # Whole: one branch per torch layer type, a few lines each: the table of what is read
         tnn, m = self.tnn, self.module.get_submodule(n.target)
         kind = type(m).__name__
-        [x] = self.data_args(n)
+        data = self.data_args(n)
+        if n.kwargs or len(data) != 1:
+            raise self.refuse(n.target, kind, "a layer is read called on one tensor, positionally")
+        [x] = data
         if isinstance(m, (tnn.Conv1d, tnn.Conv2d)):
             k = m.weight.ndim - 2
             if m.padding_mode != "zeros" or isinstance(m.padding, str) and m.padding != "valid":
@@ -238,7 +249,7 @@ class _Tracer:
             self.emit(n, "Add", data, {}, {}, what)
         elif f in (F.relu, torch.relu) and len(data) == 1:
             self.emit(n, "Relu", data, {}, {}, what)
-        elif f is torch.flatten and len(data) == 1 and tuple(n.args[1:]) in ((1,), (1, -1)):
+        elif f is torch.flatten and len(data) == 1 and _flatten_dims(n) == (1, -1):
             self.emit(n, "Flatten", data, {}, {"axis": 1}, what)
         elif f in (F.softmax, F.log_softmax, torch.softmax, torch.log_softmax) and len(data) == 1:
             self.emit(n, "Softmax" if "log" not in what else "LogSoftmax", data, {}, {}, what)
@@ -259,21 +270,21 @@ class _Tracer:
         rest = n.args[1:]
         if n.target == "relu" and len(data) == 1:
             self.emit(n, "Relu", data, {}, {}, f"Tensor.{n.target}")
-        elif n.target in ("view", "reshape", "flatten") and data == [x]:
-            flat = (
-                rest in ((1,), (1, -1))
-                if n.target == "flatten"
-                else (
-                    len(rest) == 2
-                    and rest[1] == -1
-                    and (rest[0] in (-1, 1) or rest[0] in self.skipped)
-                )
-            )
-            if not flat:
-                raise self.refuse(
-                    n.name, f"Tensor.{n.target}", "read when it flattens to (batch, -1) only"
-                )
+        elif n.target == "flatten" and data == [x] and _flatten_dims(n) == (1, -1):
             self.emit(n, "Flatten", data, {}, {"axis": 1}, f"Tensor.{n.target}")
+        elif n.target in ("view", "reshape") and data == [x] and not n.kwargs:
+            shape = rest[0] if len(rest) == 1 and isinstance(rest[0], (tuple, list)) else rest
+            batch = len(shape) == 2 and (shape[0] in (-1, 1) or shape[0] in self.skipped)
+            if not batch or not isinstance(shape[1], int):
+                raise self.refuse(
+                    n.name,
+                    f"Tensor.{n.target}",
+                    "read when it flattens to (batch, -1) or (-1, entries) only",
+                )
+            # a Reshape: the walk checks that it flattens (its entries are the tensor's)
+            self.emit(
+                n, "Reshape", data, {"shape": np.array([-1, shape[1]])}, {}, f"Tensor.{n.target}"
+            )
         else:
             raise self.refuse(
                 n.name,
@@ -285,27 +296,74 @@ class _Tracer:
     def run(self, graph: Any) -> _Proto:
         out = ""
         for n in graph.nodes:
-            if n.op == "placeholder":
-                if self.g.current:
-                    raise self.refuse(n.name, "input", "a forward pass of one input is read")
-                self.g.current = self.names[n] = n.name
-            elif n.op == "call_module":
-                self.module_node(n)
-            elif n.op == "call_function":
-                self.function_node(n)
-            elif n.op == "call_method":
-                self.method_node(n)
-            elif n.op == "get_attr":
+            try:
+                out = self.node(n) or out
+            except ModelFileError:
+                raise
+            except (ValueError, TypeError, IndexError) as exc:
                 raise self.refuse(
-                    n.name,
-                    str(n.target),
-                    "a parameter read by the forward pass itself (outside a layer) is not read",
-                )
-            elif n.op == "output":
-                if n.args[0] not in self.names:
-                    raise self.refuse(n.name, "output", "the output is not one tensor")
-                out = self.names[n.args[0]]
+                    n.name, str(n.target), f"cannot be read ({type(exc).__name__}: {exc})"
+                ) from None
         return _Proto(graph=_GraphOutputs(output=[_Output(out)]), node=self.g.nodes_)
+
+    def node(self, n: Any) -> str | None:
+        """One fx node read; the output's tensor name for the output node."""
+        if n.op == "placeholder":
+            if self.g.current:
+                raise self.refuse(n.name, "input", "a forward pass of one input is read")
+            self.g.current = self.names[n] = n.name
+        elif n.op == "call_module":
+            self.module_node(n)
+        elif n.op == "call_function":
+            self.function_node(n)
+        elif n.op == "call_method":
+            self.method_node(n)
+        elif n.op == "get_attr":
+            raise self.refuse(
+                n.name,
+                str(n.target),
+                "a parameter read by the forward pass itself (outside a layer) is not read",
+            )
+        elif n.op == "output":
+            if n.args[0] not in self.names:
+                raise self.refuse(n.name, "output", "the output is not one tensor")
+            return self.names[n.args[0]]
+        return None
+
+
+def refuse_hooks(module: Any, source: str) -> None:
+    """A :class:`~neuromanifold.ModelFileError` when forward hooks are registered: the
+    module's weights and layers, which are what is read, are then not what it computes."""
+    hooked = hooks(module)
+    if hooked:
+        raise ModelFileError(
+            f"{source}: forward hooks are registered on {hooked[:6]}; the network read from "
+            f"its layers would not be what the module computes: remove them, or export the "
+            f"module to ONNX"
+        )
+
+
+def _flatten_dims(n: Any) -> tuple:
+    """``(start_dim, end_dim)`` of a ``flatten`` call, positional or by keyword."""
+    args = list(n.args[1:]) + [None, None]
+    start = n.kwargs.get("start_dim", args[0] if args[0] is not None else 0)
+    end = n.kwargs.get("end_dim", args[1] if args[1] is not None else -1)
+    return start, end
+
+
+def hooks(module: Any) -> list[str]:
+    """The submodules (by name) with forward hooks or pre-hooks, which a trace does not
+    see, and ``"(global)"`` for hooks registered on every module."""
+    import torch.nn.modules.module as mm  # optional extra: only torch models need it
+
+    out = [
+        name or "(the module)"
+        for name, m in module.named_modules()
+        if getattr(m, "_forward_hooks", None) or getattr(m, "_forward_pre_hooks", None)
+    ]
+    if getattr(mm, "_global_forward_hooks", None) or getattr(mm, "_global_forward_pre_hooks", None):
+        out.append("(global)")
+    return out
 
 
 def fx_graph(module: Any, source: str) -> tuple[FxGraph, _Proto]:
@@ -313,6 +371,7 @@ def fx_graph(module: Any, source: str) -> tuple[FxGraph, _Proto]:
     trace (control flow on values) raises :class:`~neuromanifold.ModelFileError`."""
     import torch.fx as fx  # optional extra: only torch models need it
 
+    refuse_hooks(module, source)
     try:
         traced = fx.symbolic_trace(module)
     except Exception as exc:  # fx raises many types on untraceable code
@@ -356,3 +415,34 @@ def dense_chain(layers: tuple) -> list | None:
     if len(relus) != len(dense) - 1 or not all(isinstance(layer, nl.ReLU) for layer in relus):
         return None
     return [(np.asarray(layer.weight), np.asarray(layer.bias)) for layer in dense]
+
+
+def check_trace(module: Any, forward: Any, shape: tuple, last_op: str | None, source: str):
+    """The module itself, in inference mode, against ``forward`` (the network read) at a
+    few random inputs: a trace cannot see an in-place operation on a tensor read again
+    (``h += y`` while a skip still holds ``h``, ``ReLU(inplace=True)``) or other state,
+    so a network that computes something else is refused. ``last_op``: a final Softmax or
+    LogSoftmax the reading left out, applied to ``forward``'s outputs for the comparison."""
+    import torch  # optional extra: only torch models need it
+
+    param = next(iter(module.parameters()), None)
+    dtype = torch.float64 if param is None else param.dtype
+    X = np.random.default_rng(0).uniform(-1.0, 1.0, (4,) + tuple(shape))
+    with torch.no_grad():
+        want = module(torch.tensor(X, dtype=dtype)).detach().cpu().double().numpy()
+    got = np.asarray(forward(X.reshape(len(X), -1)), float)
+    if last_op in ("Softmax", "LogSoftmax"):
+        top = got.max(axis=1, keepdims=True)
+        logs = got - top - np.log(np.exp(got - top).sum(axis=1, keepdims=True))
+        got = logs if last_op == "LogSoftmax" else np.exp(logs)
+    want = want.reshape(got.shape) if want.size == got.size else want
+    room = (1e-4 if dtype != torch.float64 else 1e-9) * (1.0 + np.abs(want).max())
+    gap = np.abs(got - want).max() if want.shape == got.shape else np.inf
+    if not gap <= room:
+        raise ModelFileError(
+            f"{source}: the forward pass as traced does not compute what the module computes "
+            f"(largest difference {gap:.3g} at random inputs): an in-place operation on a "
+            f"tensor that is read again (h += ..., ReLU(inplace=True) on a skip's tensor) or "
+            f"state the trace does not see; write it out of place, or export the module to "
+            f"ONNX"
+        )

@@ -245,3 +245,30 @@ def test_float_duplicates_of_trained_looking_weights_are_merged_within_the_bound
     for x in X:
         gap = np.abs(net.exact_forward(x[None]) - r.network.exact_forward(x[None])).max()
         assert Fraction(str(gap)) <= Fraction(r.bound) * max(1, Fraction(float(x.max())))
+
+
+def _far_chain(*, residual: bool) -> ReLUConvNet:
+    """A chain whose third layer is positive only near x = 0 (found in review: a radius
+    capped at a large finite value, then shrunk by a later layer, once made its channel
+    'dead' on R^d and after a residual block)."""
+    head = [nl.Dense(np.array([[1.0], [-1.0]]), np.array([0.0, 0.0])), nl.ReLU()]
+    if residual:
+        head += [nl.Residual(body=[nl.Dense(np.eye(2), np.zeros(2))], skip=[]), nl.ReLU()]
+    return ReLUConvNet(
+        input_shape=(1,),
+        layers=head
+        + [nl.Dense(np.array([[4000.0, 4000.0]]), np.array([-1.0])), nl.ReLU(),
+           nl.Dense(np.array([[-1e-4], [1e-4]]), np.array([1e-6, 0.0])), nl.ReLU(),
+           nl.Dense(np.array([[1.0, 1.0]]), np.array([0.0]))],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("residual, domain", [(False, None), (True, (-np.ones(1), np.ones(1)))])
+def test_a_channel_live_near_zero_is_kept_when_the_bounds_are_unbounded(residual, domain):
+    net = _far_chain(residual=residual)
+    r = nm.relu.reduce(net, domain)
+    assert not any("dead" in m for m in r.moves), r.moves
+    x = np.zeros((1, 1))
+    assert np.array_equal(net.exact_forward(x), r.network.exact_forward(x))
+    statuses = nm.relu.neurons(net, domain, method="bounds").channels
+    assert all(s != "dead" for layer in statuses[-1:] for s in layer)

@@ -5,8 +5,10 @@ the structured layers, and at data points with their float rounding bounded.
 Intervals are carried as center and radius; an affine layer maps the center and its
 absolute weights map the radius, widened by :data:`MARGIN` of the magnitudes involved (the
 float rounding of the sums, with room); ReLU, max and average pooling and ``Flatten`` are
-monotone, so the ends map to ends. A residual block is not bounded here (what follows it
-is unbounded), nor is anything on R^d: there only zero weights prove a sign.
+monotone, so the ends map to ends. Unbounded entries are a set of their own, carried
+through every layer (never a large radius, which a later layer could shrink): the inputs
+on R^d and the orthant, where only zero weights prove a sign, and everything after a
+residual block, which is not bounded here.
 """
 
 from __future__ import annotations
@@ -29,54 +31,65 @@ MONOTONE = (ReLU, MaxPool, AvgPool, GlobalAvgPool, Flatten)
 #: relative margin added to every affine step (the float rounding of the sums)
 MARGIN = 1e-10
 
-#: a radius at or above this is "unbounded" (R^d, or an overflow): nothing is proved
-_HUGE = 1e290
-
 
 def _absolute(layer: AffineLayer) -> AffineLayer:
     return dataclasses.replace(layer, weight=np.abs(layer.weight), bias=np.zeros_like(layer.bias))
 
 
-def _affine_step(layer: AffineLayer, center: np.ndarray, radius: np.ndarray) -> tuple:
-    """Center and radius after an affine layer, the radius widened by the rounding."""
-    c = layer.forward(center)
+def _affine_step(layer: AffineLayer, center, radius, unbounded) -> tuple:
+    """Center, radius and unbounded entries after an affine layer: an output is unbounded
+    when a nonzero weight reads an unbounded input (the bounded ones are computed with
+    those inputs at 0, which no bounded output reads), and where the sums overflow; the
+    radius is widened by the rounding."""
     absolute = _absolute(layer)
+    reads = absolute.forward(unbounded.astype(float)) > 0
+    center, radius = np.where(unbounded, 0.0, center), np.where(unbounded, 0.0, radius)
+    c = layer.forward(center)
     r = absolute.forward(radius)
     bias = np.abs(layer.bias).reshape((1, -1) + (1,) * (c.ndim - 2))
     size = absolute.forward(np.abs(center)) + bias
     r = r + MARGIN * (size + r)
-    return c, np.where(np.isfinite(r) & (r < _HUGE), r, _HUGE)
+    out = reads | ~np.isfinite(c) | ~np.isfinite(r)
+    return np.where(out, 0.0, c), np.where(out, 0.0, r), out
 
 
 def channel_bounds(net: ReLUConvNet, dom: Domain) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """For every top-level affine layer ``k``: ``(lower, upper)`` of its outputs over the
-    domain (arrays of its output's shape), ``-inf``/``inf`` where nothing is proved."""
+    domain (arrays of its output's shape), ``-inf``/``inf`` where nothing is proved.
+
+    Intervals as center and radius with an explicit set of unbounded entries (every input
+    on R^d and the orthant, everything after a residual block), which every layer carries:
+    an affine output reading one of them with a nonzero weight, and a pooled value whose
+    window holds one, is unbounded too."""
     d = net.input_dim
     if dom.kind == "box":
         lo, hi = np.asarray(dom.lower, float), np.asarray(dom.upper, float)
         center, radius = (lo + hi) / 2, (hi - lo) / 2
-    else:  # R^d or the orthant: unbounded
-        center, radius = np.zeros(d), np.full(d, _HUGE)
-    center = center.reshape((1,) + net.input_shape)
-    radius = radius.reshape((1,) + net.input_shape)
+        unbounded = np.zeros(d, dtype=bool)
+    else:  # R^d or the orthant: only zero weights prove anything
+        center, radius, unbounded = np.zeros(d), np.zeros(d), np.ones(d, dtype=bool)
+    shape = (1,) + net.input_shape
+    center, radius, unbounded = (a.reshape(shape) for a in (center, radius, unbounded))
     out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     with np.errstate(over="ignore", invalid="ignore"):
         for k, layer in enumerate(net.layers):
             if isinstance(layer, AffineLayer):
-                center, radius = _affine_step(layer, center, radius)
-                unbounded = radius[0] >= _HUGE
+                center, radius, unbounded = _affine_step(layer, center, radius, unbounded)
                 out[k] = (
-                    np.where(unbounded, -np.inf, center[0] - radius[0]),
-                    np.where(unbounded, np.inf, center[0] + radius[0]),
+                    np.where(unbounded[0], -np.inf, center[0] - radius[0]),
+                    np.where(unbounded[0], np.inf, center[0] + radius[0]),
                 )
             elif isinstance(layer, MONOTONE):
-                a = layer.forward(center - radius)
-                b = layer.forward(center + radius)
+                # pooling a window that holds an unbounded entry is unbounded
+                spread = layer.forward(unbounded.astype(float)) > 0
+                a = layer.forward(np.where(unbounded, 0.0, center - radius))
+                b = layer.forward(np.where(unbounded, 0.0, center + radius))
                 center, radius = (a + b) / 2, np.maximum((b - a) / 2, 0.0)
-                radius = np.where(np.isfinite(radius) & (radius < _HUGE), radius, _HUGE)
+                unbounded = spread | ~np.isfinite(center) | ~np.isfinite(radius)
             else:  # a residual block: not bounded here
                 value = layer.forward(center)
-                center, radius = np.zeros_like(value), np.full_like(value, _HUGE)
+                center, radius = np.zeros_like(value), np.zeros_like(value)
+                unbounded = np.ones(value.shape, dtype=bool)
     return out
 
 
