@@ -93,3 +93,10 @@ def test_the_cli_prints_the_channels(tmp_path):
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "layer 0 (5 channels): dead on the domain [1]" in out.stdout
+
+
+def test_auto_answers_a_large_dense_view_by_the_bound_engine_and_says_so():
+    net, _ = _planted(0, 3)  # 810 hidden neurons in its dense view
+    r = nm.relu.neurons(net, (np.zeros(64), np.ones(64)))
+    assert r.method == "bounds" and "dense view (810 hidden neurons)" in r.note
+    assert all(layer[1] == "dead" for layer in r.channels)

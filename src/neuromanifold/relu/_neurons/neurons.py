@@ -215,6 +215,16 @@ def neurons(
         dom.check_contains(X)
     cut = FixedInputs.of(dom)
     note = "entries read as float64 (exact Fraction values not used); " if rounded else ""
+    conv = as_conv_net(params)
+    hidden = sum(W.shape[0] for W, _ in P[:-1])
+    if conv is not None and method == "auto" and hidden > _CONV_REGION_NEURONS:
+        # every region's pieces cost an LP per neuron: a convolutional network's dense view
+        # (hundreds of neurons at 8 x 8 inputs) would keep the region engine for hours
+        method = "bounds"
+        note += (
+            f"a convolutional network's dense view ({hidden} hidden neurons): the bound "
+            f"engine (method='regions' asks for the region engine); "
+        )
     if cut is not None:  # a box fixing inputs: the network on the others
         note += (
             f"inputs {cut.fixed.tolist()} fixed by the box, folded into the first layer's "
@@ -234,7 +244,6 @@ def neurons(
     )
     if cut is not None:
         result = dataclasses.replace(result, domain=dom)
-    conv = as_conv_net(params)
     if conv is not None:
         result = dataclasses.replace(result, **_channel_statuses(conv, dom, X))
     if X is None or X.shape[0] == 0:
@@ -243,6 +252,11 @@ def neurons(
     return dataclasses.replace(
         result, on_data=_on_data(P, X), note=f"statuses on {where}; " + result.note
     )
+
+
+#: hidden neurons of a convolutional network's dense view above which ``method="auto"``
+#: answers by the bound engine
+_CONV_REGION_NEURONS = 200
 
 
 def _channel_statuses(net: Any, dom: Domain, X: np.ndarray | None) -> dict:
