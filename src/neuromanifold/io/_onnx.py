@@ -30,7 +30,7 @@ import numpy as np
 from .._errors import ModelFileError
 from .._validation import MAX_PARAMS
 from ._model import Model, model_from_arrays
-from ._onnx_conv import conv_graph_nodes, is_conv_relu_graph, read_conv_graph
+from ._onnx_conv import GraphReader, conv_graph_nodes, is_conv_relu_graph, read_conv_graph
 
 __all__ = ["read_onnx", "write_onnx", "READABLE_OPS"]
 
@@ -62,7 +62,7 @@ def _onnx(path: Any) -> Any:
     return onnx
 
 
-class _Graph:
+class _Graph(GraphReader):
     """The constants of a graph and the walk along its one data path, one node at a time."""
 
     def __init__(self, onnx: Any, graph: Any, source: str):
@@ -185,15 +185,6 @@ class _Graph:
         for node in proto.graph.node:
             if not (node.op_type == "Constant" and node.domain in ("", "ai.onnx")):
                 yield node
-
-    def run(self, node: Any, step: Any) -> None:
-        """``step(node)``, a value no rule of ``step`` foresaw refused with the node's name."""
-        try:
-            step(node)
-        except ModelFileError:
-            raise
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise self.refuse(node, f"cannot be read ({type(exc).__name__}: {exc})") from None
 
     def refuse(self, node: Any, why: str) -> ModelFileError:
         return ModelFileError(

@@ -24,10 +24,34 @@ from ..relu import ReLUConvNet
 from ..relu import layers as nl
 from ._model import Model
 
-__all__ = ["ConvWalk", "is_conv_relu_graph", "read_conv_graph", "conv_model", "conv_graph_nodes"]
+__all__ = [
+    "ConvWalk",
+    "GraphReader",
+    "is_conv_relu_graph",
+    "read_conv_graph",
+    "conv_model",
+    "conv_graph_nodes",
+]
 
 _CONV_OPS = {"Relu", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization"}
 _PASS = {"Identity", "Dropout"}
+
+
+class GraphReader:
+    """What the graphs the walk reads share (an ONNX file's, a traced torch module's): a
+    node's step run with any value no rule foresaw refused with the node's name."""
+
+    def refuse(self, node: Any, why: str) -> ModelFileError:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def run(self, node: Any, step: Any) -> None:
+        """``step(node)``, a value no rule of ``step`` foresaw refused with the node's name."""
+        try:
+            step(node)
+        except ModelFileError:
+            raise
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise self.refuse(node, f"cannot be read ({type(exc).__name__}: {exc})") from None
 
 
 def is_conv_relu_graph(proto: Any) -> bool:

@@ -19,6 +19,7 @@ import numpy as np
 
 from .._errors import ModelFileError
 from ..relu import layers as nl
+from ._onnx_conv import GraphReader
 
 __all__ = [
     "FxGraph",
@@ -63,7 +64,7 @@ class _Proto:
     node: list
 
 
-class FxGraph:
+class FxGraph(GraphReader):
     """The constants and nodes of a traced module, with the interface of the ONNX reader's
     graph (``consts``, ``current``, ``nodes``, ``run``, ``refuse``, ``const``, ``attrs``)."""
 
@@ -76,14 +77,6 @@ class FxGraph:
 
     def nodes(self, proto: Any) -> list:
         return list(self.nodes_)
-
-    def run(self, node: Any, step: Any) -> None:
-        try:
-            step(node)
-        except ModelFileError:
-            raise
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise self.refuse(node, f"cannot be read ({type(exc).__name__}: {exc})") from None
 
     def refuse(self, node: Any, why: str) -> ModelFileError:
         return ModelFileError(f"{self.source}: {node.name!r} ({node.torch_type}): {why}")
