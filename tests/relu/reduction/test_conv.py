@@ -272,3 +272,25 @@ def test_a_channel_live_near_zero_is_kept_when_the_bounds_are_unbounded(residual
     assert np.array_equal(net.exact_forward(x), r.network.exact_forward(x))
     statuses = nm.relu.neurons(net, domain, method="bounds").channels
     assert all(s != "dead" for layer in statuses[-1:] for s in layer)
+
+
+def test_extreme_magnitudes_keep_the_bound_and_never_crash():
+    """Found in review: a rounding bound below the float range was 0 (exact=True for an
+    inexact merge), merged weights beyond it raised a builtin OverflowError, and an
+    overflowing float forward pass tripped the self-check."""
+    tiny = ReLUConvNet(
+        input_shape=(1,),
+        layers=(nl.Dense(np.array([[1e-20], [2e-20]]), np.zeros(2)), nl.ReLU(),
+                nl.Dense(np.array([[1e-300, 3e-301]]), np.zeros(1))),
+    )  # fmt: skip
+    r = nm.relu.reduce(tiny)
+    x = np.ones((1, 1))
+    gap = abs(Fraction(str(tiny.exact_forward(x)[0, 0] - r.network.exact_forward(x)[0, 0])))
+    assert gap > 0 and not r.exact and gap <= Fraction(r.bound)
+    huge = ReLUConvNet(
+        input_shape=(1,),
+        layers=(nl.Dense(np.array([[1.0], [1.0]]), np.zeros(2)), nl.ReLU(),
+                nl.Dense(np.array([[1.5e308, 1.5e308]]), np.zeros(1))),
+    )  # fmt: skip
+    r = nm.relu.reduce(huge)  # lam = 1, but the merged weight would leave the floats
+    assert r.widths_after == (1, 2, 1) and r.exact

@@ -48,6 +48,8 @@ _BETWEEN = MONOTONE
 #: relative widening of every step of :func:`rounding_bound` (the float sums of nonnegative
 #: terms there are rounded by at most fan-in times u, far below it)
 _WIDEN = 1e-9
+#: the smallest positive float64: what one product lost to underflow is below it
+_TINY = 2.0**-1074
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +61,7 @@ class ChannelReduction:
     moves: tuple
     left: tuple
     bound: float
+    exact: bool
 
 
 def _segments(net: ReLUConvNet) -> list[tuple[int, int]]:
@@ -117,7 +120,7 @@ def _multiple(a: np.ndarray, b: np.ndarray) -> Fraction | None:
     if nz.size == 0 or not np.array_equal(np.flatnonzero(b), nz):
         return None
     lam = Fraction(float(b[nz[0]])) / Fraction(float(a[nz[0]]))
-    if lam <= 0:
+    if lam <= 0 or not lam < Fraction(2**1023):
         return None
     if all(Fraction(float(y)) == lam * Fraction(float(x)) for x, y in zip(a[nz], b[nz])):
         return lam
@@ -155,7 +158,11 @@ def _duplicates(net: ReLUConvNet, i: int, j: int, skip: set) -> dict[int, tuple]
             lam = _multiple(rows[c], rows[c2])
             if lam is None:
                 continue
-            merged, err = _merged(R[:, c], R[:, c2], lam)
+            with np.errstate(over="ignore", invalid="ignore"):
+                try:
+                    merged, err = _merged(R[:, c], R[:, c2], lam)
+                except (OverflowError, ValueError):  # the merged weights leave the floats
+                    continue
             # the reading of c so far already carries its earlier merges' rounding
             R[:, c], E[:, c] = merged, E[:, c] + err
             out[c2] = (c, lam, merged, E[:, c].copy())
@@ -212,7 +219,10 @@ def rounding_bound(net: ReLUConvNet, errors: dict) -> float:
                 )
             else:
                 r, e = layer.bound_step(r, e, layer)
-            r, e = r * (1 + _WIDEN), e * (1 + _WIDEN)
+            # an absolute floor: products below the float range round to 0, and a difference
+            # that is exactly nonzero can then be carried by later large weights
+            fan = layer.weight[0].size + 1 if isinstance(layer, AffineLayer) else 1
+            r, e = r * (1 + _WIDEN), e * (1 + _WIDEN) + fan * _TINY
     bound = float(np.max(e))
     return bound if np.isfinite(bound) else np.inf
 
@@ -222,7 +232,7 @@ def reduce_channels(net: ReLUConvNet, dom: Domain) -> ChannelReduction:
     upper = channel_bounds(net, dom)
     moves: list[str] = []
     left: list[str] = []
-    bound = 0.0
+    bound, exact = 0.0, True
     for i, j in _segments(net):
         P = net.layers[i]
         what = f"layer {i} ({type(P).__name__}{' ' + repr(P.name) if P.name else ''})"
@@ -248,9 +258,12 @@ def reduce_channels(net: ReLUConvNet, dom: Domain) -> ChannelReduction:
             # this step's network against its exact version (the one before it, exactly):
             # the steps' bounds add up
             bound += rounding_bound(net, {j: err})
+            exact = False
     if any(type(layer).__name__ == "Residual" for layer in net.layers):
         left.append(
             "channels inside residual blocks and tied by their sums are not reduced (a "
             "channel of a sum leaves every tensor the sum ties, not done here)"
         )
-    return ChannelReduction(network=net, moves=tuple(moves), left=tuple(left), bound=bound)
+    return ChannelReduction(
+        network=net, moves=tuple(moves), left=tuple(left), bound=bound, exact=exact
+    )
