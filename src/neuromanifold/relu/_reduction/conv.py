@@ -40,10 +40,6 @@ from .._core.domain import Domain
 
 __all__ = ["ChannelReduction", "reduce_channels"]
 
-#: the layers a channel crosses unchanged up to a positive scale (per channel, positively
-#: homogeneous, and monotone)
-_BETWEEN = MONOTONE
-
 
 #: relative widening of every step of :func:`rounding_bound` (the float sums of nonnegative
 #: terms there are rounded by at most fan-in times u, far below it)
@@ -65,15 +61,15 @@ class ChannelReduction:
 
 
 def _segments(net: ReLUConvNet) -> list[tuple[int, int]]:
-    """``(i, j)``: top-level affine layers ``i`` and ``j`` with only :data:`_BETWEEN`
-    layers between them."""
+    """``(i, j)``: top-level affine layers ``i`` and ``j`` with only per-channel monotone
+    layers (:data:`~neuromanifold.relu._bounds.conv.MONOTONE`) between them."""
     out = []
     layers = net.layers
     for i, layer in enumerate(layers):
         if not isinstance(layer, AffineLayer):
             continue
         j = i + 1
-        while j < len(layers) and isinstance(layers[j], _BETWEEN):
+        while j < len(layers) and isinstance(layers[j], MONOTONE):
             j += 1
         if j < len(layers) and isinstance(layers[j], AffineLayer):
             out.append((i, j))
