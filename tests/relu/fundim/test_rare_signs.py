@@ -8,7 +8,14 @@ import pytest
 
 from neuromanifold.relu import ReLUNet
 from neuromanifold.relu._core.domain import Domain
-from neuromanifold.relu._fundim.fundim import _pre_activations, _rare_points, _sample_points
+from neuromanifold.relu._fundim.fundim import (
+    _SPAN_DIRECTIONS,
+    _input_spans,
+    _pre_activations,
+    _rare_points,
+    _sample_points,
+    _short_layers,
+)
 
 
 def corner_network(d, sign, seed=0):
@@ -37,3 +44,92 @@ def test_a_neuron_switching_in_one_corner_of_the_box_is_reached(sign):
     hits = sign * _pre_activations(Ws, bs, X)[0][:, 0] > 0
     assert hits.sum() >= 1
     assert np.all(X > -1) and np.all(X < 1)  # strictly inside: a ball in the domain
+
+
+def _region_map(Ws, bs, x, l):
+    """The homogeneous linear map ``(x, t) -> (a_{l-1}, t)`` of the region of ``x``, built
+    layer by layer from the masks at ``x`` (independent of the vectorized code)."""
+    d = Ws[0].shape[1]
+    M = np.eye(d + 1)
+    a = x
+    for k in range(l):
+        z = Ws[k] @ a + bs[k]
+        on = (z > 0).astype(float)
+        top = on[:, None] * (np.hstack([Ws[k], bs[k][:, None]]) @ M)
+        M = np.vstack([top, M[-1:]])
+        a = np.maximum(z, 0.0)
+    return M
+
+
+def test_input_spans_are_the_region_maps_applied_to_random_directions():
+    P = ReLUNet([3, 5, 4, 2]).random_params(3)
+    Ws, bs = [W for W, _ in P], [b for _, b in P]
+    X = np.random.default_rng(1).standard_normal((7, 3)) * 3
+    Z = _pre_activations(Ws, bs, X)
+    spans = _input_spans(Ws, bs, Z, np.random.default_rng(5))
+    U = np.random.default_rng(5).standard_normal((4, _SPAN_DIRECTIONS))
+    for l in range(2):
+        assert spans[l].shape == (7, Ws[l].shape[1] + 1, _SPAN_DIRECTIONS)
+        for i, x in enumerate(X):
+            np.testing.assert_allclose(spans[l][i], _region_map(Ws, bs, x, l) @ U, atol=1e-12)
+
+
+def test_short_layers_name_the_levels_below_their_bounds():
+    widths = (4, 3, 5, 2, 1)  # blocks 15, 20, 12, 3; scalings 3, 5, 2
+    full = (15, 20 - 3, 12 + 3 - 5 - 2)
+    assert _short_layers(full, widths) == set()
+    assert _short_layers((14, 17, 8), widths) == {0}
+    assert _short_layers((15, 16, 8), widths) == {1}
+    assert _short_layers((15, 17, 7), widths) == {2, 3}
+    assert _short_layers((15, 0, 20), widths) is None  # the second level not split off
+
+
+def test_a_second_layer_neuron_never_seen_active_is_reached_on_the_whole_space():
+    P = ReLUNet([2, 3, 2, 1]).random_params(0)
+    P[0] = (np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]), np.zeros(3))
+    P[1] = (np.array([[1e-3, -1.0, -1.0], [1.0, 1.0, 1.0]]), np.array([-1.0, 0.0]))
+    Ws, bs = [W for W, _ in P], [b for _, b in P]
+    dom = Domain.whole(2)
+    rng = np.random.default_rng(0)
+    seen: set = set()
+    points = [pt for batch in _sample_points(Ws, bs, dom, 0.0, rng, seen) for pt in batch]
+    Z = _pre_activations(Ws, bs, np.array([x for x, _ in points]))
+    assert not np.any(Z[1][:, 0] > 0)
+    more = _rare_points(
+        Ws, bs, dom, tol=0.0, points=points, rng=rng, seen=seen, check=lambda: None, short={1}
+    )
+    hits = _pre_activations(Ws, bs, np.array([x for x, _ in more]))[1][:, 0] > 0
+    assert hits.sum() >= 1
+
+
+def test_a_neuron_active_often_but_in_too_narrow_regions_is_targeted():
+    """Second-layer neuron 0 (``a_1 - 1``) is active at 5 points, more than its fan-in + 1,
+    but all in the region where only first-layer neuron 0 is active: its inputs there span
+    2 of the 4 dimensions they span over all points, so its weights on neurons 1 and 2 are
+    not in the rank. A count of active points would leave it; the shortfall of span sends
+    the search to regions where it is active with other inputs."""
+    W1 = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])
+    P = [
+        (W1, np.zeros(3)),
+        (np.array([[1.0, 0.0, 0.0]]), np.array([-1.0])),
+        (np.ones((1, 1)), np.zeros(1)),
+    ]
+    Ws, bs = [W for W, _ in P], [b for _, b in P]
+    X = np.array([[2.0, -1.0]] * 5 + [[-1.0, 2.0]] * 5 + [[-1.0, -1.0]] * 5)
+    X = X + 1e-3 * np.random.default_rng(0).standard_normal(X.shape)
+    pats = [[m[i] for m in (p > 0 for p in _pre_activations(Ws, bs, X))] for i in range(15)]
+    points = list(zip(X, pats))
+    more = _rare_points(
+        Ws,
+        bs,
+        Domain.whole(2),
+        tol=0.0,
+        points=points,
+        rng=np.random.default_rng(0),
+        seen=set(),
+        check=lambda: None,
+        short={1},
+    )
+    Y = np.array([x for x, _ in more])
+    Z = _pre_activations(Ws, bs, Y)
+    assert np.any((Z[1][:, 0] > 0) & (Z[0][:, 1] > 0))  # active together with neuron 1

@@ -561,52 +561,132 @@ def _pre_activations(Ws, bs, X: np.ndarray) -> list[np.ndarray]:
     return out
 
 
-def _rare_points(Ws, bs, dom, *, tol: float, points: list, rng, seen: set, check) -> list:
+def _rare_points(
+    Ws, bs, dom, *, tol: float, points: list, rng, seen: set, check, short=None
+) -> list:
     """Points (as :func:`_clear_points` gives them) in regions where a neuron takes the
     sign it rarely takes at ``points``: a neuron's incoming weights need regions where it
-    is active, random points may never reach a neuron of a deep layer, and a neuron
-    active at every sampled point looks linear to the rank (an always-active block mixes
-    freely), though on a box it may switch off near one corner only.
+    is active whose inputs span what its layer's inputs span anywhere, random points may
+    never reach a neuron of a deep layer, and a neuron active at every sampled point
+    looks linear to the rank (an always-active block mixes freely), though on a box it
+    may switch off near one corner only.
 
-    For each neuron active at fewer of ``points`` than its fan-in + 1, and each neuron
-    inactive at none of them (rarest first, up to
-    :data:`_SAMPLE_BATCH` new regions in all): steps on its pre-activation's linear piece
-    from the point where it is nearest the other sign, until it has that sign (Newton
-    steps; on a box towards the corner where the piece is extreme, so the point stays in
-    the box), then random points around that one at three scales, kept where the neuron
-    has that sign. ``check`` is called once per neuron (the budget)."""
+    Targets (largest shortfall first, up to :data:`_SAMPLE_BATCH` new regions in all):
+    each neuron whose active regions' inputs (:func:`_input_spans`) span less than its
+    layer's inputs over all of ``points``, and each neuron inactive at none of them; with
+    ``short`` (the hidden layers, 0-based, whose weights the rank still misses:
+    :func:`_short_layers`), only neurons of those layers, and for the inactive sign of
+    the layers before them. For each, from up to :data:`_STARTS` points (where it is
+    nearest the other sign, and random ones): steps on its pre-activation's linear piece
+    until it has that sign (Newton steps; on a box towards the corner where the piece is
+    extreme, so the point stays in the box), then random points around that one at four
+    scales, kept where the neuron has that sign. ``check`` is called once per start (the
+    budget)."""
     if not points:
         return []
     X = np.array([x for x, _ in points])
     Z = _pre_activations(Ws, bs, X)
-    rare = sorted(
-        (count, l, j, sign)
-        for l in range(len(Z))
-        for j in range(Z[l].shape[1])
-        for sign, count, need in (
-            (1, int(np.count_nonzero(Z[l][:, j] > 0)), Ws[l].shape[1] + 1),
-            (-1, int(np.count_nonzero(Z[l][:, j] < 0)), 1),
-        )
-        if count < need
-    )
+    spans = _input_spans(Ws, bs, Z, rng)
+    rare = []
+    for l in range(len(Z)):
+        full = _span_rank(spans[l])
+        for j in range(Z[l].shape[1]):
+            on = Z[l][:, j] > 0
+            if short is None or l in short:
+                gap = full - _span_rank(spans[l][on])
+                if gap > 0:
+                    rare.append((-gap, l, j, 1))
+            if (short is None or l + 1 in short) and not np.any(Z[l][:, j] < 0):
+                rare.append((-1, l, j, -1))
+    rare.sort()
     out: list = []
     d = X.shape[1]
     box = dom.kind == "box"
     for _, l, j, sign in rare:
-        if len(out) >= _SAMPLE_BATCH:
-            break
-        check()
-        x = _reach_sign(Ws, bs, dom, X[np.argmax(sign * Z[l][:, j])].copy(), l, j, sign)
-        if x is None:
-            continue
-        scales = max(1.0, float(np.linalg.norm(x))) * 10.0 ** rng.integers(-3, 0, (300, 1))
-        Y = x + scales * rng.standard_normal((300, d)) / np.sqrt(d)
-        if box:  # strictly inside: the points need a ball in the domain
-            pad = 1e-9 * (dom.upper - dom.lower)
-            Y = np.clip(Y, dom.lower + pad, dom.upper - pad)
-        Y = Y[sign * _pre_activations(Ws, bs, Y)[l][:, j] > 0]
-        out += _clear_points(Ws, bs, dom, tol, Y, seen)
+        nearest = np.argsort(-sign * Z[l][:, j])[: _STARTS // 2]
+        starts = np.concatenate([nearest, rng.choice(len(X), _STARTS - nearest.size)])
+        for s in starts:
+            if len(out) >= _SAMPLE_BATCH:
+                return out
+            check()
+            x = _reach_sign(Ws, bs, dom, X[s].copy(), l, j, sign)
+            if x is None:
+                continue
+            scales = max(1.0, float(np.linalg.norm(x))) * 10.0 ** rng.integers(-3, 1, (300, 1))
+            Y = x + scales * rng.standard_normal((300, d)) / np.sqrt(d)
+            if box:  # strictly inside: the points need a ball in the domain
+                pad = 1e-9 * (dom.upper - dom.lower)
+                Y = np.clip(Y, dom.lower + pad, dom.upper - pad)
+            Y = Y[sign * _pre_activations(Ws, bs, Y)[l][:, j] > 0]
+            out += _clear_points(Ws, bs, dom, tol, Y, seen)
     return out
+
+
+#: Batches of rare signs in a row that add nothing before the layered rank stops.
+_RARE_MISSES = 2
+
+#: Starting points per rare neuron in :func:`_rare_points` (half where it is nearest the
+#: other sign, half random): regions reached from one start share their inputs' span.
+_STARTS = 6
+
+#: Random homogeneous input directions per region in :func:`_input_spans`.
+_SPAN_DIRECTIONS = 8
+
+
+def _input_spans(Ws, bs, Z: list, rng) -> list[np.ndarray]:
+    """Per hidden layer ``l`` (0-based), an array ``(N, n_{l-1} + 1, k)``: the images of
+    ``k`` random homogeneous input directions ``u = (x, t)`` under the linear map of each
+    point's region to layer ``l``'s homogeneous input (its pre-activations ``Z`` give the
+    patterns). Their span over a set of regions is what those regions show of a neuron's
+    incoming weights (the rows of a region carry every direction ``u``, not only its
+    point)."""
+    d = Ws[0].shape[1]
+    N = Z[0].shape[0]
+    U = rng.standard_normal((d + 1, _SPAN_DIRECTIONS))
+    A = np.broadcast_to(U, (N,) + U.shape)
+    out = [A]
+    for l in range(len(Z)):
+        pre = np.einsum("ij,njk->nik", Ws[l], A[:, :d]) + bs[l][None, :, None] * A[:, d:]
+        A = np.concatenate([pre * (Z[l] > 0)[:, :, None], A[:, d:]], axis=1)
+        d = Ws[l].shape[0]
+        out.append(A)
+    return out[:-1]
+
+
+def _span_rank(A: np.ndarray) -> int:
+    """The numerical rank (columns normalized, 1e-9 relative) of the directions ``A``
+    (``(N, n, k)``) stacked side by side, from at most ``4 n`` of the ``N`` regions (more
+    rarely add to the span; this is only a choice of where to look)."""
+    if A.shape[0] == 0:
+        return 0
+    A = A[: 4 * A.shape[1]]
+    M = np.transpose(A, (1, 0, 2)).reshape(A.shape[1], -1)
+    norms = np.linalg.norm(M, axis=0)
+    M = M[:, norms > 0] / norms[norms > 0]
+    if M.shape[1] == 0:
+        return 0
+    s = np.linalg.svd(M, compute_uv=False)
+    return int(np.count_nonzero(s > 1e-9 * s[0]))
+
+
+def _short_layers(levels: tuple, widths: tuple) -> set | None:
+    """The hidden layers (0-based) whose incoming weights the layered rank with these
+    ``levels`` may still miss (module :mod:`~neuromanifold.relu._fundim.layered_rank`:
+    level 1 holds the first layer's weights, level 2 the second's less the first
+    layer's scalings, the rest the later layers' less theirs); ``None`` when the levels
+    do not split so (the second level empty)."""
+    d, n = widths[0], widths[1:]
+    P = [n[l] * ((widths[l]) + 1) for l in range(len(n))]
+    if levels[1] == 0:
+        return None
+    short = set()
+    if levels[0] < n[0] * (d + 1):
+        short.add(0)
+    if levels[1] < P[1] - n[0]:
+        short.add(1)
+    if levels[2] < sum(P[2:]) - sum(n[1:-1]):
+        short.update(range(2, len(n)))
+    return short
 
 
 def _reach_sign(Ws, bs, dom, x: np.ndarray, l: int, j: int, sign: int) -> np.ndarray | None:
@@ -1039,7 +1119,7 @@ class _Run:
         seen: set = set()
         points: list = []
         batches = _sample_points(self.Ws, self.bs, self.dom, self.tol, rng, seen)
-        slack, stalled = 16, False
+        slack, stalled, misses = 16, False, 0
         last = None  # (seconds, regions) of the last pass
         while True:
             self._check_time()
@@ -1053,6 +1133,9 @@ class _Run:
                     rng=rng,
                     seen=seen,
                     check=self._check_time,
+                    short=None
+                    if self.layered is None
+                    else _short_layers(self.layered.levels, tuple(self.net.widths)),
                 )
             else:
                 batch = next(batches, None)
@@ -1061,9 +1144,9 @@ class _Run:
                     continue
             new = [pt for pt in batch if not exact or certified_pattern(Wf, bf, *pt)]
             points += new
+            if not new and stalled:  # no region at all, or none the rare signs reach
+                break
             if not points:
-                if stalled:  # no region at all: nothing for the rare signs to start from
-                    break
                 continue
             if last is not None:  # a pass over more regions takes longer (its products
                 # grow with them; its last rank is checked on its own)
@@ -1083,7 +1166,7 @@ class _Run:
                 return None  # the last level would be too wide to factorize
             grew = self.layered is None or found.rank > self.layered.rank
             if grew:  # each pass is a lower bound: the largest is kept
-                self.layered, self.floor = found, found.rank
+                self.layered, self.floor, misses = found, found.rank, 0
             self.sampled = len(points)
             if self.bar is not None:
                 self.bar.update(len(new))
@@ -1091,10 +1174,11 @@ class _Run:
             if found.rank >= self.goal:
                 return self._layered_result(points, slack)
             if not grew:
-                if stalled:
+                # the rare signs get a second batch (other starts): their regions are few
+                misses += stalled
+                if misses >= _RARE_MISSES:
                     break
-                slack = 64
-            stalled = not grew
+                slack, stalled = 64, True
         if self.layered is None or self.P <= _DENSE_LIMIT or method == "regions":
             self.layered, self.sampled = None, 0
             return None
