@@ -32,6 +32,8 @@ R^d, and the local verdicts and the fiber on the unit box too.
 * Local identifiability (``local=True``, ``time_limit=30``) on R^d, on the unit box and
   from the values at the training inputs (do they determine the parameter near itself?):
   proved from the exact rank, disproved by moves that keep the function, or undecided.
+* Identifiability with one hidden layer (64-32-10 digits, 784-256-10 MNIST-shaped): the
+  theorem of the kinks decides it in exact arithmetic.
 * Identifiability, the canonical form and the fiber report absolute figures: no other tool
   computes them.
 
@@ -162,6 +164,24 @@ def expanding_rows() -> list[dict]:
         p = trained(hidden, "digits")
         size = "-".join(map(str, (64,) + hidden + (10,))) + " digits"
         canonical_with_dead_rows(recorder(rows, size), p, dead, active)
+    return rows
+
+
+def shallow_rows(quick: bool) -> list[dict]:
+    """Identifiability of networks with one hidden layer, decided by the theorem of the
+    kinks and their gradient jumps (exact), on the digits and the MNIST-shaped task."""
+    rows = []
+    for hidden, data in (((32,), "digits"), ((256,), "mnist-shaped"))[: 1 if quick else 2]:
+        p = trained(hidden, data)
+        size = "-".join(map(str, (p[0][0].shape[1],) + hidden + (10,))) + f" {data}"
+        took, r = timed(lambda: relu.identifiability(p))
+        recorder(rows, size)(
+            "identifiability, one hidden layer",
+            took,
+            lambda: relu.identifiability(p),
+            f"{r.verdict}, certified={r.certified}, {len(r.witnesses)} witnesses"
+            + (f"; {r.undecided_reason[:100]}" if r.identifiable is None else ""),
+        )
     return rows
 
 
@@ -336,6 +356,7 @@ def main(argv=None) -> list[dict]:
         p = trained(hidden, data)
         size = "-".join(map(str, (p[0][0].shape[1],) + hidden + (10,))) + f" {data}"
         rows += rows_for(size, p, np.random.default_rng(0))
+    rows += shallow_rows(args.quick)
     if not args.quick:
         rows += expanding_rows()
     return rows

@@ -1015,6 +1015,13 @@ _DEEP_MOVES = {
         {"layer": 1, "neurons": (0, 2), "amount": (0.5, -1.0)},
         _deep_base(),
     ),
+    "NeuronFlip": lambda: (
+        {"layer": 1, "neurons": (0, 1)},
+        [  # relu(x - 1) - relu(x - 2): the linear terms cancel
+            (np.array([[1.0], [1.0]]), np.array([-1.0, -2.0])),
+            (np.array([[1.0, -1.0]]), np.zeros(1)),
+        ],
+    ),
 }
 
 

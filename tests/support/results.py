@@ -204,6 +204,7 @@ def more_results() -> list:
         S.SilentNeuronIncoming(1, 1, (1.0, -1.0, 0.5)),
         S.ActiveBiasShift(2, 1, 0.5),
         S.ParallelNeuronSplit(1, (0, 2), (0.5, -1.0)),
+        S.NeuronFlip(1, (0, 1)),
     ]
 
 

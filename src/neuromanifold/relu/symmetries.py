@@ -16,6 +16,7 @@ from ._symmetries.any_depth import (
     SilentNeuronIncoming,
     WindowSymmetry,
 )
+from ._symmetries.flips import NeuronFlip
 from ._symmetries.three_layer import (
     ORBIT_MOVES,
     Applicability,
@@ -50,6 +51,7 @@ __all__ = [
     "SilentNeuronIncoming",
     "ActiveBiasShift",
     "ParallelNeuronSplit",
+    "NeuronFlip",
     "apply_sequence",
     "random_orbit_point",
     "ORBIT_MOVES",

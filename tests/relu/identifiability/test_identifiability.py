@@ -28,6 +28,9 @@ def test_witnesses_are_fiber_points_off_the_orbit(seed, widths, kind, data):
         assert isinstance(r, Identifiability)
         return
     assert isinstance(r, DeepIdentifiability)
+    if len(widths) == 3:  # one hidden layer: the theorem of test_shallow.py decides
+        assert r.identifiable is not True or r.certified
+        return
     assert r.identifiable is not True  # no characterization at these depths
     if kind != "none":
         assert r.identifiable is False and r.certified

@@ -140,8 +140,8 @@ def test_tolerance_and_errors(rng):
         identifiability(P, tol=2)
     with pytest.raises(InputError, match="exact_genericity"):
         identifiability(P, exact_genericity="yes")
-    shallow = identifiability(P[:2])  # other depths: no characterization, no True
-    assert type(shallow).__name__ == "DeepIdentifiability" and shallow.identifiable is None
+    deep = identifiability(P[:2] + P[2:] * 2)  # other depths: no characterization, no True
+    assert type(deep).__name__ == "DeepIdentifiability" and deep.identifiable is not True
     r = identifiability(
         bottleneck(rng, (2, 2, 2, 1), kinds=["mixed", "mixed"]), exact_genericity=True
     )

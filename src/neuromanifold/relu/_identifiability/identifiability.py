@@ -22,7 +22,10 @@ are the only symmetries of networks in their general position, and Grillo and Mo
 (arXiv 2605.03601) that every architecture whose input and hidden widths are at least 2
 has an open set of identifiable parameters; neither condition is checked on a given
 parameter, so neither gives ``True`` here. A network without hidden layers (``f(x) = W x +
-b``) is identifiable: the function is its parameter.
+b``) is identifiable: the function is its parameter. With one hidden layer a theorem
+decides (:mod:`.shallow`): the kinks of ``f`` and their gradient jumps leave only
+permutations, scalings and flips of neurons whose linear terms cancel
+(:class:`~neuromanifold.relu._symmetries.flips.NeuronFlip`, a witness at every depth).
 """
 
 from __future__ import annotations
@@ -54,10 +57,13 @@ from .._symmetries.any_depth import (
     silent_neurons,
     snapped,
 )
+from .._symmetries.flips import NeuronFlip, zero_sum_flips
 from .._symmetries.orbit import orbit_gap
 from .._symmetries.shape import row_signs
 from .._symmetries.three_layer import DeadNeuronMove, LinearBlockMixing
 from .local import LocalVerdict, local_identifiability
+from .shallow import THEOREM as SHALLOW_THEOREM
+from .shallow import shallow_check
 from .three_layer import identifiability as three_layer_identifiability
 from .three_layer import sign_pattern_symmetries
 from .verdict import Identifiability
@@ -75,8 +81,9 @@ class DeepIdentifiability(Identifiability):
 
     Attributes:
         identifiable: ``False`` (a witness in ``witnesses``, re-checked at ``tol``, moves
-            the parameter off its permutation-scaling orbit), ``True`` only without
-            hidden layers, else ``None``: undecided (``undecided_reason`` says why).
+            the parameter off its permutation-scaling orbit), ``True`` without hidden
+            layers or, with one, by the theorem of :mod:`.shallow` (exact), else
+            ``None``: undecided (``undecided_reason`` says why).
         widths: ``(d, n_1, ..., n_L)``.
         dead_neurons: per hidden layer, the neurons dead on every input (sign patterns).
         active_neurons: per hidden layer, the neurons active on every input.
@@ -91,7 +98,7 @@ class DeepIdentifiability(Identifiability):
             at most ``tol`` (module docs).
         reasons: what was found, in words.
         certified: a ``False`` verdict with a witness that applies at ``tol = 0`` too
-            (proved); ``True`` for a network without hidden layers.
+            (proved); ``True`` for a ``True`` verdict (always proved).
         tol: the relative tolerance of the sign decisions.
         method: how the verdict was reached.
         undecided_reason: for ``identifiable=None``, why and what would decide it.
@@ -225,12 +232,26 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
     """The route by depth: the three-layer characterization, else the any-depth search."""
     # Whole: the dispatch by depth, then the any-depth search and its verdict, each feeding the next
     if len(params) == 3:
-        return three_layer_identifiability(
+        res = three_layer_identifiability(
             params,
             tol=tol,
             exact_genericity=exact_genericity,
             max_regions=max_regions,
             time_limit=time_limit,
+        )
+        if res.identifiable is not None:
+            return res
+        # outside the characterization: cancelling neurons still prove 'not identifiable'
+        flips = _flip_witnesses(params)
+        if not flips:
+            return res
+        return dataclasses.replace(
+            res,
+            identifiable=False,
+            witnesses=res.witnesses + tuple(move for _, move, _ in flips),
+            reasons=res.reasons + tuple(reason for reason, _, _ in flips),
+            certified=True,
+            undecided_reason=None,
         )
     tol = check_tol(tol)
     if check_bool(exact_genericity, "exact_genericity"):
@@ -279,6 +300,11 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
             witnesses.append(move)
             distances.append(dist)
             bounds.append(bound)
+    for reason, move, dist in _flip_witnesses(params):
+        reasons.append(reason)
+        witnesses.append(move)
+        distances.append(dist)
+        bounds.append(0.0)
     if not witnesses:  # neurons dead or active on the image of the layers before
         for reason, move in _image_moves(params, status, time_limit):
             dist = orbit_gap(params, move.apply(params, tol=0))
@@ -306,6 +332,28 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
             certified=0.0 in bounds,
             **common,
         )
+    if len(params) == 2:
+        check = shallow_check(params, tol)
+        if check.identifiable:
+            return DeepIdentifiability(
+                identifiable=True,
+                witnesses=(),
+                orbit_gaps=(),
+                function_bounds=(),
+                certified=True,
+                reasons=(check.reason,),
+                **{**common, "method": SHALLOW_THEOREM},
+            )
+        return DeepIdentifiability(
+            identifiable=None,
+            witnesses=(),
+            orbit_gaps=(),
+            function_bounds=(),
+            certified=False,
+            reasons=("no dead, always-active, silent or parallel neuron",),
+            undecided_reason=check.reason,
+            **common,
+        )
     why = (
         "no symmetry beyond permutation and scaling was found (dead, always-active, "
         "silent and parallel neurons of every layer; the sign-pattern symmetries of every "
@@ -329,6 +377,23 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
         undecided_reason=why,
         **common,
     )
+
+
+def _flip_witnesses(params) -> list[tuple[str, NeuronFlip, float]]:
+    """``(reason, move, orbit gap)`` of every flip of neurons whose linear terms cancel
+    (exact, cheap; any hidden layer) whose image is off the orbit."""
+    out = []
+    for l in range(1, len(params)):
+        for S in zero_sum_flips(params, l).sets:
+            move = NeuronFlip(l, S)
+            dist = orbit_gap(params, move.apply(params, tol=0))
+            if dist > OFF_ORBIT:
+                reason = (
+                    f"the linear terms c_i w_i^T of neurons {list(S)} of hidden layer {l} "
+                    f"cancel: flipping them keeps the function"
+                )
+                out.append((reason, move, dist))
+    return out
 
 
 def _function_change(params, move, tol: float, scale: float) -> float | None:

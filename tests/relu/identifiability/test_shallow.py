@@ -1,0 +1,112 @@
+"""Identifiability with one hidden layer, decided by the theorem of the kinks and their
+gradient jumps: every ``True`` is checked against the exact region engine (no flipped copy
+of the network is equivalent to it, and every copy on its orbit is), every ``False``
+witness keeps the function exactly, and planted cancelling sets, opposite rows and near
+cancellations at ``tol`` keep the verdict from ``True``."""
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neuromanifold import relu
+from neuromanifold.relu.symmetries import NeuronFlip
+from tests.support.relu import dyadic_net, permuted_rescaled
+
+
+def _flipped(p, S):
+    """``p`` with the neurons ``S`` flipped and the output bias compensated, whether or
+    not their linear terms cancel (built here, not by NeuronFlip)."""
+    (W, b), (C, c) = p
+    W, b, c = W.copy(), b.copy(), c.copy()
+    S = list(S)
+    c = c + C[:, S] @ b[S]
+    W[S] *= -1
+    b[S] *= -1
+    return [(W, b), (C.copy(), c)]
+
+
+def _same(p, q) -> bool:
+    r = relu.equivalent(p, q, tol=0, method="regions")
+    assert r.equivalent is not None
+    return r.equivalent
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    d=st.integers(1, 2),
+    n=st.integers(1, 4),
+    m=st.integers(1, 2),
+    dyadic=st.booleans(),
+)
+def test_every_verdict_agrees_with_the_exact_engine(seed, d, n, m, dyadic):
+    rng = np.random.default_rng(seed)
+    if dyadic:  # exact coincidences: zero rows, parallel rows, cancelling sets
+        p = dyadic_net(rng, [d, n, m])
+    else:
+        p = relu.ReLUNet([d, n, m]).random_params(seed)
+    r = relu.identifiability(p, tol=0)
+    if r.identifiable is True:
+        assert r.certified
+        for k in range(1, n + 1):
+            for S in combinations(range(n), k):
+                assert not _same(p, _flipped(p, S)), S
+        assert _same(p, permuted_rescaled(p, rng))
+    elif r.identifiable is False:
+        for w in r.witnesses:
+            if w.applies(p, tol=0):
+                assert _same(p, w.apply(p, tol=0))
+
+
+def test_a_generic_shallow_network_is_identifiable_with_the_theorem_named():
+    p = relu.ReLUNet([3, 6, 2]).random_params(0)
+    r = relu.identifiability(p)
+    assert r.identifiable is True and r.certified
+    assert "kinks" in r.method and "linearly independent" in r.reasons[0]
+    assert relu.Identifiability.from_dict(r.to_dict()) == r
+
+
+def test_a_planted_cancelling_set_is_found_and_its_flip_keeps_the_function():
+    # c_0 w_0 + c_1 w_1 + c_2 w_2 = (1, 0) + (0, 1) - (1, 1) = 0, hyperplanes distinct
+    W = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, -2.0]])
+    b = np.array([-1.0, 0.5, 0.25, -0.75])
+    p = [(W, b), (np.array([[1.0, 1.0, -1.0, 2.0]]), np.array([0.5]))]
+    r = relu.identifiability(p, tol=0)
+    assert r.identifiable is False and r.certified
+    assert r.witnesses == (NeuronFlip(1, (0, 1, 2)),)
+    assert _same(p, r.witnesses[0].apply(p))
+    assert not _same(p, _flipped(p, (0, 1)))
+
+
+def test_opposite_rows_are_outside_the_theorem():
+    p = [(np.array([[1.0], [-2.0]]), np.array([-1.0, 2.0])), (np.array([[1.0, 3.0]]), np.zeros(1))]
+    r = relu.identifiability(p, tol=0)
+    assert r.identifiable is None
+    assert "negative multiples" in r.undecided_reason
+
+
+def test_a_near_cancellation_at_tol_is_not_identifiable_by_the_theorem():
+    p = relu.ReLUNet([2, 5, 1]).random_params(3)
+    (W, b), (C, c) = p
+    W[2] = -(C[0, 0] * W[0] + C[0, 1] * W[1]) / C[0, 2]  # cancels up to rounding
+    exact = relu.identifiability(p, tol=0)
+    loose = relu.identifiability(p, tol=1e-9)
+    assert loose.identifiable is None and "within tol" in loose.undecided_reason
+    if exact.identifiable is False:  # the rounding happened to cancel exactly
+        assert exact.witnesses == (NeuronFlip(1, (0, 1, 2)),)
+    else:
+        assert exact.identifiable is True
+
+
+@pytest.mark.parametrize("dead", ["zero_row", "silent"])
+def test_degenerate_neurons_are_never_identifiable(dead):
+    p = relu.ReLUNet([2, 3, 1]).random_params(1)
+    if dead == "zero_row":
+        p[0][0][1] = 0.0
+        p[0][1][1] = -1.0
+    else:
+        p[1][0][:, 1] = 0.0
+    assert relu.identifiability(p, tol=0).identifiable is False
