@@ -2354,6 +2354,7 @@ NOT_FUZZED: dict[str, str] = {
             "Fingerprint",
             "FunctionGroups",
             "DeepIdentifiability",
+            "ChannelIdentifiability",
             "MoveFamily",
             "ChannelSpec",
             "ChannelGroup",

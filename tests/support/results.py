@@ -153,6 +153,16 @@ def build_results():
         (np.array([[1.0, 2.0]]), np.zeros(1)),
     ]
     out.append(relu.identifiability(deep))  # a window symmetry as its witness
+    cnn = relu.ReLUConvNet(
+        input_shape=(1, 3),
+        layers=[
+            relu.layers.Conv(np.array([[[1.0, 0.5]], [[0.0, 0.0]]]), np.array([0.5, -1.0])),
+            relu.layers.ReLU(),
+            relu.layers.Flatten(),
+            relu.layers.Dense(np.ones((1, 4)), np.zeros(1)),
+        ],
+    )
+    out.append(relu.identifiability(cnn))  # a dead channel: a ChannelIdentifiability
     out.append(relu.fiber(P4))
     out.append(relu.fiber(deep))  # any depth: a DeepFiber with its MoveFamily list
     out.append(nm.conservation_laws(P3))  # with its KnownLaw instances

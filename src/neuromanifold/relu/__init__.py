@@ -25,6 +25,7 @@ from ._fingerprint.fingerprint import Fingerprint, FunctionGroups, fingerprint, 
 from ._flow.flow import ReLUFlowResult, active_blocks, block_law, gradient_flow
 from ._fundim.fundim import FunctionalDimension, functional_dimension
 from ._genericity.genericity import Genericity, GenericityFailure, genericity
+from ._identifiability.conv import ChannelIdentifiability
 from ._identifiability.identifiability import DeepIdentifiability, identifiability
 from ._identifiability.three_layer import HiddenHyperplane, ThreeLayerIdentifiability
 from ._identifiability.verdict import Identifiability
@@ -105,6 +106,7 @@ __all__ = [
     "Identifiability",
     "ThreeLayerIdentifiability",
     "DeepIdentifiability",
+    "ChannelIdentifiability",
     "HiddenHyperplane",
     "symmetries",
     # which channel permutations and scalings keep a convolutional network's function?

@@ -64,9 +64,9 @@ def refuse_conv(obj: Any, question: str) -> None:
         raise ParameterError(
             f"{question} answers about the parameters of a fully connected ReLU network; "
             f"got a convolutional network, whose parameters are its kernels. For it: "
-            f"relu.channel_spec (its channel symmetries); equivalent, distance, regions, "
-            f"neurons, verify, reduce and fingerprint read its function through its dense "
-            f"view"
+            f"relu.channel_spec (its channel symmetries) and relu.identifiability (modulo "
+            f"them); equivalent, distance, regions, neurons, verify, reduce and "
+            f"fingerprint read its function through its dense view"
         )
 
 

@@ -41,7 +41,7 @@ from ..._tolerance import DEFAULT_TOL, check_tol
 from ..._validation import check_bool
 from .._bounds.parameters import function_distance_bound, path_norm_scale
 from .._core.domain import domain_or_data
-from .._core.live import refuse_conv
+from .._core.live import as_conv_net
 from .._core.net import check_params, float64_mismatch, float_params
 from .._engine.budget import check_budget
 from .._symmetries.any_depth import (
@@ -61,6 +61,7 @@ from .._symmetries.flips import NeuronFlip, zero_sum_flips
 from .._symmetries.orbit import orbit_gap
 from .._symmetries.shape import row_signs
 from .._symmetries.three_layer import DeadNeuronMove, LinearBlockMixing
+from .conv import channel_identifiability
 from .local import LocalVerdict, local_identifiability
 from .shallow import THEOREM as SHALLOW_THEOREM
 from .shallow import shallow_check
@@ -169,9 +170,12 @@ def identifiability(
 
     Returns:
         An :class:`~neuromanifold.relu.Identifiability`: a
-        :class:`~neuromanifold.relu.ThreeLayerIdentifiability` (three layers) or a
-        :class:`DeepIdentifiability` (every other depth): the verdict, its witnesses and
-        reasons, and what would decide an open verdict.
+        :class:`~neuromanifold.relu.ThreeLayerIdentifiability` (three layers), a
+        :class:`DeepIdentifiability` (every other depth) or, for a convolutional network,
+        a :class:`~neuromanifold.relu.ChannelIdentifiability` (modulo channel
+        permutation and scaling: ``False`` with a dead, unread or duplicate channel,
+        else undecided): the verdict, its witnesses and reasons, and what would decide
+        an open verdict.
 
     >>> P = [(np.eye(2), np.zeros(2)), (np.array([[1.0, -1.0], [1.0, -2.0]]),
     ...      np.array([-0.5, -1.0])),
@@ -181,7 +185,16 @@ def identifiability(
     >>> r.identifiable, r.certified, r.witnesses[0]
     (False, True, WindowSymmetry(start=1, symmetry=HidingTranslation(...)))
     """
-    refuse_conv(params, "identifiability")
+    conv = as_conv_net(params)
+    if conv is not None:
+        if local or domain is not None or data is not None:
+            raise InputError(
+                "the local verdict (local=True, a domain or data) is about the parameters "
+                "of a fully connected network; got a convolutional network, whose "
+                "parameters are its kernels: ask identifiability(network) for its verdict "
+                "modulo channel permutation and scaling"
+            )
+        return channel_identifiability(conv, check_tol(tol))
     raw = params
     params = check_params(params)
     local = check_bool(local, "local")
