@@ -26,3 +26,21 @@ def test_functional_dimension_at_a_tiny_tol_stays_within_its_bound():
         assert "a lower bound" in str(err)
     else:
         assert r.rank <= r.bound
+
+
+def test_svd_falls_back_to_gesvd_where_gesdd_does_not_converge(monkeypatch):
+    import numpy as np
+
+    from neuromanifold import _tolerance
+
+    A = np.random.default_rng(0).standard_normal((5, 3))
+    want = np.linalg.svd(A, compute_uv=False)
+
+    def fails(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    monkeypatch.setattr(np.linalg, "svd", fails)
+    np.testing.assert_allclose(_tolerance.svd(A, compute_uv=False), want)
+    U, s, Vt = _tolerance.svd(A)
+    np.testing.assert_allclose(U * s @ Vt, A, atol=1e-12)
+    assert _tolerance.numerical_rank(A, 1e-9)[0] == 3

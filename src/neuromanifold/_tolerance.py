@@ -50,6 +50,7 @@ __all__ = [
     "NTK_TOL",
     "check_tol",
     "numerical_rank",
+    "svd",
 ]
 
 #: Default relative tolerance of every comparing or ranking analysis.
@@ -86,6 +87,21 @@ def check_tol(tol: Any, name: str = "tol") -> float:
     return float(tol)
 
 
+def svd(A: np.ndarray, compute_uv: bool = True):
+    """``numpy.linalg.svd(A, full_matrices=False, compute_uv=compute_uv)``, retried with
+    LAPACK's ``gesvd`` where the default divide-and-conquer ``gesdd`` does not converge
+    (it fails on some finite, well-scaled matrices: a 784-256-128-10 network's level-2
+    factors did)."""
+    try:
+        return np.linalg.svd(A, full_matrices=False, compute_uv=compute_uv)
+    except np.linalg.LinAlgError:
+        import scipy.linalg  # start-up: only for the rare matrices gesdd fails on
+
+        return scipy.linalg.svd(
+            A, full_matrices=False, compute_uv=compute_uv, lapack_driver="gesvd"
+        )
+
+
 def numerical_rank(matrix: np.ndarray, tol: float) -> tuple[int, float | None, float | None]:
     """The rank of ``matrix`` at relative tolerance ``tol`` (``tol > 0``), with its gap.
 
@@ -111,7 +127,7 @@ def numerical_rank(matrix: np.ndarray, tol: float) -> tuple[int, float | None, f
     A = A[:, norms > 0] / norms[norms > 0]
     if A.shape[1] == 0:
         return 0, None, None
-    s = np.linalg.svd(A, compute_uv=False)
+    s = svd(A, compute_uv=False)
     rel = s / s[0]
     threshold = max(tol, max(A.shape) * np.finfo(float).eps)
     kept = rel[rel > threshold]

@@ -75,7 +75,7 @@ import scipy.linalg
 from ..._errors import ComputationLimitError, ParameterError
 from ..._progress import progress_bar
 from ..._results import Result
-from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank
+from ..._tolerance import DEFAULT_TOL, check_tol, numerical_rank, svd
 from ..._validation import as_real_array, check_bool, check_choice
 from .._bounds.parameters import path_norm_scale
 from .._core.domain import Domain, as_domain
@@ -666,7 +666,7 @@ def _span_rank(A: np.ndarray) -> int:
     M = M[:, norms > 0] / norms[norms > 0]
     if M.shape[1] == 0:
         return 0
-    s = np.linalg.svd(M, compute_uv=False)
+    s = svd(M, compute_uv=False)
     return int(np.count_nonzero(s > 1e-9 * s[0]))
 
 

@@ -55,7 +55,7 @@ import time
 import flint
 import numpy as np
 
-from ..._tolerance import numerical_rank
+from ..._tolerance import numerical_rank, svd
 from .._core.numbers import forward_error_bounds
 
 __all__ = [
@@ -122,9 +122,9 @@ class _Floats:
             return 0, np.zeros((A.shape[0], 0))
         An = A[:, keep] / scale[keep]
         if vectors:
-            U, s, _ = np.linalg.svd(An, full_matrices=False)
+            U, s, _ = svd(An)
         else:
-            U, s = None, np.linalg.svd(An, compute_uv=False)
+            U, s = None, svd(An, compute_uv=False)
         ok = (s > self.tol * s[0]) & (s > _NOISE)
         r = int(np.count_nonzero(ok))
         # relative to the largest, unless that is rounding too (then on the a-priori scale)
