@@ -345,32 +345,30 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
             certified=0.0 in bounds,
             **common,
         )
+    no_witness = dict(witnesses=(), orbit_gaps=(), function_bounds=())
     if len(params) == 2:
         check = shallow_check(params, tol)
         if check.identifiable:
             return DeepIdentifiability(
                 identifiable=True,
-                witnesses=(),
-                orbit_gaps=(),
-                function_bounds=(),
                 certified=True,
                 reasons=(check.reason,),
+                **no_witness,
                 **{**common, "method": SHALLOW_THEOREM},
             )
         return DeepIdentifiability(
             identifiable=None,
-            witnesses=(),
-            orbit_gaps=(),
-            function_bounds=(),
             certified=False,
             reasons=("no dead, always-active, silent or parallel neuron",),
             undecided_reason=check.reason,
+            **no_witness,
             **common,
         )
     why = (
         "no symmetry beyond permutation and scaling was found (dead, always-active, "
-        "silent and parallel neurons of every layer; the sign-pattern symmetries of every "
-        "three-layer window), but no characterization of the symmetries is checked at "
+        "silent and parallel neurons of every layer; flips of neurons whose linear terms "
+        "cancel; the sign-pattern symmetries of every three-layer window), but no "
+        "characterization of the symmetries is checked at "
         f"{len(params)} layers: Phuong and Lampert (2020) prove identifiability for "
         "non-increasing widths in their general position, Grillo and Montufar (2026) an "
         "open set of identifiable parameters for input and hidden widths >= 2, and "
@@ -379,15 +377,13 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
     )
     return DeepIdentifiability(
         identifiable=None,
-        witnesses=(),
-        orbit_gaps=(),
-        function_bounds=(),
         certified=False,
         reasons=(
-            "no dead, always-active, silent or parallel neuron and no sign-pattern "
-            "symmetry of a three-layer window",
+            "no dead, always-active, silent or parallel neuron, no cancelling flip and "
+            "no sign-pattern symmetry of a three-layer window",
         ),
         undecided_reason=why,
+        **no_witness,
         **common,
     )
 
