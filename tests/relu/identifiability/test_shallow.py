@@ -1,8 +1,10 @@
 """Identifiability with one hidden layer, decided by the theorem of the kinks and their
 gradient jumps: every ``True`` is checked against the exact region engine (no flipped copy
-of the network is equivalent to it, and every copy on its orbit is), every ``False``
-witness keeps the function exactly, and planted cancelling sets, opposite rows and near
-cancellations at ``tol`` keep the verdict from ``True``."""
+of the network is equivalent to it, and every copy on its orbit is) and against an
+independent search for a second parameter (least-squares fits from random starts, which
+find the flip where a set cancels); every ``False`` witness keeps the function exactly;
+planted cancelling sets, opposite rows and near cancellations at ``tol`` keep the verdict
+from ``True``."""
 
 from itertools import combinations
 
@@ -110,3 +112,54 @@ def test_degenerate_neurons_are_never_identifiable(dead):
     else:
         p[1][0][:, 1] = 0.0
     assert relu.identifiability(p, tol=0).identifiable is False
+
+
+def _fitted(net, p, rng, starts):
+    """Parameters of ``net``'s widths fitted by least squares to ``p``'s values at 400
+    points of [-4, 4]^d from random starts, kept where the fit reproduces the values (to
+    rounding) and the exact engine proves the function equal on R^d: an independent
+    search for second parameters of the same function."""
+    from scipy.optimize import least_squares
+
+    X = rng.uniform(-4, 4, (400, p[0][0].shape[1]))
+    y = relu.forward(p, X)[:, 0]
+    out = []
+    for _ in range(starts):
+        fit = least_squares(
+            lambda t: relu.forward(net.unflatten(t), X)[:, 0] - y,
+            1.5 * rng.standard_normal(net.flatten(p).size),
+            xtol=1e-15,
+            ftol=1e-15,
+            gtol=1e-15,
+            max_nfev=4000,
+        )
+        q = net.unflatten(fit.x)
+        if np.max(np.abs(fit.fun)) < 1e-9 and relu.equivalent(p, q, tol=1e-7).equivalent:
+            out.append(q)
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 5])  # seeds whose fits converge in a second
+def test_fits_from_random_starts_land_on_the_orbit_of_an_identifiable_network(seed):
+    from neuromanifold.relu._symmetries.orbit import orbit_gap
+
+    net = relu.ReLUNet([2, 3, 1])
+    p = net.random_params(seed)
+    assert relu.identifiability(p, tol=0).identifiable is True
+    found = _fitted(net, p, np.random.default_rng(seed), starts=12)
+    assert found  # the search reached the function
+    assert all(orbit_gap(p, q) < 1e-5 for q in found)
+
+
+def test_the_same_search_finds_the_flipped_parameter_of_a_cancelling_set():
+    """The search has the power to find a second parameter: where a set cancels, some fits
+    land off the orbit (the flip)."""
+    from neuromanifold.relu._symmetries.orbit import orbit_gap
+
+    p = [
+        (np.array([[1.0], [1.0]]), np.array([-1.0, -2.0])),
+        (np.array([[1.0, -1.0]]), np.array([0.5])),
+    ]
+    assert relu.identifiability(p, tol=0).identifiable is False
+    found = _fitted(relu.ReLUNet([1, 2, 1]), p, np.random.default_rng(0), starts=12)
+    assert any(orbit_gap(p, q) > 1e-5 for q in found)
