@@ -523,3 +523,26 @@ def test_weights_near_the_float_maximum_are_refused_not_ranked():
     for tol in (1e-9, 0):
         with pytest.raises(ParameterError, match="overflow"):
             functional_dimension(p, tol=tol)
+
+
+def test_a_budget_that_stops_the_float_search_passes_on_no_rank_as_proven():
+    """The proven rank of the local verdict and the fiber searches in floats and checks
+    once modulo a prime; stopped before that check ends, its float ranks (which may exceed
+    the exact one) are not passed on as a proven lower bound."""
+    from unittest import mock
+
+    from neuromanifold import ComputationLimitError
+    from neuromanifold.relu._fundim import fundim as _fundim
+
+    def stops(*args, exact=False, **kwargs):
+        if exact:
+            err = ComputationLimitError("stopped")
+            err.partial = mock.Mock(rank=10**6, smooth=True)  # what the float pass holds
+            raise err
+        return real(*args, exact=exact, **kwargs)
+
+    real = _fundim.layered_rank
+    p = ReLUNet([3, 4, 3, 2]).random_params(0)
+    with mock.patch.object(_fundim, "layered_rank", stops):
+        rank, why = _fundim.proven_jacobian_rank(p, 10**6, None, None)
+    assert rank is None and "not reached" in why

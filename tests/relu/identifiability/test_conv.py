@@ -96,3 +96,36 @@ def test_the_local_verdict_is_refused_for_a_convolutional_network():
         relu.identifiability(_cnn(0), local=True)
     with pytest.raises(InputError, match="kernels"):
         relu.identifiability(_cnn(0), data=np.zeros((3, 36)))
+
+
+def test_a_layer_whose_only_channel_is_dead_is_not_identifiable():
+    """reduce keeps a layer's last channel even when it is dead; its free outgoing
+    weights still prove the network not identifiable."""
+    net = ReLUConvNet(
+        input_shape=(1, 4),
+        layers=[
+            nl.Conv(np.zeros((1, 1, 2)), np.array([-0.25])),
+            nl.ReLU(),
+            nl.Conv(np.ones((2, 1, 2)), np.array([0.5, 1.0])),
+            nl.ReLU(),
+            nl.Flatten(),
+            nl.Dense(np.ones((1, 4)), np.zeros(1)),
+        ],
+    )
+    r = relu.identifiability(net)
+    assert r.identifiable is False and r.certified
+    assert "kept" in r.witnesses[0]
+    moved = net.with_layers(
+        [net.layers[0], net.layers[1], nl.Conv(2 * np.ones((2, 1, 2)), np.array([0.5, 1.0]))]
+        + list(net.layers[3:])
+    )
+    X = np.random.default_rng(0).standard_normal((10, 4))
+    assert np.array_equal(net.exact_forward(X), moved.exact_forward(X))
+
+
+@pytest.mark.parametrize(
+    "bad", [dict(exact_genericity=True), dict(time_limit=-5), dict(max_regions="x")]
+)
+def test_bad_options_are_refused_for_a_convolutional_network(bad):
+    with pytest.raises(InputError):
+        relu.identifiability(_cnn(0), **bad)

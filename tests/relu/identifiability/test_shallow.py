@@ -87,7 +87,7 @@ def test_opposite_rows_are_outside_the_theorem():
     p = [(np.array([[1.0], [-2.0]]), np.array([-1.0, 2.0])), (np.array([[1.0, 3.0]]), np.zeros(1))]
     r = relu.identifiability(p, tol=0)
     assert r.identifiable is None
-    assert "negative multiples" in r.undecided_reason
+    assert "multiples of each other" in r.undecided_reason
 
 
 def test_a_near_cancellation_at_tol_is_not_identifiable_by_the_theorem():
@@ -163,3 +163,43 @@ def test_the_same_search_finds_the_flipped_parameter_of_a_cancelling_set():
     assert relu.identifiability(p, tol=0).identifiable is False
     found = _fitted(relu.ReLUNet([1, 2, 1]), p, np.random.default_rng(0), starts=12)
     assert any(orbit_gap(p, q) > 1e-5 for q in found)
+
+
+def test_rows_parallel_within_tol_are_not_identifiable_by_the_theorem():
+    p = relu.ReLUNet([2, 3, 1]).random_params(0)
+    (W, b), _ = p
+    W[1], b[1] = 3 * W[0] * (1 + 1e-12), 3 * b[0] * (1 + 1e-12)
+    r = relu.identifiability(p)
+    assert r.identifiable is not True
+    assert r.identifiable is False or "within tol" in r.undecided_reason
+
+
+def test_a_flip_whose_image_is_near_the_orbit_still_decides():
+    """Neurons 0 and 1 are parallel hyperplanes 2^-30 apart with cancelling terms: the
+    flip swaps them up to 2^-30, below the measured orbit gap's threshold, and is still
+    a second parameter (no two rows are multiples, so it is off the orbit)."""
+    p = [
+        (np.array([[1.0, 0.0], [-1.0, 0.0]]), np.array([0.0, 2.0**-30])),
+        (np.array([[1.0, 1.0]]), np.zeros(1)),
+    ]
+    r = relu.identifiability(p, tol=0)
+    assert r.identifiable is False and r.certified
+    assert r.witnesses == (NeuronFlip(1, (0, 1)),) and r.orbit_gaps[0] < 1e-6
+    assert _same(p, r.witnesses[0].apply(p, tol=0))
+
+
+def test_near_cancellation_is_the_smallest_relative_sum_over_every_set():
+    from neuromanifold.relu._identifiability.shallow import near_cancellation
+
+    rng = np.random.default_rng(0)
+    C, W = rng.standard_normal((2, 5)), rng.standard_normal((5, 3))
+    U = [np.outer(C[:, i], W[i]) for i in range(5)]
+    want = min(
+        np.max(np.abs(sum(U[i] for i in S))) / max(np.max(np.abs(U[i])) for i in S)
+        for k in range(1, 6)
+        for S in combinations(range(5), k)
+    )
+    assert near_cancellation(C, W) == pytest.approx(want, rel=1e-12)
+    C2 = np.ones((1, 3))
+    W2 = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0 + 1e-12]])
+    assert near_cancellation(C2, W2) < 1e-11  # the three nearly cancel

@@ -91,3 +91,25 @@ def test_a_three_layer_network_outside_the_characterization_gets_the_flip_witnes
     assert r.identifiable is False and r.certified and r.undecided_reason is None
     assert NeuronFlip(2, (0, 3)) in r.witnesses
     assert relu.equivalent(p, NeuronFlip(2, (0, 3)).apply(p), tol=0, method="regions").equivalent
+
+
+def test_a_flip_overrides_a_three_layer_true_whose_checked_conditions_miss_it():
+    """The three second-layer neurons' rows sum to zero with equal outgoing weights: the
+    genericity conditions as checked held and the three-layer route said identifiable;
+    the exact flip (and the exact engine) say otherwise."""
+    p = [
+        (np.array([[-2, 0.25], [-1, 0.0]]), np.array([0, -2.0])),
+        (np.array([[-0.25, -0.25], [1, -1.25], [-0.75, 1.5]]), np.array([0.75, -1, -0.25])),
+        (np.full((1, 3), -0.75), np.zeros(1)),
+    ]
+    r = relu.identifiability(p, tol=0)
+    assert r.identifiable is False and r.certified
+    assert NeuronFlip(2, (0, 1, 2)) in r.witnesses
+    assert "genericity checks do not exclude" in r.reasons[-1]
+    q = NeuronFlip(2, (0, 1, 2)).apply(p, tol=0)
+    assert relu.equivalent(p, q, tol=0, method="regions").equivalent
+
+
+def test_the_search_refuses_a_layer_that_is_not_hidden():
+    with pytest.raises(ValueError, match="hidden layer"):
+        zero_sum_flips(_planted(), 0)

@@ -913,7 +913,13 @@ def rank_lower_bound(
         # in half the time of exact passes throughout (54 s at 784-128-64-32-10)
         run = _Run(net, dom, DEFAULT_TOL, max_regions, time_limit, False, floats)
         run.goal = min(goal, run.bound)
-        res = run._layered("milp")
+        try:
+            res = run._layered("milp")
+        except ComputationLimitError as exc:
+            # stopped before its exact check ended: the ranks so far are float ranks,
+            # which may exceed the exact one, so none of them is passed on as proven
+            exc.partial = None
+            raise
         if res is not None and (res.rank >= run.goal or run.P > _DENSE_LIMIT):
             return res.rank, res.smooth
         if res is None and run.P > _DENSE_LIMIT:
@@ -1211,7 +1217,7 @@ class _Run:
             # time at 784-128-64-32-10); the float pass's own only where those fall short
             for s in sorted({min(slack, 16), slack}) if pats else ():
                 check = layered_rank(Wf, bf, pats, exact=True, slack=s, check=self._check_time)
-                if check.rank >= found.rank:
+                if check is None or check.rank >= found.rank:
                     break
             self.checked = check is not None and check.rank >= self.bound
             if check is None or check.rank < found.rank:

@@ -11,7 +11,9 @@ function. A channel dead on every input (zero kernel, bias ``<= 0``) has free ou
 weights; a channel that nothing reads (zero outgoing weights) has a free kernel; two
 channels whose kernels and biases are positive multiples of each other share their
 outgoing weights (any split between them keeps the function). Each witness is the move in
-words, with the layer and channels.
+words, with the layer and channels, as ``reduce`` found it, segment after segment (a
+later segment's kernels are compared after the earlier moves, which keep the function),
+and a layer's last channel when it too is dead or unread (``reduce`` keeps it).
 
 **Otherwise undecided**: the neuron theory of fully connected networks does not carry
 over to shared weights (the dense view's hidden symmetries are not the kernels'), and no
@@ -80,13 +82,14 @@ def channel_identifiability(net: ReLUConvNet, tol: float) -> ChannelIdentifiabil
         method="channel moves of reduce on R^d (dead, unread and duplicate channels)",
         left=tuple(done.left),
     )
-    if done.moves:
+    moves = tuple(done.moves) + tuple(done.kept)
+    if moves:
         return ChannelIdentifiability(
             identifiable=False,
-            witnesses=tuple(done.moves),
+            witnesses=moves,
             reasons=tuple(
                 f"{move}: a family of parameters off the channel orbit keeps the function"
-                for move in done.moves
+                for move in moves
             ),
             certified=True,
             **common,

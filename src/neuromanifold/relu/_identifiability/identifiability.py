@@ -75,6 +75,15 @@ __all__ = ["DeepIdentifiability", "identifiability", "OFF_ORBIT"]
 #: rounding of a permuted, rescaled copy gives about 1e-15)
 OFF_ORBIT = 1e-6
 
+#: The reason added when a flip applies although the three-layer characterization's
+#: conditions, as checked, held.
+CHECKED_CONDITIONS_MISSED = (
+    "the three-layer characterization's conditions held as checked here, yet this flip "
+    "keeps the function exactly: the genericity checks do not exclude second-layer neurons "
+    "whose linear terms cancel (the masked product of those rows is then not of maximal "
+    "rank), so the exact witness decides"
+)
+
 
 @dataclasses.dataclass(frozen=True, repr=False, kw_only=True)
 class DeepIdentifiability(Identifiability):
@@ -194,6 +203,12 @@ def identifiability(
                 "parameters are its kernels: ask identifiability(network) for its verdict "
                 "modulo channel permutation and scaling"
             )
+        if check_bool(exact_genericity, "exact_genericity"):
+            raise InputError(
+                "exact_genericity=True is the genericity test of three-layer fully "
+                "connected networks; got a convolutional network"
+            )
+        check_budget(max_regions, time_limit)
         return channel_identifiability(conv, check_tol(tol))
     raw = params
     params = check_params(params)
@@ -252,17 +267,20 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
             max_regions=max_regions,
             time_limit=time_limit,
         )
-        if res.identifiable is not None:
+        if res.identifiable is False:
             return res
-        # outside the characterization: cancelling neurons still prove 'not identifiable'
+        # cancelling neurons prove 'not identifiable' outside the characterization, and
+        # where its conditions as checked here hold too (the genericity checks do not
+        # exclude second-layer neurons whose linear terms cancel)
         flips = _flip_witnesses(params)
         if not flips:
             return res
+        extra = () if res.identifiable is None else (CHECKED_CONDITIONS_MISSED,)
         return dataclasses.replace(
             res,
             identifiable=False,
             witnesses=res.witnesses + tuple(move for _, move, _ in flips),
-            reasons=res.reasons + tuple(reason for reason, _, _ in flips),
+            reasons=res.reasons + tuple(reason for reason, _, _ in flips) + extra,
             certified=True,
             undecided_reason=None,
         )
@@ -348,6 +366,21 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
     no_witness = dict(witnesses=(), orbit_gaps=(), function_bounds=())
     if len(params) == 2:
         check = shallow_check(params, tol)
+        if check.identifiable is False:  # a flip whose image is near the orbit, still off it
+            moves = tuple(NeuronFlip(1, S) for S in check.flip_sets)
+            return DeepIdentifiability(
+                identifiable=False,
+                witnesses=moves,
+                orbit_gaps=tuple(orbit_gap(params, m.apply(params, tol=0)) for m in moves),
+                function_bounds=(0.0,) * len(moves),
+                certified=True,
+                reasons=(
+                    f"{check.reason}: flipping them keeps the function, and no two rows "
+                    f"being multiples of each other, the flipped rows are off the orbit "
+                    f"(however near it the measured gap)",
+                ),
+                **common,
+            )
         if check.identifiable:
             return DeepIdentifiability(
                 identifiable=True,

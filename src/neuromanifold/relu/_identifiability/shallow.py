@@ -27,8 +27,10 @@ rows are negative multiples of each other). QED.
 
 The hypotheses are checked in exact arithmetic on the float parameter: nonzero rows and
 columns and positively parallel rows by the symmetry search (which comes first and
-decides ``False`` with a dead, always-active, silent or parallel neuron), negatively
-parallel rows here (a pair of them is outside the theorem: undecided), and the cancelling
+decides ``False`` with a dead, always-active, silent or parallel neuron), rows that are
+exact multiples of each other here, of either sign (a pair of them is outside the theorem:
+undecided; at ``tol > 0`` so is a pair parallel within ``tol`` that the search could not
+turn into a move), and the cancelling
 sets by :func:`~neuromanifold.relu._symmetries.flips.zero_sum_flips` (exact: an exact
 rank modulo a prime, or the exact kernel enumerated). At ``tol > 0`` a ``True`` also
 needs that no set of them cancels to within ``tol`` of its largest term
@@ -42,10 +44,12 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..._tolerance import svd
 from .._core.rows import close_pairs
+from .._symmetries.any_depth import parallel_pairs
 from .._symmetries.flips import MAX_FREE, zero_sum_flips
 
-__all__ = ["ShallowCheck", "shallow_check", "opposite_pairs", "near_cancellation"]
+__all__ = ["ShallowCheck", "shallow_check", "multiple_pairs", "near_cancellation"]
 
 #: The theorem's name in results.
 THEOREM = (
@@ -61,18 +65,15 @@ def _proportional(a: np.ndarray, c: np.ndarray) -> bool:
     return all(Fraction(float(y)) == lam * Fraction(float(x)) for x, y in zip(a, c))
 
 
-def opposite_pairs(R: np.ndarray) -> list[tuple[int, int]]:
-    """Pairs ``(i, j)``, ``i < j``, of rows of ``R`` that are exactly negative multiples of
-    each other (candidates from :func:`close_pairs` of ``[R; -R]``, checked in
-    rationals)."""
+def multiple_pairs(R: np.ndarray) -> list[tuple[int, int]]:
+    """Pairs ``(i, j)``, ``i < j``, of nonzero rows of ``R`` that are exactly multiples of
+    each other, positive or negative (candidates from :func:`close_pairs` of ``[R; -R]``,
+    checked in rationals)."""
     n = R.shape[0]
     out = set()
     for p, q in close_pairs(np.vstack([R, -R]), 0.0):
-        i, j = p % n, q % n
-        if (p < n) == (q < n) or i == j:
-            continue
-        i, j = min(i, j), max(i, j)
-        if (i, j) not in out and _proportional(R[i], R[j]) and float(R[i] @ R[j]) < 0:
+        i, j = min(p % n, q % n), max(p % n, q % n)
+        if i != j and (i, j) not in out and _proportional(R[i], R[j]):
             out.add((i, j))
     return sorted(out)
 
@@ -98,15 +99,21 @@ def near_cancellation(C: np.ndarray, W: np.ndarray) -> float:
     n, rows = W.shape[0], C.shape[0] * W.shape[1]
     if n <= MAX_FREE:
         U = np.stack([np.outer(C[:, i], W[i]).ravel() for i in range(n)])
-        S = (np.arange(1, 2**n)[:, None] >> np.arange(n)[None, :]) & 1
-        sums = np.max(np.abs(S @ U), axis=1)
-        peaks = np.max(S * np.max(np.abs(U), axis=1)[None, :], axis=1)
-        return float(np.min(sums / peaks))
+        peak = np.max(np.abs(U), axis=1)
+        best = np.inf
+        # the sets in chunks of about 4 million sums (a dense 2^n x rows array would
+        # take gigabytes at 784 inputs)
+        step = max(1, 4_000_000 // max(rows, 1))
+        for first in range(1, 2**n, step):
+            S = (np.arange(first, min(first + step, 2**n))[:, None] >> np.arange(n)) & 1
+            sums = np.max(np.abs(S @ U), axis=1)
+            best = min(best, float(np.min(sums / np.max(S * peak, axis=1))))
+        return best
     if n > rows:
         return 0.0
     if rows * n <= 20_000_000:
         U = np.stack([np.outer(C[:, i], W[i]).ravel() for i in range(n)], axis=1)
-        smallest = float(np.linalg.svd(U / np.linalg.norm(U, axis=0), compute_uv=False)[-1])
+        smallest = float(svd(U / np.linalg.norm(U, axis=0), compute_uv=False)[-1])
     else:  # the Gram matrix of the terms, without forming them
         G = (C.T @ C) * (W @ W.T)
         g = np.sqrt(np.diag(G))
@@ -126,15 +133,26 @@ def shallow_check(params: list, tol: float) -> ShallowCheck:
             "a neuron has zero incoming weights or zero outgoing weights: outside the "
             "theorem's hypotheses (its own move was not found at this tol)",
         )
-    pairs = opposite_pairs(R)
+    pairs = multiple_pairs(R)
     if pairs:
         i, j = pairs[0]
         return ShallowCheck(
             None,
             (),
-            f"neurons {i} and {j} have rows that are negative multiples of each other (one "
-            f"hyperplane, opposite sides): outside the theorem's hypotheses, and no move "
-            f"of theirs is checked",
+            f"neurons {i} and {j} have rows that are multiples of each other (one "
+            f"hyperplane): outside the theorem's hypotheses, and no move of theirs applies "
+            f"exactly",
+        )
+    near = parallel_pairs(params, 1, tol) if tol > 0 else []
+    if near:
+        i, j = near[0]
+        return ShallowCheck(
+            None,
+            (),
+            f"the rows of neurons {i} and {j} are positive multiples of each other within "
+            f"tol = {tol:g} (not exactly, and setting the difference to zero does not give "
+            f"a move within tol): the theorem needs distinct hyperplanes; tol = 0 decides on "
+            f"the exact floats",
         )
     search = zero_sum_flips(params, 1)
     if search.sets:

@@ -50,14 +50,16 @@ _TINY = 2.0**-1074
 
 @dataclasses.dataclass(frozen=True)
 class ChannelReduction:
-    """What :func:`reduce_channels` did: the reduced network, the moves, what it left, and
-    the bound on what the merges' float rounding moves (:func:`rounding_bound`)."""
+    """What :func:`reduce_channels` did: the reduced network, the moves, what it left, the
+    bound on what the merges' float rounding moves (:func:`rounding_bound`), and the
+    channels it would have removed but kept because a layer needs one (``kept``)."""
 
     network: ReLUConvNet
     moves: tuple
     left: tuple
     bound: float
     exact: bool
+    kept: tuple = ()
 
 
 def _segments(net: ReLUConvNet) -> list[tuple[int, int]]:
@@ -228,6 +230,7 @@ def reduce_channels(net: ReLUConvNet, dom: Domain) -> ChannelReduction:
     upper = channel_bounds(net, dom)
     moves: list[str] = []
     left: list[str] = []
+    kept: list[str] = []
     bound, exact = 0.0, True
     for i, j in _segments(net):
         P = net.layers[i]
@@ -236,6 +239,8 @@ def reduce_channels(net: ReLUConvNet, dom: Domain) -> ChannelReduction:
         zero = [c for c in _zero_output(net, i, j) if c not in dead]
         if len(dead) + len(zero) >= P.out_channels:  # keep one: a layer needs a channel
             keep_one = max(dead + zero)
+            kind = "dead" if keep_one in dead else "zero-output"
+            kept.append(f"{what}: channel {keep_one} is {kind} too, kept (a layer needs one)")
             dead = [c for c in dead if c != keep_one]
             zero = [c for c in zero if c != keep_one]
         merges = _duplicates(net, i, j, set(dead) | set(zero))
@@ -261,5 +266,10 @@ def reduce_channels(net: ReLUConvNet, dom: Domain) -> ChannelReduction:
             "channel of a sum leaves every tensor the sum ties, not done here)"
         )
     return ChannelReduction(
-        network=net, moves=tuple(moves), left=tuple(left), bound=bound, exact=exact
+        network=net,
+        moves=tuple(moves),
+        left=tuple(left),
+        bound=bound,
+        exact=exact,
+        kept=tuple(kept),
     )

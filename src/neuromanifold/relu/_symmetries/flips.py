@@ -173,6 +173,8 @@ def zero_sum_flips(params: Params, layer: int, *, limit: int = 4, seed: int = 0)
     zero outgoing column) are left out (their own moves say more)."""
     # Whole: the rank certificate, the exact kernel and its enumeration share the live
     # neurons and the kernel's pivots; each step ends the search or feeds the next
+    if not 1 <= layer <= len(params) - 1:
+        raise ValueError(f"layer must be a hidden layer 1..{len(params) - 1}; got {layer}")
     W, _ = params[layer - 1]
     C = params[layer][0]
     live = np.flatnonzero(np.any(W != 0, axis=1) & np.any(C != 0, axis=0))
