@@ -260,30 +260,7 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
     """The route by depth: the three-layer characterization, else the any-depth search."""
     # Whole: the dispatch by depth, then the any-depth search and its verdict, each feeding the next
     if len(params) == 3:
-        res = three_layer_identifiability(
-            params,
-            tol=tol,
-            exact_genericity=exact_genericity,
-            max_regions=max_regions,
-            time_limit=time_limit,
-        )
-        if res.identifiable is False:
-            return res
-        # cancelling neurons prove 'not identifiable' outside the characterization, and
-        # where its conditions as checked here hold too (the genericity checks do not
-        # exclude second-layer neurons whose linear terms cancel)
-        flips = _flip_witnesses(params)
-        if not flips:
-            return res
-        extra = () if res.identifiable is None else (CHECKED_CONDITIONS_MISSED,)
-        return dataclasses.replace(
-            res,
-            identifiable=False,
-            witnesses=res.witnesses + tuple(move for _, move, _ in flips),
-            reasons=res.reasons + tuple(reason for reason, _, _ in flips) + extra,
-            certified=True,
-            undecided_reason=None,
-        )
+        return _three_layer_route(params, tol, exact_genericity, max_regions, time_limit)
     tol = check_tol(tol)
     if check_bool(exact_genericity, "exact_genericity"):
         raise InputError(
@@ -365,38 +342,7 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
         )
     no_witness = dict(witnesses=(), orbit_gaps=(), function_bounds=())
     if len(params) == 2:
-        check = shallow_check(params, tol)
-        if check.identifiable is False:  # a flip whose image is near the orbit, still off it
-            moves = tuple(NeuronFlip(1, S) for S in check.flip_sets)
-            return DeepIdentifiability(
-                identifiable=False,
-                witnesses=moves,
-                orbit_gaps=tuple(orbit_gap(params, m.apply(params, tol=0)) for m in moves),
-                function_bounds=(0.0,) * len(moves),
-                certified=True,
-                reasons=(
-                    f"{check.reason}: flipping them keeps the function, and no two rows "
-                    f"being multiples of each other, the flipped rows are off the orbit "
-                    f"(however near it the measured gap)",
-                ),
-                **common,
-            )
-        if check.identifiable:
-            return DeepIdentifiability(
-                identifiable=True,
-                certified=True,
-                reasons=(check.reason,),
-                **no_witness,
-                **{**common, "method": SHALLOW_THEOREM},
-            )
-        return DeepIdentifiability(
-            identifiable=None,
-            certified=False,
-            reasons=("no dead, always-active, silent or parallel neuron",),
-            undecided_reason=check.reason,
-            **no_witness,
-            **common,
-        )
+        return _shallow_result(params, tol, common)
     why = (
         "no symmetry beyond permutation and scaling was found (dead, always-active, "
         "silent and parallel neurons of every layer; flips of neurons whose linear terms "
@@ -416,6 +362,73 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
             "no sign-pattern symmetry of a three-layer window",
         ),
         undecided_reason=why,
+        **no_witness,
+        **common,
+    )
+
+
+def _three_layer_route(params, tol, exact_genericity, max_regions, time_limit):
+    """The three-layer characterization, overruled by an exact flip of cancelling neurons
+    where one applies."""
+    res = three_layer_identifiability(
+        params,
+        tol=tol,
+        exact_genericity=exact_genericity,
+        max_regions=max_regions,
+        time_limit=time_limit,
+    )
+    if res.identifiable is False:
+        return res
+    # cancelling neurons prove 'not identifiable' outside the characterization, and
+    # where its conditions as checked here hold too (the genericity checks do not
+    # exclude second-layer neurons whose linear terms cancel)
+    flips = _flip_witnesses(params)
+    if not flips:
+        return res
+    extra = () if res.identifiable is None else (CHECKED_CONDITIONS_MISSED,)
+    return dataclasses.replace(
+        res,
+        identifiable=False,
+        witnesses=res.witnesses + tuple(move for _, move, _ in flips),
+        reasons=res.reasons + tuple(reason for reason, _, _ in flips) + extra,
+        certified=True,
+        undecided_reason=None,
+    )
+
+
+def _shallow_result(params, tol: float, common: dict) -> DeepIdentifiability:
+    """The verdict of the one-hidden-layer theorem (:mod:`.shallow`) where the symmetry
+    search found no witness."""
+    no_witness = dict(witnesses=(), orbit_gaps=(), function_bounds=())
+    check = shallow_check(params, tol)
+    if check.identifiable is False:  # a flip whose image is near the orbit, still off it
+        moves = tuple(NeuronFlip(1, S) for S in check.flip_sets)
+        return DeepIdentifiability(
+            identifiable=False,
+            witnesses=moves,
+            orbit_gaps=tuple(orbit_gap(params, m.apply(params, tol=0)) for m in moves),
+            function_bounds=(0.0,) * len(moves),
+            certified=True,
+            reasons=(
+                f"{check.reason}: flipping them keeps the function, and no two rows "
+                f"being multiples of each other, the flipped rows are off the orbit "
+                f"(however near it the measured gap)",
+            ),
+            **common,
+        )
+    if check.identifiable:
+        return DeepIdentifiability(
+            identifiable=True,
+            certified=True,
+            reasons=(check.reason,),
+            **no_witness,
+            **{**common, "method": SHALLOW_THEOREM},
+        )
+    return DeepIdentifiability(
+        identifiable=None,
+        certified=False,
+        reasons=("no dead, always-active, silent or parallel neuron",),
+        undecided_reason=check.reason,
         **no_witness,
         **common,
     )
