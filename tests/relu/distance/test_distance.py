@@ -190,6 +190,10 @@ def test_top1_undecided_when_the_proof_does_not_run():
     q = [(W * 1.0, b * 1.0) for W, b in p]
     q[1] = (q[1][0] * (1 + 1e-12), q[1][1])
     r = distance(p, q, (-1.0, 1.0), top1=True, method="milp", time_limit=1).top1
+    # the bound engine proves it (the two differ by about 1e-12, within tol) ...
+    assert r.same is True and r.certified and r.method == "branch_and_bound"
+    # ... but not at tol = 0, where nothing but the joint regions proves 'same'
+    r = distance(p, q, (-1.0, 1.0), top1=True, tol=0, method="milp", time_limit=1).top1
     assert r.same is None and not r.certified and "not enumerated" in r.note
     with pytest.raises(InputError, match="box"):
         distance(p, q, None, top1=True)

@@ -35,8 +35,11 @@ verifiers check. A *counterexample* is an input where a class one network ranks 
 included) falls more than ``tol * scale`` (absolute, in output units) below the other
 network's largest output, checked in exact arithmetic; with ``tol=0``, a point where the
 sets of top classes differ. "Same" is proved by the joint regions (per region, network and
-class an LP with an exact duality bound, the exact simplex where that is too weak); where
-the engine does not run or the budget ends first, sampling looks for a counterexample and
+class an LP with an exact duality bound, the exact simplex where that is too weak) or,
+where they do not run and the networks are their float entries, by the bound engine over
+boxes (:mod:`~neuromanifold.relu._distance.top1`: class margins of each network and of
+their difference bounded on each box, boxes split where that does not settle them; needs
+``tol > 0``); sampling and the middles of unsettled boxes look for a counterexample, and
 the answer is otherwise undecided (``same=None``).
 
 A box is mapped onto ``[-1, 1]^d`` by composing the first layer with the affine map, in
@@ -81,6 +84,7 @@ from .._equivalence.equivalence import (
     relative_difference,
     sample_points,
 )
+from .top1 import top1_by_bounds
 
 __all__ = ["Distance", "Top1", "distance"]
 
@@ -172,8 +176,9 @@ class Top1(Result):
         margin: at the witness, how far (output units) the class one network ranks first
             falls below the other network's largest output; ``None`` without a witness.
         certified: the verdict is proved (``False`` only when ``same`` is ``None``).
-        method: ``"regions"`` (the joint regions decided) or ``"search"`` (sampling found
-            the witness, or nothing decided).
+        method: ``"regions"`` (the joint regions decided), ``"branch_and_bound"`` (the
+            bound engine's search over boxes decided: :mod:`.top1`) or ``"search"``
+            (sampling found the witness, or nothing decided).
         tol: the relative tolerance; the margin counts above ``tol * scale``.
         note: how the verdict was reached, in words.
     """
@@ -482,7 +487,17 @@ def distance(
         converged = upper - lower <= gap
     upper = max(upper, lower)
     agreement = (
-        _top1(pair0, pair, work_dom, to_x, budget, rng, engine=chosen == "regions", extra=point)
+        _top1(
+            pair0,
+            pair,
+            work_dom,
+            to_x,
+            budget,
+            rng,
+            engine=chosen == "regions",
+            extra=point,
+            bounds=None if not (floats and dom.kind == "box") else (fp, fq, engine, dom),
+        )
         if top1
         else None
     )
@@ -521,9 +536,12 @@ def _top1(
     *,
     engine: bool,
     extra: np.ndarray | None,
+    bounds: tuple | None = None,
 ) -> Top1:
     """The :class:`Top1` verdict: sampled points of the unit box (and ``extra``, an input
-    of the user's box) checked exactly, then, when ``engine``, the joint regions."""
+    of the user's box) checked exactly, then, when ``engine``, the joint regions, else,
+    given ``bounds`` (``(fp, fq, difference chain or None, the user's box)``), the bound
+    engine's search over boxes (:mod:`.top1`)."""
     # Whole: verdicts in order (sampling, regions, exact simplex) sharing the witness found
     thr_abs = pair0.thr_q * pow2(pair0.E)  # tol * scale, absolute, as a rational
     tol = pair0.tol
@@ -585,6 +603,9 @@ def _top1(
             f"of the box, checked in exact arithmetic",
         )
     searched = f"no counterexample among {len(Z):,} sampled points"
+    if not engine and bounds is not None and thr_abs > 0:
+        same, method, note = _top1_by_bounds(bounds, to_float(thr_abs), budget, counterexample)
+        return result(same, method, f"{searched}; {note}", certified=same is not None)
     if not engine:
         return result(
             None,
@@ -633,6 +654,46 @@ def _top1(
         "the exact simplex found a rational counterexample "
         "on a joint region; the float input given rounds it "
         "(it may sit on a tie)",
+    )
+
+
+def _top1_by_bounds(bounds: tuple, tau: float, budget: Budget, counterexample) -> tuple:
+    """``(same, method, note)`` of the bound engine's search over boxes (:mod:`.top1`) on
+    ``bounds = (fp, fq, difference chain or None, the user's box)`` within the budget;
+    ``tau`` is ``tol * scale`` in output units (rounded to at most it)."""
+    fp, fq, difference, box = bounds
+    remaining = budget.remaining()
+    found = top1_by_bounds(
+        fp,
+        fq,
+        difference,
+        box.lower,
+        box.upper,
+        tau * (1 - 1e-12),
+        deadline=None if remaining is None else time.monotonic() + remaining,
+        counterexample=counterexample,
+    )
+    if found.same is True:
+        return (
+            True,
+            "branch_and_bound",
+            f"linear bound propagation proved {found.proved:,} boxes covering the box: on "
+            f"each, every class either network may rank first stays within tol of the "
+            f"other's largest output",
+        )
+    if found.same is False:
+        return (
+            False,
+            "branch_and_bound",
+            f"a counterexample at the middle of a box the bounds did not settle "
+            f"({found.proved:,} proved before), checked in exact arithmetic",
+        )
+    return (
+        None,
+        "search",
+        f"the bound engine proved {found.proved:,} boxes and left {found.open:,} open when "
+        f"the budget ended (near a decision boundary a box must be small enough for the "
+        f"margins to come within tol)",
     )
 
 
