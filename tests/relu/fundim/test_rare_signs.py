@@ -133,3 +133,23 @@ def test_a_neuron_active_often_but_in_too_narrow_regions_is_targeted():
     Y = np.array([x for x, _ in more])
     Z = _pre_activations(Ws, bs, Y)
     assert np.any((Z[1][:, 0] > 0) & (Z[0][:, 1] > 0))  # active together with neuron 1
+
+
+def test_pairs_never_active_together_are_named():
+    """Second-layer neuron 0 reads relu(x) - 1 and relu(-x) with weight -1: it is active
+    only for x > 1, where first-layer neuron 1 is not, so the weight between them is in
+    no region's rows (and lowering it keeps the function)."""
+    from neuromanifold.relu._fundim.fundim import _never_together
+
+    P = [
+        (np.array([[1.0], [-1.0]]), np.zeros(2)),
+        (np.array([[1.0, -1.0], [1.0, 1.0]]), np.array([-1.0, 0.0])),
+        (np.ones((1, 2)), np.zeros(1)),
+    ]
+    Ws, bs = [W for W, _ in P], [b for _, b in P]
+    X = np.linspace(-3, 3, 61)[:, None] + 1e-3
+    pats = [[z[i] > 0 for z in _pre_activations(Ws, bs, X)] for i in range(len(X))]
+    text = _never_together(list(zip(X, pats)), None)
+    assert "layer 2 neuron 0 never with layer 1 neuron 1" in text
+    assert text.startswith("1 pair(s)")
+    assert _never_together(list(zip(X, pats)), {0}) == ""  # layer 2 not short: not named

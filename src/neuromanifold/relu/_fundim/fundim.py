@@ -552,6 +552,33 @@ def _never_active(points: list) -> str:
     )
 
 
+def _never_together(points: list, short: set | None) -> str:
+    """Pairs (a neuron of a layer after the first whose weights the rank misses, an
+    input neuron active at some of ``points`` but never where the first is active), in
+    words, or empty: the weight between them is seen by no sampled region; if the two are
+    never active together on the domain, lowering it keeps the function (a move the
+    fiber search does not prove)."""
+    pats = [np.array([p[l] for _, p in points]) for l in range(len(points[0][1]))]
+    pairs = []
+    for l in range(1, len(pats)):
+        if short is not None and l not in short:
+            continue
+        for j in np.nonzero(np.any(pats[l], axis=0))[0]:
+            seen = np.any(pats[l - 1][pats[l][:, j]], axis=0)
+            pairs += [(l + 1, int(j), l, int(i)) for i in np.nonzero(~seen & pats[l - 1].any(0))[0]]
+    if not pairs:
+        return ""
+    named = "; ".join(
+        f"layer {a} neuron {j} never with layer {b} neuron {i}" for a, j, b, i in pairs[:4]
+    )
+    return (
+        f"{len(pairs)} pair(s) of neurons never active together at the sampled points ({named}"
+        + ("; ..." if len(pairs) > 4 else "")
+        + "): the weight between each pair is in no sampled region's rows; if they are "
+        "never active together on the domain, lowering that weight keeps the function"
+    )
+
+
 def _pre_activations(Ws, bs, X: np.ndarray) -> list[np.ndarray]:
     """Every hidden layer's pre-activations at the rows of ``X``."""
     out, a = [], X
@@ -1252,6 +1279,9 @@ class _Run:
                             f"(done up to P = {_DENSE_LIMIT:,})"
                         ),
                         _never_active(points),
+                        _never_together(
+                            points, _short_layers(found.levels, tuple(self.net.widths))
+                        ),
                     ],
                 )
             )
