@@ -544,5 +544,5 @@ def test_a_budget_that_stops_the_float_search_passes_on_no_rank_as_proven():
     real = _fundim.layered_rank
     p = ReLUNet([3, 4, 3, 2]).random_params(0)
     with mock.patch.object(_fundim, "layered_rank", stops):
-        rank, why = _fundim.proven_jacobian_rank(p, 10**6, None, None)
+        rank, why, _ = _fundim.proven_jacobian_rank(p, 10**6, None, None)
     assert rank is None and "not reached" in why

@@ -69,3 +69,17 @@ def test_a_zero_row_leaves_the_local_verdict_open():
 def test_local_must_be_a_bool():
     with pytest.raises(InputError, match="local"):
         identifiability(ReLUNet([2, 2, 1]).random_params(0), local="yes")
+
+
+def test_the_undecided_local_verdict_names_the_pairs_never_active_together():
+    """Where the proven rank stays below P - H, the reason passes on the pairs of neurons
+    the sampled regions never saw active together (the weights no region's rows see)."""
+    from unittest import mock
+
+    from neuromanifold.relu._fundim import fundim as _fundim
+
+    p = ReLUNet([3, 4, 3, 2]).random_params(0)
+    said = "1 pair(s) of neurons never active together at the sampled points (...)"
+    with mock.patch.object(_fundim, "rank_lower_bound", lambda *a, **k: (5, True, said)):
+        r = identifiability(p, local=True)
+    assert r.locally_identifiable is None and said in r.local_reason

@@ -247,9 +247,12 @@ def fiber(
     P = sum(W.size + b.size for W, b in params)
     left = None if time_limit is None else max(time_limit - (time.monotonic() - start), 1e-3)
     if X is None:
-        rank, reason = proven_jacobian_rank(params, P - dimension, max_regions, left, domain=dom)
+        rank, reason, together = proven_jacobian_rank(
+            params, P - dimension, max_regions, left, domain=dom
+        )
     else:
         rank, _, reason = point_jacobian_rank(params, X, P - dimension, deadline)
+        together = ""
     if not complete:
         # past the budget the coordinate moves alone count: independent by construction,
         # still a proven lower bound
@@ -267,7 +270,7 @@ def fiber(
             f"(a symmetry of three consecutive layers, a neuron dead on the image of "
             f"the layers before that no bound proves dead on the domain) or a larger "
             f"proven rank would close the gap, which can also be real (a kernel "
-            f"direction no curve in the fiber follows)"
+            f"direction no curve in the fiber follows)" + (f"; {together}" if together else "")
         )
     widths = (params[0][0].shape[1],) + tuple(W.shape[0] for W, _ in params)
     return DeepFiber(

@@ -917,13 +917,15 @@ def rank_lower_bound(
     domain: Any = None,
     max_regions: int | None = None,
     time_limit: float | None = None,
-) -> tuple[int | None, bool]:
-    """``(r, smooth)``: a proven lower bound ``r`` of the rank of the parameter Jacobian of
-    ``params`` on ``domain`` (default R^d; exact: modulo a prime over regions whose
-    patterns are proven at points of the domain, or
-    over enumerated regions), searched until it reaches ``goal`` or the regions run out
-    (at trained sizes: the layered rank of sampled regions; ``r = None`` when even that is
-    too wide to factorize); ``smooth`` as for :class:`FunctionalDimension`. Past a budget
+) -> tuple[int | None, bool, str]:
+    """``(r, smooth, together)``: a proven lower bound ``r`` of the rank of the parameter
+    Jacobian of ``params`` on ``domain`` (default R^d; exact: modulo a prime over regions
+    whose patterns are proven at points of the domain, or over enumerated regions),
+    searched until it reaches ``goal`` or the regions run out (at trained sizes: the
+    layered rank of sampled regions; ``r = None`` when even that is too wide to
+    factorize); ``smooth`` as for :class:`FunctionalDimension`; ``together``
+    names the pairs of neurons never active together at the sampled regions where the
+    layered rank stays below the goal (:func:`_never_together`, else empty). Past a budget
     a :class:`~neuromanifold.ComputationLimitError` whose ``partial`` holds the rank so
     far, a lower bound too."""
     max_regions, time_limit = check_budget(max_regions, time_limit)
@@ -948,15 +950,15 @@ def rank_lower_bound(
             exc.partial = None
             raise
         if res is not None and (res.rank >= run.goal or run.P > _DENSE_LIMIT):
-            return res.rank, res.smooth
+            return res.rank, res.smooth, run.together
         if res is None and run.P > _DENSE_LIMIT:
-            return None, True
+            return None, True, ""
         if time_limit is not None:
             time_limit = max(time_limit - (time.monotonic() - start), 1e-3)
     run = _Run(net, dom, 0.0, max_regions, time_limit, False, floats)
     run.goal = min(goal, run.bound)
     res = run.run("regions")
-    return res.rank, res.smooth
+    return res.rank, res.smooth, ""
 
 
 def _floats_exact(params: Any) -> bool:
@@ -1010,6 +1012,8 @@ class _Run:
         self.layered: LayeredRank | None = None  # the layered rank of the sampled regions
         self.floor = 0  # the largest rank found, a lower bound whichever route found it
         self.checked = False  # the layered rank modulo the prime reached the bound
+        # below the bound: the pairs of neurons never active together, in words
+        self.together = ""
         self.floats = floats  # every entry passed is a float64 value
         # the floats as given (not balanced): the residues and the pattern proofs read them
         self.Wf, self.bf = [W for W, _ in net.params], [b for _, b in net.params]
@@ -1265,6 +1269,8 @@ class _Run:
         else:
             self.checked = found.rank >= self.bound
         if found.rank < self.bound:
+            short = _short_layers(found.levels, tuple(self.net.widths))
+            self.together = _never_together(points, short)
             note = "; ".join(
                 filter(
                     None,
@@ -1279,9 +1285,7 @@ class _Run:
                             f"(done up to P = {_DENSE_LIMIT:,})"
                         ),
                         _never_active(points),
-                        _never_together(
-                            points, _short_layers(found.levels, tuple(self.net.widths))
-                        ),
+                        self.together,
                     ],
                 )
             )
@@ -1472,32 +1476,42 @@ class _Run:
 def proven_jacobian_rank(
     params: list, goal: int, max_regions, time_limit, domain: Any = None
 ) -> tuple:
-    """``(r, reason)``: a proven lower bound ``r`` of the Jacobian's rank on ``domain``
-    (default R^d; :func:`rank_lower_bound`), run until it reaches ``goal`` (the most it can
-    be) or its budget ends (the rank found by then, still a lower bound); ``r = None`` with
-    the reason when there is none. The fiber's upper bound and the local identifiability
-    verdict both read it."""
+    """``(r, reason, together)``: a proven lower bound ``r`` of the Jacobian's rank on
+    ``domain`` (default R^d; :func:`rank_lower_bound`), run until it reaches ``goal`` (the
+    most it can be) or its budget ends (the rank found by then, still a lower bound);
+    ``r = None`` with the reason when there is none; ``together``: where the rank stays
+    below the goal, the pairs of neurons never active together at the sampled regions, in
+    words (else empty). The fiber's upper bound and the local identifiability verdict both
+    read it."""
     if len(params) == 1:
-        return params[0][0].size + params[0][1].size, None  # f is its parameter
+        return params[0][0].size + params[0][1].size, None, ""  # f is its parameter
     try:
         r = rank_lower_bound(
             params, goal, domain=domain, max_regions=max_regions, time_limit=time_limit
         )
     except ComputationLimitError as exc:
         part = getattr(exc, "partial", None)
-        r = None if part is None else (part.rank, part.smooth)
+        r = None if part is None else (part.rank, part.smooth, "")
         if r is None:
-            return None, f"the Jacobian's rank was not reached within the budget ({exc})"
-    rank, smooth = r
+            return None, f"the Jacobian's rank was not reached within the budget ({exc})", ""
+    rank, smooth, together = r
     if rank is None:
-        return None, (
-            "the Jacobian's rank was not computed: the last level of its layered "
-            "rank is too wide to factorize at this size"
+        return (
+            None,
+            (
+                "the Jacobian's rank was not computed: the last level of its layered "
+                "rank is too wide to factorize at this size"
+            ),
+            "",
         )
     if not smooth:
-        return None, (
-            "a neuron's pre-activation is identically zero on a region, so "
-            "theta -> f_theta(x) is not differentiable there and the Jacobian "
-            "bounds nothing"
+        return (
+            None,
+            (
+                "a neuron's pre-activation is identically zero on a region, so "
+                "theta -> f_theta(x) is not differentiable there and the Jacobian "
+                "bounds nothing"
+            ),
+            "",
         )
-    return rank, None
+    return rank, None, together

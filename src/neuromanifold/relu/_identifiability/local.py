@@ -151,7 +151,9 @@ def local_identifiability(
             )
         if time_limit is not None:
             time_limit = max(time_limit - (time.monotonic() - start), 1e-3)
-    rank, why = proven_jacobian_rank(params, bound, max_regions, time_limit, domain=domain)
+    rank, why, together = proven_jacobian_rank(
+        params, bound, max_regions, time_limit, domain=domain
+    )
     if rank is None:
         return LocalVerdict(
             locally_identifiable=None, jacobian_rank=None, rank_bound=bound, reason=why
@@ -180,7 +182,7 @@ def local_identifiability(
         reason=f"the proven rank {rank} is below P - H = {bound}: the fiber near the "
         f"parameter may be larger than the scaling orbit (a rank lower bound cannot show "
         f"it is; a larger time_limit may prove more), and no continuous symmetry applies "
-        f"exactly",
+        f"exactly" + (f"; {together}" if together else ""),
     )
 
 
