@@ -1,14 +1,16 @@
 """The rows of one layer read as a whole: which neurons are dead or active on every input
 by their sign patterns (:func:`sign_kinds`), and which rows may be positive multiples of
-each other (:func:`close_pairs`). Symmetries, reduction, fibers and canonical forms read
-rows this way.
+each other (:func:`close_pairs`, then :func:`exact_multiple`). Symmetries, reduction,
+fibers and canonical forms read rows this way.
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
-__all__ = ["close_pairs", "sign_kinds"]
+__all__ = ["close_pairs", "exact_multiple", "sign_kinds"]
 
 
 def close_pairs(R: np.ndarray, rel: float) -> list[tuple[int, int]]:
@@ -40,6 +42,19 @@ def close_pairs(R: np.ndarray, rel: float) -> list[tuple[int, int]]:
             j, k = sorted((int(live[order[a]]), int(live[order[c]])))
             out.append((j, k))
     return out
+
+
+def exact_multiple(a: np.ndarray, b: np.ndarray) -> Fraction | None:
+    """``lam != 0`` with ``b == lam a`` exactly (the floats as the rationals they are),
+    for two nonzero rows; else ``None`` (a zero row, or not a multiple)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    nz = np.flatnonzero(a)
+    if nz.size == 0 or not np.array_equal(np.flatnonzero(b), nz):
+        return None
+    lam = Fraction(float(b[nz[0]])) / Fraction(float(a[nz[0]]))
+    if all(Fraction(float(y)) == lam * Fraction(float(x)) for x, y in zip(a[nz], b[nz])):
+        return lam
+    return None
 
 
 def sign_kinds(S: np.ndarray, first: bool) -> tuple[list[int], list[int]]:

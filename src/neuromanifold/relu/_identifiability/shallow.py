@@ -40,12 +40,11 @@ needs that no set of them cancels to within ``tol`` of its largest term
 from __future__ import annotations
 
 import dataclasses
-from fractions import Fraction
 
 import numpy as np
 
 from ..._tolerance import svd
-from .._core.rows import close_pairs
+from .._core.rows import close_pairs, exact_multiple
 from .._symmetries.any_depth import parallel_pairs
 from .._symmetries.flips import MAX_FREE, zero_sum_flips
 
@@ -58,13 +57,6 @@ THEOREM = (
 )
 
 
-def _proportional(a: np.ndarray, c: np.ndarray) -> bool:
-    """Whether ``c`` is a multiple of ``a`` (both nonzero float vectors), exactly."""
-    k = int(np.flatnonzero(a)[0])
-    lam = Fraction(float(c[k])) / Fraction(float(a[k]))
-    return all(Fraction(float(y)) == lam * Fraction(float(x)) for x, y in zip(a, c))
-
-
 def multiple_pairs(R: np.ndarray) -> list[tuple[int, int]]:
     """Pairs ``(i, j)``, ``i < j``, of nonzero rows of ``R`` that are exactly multiples of
     each other, positive or negative (candidates from :func:`close_pairs` of ``[R; -R]``,
@@ -73,7 +65,7 @@ def multiple_pairs(R: np.ndarray) -> list[tuple[int, int]]:
     out = set()
     for p, q in close_pairs(np.vstack([R, -R]), 0.0):
         i, j = min(p % n, q % n), max(p % n, q % n)
-        if i != j and (i, j) not in out and _proportional(R[i], R[j]):
+        if i != j and (i, j) not in out and exact_multiple(R[i], R[j]) is not None:
             out.add((i, j))
     return sorted(out)
 

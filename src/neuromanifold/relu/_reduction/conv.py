@@ -37,6 +37,7 @@ from .._core.conv.elementwise import ReLU
 from .._core.conv.layer import AffineLayer
 from .._core.conv.network import ReLUConvNet
 from .._core.domain import Domain
+from .._core.rows import exact_multiple
 
 __all__ = ["ChannelReduction", "reduce_channels"]
 
@@ -113,16 +114,10 @@ def _zero_output(net: ReLUConvNet, i: int, j: int) -> list[int]:
 
 
 def _multiple(a: np.ndarray, b: np.ndarray) -> Fraction | None:
-    """``lam > 0`` with ``b == lam a`` exactly (as rationals), else ``None``."""
-    nz = np.flatnonzero(a)
-    if nz.size == 0 or not np.array_equal(np.flatnonzero(b), nz):
-        return None
-    lam = Fraction(float(b[nz[0]])) / Fraction(float(a[nz[0]]))
-    if lam <= 0 or not lam < Fraction(2**1023):
-        return None
-    if all(Fraction(float(y)) == lam * Fraction(float(x)) for x, y in zip(a[nz], b[nz])):
-        return lam
-    return None
+    """``lam > 0`` (below the float range's end) with ``b == lam a`` exactly (as
+    rationals), else ``None``."""
+    lam = exact_multiple(a, b)
+    return lam if lam is not None and 0 < lam < Fraction(2**1023) else None
 
 
 def _merged(keep: np.ndarray, gone: np.ndarray, lam: Fraction) -> tuple[np.ndarray, np.ndarray]:

@@ -42,14 +42,13 @@ array([[1., 5.]])
 from __future__ import annotations
 
 import dataclasses
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from ..._errors import InputError, NeuromanifoldError, short_repr
 from ..._validation import as_finite_array, check_nonnegative_int
-from .._core.rows import close_pairs, sign_kinds
+from .._core.rows import close_pairs, exact_multiple, sign_kinds
 from .shape import row_signs
 from .three_layer import Symmetry
 
@@ -255,13 +254,8 @@ def _is_parallel(
         U = _unit_rows(params, layer) if U is None else U
         return bool(np.max(np.abs(U[j] - U[k])) <= tol)
     W, b = params[layer - 1]
-    rj = [Fraction(float(v)) for v in np.append(W[j], b[j])]  # exact: floats are rationals
-    rk = [Fraction(float(v)) for v in np.append(W[k], b[k])]
-    p = next((i for i, v in enumerate(rj) if v != 0), None)
-    if p is None or rk[p] == 0 or (rk[p] > 0) != (rj[p] > 0):
-        return False
-    lam = rk[p] / rj[p]
-    return all(y == lam * x for x, y in zip(rj, rk))
+    lam = exact_multiple(np.append(W[j], b[j]), np.append(W[k], b[k]))
+    return lam is not None and lam > 0
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
