@@ -616,13 +616,16 @@ def _rare_points(
     spans = _input_spans(Ws, bs, Z, rng)
     rare = []
     for l in range(len(Z)):
-        full = _span_rank(spans[l])
+        aimed = short is None or l in short
+        # the first layer's input map is the same on every region: one region spans all
+        # (a rank over 4 n regions there is a (d + 1) x 32 (d + 1) SVD for nothing)
+        full = _span_rank(spans[l][:1] if l == 0 else spans[l]) if aimed else 0
         for j in range(Z[l].shape[1]):
             on = Z[l][:, j] > 0
-            if short is None or l in short:
-                gap = full - _span_rank(spans[l][on])
-                if gap > 0:
-                    rare.append((-gap, l, j, 1))
+            if aimed:
+                spanned = (full if on.any() else 0) if l == 0 else _span_rank(spans[l][on])
+                if full - spanned > 0:
+                    rare.append((spanned - full, l, j, 1))
             if (short is None or l + 1 in short) and not np.any(Z[l][:, j] < 0):
                 rare.append((-1, l, j, -1))
     rare.sort()
