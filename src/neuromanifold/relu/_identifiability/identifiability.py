@@ -75,6 +75,9 @@ __all__ = ["DeepIdentifiability", "identifiability", "OFF_ORBIT"]
 #: rounding of a permuted, rescaled copy gives about 1e-15)
 OFF_ORBIT = 1e-6
 
+#: The fields of a verdict without witnesses.
+_NO_WITNESS = dict(witnesses=(), orbit_gaps=(), function_bounds=())
+
 #: The reason added when a flip applies although the three-layer characterization's
 #: conditions, as checked, held.
 CHECKED_CONDITIONS_MISSED = (
@@ -308,7 +311,8 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
             witnesses.append(move)
             distances.append(dist)
             bounds.append(bound)
-    for reason, move, dist in _flip_witnesses(params):
+    searches = [zero_sum_flips(params, l) for l in hidden]  # the theorem below reads them
+    for reason, move, dist in _flip_witnesses(params, searches):
         reasons.append(reason)
         witnesses.append(move)
         distances.append(dist)
@@ -340,9 +344,8 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
             certified=0.0 in bounds,
             **common,
         )
-    no_witness = dict(witnesses=(), orbit_gaps=(), function_bounds=())
     if len(params) == 2:
-        return _shallow_result(params, tol, common)
+        return _shallow_result(params, tol, common, searches[0], status["parallel"][0])
     why = (
         "no symmetry beyond permutation and scaling was found (dead, always-active, "
         "silent and parallel neurons of every layer; flips of neurons whose linear terms "
@@ -362,7 +365,7 @@ def _route(params, tol, exact_genericity, max_regions, time_limit) -> Identifiab
             "no sign-pattern symmetry of a three-layer window",
         ),
         undecided_reason=why,
-        **no_witness,
+        **_NO_WITNESS,
         **common,
     )
 
@@ -382,7 +385,7 @@ def _three_layer_route(params, tol, exact_genericity, max_regions, time_limit):
     # cancelling neurons prove 'not identifiable' outside the characterization, and
     # where its conditions as checked here hold too (the genericity checks do not
     # exclude second-layer neurons whose linear terms cancel)
-    flips = _flip_witnesses(params)
+    flips = _flip_witnesses(params, [zero_sum_flips(params, l) for l in range(1, len(params))])
     if not flips:
         return res
     extra = () if res.identifiable is None else (CHECKED_CONDITIONS_MISSED,)
@@ -396,11 +399,10 @@ def _three_layer_route(params, tol, exact_genericity, max_regions, time_limit):
     )
 
 
-def _shallow_result(params, tol: float, common: dict) -> DeepIdentifiability:
+def _shallow_result(params, tol: float, common: dict, search, near) -> DeepIdentifiability:
     """The verdict of the one-hidden-layer theorem (:mod:`.shallow`) where the symmetry
-    search found no witness."""
-    no_witness = dict(witnesses=(), orbit_gaps=(), function_bounds=())
-    check = shallow_check(params, tol)
+    search found no witness (``search``: its flip search; ``near``: its parallel pairs)."""
+    check = shallow_check(params, tol, search=search, near=near)
     if check.identifiable is False:  # a flip whose image is near the orbit, still off it
         moves = tuple(NeuronFlip(1, S) for S in check.flip_sets)
         return DeepIdentifiability(
@@ -421,7 +423,7 @@ def _shallow_result(params, tol: float, common: dict) -> DeepIdentifiability:
             identifiable=True,
             certified=True,
             reasons=(check.reason,),
-            **no_witness,
+            **_NO_WITNESS,
             **{**common, "method": SHALLOW_THEOREM},
         )
     return DeepIdentifiability(
@@ -429,17 +431,18 @@ def _shallow_result(params, tol: float, common: dict) -> DeepIdentifiability:
         certified=False,
         reasons=("no dead, always-active, silent or parallel neuron",),
         undecided_reason=check.reason,
-        **no_witness,
+        **_NO_WITNESS,
         **common,
     )
 
 
-def _flip_witnesses(params) -> list[tuple[str, NeuronFlip, float]]:
+def _flip_witnesses(params, searches: list) -> list[tuple[str, NeuronFlip, float]]:
     """``(reason, move, orbit gap)`` of every flip of neurons whose linear terms cancel
-    (exact, cheap; any hidden layer) whose image is off the orbit."""
+    whose image is off the orbit; ``searches``: :func:`zero_sum_flips` of each hidden
+    layer in turn (exact, cheap)."""
     out = []
-    for l in range(1, len(params)):
-        for S in zero_sum_flips(params, l).sets:
+    for l, search in enumerate(searches, start=1):
+        for S in search.sets:
             move = NeuronFlip(l, S)
             dist = orbit_gap(params, move.apply(params, tol=0))
             if dist > OFF_ORBIT:

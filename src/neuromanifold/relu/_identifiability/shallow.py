@@ -45,8 +45,7 @@ import numpy as np
 
 from ..._tolerance import svd
 from .._core.rows import close_pairs, exact_multiple
-from .._symmetries.any_depth import parallel_pairs
-from .._symmetries.flips import MAX_FREE, zero_sum_flips
+from .._symmetries.flips import MAX_FREE, FlipSearch
 
 __all__ = ["ShallowCheck", "shallow_check", "multiple_pairs", "near_cancellation"]
 
@@ -113,9 +112,12 @@ def near_cancellation(C: np.ndarray, W: np.ndarray) -> float:
     return smallest / np.sqrt(rows)
 
 
-def shallow_check(params: list, tol: float) -> ShallowCheck:
+def shallow_check(params: list, tol: float, *, search: FlipSearch, near: list) -> ShallowCheck:
     """The theorem of the module docs on a network with one hidden layer whose symmetry
-    search found no dead, always-active, silent or parallel neuron."""
+    search found no dead, always-active, silent or parallel neuron: ``search`` is that
+    search's :func:`~neuromanifold.relu._symmetries.flips.zero_sum_flips` of the hidden
+    layer, ``near`` its pairs of rows parallel at ``tol``
+    (:func:`~neuromanifold.relu._symmetries.any_depth.parallel_pairs`)."""
     (W, b), (C, _) = params
     R = np.hstack([W, b[:, None]])
     if not (np.all(np.any(W != 0, axis=1)) and np.all(np.any(C != 0, axis=0))):
@@ -135,8 +137,7 @@ def shallow_check(params: list, tol: float) -> ShallowCheck:
             f"hyperplane): outside the theorem's hypotheses, and no move of theirs applies "
             f"exactly",
         )
-    near = parallel_pairs(params, 1, tol) if tol > 0 else []
-    if near:
+    if tol > 0 and near:
         i, j = near[0]
         return ShallowCheck(
             None,
@@ -146,7 +147,6 @@ def shallow_check(params: list, tol: float) -> ShallowCheck:
             f"a move within tol): the theorem needs distinct hyperplanes; tol = 0 decides on "
             f"the exact floats",
         )
-    search = zero_sum_flips(params, 1)
     if search.sets:
         return ShallowCheck(False, search.sets, search.reason)
     if not search.decided:
