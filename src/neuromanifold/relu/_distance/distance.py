@@ -84,7 +84,7 @@ from .._equivalence.equivalence import (
     relative_difference,
     sample_points,
 )
-from .top1 import top1_by_bounds
+from .top1 import top1_by_bounds, top_class_gap
 
 __all__ = ["Distance", "Top1", "distance"]
 
@@ -587,12 +587,7 @@ def _top1(
         ]
     )
     with np.errstate(all="ignore"):
-        P, Q = forward_unchecked(pair.fp, Z), forward_unchecked(pair.fq, Z)
-        rows = np.arange(len(Z))
-        score = np.maximum(
-            Q.max(axis=1) - Q[rows, P.argmax(axis=1)], P.max(axis=1) - P[rows, Q.argmax(axis=1)]
-        )
-    score = np.where(np.isfinite(score), score, 0.0)
+        score = top_class_gap(forward_unchecked(pair.fp, Z), forward_unchecked(pair.fq, Z))
     order = [k for k in np.argsort(-score)[:16] if score[k] > 0.5 * thr_f]
     tried = [to_x(Z[k]) for k in order] + ([extra] if extra is not None else [])
     if any(counterexample(x) for x in tried):

@@ -33,7 +33,7 @@ import numpy as np
 from .._bounds.linear import network_chain, propagate
 from .._core.net import forward_unchecked
 
-__all__ = ["Top1Search", "top1_by_bounds"]
+__all__ = ["Top1Search", "top1_by_bounds", "top_class_gap"]
 
 #: boxes bounded at once
 _BATCH = 64
@@ -50,6 +50,18 @@ class Top1Search:
     same: bool | None
     proved: int
     open: int
+
+
+def top_class_gap(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """Per row of the outputs ``P`` and ``Q`` (floats), how far the class one network ranks
+    first falls below the other's largest output, the larger of the two ways (non-finite
+    values count as 0): where a counterexample is most likely, to be checked exactly."""
+    rows = np.arange(len(P))
+    with np.errstate(all="ignore"):
+        gap = np.maximum(
+            Q.max(axis=1) - Q[rows, P.argmax(axis=1)], P.max(axis=1) - P[rows, Q.argmax(axis=1)]
+        )
+    return np.where(np.isfinite(gap), gap, 0.0)
 
 
 def _margin_rows(m: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -134,11 +146,7 @@ def top1_by_bounds(
         proved += int(np.count_nonzero(done))
         mids = (LO + HI) / 2
         with np.errstate(all="ignore"):
-            P, Q = forward_unchecked(fp, mids), forward_unchecked(fq, mids)
-        rows = np.arange(len(mids))
-        score = np.maximum(
-            Q.max(axis=1) - Q[rows, P.argmax(axis=1)], P.max(axis=1) - P[rows, Q.argmax(axis=1)]
-        )
+            score = top_class_gap(forward_unchecked(fp, mids), forward_unchecked(fq, mids))
         for k in np.nonzero(~done)[0]:
             if score[k] > 0.5 * tau and counterexample(mids[k]):
                 return Top1Search(same=False, proved=proved, open=len(queue))
