@@ -10,18 +10,9 @@ import numpy as np
 import pytest
 
 import neuromanifold as nm
+from tests.support.common import run_cli
 
-
-def run(*argv, cwd=None, env=None):
-    env = dict(env or os.environ, PYTHONWARNINGS="ignore")
-    return subprocess.run(
-        [sys.executable, "-m", "neuromanifold", *map(str, argv)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env=env,
-    )
+run = run_cli  # the subcommands as a user runs them
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,8 @@
 """Hypothesis strategies and helpers shared by the test files."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from hypothesis import strategies as st
@@ -8,6 +11,20 @@ from neuromanifold import LinearConvNet, LinearFCNet
 
 #: the repository's root folder
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*argv, cwd=None, env=None) -> subprocess.CompletedProcess:
+    """``python -m neuromanifold ARGV...`` as a user runs it (a subprocess, warnings off,
+    2 minutes at most): its exit status, stdout and stderr."""
+    env = dict(env or os.environ, PYTHONWARNINGS="ignore")
+    return subprocess.run(
+        [sys.executable, "-m", "neuromanifold", *map(str, argv)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+    )
 
 
 @st.composite

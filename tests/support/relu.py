@@ -9,7 +9,8 @@ import numpy as np
 
 from neuromanifold.exact import to_fmpq
 from neuromanifold.exact._lp import strict_interior_point
-from neuromanifold.relu import as_domain
+from neuromanifold.relu import ReLUConvNet, as_domain
+from neuromanifold.relu import layers as nl
 from neuromanifold.relu._engine.cells import ExactNet
 
 
@@ -132,3 +133,47 @@ def exact_outputs(params, x):
         ]
         h = z if l == len(params) - 1 else [max(v, Fraction(0)) for v in z]
     return h
+
+
+def _eighths(rng, shape):
+    """Weights on a grid of 1/8: sums and merges of them are float64 numbers."""
+    return np.round(rng.standard_normal(shape) * 8) / 8
+
+
+def planted_cnn(seed: int, depth: int):
+    """A CNN of ``depth`` convolutions (then a dense head) on 1x8x8 inputs in [0, 1], with
+    one dead, one zero-output and one duplicate channel planted in every convolution;
+    returns the network and the channels each convolution should keep."""
+    rng = np.random.default_rng(seed)
+    channels, layers, kept = 1, [], []
+    size = 8
+    for k in range(depth):
+        out = 5
+        W, b = _eighths(rng, (out, channels, 2, 2)), _eighths(rng, out)
+        W[[0, 2]], b[[0, 2]] = np.abs(W[[0, 2]]), 0.5  # alive: positive on every input
+        if k == 0:  # dead on [0, 1]^64: nonpositive weights, negative bias
+            W[1], b[1] = -np.abs(W[1]), -0.5
+        else:  # dead everywhere: zero weights, bias <= 0
+            W[1], b[1] = 0.0, -0.25
+        W[3], b[3] = 2 * W[0], 2 * b[0]  # a duplicate of channel 0
+        layers += [nl.Conv(W, b, padding=1 if k % 2 else 0), nl.ReLU()]
+        size = size + (1 if k % 2 else -1)
+        channels = out
+        kept.append(2)  # channels 0 and 2: 1 dead, 3 merged, 4 zero-output (below)
+    head = _eighths(rng, (3, channels * size * size))
+    layers += [nl.Flatten(), nl.Dense(head, _eighths(rng, 3))]
+    net = ReLUConvNet(input_shape=(1, 8, 8), layers=layers)
+    # channel 4 of every convolution: nothing reads it
+    fixed = list(net.layers)
+    for k in range(depth):
+        nxt = 2 * (k + 1)
+        Q = fixed[nxt + 1] if k == depth - 1 else fixed[nxt]
+        if k == depth - 1:
+            W = Q.weight.reshape(3, channels, -1).copy()
+            W[:, 4] = 0
+            fixed[nxt + 1] = nl.Dense(W.reshape(3, -1), Q.bias)
+        else:
+            W = Q.weight.copy()
+            W[:, 4] = 0
+            fixed[nxt] = nl.Conv(W, Q.bias, padding=Q.padding)
+    return net.with_layers(fixed), kept

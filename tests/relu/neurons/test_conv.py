@@ -9,7 +9,8 @@ import pytest
 import neuromanifold as nm
 from neuromanifold.relu import ReLUConvNet
 from neuromanifold.relu import layers as nl
-from tests.relu.reduction.test_conv import _planted
+from tests.support.common import run_cli
+from tests.support.relu import planted_cnn
 
 
 def _pre_activations(net: ReLUConvNet, X: np.ndarray) -> dict:
@@ -25,7 +26,7 @@ def _pre_activations(net: ReLUConvNet, X: np.ndarray) -> dict:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_every_channel_status_holds_at_the_samples(seed):
-    net, _ = _planted(seed, 3)
+    net, _ = planted_cnn(seed, 3)
     box = (np.zeros(64), np.ones(64))
     data = np.random.default_rng(seed).uniform(size=(40, 64))
     r = nm.relu.neurons(net, box, data=data, method="bounds")
@@ -53,7 +54,7 @@ def test_every_channel_status_holds_at_the_samples(seed):
 
 
 def test_on_r_d_only_zero_weights_prove_a_channel_dead():
-    net, _ = _planted(0, 2)
+    net, _ = planted_cnn(0, 2)
     r = nm.relu.neurons(net, method="bounds")
     # layer 0's planted channel is dead on the box only; layer 2's has zero weights
     assert r.channels[0][1] == "undecided" and r.channels[1][1] == "dead"
@@ -81,22 +82,17 @@ def test_a_fully_connected_network_has_no_channels():
 
 def test_the_cli_prints_the_channels(tmp_path):
     pytest.importorskip("onnx")
-    import subprocess
-    import sys
-
-    net, _ = _planted(0, 2)
+    net, _ = planted_cnn(0, 2)
     nm.io.save(net, tmp_path / "cnn.onnx")
-    out = subprocess.run(
-        [sys.executable, "-m", "neuromanifold", "relu", "neurons", str(tmp_path / "cnn.onnx"),
-         "--domain", "box:0,1", "--method", "bounds"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    out = run_cli(
+        "relu", "neurons", tmp_path / "cnn.onnx", "--domain", "box:0,1", "--method", "bounds"
+    )
     assert out.returncode == 0, out.stderr
     assert "layer 0 (5 channels): dead on the domain [1]" in out.stdout
 
 
 def test_auto_answers_a_large_dense_view_by_the_bound_engine_and_says_so():
-    net, _ = _planted(0, 3)  # 810 hidden neurons in its dense view
+    net, _ = planted_cnn(0, 3)  # 810 hidden neurons in its dense view
     r = nm.relu.neurons(net, (np.zeros(64), np.ones(64)))
     assert r.method == "bounds" and "dense view (810 hidden neurons)" in r.note
     assert all(layer[1] == "dead" for layer in r.channels)

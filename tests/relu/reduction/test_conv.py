@@ -11,50 +11,8 @@ import pytest
 import neuromanifold as nm
 from neuromanifold.relu import ReLUConvNet
 from neuromanifold.relu import layers as nl
-
-
-def _dyadic(rng, shape):
-    """Weights on a grid of 1/8: sums and merges of them are float64 numbers."""
-    return np.round(rng.standard_normal(shape) * 8) / 8
-
-
-def _planted(seed: int, depth: int):
-    """A CNN of ``depth`` convolutions (then a dense head) on 1x8x8 inputs in [0, 1], with
-    one dead, one zero-output and one duplicate channel planted in every convolution;
-    returns the network and the channels each convolution should keep."""
-    rng = np.random.default_rng(seed)
-    channels, layers, kept = 1, [], []
-    size = 8
-    for k in range(depth):
-        out = 5
-        W, b = _dyadic(rng, (out, channels, 2, 2)), _dyadic(rng, out)
-        W[[0, 2]], b[[0, 2]] = np.abs(W[[0, 2]]), 0.5  # alive: positive on every input
-        if k == 0:  # dead on [0, 1]^64: nonpositive weights, negative bias
-            W[1], b[1] = -np.abs(W[1]), -0.5
-        else:  # dead everywhere: zero weights, bias <= 0
-            W[1], b[1] = 0.0, -0.25
-        W[3], b[3] = 2 * W[0], 2 * b[0]  # a duplicate of channel 0
-        layers += [nl.Conv(W, b, padding=1 if k % 2 else 0), nl.ReLU()]
-        size = size + (1 if k % 2 else -1)
-        channels = out
-        kept.append(2)  # channels 0 and 2: 1 dead, 3 merged, 4 zero-output (below)
-    head = _dyadic(rng, (3, channels * size * size))
-    layers += [nl.Flatten(), nl.Dense(head, _dyadic(rng, 3))]
-    net = ReLUConvNet(input_shape=(1, 8, 8), layers=layers)
-    # channel 4 of every convolution: nothing reads it
-    fixed = list(net.layers)
-    for k in range(depth):
-        nxt = 2 * (k + 1)
-        Q = fixed[nxt + 1] if k == depth - 1 else fixed[nxt]
-        if k == depth - 1:
-            W = Q.weight.reshape(3, channels, -1).copy()
-            W[:, 4] = 0
-            fixed[nxt + 1] = nl.Dense(W.reshape(3, -1), Q.bias)
-        else:
-            W = Q.weight.copy()
-            W[:, 4] = 0
-            fixed[nxt] = nl.Conv(W, Q.bias, padding=Q.padding)
-    return net.with_layers(fixed), kept
+from tests.support.common import run_cli
+from tests.support.relu import planted_cnn
 
 
 def _same_exactly(p: ReLUConvNet, q: ReLUConvNet, X: np.ndarray) -> bool:
@@ -64,7 +22,7 @@ def _same_exactly(p: ReLUConvNet, q: ReLUConvNet, X: np.ndarray) -> bool:
 @pytest.mark.parametrize("depth", [2, 3, 4, 5])
 @pytest.mark.parametrize("seed", range(2))
 def test_every_planted_channel_is_removed_and_the_function_kept_exactly(seed, depth):
-    net, kept = _planted(seed, depth)
+    net, kept = planted_cnn(seed, depth)
     box = (np.zeros(64), np.ones(64))
     r = nm.relu.reduce(net, box)
     assert r.widths_before == (1,) + (5,) * depth + (3,)
@@ -80,7 +38,7 @@ def test_every_planted_channel_is_removed_and_the_function_kept_exactly(seed, de
 def test_the_dense_unrolling_agrees_on_a_small_one():
     """The ground truth of the MLP analyses: the exact engine proves the dense views of
     the given and the reduced network equal on the box."""
-    net, _ = _planted(0, 2)
+    net, _ = planted_cnn(0, 2)
     small = ReLUConvNet(
         input_shape=(1, 4, 4),
         layers=[net.layers[0], nl.ReLU(), nl.Flatten(),
@@ -96,7 +54,7 @@ def test_the_dense_unrolling_agrees_on_a_small_one():
 def test_a_wrong_merge_would_be_caught():
     """The checks' power: merging channel 3 into 0 without its factor 2 changes the
     exact outputs."""
-    net, _ = _planted(1, 2)
+    net, _ = planted_cnn(1, 2)
     r = nm.relu.reduce(net, (np.zeros(64), np.ones(64)))
     Q = net.layers[2]
     W = Q.weight.copy()
@@ -168,7 +126,7 @@ def test_the_rounding_bound_is_needed():
 
 
 def test_on_all_of_r_d_only_zero_weights_prove_a_channel_dead():
-    net, _ = _planted(0, 2)
+    net, _ = planted_cnn(0, 2)
     r = nm.relu.reduce(net)  # layer 0's channel 1 is dead on the box only
     assert "layer 0 (Conv): dead channels" not in " ".join(r.moves)
     assert "layer 2 (Conv): dead channels [1]" in " ".join(r.moves)
@@ -177,7 +135,7 @@ def test_on_all_of_r_d_only_zero_weights_prove_a_channel_dead():
 
 
 def test_data_gives_the_box():
-    net, _ = _planted(0, 2)
+    net, _ = planted_cnn(0, 2)
     X = np.random.default_rng(0).uniform(size=(30, 64))
     r = nm.relu.reduce(net, data=X)
     assert r.domain.kind == "box" and "dead channels [1]" in " ".join(r.moves)
@@ -198,7 +156,7 @@ def test_residual_blocks_are_left_and_said():
 
 
 def test_a_reduction_result_round_trips():
-    net, _ = _planted(0, 2)
+    net, _ = planted_cnn(0, 2)
     r = nm.relu.reduce(net, (np.zeros(64), np.ones(64)))
     back = type(r).from_dict(r.to_dict())
     assert back.moves == r.moves and back.widths_after == r.widths_after
@@ -206,15 +164,11 @@ def test_a_reduction_result_round_trips():
 
 def test_the_cli_reduces_a_cnn_file_and_writes_the_smaller_one(tmp_path):
     pytest.importorskip("onnx")
-    import subprocess
-    import sys
-
-    net, kept = _planted(0, 2)
+    net, kept = planted_cnn(0, 2)
     nm.io.save(net, tmp_path / "cnn.onnx")
-    out = subprocess.run(
-        [sys.executable, "-m", "neuromanifold", "relu", "reduce", str(tmp_path / "cnn.onnx"),
-         "--domain", "box:0,1", "--out", str(tmp_path / "small.onnx")],
-        capture_output=True, text=True, timeout=120,
+    out = run_cli(
+        "relu", "reduce", tmp_path / "cnn.onnx", "--domain", "box:0,1",
+        "--out", tmp_path / "small.onnx",
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "reduced 1-5-5-3 -> 1-2-2-3" in out.stdout and "wrote" in out.stdout
