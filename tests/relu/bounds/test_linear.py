@@ -302,3 +302,40 @@ def test_branch_and_bound_with_optimized_slopes_brackets_the_maximum():
         max_boxes=4000,
     )  # fmt: skip
     assert max(plain.lower, bb.lower) <= min(plain.upper, bb.upper) + 1e-12
+
+
+def _relaxation_violations(rng, n=4000):
+    """Random bounds of ``(a, d, a + d)`` (each neuron's box), random points of each box
+    that satisfy all three, and how many of them ``delta = relu(a + d) - relu(a)`` leaves
+    between the difference relaxation's two sides; also how many neurons took the two
+    triangles' sides (both neurons unstable, the triangles tighter than ``d``'s chord)."""
+    al = -rng.uniform(0, 2, n) * (rng.random(n) < 0.8)
+    au = al + rng.uniform(0, 3, n)
+    dl = rng.uniform(-3, 3, n)
+    du = dl + rng.uniform(0, 3, n)
+    # b's bounds: a + d's, sometimes tightened (as back substitution finds them)
+    bl = al + dl + rng.uniform(0, 1, n) * (au + du - al - dl) * (rng.random(n) < 0.5) / 2
+    bu = au + du - rng.uniform(0, 1, n) * (au + du - bl) * (rng.random(n) < 0.5) / 2
+    r = linear._difference_relaxation(*(v[None] for v in (al, au, dl, du, bl, bu)), None)
+    ua, ud, la, ld = r.U[1][0][0], r.U[1][1][0], r.L[1][0][0], r.L[1][1][0]
+    u0, l0 = r.u0[0, n:], r.l0[0, n:]
+    bad = 0
+    for _ in range(50):
+        a = rng.uniform(al, au)
+        d = np.clip(rng.uniform(dl, du), bl - a, bu - a)
+        ok = (d >= dl) & (d <= du)
+        delta = np.maximum(a + d, 0) - np.maximum(a, 0)
+        slack = 1e-12 * (1 + np.abs(a) + np.abs(d))
+        bad += int(np.sum(ok & (delta > ua * a + ud * d + u0 + slack)))
+        bad += int(np.sum(ok & (delta < la * a + ld * d + l0 - slack)))
+    both = (al < 0) & (au > 0) & (bl < 0) & (bu > 0)
+    triangles = int(np.sum(both & (ua != 0)))
+    return bad, triangles
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10**6))
+def test_the_difference_relaxation_holds_on_every_case(seed):
+    bad, triangles = _relaxation_violations(np.random.default_rng(seed))
+    assert bad == 0
+    assert triangles > 0  # the case of both neurons unstable is exercised

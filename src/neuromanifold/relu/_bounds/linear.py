@@ -26,9 +26,12 @@ Three chains share that one engine:
   and ``max(0, d)``, is ``d``, ``0``, ``a + d`` or ``-a`` when both neurons are stable,
   and is at least ``d`` (at most ``d``) when the first (second) neuron is active; when
   one neuron is stable, the other's own triangle relaxation (in ``a`` and ``d``) is
-  taken where it is the tighter, so the bound closes as the box shrinks. Two
-  nearly equal networks get a bound of the size of their difference instead of the
-  difference of two large bounds.
+  taken where it is the tighter, and when both are unstable the two triangles' sides
+  (``relu(a + d)``'s upper side minus ``relu(a)``'s lower one, and the other way) where
+  their gaps together are smaller than ``d``'s, so the bound closes as the box shrinks
+  (two nearly equal networks' neurons cross zero in every box around their hyperplanes,
+  where ``max(0, d)``'s gap stays of the size of ``d``). Two nearly equal networks get a
+  bound of the size of their difference instead of the difference of two large bounds.
 
 :func:`optimize_slopes` chooses the lower slopes of the unstable ReLUs for the chain's
 outputs (alpha-CROWN's alpha, the hidden layers' bounds held fixed): projected Adam on the
@@ -38,6 +41,13 @@ root bound moves by under 1 % (the looseness is in the hidden layers' bounds of 
 the branch and bound, which pays the optimization on every box, reaches a looser upper end
 in the same time, so it is off by default (``alpha_steps`` of the branch and bound); on
 random networks and their side-by-side product it tightens the bound by 20-25 %.
+
+The hidden layers' rows that a box's known bounds already settle (a stable neuron) keep
+those bounds: each box substitutes back only its unsettled rows (padded to the most any box
+of the batch has), and the substitution of one relaxation is one compiled pass
+(:mod:`~neuromanifold.relu._bounds.kernels`): together 3.7x the boxes bounded in 20 s of
+the numpy substitution of the batch's union of rows (ACAS Xu 2_2 against its 5 %-pruned
+copy, one process).
 
 Every bound is rigorous in float64: each matrix product's rounding is bounded a priori
 (``gamma_n |A| |B|`` applied to bounds of the variables' magnitudes) and added to the
@@ -49,6 +59,7 @@ pass.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -100,32 +111,40 @@ class Relaxation:
     #: (in the order of its ``slopes`` argument), for :func:`optimize_slopes`
     slope_blocks: tuple = ()
 
+    @functools.cached_property
+    def blocks(self) -> tuple[np.ndarray, np.ndarray]:
+        """``U`` and ``L`` as dense ``(P, P, B, n)`` arrays (zeros for ``None``), as the
+        compiled substitution reads them."""
+        P = len(self.U)
+        B, n = self.u0.shape[0], self.u0.shape[1] // P
+        U, L = np.zeros((P, P, B, n)), np.zeros((P, P, B, n))
+        for i in range(P):
+            for j in range(P):
+                if self.U[i][j] is not None:
+                    U[i, j] = self.U[i][j]
+                if self.L[i][j] is not None:
+                    L[i, j] = self.L[i][j]
+        return U, L
+
     def substitute(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For coefficients ``M`` (``(B, r, P n)``) on ``post``: the coefficients on
         ``pre`` and the constant of the upper bound of ``M post``, and a bound on the
-        rounding error of both (applied to ``|pre|``)."""
+        rounding error of both (applied to ``|pre|``): each coefficient takes the upper
+        relaxation where it is positive, the lower one where it is negative."""
+        from .kernels import substitute_kernel  # start-up: numba loads on first use
+
         P = len(self.U)
-        n = M.shape[-1] // P
-        Mp, Mn = np.maximum(M, 0.0), np.minimum(M, 0.0)
-        lam = np.zeros(M.shape[:-1] + (P * n,))
-        # |Mp U| |pre| = Mp (|U| |pre|) for a diagonal U: a vector per block, not a matrix
-        weight_p, weight_n = np.zeros((M.shape[0], P * n)), np.zeros((M.shape[0], P * n))
-        for i in range(P):
-            rows = slice(i * n, (i + 1) * n)
-            for j in range(P):
-                cols = slice(j * n, (j + 1) * n)
-                if self.U[i][j] is not None:
-                    lam[..., cols] += Mp[..., rows] * self.U[i][j][:, None, :]
-                    weight_p[:, rows] += np.abs(self.U[i][j]) * self.pre_abs[:, cols]
-                if self.L[i][j] is not None:
-                    lam[..., cols] += Mn[..., rows] * self.L[i][j][:, None, :]
-                    weight_n[:, rows] += np.abs(self.L[i][j]) * self.pre_abs[:, cols]
-        const = _matvec(Mp, self.u0) + _matvec(Mn, self.l0)
-        err = _gamma(2 * P + 1) * (_matvec(Mp, weight_p) - _matvec(Mn, weight_n))
-        err += _gamma(M.shape[-1] + 1) * (
-            _matvec(Mp, np.abs(self.u0)) - _matvec(Mn, np.abs(self.l0))
+        U, L = self.blocks
+        return substitute_kernel(
+            np.ascontiguousarray(M, dtype=float),
+            U,
+            L,
+            self.u0,
+            self.l0,
+            self.pre_abs,
+            _gamma(2 * P + 1),
+            _gamma(M.shape[-1] + 1),
         )
-        return lam, const, err
 
     def forward(self, Up: np.ndarray, Lo: np.ndarray, xa1: np.ndarray) -> tuple:
         """The symbolic bounds of ``post`` (linear functions of the input, ``(B, P n,
@@ -211,14 +230,16 @@ def bound_linear(
     x_abs = np.maximum(np.abs(lo), np.abs(hi))
     for j in range(k, -1, -1):
         A, c = chain.affine[j]
-        add = lam @ c
+        # one product for the coefficients and the constant, as one 2-D matrix product
+        Ac = np.hstack([A, c[:, None]])
+        prod = (lam.reshape(-1, lam.shape[-1]) @ Ac).reshape(lam.shape[:-1] + (Ac.shape[1],))
+        M, add = prod[..., :-1], prod[..., -1]
+        post_abs = x_abs if j == 0 else relaxations[j - 1].post_abs
         # gamma_(n+2): the dot product's rounding, and one rounding of A's and c's entries
         # (a difference chain's weight differences are rounded once)
-        err += _gamma(c.size + 2) * (np.abs(lam) @ np.abs(c)) + _U * (np.abs(const) + np.abs(add))
+        size = _gamma(c.size + 2) * np.abs(c) + _gamma(A.shape[1] + 2) * (post_abs @ np.abs(A).T)
+        err += _matvec(np.abs(lam), size) + _U * (np.abs(const) + np.abs(add))
         const = const + add
-        post_abs = x_abs if j == 0 else relaxations[j - 1].post_abs
-        err += _gamma(A.shape[1] + 2) * _matvec(np.abs(lam), post_abs @ np.abs(A).T)
-        M = lam @ A
         if j == 0:
             break
         lam, add, e = relaxations[j - 1].substitute(M)
@@ -273,20 +294,12 @@ def propagate(
             upper = _concretize(rows_up, lo, hi, xa1)
             lower = -_concretize(-rows_lo, lo, hi, xa1)
         else:
-            # rows every box of the batch has settled keep their known bounds
-            need = (
-                np.ones(t, bool)
-                if prior is None or chain.settled is None
-                else ~np.all(chain.settled(*prior[j]), axis=0)
-            )
-            Tn = T[need]
-            C = np.broadcast_to(np.concatenate([Tn, -Tn]), (B, 2 * len(Tn), T.shape[1]))
-            up, _ = bound_linear(chain, C, j, relaxations, lo, hi)
-            if prior is None:
+            if prior is None or chain.settled is None:
+                C = np.broadcast_to(np.concatenate([T, -T]), (B, 2 * t, T.shape[1]))
+                up, _ = bound_linear(chain, C, j, relaxations, lo, hi)
                 upper, lower = up[:, :t], -up[:, t:]
             else:
-                lower, upper = prior[j][0].copy(), prior[j][1].copy()
-                upper[:, need], lower[:, need] = up[:, : len(Tn)], -up[:, len(Tn) :]
+                lower, upper = _unsettled_bounds(chain, j, T, relaxations, lo, hi, prior[j])
         if prior is not None:
             lower, upper = np.maximum(lower, prior[j][0]), np.minimum(upper, prior[j][1])
         bounds.append((lower, upper))
@@ -297,6 +310,27 @@ def propagate(
     C = np.broadcast_to(np.concatenate([R, -R]), (B, 2 * R.shape[0], R.shape[1]))
     upper, M = bound_linear(chain, C, chain.depth - 1, relaxations, lo, hi)
     return bounds, upper, M
+
+
+def _unsettled_bounds(chain: Chain, j: int, T: np.ndarray, relaxations, lo, hi, known):
+    """Bounds of layer ``j``'s bound rows where rows a box has settled keep their known
+    bounds: each box substitutes back only as many rows as the box of the batch with the
+    most unsettled ones (its own unsettled rows first, then settled ones, whose fresh bounds
+    are as valid), a third of the rows of the union over the batch on ACAS Xu's small
+    boxes, where the back substitution is the cost."""
+    settled = chain.settled(*known)
+    lower, upper = known[0].copy(), known[1].copy()
+    R = int(np.max(np.sum(~settled, axis=1), initial=0))
+    if R == 0:
+        return lower, upper
+    # a stable sort puts every box's unsettled rows (False) first
+    order = np.argsort(settled, axis=1, kind="stable")[:, :R]
+    rows = T[order]
+    up, _ = bound_linear(chain, np.concatenate([rows, -rows], axis=1), j, relaxations, lo, hi)
+    new_up, new_lo = up[:, :R], -up[:, R:]
+    np.put_along_axis(upper, order, np.minimum(np.take_along_axis(upper, order, 1), new_up), 1)
+    np.put_along_axis(lower, order, np.maximum(np.take_along_axis(lower, order, 1), new_lo), 1)
+    return lower, upper
 
 
 # -- optimized slopes (alpha) ---------------------------------------------------------------
@@ -583,7 +617,7 @@ def _difference_relaxation(al, au, dl, du, bl, bu, slope) -> Relaxation:
     # a linear term, and that relu's own triangle relaxation closes on a small box where
     # the bounds of d alone do not (d stays of the size of the two networks' difference);
     # taken where its gap (the chord's largest distance to the relu) is the smaller
-    sb, tb, _ = _relu_relaxation(bl, bu, None)
+    sb, tb, slb = _relu_relaxation(bl, bu, None)
     a_abs = np.maximum(np.abs(al), np.abs(au))
     with np.errstate(all="ignore"):
         gap_a = np.where(pon | poff, np.inf, -al * au / (au - al))
@@ -605,6 +639,16 @@ def _difference_relaxation(al, au, dl, du, bl, bu, slope) -> Relaxation:
     # p inactive: delta = relu(b) <= sb (a + d) + tb
     use = poff & (gap_b < gap_d)
     ua, ud, u0 = np.where(use, sb, ua), np.where(use, sb, ud), np.where(use, tb, u0)
+    # both unstable: delta = relu(b) - relu(a) between the two triangles' sides, whose gaps
+    # shrink with the box where max(0, d)'s stays of the size of d (two nearly equal
+    # networks' neurons cross zero in every box around their hyperplanes)
+    use = ~(pon | poff | qon | qoff) & (gap_a + gap_b < gap_d)
+    c = sb - sl  # delta <= sb (a + d) + tb - sl a
+    ua, ud = np.where(use, c, ua), np.where(use, sb, ud)
+    u0 = np.where(use, np.nextafter(tb + _U * np.abs(c) * a_abs, np.inf), u0)
+    c = slb - s  # delta >= slb (a + d) - (s a + t)
+    la, ld = np.where(use, c, la), np.where(use, slb, ld)
+    l0 = np.where(use, np.nextafter(-t - _U * np.abs(c) * a_abs, -np.inf), l0)
     # both neurons stable: delta is linear in (a, d)
     for case, ca, cd in (
         (pon & qon, 0.0, 1.0),
