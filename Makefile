@@ -44,13 +44,20 @@ bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 
 # The same, with the peer libraries the baselines compare against installed: relucent
-# (AGPL-3.0, pulls gurobipy with its size-limited licence) and rebasin (Git Re-Basin's
-# weight matching; pulls torch, several GB) live in their own environment, never in the
-# project's.
+# (AGPL-3.0, pulls gurobipy with its size-limited licence), rebasin (Git Re-Basin's
+# weight matching; pulls torch, several GB) and auto_LiRPA live in their own environment,
+# never in the project's.
+# auto_LiRPA (alpha-CROWN, the bound engine of alpha-beta-CROWN): its release on the package
+# index (0.3, 2022) predates current torch, so its public repository's May 2026 release
+# (0.7.1) is installed with --no-deps (it pins torch<2.9 and pytest==8.1.1, and bounds these
+# networks unchanged on the CPU torch below); AUTO_LIRPA=PATH installs a local checkout.
 PEERS := .venv-peers
+AUTO_LIRPA ?= git+https://github.com/Verified-Intelligence/auto_LiRPA.git@a050a3d61f4cb68b108fa7f07dcb3e4d7ef304df
 bench-peers:
 	$(PYTHON) -m venv $(PEERS)
-	$(PEERS)/bin/python -m pip install --quiet -e '.[test]' relucent rebasin
+	$(PEERS)/bin/python -m pip install --quiet -e '.[test]' relucent rebasin torch==2.13.0 \
+		appdirs graphviz packaging pyyaml
+	$(PEERS)/bin/python -m pip install --quiet --no-deps "$(AUTO_LIRPA)"
 	$(PEERS)/bin/python benchmarks/run_all.py
 
 # The documentation site in site/ (open site/index.html); `$(VENV)/bin/mkdocs serve` serves

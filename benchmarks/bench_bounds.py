@@ -6,11 +6,11 @@ Rows, each pair measured in one run:
 * **ACAS Xu equivalence queries** ("is ``|f(x) - g(x)|_inf <= 0.05`` on the box?", the
   question of VNN-COMP's equivalence benchmarks; the box of ACAS Xu property 1 with the
   last input fixed at -0.45): ``relu.verify`` with VNN-COMP's 100 s timeout, its answer
-  and time; then ``relu.distance`` for 30 s with a gap of 10 % of the difference, its
-  certified interval. Beside them, in the same run on the same pair: the interval bound
-  the library gave before the bound engine (interval arithmetic over the box, the two
-  networks' difference carried through the layers) and dense uniform sampling for the
-  same time (a lower bound only). The networks are read from ``--acas DIR`` or
+  and time; then ``relu.distance`` for 30 s on 2 processes, its certified interval (and
+  whether it is within 10 % of the difference). Beside them, in the same run on the same
+  pair: the interval bound the library gave before the bound engine (interval arithmetic
+  over the box, the two networks' difference carried through the layers) and dense
+  uniform sampling for the same time (a lower bound only). The networks are read from ``--acas DIR`` or
   ``$NEUROMANIFOLD_ACAS_DIR`` (files ``ACASXU_run2a_I_J_batch_2000.onnx``), else
   downloaded once from VNN-COMP 2021's public repository into
   ``~/.cache/neuromanifold/acasxu``; rows are skipped (and say why) when neither works.
@@ -21,8 +21,13 @@ Rows, each pair measured in one run:
   every weight moved by a relative N(0, 1e-3): ``relu.distance`` for 30 s, against the
   interval bound and sampling.
 
-The peers (alpha-CROWN through auto_LiRPA, alpha-beta-CROWN) are not in the project's
-environment: no ratio against them is reported here.
+* **Against alpha-CROWN** (auto_LiRPA, the bound engine of alpha-beta-CROWN; only where it
+  is installed, as ``make bench-peers`` does, see ``benchmarks/_lirpa_peer.py``): on every
+  pair above, alpha-CROWN's bound of the distance on the product network (100 optimization
+  steps) and its time, then ``relu.distance`` for that same time on the same pair: the two
+  upper ends side by side. alpha-beta-CROWN itself (its branch and bound, and the time to a
+  decided instance) is not run here: its command line needs its own configuration files and
+  VNN-LIB 1.0 single-network queries.
 
     python benchmarks/bench_bounds.py [--quick] [--acas DIR]
 """
@@ -54,6 +59,8 @@ UPPER = np.array([0.679857769, 0.5, 0.5, 0.5, -0.45])
 EPS = 0.05
 TIMEOUT = 100.0
 DISTANCE_BUDGET = 30.0
+#: processes of the distance rows' branch and bound (the goal's machine has 2 cores)
+WORKERS = 2
 
 
 def acas_network(name: str, folder: str | None) -> list | None:
@@ -117,7 +124,7 @@ def sampled(p: list, q: list, lo, hi, seconds: float, seed: int = 0) -> tuple[fl
 
 def _distance_row(task: str, size: str, p, q, lo, hi, budget: float) -> tuple[dict, str]:
     t0 = time.perf_counter()
-    r = relu.distance(p, q, (lo, hi), gap=0.0, method="bounds", time_limit=budget)
+    r = relu.distance(p, q, (lo, hi), gap=0.0, method="bounds", time_limit=budget, workers=WORKERS)
     t = time.perf_counter() - t0
     # the interval narrows to 10 % of the difference: stop there (a second call with that
     # gap would measure the same work again, so the first call's history is not split)
@@ -125,7 +132,8 @@ def _distance_row(task: str, size: str, p, q, lo, hi, budget: float) -> tuple[di
     old = interval_bound(p, q, lo, hi)
     best, n = sampled(p, q, lo, hi, t)
     note = (
-        f"[{r.lower:.4g}, {r.upper:.4g}] in {t:.1f} s ({'within' if within else 'not within'} "
+        f"[{r.lower:.4g}, {r.upper:.4g}] in {t:.1f} s on {WORKERS} processes "
+        f"({'within' if within else 'not within'} "
         f"10 %); interval arithmetic (the previous upper end) {old:.4g}; dense sampling for "
         f"the same time ({n:,} points) {best:.4g}"
     )
@@ -157,6 +165,28 @@ def _parallel_row(p, q, seconds: float) -> tuple[dict, str]:
         None,
         note=note,
     )
+    return row, note
+
+
+def _peer_row(size: str, p, q, lo, hi) -> tuple[dict, str]:
+    """alpha-CROWN's bound of the distance (product network, auto_LiRPA) and ours after the
+    same time, on the same pair; a row saying why when auto_LiRPA is missing."""
+    import _lirpa_peer  # optional peer: its module imports auto_LiRPA only when called
+
+    task = "relu distance vs alpha-CROWN, same time (upper end)"
+    missing = _lirpa_peer.available()
+    if missing:
+        return suite_row(task, size, 0.0, "alpha-CROWN", None, note=f"skipped: {missing}"), missing
+    theirs, t_peer = _lirpa_peer.alpha_crown_distance(p, q, lo, hi)
+    t0 = time.perf_counter()
+    r = relu.distance(p, q, (lo, hi), gap=0.0, method="bounds", time_limit=t_peer)
+    t = time.perf_counter() - t0
+    note = (
+        f"upper end after {t_peer:.1f} s: ours {r.upper:.4g} (certified {r.certified}), "
+        f"alpha-CROWN {theirs:.4g} ({theirs / r.upper:,.0f}x looser; auto_LiRPA 0.7.1, "
+        f"CROWN-Optimized, 100 steps, float32, product network); our lower end {r.lower:.4g}"
+    )
+    row = suite_row(task, size, t, "alpha-CROWN (auto_LiRPA), product network", t_peer, note=note)
     return row, note
 
 
@@ -222,6 +252,9 @@ def main(argv=None) -> list[dict]:
             )
             rows.append(row)
             print(f"  distance: {note}")
+            row, note = _peer_row(f"ACAS Xu {name} vs {label}", p, q, LOWER, UPPER)
+            rows.append(row)
+            print(f"  alpha-CROWN: {note}")
             if name == "1_1" and label == "5 %-pruned" and not args.quick:
                 row, note = _parallel_row(p, q, budget)
                 rows.append(row)
@@ -242,6 +275,10 @@ def main(argv=None) -> list[dict]:
         )
         rows.append(row)
         print(f"{'-'.join(map(str, widths))}: {note}")
+        size = f"{'-'.join(map(str, widths))} vs N(0, 1e-3) copy on [0, 1]^{d}"
+        row, note = _peer_row(size, p, q, np.zeros(d), np.ones(d))
+        rows.append(row)
+        print(f"  alpha-CROWN: {note}")
     return rows
 
 

@@ -121,6 +121,12 @@ def test_bench_bounds_quick(tmp_path, capsys):
     net = nm.ReLUNet([5, 50, 50, 50, 50, 50, 50, 5]).random_params(seed=0)
     nm.io.save(net, tmp_path / "ACASXU_run2a_1_1_batch_2000.onnx")
     rows = load_benchmark("bench_bounds").main(["--quick", "--acas", str(tmp_path)])
+    # alpha-CROWN's rows: skipped (and saying why) without auto_LiRPA, else both measured
+    peers = [r for r in rows if r["baseline"].startswith("alpha-CROWN")]
+    rows = [r for r in rows if r not in peers]
+    assert len(peers) == 2
+    for r in peers:
+        assert r["note"].startswith("skipped: auto_LiRPA") or r["baseline_s"] > 0
     assert len(rows) == 3 and all(r["ours_s"] > 0 for r in rows)
     verdict = rows[0]["note"].split(" in ")[0]
     assert verdict in ("sat", "unsat", "unknown")
