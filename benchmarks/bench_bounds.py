@@ -10,9 +10,9 @@ Rows, each pair measured in one run:
   whether it is within 10 % of the difference). Beside them, in the same run on the same
   pair: the interval bound the library gave before the bound engine (interval arithmetic
   over the box, the two networks' difference carried through the layers) and dense
-  uniform sampling for the same time (a lower bound only). The networks are read from ``--acas DIR`` or
-  ``$NEUROMANIFOLD_ACAS_DIR`` (files ``ACASXU_run2a_I_J_batch_2000.onnx``), else
-  downloaded once from VNN-COMP 2021's public repository into
+  uniform sampling for the same time (a lower bound only). The networks are read from
+  ``--acas DIR`` or ``$NEUROMANIFOLD_ACAS_DIR`` (files ``ACASXU_run2a_I_J_batch_2000.onnx``),
+  else downloaded once from VNN-COMP 2021's public repository into
   ``~/.cache/neuromanifold/acasxu``; rows are skipped (and say why) when neither works.
 * **Scale-out**: the branch and bound of the first ACAS Xu pair on 2 processes against the
   serial one, the same budget each: boxes bounded and the upper end reached (the parallel
