@@ -87,3 +87,34 @@ def test_the_upper_end_never_grows():
         for n in (1, 20, 80, 320)
     ]
     assert all(a >= b for a, b in zip(ups, ups[1:]))
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=st.integers(0, 10**6), widths=st.sampled_from([[3, 6, 5, 2], [4, 8, 8, 1]]))
+def test_the_splits_do_not_depend_on_the_inputs_units(seed, widths):
+    """The same networks on a box and on the unit box mapped onto it (the first layer
+    composed with the map) are split alike: the same bounds box for box."""
+    rng = np.random.default_rng(seed)
+    p = ReLUNet(widths).random_params(seed=seed)
+    q = [(W + 0.1 * rng.standard_normal(W.shape), b) for W, b in p]
+    d = widths[0]
+    lo = rng.uniform(-3, 0, d)
+    hi = lo + rng.uniform(0.01, 10.0, d) ** 2
+    lo[0] = hi[0] = 0.5  # a fixed coordinate, folded in as VNN-COMP's boxes have it
+
+    def unit(net):
+        (W, b), rest = net[0], net[1:]
+        return [(W * (hi - lo), b + W @ lo)] + rest
+
+    runs = []
+    for nets, box in (((p, q), (lo, hi)), ((unit(p), unit(q)), (np.zeros(d), np.ones(d)))):
+        bb = branch_and_bound(
+            difference_chain(*nets), *box, _gap_of(*nets), gap=0.0, deadline=None, max_boxes=200
+        )
+        runs.append(bb)
+    assert runs[0].num_boxes == runs[1].num_boxes
+    assert np.isclose(runs[0].upper, runs[1].upper, rtol=1e-6, atol=1e-9)
+    # the fixed coordinate spans [0, 1] in the unit box, and the networks ignore it there:
+    # never split
+    for _, blo, bhi, _ in runs[1].open_boxes:
+        assert blo[0] == 0.0 and bhi[0] == 1.0

@@ -1,11 +1,16 @@
 """Branch and bound on the input box: the largest value of a chain's outputs over a box,
 bracketed by an interval that shrinks monotonically.
 
-The box with the largest upper bound is split in two along its widest coordinate (the
-relaxations of the hidden neurons loosen with the box's width; splitting where the
-bound's own linear function varies most, ``|coefficient| * width``, measured 5x looser
-after 15 s on ACAS Xu, as it keeps halving one coordinate), both halves are bounded by
-linear bound propagation
+The box with the largest upper bound is split in two along the coordinate whose width
+reaches furthest into the first layer, ``width_i * |column i of the first layer|`` (the
+relaxations of the hidden neurons loosen with the pre-activations' widths), a choice that
+does not depend on the input's units. Measured on ACAS Xu 2_2 against its 5 %-pruned copy
+(distance 0.014), 20 s on one process: this split bounds the distance by 0.020 on the box
+and on the box mapped onto the unit box alike; the widest coordinate by 0.027 on the box
+and 6.0 on the unit box; bounding the halves of every coordinate and keeping the best
+split, by 0.031; splitting where the bound's own linear function varies most
+(``|coefficient| * width``) measured 5x looser after 15 s, as it keeps halving one
+coordinate. Both halves are bounded by linear bound propagation
 (:func:`~neuromanifold.relu._bounds.linear.propagate`, many boxes per pass), and every
 bounded box offers points to the lower end (its centre and the vertex that maximizes its
 bound's linear function). A box whose bound is at most the best value found is
@@ -27,7 +32,7 @@ import numpy as np
 
 from .linear import Chain, optimized_output_bounds, propagate
 
-__all__ = ["BranchAndBound", "branch_and_bound"]
+__all__ = ["BranchAndBound", "branch_and_bound", "input_reach"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +79,15 @@ class BranchAndBound:
             num_open=len(open_boxes),
             open_boxes=tuple(open_boxes),
         )
+
+
+def input_reach(chain: Chain) -> np.ndarray:
+    """Per input coordinate, how far a unit of its width reaches into the first layer (the
+    norm of its column): splits weigh widths by it, so that they do not depend on the
+    input's units and never fall on an input the networks ignore (a fixed coordinate
+    folded into the first layer). All ones when the first layer is zero."""
+    reach = np.linalg.norm(chain.affine[0][0], axis=0)
+    return reach if np.any(reach > 0) else np.ones_like(reach)
 
 
 def branch_and_bound(
@@ -139,6 +153,7 @@ def branch_and_bound(
 
     heap: list = []
     num_boxes = 0
+    reach = input_reach(chain)
 
     def offer(los, his, ups, Ms, layers):
         nonlocal best, best_x
@@ -188,7 +203,7 @@ def branch_and_bound(
         los, his, parent_bounds, known = [], [], [], []
         for neg, _, blo, bhi, parent_layers in parents:
             width = bhi - blo
-            k = int(np.argmax(width))
+            k = int(np.argmax(width * reach))
             mid = blo[k] + width[k] / 2
             left_hi, right_lo = bhi.copy(), blo.copy()
             left_hi[k], right_lo[k] = mid, mid

@@ -26,7 +26,7 @@ import numpy as np
 from ..._errors import InputError, WorkerError, short_repr
 from ..._validation import check_workers
 from .._core.processes import process_context
-from .branch import BranchAndBound, branch_and_bound
+from .branch import BranchAndBound, branch_and_bound, input_reach
 from .linear import Chain
 
 __all__ = ["parallel_branch_and_bound", "split_box", "check_parallel"]
@@ -47,17 +47,22 @@ def check_parallel(workers: Any, scheduler: Any) -> tuple[int, str | None]:
     return workers, scheduler
 
 
-def split_box(lo: np.ndarray, hi: np.ndarray, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def split_box(
+    lo: np.ndarray, hi: np.ndarray, count: int, reach: np.ndarray | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """At least ``count`` sub-boxes covering the box (its widest coordinate halved, box by
-    box, the widest first); fewer when every coordinate is fixed."""
+    box, the widest first; widths weighed by ``reach``, as the branch and bound splits,
+    see :func:`~neuromanifold.relu._bounds.branch.input_reach`); fewer when every
+    coordinate is fixed."""
     boxes = [(np.asarray(lo, float), np.asarray(hi, float))]
+    weight = np.ones_like(boxes[0][0]) if reach is None else np.asarray(reach, float)
     while len(boxes) < count:
-        widths = [float(np.max(h - l)) for l, h in boxes]
+        widths = [float(np.max((h - l) * weight)) for l, h in boxes]
         i = int(np.argmax(widths))
         if widths[i] <= 0:
             break
         l, h = boxes.pop(i)
-        k = int(np.argmax(h - l))
+        k = int(np.argmax((h - l) * weight))
         mid = l[k] + (h[k] - l[k]) / 2
         left_h, right_l = h.copy(), l.copy()
         left_h[k], right_l[k] = mid, mid
@@ -116,7 +121,10 @@ def parallel_branch_and_bound(
             until = now + ROUND if deadline is None else min(deadline, now + ROUND)
             common = dict(kwargs, gap=gap, deadline=until, lower=best, point=best_x, decide=decide)
             if opened is None:
-                shares = [dict(common, start=None, box=b) for b in split_box(lo, hi, workers)]
+                shares = [
+                    dict(common, start=None, box=b)
+                    for b in split_box(lo, hi, workers, input_reach(chain))
+                ]
             else:
                 opened.sort(key=lambda item: -item[0])
                 shares = [dict(common, start=opened[w::workers]) for w in range(workers)]
