@@ -15,8 +15,9 @@ Rows, each pair measured in one run:
   else downloaded once from VNN-COMP 2021's public repository into
   ``~/.cache/neuromanifold/acasxu``; rows are skipped (and say why) when neither works.
 * **Scale-out**: the branch and bound of the hardest ACAS Xu pair (2_2 against its
-  perturbed copy) on 2 processes against the serial one, the same budget each: boxes bounded and the upper end reached (the parallel
-  efficiency is the ratio of boxes per second over the number of processes).
+  perturbed copy) on 2 processes against the serial one, the same budget each: boxes
+  bounded and the upper end reached (the parallel efficiency is the ratio of boxes per
+  second over the number of processes).
 * **Checkpoints at MNIST size**: 784-64-32-10 on [0, 1]^784 and 64-32-16-10 on [0, 1]^64,
   every weight moved by a relative N(0, 1e-3): ``relu.distance`` for 30 s, against the
   interval bound and sampling.
