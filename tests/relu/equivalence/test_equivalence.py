@@ -883,3 +883,51 @@ def test_the_bound_route_on_r_d_agrees_with_the_exact_engine(seed):
         assert r.equivalent == truth.equivalent, (seed, r.note, truth.note)
     if size < 1e-6:  # within the tolerance: the bound engine proves it
         assert r is not None and r.equivalent is True
+
+
+def _hidden_network(widths, seed):
+    """A three-layer network whose first-layer hyperplane 0 is hidden: every second-layer
+    row has a negative bias and negative weights outside column 0."""
+    d, n1, n2, m = widths
+    rng = np.random.default_rng(seed)
+    W2 = -np.abs(rng.standard_normal((n2, n1)))
+    W2[:, 0] = np.abs(rng.standard_normal(n2)) + 0.5
+    return [
+        (rng.standard_normal((n1, d)), 0.1 * rng.standard_normal(n1)),
+        (W2, -0.3 * np.abs(rng.standard_normal(n2))),
+        (rng.standard_normal((m, n2)), 0.1 * rng.standard_normal(m)),
+    ]
+
+
+@pytest.mark.parametrize("widths", [[3, 4, 5, 2], [32, 16, 32, 10]])
+def test_a_hiding_translation_is_equivalent_on_a_box_by_its_symmetries(widths):
+    """On a box, the symmetries found on R^d decide at once (they hold on every part of
+    R^d); before, the box went to the region engine, which stopped at 60 s after 1,037
+    joint regions at 32-16-32-10."""
+    from neuromanifold.relu.symmetries import HidingTranslation
+
+    p = _hidden_network(widths, seed=0)
+    low, _ = HidingTranslation(0, 0.0).applies(p).valid_set
+    q = HidingTranslation(0, 0.5 * low).apply(p)
+    d = widths[0]
+    r = equivalent(p, q, (np.zeros(d), np.ones(d)), time_limit=30)
+    assert r.equivalent and r.certified
+    if widths[0] == 32:  # the small one is decided by its few joint regions first
+        assert r.method == "bottleneck"
+        assert any(s.name == "hiding_translation" for s in r.symmetry)
+    X = np.random.default_rng(1).uniform(0, 1, (2000, d))
+    assert np.max(np.abs(forward(p, X) - forward(q, X))) < 1e-9
+
+
+def test_the_bottleneck_witness_counts_on_r_d_only():
+    """Its witness lies anywhere in R^d: on a box only its True is a verdict."""
+    from neuromanifold.relu._core.domain import Domain
+    from neuromanifold.relu._equivalence.equivalence import Pair, _by_bottleneck
+
+    p = _hidden_network([32, 16, 32, 10], seed=0)
+    q = [(W.copy(), b.copy()) for W, b in p]
+    q[2][0][0] *= 1.5  # another output layer: a different function
+    pair = Pair(p, q, 1e-9)
+    whole = _by_bottleneck(pair, p, q, Domain.whole(32))
+    assert whole is not None and whole.equivalent is False
+    assert _by_bottleneck(pair, p, q, Domain.box(np.zeros(32), np.ones(32))) is None

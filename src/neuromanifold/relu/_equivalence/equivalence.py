@@ -248,7 +248,7 @@ def equivalent(
                 res = _by_symmetry(pair, dom)
             if res is None:
                 res = _by_reduction(pair, dom, p, q, budget.deadline)
-            if res is None and dom.kind == "whole":
+            if res is None:
                 res = _by_bottleneck(pair, p, q, dom)
     except DeadlinePassed:
         raise budget.time_error(stage="the sampled and symmetry checks") from None
@@ -1001,7 +1001,9 @@ def _by_reduction(
 def _by_bottleneck(pair: Pair, p: Any, q: Any, dom: Domain) -> Equivalence | None:
     """The polynomial-time test of generic three-layer bottleneck networks (canonical forms
     and the named symmetries, docs/relu_equivalence.md); ``None`` when it does not apply or
-    cannot certify its verdict (then the exact engine decides)."""
+    cannot certify its verdict (then the exact engine decides). On a box or an orthant only
+    its ``True`` counts: the contract on R^d holds on every part of it, while its witness
+    may lie outside the domain."""
     if pair.tol == 0 or len(pair.p.params) != 3 or len(pair.q.params) != 3:
         return None
     try:
@@ -1023,7 +1025,7 @@ def _by_bottleneck(pair: Pair, p: Any, q: Any, dom: Domain) -> Equivalence | Non
             note=f"generic bottleneck networks: {res.note}",
         )
         return dataclasses.replace(out, symmetry=tuple(res.symmetry))
-    if res.witness is None:
+    if res.witness is None or dom.kind != "whole":
         return None
     out = equivalence_result(
         pair,
