@@ -109,11 +109,14 @@ def test_the_splits_do_not_depend_on_the_inputs_units(seed, widths):
     runs = []
     for nets, box in (((p, q), (lo, hi)), ((unit(p), unit(q)), (np.zeros(d), np.ones(d)))):
         bb = branch_and_bound(
-            difference_chain(*nets), *box, _gap_of(*nets), gap=0.0, deadline=None, max_boxes=200
+            difference_chain(*nets), *box, _gap_of(*nets), gap=0.0, deadline=None, max_boxes=60
         )
         runs.append(bb)
-    assert runs[0].num_boxes == runs[1].num_boxes
+    # the two bound the same boxes (up to the rounding of the composed first layer, which
+    # can only tip a tie between a box's bound and the best value once both close)
     assert np.isclose(runs[0].upper, runs[1].upper, rtol=1e-6, atol=1e-9)
+    if not (runs[0].converged or runs[1].converged):
+        assert runs[0].num_boxes == runs[1].num_boxes
     # the fixed coordinate spans [0, 1] in the unit box, and the networks ignore it there:
     # never split
     for _, blo, bhi, _ in runs[1].open_boxes:
