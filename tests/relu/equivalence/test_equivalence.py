@@ -919,8 +919,8 @@ def test_a_hiding_translation_is_equivalent_on_a_box_by_its_symmetries(widths):
     assert np.max(np.abs(forward(p, X) - forward(q, X))) < 1e-9
 
 
-def test_the_bottleneck_witness_counts_on_r_d_only():
-    """Its witness lies anywhere in R^d: on a box only its True is a verdict."""
+def test_the_bottleneck_witness_counts_where_it_lies_in_the_domain():
+    """Its witness lies anywhere in R^d: on a box that misses it, not a verdict."""
     from neuromanifold.relu._core.domain import Domain
     from neuromanifold.relu._equivalence.equivalence import Pair, _by_bottleneck
 
@@ -930,4 +930,8 @@ def test_the_bottleneck_witness_counts_on_r_d_only():
     pair = Pair(p, q, 1e-9)
     whole = _by_bottleneck(pair, p, q, Domain.whole(32))
     assert whole is not None and whole.equivalent is False
-    assert _by_bottleneck(pair, p, q, Domain.box(np.zeros(32), np.ones(32))) is None
+    w = np.asarray(whole.witness, float)
+    away = Domain.box(w + 5.0, w + 5.1)
+    assert _by_bottleneck(pair, p, q, away) is None
+    around = Domain.box(w - 1.0, w + 1.0)
+    assert _by_bottleneck(pair, p, q, around).equivalent is False

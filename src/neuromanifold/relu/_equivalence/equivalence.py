@@ -1001,9 +1001,9 @@ def _by_reduction(
 def _by_bottleneck(pair: Pair, p: Any, q: Any, dom: Domain) -> Equivalence | None:
     """The polynomial-time test of generic three-layer bottleneck networks (canonical forms
     and the named symmetries, docs/relu_equivalence.md); ``None`` when it does not apply or
-    cannot certify its verdict (then the exact engine decides). On a box or an orthant only
-    its ``True`` counts: the contract on R^d holds on every part of it, while its witness
-    may lie outside the domain."""
+    cannot certify its verdict (then the exact engine decides). Its ``True`` holds on every
+    domain (the contract on R^d holds on every part of it), its witness only where it lies
+    in the domain."""
     if pair.tol == 0 or len(pair.p.params) != 3 or len(pair.q.params) != 3:
         return None
     try:
@@ -1025,7 +1025,7 @@ def _by_bottleneck(pair: Pair, p: Any, q: Any, dom: Domain) -> Equivalence | Non
             note=f"generic bottleneck networks: {res.note}",
         )
         return dataclasses.replace(out, symmetry=tuple(res.symmetry))
-    if res.witness is None or dom.kind != "whole":
+    if res.witness is None or not dom.contains(np.asarray(res.witness, float)[None, :])[0]:
         return None
     out = equivalence_result(
         pair,
