@@ -121,3 +121,25 @@ def test_the_splits_do_not_depend_on_the_inputs_units(seed, widths):
     # never split
     for _, blo, bhi, _ in runs[1].open_boxes:
         assert blo[0] == 0.0 and bhi[0] == 1.0
+
+
+def test_a_box_within_the_gap_that_straddles_the_threshold_is_split_on():
+    from neuromanifold.relu._bounds.branch import settled
+
+    assert settled(1.0, 0.5, 0.6, None)
+    assert not settled(1.0, 0.5, 0.6, 0.8)  # within the gap, but straddling 0.8
+    assert settled(0.7, 0.5, 0.6, 0.8) and settled(1.0, 0.9, 0.6, 0.8)
+    assert not settled(1.0, 0.5, 0.4, None)
+    assert settled(0.5, 0.5, 0.0, 0.4)  # gap 0: the query's own stop rule decides
+
+    rng = np.random.default_rng(3)
+    p = ReLUNet([3, 8, 8, 2]).random_params(seed=3)
+    q = [(W + 0.05 * rng.standard_normal(W.shape), b) for W, b in p]
+    lo, hi = -np.ones(3), np.ones(3)
+    chain, value = difference_chain(p, q), _gap_of(p, q)
+    root = branch_and_bound(chain, lo, hi, value, gap=1e9, deadline=None)
+    exact = branch_and_bound(chain, lo, hi, value, gap=1e-9, deadline=None)
+    assert root.upper > 1.5 * exact.upper  # the root alone straddles the threshold below
+    threshold = (root.upper + exact.upper) / 2
+    bb = branch_and_bound(chain, lo, hi, value, gap=1e9, deadline=None, decide=threshold)
+    assert bb.upper <= threshold and bb.num_boxes > 1

@@ -32,7 +32,7 @@ import numpy as np
 
 from .linear import Chain, optimized_output_bounds, propagate
 
-__all__ = ["BranchAndBound", "branch_and_bound", "input_reach"]
+__all__ = ["BranchAndBound", "branch_and_bound", "input_reach", "settled"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +90,15 @@ def input_reach(chain: Chain) -> np.ndarray:
     return reach if np.any(reach > 0) else np.ones_like(reach)
 
 
+def settled(bound: float, best: float, gap: float, decide: float | None) -> bool:
+    """Whether a box with this upper ``bound`` needs no more splitting, the best value found
+    being ``best``: within ``gap`` of it, unless (with ``gap > 0``) the box still straddles
+    ``decide`` (its bound above it, the best value not), which a query asks to settle."""
+    if bound - best > gap:
+        return False
+    return decide is None or gap == 0 or not best <= decide < bound
+
+
 def branch_and_bound(
     chain: Chain,
     lo: np.ndarray,
@@ -127,7 +136,9 @@ def branch_and_bound(
             :func:`~neuromanifold.relu._bounds.linear.propagate`).
         offsets: see ``chain``.
         decide: also stop once the interval lies on one side of this value (a query:
-            ``lower > decide`` or ``upper <= decide``).
+            ``lower > decide`` or ``upper <= decide``); with ``gap > 0``, boxes within
+            ``gap`` whose bound is still above it while the best value is not are split
+            on (see :func:`settled`).
         start: open boxes of an earlier call (its ``open_boxes``) to go on from, instead
             of the whole box (``lo``, ``hi`` are then only the box's extent).
         alpha_steps: steps of the lower slopes' optimization per pass
@@ -183,7 +194,7 @@ def branch_and_bound(
                 heapq.heappush(heap, (-bound, next(counter), blo, bhi, known))
     while heap:
         top = -heap[0][0]
-        if top - best <= gap:
+        if settled(top, best, gap, decide):
             break
         if decide is not None and (best > decide or max(top, best) <= decide):
             break
@@ -196,7 +207,7 @@ def branch_and_bound(
         parents = []
         while heap and len(parents) < batch:
             item = heapq.heappop(heap)
-            if -item[0] - best <= gap:
+            if settled(-item[0], best, gap, decide):
                 heapq.heappush(heap, item)
                 break
             parents.append(item)

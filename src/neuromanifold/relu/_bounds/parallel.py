@@ -26,7 +26,7 @@ import numpy as np
 from ..._errors import InputError, WorkerError, short_repr
 from ..._validation import check_workers
 from .._core.processes import process_context
-from .branch import BranchAndBound, branch_and_bound, input_reach
+from .branch import BranchAndBound, branch_and_bound, input_reach, settled
 from .linear import Chain
 
 __all__ = ["parallel_branch_and_bound", "split_box", "check_parallel"]
@@ -141,7 +141,7 @@ def parallel_branch_and_bound(
             top = max((item[0] for item in opened), default=-np.inf)
             upper = max(top, best)
             if (
-                upper - best <= gap
+                settled(upper, best, gap, decide)
                 or (decide is not None and (best > decide or upper <= decide))
                 or (deadline is not None and time.monotonic() >= deadline)
             ):

@@ -268,14 +268,17 @@ def _by_bounds(
     gap: float,
     best: Best,
     parallel: tuple[int, str | None],
+    decide: float | None = None,
 ) -> tuple[float, np.ndarray | None, str]:
     """The upper end by the bound engine's branch and bound over the box (its lower end
-    starts from ``best``; ``parallel``: workers and scheduler): ``(upper, the best point it
+    starts from ``best``; ``parallel``: workers and scheduler; ``decide``: a threshold the
+    interval should not straddle when it stops for the gap): ``(upper, the best point it
     found, what it did in words)``."""
     chain, rounding, how_aligned = engine
     workers, scheduler = parallel
     options = dict(
         gap=gap,
+        decide=decide,
         deadline=budget.deadline,
         lower=to_float(best.value * pow2(best.pair.E)) if best.point is not None else 0.0,
     )
@@ -300,6 +303,15 @@ def _by_bounds(
         f"{bb.num_boxes:,} boxes{where} ({bb.num_open:,} left open)"
     )
     return upper, bb.point, note
+
+
+def _gap_and_threshold(gap: Any, thr: float) -> tuple[float, float | None]:
+    """The gap asked for (default the tolerance's resolution ``thr``), and the threshold the
+    bound engine's interval should settle a side of: ``thr`` for the default gap (so that
+    ``within_tol`` is decided as far as the budget goes), else none."""
+    if gap is None:
+        return thr, thr
+    return check_nonnegative_float(gap, "gap"), None
 
 
 def _root_decides(chain, dom: Domain, gap: float) -> bool:
@@ -360,9 +372,8 @@ def distance(
         domain: ``None`` (all of R^d), ``"orthant"``, a ``(lower, upper)`` box or a Domain.
         tol: the relative tolerance of :func:`~neuromanifold.relu.equivalent`; the result's
             ``within_tol`` says whether the networks are equivalent up to it.
-        gap: stop once ``upper - lower <= gap`` (in the units of the result); default
-            ``tol * scale``, the resolution of the tolerance contract; ``0`` asks for the
-            exact supremum (the region engine).
+        gap: stop once ``upper - lower <= gap`` (units of the result); default ``tol * scale``
+            (the bound engine then goes on till ``within_tol`` is decided); ``0``: exact.
         method: ``"auto"`` (the region engine when few joint regions are expected, else
             the bound engine on a box when ``gap > 0``, else the MILP; the exact engine
             is tried for fewer regions where the bound engine runs), ``"regions"``,
@@ -375,8 +386,7 @@ def distance(
             MILPs' dual bound or the parameter or interval bound, whichever is smaller).
         progress: a progress bar on stderr.
         top1: also decide whether both networks rank the same class first at every point
-            of the box (the result's ``top1``, a :class:`Top1`; see the module docs); it
-            shares the budget, and needs a box.
+            of the box (``top1``, a :class:`Top1`; see the module docs; a box, one budget).
         workers, scheduler: the bound engine's branch and bound on ``workers`` processes,
             or on the Dask cluster at ``scheduler`` (``"local"``: a ``LocalCluster`` of
             ``workers`` processes started for the call).
@@ -401,8 +411,7 @@ def distance(
     # for the networks given only then)
     fp, fq = float_params(p), float_params(q)
     floats = fp is not None and fq is not None
-    fp = check_params(p) if fp is None else fp
-    fq = check_params(q) if fq is None else fq
+    fp, fq = (check_params(p) if fp is None else fp), (check_params(q) if fq is None else fq)
     # the clock starts before the exact copies are made (2 s for a pair at 784 inputs)
     budget = Budget(
         "distance",
@@ -419,7 +428,7 @@ def distance(
             f"top1=True compares the top classes on a box: pass domain as "
             f"(lower, upper) or a box Domain; got the {dom.kind} domain"
         )
-    gap = tol * pair0.scale if gap is None else check_nonnegative_float(gap, "gap")
+    gap, decide = _gap_and_threshold(gap, tol * pair0.scale)
     pair, work_dom, to_x, fallback = _working_pair(pair0, dom, fp, fq, floats)
     unit = math.ldexp(1.0, pair.E)  # balanced outputs are the outputs / 2**E
     best = Best(pair)
@@ -454,6 +463,7 @@ def distance(
                 gap=gap,
                 best=best,
                 parallel=(workers, scheduler),
+                decide=decide,
             )
             how, certified = "branch_and_bound", True
             note += part
