@@ -37,36 +37,26 @@ def available() -> str | None:
 
 
 def _product_module(p: list, q: list):
-    """The product network of two MLPs of one depth as a ``torch.nn.Sequential`` in
-    float32 (alpha-CROWN's working precision; its optimized bounds refuse float64 here), its
-    output ``f_q - f_p``."""
+    """The product network of two MLPs of one depth (the bound engine's
+    :func:`~neuromanifold.relu._bounds.linear.product_chain`, its output rows folded into
+    the last layer) as a ``torch.nn.Sequential`` in float32 (alpha-CROWN's working
+    precision; its optimized bounds refuse float64 here), its output ``f_q - f_p``."""
     import torch  # optional peer: only this benchmark uses it
 
+    from neuromanifold.relu._bounds.linear import product_chain
+
+    chain = product_chain(p, q)
+    affine = list(chain.affine)
+    A, c = affine[-1]
+    affine[-1] = (chain.outputs @ A, chain.outputs @ c)
     layers: list = []
-    for j, ((Wp, bp), (Wq, bq)) in enumerate(zip(p, q)):
-        Wp, Wq = np.asarray(Wp, float), np.asarray(Wq, float)
-        last = j == len(p) - 1
-        if j == 0:
-            W = np.vstack([Wp, Wq])
-        else:
-            W = np.block(
-                [
-                    [Wp, np.zeros((Wp.shape[0], Wq.shape[1]))],
-                    [np.zeros((Wq.shape[0], Wp.shape[1])), Wq],
-                ]
-            )
-        b = np.concatenate([bp, bq])
-        if last:
-            W = np.hstack([-Wp, Wq])
-            b = np.asarray(bq, float) - np.asarray(bp, float)
+    for W, b in affine:
         lin = torch.nn.Linear(W.shape[1], W.shape[0])
         with torch.no_grad():
             lin.weight.copy_(torch.from_numpy(np.asarray(W, np.float32)))
             lin.bias.copy_(torch.from_numpy(np.asarray(b, np.float32)))
-        layers.append(lin)
-        if not last:
-            layers.append(torch.nn.ReLU())
-    return torch.nn.Sequential(*layers)
+        layers += [lin, torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers[:-1])
 
 
 def alpha_crown_distance(

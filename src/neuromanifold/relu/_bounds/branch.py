@@ -5,7 +5,8 @@ The box with the largest upper bound is split in two along the coordinate whose 
 reaches furthest into the first layer, ``width_i * |column i of the first layer|`` (the
 relaxations of the hidden neurons loosen with the pre-activations' widths), a choice that
 does not depend on the input's units. Measured on ACAS Xu 2_2 against its 5 %-pruned copy
-(distance 0.014), 20 s on one process: this split bounds the distance by 0.020 on the box
+(distance 0.014), 20 s on one process, each rule in a run of its own, the upper end
+reached: this split bounds the distance by 0.020 on the box
 and on the box mapped onto the unit box alike; the widest coordinate by 0.027 on the box
 and 6.0 on the unit box; bounding the halves of every coordinate and keeping the best
 split, by 0.031; splitting where the bound's own linear function varies most

@@ -1,15 +1,15 @@
 """The compiled step of linear bound propagation: one relaxation substituted into the
 coefficients of a back substitution.
 
-:meth:`~neuromanifold.relu._bounds.linear.Relaxation.substitute` in numpy makes a dozen
-passes over the ``(boxes, rows, neurons)`` coefficients (their positive and negative parts,
-one product per block of the relaxation, six products with vectors for the constant and
-the rounding bound); on the branch and bound's many small boxes those passes are most of
-the time. :func:`substitute_kernel` makes one: each coefficient picks the upper or the
+Written in numpy, :meth:`~neuromanifold.relu._bounds.linear.Relaxation.substitute` made a
+dozen passes over the ``(boxes, rows, neurons)`` coefficients (their positive and negative
+parts, one product per block of the relaxation, six products with vectors for the constant
+and the rounding bound); on the branch and bound's many small boxes those passes were most
+of the time. :func:`substitute_kernel` makes one: each coefficient picks the upper or the
 lower relaxation by its sign and adds to the new coefficients, the constant and the
-rounding bound at once. The sums run in another order than numpy's, which the a-priori
-rounding bounds (``gamma_k``, independent of the order) cover. A test checks it against
-the numpy twin.
+rounding bound at once. The sums run in any order, which the a-priori rounding bounds
+(``gamma_k``, independent of the order) cover. A test checks it against the definition
+written with dense matrices.
 """
 
 from __future__ import annotations
